@@ -1,0 +1,136 @@
+"""The one timing helper every measurement in the course goes through.
+
+GPUs (and JAX, even on a CPU) run work *asynchronously*: a call returns as soon as the work is queued.
+A stopwatch around the call then measures the queueing, not the work. :func:`measure` therefore
+
+1. warms up (compilation, caches, lazy allocation) and discards those runs,
+2. after every call waits for the result: ``jax.block_until_ready`` on JAX values (pytrees included),
+   ``cudaDeviceSynchronize`` on the GPU backend, ``block_until_ready()`` on anything else that has it,
+3. repeats and reports the median and the spread (interquartile range), never a single run.
+
+On the GPU backend ``clock="cuda"`` times with CUDA events recorded on the current stream instead of the
+host clock: the GPU's own view of how long the queued work took.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .backend import get_backend
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call over ``len(times)`` measured runs."""
+
+    times: tuple[float, ...]  # seconds, one per measured call
+    synchronized: bool
+    clock: str
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.times))
+
+    @property
+    def q25(self) -> float:
+        return float(np.percentile(self.times, 25))
+
+    @property
+    def q75(self) -> float:
+        return float(np.percentile(self.times, 75))
+
+    @property
+    def best(self) -> float:
+        return float(min(self.times))
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median (0.05 = the middle half lies within 5 %)."""
+        return (self.q75 - self.q25) / self.median if self.median > 0 else math.inf
+
+    def rate(self, amount: float) -> float:
+        """``amount`` per second at the median time (FLOP/s for FLOPs, B/s for bytes)."""
+        return amount / self.median
+
+    def __str__(self) -> str:
+        return f"{format_seconds(self.median)} (median of {len(self.times)}, IQR ±{self.spread * 50:.1f}%)"
+
+
+def format_seconds(s: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def block(result: Any) -> Any:
+    """Wait until ``result`` (any pytree of JAX/CuPy/NumPy values) has really been computed."""
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.block_until_ready(result)  # calls block_until_ready() on every pytree leaf that has it
+    elif hasattr(result, "block_until_ready"):
+        result.block_until_ready()
+    backend = get_backend()
+    if backend.is_gpu:
+        backend.sync()  # CuPy kernels queued on any stream
+    return result
+
+
+def measure(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 2,
+    repeat: int = 15,
+    max_seconds: float | None = 5.0,
+    sync: bool = True,
+    clock: str = "host",
+    **kwargs: Any,
+) -> Timing:
+    """Time ``fn(*args, **kwargs)``: ``warmup`` discarded calls, then ``repeat`` measured ones.
+
+    ``sync=False`` reproduces the classic mistake (the stopwatch stops when the call *returns*) so that the
+    course can show how wrong it is. ``max_seconds`` stops repeating early (at least 3 runs) for slow calls.
+    ``clock="cuda"`` uses CUDA events on the GPU backend.
+    """
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
+    if clock not in ("host", "cuda"):
+        raise ValueError("clock must be 'host' or 'cuda'")
+    backend = get_backend()
+    if clock == "cuda" and not backend.is_gpu:
+        raise ValueError("clock='cuda' needs the GPU backend; use the default host clock on CPU")
+
+    for _ in range(warmup):
+        out = fn(*args, **kwargs)
+        if sync:
+            block(out)
+
+    times: list[float] = []
+    started = time.perf_counter()
+    for i in range(repeat):
+        if clock == "cuda":
+            cp = backend.xp
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            out = fn(*args, **kwargs)
+            end.record()
+            end.synchronize()
+            block(out)
+            times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)  # ms -> s
+        else:
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            if sync:
+                block(out)
+            times.append(time.perf_counter() - t0)
+        if max_seconds is not None and i >= 2 and time.perf_counter() - started > max_seconds:
+            break
+    if not sync:
+        block(out)  # don't leave queued work running into the next measurement
+    return Timing(tuple(times), synchronized=sync, clock=clock)

@@ -1,0 +1,1 @@
+"""One module per lab: its problems (spec, reference, visible and hidden cases)."""

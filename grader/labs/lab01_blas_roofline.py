@@ -1,0 +1,385 @@
+"""Lab 1 — BLAS levels, arithmetic intensity and the roofline: the problems and their references.
+
+Conventions the specs share (the course notebook derives them):
+- FLOPs count multiplies and adds separately: one multiply-add = 2 FLOPs.
+- Bytes are the *compulsory* traffic: every input element read once from memory, every output written once.
+- ``dtype`` is a NumPy dtype name: 'float16', 'float32', 'float64' or 'int8'.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_type
+from ..problem import Case, Problem
+
+DTYPES = ("float16", "float32", "float64", "int8")
+ROOFS = [  # (peak FLOP/s, bytes/s): H100 bf16, H100 fp32, A100 bf16, H200 bf16, a laptop CPU
+    (989.4e12, 3.35e12), (67e12, 3.35e12), (312e12, 2.039e12), (989.4e12, 4.8e12), (0.6e12, 60e9),
+]
+
+
+def _size(dtype: str) -> int:
+    return np.dtype(dtype).itemsize
+
+
+def _pair(name: str, hint_flops: str, hint_bytes: str):
+    """Compare a (flops, bytes) answer."""
+
+    def compare(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise CheckFailure(f"{what}: expected a tuple (flops, bytes), got {got!r}")
+        expect_int(f"{what} → flops", got[0], expected[0], hint_flops)
+        expect_int(f"{what} → bytes", got[1], expected[1], hint_bytes)
+
+    return compare
+
+
+# -- Exercise 1: Level 1 and Level 2 --------------------------------------------------------------------------
+
+def axpy_cost(n: int, dtype: str) -> tuple[int, int]:
+    return 2 * n, 3 * n * _size(dtype)  # y = a*x + y: read x, read y, write y
+
+
+def gemv_cost(m: int, n: int, dtype: str) -> tuple[int, int]:
+    return 2 * m * n, (m * n + n + m) * _size(dtype)  # y = A x: read A (m×n) and x (n), write y (m)
+
+
+AXPY = Problem(
+    name="axpy_cost",
+    spec="""
+        axpy_cost(n, dtype) -> (flops, bytes) for BLAS Level 1  y ← a·x + y  on vectors of n elements.
+        One multiply and one add per element; x and y are read, y is written. `a` is a scalar (ignore it).
+    """,
+    reference=axpy_cost,
+    visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8"))],
+    hidden=lambda rng: [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(6)],
+    compare=_pair("axpy_cost", "2 FLOPs per element (multiply + add)", "count x, y read and y written"),
+)
+
+GEMV = Problem(
+    name="gemv_cost",
+    spec="""
+        gemv_cost(m, n, dtype) -> (flops, bytes) for BLAS Level 2  y ← A·x  with A of shape (m, n).
+        Each of the m outputs is a dot product of length n. A and x are read once, y is written once.
+    """,
+    reference=gemv_cost,
+    visible=[Case((4, 3, "float32")), Case((1024, 512, "float16"))],
+    hidden=lambda rng: [
+        Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), str(rng.choice(DTYPES)))) for _ in range(6)
+    ],
+    compare=_pair("gemv_cost", "a dot product of length n is n multiplies and n adds", "A, x read; y written"),
+)
+
+# -- Exercise 2: Level 3 ---------------------------------------------------------------------------------------
+
+def gemm_cost(m: int, n: int, k: int, dtype: str) -> tuple[int, int]:
+    return 2 * m * n * k, (m * k + k * n + m * n) * _size(dtype)
+
+
+GEMM = Problem(
+    name="gemm_cost",
+    spec="""
+        gemm_cost(m, n, k, dtype) -> (flops, bytes) for BLAS Level 3  C ← A·B,  A: (m, k), B: (k, n), C: (m, n).
+        Compulsory traffic only: A and B read once, C written once (assume C starts empty: β = 0).
+    """,
+    reference=gemm_cost,
+    visible=[Case((64, 32, 16, "float32")), Case((5, 7, 3, "float16"))],
+    hidden=lambda rng: [
+        Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),)) for _ in range(6)
+    ],
+    compare=_pair("gemm_cost", "m·n outputs, each a length-k dot product (multiply + add)",
+                  "A is m×k, B is k×n, C is m×n elements"),
+)
+
+# -- Exercise 3: predict with the roofline ----------------------------------------------------------------------
+
+def predict_time(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> tuple[str, float]:
+    compute, memory = flops / peak_flops, nbytes / bandwidth
+    return ("compute" if compute >= memory else "memory"), max(compute, memory)
+
+
+def _compare_prediction(what: str, got: Any, expected: tuple[str, float], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (bound, seconds), got {got!r}")
+    expect_choice(f"{what} → bound", got[0], expected[0], ("memory", "compute"),
+                  "compare the time the FLOPs need with the time the bytes need")
+    expect_close(f"{what} → seconds", got[1], expected[1], rtol=1e-6,
+                 hint="the roofline's time is the larger of flops/peak and bytes/bandwidth")
+
+
+def _prediction_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(8):
+        peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
+        nbytes = float(10 ** rng.uniform(3, 10))
+        intensity = float(2 ** rng.uniform(-3, 10))
+        cases.append(Case((nbytes * intensity, nbytes, peak, bw)))
+    return cases
+
+
+PREDICT = Problem(
+    name="predict_time",
+    spec="""
+        predict_time(flops, nbytes, peak_flops, bandwidth) -> (bound, seconds)
+        The roofline's prediction for an op: 'memory' or 'compute' (whichever roof limits it; 'compute' on a
+        tie) and its best possible time in seconds. peak_flops in FLOP/s, bandwidth in bytes/s.
+    """,
+    reference=predict_time,
+    visible=[Case((2e12, 1e9, 989.4e12, 3.35e12)), Case((2e9, 12e9, 989.4e12, 3.35e12))],
+    hidden=_prediction_cases,
+    compare=_compare_prediction,
+)
+
+# -- Exercise 4: the ridge point and batch size -------------------------------------------------------------------
+
+def min_batch_compute_bound(d_in: int, d_out: int, dtype: str, peak_flops: float, bandwidth: float) -> int | None:
+    """Smallest batch B making (B×d_in)·(d_in×d_out) compute-bound; None when no batch can."""
+    s, ridge = _size(dtype), peak_flops / bandwidth
+
+    def compute_bound(b: int) -> bool:
+        return 2 * b * d_in * d_out / (s * (b * d_in + d_in * d_out + b * d_out)) >= ridge
+
+    coef = 2 * d_in * d_out - ridge * s * (d_in + d_out)
+    if coef <= 0:
+        return None
+    b = max(1, math.ceil(ridge * s * d_in * d_out / coef))
+    while b > 1 and compute_bound(b - 1):  # guard the closed form against float rounding
+        b -= 1
+    while not compute_bound(b):
+        b += 1
+    return b
+
+
+def _compare_batch(what: str, got: Any, expected: int | None, case: Case) -> None:
+    if expected is None:
+        if got is not None:
+            raise CheckFailure(f"{what}: expected None (no batch size reaches the ridge point), got {got!r}")
+        return
+    expect_int(what, got, expected, "intensity = 2·B·d_in·d_out / (bytes of X, W and Y); W is read once per batch")
+
+
+def _batch_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(7):
+        peak, bw = ROOFS[int(rng.integers(len(ROOFS) - 1))]
+        d_in, d_out = (int(2 ** rng.uniform(8, 14)) for _ in range(2))
+        cases.append(Case((d_in, d_out, str(rng.choice(["float16", "float32"])), peak, bw)))
+    cases.append(Case((256, 256, "float32", 989.4e12, 3.35e12)))  # never compute-bound
+    return cases
+
+
+MIN_BATCH = Problem(
+    name="min_batch_compute_bound",
+    spec="""
+        min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth) -> int or None
+        A dense layer Y = X·W with X: (B, d_in), W: (d_in, d_out) is one GEMM. Return the smallest batch size
+        B ≥ 1 whose arithmetic intensity reaches the machine's ridge point (peak_flops / bandwidth), so that the
+        layer is compute-bound; return None if no batch size ever reaches it. Compulsory traffic as in gemm_cost.
+    """,
+    reference=min_batch_compute_bound,
+    visible=[Case((8192, 8192, "float16", 989.4e12, 3.35e12)), Case((4096, 1024, "float32", 67e12, 3.35e12)),
+             Case((128, 128, "float16", 989.4e12, 3.35e12))],
+    hidden=_batch_cases,
+    compare=_compare_batch,
+)
+
+# -- Exercise 5: fusion saves bytes -------------------------------------------------------------------------------
+
+def chain_bytes(n: int, dtype: str, arities: list[int], fused: bool) -> int:
+    s = _size(dtype)
+    if not fused:  # every op reads all its operands from memory and writes its result back
+        return sum((a + 1) * n * s for a in arities)
+    inputs = arities[0] + sum(a - 1 for a in arities[1:])  # each later op takes the previous result + new inputs
+    return (inputs + 1) * n * s
+
+
+def _chain_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(8):
+        arities = [int(a) for a in rng.integers(1, 4, size=int(rng.integers(1, 7)))]
+        cases.append(Case((int(rng.integers(1, 10**8)), str(rng.choice(DTYPES)), arities, bool(rng.integers(2)))))
+    return cases
+
+
+CHAIN = Problem(
+    name="chain_bytes",
+    spec="""
+        chain_bytes(n, dtype, arities, fused) -> int: bytes an elementwise chain moves over n-element arrays.
+        Op 0 takes arities[0] input arrays; every later op i takes the previous op's result plus
+        (arities[i] − 1) new input arrays. Unfused: each op is its own kernel that reads all its operands from
+        memory and writes its result to memory. Fused: one kernel reads every input array once, keeps
+        intermediates in registers and writes only the final result.
+        The seed's  relu(x*y + z)  is  arities = [2, 2, 1].
+    """,
+    reference=chain_bytes,
+    visible=[Case((1000, "float32", [2, 2, 1], False)), Case((1000, "float32", [2, 2, 1], True)),
+             Case((10, "float64", [1], True))],
+    hidden=_chain_cases,
+    compare=lambda what, got, expected, case: expect_int(
+        what, got, expected, "unfused: each op reads its operands and writes one result; fused: inputs once + output once"
+    ),
+)
+
+# -- Exercise 6: a blocked matmul ----------------------------------------------------------------------------------
+
+class TileTracker(np.ndarray):
+    """A NumPy array that records the operand shapes of every matrix product it takes part in."""
+
+    log: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.log = getattr(obj, "log", None)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        log = next((x.log for x in inputs if isinstance(x, TileTracker)), None)
+        if ufunc is np.matmul and log is not None:
+            log.append(tuple(tuple(np.shape(x)) for x in inputs[:2]))
+        plain = [x.view(np.ndarray) if isinstance(x, TileTracker) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, TileTracker) else o for o in kwargs["out"])
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in (np.dot, np.tensordot, np.einsum, np.inner, np.vdot, np.outer):
+            log = next((x.log for x in args if isinstance(x, TileTracker)), None)
+            if log is not None:
+                log.append(tuple(tuple(np.shape(x)) for x in args if hasattr(x, "shape"))[:2])
+        plain = tuple(a.view(np.ndarray) if isinstance(a, TileTracker) else a for a in args)
+        return func._implementation(*plain, **kwargs) if hasattr(func, "_implementation") else func(*plain, **kwargs)
+
+
+def track(a: np.ndarray, log: list) -> TileTracker:
+    t = np.asarray(a).view(TileTracker)
+    t.log = log
+    return t
+
+
+def _matmul_reference(A: Any, B: Any, tile: int) -> np.ndarray:
+    from ..checks import to_host
+
+    return to_host(A).astype(np.float64) @ to_host(B).astype(np.float64)
+
+
+def _matmul_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(5):
+        tile = int(rng.choice([3, 4, 5, 8, 16]))
+        m, k, n = (int(tile * rng.integers(1, 4) + rng.integers(1, tile)) for _ in range(3))  # never multiples
+        dtype = str(rng.choice(["float32", "float64"]))
+        cases.append(Case((_rand(rng, (m, k), dtype), _rand(rng, (k, n), dtype), tile)))
+    return cases
+
+
+def _rand(rng: np.random.Generator, shape: tuple[int, int], dtype: str) -> Any:
+    a = rng.standard_normal(shape).astype(dtype)
+    try:  # on the GPU backend the inputs live in device memory
+        from gpucourse import get_backend
+
+        return get_backend().to_device(a)
+    except Exception:
+        return a
+
+
+def _compare_matmul(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
+    expect_array_close(what, got, expected)
+
+
+def _tiling(fn: Callable[..., Any], hidden: bool) -> str:
+    """Re-run the student's function on tracked NumPy inputs: every product must be tile-sized, and the
+    number of tile products must cover the whole matrix."""
+    rng = np.random.default_rng(1 if hidden else 0)
+    shapes = [(10, 7, 13, 4)] if not hidden else [(19, 11, 23, 5), (9, 17, 6, 8)]
+    report = []
+    for m, k, n, tile in shapes:
+        log: list = []
+        A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+        C = fn(track(A, log), track(B, log), tile)
+        expect_array_close(f"blocked_matmul on tracked ({m}×{k})·({k}×{n}), tile={tile}",
+                           np.asarray(C).view(np.ndarray), A @ B)
+        if not log:
+            raise CheckFailure(
+                f"blocked_matmul(({m}×{k}), ({k}×{n}), tile={tile}) computed no tile product with @, np.matmul or "
+                "np.dot on slices of A and B: multiply tiles, not whole matrices or single elements"
+            )
+        for a_shape, b_shape in log:
+            if max(a_shape + b_shape) > tile:
+                raise CheckFailure(
+                    f"blocked_matmul(({m}×{k}), ({k}×{n}), tile={tile}) multiplied a {a_shape} block by a {b_shape} "
+                    f"block: every block must be at most {tile}×{tile}"
+                )
+        need = math.ceil(m / tile) * math.ceil(n / tile) * math.ceil(k / tile)
+        if len(log) < need:
+            raise CheckFailure(
+                f"blocked_matmul(({m}×{k}), ({k}×{n}), tile={tile}): expected at least {need} tile products, "
+                f"got {len(log)}"
+            )
+        loaded = sum(math.prod(a) + math.prod(b) for a, b in log)
+        report.append(f"({m}×{k})·({k}×{n}) tile {tile}: {len(log)} tile products, {loaded:,} elements loaded "
+                      f"(distinct: {m * k + k * n:,}; naive loop: {2 * m * n * k:,})")
+    return "\n  " + "\n  ".join(report)
+
+
+BLOCKED = Problem(
+    name="blocked_matmul",
+    spec="""
+        blocked_matmul(A, B, tile) -> C = A @ B, computed tile by tile.
+        A: (m, k), B: (k, n), in the backend's array module (NumPy on CPU, CuPy on a GPU: get it with
+        gc.array_module(A)). Loop over output tiles C[i:i+tile, j:j+tile] and over k in steps of tile;
+        accumulate the product of an A tile and a B tile (with @) into each C tile. Shapes need not be multiples
+        of tile: the last tiles are smaller. Every product you take must be at most tile × tile; the checker
+        watches. Return C with A's dtype.
+    """,
+    reference=_matmul_reference,
+    visible=[Case((np.arange(64.0).reshape(8, 8), np.eye(8), 4)),
+             Case((np.arange(70.0, dtype=np.float32).reshape(10, 7) / 70, np.ones((7, 13), np.float32), 4))],
+    hidden=_matmul_cases,
+    compare=_compare_matmul,
+    after=_tiling,
+)
+
+# -- Exercise 7: diagnose an op below its roof ---------------------------------------------------------------------
+
+def roof_fraction(flops: float, nbytes: float, seconds: float, peak_flops: float, bandwidth: float) -> tuple[str, float]:
+    intensity = flops / nbytes
+    attainable = min(peak_flops, intensity * bandwidth)
+    return ("memory" if intensity < peak_flops / bandwidth else "compute"), (flops / seconds) / attainable
+
+
+def _compare_fraction(what: str, got: Any, expected: tuple[str, float], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (bound, fraction), got {got!r}")
+    expect_choice(f"{what} → bound", got[0], expected[0], ("memory", "compute"))
+    expect_close(f"{what} → fraction of the roof", got[1], expected[1], rtol=1e-6,
+                 hint="divide the achieved FLOP/s by what the roofline allows at this intensity, not by the peak")
+
+
+def _fraction_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(8):
+        peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
+        nbytes = float(10 ** rng.uniform(4, 10))
+        flops = nbytes * float(2 ** rng.uniform(-3, 10))
+        ideal = max(flops / peak, nbytes / bw)
+        cases.append(Case((flops, nbytes, ideal / float(rng.uniform(0.05, 1.0)), peak, bw)))
+    return cases
+
+
+ROOF_FRACTION = Problem(
+    name="roof_fraction",
+    spec="""
+        roof_fraction(flops, nbytes, seconds, peak_flops, bandwidth) -> (bound, fraction)
+        An op did `flops` FLOPs and moved `nbytes` bytes in `seconds`. Which roof limits it ('memory' or
+        'compute'), and what fraction of the throughput the roofline allows *at its intensity* did it reach?
+        (A gemv at 2 % of peak FLOP/s can still be at 90 % of its memory roof: it is not "slow".)
+    """,
+    reference=roof_fraction,
+    visible=[Case((2e9, 12e9, 5e-3, 989.4e12, 3.35e12)), Case((2e12, 1e9, 4e-3, 989.4e12, 3.35e12))],
+    hidden=_fraction_cases,
+    compare=_compare_fraction,
+)
+
+problems = {p.name: p for p in (AXPY, GEMV, GEMM, PREDICT, MIN_BATCH, CHAIN, BLOCKED, ROOF_FRACTION)}

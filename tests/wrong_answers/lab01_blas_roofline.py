@@ -1,0 +1,57 @@
+"""Plausible wrong answers to lab 1, one per solution cell: each must score less than full marks."""
+
+WRONG = {
+    # counts a multiply-add as one FLOP
+    "ex1_axpy_cost": '''def axpy_cost(n, dtype):
+    size = np.dtype(dtype).itemsize
+    return n, 3 * n * size
+''',
+    # forgets to read x (counts only A and y)
+    "ex1b_gemv_cost": '''def gemv_cost(m, n, dtype):
+    size = np.dtype(dtype).itemsize
+    return 2 * m * n, (m * n + m) * size
+''',
+    # bytes assume float32 whatever the dtype
+    "ex2_gemm_cost": '''def gemm_cost(m, n, k, dtype):
+    return 2 * m * n * k, (m * k + k * n + m * n) * 4
+''',
+    # adds the two times instead of taking the slower roof
+    "ex3_predict_time": '''def predict_time(flops, nbytes, peak_flops, bandwidth):
+    compute, memory = flops / peak_flops, nbytes / bandwidth
+    return ("compute" if compute >= memory else "memory"), compute + memory
+''',
+    # forgets that W is read: intensity = 2*B*din*dout / (size*(B*din + B*dout)) never depends on B
+    "ex4_min_batch_compute_bound": '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    size = np.dtype(dtype).itemsize
+    ridge = peak_flops / bandwidth
+    for b in range(1, 100000):
+        if 2 * b * d_in * d_out / (size * (b * d_in + b * d_out)) >= ridge:
+            return b
+    return None
+''',
+    # fused: forgets to write the result
+    "ex5_chain_bytes": '''def chain_bytes(n, dtype, arities, fused):
+    size = np.dtype(dtype).itemsize
+    if not fused:
+        return sum((a + 1) * n * size for a in arities)
+    return (arities[0] + sum(a - 1 for a in arities[1:])) * n * size
+''',
+    # drops the remainder tiles: right only when the shapes are multiples of the tile
+    "ex6_blocked_matmul": '''def blocked_matmul(A, B, tile):
+    xp = gc.array_module(A)
+    m, k = A.shape
+    n = B.shape[1]
+    C = xp.zeros((m, n), dtype=A.dtype)
+    for i in range(0, m - tile + 1, tile):
+        for j in range(0, n - tile + 1, tile):
+            for p in range(0, k - tile + 1, tile):
+                C[i:i + tile, j:j + tile] += A[i:i + tile, p:p + tile] @ B[p:p + tile, j:j + tile]
+    return C
+''',
+    # judges against the peak instead of the roof at this intensity
+    "ex7_roof_fraction": '''def roof_fraction(flops, nbytes, seconds, peak_flops, bandwidth):
+    intensity = flops / nbytes
+    bound = "memory" if intensity < peak_flops / bandwidth else "compute"
+    return bound, (flops / seconds) / peak_flops
+''',
+}
