@@ -11,13 +11,14 @@ Modules, by what they hold:
 - ``roofline`` the roofline model and measurements of a machine's roofs
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
+- ``xla``      what XLA compiled: optimized HLO, fusions, cost analysis, buffer assignment
 """
 
 from __future__ import annotations
 
 import warnings
 
-from . import backend, blas, hardware, plotting, roofline, timing
+from . import backend, blas, hardware, plotting, roofline, timing, xla
 from .backend import (
     Backend,
     BackendUnavailable,
@@ -30,7 +31,7 @@ from .timing import Timing, block, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "timing",
+    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "timing", "xla",
 ]
 
 __version__ = "0.1.0"

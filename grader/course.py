@@ -43,11 +43,17 @@ def labs() -> list[str]:
 
 
 def paired_notebooks() -> list[Path]:
-    return sorted(p for d in PAIRED_DIRS for p in (ROOT / d).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    """Every notebook of course/ and solutions/ (as its .ipynb path), whichever half of the pair exists."""
+    found = {p.with_suffix(".ipynb") for d in PAIRED_DIRS for pattern in ("*.ipynb", "*.py")
+             for p in (ROOT / d).rglob(pattern) if ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts}
+    return sorted(found)
 
 
 def _strip(nb: dict) -> dict:
-    for cell in nb.get("cells", []):
+    """No outputs, no execution counts, and stable cell ids (the nbgrader grade_id, else the position)."""
+    for i, cell in enumerate(nb.get("cells", [])):
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        cell["id"] = gid if gid else f"cell-{i:03d}"
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
@@ -62,7 +68,7 @@ def sync(paths: list[Path] | None = None) -> list[str]:
     changed = []
     for ipynb in paths or paired_notebooks():
         py = ipynb.with_suffix(".py")
-        if py.exists() and py.stat().st_mtime > ipynb.stat().st_mtime:
+        if py.exists() and (not ipynb.exists() or py.stat().st_mtime > ipynb.stat().st_mtime):
             nb = jupytext.read(py)
         else:
             nb = jupytext.read(ipynb)
@@ -83,8 +89,8 @@ def out_of_sync() -> list[str]:
     for ipynb in paired_notebooks():
         rel = ipynb.relative_to(ROOT)
         py = ipynb.with_suffix(".py")
-        if not py.exists():
-            problems.append(f"{rel}: no py:percent twin {py.name}")
+        if not py.exists() or not ipynb.exists():
+            problems.append(f"{rel}: one half of the pair is missing (run `python -m grader sync`)")
             continue
         nb = json.loads(ipynb.read_text(encoding="utf-8"))
         if any(c.get("outputs") or c.get("execution_count") for c in nb["cells"]):
