@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from . import course
 
@@ -20,8 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("sync", help="sync notebook pairs and strip outputs")
+    syn = sub.add_parser("sync", help="sync notebook pairs and strip outputs")
+    syn.add_argument("paths", nargs="*", help="notebooks (.py or .ipynb) to sync; default: all of course/ and solutions/")
     gen = sub.add_parser("generate", help="regenerate labs/ from solutions/")
+    gen.add_argument("labs", nargs="*", help="labs to generate; default: all")
     gen.add_argument("--db", action="store_true", help="also record the labs in the gradebook (needed to autograde)")
     sub.add_parser("check", help="check pairs and labs/ (exit 1 when stale)")
     nbg = sub.add_parser("nbgrader", help="run nbgrader with the course config")
@@ -29,12 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.cmd == "sync":
-        changed = course.sync()
+        paths = [course.ROOT / p if not os.path.isabs(p) else Path(p) for p in args.paths]
+        changed = course.sync([p.resolve().with_suffix(".ipynb") for p in paths] or None)
         print("\n".join(f"synced {c}" for c in changed) or "all notebook pairs already in step")
         return 0
     if args.cmd == "generate":
-        dest = course.generate(use_db=args.db)
-        print(f"generated {', '.join(course.labs())} into {dest}")
+        dest = course.generate(use_db=args.db, only=args.labs or None)
+        print(f"generated {', '.join(args.labs or course.labs())} into {dest}")
         return 0
     if args.cmd == "check":
         problems = course.out_of_sync() + course.stale_labs()

@@ -73,11 +73,11 @@ def sync(paths: list[Path] | None = None) -> list[str]:
         else:
             nb = jupytext.read(ipynb)
         nb = _strip(nb)
-        before = (ipynb.read_text(encoding="utf-8") if ipynb.exists() else "", py.read_text(encoding="utf-8") if py.exists() else "")
-        jupytext.write(nb, ipynb, fmt="ipynb")
-        jupytext.write(nb, py, fmt="py:percent")
-        if before != (ipynb.read_text(encoding="utf-8"), py.read_text(encoding="utf-8")):
-            changed.append(str(ipynb.relative_to(ROOT)))
+        for path, fmt in ((ipynb, "ipynb"), (py, "py:percent")):
+            text = jupytext.writes(nb, fmt=fmt)
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+                changed.append(str(path.relative_to(ROOT)))
     return changed
 
 
@@ -108,13 +108,16 @@ def _src(source: str | list[str]) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def generate(dest: Path | None = None, use_db: bool = False) -> Path:
-    """Run nbgrader generate_assignment for every lab, into ``dest`` (default: the course's labs/)."""
+def generate(dest: Path | None = None, use_db: bool = False, only: list[str] | None = None) -> Path:
+    """Run nbgrader generate_assignment for every lab (or those in ``only``), into ``dest`` (default: labs/)."""
     dest = dest or ROOT / "labs"
     args = ["--force", f"--CourseDirectory.release_directory={dest}"]
     if not use_db:
         args.append("--no-db")
-    for lab in labs():
+    unknown = sorted(set(only or []) - set(labs()))
+    if unknown:
+        raise SystemExit(f"no such lab in solutions/: {', '.join(unknown)}")
+    for lab in only or labs():
         nbgrader("generate_assignment", lab, *args)
     return dest
 
