@@ -31,9 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpucourse", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     lab = sub.add_parser("lab", help="open the course in JupyterLab (nbgrader's extension included)")
-    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="extra arguments for `jupyter lab`")
+    lab.add_argument("jupyter_args", nargs="*", help="extra arguments for `jupyter lab`, e.g. --no-browser")
     sub.add_parser("info", help="print the backend banner")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.cmd != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
     if args.cmd == "info":
         import gpucourse
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     root = course_root()
     env = jupyter_env(root)
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}", *args.jupyter_args]
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}", *args.jupyter_args, *extra]
     print("opening the course:", " ".join(cmd), flush=True)
     os.chdir(root)
     os.execvpe(cmd[0], cmd, env)

@@ -74,12 +74,26 @@ def block(result: Any) -> Any:
     jax = sys.modules.get("jax")
     if jax is not None:
         jax.block_until_ready(result)  # calls block_until_ready() on every pytree leaf that has it
-    elif hasattr(result, "block_until_ready"):
-        result.block_until_ready()
+    else:
+        for leaf in _leaves(result):
+            if hasattr(leaf, "block_until_ready"):
+                leaf.block_until_ready()
     backend = get_backend()
     if backend.is_gpu:
         backend.sync()  # CuPy kernels queued on any stream
     return result
+
+
+def _leaves(x: Any):
+    """Leaves of nested dicts, lists and tuples (JAX's pytrees, when JAX is not imported)."""
+    if isinstance(x, dict):
+        for v in x.values():
+            yield from _leaves(v)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            yield from _leaves(v)
+    else:
+        yield x
 
 
 def measure(

@@ -96,15 +96,15 @@ def out_of_sync() -> list[str]:
         if any(c.get("outputs") or c.get("execution_count") for c in nb["cells"]):
             problems.append(f"{rel}: committed with outputs (run `python -m grader sync`)")
         from_py = jupytext.read(py)
-        a = [(c["cell_type"], _src(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in nb["cells"]]
-        b = [(c["cell_type"], _src(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in from_py.cells]
+        a = [(c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in nb["cells"]]
+        b = [(c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in from_py.cells]
         if a != b:
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             problems.append(f"{rel}: differs from {py.name} at cell {first} (run `python -m grader sync`)")
     return problems
 
 
-def _src(source: str | list[str]) -> str:
+def source_text(source: str | list[str]) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
@@ -125,7 +125,7 @@ def generate(dest: Path | None = None, use_db: bool = False, only: list[str] | N
 def _normalized(path: Path) -> dict:
     nb = json.loads(path.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
-        cell["source"] = _src(cell["source"])
+        cell["source"] = source_text(cell["source"])
     return nb
 
 

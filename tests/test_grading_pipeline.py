@@ -72,7 +72,7 @@ def test_every_exercise_has_a_visible_and_a_hidden_test(graded):
         for cell in source["cells"]:
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if meta.get("grade") and grading.exercise_of(meta["grade_id"]) == exercise:
-                text = course._src(cell["source"])
+                text = course.source_text(cell["source"])
                 kinds[meta["grade_id"].rsplit("_", 1)[1]] = text
         assert "visible" in kinds and "hidden" in kinds, f"{exercise}: needs _visible and _hidden test cells"
         assert "### BEGIN HIDDEN TESTS" in kinds["hidden"], f"{exercise}: the hidden test cell is not hidden"

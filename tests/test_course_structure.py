@@ -1,0 +1,102 @@
+"""The course's shape: notebook pairs in step, labs/ generated from solutions/, one template everywhere,
+every claim of the seeds checked in its section's Claims-check table."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from grader import course
+from tests.claims import CLAIMS
+
+ROOT = course.ROOT
+COURSE = sorted((ROOT / "course").glob("[0-9][0-9]_*.ipynb"))
+LABS = course.labs()
+VERDICT = re.compile(r"\*\*(confirmed|qualified|outdated|incorrect)\b", re.I)
+
+
+def cells(path: Path) -> list[dict]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [{**c, "source": course.source_text(c["source"])} for c in nb["cells"]]
+
+
+def section(path: Path) -> int:
+    return int(path.name[:2])
+
+
+def test_notebook_pairs_are_in_step_and_without_outputs():
+    assert course.out_of_sync() == []
+
+
+def test_labs_are_exactly_what_nbgrader_generates():
+    assert course.stale_labs() == []
+
+
+def test_claims_list_matches_the_shared_plan():
+    shared = ROOT.parent / "shared" / "CLAIMS.md"
+    if not shared.exists():
+        pytest.skip("shared/CLAIMS.md is not beside this checkout")
+    ids = re.findall(r"^\| (C\d\d) \| (\d) \|", shared.read_text(encoding="utf-8"), re.M)
+    assert {i: int(s) for i, s in ids} == {i: s for i, (s, _) in CLAIMS.items()}
+
+
+@pytest.mark.parametrize("nb", COURSE, ids=lambda p: p.name)
+def test_course_notebook_follows_the_template(nb):
+    cs = cells(nb)
+    first = cs[0]
+    assert first["cell_type"] == "markdown" and first["source"].startswith(f"# {section(nb)} — "), \
+        "first cell: '# N — Title'"
+    assert "**You will learn**" in first["source"], "first cell lists what the student will learn"
+    code = [c["source"] for c in cs if c["cell_type"] == "code"]
+    assert any("gc.setup()" in s for s in code[:2]), "the backend banner is printed at the top (gc.setup())"
+    assert not any(re.search(r"^\s*(import|from)\s+(cupy|numba\.cuda)\b", s, re.M) for s in code), \
+        "notebooks reach CuPy and numba-cuda through gpucourse's backend, never directly"
+    assert not any("wget" in s or "urllib.request" in s for s in code), "nothing downloads at run time"
+    assert not any(re.search(r"time\.(perf_counter|time)\(", s) for s in code), \
+        "every timing goes through gc.measure"
+
+
+@pytest.mark.parametrize("nb", COURSE, ids=lambda p: p.name)
+def test_every_claim_of_the_section_has_a_verdict(nb):
+    md = "\n".join(c["source"] for c in cells(nb) if c["cell_type"] == "markdown")
+    table = md.split("## Claims check", 1)
+    mine = sorted(i for i, (s, _) in CLAIMS.items() if s == section(nb))
+    if not mine:
+        return
+    assert len(table) == 2, "a '## Claims check' table closes the notebook"
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| (C\d\d) \|.*$", table[1], re.M)}
+    for cid in mine:
+        assert cid in rows, f"{cid} ({CLAIMS[cid][1]}) has no row in the Claims-check table"
+        assert VERDICT.search(rows[cid]), f"{cid}: the row must state **confirmed**, **qualified** or **outdated**"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_has_a_problem_module_and_wrong_answers(lab):
+    assert (ROOT / "grader" / "labs" / f"{lab}.py").exists(), f"grader/labs/{lab}.py holds the lab's problems"
+    assert (ROOT / "tests" / "wrong_answers" / f"{lab}.py").exists()
+    import importlib
+
+    module = importlib.import_module(f"grader.labs.{lab}")
+    nb_src = "\n".join(c["source"] for c in cells(next((ROOT / "solutions" / lab).glob("*.ipynb"))))
+    for name in module.problems:
+        assert f'problems["{name}"].check(' in nb_src, f"{lab}: problem {name} is never checked in the notebook"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_exercises_follow_one_shape(lab):
+    nb = next((ROOT / "solutions" / lab).glob("*.ipynb"))
+    solutions = [c for c in cells(nb) if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    assert len(solutions) >= 5, f"{lab}: at least 5 graded exercises"
+    for c in solutions:
+        src = c["source"]
+        assert re.search(r"# roughly \d+ lines?", src), f"{c['metadata']['nbgrader']['grade_id']}: stub says 'roughly N lines'"
+        assert "### BEGIN SOLUTION" in src and "### END SOLUTION" in src
+
+
+def test_every_lab_has_a_course_notebook():
+    sections = {section(p) for p in COURSE}
+    for lab in LABS:
+        assert int(lab[3:5]) in sections, f"{lab} has no course notebook"
