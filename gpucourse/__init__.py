@@ -11,6 +11,7 @@ Modules, by what they hold:
 - ``roofline`` the roofline model and measurements of a machine's roofs
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
+- ``training_memory`` params / grads / optimizer state / activations: estimates vs XLA's buffers
 - ``xla``      what XLA compiled: optimized HLO, fusions, cost analysis, buffer assignment
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import backend, blas, hardware, plotting, roofline, timing, xla
+from . import backend, blas, hardware, plotting, roofline, timing, training_memory, xla
 from .backend import (
     Backend,
     BackendUnavailable,
@@ -31,7 +32,7 @@ from .timing import Timing, block, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "timing", "xla",
+    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "timing", "training_memory", "xla",
 ]
 
 __version__ = "0.1.0"

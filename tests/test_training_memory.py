@@ -1,0 +1,80 @@
+"""Unit tests of gpucourse.training_memory: the estimate's arithmetic, the batch search, and the residual
+reader checked against JAX and XLA."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpucourse import training_memory as tm
+
+
+def test_estimate_terms():
+    m = tm.estimate(1000, 50, 8, dtype="float32", optimizer="adam", io_elems_per_example=3,
+                    workspace_elems_per_example=2)
+    assert (m.params, m.grads, m.optimizer) == (4000, 4000, 8000)
+    assert (m.activations, m.batch, m.workspace) == (50 * 8 * 4, 3 * 8 * 4, 2 * 8 * 4)
+    assert m.fixed == 16000 and m.total == 16000 + 1600 + 96 + 64
+    assert tm.estimate(10, 0, 1, dtype="float16", optimizer="sgd").total == 40
+    assert tm.estimate(10, 0, 1, optimizer="momentum").optimizer == 40
+    with pytest.raises(ValueError):
+        tm.estimate(10, 1, 1, optimizer="lion")
+
+
+@pytest.mark.parametrize("budget", [0, 15_999, 16_000, 16_321, 10**6, 10**9])
+def test_largest_batch_matches_brute_force(budget):
+    at = lambda b: tm.estimate(1000, 37, b, io_elems_per_example=5)  # noqa: E731
+    got = tm.largest_batch(budget, at)
+    brute = max([b for b in range(0, 200_000) if b == 0 or at(b).total <= budget][-1:] or [0])
+    if budget < 10**8:
+        assert got == brute
+    assert got == 0 or at(got).total <= budget < at(got + 1).total
+
+
+def _mlp(Ws, X):
+    h = X
+    for W in Ws:
+        h = jnp.tanh(h @ W)
+    return jnp.sum(h ** 2)
+
+
+def test_saved_residuals_match_jax():
+    from jax._src.ad_checkpoint import saved_residuals as private  # cross-check the parser against JAX itself
+
+    Ws = [jnp.ones((5, 7)), jnp.ones((7, 3))]
+    X = jnp.ones((4, 5))
+    got = tm.saved_residuals(_mlp, Ws, X)
+    ref = private(_mlp, Ws, X)
+    assert [r.shape for r in got] == [tuple(a.shape) for a, _ in ref]
+    assert sum(r.is_argument for r in got) == 3
+    assert tm.saved_bytes(_mlp, Ws, X) == sum(r.nbytes for r in got if not r.is_argument) > 0
+    assert tm.saved_bytes(_mlp, Ws, X, include_arguments=True) == sum(r.nbytes for r in got)
+
+
+def test_saved_bytes_grow_with_batch_and_checkpointing_cuts_them():
+    Ws = jnp.ones((4, 16, 16)) * 0.1
+
+    def stack(policy):
+        layer = lambda h, W: (jnp.tanh(h @ W), None)  # noqa: E731
+        if policy is not None:
+            layer = jax.checkpoint(layer, policy=policy)
+        return lambda Ws, X: jnp.sum(jax.lax.scan(layer, X, Ws)[0] ** 2)
+
+    plain = [tm.saved_bytes(stack(None), Ws, jnp.ones((b, 16))) for b in (8, 16)]
+    assert plain[1] == 2 * plain[0] - tm.saved_bytes(stack(None), Ws, jnp.ones((0, 16)))
+    nothing = tm.saved_bytes(stack(jax.checkpoint_policies.nothing_saveable), Ws, jnp.ones((8, 16)))
+    assert nothing < plain[0]
+
+
+def test_xla_peak_bytes_bounds_the_estimate():
+    Ws = jnp.ones((3, 64, 64)) * 0.1
+    X = jnp.ones((256, 64))
+    loss = lambda Ws, X: jnp.sum(jax.lax.scan(lambda h, W: (jnp.tanh(h @ W), None), X, Ws)[0] ** 2)  # noqa: E731
+    c = jax.jit(jax.grad(loss)).lower(Ws, X).compile()
+    peak = tm.xla_peak_bytes(c)
+    saved = tm.saved_bytes(loss, Ws, X)
+    args = Ws.nbytes + X.nbytes
+    assert peak >= args + Ws.nbytes + saved  # arguments, the gradient and the residuals are all live at once
+    assert peak < 2 * (args + Ws.nbytes + saved)

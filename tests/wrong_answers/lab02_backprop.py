@@ -1,0 +1,50 @@
+"""Plausible wrong answers to lab 2, one per solution cell: each must score less than full marks."""
+
+WRONG = {
+    # the classic missing transposes: dW2 = G·H and dX = dZ·W1 — shapes only work out when they are square
+    "ex1_mlp_backward": '''def mlp_backward(X, W1, W2, G):
+    Z = X @ W1
+    H = np.maximum(Z, 0.0)
+    dW2 = H.T @ G
+    dH = G @ W2.T
+    dZ = dH * (Z > 0)
+    return X.T @ dZ, dW2, dZ @ W1
+''',
+    # computes dX for the first layer too: 3 GEMMs per layer, exactly 3x the forward FLOPs
+    "ex2_step_gemms": '''def step_gemms(batch, widths):
+    gemms = fwd = 0
+    for d_in, d_out in zip(widths[:-1], widths[1:]):
+        gemms += 3
+        fwd += 2 * batch * d_in * d_out
+    return gemms, fwd, 2 * fwd
+''',
+    # forgets the optimizer state (counts params + grads only)
+    "ex3_largest_batch": '''def largest_batch(widths, budget_bytes, dtype, optimizer):
+    size = np.dtype(dtype).itemsize
+    layers = list(zip(widths[:-1], widths[1:]))
+    params = sum(d_in * d_out + d_out for d_in, d_out in layers)
+    fixed = 2 * params * size
+    per_example = (widths[0] + widths[-1] + sum(d_in + d_out for d_in, d_out in layers)) * size
+    return max(0, (budget_bytes - fixed) // per_example)
+''',
+    # budgets only the saved residuals (print_saved_residuals), not XLA's working memory: picks policies that don't fit
+    "ex4_pick_policy": '''def pick_policy(layers, batch, width, budget_bytes):
+    from gpucourse import training_memory
+    Ws = jnp.zeros((layers, width, width), jnp.float32)
+    X = jnp.zeros((batch, width), jnp.float32)
+    for name in ("everything", "dots", "nothing"):
+        if training_memory.saved_bytes(lab.stack_loss(name), Ws, X) <= budget_bytes:
+            return name
+    return None
+''',
+    # tests with one random example and a square W: a mean over the batch and a lost batch sum slip through
+    "ex5_is_correct_backward": '''def is_correct_backward(backward):
+    rng = np.random.default_rng(0)
+    X, W, dY = rng.standard_normal((1, 3)), rng.standard_normal((3, 3)), rng.standard_normal((1, 3))
+    try:
+        dW, dX = backward(X, W, dY)
+    except Exception:
+        return False
+    return np.allclose(dW, X.T @ dY) and np.allclose(dX, dY @ W.T)
+''',
+}
