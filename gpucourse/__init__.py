@@ -9,6 +9,7 @@ Modules, by what they hold:
 - ``timing``   the one timing helper (warm-up, synchronise, repeat, median and spread)
 - ``plotting`` the one figure style (labelled axes with units, light and dark themes)
 - ``roofline`` the roofline model and measurements of a machine's roofs
+- ``streams``  the command queue and streams: an engine model that draws timelines, real CuPy streams on a GPU
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
 - ``training_memory`` params / grads / optimizer state / activations: estimates vs XLA's buffers
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import backend, blas, hardware, plotting, roofline, timing, training_memory, xla
+from . import backend, blas, hardware, plotting, roofline, streams, timing, training_memory, xla
 from .backend import (
     Backend,
     BackendUnavailable,
@@ -32,7 +33,7 @@ from .timing import Timing, block, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "timing", "training_memory", "xla",
+    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "streams", "timing", "training_memory", "xla",
 ]
 
 __version__ = "0.1.0"

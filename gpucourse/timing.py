@@ -130,10 +130,11 @@ def measure(
     for i in range(repeat):
         if clock == "cuda":
             cp = backend.xp
+            stream = cp.cuda.get_current_stream()  # the stream fn's work is queued on (`with stream:` selects it)
             start, end = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
+            start.record(stream)
             out = fn(*args, **kwargs)
-            end.record()
+            end.record(stream)
             end.synchronize()
             block(out)
             times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)  # ms -> s

@@ -1,0 +1,377 @@
+"""Lab 4 — the command queue, launch overhead and streams: the problems and their references.
+
+Every schedule is judged by the course's stream/engine model (``gpucourse.streams.simulate``): in order within
+a stream, events across streams, kernels sharing the SMs, one copy engine per direction, times in µs. On a GPU
+the chunked-overlap exercise is also run for real with CuPy streams and timed with CUDA events.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from gpucourse import streams as st
+
+from ..checks import CheckFailure, expect_close, expect_int
+from ..problem import Case, Problem
+
+SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
+SEED_DURATIONS = {"A": 30.0, "B": 20.0, "C": 25.0, "D": 40.0, "E": 15.0, "F": 10.0, "G": 20.0, "H": 15.0, "I": 30.0}
+WIDE = st.Machine(sms=10**6, name="unlimited SMs")
+
+
+class FreshCase(Case):
+    """A case whose arguments are built anew every time they are read (for arguments with state, such as a
+    function that compiles on its first call): re-running a test cell then sees the same situation."""
+
+    def __init__(self, make: Callable[[], tuple]):
+        object.__setattr__(self, "make", make)
+        object.__setattr__(self, "kwargs", {})
+
+    @property
+    def args(self) -> tuple:  # type: ignore[override]
+        return self.make()
+
+
+# -- Exercise 1: predict the makespan of a multi-stream schedule -------------------------------------------------
+
+def predict_makespan(streams: dict, durations: dict, waits: dict) -> float:
+    ops = [st.Op(name, s, float(durations[name]), waits=tuple(waits.get(name, ()))) for s, chain in streams.items()
+           for name in chain]
+    return st.simulate(ops, WIDE).makespan
+
+
+def _random_schedule(rng: np.random.Generator) -> Case:
+    n_streams = int(rng.integers(2, 6))
+    lengths = [int(rng.integers(1, 6)) for _ in range(n_streams)]
+    streams = {f"s{k}": [f"{chr(65 + k)}{j}" for j in range(n)] for k, n in enumerate(lengths)}
+    durations = {op: float(rng.integers(2, 200)) / 2 for chain in streams.values() for op in chain}
+    # a random interleaving of the streams is a global order; an op may wait only for ops earlier in it
+    order = [s for s, chain in streams.items() for _ in chain]
+    rng.shuffle(order)
+    position = {s: 0 for s in streams}
+    earlier: list[tuple[str, str]] = []
+    waits: dict[str, list[str]] = {}
+    for s in order:
+        op = streams[s][position[s]]
+        position[s] += 1
+        others = [o for (o, os) in earlier if os != s]
+        if others and rng.random() < 0.45:
+            k = int(rng.integers(1, min(2, len(others)) + 1))
+            waits[op] = [str(o) for o in rng.choice(others, size=k, replace=False)]
+        earlier.append((op, s))
+    return Case((streams, durations, waits))
+
+
+MAKESPAN = Problem(
+    name="predict_makespan",
+    spec="""
+        predict_makespan(streams, durations, waits) -> the makespan in µs.
+        streams:   {stream: [op, op, ...]}   ops of one stream run in this order, one after another
+        durations: {op: µs}
+        waits:     {op: [other ops]}         events: op may start only after these ops (of other streams) ended
+        Every kernel is small: the GPU runs any number of them at once (no SM limit), and queuing costs nothing.
+        Everything is queued at t = 0. An op starts as soon as the previous op of its stream and every op it
+        waits for have finished. Return when the last op finishes.
+    """,
+    reference=predict_makespan,
+    visible=[Case((SEED_STREAMS, SEED_DURATIONS, {})),
+             Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]})),
+             Case(({"s0": ["x", "y"]}, {"x": 1.5, "y": 2.0}, {}))],
+    hidden=lambda rng: [_random_schedule(rng) for _ in range(8)],
+    compare=lambda what, got, expected, case: expect_close(
+        what, got, expected, rtol=1e-9,
+        hint="an op's end = max(end of the previous op in its stream, ends of the ops it waits for) + duration"),
+)
+
+
+# -- Exercise 2: re-arrange work across streams to meet a makespan target -----------------------------------------
+
+def chain_ops(chains: list, assignment: list, n_streams: int) -> list[st.Op]:
+    """The ops of an assignment: stream s runs its chains one after another; kernels share the SMs evenly."""
+    sms = st.Machine().sms // n_streams
+    return [st.Op(f"c{c}k{j}", f"s{s}", float(us), sms=sms)
+            for s, group in enumerate(assignment) for c in group for j, us in enumerate(chains[c])]
+
+
+def assign_streams(chains: list, n_streams: int, target_us: float) -> list[list[int]]:
+    """Longest chain first, onto the stream with the least work so far (LPT)."""
+    load = [0.0] * n_streams
+    groups: list[list[int]] = [[] for _ in range(n_streams)]
+    for c in sorted(range(len(chains)), key=lambda c: -sum(chains[c])):
+        s = min(range(n_streams), key=lambda s: load[s])
+        groups[s].append(c)
+        load[s] += sum(chains[c])
+    return groups
+
+
+def _lpt_target(chains: list, n_streams: int) -> float:
+    return st.simulate(chain_ops(chains, assign_streams(chains, n_streams, 0.0), n_streams)).makespan
+
+
+def _assign_case(chains: list, n_streams: int) -> Case:
+    return Case((chains, n_streams, _lpt_target(chains, n_streams)))
+
+
+def _compare_assignment(what: str, got: Any, expected: Any, case: Case) -> None:
+    chains, n_streams, target = case.args
+    if not isinstance(got, (list, tuple)) or not all(isinstance(g, (list, tuple)) for g in got):
+        raise CheckFailure(f"{what}: expected a list of lists of chain indices (one list per stream), got {got!r}")
+    if len(got) > n_streams:
+        raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len(got)}")
+    used = sorted(int(c) for g in got for c in g)
+    if used != list(range(len(chains))):
+        raise CheckFailure(f"{what}: every chain index 0..{len(chains) - 1} must appear exactly once, got {used}")
+    makespan = st.simulate(chain_ops(chains, [[int(c) for c in g] for g in got], n_streams)).makespan
+    if makespan > target * (1 + 1e-9):
+        raise CheckFailure(f"{what}: the model's makespan of your assignment is {makespan:g} µs, above the target "
+                           f"{target:g} µs. Hint: place the longest chains first, each onto the least-loaded stream")
+
+
+ASSIGN = Problem(
+    name="assign_streams",
+    spec="""
+        assign_streams(chains, n_streams, target_us) -> [[chain indices of stream 0], [... stream 1], ...]
+        chains[c] is a list of kernel durations (µs) that must run in this order. Chains are independent of
+        each other. Put every chain on one of n_streams streams; a stream runs its chains one after another.
+        Each kernel occupies 1/n_streams of the GPU's SMs, so the streams really run concurrently.
+        The model's makespan of your assignment must not exceed target_us (the checker simulates it).
+    """,
+    reference=assign_streams,
+    visible=[_assign_case([[50, 50], [40, 50], [10], [5, 5], [80], [5]], 2),
+             _assign_case([[30], [30], [20, 10], [20], [20], [10, 10, 10]], 3)],
+    hidden=lambda rng: [
+        _assign_case([[float(rng.integers(5, 200)) for _ in range(int(rng.integers(1, 5)))]
+                      for _ in range(int(rng.integers(n + 2, 3 * n + 1)))], n)
+        for n in (2, 3, 4, 2, 3, 4)
+    ],
+    compare=_compare_assignment,
+)
+
+
+# -- Exercise 3: fix a broken timing snippet --------------------------------------------------------------------
+
+def time_call(f: Callable, x: Any, repeat: int, clock: Callable[[], float]) -> tuple[float, float]:
+    t0 = clock()
+    f(x).block_until_ready()
+    first = clock() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        f(x).block_until_ready()
+        times.append(clock() - t0)
+    return first, float(np.median(times))
+
+
+def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int) -> FreshCase:
+    def make() -> tuple:
+        q = st.CommandQueue(launch_us=launch_us)
+        return (st.SimulatedJit(q, work_us, compile_us, "f"), np.ones(4, np.float32), repeat, st.VirtualClock(q))
+
+    return FreshCase(make)
+
+
+def _compare_timing(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (first_seconds, steady_seconds), got {got!r}")
+    expect_close(f"{what} → first call [s]", got[0], expected[0], rtol=1e-9,
+                 hint="time the first call on its own: it includes compiling, and wait for its result")
+    expect_close(f"{what} → steady state [s]", got[1], expected[1], rtol=1e-9,
+                 hint="the call returns before the work is done: block_until_ready() before reading the clock")
+
+
+def _real_jax_timing(fn: Callable, hidden: bool) -> str:
+    """Visible test only: the student's function on a real jitted JAX call, against gc.measure."""
+    if hidden:
+        return ""
+    import jax
+    import jax.numpy as jnp
+
+    import gpucourse as gc
+
+    a = jnp.asarray(np.random.default_rng(0).standard_normal((640, 640)).astype(np.float32),
+                    device=gc.get_backend().jax_device)
+    f = jax.jit(lambda a: jnp.tanh(a @ a) @ a)
+    first, steady = fn(f, a, 5, time.perf_counter)
+    truth = gc.measure(f, a, repeat=5).median
+    if not steady >= 0.3 * truth:
+        raise CheckFailure(f"time_call on a real jax.jit function: steady state {steady * 1e6:.0f} µs, but the call "
+                           f"really takes {truth * 1e6:.0f} µs (gc.measure): the clock stopped before the work ended")
+    return (f"\n  real JAX (640×640 matmuls): first call {first * 1e3:.1f} ms (with compile), "
+            f"steady {steady * 1e3:.2f} ms; gc.measure says {truth * 1e3:.2f} ms")
+
+
+TIMING = Problem(
+    name="time_call",
+    spec="""
+        time_call(f, x, repeat, clock) -> (first_seconds, steady_seconds)
+        f is a jitted function: calling it returns at once, before the device has done the work; its result has
+        .block_until_ready(). clock() returns the time in seconds (time.perf_counter or a virtual clock: use
+        the one you are given for every reading).
+        first_seconds:  the first call f(x), including waiting for its result (compile + run).
+        steady_seconds: the median of `repeat` more calls, each timed until its result is ready.
+    """,
+    reference=time_call,
+    visible=[_timing_case(250.0, 800.0, 4.0, 5), _timing_case(40.0, 300.0, 5.0, 3)],
+    hidden=lambda rng: [
+        _timing_case(float(rng.integers(1, 2000)), float(rng.integers(100, 50_000)), float(rng.integers(2, 20)),
+                     int(rng.integers(1, 9)))
+        for _ in range(6)
+    ],
+    compare=_compare_timing,
+    after=_real_jax_timing,
+)
+
+
+# -- Exercise 4: how many tiny launches make overhead dominate? ------------------------------------------------------
+
+def launched_makespan(work_us: float, launch_us: float, n: int) -> float:
+    """µs to run ``work_us`` of GPU work as ``n`` equal kernels issued by a host that needs ``launch_us`` each."""
+    return max(launch_us + work_us, n * launch_us + work_us / n)
+
+
+def launches_to_dominate(work_us: float, launch_us: float) -> int:
+    def dominated(n: int) -> bool:
+        return launched_makespan(work_us, launch_us, n) > 2 * work_us
+
+    if dominated(1):
+        return 1
+    root = (work_us + math.sqrt(max(work_us * work_us - launch_us * work_us, 0.0))) / launch_us
+    n = max(1, math.floor(root) + 1)
+    while n > 1 and dominated(n - 1):  # guard the closed form against rounding
+        n -= 1
+    while not dominated(n):
+        n += 1
+    return n
+
+
+def _launch_report(fn: Callable, hidden: bool) -> str:
+    if hidden:
+        return ""
+    n = fn(1000.0, 4.0)
+    return (f"\n  1 ms of work, 4 µs per launch: overhead dominates from {n:,} launches, i.e. kernels of "
+            f"{1000.0 / n:.2f} µs — about half the launch cost")
+
+
+LAUNCHES = Problem(
+    name="launches_to_dominate",
+    spec="""
+        launches_to_dominate(work_us, launch_us) -> int
+        work_us of GPU work is split into N equal kernels (work_us / N each), queued one by one into one stream.
+        The host needs launch_us per launch: kernel i (i = 1..N) is queued at time i·launch_us and starts as
+        soon as it is queued and kernel i−1 has finished. The makespan T(N) is when kernel N finishes.
+        Return the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
+    """,
+    reference=launches_to_dominate,
+    visible=[Case((1000.0, 4.0)), Case((30.0, 5.0)), Case((3.0, 4.0))],
+    hidden=lambda rng: [Case((float(np.round(10 ** rng.uniform(0.3, 5), 2)), float(np.round(rng.uniform(1, 20), 2))))
+                        for _ in range(7)] + [Case((2.5, 3.0))],
+    compare=lambda what, got, expected, case: expect_int(
+        what, got, expected,
+        "with kernels longer than a launch the GPU stays busy (T = launch + work); shorter, and the host's "
+        "launch rate sets the pace (T = N·launch + work/N)"),
+    after=_launch_report,
+)
+
+
+# -- Exercise 5: chunked copy/compute overlap ------------------------------------------------------------------------
+
+def chunk_sizes(nbytes: int, n_chunks: int) -> list[int]:
+    base, extra = divmod(nbytes, n_chunks)
+    return [base + (i < extra) for i in range(n_chunks)]
+
+
+def chunked_overlap(nbytes: int, n_chunks: int, n_streams: int, h2d_Bps: float, compute_Bps: float,
+                    d2h_Bps: float) -> list[st.Op]:
+    ops = []
+    for i, size in enumerate(chunk_sizes(nbytes, n_chunks)):
+        s = f"s{i % n_streams}"
+        ops += [st.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size),
+                st.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=st.Machine().sms),
+                st.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size)]
+    return ops
+
+
+def _compare_chunks(what: str, got: Any, expected: list[st.Op], case: Case) -> None:
+    nbytes, n_chunks, n_streams = case.args[:3]
+    if not isinstance(got, (list, tuple)) or not all(isinstance(op, st.Op) for op in got):
+        raise CheckFailure(f"{what}: expected a list of gc.streams.Op, got {type(got).__name__}")
+    want = {op.name: op for op in expected}
+    have = {op.name: op for op in got}
+    if sorted(have) != sorted(want) or len(have) != len(got):
+        missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+        raise CheckFailure(f"{what}: expected ops h2d<i>, k<i>, d2h<i> for i = 0..{n_chunks - 1}, once each; "
+                           f"missing {missing[:6]}, unexpected {extra[:6]}")
+    for name, op in want.items():
+        g = have[name]
+        if g.engine != op.engine:
+            raise CheckFailure(f"{what}: op {name} must use engine {op.engine!r}, got {g.engine!r}")
+        expect_close(f"{what} → duration of {name} [µs]", g.duration, op.duration, rtol=1e-9,
+                     hint="chunk i has nbytes // n_chunks bytes, plus one for the first nbytes % n_chunks chunks")
+        if op.engine == "compute" and g.sms != op.sms:
+            raise CheckFailure(f"{what}: kernel {name} must occupy all {op.sms} SMs, got sms={g.sms}")
+    if len({op.stream for op in got}) > n_streams:
+        raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len({op.stream for op in got})}")
+    timeline = st.simulate(got)
+    for i in range(n_chunks):
+        h, k, d = (timeline.span(f"{p}{i}") for p in ("h2d", "k", "d2h"))
+        if k.start < h.end or d.start < k.end:
+            raise CheckFailure(f"{what}: chunk {i} is computed or copied back before its data arrived: keep h2d{i}, "
+                               f"k{i}, d2h{i} in order (same stream, or events)")
+    target = st.simulate(expected).makespan
+    if timeline.makespan > target * (1 + 1e-9):
+        serial = st.simulate(st.on_one_stream(expected)).makespan
+        raise CheckFailure(f"{what}: makespan {timeline.makespan:g} µs, expected at most {target:g} µs (one stream: "
+                           f"{serial:g} µs). Hint: spread the chunks round-robin over the streams so that copies "
+                           "and kernels of different chunks overlap")
+
+
+def _chunk_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        n_chunks, n_streams = int(rng.integers(2, 9)), int(rng.integers(2, 5))
+        rates = [float(10 ** rng.uniform(9.5, 11)) for _ in range(3)]
+        cases.append(Case((int(rng.integers(10**6, 10**9)), n_chunks, n_streams, *rates)))
+    return cases
+
+
+def _gpu_overlap(fn: Callable, hidden: bool) -> str:
+    """On a GPU (visible test): the student's schedule run for real, against the same ops on one stream."""
+    import gpucourse as gc
+
+    if hidden or not gc.gpu_available():
+        return ""
+    ops = fn(256 * 2**20, 8, 4, 25e9, 50e9, 25e9)
+    overlapped, serial = st.measure_on_gpu(ops), st.measure_on_gpu(st.on_one_stream(ops))
+    predicted = st.simulate(st.on_one_stream(ops)).makespan / st.simulate(ops).makespan
+    measured = serial.makespan / overlapped.makespan
+    if predicted > 1.4 and measured < 1.1:
+        raise CheckFailure(f"chunked_overlap on the GPU: the model predicts {predicted:.2f}× over one stream, the "
+                           f"GPU measured only {measured:.2f}× (CUDA events)")
+    return f"\n  on this GPU: {measured:.2f}× faster than one stream (model: {predicted:.2f}×)"
+
+
+CHUNKS = Problem(
+    name="chunked_overlap",
+    spec="""
+        chunked_overlap(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps) -> list of gc.streams.Op
+        Process nbytes in n_chunks chunks: copy chunk i to the GPU, run a kernel on it, copy it back.
+        Chunk i has nbytes // n_chunks bytes, one more for the first nbytes % n_chunks chunks.
+        Per chunk i, three ops:  Op(f"h2d{i}", stream, µs, "h2d", nbytes=size)      size / h2d_Bps seconds
+                                 Op(f"k{i}", stream, µs, "compute", sms=132)        size / compute_Bps seconds
+                                 Op(f"d2h{i}", stream, µs, "d2h", nbytes=size)      size / d2h_Bps seconds
+        (durations in µs; the kernel fills all 132 SMs). Use at most n_streams streams (any names).
+        The checker simulates your list (issue order = list order) and wants a makespan no worse than the
+        classic pattern: chunk i on stream i % n_streams, issued chunk by chunk.
+    """,
+    reference=chunked_overlap,
+    visible=[Case((2 * 10**6, 2, 2, 25e9, 50e9, 25e9)), Case((100 * 10**6 + 3, 4, 3, 25e9, 40e9, 20e9))],
+    hidden=_chunk_cases,
+    compare=_compare_chunks,
+    after=_gpu_overlap,
+)
+
+problems = {p.name: p for p in (MAKESPAN, ASSIGN, TIMING, LAUNCHES, CHUNKS)}

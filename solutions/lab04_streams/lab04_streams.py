@@ -1,0 +1,250 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Lab 4 — The command queue, launch overhead and streams
+#
+# Companion of `course/04_queues_streams.ipynb`. Five exercises, 3 points each (1 visible test, 2 hidden):
+#
+# | # | kind | you write |
+# |---|---|---|
+# | 1 | predict | the makespan of a multi-stream schedule with events (the seed's Stream 1/2/3 example) |
+# | 2 | implement | an assignment of independent kernel chains to streams that meets a makespan target |
+# | 3 | diagnose | a fixed version of a broken timing snippet (asynchronous dispatch, compile time) |
+# | 4 | compute | how many tiny launches make launch overhead dominate |
+# | 5 | implement | chunked copy/compute overlap over several streams |
+#
+# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
+# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
+# expected and what it got; a hidden test runs randomized cases when your lab is graded. Replace
+# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+#
+# Schedules are judged by the course's stream/engine model, `gc.streams.simulate` (times in µs): ops of one
+# stream run in order; ops of different streams run concurrently when the GPU has room; `waits` are events.
+# You may call `gc.streams.simulate` to try your ideas. On a GPU, exercise 5 also runs your schedule for real.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import numpy as np
+
+import gpucourse as gc
+from gpucourse import streams
+from grader.labs import lab04_streams as lab
+
+be = gc.setup()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 1 — Predict the makespan of a multi-stream schedule
+#
+# The seed's example: Stream 1 runs A → B → C, Stream 2 runs D → E, Stream 3 runs F → G → H → I. Within a
+# stream, order is guaranteed; across streams, nothing is — unless an **event** says so (`waits`: record an event
+# after B in stream 1, make stream 2 wait for it before E). Compute when the last kernel finishes.
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["predict_makespan"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_predict_makespan", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def predict_makespan(streams, durations, waits):
+    """When the last op ends (µs): in order within a stream, events across streams, no resource limit."""
+    # roughly 12 lines
+    ### BEGIN SOLUTION
+    previous = {}
+    for chain in streams.values():
+        for before, op in zip([None] + chain[:-1], chain):
+            previous[op] = before
+    end = {}
+
+    def finish(op):  # memoized: each op ends after its stream predecessor and the ops it waits for
+        if op not in end:
+            deps = ([previous[op]] if previous[op] else []) + list(waits.get(op, []))
+            end[op] = max((finish(d) for d in deps), default=0.0) + durations[op]
+        return end[op]
+
+    return max(finish(op) for chain in streams.values() for op in chain)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_predict_makespan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["predict_makespan"].check(predict_makespan)
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_predict_makespan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["predict_makespan"].check(predict_makespan, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 2 — Re-arrange work across streams to meet a target
+#
+# You have more independent pipelines (chains of kernels that must stay in order) than streams. Which chain goes
+# on which stream decides when the last stream finishes. The checker simulates your assignment and compares its
+# makespan with the target. A well-known greedy rule reaches it; try round-robin first and see why it does not.
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["assign_streams"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_assign_streams", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def assign_streams(chains, n_streams, target_us):
+    """A list of n_streams lists of chain indices whose simulated makespan is at most target_us."""
+    # roughly 7 lines
+    ### BEGIN SOLUTION
+    load = [0.0] * n_streams
+    groups = [[] for _ in range(n_streams)]
+    for c in sorted(range(len(chains)), key=lambda c: -sum(chains[c])):  # longest chain first ...
+        s = load.index(min(load))  # ... onto the stream with the least work so far
+        groups[s].append(c)
+        load[s] += sum(chains[c])
+    return groups
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_assign_streams_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["assign_streams"].check(assign_streams)
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_assign_streams_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["assign_streams"].check(assign_streams, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 3 — Fix a broken timing snippet
+#
+# A classmate timed a jitted function like this and reported that the GPU is "incredibly fast" — and, on the
+# first run, "incredibly slow":
+#
+# ```python
+# t0 = time.perf_counter()
+# y = f(x)
+# print("f takes", time.perf_counter() - t0, "s")
+# ```
+#
+# Two bugs: the call returns as soon as the work is *queued* (the clock stops before the work is done), and the
+# first call also traces and compiles. Write the fixed version. The tests run your function on simulated jitted
+# functions with a virtual clock (exact answers), then once on a real `jax.jit` function with `time.perf_counter`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["time_call"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def time_call(f, x, repeat, clock):
+    """(seconds of the first call incl. compile, median seconds of `repeat` later calls), all synchronized."""
+    # roughly 9 lines
+    ### BEGIN SOLUTION
+    t0 = clock()
+    f(x).block_until_ready()  # compile + run, and wait for the result
+    first = clock() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        f(x).block_until_ready()
+        times.append(clock() - t0)
+    return first, float(np.median(times))
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_time_call_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["time_call"].check(time_call)
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_time_call_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["time_call"].check(time_call, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 4 — How many tiny launches make overhead dominate?
+#
+# The seed: a launch costs "3–5 µs", so a 1 µs kernel is dominated by it. But the host queues launches while the
+# GPU works: as long as each kernel runs longer than a launch takes, the queue never runs dry. Split a fixed
+# amount of work into more and more kernels and find where the GPU starts idling more than it works.
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["launches_to_dominate"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_launches_to_dominate", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def launches_to_dominate(work_us, launch_us):
+    """Smallest number of equal kernels N for which the makespan exceeds 2 * work_us."""
+    # roughly 8 lines
+    ### BEGIN SOLUTION
+    def makespan(n):
+        if work_us / n >= launch_us:  # the GPU is the bottleneck: busy from the first launch on
+            return launch_us + work_us
+        return n * launch_us + work_us / n  # the host is: the last kernel is queued at n * launch_us
+
+    n = 1
+    while makespan(n) <= 2 * work_us:
+        n += 1
+    return n
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_launches_to_dominate_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["launches_to_dominate"].check(launches_to_dominate)
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_launches_to_dominate_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["launches_to_dominate"].check(launches_to_dominate, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 5 — Chunked copy/compute overlap
+#
+# Copy everything, compute, copy back: the copy engines and the SMs take turns and two of the three idle at any
+# moment. Cut the data into chunks and spread them over streams: while chunk 1 is computed, chunk 2 is being
+# copied in and chunk 0 copied out. (On a real GPU this needs **pinned** host memory: copies from pageable
+# memory are staged by the driver and do not overlap.) Build the op list with `streams.Op`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["chunked_overlap"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_chunked_overlap", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def chunked_overlap(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):
+    """The ops (gc.streams.Op) of a chunked, multi-stream copy-in / compute / copy-out pipeline."""
+    # roughly 9 lines
+    ### BEGIN SOLUTION
+    base, extra = divmod(nbytes, n_chunks)
+    ops = []
+    for i in range(n_chunks):
+        size = base + (1 if i < extra else 0)
+        s = f"stream{i % n_streams}"
+        ops.append(streams.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size))
+        ops.append(streams.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=132))
+        ops.append(streams.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size))
+    return ops
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_chunked_overlap_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["chunked_overlap"].check(chunked_overlap)
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_chunked_overlap_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["chunked_overlap"].check(chunked_overlap, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_plot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Your pipeline next to the same ops on one stream (not graded — look at which engines idle):
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_plot", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import matplotlib.pyplot as plt
+
+try:
+    mine = chunked_overlap(64 * 10**6, 6, 3, 25e9, 40e9, 25e9)
+    serial = streams.simulate(streams.on_one_stream(mine))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), layout="constrained")
+    streams.plot_timeline(serial, ax=top, title="one stream", xmax=1.02 * serial.makespan)
+    streams.plot_timeline(streams.simulate(mine), ax=bottom, title="your chunked pipeline", xmax=1.02 * serial.makespan)
+    plt.show()
+except NotImplementedError:
+    print("implement chunked_overlap above to see its timeline")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Done?
+#
+# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
+# tests use other schedules, sizes and clocks: an answer that only handles the examples will lose those points.

@@ -1,0 +1,42 @@
+"""Plausible wrong answers to lab 4, one per solution cell: each must score less than full marks."""
+
+WRONG = {
+    # ignores the events: every stream on its own, the longest stream sets the makespan
+    "ex1_predict_makespan": '''def predict_makespan(streams, durations, waits):
+    return max(sum(durations[op] for op in chain) for chain in streams.values())
+''',
+    # round-robin in the given order: balanced by count, not by work
+    "ex2_assign_streams": '''def assign_streams(chains, n_streams, target_us):
+    groups = [[] for _ in range(n_streams)]
+    for c in range(len(chains)):
+        groups[c % n_streams].append(c)
+    return groups
+''',
+    # adds the warm-up but still stops the clock before the work is done
+    "ex3_time_call": '''def time_call(f, x, repeat, clock):
+    t0 = clock()
+    f(x)
+    first = clock() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        f(x)
+        times.append(clock() - t0)
+    return first, float(np.median(times))
+''',
+    # "overhead dominates once a kernel is shorter than a launch": the break-even point, not the 2x point
+    "ex4_launches_to_dominate": '''def launches_to_dominate(work_us, launch_us):
+    return max(1, int(work_us // launch_us) + 1)
+''',
+    # chunks, but all in one stream: nothing overlaps
+    "ex5_chunked_overlap": '''def chunked_overlap(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):
+    base, extra = divmod(nbytes, n_chunks)
+    ops = []
+    for i in range(n_chunks):
+        size = base + (1 if i < extra else 0)
+        ops.append(streams.Op(f"h2d{i}", "s0", size / h2d_Bps * 1e6, "h2d", nbytes=size))
+        ops.append(streams.Op(f"k{i}", "s0", size / compute_Bps * 1e6, "compute", sms=132))
+        ops.append(streams.Op(f"d2h{i}", "s0", size / d2h_Bps * 1e6, "d2h", nbytes=size))
+    return ops
+''',
+}
