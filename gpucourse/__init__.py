@@ -9,6 +9,8 @@ Modules, by what they hold:
 - ``timing``   the one timing helper (warm-up, synchronise, repeat, median and spread)
 - ``plotting`` the one figure style (labelled axes with units, light and dark themes)
 - ``roofline`` the roofline model and measurements of a machine's roofs
+- ``simt``     instrumented SIMT executor for numba-cuda kernels (traffic, SIMT efficiency, races)
+- ``occupancy`` blocks/warps per SM from published limits; Little's law
 - ``streams``  the command queue and streams: an engine model that draws timelines, real CuPy streams on a GPU
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import backend, blas, hardware, plotting, roofline, streams, timing, training_memory, xla
+from . import backend, blas, hardware, occupancy, plotting, roofline, simt, streams, timing, training_memory, xla
 from .backend import (
     Backend,
     BackendUnavailable,
@@ -33,7 +35,7 @@ from .timing import Timing, block, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "streams", "timing", "training_memory", "xla",
+    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "simt", "occupancy", "streams", "timing", "training_memory", "xla",
 ]
 
 __version__ = "0.1.0"

@@ -1,0 +1,428 @@
+"""Lab 5 — grids, blocks, warps and the SM: the problems and their references.
+
+Kernel exercises are graded by running the student's ``@cuda.jit`` kernel on the instrumented SIMT executor
+(``gpucourse.simt``) on every backend: the result must be right, and the executor's report (memory traffic per
+thread, SIMT efficiency, divergent steps, races, coalescing) must meet the exercise's requirement. On a GPU the
+kernel also runs on the device and must give the same result there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from gpucourse import hardware, simt
+from gpucourse import occupancy as occ
+
+from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int
+from ..problem import Case, Problem
+
+BLOCK_2D = (16, 8)  # (x, y) threads: x runs along columns (the contiguous axis of a row-major array)
+REDUCE_BLOCK = 128  # threads per block of the reduction
+TILE = 8  # tile edge of the shared-memory matmul
+FIX_BLOCK = 64  # threads per block of the divergence exercise
+
+
+def _device_run(kernel: Any, grid: Any, block: Any, args: list, outputs: list[int]) -> list[np.ndarray] | None:
+    """On a GPU: launch the kernel for real and return its outputs (None on CPU: simt already ran it)."""
+    from gpucourse import get_backend
+
+    be = get_backend()
+    if not be.is_gpu:
+        return None
+    dev = [be.to_device(np.array(a)) if isinstance(a, np.ndarray) else a for a in args]
+    kernel[grid, block](*dev)
+    be.sync()
+    return [be.to_host(dev[i]) for i in outputs]
+
+
+@dataclass
+class KernelProblem(Problem):
+    """A Problem whose answer is a kernel: ``launch(case)`` gives (grid, block, args, output indices) and
+    ``require(report, case)`` raises CheckFailure when the instrumented run misses the exercise's goal."""
+
+    launch: Callable[[Case], tuple] | None = None
+    require: Callable[[simt.KernelReport, Case, str], None] | None = None
+
+    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
+        if not callable(fn) and not hasattr(fn, "py_func"):
+            raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel, got {type(fn).__name__}")
+        cases = self.hidden_cases() if hidden else self.visible
+        reports = []
+        for case in cases:
+            grid, block, args, outputs = self.launch(case)
+            what = f"{self.name}[{grid}, {block}]({', '.join(_short(a) for a in args)})"
+            expected = self.reference(*case.args, **case.kwargs)
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+            try:
+                report = simt.run(fn, grid, block, *host_args)
+            except NotImplementedError:
+                raise
+            except simt.KernelError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, NotImplementedError):
+                    raise cause
+                raise CheckFailure(f"{what} failed: {exc}") from None
+            except TypeError as exc:
+                raise CheckFailure(f"{what}: {exc}") from None
+            for i, e in zip(outputs, expected):
+                expect_array_close(f"{what} → {report_name(report, i)}", host_args[i], e)
+            if report.race_count:
+                raise CheckFailure(f"{what}: {report.race_count} data races, e.g. {report.races[0]}")
+            if self.require:
+                self.require(report, case, what)
+            on_device = _device_run(fn, grid, block, args, outputs)
+            if on_device is not None:
+                for i, got, e in zip(outputs, on_device, expected):
+                    expect_array_close(f"{what} on the GPU → {report_name(report, i)}", got, e)
+            reports.append(report)
+        kind = "hidden" if hidden else "visible"
+        r = reports[-1]
+        g = r.per_thread("global")
+        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (instrumented run"
+              f"{', and on the GPU' if _on_gpu() else ''})\n"
+              f"  last case: {r.n_threads} threads in {r.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
+              f"{g['writes']:.2f} global writes, {r.per_thread('shared')['reads']:.2f} shared reads; "
+              f"SIMT efficiency {r.simt_efficiency:.1%}; {r.divergent_steps} divergent warp steps; no races")
+
+
+def _on_gpu() -> bool:
+    from gpucourse import gpu_available
+
+    return gpu_available()
+
+
+def report_name(report: simt.KernelReport, i: int) -> str:
+    names = list(report.arrays)
+    return names[i] if i < len(names) else f"argument {i}"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"<{v.dtype} {tuple(v.shape)}>"
+    return repr(v) if not isinstance(v, float) else f"{v:g}"
+
+
+def _blocks(n: int, b: int) -> int:
+    return -(-n // b)
+
+
+# -- Exercise 1: a map with a guard -----------------------------------------------------------------------------
+
+def scale_shift_reference(x: np.ndarray, a: float, b: float, block: int) -> np.ndarray:
+    return a * x + b
+
+
+def _map_launch(case: Case):
+    x, a, b, block = case.args
+    return _blocks(x.size, block), block, [x, np.zeros_like(x), a, b], [1]
+
+
+def _map_require(r: simt.KernelReport, case: Case, what: str) -> None:
+    g = r.per_thread("global")
+    if g["max_reads"] > 1 or g["max_writes"] > 1:
+        raise CheckFailure(f"{what}: a thread made {g['max_reads']} global reads and {g['max_writes']} writes; "
+                           "one element per thread needs one read of x and one write of out")
+
+
+def _map_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(4):
+        block = int(rng.choice([32, 64, 128]))
+        n = int(block * rng.integers(1, 5) + rng.integers(1, block))  # never a multiple of the block
+        cases.append(Case((rng.standard_normal(n).astype(np.float32), float(rng.uniform(-3, 3)),
+                           float(rng.uniform(-3, 3)), block)))
+    return cases
+
+
+MAP = KernelProblem(
+    name="scale_shift",
+    spec="""
+        scale_shift(x, out, a, b): a kernel computing  out[i] = a * x[i] + b  for every element of the 1-D
+        arrays x and out. One thread per element. It is launched as
+            scale_shift[ceil(n / block), block](x, out, a, b)
+        so the last block has threads with no element: guard them (their index is >= x.size).
+    """,
+    reference=scale_shift_reference,
+    visible=[Case((np.arange(70, dtype=np.float32), 2.0, 1.0, 32)),
+             Case((np.linspace(-1, 1, 100).astype(np.float32), -0.5, 3.0, 64))],
+    hidden=_map_cases,
+    compare=lambda *a: None,
+    launch=_map_launch,
+    require=_map_require,
+)
+
+# -- Exercise 2: 2-D indexing, coalesced --------------------------------------------------------------------------
+
+def ramp_reference(a: np.ndarray) -> np.ndarray:
+    rows, cols = a.shape
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    return (a * (r + 1) - c).astype(a.dtype)
+
+
+def _ramp_launch(case: Case):
+    (a,) = case.args
+    rows, cols = a.shape
+    grid = (_blocks(cols, BLOCK_2D[0]), _blocks(rows, BLOCK_2D[1]))
+    return grid, BLOCK_2D, [a, np.zeros_like(a)], [1]
+
+
+MAX_SECTORS = 8.0  # a warp of 16×2 threads reading float32 along rows touches 4–6 sectors; along columns ~16
+
+
+def _ramp_require(r: simt.KernelReport, case: Case, what: str) -> None:
+    s = r.sectors_per_request("a")
+    if s > MAX_SECTORS:
+        raise CheckFailure(
+            f"{what}: each warp-wide read of `a` touched {s:.1f} 32-byte sectors on average (coalesced: at most "
+            f"{MAX_SECTORS:g}). Hint: threadIdx.x must run along the columns (the contiguous axis), as cuda.grid(2) "
+            "returns (x, y) = (column, row)")
+
+
+def _ramp_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(3):
+        rows = int(BLOCK_2D[1] * rng.integers(1, 4) + rng.integers(1, BLOCK_2D[1]))
+        cols = int(BLOCK_2D[0] * rng.integers(1, 3) + rng.integers(1, BLOCK_2D[0]))
+        if rng.integers(2):
+            rows, cols = min(rows, 30), cols
+        cases.append(Case((rng.standard_normal((rows, cols)).astype(np.float32),)))
+    return cases
+
+
+RAMP = KernelProblem(
+    name="ramp_2d",
+    spec="""
+        ramp_2d(a, out): a kernel computing  out[r, c] = a[r, c] * (r + 1) - c  for a 2-D float32 array of
+        shape (rows, cols) — not square, not a multiple of the block. It is launched with 2-D blocks of
+        (16, 8) threads (x, y) and a 2-D grid (ceil(cols / 16), ceil(rows / 8)):
+            ramp_2d[(ceil(cols/16), ceil(rows/8)), (16, 8)](a, out)
+        Map x to the column and y to the row so that the 16 neighbouring threads of a warp read neighbouring
+        addresses (coalesced). The checker counts the 32-byte sectors each warp's read touches.
+    """,
+    reference=ramp_reference,
+    visible=[Case((np.arange(13 * 21, dtype=np.float32).reshape(13, 21) / 10,)),
+             Case((np.ones((5, 37), dtype=np.float32),))],
+    hidden=_ramp_cases,
+    compare=lambda *a: None,
+    launch=_ramp_launch,
+    require=_ramp_require,
+)
+
+# -- Exercise 3: a block-level reduction in shared memory ----------------------------------------------------------
+
+def block_sum_reference(x: np.ndarray) -> np.ndarray:
+    nb = _blocks(x.size, REDUCE_BLOCK)
+    padded = np.zeros(nb * REDUCE_BLOCK, dtype=np.float64)
+    padded[:x.size] = x
+    return padded.reshape(nb, REDUCE_BLOCK).sum(axis=1)
+
+
+def _sum_launch(case: Case):
+    (x,) = case.args
+    nb = _blocks(x.size, REDUCE_BLOCK)
+    return nb, REDUCE_BLOCK, [x, np.zeros(nb, dtype=np.float64)], [1]
+
+
+MAX_DIVERGENT_PER_BLOCK = 10  # sequential addressing: ~6 per block; interleaved (tid % (2*stride)): ~23
+
+
+def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
+    (x,) = case.args
+    if r.total("shared", "w") == 0:
+        raise CheckFailure(f"{what}: the kernel never wrote shared memory: reduce in a cuda.shared.array")
+    if r.total("global", "r") != x.size:
+        raise CheckFailure(f"{what}: expected {x.size:,} global reads of x in total (each element once, the rest in "
+                           f"shared memory), got {r.total('global', 'r'):,}")
+    per_block = r.divergent_steps / r.n_blocks
+    if per_block > MAX_DIVERGENT_PER_BLOCK:
+        raise CheckFailure(
+            f"{what}: {per_block:.1f} divergent warp steps per block (allowed: {MAX_DIVERGENT_PER_BLOCK}); SIMT "
+            f"efficiency {r.simt_efficiency:.1%}. Hint: let threads tid < stride do the adds (stride halving), so "
+            "whole warps are either all active or all idle until stride < 32")
+
+
+def _sum_cases(rng: np.random.Generator) -> list[Case]:
+    return [Case((rng.standard_normal(int(REDUCE_BLOCK * rng.integers(1, 4) + rng.integers(1, REDUCE_BLOCK))),))
+            for _ in range(2)]
+
+
+BLOCK_SUM = KernelProblem(
+    name="block_sum",
+    spec=f"""
+        block_sum(x, partial): each block of {REDUCE_BLOCK} threads sums its {REDUCE_BLOCK} elements of the float64
+        array x into partial[blockIdx.x] (elements past the end of x count as 0). Launched as
+            block_sum[ceil(n / {REDUCE_BLOCK}), {REDUCE_BLOCK}](x, partial)
+        Each thread loads ONE element into a shared array of {REDUCE_BLOCK} float64s, then the block reduces it in
+        shared memory as a tree, with cuda.syncthreads() between levels; thread 0 writes the result.
+        Requirements: x read once per element; no races; at most {MAX_DIVERGENT_PER_BLOCK} divergent warp
+        steps per block (pick which threads work at each level so that warps don't split).
+    """,
+    reference=block_sum_reference,
+    visible=[Case((np.arange(300, dtype=np.float64),))],
+    hidden=_sum_cases,
+    compare=lambda *a: None,
+    launch=_sum_launch,
+    require=_sum_require,
+)
+
+# -- Exercise 4: tiled matmul in shared memory ---------------------------------------------------------------------
+
+def matmul_reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    return A.astype(np.float64) @ B.astype(np.float64)
+
+
+def _mm_launch(case: Case):
+    A, B = case.args
+    m, n = A.shape[0], B.shape[1]
+    return (_blocks(n, TILE), _blocks(m, TILE)), (TILE, TILE), [A, B, np.zeros((m, n), np.float32)], [2]
+
+
+def _mm_require(r: simt.KernelReport, case: Case, what: str) -> None:
+    A, _ = case.args
+    k = A.shape[1]
+    most = 2 * _blocks(k, TILE)
+    g = r.per_thread("global")
+    if r.total("shared", "r") == 0:
+        raise CheckFailure(f"{what}: no shared-memory reads: load tiles into cuda.shared.array and compute from them")
+    if g["max_reads"] > most:
+        raise CheckFailure(f"{what}: a thread made {g['max_reads']} global reads; with {TILE}×{TILE} tiles each "
+                           f"thread loads one element of A and one of B per tile: at most {most}")
+
+
+def _mm_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(2):
+        m, k, n = (int(TILE * rng.integers(1, 3) + rng.integers(1, TILE)) for _ in range(3))
+        cases.append(Case((rng.standard_normal((m, k)).astype(np.float32),
+                           rng.standard_normal((k, n)).astype(np.float32))))
+    return cases
+
+
+MATMUL = KernelProblem(
+    name="tiled_matmul",
+    spec=f"""
+        tiled_matmul(A, B, C): C = A @ B for float32 A (m, k) and B (k, n), none a multiple of TILE = {TILE}.
+        Launched as  tiled_matmul[(ceil(n/{TILE}), ceil(m/{TILE})), ({TILE}, {TILE})](A, B, C):
+        thread (tx, ty) of block (bx, by) computes C[by*{TILE} + ty, bx*{TILE} + tx].
+        For each tile step along k: every thread loads ONE element of A and ONE of B into two shared
+        ({TILE}, {TILE}) float32 arrays (0.0 outside the matrices), all threads wait, each accumulates {TILE}
+        products from shared memory, all threads wait again before the next load.
+        The checker reports races: forgetting either cuda.syncthreads() fails every time, on every backend.
+    """,
+    reference=matmul_reference,
+    visible=[Case((np.arange(13 * 10, dtype=np.float32).reshape(13, 10) / 50,
+                   np.linspace(-1, 1, 110, dtype=np.float32).reshape(10, 11)))],
+    hidden=_mm_cases,
+    compare=lambda *a: None,
+    launch=_mm_launch,
+    require=_mm_require,
+)
+
+# -- Exercise 5: an occupancy calculator -----------------------------------------------------------------------------
+
+LIMITS = {"H100": occ.sm_limits(hardware.H100_SXM), "A100": occ.sm_limits(hardware.A100_SXM)}
+
+
+def occupancy_reference(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
+                        limits: dict) -> tuple[int, float, str]:
+    o = occ.occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits)
+    return o.blocks_per_sm, o.occupancy, o.limiter
+
+
+def _compare_occupancy(what: str, got: Any, expected: tuple, case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 3:
+        raise CheckFailure(f"{what}: expected a tuple (blocks_per_sm, occupancy, limiter), got {got!r}")
+    expect_int(f"{what} → blocks per SM", got[0], expected[0],
+               "the smallest of the four limits; registers are granted per warp in units of register_alloc_unit")
+    expect_close(f"{what} → occupancy", got[1], expected[1], rtol=1e-9, atol=1e-12,
+                 hint="resident warps / max_warps")
+    expect_choice(f"{what} → limiter", got[2], expected[2], occ.LIMITERS,
+                  "the limit giving the fewest blocks; ties go to the earlier of warps, registers, shared_memory, blocks")
+
+
+def _occupancy_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(10):
+        gpu = str(rng.choice(list(LIMITS)))
+        threads = int(rng.choice([32, 64, 96, 128, 192, 256, 384, 512, 640, 1024]))
+        regs = int(rng.integers(16, 129))
+        smem = int(rng.choice([0, 0, int(rng.integers(1, 100)) * 1024, int(rng.integers(1, 2000)) * 8]))
+        cases.append(Case((threads, regs, smem, LIMITS[gpu])))
+    return cases
+
+
+OCCUPANCY = Problem(
+    name="occupancy",
+    spec="""
+        occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits)
+            -> (blocks_per_sm, occupancy, limiter)
+        `limits` holds one SM's published limits (gpucourse.occupancy.sm_limits(gc.hardware.H100_SXM)):
+        registers, shared_memory_bytes, max_warps, max_blocks, register_alloc_unit, shared_reserved_per_block,
+        shared_alloc_unit. A block needs ceil(threads / 32) warps; each warp is granted
+        registers_per_thread × 32 registers rounded UP to a multiple of register_alloc_unit; each block takes
+        shared_bytes_per_block + shared_reserved_per_block bytes rounded UP to a multiple of shared_alloc_unit.
+        Blocks per SM = the smallest of the counts allowed by warps, registers, shared memory and max_blocks;
+        occupancy = resident warps / max_warps; limiter = 'warps', 'registers', 'shared_memory' or 'blocks'
+        (the one giving the smallest count; on a tie the first in that order).
+    """,
+    reference=occupancy_reference,
+    visible=[Case((256, 32, 0, LIMITS["H100"])), Case((256, 64, 0, LIMITS["H100"])),
+             Case((128, 32, 48 * 1024, LIMITS["H100"])), Case((32, 16, 0, LIMITS["H100"]))],
+    hidden=_occupancy_cases,
+    compare=_compare_occupancy,
+)
+
+# -- Exercise 6: raise a divergent kernel's SIMT efficiency ----------------------------------------------------------
+
+MIN_EFFICIENCY = 0.85  # the given kernel reaches ~0.70 on these sizes; a warp-uniform branch reaches > 0.9
+
+
+def parity_reference(x: np.ndarray) -> np.ndarray:
+    even, odd = (x * x + 1.0) * 0.5, -x * 3.0 - 2.0
+    return np.where(np.arange(x.size) % 2 == 0, even, odd)
+
+
+def _parity_launch(case: Case):
+    (x,) = case.args
+    return _blocks(x.size, FIX_BLOCK), FIX_BLOCK, [x, np.zeros_like(x)], [1]
+
+
+def _parity_require(r: simt.KernelReport, case: Case, what: str) -> None:
+    (x,) = case.args
+    if r.total("global", "w") != x.size:
+        raise CheckFailure(f"{what}: expected each of the {x.size:,} outputs written once, got "
+                           f"{r.total('global', 'w'):,} writes")
+    if r.simt_efficiency < MIN_EFFICIENCY:
+        raise CheckFailure(
+            f"{what}: SIMT efficiency {r.simt_efficiency:.1%} is below {MIN_EFFICIENCY:.0%} ({r.divergent_steps} "
+            "divergent warp steps). Hint: give each warp elements of ONE parity, so its 32 threads take the same branch")
+
+
+def _parity_cases(rng: np.random.Generator) -> list[Case]:
+    return [Case((rng.standard_normal(int(FIX_BLOCK * rng.integers(4, 10) + rng.integers(1, FIX_BLOCK))),))
+            for _ in range(3)]
+
+
+PARITY = KernelProblem(
+    name="parity_fixed",
+    spec=f"""
+        parity_fixed(x, out): the same result as the divergent kernel `parity_divergent` shown above —
+            out[i] = (x[i]*x[i] + 1) * 0.5   for even i,     out[i] = -x[i]*3 - 2   for odd i
+        — launched the same way, parity_fixed[ceil(n / {FIX_BLOCK}), {FIX_BLOCK}](x, out), but with SIMT efficiency
+        of at least {MIN_EFFICIENCY:.0%}. The given kernel splits every warp in two at `if i % 2 == 0`.
+        Keep the if/else (real kernels have real branches): change which element each thread handles.
+    """,
+    reference=parity_reference,
+    visible=[Case((np.linspace(-2, 2, 500),))],
+    hidden=_parity_cases,
+    compare=lambda *a: None,
+    launch=_parity_launch,
+    require=_parity_require,
+)
+
+problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, OCCUPANCY, PARITY)}

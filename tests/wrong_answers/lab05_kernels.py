@@ -1,0 +1,84 @@
+"""Plausible wrong answers to lab 5, one per solution cell: each must score less than full marks."""
+
+WRONG = {
+    # forgets the guard: the last block's extra threads index past the end
+    "ex1_scale_shift": '''@cuda.jit
+def scale_shift(x, out, a, b):
+    i = cuda.grid(1)
+    out[i] = a * x[i] + b
+''',
+    # takes x as the row (the NumPy habit): right values, but every warp reads down a column — uncoalesced
+    "ex2_ramp_2d": '''@cuda.jit
+def ramp_2d(a, out):
+    r, c = cuda.grid(2)
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] * (r + 1) - c
+''',
+    # the interleaved tree: correct sums, but every warp diverges at every level
+    "ex3_block_sum": '''@cuda.jit
+def block_sum(x, partial):
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s = cuda.shared.array(BLOCK, np.float64)
+    s[tid] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    stride = 1
+    while stride < BLOCK:
+        if tid % (2 * stride) == 0:
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride *= 2
+    if tid == 0:
+        partial[cuda.blockIdx.x] = s[0]
+''',
+    # forgets the barrier after loading the tiles: threads read tile elements nobody has written yet
+    "ex4_tiled_matmul": '''@cuda.jit
+def tiled_matmul(A, B, C):
+    sA = cuda.shared.array((TILE, TILE), np.float32)
+    sB = cuda.shared.array((TILE, TILE), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    col, row = cuda.grid(2)
+    m, k = A.shape
+    n = B.shape[1]
+    acc = 0.0
+    for t in range((k + TILE - 1) // TILE):
+        p = t * TILE
+        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else 0.0
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else 0.0
+        for j in range(TILE):
+            acc += sA[ty, j] * sB[j, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        C[row, col] = acc
+''',
+    # registers counted per thread without the per-warp allocation unit, shared memory without the reserve
+    "ex5_occupancy": '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits):
+    warps = math.ceil(threads_per_block / 32)
+    allowed = {
+        "warps": limits["max_warps"] // warps,
+        "registers": limits["registers"] // (registers_per_thread * threads_per_block),
+        "shared_memory": limits["shared_memory_bytes"] // max(shared_bytes_per_block, 1),
+        "blocks": limits["max_blocks"],
+    }
+    blocks = min(allowed.values())
+    limiter = next(k for k in ("warps", "registers", "shared_memory", "blocks") if allowed[k] == blocks)
+    return blocks, blocks * warps / limits["max_warps"], limiter
+''',
+    # a branchless-looking rewrite that still splits every warp by parity
+    "ex6_parity_fixed": '''@cuda.jit
+def parity_fixed(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        odd = i % 2
+        if odd == 0:
+            v = v * v
+            v = v + 1.0
+            v = v * 0.5
+        if odd == 1:
+            v = -v
+            v = v * 3.0
+            v = v - 2.0
+        out[i] = v
+''',
+}
