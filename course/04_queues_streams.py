@@ -32,7 +32,6 @@
 # The lab for this section is `labs/lab04_streams/`.
 
 # %%
-import time
 
 import jax
 import jax.numpy as jnp
@@ -90,12 +89,12 @@ x = jnp.asarray(np.random.default_rng(0).standard_normal((1536, 1536)).astype(np
 f = jax.jit(lambda a: jnp.tanh(a @ a) @ a)  # two 1536³ matmuls: a few hundred ms on a laptop CPU
 f(x).block_until_ready()  # compile once
 
-t0 = time.perf_counter()
+sw = gc.timing.Stopwatch()  # timestamps within one call, not a measurement
 y = f(x)
-t_return = time.perf_counter() - t0
+t_return = sw.elapsed()
 ready_at_return = y.is_ready()
 y.block_until_ready()
-t_done = time.perf_counter() - t0
+t_done = sw.elapsed()
 print(f"f(x) returned after {t_return * 1e6:8.0f} µs; ready then? {ready_at_return}")
 print(f"result ready after  {t_done * 1e6:8.0f} µs")
 assert not ready_at_return and t_done > 10 * t_return
@@ -144,7 +143,7 @@ if gc.require_gpu("stream synchronize returning long before device synchronize, 
     s_long, s_short = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
     spin((1,), (32,), (cp.int64(streams.gpu_cycles(1.0)),))  # compile and load
     be.sync()
-    t0 = time.perf_counter()
+    sw = gc.timing.Stopwatch()
     with s_long:  # CuPy launches on the current stream
         spin((4,), (1024,), (cp.int64(streams.gpu_cycles(50_000.0)),))  # 50 ms
     end_long = cp.cuda.Event()
@@ -153,12 +152,12 @@ if gc.require_gpu("stream synchronize returning long before device synchronize, 
         spin((4,), (1024,), (cp.int64(streams.gpu_cycles(1_000.0)),))  # 1 ms
     end_short = cp.cuda.Event()
     end_short.record(s_short)
-    t_launched = time.perf_counter() - t0
+    t_launched = sw.elapsed()
     s_short.synchronize()
-    t_stream = time.perf_counter() - t0
+    t_stream = sw.elapsed()
     long_done_then = end_long.done
     be.sync()  # cudaDeviceSynchronize
-    t_device = time.perf_counter() - t0
+    t_device = sw.elapsed()
     print(f"launches returned after {t_launched * 1e6:.0f} µs")
     print(f"stream synchronize (short stream) after {t_stream * 1e3:.2f} ms; long kernel done then? {long_done_then}")
     print(f"device synchronize after {t_device * 1e3:.2f} ms; long kernel done now? {end_long.done}")

@@ -149,3 +149,20 @@ def measure(
     if not sync:
         block(out)  # don't leave queued work running into the next measurement
     return Timing(tuple(times), synchronized=sync, clock=clock)
+
+
+class Stopwatch:
+    """Timestamps inside ONE run, for showing *when* things happen (a call returning before its result is
+    ready), not for measuring how long something takes — use :func:`measure` for that.
+
+        sw = gc.timing.Stopwatch()
+        y = f(x);              t_return = sw.elapsed()
+        y.block_until_ready(); t_done = sw.elapsed()
+    """
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Seconds since the stopwatch was created."""
+        return time.perf_counter() - self.start
