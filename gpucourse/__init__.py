@@ -15,6 +15,9 @@ Modules, by what they hold:
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
 - ``training_memory`` params / grads / optimizer state / activations: estimates vs XLA's buffers
+- ``toolchain`` PTX/SASS for sm_90 with no GPU: numba-cuda → PTX, NVRTC → cubin, nvdisasm → SASS
+- ``systolic`` a cycle-stepped weight-stationary systolic array (the TPU's MXU), tiling and utilization
+- ``interconnect`` the ICI torus: hop counts, ring/torus all-reduce cost models and simulation
 - ``xla``      what XLA compiled: optimized HLO, fusions, cost analysis, buffer assignment
 """
 
@@ -22,7 +25,22 @@ from __future__ import annotations
 
 import warnings
 
-from . import backend, blas, hardware, occupancy, plotting, roofline, simt, streams, timing, training_memory, xla
+from . import (
+    backend,
+    blas,
+    hardware,
+    interconnect,
+    occupancy,
+    plotting,
+    roofline,
+    simt,
+    streams,
+    systolic,
+    timing,
+    toolchain,
+    training_memory,
+    xla,
+)
 from .backend import (
     Backend,
     BackendUnavailable,
@@ -35,7 +53,7 @@ from .timing import Timing, block, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "simt", "occupancy", "streams", "timing", "training_memory", "xla",
+    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
 ]
 
 __version__ = "0.1.0"

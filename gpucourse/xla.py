@@ -12,6 +12,34 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
+# Opcodes that move or name data but compute nothing.
+BOOKKEEPING = ("parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast")
+_ENTRY_OP = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\([^=]*?\)|\S+)\s+([\w\-]+)\(", re.M)
+
+
+def entry_ops(hlo: str) -> list[str]:
+    """Opcodes of the ENTRY computation's instructions (tuple-typed ones included), in order."""
+    m = re.search(r"^ENTRY .*?^}", hlo, re.S | re.M)
+    return _ENTRY_OP.findall(m.group(0) if m else hlo)
+
+
+
+def fusion_breakers() -> dict[str, Callable]:
+    """Ops that XLA cannot fuse into an elementwise loop, each as a function of one (m, n) array."""
+    import jax
+
+    import jax.numpy as jnp
+    import numpy as np
+    return {
+        "sort": lambda a: jnp.sort(a, axis=-1),
+        "fft": lambda a: jnp.fft.fft(a, axis=-1).real.astype(a.dtype),
+        "custom-call": lambda a: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(a.shape, a.dtype), a),
+        "conditional": lambda a: jax.lax.cond(a.reshape(-1)[0] > 0, lambda v: v * 2, lambda v: v - 1, a),
+        "top_k": lambda a: jax.lax.top_k(a, 2)[0].sum(-1, keepdims=True) + a,
+    }
+
+
+
 @dataclass(frozen=True)
 class Compiled:
     hlo: str  # optimized HLO of the entry computation and its fusions
@@ -32,7 +60,7 @@ class Compiled:
 
     def ops(self) -> list[str]:
         """Opcodes of the entry computation's instructions (after fusion), in order."""
-        return re.findall(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*[^ ]+\s+([\w\-]+)\(", self._entry(), re.M)
+        return entry_ops(self.hlo)
 
     def excerpt(self, lines: int = 12) -> str:
         """The entry computation, trimmed of metadata, for printing in a notebook."""

@@ -1,0 +1,560 @@
+"""Lab 6 — JIT, XLA fusion and the machine code below it: the problems and their references.
+
+What the checks read is what the compiler produced: optimized HLO, XLA's cost analysis and buffer assignment
+(``gpucourse.xla``), and SASS disassembled by ``nvdisasm`` (``gpucourse.toolchain``). Shapes in the hidden
+cases are random and never multiples of a block size.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from ..checks import CheckFailure, expect_array_close, expect_choice, expect_int
+from ..problem import Case, Problem
+from gpucourse.toolchain import ELEMENTWISE_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
+from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
+
+def _jnp():
+    import jax.numpy as jnp
+
+    return jnp
+
+
+def _rand(rng: np.random.Generator, shape: tuple[int, ...], dtype: str = "float32"):
+    import jax.numpy as jnp
+
+    return jnp.asarray(rng.standard_normal(shape).astype(np.float32)).astype(dtype)
+
+
+def _compiled(fn: Callable, *args: Any):
+    from gpucourse import xla
+
+    try:
+        return xla.compiled(fn, *args)
+    except Exception as exc:  # not traceable (NumPy on a tracer, Python control flow on values, ...)
+        raise CheckFailure(f"jax.jit could not compile your function: {exc.__class__.__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+
+
+def _nbytes(*arrays: Any) -> int:
+    return sum(int(a.size) * a.dtype.itemsize for a in arrays)
+
+
+# -- Exercise 1: one fusion, nothing materialized ----------------------------------------------------------------
+
+def gelu_tanh(u):
+    jnp = _jnp()
+    return 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+
+def fused_bias_gelu(x, b, r):
+    return r + gelu_tanh(x + b)
+
+
+def _bias_gelu_reference(x, b, r):
+    xf, bf, rf = (np.asarray(a, dtype=np.float64) for a in (x, b, r))
+    u = xf + bf
+    return rf + 0.5 * u * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+
+def _bias_gelu_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(3):
+        m, n = (int(v) for v in rng.integers(3, 300, size=2))
+        dtype = str(rng.choice(["float32", "bfloat16"]))
+        cases.append(Case((_rand(rng, (m, n), dtype), _rand(rng, (n,), dtype), _rand(rng, (m, n), dtype))))
+    return cases
+
+
+def _compare_values(what: str, got: Any, expected: Any, case: Case) -> None:
+    dtype = str(case.args[0].dtype)
+    if getattr(got, "dtype", None) is not None and str(got.dtype) != dtype:
+        raise CheckFailure(f"{what}: expected dtype {dtype}, got {got.dtype}")
+    rtol = {"bfloat16": 3e-2, "float32": 1e-4}[dtype]
+    expect_array_close(what, np.asarray(got, dtype=np.float64) if got is not None else None, expected,
+                       rtol=rtol, atol=rtol * 4)
+
+
+def _structure(name: str, cases: Callable[[bool], list[Case]], forbid: tuple[str, ...] = ()):
+    """After the values: the compiled HLO must be one loop fusion that reads the inputs once and writes once."""
+
+    def after(fn: Callable, hidden: bool) -> str:
+        report = []
+        for case in cases(hidden):
+            c = _compiled(fn, *case.args)
+            what = f"{case.call_text(name)} compiled"
+            if len(c.fusions) != 1:
+                raise CheckFailure(f"{what}: expected exactly 1 fusion in the optimized HLO, got {len(c.fusions)} "
+                                   f"({c.fusions}); entry ops: {entry_ops(c.hlo)}")
+            extra = [op for op in entry_ops(c.hlo) if op not in BOOKKEEPING]
+            if extra:
+                raise CheckFailure(f"{what}: ops outside the fusion: {extra}; everything must happen in one kernel")
+            for op in forbid:
+                if re.search(rf"\s{op}\(", c.hlo):
+                    raise CheckFailure(f"{what}: the optimized HLO still contains a `{op}`")
+            need = _nbytes(*case.args) + c.output_bytes
+            if c.bytes_accessed != need or c.temp_bytes != 0:
+                raise CheckFailure(f"{what}: XLA's cost analysis reports {c.bytes_accessed:,.0f} bytes accessed and "
+                                   f"{c.temp_bytes:,} temporary bytes; a fused kernel reads the inputs once and "
+                                   f"writes the output once: {need:,} bytes, 0 temporary")
+            report.append(f"{tuple(case.args[0].shape)} {case.args[0].dtype}: 1 {c.fusions[0]} fusion, "
+                          f"{c.bytes_accessed:,.0f} bytes accessed, 0 temp")
+        return "\n  " + "\n  ".join(report)
+
+    return after
+
+
+class _JitProblem(Problem):
+    """Values are checked through ``jax.jit(fn)``: one compile per shape instead of one per op (eager JAX)."""
+
+    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
+        if not callable(fn):
+            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+        import functools
+
+        import jax
+
+        # the structure check (after) receives the jitted function too: jit of a jitted function is the same HLO
+        super().check(functools.wraps(fn)(jax.jit(fn)), hidden)
+
+
+def _gelu_structure_cases(hidden: bool) -> list[Case]:
+    rng = np.random.default_rng(61 if hidden else 60)
+    shapes = [(37, 129, "bfloat16")] if hidden else [(16, 24, "float32")]
+    return [Case((_rand(rng, (m, n), d), _rand(rng, (n,), d), _rand(rng, (m, n), d))) for m, n, d in shapes]
+
+
+def _gelu_visible() -> list[Case]:
+    rng = np.random.default_rng(6)
+    return [Case((_rand(rng, (4, 8)), _rand(rng, (8,)), _rand(rng, (4, 8)))),
+            Case((_rand(rng, (3, 5), "bfloat16"), _rand(rng, (5,), "bfloat16"), _rand(rng, (3, 5), "bfloat16")))]
+
+
+BIAS_GELU = _JitProblem(
+    name="fused_bias_gelu",
+    spec="""
+        fused_bias_gelu(x, b, r) -> r + gelu(x + b), with JAX (jax.numpy), for x, r: (m, n) and b: (n,) broadcast
+        over the rows; every array has the same dtype (float32 or bfloat16) and so must the result.
+        gelu is the tanh approximation: gelu(u) = 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³))).
+        The checker jits your function and reads the optimized HLO: it must be exactly ONE fusion with no other
+        compute op, XLA's bytes accessed must equal inputs read once + output written once, and buffer
+        assignment must reserve no temporary memory (no materialized intermediate).
+    """,
+    reference=_bias_gelu_reference,
+    visible=_gelu_visible(),
+    hidden=_bias_gelu_cases,
+    compare=_compare_values,
+    after=_structure("fused_bias_gelu", _gelu_structure_cases),
+)
+
+# -- Exercise 2: the bytes fusion saves, as XLA counts them ------------------------------------------------------
+
+OPS = ("mul_row", "add_row", "mul_full", "add_full", "relu", "tanh", "exp")
+
+
+def chain_function(ops: list[str]) -> Callable:
+    """f(x, *operands) applying ``ops`` in order; *_row ops take a new (n,) vector, *_full a new (m, n) array."""
+    jnp = _jnp()
+
+    def f(x, *operands):
+        it = iter(operands)
+        for op in ops:
+            if op in ("mul_row", "mul_full"):
+                x = x * next(it)
+            elif op in ("add_row", "add_full"):
+                x = x + next(it)
+            elif op == "relu":
+                x = jnp.maximum(x, 0)
+            else:
+                x = getattr(jnp, op)(x)
+        return x
+
+    return f
+
+
+def _chain_args(m: int, n: int, dtype: str, ops: list[str]) -> list:
+    jnp = _jnp()
+    args = [jnp.ones((m, n), dtype)]
+    for op in ops:
+        if op.endswith("_row"):
+            args.append(jnp.ones((n,), dtype))
+        elif op.endswith("_full"):
+            args.append(jnp.ones((m, n), dtype))
+    return args
+
+
+def fusion_bytes_xla(m: int, n: int, dtype: str, ops: list[str]) -> tuple[int, int]:
+    """(unfused, fused) bytes accessed according to XLA's cost analysis: each op compiled alone vs the chain jitted."""
+    from gpucourse import xla
+
+    args = _chain_args(m, n, dtype, ops)
+    unfused, it = 0, iter(args[1:])
+    for op in ops:
+        own = [args[0]] + ([next(it)] if op.endswith(("_row", "_full")) else [])
+        unfused += int(xla.compiled(chain_function([op]), *own).bytes_accessed)
+    fused = int(xla.compiled(chain_function(ops), *args).bytes_accessed)
+    return unfused, fused
+
+
+def _bytes_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(4):
+        m, n = (int(v) for v in rng.integers(2, 2000, size=2))
+        ops = [str(o) for o in rng.choice(OPS, size=int(rng.integers(1, 5)))]
+        cases.append(Case((m, n, str(rng.choice(["float32", "bfloat16", "float16"])), ops)))
+    return cases
+
+
+def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (unfused_bytes, fused_bytes), got {got!r}")
+    expect_int(f"{what} → unfused bytes (XLA's cost analysis, one op at a time)", got[0], expected[0],
+               "each op reads all of its operands (a row vector is n elements) and writes an m×n result")
+    expect_int(f"{what} → fused bytes (XLA's cost analysis, the whole chain jitted)", got[1], expected[1],
+               "one kernel: every input read once, only the final result written")
+
+
+FUSION_BYTES = Problem(
+    name="fusion_bytes",
+    spec="""
+        fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes), exactly as XLA's cost_analysis counts them.
+        x is an (m, n) array; ops is a list applied in order to the running result:
+          'mul_row', 'add_row'   multiply / add a NEW (n,) vector, broadcast over the rows
+          'mul_full', 'add_full' multiply / add a NEW (m, n) array
+          'relu', 'tanh', 'exp'  unary, no new operand
+        unfused = the sum over ops of the bytes one op jitted ALONE accesses (it reads its operands and writes
+        an (m, n) result); fused = the bytes the whole chain accesses under one jax.jit.
+        The checker computes the expected numbers by compiling the functions and asking XLA.
+    """,
+    reference=fusion_bytes_xla,
+    visible=[Case((1000, 3, "float32", ["mul_row", "add_row", "relu"])),
+             Case((64, 64, "bfloat16", ["mul_full", "tanh"]))],
+    hidden=_bytes_cases,
+    compare=_compare_bytes,
+)
+
+# -- Exercise 3: what breaks the fusion ------------------------------------------------------------------------------
+
+def breaking_op(hlo: str) -> str:
+    """The first ENTRY instruction that is neither a fusion nor bookkeeping."""
+    return next(op for op in entry_ops(hlo) if op not in BOOKKEEPING)
+
+
+def broken_chain_hlo(breaker: str, m: int, n: int, seed: int = 0) -> str:
+    """Optimized HLO of tanh(breaker(x·y + 1)·y − x) on (m, n) float32: an elementwise chain split by ``breaker``."""
+    import jax
+
+    brk = fusion_breakers()[breaker]
+    rng = np.random.default_rng(seed)
+    x, y = _rand(rng, (m, n)), _rand(rng, (m, n))
+    return jax.jit(lambda x, y: _jnp().tanh(brk(x * y + 1.0) * y - x)).lower(x, y).compile().as_text()
+
+
+def _breaker_cases(rng: np.random.Generator) -> list[Case]:
+    names = list(fusion_breakers())
+    order = rng.permutation(len(names))
+    return [Case((broken_chain_hlo(names[int(i)], int(rng.integers(3, 90)), int(rng.integers(3, 90)), int(i)),))
+            for i in order]
+
+
+class _Hlo(str):
+    """An HLO text that prints as a short tag in messages (a Case shows its arguments)."""
+
+    def __new__(cls, text: str, tag: str):
+        obj = super().__new__(cls, text)
+        obj.tag = tag
+        return obj
+
+    def __repr__(self) -> str:
+        return f"<optimized HLO: {self.tag}>"
+
+
+def _tagged(rng: np.random.Generator) -> list[Case]:
+    return [Case((_Hlo(c.args[0], f"hidden chain {i}"),)) for i, c in enumerate(_breaker_cases(rng))]
+
+
+def _compare_breaker(what: str, got: Any, expected: str, case: Case) -> None:
+    if not isinstance(got, str):
+        raise CheckFailure(f"{what}: expected an opcode string such as 'sort', got {got!r}")
+    if got != expected:
+        raise CheckFailure(f"{what}: expected {expected!r}, got {got!r}. Hint: look only inside the ENTRY "
+                           "computation, and skip parameter, constant, fusion, tuple, get-tuple-element, copy, bitcast")
+
+
+BREAKING_OP = Problem(
+    name="breaking_op",
+    spec="""
+        breaking_op(hlo) -> str: the opcode that splits an elementwise chain into several fusions.
+        `hlo` is the optimized HLO text (compiled.as_text()) of a function like tanh(BREAK(x*y + 1)*y - x).
+        Read the ENTRY computation only (the block that starts with a line beginning 'ENTRY' and ends at the
+        matching '}' at the start of a line). Each instruction line looks like
+            %name = TYPE opcode(operands), attributes...      (TYPE may be a tuple: '(f32[4,5], s32[4,5])')
+        and the last one starts with 'ROOT'. Return the opcode of the first instruction that is not one of
+        parameter, constant, fusion, tuple, get-tuple-element, copy, bitcast.
+    """,
+    reference=breaking_op,
+    visible=[Case((_Hlo(broken_chain_hlo("sort", 6, 10), "tanh(sort(x*y + 1)*y - x), 6×10"),)),
+             Case((_Hlo(broken_chain_hlo("top_k", 5, 7), "tanh((top_k(x*y + 1, 2).sum + x*y + 1)*y - x), 5×7"),))],
+    hidden=_tagged,
+    compare=_compare_breaker,
+)
+
+# -- Exercise 4: fix a fusion breaker ----------------------------------------------------------------------------------
+
+def slow_scale_tanh(x, d, b):
+    """What the exercise starts from: scaling columns by a matmul with a diagonal matrix."""
+    jnp = _jnp()
+    return jnp.tanh(x @ jnp.diag(d) + b)
+
+
+def fixed_scale_tanh(x, d, b):
+    return _jnp().tanh(x * d + b)
+
+
+def _scale_reference(x, d, b):
+    return np.tanh(np.asarray(x, np.float64) * np.asarray(d, np.float64) + np.asarray(b, np.float64))
+
+
+def _scale_cases(rng: np.random.Generator) -> list[Case]:
+    out = []
+    for _ in range(3):
+        m, n = (int(v) for v in rng.integers(2, 200, size=2))
+        out.append(Case((_rand(rng, (m, n)), _rand(rng, (n,)), _rand(rng, (n,)))))
+    return out
+
+
+def _scale_structure_cases(hidden: bool) -> list[Case]:
+    rng = np.random.default_rng(41 if hidden else 40)
+    shapes = [(33, 65), (2, 300)] if hidden else [(8, 12)]
+    return [Case((_rand(rng, (m, n)), _rand(rng, (n,)), _rand(rng, (n,)))) for m, n in shapes]
+
+
+FIX_SCALE = _JitProblem(
+    name="fixed_scale_tanh",
+    spec="""
+        fixed_scale_tanh(x, d, b) -> the same values as  jnp.tanh(x @ jnp.diag(d) + b)  (x: (m, n); d, b: (n,);
+        float32), but compiled to ONE fusion: no `dot` anywhere in the optimized HLO, inputs read once, output
+        written once, no temporary buffer. (The original builds an n×n diagonal matrix — n² bytes of zeros —
+        and sends it through a matrix multiply, which XLA does not fuse with the elementwise ops around it.)
+    """,
+    reference=_scale_reference,
+    visible=[Case((_rand(np.random.default_rng(4), (3, 4)), _jnp().asarray([1.0, -2.0, 0.5, 3.0]),
+                   _jnp().asarray([0.0, 0.1, 0.2, 0.3])))],
+    hidden=_scale_cases,
+    compare=_compare_values,
+    after=_structure("fixed_scale_tanh", _scale_structure_cases, forbid=("dot",)),
+)
+
+# -- Exercise 5: a fused elementwise kernel (numba-cuda: simulator on CPU, the device on a GPU) --------------------
+
+def _kernel_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, block: tuple[int, int]) -> np.ndarray:
+    return np.maximum(x.astype(np.float64) * w + b, 0.0)
+
+
+def run_kernel(kernel: Any, x: np.ndarray, w: np.ndarray, b: np.ndarray, block: tuple[int, int]) -> np.ndarray:
+    """Launch ``kernel[grid, block](x, w, b, out)`` with a grid that covers (m, n); return ``out`` on the host."""
+    from gpucourse import get_backend
+
+    cuda = get_backend().cuda
+    m, n = x.shape
+    grid = (math.ceil(m / block[0]), math.ceil(n / block[1]))
+    dx, dw, db = (cuda.to_device(np.ascontiguousarray(a)) for a in (x, w, b))
+    out = cuda.to_device(np.full((m, n), np.nan, dtype=x.dtype))
+    kernel[grid, block](dx, dw, db, out)
+    cuda.synchronize()
+    return out.copy_to_host()
+
+
+def _kernel_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(3):
+        block = (int(rng.choice([4, 8])), int(rng.choice([4, 8, 16])))
+        m, n = (int(bs * rng.integers(1, 3) + rng.integers(1, bs)) for bs in block)  # never multiples
+        x = rng.standard_normal((m, n)).astype(np.float32)
+        cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32),
+                           block)))
+    return cases
+
+
+def _kernel_bytes(fn: Callable, hidden: bool) -> str:
+    m, n = 1024, 1024
+    fused, unfused = (2 * m * n + 2 * n) * 4, ((2 * m * n + n) * 2 + 2 * m * n) * 4
+    return (f"\n  one kernel moves {fused / 2**20:.1f} MiB for a {m}×{n} float32 input; three separate kernels "
+            f"(mul, add, relu) would move {unfused / 2**20:.1f} MiB ({unfused / fused:.1f}×)")
+
+
+class _KernelProblem(Problem):
+    """The student passes the kernel; the checker launches it (grid from the block shape) and compares."""
+
+    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
+        if fn is None or not hasattr(fn, "__getitem__"):
+            raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel (be.cuda.jit), got {type(fn).__name__}")
+        super().check(lambda x, w, b, block: run_kernel(fn, x, w, b, block), hidden)
+
+
+_rk = np.random.default_rng(5)
+KERNEL = _KernelProblem(
+    name="scale_bias_relu_kernel",
+    spec="""
+        A @cuda.jit kernel  scale_bias_relu_kernel(x, w, b, out)  computing, in ONE pass,
+            out[i, j] = max(x[i, j] * w[j] + b[j], 0)
+        for x, out: (m, n) float32 and w, b: (n,). The checker launches it on a 2D grid of 2D blocks:
+            kernel[(ceil(m / bm), ceil(n / bn)), (bm, bn)](x, w, b, out)
+        so one thread per element, i along the first grid axis; m and n are NOT multiples of the block, and
+        out starts full of NaN. Use cuda.grid(2) and guard the edges.
+    """,
+    reference=_kernel_reference,
+    visible=[Case((_rk.standard_normal((5, 11)).astype(np.float32), _rk.standard_normal(11).astype(np.float32),
+                   _rk.standard_normal(11).astype(np.float32), (4, 8)))],
+    hidden=_kernel_cases,
+    compare=lambda what, got, expected, case: expect_array_close(what.replace("<lambda>", "kernel"), got, expected),
+    after=_kernel_bytes,
+)
+
+# -- Exercise 6: count instructions in SASS ---------------------------------------------------------------------------
+
+from gpucourse import toolchain  # noqa: E402  (the lab's SASS comes from here)
+
+def count_opcode(sass: str, opcode: str) -> int:
+    return toolchain.Sass(sass).count(opcode)
+
+
+_OPS_POOL = ["FFMA", "FADD", "FMUL", "HMMA.16816.F32", "HMMA.16816.F32.BF16", "HFMA2", "DFMA", "IMAD", "IMAD.WIDE",
+             "FFMA.FTZ", "LDG.E", "STG.E", "FMNMX", "ISETP.GE.AND", "MOV", "HMMA.1688.F32.TF32", "IMMA.16832.S8.S8"]
+_OPERANDS = ["R0, R4, R3, R7", "R16, R4.reuse, R12, RZ", "R2, desc[UR4][R2.64]", "P0, PT, R11, UR4, PT", "R1, 0x4"]
+
+
+def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k") -> str:
+    """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes."""
+    out = [f"//--------------------- .text.{kernel}  --------------------------",
+           f"        .section  .text.{kernel},\"ax\",@progbits", f"        .global  {kernel}", f"{kernel}:",
+           f"        /* FFMA-heavy kernel, HMMA in the epilogue */"]
+    for i in range(lines):
+        if rng.random() < 0.08:
+            out.append(f".L_x_{i}:")
+        pred = str(rng.choice(["", "", "", "@P0 ", "@!P1 ", "@UP0 "]))
+        op = str(rng.choice(_OPS_POOL))
+        out.append(f"        /*{16 * i:04x}*/                   {pred}{op} {rng.choice(_OPERANDS)} ;")
+    out.append(f"        /*{16 * lines:04x}*/                   EXIT ;")
+    return "\n".join(out) + "\n"
+
+
+class _Sass(str):
+    def __new__(cls, text: str, tag: str):
+        obj = super().__new__(cls, text)
+        obj.tag = tag
+        return obj
+
+    def __repr__(self) -> str:
+        return f"<SASS: {self.tag}>"
+
+
+def _count_visible() -> list[Case]:
+    if toolchain.available():
+        wm, el = toolchain.sass_of(wmma_cu(1)).text, toolchain.sass_of(ELEMENTWISE_CU).text
+        return [Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "HMMA")),
+                Case((_Sass(el, "fused_relu, sm_90"), "FFMA")), Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "LDG"))]
+    rng = np.random.default_rng(7)
+    return [Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel"), "synthetic, 30 lines"), "FFMA")),
+            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA"))]
+
+
+def _count_hidden(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for i in range(4):
+        name = str(rng.choice(["FFMA_loop", "HMMA_gemm", "dfma_IMAD", "k"]))
+        text = synthetic_sass(rng, int(rng.integers(20, 120)), name)
+        cases.append(Case((_Sass(text, f"synthetic kernel {i}"), str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA"])))))
+    if toolchain.available():
+        t = int(rng.integers(3, 12))
+        cases.append(Case((_Sass(toolchain.sass_of(unrolled_fma_cu(t)).text, f"Horner, {t} terms, sm_90"), "FFMA")))
+        k = int(rng.integers(2, 5))
+        cases.append(Case((_Sass(toolchain.sass_of(wmma_cu(k)).text, f"wmma, k_steps={k}, sm_90"), "HMMA")))
+    return cases
+
+
+COUNT_OPCODE = Problem(
+    name="count_opcode",
+    spec="""
+        count_opcode(sass, opcode) -> int: how many instructions in the SASS text (nvdisasm's output) have the
+        base opcode `opcode`, e.g. 'FFMA' or 'HMMA'.
+        An instruction line looks like
+            /*0160*/                   @!P0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
+        : an address comment /*hex*/, an optional predicate (@P0, @!P1, @UP0), then the opcode with its
+        modifiers after dots. The base opcode is the part before the first dot: HMMA.16816.F32 counts as 'HMMA',
+        FFMA.FTZ as 'FFMA'; HFMA2 and DFMA are different opcodes. Section headers, labels, comments and kernel
+        names (which may contain 'FFMA'!) are not instructions.
+    """,
+    reference=count_opcode,
+    visible=_count_visible(),
+    hidden=_count_hidden,
+    compare=lambda what, got, expected, case: expect_int(what, got, expected,
+                                                         "count instruction lines only, by their base opcode"),
+)
+
+# -- Exercise 7: compile CUDA C to sm_90 and count what it became -----------------------------------------------------
+
+def sass_counts(source: str) -> dict[str, int]:
+    s = toolchain.sass_of(source)
+    return {"FFMA": s.count("FFMA"), "HMMA": s.count("HMMA")}
+
+
+def _counts_hidden(rng: np.random.Generator) -> list[Case]:
+    t, k = int(rng.integers(4, 16)), int(rng.integers(2, 6))
+    return [Case((unrolled_fma_cu(t),)), Case((wmma_cu(k),))]
+
+
+class _ToolchainProblem(Problem):
+    """Graded where NVIDIA's compiler wheels are installed; elsewhere the function must at least be written."""
+
+    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
+        if toolchain.available():
+            return super().check(fn, hidden)
+        if not callable(fn):
+            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+        try:
+            fn(self.visible[0].args[0])
+        except toolchain.ToolchainMissing:
+            print(f"[toolchain missing] {self.name} is graded where the NVIDIA wheels are installed: "
+                  f"{toolchain.describe()}")
+            return
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise CheckFailure(f"{self.name} raised {exc.__class__.__name__}: {exc}") from exc
+        raise CheckFailure(f"{self.name}: this machine has no NVIDIA toolchain, so your function should have raised "
+                           "ToolchainMissing from gpucourse.toolchain; did it compile anything?")
+
+
+def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -> None:
+    if not isinstance(got, dict) or set(got) != {"FFMA", "HMMA"}:
+        raise CheckFailure(f"{what}: expected a dict with keys 'FFMA' and 'HMMA', got {got!r}")
+    for key in ("FFMA", "HMMA"):
+        expect_int(f"{what} → {key}", got[key], expected[key], "compile for sm_90 (Hopper), then count base opcodes")
+
+
+class _Src(str):
+    def __repr__(self) -> str:
+        m = re.search(r"void (\w+)\(", self)
+        return f"<CUDA C: {m.group(1) if m else 'kernel'}>"
+
+
+SASS_COUNTS = _ToolchainProblem(
+    name="sass_counts",
+    spec="""
+        sass_counts(source) -> {'FFMA': int, 'HMMA': int}: compile the CUDA C `source` for Hopper (sm_90) with
+        gpucourse.toolchain (NVRTC → cubin → nvdisasm), and count the FP32 fused multiply-adds (FFMA) and the
+        tensor-core matrix multiply-accumulates (HMMA) in the SASS — with your count_opcode.
+        (Without NVIDIA's toolchain wheels the toolchain raises ToolchainMissing: let it propagate.)
+    """,
+    reference=sass_counts,
+    visible=[Case((_Src(ELEMENTWISE_CU),)), Case((_Src(wmma_cu(1)),))],
+    hidden=lambda rng: [Case((_Src(c.args[0]),)) for c in _counts_hidden(rng)],
+    compare=_compare_counts,
+)
+
+problems = {p.name: p for p in (BIAS_GELU, FUSION_BYTES, BREAKING_OP, FIX_SCALE, KERNEL, COUNT_OPCODE, SASS_COUNTS)}

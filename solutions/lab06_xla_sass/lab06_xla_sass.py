@@ -1,0 +1,283 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Lab 6 — JIT, XLA fusion and the machine code below it
+#
+# Companion of `course/06_jit_xla_sass.ipynb`. Seven functions, 3 points each (1 visible test, 2 hidden):
+#
+# | # | kind | you write |
+# |---|---|---|
+# | 1 | implement | a JAX function that XLA compiles to exactly one fusion, nothing materialized |
+# | 2 | compute | the bytes fusion saves, exactly as XLA's `cost_analysis` counts them |
+# | 3 | diagnose | the op that splits a chain into several fusions, read from optimized HLO |
+# | 4 | fix | rewrite a function so the fusion breaker disappears |
+# | 5 | implement | a fused elementwise kernel in numba-cuda (CUDA simulator on CPU, the device on a GPU) |
+# | 6 | compute | count FMA / tensor-core instructions in SASS |
+# | 7 | implement | compile CUDA C for Hopper (sm_90) and count FFMA and HMMA in what it became |
+#
+# Each exercise prints its spec (`.show()`), gives you a stub, then checks your function: the visible test runs
+# fixed cases; a hidden test runs randomized ones when your lab is graded. Replace `raise NotImplementedError()`
+# with your code and use **Validate** before you submit. Exercise 7 needs NVIDIA's compiler wheels
+# (`pip install -e '.[toolchain]'`, Linux/Windows); without them it is graded where they exist.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import gpucourse as gc
+from gpucourse import toolchain
+from grader.labs import lab06_xla_sass as lab
+
+be = gc.setup()
+cuda = be.cuda  # numba.cuda: the real device on a GPU, numba's CUDA simulator on CPU
+print(toolchain.describe())
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 1 — One fusion, nothing materialized
+#
+# A bias-add, a GELU and a residual add are a typical transformer epilogue: a dozen elementwise ops. Written
+# with `jax.numpy`, XLA fuses them into one loop kernel. Written some other way (a Python loop over rows,
+# `jax.lax.map`, NumPy calls) it may not. The checker compiles your function and reads `gc.xla.compiled(...)`:
+# `.fusions`, the entry ops, `.bytes_accessed` and `.temp_bytes`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fused_bias_gelu"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_fused_bias_gelu", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fused_bias_gelu(x, b, r):
+    """r + gelu_tanh(x + b), traceable by jax.jit, one fusion."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    u = x + b
+    return r + 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_fused_bias_gelu_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fused_bias_gelu"].check(fused_bias_gelu)
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_fused_bias_gelu_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["fused_bias_gelu"].check(fused_bias_gelu, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 2 — The bytes fusion saves, as XLA counts them
+#
+# XLA's cost model (`compiled.cost_analysis()["bytes accessed"]`) charges a kernel for every operand it reads
+# and every result it writes. Predict it for a chain run op by op and for the same chain fused — the checker
+# asks XLA. Mind the broadcast row vectors: a fused kernel reads an `(n,)` vector once, not `m` times.
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fusion_bytes"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_fusion_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fusion_bytes(m, n, dtype, ops):
+    """(unfused_bytes, fused_bytes) of the chain `ops` on an (m, n) array of `dtype`."""
+    size = jnp.dtype(dtype).itemsize  # jnp.dtype knows 'bfloat16' too
+    # roughly 10 lines
+    ### BEGIN SOLUTION
+    full = m * n
+    unfused, fused = 0, 2 * full  # fused: read x, write the result
+    for op in ops:
+        if op.endswith("_row"):
+            unfused += 2 * full + n
+            fused += n
+        elif op.endswith("_full"):
+            unfused += 3 * full
+            fused += full
+        else:
+            unfused += 2 * full
+    return unfused * size, fused * size
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_fusion_bytes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fusion_bytes"].check(fusion_bytes)
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_fusion_bytes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["fusion_bytes"].check(fusion_bytes, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 3 — Diagnose: which op breaks the fusion?
+#
+# Sorting, FFTs, host callbacks, data-dependent control flow: XLA cannot put these inside an elementwise loop
+# kernel, so the chain around them splits into a fusion before and a fusion after, with a round trip through
+# memory in between. Find the culprit in the optimized HLO. Here is the first visible case:
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+P = lab.problems["breaking_op"]
+P.show()
+print(gc.xla.Compiled(P.visible[0].args[0], 0, 0, 0, 0, 0).excerpt(lines=10))
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_breaking_op", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def breaking_op(hlo):
+    """The opcode of the first ENTRY instruction that is not a fusion or bookkeeping."""
+    skip = {"parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast"}
+    # roughly 8 lines (the `re` module helps)
+    ### BEGIN SOLUTION
+    import re
+
+    lines = hlo.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY"))
+    for line in lines[start + 1:]:
+        if line.startswith("}"):
+            break
+        m = re.match(r"\s*(?:ROOT\s+)?\S+\s*=\s*(?:\(.*?\)|\S+)\s+([\w\-]+)\(", line)
+        if m and m.group(1) not in skip:
+            return m.group(1)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_breaking_op_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["breaking_op"].check(breaking_op)
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_breaking_op_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["breaking_op"].check(breaking_op, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 4 — Fix a fusion breaker
+#
+# Somebody scaled the columns of `x` with a matrix multiply. Look at what XLA made of it: a `dot` (on CPU
+# wrapped in a `kCustom` fusion that calls the BLAS), a temporary n×n matrix, and separate loop fusions around it.
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fixed_scale_tanh"].show()
+slow = gc.xla.compiled(lab.slow_scale_tanh, jnp.ones((64, 256)), jnp.ones(256), jnp.ones(256))
+print(f"\nslow version: fusions {slow.fusions}, {slow.bytes_accessed:,.0f} bytes accessed, "
+      f"{slow.temp_bytes:,} temporary bytes")
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_fixed_scale_tanh", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fixed_scale_tanh(x, d, b):
+    """Same values as jnp.tanh(x @ jnp.diag(d) + b), compiled to one fusion."""
+    # roughly 1 line
+    ### BEGIN SOLUTION
+    return jnp.tanh(x * d + b)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_fixed_scale_tanh_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh)
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_fixed_scale_tanh_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 5 — Write the fused kernel yourself
+#
+# What XLA generates for `relu(x * w + b)` is, in CUDA terms, one kernel in which each thread loads its
+# element, computes in registers and stores once. Write it with numba-cuda (`cuda` below is `be.cuda`: numba's
+# CUDA simulator on CPU — each CUDA thread a Python thread, so sizes stay small — and the real device on a GPU).
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["scale_bias_relu_kernel"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_scale_bias_relu_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def scale_bias_relu_kernel(x, w, b, out):
+    """out[i, j] = max(x[i, j] * w[j] + b[j], 0), one thread per element."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_scale_bias_relu_kernel_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel)
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_scale_bias_relu_kernel_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 6 — Count instructions in SASS
+#
+# SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it. Whether a matrix multiply used the
+# tensor cores is one question: are there `HMMA` instructions, or only `FFMA`? Write the counter the next
+# exercise uses. The first visible case is a real 16×16×16 wmma kernel compiled for sm_90 (when the toolchain
+# is installed):
+
+# %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+P = lab.problems["count_opcode"]
+P.show()
+print(toolchain.Sass(P.visible[0].args[0]).excerpt(limit=30))
+
+# %% nbgrader={"grade": false, "grade_id": "ex6_count_opcode", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def count_opcode(sass, opcode):
+    """Number of SASS instructions whose base opcode (before the first '.') is `opcode`."""
+    # roughly 6 lines
+    ### BEGIN SOLUTION
+    import re
+
+    count = 0
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if m and m.group(1).split(".")[0] == opcode:
+            count += 1
+    return count
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex6_count_opcode_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["count_opcode"].check(count_opcode)
+
+# %% nbgrader={"grade": true, "grade_id": "ex6_count_opcode_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["count_opcode"].check(count_opcode, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 7 — Compile for Hopper and count what it became
+#
+# `toolchain.compile_cuda(source, arch="sm_90")` runs NVRTC and returns a cubin; `toolchain.disassemble(cubin)`
+# runs `nvdisasm` on it. Chain them, then count. The hidden cases include a Horner polynomial with a random
+# number of terms and a wmma GEMM with a random number of k-steps: predict the counts before you run them.
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+P = lab.problems["sass_counts"]
+P.show()
+print(lab.wmma_cu(1))
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_sass_counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def sass_counts(source):
+    """{'FFMA': n, 'HMMA': n} in the sm_90 SASS of the CUDA C `source`."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    sass = toolchain.disassemble(toolchain.compile_cuda(source, arch="sm_90"))
+    return {"FFMA": count_opcode(sass, "FFMA"), "HMMA": count_opcode(sass, "HMMA")}
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_sass_counts_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["sass_counts"].check(sass_counts)
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_sass_counts_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["sass_counts"].check(sass_counts, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Done?
+#
+# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
+# tests use other shapes, dtypes, fusion breakers and kernels: an answer that only handles the examples will
+# lose those points.

@@ -1,0 +1,109 @@
+"""gpucourse.toolchain: PTX and SASS for Hopper from NVIDIA's compiler wheels, with no GPU.
+
+The SASS-reading tests run everywhere; the compile tests need the wheels (Linux/Windows, the `toolchain` extra)
+and are skipped with the reason when they are missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucourse import toolchain
+
+needs_toolchain = pytest.mark.skipif(not toolchain.available(), reason=f"needs NVIDIA's compiler wheels: {toolchain.describe()}")
+
+SASS = """
+//--------------------- .text.FFMA_kernel --------------------------
+        .section  .text.FFMA_kernel,"ax",@progbits
+FFMA_kernel:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   FFMA R0, R4, R3, R7 ;
+        /*0020*/              @!P0 FFMA.FTZ R0, R4, R3, R7 ;
+        /*0030*/                   HFMA2 R0, R4, R3, R7 ;
+        /*0040*/                   DFMA R0, R4, R3, R7 ;
+.L_x_0:
+        /*0050*/              @UP0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
+        /*0060*/                   HMMA.16816.F32.BF16 R12, R4, R14, RZ ;
+        /*0070*/                   NOP;
+        /*0080*/                   EXIT ;
+"""
+
+
+def test_sass_counts_base_opcodes_only():
+    s = toolchain.Sass(SASS)
+    assert s.count("FFMA") == 2  # FFMA and FFMA.FTZ; not HFMA2, DFMA or the kernel's name
+    assert s.count("HMMA") == 2 and s.count("HFMA2") == 1 and s.count("DFMA") == 1
+    assert s.variants("HMMA") == {"HMMA.16816.F32": 1, "HMMA.16816.F32.BF16": 1}
+    assert s.instructions[0] == "LDC" and s.instructions[-1] == "EXIT"
+    assert "NOP" not in s.excerpt() and "HMMA.16816.F32" in s.excerpt(("HMMA",))
+
+
+def test_ptx_instruction_counter():
+    ptx = "\t@%p1 bra \t$L__BB0_2;\n\tfma.rn.f32 \t%f3, %f2, %f1, %f0;\n\tret;\n.reg .f32 %f<4>;\n"
+    counts = toolchain.ptx_instructions(ptx)
+    assert counts == {"bra": 1, "fma.rn.f32": 1, "ret": 1}
+
+
+def test_missing_is_a_list_and_describe_names_the_fix():
+    gone = toolchain.missing()
+    assert isinstance(gone, list)
+    assert ("pip install" in toolchain.describe()) == bool(gone)
+
+
+@needs_toolchain
+def test_elementwise_kernel_compiles_to_one_ffma_for_sm90():
+    from grader.labs.lab06_xla_sass import ELEMENTWISE_CU
+
+    s = toolchain.sass_of(ELEMENTWISE_CU)
+    assert s.count("FFMA") == 1 and s.count("LDG") == 3 and s.count("STG") == 1 and s.count("HMMA") == 0
+    assert s.count("FMNMX") == 1  # the relu: max(x*y + z, 0)
+
+
+@needs_toolchain
+@pytest.mark.parametrize("k_steps", [1, 3])
+def test_wmma_16x16x16_becomes_two_hmma_16816_per_step(k_steps):
+    from grader.labs.lab06_xla_sass import wmma_cu
+
+    s = toolchain.sass_of(wmma_cu(k_steps))
+    assert s.variants("HMMA") == {"HMMA.16816.F32": 2 * k_steps}  # m16 n8 k16 per instruction: 2 per 16×16×16
+    assert s.count("FFMA") == 0
+
+
+@needs_toolchain
+def test_horner_polynomial_has_one_ffma_per_term_but_the_first():
+    from grader.labs.lab06_xla_sass import unrolled_fma_cu
+
+    s = toolchain.sass_of(unrolled_fma_cu(7))
+    assert s.count("FFMA") == 6 and s.count("FADD") == 1  # acc = 1*v + 0.5 folds to an add
+
+
+@needs_toolchain
+def test_nvrtc_ptx_output_and_compile_errors():
+    from grader.labs.lab06_xla_sass import wmma_cu
+
+    ptx = toolchain.compile_cuda(wmma_cu(1), arch="compute_90", output="ptx").decode()
+    assert ".target sm_90" in ptx and "wmma.mma.sync" in ptx
+    with pytest.raises(RuntimeError, match="compile"):
+        toolchain.compile_cuda('extern "C" __global__ void k() { undefined_thing(); }')
+
+
+@needs_toolchain
+def test_numba_ptx_in_a_child_process_even_with_the_simulator_on():
+    import os
+
+    assert os.environ.get("NUMBA_ENABLE_CUDASIM") in (None, "0", "1")
+
+    def seed_relu(x, y, z, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = max(x[i] * y[i] + z[i], numba.float32(0.0))
+
+    ptx = toolchain.numba_ptx(seed_relu, "void(float32[::1], float32[::1], float32[::1], float32[::1])")
+    counts = toolchain.ptx_instructions(ptx)
+    assert ".target sm_90" in ptx
+    assert counts["fma.rn.f32"] == 1 and counts["ld.global.f32"] == 3 and counts["st.global.f32"] == 1
+
+
+def test_function_source_strips_decorators():
+    src, name = toolchain._function_source("@cuda.jit\ndef k(a):\n    a[0] = 1\n")
+    assert name == "k" and not src.startswith("@")

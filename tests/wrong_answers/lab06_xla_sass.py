@@ -1,0 +1,54 @@
+"""Plausible wrong answers to lab 6, one per solution cell: each must score less than full marks."""
+
+WRONG = {
+    # correct values, but a loop over rows (jax.lax.map): a while loop and two fusions instead of one
+    "ex1_fused_bias_gelu": '''def fused_bias_gelu(x, b, r):
+    def row(xr):
+        u = xr + b
+        return 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+    return r + jax.lax.map(row, x)
+''',
+    # the fused kernel re-reads the row vectors for every row (m*n instead of n)
+    "ex2_fusion_bytes": '''def fusion_bytes(m, n, dtype, ops):
+    size = jnp.dtype(dtype).itemsize
+    full = m * n
+    unfused, fused = 0, 2 * full
+    for op in ops:
+        if op.endswith("_row"):
+            unfused += 2 * full + n
+            fused += full
+        elif op.endswith("_full"):
+            unfused += 3 * full
+            fused += full
+        else:
+            unfused += 2 * full
+    return unfused * size, fused * size
+''',
+    # returns the first op that is not a fusion, forgetting parameters and the other bookkeeping
+    "ex3_breaking_op": '''def breaking_op(hlo):
+    import re
+    entry = hlo[hlo.index("ENTRY"):]
+    for op in re.findall(r"=\\s*\\S+\\s+([\\w\\-]+)\\(", entry):
+        if op != "fusion":
+            return op
+''',
+    # same values, but an einsum against the diagonal matrix is still a dot
+    "ex4_fixed_scale_tanh": '''def fixed_scale_tanh(x, d, b):
+    return jnp.tanh(jnp.einsum("ij,jk->ik", x, jnp.diag(d)) + b)
+''',
+    # no bounds check: threads past the edge index out of the arrays
+    "ex5_scale_bias_relu_kernel": '''@cuda.jit
+def scale_bias_relu_kernel(x, w, b, out):
+    i, j = cuda.grid(2)
+    out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+''',
+    # counts substrings: kernel names, comments and HFMA2/DFMA-like spellings all count
+    "ex6_count_opcode": '''def count_opcode(sass, opcode):
+    return sass.count(opcode)
+''',
+    # counts in the PTX instead of the SASS: one wmma.mma.sync there becomes two HMMA.16816 in the machine code
+    "ex7_sass_counts": '''def sass_counts(source):
+    ptx = toolchain.compile_cuda(source, arch="compute_90", output="ptx").decode()
+    return {"FFMA": ptx.count("fma.rn.f32"), "HMMA": ptx.count("mma.sync")}
+''',
+}
