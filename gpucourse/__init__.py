@@ -9,6 +9,9 @@ Modules, by what they hold:
 - ``timing``   the one timing helper (warm-up, synchronise, repeat, median and spread)
 - ``plotting`` the one figure style (labelled axes with units, light and dark themes)
 - ``roofline`` the roofline model and measurements of a machine's roofs
+- ``datapath`` disk → RAM → PCIe → VRAM: published bandwidths, transfer/offload models, pinned copies
+- ``devmem``   a device-memory budget that tracks allocations, peaks and copies, and raises OOM
+- ``simd_simt`` CPU vector width and compiled vector instructions; the warp active-mask model
 - ``simt``     instrumented SIMT executor for numba-cuda kernels (traffic, SIMT efficiency, races)
 - ``occupancy`` blocks/warps per SM from published limits; Little's law
 - ``streams``  the command queue and streams: an engine model that draws timelines, real CuPy streams on a GPU
@@ -28,11 +31,14 @@ import warnings
 from . import (
     backend,
     blas,
+    datapath,
+    devmem,
     hardware,
     interconnect,
     occupancy,
     plotting,
     roofline,
+    simd_simt,
     simt,
     streams,
     systolic,
@@ -53,7 +59,7 @@ from .timing import Timing, block, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
+    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
 ]
 
 __version__ = "0.1.0"

@@ -1,0 +1,427 @@
+"""Lab 7 — the TPU: systolic arrays, Pallas BlockSpecs, collectives on a device mesh, the ICI torus.
+
+Conventions the specs share (the course notebook, course/07_tpu.ipynb, derives them):
+- Weight-stationary array: PE (k, n) holds W[k, n]; activations move right, partial sums move down, one PE per
+  clock cycle; A[m, k] enters array row k at cycle m + k; C[m, n] leaves the bottom of column n at cycle
+  m + (K − 1) + n; cycles are numbered from 0.
+- The device mesh is JAX's 8 CPU devices as a 2×4 mesh with axes ('x', 'y') — the lab's first cell sets
+  XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX is imported.
+- Bandwidths are bytes/s per link per direction; times are seconds.
+
+This module imports JAX only inside the functions that need it, so importing it never fixes JAX's device count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from gpucourse import interconnect, systolic
+
+from ..checks import CheckFailure, expect_array_close, expect_close, expect_int
+from ..problem import Case, Problem
+
+# -- Exercise 1: one clock cycle of the array -------------------------------------------------------------------
+
+def _compare_step(what: str, got: Any, expected: tuple[np.ndarray, np.ndarray], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (a_new, p_new), got {type(got).__name__}")
+    expect_array_close(f"{what} → a_new (activations after the cycle)", got[0], expected[0], rtol=1e-12, atol=1e-12)
+    expect_array_close(f"{what} → p_new (partial sums after the cycle)", got[1], expected[1], rtol=1e-12, atol=1e-9)
+    for i, arr in enumerate(case.args):  # the registers of the previous cycle must not be modified in place
+        if isinstance(arr, np.ndarray) and not np.array_equal(arr, _STEP_INPUTS[id(case)][i]):
+            raise CheckFailure(f"{what} modified its input argument {('a', 'p', 'W', 'a_in')[i]} in place: "
+                               "return new arrays (every PE reads last cycle's registers)")
+
+
+_STEP_INPUTS: dict[int, tuple] = {}
+
+
+def _step_case(args: tuple) -> Case:
+    case = Case(args)
+    _STEP_INPUTS[id(case)] = tuple(np.array(a, copy=True) for a in args)
+    return case
+
+
+def _step_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        K, N = (int(v) for v in rng.integers(1, 9, size=2))
+        a, p, W = (rng.integers(-5, 6, size=(K, N)).astype(float) for _ in range(3))
+        cases.append(_step_case((a, p, W, rng.integers(-5, 6, size=K).astype(float))))
+    return cases
+
+
+PE_STEP = Problem(
+    name="pe_step",
+    spec="""
+        pe_step(a, p, W, a_in) -> (a_new, p_new): one clock cycle of a K×N weight-stationary array.
+        a, p, W are (K, N) arrays: the activation register and the partial-sum register of every PE (what it held
+        after the previous cycle) and the stationary weights; a_in (K,) holds the activations entering the left
+        edge this cycle. In one cycle every PE at once
+          - takes its activation from the PE on its left (column 0 takes a_in),
+          - takes its incoming partial sum from the PE above (row 0 takes 0),
+          - outputs  psum_in + activation · weight  as its new partial sum.
+        Return new arrays; don't modify the inputs (all PEs read last cycle's registers).
+    """,
+    reference=systolic.pe_step,
+    visible=[
+        _step_case((np.zeros((2, 2)), np.zeros((2, 2)), np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([5.0, 0.0]))),
+        _step_case((np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]),
+                    np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 1.0]]), np.array([7.0, 8.0]))),
+    ],
+    hidden=_step_cases,
+    compare=_compare_step,
+)
+
+# -- Exercise 2: the compiler's schedule: skew in, de-skew out --------------------------------------------------------
+
+def _systolic_reference(A: np.ndarray, W: np.ndarray) -> np.ndarray:
+    return np.asarray(A, dtype=np.float64) @ np.asarray(W, dtype=np.float64)
+
+
+def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (C, hw), got {type(got).__name__}")
+    C, hw = got
+    if not isinstance(hw, systolic.WeightStationaryArray):
+        raise CheckFailure(f"{what}: the second value must be the gc.systolic.WeightStationaryArray you clocked, "
+                           f"got {type(hw).__name__}")
+    A, W = case.args
+    M, K = A.shape
+    N = W.shape[1]
+    if (hw.K, hw.N) != (K, N) or not np.array_equal(hw.W[:K, :N], np.asarray(W, dtype=np.float64)):
+        raise CheckFailure(f"{what}: the array you returned does not hold W (load W into it: WeightStationaryArray(W))")
+    expect_array_close(f"{what} → C", C, expected, rtol=1e-9)
+    expect_int(f"{what} → cycles the array was clocked (hw.cycle)", hw.cycle, systolic.cycles(M, K, N),
+               "the last result leaves at cycle (M−1)+(K−1)+(N−1): clock exactly until then, no more, no less")
+
+
+def _systolic_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(5):
+        M, K, N = (int(v) for v in rng.integers(1, 10, size=3))
+        cases.append(Case((rng.integers(-4, 5, size=(M, K)).astype(float), rng.standard_normal((K, N)))))
+    return cases
+
+
+SYSTOLIC = Problem(
+    name="systolic_matmul",
+    spec="""
+        systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a weight-stationary array, cycle by cycle.
+        A: (M, K), W: (K, N). Make the array with  hw = gc.systolic.WeightStationaryArray(W)  (it loads W and
+        clocks with your pe_step's rule); each call  out = hw.tick(a_in)  is one clock cycle: a_in (K,) enters the
+        left edge, out (N,) is what leaves the bottom edge. Feed the rows of A *skewed* (A[m, k] enters row k at
+        cycle m + k; 0 where there is nothing to send), collect C[m, n] from out[n] at cycle m + (K − 1) + n, and
+        clock exactly as many cycles as the last result needs. Return C and hw (the checker reads hw.cycle).
+    """,
+    reference=_systolic_reference,
+    visible=[Case((np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]]))),
+             Case((np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2) - 2))],
+    hidden=_systolic_cases,
+    compare=_compare_systolic,
+)
+
+# -- Exercise 3: a large GEMM on a 128×128 array --------------------------------------------------------------------
+
+def tiled_gemm(M: int, K: int, N: int, rows: int, cols: int) -> tuple[int, float]:
+    t = systolic.TiledGemm(M, K, N, rows, cols)
+    return t.cycles, t.utilization
+
+
+def _compare_tiled(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (cycles, utilization), got {got!r}")
+    expect_int(f"{what} → cycles", got[0], expected[0],
+               "ceil(K/rows)·ceil(N/cols) weight tiles, each streaming all M rows: M + rows + cols − 2 cycles")
+    expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
+                 hint="useful MACs M·K·N over what rows·cols PEs could do in those cycles")
+
+
+def _tiled_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        rows, cols = ((128, 128), (256, 256), (128, 128), (64, 32))[int(rng.integers(4))]
+        M = int(2 ** rng.uniform(0, 14))
+        K, N = (int(rng.integers(1, 5000)) for _ in range(2))
+        cases.append(Case((M, K, N, rows, cols)))
+    return cases
+
+
+TILED = Problem(
+    name="tiled_gemm",
+    spec="""
+        tiled_gemm(M, K, N, rows, cols) -> (cycles, utilization) of (M×K)·(K×N) on a rows×cols array.
+        W (K×N) is cut into ceil(K/rows) · ceil(N/cols) weight tiles (edge tiles padded with zeros). Tiles run one
+        after another; each one's weights are already loaded (double buffering hides the load), and all M
+        activation rows stream through it, costing M + rows + cols − 2 cycles (the tile fills the whole array:
+        partial sums still travel to the bottom edge). Utilization = useful MACs (M·K·N) divided by
+        cycles · rows · cols.
+    """,
+    reference=tiled_gemm,
+    visible=[Case((1024, 128, 128, 128, 128)), Case((8, 4096, 4096, 128, 128)), Case((300, 200, 130, 128, 128))],
+    hidden=_tiled_cases,
+    compare=_compare_tiled,
+)
+
+# -- Exercise 4: a blocked matmul in Pallas ----------------------------------------------------------------------------
+
+def _pallas_reference(x: Any, y: Any, bm: int, bn: int, bk: int) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64) @ np.asarray(y, dtype=np.float64)
+
+
+def _rand32(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _pallas_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for bm, bn, bk in ((16, 8, 8), (8, 16, 4)):
+        m, n, k = bm * int(rng.integers(1, 4)), bn * int(rng.integers(1, 4)), bk * int(rng.integers(2, 5))
+        cases.append(Case((_rand32(rng, (m, k)), _rand32(rng, (k, n)), bm, bn, bk)))
+    return cases
+
+
+def _compare_pallas(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
+    expect_array_close(what, got, expected, rtol=1e-4)
+
+
+def pallas_calls(fn: Callable[..., Any], *args: Any) -> list[Any]:
+    """The pallas_call equations in the jaxpr of ``fn(*args)`` (searched through nested jaxprs)."""
+    import jax
+
+    found: list[Any] = []
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "pallas_call":
+                found.append(eqn)
+            for v in eqn.params.values():
+                for sub in v if isinstance(v, (list, tuple)) else (v,):
+                    inner = getattr(sub, "jaxpr", None)
+                    if inner is not None and hasattr(inner, "eqns"):
+                        walk(inner)
+                    elif hasattr(sub, "eqns"):
+                        walk(sub)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+    return found
+
+
+def _block_shape(mapping: Any) -> tuple[int, ...]:
+    return tuple(int(getattr(d, "block_size", d)) for d in mapping.block_shape)
+
+
+def _pallas_structure(fn: Callable[..., Any], hidden: bool) -> str:
+    """The result must come from one pallas_call whose BlockSpecs are the requested blocks."""
+    m, n, k, bm, bn, bk = (32, 24, 48, 16, 8, 16) if hidden else (32, 32, 32, 16, 16, 8)
+    x, y = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
+    calls = pallas_calls(lambda a, b: fn(a, b, bm, bn, bk), x, y)
+    if len(calls) != 1:
+        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): expected exactly one "
+                           f"pl.pallas_call in the traced function, found {len(calls)}")
+    gm = calls[0].params["grid_mapping"]
+    shapes = [_block_shape(b) for b in gm.block_mappings]
+    want = [(bm, bk), (bk, bn), (bm, bn)]
+    if shapes != want:
+        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): BlockSpec shapes "
+                           f"(x, y, out): expected {want}, got {shapes}")
+    steps = math.prod(int(g) for g in gm.grid)
+    need = (m // bm) * (n // bn) * (k // bk)
+    if steps != need:
+        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): the grid {tuple(gm.grid)} has "
+                           f"{steps} steps; one per (output block, k block) is {need}")
+    traffic = (m * k) * (n // bn) + (k * n) * (m // bm) + m * n
+    return (f"\n  grid {tuple(int(g) for g in gm.grid)}, blocks {want}: the BlockSpecs move {traffic:,} elements "
+            f"between HBM and VMEM (x is read {n // bn}×, y {m // bm}×; the matrices hold {m * k + k * n + m * n:,})")
+
+
+PALLAS = Problem(
+    name="pallas_matmul",
+    spec="""
+        pallas_matmul(x, y, bm, bn, bk) -> x @ y as one Pallas kernel (pl.pallas_call, interpret=True).
+        x: (m, k), y: (k, n), float32; bm, bn, bk divide m, n, k. Use grid = (m//bm, n//bn, k//bk), BlockSpecs
+        x: (bm, bk), y: (bk, bn), out: (bm, bn) with index maps that pick block (i, kk) of x, (kk, j) of y and
+        (i, j) of the output; the kernel adds x_block @ y_block to its output block, starting from zero at the
+        first kk (pl.when(pl.program_id(2) == 0)). Output dtype float32. The checker inspects your BlockSpecs.
+    """,
+    reference=_pallas_reference,
+    visible=[Case((np.arange(32 * 24, dtype=np.float32).reshape(32, 24) / 100,
+                   np.ones((24, 16), np.float32), 16, 8, 8))],
+    hidden=_pallas_cases,
+    compare=_compare_pallas,
+    after=_pallas_structure,
+)
+
+# -- Exercise 5: which collectives does XLA insert? --------------------------------------------------------------------
+
+AXES = (None, "x", "y")
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+MESH_SHAPE = (2, 4)
+
+
+def mesh():
+    """The 2×4 mesh ('x', 'y') of JAX's CPU devices (needs XLA_FLAGS set before JAX was imported)."""
+    import jax
+    from jax.sharding import Mesh
+
+    devices = jax.devices()
+    if len(devices) < 8:
+        raise CheckFailure(
+            f"JAX sees {len(devices)} device(s), the lab needs 8: restart the kernel and run the first cell "
+            "(it sets XLA_FLAGS before JAX is imported)"
+        )
+    return Mesh(np.array(devices[:8]).reshape(MESH_SHAPE), ("x", "y"))
+
+
+def collectives_in(hlo: str) -> list[str]:
+    """Sorted names of the collective ops in optimized HLO text (async '-start' forms count as the op)."""
+    found = re.findall(r"\s(" + "|".join(COLLECTIVES) + r")(?:-start)?\(", hlo)
+    return sorted(set(found))
+
+
+def compiled_collectives(a_spec: tuple, b_spec: tuple, out_spec: tuple, m: int = 64, k: int = 32,
+                         n: int = 16) -> list[str]:
+    """Compile ``a @ b`` with these shardings on the 2×4 mesh and read the collectives from the HLO."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    msh = mesh()
+    a = jax.ShapeDtypeStruct((m, k), jnp.float32, sharding=NamedSharding(msh, P(*a_spec)))
+    b = jax.ShapeDtypeStruct((k, n), jnp.float32, sharding=NamedSharding(msh, P(*b_spec)))
+    f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(msh, P(*out_spec)))
+    return collectives_in(f.lower(a, b).compile().as_text())
+
+
+def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple) -> list[str]:
+    return compiled_collectives(a_spec, b_spec, out_spec)
+
+
+def sharding_family() -> list[tuple[tuple, tuple, tuple]]:
+    """The shardings the exercise asks about: k sharded the same way in both operands, and each output
+    dimension either replicated, sharded as the local product leaves it, or (when the product leaves it
+    replicated) sharded on a mesh axis nothing else uses."""
+    out = []
+    for am, ak, bn, om, on in itertools.product(AXES, repeat=5):
+        if (am is not None and am == ak) or (bn is not None and bn in (ak, am)) or (om is not None and om == on):
+            continue
+        used = {am, ak, bn} - {None}
+        if (om in (None, am) or (am is None and om not in used)) and (on in (None, bn) or (bn is None and on not in used)):
+            out.append(((am, ak), (ak, bn), (om, on)))
+    return out
+
+
+def _collectives_cases(rng: np.random.Generator) -> list[Case]:
+    family = sharding_family()
+    picks = rng.choice(len(family), size=8, replace=False)
+    return [Case(family[int(i)]) for i in picks]
+
+
+def _compare_collectives(what: str, got: Any, expected: list[str], case: Case) -> None:
+    if isinstance(got, str) or not isinstance(got, (set, frozenset, list, tuple)):
+        raise CheckFailure(f"{what}: expected a set of collective names such as {{'all-reduce'}}, got {got!r}")
+    unknown = set(got) - set(COLLECTIVES)
+    if unknown:
+        raise CheckFailure(f"{what}: {sorted(unknown)} are not HLO collective names; use {list(COLLECTIVES)}")
+    if set(got) != set(expected):
+        raise CheckFailure(f"{what}: the compiled HLO contains {sorted(expected) or 'no collective'}, "
+                           f"you predicted {sorted(got) or 'none'}")
+
+
+COLLECTIVES_PROBLEM = Problem(
+    name="predict_collectives",
+    spec="""
+        predict_collectives(a_spec, b_spec, out_spec) -> set of collective op names
+        C = A @ B with A: (m, k), B: (k, n) on the 2×4 device mesh with axes 'x' (2) and 'y' (4). Each spec is a
+        PartitionSpec as a tuple, e.g. ('x', None): A's rows split over 'x', its columns replicated. b_spec always
+        splits k like a_spec does. out_spec is the sharding jit must return. Predict which collectives XLA's SPMD
+        partitioner inserts — a subset of {'all-reduce', 'all-gather'} for these cases — from what each device
+        can compute locally:
+          - k split over an axis: every device holds a partial sum of its C block -> the partials must be summed;
+          - the local product is split along a dimension that out_spec wants replicated -> pieces must be joined;
+          - out_spec splits a dimension the product holds whole -> each device just keeps its slice (no traffic).
+        The checker compiles each case on this machine's 8 devices and reads the HLO.
+    """,
+    reference=_collectives_reference,
+    visible=[Case(((("x", None)), (None, None), ("x", None))), Case(((None, "y"), ("y", None), (None, None))),
+             Case((("x", "y"), ("y", None), (None, None)))],
+    hidden=_collectives_cases,
+    compare=_compare_collectives,
+)
+
+# -- Exercise 6: hops on a torus ----------------------------------------------------------------------------------------
+
+def _hops_reference(a: tuple, b: tuple, dims: tuple) -> int:
+    return interconnect.Torus(dims).hops(a, b)
+
+
+def _hops_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(8):
+        dims = tuple(int(d) for d in rng.choice([2, 3, 4, 5, 8, 16], size=int(rng.integers(1, 4))))
+        a, b = (tuple(int(rng.integers(d)) for d in dims) for _ in range(2))
+        cases.append(Case((a, b, dims)))
+    return cases
+
+
+HOPS = Problem(
+    name="torus_hops",
+    spec="""
+        torus_hops(a, b, dims) -> int: the fewest ICI links a message crosses from chip a to chip b.
+        Chips sit on a torus of shape dims (e.g. (4, 4, 4)); a and b are coordinate tuples. Each link joins
+        chips that differ by ±1 in one coordinate, and every dimension wraps around (coordinate d−1 is linked
+        to 0), so along one dimension you may go either way round.
+    """,
+    reference=_hops_reference,
+    visible=[Case(((0, 0, 0), (3, 0, 0), (4, 4, 4))), Case(((1, 2, 3), (3, 0, 1), (4, 4, 4))),
+             Case(((0, 0), (5, 7), (8, 16)))],
+    hidden=_hops_cases,
+    compare=lambda what, got, expected, case: expect_int(
+        what, got, expected, "per dimension: min(|Δ|, d − |Δ|) — the wrap-around link makes the far end a neighbour"),
+)
+
+# -- Exercise 7: an all-reduce on the torus ------------------------------------------------------------------------------
+
+def _allreduce_reference(nbytes: float, dims: tuple, link_bandwidth: Any, latency: float) -> float:
+    return interconnect.torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency, bidirectional=True)
+
+
+def _allreduce_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for i in range(7):
+        dims = tuple(int(d) for d in rng.choice([2, 4, 8, 16], size=int(rng.integers(1, 4))))
+        bw: Any = float(rng.choice([25e9, 45e9, 50e9, 100e9]))
+        if i % 2:
+            bw = tuple(float(rng.choice([25e9, 50e9, 100e9])) for _ in dims)
+        cases.append(Case((float(2 ** rng.uniform(16, 32)), dims, bw, float(rng.choice([0.0, 1e-6, 5e-6])))))
+    return cases
+
+
+ALLREDUCE = Problem(
+    name="torus_allreduce_seconds",
+    spec="""
+        torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency) -> seconds
+        Every chip of a torus with shape dims holds nbytes of gradients; all must end with the sum. Model:
+          - one ring of p chips (bidirectional: the buffer is split in two halves that go opposite ways, so it
+            sees 2·link_bandwidth): reduce-scatter in p − 1 steps, then all-gather in p − 1 steps; each step
+            moves a chunk of (bytes / p) over every link at once and costs latency + chunk / (2·link_bandwidth);
+            a ring of 1 chip costs 0;
+          - the torus: do that along dimension 0 (all its rings in parallel) on nbytes, then along dimension 1 on
+            the nbytes / d0 each chip now owns, then dimension 2 on nbytes / (d0·d1); the all-gathers mirror them.
+        link_bandwidth (bytes/s per link per direction) is one number or a tuple with one value per dimension.
+    """,
+    reference=_allreduce_reference,
+    visible=[Case((1e9, (4, 4, 4), 50e9, 0.0)), Case((2**20, (16,), 45e9, 1e-6)),
+             Case((4e8, (8, 4), (100e9, 25e9), 2e-6))],
+    hidden=_allreduce_cases,
+    compare=lambda what, got, expected, case: expect_close(
+        what, got, expected, rtol=1e-9,
+        hint="per dimension 2·(d−1)·(latency + bytes/(d·2·bw)); bytes shrink by d after each dimension"),
+)
+
+problems = {p.name: p for p in (PE_STEP, SYSTOLIC, TILED, PALLAS, COLLECTIVES_PROBLEM, HOPS, ALLREDUCE)}

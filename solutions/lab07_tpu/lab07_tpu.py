@@ -1,0 +1,301 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Lab 7 — The TPU: systolic arrays, Pallas, collectives and the ICI torus
+#
+# Companion of `course/07_tpu.ipynb`. Seven exercises, 3 points each (1 visible test, 2 hidden):
+#
+# | # | kind | you write |
+# |---|---|---|
+# | 1 | implement | one clock cycle of a weight-stationary systolic array (`pe_step`) |
+# | 2 | implement | the compiler's schedule: a whole matmul on the array, cycle by cycle (`systolic_matmul`) |
+# | 3 | compute | cycles and utilization of a large GEMM tiled onto a 128×128 array (`tiled_gemm`) |
+# | 4 | implement | a blocked matmul in Pallas with BlockSpecs and a grid (`pallas_matmul`) |
+# | 5 | predict | the collectives XLA inserts for a sharded matmul, checked against the compiled HLO |
+# | 6 | compute | hop counts on a torus (`torus_hops`) |
+# | 7 | compute | the time of an all-reduce on a torus for given link bandwidths (`torus_allreduce_seconds`) |
+#
+# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
+# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
+# expected and what it got; a hidden test runs randomized cases when your lab is graded. Replace
+# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+#
+# **Run the first cell first.** It gives JAX 8 CPU devices (`XLA_FLAGS`), which only works before JAX is
+# imported: if you imported JAX some other way, restart the kernel.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import os
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+
+import gpucourse as gc
+from gpucourse import interconnect, systolic
+from grader.labs import lab07_tpu as lab
+
+be = gc.setup()
+print(f"JAX devices: {len(jax.devices())} × {jax.devices()[0].platform}")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 1 — One clock cycle of the systolic array
+#
+# A weight-stationary array is a grid of processing elements (PEs, 처리 요소). PE `(k, n)` keeps the weight
+# `W[k, n]`; every cycle each PE passes its activation to the right and its partial sum down. Nothing is read
+# from memory inside the array: values move from register to register. Write the update of *all* PEs for one
+# clock edge, with NumPy slicing (no Python loop over PEs needed).
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pe_step"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_pe_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def pe_step(a, p, W, a_in):
+    """(a_new, p_new): the activation and partial-sum registers of every PE after one cycle."""
+    # roughly 6 lines
+    ### BEGIN SOLUTION
+    a_new = np.empty(a.shape)
+    a_new[:, 0] = a_in  # column 0 takes the new activations
+    a_new[:, 1:] = a[:, :-1]  # everything else takes its left neighbour's
+    p_in = np.zeros(p.shape)
+    p_in[1:, :] = p[:-1, :]  # row 0 starts from zero, the rest take the PE above's partial sum
+    return a_new, p_in + a_new * W
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_pe_step_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pe_step"].check(pe_step)
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_pe_step_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["pe_step"].check(pe_step, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 2 — The schedule: a whole matmul, cycle by cycle
+#
+# The array never decides anything: what enters which row at which cycle is fixed before the first cycle —
+# on a TPU by the compiler (XLA). Here you are the compiler. `gc.systolic.WeightStationaryArray(W)` is a
+# ready-made array that clocks with exactly the rule of exercise 1; `hw.tick(a_in)` is one cycle. Skew the rows
+# of `A` into the left edge, de-skew the results leaving the bottom, and stop as soon as the last one is out.
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["systolic_matmul"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_systolic_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def systolic_matmul(A, W):
+    """(C, hw): C = A @ W computed on hw = gc.systolic.WeightStationaryArray(W), one hw.tick per cycle."""
+    M, K = A.shape
+    N = W.shape[1]
+    hw = systolic.WeightStationaryArray(W)
+    C = np.zeros((M, N))
+    # roughly 8 lines
+    ### BEGIN SOLUTION
+    for t in range(M + K + N - 2):  # the last result leaves at cycle (M-1) + (K-1) + (N-1)
+        m_in = t - np.arange(K)  # row k receives A[t - k, k]
+        ok = (m_in >= 0) & (m_in < M)
+        a_in = np.where(ok, A[np.clip(m_in, 0, M - 1), np.arange(K)], 0.0)
+        out = hw.tick(a_in)
+        m_out = t - (K - 1) - np.arange(N)  # column n delivers C[t - (K-1) - n, n]
+        done = (m_out >= 0) & (m_out < M)
+        C[m_out[done], np.arange(N)[done]] = out[done]
+    ### END SOLUTION
+    return C, hw
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_systolic_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["systolic_matmul"].check(systolic_matmul)
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_systolic_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["systolic_matmul"].check(systolic_matmul, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 3 — A large GEMM on a 128×128 array
+#
+# Real layers are far larger than the array, so the compiler cuts `W` into array-sized tiles and streams the
+# activations through each. Two things waste PEs: zero padding of edge tiles (*spatial*), and the cycles in
+# which the pipeline fills and drains (*temporal*) — which dominate when `M` (the batch) is small.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["tiled_gemm"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_tiled_gemm", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def tiled_gemm(M, K, N, rows, cols):
+    """(cycles, utilization) of (M x K) @ (K x N) tiled onto a rows x cols weight-stationary array."""
+    # roughly 4 lines
+    ### BEGIN SOLUTION
+    tiles = -(-K // rows) * -(-N // cols)  # ceil division
+    cycles = tiles * (M + rows + cols - 2)
+    return cycles, M * K * N / (cycles * rows * cols)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_tiled_gemm_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["tiled_gemm"].check(tiled_gemm)
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_tiled_gemm_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["tiled_gemm"].check(tiled_gemm, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 4 — A blocked matmul in Pallas
+#
+# TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
+# on-chip memory), a `grid` of program instances, and a `BlockSpec` per operand whose index map says which
+# block each instance gets — Pallas turns those into the HBM↔VMEM copies. On this machine the kernel runs with
+# `interpret=True`: same program, executed by JAX on the CPU. The checker traces your function and reads your
+# grid and BlockSpecs.
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pallas_matmul"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_pallas_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def pallas_matmul(x, y, bm, bn, bk):
+    """x @ y as one pl.pallas_call with (bm, bk), (bk, bn) and (bm, bn) blocks, interpret=True."""
+    m, k = x.shape
+    n = y.shape[1]
+    # roughly 14 lines
+    ### BEGIN SOLUTION
+    def kernel(x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        interpret=True,
+    )(x, y)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_pallas_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pallas_matmul"].check(pallas_matmul)
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_pallas_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["pallas_matmul"].check(pallas_matmul, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 5 — Predict the collectives
+#
+# On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the collectives XLA's
+# SPMD partitioner inserts. Predict them from what each device can compute on its own shard; the checker
+# compiles the case for this machine's 8 CPU devices and reads the optimized HLO. (You can call
+# `lab.compiled_collectives(a_spec, b_spec, out_spec)` to try a case — but your function must *reason*: the
+# hidden cases are other shardings.)
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["predict_collectives"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_predict_collectives", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def predict_collectives(a_spec, b_spec, out_spec):
+    """Set of collective names ('all-reduce', 'all-gather') XLA inserts for a_spec @ b_spec -> out_spec."""
+    (a_rows, a_k), (b_k, b_cols) = a_spec, b_spec
+    out_rows, out_cols = out_spec
+    # roughly 6 lines
+    ### BEGIN SOLUTION
+    found = set()
+    if a_k is not None:  # k is split: every device holds a partial sum of its C block
+        found.add("all-reduce")
+    if (a_rows is not None and out_rows is None) or (b_cols is not None and out_cols is None):
+        found.add("all-gather")  # the product is split along a dimension the output wants whole
+    return found
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_predict_collectives_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["predict_collectives"].check(predict_collectives)
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_predict_collectives_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["predict_collectives"].check(predict_collectives, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 6 — Hops on a torus
+#
+# ICI links join each chip to its neighbours directly; a message to a far chip is forwarded chip by chip. The
+# wrap-around links of a torus (3D 토러스) cut the worst case in half compared with an open mesh.
+
+# %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["torus_hops"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex6_torus_hops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def torus_hops(a, b, dims):
+    """Fewest links from chip a to chip b on a torus of shape dims (coordinates as tuples)."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    total = 0
+    for x, y, d in zip(a, b, dims):
+        total += min(abs(x - y), d - abs(x - y))
+    return total
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex6_torus_hops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["torus_hops"].check(torus_hops)
+
+# %% nbgrader={"grade": true, "grade_id": "ex6_torus_hops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["torus_hops"].check(torus_hops, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 7 — An all-reduce on the torus
+#
+# Data-parallel training sums every chip's gradients once per step: an all-reduce. On a torus it runs as rings,
+# one dimension after the other, and each chip sends about twice its buffer in total — however many chips
+# there are. Model its time for given link bandwidths (they may differ per dimension).
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["torus_allreduce_seconds"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_torus_allreduce_seconds", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency):
+    """Seconds for a dimension-by-dimension bidirectional-ring all-reduce of nbytes per chip."""
+    # roughly 8 lines
+    ### BEGIN SOLUTION
+    if np.isscalar(link_bandwidth):
+        link_bandwidth = [link_bandwidth] * len(dims)
+    seconds, share = 0.0, nbytes
+    for d, bw in zip(dims, link_bandwidth):
+        if d > 1:
+            seconds += 2 * (d - 1) * (latency + share / (d * 2 * bw))
+        share /= d
+    return seconds
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_torus_allreduce_seconds_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["torus_allreduce_seconds"].check(torus_allreduce_seconds)
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_torus_allreduce_seconds_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["torus_allreduce_seconds"].check(torus_allreduce_seconds, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Done?
+#
+# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
+# tests use other shapes, shardings, tori and bandwidths: an answer that only handles the examples will lose
+# those points.
