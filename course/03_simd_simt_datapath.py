@@ -1,0 +1,731 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 3 — CPU SIMD vs GPU SIMT vs NPU, and how data reaches the GPU
+#
+# A CPU, a GPU and an NPU all apply one instruction to many numbers at once — they differ in *how many*, in
+# who decides what runs next, and in how far the data has to travel. This section measures the first on your
+# CPU, models the second, and runs seed 002's program — disk → CPU memory → GPU memory and back — step by step.
+#
+# **You will learn**
+# - what the seed's CPU / GPU / NPU table means in numbers: cores, lanes, memories, links;
+# - to see SIMD — the CPU's vector operations (벡터 연산) — on your own CPU: the vector width in its flags and in
+#   the machine code the compiler emits, and what it buys over a Python loop;
+# - SIMT (Single Instruction, Multiple Threads): 32 threads, one instruction, an active mask — and what a branch
+#   costs;
+# - the seed 002 program `load → to_gpu → process → to_cpu → print`, each step timed, as a timeline;
+# - why GPU memory has no path to disk in the classic model, and where GPUDirect Storage qualifies that;
+# - PCIe, DMA (직접 메모리 접근) and pinned memory; the break-even size where offloading pays;
+# - what out-of-memory (OOM) looks like, chunked streaming that works, and KV-cache offload as the exception.
+#
+# The lab for this section is `labs/lab03_datapath/`.
+
+# %%
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numba
+import numpy as np
+
+import gpucourse as gc
+from gpucourse import datapath, devmem, simd_simt
+
+be = gc.setup()
+xp = be.xp  # NumPy on CPU, CuPy on a GPU
+rng = np.random.default_rng(0)
+f32 = np.float32
+
+# %% [markdown]
+# ## 3.1 The seed's table, in numbers
+#
+# Seed 000 compares the three kinds of processor in words. A CPU is built to minimize latency (지연 시간): few
+# complex cores, big caches and elaborate control logic for branches and calls, DDR memory. A GPU is built for
+# throughput (처리량): thousands of simple cores sharing control logic, fed by high-bandwidth memory (고대역폭
+# 메모리, HBM). An NPU such as Google's TPU gives up generality and fills the chip with matrix multiply units
+# (행렬 연산 유닛). Words like "core" hide the interesting number: how many multiply-adds the chip can start per clock —
+# its **lanes**. A CPU core has vector lanes too (SIMD); a GPU "CUDA core" is one lane of an SM.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"{'processor (published)':34} {'cores':>6} {'fp32 lanes/core':>16} {'lanes total':>12}  memory, bandwidth")
+for name, p in datapath.PROCESSORS.items():
+    total = p["cores"] * p["lanes_per_core"]
+    print(f"{name:34} {p['cores']:>6} {p['lanes_per_core']:>16,} {total:>12,}  {p['memory']}, "
+          f"{datapath.fmt_rate(p['bandwidth'])}")
+cpu_p, gpu_p, npu_p = datapath.PROCESSORS.values()
+assert gpu_p["cores"] * gpu_p["lanes_per_core"] == 16_896  # H100 SXM's "CUDA cores"
+assert cpu_p["cores"] * cpu_p["lanes_per_core"] == 512  # 16 cores × 2 FMA pipes × 16 fp32 lanes (AVX-512)
+# Expected output:
+# processor (published)               cores  fp32 lanes/core  lanes total  memory, bandwidth
+# CPU (AMD Ryzen 9 9950X, desktop)       16               32          512  DDR5, 2 channels, 89.6 GB/s
+# GPU (NVIDIA H100 SXM)                 132              128       16,896  HBM3 80 GB, 3.35 TB/s
+# NPU (Google TPU v4)                     2           65,536      131,072  HBM2 32 GiB, 1.20 TB/s
+
+# %% [markdown]
+# Counted in lanes, the gap between a 16-core desktop CPU and an H100 is 33×, not "16 vs thousands": each CPU
+# core is itself a small SIMD machine. The TPU's "cores" are two, but each drives four 128×128 systolic arrays
+# (section 7): the most lanes per unit of control logic — the seed's "smallest control unit" row, in numbers.
+# The table's other rows: flexibility falls from CPU to NPU (an NPU runs what its compiler scheduled, section 7);
+# the interconnects are PCIe and QPI/UPI between CPU sockets, PCIe and NVLink for GPUs (NVLink between GPUs
+# because PCIe is too slow, §3.6), and vendor links for NPUs (Google's ICI, AWS's NeuronLink).
+#
+# And this machine:
+
+# %%
+isa, vector_bits = simd_simt.cpu_vector_isa()
+cores = os.cpu_count()
+host_bw, t_copy = datapath.measure_host_copy(nbytes=64 * 2**20)
+print(f"this CPU: {cores} logical cores, widest vector extension {isa} ({vector_bits}-bit registers = "
+      f"{simd_simt.lanes(vector_bits)} fp32 lanes per instruction)")
+print(f"host memcpy: {datapath.fmt_rate(host_bw)} ({t_copy})")
+assert cores >= 1 and vector_bits in (0, 128, 256, 512)
+
+# %% [markdown]
+# ## 3.2 SIMD on this CPU, measured
+#
+# SIMD = one instruction, several data elements in one wide register. The seed: "AVX-512 computes 16 fp32
+# values with one instruction": 512 bits / 32 bits = 16. Whether your CPU can is in its flags (above); whether
+# your *code* does is in the machine code the compiler emits. numba compiles a plain Python loop with LLVM, and
+# `inspect_asm()` shows the x86 assembly: a `…ps` instruction on a `zmm` register works on 16 floats, on `ymm`
+# 8, on `xmm` 4; a `…ss` instruction works on one.
+
+# %%
+@numba.njit(fastmath=True)
+def saxpy_numba(a, x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+def saxpy_python(a, x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+n = 2**15
+x, y, out = rng.standard_normal(n).astype(f32), rng.standard_normal(n).astype(f32), np.empty(n, f32)
+saxpy_numba(f32(2.0), x, y, out)  # compile
+asm = next(iter(saxpy_numba.inspect_asm().values()))
+ops = simd_simt.vector_instructions(asm)
+widest = simd_simt.widest_packed(asm)
+print("floating-point arithmetic in the compiled loop (mnemonic, register): count")
+for (op, reg), count in sorted(ops.items(), key=lambda kv: -simd_simt.REGISTER_BITS[kv[0][1]]):
+    print(f"  {op:14} {reg}: {count}")
+print(f"widest packed instruction: {widest}-bit = {simd_simt.lanes(widest)} fp32 lanes per instruction")
+assert np.allclose(out, 2 * x + y)
+if simd_simt.is_x86():  # the assembly reader knows x86 only (on ARM, look for `fmla v0.4s`: NEON, 4 lanes)
+    assert widest >= 128 and (vector_bits == 0 or widest <= vector_bits), "vectorized within the CPU's width"
+
+# %% [markdown]
+# `vfmadd…ps` is a *fused multiply-add* on a whole register: `a * x[i] + y[i]` for 4, 8 or 16 values of `i`
+# at once. (The compiler also emits narrower and scalar code for the loop's remainder.) On an AVX-512 CPU you
+# should see `zmm` — the seed's 16 lanes, for real. Now the clock: the same loop interpreted by Python, NumPy's
+# precompiled vector loop, and the numba loop.
+
+# %%
+a = f32(2.0)
+timings = {
+    "Python loop": gc.measure(saxpy_python, a, x, y, out, repeat=3, warmup=1),
+    "NumPy (a*x + y)": gc.measure(lambda: np.add(a * x, y, out=out), repeat=15),
+    "numba @njit loop": gc.measure(saxpy_numba, a, x, y, out, repeat=15),
+}
+ns_per = {k: t.median / n * 1e9 for k, t in timings.items()}
+for k, t in timings.items():
+    print(f"{k:18} {t}   {ns_per[k]:8.3f} ns per element")
+ax = gc.plotting.axes("implementation [-]", "time per element [ns]", f"saxpy on {n:,} float32 (log scale)")
+ax.bar(list(ns_per), list(ns_per.values()), color=gc.plotting.PALETTE[:3])
+ax.set_yscale("log")
+plt.show()
+assert ns_per["Python loop"] > 20 * ns_per["numba @njit loop"], "compiled + vectorized beats the interpreter by far"
+assert ns_per["Python loop"] > 20 * ns_per["NumPy (a*x + y)"]
+
+# %% [markdown]
+# Most of the Python loop's cost is the interpreter, not the arithmetic: compiling removes it, vectorizing then
+# divides what is left by the lane count. Vectorizing is not automatic, though. A **sum** has a chain of
+# dependencies (`s += x[i]` needs the previous `s`); adding 16 partial sums in parallel *reorders* the
+# additions, and floating-point addition is not associative, so the compiler may only do it when you allow it
+# (`fastmath=True`). Same loop, two permissions:
+
+# %%
+@numba.njit
+def total_strict(x):
+    s = f32(0.0)
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+@numba.njit(fastmath=True)
+def total_fast(x):
+    s = f32(0.0)
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+big = rng.standard_normal(2**20).astype(f32)
+sums = {f.__name__: f(big) for f in (total_strict, total_fast)}
+adds = {}
+for f in (total_strict, total_fast):
+    found = simd_simt.vector_instructions(next(iter(f.inspect_asm().values())))
+    adds[f.__name__] = {k: v for k, v in found.items() if k[0].startswith("vadd")}
+t_strict, t_fast = gc.measure(total_strict, big, repeat=9), gc.measure(total_fast, big, repeat=9)
+print(f"strict:   adds {adds['total_strict']}  {t_strict}  sum = {sums['total_strict']:.6f}")
+print(f"fastmath: adds {adds['total_fast']}  {t_fast}  sum = {sums['total_fast']:.6f}")
+print(f"speed-up from reordering the additions: {t_strict.median / t_fast.median:.1f}×")
+if simd_simt.is_x86():
+    assert all(op.endswith("ss") for op, _ in adds["total_strict"]), "strict order: one scalar add at a time"
+    assert any(op.endswith("ps") for op, _ in adds["total_fast"]), "fastmath: packed (vector) adds"
+assert t_strict.median > 1.5 * t_fast.median
+assert abs(sums["total_strict"] - sums["total_fast"]) < 1e-2 * np.abs(big).sum()  # close, not bit-identical
+
+# %% [markdown]
+# The strict loop issues one scalar `vaddss` per element and waits for each result; the fastmath loop keeps
+# several vector accumulators busy. The two sums differ in the last digits — the price of reordering, and the
+# reason GPU reductions (which also reorder) don't reproduce a CPU's sum bit for bit.
+#
+# ## 3.3 SIMT: 32 threads, one instruction, an active mask
+#
+# A GPU SM does the same trick at a larger scale, but the programmer writes *one thread's* code. The hardware
+# groups 32 consecutive threads into a **warp** and issues each instruction once for all 32 lanes. When threads
+# of a warp disagree on an `if`, the warp executes both paths one after the other, and an **active mask** turns
+# off the lanes that are not on the path being executed. First, the grouping, with a real CUDA kernel (numba-cuda:
+# on the GPU when there is one, in numba's CUDA simulator otherwise):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cuda = be.cuda
+
+
+@cuda.jit
+def who_am_i(warp, lane, path, warpsize):
+    t = cuda.threadIdx.x
+    warpsize[0] = cuda.warpsize
+    warp[t] = t // cuda.warpsize
+    lane[t] = t % cuda.warpsize
+    if t % 4 == 0:  # a branch that splits every warp
+        path[t] = 1
+    else:
+        path[t] = 2
+
+
+threads = 64
+warp_id, lane_id, path = (np.zeros(threads, np.int32) for _ in range(3))
+warpsize = np.zeros(1, np.int32)
+who_am_i[1, threads](warp_id, lane_id, path, warpsize)
+print(f"cuda.warpsize = {warpsize[0]}")
+print(f"threads 30..33 -> warp {warp_id[30:34].tolist()}, lane {lane_id[30:34].tolist()}")
+print(f"path taken by threads 0..7: {path[:8].tolist()}")
+assert warpsize[0] == simd_simt.WARP_SIZE == 32
+# Expected output:
+# cuda.warpsize = 32
+# threads 30..33 -> warp [0, 0, 1, 1], lane [30, 31, 0, 1]
+# path taken by threads 0..7: [1, 2, 2, 2, 1, 2, 2, 2]
+
+# %% [markdown]
+# The kernel gives each thread's *result*; it cannot show the mask (neither can the simulator, which runs each
+# thread as a Python thread). `simd_simt.warp_masks` models one warp issuing `if t % 4 == 0: A else: B` with
+# path A 6 instructions long and path B 4: each row is one issued instruction, each column a lane, dark = active.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+lanes_ = np.arange(32)
+patterns = {
+    "t % 4 == 0 (divergent)": lanes_ % 4 == 0,
+    "t < 32 (uniform)": lanes_ < 32,
+    "t < 12 (divergent)": lanes_ < 12,
+}
+masks = {}
+for title, cond in patterns.items():
+    masks[title] = m = simd_simt.warp_masks(cond, cost_if=6, cost_else=4)
+    useful = 6 * cond.sum() + 4 * (~cond).sum()
+    assert m.sum() == useful  # every active lane-slot is useful work
+    print(f"{title:24} issued {m.shape[0]:2} instructions, lane utilization {m.mean():.1%}")
+# Expected output:
+# t % 4 == 0 (divergent)   issued 10 instructions, lane utilization 45.0%
+# t < 32 (uniform)         issued  6 instructions, lane utilization 100.0%
+# t < 12 (divergent)       issued 10 instructions, lane utilization 47.5%
+
+# %%
+fig, axs = plt.subplots(1, 3, figsize=(13, 3.6))
+for ax, (title, m) in zip(axs, masks.items()):
+    gc.plotting.axes("lane [thread index in warp]", "issue slot [instruction #]", title, ax=ax)
+    ax.imshow(m, cmap="Blues", vmin=0, vmax=1.4, aspect="auto", interpolation="nearest",
+              extent=(-0.5, 31.5, m.shape[0] - 0.5, -0.5))
+    ax.set_ylim(9.5, -0.5)  # same height for every warp: 10 issue slots
+    ax.grid(False)
+plt.suptitle("Active mask of one warp: if (cond) {6 instructions} else {4 instructions}; dark = lane active")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# A divergent warp pays for both paths: 10 issue slots instead of 6 or 4, and most lane-slots idle. A branch
+# costs nothing when all 32 threads of a warp agree (`t < 32`), whatever other warps do — so arranging data so
+# that warps agree is a real optimization (section 5 measures it). Lab exercise 4 counts this for whole grids.
+#
+# The CPU's vector units face the same problem and solve it the same way: a vectorized loop with an `if` computes
+# both sides for all lanes and **blends** them under a mask (AVX-512 even has mask registers `k0–k7`). That is
+# also how you vectorize a branch in NumPy: `np.where(cond, a, b)` — lab exercise 5.
+
+# %%
+@numba.njit(fastmath=True)
+def clip_branchy(x, t, out):
+    for i in range(x.shape[0]):
+        if x[i] > t:
+            out[i] = t
+        else:
+            out[i] = x[i] * f32(0.5)
+
+
+clip_branchy(x, f32(0.3), out)
+asm_branch = next(iter(clip_branchy.inspect_asm().values()))
+masked = asm_branch.count("{%k")
+blends = sum(asm_branch.count(b) for b in ("vblendvps", "vblendmps", "vpblendmd"))
+print(f"branchy loop: widest packed op {simd_simt.widest_packed(asm_branch)}-bit, "
+      f"{masked} AVX-512 masked operations, {blends} blend instructions")
+assert np.allclose(out, np.where(x > 0.3, 0.3, 0.5 * x))
+if simd_simt.is_x86():
+    assert simd_simt.widest_packed(asm_branch) >= 128, "the if/else was vectorized, not run lane by lane"
+
+# %% [markdown]
+# | | CPU SIMD | GPU SIMT |
+# |---|---|---|
+# | who writes the vector code | the compiler (or you, with intrinsics) | the hardware: you write one thread |
+# | lanes per instruction | 4 / 8 / 16 fp32 (SSE / AVX2 / AVX-512) | 32 threads per warp |
+# | a branch | both sides + blend/mask, chosen by the compiler | both paths under an active mask, by the hardware |
+# | independent instruction streams | one per core (+ SMT) | up to 64 warps resident per SM, 4 issuing per clock |
+#
+# ## 3.4 Seed 002's program, run for real
+#
+# ```python
+# data = numpy.load("~")           # line 1: disk → CPU memory
+# data.to_gpu()                    # line 2: CPU memory → GPU memory
+# GPU_processing_function(data)    # line 3: all the work inside the GPU
+# data.to_cpu()                    # line 4: GPU memory → CPU memory
+# print(data)                      # line 5: the CPU reads its own memory
+# ```
+#
+# Running it starts one operating-system process; the GPU is not a process of its own but a co-processor the
+# process *uses*: the CPU runs the program, prepares the data and decides which kernel runs when, the GPU executes
+# what it is sent. Here it is with the course's device-memory tracker (`gpucourse.devmem`): on a GPU its arrays are CuPy arrays
+# in real device memory and `to_device`/`to_host` are real PCIe copies; on this CPU the "device" is a second
+# buffer in the same RAM, so `to_gpu` is a memcpy — the bytes still move, just not over PCIe. Every step is timed
+# with `gc.measure` (synchronized).
+
+# %%
+N = 2**22  # 16 MiB of float32
+workdir = Path(tempfile.mkdtemp(prefix="gpucourse03-"))
+path_npy = workdir / "data.npy"
+np.save(path_npy, rng.standard_normal(N).astype(f32))
+mem = devmem.DeviceMemory(budget=256 * 2**20, name=f"{be.name} device memory")
+
+
+def gpu_processing_function(d):
+    return np.tanh(d) * 2.0 + 1.0  # elementwise work, all of it "on the device"
+
+
+data = np.load(path_npy)
+d = mem.to_device(data)
+r = gpu_processing_function(d)
+result = mem.to_host(r)
+print(result[:4])
+
+steps = {
+    "load (disk → CPU)": gc.measure(np.load, path_npy, repeat=5),
+    "to_gpu (CPU → GPU)": gc.measure(mem.to_device, data, repeat=5),
+    "process (on GPU)": gc.measure(gpu_processing_function, d, repeat=5),
+    "to_cpu (GPU → CPU)": gc.measure(mem.to_host, r, repeat=5),
+    "print": gc.measure(np.array2string, result[:4], repeat=5),
+}
+for step, t in steps.items():
+    print(f"{step:20} {t}")
+assert np.allclose(result, np.tanh(data) * 2 + 1, atol=1e-6)
+assert mem.h2d_bytes >= data.nbytes and mem.d2h_bytes >= result.nbytes
+del d, r
+
+# %% [markdown]
+# (`load` reads a file written a moment ago, so it comes from the operating system's page cache in RAM, not
+# from the disk itself; a cold read is limited by the drive: ~7 GB/s for a PCIe 4.0 NVMe SSD.)
+#
+# The same program on an H100 behind PCIe 5.0, from published figures (`gc.datapath`): load from an NVMe drive,
+# copy at 64 GB/s, process at HBM speed (3.35 TB/s, the op is memory-bound), copy back. A third row is seed 002's
+# "complicated case": one step of the processing needs the CPU, so the data goes to the CPU and back in the
+# middle.
+
+# %%
+nbytes = N * 4
+nvme = datapath.BANDWIDTHS["NVMe SSD, PCIe 4.0 x4"][0]
+pcie5 = datapath.Link("PCIe 5.0 x16", datapath.BANDWIDTHS["PCIe 5.0 x16"][0], latency=10e-6)
+h100 = gc.roofline.Roofline("H100 SXM fp32", gc.hardware.H100_SXM.peak_flops["fp32"], gc.hardware.H100_SXM.memory_bandwidth)
+ddr5 = datapath.BANDWIDTHS["DDR5-5600, 2 channels (desktop)"][0]
+process = datapath.roofline_time(20 * N, 2 * nbytes, h100)  # tanh ~ 20 FLOPs per element; read + write
+to_gpu = datapath.transfer_time(nbytes, pcie5)
+cpu_step = 2 * nbytes / ddr5  # the CPU-only step: read and write the array once at DDR5 speed
+rows = {
+    "this machine\n(measured)": [(k, t.median) for k, t in steps.items()],
+    "H100 + PCIe 5\n(model)": [("load (disk → CPU)", nbytes / nvme), ("to_gpu (CPU → GPU)", to_gpu),
+                               ("process (on GPU)", process), ("to_cpu (GPU → CPU)", to_gpu), ("print", 0.0)],
+    "H100, one CPU-only\nstep (model)": [("load (disk → CPU)", nbytes / nvme), ("to_gpu (CPU → GPU)", to_gpu),
+                                         ("process (on GPU)", process / 2), ("to_cpu (GPU → CPU)", to_gpu),
+                                         ("CPU-only step", cpu_step), ("to_gpu (CPU → GPU)", to_gpu),
+                                         ("process (on GPU)", process / 2), ("to_cpu (GPU → CPU)", to_gpu),
+                                         ("print", 0.0)],
+}
+ax = gc.plotting.axes("time since the program started [ms]", "program [-]", f"Seed 002's program on {nbytes / 2**20:.0f} MiB",
+                      figsize=(11, 4.4))
+datapath.draw_timeline(ax, rows, unit=1e-3)
+plt.tight_layout()
+plt.show()
+total_model = sum(t for _, t in rows["H100 + PCIe 5\n(model)"])
+print(f"H100 model: process {process * 1e6:.0f} µs of {total_model * 1e3:.2f} ms total "
+      f"({process / total_model:.1%}); copies {2 * to_gpu * 1e3:.2f} ms; the CPU round trip adds "
+      f"{(2 * to_gpu + cpu_step) * 1e3:.2f} ms")
+assert process < 0.05 * total_model, "on a GPU the work itself is the smallest bar: data movement dominates"
+
+# %% [markdown]
+# On the GPU, `process` is a sliver: for a memory-bound operation the work is a few microseconds, moving the
+# bytes in and out is milliseconds, and reading them from disk is longer still. That is the seed's advice in one
+# picture: load once, copy once, keep data on the GPU for as many operations as possible — and avoid CPU-only
+# steps in the middle, which cost two more trips over PCIe.
+#
+# ## 3.5 Why GPU memory has no path to disk
+#
+# Seed 002: a GPU cannot read the disk mid-computation; disk ↔ GPU data always passes through CPU memory, and
+# data larger than GPU memory gives an OOM error rather than paging. Its reason is bandwidth: put every hop on one
+# axis.
+
+# %%
+def hop_color(name):
+    kinds = (("measured", 7), ("SSD", 3), ("PCIe", 1), ("NVLink", 1), ("HBM", 2))
+    return gc.plotting.PALETTE[next((c for key, c in kinds if key in name), 0)]  # DDR: blue
+
+
+names = list(datapath.BANDWIDTHS)
+values = [datapath.BANDWIDTHS[k][0] for k in names]
+names.append("this machine: host memcpy\n(measured)")
+values.append(host_bw)
+order = np.argsort(values)
+ax = gc.plotting.axes("bandwidth [GB/s]", "path [-]", "Every hop from disk to the GPU's cores (log scale)", figsize=(9, 5))
+colors = [hop_color(names[i]) for i in order]
+ax.barh([names[i] for i in order], [values[i] / 1e9 for i in order], color=colors)
+ax.set_xscale("log")
+plt.tight_layout()
+plt.show()
+bw = {k: v[0] for k, v in datapath.BANDWIDTHS.items()}
+hbm, ssd = bw["HBM3 (H100 SXM)"], bw["NVMe SSD, PCIe 4.0 x4"]
+print(f"HBM3 / NVMe SSD = {hbm / ssd:.0f}×: streaming 80 GB from the SSD takes {80e9 / ssd:.1f} s, "
+      f"from HBM {80e9 / hbm * 1e3:.0f} ms")
+assert ssd < bw["PCIe 4.0 x16"] < bw["PCIe 5.0 x16"] < bw["NVLink 4 (H100, per GPU)"] < hbm
+assert hbm / ssd > 400
+
+# %% [markdown]
+# A kernel that had to wait for the disk would run at 1/450 of its memory speed: every SM idle. So the classic
+# design moves data *between* computations: disk → page cache in CPU memory → (through a pinned staging buffer)
+# → PCIe DMA → GPU memory, driven by the CPU.
+#
+# **Where this is qualified: GPUDirect Storage (GDS).** Since CUDA 11.4, NVIDIA's cuFile API lets an NVMe drive
+# DMA *directly* into GPU memory over PCIe, skipping the bounce buffer in CPU memory (NVIDIA *GPUDirect Storage
+# Overview Guide*). The CPU still issues the request and the file system still decides where the blocks are, the
+# transfer still happens between kernels, and it needs supported drives, drivers and file systems — but the bytes
+# no longer pass through CPU memory. In Python it is `kvikio` (RAPIDS); on a GPU with it installed, this cell
+# reads the file straight into device memory:
+
+# %%
+raw = workdir / "data.f32"
+data.tofile(raw)
+if gc.require_gpu("GPUDirect Storage: read the file with kvikio (cuFile) straight into GPU memory"):
+    try:
+        import kvikio
+    except ImportError:
+        print("kvikio is not installed (pip install kvikio-cu12): the read would go disk → CPU memory → GPU")
+    else:
+        buf = xp.empty(N, dtype=f32)
+        with kvikio.CuFile(str(raw), "r") as f:
+            f.read(buf)
+        assert np.array_equal(buf.get(), data)
+        compat = getattr(kvikio.defaults, "compat_mode", None)  # the name of this query varies by version
+        print(f"kvikio read {buf.nbytes / 2**20:.0f} MiB into GPU memory; compatibility mode (a CPU bounce "
+              f"buffer instead of GDS): {compat() if callable(compat) else 'unknown'}")
+shutil.rmtree(workdir, ignore_errors=True)  # the files were only needed for the reads above
+
+# %% [markdown]
+# ## 3.6 PCIe, DMA and pinned memory
+#
+# `to_gpu` is a **DMA** (직접 메모리 접근) transfer: the driver queues a copy command ("these bytes to that
+# address") for the GPU's copy engine, a DMA engine, and the CPU goes on; the engine moves the bytes over PCIe and
+# signals completion (seed 000). One condition:
+# DMA needs host memory the OS will not move or swap out — **pinned** (page-locked) memory. An ordinary NumPy
+# array is *pageable*, so the CUDA driver first copies it, with the CPU, into a pinned staging buffer, then DMAs
+# from there (CUDA C++ Best Practices Guide, "Pinned Memory"). On a GPU the next cell measures both with CUDA
+# events; on this CPU it prints what it would measure.
+
+# %%
+if gc.require_gpu("host→device and device→host bandwidth, pageable vs pinned, 256 MiB, CUDA events"):
+    size = 256 * 2**20
+    measured = {}
+    for direction, fn in (("H2D", datapath.measure_h2d), ("D2H", datapath.measure_d2h)):
+        for pinned in (False, True):
+            rate, t = fn(size, pinned=pinned)
+            measured[f"{direction} {'pinned' if pinned else 'pageable'}"] = rate
+            print(f"{direction} {'pinned  ' if pinned else 'pageable'} {datapath.fmt_rate(rate):>12}  ({t})")
+    ax = gc.plotting.axes("copy [-]", "bandwidth [GB/s]", f"{be.gpu.name}: pageable vs pinned, 256 MiB")
+    ax.bar(list(measured), [v / 1e9 for v in measured.values()], color=gc.plotting.PALETTE[:4])
+    ax.axhline(datapath.BANDWIDTHS["PCIe 5.0 x16"][0] / 1e9, color="k", ls="--", lw=1, label="PCIe 5.0 x16 peak")
+    ax.axhline(datapath.BANDWIDTHS["PCIe 4.0 x16"][0] / 1e9, color="grey", ls=":", lw=1, label="PCIe 4.0 x16 peak")
+    ax.legend()
+    plt.show()
+    assert measured["H2D pinned"] > measured["H2D pageable"], "pinned memory skips the CPU staging copy"
+else:
+    print(f"Published peaks instead: PCIe 4.0 x16 {datapath.fmt_rate(bw['PCIe 4.0 x16'])}, PCIe 5.0 x16 "
+          f"{datapath.fmt_rate(bw['PCIe 5.0 x16'])} per direction; pinned copies typically reach ~80-90 % of it, "
+          "pageable ones often half")
+
+# %% [markdown]
+# That the CPU only *starts* a DMA copy shows on a GPU as a gap between two clocks: the host's time to enqueue an
+# asynchronous copy from pinned memory on a stream, and the copy's duration on the GPU.
+
+# %%
+if gc.require_gpu("a pinned async copy: host time to enqueue vs the copy's duration"):
+    size = 256 * 2**20
+    host = datapath.pinned_empty(size)
+    dev = xp.empty(size, dtype=xp.uint8)
+    stream = xp.cuda.Stream(non_blocking=True)
+    enqueue = gc.measure(lambda: dev.set(host, stream=stream), sync=False, repeat=5)
+    full = gc.measure(lambda: dev.set(host, stream=stream), repeat=5)
+    print(f"host returns after {enqueue}; the copy takes {full}: the CPU is free for "
+          f"{1 - enqueue.median / full.median:.0%} of the transfer")
+    assert enqueue.median < 0.2 * full.median
+
+# %% [markdown]
+# On any machine we can compare what the numbers say: PCIe is the narrowest pipe after the disk.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for link in ("PCIe 4.0 x16", "PCIe 5.0 x16", "NVLink 4 (H100, per GPU)"):
+    print(f"HBM3 (H100) / {link:26} = {hbm / bw[link]:6.1f}×")
+print(f"HBM3 (H100) / DDR5 desktop (2 ch)          = {hbm / bw['DDR5-5600, 2 channels (desktop)']:6.1f}×")
+print(f"HBM3 (H100) / DDR5 server (12 ch)          = {hbm / bw['DDR5-4800, 12 channels (EPYC 9004 server)']:6.1f}×")
+assert hbm / bw["PCIe 5.0 x16"] > 50
+# Expected output:
+# HBM3 (H100) / PCIe 4.0 x16               =  104.7×
+# HBM3 (H100) / PCIe 5.0 x16               =   52.3×
+# HBM3 (H100) / NVLink 4 (H100, per GPU)   =    7.4×
+# HBM3 (H100) / DDR5 desktop (2 ch)          =   37.4×
+# HBM3 (H100) / DDR5 server (12 ch)          =    7.3×
+
+# %%
+print(f"HBM3 (H100) / this machine's measured memcpy rate = {hbm / host_bw:.0f}×")
+assert hbm / host_bw > 3
+
+# %% [markdown]
+# ## 3.7 When does offloading pay? The break-even size
+#
+# Offloading costs `to_gpu + process + to_cpu`; staying costs the CPU's time. For `n` elements both grow
+# linearly, but the GPU side starts with two copy latencies and pays PCIe per byte. So the question is per
+# element: is *copy + GPU work* cheaper than *CPU work*? For a vector add (1 FLOP per 12 bytes), the PCIe copy
+# alone is slower than the CPU reading its own memory: it **never** pays, however large `n`. For a matrix
+# multiply (2n³ FLOPs on 3n² numbers) the work grows faster than the copies, and it pays beyond some size.
+# The GPU is an H100 over PCIe 5.0; the CPU is a published desktop CPU, and this machine with its roofs measured.
+
+# %%
+cpu_peak, _ = gc.roofline.measure_peak_flops(n=512)
+cpu_bw, _ = gc.roofline.measure_bandwidth(nbytes=32 * 2**20)
+here = gc.roofline.Roofline("this CPU (measured)", cpu_peak, cpu_bw)
+# Ryzen 9 9950X: 16 cores × 2 FMA pipes × 16 fp32 lanes × 2 FLOP × ~5 GHz; DDR5-5600 dual channel
+desktop = gc.roofline.Roofline("desktop CPU (published)", 16 * 2 * 16 * 2 * 5.0e9, bw["DDR5-5600, 2 channels (desktop)"])
+
+
+def vector_add(n):
+    return datapath.Workload(f"vector add n={n}", flops=n, bytes_in=8 * n, bytes_out=4 * n)
+
+
+def matmul(n):
+    return datapath.Workload(f"matmul n={n}", flops=2 * n**3, bytes_in=8 * n * n, bytes_out=4 * n * n)
+
+
+breaks = {}
+for cpu in (desktop, here):
+    breaks[cpu.name] = (datapath.break_even(vector_add, cpu, h100, pcie5),
+                        datapath.break_even(matmul, cpu, h100, pcie5, n_max=1 << 16))
+    print(f"{cpu.name:24} {cpu.peak_flops / 1e9:7.1f} GFLOP/s, {datapath.fmt_rate(cpu.bandwidth):>10}:  offloading to an "
+          f"H100 pays from  vector add n = {breaks[cpu.name][0]},  matmul n = {breaks[cpu.name][1]}")
+n_add, n_mm = breaks[desktop.name]
+assert n_add is None, "with DDR5 faster than PCIe, a vector add never pays for its trip"
+assert n_mm is not None and n_mm < 4096
+# a vector add moves 12 bytes per FLOP: it can pay only if the CPU's own memory is slower than the link
+slower_than_link = 12 / here.bandwidth > 12 / pcie5.bandwidth + 12 / h100.bandwidth
+assert (breaks[here.name][0] is not None) == slower_than_link
+cpu = desktop
+
+ns = np.unique(np.logspace(3, 8, 40).astype(int))
+sq = np.unique(np.logspace(0.5, 3.6, 40).astype(int))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+for ax, sizes, wl, title, xlabel in ((ax1, ns, vector_add, "vector add", "elements n [-]"),
+                                     (ax2, sq, matmul, "square matmul", "matrix side n [-]")):
+    t = [datapath.offload_times(wl(int(k)), cpu, h100, pcie5) for k in sizes]
+    gc.plotting.axes(xlabel, "time [s]", title, ax=ax)
+    ax.loglog(sizes, [x["cpu"] for x in t], label=cpu.name)
+    ax.loglog(sizes, [datapath.gpu_total(x) for x in t], label="H100: to_gpu + process + to_cpu")
+    ax.loglog(sizes, [x["process"] for x in t], ls="--", label="H100: process only")
+    ax.legend()
+ax2.axvline(n_mm, color="grey", lw=1)
+ax2.annotate(f"break-even n = {n_mm}", (n_mm, ax2.get_ylim()[0]), xytext=(5, 10), textcoords="offset points")
+plt.suptitle(f"{desktop.name} vs H100 over PCIe 5.0 (model)")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The dashed line is what a benchmark that ignores transfers reports: the GPU "wins" everywhere. With the copies
+# included, the vector add's GPU line runs parallel to the CPU's — above it. The rule behind it: a vector add moves
+# 12 bytes per FLOP, so it can only pay when the CPU's own memory is slower than PCIe — true of some small cloud
+# VMs (compare this machine's measured bandwidth above), false of any desktop with dual-channel DDR5. On a GPU, the next cell finds the
+# break-even of a real matmul, copies included, against NumPy on the host.
+
+# %%
+if gc.require_gpu("matmul on the host (NumPy) vs to_gpu + CuPy matmul + to_cpu, by size"):
+    rows_gpu = []
+    for k in (64, 128, 256, 512, 1024, 2048):
+        A, B = rng.standard_normal((k, k)).astype(f32), rng.standard_normal((k, k)).astype(f32)
+        t_cpu = gc.measure(np.matmul, A, B, repeat=5)
+        t_gpu = gc.measure(lambda: xp.asnumpy(xp.asarray(A) @ xp.asarray(B)), repeat=5)
+        rows_gpu.append((k, t_cpu.median, t_gpu.median))
+        print(f"n = {k:5}: host {t_cpu}   GPU incl. copies {t_gpu}")
+    first = next((k for k, c, g in rows_gpu if g < c), None)
+    print(f"measured break-even on this machine: n = {first} (model with a desktop CPU: {n_mm})")
+
+# %% [markdown]
+# ## 3.8 Larger than device memory: OOM, then streaming
+#
+# A GPU allocates device memory with `cudaMalloc`; when it does not fit, the call fails — PyTorch prints
+# "CUDA out of memory. Tried to allocate …", CuPy raises `OutOfMemoryError`, JAX `RESOURCE_EXHAUSTED`. Nothing is
+# paged out to disk. `devmem.DeviceMemory` enforces a budget the same way; here a 4 MiB device meets 16 MiB:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+small = devmem.DeviceMemory(budget=4 * 2**20, name="4 MiB device", xp=np)
+try:
+    small.to_device(data)
+except devmem.OutOfMemoryError as e:
+    print(f"{type(e).__name__}: {e}")
+assert small.in_use == 0 and small.h2d_copies == 0  # nothing was copied: the allocation failed first
+# Expected output:
+# OutOfMemoryError: 4 MiB device: out of memory. Tried to allocate 16.00 MiB (16,777,216 bytes); 4.00 MiB total capacity, 0 bytes already allocated, 4.00 MiB free
+
+# %%
+if gc.require_gpu("a real CuPy out-of-memory error: asking for 1.5× the device's memory"):
+    free_b, total_b = xp.cuda.runtime.memGetInfo()
+    try:
+        xp.empty(int(total_b * 1.5), dtype=xp.uint8)
+    except xp.cuda.memory.OutOfMemoryError as e:
+        print(f"{type(e).__name__}: {e}")
+
+# %% [markdown]
+# The cure is the one every data loader uses: **stream** the data in chunks that fit, keep only one chunk (and
+# its temporaries) on the device at a time, and combine the partial results. A reduction — the root mean square of
+# the 16 MiB array on the 4 MiB device:
+
+# %%
+chunk = small.budget // (2 * 4)  # each chunk needs itself + one temporary (d * d), float32
+partial = 0.0
+for start in range(0, N, chunk):
+    dchunk = small.to_device(data[start:start + chunk])
+    partial += float((dchunk * dchunk).sum(dtype=np.float64))  # a scalar comes back, not the chunk
+    del dchunk  # free it before the next chunk arrives
+rms = np.sqrt(partial / N)
+print(small.summary())
+print(f"RMS streamed: {rms:.9f}   RMS in one piece (host): {np.sqrt(np.mean(data.astype(np.float64) ** 2)):.9f}")
+assert small.peak <= small.budget and small.h2d_bytes == data.nbytes
+assert np.isclose(rms, np.sqrt(np.mean(data.astype(np.float64) ** 2)), rtol=1e-6)
+
+# %% [markdown]
+# `del` matters: like CuPy, the tracker frees memory when the last reference goes, and `dchunk = …` rebinds the
+# name only *after* the new chunk is allocated — without the `del`, two chunks would be alive at once. A real
+# pipeline also overlaps the copy of chunk *i + 1* with the work on chunk *i* (streams, section 4).
+#
+# **Qualifications.** CUDA *Unified Memory* (`cudaMallocManaged`) lets a GPU oversubscribe its memory on Linux
+# since Pascal: pages migrate between device and *host memory* on demand (CUDA Programming Guide, "Unified Memory
+# Programming") — slowly, and never to disk; frameworks allocate with `cudaMalloc` by default, hence OOM. And the
+# seed's own closing remark is the modern exception: **LLM serving offloads the KV cache**. A transformer keeps a
+# key and a value vector per layer, KV head and token of context:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# Llama-3-8B: 32 layers, 8 KV heads (grouped-query attention), head dimension 128, bf16
+per_token = datapath.kv_cache_bytes(layers=32, kv_heads=8, head_dim=128, tokens=1)
+print(f"KV cache per token: {per_token // 1024} KiB")
+for tokens, batch in ((8_192, 1), (131_072, 1), (131_072, 8)):
+    total = per_token * tokens * batch
+    swap = datapath.transfer_time(total, pcie5)
+    print(f"{batch} × {tokens:>7,} tokens: {total / 2**30:6.1f} GiB  (fits an 80 GB H100 with 16 GB of weights: "
+          f"{'yes' if total + 16e9 <= 80e9 else 'no '}; one trip over PCIe 5.0: {swap:.2f} s)")
+assert per_token == 128 * 1024
+# Expected output:
+# KV cache per token: 128 KiB
+# 1 ×   8,192 tokens:    1.0 GiB  (fits an 80 GB H100 with 16 GB of weights: yes; one trip over PCIe 5.0: 0.02 s)
+# 1 × 131,072 tokens:   16.0 GiB  (fits an 80 GB H100 with 16 GB of weights: yes; one trip over PCIe 5.0: 0.27 s)
+# 8 × 131,072 tokens:  128.0 GiB  (fits an 80 GB H100 with 16 GB of weights: no ; one trip over PCIe 5.0: 2.15 s)
+
+# %% [markdown]
+# Serving engines therefore move KV blocks of paused or finished requests out of GPU memory — vLLM swaps them to
+# CPU memory, LMCache and Mooncake tier them to CPU memory and SSDs, FlexGen offloads weights and KV cache to CPU
+# memory and disk — and pay the transfer time to serve longer contexts or more users. Note what did *not* change: the
+# software moves the data between kernels over the same CPU/PCIe path (or GDS); the GPU still never pages.
+#
+# ## 3.9 Where the other memory lives (C26)
+#
+# "CPU and GPU have separate memories; each reaches only its own" describes a discrete GPU with ordinary
+# allocations. CUDA can also map pinned host memory into the GPU's address space ("zero-copy"): a kernel then
+# reads and writes host RAM directly over PCIe — slowly, but without a copy. On a Grace Hopper superchip
+# (NVLink-C2C, 900 GB/s) and on integrated GPUs, CPU and GPU share memory outright.
+
+# %%
+if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back by the CPU without a copy"):
+    @cuda.jit
+    def double(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] *= 2
+
+    mapped = cuda.mapped_array(1000, dtype=np.float32)  # pinned host memory, mapped into the GPU's address space
+    mapped[:] = np.arange(1000, dtype=np.float32)
+    double[4, 256](mapped)
+    cuda.synchronize()
+    assert np.array_equal(mapped, 2 * np.arange(1000, dtype=np.float32))
+    print("the GPU kernel doubled an array that lives in host memory; no cudaMemcpy was issued")
+
+# %% [markdown]
+# ## Claims check
+#
+# | ID | claim | what this machine shows / primary source | verdict |
+# |---|---|---|---|
+# | C05 | AVX-512 computes 16 fp32 values with one instruction (seed 000) | §3.2: this CPU's flags list `avx512f`; numba's compiled saxpy loop contains `vfmadd…ps` on `zmm` registers — 512 bits = 16 fp32 lanes per instruction — and runs ≳ 100× faster per element than the Python loop (printed above). A plain `sum` stays scalar (`vaddss`) unless reordering is allowed | **qualified**: true of the instruction; but many CPUs lack AVX-512 (Intel client CPUs since Alder Lake have AVX2 only: 8 lanes), some execute a 512-bit op as two 256-bit halves (AMD Zen 4), and compilers use it only for loops whose lanes are independent |
+# | C06 | desktop CPUs have about 4–16 cores; GPUs thousands (seed 000) | §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores". Counted in fp32 lanes, the CPU has 16 × 32 = 512, so the gap is 33×, not 1000× | **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core; compare SMs with cores (132 vs 16) or lanes with lanes (16,896 vs 512). Desktop CPUs now reach 24 cores (Core i9-14900K) |
+# | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (seed 000) | §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×, vs a 12-channel server 460.8 GB/s = 7.3×; vs this machine's measured memcpy rate, the ratio is printed above | **confirmed** (several times against a server CPU, tens of times against a desktop) |
+# | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (seed 000) | §3.6: HBM3 / PCIe 5.0 x16 = 52×, / PCIe 4.0 = 105×; §3.4 timeline: the copies dominate a memory-bound op; §3.7: a vector add never pays for its transfer; on a GPU the pinned/pageable cell measures the link | **confirmed** |
+# | C09 | DMA moves the bytes; the CPU only starts and confirms the transfer (seed 000) | §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends (measured there); CUDA Best Practices Guide: pageable transfers are first copied by the CPU into a pinned staging buffer | **qualified**: true for pinned memory; from ordinary pageable memory the CPU does copy every byte once (the staging copy), which is why pinned transfers are faster |
+# | C26 | CPU and GPU have separate memories; each device's units reach only their own (seed 002) | §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU): a kernel writes mapped host memory directly | **qualified**: true for a discrete GPU and ordinary allocations; zero-copy mapped memory, Unified Memory, Grace Hopper's NVLink-C2C and integrated GPUs let a GPU reach CPU memory |
+# | C27 | GPU memory has no direct path to disk; data always passes through CPU memory (seed 002) | §3.5: NVMe at 7.45 GB/s is 450× slower than HBM3, so disk I/O belongs between kernels; NVIDIA GPUDirect Storage (cuFile, CUDA ≥ 11.4) DMAs NVMe ↔ GPU memory without a CPU bounce buffer | **qualified**: true of the classic path and of kernels (no kernel reads a file); with GDS the bytes skip CPU memory, though the CPU still orchestrates |
+# | C28 | GPUs don't page device memory out to disk: data larger than GPU memory means OOM (seed 002) | §3.8: the tracker's OOM, and on a GPU CuPy's real `OutOfMemoryError`; streaming in chunks computes the same result within the budget | **qualified**: never to disk, and `cudaMalloc` (what frameworks use) fails with OOM; but Unified Memory can oversubscribe device memory by migrating pages to *host* memory, and streaming or offloading avoids OOM in software |
+# | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (seed 002) | §3.8: Llama-3-8B's KV cache is 128 KiB per token — 128 GiB for 8 × 128k-token contexts, more than an H100 holds; vLLM swaps KV blocks to CPU memory, LMCache/Mooncake/FlexGen tier them to CPU memory or SSD | **confirmed**, with the caveat that it is software moving blocks between steps (over PCIe or GDS), not GPU paging |
+#
+# On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even, OOM,
+# zero-copy) on the device itself.
+#
+# **Next:** the lab, `labs/lab03_datapath/lab03_datapath.ipynb` — offload decisions, break-even sizes, streaming
+# within a memory budget, warp utilization, vectorizing a branch, and fitting a transfer path.

@@ -1,0 +1,201 @@
+"""How data reaches the GPU: disk → CPU memory → (PCIe DMA) → GPU memory, as numbers and models.
+
+- ``BANDWIDTHS``: published bandwidths of every hop, with sources (bytes/s, one direction, theoretical peak);
+- ``transfer_time`` / ``roofline_time`` / ``offload_times``: the model that decides whether offloading pays:
+  a transfer costs ``latency + bytes / bandwidth``; work on a processor costs the roofline's
+  ``max(flops / peak, bytes / memory bandwidth)``; offloading costs to_gpu + process + to_cpu;
+- ``break_even``: the smallest problem size at which offloading (transfers included) beats the CPU;
+- ``measure_host_copy``: this machine's host memcpy bandwidth (real, any machine);
+- ``measure_h2d`` / ``measure_d2h``: pageable vs pinned transfers with CUDA events (real, GPU backend only);
+- ``kv_cache_bytes``: the KV cache of a transformer, the modern reason to offload GPU memory;
+- ``draw_timeline``: the steps of a program as bars on a time axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import hardware
+from .backend import get_backend
+from .roofline import Roofline
+from .timing import Timing, measure
+
+GB = 1e9
+
+# Published peak bandwidths, bytes/s, one direction. (name -> (bytes/s, source))
+BANDWIDTHS: dict[str, tuple[float, str]] = {
+    "NVMe SSD, PCIe 4.0 x4": (7.45 * GB, "Samsung 990 PRO datasheet: 7,450 MB/s sequential read"),
+    "NVMe SSD, PCIe 5.0 x4": (14.5 * GB, "Crucial T705 datasheet: 14,500 MB/s sequential read"),
+    "PCIe 4.0 x16": (hardware.LINKS["PCIe 4.0 x16"], "PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes, 128b/130b"),
+    "PCIe 5.0 x16": (hardware.LINKS["PCIe 5.0 x16"], "PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes, 128b/130b"),
+    "DDR5-5600, 2 channels (desktop)": (89.6 * GB, "JEDEC JESD79-5: 5600 MT/s × 8 bytes × 2 channels"),
+    "DDR5-4800, 12 channels (EPYC 9004 server)": (460.8 * GB, "AMD EPYC 9004 spec: 12 channels DDR5-4800"),
+    "NVLink 4 (H100, per GPU)": (hardware.LINKS["NVLink 4 (H100, per GPU, each direction)"],
+                                 "NVIDIA H100 datasheet: 900 GB/s total = 450 GB/s each direction"),
+    "HBM3 (H100 SXM)": (hardware.H100_SXM.memory_bandwidth, hardware.H100_SXM.source),
+    "HBM3e (H200 SXM)": (hardware.H200_SXM.memory_bandwidth, hardware.H200_SXM.source),
+}
+
+# The seed's CPU / GPU / NPU table, with one published example of each (cores = independent instruction streams;
+# lanes = FP32 multiply-adds issued per cycle across the chip).
+PROCESSORS: dict[str, dict[str, Any]] = {
+    "CPU (AMD Ryzen 9 9950X, desktop)": dict(cores=16, lanes_per_core=2 * 16, memory="DDR5, 2 channels",
+                                             bandwidth=89.6 * GB, source="AMD product page: 16 cores, AVX-512, "
+                                             "2 FMA pipes × 16 fp32 lanes per core; DDR5-5600 dual channel"),
+    "GPU (NVIDIA H100 SXM)": dict(cores=132, lanes_per_core=128, memory="HBM3 80 GB",
+                                  bandwidth=hardware.H100_SXM.memory_bandwidth,
+                                  source="NVIDIA Hopper whitepaper: 132 SMs × 128 FP32 units = 16,896 'CUDA cores'"),
+    "NPU (Google TPU v4)": dict(cores=2, lanes_per_core=4 * 128 * 128, memory="HBM2 32 GiB", bandwidth=1.2e12,
+                                source="Jouppi et al., ISCA 2023: 2 TensorCores × 4 MXUs of 128×128 MACs, 1.2 TB/s"),
+}
+
+
+@dataclass(frozen=True)
+class Link:
+    """A copy path between two memories: ``latency`` [s] per transfer plus ``bytes / bandwidth`` [B/s]."""
+
+    name: str
+    bandwidth: float
+    latency: float = 0.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An offloadable computation: FLOPs, bytes it reads (must reach the GPU) and bytes it writes (come back)."""
+
+    name: str
+    flops: float
+    bytes_in: float
+    bytes_out: float
+
+
+def transfer_time(nbytes: float, link: Link) -> float:
+    """Seconds to copy ``nbytes`` over ``link``."""
+    return link.latency + nbytes / link.bandwidth
+
+
+def roofline_time(flops: float, nbytes: float, roof: Roofline) -> float:
+    """Best-case seconds for ``flops`` FLOPs that move ``nbytes`` to/from ``roof``'s memory."""
+    return max(flops / roof.peak_flops, nbytes / roof.bandwidth)
+
+
+def offload_times(w: Workload, cpu: Roofline, gpu: Roofline, link: Link) -> dict[str, float]:
+    """The seed 002 program's steps in seconds: on the CPU, or to_gpu → process → to_cpu on the GPU."""
+    traffic = w.bytes_in + w.bytes_out
+    return {
+        "cpu": roofline_time(w.flops, traffic, cpu),
+        "to_gpu": transfer_time(w.bytes_in, link),
+        "process": roofline_time(w.flops, traffic, gpu),
+        "to_cpu": transfer_time(w.bytes_out, link),
+    }
+
+
+def gpu_total(times: dict[str, float]) -> float:
+    return times["to_gpu"] + times["process"] + times["to_cpu"]
+
+
+def break_even(workload: Callable[[int], Workload], cpu: Roofline, gpu: Roofline, link: Link,
+               n_max: int = 1 << 40) -> int | None:
+    """Smallest n in [1, n_max] with GPU time (transfers included) < CPU time, assuming that once offloading
+    pays it keeps paying as n grows. None when it never pays up to ``n_max``."""
+
+    def pays(n: int) -> bool:
+        t = offload_times(workload(n), cpu, gpu, link)
+        return gpu_total(t) < t["cpu"]
+
+    if not pays(n_max):
+        return None
+    lo, hi = 0, n_max  # pays(hi) is True; pays(lo) is False (n = 0 never pays: latency > 0 or equal)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if pays(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def measure_host_copy(nbytes: int = 64 * 2**20, repeat: int = 7) -> tuple[float, Timing]:
+    """This machine's host memcpy rate (bytes copied per second) on arrays larger than the caches."""
+    src = np.ones(nbytes, dtype=np.uint8)
+    dst = np.empty_like(src)
+    t = measure(np.copyto, dst, src, repeat=repeat, max_seconds=2.0)
+    return nbytes / t.median, t
+
+
+def _require_gpu_backend() -> Any:
+    be = get_backend()
+    if not be.is_gpu:
+        raise RuntimeError("pinned/pageable transfer timing needs the GPU backend (CuPy + CUDA events)")
+    return be.xp
+
+
+def pinned_empty(nbytes: int) -> np.ndarray:
+    """A NumPy uint8 array in page-locked (pinned) host memory: the GPU's DMA engines can read it directly."""
+    cp = _require_gpu_backend()
+    mem = cp.cuda.alloc_pinned_memory(nbytes)
+    return np.frombuffer(mem, dtype=np.uint8, count=nbytes)
+
+
+def measure_h2d(nbytes: int, pinned: bool, repeat: int = 10) -> tuple[float, Timing]:
+    """Host→device copy rate [bytes/s] from pageable (ordinary NumPy) or pinned host memory, CUDA-event timed."""
+    cp = _require_gpu_backend()
+    host = pinned_empty(nbytes) if pinned else np.empty(nbytes, dtype=np.uint8)
+    host[:] = 1
+    dev = cp.empty(nbytes, dtype=cp.uint8)
+    t = measure(dev.set, host, repeat=repeat, clock="cuda")
+    return nbytes / t.median, t
+
+
+def measure_d2h(nbytes: int, pinned: bool, repeat: int = 10) -> tuple[float, Timing]:
+    """Device→host copy rate [bytes/s] into pageable or pinned host memory, CUDA-event timed."""
+    cp = _require_gpu_backend()
+    host = pinned_empty(nbytes) if pinned else np.empty(nbytes, dtype=np.uint8)
+    dev = cp.ones(nbytes, dtype=cp.uint8)
+    t = measure(dev.get, out=host, repeat=repeat, clock="cuda")
+    return nbytes / t.median, t
+
+
+def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, dtype_bytes: int = 2) -> int:
+    """Bytes of a transformer's KV cache: a key and a value vector per layer, KV head and token."""
+    return 2 * layers * kv_heads * head_dim * tokens * dtype_bytes
+
+
+def draw_timeline(ax: Any, rows: dict[str, Sequence[tuple[str, float]]], unit: float = 1e-3,
+                  colors: dict[str, str] | None = None) -> None:
+    """Draw each row's steps (label, seconds) back to back as horizontal bars; x in ``unit`` seconds."""
+    from .plotting import PALETTE
+
+    labels = sorted({label for steps in rows.values() for label, _ in steps}, key=lambda s: s)
+    colors = colors or {}
+    order = [s for steps in rows.values() for s, _ in steps]
+    palette = {lab: colors.get(lab, PALETTE[order.index(lab) % len(PALETTE)]) for lab in labels}
+    seen: set[str] = set()
+    for y, (row, steps) in enumerate(rows.items()):
+        start = 0.0
+        for label, seconds in steps:
+            ax.barh(y, seconds / unit, left=start / unit, color=palette[label], edgecolor="white",
+                    label=None if label in seen else label)
+            seen.add(label)
+            start += seconds
+    ax.set_yticks(range(len(rows)), list(rows))
+    ax.invert_yaxis()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=min(6, len(labels)))
+
+
+def fmt_rate(bps: float) -> str:
+    return f"{bps / GB:,.1f} GB/s" if bps < 1e12 else f"{bps / 1e12:,.2f} TB/s"
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = [
+    "BANDWIDTHS", "PROCESSORS", "Link", "Workload", "break_even", "ceil_div", "draw_timeline", "fmt_rate",
+    "gpu_total", "kv_cache_bytes", "measure_d2h", "measure_h2d", "measure_host_copy", "offload_times",
+    "pinned_empty", "roofline_time", "transfer_time",
+]

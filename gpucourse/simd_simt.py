@@ -1,0 +1,113 @@
+"""Vector lanes on a CPU (SIMD) and thread lanes in a GPU warp (SIMT).
+
+CPU side — what this machine's vector units can do, read from the machine itself:
+
+- ``cpu_vector_isa()``: the widest x86 vector extension in ``/proc/cpuinfo``'s flags (sse2 → avx2 → avx512f)
+  and its register width in bits;
+- ``vector_instructions(asm)``: the packed (``…ps``/``…pd``) and scalar (``…ss``/``…sd``) floating-point
+  instructions in compiled x86 assembly (e.g. numba's ``inspect_asm()``), with the register each one used:
+  ``zmm`` = 512-bit (16 fp32 lanes), ``ymm`` = 256-bit (8), ``xmm`` = 128-bit (4, or 1 for a scalar op).
+
+GPU side — a model of one warp, no backend needed:
+
+- ``warp_masks(cond, cost_if, cost_else)``: the active mask of each instruction a warp issues for
+  ``if cond: <cost_if instructions> else: <cost_else instructions>`` — one row per issued instruction,
+  one column per lane. A warp issues one instruction for all its lanes; lanes whose branch is not the one being
+  executed are masked off (they idle). ``mask.mean()`` is the warp's lane utilization.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+from collections import Counter
+
+import numpy as np
+
+WARP_SIZE = 32  # threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT Architecture")
+
+REGISTER_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
+# widest first: flag in /proc/cpuinfo -> (name, register bits)
+_ISA = [("avx512f", "AVX-512", 512), ("avx2", "AVX2", 256), ("avx", "AVX", 256), ("sse2", "SSE2", 128)]
+
+
+def is_x86() -> bool:
+    """True on x86-64 CPUs: the assembly helpers below read x86 (AT&T syntax) only."""
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU feature flags the kernel reports (empty on non-Linux machines)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_vector_isa(flags: set[str] | None = None) -> tuple[str, int]:
+    """(name, register width in bits) of the widest vector extension this CPU reports; ('unknown', 0) if none."""
+    flags = cpu_flags() if flags is None else flags
+    for flag, name, bits in _ISA:
+        if flag in flags:
+            return name, bits
+    if "asimd" in flags:  # 64-bit ARM: NEON
+        return "NEON", 128
+    return "unknown", 0
+
+
+def lanes(register_bits: int, dtype: str = "float32") -> int:
+    """How many values of ``dtype`` one register of ``register_bits`` holds."""
+    return register_bits // (8 * np.dtype(dtype).itemsize)
+
+
+_FP_OP = re.compile(r"^\s+(v?[a-z0-9]+?(ps|pd|ss|sd))\s+(.*)$", re.M)
+
+
+def vector_instructions(asm: str) -> Counter:
+    """Count floating-point arithmetic instructions in x86 AT&T assembly by (mnemonic, widest register).
+
+    Moves, shuffles, conversions and compares are left out: only add/sub/mul/div/fma/min/max/sqrt count.
+    """
+    found: Counter = Counter()
+    for m in _FP_OP.finditer(asm):
+        op, operands = m.group(1), m.group(3)
+        if not re.match(r"v?(add|sub|mul|div|fmadd|fnmadd|fmsub|min|max|sqrt)", op):
+            continue
+        regs = re.findall(r"%([xyz]mm)\d+", operands)
+        if regs:
+            widest = max(regs, key=lambda r: REGISTER_BITS[r])
+            found[(op, widest)] += 1
+    return found
+
+
+def widest_packed(asm: str) -> int:
+    """Widest register [bits] used by a *packed* (multi-lane) floating-point instruction; 0 if none."""
+    widths = [REGISTER_BITS[reg] for (op, reg) in vector_instructions(asm) if op.endswith(("ps", "pd"))]
+    return max(widths, default=0)
+
+
+def warp_masks(cond: np.ndarray, cost_if: int, cost_else: int) -> np.ndarray:
+    """Active masks of one warp running ``if cond[lane]: A (cost_if instr.) else: B (cost_else instr.)``.
+
+    Returns a bool array (issued instructions, lanes). Path A is issued only if some lane takes it, path B only
+    if some lane takes it; when both are taken they run one after the other (divergence), each with only its
+    own lanes active. ``cond`` shorter than a warp = a partial last warp: the missing lanes are never active.
+    """
+    cond = np.asarray(cond, dtype=bool)
+    if cond.ndim != 1 or len(cond) > WARP_SIZE:
+        raise ValueError(f"cond must be 1-D with at most {WARP_SIZE} lanes")
+    lanes_present = np.zeros(WARP_SIZE, dtype=bool)
+    lanes_present[: len(cond)] = True
+    take_if = np.zeros(WARP_SIZE, dtype=bool)
+    take_if[: len(cond)] = cond
+    take_else = lanes_present & ~take_if
+    rows = []
+    if take_if.any():
+        rows += [take_if] * cost_if
+    if take_else.any():
+        rows += [take_else] * cost_else
+    return np.array(rows, dtype=bool).reshape(len(rows), WARP_SIZE)

@@ -1,0 +1,452 @@
+"""Lab 3 — CPU SIMD vs GPU SIMT, and how data reaches the GPU: the problems and their references.
+
+Conventions the specs share (the course notebook derives them):
+- a processor is a dict {"flops": FLOP/s, "bandwidth": bytes/s of its own memory}; work on it takes the
+  roofline time max(flops / proc["flops"], bytes / proc["bandwidth"]) where bytes = bytes read + bytes written;
+- a link is a dict {"bandwidth": bytes/s, "latency": seconds per copy}; a copy of b bytes takes
+  latency + b / bandwidth;
+- offloading = copy the inputs to the GPU, process there, copy the outputs back (seed 002's program).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from gpucourse import devmem
+
+from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int
+from ..problem import Case, Problem
+
+CPUS = [{"flops": 0.6e12, "bandwidth": 60e9}, {"flops": 3.0e12, "bandwidth": 400e9}, {"flops": 1.5e12, "bandwidth": 90e9}]
+GPUS = [{"flops": 67e12, "bandwidth": 3.35e12}, {"flops": 989.4e12, "bandwidth": 3.35e12},
+        {"flops": 19.5e12, "bandwidth": 2.039e12}, {"flops": 989.4e12, "bandwidth": 4.8e12}]
+LINKS = [{"bandwidth": 32e9, "latency": 10e-6}, {"bandwidth": 64e9, "latency": 8e-6},
+         {"bandwidth": 450e9, "latency": 2e-6}]
+
+
+def _roofline(flops: float, nbytes: float, proc: dict) -> float:
+    return max(flops / proc["flops"], nbytes / proc["bandwidth"])
+
+
+def _copy(nbytes: float, link: dict) -> float:
+    return link["latency"] + nbytes / link["bandwidth"]
+
+
+# -- Exercise 1: offload or not? --------------------------------------------------------------------------------
+
+def offload_decision(flops: float, bytes_in: float, bytes_out: float, cpu: dict, gpu: dict, link: dict):
+    cpu_s = _roofline(flops, bytes_in + bytes_out, cpu)
+    gpu_s = _copy(bytes_in, link) + _roofline(flops, bytes_in + bytes_out, gpu) + _copy(bytes_out, link)
+    return cpu_s, gpu_s, ("gpu" if gpu_s < cpu_s else "cpu")
+
+
+def _compare_decision(what: str, got: Any, expected: tuple, case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 3:
+        raise CheckFailure(f"{what}: expected a tuple (cpu_seconds, gpu_seconds, 'cpu' or 'gpu'), got {got!r}")
+    expect_close(f"{what} → cpu_seconds", got[0], expected[0], rtol=1e-9,
+                 hint="the CPU's roofline time: max(flops / flops-per-second, bytes / bandwidth)")
+    expect_close(f"{what} → gpu_seconds", got[1], expected[1], rtol=1e-9,
+                 hint="copy in (latency + bytes/bandwidth) + the GPU's roofline time + copy out")
+    expect_choice(f"{what} → decision", got[2], expected[2], ("cpu", "gpu"),
+                  "offload only when the GPU path, copies included, is strictly faster")
+
+
+def _decision_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(10):
+        n = float(10 ** rng.uniform(2, 9))
+        intensity = float(2 ** rng.uniform(-3, 11))  # FLOP per byte read
+        bytes_in = n * 4
+        bytes_out = float(n * 4 * rng.choice([0.0, 0.25, 1.0]))
+        cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
+        cases.append(Case((bytes_in * intensity, bytes_in, bytes_out, cpu, gpu, link)))
+    return cases
+
+
+DECISION = Problem(
+    name="offload_decision",
+    spec="""
+        offload_decision(flops, bytes_in, bytes_out, cpu, gpu, link) -> (cpu_seconds, gpu_seconds, choice)
+        A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes.
+        - On the CPU it takes the roofline time with the CPU's dict: max(flops / cpu["flops"],
+          (bytes_in + bytes_out) / cpu["bandwidth"]).
+        - Offloaded, it is seed 002's program: copy bytes_in to the GPU over `link`, run (roofline time with the
+          GPU's dict, same bytes), copy bytes_out back. Each copy costs link["latency"] + bytes / link["bandwidth"],
+          even a copy of 0 bytes.
+        choice is "gpu" when gpu_seconds < cpu_seconds, else "cpu".
+    """,
+    reference=offload_decision,
+    visible=[Case((2e9, 4e6, 4e6, CPUS[0], GPUS[0], LINKS[1])),  # 500 FLOP/byte: offloading pays
+             Case((1e6, 8e6, 4e6, CPUS[0], GPUS[0], LINKS[1]))],  # vector add: the copies alone cost more
+    hidden=_decision_cases,
+    compare=_compare_decision,
+)
+
+# -- Exercise 2: the break-even size -----------------------------------------------------------------------------
+
+def break_even_elements(flops_per_element: float, in_per_element: float, out_per_element: float,
+                        cpu: dict, gpu: dict, link: dict) -> int | None:
+    traffic = in_per_element + out_per_element
+    a = _roofline(flops_per_element, traffic, cpu)  # CPU seconds per element
+    b = traffic / link["bandwidth"] + _roofline(flops_per_element, traffic, gpu)  # GPU seconds per element
+    if b >= a:
+        return None
+
+    def pays(n: int) -> bool:
+        _, g, _ = offload_decision(n * flops_per_element, n * in_per_element, n * out_per_element, cpu, gpu, link)
+        return g < n * a
+
+    n = max(1, math.floor(2 * link["latency"] / (a - b)) + 1)
+    while n > 1 and pays(n - 1):  # guard the closed form against float rounding
+        n -= 1
+    while not pays(n):
+        n += 1
+    return n
+
+
+def _compare_break_even(what: str, got: Any, expected: int | None, case: Case) -> None:
+    if expected is None:
+        if got is not None:
+            raise CheckFailure(f"{what}: expected None (offloading never pays: per element, the copies plus the GPU "
+                               f"work are slower than the CPU), got {got!r}")
+        return
+    expect_int(what, got, expected, "cost(n) is linear on both sides: CPU n·a, GPU 2·latency + n·b; solve n·a > 2·latency + n·b")
+
+
+def _break_even_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(10):
+        dtype_bytes = int(rng.choice([2, 4, 8]))
+        cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
+        cases.append(Case((float(2 ** rng.uniform(-1, 13)), 2 * dtype_bytes, float(dtype_bytes * rng.choice([0, 1])),
+                           cpu, gpu, link)))
+    return cases
+
+
+BREAK_EVEN = Problem(
+    name="break_even_elements",
+    spec="""
+        break_even_elements(flops_per_element, in_per_element, out_per_element, cpu, gpu, link) -> int or None
+        A workload of n elements does n·flops_per_element FLOPs, reads n·in_per_element bytes and writes
+        n·out_per_element bytes. Return the smallest n >= 1 for which offload_decision(...) chooses "gpu"
+        (GPU time, both copies included, strictly below CPU time), or None if no n ever does.
+    """,
+    reference=break_even_elements,
+    visible=[Case((1000.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])), Case((1.0, 8, 4, CPUS[0], GPUS[0], LINKS[1]))],
+    hidden=_break_even_cases,
+    compare=_compare_break_even,
+)
+
+# -- Exercise 3: bigger than device memory ------------------------------------------------------------------------
+
+class DeviceFn:
+    """An elementwise "kernel" whose working set is at most `copies` arrays the size of its input (input included).
+    It works on DeviceArrays and, for the reference, on NumPy arrays."""
+
+    def __init__(self, name: str, fn: Callable[[Any], Any], copies: int):
+        self.name, self.fn, self.copies = name, fn, copies
+
+    def __call__(self, a: Any) -> Any:
+        return self.fn(a)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+KERNELS = [
+    DeviceFn("scale_shift", lambda a: a * 3.0 + 1.0, 3),
+    DeviceFn("hypot1", lambda a: np.sqrt(a * a + 2.0), 3),
+    DeviceFn("relu", lambda a: np.maximum(a, 0.0), 2),
+]
+
+
+def _chunked_reference(x: np.ndarray, mem: devmem.DeviceMemory, fn: DeviceFn, copies: int) -> np.ndarray:
+    mem.reset()  # the checker calls the reference first: each case starts on an empty device with zero counters
+    return fn(x)
+
+
+def min_chunks(n: int, itemsize: int, budget: int, copies: int) -> int:
+    return -(-n // (budget // (copies * itemsize)))
+
+
+def _compare_chunked(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
+    x, mem, fn, copies = case.args
+    if isinstance(got, devmem.DeviceArray):
+        raise CheckFailure(f"{what}: expected a host (NumPy) array, got a DeviceArray: copy results back with mem.to_host")
+    if not isinstance(got, np.ndarray):
+        raise CheckFailure(f"{what}: expected a NumPy array, got {type(got).__name__}")
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        raise CheckFailure(f"{what}: expected shape {expected.shape} and dtype {expected.dtype}, "
+                           f"got shape {got.shape} and dtype {got.dtype}")
+    if not np.array_equal(got, expected):
+        bad = np.flatnonzero(got != expected)
+        raise CheckFailure(f"{what}: {bad.size} of {got.size} elements differ from fn(x); first at index {bad[0]}: "
+                           f"expected {expected[bad[0]]!r}, got {got[bad[0]]!r}")
+    if mem.h2d_bytes != x.nbytes:
+        raise CheckFailure(f"{what}: every input byte must cross to the device exactly once: expected "
+                           f"{x.nbytes:,} bytes host→device, got {mem.h2d_bytes:,}")
+    if mem.d2h_bytes != expected.nbytes:
+        raise CheckFailure(f"{what}: expected {expected.nbytes:,} bytes device→host (the result, once), got {mem.d2h_bytes:,}")
+    need = min_chunks(x.size, x.itemsize, mem.budget, copies)
+    expect_int(f"{what} → number of chunks (host→device copies)", mem.h2d_copies, need,
+               "use the largest chunk that fits: budget // (copies · itemsize) elements")
+    if mem.peak > mem.budget:  # the tracker raises before this can happen; kept as the stated contract
+        raise CheckFailure(f"{what}: peak device memory {mem.peak:,} bytes exceeds the budget {mem.budget:,}")
+
+
+def _chunk_case(rng: np.random.Generator, n: int, dtype: str, ratio: float, fn: DeviceFn) -> Case:
+    x = rng.standard_normal(n).astype(dtype)
+    budget = max(fn.copies * x.itemsize, int(x.nbytes * ratio) + int(rng.integers(0, 97)))
+    return Case((x, devmem.DeviceMemory(budget, name="lab GPU", xp=np), fn, fn.copies))
+
+
+def _chunked_visible() -> list[Case]:
+    rng = np.random.default_rng(3)
+    return [_chunk_case(rng, 10_000, "float32", 0.25, KERNELS[0]), _chunk_case(rng, 1_000, "float64", 4.0, KERNELS[2])]
+
+
+def _chunked_hidden(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        fn = KERNELS[int(rng.integers(len(KERNELS)))]
+        cases.append(_chunk_case(rng, int(rng.integers(3_000, 150_000)), str(rng.choice(["float32", "float64"])),
+                                 float(rng.uniform(0.05, 1.5)), fn))
+    return cases
+
+
+class _FreshVisible(list):
+    """Visible cases rebuilt on every check, so that re-running the test cell starts from a fresh device."""
+
+    def __iter__(self):
+        return iter(_chunked_visible())
+
+    def __getitem__(self, i):
+        return _chunked_visible()[i]
+
+
+CHUNKED = Problem(
+    name="chunked_map",
+    spec="""
+        chunked_map(x, mem, fn, copies) -> fn(x) as a NumPy array, computed on a device too small for x.
+        x: a 1-D host (NumPy) array. mem: a gpucourse.devmem.DeviceMemory with mem.budget bytes.
+        fn: an elementwise device function; while it runs on a chunk it holds at most `copies` arrays the size of
+        that chunk (the chunk itself included).
+        Process x chunk by chunk: mem.to_device(chunk) → fn(d) → mem.to_host(r), writing each piece of the result
+        into a host array. Rules the checker enforces:
+        - never exceed the budget (the tracker raises OutOfMemoryError, as a GPU would);
+        - use as few chunks as possible: chunks of budget // (copies · x.itemsize) elements (the last one shorter);
+        - every input byte goes to the device once, every result byte comes back once;
+        - the result must be exactly fn(x).
+        Memory returns to the device only when the last reference to an array goes (as in CuPy): `del` your
+        device arrays before you copy the next chunk.
+    """,
+    reference=_chunked_reference,
+    visible=_FreshVisible([None, None]),
+    hidden=_chunked_hidden,
+    compare=_compare_chunked,
+)
+
+# -- Exercise 4: SIMT lane utilization ------------------------------------------------------------------------------
+
+WARP = 32
+
+
+def warp_execution(cond: np.ndarray, cost_if: int, cost_else: int) -> tuple[int, float]:
+    cond = np.asarray(cond, dtype=bool)
+    issued = useful = 0
+    for start in range(0, len(cond), WARP):
+        w = cond[start:start + WARP]
+        issued += cost_if * bool(w.any()) + cost_else * bool((~w).any())
+        useful += cost_if * int(w.sum()) + cost_else * int((~w).sum())
+    return issued, useful / (WARP * issued)
+
+
+def _compare_warp(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (issued_instructions, utilization), got {got!r}")
+    expect_int(f"{what} → issued instructions", got[0], expected[0],
+               "per warp: the if-path is issued if any lane takes it, the else-path if any lane takes it")
+    expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
+                 hint="useful lane-instructions / (32 · issued); lanes past the last thread are never useful")
+
+
+def _warp_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind in ("random", "modulo", "threshold", "aligned", "random", "modulo", "threshold"):
+        n = int(rng.integers(1, 400))
+        tid = np.arange(n)
+        if kind == "random":
+            cond = rng.random(n) < rng.uniform(0.02, 0.98)
+        elif kind == "modulo":
+            cond = tid % int(rng.integers(2, 70)) == 0
+        elif kind == "threshold":
+            cond = tid < int(rng.integers(0, n + 1))
+        else:
+            cond = (tid // 32) % 2 == 0
+        cases.append(Case((cond, int(rng.integers(1, 30)), int(rng.integers(1, 30)))))
+    return cases
+
+
+WARP_EXEC = Problem(
+    name="warp_execution",
+    spec="""
+        warp_execution(cond, cost_if, cost_else) -> (issued_instructions, utilization)
+        Thread t runs   if cond[t]: <cost_if instructions>  else: <cost_else instructions>.
+        Threads 0..31 form warp 0, 32..63 warp 1, and so on; the last warp may be partial (len(cond) need not be
+        a multiple of 32: its missing lanes exist but are never active). A warp issues the if-path (cost_if
+        instructions) if at least one of its threads takes it and the else-path if at least one takes that;
+        lanes on the other path are masked off meanwhile.
+        issued_instructions: total over all warps. utilization: useful lane-instructions (each thread's own
+        path length, summed over threads) divided by 32 × issued_instructions.
+    """,
+    reference=warp_execution,
+    visible=[Case((np.arange(64) % 2 == 0, 10, 10)), Case((np.arange(64) < 32, 10, 10)), Case((np.arange(40) < 40, 4, 9))],
+    hidden=_warp_cases,
+    compare=_compare_warp,
+)
+
+# -- Exercise 5: vectorize a loop -----------------------------------------------------------------------------------
+
+def huber_loop(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray:
+    """The loop to vectorize: the Huber loss of each element (quadratic near 0, linear far away)."""
+    out = np.empty(pred.shape, dtype=np.result_type(pred, target))
+    for i in range(len(pred)):
+        r = pred[i] - target[i]
+        if abs(r) <= delta:
+            out[i] = 0.5 * r * r
+        else:
+            out[i] = delta * (abs(r) - 0.5 * delta)
+    return out
+
+
+def _huber_reference(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray:
+    r = pred.astype(np.float64) - target.astype(np.float64)
+    a = np.abs(r)
+    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+
+
+class _TooManySteps(Exception):
+    pass
+
+
+def python_steps(fn: Callable[..., Any], *args: Any, limit: int) -> int:
+    """Python lines executed and Python functions entered while ``fn(*args)`` runs; stops past ``limit``."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        count += 1
+        if count > limit:
+            raise _TooManySteps
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn(*args)
+    except _TooManySteps:
+        pass
+    finally:
+        sys.settrace(old)
+    return count
+
+
+def _vectorized(fn: Callable[..., Any], hidden: bool) -> str:
+    """A vectorized function's Python-level work does not grow with n: trace it on 40,000 elements."""
+    from gpucourse.timing import measure
+
+    rng = np.random.default_rng(11 if hidden else 10)
+    n, limit = 40_000, 2_000
+    dtype = "float64" if hidden else "float32"
+    pred, target = (rng.standard_normal(n).astype(dtype) for _ in range(2))
+    fn(pred[:64], target[:64], 0.7)  # warm-up untraced: a numba @njit answer compiles here
+    steps = python_steps(fn, pred, target, 0.7, limit=limit)
+    if steps > limit:
+        raise CheckFailure(f"huber_vectorized on {n:,} elements executed more than {limit:,} Python steps (lines and "
+                           "calls): it still loops over elements in Python. Use whole-array operations (np.where, "
+                           "np.abs, arithmetic on arrays)")
+    t_vec = measure(fn, pred, target, 0.7, repeat=5, warmup=1, max_seconds=1.0)
+    t_loop = measure(huber_loop, pred[:4000], target[:4000], 0.7, repeat=3, warmup=0, max_seconds=1.0)
+    speedup = (t_loop.median * n / 4000) / t_vec.median
+    return f"\n  {steps} Python steps for {n:,} elements; about {speedup:,.0f}× faster than the loop on this machine"
+
+
+def _huber_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        n = int(rng.integers(1, 5000))
+        dtype = str(rng.choice(["float32", "float64"]))
+        scale = float(10 ** rng.uniform(-1, 1))
+        pred, target = ((scale * rng.standard_normal(n)).astype(dtype) for _ in range(2))
+        cases.append(Case((pred, target, float(rng.uniform(0.05, 3.0) * scale))))
+    return cases
+
+
+HUBER = Problem(
+    name="huber_vectorized",
+    spec="""
+        huber_vectorized(pred, target, delta) -> the same array as huber_loop(pred, target, delta), without a
+        Python loop over elements.
+        huber_loop computes, for each i, r = pred[i] - target[i] and
+            0.5 * r * r                     if |r| <= delta
+            delta * (|r| - 0.5 * delta)     otherwise.
+        The checker traces your function on 40,000 elements: a vectorized answer runs a few dozen Python lines
+        whatever n is; a loop runs n of them.
+    """,
+    reference=_huber_reference,
+    visible=[Case((np.array([0.0, 0.5, -0.5, 3.0, -3.0]), np.zeros(5), 1.0)),
+             Case((np.linspace(-4, 4, 101, dtype=np.float32), np.full(101, 0.5, dtype=np.float32), 1.5))],
+    hidden=_huber_cases,
+    compare=lambda what, got, expected, case: expect_array_close(what, got, expected,
+                                                                 rtol=1e-5 if case.args[0].dtype == np.float32 else 1e-9),
+    after=_vectorized,
+)
+
+# -- Exercise 6: diagnose a transfer from measurements ---------------------------------------------------------------
+
+def fit_transfer(sizes: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
+    slope, intercept = np.polyfit(np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float), 1)
+    return float(intercept), float(1.0 / slope)
+
+
+def _compare_fit(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailure(f"{what}: expected a tuple (latency_seconds, bandwidth_bytes_per_second), got {got!r}")
+    expect_close(f"{what} → latency [s]", got[0], expected[0], rtol=1e-3, atol=1e-9,
+                 hint="fit a straight line seconds = latency + size / bandwidth (least squares): latency is its intercept")
+    expect_close(f"{what} → bandwidth [B/s]", got[1], expected[1], rtol=1e-4,
+                 hint="bandwidth is 1 / slope of the fitted line, not size / time of one point")
+
+
+def _transfer_series(rng: np.random.Generator, latency: float, bandwidth: float, k: tuple[int, int]) -> Case:
+    sizes = 2.0 ** np.arange(*k)
+    seconds = (latency + sizes / bandwidth) * (1 + 0.02 * rng.standard_normal(sizes.size))
+    return Case((sizes, seconds))
+
+
+def _fit_cases(rng: np.random.Generator) -> list[Case]:
+    return [_transfer_series(rng, float(rng.uniform(2e-6, 30e-6)), float(rng.uniform(5e9, 60e9)),
+                             (int(rng.integers(8, 14)), int(rng.integers(24, 31)))) for _ in range(6)]
+
+
+FIT = Problem(
+    name="fit_transfer",
+    spec="""
+        fit_transfer(sizes, seconds) -> (latency, bandwidth)
+        Measured host→device copies: sizes[i] bytes took seconds[i] s (with a little noise). Fit the model
+        seconds = latency + size / bandwidth by least squares (a straight line in size) and return its latency
+        [s] and bandwidth [bytes/s]. (The course: pageable copies reach roughly half the bandwidth of pinned ones;
+        small copies are all latency.)
+    """,
+    reference=fit_transfer,
+    visible=[Case((np.array([1e3, 1e6, 1e9]), np.array([10e-6 + 1e3 / 25e9, 10e-6 + 1e6 / 25e9, 10e-6 + 1e9 / 25e9]))),
+             _transfer_series(np.random.default_rng(6), 8e-6, 50e9, (10, 28))],
+    hidden=_fit_cases,
+    compare=_compare_fit,
+)
+
+problems = {p.name: p for p in (DECISION, BREAK_EVEN, CHUNKED, WARP_EXEC, HUBER, FIT)}

@@ -1,0 +1,243 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Lab 3 — CPU SIMD vs GPU SIMT, and how data reaches the GPU
+#
+# Companion of `course/03_simd_simt_datapath.ipynb`. Six exercises, 3 points each (1 visible test, 2 hidden):
+#
+# | # | kind | you write |
+# |---|---|---|
+# | 1 | compute | the CPU time and the offloaded time (copies included) of a workload, and the decision |
+# | 2 | predict | the break-even size at which offloading starts to pay — or that it never does |
+# | 3 | implement | chunked processing of an array larger than device memory, within a memory budget |
+# | 4 | compute | the lane utilization of a warp for a branch pattern (SIMT masks) |
+# | 5 | implement | a vectorized version of a loop with a branch |
+# | 6 | diagnose | latency and bandwidth of a transfer path, fitted from measurements |
+#
+# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
+# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
+# expected and what it got; a hidden test runs randomized cases when your lab is graded. Replace
+# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+#
+# Conventions: a processor is a dict `{"flops": FLOP/s, "bandwidth": bytes/s}` and runs work in its roofline time
+# `max(flops / proc["flops"], bytes / proc["bandwidth"])`; a link is a dict `{"bandwidth": bytes/s, "latency": s}`
+# and a copy of `b` bytes over it takes `latency + b / bandwidth`.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import numpy as np
+
+import gpucourse as gc
+from gpucourse import devmem
+from grader.labs import lab03_datapath as lab
+
+be = gc.setup()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 1 — Offload or not?
+#
+# Seed 002's program is `load → to_gpu → process → to_cpu → print`. The GPU's `process` step may be 50× faster
+# than the CPU's, but `to_gpu` and `to_cpu` cross PCIe, which is far slower than either processor's own memory.
+# Put numbers on all three steps and decide.
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["offload_decision"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_offload_decision", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def offload_decision(flops, bytes_in, bytes_out, cpu, gpu, link):
+    """(CPU seconds, GPU seconds including both copies, 'cpu' or 'gpu')."""
+    # roughly 6 lines
+    ### BEGIN SOLUTION
+    traffic = bytes_in + bytes_out
+    cpu_s = max(flops / cpu["flops"], traffic / cpu["bandwidth"])
+    copy_in = link["latency"] + bytes_in / link["bandwidth"]
+    copy_out = link["latency"] + bytes_out / link["bandwidth"]
+    gpu_s = copy_in + max(flops / gpu["flops"], traffic / gpu["bandwidth"]) + copy_out
+    return cpu_s, gpu_s, ("gpu" if gpu_s < cpu_s else "cpu")
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_offload_decision_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["offload_decision"].check(offload_decision)
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_offload_decision_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["offload_decision"].check(offload_decision, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 2 — The break-even size
+#
+# Both costs grow linearly with the number of elements `n`, but the GPU path starts with a fixed cost (two copy
+# latencies). If, per element, the GPU path (copy + work) is cheaper than the CPU, there is a size past which
+# offloading pays; if not, it never does — however large the problem. Find that size.
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["break_even_elements"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_break_even_elements", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def break_even_elements(flops_per_element, in_per_element, out_per_element, cpu, gpu, link):
+    """Smallest n >= 1 at which offloading n elements beats the CPU, or None if it never does."""
+    # roughly 10 lines
+    ### BEGIN SOLUTION
+    traffic = in_per_element + out_per_element
+    cpu_per = max(flops_per_element / cpu["flops"], traffic / cpu["bandwidth"])
+    gpu_per = traffic / link["bandwidth"] + max(flops_per_element / gpu["flops"], traffic / gpu["bandwidth"])
+    if gpu_per >= cpu_per:
+        return None
+    n = max(1, int(2 * link["latency"] // (cpu_per - gpu_per)))
+    while n > 1 and offload_decision(n * flops_per_element, n * in_per_element, n * out_per_element, cpu, gpu, link)[2] == "gpu":
+        n -= 1
+    while offload_decision(n * flops_per_element, n * in_per_element, n * out_per_element, cpu, gpu, link)[2] != "gpu":
+        n += 1
+    return n
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_break_even_elements_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["break_even_elements"].check(break_even_elements)
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_break_even_elements_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["break_even_elements"].check(break_even_elements, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 3 — Bigger than device memory
+#
+# A GPU does not page its memory out to disk: an array larger than device memory raises an out-of-memory error
+# (`mem.to_device(x)` on the whole array raises it). The cure is to stream: copy a chunk in, process
+# it, copy the result out, free, repeat. `gpucourse.devmem.DeviceMemory` tracks every allocation on a budget;
+# the checker reads its peak and its copy counters.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["chunked_map"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_chunked_map", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def chunked_map(x, mem, fn, copies):
+    """fn(x) computed chunk by chunk on `mem`, never holding more than mem.budget bytes; returns a NumPy array."""
+    # roughly 8 lines
+    ### BEGIN SOLUTION
+    out = np.empty_like(x)
+    chunk = mem.budget // (copies * x.itemsize)  # the largest chunk whose working set fits
+    for start in range(0, x.size, chunk):
+        d = mem.to_device(x[start:start + chunk])
+        r = fn(d)
+        out[start:start + chunk] = mem.to_host(r)
+        del d, r  # free before the next chunk is copied in
+    return out
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_chunked_map_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["chunked_map"].check(chunked_map)
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_chunked_map_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["chunked_map"].check(chunked_map, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 4 — SIMT: how many lanes do useful work?
+#
+# A warp is 32 threads that share one instruction stream. When its threads disagree on a branch, the warp runs
+# both paths one after the other, masking off the lanes that did not take the path being run. Count the
+# instructions the warps issue and the fraction of lane slots doing useful work.
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["warp_execution"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_warp_execution", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def warp_execution(cond, cost_if, cost_else):
+    """(instructions issued by all warps, lane utilization) for `if cond[t]: ... else: ...`."""
+    # roughly 8 lines
+    ### BEGIN SOLUTION
+    cond = np.asarray(cond, dtype=bool)
+    issued = useful = 0
+    for start in range(0, len(cond), 32):
+        warp = cond[start:start + 32]
+        issued += cost_if * int(warp.any()) + cost_else * int((~warp).any())
+        useful += cost_if * int(warp.sum()) + cost_else * int((~warp).sum())
+    return issued, useful / (32 * issued)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_warp_execution_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["warp_execution"].check(warp_execution)
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_warp_execution_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["warp_execution"].check(warp_execution, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 5 — Vectorize a loop
+#
+# `lab.huber_loop` (print it with `import inspect; print(inspect.getsource(lab.huber_loop))`) runs one Python
+# iteration per element. Rewrite it as whole-array operations: both branches are computed for every element and
+# a mask picks one — exactly what a SIMD unit (and a warp) does with a branch. The checker counts the Python
+# lines your function executes and reports the speed-up.
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["huber_vectorized"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_huber_vectorized", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def huber_vectorized(pred, target, delta):
+    """Elementwise Huber loss of pred - target, without a Python loop over elements."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    r = pred - target
+    a = np.abs(r)
+    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_huber_vectorized_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["huber_vectorized"].check(huber_vectorized)
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_huber_vectorized_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["huber_vectorized"].check(huber_vectorized, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 6 — Diagnose a transfer path from measurements
+#
+# A copy costs a fixed latency plus bytes over bandwidth. Small copies measure the latency, large ones the
+# bandwidth — a single point measures neither. Fit both from a series of measurements (the kind
+# `gc.datapath.measure_h2d` produces on a GPU).
+
+# %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fit_transfer"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex6_fit_transfer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fit_transfer(sizes, seconds):
+    """(latency [s], bandwidth [bytes/s]) of the least-squares line seconds = latency + size / bandwidth."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    slope, intercept = np.polyfit(sizes, seconds, 1)
+    return intercept, 1.0 / slope
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex6_fit_transfer_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fit_transfer"].check(fit_transfer)
+
+# %% nbgrader={"grade": true, "grade_id": "ex6_fit_transfer_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["fit_transfer"].check(fit_transfer, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Done?
+#
+# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
+# tests use other sizes, machines, dtypes and branch patterns: an answer that only handles the examples will lose
+# those points.

@@ -1,0 +1,101 @@
+"""Transfer/compute models, published figures and measurements of the data path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpucourse as gc
+from gpucourse import datapath
+from gpucourse.roofline import Roofline
+
+CPU = Roofline("cpu", 1e12, 100e9)
+GPU = Roofline("gpu", 100e12, 3e12)
+LINK = datapath.Link("pcie", 50e9, latency=10e-6)
+
+
+def test_published_figures_are_ordered_and_sourced():
+    bw = {k: v for k, (v, _) in datapath.BANDWIDTHS.items()}
+    assert all(src for _, src in datapath.BANDWIDTHS.values())
+    assert bw["NVMe SSD, PCIe 4.0 x4"] < bw["PCIe 4.0 x16"] < bw["PCIe 5.0 x16"] < bw["HBM3 (H100 SXM)"]
+    assert bw["PCIe 5.0 x16"] == 2 * bw["PCIe 4.0 x16"] == 64e9
+    assert bw["HBM3e (H200 SXM)"] == gc.hardware.H200_SXM.memory_bandwidth
+    h100 = datapath.PROCESSORS["GPU (NVIDIA H100 SXM)"]
+    assert h100["cores"] * h100["lanes_per_core"] == 16_896
+
+
+def test_transfer_and_roofline_times():
+    assert datapath.transfer_time(0, LINK) == 10e-6
+    assert datapath.transfer_time(50e9, LINK) == pytest.approx(1 + 10e-6)
+    assert datapath.roofline_time(1e12, 1e9, CPU) == 1.0  # compute-bound
+    assert datapath.roofline_time(1e9, 100e9, CPU) == 1.0  # memory-bound
+
+
+def test_offload_times_add_both_copies():
+    w = datapath.Workload("w", flops=1e12, bytes_in=1e9, bytes_out=5e8)
+    t = datapath.offload_times(w, CPU, GPU, LINK)
+    assert t["cpu"] == 1.0
+    assert t["to_gpu"] == pytest.approx(10e-6 + 0.02) and t["to_cpu"] == pytest.approx(10e-6 + 0.01)
+    assert t["process"] == pytest.approx(0.01)
+    assert datapath.gpu_total(t) == pytest.approx(0.04002)
+
+
+def test_break_even_matches_a_brute_force_search_and_is_none_for_memory_bound_work():
+    def matmul(n):
+        return datapath.Workload("mm", 2 * n**3, 8 * n * n, 4 * n * n)
+
+    n = datapath.break_even(matmul, CPU, GPU, LINK, n_max=4096)
+    pays = [datapath.gpu_total(t) < t["cpu"] for t in (datapath.offload_times(matmul(k), CPU, GPU, LINK)
+                                                         for k in range(1, 400))]
+    assert n == pays.index(True) + 1 and all(pays[n - 1:])
+
+    def add(n):
+        return datapath.Workload("add", n, 8 * n, 4 * n)
+
+    assert datapath.break_even(add, CPU, GPU, LINK) is None  # CPU memory (100 GB/s) beats the link (50 GB/s)
+    slow_cpu = Roofline("slow", 1e12, 10e9)
+    assert datapath.break_even(add, slow_cpu, GPU, LINK) is not None
+
+
+def test_kv_cache_of_llama3_8b():
+    assert datapath.kv_cache_bytes(32, 8, 128, 1) == 128 * 1024
+    assert datapath.kv_cache_bytes(32, 8, 128, 131_072) == 16 * 2**30
+
+
+def test_host_copy_is_measured_and_positive():
+    rate, t = datapath.measure_host_copy(nbytes=4 * 2**20, repeat=3)
+    assert rate > 1e8 and t.median > 0
+
+
+def test_timeline_draws_one_bar_per_step():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = gc.plotting.axes("time [ms]", "program [-]")
+    datapath.draw_timeline(ax, {"a": [("x", 1e-3), ("y", 2e-3)], "b": [("x", 0.5e-3)]})
+    assert len(ax.patches) == 3
+    widths = sorted(p.get_width() for p in ax.patches)
+    assert widths == pytest.approx([0.5, 1.0, 2.0])
+
+
+def test_gpu_only_measurements_refuse_on_cpu():
+    if gc.gpu_available():
+        pytest.skip("GPU present")
+    with pytest.raises(RuntimeError, match="GPU backend"):
+        datapath.measure_h2d(1024, pinned=True)
+
+
+@pytest.mark.gpu
+def test_pinned_beats_pageable_on_a_gpu():
+    pageable, _ = datapath.measure_h2d(64 * 2**20, pinned=False)
+    pinned, _ = datapath.measure_h2d(64 * 2**20, pinned=True)
+    d2h, _ = datapath.measure_d2h(64 * 2**20, pinned=True)
+    assert pinned > pageable and d2h > 1e9
+    assert pinned < 2 * datapath.BANDWIDTHS["PCIe 5.0 x16"][0]  # no faster than the link allows
+
+
+@pytest.mark.gpu
+def test_pinned_buffer_is_numpy_and_writable():
+    buf = datapath.pinned_empty(4096)
+    buf[:] = 7
+    assert isinstance(buf, np.ndarray) and buf.sum() == 7 * 4096

@@ -1,0 +1,148 @@
+"""Lab 3's checkers: other correct answers pass, subtle wrong ones fail, and grading is deterministic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.checks import CheckFailure
+from grader.labs import lab03_datapath as lab
+
+
+def chunked_ok(x, mem, fn, copies):
+    out = np.empty_like(x)
+    chunk = mem.budget // (copies * x.itemsize)
+    for s in range(0, x.size, chunk):
+        d = mem.to_device(x[s:s + chunk])
+        r = fn(d)
+        out[s:s + chunk] = mem.to_host(r)
+        del d, r
+    return out
+
+
+def test_reference_answers_pass_their_own_checks():
+    for name, p in lab.problems.items():
+        fn = chunked_ok if name == "chunked_map" else p.reference
+        if name == "huber_vectorized":
+            continue  # its reference is the float64 formula; checked below with a student-style answer
+        p.check(fn)
+        p.check(fn, hidden=True)
+
+
+def test_huber_accepts_numpy_and_numba_answers_and_rejects_loops():
+    numba = pytest.importorskip("numba")
+
+    def numpy_answer(pred, target, delta):
+        r = pred - target
+        return np.where(np.abs(r) <= delta, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta))
+
+    @numba.njit
+    def _huber(pred, target, delta, out):
+        for i in range(pred.shape[0]):
+            r = pred[i] - target[i]
+            out[i] = 0.5 * r * r if abs(r) <= delta else delta * (abs(r) - 0.5 * delta)
+
+    def numba_answer(pred, target, delta):
+        out = np.empty(pred.shape, np.result_type(pred, target))
+        _huber(pred, target, delta, out)
+        return out
+
+    for answer in (numpy_answer, numba_answer):
+        lab.HUBER.check(answer, hidden=True)
+    with pytest.raises(CheckFailure, match="loops over elements"):
+        lab.HUBER.check(lab.huber_loop)
+    vec = np.vectorize(lambda p, t, d: 0.5 * (p - t) ** 2 if abs(p - t) <= d else d * (abs(p - t) - 0.5 * d))
+    with pytest.raises(CheckFailure, match="loops over elements"):
+        lab.HUBER.check(vec)
+
+
+def test_chunked_map_rejects_too_small_chunks_missing_frees_and_device_results():
+    def tiny_chunks(x, mem, fn, copies):
+        out = np.empty_like(x)
+        for s in range(0, x.size, 100):
+            d = mem.to_device(x[s:s + 100])
+            r = fn(d)
+            out[s:s + 100] = mem.to_host(r)
+            del d, r
+        return out
+
+    with pytest.raises(CheckFailure, match="number of chunks"):
+        lab.CHUNKED.check(tiny_chunks)
+
+    def host_only(x, mem, fn, copies):
+        return fn(x)  # never touches the device
+
+    with pytest.raises(CheckFailure, match="exactly once"):
+        lab.CHUNKED.check(host_only)
+
+    def whole(x, mem, fn, copies):
+        return mem.to_host(fn(mem.to_device(x)))
+
+    with pytest.raises(CheckFailure, match="OutOfMemoryError"):
+        lab.CHUNKED.check(whole)
+
+
+def test_chunked_map_visible_cases_are_fresh_on_every_run():
+    lab.CHUNKED.check(chunked_ok)
+    lab.CHUNKED.check(chunked_ok)  # a second run must not see the first run's counters
+
+
+def test_chunked_map_hidden_cases_need_several_chunks_and_remainders():
+    for case in lab.CHUNKED.hidden_cases():
+        x, mem, fn, copies = case.args
+        chunk = mem.budget // (copies * x.itemsize)
+        assert chunk >= 1
+    assert any(lab.min_chunks(c.args[0].size, c.args[0].itemsize, c.args[1].budget, c.args[3]) > 1
+               for c in lab.CHUNKED.hidden_cases())
+
+
+def test_break_even_closed_form_and_loop_answers_agree():
+    def by_search(fpe, ipe, ope, cpu, gpu, link):
+        n, hi = 1, 1
+        if lab.offload_decision(1e30 * fpe, 1e30 * ipe, 1e30 * ope, cpu, gpu, link)[2] != "gpu":
+            return None
+        while lab.offload_decision(hi * fpe, hi * ipe, hi * ope, cpu, gpu, link)[2] != "gpu":
+            hi *= 2
+        lo = hi // 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if lab.offload_decision(mid * fpe, mid * ipe, mid * ope, cpu, gpu, link)[2] == "gpu":
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    lab.BREAK_EVEN.check(by_search, hidden=True)
+    kinds = [lab.break_even_elements(*c.args) for c in lab.BREAK_EVEN.hidden_cases()]
+    assert None in kinds and any(k is not None for k in kinds)  # both outcomes are graded
+
+
+def test_fit_transfer_accepts_lstsq_and_rejects_two_point_estimates():
+    def lstsq(sizes, seconds):
+        (slope, intercept), *_ = np.linalg.lstsq(np.c_[sizes, np.ones_like(sizes)], seconds, rcond=None)
+        return intercept, 1 / slope
+
+    lab.FIT.check(lstsq, hidden=True)
+
+    def two_points(sizes, seconds):
+        slope = (seconds[-1] - seconds[0]) / (sizes[-1] - sizes[0])
+        return seconds[0] - slope * sizes[0], 1 / slope
+
+    with pytest.raises(CheckFailure):
+        lab.FIT.check(two_points, hidden=True)
+
+
+def test_warp_execution_partial_warps_matter():
+    def padded(cond, cost_if, cost_else):  # treats the missing lanes of the last warp as else-lanes
+        cond = np.asarray(cond, bool)
+        cond = np.concatenate([cond, np.zeros(-len(cond) % 32, bool)])
+        return lab.warp_execution(cond, cost_if, cost_else)
+
+    with pytest.raises(CheckFailure):
+        lab.WARP_EXEC.check(padded, hidden=True)
+
+
+def test_hidden_cases_are_deterministic():
+    for p in lab.problems.values():
+        a, b = p.hidden_cases(), p.hidden_cases()
+        assert [c.call_text(p.name) for c in a] == [c.call_text(p.name) for c in b]

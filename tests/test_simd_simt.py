@@ -1,0 +1,64 @@
+"""CPU vector-width detection, assembly inspection, and the warp active-mask model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucourse import simd_simt
+
+ASM = """
+\tvmovups\t(%rdi), %zmm0
+\tvfmadd213ps\t(%rsi), %zmm1, %zmm0
+\tvaddps\t%ymm2, %ymm3, %ymm4
+\tvaddss\t%xmm0, %xmm1, %xmm1
+\tvmulsd\t%xmm2, %xmm2, %xmm2
+\tvcmpltps\t%zmm1, %zmm2, %k1
+"""
+
+
+def test_isa_from_flags():
+    assert simd_simt.cpu_vector_isa({"sse2", "avx", "avx2", "avx512f"}) == ("AVX-512", 512)
+    assert simd_simt.cpu_vector_isa({"sse2", "avx2"}) == ("AVX2", 256)
+    assert simd_simt.cpu_vector_isa({"asimd"}) == ("NEON", 128)
+    assert simd_simt.cpu_vector_isa(set()) == ("unknown", 0)
+    assert simd_simt.lanes(512) == 16 and simd_simt.lanes(256, "float64") == 4
+
+
+def test_vector_instructions_counts_arithmetic_only_by_register():
+    ops = simd_simt.vector_instructions(ASM)
+    assert ops == {("vfmadd213ps", "zmm"): 1, ("vaddps", "ymm"): 1, ("vaddss", "xmm"): 1, ("vmulsd", "xmm"): 1}
+    assert simd_simt.widest_packed(ASM) == 512
+    assert simd_simt.widest_packed("\tvaddss\t%xmm0, %xmm1, %xmm1\n") == 0
+
+
+def test_numba_vectorizes_an_independent_loop_on_this_cpu():
+    if not simd_simt.is_x86():
+        pytest.skip("the assembly reader parses x86 only")
+    numba = pytest.importorskip("numba")
+    _, bits = simd_simt.cpu_vector_isa()
+    if bits == 0:
+        pytest.skip("not an x86/ARM CPU with known flags")
+
+    @numba.njit(fastmath=True)
+    def scale(x, out):
+        for i in range(x.shape[0]):
+            out[i] = 3.0 * x[i]
+
+    x = np.ones(256, np.float32)
+    scale(x, np.empty_like(x))
+    asm = next(iter(scale.inspect_asm().values()))
+    assert 128 <= simd_simt.widest_packed(asm) <= max(bits, 128)
+
+
+def test_warp_masks_divergent_uniform_and_partial():
+    lanes = np.arange(32)
+    m = simd_simt.warp_masks(lanes % 2 == 0, 3, 5)
+    assert m.shape == (8, 32) and m[:3].sum(axis=1).tolist() == [16] * 3 and not (m[:3] & m[3:4]).any()
+    assert m.mean() == pytest.approx((16 * 3 + 16 * 5) / (32 * 8))
+    assert simd_simt.warp_masks(lanes >= 0, 3, 5).shape == (3, 32)  # uniform: only the taken path
+    assert simd_simt.warp_masks(lanes < 0, 3, 5).shape == (5, 32)
+    part = simd_simt.warp_masks(np.ones(20, bool), 4, 4)
+    assert part.shape == (4, 32) and part.sum() == 80 and not part[:, 20:].any()
+    with pytest.raises(ValueError):
+        simd_simt.warp_masks(np.ones(33, bool), 1, 1)
