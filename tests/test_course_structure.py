@@ -54,6 +54,8 @@ def test_course_notebook_follows_the_template(nb):
     assert any("gc.setup()" in s for s in code[:2]), "the backend banner is printed at the top (gc.setup())"
     assert not any(re.search(r"^\s*(import|from)\s+(cupy|numba\.cuda)\b", s, re.M) for s in code), \
         "notebooks reach CuPy and numba-cuda through gpucourse's backend, never directly"
+    assert not any(re.search(r"^\s*(import|from)\s+grader\b", s, re.M) for s in code), \
+        "course notebooks import the helper package only; grader is the labs' side"
     assert not any("wget" in s or "urllib.request" in s for s in code), "nothing downloads at run time"
     assert not any(re.search(r"time\.(perf_counter|time)\(", s) for s in code), \
         "every timing goes through gc.measure"
@@ -100,3 +102,13 @@ def test_every_lab_has_a_course_notebook():
     sections = {section(p) for p in COURSE}
     for lab in LABS:
         assert int(lab[3:5]) in sections, f"{lab} has no course notebook"
+
+
+def test_imports_run_one_way():
+    """gpucourse never imports grader or tests; only backend.py touches CuPy and device discovery."""
+    for path in sorted((ROOT / "gpucourse").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(import|from)\s+(grader|tests)\b", text, re.M), f"{path.name} imports grader/tests"
+        if path.name != "backend.py":
+            assert not re.search(r"^\s*(import|from)\s+cupy\b", text, re.M), \
+                f"{path.name} imports CuPy at module level: ask gpucourse.backend for it"
