@@ -24,9 +24,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get(url: str) -> tuple[int, str]:
+def get(url: str, timeout: float = 10) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
             return r.status, r.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode("utf-8", "replace")
@@ -84,7 +84,7 @@ def test_nbgrader_extension_is_enabled(server):
 @pytest.mark.slow
 def test_formgrader_uses_the_course_config(server):
     base, token = server
-    status, body = get(f"{base}/formgrader/api/assignments?token={token}")
+    status, body = get(f"{base}/formgrader/api/assignments?token={token}", timeout=120)  # first call creates the gradebook
     assert status == 200, body[:500]
     data = json.loads(body)  # a list of assignments (source folders of solutions/ and their release state)
     names = {a["name"] for a in data}
