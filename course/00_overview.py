@@ -17,6 +17,8 @@
 # %% [markdown]
 # # 0 — What happens when you call `c = jnp.dot(a, b)`? (그래서 JAX 모델로부터 GPU 연산 과정은?)
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/00_overview.ipynb)
+#
 # One line of Python, ten steps between it and the hardware. This notebook walks the seed's ten steps live,
 # each in one short cell — on this machine where it can, with the published figure where only a GPU can — and
 # points to the section that goes deeper.
@@ -38,6 +40,20 @@
 # | 8 tensor cores | HMMA instructions; TPUs: systolic arrays | §6, §7 |
 # | 9 write-back | results stay in device memory (HBM) | §3, §4 |
 # | 10 copy home | device → host, only when asked | §3 |
+
+# %%
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %%
 import jax

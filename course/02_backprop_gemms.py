@@ -17,6 +17,8 @@
 # %% [markdown]
 # # 2 — Backpropagation (역전파) is GEMMs too
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/02_backprop_gemms.ipynb)
+#
 # Training runs the network forward, then backward to get the gradient (기울기) of the loss with respect to
 # every parameter. This section shows — in the compiler's own output, not in a diagram — that the backward pass
 # is made of the same matrix multiplies as the forward pass, twice over, and that what it needs from the forward
@@ -31,6 +33,20 @@
 # - why a GPU runs out of memory (OOM) at a certain batch size, with an estimate XLA confirms.
 #
 # The lab for this section is `labs/lab02_backprop/`.
+
+# %%
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %%
 import re

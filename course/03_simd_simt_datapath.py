@@ -17,6 +17,8 @@
 # %% [markdown]
 # # 3 — CPU SIMD vs GPU SIMT vs NPU, and how data reaches the GPU
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/03_simd_simt_datapath.ipynb)
+#
 # A CPU, a GPU and an NPU all apply one instruction to many numbers at once — they differ in *how many*, in
 # who decides what runs next, and in how far the data has to travel. This section measures the first on your
 # CPU, models the second, and runs seed 002's program — disk → CPU memory → GPU memory and back — step by step.
@@ -33,6 +35,20 @@
 # - what out-of-memory (OOM) looks like, chunked streaming that works, and KV-cache offload as the exception.
 #
 # The lab for this section is `labs/lab03_datapath/`.
+
+# %%
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %%
 import os

@@ -17,6 +17,8 @@
 # %% [markdown]
 # # 4 — The command queue (명령 큐), launch overhead and streams
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/04_queues_streams.ipynb)
+#
 # The CPU does not *run* GPU work: it writes commands into a queue and moves on. This section measures what
 # that means — on this machine, whatever it is — and models what only a GPU can show.
 #
@@ -30,6 +32,20 @@
 #   timeline — and copy/compute overlap with pinned memory and chunks.
 #
 # The lab for this section is `labs/lab04_streams/`.
+
+# %%
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %%
 

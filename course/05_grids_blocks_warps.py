@@ -17,6 +17,8 @@
 # %% [markdown]
 # # 5 — Grids, blocks, warps and the SM
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/05_grids_blocks_warps.ipynb)
+#
 # A kernel launch starts thousands of threads. This section follows them down the hierarchy the seeds describe
 # — the kernel's view (커널 관점): grid → block → warp → thread — onto the hardware that runs them, the
 # streaming multiprocessor (SM), and measures what the hierarchy costs when it is used badly.
@@ -32,6 +34,20 @@
 # CUDA simulator otherwise. The course's instrumented SIMT executor (`gpucourse.simt`) runs the *same* Python
 # kernel and reports per thread and per warp what it did — on both backends alike. The lab is
 # `labs/lab05_kernels/`.
+
+# %%
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %%
 import math

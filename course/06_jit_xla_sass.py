@@ -17,6 +17,8 @@
 # %% [markdown]
 # # 6 — JIT and XLA fusion, down to the machine code (커널 융합과 JIT)
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/06_jit_xla_sass.ipynb)
+#
 # `jax.jit` turns Python into a compiled program. This section follows one function all the way down —
 # jaxpr, StableHLO, optimized HLO with its fusions, PTX, and the SASS an H100/H200 would execute — and measures
 # what kernel fusion (커널 융합) buys.
@@ -29,6 +31,20 @@
 # - to get real PTX and SASS for Hopper (sm_90) with no GPU, and to see `FFMA` vs `HMMA.16816.F32` in it.
 #
 # The lab for this section is `labs/lab06_xla_sass/`.
+
+# %%
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %%
 import jax

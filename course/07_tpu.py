@@ -17,6 +17,8 @@
 # %% [markdown]
 # # 7 — The TPU: systolic arrays, compiler-fixed schedules and pods
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/07_tpu.ipynb)
+#
 # A TPU (Tensor Processing Unit) is Google's NPU (신경망 처리 장치): a chip that gives up the GPU's generality
 # and fills most of its area with matrix units. This section takes the seed's four claims about it — the
 # systolic array, weight stationarity, execution in the order the compiler fixed, and the ICI 3D torus — and
@@ -38,6 +40,20 @@
 # %% [markdown]
 # JAX decides how many CPU devices it has when it starts, so `XLA_FLAGS` must be set **before** JAX is first
 # imported — this cell does that, then imports everything. (Restart the kernel if JAX was already imported.)
+
+# %%
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %%
 import os

@@ -21,6 +21,7 @@ Modules, by what they hold:
 - ``toolchain`` PTX/SASS for sm_90 with no GPU: numba-cuda → PTX, NVRTC → cubin, nvdisasm → SASS
 - ``systolic`` a cycle-stepped weight-stationary systolic array (the TPU's MXU), tiling and utilization
 - ``interconnect`` the ICI torus: hop counts, ring/torus all-reduce cost models and simulation
+- ``colab``    "Open in Colab": the badge and the first cell that installs the course in Colab
 - ``xla``      what XLA compiled: optimized HLO, fusions, cost analysis, buffer assignment
 """
 

@@ -51,7 +51,9 @@ def test_course_notebook_follows_the_template(nb):
         "first cell: '# N — Title'"
     assert "**You will learn**" in first["source"], "first cell lists what the student will learn"
     code = [c["source"] for c in cs if c["cell_type"] == "code"]
-    assert any("gc.setup()" in s for s in code[:2]), "the backend banner is printed at the top (gc.setup())"
+    assert code[0].startswith("# Colab set-up"), "the first code cell is the Colab install cell (gpucourse.colab)"
+    assert "colab.research.google.com" in first["source"], "the title cell carries the Open-in-Colab badge"
+    assert any("gc.setup()" in s for s in code[:3]), "the backend banner is printed at the top (gc.setup())"
     assert not any(re.search(r"^\s*(import|from)\s+(cupy|numba\.cuda)\b", s, re.M) for s in code), \
         "notebooks reach CuPy and numba-cuda through gpucourse's backend, never directly"
     assert not any(re.search(r"^\s*(import|from)\s+grader\b", s, re.M) for s in code), \
@@ -85,6 +87,17 @@ def test_lab_has_a_problem_module_and_wrong_answers(lab):
     nb_src = "\n".join(c["source"] for c in cells(next((ROOT / "solutions" / lab).glob("*.ipynb"))))
     for name in module.problems:
         assert f'problems["{name}"].check(' in nb_src, f"{lab}: problem {name} is never checked in the notebook"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_opens_in_colab(lab):
+    from gpucourse import colab
+
+    cs = cells(next((ROOT / "solutions" / lab).glob("*.ipynb")))
+    code = [c for c in cs if c["cell_type"] == "code"]
+    assert code[0]["source"] == colab.install_cell().rstrip("\n"), "first code cell: the current Colab install cell"
+    assert code[0]["metadata"]["nbgrader"]["locked"] and not code[0]["metadata"]["nbgrader"]["grade"]
+    assert f"labs/{lab}/" in cs[0]["source"] and "colab.research.google.com" in cs[0]["source"]
 
 
 @pytest.mark.parametrize("lab", LABS)

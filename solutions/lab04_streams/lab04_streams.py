@@ -17,6 +17,8 @@
 # %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # # Lab 4 — The command queue, launch overhead and streams
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab04_streams/lab04_streams.ipynb)
+#
 # Companion of `course/04_queues_streams.ipynb`. Five exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
@@ -35,6 +37,20 @@
 # Schedules are judged by the course's stream/engine model, `gc.streams.simulate` (times in µs): ops of one
 # stream run in order; ops of different streams run concurrently when the GPU has room; `waits` are events.
 # You may call `gc.streams.simulate` to try your ideas. On a GPU, exercise 5 also runs your schedule for real.
+
+# %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import numpy as np

@@ -1,0 +1,75 @@
+"""A course notebook runs top to bottom in the browser with its figures rendered (each figure's screenshot has
+coloured data on it, not just an empty frame); an instructor opens Formgrader and sees the labs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from grader import course
+
+from . import harness
+
+COURSE_NOTEBOOK = "course/01_blas_roofline.ipynb"
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+
+def coloured_fraction(png: bytes) -> float:
+    """Fraction of saturated pixels: the data (PALETTE colours); frame, grid and text are grey or black."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    return float(((rgb.max(axis=2) - rgb.min(axis=2)) > 60).mean())
+
+
+def test_course_notebook_runs_with_figures(page, lab_server):
+    harness.open_notebook(page, lab_server, COURSE_NOTEBOOK)
+    harness.run_all_and_wait(page, timeout_ms=180_000)
+    path = lab_server.checkout / COURSE_NOTEBOOK
+    before = path.stat().st_mtime_ns
+    harness.menu_command(page, "File", "docmanager:save")
+    for _ in range(100):  # bounded: 30 s
+        if path.stat().st_mtime_ns != before:
+            break
+        time.sleep(0.3)
+    else:
+        pytest.fail("File > Save did not write the notebook within 30 s")
+
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    code = [c for c in saved["cells"] if c["cell_type"] == "code"]
+    errors = [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert not errors, f"the notebook raised in the browser: {errors[0]['ename']}: {errors[0]['evalue']}"
+    assert all(c.get("execution_count") for c in code), "not every code cell ran"
+    pngs = sum("image/png" in o.get("data", {}) for c in code for o in c.get("outputs", []))
+    assert pngs >= 1, "the course notebook produced no figure"
+
+    figures = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedImage img")
+    assert figures.count() == pngs, f"{pngs} figures in the notebook, {figures.count()} rendered"
+    for i in range(figures.count()):
+        fig = figures.nth(i)
+        fig.scroll_into_view_if_needed()
+        box = fig.bounding_box()
+        assert box and box["width"] > 200 and box["height"] > 150, f"figure {i} is not displayed: {box}"
+        shot = fig.screenshot(path=str(harness.ARTIFACTS / f"course-figure-{i + 1}.png"))
+        assert harness.non_blank_fraction(shot) > 0.02, f"figure {i} is blank"
+        assert coloured_fraction(shot) > 0.002, f"figure {i} shows axes but no data"
+    harness.screenshot(page, "course-01-ran-top-to-bottom")
+
+
+def test_instructor_opens_formgrader_and_sees_the_labs(page, lab_server):
+    page.goto(lab_server.url("lab"))
+    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").first.wait_for(timeout=60_000)
+    harness.menu_command(page, "Nbgrader", "nbgrader:open-formgrader")
+    frame = page.frame_locator("iframe").first
+    for lab in course.labs():
+        frame.locator("td, a", has_text=lab).first.wait_for(timeout=60_000)
+    text = frame.locator("body").inner_text()
+    assert "Manage Assignments" in text or "Assignments" in text, text[:500]
+    assert "exchange directory" not in text.lower(), f"Formgrader warns about the exchange: {text[:500]}"
+    harness.screenshot(page, "instructor-01-formgrader-labs")

@@ -1,0 +1,111 @@
+"""A class on one machine, for real: JupyterHub (deploy/local/jupyterhub_config.py) + configurable-http-proxy +
+nbgrader's exchange on loopback, an instructor and three real Linux users. The lab is released, fetched, filled
+(one right, one wrong in exercise 1, one blank), submitted, collected, autograded and exported; the grades must
+be exactly what the answers deserve. Students cannot read each other's work or the exchange's inbound, and
+Formgrader renders under the hub. Timings go to <artifacts>/hub-timings.json."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.e2e import harness as browser
+
+from . import harness
+
+pytestmark = [pytest.mark.slow, pytest.mark.hub]
+
+
+@pytest.fixture(scope="module")
+def class_run():
+    reason = harness.missing_tools()
+    if reason:
+        pytest.skip(f"the JupyterHub test cannot run here: {reason}")
+    hub = harness.Hub(n_students=3)
+    try:
+        t0 = time.monotonic()
+        hub.setup()
+        setup_s = time.monotonic() - t0
+        start_s = hub.start()
+        spawn_s = hub.spawn_all()
+        kinds = harness.kinds_for(hub.students)
+        result = harness.workflow(hub, kinds)
+        result.seconds.update(setup=setup_s, hub_start=start_s, spawn_all=spawn_s)
+        browser.ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (browser.ARTIFACTS / "hub-timings.json").write_text(json.dumps(
+            {"students": len(hub.students), "seconds": result.seconds, "grades": result.grades,
+             "grading_command": result.grading_command}, indent=1))
+        yield hub, kinds, result
+    finally:
+        hub.stop()
+
+
+def test_grades_are_exported_and_correct(class_run):
+    hub, kinds, result = class_run
+    expected = harness.expected_scores()
+    assert expected["right"] > expected["wrong"] > expected["blank"] == 0
+    assert set(result.grades) == set(hub.students), f"grades.csv lists {sorted(result.grades)}"
+    for student, kind in kinds.items():
+        score, max_score = result.grades[student]
+        assert max_score == expected["right"], f"{student}: max score {max_score}"
+        assert score == expected[kind], f"{student} ({kind} answers) scored {score}, expected {expected[kind]}"
+
+
+def test_students_cannot_read_each_others_work_or_the_inbound(class_run):
+    hub, _, _ = class_run
+    alice, bob = hub.students[:2]
+    bobs = hub.home(bob) / harness.notebook_path()
+    assert bobs.exists(), "bob's fetched lab is missing (the test would prove nothing)"
+    own = hub.as_user(bob, f"cat {bobs} > /dev/null")
+    assert own.returncode == 0, f"bob cannot read his own lab: {own.stderr}"
+    peek = hub.as_user(alice, f"cat {bobs}")
+    assert peek.returncode != 0 and "Permission denied" in peek.stderr, "alice read bob's notebook"
+    inbound = hub.exchange / harness.COURSE_ID / "inbound"
+    assert any(inbound.iterdir()), "nothing was submitted to the inbound"
+    listing = hub.as_user(alice, f"ls {inbound}")
+    assert listing.returncode != 0 and "Permission denied" in listing.stderr, f"alice listed the inbound: {listing.stdout}"
+    # and through the hub: alice's own token does not open bob's server
+    token = hub.user_token(alice)
+    status, _ = hub.api("GET", f"/user/{bob}/api/contents/{harness.notebook_path()}", token=token)
+    assert status in (403, 404), f"alice's token read bob's notebook through the hub (HTTP {status})"
+    status, _ = hub.api("GET", f"/user/{alice}/api/contents", token=token)
+    assert status == 200, f"alice's token cannot open her own server (HTTP {status}): the check above proves nothing"
+
+
+def test_formgrader_is_for_the_instructor_only(class_run):
+    hub, _, _ = class_run
+    status, body = hub.api("GET", f"/user/{hub.instructor}/formgrader/api/assignments")
+    assert status == 200, body
+    lab = {a["name"]: a for a in body}[harness.LAB]
+    assert lab["num_submissions"] == len(hub.students), lab
+    status, _ = hub.api("GET", f"/user/{hub.students[0]}/formgrader/api/assignments")
+    assert status == 404, f"a student's server serves Formgrader (HTTP {status})"
+
+
+def test_formgrader_renders_under_the_hub(class_run):
+    """In Chromium: log in as the instructor, open Formgrader from the Nbgrader menu; the iframe lists the lab
+    (without `frame-ancestors 'self'` it would say 'refused to connect')."""
+    hub, _, _ = class_run
+    reason = browser.missing_tools()
+    if reason:
+        pytest.skip(f"needs Chromium and Playwright: {reason}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_ARGS, timeout=60_000)
+        try:
+            page = chromium.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{hub.base}/hub/login")
+            page.fill("input[name=username]", hub.instructor)
+            page.fill("input[name=password]", hub.token)
+            page.click("input[type=submit], button[type=submit]")
+            page.wait_for_url(f"**/user/{hub.instructor}/lab**", timeout=90_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").first.wait_for(timeout=90_000)
+            browser.menu_command(page, "Nbgrader", "nbgrader:open-formgrader")
+            frame = page.frame_locator("iframe").first
+            frame.locator("td, a", has_text=harness.LAB).first.wait_for(timeout=60_000)
+            browser.screenshot(page, "hub-01-formgrader-under-jupyterhub")
+        finally:
+            chromium.close()
