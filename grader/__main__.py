@@ -5,6 +5,15 @@
     python -m grader check       # fail if pairs are out of step or labs/ is stale (CI does this too)
     python -m grader nbgrader ARGS...   # any nbgrader command with the course's config, e.g.
                                         #   python -m grader nbgrader autograde lab01_blas_roofline
+
+The instructor's grading workflow (see grader/grade.py; student code runs in grader/sandbox.py):
+
+    python -m grader release [LAB ...]            # regenerate labs/ from solutions/: what students download
+    python -m grader grade LAB SOURCE [--jobs N]  # import SOURCE (folder or .zip), autograde, feedback, CSV, report
+    python -m grader import LAB SOURCE            # only import (one notebook or folder per student)
+    python -m grader autograde LAB [--student S]  # only autograde what is imported (unchanged ones are kept)
+    python -m grader export LAB [--csv FILE]      # write grading/LAB_grades.csv again
+    python -m grader report LAB                   # print the per-student report (what failed and why)
 """
 
 from __future__ import annotations
@@ -29,7 +38,33 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("check", help="check pairs and labs/ (exit 1 when stale)")
     nbg = sub.add_parser("nbgrader", help="run nbgrader with the course config")
     nbg.add_argument("args", nargs=argparse.REMAINDER)
+    rel = sub.add_parser("release", help="regenerate the student versions of labs (labs/)")
+    rel.add_argument("labs", nargs="*")
+    for name, text in (("grade", "import, autograde, feedback, CSV and report in one go"),
+                       ("import", "import submissions from a folder or a zip export"),
+                       ("autograde", "autograde imported submissions in the sandbox"),
+                       ("export", "write the grades CSV"), ("report", "print the per-student report")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("lab")
+        if name in ("grade", "import"):
+            p.add_argument("source", type=Path, help="a folder or a .zip: one notebook (or folder) per student")
+        p.add_argument("--dir", type=Path, default=None, help="grading folder (default: grading/ in the course root)")
+        if name in ("grade", "autograde"):
+            p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
+            p.add_argument("--student", action="append", help="only these students (repeatable)")
+            p.add_argument("--force", action="store_true", help="regrade even unchanged submissions")
+            p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
+            p.add_argument("--wall-timeout", type=float, default=300, help="seconds per submission and process")
+            p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit of student code")
+            p.add_argument("--cpu-seconds", type=int, default=120, help="CPU-time limit of student code")
+            p.add_argument("--processes", type=int, default=2048,
+                           help="processes + threads of student code (numba's CUDA simulator needs one per GPU thread)")
+        if name == "export":
+            p.add_argument("--csv", type=Path, default=None)
     args = parser.parse_args(argv)
+
+    if args.cmd in ("release", "grade", "import", "autograde", "export", "report"):
+        return _grading(args)
 
     if args.cmd == "sync":
         paths = [course.ROOT / p if not os.path.isabs(p) else Path(p) for p in args.paths]
@@ -47,6 +82,39 @@ def main(argv: list[str] | None = None) -> int:
     env = course.nbgrader_env()
     os.chdir(course.ROOT)
     os.execvpe(sys.executable, [sys.executable, "-m", "nbgrader", *args.args], env)
+    return 0
+
+
+def _grading(args: argparse.Namespace) -> int:
+    from . import grade
+    from .sandbox import Limits
+
+    if args.cmd == "release":
+        dest = course.generate(only=args.labs or None)
+        print(f"released {', '.join(args.labs or course.labs())} into {dest}")
+        return 0
+    lab = grade.Lab.find(args.lab)
+    grade.prepare_process(lab)
+    ws = grade.Workspace(args.dir)
+    if args.cmd in ("grade", "import"):
+        records = grade.import_submissions(lab, args.source, ws)
+        print(f"imported {len(records)} submission(s) of {lab.name} into {ws.root / 'submitted'}")
+        for r in records:
+            for issue in r["import_issues"]:
+                print(f"  {r['student']}: {issue}")
+        if args.cmd == "import":
+            return 0
+    if args.cmd in ("grade", "autograde"):
+        settings = grade.Settings(jobs=max(1, args.jobs), cell_timeout=args.cell_timeout, force=args.force,
+                                  limits=Limits(cpu_s=args.cpu_seconds, memory_bytes=args.memory_mb << 20,
+                                                wall_s=args.wall_timeout, processes=args.processes))
+        results = grade.autograde(lab, ws, settings, students=[grade.student_id(s) for s in args.student or []] or None)
+        print(f"autograded {len(results)} submission(s) with {settings.jobs} job(s); "
+              f"feedback in {ws.root / 'feedback'}")
+    if args.cmd in ("grade", "autograde", "export"):
+        print(f"grades: {grade.export_csv(lab, ws, getattr(args, 'csv', None))}")
+    if args.cmd in ("grade", "autograde", "report"):
+        print(grade.report(lab, ws))
     return 0
 
 

@@ -1,0 +1,196 @@
+"""The sandbox student code runs in while it is graded (Linux, no Docker).
+
+:class:`Sandbox` turns a command into one that runs
+
+- in **bubblewrap** (``bwrap``, Debian package ``bubblewrap``) with its own network namespace (no network, not
+  even the host's loopback), pid, IPC and UTS namespaces, and a *new* root file system that holds only what
+  Python needs, read-only: ``/usr``, ``/etc``, the Python installation, the virtual environment and the course's
+  two packages ``gpucourse/`` and ``grader/``. ``solutions/``, the gradebook, the grading folder, other students'
+  submissions, ``/root`` and ``/home`` do not exist inside. The only writable places are the job's scratch
+  folders (bound at their real paths; ``/tmp`` and ``$HOME`` point into scratch);
+- as an **unprivileged user** (one uid per parallel slot, 64000 + slot, when the grader runs as root), with no
+  capabilities and ``no_new_privs``, so ``RLIMIT_NPROC`` caps that user's processes;
+- under **resource limits** (``prlimit``): CPU seconds, address space (memory), processes, file size (what it
+  can write per file, and so output files), open files, no core dumps; the caller adds a wall-clock timeout.
+
+Without ``bwrap`` it falls back to ``unshare --net --pid --ipc --uts --fork`` + ``prlimit`` (network and pid
+isolation and limits, but **no file-system isolation**, and no per-slot user when that user could not reach the
+Python installation) and says so loudly on stderr of the grading command.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository (course) root
+UID_BASE = 64000  # sandbox users: 64000 + slot (never a real account on a course server)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process limits inside the sandbox (units in the names)."""
+
+    cpu_s: int = 120            # CPU seconds (RLIMIT_CPU): a busy loop dies even if it ignores signals
+    memory_bytes: int = 3 << 30  # address space (RLIMIT_AS): NumPy/JAX raise MemoryError past it
+    # RLIMIT_NPROC for the sandbox user: stops fork bombs. Threads count too, and numba's CUDA simulator (the
+    # kernel labs on CPU) runs one thread per simulated GPU thread: a 1024-thread block needs > 1024
+    processes: int = 2048
+    file_bytes: int = 64 << 20  # largest file it may write (RLIMIT_FSIZE)
+    open_files: int = 256       # RLIMIT_NOFILE
+    wall_s: float = 300.0       # whole-job wall-clock limit, enforced by the caller (subprocess timeout)
+
+
+def _python_dirs() -> list[Path]:
+    """Folders the interpreter needs: the base installation behind the venv, the venv itself."""
+    dirs = {Path(sys.base_prefix).resolve(), Path(sys.prefix)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            dirs.add(Path(p).resolve())
+    # the venv's python is a symlink chain into the base installation
+    dirs.add(Path(sys.executable).resolve().parent.parent)
+    out: list[Path] = []
+    for d in sorted(dirs, key=lambda p: len(p.parts)):
+        if not any(d == o or o in d.parents for o in out) and str(d) not in ("/", "/usr"):
+            out.append(d)
+    return out
+
+
+def python_reachable_by_others() -> bool:
+    """Whether a user other than the owner can run this Python and read the venv (every parent folder o+x)."""
+    for target in {Path(sys.executable).resolve(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}:
+        for d in [*reversed(target.parents)]:
+            if not d.stat().st_mode & 0o001:
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_path() -> str | None:
+    """bwrap's path when it is installed *and works here* (it needs root or unprivileged user namespaces, which
+    some distributions restrict), else None: the caller then falls back to unshare and says so."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None
+    try:
+        ok = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--die-with-parent",
+                             "/bin/true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return path if ok else None
+
+
+@dataclass
+class Sandbox:
+    """How to run a command for one grading slot. ``writable`` folders are the job's scratch space."""
+
+    limits: Limits = field(default_factory=Limits)
+    slot: int = 0
+    readonly: tuple[Path, ...] = ()   # extra read-only binds (e.g. a job's input files)
+    use_bwrap: bool | None = None     # None: bwrap when installed
+
+    @property
+    def uid(self) -> int | None:
+        """Unprivileged user for this slot when the grader runs as root, else None (keep the caller's uid).
+        Without bwrap the sandbox user sees the real file system: if it cannot reach the interpreter (e.g. a
+        Python under /root, mode 0700) the fallback keeps the caller's uid and :func:`warn_if_weak` says so."""
+        if os.geteuid() != 0:
+            return None
+        if not self._bwrap() and not python_reachable_by_others():
+            return None
+        return UID_BASE + self.slot
+
+    @property
+    def kind(self) -> str:
+        return "bwrap" if self._bwrap() else "unshare"
+
+    def _bwrap(self) -> bool:
+        return bool(bwrap_path()) if self.use_bwrap is None else self.use_bwrap
+
+    def prepare(self, *writable: Path) -> None:
+        """Create scratch folders and hand them to the sandbox user."""
+        for d in writable:
+            d.mkdir(parents=True, exist_ok=True)
+            if self.uid is not None:
+                for p in [d, *d.rglob("*")]:
+                    os.chown(p, self.uid, self.uid, follow_symlinks=False)
+
+    def env(self, home: Path, extra: dict[str, str] | None = None) -> list[str]:
+        """A clean environment (nothing of the grader's environment leaks in), as ``env -i`` arguments."""
+        venv_bin = str(Path(sys.executable).parent)
+        values = {
+            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home), "TMPDIR": str(home), "MPLCONFIGDIR": str(home / ".mpl"),
+            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JAX_PLATFORMS": "cpu", "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
+            **(extra or {}),
+        }
+        return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in values.items())]
+
+    def limit_args(self) -> list[str]:
+        lim = self.limits
+        return ["/usr/bin/prlimit", f"--cpu={lim.cpu_s}", f"--as={lim.memory_bytes}", f"--nproc={lim.processes}",
+                f"--fsize={lim.file_bytes}", f"--nofile={lim.open_files}", "--core=0", "--"]
+
+    def user_args(self) -> list[str]:
+        if self.uid is None:
+            return []
+        return ["/usr/bin/setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+    def wrap(self, argv: list[str], writable: list[Path], cwd: Path, home: Path | None = None,
+             env: dict[str, str] | None = None) -> list[str]:
+        """``argv`` as run inside the sandbox: namespaces, file system, user, limits, clean environment."""
+        home = home or writable[0]
+        inner = [*self.user_args(), *self.limit_args(), *self.env(home, env), *argv]
+        if not self._bwrap():
+            return ["/usr/bin/unshare", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child", *inner]
+        binds: list[tuple[str, Path, Path]] = [("--ro-bind", Path("/usr"), Path("/usr")),
+                                               ("--ro-bind", Path("/etc"), Path("/etc"))]
+        binds += [("--ro-bind", d, d) for d in _python_dirs()]
+        binds += [("--ro-bind", ROOT / pkg, ROOT / pkg) for pkg in ("gpucourse", "grader")]
+        binds += [("--ro-bind", p, p) for p in self.readonly]
+        binds += [("--bind", w, w) for w in writable]
+        args = [bwrap_path() or "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+        for link, target in (("/lib", "usr/lib"), ("/lib64", "usr/lib64"), ("/bin", "usr/bin"), ("/sbin", "usr/sbin")):
+            if Path(link).is_symlink():
+                args += ["--symlink", target, link]
+            elif Path(link).is_dir():
+                binds.append(("--ro-bind", Path(link), Path(link)))
+        # parents of bind targets as world-readable directories (bwrap would create them 0700)
+        dests = {d for _, _, d in binds}
+        parents = {p for d in dests for p in d.parents if str(p) != "/"}
+        for parent in sorted(parents, key=lambda p: len(p.parts)):
+            if not any(parent == d or d in parent.parents for d in dests):
+                args += ["--perms", "0755", "--dir", str(parent)]
+        for kind, src, dest in sorted(binds, key=lambda b: len(b[2].parts)):
+            args += [kind, str(src), str(dest)]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
+        if not any(Path("/tmp") in w.parents or w == Path("/tmp") for w in [*writable, *self.readonly]):
+            args += ["--bind", str(home), "/tmp"]  # else /tmp is simply absent: TMPDIR points into scratch
+        args += ["--chdir", str(cwd), "--"]
+        return args + inner
+
+
+def warn_if_weak(stream=None) -> str | None:
+    """A loud message when the file-system sandbox is missing (no bwrap), else None."""
+    if bwrap_path():
+        return None
+    msg = ("!" * 100 + "\nWARNING: bubblewrap (bwrap) is not installed or does not work here (no user "
+           "namespaces?): student code runs with NO FILE-SYSTEM "
+           "ISOLATION\n(it can read solutions/, the gradebook and other submissions). Network, pid namespace and "
+           "resource limits\nstill apply (unshare + prlimit)"
+           + ("" if python_reachable_by_others() or os.geteuid() != 0 else
+              "; student code runs as root, so the process limit (fork bombs) does NOT apply")
+           + ". Install it: apt-get install -y bubblewrap\n" + "!" * 100)
+    print(msg, file=stream or sys.stderr)
+    return msg

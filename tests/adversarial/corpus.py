@@ -1,0 +1,177 @@
+"""The adversarial corpus for lab 1: one submission per attack and per kind of bad input, each with the outcome
+the grading command must produce. ``build(released, solutions)`` returns the files of a class export (paths
+inside the export -> bytes); ``EXPECT`` maps each student id to the score range and report lines expected.
+
+Every attack is paired with answers that would *not* earn the points honestly, so a defence that fails shows up
+as points that should not be there. Full marks for lab 1: 24 (8 functions x (1 visible + 2 hidden)).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+FULL = 24.0
+
+ATTACK_PATCH_CHECKS = '''
+import grader.labs.lab01_blas_roofline as L
+L.expect_int = lambda *a, **k: None          # every (flops, bytes) comparison now passes
+def axpy_cost(n, dtype):
+    return 1, 1                               # wrong
+'''
+
+ATTACK_PATCH_NUMPY = '''
+np.abs = lambda x: x * 0                      # expect_array_close measures the error with np.abs
+def blocked_matmul(A, B, tile):
+    return A[:, :1] @ B[:1, :] * 0            # wrong (and of the right shape)
+'''
+
+ATTACK_INPUT_TRANSFORMER = '''
+ip = get_ipython()
+ip.input_transformers_post.append(lambda lines: [l for l in lines if ".check(" not in l])  # test cells do nothing
+def axpy_cost(n, dtype):
+    return None
+'''
+
+ATTACK_EXIT = '''
+import os
+os._exit(0)                                   # the kernel dies here: exercises 4-7 are never tested
+'''
+
+ATTACK_IGNORE_INTERRUPT = '''
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)   # the cell-timeout interrupt does nothing
+while True:                                    # and every exception (the check's alarm, too) is swallowed
+    try:
+        time.sleep(0.2)
+    except BaseException:
+        pass
+'''
+
+ATTACK_OUTPUT_FLOOD = '''
+for _ in range(400_000):                      # ~40 MB of output
+    print("x" * 100)
+'''
+
+ATTACK_LOOP = '''
+while True:                                   # never finishes: the cell times out
+    pass
+'''
+
+ATTACK_MEMORY = '''
+hog = bytearray(8 * 2**30)                    # 8 GiB: above the sandbox's memory limit
+'''
+
+ATTACK_READ = '''
+text = open("{root}/solutions/lab01_blas_roofline/lab01_blas_roofline.py").read()   # the instructor's answers
+exec(text[text.index("def axpy_cost"):text.index("# %%", text.index("def axpy_cost"))])
+'''
+
+
+def _nb(released: dict, answers: dict[str, str]) -> dict:
+    nb = copy.deepcopy(released)
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+    return nb
+
+
+def _bytes(nb: dict) -> bytes:
+    return json.dumps(nb, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def _messy(released: dict, full: dict[str, str], huge: bool) -> dict:
+    """Duplicated answer cell, edited locked cell, deleted test cell (and, if ``huge``, 1 MB of output per cell)."""
+    messy = _nb(released, full)
+    cells = messy["cells"]
+    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
+    cells.insert(ids.index("ex1_axpy_cost") + 1, copy.deepcopy(cells[ids.index("ex1_axpy_cost")]))  # duplicated
+    cells[ids.index("setup")]["source"] += "\nimport os  # edited locked cell"
+    del cells[ids.index("ex2_gemm_cost_visible") + 1]  # a deleted test cell (+1: the duplicate shifted it)
+    if huge:
+        for cell in cells:
+            if cell["cell_type"] == "code":
+                cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x" * 1_000_000}]
+    return messy
+
+
+def _not_utf8(nb: dict) -> bytes:
+    nb["cells"][0]["source"] = "Résumé: café — naïve"
+    return json.dumps(nb, ensure_ascii=False).encode("cp1252", errors="replace")
+
+
+def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> dict[str, bytes]:
+    """The class export. ``grouped=False``: one submission per attack and per bad input (EXPECT).
+    ``grouped=True`` (CI, half the grading time): attacks that cannot interfere share a submission
+    (EXPECT_GROUPED); the attacks whose effect reaches past their own cell keep their own."""
+    from grader.course import ROOT
+
+    attack_read = ATTACK_READ.replace("{root}", str(ROOT))  # wherever the course is checked out
+    full = dict(solutions)
+    files: dict[str, bytes] = {}
+    files["solution.ipynb"] = _bytes(_nb(released, full))
+    files["blank.ipynb"] = _bytes(released)
+    files["patch_checks.ipynb"] = _bytes(_nb(released, {**full, "ex1_axpy_cost": ATTACK_PATCH_CHECKS}))
+    files["patch_numpy.ipynb"] = _bytes(_nb(released, {**full, "ex6_blocked_matmul": ATTACK_PATCH_NUMPY}))
+    files["input_transformer.ipynb"] = _bytes(_nb(released, {"ex1_axpy_cost": ATTACK_INPUT_TRANSFORMER}))
+    files["exit_kernel.ipynb"] = _bytes(_nb(released, {**full, "ex4_min_batch_compute_bound": ATTACK_EXIT}))
+    files["ignore_interrupt.ipynb"] = _bytes(_nb(released, {**full, "ex3_predict_time": ATTACK_IGNORE_INTERRUPT}))
+    files["corrupt_json.ipynb"] = _bytes(_nb(released, full))[:5000]
+    files["empty.ipynb"] = b""
+    # extra files next to a renamed notebook in nested folders (a numpy.py would shadow NumPy in the kernel)
+    kim = "김민지 (Kim)/homework/Lab 1 FINAL (2).ipynb"
+    files["김민지 (Kim)/homework/numpy.py"] = b"raise SystemExit('shadowed numpy')\n"
+    files["김민지 (Kim)/notes.txt"] = b"my notes"
+    if grouped:
+        files["resource_abuse.ipynb"] = _bytes(_nb(released, {
+            **full, "ex1_axpy_cost": attack_read, "ex3_predict_time": ATTACK_LOOP,
+            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["ex5_chain_bytes"]}))
+        files[kim] = _not_utf8(_messy(released, full, huge=True))
+        return files
+    files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "ex3_predict_time": ATTACK_LOOP}))
+    files["output_flood.ipynb"] = _bytes(_nb(released, {**full, "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + full["ex5_chain_bytes"]}))
+    files["memory_hog.ipynb"] = _bytes(_nb(released, {**full, "ex5_chain_bytes": ATTACK_MEMORY + full["ex5_chain_bytes"]}))
+    files["read_solutions.ipynb"] = _bytes(_nb(released, {**full, "ex1_axpy_cost": attack_read}))
+    files["not_utf8.ipynb"] = _not_utf8(_nb(released, full))
+    files[kim] = _bytes(_nb(released, full))
+    files["messy_cells.ipynb"] = _bytes(_messy(released, full, huge=False))
+    big = _nb(released, full)
+    for cell in big["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x" * 1_000_000}]
+    files["huge_outputs.ipynb"] = _bytes(big)
+    return files
+
+
+# student id -> (lowest score, highest score, substrings that must appear in the report's issues)
+EXPECT: dict[str, tuple[float, float, list[str]]] = {
+    "solution": (FULL, FULL, []),
+    "blank": (0, 0, []),
+    "patch_checks": (0, 0, ["TAMPERING", "expect_int"]),
+    "patch_numpy": (0, FULL - 6, ["TAMPERING", "numpy.abs"]),
+    "input_transformer": (0, 0, []),
+    "exit_kernel": (12, 12, ["nbgrader could not finish", "ended the process"]),
+    "ignore_interrupt": (9, 9, ["ignored the interrupt", "ignored the timeout"]),
+    "infinite_loop": (FULL - 3, FULL - 3, []),
+    "output_flood": (FULL - 3, FULL, []),
+    "memory_hog": (FULL - 3, FULL - 3, []),
+    "read_solutions": (FULL - 3, FULL - 3, []),
+    "corrupt_json": (0, 0, ["invalid JSON"]),
+    "empty": (0, 0, ["empty submission"]),
+    "not_utf8": (FULL, FULL, ["not UTF-8"]),
+    "김민지_Kim": (FULL, FULL, ["was named", "ignored extra files", "numpy.py"]),
+    "messy_cells": (FULL, FULL, ["duplicated", "was edited", "re-added"]),
+    "huge_outputs": (FULL, FULL, ["outputs: removed"]),
+}
+
+_SHARED = ("solution", "blank", "patch_checks", "patch_numpy", "input_transformer", "exit_kernel",
+           "ignore_interrupt", "corrupt_json", "empty")
+EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
+    **{k: EXPECT[k] for k in _SHARED},
+    # read solutions/ (ex1), an infinite loop (ex3), 40 MB of output then 8 GiB (ex5): each costs its exercise
+    "resource_abuse": (FULL - 9, FULL - 9, []),
+    # renamed, nested, extra files, not UTF-8, duplicated/edited/deleted cells, huge outputs: all reported
+    "김민지_Kim": (FULL, FULL, ["was named", "ignored extra files", "numpy.py", "not UTF-8", "duplicated",
+                               "was edited", "re-added", "outputs: removed"]),
+}

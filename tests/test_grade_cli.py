@@ -1,0 +1,188 @@
+"""The instructor's grading command on the adversarial corpus (tests/adversarial/corpus.py): a class export as a
+zip with odd names and nested folders, graded in parallel in the sandbox. Each attack must earn no points it did
+not earn honestly, each bad input must be reported while the rest of the class is graded, and running the
+command again must change nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+import warnings
+import zipfile
+
+import pytest
+
+from grader import __main__ as cli
+from grader import course, grade
+from grader.sandbox import bwrap_path
+from tests import grading
+from tests.adversarial import corpus
+
+LAB = "lab01_blas_roofline"
+# CI grades the grouped corpus (attacks that cannot interfere share a submission); GRADER_FULL_CORPUS=1 grades
+# one submission per attack and per bad input (about twice as long)
+FULL_CORPUS = bool(os.environ.get("GRADER_FULL_CORPUS"))
+EXPECT = dict(corpus.EXPECT if FULL_CORPUS else corpus.EXPECT_GROUPED)
+if bwrap_path() is None:  # the unshare fallback has no file-system isolation: reading solutions/ works there
+    warnings.warn("bubblewrap is missing: the corpus runs in the weaker unshare fallback")
+    EXPECT.update({k: (lo, hi + 3, []) for k, (lo, hi, _) in EXPECT.items() if k in ("read_solutions", "resource_abuse")})
+ARGS = ["--jobs", "2", "--cell-timeout", "8", "--wall-timeout", "120", "--memory-mb", "2048", "--cpu-seconds", "60"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("class")
+    lab = grade.Lab.find(LAB)
+    released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    solutions = grading.solution_cells(lab.source())
+    export = tmp / "export.zip"
+    with zipfile.ZipFile(export, "w") as zf:  # an LMS export: everything inside one wrapper folder
+        for name, data in corpus.build(released, solutions, grouped=not FULL_CORPUS).items():
+            zf.writestr(f"Lab 1 submissions/{name}", data)
+        zf.writestr("Lab 1 submissions/__MACOSX/._solution.ipynb", b"junk")
+    ws = tmp / "grading"
+    t0 = time.monotonic()
+    assert cli.main(["grade", LAB, str(export), "--dir", str(ws), *ARGS]) == 0
+    seconds = time.monotonic() - t0
+    results = {r["student"]: r for r in grade.load_results(lab, grade.Workspace(ws))}
+    return lab, ws, export, results, seconds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(EXPECT))
+def test_corpus_outcome(graded, student):
+    _, _, _, results, _ = graded
+    assert student in results, f"{student} missing from the results: {sorted(results)}"
+    r = results[student]
+    low, high, needles = EXPECT[student]
+    failed = {k: c["message"] for k, c in r["cells"].items() if c["score"] < c["points"]}
+    assert low <= r["score"] <= high, f"{student}: score {r['score']} not in [{low}, {high}]; issues {r['issues']}; failed {failed}"
+    text = "\n".join(r["issues"])
+    for needle in needles:
+        assert needle in text, f"{student}: report lacks {needle!r}: {r['issues']}"
+
+
+@pytest.mark.slow
+def test_every_student_is_in_csv_report_and_feedback(graded):
+    lab, ws, _, results, _ = graded
+    rows = list(csv.DictReader(open(ws / f"{LAB}_grades.csv", encoding="utf-8")))
+    assert sorted(r["student"] for r in rows) == sorted(results) == sorted(EXPECT)
+    report = (ws / f"{LAB}_report.txt").read_text(encoding="utf-8")
+    assert "invalid JSON" in report and "TAMPERING" in report
+    html = (ws / "feedback" / "solution" / LAB / f"{lab.notebook}.html").read_text(encoding="utf-8")
+    assert "Score: 24 / 24" in html
+    assert "hidden=True" not in html and "BEGIN HIDDEN TESTS" not in html, "feedback reveals hidden tests"
+    blank = (ws / "feedback" / "blank" / LAB / f"{lab.notebook}.html").read_text(encoding="utf-8")
+    hidden_case = lab_hidden_case()
+    assert "details are not shown" in blank and hidden_case not in blank, "feedback reveals a hidden case"
+
+
+def lab_hidden_case() -> str:
+    from grader.labs import lab01_blas_roofline as L
+
+    return L.problems["axpy_cost"].hidden_cases()[0].call_text("axpy_cost")
+
+
+@pytest.mark.slow
+def test_rerun_is_idempotent(graded, capsys):
+    lab, ws, export, results, first = graded
+    before = {p: p.read_bytes() for p in (ws / "results").rglob("*.json")}
+    t0 = time.monotonic()
+    assert cli.main(["grade", LAB, str(export), "--dir", str(ws), *ARGS]) == 0
+    assert time.monotonic() - t0 < first / 3, "unchanged submissions were graded again"
+    after = {p: p.read_bytes() for p in (ws / "results").rglob("*.json")}
+    assert after == before, "re-running changed grades or results"
+    assert sorted(p.name for p in (ws / "submitted").iterdir()) == sorted(EXPECT)
+    assert "unchanged submission(s) kept their grades" in capsys.readouterr().out
+
+
+def test_student_ids_are_safe_and_stable():
+    assert grade.student_id("김민지 (Kim)") == "김민지_Kim"
+    assert grade.student_id("../../etc/passwd") == "etc_passwd"
+    assert grade.student_id("...") .startswith("student_")
+    assert grade.student_id("a b.ipynb") == grade.student_id("a b.ipynb") == "a_b"
+
+
+def test_zip_slip_and_symlinks_are_not_followed(tmp_path):
+    export = tmp_path / "evil.zip"
+    with zipfile.ZipFile(export, "w") as zf:
+        zf.writestr("../../outside.ipynb", b"{}")
+        info = zipfile.ZipInfo("alice/link.ipynb")
+        info.external_attr = 0o120777 << 16  # a symlink
+        zf.writestr(info, "/etc/passwd")
+    lab = grade.Lab.find(LAB)
+    records = grade.import_submissions(lab, export, grade.Workspace(tmp_path / "g"))
+    assert [r["student"] for r in records] == ["outside"]
+    assert not (tmp_path / "outside.ipynb").exists()
+    assert all(p.is_relative_to(tmp_path / "g") for p in (tmp_path / "g").rglob("*"))
+
+
+def test_preflight_reports_bad_input_without_running_anything():
+    lab = grade.Lab.find(LAB)
+    released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    assert grade.preflight(b"", lab, released)[0] is None
+    nb, issues = grade.preflight(b'{"cells": [', lab, released)
+    assert nb is None and "invalid JSON" in issues[0]
+    nb, issues = grade.preflight(json.dumps({"cells": [], "nbformat": 4}).encode(), lab, released)
+    assert nb is None and "empty submission" in issues[-1]
+    nb, issues = grade.preflight(json.dumps(released).encode("utf-16"), lab, released)
+    assert nb is not None and "UTF-16" in issues[0]
+
+
+def test_oversized_notebook_is_refused_before_parsing():
+    lab = grade.Lab.find(LAB)
+    nb, issues = grade.preflight(b"{" * (grade.MAX_NOTEBOOK_BYTES + 1), lab, {"cells": []})
+    assert nb is None and "larger than" in issues[0]
+
+
+def test_single_file_per_student_is_not_reported_as_renamed(tmp_path):
+    src = tmp_path / "export"
+    (src / "nested" / "bob").mkdir(parents=True)
+    (src / "alice.ipynb").write_text("{}")
+    (src / "nested" / "bob" / "whatever.ipynb").write_text("{}")
+    lab = grade.Lab.find(LAB)
+    records = {r["student"]: r for r in grade.import_submissions(lab, src, grade.Workspace(tmp_path / "g"))}
+    assert records["alice"]["import_issues"] == []
+    assert any("was named" in i for i in records["nested"]["import_issues"])
+
+
+def test_answers_travel_as_data_and_only_course_dataclasses_come_back():
+    import dataclasses
+
+    import numpy as np
+
+    from grader.checks import CheckFailure  # a class of the course's packages, though not a dataclass
+
+    @dataclasses.dataclass(frozen=True)
+    class Foreign:  # defined in tests/: not rebuilt in the grader
+        x: int
+
+    value = {"a": (1, 2.5, "s"), 3: [np.arange(4, dtype=np.int16), {1, 2}], "none": None, "b": True}
+    back = grade.decode(json.loads(json.dumps(grade.encode(value))))
+    assert back.keys() == value.keys() and back["a"] == (1, 2.5, "s") and back[3][1] == {1, 2}
+    assert back[3][0].dtype == np.int16 and back[3][0].tolist() == [0, 1, 2, 3]
+    assert isinstance(grade.decode(grade.encode(Foreign(1))), grade.Unsupported)
+    assert isinstance(grade.decode(grade.encode(CheckFailure("x"))), grade.Unsupported)
+    assert isinstance(grade.decode({"__dc__": "os:system", "fields": {}}), grade.Unsupported)
+
+
+def test_course_dataclasses_are_rebuilt_in_the_grader():
+    import dataclasses
+    import importlib
+
+    for mod_name in ("gpucourse.streams", "gpucourse.roofline", "gpucourse.hardware"):
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError:
+            continue
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod_name:
+                inst = obj.__new__(obj)
+                for f in dataclasses.fields(obj):
+                    object.__setattr__(inst, f.name, 1.5)
+                back = grade.decode(json.loads(json.dumps(grade.encode(inst))))
+                assert type(back) is obj and all(getattr(back, f.name) == 1.5 for f in dataclasses.fields(obj))
+                return
+    pytest.skip("no dataclass in the course package to try")
