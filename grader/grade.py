@@ -811,7 +811,7 @@ def _kernel_manager_class():
             # kernel: nbgrader stops at once (DeadKernelError) and the out-of-process check grades what it can.
             _CELL_INTERRUPTS[0] += 1
             if _CELL_INTERRUPTS[0] >= 2:
-                Path(os.environ["GRADER_RUNTIME_DIR"]).parent.joinpath("interrupt-ignored").write_text(str(_CELL_INTERRUPTS[1]))
+                Path(os.environ["GRADER_JOB_DIR"]).joinpath("interrupt-ignored").write_text(str(_CELL_INTERRUPTS[1]))
                 await self._async_kill_kernel()
                 return
             await super()._async_interrupt_kernel()
@@ -902,6 +902,10 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
     sub_dir.mkdir(parents=True)
     (sub_dir / f"{lab.notebook}.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
     home, runtime = job / "home", job / "runtime"
+    if len(str(runtime)) > 60:  # AF_UNIX socket paths stop at 107 bytes: keep the kernel's IPC sockets short
+        import tempfile
+
+        runtime = Path(tempfile.mkdtemp(prefix="grader-ipc-", dir="/tmp"))
     sandbox = Sandbox(settings.limits, slot=slot)
     sandbox.prepare(home, runtime)
     cwd = job / "autograded" / student / lab.name
@@ -924,7 +928,7 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
     ))
     env = course.nbgrader_env(job)
     env.update(JUPYTER_PATH=str(job / "share"), JUPYTER_RUNTIME_DIR=str(runtime), JUPYTER_DATA_DIR=str(job / "share"),
-               IPYTHONDIR=str(job / "ipython"), GRADER_RUNTIME_DIR=str(runtime), TMPDIR=str(runtime),
+               IPYTHONDIR=str(job / "ipython"), GRADER_RUNTIME_DIR=str(runtime), GRADER_JOB_DIR=str(job), TMPDIR=str(runtime),
                GRADER_SANDBOX_UID=str(sandbox.uid or ""))
     t0 = time.monotonic()
     rc, timed_out = _run([sys.executable, "-m", "nbgrader", "autograde", lab.name, f"--student={student}",
@@ -996,6 +1000,8 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
     if nbgrader_scores is None or stop:
         result["status"] = "partly graded"
     _publish(lab, ws, student, result, autograded if autograded.exists() else None, source)
+    if runtime != job / "runtime":
+        shutil.rmtree(runtime, ignore_errors=True)
     if not os.environ.get("GRADER_KEEP_JOBS"):
         shutil.rmtree(job, ignore_errors=True)
     return result

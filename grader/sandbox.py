@@ -56,6 +56,16 @@ def _python_dirs() -> list[Path]:
             dirs.add(Path(p).resolve())
     # the venv's python is a symlink chain into the base installation
     dirs.add(Path(sys.executable).resolve().parent.parent)
+    # site-packages folders that .pth files add (a venv layered on another environment's packages); only
+    # *-packages folders: sys.path can also hold the working directory, i.e. the course with its solutions/
+    for entry in sys.path:
+        p = Path(entry) if entry else None
+        if p and p.is_dir() and p.name in ("site-packages", "dist-packages"):
+            dirs.add(p.resolve())
+    # a relocated interpreter's shared libraries (LD_LIBRARY_PATH, passed on by Sandbox.env)
+    for entry in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        if entry and Path(entry).is_dir():
+            dirs.add(Path(entry).resolve())
     out: list[Path] = []
     for d in sorted(dirs, key=lambda p: len(p.parts)):
         if not any(d == o or o in d.parents for o in out) and str(d) not in ("/", "/usr"):
@@ -129,10 +139,15 @@ class Sandbox:
             "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
             "HOME": str(home), "TMPDIR": str(home), "MPLCONFIGDIR": str(home / ".mpl"),
             "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+            # the course packages the grader itself runs (ROOT/gpucourse, ROOT/grader: the only parts of ROOT
+            # bound inside the sandbox), whatever an installed copy or editable finder would point at
+            "PYTHONPATH": str(ROOT),
             "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JAX_PLATFORMS": "cpu", "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
             **(extra or {}),
         }
+        if os.environ.get("LD_LIBRARY_PATH"):  # the interpreter itself may need it (a relocated copy)
+            values.setdefault("LD_LIBRARY_PATH", os.environ["LD_LIBRARY_PATH"])
         return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in values.items())]
 
     def limit_args(self) -> list[str]:

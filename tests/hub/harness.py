@@ -140,6 +140,7 @@ class Result:
     seconds: dict[str, float] = field(default_factory=dict)
     grades: dict[str, tuple[float, float]] = field(default_factory=dict)  # student -> (score, max)
     grading_command: str = ""
+    report: str = ""  # the grading command's per-student report (shown when a grade is wrong)
 
 
 class Hub:
@@ -395,22 +396,20 @@ def collect(hub: Hub) -> None:
 
 
 def grade(hub: Hub, result: Result) -> None:
-    """Autograde and export as the instructor, in their checkout: nbgrader's autograde and export through the
-    project's command (`python -m grader nbgrader ...`, the course's nbgrader config)."""
+    """Autograde, feedback and export as the instructor, in their checkout, with the project's grading command
+    (`python -m grader grade`: sandboxed autograde, verdicts re-checked outside the student's process)."""
     py = hub.tmp / "venv" / "bin" / "python"
     course = hub.home(hub.instructor) / "gpu-course"
-    jobs = [f"cd {course} && {py} -m grader nbgrader autograde {LAB} --force",
-            f"cd {course} && {py} -m grader nbgrader export --to=grades.csv"]
-    result.grading_command = " ; ".join(j.split(" && ", 1)[1] for j in jobs)
-    for job in jobs:
-        out = hub.as_user(hub.instructor, job)
-        assert out.returncode == 0, f"{job}: exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    job = f"cd {course} && {py} -m grader grade {LAB} submitted --dir grading --jobs 2"
+    result.grading_command = job.split(" && ", 1)[1]
+    out = hub.as_user(hub.instructor, job)
+    assert out.returncode == 0, f"{job}: exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     import csv
 
-    with open(course / "grades.csv", newline="", encoding="utf-8") as f:
+    with open(course / "grading" / f"{LAB}_grades.csv", newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
-            if row["assignment"] == LAB:
-                result.grades[row["student_id"]] = (float(row["score"]), float(row["max_score"]))
+            result.grades[row["student"]] = (float(row["score"]), float(row["max_score"]))
+    result.report = (course / "grading" / f"{LAB}_report.txt").read_text(encoding="utf-8")
 
 
 def workflow(hub: Hub, kinds: dict[str, str]) -> Result:

@@ -50,7 +50,7 @@ def test_grades_are_exported_and_correct(class_run):
     for student, kind in kinds.items():
         score, max_score = result.grades[student]
         assert max_score == expected["right"], f"{student}: max score {max_score}"
-        assert score == expected[kind], f"{student} ({kind} answers) scored {score}, expected {expected[kind]}"
+        assert score == expected[kind], f"{student} ({kind} answers) scored {score}, expected {expected[kind]}\n{result.report[:3000]}"
 
 
 def test_students_cannot_read_each_others_work_or_the_inbound(class_run):
