@@ -52,9 +52,28 @@ def missing_tools() -> str | None:
         return "JupyterHub is not installed (pip install -e '.[e2e]')"
     if users_python() is None and not (Path(sys.base_prefix) / "lib").is_dir():
         return "no interpreter other users can run, and this one cannot be copied"
-    if not _readable_by_others(ROOT) or not _readable_by_others(Path(sysconfig.get_paths()["purelib"])):
+    if not _readable_by_others(ROOT / "gpucourse") or not _readable_by_others(Path(sysconfig.get_paths()["purelib"])):
         return f"{ROOT} or the venv's site-packages is not readable by other users"
     return None
+
+
+def grant_traversal() -> list[tuple[Path, int]]:
+    """Let other users *traverse* (o+x, not list) the folders above this checkout and its venv's site-packages,
+    so the hub's real users can import the project's packages; CI clones into a 0700 temporary folder.
+    Returns what to restore with :func:`restore_modes`."""
+    changed = []
+    for target in (ROOT, Path(sysconfig.get_paths()["purelib"])):
+        for p in [target.resolve(), *target.resolve().parents]:
+            mode = p.stat().st_mode
+            if not mode & 0o001:
+                changed.append((p, mode))
+                p.chmod((mode & 0o7777) | 0o001)
+    return changed
+
+
+def restore_modes(changed: list[tuple[Path, int]]) -> None:
+    for p, mode in reversed(changed):
+        p.chmod(mode & 0o7777)
 
 
 def _readable_by_others(path: Path) -> bool:
