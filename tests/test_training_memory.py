@@ -78,3 +78,30 @@ def test_xla_peak_bytes_bounds_the_estimate():
     args = Ws.nbytes + X.nbytes
     assert peak >= args + Ws.nbytes + saved  # arguments, the gradient and the residuals are all live at once
     assert peak < 2 * (args + Ws.nbytes + saved)
+
+
+@pytest.mark.gpu
+def test_estimate_brackets_xla_buffers_on_the_gpu():
+    """On the GPU, XLA's buffer assignment for an SGD step holds at least params + grads, and no more than a
+    few times the estimate (activations saved: each layer's input and tanh output per example)."""
+    import jax
+    import jax.numpy as jnp
+
+    import gpucourse as gc
+
+    dev = gc.get_backend().jax_device
+    assert dev.platform == "gpu"
+    d, b, layers = 1024, 256, 3
+    ws = [jax.device_put(jnp.full((d, d), 1e-3, jnp.float32), dev) for _ in range(layers)]
+    x = jax.device_put(jnp.ones((b, d), jnp.float32), dev)
+
+    def loss(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return jnp.sum(x ** 2)
+
+    step = jax.jit(lambda ws, x: [w - 1e-3 * g for w, g in zip(ws, jax.grad(loss)(ws, x))])
+    xla = tm.xla_peak_bytes(step.lower(ws, x).compile())
+    est = tm.estimate(layers * d * d, saved_elems_per_example=2 * layers * d, batch_size=b, optimizer="sgd",
+                      io_elems_per_example=d)
+    assert est.params + est.grads <= xla <= 4 * est.total, (xla, est.as_dict())
