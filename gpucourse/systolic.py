@@ -105,6 +105,7 @@ class WeightStationaryArray:
         self.activation_loads = 0  # activations fetched from memory (entering the left edge)
         self.record = record
         self.frames: list[Frame] = []
+        self.outputs: list[np.ndarray] = []  # (N,) values that left the bottom edge, one per cycle clocked
 
     def tick(self, a_in: Any, rows_in: Any = None) -> np.ndarray:
         """Advance one clock cycle. ``a_in``: (K,) activations entering rows 0..K−1 (use 0 for bubbles);
@@ -128,6 +129,7 @@ class WeightStationaryArray:
         active = (tag >= 0) & (np.arange(self.rows)[:, None] < self.K) & (np.arange(self.cols)[None, :] < self.N)
         self.useful_macs += int(active.sum())
         bottom = self.p[self.rows - 1, : self.N].copy()
+        self.outputs.append(bottom.copy())
         if self.record:
             # column n's result for activation row m leaves the bottom at cycle m + (rows - 1) + n
             out = {n: (self.cycle - (self.rows - 1) - n, float(bottom[n])) for n in range(self.N)

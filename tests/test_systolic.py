@@ -101,3 +101,50 @@ def test_figures_draw_without_error():
     assert len(fig.axes) == 4
     html = systolic.animate(run, np.eye(2), interval_ms=100).to_jshtml()
     assert "<script" in html and html.count("data:image/png") >= run.cycles
+
+
+# -- lab 7's systolic_matmul checker: the result must come out of the array ------------------------------------------
+
+def _solution(A, W):
+    M, K = A.shape
+    N = W.shape[1]
+    hw = systolic.WeightStationaryArray(W)
+    C = np.zeros((M, N))
+    for t in range(systolic.cycles(M, K, N)):
+        m_in = t - np.arange(K)
+        ok = (m_in >= 0) & (m_in < M)
+        out = hw.tick(np.where(ok, A[np.clip(m_in, 0, M - 1), np.arange(K)], 0.0))
+        m_out = t - (K - 1) - np.arange(N)
+        done = (m_out >= 0) & (m_out < M)
+        C[m_out[done], np.arange(N)[done]] = out[done]
+    return C, hw
+
+
+def _zeros_then_numpy(A, W):
+    """Clocks the right number of cycles with nothing in the array, then returns NumPy's answer."""
+    M, K = A.shape
+    hw = systolic.WeightStationaryArray(W)
+    for _ in range(systolic.cycles(M, K, W.shape[1])):
+        hw.tick(np.zeros(K))
+    return A @ W, hw
+
+
+def _unskewed_then_numpy(A, W):
+    """Feeds whole rows of A at once (no skew) but returns NumPy's answer."""
+    M, K = A.shape
+    hw = systolic.WeightStationaryArray(W)
+    for t in range(systolic.cycles(M, K, W.shape[1])):
+        hw.tick(A[t] if t < M else np.zeros(K))
+    return A @ W, hw
+
+
+def test_lab7_systolic_checker_accepts_the_array_and_rejects_numpy_in_disguise():
+    from grader.checks import CheckFailure
+    from grader.labs.lab07_tpu import SYSTOLIC
+
+    SYSTOLIC.check(_solution)
+    SYSTOLIC.check(_solution, hidden=True)
+    for cheat in (_zeros_then_numpy, _unskewed_then_numpy):
+        for hidden in (False, True):
+            with pytest.raises(CheckFailure, match="did not compute it"):
+                SYSTOLIC.check(cheat, hidden=hidden)
