@@ -8,7 +8,6 @@ kernel also runs on the device and must give the same result there.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -17,7 +16,7 @@ import numpy as np
 from gpucourse import hardware, simt
 from gpucourse import occupancy as occ
 
-from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int
+from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
 from ..problem import Case, Problem
 
 BLOCK_2D = (16, 8)  # (x, y) threads: x runs along columns (the contiguous axis of a row-major array)
@@ -335,8 +334,7 @@ def occupancy_reference(threads_per_block: int, registers_per_thread: int, share
 
 
 def _compare_occupancy(what: str, got: Any, expected: tuple, case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 3:
-        raise CheckFailure(f"{what}: expected a tuple (blocks_per_sm, occupancy, limiter), got {got!r}")
+    expect_tuple(what, got, "blocks_per_sm, occupancy, limiter")
     expect_int(f"{what} → blocks per SM", got[0], expected[0],
                "the smallest of the four limits; registers are granted per warp in units of register_alloc_unit")
     expect_close(f"{what} → occupancy", got[1], expected[1], rtol=1e-9, atol=1e-12,
@@ -358,6 +356,7 @@ def _occupancy_cases(rng: np.random.Generator) -> list[Case]:
 
 OCCUPANCY = Problem(
     name="occupancy",
+    forbid=("gpucourse.occupancy.occupancy",),
     spec="""
         occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits)
             -> (blocks_per_sm, occupancy, limiter)
@@ -401,6 +400,19 @@ def _parity_require(r: simt.KernelReport, case: Case, what: str) -> None:
         raise CheckFailure(
             f"{what}: SIMT efficiency {r.simt_efficiency:.1%} is below {MIN_EFFICIENCY:.0%} ({r.divergent_steps} "
             "divergent warp steps). Hint: give each warp elements of ONE parity, so its 32 threads take the same branch")
+    # The executor counts issued steps per source line, so a one-line `a if even else b` would hide the split
+    # from it; the spec's fix is a mapping in which every warp's branch is uniform — read it from what each warp wrote.
+    tpb = r.threads_per_block
+    parities: dict[tuple[int, int], set[int]] = {}
+    for tid, _step, _name, flat, kind in r.accesses:
+        if kind == "w":
+            parities.setdefault((tid // tpb, tid % tpb // simt.WARP_SIZE), set()).add(flat % 2)
+    mixed = sorted(w for w, ps in parities.items() if len(ps) > 1)
+    if mixed:
+        b, w = mixed[0]
+        raise CheckFailure(
+            f"{what}: {len(mixed)} warp(s) wrote both even and odd elements (first: block {b}, warp {w}), so their "
+            "threads still take both sides of the if/else. Expected every warp to write elements of ONE parity")
 
 
 def _parity_cases(rng: np.random.Generator) -> list[Case]:
@@ -415,7 +427,8 @@ PARITY = KernelProblem(
             out[i] = (x[i]*x[i] + 1) * 0.5   for even i,     out[i] = -x[i]*3 - 2   for odd i
         — launched the same way, parity_fixed[ceil(n / {FIX_BLOCK}), {FIX_BLOCK}](x, out), but with SIMT efficiency
         of at least {MIN_EFFICIENCY:.0%}. The given kernel splits every warp in two at `if i % 2 == 0`.
-        Keep the if/else (real kernels have real branches): change which element each thread handles.
+        Keep the if/else (real kernels have real branches): change which element each thread handles, so that
+        every warp writes elements of one parity only (the checker reads that from what each warp wrote).
     """,
     reference=parity_reference,
     visible=[Case((np.linspace(-2, 2, 500),))],
