@@ -376,7 +376,7 @@ def _rebind(fn: Callable, cache: dict) -> Callable:
     g = dict(fn.__globals__)
     new = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, None)
     cache[fn] = new
-    for name in _all_names(fn.__code__):
+    for name in code_names(fn.__code__):
         v = g.get(name)
         if _is_cuda_module(v):
             g[name] = FAKE_CUDA
@@ -390,11 +390,12 @@ def _rebind(fn: Callable, cache: dict) -> Callable:
     return new
 
 
-def _all_names(code: types.CodeType) -> set[str]:
+def code_names(code: types.CodeType) -> set[str]:
+    """Every global/attribute name a function's code (and the code nested in it) refers to."""
     names = set(code.co_names)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            names |= _all_names(c)
+            names |= code_names(c)
     return names
 
 
@@ -403,9 +404,9 @@ def _uses_barrier(fn: Callable, seen: set | None = None) -> bool:
     if fn in seen:
         return False
     seen.add(fn)
-    if "syncthreads" in _all_names(fn.__code__):
+    if "syncthreads" in code_names(fn.__code__):
         return True
-    for name in _all_names(fn.__code__):
+    for name in code_names(fn.__code__):
         v = fn.__globals__.get(name)
         if isinstance(v, types.FunctionType) and _uses_barrier(v, seen):
             return True

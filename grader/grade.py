@@ -62,7 +62,7 @@ from typing import Any
 from . import course
 from .sandbox import Limits, Sandbox, warn_if_weak
 
-GRADER_VERSION = "2"  # part of every result's cache key: bump when grading logic changes
+GRADER_VERSION = "3"  # part of every result's cache key: bump when grading logic changes
 MAX_NOTEBOOK_BYTES = 100 << 20     # larger submissions are refused (after outputs are stripped: 2 MB of source)
 MAX_SOURCE_BYTES = 2 << 20
 MAX_ZIP_BYTES = 500 << 20          # total uncompressed size accepted from one zip export
@@ -615,6 +615,7 @@ def worker(job_path: str, out_path: str) -> int:
     # every case the checks will use, built when the first student cell is about to run: after the locked setup
     # cells (they may configure JAX before it is imported) and before any student code
     cases: dict[tuple[str, bool], list[Any]] = {}
+    problem_of: dict[str, Any] = {}  # the Problem objects as the lab made them, before any student code ran
 
     def build_cases() -> None:
         if cases or not job["lab_module"]:
@@ -625,6 +626,8 @@ def worker(job_path: str, out_path: str) -> int:
             if st["kind"] == "call" and key not in cases:
                 p = lab_problems[key[0]]
                 cases[key] = list(p.hidden_cases() if key[1] else p.visible)
+                problem_of[key[0]] = p
+                p.answer_sites()  # where the answers live, found now: the lock swaps them while fn runs
 
     signal.signal(signal.SIGALRM, alarm)
     # a watchdog thread for code that swallows the alarm's TimeoutError (``except BaseException`` in a loop):
@@ -681,7 +684,7 @@ def worker(job_path: str, out_path: str) -> int:
                 else:
                     build_cases()  # (no student cell ran before: nothing could have changed the lab yet)
                     case = cases[(step["problem"], bool(step["hidden"]))][step["index"]]
-                    value = encode(fn(*case.args, **case.kwargs))
+                    value = encode(problem_of[step["problem"]].call(fn, case))  # answers locked while fn runs
                     emit(step=i, ok=True, value=value)
             elif step["kind"] == "after":
                 problem_obj = sys.modules[job["lab_module"]].problems[step["problem"]]

@@ -62,6 +62,8 @@ def test_corpus_outcome(graded, student):
     text = "\n".join(r["issues"])
     for needle in needles:
         assert needle in text, f"{student}: report lacks {needle!r}: {r['issues']}"
+    for cell, needle in corpus.EXPECT_MESSAGES.get(student, {}).items():
+        assert needle in failed.get(cell, ""), f"{student}: {cell} should fail with {needle!r}; failed {failed}"
 
 
 @pytest.mark.slow

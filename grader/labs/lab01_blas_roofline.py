@@ -13,7 +13,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_type
+from ..checks import (
+    CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple,
+)
 from ..problem import Case, Problem
 
 DTYPES = ("float16", "float32", "float64", "int8")
@@ -30,8 +32,7 @@ def _pair(name: str, hint_flops: str, hint_bytes: str):
     """Compare a (flops, bytes) answer."""
 
     def compare(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise CheckFailure(f"{what}: expected a tuple (flops, bytes), got {got!r}")
+        expect_tuple(what, got, "flops, bytes")
         expect_int(f"{what} → flops", got[0], expected[0], hint_flops)
         expect_int(f"{what} → bytes", got[1], expected[1], hint_bytes)
 
@@ -103,8 +104,7 @@ def predict_time(flops: float, nbytes: float, peak_flops: float, bandwidth: floa
 
 
 def _compare_prediction(what: str, got: Any, expected: tuple[str, float], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (bound, seconds), got {got!r}")
+    expect_tuple(what, got, "bound, seconds")
     expect_choice(f"{what} → bound", got[0], expected[0], ("memory", "compute"),
                   "compare the time the FLOPs need with the time the bytes need")
     expect_close(f"{what} → seconds", got[1], expected[1], rtol=1e-6,
@@ -350,8 +350,7 @@ def roof_fraction(flops: float, nbytes: float, seconds: float, peak_flops: float
 
 
 def _compare_fraction(what: str, got: Any, expected: tuple[str, float], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (bound, fraction), got {got!r}")
+    expect_tuple(what, got, "bound, fraction")
     expect_choice(f"{what} → bound", got[0], expected[0], ("memory", "compute"))
     expect_close(f"{what} → fraction of the roof", got[1], expected[1], rtol=1e-6,
                  hint="divide the achieved FLOP/s by what the roofline allows at this intensity, not by the peak")

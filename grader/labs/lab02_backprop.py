@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..checks import CheckFailure, expect_array_close, expect_choice, expect_equal, expect_int, expect_type
+from ..checks import (
+    CheckFailure, expect_array_close, expect_choice, expect_equal, expect_int, expect_tuple, expect_type,
+)
 from ..problem import Case, Problem
 
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}
@@ -57,8 +59,7 @@ def _mlp_hidden(rng: np.random.Generator) -> list[Case]:
 
 
 def _compare_mlp(what: str, got: Any, expected: tuple[np.ndarray, ...], case: Case, rtol: float = 1e-6) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 3:
-        raise CheckFailure(f"{what}: expected a tuple (dW1, dW2, dX), got {type(got).__name__}")
+    expect_tuple(what, got, "dW1, dW2, dX")
     for name, g, e in zip(("dW1", "dW2", "dX"), got, expected):
         expect_array_close(f"{what} → {name}", g, e, rtol=rtol)
 
@@ -102,8 +103,7 @@ def _gemm_hidden(rng: np.random.Generator) -> list[Case]:
 
 
 def _compare_gemms(what: str, got: Any, expected: tuple[int, int, int], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 3:
-        raise CheckFailure(f"{what}: expected a tuple (gemms, forward_flops, backward_flops), got {got!r}")
+    expect_tuple(what, got, "gemms, forward_flops, backward_flops")
     expect_int(f"{what} → number of GEMMs", got[0], expected[0],
                "each layer: 1 forward GEMM, 1 for dW, 1 for dX — but nobody needs ∂L/∂(input data)")
     expect_int(f"{what} → forward FLOPs", got[1], expected[1], "2·B·d_in·d_out per layer")
@@ -159,6 +159,7 @@ def _batch_hidden(rng: np.random.Generator) -> list[Case]:
 
 LARGEST_BATCH = Problem(
     name="largest_batch",
+    forbid=("gpucourse.training_memory.largest_batch",),
     spec="""
         largest_batch(widths, budget_bytes, dtype, optimizer) -> int
         An MLP of dense layers widths[0] → … → widths[-1], each with a weight (d_in × d_out) and a bias (d_out),

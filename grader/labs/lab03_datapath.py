@@ -18,7 +18,7 @@ import numpy as np
 
 from gpucourse import devmem
 
-from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int
+from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
 from ..problem import Case, Problem
 
 CPUS = [{"flops": 0.6e12, "bandwidth": 60e9}, {"flops": 3.0e12, "bandwidth": 400e9}, {"flops": 1.5e12, "bandwidth": 90e9}]
@@ -45,8 +45,7 @@ def offload_decision(flops: float, bytes_in: float, bytes_out: float, cpu: dict,
 
 
 def _compare_decision(what: str, got: Any, expected: tuple, case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 3:
-        raise CheckFailure(f"{what}: expected a tuple (cpu_seconds, gpu_seconds, 'cpu' or 'gpu'), got {got!r}")
+    expect_tuple(what, got, "cpu_seconds, gpu_seconds, 'cpu' or 'gpu'")
     expect_close(f"{what} → cpu_seconds", got[0], expected[0], rtol=1e-9,
                  hint="the CPU's roofline time: max(flops / flops-per-second, bytes / bandwidth)")
     expect_close(f"{what} → gpu_seconds", got[1], expected[1], rtol=1e-9,
@@ -69,6 +68,7 @@ def _decision_cases(rng: np.random.Generator) -> list[Case]:
 
 DECISION = Problem(
     name="offload_decision",
+    forbid=("gpucourse.datapath.offload_times",),
     spec="""
         offload_decision(flops, bytes_in, bytes_out, cpu, gpu, link) -> (cpu_seconds, gpu_seconds, choice)
         A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes.
@@ -129,6 +129,7 @@ def _break_even_cases(rng: np.random.Generator) -> list[Case]:
 
 BREAK_EVEN = Problem(
     name="break_even_elements",
+    forbid=("gpucourse.datapath.break_even", "gpucourse.datapath.offload_times"),
     spec="""
         break_even_elements(flops_per_element, in_per_element, out_per_element, cpu, gpu, link) -> int or None
         A workload of n elements does n·flops_per_element FLOPs, reads n·in_per_element bytes and writes
@@ -266,8 +267,7 @@ def warp_execution(cond: np.ndarray, cost_if: int, cost_else: int) -> tuple[int,
 
 
 def _compare_warp(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (issued_instructions, utilization), got {got!r}")
+    expect_tuple(what, got, "issued_instructions, utilization")
     expect_int(f"{what} → issued instructions", got[0], expected[0],
                "per warp: the if-path is issued if any lane takes it, the else-path if any lane takes it")
     expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
@@ -293,6 +293,7 @@ def _warp_cases(rng: np.random.Generator) -> list[Case]:
 
 WARP_EXEC = Problem(
     name="warp_execution",
+    forbid=("gpucourse.simd_simt.warp_masks",),
     spec="""
         warp_execution(cond, cost_if, cost_else) -> (issued_instructions, utilization)
         Thread t runs   if cond[t]: <cost_if instructions>  else: <cost_else instructions>.
@@ -414,8 +415,7 @@ def fit_transfer(sizes: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
 
 
 def _compare_fit(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (latency_seconds, bandwidth_bytes_per_second), got {got!r}")
+    expect_tuple(what, got, "latency_seconds, bandwidth_bytes_per_second")
     expect_close(f"{what} → latency [s]", got[0], expected[0], rtol=1e-3, atol=1e-9,
                  hint="fit a straight line seconds = latency + size / bandwidth (least squares): latency is its intercept")
     expect_close(f"{what} → bandwidth [B/s]", got[1], expected[1], rtol=1e-4,

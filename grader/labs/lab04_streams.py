@@ -15,7 +15,7 @@ import numpy as np
 
 from gpucourse import streams as st
 
-from ..checks import CheckFailure, expect_close, expect_int
+from ..checks import CheckFailure, expect_close, expect_int, expect_tuple
 from ..problem import Case, Problem
 
 SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
@@ -68,6 +68,7 @@ def _random_schedule(rng: np.random.Generator) -> Case:
 
 MAKESPAN = Problem(
     name="predict_makespan",
+    forbid=("gpucourse.streams.simulate",),
     spec="""
         predict_makespan(streams, durations, waits) -> the makespan in µs.
         streams:   {stream: [op, op, ...]}   ops of one stream run in this order, one after another
@@ -175,8 +176,7 @@ def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: in
 
 
 def _compare_timing(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (first_seconds, steady_seconds), got {got!r}")
+    expect_tuple(what, got, "first_seconds, steady_seconds")
     expect_close(f"{what} → first call [s]", got[0], expected[0], rtol=1e-9,
                  hint="time the first call on its own: it includes compiling, and wait for its result")
     expect_close(f"{what} → steady state [s]", got[1], expected[1], rtol=1e-9,

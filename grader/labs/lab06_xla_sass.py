@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..checks import CheckFailure, expect_array_close, expect_choice, expect_int
+from ..checks import CheckFailure, expect_array_close, expect_int, expect_tuple
 from ..problem import Case, Problem
 from gpucourse.toolchain import ELEMENTWISE_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
@@ -210,8 +210,7 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (unfused_bytes, fused_bytes), got {got!r}")
+    expect_tuple(what, got, "unfused_bytes, fused_bytes")
     expect_int(f"{what} → unfused bytes (XLA's cost analysis, one op at a time)", got[0], expected[0],
                "each op reads all of its operands (a row vector is n elements) and writes an m×n result")
     expect_int(f"{what} → fused bytes (XLA's cost analysis, the whole chain jitted)", got[1], expected[1],
@@ -220,6 +219,7 @@ def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -
 
 FUSION_BYTES = Problem(
     name="fusion_bytes",
+    forbid=("gpucourse.xla.compiled",),
     spec="""
         fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes), exactly as XLA's cost_analysis counts them.
         x is an (m, n) array; ops is a list applied in order to the running result:
@@ -432,7 +432,7 @@ def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k")
     """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes."""
     out = [f"//--------------------- .text.{kernel}  --------------------------",
            f"        .section  .text.{kernel},\"ax\",@progbits", f"        .global  {kernel}", f"{kernel}:",
-           f"        /* FFMA-heavy kernel, HMMA in the epilogue */"]
+           "        /* FFMA-heavy kernel, HMMA in the epilogue */"]
     for i in range(lines):
         if rng.random() < 0.08:
             out.append(f".L_x_{i}:")
@@ -479,6 +479,7 @@ def _count_hidden(rng: np.random.Generator) -> list[Case]:
 
 COUNT_OPCODE = Problem(
     name="count_opcode",
+    forbid=("gpucourse.toolchain.Sass.count", "gpucourse.toolchain.Sass.opcodes"),
     spec="""
         count_opcode(sass, opcode) -> int: how many instructions in the SASS text (nvdisasm's output) have the
         base opcode `opcode`, e.g. 'FFMA' or 'HMMA'.
@@ -545,6 +546,7 @@ class _Src(str):
 
 SASS_COUNTS = _ToolchainProblem(
     name="sass_counts",
+    forbid=("gpucourse.toolchain.Sass.count", "gpucourse.toolchain.Sass.opcodes"),
     spec="""
         sass_counts(source) -> {'FFMA': int, 'HMMA': int}: compile the CUDA C `source` for Hopper (sm_90) with
         gpucourse.toolchain (NVRTC → cubin → nvdisasm), and count the FP32 fused multiply-adds (FFMA) and the

@@ -22,14 +22,13 @@ import numpy as np
 
 from gpucourse import interconnect, systolic
 
-from ..checks import CheckFailure, expect_array_close, expect_close, expect_int
+from ..checks import CheckFailure, expect_array_close, expect_close, expect_int, expect_tuple
 from ..problem import Case, Problem
 
 # -- Exercise 1: one clock cycle of the array -------------------------------------------------------------------
 
 def _compare_step(what: str, got: Any, expected: tuple[np.ndarray, np.ndarray], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (a_new, p_new), got {type(got).__name__}")
+    expect_tuple(what, got, "a_new, p_new")
     expect_array_close(f"{what} → a_new (activations after the cycle)", got[0], expected[0], rtol=1e-12, atol=1e-12)
     expect_array_close(f"{what} → p_new (partial sums after the cycle)", got[1], expected[1], rtol=1e-12, atol=1e-9)
     for i, arr in enumerate(case.args):  # the registers of the previous cycle must not be modified in place
@@ -58,6 +57,7 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
 
 PE_STEP = Problem(
     name="pe_step",
+    forbid=("gpucourse.systolic.pe_step", "gpucourse.systolic.WeightStationaryArray.tick"),
     spec="""
         pe_step(a, p, W, a_in) -> (a_new, p_new): one clock cycle of a K×N weight-stationary array.
         a, p, W are (K, N) arrays: the activation register and the partial-sum register of every PE (what it held
@@ -85,8 +85,7 @@ def _systolic_reference(A: np.ndarray, W: np.ndarray) -> np.ndarray:
 
 
 def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (C, hw), got {type(got).__name__}")
+    expect_tuple(what, got, "C, hw")
     C, hw = got
     if not isinstance(hw, systolic.WeightStationaryArray):
         raise CheckFailure(f"{what}: the second value must be the gc.systolic.WeightStationaryArray you clocked, "
@@ -99,6 +98,17 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
     expect_array_close(f"{what} → C", C, expected, rtol=1e-9)
     expect_int(f"{what} → cycles the array was clocked (hw.cycle)", hw.cycle, systolic.cycles(M, K, N),
                "the last result leaves at cycle (M−1)+(K−1)+(N−1): clock exactly until then, no more, no less")
+    # C must be what the array delivered: C[m, n] leaves the bottom of column n at cycle m + (K − 1) + n
+    outputs = np.asarray(hw.outputs, dtype=np.float64).reshape(hw.cycle, -1)  # (cycles, N), logged by tick
+    m, n = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    delivered = outputs[m + (K - 1) + n, n]  # (M, N)
+    bad = ~np.isclose(delivered, expected, rtol=1e-9, atol=1e-9)
+    if bad.any():
+        mi, ni = (int(v[0]) for v in np.nonzero(bad))
+        raise CheckFailure(
+            f"{what}: C is right but the array did not compute it: at cycle {mi + K - 1 + ni} column {ni} "
+            f"delivered {delivered[mi, ni]:g}, expected C[{mi}, {ni}] = {expected[mi, ni]:g}. "
+            "Feed A skewed (A[m, k] into row k at cycle m + k) and read C from hw.tick's output")
 
 
 def _systolic_cases(rng: np.random.Generator) -> list[Case]:
@@ -111,6 +121,7 @@ def _systolic_cases(rng: np.random.Generator) -> list[Case]:
 
 SYSTOLIC = Problem(
     name="systolic_matmul",
+    forbid=("gpucourse.systolic.matmul",),
     spec="""
         systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a weight-stationary array, cycle by cycle.
         A: (M, K), W: (K, N). Make the array with  hw = gc.systolic.WeightStationaryArray(W)  (it loads W and
@@ -134,8 +145,7 @@ def tiled_gemm(M: int, K: int, N: int, rows: int, cols: int) -> tuple[int, float
 
 
 def _compare_tiled(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"{what}: expected a tuple (cycles, utilization), got {got!r}")
+    expect_tuple(what, got, "cycles, utilization")
     expect_int(f"{what} → cycles", got[0], expected[0],
                "ceil(K/rows)·ceil(N/cols) weight tiles, each streaming all M rows: M + rows + cols − 2 cycles")
     expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
@@ -154,6 +164,7 @@ def _tiled_cases(rng: np.random.Generator) -> list[Case]:
 
 TILED = Problem(
     name="tiled_gemm",
+    forbid=("gpucourse.systolic.TiledGemm",),
     spec="""
         tiled_gemm(M, K, N, rows, cols) -> (cycles, utilization) of (M×K)·(K×N) on a rows×cols array.
         W (K×N) is cut into ceil(K/rows) · ceil(N/cols) weight tiles (edge tiles padded with zeros). Tiles run one
@@ -335,6 +346,7 @@ def _compare_collectives(what: str, got: Any, expected: list[str], case: Case) -
 
 COLLECTIVES_PROBLEM = Problem(
     name="predict_collectives",
+    forbid=("grader.labs.lab07_tpu.compiled_collectives",),
     spec="""
         predict_collectives(a_spec, b_spec, out_spec) -> set of collective op names
         C = A @ B with A: (m, k), B: (k, n) on the 2×4 device mesh with axes 'x' (2) and 'y' (4). Each spec is a
@@ -371,6 +383,7 @@ def _hops_cases(rng: np.random.Generator) -> list[Case]:
 
 HOPS = Problem(
     name="torus_hops",
+    forbid=("gpucourse.interconnect.Torus.hops", "gpucourse.interconnect.Torus.hop_counts"),
     spec="""
         torus_hops(a, b, dims) -> int: the fewest ICI links a message crosses from chip a to chip b.
         Chips sit on a torus of shape dims (e.g. (4, 4, 4)); a and b are coordinate tuples. Each link joins
@@ -404,6 +417,7 @@ def _allreduce_cases(rng: np.random.Generator) -> list[Case]:
 
 ALLREDUCE = Problem(
     name="torus_allreduce_seconds",
+    forbid=("gpucourse.interconnect.torus_allreduce_seconds", "gpucourse.interconnect.ring_allreduce_seconds"),
     spec="""
         torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency) -> seconds
         Every chip of a torus with shape dims holds nbytes of gradients; all must end with the sum. Model:

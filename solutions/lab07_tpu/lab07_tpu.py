@@ -219,8 +219,8 @@ lab.problems["pallas_matmul"].check(pallas_matmul, hidden=True)
 # On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the collectives XLA's
 # SPMD partitioner inserts. Predict them from what each device can compute on its own shard; the checker
 # compiles the case for this machine's 8 CPU devices and reads the optimized HLO. (You can call
-# `lab.compiled_collectives(a_spec, b_spec, out_spec)` to try a case — but your function must *reason*: the
-# hidden cases are other shardings.)
+# `lab.compiled_collectives(a_spec, b_spec, out_spec)` in a scratch cell to try a case — but your function must
+# *reason*: the check locks that helper while your function runs, and the hidden cases are other shardings.)
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["predict_collectives"].show()

@@ -67,6 +67,25 @@ text = open("{root}/solutions/lab01_blas_roofline/lab01_blas_roofline.py").read(
 exec(text[text.index("def axpy_cost"):text.index("# %%", text.index("def axpy_cost"))])
 '''
 
+# the lab's own answers, called from the student's functions three ways: each costs its exercise
+ATTACK_CALL_REFERENCE = {
+    "ex1b_gemv_cost": """
+def gemv_cost(m, n, dtype):
+    return lab.gemv_cost(m, n, dtype)          # the lab module's reference, looked up when called
+""",
+    "ex2_gemm_cost": """
+_answer = lab.problems["gemm_cost"].reference   # captured before the check runs
+def gemm_cost(m, n, k, dtype):
+    return _answer(m, n, k, dtype)
+""",
+    "ex7_roof_fraction": """
+def _helper(*args):
+    return lab.problems["roof_fraction"].reference(*args)
+def roof_fraction(*args, ask=_helper):         # through a default argument and a helper
+    return ask(*args)
+""",
+}
+
 
 def _nb(released: dict, answers: dict[str, str]) -> dict:
     nb = copy.deepcopy(released)
@@ -126,13 +145,15 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     if grouped:
         files["resource_abuse.ipynb"] = _bytes(_nb(released, {
             **full, "ex1_axpy_cost": attack_read, "ex3_predict_time": ATTACK_LOOP,
-            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["ex5_chain_bytes"]}))
+            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["ex5_chain_bytes"],
+            **ATTACK_CALL_REFERENCE}))
         files[kim] = _not_utf8(_messy(released, full, huge=True))
         return files
     files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "ex3_predict_time": ATTACK_LOOP}))
     files["output_flood.ipynb"] = _bytes(_nb(released, {**full, "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + full["ex5_chain_bytes"]}))
     files["memory_hog.ipynb"] = _bytes(_nb(released, {**full, "ex5_chain_bytes": ATTACK_MEMORY + full["ex5_chain_bytes"]}))
     files["read_solutions.ipynb"] = _bytes(_nb(released, {**full, "ex1_axpy_cost": attack_read}))
+    files["call_reference.ipynb"] = _bytes(_nb(released, {**full, **ATTACK_CALL_REFERENCE}))
     files["not_utf8.ipynb"] = _not_utf8(_nb(released, full))
     files[kim] = _bytes(_nb(released, full))
     files["messy_cells.ipynb"] = _bytes(_messy(released, full, huge=False))
@@ -157,6 +178,7 @@ EXPECT: dict[str, tuple[float, float, list[str]]] = {
     "output_flood": (FULL - 3, FULL, []),
     "memory_hog": (FULL - 3, FULL - 3, []),
     "read_solutions": (FULL - 3, FULL - 3, []),
+    "call_reference": (FULL - 9, FULL - 9, ["REVIEW"]),
     "corrupt_json": (0, 0, ["invalid JSON"]),
     "empty": (0, 0, ["empty submission"]),
     "not_utf8": (FULL, FULL, ["not UTF-8"]),
@@ -169,9 +191,14 @@ _SHARED = ("solution", "blank", "patch_checks", "patch_numpy", "input_transforme
            "ignore_interrupt", "corrupt_json", "empty")
 EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
     **{k: EXPECT[k] for k in _SHARED},
-    # read solutions/ (ex1), an infinite loop (ex3), 40 MB of output then 8 GiB (ex5): each costs its exercise
-    "resource_abuse": (FULL - 9, FULL - 9, []),
+    # read solutions/ (ex1), an infinite loop (ex3), 40 MB of output then 8 GiB (ex5), the lab's reference
+    # answers called three ways (ex1b, ex2, ex7): each costs its exercise
+    "resource_abuse": (FULL - 18, FULL - 18, ["REVIEW"]),
     # renamed, nested, extra files, not UTF-8, duplicated/edited/deleted cells, huge outputs: all reported
     "김민지_Kim": (FULL, FULL, ["was named", "ignored extra files", "numpy.py", "not UTF-8", "duplicated",
                                "was edited", "re-added", "outputs: removed"]),
 }
+
+# student id -> {test cell: a substring its failure message must contain}, for attacks whose cells must say why
+_LOCKED = {f"{ex}_{kind}": "does this exercise for you" for ex in ATTACK_CALL_REFERENCE for kind in ("visible", "hidden")}
+EXPECT_MESSAGES: dict[str, dict[str, str]] = {"call_reference": _LOCKED, "resource_abuse": _LOCKED}

@@ -1,0 +1,118 @@
+"""While a student's function is checked, the lab's reference answers and the course helpers that would do the
+exercise are locked: calling one, or holding one, fails with a clear message; everything is restored after."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpucourse as gc
+from grader.checks import CheckFailure
+from grader.labs import lab01_blas_roofline as lab1
+from grader.labs import lab05_kernels as lab5
+from grader.labs import lab07_tpu as lab7
+
+LOCKED = "does this exercise for you"
+
+
+def own_gemm_cost(m, n, k, dtype):
+    return 2 * m * n * k, (m * k + k * n + m * n) * np.dtype(dtype).itemsize
+
+
+def test_an_honest_answer_passes_and_nothing_stays_locked():
+    p = lab1.problems["gemm_cost"]
+    reference, module_fn, hops = p.reference, lab1.gemm_cost, gc.interconnect.Torus.hops
+    p.check(own_gemm_cost)
+    p.check(own_gemm_cost, hidden=True)
+    assert p.reference is reference and lab1.gemm_cost is module_fn and gc.interconnect.Torus.hops is hops
+
+
+def test_calling_the_lab_reference_fails():
+    def through_module(m, n, k, dtype):
+        return lab1.gemm_cost(m, n, k, dtype)
+
+    def through_problem(m, n, k, dtype):
+        return lab1.problems["gemm_cost"].reference(m, n, k, dtype)
+
+    def through_another_exercise(n, dtype):  # another exercise's reference is an answer too
+        return lab1.problems["gemm_cost"].reference(1, n, 1, dtype)
+
+    for fn in (through_module, through_problem):
+        with pytest.raises(CheckFailure, match=f"gemm_cost calls .*{LOCKED}"):
+            lab1.problems["gemm_cost"].check(fn)
+    with pytest.raises(CheckFailure, match=LOCKED):
+        lab1.problems["axpy_cost"].check(through_another_exercise)
+    assert lab1.gemm_cost(1, 1, 1, "float32") == (2, 12)  # restored after a failure
+
+
+def test_holding_the_reference_fails_before_anything_runs():
+    answer = lab1.gemm_cost
+
+    def alias(m, n, k, dtype):
+        return answer(m, n, k, dtype)
+
+    def default(m, n, k, dtype, f=lab1.problems["gemm_cost"].reference):
+        return f(m, n, k, dtype)
+
+    def helper(m, n, k, dtype):
+        return alias(m, n, k, dtype)
+
+    for fn in (alias, default, helper):
+        with pytest.raises(CheckFailure, match=f"keeps a reference to .*gemm_cost.*{LOCKED}"):
+            lab1.problems["gemm_cost"].check(fn)
+
+
+def test_course_helpers_that_do_the_exercise_are_locked():
+    def occupancy(threads, regs, smem, limits):
+        o = gc.occupancy.occupancy(threads, regs, smem, limits)
+        return o.blocks_per_sm, o.occupancy, o.limiter
+
+    def torus_hops(a, b, dims):
+        return gc.interconnect.Torus(dims).hops(a, b)
+
+    with pytest.raises(CheckFailure, match=f"gpucourse.occupancy.occupancy, which {LOCKED}"):
+        lab5.problems["occupancy"].check(occupancy)
+    with pytest.raises(CheckFailure, match=f"gpucourse.interconnect.Torus.hops, which {LOCKED}"):
+        lab7.problems["torus_hops"].check(torus_hops)
+    assert gc.interconnect.Torus((4, 4)).hops((0, 0), (3, 3)) == 2  # restored
+
+
+def test_every_forbidden_name_exists():
+    """A typo in a lab's ``forbid`` would lock nothing: every name must resolve."""
+    from grader.labs import lab02_backprop, lab03_datapath, lab04_streams, lab06_xla_sass
+
+    for lab in (lab1, lab02_backprop, lab03_datapath, lab04_streams, lab5, lab06_xla_sass, lab7):
+        for p in lab.problems.values():
+            sites = p.answer_sites()
+            assert len(sites) >= len(lab.problems) + len(p.forbid)
+
+
+def test_odd_objects_in_the_students_globals_do_not_break_the_check():
+    class Weird:
+        def __getattr__(self, name):
+            raise RuntimeError("no attributes here")
+
+    weird = Weird()
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def jitted_gemm(m, n, k, size):
+        return 2 * m * n * k, (m * k + k * n + m * n) * size
+
+    def gemm_cost(m, n, k, dtype):
+        assert weird is not None
+        return jitted_gemm(m, n, k, np.dtype(dtype).itemsize)
+
+    lab1.problems["gemm_cost"].check(gemm_cost)
+
+    answer = lab1.gemm_cost
+
+    @numba.njit
+    def sneaky(m, n, k):
+        return 0
+
+    def through_numba_helper(m, n, k, dtype):
+        return sneaky(m, n, k), answer
+
+    with pytest.raises(CheckFailure, match="keeps a reference"):
+        lab1.problems["gemm_cost"].check(through_numba_helper)
