@@ -70,10 +70,42 @@ c.Spawner.environment = {
 }
 
 
+# Ports. LocalProcessSpawner picks a free port by binding port 0 and letting it go; when a class logs in at
+# once, two spawners can be handed the same port before either server binds it. The second server then fails
+# to start while the hub, polling that port, finds the first user's server answering, and routes the second
+# user to it (seen at 20 simultaneous spawns: a student's requests reached another student's server, which
+# answered 404). So each spawn gets a port no other running server of this hub holds.
+_PORTS: dict[str, int] = {}  # server (user/name) -> the port this hub handed it
+
+
+def _server_key(spawner) -> str:
+    return f"{spawner.user.name}/{spawner.name}"
+
+
+def _allocate_port(spawner) -> int:
+    from jupyterhub.utils import random_port
+
+    key = _server_key(spawner)
+    _PORTS.pop(key, None)
+    taken = set(_PORTS.values())
+    for _ in range(1000):
+        port = random_port()
+        if port not in taken:
+            _PORTS[key] = port
+            return port
+    raise RuntimeError("no free port for a user's server")
+
+
 def _pre_spawn(spawner):
+    spawner.port = _allocate_port(spawner)
     # Instructors open in their course checkout (Formgrader links into it); students in their home.
     if _is_instructor(spawner):
         spawner.notebook_dir = os.path.join(pwd.getpwnam(spawner.user.name).pw_dir, COURSE_DIR)
 
 
+def _post_stop(spawner):
+    _PORTS.pop(_server_key(spawner), None)
+
+
 c.Spawner.pre_spawn_hook = _pre_spawn
+c.Spawner.post_stop_hook = _post_stop

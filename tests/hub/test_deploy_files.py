@@ -29,6 +29,35 @@ def test_local_config_loads_and_sets_the_class_up(monkeypatch, tmp_path):
     assert env["PATH"].startswith("/opt/v/bin") and callable(env["JUPYTER_CONFIG_PATH"])
 
 
+def test_simultaneous_spawns_never_share_a_port(monkeypatch, tmp_path):
+    """Every server the hub starts gets a port no other running server holds, even when the OS would hand two
+    spawners the same free port (what `random_port` does when a class logs in at once)."""
+    from types import SimpleNamespace
+
+    import jupyterhub.utils
+    from traitlets.config.loader import PyFileConfigLoader
+
+    monkeypatch.setenv("GPUCOURSE_STUDENTS", str(tmp_path / "none.txt"))
+    c = PyFileConfigLoader("jupyterhub_config.py", path=str(DEPLOY / "local")).load_config()
+    offered = iter([41000, 41000, 41000, 41001, 41000, 41002])  # the OS offers a port that is free right now
+    monkeypatch.setattr(jupyterhub.utils, "random_port", lambda: next(offered))
+
+    def spawner(user):
+        return SimpleNamespace(user=SimpleNamespace(name=user), name="", port=0, notebook_dir="")
+
+    a, b, d = spawner("alice"), spawner("bob"), spawner("dan")
+    for s in (a, b, d):
+        c.Spawner.pre_spawn_hook(s)
+    assert (a.port, b.port, d.port) == (41000, 41001, 41002)
+    c.Spawner.post_stop_hook(a)  # alice's server stopped: her port can be reused
+    offered = iter([41001, 41000, 41002, 41001])
+    e = spawner("erin")
+    c.Spawner.pre_spawn_hook(e)
+    assert e.port == 41000
+    c.Spawner.pre_spawn_hook(b)  # bob's server restarts: a fresh port, not one another server holds
+    assert b.port not in (d.port, e.port)
+
+
 def test_role_configs_exist():
     config = DEPLOY / "local" / "jupyter-config"
     assert "Exchange.root" in (config / "all" / "nbgrader_config.py").read_text()
