@@ -62,15 +62,13 @@ def _cuda_version(v: int) -> str:
 def probe_gpu() -> GpuProbe:
     """Ask CuPy whether a CUDA device is usable. Never raises."""
     try:
-        import cupy  # noqa: F401  (import works without a driver)
+        import cupy  # (import works without a driver)
     except Exception as exc:  # ImportError, or a broken CUDA install
         hint = " (an NVIDIA driver is present: install the GPU extra, pip install -e '.[gpu]')" if shutil.which(
             "nvidia-smi"
         ) else ""
         return GpuProbe(False, f"CuPy is not installed{hint}: {exc.__class__.__name__}")
     try:
-        import cupy
-
         count = cupy.cuda.runtime.getDeviceCount()
         if count < 1:
             return GpuProbe(False, "CuPy found no CUDA device")

@@ -23,6 +23,10 @@ GBPS = 1e9 / 8  # bytes/s in one Gbit/s
 # Published pod figures (Google Cloud TPU documentation, "TPU versions" / system architecture pages, 2024–2025;
 # Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning with Hardware Support
 # for Embeddings", ISCA 2023). ici_bytes_per_s is the per-chip ICI bandwidth as published (Gbit/s → bytes/s).
+# Re-checked against cloud.google.com/tpu/docs/{v4,v5e,v5p,v6e} (Dec 2026): v5e 1,600 Gbps, v5p 4,800 Gbps and
+# v6e 3,584 Gbps per chip on the older pages; the newer pages print "bidirectional ICI bandwidth per chip" instead
+# (v5e 400 GB/s, v5p 1,200 GB/s, v6e 800 GB/s) — the same links counted both ways. Google's v4 page gives no
+# per-chip figure: 6 links × 400 Gbit/s is from the ISCA 2023 paper. HBM and bf16 figures match the pages.
 TPU_PODS = {
     "TPU v4": dict(topology="3D torus", max_chips=4096, links_per_chip=6, ici_bytes_per_s=2400 * GBPS,
                    bf16_flops=275e12, hbm_bytes_per_s=1200e9,

@@ -46,6 +46,16 @@ def expect_type(what: str, got: Any, types: type | tuple[type, ...], description
         raise CheckFailure(f"{what}: expected {description}, got {type(got).__name__} {show(got)}")
 
 
+def expect_tuple(what: str, got: Any, names: str) -> tuple:
+    """A function that must return several values: ``names`` lists them, e.g. "flops, bytes". Returns the tuple."""
+    n = len(names.split(","))
+    if not isinstance(got, (tuple, list)) or len(got) != n:
+        hint = " (did you forget `return`?)" if got is None else ""
+        desc = f"a {type(got).__name__} of {len(got)}" if isinstance(got, (tuple, list)) else type(got).__name__
+        raise CheckFailure(f"{what}: expected a tuple ({names}), got {desc}{hint}")
+    return tuple(got)
+
+
 def expect_equal(what: str, got: Any, expected: Any, hint: str = "") -> None:
     if got != expected:
         fail(what, expected, got, hint)

@@ -112,3 +112,15 @@ def test_show_prints_spec_and_example(capsys):
     _square_problem([]).show()
     out = capsys.readouterr().out
     assert "square(x) -> x*x" in out and "Example: square(3)  ->  9" in out
+
+
+def test_expect_tuple_names_the_values_and_the_count():
+    from grader.checks import expect_tuple
+
+    assert expect_tuple("f(2)", [1, 2], "flops, bytes") == (1, 2)
+    with pytest.raises(CheckFailure, match=r"expected a tuple \(flops, bytes\), got a tuple of 3"):
+        expect_tuple("f(2)", (1, 2, 3), "flops, bytes")
+    with pytest.raises(CheckFailure, match=r"got NoneType \(did you forget `return`\?\)"):
+        expect_tuple("f(2)", None, "flops, bytes")
+    with pytest.raises(CheckFailure, match="got int"):
+        expect_tuple("f(2)", 7, "flops, bytes")
