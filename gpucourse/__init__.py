@@ -56,11 +56,11 @@ from .backend import (
     gpu_available,
     require_gpu,
 )
-from .timing import Timing, block, measure
+from .timing import Timing, block, confirm_faster, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
+    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
 ]
 
 __version__ = "0.1.0"

@@ -113,3 +113,15 @@ def test_cuda_events_time_gpu_work():
     unsynced = gc.measure(lambda: a @ a, repeat=5, sync=False)
     assert events.median > 0 and host.median >= 0.8 * events.median
     assert unsynced.median < 0.5 * host.median  # a launch returns long before a 4096³ GEMM ends
+
+
+def test_confirm_faster_passes_a_real_gap_and_reports_a_missing_one():
+    def fast():
+        time.sleep(0.001)
+
+    def slow():
+        time.sleep(0.004)
+
+    assert gc.confirm_faster(fast, slow, factor=2.0, repeat=3) > 2.0
+    with pytest.raises(AssertionError, match=r"expected more than 2× in some round, measured .*×, .*×"):
+        gc.confirm_faster(slow, fast, factor=2.0, claim="backwards", rounds=2, repeat=3)
