@@ -210,15 +210,197 @@ def schedule(M: int, K: int, N: int) -> np.ndarray:
     return m + k + n
 
 
-# -- tiling a large GEMM onto a fixed array -------------------------------------------------------------------
+# -- tiling a large GEMM onto a fixed array: double-buffered weights, cycle by cycle -----------------------------
+#
+# A layer's K×N weight matrix is cut into rows×cols tiles (edge tiles padded with zeros). Each PE has a weight
+# *shift register* (the column's weight load chain) and `buffers` weight registers. Loading a tile shifts its rows
+# down every column's chain, one row per cycle, so a tile needs `rows` cycles of the column's weight port (TPU v1:
+# "the 256 cycles it takes to shift a tile in", Jouppi et al., ISCA 2017); column n runs n cycles behind column 0,
+# like the activations of row k run k cycles behind row 0. When the chain holds the whole tile, the column *latches*
+# it into one weight register. Every activation carries the number of the tile it belongs to and multiplies by the
+# register holding that tile: the new weights "take effect with the advancing wave alongside the first data of a
+# new block" (same paper). With two registers (double buffering) the next tile is shifted in and latched while the
+# current one streams.
+#
+# Constraints of a schedule (E_t: cycle at which column 0 latches tile t, column n at E_t + n; S_t: cycle at which
+# tile t's first activation row enters array row 0; a latch at cycle c is seen by MACs from cycle c + 1):
+#   weight port   E_t ≥ E_{t−1} + rows          (a column's chain shifts one tile at a time)
+#   activations   S_t ≥ S_{t−1} + M             (the left edge takes one activation row per cycle)
+#   latched       S_t ≥ E_t + 1                 (PE (0, n) first uses tile t at S_t + n)
+#   register free E_t ≥ S_{t−B} + M + rows − 2  (tile t − B, in the same register, has left every row of the column)
+# The earliest schedule gives S_t = t · max(M, rows) with B = 2: a tile costs max(M, rows) cycles, the weight load
+# when M < rows, the stream otherwise, and only the pipeline fill and drain of the last tile (rows + cols − 2) is
+# paid on top. With B = 1 the latch must wait for the previous tile to drain out of the column: M + rows − 1 per
+# tile.
+
+
+class ScheduleHazard(RuntimeError):
+    """The cycle-stepped array caught a schedule that would compute a wrong result (weights not yet latched,
+    overwritten while still in use, or two things wanting the same port in the same cycle)."""
+
+
+@dataclass(frozen=True)
+class TileTimes:
+    """When one weight tile is latched and streamed (cycles; column n latches at ``latch + n``)."""
+
+    latch: int  # E_t: cycle at which column 0 latches the tile into its weight register
+    start: int  # S_t: cycle at which the tile's first activation row enters array row 0
+
+
+def tile_schedule(M: int, tiles: int, rows: int, buffers: int = 2) -> list[TileTimes]:
+    """The earliest legal schedule of ``tiles`` weight tiles (see the constraints above). The first tile's weights
+    are latched just before cycle 0 (``latch = −1``): they were shifted in while the previous layer finished."""
+    if min(M, tiles, rows, buffers) < 1:
+        raise ValueError(f"M, tiles, rows and buffers must be positive, got {(M, tiles, rows, buffers)}")
+    out = [TileTimes(-1, 0)]
+    for t in range(1, tiles):
+        latch = out[-1].latch + rows
+        if t >= buffers:
+            latch = max(latch, out[t - buffers].start + M + rows - 2)
+        out.append(TileTimes(latch, max(out[-1].start + M, latch + 1)))
+    return out
+
+
+def weight_tiles(K: int, N: int, rows: int, cols: int) -> list[tuple[slice, slice]]:
+    """The (k-slice, n-slice) of W in each weight tile, in the order the array runs them (n outer, k inner)."""
+    return [(slice(k, min(k + rows, K)), slice(n, min(n + cols, N)))
+            for n in range(0, N, cols) for k in range(0, K, rows)]
+
+
+@dataclass
+class TiledRun:
+    """What a tiled GEMM did on the cycle-stepped array."""
+
+    C: np.ndarray  # (M, N) result
+    cycles: int  # from cycle 0 (first activation enters) to the last result leaving, inclusive
+    shape: tuple[int, int, int]  # (M, K, N)
+    array: tuple[int, int]  # (rows, cols)
+    buffers: int
+    schedule: list[TileTimes]
+    useful_macs: int
+    busy: np.ndarray  # (cycles,) useful MACs in each cycle
+
+    @property
+    def utilization(self) -> float:
+        return self.useful_macs / (self.cycles * self.array[0] * self.array[1])
+
+
+def _pick(slot: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """stack[slot[r, n], r, n] for every PE (which weight register each PE reads this cycle)."""
+    if len(stack) == 1:
+        return stack[0]
+    if len(stack) == 2:
+        return np.where(slot == 0, stack[0], stack[1])
+    return np.choose(slot, stack)
+
+
+def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
+              schedule: list[TileTimes] | None = None) -> TiledRun:
+    """``A @ W`` tiled onto a ``rows × cols`` weight-stationary array with weight shift chains and ``buffers``
+    weight registers per PE, clocked cycle by cycle. ``schedule`` defaults to :func:`tile_schedule`; any schedule
+    that breaks a constraint raises :class:`ScheduleHazard` at the cycle where the array would go wrong."""
+    A = np.asarray(A, dtype=np.float64)
+    W = np.asarray(W, dtype=np.float64)
+    M, K = A.shape
+    if W.ndim != 2 or W.shape[0] != K:
+        raise ValueError(f"inner dimensions differ: A is {A.shape}, W is {W.shape}")
+    N = W.shape[1]
+    R, Cn = int(rows), int(cols)
+    parts = weight_tiles(K, N, R, Cn)
+    T = len(parts)
+    sched = schedule if schedule is not None else tile_schedule(M, T, R, buffers)
+    if len(sched) != T:
+        raise ValueError(f"the schedule has {len(sched)} entries for {T} tiles")
+    padded = np.zeros((T, R, Cn))  # weight tiles, zero-padded at the edges
+    for t, (ks, ns) in enumerate(parts):
+        padded[t, : ks.stop - ks.start, : ns.stop - ns.start] = W[ks, ns]
+    k_len = np.array([ks.stop - ks.start for ks, _ in parts])  # real rows of each tile
+    n_len = np.array([ns.stop - ns.start for _, ns in parts])  # real columns
+    n_start = np.array([ns.start for _, ns in parts])
+
+    r_idx, n_idx = np.arange(R)[:, None], np.arange(Cn)[None, :]
+    chain = np.zeros((R, Cn))  # weight shift registers
+    regs = np.zeros((buffers, R, Cn))  # weight registers
+    held = np.full((buffers, R, Cn), -1)  # which tile each weight register holds
+    a = np.zeros((R, Cn))  # activation registers
+    a_tile = np.full((R, Cn), -1)  # tile of the activation each PE holds (-1: bubble)
+    a_row = np.full((R, Cn), -1)  # its row m
+    p = np.zeros((R, Cn))  # partial sums
+    C = np.zeros((M, N))
+    last = sched[-1].start + (M - 1) + (R - 1) + (Cn - 1)
+    first = min(0, min(s.latch for s in sched) - R + 1)  # the first tile's weights shift in before cycle 0
+    busy = np.zeros(last + 1, dtype=np.int64)
+    useful = 0
+    for c in range(first, last + 1):
+        # left edge: row k receives A[m, k] of tile t when c = S_t + m + k
+        col0, tile0, row0 = np.zeros(R), np.full(R, -1), np.full(R, -1)
+        for t, s in enumerate(sched):
+            m = c - s.start - np.arange(R)
+            ok = (m >= 0) & (m < M)
+            if ok.any():
+                if (tile0[ok] >= 0).any():
+                    raise ScheduleHazard(f"cycle {c}: two tiles want the left edge of the same array row")
+                ks = parts[t][0]
+                kk = np.arange(R)[ok]
+                col0[ok] = np.where(kk < ks.stop - ks.start, A[m[ok], np.minimum(ks.start + kk, K - 1)], 0.0)
+                tile0[ok], row0[ok] = t, m[ok]
+        # MACs (with the weight registers as they were at the start of the cycle)
+        for reg, edge in ((a, col0), (a_tile, tile0), (a_row, row0)):  # everything moves one PE to the right
+            reg[:, 1:] = reg[:, :-1].copy()
+            reg[:, 0] = edge
+        live = a_tile >= 0
+        slot = np.where(live, a_tile % buffers, 0)
+        have = _pick(slot, held)
+        wrong = live & (have != a_tile)
+        if wrong.any():
+            r, n = (int(v[0]) for v in np.nonzero(wrong))
+            t, h = int(a_tile[r, n]), int(have[r, n])
+            why = "is not latched yet" if h < t else f"was overwritten by tile {h} before tile {t}'s last activation passed"
+            raise ScheduleHazard(f"cycle {c}: PE ({r}, {n}) needs tile {t}'s weight, which {why}")
+        p[1:] = p[:-1].copy()  # partial sums move one PE down; row 0 starts from zero
+        p[0] = 0.0
+        p += a * _pick(slot, regs)
+        if c >= 0:
+            tt = np.where(live, a_tile, 0)
+            useful_now = live & (r_idx < k_len[tt]) & (n_idx < n_len[tt])
+            busy[c] = int(useful_now.sum())
+            useful += busy[c]
+            # results leaving the bottom row: accumulate into C (K tiles of the same N tile add up)
+            tb = a_tile[R - 1]
+            out = (tb >= 0) & (np.arange(Cn) < n_len[np.maximum(tb, 0)])
+            np.add.at(C, (a_row[R - 1][out], n_start[tb[out]] + np.arange(Cn)[out]), p[R - 1][out])
+        # weight chains shift down; the top takes the weight the column's port feeds this cycle
+        feed = np.zeros(Cn)
+        fed = np.zeros(Cn, bool)
+        for t, s in enumerate(sched):
+            r = s.latch + np.arange(Cn) - c  # column n feeds the weight for row r at cycle E_t + n − r
+            ok = (r >= 0) & (r < R)
+            if ok.any():
+                if fed[ok].any():
+                    raise ScheduleHazard(f"cycle {c}: two tiles want the weight port of the same column")
+                feed[ok] = padded[t, r[ok], np.arange(Cn)[ok]]
+                fed |= ok
+        chain[1:] = chain[:-1].copy()
+        chain[0] = feed
+        for t, s in enumerate(sched):  # column n latches tile t at cycle E_t + n
+            n = c - s.latch
+            if 0 <= n < Cn:
+                regs[t % buffers, :, n] = chain[:, n]
+                held[t % buffers, :, n] = t
+    return TiledRun(C, last + 1, (M, K, N), (R, Cn), buffers, sched, useful, busy)
+
 
 @dataclass(frozen=True)
 class TiledGemm:
-    """A ``(M×K)·(K×N)`` GEMM tiled onto a ``rows × cols`` weight-stationary array.
+    """Closed-form cycles of a ``(M×K)·(K×N)`` GEMM on a ``rows × cols`` weight-stationary array with
+    double-buffered weights (``buffers=2``; ``buffers=1`` for the single-register array). Checked against
+    :func:`run_tiled` cycle by cycle.
 
-    Model: W is cut into ``ceil(K/rows) · ceil(N/cols)`` weight tiles (edge tiles padded with zeros). Each tile
-    is loaded (double-buffered: its load hides behind the previous tile's compute) and all M activation rows
-    stream through it: ``M + rows + cols − 2`` cycles per tile, tiles one after another.
+    ``ceil(K/rows)·ceil(N/cols)`` tiles start ``period`` cycles apart — ``max(M, rows)`` double-buffered: the
+    ``rows``-cycle weight load when M < rows, the M-row stream otherwise — and the last tile's rows still need
+    ``rows + cols − 2`` cycles to fill and drain the array:
+
+        cycles = (tiles − 1) · period + M + rows + cols − 2
     """
 
     M: int
@@ -226,18 +408,24 @@ class TiledGemm:
     N: int
     rows: int = 128
     cols: int = 128
+    buffers: int = 2
+
+    def __post_init__(self) -> None:
+        if min(self.M, self.K, self.N, self.rows, self.cols) < 1 or self.buffers not in (1, 2):
+            raise ValueError(f"positive sizes and buffers in (1, 2) needed, got {self}")
 
     @property
     def tiles(self) -> int:
         return math.ceil(self.K / self.rows) * math.ceil(self.N / self.cols)
 
     @property
-    def cycles_per_tile(self) -> int:
-        return cycles(self.M, self.rows, self.cols)
+    def period(self) -> int:
+        """Cycles between the starts of consecutive tiles in steady state."""
+        return max(self.M, self.rows) if self.buffers == 2 else self.M + self.rows - 1
 
     @property
     def cycles(self) -> int:
-        return self.tiles * self.cycles_per_tile
+        return (self.tiles - 1) * self.period + cycles(self.M, self.rows, self.cols)
 
     @property
     def useful_macs(self) -> int:
@@ -245,7 +433,7 @@ class TiledGemm:
 
     @property
     def utilization(self) -> float:
-        """Useful MACs / (cycles × rows × cols) = spatial (padding) × temporal (fill and drain) efficiency."""
+        """Useful MACs / (cycles × rows × cols) = spatial (padding) × temporal."""
         return self.useful_macs / (self.cycles * self.rows * self.cols)
 
     @property
@@ -255,8 +443,13 @@ class TiledGemm:
 
     @property
     def temporal(self) -> float:
-        """Fraction of a tile's cycles in which activations stream (the rest is pipeline fill and drain)."""
-        return self.M / self.cycles_per_tile
+        """Fraction of the cycles in which an activation row enters the array (M per tile)."""
+        return self.M * self.tiles / self.cycles
+
+    @property
+    def weight_load_bound(self) -> bool:
+        """True when a tile's weight load (rows cycles) outlasts its stream (M cycles)."""
+        return self.buffers == 2 and self.M < self.rows
 
     def seconds(self, clock_hz: float) -> float:
         return self.cycles / clock_hz
@@ -338,34 +531,92 @@ def animate(run: SystolicRun, W: np.ndarray, interval_ms: int = 900):
     return anim
 
 
-# -- the contrast: a dynamic (warp) scheduler ----------------------------------------------------------------------
+# -- the contrast: order fixed by the compiler vs order picked at run time, under the same memory --------------------
+#
+# Both models run the same work — n items, each one load from memory followed by `compute_cycles` instructions
+# that need it — issue one instruction per cycle, and draw every load's latency from the same distribution.
+# Neither has a cache the other lacks. The difference is only who decides the order.
+
+
+@dataclass(frozen=True)
+class IssueTrace:
+    """What one run of a scheduler issued."""
+
+    cycles: int  # finish time: the last instruction's cycle + 1
+    order: tuple  # who issued, in issue order (warp numbers, or the static program's instruction labels)
+    stall_cycles: int  # cycles in which nothing could issue
+
+
+def warp_schedule(n_warps: int, loads_per_warp: int, compute_cycles: int, latency: Any,
+                  rng: np.random.Generator) -> IssueTrace:
+    """A GPU-style SM scheduler: each cycle it issues from *any* ready warp, decided at run time.
+
+    Every warp repeats ``loads_per_warp`` times: issue a load (latency ``latency(rng)`` cycles), then
+    ``compute_cycles`` instructions that use it. A warp waiting on memory is skipped at no cost; the scheduler
+    picks the lowest-numbered ready warp. ``order`` is the warp that issued in each busy cycle.
+    """
+    ready_at = np.zeros(n_warps)  # cycle at which each warp can issue again
+    loads_left = [loads_per_warp] * n_warps
+    work_left = [0] * n_warps  # compute instructions left in the warp's current phase
+    order: list[int] = []
+    t = stalls = 0
+    while any(loads_left) or any(work_left):
+        waiting = [w for w in range(n_warps) if loads_left[w] or work_left[w]]
+        ready = [w for w in waiting if ready_at[w] <= t]
+        if not ready:
+            nxt = int(math.ceil(min(ready_at[w] for w in waiting)))
+            stalls += nxt - t
+            t = nxt
+            continue
+        w = ready[0]
+        if work_left[w]:
+            work_left[w] -= 1
+            ready_at[w] = t + 1
+        else:  # issue a load; the warp's next instructions wait for it
+            loads_left[w] -= 1
+            ready_at[w] = t + 1 + float(latency(rng))
+            work_left[w] = compute_cycles
+        order.append(w)
+        t += 1
+    return IssueTrace(t, tuple(order), stalls)
+
 
 def warp_schedule_cycles(n_warps: int, loads_per_warp: int, compute_cycles: int, latency: Any,
                          rng: np.random.Generator) -> int:
-    """Cycles a GPU-style SM scheduler needs: each cycle it issues from *any* ready warp (decided at run time).
+    """Finish time of :func:`warp_schedule`."""
+    return warp_schedule(n_warps, loads_per_warp, compute_cycles, latency, rng).cycles
 
-    Every warp repeats ``loads_per_warp`` times: issue a memory load (its latency drawn by ``latency(rng)``,
-    in cycles, modelling cache hits, misses and contention), then ``compute_cycles`` cycles of arithmetic on the
-    loaded data. One instruction issues per cycle; a warp waiting on memory is skipped at no cost (no context
-    switch). The finish time depends on the latencies that actually occurred — unlike :func:`cycles`, which
-    the compiler knows before the program runs.
+
+def static_schedule(n_items: int, compute_cycles: int, latency: Any, rng: np.random.Generator,
+                    buffers: int) -> IssueTrace:
+    """A TPU-style in-order core running the program a compiler fixed: software pipelining over ``buffers`` VMEM
+    buffers, so up to ``buffers`` loads are in flight.
+
+    The program starts loads 0 … buffers−1; then for every item i it waits for load i, runs ``compute_cycles``
+    instructions on it and starts load i + buffers into the buffer item i has freed. The *order* never changes;
+    when a load is slower than the pipeline covers, the core stalls in place (a TPU's scalar unit waits on a DMA
+    semaphore).
     """
-    ready_at = np.zeros(n_warps)  # cycle at which each warp can issue again
-    remaining = [loads_per_warp] * n_warps
-    work_left = np.zeros(n_warps, dtype=int)  # compute instructions left in the current phase
-    t = 0
-    while any(r > 0 for r in remaining) or work_left.any():
-        candidates = [w for w in range(n_warps) if ready_at[w] <= t and (remaining[w] > 0 or work_left[w] > 0)]
-        if not candidates:
-            t = int(min(ready_at[w] for w in range(n_warps) if remaining[w] > 0 or work_left[w] > 0))
-            continue
-        w = candidates[0]  # the scheduler's pick: the oldest ready warp
-        if work_left[w] > 0:
-            work_left[w] -= 1
-            ready_at[w] = t + 1
-        else:  # issue a load, then compute on it once it arrives
-            remaining[w] -= 1
-            ready_at[w] = t + 1 + float(latency(rng))
-            work_left[w] = compute_cycles
+    if buffers < 1:
+        raise ValueError("buffers must be at least 1 (the one the item being computed sits in)")
+    done_at: dict[int, float] = {}
+    order: list[str] = []
+    t = stalls = 0
+
+    def load(i: int) -> None:
+        nonlocal t
+        done_at[i] = t + 1 + float(latency(rng))
+        order.append(f"load {i}")
         t += 1
-    return int(max(t, ready_at.max()))
+
+    for i in range(min(buffers, n_items)):
+        load(i)
+    for i in range(n_items):
+        if done_at[i] > t:  # wait: nothing else may issue before it, the order is fixed
+            stalls += int(math.ceil(done_at[i] - t))
+            t = int(math.ceil(done_at[i]))
+        order.extend([f"compute {i}"] * compute_cycles)
+        t += compute_cycles
+        if i + buffers < n_items:
+            load(i + buffers)
+    return IssueTrace(t, tuple(order), stalls)

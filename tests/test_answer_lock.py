@@ -67,13 +67,13 @@ def test_course_helpers_that_do_the_exercise_are_locked():
         o = gc.occupancy.occupancy(threads, regs, smem, limits)
         return o.blocks_per_sm, o.occupancy, o.limiter
 
-    def torus_hops(a, b, dims):
+    def slice_hops(a, b, dims, chip):
         return gc.interconnect.Torus(dims).hops(a, b)
 
     with pytest.raises(CheckFailure, match=f"gpucourse.occupancy.occupancy, which {LOCKED}"):
         lab5.problems["occupancy"].check(occupancy)
     with pytest.raises(CheckFailure, match=f"gpucourse.interconnect.Torus.hops, which {LOCKED}"):
-        lab7.problems["torus_hops"].check(torus_hops)
+        lab7.problems["slice_hops"].check(slice_hops)
     assert gc.interconnect.Torus((4, 4)).hops((0, 0), (3, 3)) == 2  # restored
 
 

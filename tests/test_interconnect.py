@@ -1,7 +1,7 @@
-"""The ICI torus model: hop counts, links, and ring/torus all-reduce costs checked against a simulation."""
+"""Tori and meshes: hop counts with per-axis wraparound, and the α–β prices of collectives checked against real
+arrays moved message by message."""
 
 from __future__ import annotations
-
 
 import numpy as np
 import pytest
@@ -10,7 +10,8 @@ from gpucourse import interconnect as ic
 
 
 @pytest.mark.parametrize("dims, wrap", [((4, 4, 4), True), ((4, 4, 4), False), ((3, 5), True), ((2, 3, 4), False),
-                                        ((2, 2, 2), True), ((7,), True)])
+                                        ((2, 2, 2), True), ((7,), True), ((8, 16), (False, True)),
+                                        ((4, 3, 5), (True, False, True))])
 def test_hop_histogram_matches_brute_force(dims, wrap):
     t = ic.Torus(dims, wrap)
     brute = [t.hops(i, j) for i in range(t.size) for j in range(t.size) if i != j]
@@ -19,12 +20,17 @@ def test_hop_histogram_matches_brute_force(dims, wrap):
     assert sum(t.hop_counts().values()) == t.size * (t.size - 1)
 
 
-def test_hops_use_the_wrap_around():
+def test_hops_use_the_wraparound_only_where_it_exists():
     t = ic.Torus((4, 4, 4))
     assert t.hops((0, 0, 0), (3, 0, 0)) == 1
     assert t.hops((0, 0, 0), (3, 3, 3)) == 3
     assert ic.Torus((4, 4, 4), wrap=False).hops((0, 0, 0), (3, 3, 3)) == 9
     assert t.hops(0, t.index((2, 2, 2))) == 6 == t.diameter
+    half = ic.Torus((8, 16), wrap=(False, True))  # a v5e 8×16: wraps on its 16 axis only
+    assert half.hops((0, 0), (7, 15)) == 7 + 1
+    assert half.diameter == 7 + 8
+    with pytest.raises(ValueError):
+        ic.Torus((4, 4), wrap=(True,))
 
 
 def test_links_and_neighbours():
@@ -33,47 +39,115 @@ def test_links_and_neighbours():
     assert t.links == 3 * 64  # 6 per chip, each shared by two chips
     assert ic.Torus((4, 4, 4), wrap=False).links == 3 * 4 * 4 * 3
     assert ic.Torus((2, 2)).links == 4  # a size-2 ring has one link, not two
+    assert ic.Torus((16, 16)).bisection_links == 32 and ic.Torus((16, 16), False).bisection_links == 16
 
 
-@pytest.mark.parametrize("p, n", [(2, 10), (3, 7), (8, 1000), (5, 5)])
-def test_ring_simulation_sums_and_sends_two_buffers(p, n):
-    rng = np.random.default_rng(p)
+def _expected(kind, bufs, p):
+    if kind == "all-gather":
+        return [np.concatenate(bufs)] * p
+    if kind == "all-reduce":
+        return [np.sum(bufs, axis=0)] * p
+    if kind == "reduce-scatter":
+        return list(np.sum(bufs, axis=0).reshape(p, -1))
+    return [np.concatenate([b.reshape(p, -1)[k] for b in bufs]) for k in range(p)]
+
+
+@pytest.mark.parametrize("kind", ic.COLLECTIVES)
+@pytest.mark.parametrize("ring", [True, False])
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16])
+def test_one_axis_closed_forms_match_the_simulation(kind, ring, p):
+    """Real arrays, moved hop by hop: the result is right, and the rounds and the busiest directed link's bytes
+    are exactly the closed forms of the module's table."""
+    rng = np.random.default_rng(p * 10 + ring)
+    n = 8 if kind == "all-gather" else 8 * p
     bufs = [rng.standard_normal(n) for _ in range(p)]
+    V = 8 * n * (p if kind in ("all-gather", "all-to-all") else 1)  # bytes of the whole array
+    trace = ic.simulate_collective(kind, bufs, (p,), ring)
+    assert all(np.allclose(got, want) for got, want in zip(trace.result, _expected(kind, bufs, p)))
+    assert trace.rounds == ic.axis_rounds(kind, p, ring)
+    assert trace.busiest_link_bytes == pytest.approx(ic.axis_link_bytes(kind, V, p, ring))
+    axis = ic.Axis(p, ring, 3e9)
+    assert trace.seconds(2e-6, 3e9) == pytest.approx(ic.collective_seconds(kind, V, axis, 2e-6))
+
+
+def test_textbook_figures():
+    V = 1e9
+    # bidirectional ring: all-gather moves (p−1)/p · V through two links; a line needs one link for the far end
+    assert ic.axis_link_bytes("all-gather", V, 8, ring=True) == pytest.approx(7 / 8 * V / 2)
+    assert ic.axis_link_bytes("all-gather", V, 8, ring=False) == pytest.approx(7 / 8 * V)
+    assert ic.axis_link_bytes("all-reduce", V, 8, True) == 2 * ic.axis_link_bytes("reduce-scatter", V, 8, True)
+    # all-to-all on a bidirectional ring is a quarter of an all-gather (the scaling book's "AllGather / 4")
+    assert ic.axis_link_bytes("all-to-all", V, 16, True) / ic.axis_link_bytes("all-gather", V, 16, True) \
+        == pytest.approx(1 / 4 * 16 / 15)
+    assert ic.axis_rounds("all-gather", 16, True) == 8 and ic.axis_rounds("all-gather", 16, False) == 15
+    assert ic.axis_rounds("all-reduce", 2, True) == 2 == ic.axis_rounds("all-reduce", 2, False)  # no 2-chip ring
+    assert ic.collective_seconds("all-reduce", V, [], 1e-6) == 0.0
+    with pytest.raises(ValueError):
+        ic.axis_rounds("broadcast", 4, True)
+
+
+@pytest.mark.parametrize("dims, wrap", [((4, 4), True), ((4, 4), False), ((3, 5), (True, False)),
+                                        ((4, 4, 4), True), ((2, 4, 4), False), ((4, 2), True)])
+@pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter"])
+@pytest.mark.parametrize("concurrent", [True, False])
+def test_several_axes_match_the_simulation(dims, wrap, kind, concurrent):
+    rng = np.random.default_rng(len(dims))
+    P = int(np.prod(dims))
+    k = sum(d > 1 for d in dims) if concurrent else 1
+    n = 2 * k * 4 if kind == "all-gather" else P * 2 * k * 4
+    bufs = [rng.standard_normal(n) for _ in range(P)]
+    V = 8 * n * (P if kind == "all-gather" else 1)
+    trace = ic.simulate_collective(kind, bufs, dims, wrap, concurrent=concurrent)
+    total = np.sum(bufs, axis=0)
+    if kind == "all-reduce":
+        assert all(np.allclose(r, total) for r in trace.result)
+    elif kind == "all-gather":  # every chip holds every shard (pieces gathered in rotated axis orders)
+        assert all(np.allclose(np.sort(r), np.sort(np.concatenate(bufs))) for r in trace.result)
+    else:  # every chip holds a different 1/P of the sum
+        assert all(r.size == n // P for r in trace.result)
+        assert np.allclose(np.sort(np.concatenate(trace.result)), np.sort(total))
+    axes = [ic.Axis(d, w, 1e9) for d, w in zip(dims, ic.Torus(dims, wrap).wrap)]
+    assert trace.seconds(1e-6, 1e9) == pytest.approx(ic.collective_seconds(kind, V, axes, 1e-6, concurrent))
+
+
+def test_all_axes_at_once_divide_the_bandwidth_term_by_the_axes():
+    V, bw = 1e9, 50e9
+    for dims in ((4, 4, 4), (16, 16, 16), (16, 16)):
+        axes = [ic.Axis(d, True, bw) for d in dims]
+        P = int(np.prod(dims))
+        at_once = ic.collective_seconds("all-gather", V, axes, 0.0)
+        assert at_once == pytest.approx((P - 1) / P * V / (len(dims) * 2 * bw))
+        one_by_one = ic.collective_seconds("all-gather", V, axes, 0.0, concurrent=False)
+        assert one_by_one == pytest.approx(len(dims) * at_once)
+    with pytest.raises(ValueError):
+        ic.collective_seconds("all-to-all", V, [ic.Axis(4, True, bw)] * 2, 0.0)
+
+
+def test_unidirectional_textbook_ring():
+    rng = np.random.default_rng(8)
+    bufs = [rng.standard_normal(1000) for _ in range(8)]
     trace = ic.simulate_ring_allreduce(bufs)
     assert all(np.allclose(b, np.sum(bufs, axis=0)) for b in trace.result)
-    assert trace.steps == 2 * (p - 1)
-    assert sum(trace.sent_elements) == pytest.approx(p * ic.allreduce_bytes_per_chip(n, p))
+    assert trace.steps == 2 * 7
+    assert sum(trace.sent_elements) == pytest.approx(8 * ic.allreduce_bytes_per_chip(1000, 8))
 
 
-def test_ring_and_torus_models():
-    assert ic.ring_allreduce_seconds(1e9, 1, 1e9) == 0.0
-    assert ic.ring_allreduce_seconds(8e9, 8, 1e9) == pytest.approx(2 * 7 / 8 * 8)
-    assert ic.ring_allreduce_seconds(8e9, 8, 1e9, bidirectional=True) == pytest.approx(7.0)
-    assert ic.ring_allreduce_seconds(8e9, 8, 1e9, latency=1e-3) == pytest.approx(14 + 14e-3)
-    # one dimension: the torus is a ring
-    assert ic.torus_allreduce_seconds(1e9, (16,), 5e10) == pytest.approx(ic.ring_allreduce_seconds(1e9, 16, 5e10, bidirectional=True))
-    # 4x4x4, 1 GB, 50 GB/s per direction, bidirectional: sum over dims of 2*3/4 * share/(2*bw)
-    expected = sum(2 * 3 / 4 * (1e9 / 4**i) / (2 * 50e9) for i in range(3))
-    assert ic.torus_allreduce_seconds(1e9, (4, 4, 4), 50e9) == pytest.approx(expected)
-    assert ic.torus_allreduce_seconds(1e9, (4, 2), (10e9, 20e9)) == pytest.approx(
-        2 * 3 / 4 * 1e9 / 20e9 + 2 * 1 / 2 * 2.5e8 / 40e9)
+def test_collectives_read_from_hlo_in_every_replica_group_format():
+    lines = [
+        "ROOT %all-reduce = f32[256,128]{1,0} all-reduce(%f), channel_id=1, replica_groups=mesh['axis_0'=1,"
+        "'axis_1'=4,'axis_2'=2], device_ids=([2,4]T(1,0)) {'axis_1'}, use_global_device_ids=true, to_apply=%add",
+        "%ag = f32[256,128]{1,0} all-gather(%f), channel_id=2, replica_groups=mesh['axis_0'=2,'axis_1'=1,'axis_2'=4] "
+        "{'axis_0'}, dimensions={0}",
+        "%ar.1 = bf16[64]{0} all-reduce-start(%g), replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add",
+        "%rs = f32[16,64]{1,0} reduce-scatter(%h), replica_groups=[2,4]<=[8], dimensions={0}, to_apply=%add",
+    ]
+    found = ic.hlo_collectives("\n".join(lines))
+    assert [(c.kind, c.result_bytes, c.group_size) for c in found] == [
+        ("all-reduce", 256 * 128 * 4, 4), ("all-gather", 256 * 128 * 4, 2), ("all-reduce", 128, 4),
+        ("reduce-scatter", 16 * 64 * 4, 4)]
+    assert found[3].array_bytes() == 4 * 16 * 64 * 4 and found[3].array_bytes(itemsize=2) == 4 * 16 * 64 * 2
     with pytest.raises(ValueError):
-        ic.torus_allreduce_seconds(1e9, (4, 4), (1e9,))
-
-
-def test_torus_beats_a_flat_ring_on_latency_bound_buffers():
-    dims = (16, 16, 16)
-    t = ic.torus_allreduce_seconds(1e6, dims, 50e9, latency=1e-6)
-    r = ic.ring_allreduce_seconds(1e6, 4096, 50e9, latency=1e-6, bidirectional=True)
-    assert r > 50 * t
-
-
-def test_published_pod_figures_are_consistent():
-    v4 = ic.TPU_PODS["TPU v4"]
-    assert v4["topology"] == "3D torus" and v4["max_chips"] == 16**3
-    assert v4["ici_bytes_per_s"] == pytest.approx(300e9)
-    for name, pod in ic.TPU_PODS.items():
-        assert pod["links_per_chip"] == (6 if pod["topology"] == "3D torus" else 4), name
+        ic.hlo_collectives("%x = f32[4]{0} all-reduce(%y), replica_groups=weird")
 
 
 def test_draw_torus():
@@ -85,5 +159,9 @@ def test_draw_torus():
     fig = plt.figure()
     ax = fig.add_subplot(projection="3d")
     ic.draw_torus(ax, (3, 3, 3), highlight=[0])
-    assert len(ax.lines) > 27
+    wrapped = len(ax.lines)
+    assert wrapped > 27
+    ax2 = fig.add_subplot(projection="3d")
+    ic.draw_torus(ax2, ic.Torus((3, 3, 3), wrap=False))
+    assert len(ax2.lines) < wrapped  # no dashed wraparound links on a mesh
     plt.close(fig)

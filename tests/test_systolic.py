@@ -72,24 +72,95 @@ def test_tile_in_a_larger_array_matches_the_tiling_model():
         systolic.WeightStationaryArray(np.ones((9, 2)), rows=8, cols=8)
 
 
-def test_tiled_gemm_counts_tiles_padding_and_pipeline():
+@pytest.mark.parametrize("rows, cols", [(4, 4), (4, 3), (3, 5)])
+@pytest.mark.parametrize("M", [1, 2, 3, 4, 5, 9])
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_tiled_model_matches_the_cycle_by_cycle_array(rows, cols, M, buffers):
+    """The closed form against the array clocked register by register, weight shift chains and latches included:
+    M below, at and above the array's rows; K and N multiples and non-multiples of the tile; one and many tiles."""
+    rng = np.random.default_rng(rows * 100 + cols * 10 + M + buffers)
+    for K, N in ((4, 4), (5, 3), (9, 10), (3, 13), (12, 8)):
+        A, W = rng.integers(-3, 4, (M, K)).astype(float), rng.integers(-3, 4, (K, N)).astype(float)
+        run = systolic.run_tiled(A, W, rows, cols, buffers=buffers)
+        model = systolic.TiledGemm(M, K, N, rows, cols, buffers=buffers)
+        assert np.array_equal(run.C, A @ W)
+        assert run.cycles == model.cycles, (K, N)
+        assert run.useful_macs == M * K * N == run.busy.sum()
+        assert run.utilization == pytest.approx(model.utilization)
+        assert [s.start for s in run.schedule] == [t * model.period for t in range(model.tiles)]
+
+
+def test_real_size_array_two_tiles():
+    rng = np.random.default_rng(5)
+    for M in (5, 128, 200):
+        A, W = rng.standard_normal((M, 256)), rng.standard_normal((256, 100))
+        run = systolic.run_tiled(A, W, 128, 128)
+        assert np.allclose(run.C, A @ W)
+        assert run.cycles == systolic.TiledGemm(M, 256, 100).cycles == max(M, 128) + M + 254
+
+
+def test_the_earliest_schedule_is_tight():
+    """Starting any tile one cycle earlier breaks the array: the simulator raises at the cycle it would go wrong."""
+    rng = np.random.default_rng(2)
+    for M in (2, 4, 7):  # below, at and above rows = 4
+        A, W = rng.standard_normal((M, 9)), rng.standard_normal((9, 10))
+        sched = systolic.tile_schedule(M, 9, 4)
+        for t in range(1, len(sched)):
+            early = list(sched)
+            early[t] = systolic.TileTimes(sched[t].latch, sched[t].start - 1)
+            with pytest.raises(systolic.ScheduleHazard):
+                systolic.run_tiled(A, W, 4, 4, schedule=early)
+
+
+def test_one_weight_register_cannot_run_the_double_buffered_schedule():
+    rng = np.random.default_rng(4)
+    A, W = rng.standard_normal((6, 8)), rng.standard_normal((8, 8))
+    with pytest.raises(systolic.ScheduleHazard, match="overwritten"):
+        systolic.run_tiled(A, W, 4, 4, buffers=1, schedule=systolic.tile_schedule(6, 4, 4, buffers=2))
+    single = systolic.run_tiled(A, W, 4, 4, buffers=1)
+    assert np.allclose(single.C, A @ W) and single.cycles == systolic.TiledGemm(6, 8, 8, 4, 4, buffers=1).cycles
+    with pytest.raises(ValueError):
+        systolic.run_tiled(A, W, 4, 4, schedule=systolic.tile_schedule(6, 3, 4))  # 4 tiles, 3 entries
+
+
+def test_tiled_gemm_counts_tiles_padding_and_the_weight_load():
     t = systolic.TiledGemm(1024, 300, 200, 128, 128)
-    assert t.tiles == 3 * 2
-    assert t.cycles == 6 * (1024 + 254)
+    assert t.tiles == 3 * 2 and t.period == 1024
+    assert t.cycles == 5 * 1024 + 1024 + 254
     assert t.utilization == pytest.approx(1024 * 300 * 200 / (t.cycles * 128 * 128))
     assert t.utilization == pytest.approx(t.spatial * t.temporal)
-    assert systolic.TiledGemm(1, 4096, 4096).utilization == pytest.approx(1 / 255)
-    assert systolic.TiledGemm(8192, 4096, 4096).utilization > 0.96
+    assert systolic.TiledGemm(7, 128, 128).cycles == systolic.cycles(7, 128, 128)  # one tile: fill + stream + drain
+    one = systolic.TiledGemm(1, 4096, 4096)  # M = 1: the 128-cycle weight load of every tile limits it
+    assert one.weight_load_bound and one.cycles == 1023 * 128 + 1 + 254
+    assert one.utilization == pytest.approx(1 / 128, rel=0.01)
+    half = next(M for M in range(1, 300) if systolic.TiledGemm(M, 4096, 4096).utilization >= 0.5)
+    assert half == 65  # M/128, less the one fill and drain
+    assert systolic.TiledGemm(8192, 4096, 4096).utilization > 0.99
+    # the model this course used to teach, fill and drain charged to every tile, is far off for many tiles
+    assert 1024 * systolic.cycles(1, 128, 128) > 1.9 * one.cycles
+    single = systolic.TiledGemm(64, 4096, 4096, buffers=1)
+    assert single.period == 64 + 127 and single.cycles > 1.4 * systolic.TiledGemm(64, 4096, 4096).cycles
+    with pytest.raises(ValueError):
+        systolic.TiledGemm(0, 4, 4)
+    with pytest.raises(ValueError):
+        systolic.TiledGemm(4, 4, 4, buffers=3)
 
 
-def test_warp_scheduler_finish_time_depends_on_latencies():
-    fixed = [systolic.warp_schedule_cycles(4, 3, 10, lambda r: 50, np.random.default_rng(s)) for s in range(3)]
-    assert len(set(fixed)) == 1  # no randomness: the same time every run
-    varied = {systolic.warp_schedule_cycles(4, 3, 10, lambda r: r.choice([20, 300]), np.random.default_rng(s))
-              for s in range(10)}
-    assert len(varied) > 1
+def test_schedulers_under_the_same_memory():
+    hit = lambda r: 50  # noqa: E731
+    fixed = {systolic.warp_schedule(4, 3, 10, hit, np.random.default_rng(s)).cycles for s in range(3)}
+    assert len(fixed) == 1  # no randomness: the same time every run
     # with one warp nothing hides latency: 3 × (1 issue + 50 latency) then the last 10 compute cycles, serialised
-    assert systolic.warp_schedule_cycles(1, 3, 10, lambda r: 50, np.random.default_rng(0)) == 3 * (1 + 50 + 10)
+    assert systolic.warp_schedule_cycles(1, 3, 10, hit, np.random.default_rng(0)) == 3 * (1 + 50 + 10)
+    assert systolic.static_schedule(3, 10, hit, np.random.default_rng(0), buffers=1).cycles == 3 * (1 + 50 + 10)
+    mixed = lambda r: r.choice([20, 300])  # noqa: E731
+    warps = [systolic.warp_schedule(4, 3, 10, mixed, np.random.default_rng(s)) for s in range(10)]
+    static = [systolic.static_schedule(12, 10, mixed, np.random.default_rng(s), buffers=4) for s in range(10)]
+    assert len({w.cycles for w in warps}) > 1 and len({s.cycles for s in static}) > 1  # both depend on latency
+    assert len({w.order for w in warps}) > 1 and len({s.order for s in static}) == 1  # only one order changes
+    assert all(len(s.order) == 12 * 11 for s in static)
+    with pytest.raises(ValueError):
+        systolic.static_schedule(3, 10, hit, np.random.default_rng(0), buffers=0)
 
 
 def test_figures_draw_without_error():

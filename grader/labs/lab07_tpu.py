@@ -6,7 +6,8 @@ Conventions the specs share (the course notebook, course/07_tpu.ipynb, derives t
   m + (K − 1) + n; cycles are numbered from 0.
 - The device mesh is JAX's 8 CPU devices as a 2×4 mesh with axes ('x', 'y') — the lab's first cell sets
   XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX is imported.
-- Bandwidths are bytes/s per link per direction; times are seconds.
+- Bandwidths are bytes/s per link per direction; times are seconds. Collectives follow the α–β model of
+  gpucourse.interconnect (rounds · latency + bytes on the busiest link in one direction / bandwidth).
 
 This module imports JAX only inside the functions that need it, so importing it never fixes JAX's device count.
 """
@@ -20,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gpucourse import interconnect, systolic
+from gpucourse import interconnect, pallas_tpu, systolic, tpu
 
 from ..checks import CheckFailure, expect_array_close, expect_close, expect_int, expect_tuple
 from ..problem import Case, Problem
@@ -137,7 +138,7 @@ SYSTOLIC = Problem(
     compare=_compare_systolic,
 )
 
-# -- Exercise 3: a large GEMM on a 128×128 array --------------------------------------------------------------------
+# -- Exercise 3: a large GEMM on a 128×128 array, double-buffered weights ------------------------------------------
 
 def tiled_gemm(M: int, K: int, N: int, rows: int, cols: int) -> tuple[int, float]:
     t = systolic.TiledGemm(M, K, N, rows, cols)
@@ -146,32 +147,42 @@ def tiled_gemm(M: int, K: int, N: int, rows: int, cols: int) -> tuple[int, float
 
 def _compare_tiled(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
     expect_tuple(what, got, "cycles, utilization")
+    M, K, N, rows, cols = case.args
     expect_int(f"{what} → cycles", got[0], expected[0],
-               "ceil(K/rows)·ceil(N/cols) weight tiles, each streaming all M rows: M + rows + cols − 2 cycles")
+               f"ceil(K/rows)·ceil(N/cols) tiles start max(M, rows) = {max(M, rows)} cycles apart (the stream, or the "
+               f"weight load when M < rows); only the last tile adds the fill and drain: M + rows + cols − 2")
     expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
                  hint="useful MACs M·K·N over what rows·cols PEs could do in those cycles")
 
 
 def _tiled_cases(rng: np.random.Generator) -> list[Case]:
+    """Every regime: M below, equal to, just above and far above the array's rows; one tile and many; K and N
+    multiples of the tile and not; square and non-square arrays."""
     cases = []
-    for _ in range(6):
-        rows, cols = ((128, 128), (256, 256), (128, 128), (64, 32))[int(rng.integers(4))]
-        M = int(2 ** rng.uniform(0, 14))
-        K, N = (int(rng.integers(1, 5000)) for _ in range(2))
-        cases.append(Case((M, K, N, rows, cols)))
+    for rows, cols in ((128, 128), (256, 256), (64, 32), (128, 128)):
+        for M in (1, rows - 1, rows, rows + 1, int(2 ** rng.uniform(1, 14))):
+            K = int(rng.choice([rows, 3 * rows, int(rng.integers(1, 5000))]))
+            N = int(rng.choice([cols, 2 * cols, int(rng.integers(1, 5000))]))
+            cases.append(Case((M, K, N, rows, cols)))
+    cases.append(Case((37, 100, 50, 128, 128)))  # one padded tile: fill, stream, drain
     return cases
 
 
 TILED = Problem(
     name="tiled_gemm",
-    forbid=("gpucourse.systolic.TiledGemm",),
+    forbid=("gpucourse.systolic.TiledGemm", "gpucourse.systolic.run_tiled", "gpucourse.systolic.tile_schedule"),
     spec="""
         tiled_gemm(M, K, N, rows, cols) -> (cycles, utilization) of (M×K)·(K×N) on a rows×cols array.
-        W (K×N) is cut into ceil(K/rows) · ceil(N/cols) weight tiles (edge tiles padded with zeros). Tiles run one
-        after another; each one's weights are already loaded (double buffering hides the load), and all M
-        activation rows stream through it, costing M + rows + cols − 2 cycles (the tile fills the whole array:
-        partial sums still travel to the bottom edge). Utilization = useful MACs (M·K·N) divided by
-        cycles · rows · cols.
+        W (K×N) is cut into ceil(K/rows) · ceil(N/cols) weight tiles (edge tiles padded with zeros); all M
+        activation rows stream through every tile, one row per cycle, skewed as in exercise 2.
+          - A tile's weights shift into the array one row per cycle: loading a tile takes `rows` cycles.
+          - Weights are double-buffered: the next tile loads while the current one streams, and each PE switches
+            to it when the new tile's first activation arrives. So consecutive tiles start max(M, rows) cycles
+            apart. The first tile's weights are loaded before cycle 0.
+          - Cycles count from cycle 0 (the first activation enters) to the cycle the last tile's last result
+            leaves the bottom-right corner of the array, inclusive; as in exercise 2 a tile's partial sums travel
+            through all `rows` rows and results leave through all `cols` columns.
+        Utilization = useful MACs (M·K·N) divided by cycles · rows · cols.
     """,
     reference=tiled_gemm,
     visible=[Case((1024, 128, 128, 128, 128)), Case((8, 4096, 4096, 128, 128)), Case((300, 200, 130, 128, 128))],
@@ -201,54 +212,27 @@ def _compare_pallas(what: str, got: Any, expected: np.ndarray, case: Case) -> No
     expect_array_close(what, got, expected, rtol=1e-4)
 
 
-def pallas_calls(fn: Callable[..., Any], *args: Any) -> list[Any]:
-    """The pallas_call equations in the jaxpr of ``fn(*args)`` (searched through nested jaxprs)."""
-    import jax
-
-    found: list[Any] = []
-
-    def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "pallas_call":
-                found.append(eqn)
-            for v in eqn.params.values():
-                for sub in v if isinstance(v, (list, tuple)) else (v,):
-                    inner = getattr(sub, "jaxpr", None)
-                    if inner is not None and hasattr(inner, "eqns"):
-                        walk(inner)
-                    elif hasattr(sub, "eqns"):
-                        walk(sub)
-
-    walk(jax.make_jaxpr(fn)(*args).jaxpr)
-    return found
-
-
-def _block_shape(mapping: Any) -> tuple[int, ...]:
-    return tuple(int(getattr(d, "block_size", d)) for d in mapping.block_shape)
-
-
 def _pallas_structure(fn: Callable[..., Any], hidden: bool) -> str:
     """The result must come from one pallas_call whose BlockSpecs are the requested blocks."""
     m, n, k, bm, bn, bk = (32, 24, 48, 16, 8, 16) if hidden else (32, 32, 32, 16, 16, 8)
     x, y = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
-    calls = pallas_calls(lambda a, b: fn(a, b, bm, bn, bk), x, y)
+    calls = pallas_tpu.pallas_calls(lambda a, b: fn(a, b, bm, bn, bk), x, y)
     if len(calls) != 1:
         raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): expected exactly one "
                            f"pl.pallas_call in the traced function, found {len(calls)}")
-    gm = calls[0].params["grid_mapping"]
-    shapes = [_block_shape(b) for b in gm.block_mappings]
+    plan = pallas_tpu.plan(lambda a, b: fn(a, b, bm, bn, bk), x, y)
+    shapes = [o.block for o in plan.operands]
     want = [(bm, bk), (bk, bn), (bm, bn)]
     if shapes != want:
         raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): BlockSpec shapes "
                            f"(x, y, out): expected {want}, got {shapes}")
-    steps = math.prod(int(g) for g in gm.grid)
     need = (m // bm) * (n // bn) * (k // bk)
-    if steps != need:
-        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): the grid {tuple(gm.grid)} has "
-                           f"{steps} steps; one per (output block, k block) is {need}")
-    traffic = (m * k) * (n // bn) + (k * n) * (m // bm) + m * n
-    return (f"\n  grid {tuple(int(g) for g in gm.grid)}, blocks {want}: the BlockSpecs move {traffic:,} elements "
-            f"between HBM and VMEM (x is read {n // bn}×, y {m // bm}×; the matrices hold {m * k + k * n + m * n:,})")
+    if plan.steps != need:
+        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): the grid {plan.grid} has "
+                           f"{plan.steps} steps; one per (output block, k block) is {need}")
+    return (f"\n  grid {plan.grid}, blocks {want}: the BlockSpecs move {plan.hbm_bytes // 4:,} elements between HBM "
+            f"and VMEM (the matrices hold {m * k + k * n + m * n:,}); one grid step needs {plan.vmem_bytes:,} bytes of "
+            f"VMEM, every block double-buffered")
 
 
 PALLAS = Problem(
@@ -366,76 +350,102 @@ COLLECTIVES_PROBLEM = Problem(
     compare=_compare_collectives,
 )
 
-# -- Exercise 6: hops on a torus ----------------------------------------------------------------------------------------
+# -- Exercise 6: hops on a real slice: which axes wrap around ----------------------------------------------------------
 
-def _hops_reference(a: tuple, b: tuple, dims: tuple) -> int:
-    return interconnect.Torus(dims).hops(a, b)
+CHIPS = ("TPU v4", "TPU v5p", "TPU v5e", "TPU v6e")
 
 
-def _hops_cases(rng: np.random.Generator) -> list[Case]:
+def _hops_reference(a: tuple, b: tuple, dims: tuple, chip: str) -> int:
+    return interconnect.Torus(dims, tpu.TPU_CHIPS[chip].wraparound(dims)).hops(a, b)
+
+
+def _slice_cases(rng: np.random.Generator) -> list[Case]:
+    """Whole-cube and smaller v4/v5p slices, full-axis and shorter v5e/v6e axes; chips at the ends of axes (where
+    a wraparound matters most) as well as anywhere."""
+    shapes = {"TPU v4": [(4, 4, 4), (4, 4, 8), (2, 2, 4), (2, 4, 4), (8, 8, 12), (2, 2, 1)],
+              "TPU v5p": [(4, 8, 8), (2, 2, 2), (4, 4, 12), (2, 4, 8)],
+              "TPU v5e": [(16, 16), (8, 16), (16, 4), (4, 4), (2, 8)],
+              "TPU v6e": [(16, 16), (16, 8), (4, 8)]}
     cases = []
-    for _ in range(8):
-        dims = tuple(int(d) for d in rng.choice([2, 3, 4, 5, 8, 16], size=int(rng.integers(1, 4))))
-        a, b = (tuple(int(rng.integers(d)) for d in dims) for _ in range(2))
-        cases.append(Case((a, b, dims)))
+    for chip, dims_list in shapes.items():
+        for dims in dims_list:
+            ends = rng.random() < 0.5
+            a = tuple(0 if ends else int(rng.integers(d)) for d in dims)
+            b = tuple(d - 1 if ends else int(rng.integers(d)) for d in dims)
+            cases.append(Case((a, b, dims, chip)))
     return cases
 
 
 HOPS = Problem(
-    name="torus_hops",
-    forbid=("gpucourse.interconnect.Torus.hops", "gpucourse.interconnect.Torus.hop_counts"),
+    name="slice_hops",
+    forbid=("gpucourse.interconnect.Torus.hops", "gpucourse.interconnect.Torus.hop_counts",
+            "gpucourse.tpu.TpuChip.wraparound"),
     spec="""
-        torus_hops(a, b, dims) -> int: the fewest ICI links a message crosses from chip a to chip b.
-        Chips sit on a torus of shape dims (e.g. (4, 4, 4)); a and b are coordinate tuples. Each link joins
-        chips that differ by ±1 in one coordinate, and every dimension wraps around (coordinate d−1 is linked
-        to 0), so along one dimension you may go either way round.
+        slice_hops(a, b, dims, chip) -> int: the fewest ICI links a message crosses from chip a to chip b.
+        The chips form a slice of shape dims (e.g. (4, 4, 8)) of a TPU pod; a and b are coordinate tuples. Each link
+        joins chips that differ by ±1 in one coordinate. An axis *with wraparound* also links its last chip to its
+        first (coordinate d−1 to 0), so along it you may go either way round; an axis without is a line.
+        Which axes wrap depends on the chip:
+          - "TPU v4", "TPU v5p" (3D): the wraparound links run through the optical switches that join whole
+            4×4×4 cubes. A slice whose every side is a multiple of 4 wraps on every axis; any other slice on none.
+          - "TPU v5e", "TPU v6e" (2D, 16×16 pods): an axis wraps only if it has 16 chips.
     """,
     reference=_hops_reference,
-    visible=[Case(((0, 0, 0), (3, 0, 0), (4, 4, 4))), Case(((1, 2, 3), (3, 0, 1), (4, 4, 4))),
-             Case(((0, 0), (5, 7), (8, 16)))],
-    hidden=_hops_cases,
+    visible=[Case(((0, 0, 0), (3, 0, 0), (4, 4, 4), "TPU v4")), Case(((0, 0, 0), (0, 0, 3), (2, 2, 4), "TPU v5p")),
+             Case(((0, 0), (5, 15), (8, 16), "TPU v5e"))],
+    hidden=_slice_cases,
     compare=lambda what, got, expected, case: expect_int(
-        what, got, expected, "per dimension: min(|Δ|, d − |Δ|) — the wrap-around link makes the far end a neighbour"),
+        what, got, expected, "per axis: min(|Δ|, d − |Δ|) where the axis wraps, |Δ| where it does not"),
 )
 
-# -- Exercise 7: an all-reduce on the torus ------------------------------------------------------------------------------
+# -- Exercise 7: what a collective costs over one axis ------------------------------------------------------------------
 
-def _allreduce_reference(nbytes: float, dims: tuple, link_bandwidth: Any, latency: float) -> float:
-    return interconnect.torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency, bidirectional=True)
+def _collective_reference(kind: str, nbytes: float, p: int, wrap: bool, link_bandwidth: float,
+                          latency: float) -> float:
+    return interconnect.collective_seconds(kind, nbytes, interconnect.Axis(p, wrap, link_bandwidth), latency)
 
 
-def _allreduce_cases(rng: np.random.Generator) -> list[Case]:
+def _collective_cases(rng: np.random.Generator) -> list[Case]:
+    """Every collective on rings and lines; even and odd p (the opposite chip's block splits only for even p);
+    p = 1 and 2 (no ring possible); latency zero and not."""
     cases = []
-    for i in range(7):
-        dims = tuple(int(d) for d in rng.choice([2, 4, 8, 16], size=int(rng.integers(1, 4))))
-        bw: Any = float(rng.choice([25e9, 45e9, 50e9, 100e9]))
-        if i % 2:
-            bw = tuple(float(rng.choice([25e9, 50e9, 100e9])) for _ in dims)
-        cases.append(Case((float(2 ** rng.uniform(16, 32)), dims, bw, float(rng.choice([0.0, 1e-6, 5e-6])))))
+    for kind in interconnect.COLLECTIVES:
+        for p, wrap in ((16, True), (7, True), (6, True), (5, False), (8, False), (2, True), (1, False)):
+            bw = float(rng.choice([45e9, 50e9, 90e9, 100e9]))
+            lat = float(rng.choice([0.0, 1e-6, 2.5e-6]))
+            cases.append(Case((kind, float(2 ** rng.uniform(12, 32)), p, wrap, bw, lat)))
     return cases
 
 
-ALLREDUCE = Problem(
-    name="torus_allreduce_seconds",
-    forbid=("gpucourse.interconnect.torus_allreduce_seconds", "gpucourse.interconnect.ring_allreduce_seconds"),
+COLLECTIVE = Problem(
+    name="collective_seconds",
+    forbid=("gpucourse.interconnect.collective_seconds", "gpucourse.interconnect.axis_seconds",
+            "gpucourse.interconnect.axis_rounds", "gpucourse.interconnect.axis_link_bytes"),
     spec="""
-        torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency) -> seconds
-        Every chip of a torus with shape dims holds nbytes of gradients; all must end with the sum. Model:
-          - one ring of p chips (bidirectional: the buffer is split in two halves that go opposite ways, so it
-            sees 2·link_bandwidth): reduce-scatter in p − 1 steps, then all-gather in p − 1 steps; each step
-            moves a chunk of (bytes / p) over every link at once and costs latency + chunk / (2·link_bandwidth);
-            a ring of 1 chip costs 0;
-          - the torus: do that along dimension 0 (all its rings in parallel) on nbytes, then along dimension 1 on
-            the nbytes / d0 each chip now owns, then dimension 2 on nbytes / (d0·d1); the all-gathers mirror them.
-        link_bandwidth (bytes/s per link per direction) is one number or a tuple with one value per dimension.
+        collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency) -> seconds
+        One collective over one mesh axis of p chips, in the α–β model:
+            seconds = rounds · latency + (bytes on the busiest link, in one direction) / link_bandwidth
+        link_bandwidth is one link's bytes/s in ONE direction; links work in both directions at once. nbytes (V)
+        is the whole array: what each chip holds after an all-gather or before a reduce-scatter, the buffer of an
+        all-reduce, the array an all-to-all reshards (each chip holds V/p of it, in p chunks, one for each chip).
+        The axis is a ring if wrap and p >= 3, otherwise a line.
+          - all-gather, ring: every block goes the short way round, the block of the chip opposite (even p) split in
+            halves, one half each way: ⌊p/2⌋ rounds; the busiest link carries (p−1)/p · V/2 in one direction.
+          - all-gather, line: blocks spread both ways; p − 1 rounds; the link next to an end chip carries (p−1)/p · V.
+          - reduce-scatter: the all-gather run backwards (partial sums flow toward their owner): same rounds, same bytes.
+          - all-reduce: a reduce-scatter, then an all-gather: both costs added.
+          - all-to-all: chunk j→k travels the same routes as an all-gather block but stops at k. The busiest link
+            carries c chunk-hops of V/p² bytes: c = p²/8 (ring, even p), (p²−1)/8 (ring, odd p), ⌊p/2⌋·⌈p/2⌉
+            (line, its middle link); rounds as for an all-gather.
+        kind is one of 'all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'. One chip (p = 1) costs 0.
     """,
-    reference=_allreduce_reference,
-    visible=[Case((1e9, (4, 4, 4), 50e9, 0.0)), Case((2**20, (16,), 45e9, 1e-6)),
-             Case((4e8, (8, 4), (100e9, 25e9), 2e-6))],
-    hidden=_allreduce_cases,
+    reference=_collective_reference,
+    visible=[Case(("all-gather", 1e9, 16, True, 50e9, 1e-6)), Case(("all-reduce", 2**20, 4, False, 45e9, 1e-6)),
+             Case(("all-to-all", 4e8, 8, True, 100e9, 2e-6))],
+    hidden=_collective_cases,
     compare=lambda what, got, expected, case: expect_close(
         what, got, expected, rtol=1e-9,
-        hint="per dimension 2·(d−1)·(latency + bytes/(d·2·bw)); bytes shrink by d after each dimension"),
+        hint="rounds · latency + busiest-link bytes / bandwidth; a ring (wrap and p ≥ 3) halves the bytes of a line"),
 )
 
-problems = {p.name: p for p in (PE_STEP, SYSTOLIC, TILED, PALLAS, COLLECTIVES_PROBLEM, HOPS, ALLREDUCE)}
+problems = {p.name: p for p in (PE_STEP, SYSTOLIC, TILED, PALLAS, COLLECTIVES_PROBLEM, HOPS, COLLECTIVE)}

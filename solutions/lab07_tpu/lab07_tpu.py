@@ -25,11 +25,11 @@
 # |---|---|---|
 # | 1 | implement | one clock cycle of a weight-stationary systolic array (`pe_step`) |
 # | 2 | implement | the compiler's schedule: a whole matmul on the array, cycle by cycle (`systolic_matmul`) |
-# | 3 | compute | cycles and utilization of a large GEMM tiled onto a 128×128 array (`tiled_gemm`) |
+# | 3 | compute | cycles and utilization of a large GEMM on a 128×128 array with double-buffered weights (`tiled_gemm`) |
 # | 4 | implement | a blocked matmul in Pallas with BlockSpecs and a grid (`pallas_matmul`) |
 # | 5 | predict | the collectives XLA inserts for a sharded matmul, checked against the compiled HLO |
-# | 6 | compute | hop counts on a torus (`torus_hops`) |
-# | 7 | compute | the time of an all-reduce on a torus for given link bandwidths (`torus_allreduce_seconds`) |
+# | 6 | compute | hop counts on a real TPU slice, where only some axes wrap around (`slice_hops`) |
+# | 7 | compute | the α–β time of all-gather, reduce-scatter, all-reduce and all-to-all over one axis (`collective_seconds`) |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -145,8 +145,10 @@ lab.problems["systolic_matmul"].check(systolic_matmul, hidden=True)
 # ## Exercise 3 — A large GEMM on a 128×128 array
 #
 # Real layers are far larger than the array, so the compiler cuts `W` into array-sized tiles and streams the
-# activations through each. Two things waste PEs: zero padding of edge tiles (*spatial*), and the cycles in
-# which the pipeline fills and drains (*temporal*) — which dominate when `M` (the batch) is small.
+# activations through each. A tile's weights take `rows` cycles to shift in, but they are double-buffered: the
+# next tile loads while the current one streams. Two things still waste PEs: zero padding of edge tiles
+# (*spatial*), and — when the batch `M` is smaller than the array — the weight load, which then outlasts the
+# stream. The course notebook (§7.3) checks this model against the array clocked cycle by cycle.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["tiled_gemm"].show()
@@ -157,7 +159,7 @@ def tiled_gemm(M, K, N, rows, cols):
     # roughly 4 lines
     ### BEGIN SOLUTION
     tiles = -(-K // rows) * -(-N // cols)  # ceil division
-    cycles = tiles * (M + rows + cols - 2)
+    cycles = (tiles - 1) * max(M, rows) + M + rows + cols - 2  # tiles start max(M, rows) apart; one fill and drain
     return cycles, M * K * N / (cycles * rows * cols)
     ### END SOLUTION
 
@@ -174,9 +176,10 @@ lab.problems["tiled_gemm"].check(tiled_gemm, hidden=True)
 #
 # TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
 # on-chip memory), a `grid` of program instances, and a `BlockSpec` per operand whose index map says which
-# block each instance gets — Pallas turns those into the HBM↔VMEM copies. On this machine the kernel runs with
-# `interpret=True`: same program, executed by JAX on the CPU. The checker traces your function and reads your
-# grid and BlockSpecs.
+# block each instance gets — Pallas turns those into the HBM↔VMEM copies, double-buffered (two VMEM buffers per
+# operand: the next block loads while the kernel works on this one). On this machine the kernel runs with
+# `interpret=True`: same program, executed by JAX on the CPU. The checker traces your function, reads your grid
+# and BlockSpecs, and reports the traffic and the VMEM per grid step they imply.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pallas_matmul"].show()
@@ -249,69 +252,78 @@ lab.problems["predict_collectives"].check(predict_collectives, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 6 — Hops on a torus
+# ## Exercise 6 — Hops on a real slice
 #
-# ICI links join each chip to its neighbours directly; a message to a far chip is forwarded chip by chip. The
-# wrap-around links of a torus (3D 토러스) cut the worst case in half compared with an open mesh.
+# ICI links join each chip to its neighbours directly; a message to a far chip is forwarded chip by chip. A
+# wraparound link (a torus, 3D 토러스) halves the worst case along its axis — but a TPU slice has wraparounds only
+# on some axes, and small slices have none (course notebook §7.7).
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["torus_hops"].show()
+lab.problems["slice_hops"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_torus_hops", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def torus_hops(a, b, dims):
-    """Fewest links from chip a to chip b on a torus of shape dims (coordinates as tuples)."""
-    # roughly 3 lines
+# %% nbgrader={"grade": false, "grade_id": "ex6_slice_hops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def slice_hops(a, b, dims, chip):
+    """Fewest links from chip a to chip b on a slice of shape dims of a `chip` pod (coordinates as tuples)."""
+    # roughly 7 lines
     ### BEGIN SOLUTION
+    if chip in ("TPU v4", "TPU v5p"):
+        wraps = [all(d % 4 == 0 for d in dims)] * len(dims)  # whole 4×4×4 cubes wrap on every axis
+    else:
+        wraps = [d == 16 for d in dims]  # v5e, v6e: only a full 16-chip axis wraps
     total = 0
-    for x, y, d in zip(a, b, dims):
-        total += min(abs(x - y), d - abs(x - y))
+    for x, y, d, w in zip(a, b, dims, wraps):
+        total += min(abs(x - y), d - abs(x - y)) if w else abs(x - y)
     return total
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_torus_hops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["torus_hops"].check(torus_hops)
+# %% nbgrader={"grade": true, "grade_id": "ex6_slice_hops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["slice_hops"].check(slice_hops)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_torus_hops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex6_slice_hops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["torus_hops"].check(torus_hops, hidden=True)
+lab.problems["slice_hops"].check(slice_hops, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 7 — An all-reduce on the torus
+# ## Exercise 7 — What a collective costs
 #
-# Data-parallel training sums every chip's gradients once per step: an all-reduce. On a torus it runs as rings,
-# one dimension after the other, and each chip sends about twice its buffer in total — however many chips
-# there are. Model its time for given link bandwidths (they may differ per dimension).
+# Sharded programs spend their communication in four collectives (course notebook §7.8). Price one of them over
+# one mesh axis in the α–β model: a latency per round, plus the bytes on the busiest link over its bandwidth.
+# Links work in both directions at once, and a ring (an axis with wraparound) lets data take the short way round.
 
 # %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["torus_allreduce_seconds"].show()
+lab.problems["collective_seconds"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_torus_allreduce_seconds", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency):
-    """Seconds for a dimension-by-dimension bidirectional-ring all-reduce of nbytes per chip."""
-    # roughly 8 lines
+# %% nbgrader={"grade": false, "grade_id": "ex7_collective_seconds", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
+    """α–β seconds of one collective of an nbytes array over one axis of p chips (a ring if wrap and p >= 3)."""
+    # roughly 12 lines
     ### BEGIN SOLUTION
-    if np.isscalar(link_bandwidth):
-        link_bandwidth = [link_bandwidth] * len(dims)
-    seconds, share = 0.0, nbytes
-    for d, bw in zip(dims, link_bandwidth):
-        if d > 1:
-            seconds += 2 * (d - 1) * (latency + share / (d * 2 * bw))
-        share /= d
-    return seconds
+    if p <= 1:
+        return 0.0
+    ring = wrap and p >= 3
+    rounds = p // 2 if ring else p - 1
+    if kind == "all-to-all":
+        chunk_hops = (p * p / 8 if p % 2 == 0 else (p * p - 1) / 8) if ring else (p // 2) * ((p + 1) // 2)
+        busiest = chunk_hops * nbytes / p**2
+    else:
+        busiest = (p - 1) / p * nbytes / (2 if ring else 1)  # all-gather or reduce-scatter
+        if kind == "all-reduce":
+            rounds, busiest = 2 * rounds, 2 * busiest
+    return rounds * latency + busiest / link_bandwidth
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_torus_allreduce_seconds_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["torus_allreduce_seconds"].check(torus_allreduce_seconds)
+# %% nbgrader={"grade": true, "grade_id": "ex7_collective_seconds_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["collective_seconds"].check(collective_seconds)
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_torus_allreduce_seconds_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex7_collective_seconds_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["torus_allreduce_seconds"].check(torus_allreduce_seconds, hidden=True)
+lab.problems["collective_seconds"].check(collective_seconds, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
 # Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other shapes, shardings, tori and bandwidths: an answer that only handles the examples will lose
-# those points.
+# tests use other shapes, shardings, slices, collectives and bandwidths: an answer that only handles the
+# examples will lose those points.

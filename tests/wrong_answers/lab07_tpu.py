@@ -22,10 +22,10 @@ WRONG = {
             C[m] = out
     return C, hw
 ''',
-    # forgets the pipeline fill and drain: M cycles per tile
+    # lets the array fill and drain for every tile, as if the weights were not double-buffered
     "ex3_tiled_gemm": '''def tiled_gemm(M, K, N, rows, cols):
     tiles = -(-K // rows) * -(-N // cols)
-    cycles = tiles * M
+    cycles = tiles * (M + rows + cols - 2)
     return cycles, M * K * N / (cycles * rows * cols)
 ''',
     # overwrites the output block at every k step instead of accumulating: keeps only the last k block
@@ -50,16 +50,21 @@ WRONG = {
     (a_rows, a_k), (b_k, b_cols) = a_spec, b_spec
     return {"all-reduce"} if a_k is not None else set()
 ''',
-    # mesh distance: forgets the wrap-around links
-    "ex6_torus_hops": '''def torus_hops(a, b, dims):
-    return sum(abs(x - y) for x, y in zip(a, b))
+    # "every row wraps around": treats every slice as a torus, whatever its shape and chip
+    "ex6_slice_hops": '''def slice_hops(a, b, dims, chip):
+    return sum(min(abs(x - y), d - abs(x - y)) for x, y, d in zip(a, b, dims))
 ''',
-    # treats the whole torus as one flat bidirectional ring of all chips
-    "ex7_torus_allreduce_seconds": '''def torus_allreduce_seconds(nbytes, dims, link_bandwidth, latency):
-    p = int(np.prod(dims))
-    bw = link_bandwidth if np.isscalar(link_bandwidth) else min(link_bandwidth)
-    if p == 1:
+    # prices every axis as a ring: forgets that an axis without wraparound is a line
+    "ex7_collective_seconds": '''def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
+    if p <= 1:
         return 0.0
-    return 2 * (p - 1) * (latency + nbytes / (p * 2 * bw))
+    rounds = p // 2
+    if kind == "all-to-all":
+        busiest = (p * p / 8 if p % 2 == 0 else (p * p - 1) / 8) * nbytes / p**2
+    else:
+        busiest = (p - 1) / p * nbytes / 2
+        if kind == "all-reduce":
+            rounds, busiest = 2 * rounds, 2 * busiest
+    return rounds * latency + busiest / link_bandwidth
 ''',
 }

@@ -1,0 +1,136 @@
+"""A Pallas kernel as a TPU would run it: its BlockSpecs, the HBM ↔ VMEM copies its grid causes, and the VMEM one
+grid step needs.
+
+Read from the traced ``pallas_call`` itself (its grid and the BlockSpecs' block shapes, dtypes and index maps), not
+from a formula typed next to it. Two facts of Pallas's TPU pipeline decide the numbers (Pallas docs, "Software
+Pipelining" and "TPU Pipelining"; the scheduler in jax/_src/pallas/mosaic/pipeline.py):
+
+- every blocked operand, input or output, is *double-buffered*: a ``(buffer_count, *block_shape)`` buffer in VMEM,
+  ``buffer_count = 2`` unless the BlockSpec asks for another with ``pipeline_mode=pl.Buffered(n)``, so the next
+  block is copied in (and the last one out) while the kernel works on the current one;
+- the grid runs as nested loops, last axis fastest, and a block is copied in only when its index changes from one
+  step to the next (an output block is written back when the next step moves to another block, and at the end).
+
+Tracing needs no TPU: ``jax.make_jaxpr`` works on shapes, and ``interpret=True`` kernels run on this CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+DEFAULT_BUFFERS = 2  # Pallas TPU double-buffers every blocked operand
+
+
+def pallas_calls(fn: Callable[..., Any], *args: Any) -> list[Any]:
+    """The ``pallas_call`` equations in the jaxpr of ``fn(*args)`` (searched through nested jaxprs). ``args`` may be
+    arrays or ``jax.ShapeDtypeStruct``s."""
+    import jax
+
+    found: list[Any] = []
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "pallas_call":
+                found.append(eqn)
+            for v in eqn.params.values():
+                for sub in v if isinstance(v, (list, tuple)) else (v,):
+                    inner = getattr(sub, "jaxpr", None)
+                    if inner is not None and hasattr(inner, "eqns"):
+                        walk(inner)
+                    elif hasattr(sub, "eqns"):
+                        walk(sub)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+    return found
+
+
+def block_shape(mapping: Any) -> tuple[int, ...]:
+    """A BlockMapping's block shape as integers (a squeezed dimension counts as 1)."""
+    out = []
+    for d in mapping.block_shape:
+        size = getattr(d, "block_size", d)
+        out.append(1 if size is None else int(size))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One blocked operand of a pallas_call."""
+
+    role: str  # "in" or "out"
+    array_shape: tuple[int, ...]
+    block: tuple[int, ...]
+    itemsize: int  # bytes per element
+    buffers: int  # VMEM buffers Pallas allocates for it
+    changes: int  # grid steps at which its block index differs from the previous step's (the first counts)
+
+    @property
+    def block_bytes(self) -> int:
+        return math.prod(self.block) * self.itemsize
+
+    @property
+    def vmem_bytes(self) -> int:
+        return self.buffers * self.block_bytes
+
+    @property
+    def hbm_bytes(self) -> int:
+        """Bytes copied between HBM and VMEM for this operand over the whole grid."""
+        return self.changes * self.block_bytes
+
+
+@dataclass(frozen=True)
+class PallasPlan:
+    grid: tuple[int, ...]
+    operands: tuple[Operand, ...]
+    scratch_bytes: int
+
+    @property
+    def steps(self) -> int:
+        return math.prod(self.grid)
+
+    @property
+    def vmem_bytes(self) -> int:
+        """VMEM one grid step needs: every operand's buffers plus scratch."""
+        return sum(o.vmem_bytes for o in self.operands) + self.scratch_bytes
+
+    @property
+    def hbm_bytes(self) -> int:
+        return sum(o.hbm_bytes for o in self.operands)
+
+
+def _block_index_changes(mapping: Any, grid: tuple[int, ...]) -> int:
+    """Run the BlockSpec's index map over the whole grid (last axis fastest) and count the steps whose block index
+    differs from the step before."""
+    import jax
+    import jax.numpy as jnp
+    from jax.extend.core import jaxpr_as_fun
+
+    idx = np.indices(grid).reshape(len(grid), -1)  # (rank, steps), row-major: last grid axis fastest
+    f = jaxpr_as_fun(mapping.index_map_jaxpr)
+    blocks = jax.vmap(lambda *g: jnp.stack(f(*g)))(*[jnp.asarray(i, jnp.int32) for i in idx])  # (steps, block rank)
+    blocks = np.asarray(blocks)
+    if blocks.shape[0] == 0:
+        return 0
+    return 1 + int(np.any(blocks[1:] != blocks[:-1], axis=1).sum())
+
+
+def plan(fn: Callable[..., Any], *args: Any, call: int = 0) -> PallasPlan:
+    """The grid, operands and scratch of the ``call``-th pallas_call in ``fn(*args)``."""
+    calls = pallas_calls(fn, *args)
+    if not calls:
+        raise ValueError("no pl.pallas_call in this function")
+    gm = calls[call].params["grid_mapping"]
+    grid = tuple(int(g) for g in gm.grid)
+    ops = []
+    for i, bm in enumerate(gm.block_mappings):
+        mode = getattr(bm, "pipeline_mode", None)
+        buffers = int(getattr(mode, "buffer_count", DEFAULT_BUFFERS) or DEFAULT_BUFFERS)
+        aval = bm.array_aval
+        ops.append(Operand("in" if i < gm.num_inputs else "out", tuple(int(s) for s in aval.shape), block_shape(bm),
+                           int(np.dtype(aval.dtype).itemsize), buffers, _block_index_changes(bm, grid)))
+    scratch = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in getattr(gm, "scratch_avals", ()) or ())
+    return PallasPlan(grid, tuple(ops), int(scratch))

@@ -1,0 +1,136 @@
+"""Lab 7's checkers: the references pass, and the plausible wrong models each exercise is about fail — visible or
+hidden — with a message that says what was expected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.checks import CheckFailure
+from grader.labs import lab07_tpu as lab
+
+
+def _fails(name, fn):
+    """The wrong answer fails the visible or the hidden cases."""
+    p = lab.problems[name]
+    with pytest.raises(CheckFailure):
+        p.check(fn)
+        p.check(fn, hidden=True)
+
+
+def tiled_ok(M, K, N, rows, cols):
+    tiles = -(-K // rows) * -(-N // cols)
+    cycles = (tiles - 1) * max(M, rows) + M + rows + cols - 2
+    return cycles, M * K * N / (cycles * rows * cols)
+
+
+def test_tiled_gemm_accepts_the_model_and_rejects_its_neighbours():
+    lab.problems["tiled_gemm"].check(tiled_ok)
+    lab.problems["tiled_gemm"].check(tiled_ok, hidden=True)
+
+    def drain_every_tile(M, K, N, rows, cols):  # the model this course used to teach
+        tiles = -(-K // rows) * -(-N // cols)
+        cycles = tiles * (M + rows + cols - 2)
+        return cycles, M * K * N / (cycles * rows * cols)
+
+    def no_weight_load(M, K, N, rows, cols):  # tiles back to back every M cycles: forgets the weight load
+        tiles = -(-K // rows) * -(-N // cols)
+        cycles = (tiles - 1) * M + M + rows + cols - 2
+        return cycles, M * K * N / (cycles * rows * cols)
+
+    def square_only(M, K, N, rows, cols):  # uses rows for both sides of the array
+        return tiled_ok(M, K, N, rows, rows)
+
+    def single_buffered(M, K, N, rows, cols):  # one weight register: a latch waits for the column to drain
+        tiles = -(-K // rows) * -(-N // cols)
+        cycles = (tiles - 1) * (M + rows - 1) + M + rows + cols - 2
+        return cycles, M * K * N / (cycles * rows * cols)
+
+    for wrong in (drain_every_tile, no_weight_load, square_only, single_buffered):
+        _fails("tiled_gemm", wrong)
+    # the hidden cases reach every regime the spec names
+    cases = [c.args for c in lab.problems["tiled_gemm"].hidden_cases()]
+    assert {M < r for M, _, _, r, _ in cases} == {True, False} and any(M == r for M, _, _, r, _ in cases)
+    assert any(-(-K // r) * -(-N // c) == 1 for _, K, N, r, c in cases) and any(r != c for *_, r, c in cases)
+    assert any(K % r for _, K, _, r, _ in cases) and any(K % r == 0 for _, K, _, r, _ in cases)
+
+
+def slice_ok(a, b, dims, chip):
+    wraps = [all(d % 4 == 0 for d in dims)] * len(dims) if chip in ("TPU v4", "TPU v5p") else [d == 16 for d in dims]
+    return sum(min(abs(x - y), d - abs(x - y)) if w else abs(x - y) for x, y, d, w in zip(a, b, dims, wraps))
+
+
+def test_slice_hops_needs_the_wraparound_rules():
+    lab.problems["slice_hops"].check(slice_ok)
+    lab.problems["slice_hops"].check(slice_ok, hidden=True)
+
+    def always_torus(a, b, dims, chip):
+        return sum(min(abs(x - y), d - abs(x - y)) for x, y, d in zip(a, b, dims))
+
+    def never_wraps(a, b, dims, chip):
+        return sum(abs(x - y) for x, y in zip(a, b))
+
+    def per_axis_multiple_of_4(a, b, dims, chip):  # v4/v5p rule applied axis by axis (2×2×4 would wrap on z)
+        wraps = [d % 4 == 0 for d in dims] if chip in ("TPU v4", "TPU v5p") else [d == 16 for d in dims]
+        return sum(min(abs(x - y), d - abs(x - y)) if w else abs(x - y) for x, y, d, w in zip(a, b, dims, wraps))
+
+    def both_rules_by_cubes(a, b, dims, chip):  # v5e/v6e treated like v4: 4×4 would wrap
+        w = all(d % 4 == 0 for d in dims)
+        return sum(min(abs(x - y), d - abs(x - y)) if w else abs(x - y) for x, y, d in zip(a, b, dims))
+
+    for wrong in (always_torus, never_wraps, per_axis_multiple_of_4, both_rules_by_cubes):
+        _fails("slice_hops", wrong)
+
+
+def collective_ok(kind, nbytes, p, wrap, link_bandwidth, latency):
+    if p <= 1:
+        return 0.0
+    ring = wrap and p >= 3
+    rounds = p // 2 if ring else p - 1
+    if kind == "all-to-all":
+        hops = (p * p / 8 if p % 2 == 0 else (p * p - 1) / 8) if ring else (p // 2) * ((p + 1) // 2)
+        busiest = hops * nbytes / p**2
+    else:
+        busiest = (p - 1) / p * nbytes / (2 if ring else 1)
+        if kind == "all-reduce":
+            rounds, busiest = 2 * rounds, 2 * busiest
+    return rounds * latency + busiest / link_bandwidth
+
+
+def test_collective_seconds_accepts_the_model_and_rejects_its_neighbours():
+    lab.problems["collective_seconds"].check(collective_ok)
+    lab.problems["collective_seconds"].check(collective_ok, hidden=True)
+
+    def one_direction(kind, nbytes, p, wrap, bw, lat):  # the textbook ring: only one direction of each link
+        return collective_ok(kind, nbytes, p, False, bw, lat) if wrap and p >= 3 else collective_ok(kind, nbytes, p, wrap, bw, lat)
+
+    def two_chip_ring(kind, nbytes, p, wrap, bw, lat):  # a 2-chip axis is no ring
+        return collective_ok(kind, nbytes, p, wrap, 2 * bw, lat) if wrap and p == 2 else collective_ok(kind, nbytes, p, wrap, bw, lat)
+
+    def a2a_like_gather(kind, nbytes, p, wrap, bw, lat):
+        return collective_ok("all-gather" if kind == "all-to-all" else kind, nbytes, p, wrap, bw, lat)
+
+    def odd_ring_like_even(kind, nbytes, p, wrap, bw, lat):  # p²/8 for every p
+        if kind == "all-to-all" and wrap and p >= 3 and p % 2:
+            return (p // 2) * lat + p * p / 8 * nbytes / p**2 / bw
+        return collective_ok(kind, nbytes, p, wrap, bw, lat)
+
+    def allreduce_once(kind, nbytes, p, wrap, bw, lat):  # all-reduce priced like one all-gather
+        return collective_ok("all-gather" if kind == "all-reduce" else kind, nbytes, p, wrap, bw, lat)
+
+    for wrong in (one_direction, two_chip_ring, a2a_like_gather, odd_ring_like_even, allreduce_once):
+        _fails("collective_seconds", wrong)
+
+
+def test_reference_agrees_with_the_message_level_simulation():
+    """The lab's reference is the course model; the model is checked against real arrays in test_interconnect, and
+    here once more on the lab's own visible cases scaled down to simulable sizes."""
+    from gpucourse import interconnect as ic
+
+    for kind, p, wrap in (("all-gather", 16, True), ("all-reduce", 4, False), ("all-to-all", 8, True)):
+        n = 8 if kind == "all-gather" else 8 * p
+        bufs = [np.ones(n) for _ in range(p)]
+        V = 8 * n * (p if kind in ("all-gather", "all-to-all") else 1)
+        trace = ic.simulate_collective(kind, bufs, (p,), wrap)
+        assert trace.seconds(1e-6, 50e9) == pytest.approx(lab.problems["collective_seconds"].reference(
+            kind, V, p, wrap, 50e9, 1e-6))
