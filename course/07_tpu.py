@@ -197,15 +197,15 @@ assert achieved[256] > 2 * achieved[1], "a batch of 256 reuses each weight 256×
 # array-sized tiles, zero-padded at the edges; all `M` activation rows stream through each tile. Per tile, two
 # things must happen: its weights must get *into* the array, and its activations must stream *through* it.
 #
-# Weights enter the way activations do, one row per cycle down a shift register in every column — the TPU v1
-# paper speaks of "the 256 cycles it takes to shift a tile in" on its 256-wide array (Jouppi et al., ISCA 2017) —
+# Weights enter from the top edge, one row per cycle down a shift register in every column — the TPU v1 paper
+# speaks of "the 256 cycles it takes to shift a tile in" on its 256-wide array (Jouppi et al., ISCA 2017) —
 # so a tile occupies a column's weight port for `rows` cycles. Each PE has **two** weight registers: the next tile
 # is shifted in and latched into the spare one while the current tile streams (double buffering), and a PE
 # switches when the new tile's first activation reaches it ("weights take effect with the advancing wave
 # alongside the first data of a new block", same paper). Consecutive tiles therefore start `max(M, rows)`
 # cycles apart — the stream when `M ≥ rows`, the weight load when `M < rows` — and only the last tile's fill and
-# drain comes on top (the JAX scaling book's TPU chapter: "there is an initial pipeline bubble ... after that,
-# new inputs and weights can be loaded in without an additional bubble"). With `T` tiles:
+# drain comes on top (the JAX scaling book's TPU chapter: "After that initial bubble, new inputs and weights can
+# be loaded in without an additional bubble"). With `T` tiles:
 #
 # $$\text{cycles} = (T-1)\cdot\max(M,\ \text{rows}) + M + \text{rows} + \text{cols} - 2$$
 #
@@ -462,12 +462,13 @@ assert len(fixed) == 1, "with a fixed latency the static core's time is fixed to
 # %% [markdown]
 # Read the printout: both machines' finish times vary from run to run, because both wait on the same memory. A
 # fixed order does **not** make the time fixed (only a fixed latency does, checked in the last assert). What
-# differs is the order: one issue order in all 40 runs of the static core, a different one almost every run on
-# the warp scheduler. With as many loads in flight (8), the static core is slower on average — a late load stalls
+# differs is the order: one issue order in all 40 runs of the static core, a new one run after run on the warp
+# scheduler (the counts printed above). With as many loads in flight (8), the static core is slower on average — a late load stalls
 # everything behind it, where the warp scheduler runs another warp — and the compiler answers with more buffers
 # (the 32-buffer row). That is the TPU's bargain: no scheduling hardware, and in exchange the compiler must know
-# its latencies. It can, because a TPU has no caches: its loads are DMAs from HBM into VMEM that the compiler
-# itself issues and sizes, whose latency varies far less than a GPU's cache hits and misses.
+# its latencies. It can plan them better than a GPU could: a TPU has no caches, its loads are DMAs from HBM into
+# VMEM that the compiler itself issues and sizes, so no cache hits and misses vary them (HBM and ICI contention
+# still can).
 #
 # What *this* machine can show about XLA's schedules: the optimized HLO carries `is_scheduled=true` — but on
 # every backend, this CPU included, so it is not evidence about TPUs. It shows that XLA fixes the order of the
@@ -592,8 +593,9 @@ assert plans[32].hbm_bytes > 10 * plans[512].hbm_bytes
 
 # %% [markdown]
 # Bigger blocks mean less HBM traffic but more VMEM per step, and the VMEM bill is twice the blocks: 512² float32
-# blocks need the 6 MiB printed above, which fits v4's 16 MiB per TensorCore, while 1024² blocks (24 MiB) would
-# not — on v5e or v6e (128 MiB) they would. A kernel that cannot afford two copies of an operand can ask for one
+# blocks need the 6 MiB printed above, within v4's 16 MiB of VMEM per TensorCore, while 1024² blocks (24 MiB) are
+# not — on v5e or v6e (128 MiB) they are. (A kernel gets a smaller default "scoped" share of VMEM, raised with
+# `pltpu.CompilerParams(vmem_limit_bytes=…)`.) A kernel that cannot afford two copies of an operand can ask for one
 # with `pipeline_mode=pl.Buffered(1)` and give up the overlap for it. (On a real TPU the last two block
 # dimensions should also be multiples of 8 and 128, to map onto the vector registers and the MXU.)
 
@@ -954,8 +956,8 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # | ID | claim (seed 000) | what this machine shows / primary source | verdict |
 # |---|---|---|---|
 # | C17 | the TPU's systolic array keeps weights stationary and streams activations, saving bandwidth | §7.1: the cycle-stepped array computes `A @ W` exactly in `M + K + N − 2` cycles; §7.2: it fetches `K·N + M·K + M·N` elements instead of `2·M·K·N + M·N` (1.9× less at M = 1, 16.2× at M = 16, 28.9× at M = 128 for K = N = 32); §7.3: with double-buffered weights (checked cycle by cycle against a clocked array with weight shift chains) tiles start `max(M, 128)` cycles apart, so M = 1 uses ≈ 1/128 of a 128×128 array and 50 % needs M ≥ 65; §7.4: below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e; Google's figures) HBM binds first | **qualified**: the array moves operands register to register and reuses each weight M times — the saving *is* the batch's reuse; a small batch is limited by the weight load (M/128 per tile) and, long before that, by HBM; GPUs obtain the same reuse by tiling into registers and shared memory |
-# | C18 | a TPU runs the order the compiler fixed, with no warp scheduling, so pods have low overhead | §7.5: the MXU's cycle schedule is data-independent; under the same memory latencies a compiler-fixed in-order core keeps one issue order in 40 runs while a warp-scheduler model changes order almost every run — and both finish times vary, the static core stalling more unless given more buffers; `is_scheduled=true` appears in this CPU's HLO too (XLA fixes op order on every backend) and a sharded program is one module for all 8 devices; TensorCore design: Jouppi et al., CACM 2020 / ISCA 2023, the scaling book's TPU chapter (a scalar core issues all instructions and DMAs) | **qualified**: the order — instructions, DMAs, collectives — is fixed at compile time and there is no warp scheduler; but a fixed order is not a fixed time (the core waits on DMAs and ICI), the compiler must hide latency with buffers the hardware would otherwise hide with warps, and "low overhead" is about scheduling only: communication still costs what §7.8–7.9 price |
-# | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | §7.7: 4×4×4 torus: 6 links per chip, diameter 6 vs 9 for an open mesh; 16×16×16: mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes; §7.8: the α–β costs of the four collectives, checked message by message; a 100 MB all-reduce on v4 slices with all axes at once stays ≈ flat from 64 to 4096 chips, 3× faster than one axis at a time; Google Cloud TPU docs (v4/v5p 3D torus, v5e/v6e 2D torus; per-chip ICI bandwidths), Jouppi et al. ISCA 2023 (optical circuit switches) | **qualified**: true for v4/v5p slices of whole 4×4×4 cubes — smaller slices are meshes without wraparound; v5e/v6e are 2D (a torus only at the full 16×16); cubes are joined by optical circuit switches (reconfigurable, not packet-switched); traffic between slices crosses the data-centre network |
+# | C18 | a TPU runs the order the compiler fixed, with no warp scheduling, so pods have low overhead | §7.5: the MXU's cycle schedule is data-independent; under the same memory latencies a compiler-fixed in-order core keeps one issue order in 40 runs while a warp-scheduler model changes order from run to run — and both finish times vary, the static core stalling more unless given more buffers; `is_scheduled=true` appears in this CPU's HLO too (XLA fixes op order on every backend) and a sharded program is one module for all 8 devices; TensorCore design: Jouppi et al., CACM 2020 / ISCA 2023, the scaling book's TPU chapter (a scalar core issues all instructions and DMAs) | **qualified**: the order — instructions, DMAs, collectives — is fixed at compile time and there is no warp scheduler; but a fixed order is not a fixed time (the core waits on DMAs and ICI), the compiler must hide latency with buffers the hardware would otherwise hide with warps, and "low overhead" is about scheduling only: communication still costs what §7.8–7.9 price |
+# | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | §7.7: 4×4×4 torus: 6 links per chip, diameter 6 vs 9 for an open mesh; 16×16×16: mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes; §7.8: the α–β costs of the four collectives, checked message by message; a 100 MB all-reduce on v4 slices with all axes at once stays ≈ flat from 64 to 4096 chips, close to 3× faster than one axis at a time; Google Cloud TPU docs (v4/v5p 3D torus, v5e/v6e 2D torus; per-chip ICI bandwidths), Jouppi et al. ISCA 2023 (optical circuit switches) | **qualified**: true for v4/v5p slices of whole 4×4×4 cubes — smaller slices are meshes without wraparound; v5e/v6e are 2D (a torus only at the full 16×16); cubes are joined by optical circuit switches (reconfigurable, not packet-switched); traffic between slices crosses the data-centre network |
 #
 # On a GPU backend §7.2's FLOP/s measurement runs on cuBLAS and §7.6's Pallas kernel is compiled through Triton;
 # everything else is a model or CPU-real JAX (meshes, collectives, HLO) and reads the same on every machine.

@@ -20,7 +20,9 @@ Modules, by what they hold:
 - ``training_memory`` params / grads / optimizer state / activations: estimates vs XLA's buffers
 - ``toolchain`` PTX/SASS for sm_90 with no GPU: numba-cuda → PTX, NVRTC → cubin, nvdisasm → SASS
 - ``systolic`` a cycle-stepped weight-stationary systolic array (the TPU's MXU), tiling and utilization
-- ``interconnect`` the ICI torus: hop counts, ring/torus all-reduce cost models and simulation
+- ``interconnect`` tori and meshes: hop counts, α–β costs of collectives, a message-level simulation
+- ``tpu``      published TPU v4/v5e/v5p/v6e figures, ridge points, slice wraparound rules
+- ``pallas_tpu`` a traced Pallas kernel's VMEM per grid step and HBM traffic, as the TPU pipeline runs it
 - ``colab``    "Open in Colab": the badge and the first cell that installs the course in Colab
 - ``xla``      what XLA compiled: optimized HLO, fusions, cost analysis, buffer assignment
 """
@@ -37,6 +39,7 @@ from . import (
     hardware,
     interconnect,
     occupancy,
+    pallas_tpu,
     plotting,
     roofline,
     simd_simt,
@@ -45,6 +48,7 @@ from . import (
     systolic,
     timing,
     toolchain,
+    tpu,
     training_memory,
     xla,
 )
@@ -61,6 +65,7 @@ from .timing import Timing, block, confirm_faster, measure
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
     "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
+    "tpu", "pallas_tpu",
 ]
 
 __version__ = "0.1.0"

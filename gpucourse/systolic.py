@@ -15,7 +15,9 @@ Row ``m`` of the activations ``A`` (``M × K``) enters *skewed*: ``A[m, k]`` ent
 from 0, the first activation entering at cycle 0; weight loading is counted separately).
 
 This module knows no backend (pure NumPy) and no timing: cycles are the hardware's clock, not seconds.
-The real MXU is 128 × 128 (TPU v2–v5) or 256 × 256 (TPU v6e, "Trillium"); see :data:`MXU`.
+The real MXU is 128 × 128 (TPU v2–v5) or 256 × 256 (TPU v6e, "Trillium"); see :mod:`gpucourse.tpu`. A large GEMM
+is cut into weight tiles that stream through the array with double-buffered weights (:func:`run_tiled`, checked
+against the closed form :class:`TiledGemm`).
 """
 
 from __future__ import annotations
@@ -25,14 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-# Published MXU shapes (Google Cloud TPU system-architecture documentation; Jouppi et al., ISCA 2017 for v1).
-MXU = {
-    "TPU v1": (256, 256),  # 8-bit MACs, inference only (Jouppi et al., "In-Datacenter Performance Analysis ...", 2017)
-    "TPU v4": (128, 128),  # 4 MXUs per TensorCore, 2 TensorCores per chip
-    "TPU v5e": (128, 128),  # 4 MXUs per TensorCore, 1 TensorCore per chip
-    "TPU v6e": (256, 256),  # Trillium: 2 MXUs of 256 × 256 per TensorCore
-}
 
 
 def cycles(M: int, K: int, N: int) -> int:

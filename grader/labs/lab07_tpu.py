@@ -15,7 +15,6 @@ This module imports JAX only inside the functions that need it, so importing it 
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from typing import Any, Callable
 
