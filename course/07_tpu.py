@@ -58,10 +58,6 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
 
 
-# %% [markdown]
-# JAX decides how many CPU devices it has when it starts, so `XLA_FLAGS` must be set **before** JAX is first
-# imported — this cell does that, then imports everything. (Restart the kernel if JAX was already imported.)
-
 # %%
 import os
 
@@ -371,9 +367,10 @@ for c in tpu.TPU_CHIPS.values():  # intensity 8192·M / (8192 + 2M) reaches the 
 
 # %% [markdown]
 # The critical batch of each chip printed above sits a little above its ridge point: the layer's intensity is
-# `8192·M / (8192 + 2M)` FLOP/byte — `M`, less the activations it also moves. Put both limits on v5e for that layer: the MXU model of §7.3 (the four MXUs split `N`, each
-# runs its share of the tiles at 1.5 GHz) and HBM (everything crosses it once, overlapped with compute as the
-# TPU pipelines its DMAs). Each alone, and the chip that has both:
+# `8192·M / (8192 + 2M)` FLOP/byte — `M`, less the activations it also moves. Put both limits on v5e for that
+# layer: the MXU model of §7.3 (the four MXUs split `N`, each runs its share of the tiles at 1.5 GHz) and HBM
+# (everything crosses it once, overlapped with compute as the TPU pipelines its DMAs). Each alone, and the chip
+# that has both:
 
 # %%
 chip, K8 = tpu.TPU_V5E, 8192
@@ -463,9 +460,9 @@ assert len(fixed) == 1, "with a fixed latency the static core's time is fixed to
 # Read the printout: both machines' finish times vary from run to run, because both wait on the same memory. A
 # fixed order does **not** make the time fixed (only a fixed latency does, checked in the last assert). What
 # differs is the order: one issue order in all 40 runs of the static core, a new one run after run on the warp
-# scheduler (the counts printed above). With as many loads in flight (8), the static core is slower on average — a late load stalls
-# everything behind it, where the warp scheduler runs another warp — and the compiler answers with more buffers
-# (the 32-buffer row). That is the TPU's bargain: no scheduling hardware, and in exchange the compiler must know
+# scheduler (the counts printed above). With as many loads in flight (8), the static core is slower on average —
+# a late load stalls everything behind it, where the warp scheduler runs another warp — and the compiler answers
+# with more buffers (the 32-buffer row). That is the TPU's bargain: no scheduling hardware, and in exchange the compiler must know
 # its latencies. It can plan them better than a GPU could: a TPU has no caches, its loads are DMAs from HBM into
 # VMEM that the compiler itself issues and sizes, so no cache hits and misses vary them (HBM and ICI contention
 # still can).
@@ -595,8 +592,8 @@ assert plans[32].hbm_bytes > 10 * plans[512].hbm_bytes
 # Bigger blocks mean less HBM traffic but more VMEM per step, and the VMEM bill is twice the blocks: 512² float32
 # blocks need the 6 MiB printed above, within v4's 16 MiB of VMEM per TensorCore, while 1024² blocks (24 MiB) are
 # not — on v5e or v6e (128 MiB) they are. (A kernel gets a smaller default "scoped" share of VMEM, raised with
-# `pltpu.CompilerParams(vmem_limit_bytes=…)`.) A kernel that cannot afford two copies of an operand can ask for one
-# with `pipeline_mode=pl.Buffered(1)` and give up the overlap for it. (On a real TPU the last two block
+# `pltpu.CompilerParams(vmem_limit_bytes=…)`.) A kernel that cannot afford two copies of an operand can ask for
+# one with `pipeline_mode=pl.Buffered(1)` and give up the overlap for it. (On a real TPU the last two block
 # dimensions should also be multiples of 8 and 128, to map onto the vector registers and the MXU.)
 
 # %%
@@ -912,19 +909,22 @@ for name, (sa, sb, so) in layouts.items():
 assert [c.kind for c in priced["FSDP"][2]] == ["all-gather"] and priced["FSDP"][2][0].group_size == 8
 assert [c.kind for c in priced["tensor parallel, row split"][2]] == ["all-reduce"]
 assert not priced["data parallel"][2] and not priced["tensor parallel, column split"][2]
-assert priced["tensor parallel, row split"][1] > priced["tensor parallel, row split"][0], "row-split TP is comms-bound here"
+t_math_tp, t_comm_tp, _ = priced["tensor parallel, row split"]
+assert 2.5 < t_comm_tp / t_math_tp < 3.5, "row-split TP is comms-bound here: the all-reduce takes ≈ 3× the matmul"
 assert priced["FSDP"][1] < priced["FSDP"][0], "FSDP with 8192 tokens per chip is compute-bound here"
 
 # %% [markdown]
 # Why those verdicts, in general (the scaling book's "when are we comms-bound", with `C` a chip's FLOP/s and
 # `W = 2β` a ring axis's bandwidth both ways):
 #
-# - **FSDP** all-gathers each weight matrix (`2·D·F` bytes in bf16) once per forward: `T_comms ≈ 2DF / W` per
-#   axis used, against `T_math = 2·(B/X)·D·F / C` for `B/X` tokens per chip. It is compute-bound when the tokens per
-#   chip exceed `C / W` — the chip's "ICI intensity" — divided by the number of axes the gather runs over.
-# - **Row-split tensor parallelism** all-reduces an activation (`2·B·F` bytes) whose size does not shrink with the
-#   TP degree `Y`, while each chip's FLOPs do (`2·B·D·F/Y`): compute-bound only while `D / Y` stays above about
-#   `2·C/W`. In the Megatron pairing (all-gather in, reduce-scatter out, `4·B·D` bytes per layer pair against
+# - **FSDP** all-gathers each weight matrix (`2·D·F` bytes in bf16) once per forward: `T_comms ≈ 2DF / (n·W)`
+#   over `n` ring axes at once, against `T_math = 2·(B/X)·D·F / C` for `B/X` tokens per chip. It is compute-bound
+#   when the tokens per chip exceed `C / W` — the chip's "ICI intensity" — divided by `n`. (In the printout above,
+#   8192 tokens per chip on two lines of a 2×4 slice: compute-bound.)
+# - **Row-split tensor parallelism** all-reduces an activation (`2·B·F` bytes) whose size does not shrink with
+#   the TP degree `Y`, while each chip's FLOPs do (`2·B·D·F/Y`): compute-bound only while `D / Y` stays above
+#   about `2·C/W` — far from it in the printout, where the all-reduce takes nearly three times the matmul.
+#   In the Megatron pairing (all-gather in, reduce-scatter out, `4·B·D` bytes per layer pair against
 #   `4·B·D·F/Y` FLOPs) that becomes `Y < F / (C/W)` per axis.
 #
 # Each chip's ICI intensity from its published figures — the tokens per chip FSDP needs, and the largest TP degree
