@@ -242,8 +242,9 @@ class TileTimes:
 
 
 def tile_schedule(M: int, tiles: int, rows: int, buffers: int = 2) -> list[TileTimes]:
-    """The earliest legal schedule of ``tiles`` weight tiles (see the constraints above). The first tile's weights
-    are latched just before cycle 0 (``latch = −1``): they were shifted in while the previous layer finished."""
+    """The earliest legal schedule of ``tiles`` weight tiles (see the constraints above). The first tile is latched
+    one cycle before its first activation reaches each column (``latch = −1``: column n at cycle n − 1); its
+    weights were shifted in while the previous layer finished, so its load is not counted."""
     if min(M, tiles, rows, buffers) < 1:
         raise ValueError(f"M, tiles, rows and buffers must be positive, got {(M, tiles, rows, buffers)}")
     out = [TileTimes(-1, 0)]
