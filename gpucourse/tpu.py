@@ -6,7 +6,7 @@ bytes, Hz. Sources:
 - Google Cloud TPU documentation, one page per version (cloud.google.com/tpu/docs/v4, /v5e, /v5p, /v6e):
   peak bf16 FLOP/s, HBM capacity and bandwidth, "bidirectional inter-chip interconnect (ICI) bandwidth per chip"
   (v5e 400 GB/s, v5p 1,200 GB/s, v6e 800 GB/s), ICI ports, topology, and per-pod bisection and all-reduce
-  bandwidths. The v5p page: "All 4x4x4 and larger slices (one cube) have full 3D torus" connectivity.
+  bandwidths. The v5p page notes that slices of one 4×4×4 cube and larger are full 3D tori.
 - Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning with Hardware Support for
   Embeddings", ISCA 2023: v4's 4 MXUs × 2 TensorCores at 1,050 MHz, six ICI links of 50 GB/s per direction,
   4×4×4 cubes joined by optical circuit switches.
