@@ -225,7 +225,8 @@ def lab_report(request):
 
 
 def _mutant_line(m: dict) -> str:
-    return f"{m['problem']} [{m['mode']}] {m['function']}:{m['line']} [{m['operator']}] {m['original']} → {m['mutated']}"
+    where = f"{m['problem']} [{m['mode']}] {m['function']}:{m['line']} [{m['operator']}]"
+    return f"{where} {m['original']} → {m['mutated']}"
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Mutants of one function: mutmut's node operators (libcst) plus operators for the course's misconception families.
 
 mutmut (3.8) walks a libcst tree with its ``MutationVisitor`` and applies ``mutation_operators``: numbers + 1,
-strings wrapped in "XX", ``True``/``False`` swapped, ``a = b`` → ``a = None``, ``+=`` → ``=``, ``not``/``~`` dropped,
+strings wrapped in "XX", ``True``/``False`` swapped, ``a = b`` → ``a = None``, ``+=`` → ``=``, ``not`` dropped,
 call arguments set to ``None`` or removed, ``+ − * / // % ** << >> & | ^`` and ``< <= > >= == != and or is in``
 swapped for a neighbour, ternaries forced down one arm. It never runs a pytest session here: we only borrow the
 visitor and the operators, honour its ``# pragma: no mutate`` comments, and compile each mutant ourselves.
@@ -9,19 +9,15 @@ visitor and the operators, honour its ``# pragma: no mutate`` comments, and comp
 mutmut has no operator for the mistakes the course's students make most (issue 13's families), so a few are added,
 each named after the misconception it models:
 
-==================  =====================================================  =========================================
-operator            change                                                 the student who …
-==================  =====================================================  =========================================
-swap_call_name      ``min``↔``max``, ``np.maximum``↔``np.minimum``,          … takes the wrong extreme or rounds the
-                    ``ceil``↔``floor``, ``any``↔``all``                      wrong way
-call_to_argument    ``min(d, w − d)`` → ``d``; ``abs(x)`` → ``x``;           … forgets the wrap-around, the clamp, the
-                    ``math.ceil(x)`` → ``x``                                 absolute value, the rounding
-drop_transpose      ``X.T`` → ``X``                                          … forgets a transpose
-swap_operands       ``A @ B`` → ``B @ A`` (also ``− / // % **``)             … multiplies in the wrong order
-swap_index_pair     ``a[r, c]`` → ``a[c, r]``                                … swaps the axes
-swap_unpacking      ``c, r = cuda.grid(2)`` → ``r, c = …``                   … takes x as the row
-drop_call           ``cuda.syncthreads()`` → ``pass`` (any call statement)   … forgets the barrier, the reset, the append
-==================  =====================================================  =========================================
+- ``swap_call_name``: ``min``↔``max``, ``np.maximum``↔``np.minimum``, ``ceil``↔``floor``, ``any``↔``all`` (the wrong
+  extreme, rounding the wrong way);
+- ``call_to_argument``: ``min(d, w − d)`` → ``d``, ``abs(x)`` → ``x``, ``math.ceil(x)`` → ``x`` (no wrap-around, no
+  clamp, no absolute value, no rounding);
+- ``drop_transpose``: ``X.T`` → ``X`` (a forgotten transpose);
+- ``swap_operands``: ``A @ B`` → ``B @ A``, also for ``− / // % **`` (the wrong order);
+- ``swap_index_pair``: ``a[r, c]`` → ``a[c, r]`` (swapped axes);
+- ``swap_unpacking``: ``c, r = cuda.grid(2)`` → ``r, c = …`` (x taken as the row);
+- ``drop_call``: a call statement → ``pass`` (a forgotten ``cuda.syncthreads()``, reset, append).
 """
 
 from __future__ import annotations

@@ -155,7 +155,8 @@ class LabReport:
 
 
 def score_table(reports: list[LabReport]) -> str:
-    head = f"{'lab':24} {'mutants':>8} {'killed':>7} {'survived':>9} {'equiv.':>7} {'timeout':>8} {'score':>7} {'seconds':>8}"
+    head = (f"{'lab':24} {'mutants':>8} {'killed':>7} {'survived':>9} {'equiv.':>7} {'timeout':>8} {'score':>7} "
+            f"{'seconds':>8}")
     rows = [head]
     for r in reports:
         c = r.counts()
