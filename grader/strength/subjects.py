@@ -259,6 +259,21 @@ class SolutionBook:
 _CELL = re.compile(r'^# %%.*"grade_id": "([^"]+)"', re.M)
 
 
+def solution_function_names(lab: str) -> set[str]:
+    """Names of the functions the lab's solution cells define, read without running anything."""
+    import ast
+
+    import jupytext
+
+    nb = jupytext.read(course.ROOT / "solutions" / lab / f"{lab}.py")
+    names: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            tree = ast.parse(cell.source)
+            names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return names
+
+
 @functools.lru_cache(maxsize=None)
 def solution_book(lab: str) -> SolutionBook:
     import jupytext
