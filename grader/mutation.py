@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="mutate notebook solutions: for kernels and non-answer-shaped references (auto), for "
                              "every problem (all), never (none)")
     parser.add_argument("--include-course", action="store_true",
-                        help="also mutate the gpucourse functions a reference reaches (and its forbid helpers)")
+                        help="also mutate the gpucourse functions a reference calls (occupancy, Torus.hops, ...)")
     parser.add_argument("--jobs", type=int, default=1, help="labs run side by side (default 1)")
     parser.add_argument("--json", help="write the whole report here")
     parser.add_argument("--verbose", action="store_true", help="list killed mutants too, with what killed them")

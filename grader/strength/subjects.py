@@ -199,7 +199,8 @@ def in_modules(*module_names: str, prefixes: tuple[str, ...] = ()) -> Callable[[
 
 
 def reference_subjects(problem: Any, lab_module: types.ModuleType, include_course: bool = False) -> Reach:
-    """The reference and what it reaches in the lab module (and in ``gpucourse`` when ``include_course``)."""
+    """The reference and what it reaches in the lab module (and in ``gpucourse`` when ``include_course``). Only what
+    the reference calls: a ``forbid`` helper it does not call could never be told apart by its cases."""
     allowed = in_modules(lab_module.__name__, prefixes=("gpucourse.",) if include_course else ())
     reach = Reach(allowed, home=lab_module.__name__, namespaces=[lab_module.__dict__])
     root = problem.reference
@@ -207,19 +208,7 @@ def reference_subjects(problem: Any, lab_module: types.ModuleType, include_cours
     fn = raw_function(root)
     if fn is not None and not allowed(fn):
         reach.skipped.insert(0, f"the reference {fn.__module__}.{fn.__qualname__} lives outside the lab module")
-    for dotted in getattr(problem, "forbid", ()) if include_course else ():
-        owner, attr = _resolve(dotted)
-        if isinstance(owner, type):
-            reach._add_method(owner, attr)
-        else:
-            reach.add(getattr(owner, attr))
     return reach
-
-
-def _resolve(dotted: str) -> tuple[Any, str]:
-    from ..problem import _resolve_owner
-
-    return _resolve_owner(dotted)
 
 
 # -- the instructor's solutions, as a student's kernel runs them ---------------------------------------------------
