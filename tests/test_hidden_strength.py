@@ -152,6 +152,18 @@ def test_a_kernel_exercise_mutates_the_solution_kernel_through_its_checker():
     assert all(r.file.endswith("solutions/lab05_kernels/lab05_kernels.py") for r in kernel.values())
 
 
+def test_subjects_are_what_the_reference_calls_in_the_lab_module_or_with_include_course_in_gpucourse():
+    lab07 = importlib.import_module("grader.labs.lab07_tpu")
+    hops = lab07.problems["torus_hops"]
+    assert [s.qualname for s in reference_subjects(hops, lab07).subjects] == ["_hops_reference"]
+    course = {s.qualname for s in reference_subjects(hops, lab07, include_course=True).subjects}
+    assert {"_hops_reference", "interconnect.Torus.hops", "interconnect.Torus.coords"} <= course
+    assert "interconnect.Torus.hop_counts" not in course, "a forbid helper the reference never calls is not mutated"
+    lab02 = importlib.import_module("grader.labs.lab02_backprop")
+    policy = [s.qualname for s in reference_subjects(lab02.problems["pick_policy"], lab02).subjects]
+    assert policy == ["pick_policy", "grad_temp_bytes", "grad_of", "stack_loss", "policy"]  # through lru_cache
+
+
 # -- equivalents, coverage, families -------------------------------------------------------------------------------
 
 def test_equivalents_match_on_text_and_say_why(tmp_path):
@@ -276,6 +288,7 @@ def test_the_cli_rejects_an_unknown_lab(capsys):
     assert "no such lab" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_stuck_worker_is_restarted_past_its_mutant(monkeypatch):
     """A worker stuck where no alarm reaches it is killed; its mutant counts as timed out; the rest still run."""
     from grader import mutation
