@@ -229,11 +229,61 @@ def test_the_equivalents_file_names_real_labs_and_functions():
 
 # -- every lab, measured -------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module", params=LABS)
-def lab_report(request):
+# What the measurement found when these tests were written (python -m grader.mutation lists every item): where a lab
+# already meets a requirement, the test is a hard requirement now; elsewhere it is expected to fail until the next
+# phase of issue 13 strengthens the hidden cases, and then these entries are deleted.
+TODAY = {
+    "survivors": {
+        "lab01_blas_roofline": "24: predict_time 5 (no compute-bound case, no tie), min_batch_compute_bound 16 (ties, "
+                               "guard loops), chain_bytes 1, blocked_matmul 1, roof_fraction 1 (tie)",
+        "lab02_backprop": "6: mlp_backward 2 (relu'(0)), largest_batch 2 (no budget below the model), pick_policy 1 "
+                          "(tie), is_correct_backward 1",
+        "lab03_datapath": "18: break_even_elements 15 (ties, guard loops, no case with outputs that pays), "
+                          "offload_decision 1 (tie), warp_execution 2",
+        "lab04_streams": "29: launches_to_dominate 14 (ties, guard loops), chunked_overlap 8 (nbytes unchecked), "
+                         "time_call 6 (clock starting at 0, f(None)), predict_makespan 1",
+        "lab05_kernels": "4: tiled_matmul 3 (float64 shared tiles accepted, k % TILE == 1 never drawn), block_sum 1 "
+                         "(dtype-less shared array accepted)",
+        "lab06_xla_sass": "13: fusion_bytes 12 (relu never drawn), scale_bias_relu_kernel 1 (swapped grid axes)",
+        "lab07_tpu": "8: systolic_matmul 4 (what enters outside the schedule), tiled_gemm 2 (only 128×128 arrays "
+                     "drawn), predict_collectives 2 (sharding classes never drawn)",
+    },
+    "coverage": {
+        "lab01_blas_roofline": "min_batch_compute_bound's guard loops (lines 151, 153) never run",
+        "lab03_datapath": "break_even_elements's guard loops (lines 105, 107) never run",
+        "lab04_streams": "launches_to_dominate's guard loops (lines 245, 247) never run",
+        "lab06_xla_sass": "chain_function's relu branch (line 171) never runs",
+        "lab07_tpu": "mesh()'s fewer-than-8-devices error (line 285) never runs",
+    },
+    "strength": {
+        "lab01_blas_roofline": "predict_time 4 and chain_bytes 1 mutants killed by visible only; families n=1, "
+                               "'compute', float32, square missing",
+        "lab02_backprop": "largest_batch 2 mutants killed by visible only; family result=0 missing",
+        "lab03_datapath": "break_even_elements 2 mutants killed by visible only; warp_execution all-True, whole "
+                          "warps missing",
+        "lab04_streams": "time_call 2 mutants killed by the visible test's real-JAX check only",
+        "lab06_xla_sass": "fusion_bytes 11 and scale_bias_relu_kernel 1 (swapped axes) killed by visible only; "
+                          "count_opcode 'LDG' missing",
+        "lab07_tpu": "families missing: square pe_step, {all-gather, all-reduce}, wrap-around shorter on the torus",
+    },
+}
+
+
+def _labs(kind: str) -> list:
+    return [pytest.param(lab, marks=pytest.mark.xfail(strict=False, reason=f"issue 13, next phase; today {gap}"))
+            if (gap := TODAY[kind].get(lab)) else lab for lab in LABS]
+
+
+_REPORTS: dict = {}
+
+
+def _report(lab: str):
+    """One worker run per lab for the whole module (mutation, coverage and families together)."""
     from grader.mutation import lab_report
 
-    return lab_report(request.param)
+    if lab not in _REPORTS:
+        _REPORTS[lab] = lab_report(lab)
+    return _REPORTS[lab]
 
 
 def _mutant_line(m: dict) -> str:
@@ -242,38 +292,37 @@ def _mutant_line(m: dict) -> str:
 
 
 @pytest.mark.slow
-def test_the_lab_was_measured_whole(lab_report):
-    assert lab_report.complete and not lab_report.errors, lab_report.errors
-    assert lab_report.mutants, "no mutant was made"
-
-
-@pytest.mark.slow
-def test_equivalent_entries_are_right_and_current(lab_report):
-    wrong = lab_report.wrongly_listed()
+@pytest.mark.parametrize("lab", LABS)
+def test_the_lab_was_measured_whole_and_its_equivalents_are_right(lab):
+    report = _report(lab)
+    assert report.complete and not report.errors, report.errors
+    assert report.mutants, "no mutant was made"
+    wrong = report.wrongly_listed()
     assert not wrong, "listed as equivalent in grader/equivalent_mutants.toml, but killed:\n" + "\n".join(
         f"{_mutant_line(m)}: {m['how']}" for m in wrong)
-    assert not lab_report.stale, f"entries that match no mutant any more: {lab_report.stale}"
+    assert not report.stale, f"entries that match no mutant any more: {report.stale}"
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 13, next phase: hidden cases that kill every non-equivalent mutant")
-def test_every_non_equivalent_mutant_is_killed_by_the_hidden_cases(lab_report):
-    survivors = lab_report.survivors()
-    assert not survivors, f"{lab_report.summary()}\n" + "\n".join(map(_mutant_line, survivors))
+@pytest.mark.parametrize("lab", _labs("survivors"))
+def test_every_non_equivalent_mutant_is_killed_by_the_hidden_cases(lab):
+    report = _report(lab)
+    survivors = report.survivors()
+    assert not survivors, f"{report.summary()}\n" + "\n".join(map(_mutant_line, survivors))
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 13, next phase: hidden cases that take every branch of the reference")
-def test_hidden_cases_cover_every_branch_of_the_references(lab_report):
-    gaps = lab_report.uncovered()
+@pytest.mark.parametrize("lab", _labs("coverage"))
+def test_hidden_cases_cover_every_branch_of_the_references(lab):
+    gaps = _report(lab).uncovered()
     assert not gaps, "\n".join(f"{where}: {'; '.join(g)}" for where, g in gaps.items())
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 13, next phase: hidden cases at least as strong as the visible ones")
-def test_hidden_cases_are_at_least_as_strong_as_the_visible_ones(lab_report):
-    weaker = lab_report.weaker_hidden()
-    missing = lab_report.missing_families()
+@pytest.mark.parametrize("lab", _labs("strength"))
+def test_hidden_cases_are_at_least_as_strong_as_the_visible_ones(lab):
+    report = _report(lab)
+    weaker, missing = report.weaker_hidden(), report.missing_families()
     assert not weaker and not missing, (
         "mutants the visible cases kill and the hidden cases do not:\n" + "\n".join(map(_mutant_line, weaker))
         + "\nfamilies of the visible cases missing from the hidden ones:\n"
