@@ -30,7 +30,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from . import course
 from .strength.report import LabReport, score_table
@@ -66,8 +66,9 @@ def run_lab(lab: str, emit: Callable[[dict], None], solutions: str = "auto", inc
     emit({"event": "done", "seconds": time.perf_counter() - t0})
 
 
-def _run_problems(lab, module, book, equivalents, emit, solutions, include_course, only, skip, mutation, coverage,
-                  families, on_start) -> None:
+def _run_problems(lab: str, module: Any, book: Any, equivalents: Any, emit: Callable[[dict], None], solutions: str,
+                  include_course: bool, only: list[str] | None, skip: set[str], mutation: bool, coverage: bool,
+                  families: bool, on_start: Callable[[str], None] | None) -> None:
     from .strength import branches
     from .strength import families as fam
     from .strength.runner import quiet, run_problem
