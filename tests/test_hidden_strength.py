@@ -235,8 +235,8 @@ TODAY = {
     "survivors": {
         "lab01_blas_roofline": "24: predict_time 5 (no compute-bound case, no tie), min_batch_compute_bound 16 (ties, "
                                "guard loops), chain_bytes 1, blocked_matmul 1, roof_fraction 1 (tie)",
-        "lab02_backprop": "6: mlp_backward 2 (relu'(0)), largest_batch 2 (no budget below the model), pick_policy 1 "
-                          "(tie), is_correct_backward 1",
+        "lab02_backprop": "8: mlp_backward 2 (relu'(0)), largest_batch 2 (no budget below the model), pick_policy 1 "
+                          "(tie), is_correct_backward 3 (no near-miss candidate: looser tolerances pass)",
         "lab03_datapath": "18: break_even_elements 15 (ties, guard loops, no case with outputs that pays), "
                           "offload_decision 1 (tie), warp_execution 2",
         "lab04_streams": "29: launches_to_dominate 14 (ties, guard loops), chunked_overlap 8 (nbytes unchecked), "
