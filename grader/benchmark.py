@@ -1,7 +1,7 @@
 """The course's performance budget, measured: prints a table, asserts nothing (machines here are noisy).
 
-    python3 -m grader.benchmark            # every notebook + one autograde per lab
-    python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading
+    python3 -m grader.benchmark            # every notebook + one autograde per lab + mutation score per lab
+    python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading --no-mutation
 
 Budget (COURSE_PLAN §7): whole course (course/ + solutions/) ≤ 8 min on 2 cores, no notebook over 60 s, one lab
 autograded in ≤ 20 s. Each notebook runs in a fresh kernel, as nbval and nbgrader run it.
@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebooks", nargs="*", help="notebooks to time (default: course/ and solutions/)")
     parser.add_argument("--no-grading", action="store_true", help="skip the autograde timings")
+    parser.add_argument("--no-mutation", action="store_true",
+                        help="skip the mutation score per lab (python -m grader.mutation lists the survivors)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
@@ -77,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
             seconds, score, max_score = autograde_seconds(lab)
             flag = "  OVER BUDGET" if seconds > AUTOGRADE_BUDGET_S else ""
             print(f"{lab:58} {seconds:8.1f}  {score:g}/{max_score:g}{flag}", flush=True)
+
+    if not args.no_mutation:  # issue 13: every non-equivalent mutant of every reference killed by the hidden cases
+        from . import mutation
+
+        print("\nmutation score of the hidden tests: killed / non-equivalent mutants "
+              "(the survivors: python -m grader.mutation)")
+        mutation.print_scores()
     return 0
 
 
