@@ -153,7 +153,7 @@ def test_a_kernel_exercise_mutates_the_solution_kernel_through_its_checker():
 
 def test_subjects_are_what_the_reference_calls_in_the_lab_module_or_with_include_course_in_gpucourse():
     lab07 = importlib.import_module("grader.labs.lab07_tpu")
-    hops = lab07.problems["torus_hops"]
+    hops = lab07.problems["slice_hops"]
     assert [s.qualname for s in reference_subjects(hops, lab07).subjects] == ["_hops_reference"]
     course = {s.qualname for s in reference_subjects(hops, lab07, include_course=True).subjects}
     assert {"_hops_reference", "interconnect.Torus.hops", "interconnect.Torus.coords"} <= course
@@ -208,10 +208,10 @@ def test_families_of_the_visible_cases_missing_from_the_hidden_ones():
     assert "n < 0" in report.missing
     assert families.tags(toy.GRID_SUM, Case((np.ones((2, 3)),)), None) >= {"a: non-square", "a: dtype float64"}
     lab07 = importlib.import_module("grader.labs.lab07_tpu")
-    assert families.tags(lab07.problems["torus_hops"], Case(((0,), (3,), (4,))), 1) >= {
+    assert families.tags(lab07.problems["slice_hops"], Case(((0,), (3,), (4,), "TPU v4")), 1) >= {
         "the wrap-around link is shorter"}
-    assert "tie: both ways round are equally long" in families.tags(lab07.problems["torus_hops"],
-                                                                     Case(((0,), (2,), (4,))), 2)
+    assert "tie: both ways round are equally long" in families.tags(lab07.problems["slice_hops"],
+                                                                     Case(((0,), (2,), (4,), "TPU v4")), 2)
 
 
 def test_the_equivalents_file_names_real_labs_and_functions():

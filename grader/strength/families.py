@@ -121,7 +121,7 @@ def _tie_offload(case: Case, result: Any) -> set[str]:
 
 
 def _torus(case: Case, result: Any) -> set[str]:
-    a, b, dims = case.args
+    a, b, dims = case.args[:3]  # slice_hops(a, b, dims, chip): whether an axis wraps is the chip's rule
     deltas = [(abs(x - y), d) for x, y, d in zip(a, b, dims)]
     tags = set()
     if all(delta == 0 for delta, _ in deltas):
@@ -143,7 +143,7 @@ SEMANTIC: dict[str, Callable[[Case, Any], set[str]]] = {
     "roof_fraction": lambda case, result: ({"tie: intensity == ridge point"}
                                            if case.args[0] / case.args[1] == case.args[3] / case.args[4] else set()),
     "offload_decision": _tie_offload,
-    "torus_hops": _torus,
+    "slice_hops": _torus,
     "warp_execution": _warps,
 }
 
