@@ -629,7 +629,9 @@ else:
 #   $L \to \infty$), the "6ND" of Kaplan et al. 2020 and Hoffmann et al. 2022 ($D$ = tokens), plus the attention
 #   GEMMs $QK^T$ and $PV$ that have no parameters: $2 \cdot 2 \cdot s \cdot d$ forward per token and layer, ×3 for
 #   training, $12 \cdot L \cdot s \cdot d$ per token (Chowdhery et al. 2022, *PaLM*, appendix B; the JAX scaling
-#   book's transformer chapter gives the same ratio, attention / weight FLOPs $= s / 8d$ for an MLP 4× wide).
+#   book's transformer chapter derives the same term). With $N \approx 12 d^2$ per layer (attention 4d², a
+#   two-matrix MLP 8d²) attention adds $s / 6d$ to the weight FLOPs; the scaling book's gated three-matrix MLP
+#   has $16 d^2$ and gets $s / 8d$.
 # - **Activations.** Korthikanti et al. 2022 (*Reducing Activation Recomputation in Large Transformer Models*,
 #   §4.1) count what one layer keeps without recomputation, in 16-bit values with dropout:
 #   $s b h (34 + 5 a s / h)$ bytes $= 34\,sbh + 5\,a s^2 b$ — $sbh$ terms for the inputs of every GEMM,
@@ -665,6 +667,7 @@ for b_t, s_t in ((4, 64), (1, 256)):
           f"(off by {r['six_n'] / r['xla_flops'] - 1:+.0%}) | + attention {(r['six_n'] + r['attention']) / 1e6:6.1f} "
           f"(off by {(r['six_n'] + r['attention']) / r['xla_flops'] - 1:+.1%})")
     assert abs((r["six_n"] + r["attention"]) / r["xla_flops"] - 1) < 0.05, "6N + 12·L·s·d per token matches XLA"
+    assert abs(r["attention"] / r["six_n"] - s_t / (6 * h_t)) < 0.01 * s_t / (6 * h_t), "attention adds s / 6d"
 assert rows_t[256]["six_n"] / rows_t[256]["xla_flops"] < 0.8, "without the attention term, long sequences are undercounted"
 for s_t, r in rows_t.items():
     print(f"s = {s_t:3}: activations, Korthikanti (fp32, no dropout) {r['kor'] / 2**20:5.2f} MiB; JAX's residuals "
@@ -674,13 +677,18 @@ print(f"XLA's extra bytes per attention-score element (same tokens, longer seque
       f"(Korthikanti without dropout: 4 = one fp32 softmax output)")
 assert all(r["temp"] >= r["kor"] for r in rows_t.values()), "the formula is a lower bound on what XLA keeps"
 assert 4 <= per_score <= 16, "XLA keeps the softmax output, and at most a few copies of the s×s matrix"
+gpt3 = tm.transformer_activation_bytes(2048, 1, 12288, 96)  # one GPT-3 175B layer, one sequence, 16-bit
+square = sum(v for k, v in gpt3.items() if k in ("softmax output", "attention dropout mask", "attention dropout output"))
+print(f"GPT-3 layer (s = 2048, h = 12288, a = 96, b = 1): 34·s·b·h = {(sum(gpt3.values()) - square) / 2**20:.0f} MiB, "
+      f"5·a·s²·b = {square / 2**20:.0f} MiB ({square / (sum(gpt3.values()) - square):.1f}× as much)")
+assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 * 12288
 
 # %% [markdown]
 # Read the printout:
 #
 # - **FLOPs**: the $6N$ rule alone undercounts the $s = 256$ shape by the printed fraction — for this small
-#   width the attention term is $s / 6h$ of the weight FLOPs — and $6N + 12 L s d$ per token lands within a few
-#   percent of XLA's count (the rest is softmax, LayerNorm and GELU). For a large model ($d$ in the thousands)
+#   width the attention term is $s / 6d = 1/3$ of the weight FLOPs — and $6N + 12 L s d$ per token lands within
+#   a few percent of XLA's count (the rest is softmax, LayerNorm and GELU). For a large model ($d$ in the thousands)
 #   the attention term matters only at long contexts.
 # - **Activations**: Korthikanti's count is a lower bound on what XLA reserves, and the $s^2$ term is real: at
 #   the same number of tokens, longer sequences cost XLA the printed number of bytes per attention-score element
@@ -688,9 +696,8 @@ assert 4 <= per_score <= 16, "XLA keeps the softmax output, and at most a few co
 #   masked scores and their exponentials too (§2.5's "each primitive chooses its own residuals"). JAX's own
 #   residual list is larger still; XLA fuses some of it away.
 #
-# Korthikanti's point follows from the formula: at GPT-3 scale ($s = 2048$, $h = 12288$, $a = 96$) the
-# $5 a s^2 b$ term is $5 \cdot 96 \cdot 2048 / (34 \cdot 12288) \approx 2.4\times$ the $34\,sbh$ term, yet it
-# is cheap to recompute (softmax and dropout, no GEMM) — so recompute just that ("selective recomputation")
+# Korthikanti's point follows from the formula (last printed line): at GPT-3 scale the $5 a s^2 b$ term is
+# larger than all the $34\,sbh$ terms together, yet it is cheap to recompute (softmax and dropout, no GEMM) — so recompute just that ("selective recomputation")
 # instead of the whole layer. FlashAttention goes further: it never writes the $s \times s$ matrix to memory at
 # all.
 

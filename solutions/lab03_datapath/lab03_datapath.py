@@ -229,17 +229,21 @@ lab.problems["huber_vectorized"].check(huber_vectorized, hidden=True)
 #
 # A copy costs a fixed latency plus bytes over bandwidth. Small copies measure the latency, large ones the
 # bandwidth — a single point measures neither. Fit both from a series of measurements (the kind
-# `gc.datapath.measure_h2d` produces on a GPU).
+# `gc.datapath.measure_h2d` produces on a GPU). Real timings wobble by a *fraction* of themselves: a 100 ms copy
+# is off by milliseconds, a 10 µs one by a fraction of a microsecond. A fit that weighs every point's error in
+# seconds alike is steered by the largest copies, and the latency — microseconds — gets lost in their noise.
+# You are graded against the latency and bandwidth the measurements were generated from.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fit_transfer"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_fit_transfer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fit_transfer(sizes, seconds):
-    """(latency [s], bandwidth [bytes/s]) of the least-squares line seconds = latency + size / bandwidth."""
+    """(latency [s], bandwidth [bytes/s]) of seconds = latency + size / bandwidth, fitted to noisy times."""
     # roughly 3 lines
     ### BEGIN SOLUTION
-    slope, intercept = np.polyfit(sizes, seconds, 1)
+    # least squares on the *relative* errors: each residual divided by its own time (np.polyfit's w multiplies it)
+    slope, intercept = np.polyfit(sizes, seconds, 1, w=1.0 / np.asarray(seconds))
     return intercept, 1.0 / slope
     ### END SOLUTION
 
