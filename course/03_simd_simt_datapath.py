@@ -596,7 +596,13 @@ assert hbm / bw["PCIe 5.0 x16"] > 50
 # traffic and prefetchers treat them differently):
 
 # %%
-host_add, t_add = datapath.measure_host_add(nbytes=64 * 2**20)
+copies, adds = [host_bw], []
+for _ in range(3):  # back to back, best of each: a busy machine slows some runs, never speeds one up
+    adds.append(datapath.measure_host_add(nbytes=64 * 2**20)[0])
+    copies.append(datapath.measure_host_copy(nbytes=64 * 2**20)[0])
+    if 0.5 < max(adds) / max(copies) < 2:
+        break
+host_bw, host_add = max(copies), max(adds)
 print(f"this machine: memcpy {datapath.fmt_rate(host_bw)}, STREAM add {datapath.fmt_rate(host_add)} "
       f"(bytes read + written per second; ratio {host_add / host_bw:.2f})")
 print(f"HBM3 (H100) / this machine's memory bandwidth = {hbm / max(host_bw, host_add):.0f}× (the faster of the two)")
@@ -795,9 +801,9 @@ print(f"a GPU kernel streaming CPU memory over NVLink-C2C: {hbm_gh / c2c:.1f}× 
       f"{c2c / bw['PCIe 5.0 x16']:.1f}× faster than over PCIe 5.0 ×16")
 assert 6 < hbm_gh / c2c < 7 and 7 < c2c / bw["PCIe 5.0 x16"] < 7.5
 # Expected output:
-# HBM3 (Hopper GPU, up to 96 GB)             3.00 TB/s
-# LPDDR5X (Grace CPU, up to 512 GB)         546.0 GB/s
-# NVLink-C2C (CPU ↔ GPU, each direction)    450.0 GB/s
+# HBM3 (Hopper GPU, up to 96 GB)            3.00 TB/s
+# LPDDR5X (Grace CPU, up to 512 GB)        546.0 GB/s
+# NVLink-C2C (CPU ↔ GPU, each direction)   450.0 GB/s
 # a GPU kernel streaming CPU memory over NVLink-C2C: 6.7× slower than its own HBM3, 7.1× faster than over PCIe 5.0 ×16
 
 # %% [markdown]
