@@ -93,6 +93,9 @@ print(f"vector lanes: H100 / desktop CPU = {gpu_p['fp32_lanes'] / cpu_p['fp32_la
 print(f"dense bf16 matrix units: H100 / TPU v4 = {gpu_p['bf16_matrix_flops'] / npu_p['bf16_matrix_flops']:.1f}×; "
       f"TPU v4: 2 cores × 4 MXUs × 128 × 128 = {2 * 4 * 128 * 128:,} MACs per cycle × 2 FLOP × "
       f"{datapath.TPU_V4_CLOCK_HZ / 1e9:.2f} GHz = {2 * 4 * 128 * 128 * 2 * datapath.TPU_V4_CLOCK_HZ / 1e12:.0f} TFLOP/s")
+mxu_macs = 2 * 4 * 128 * 128
+print(f"the wrong comparison — TPU v4 MXU MACs counted as fp32 lanes: {mxu_macs:,} vs the H100's "
+      f"{gpu_p['fp32_lanes']:,} = {mxu_macs / gpu_p['fp32_lanes']:.1f}×")
 assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (512, 16_896, 2048)
 assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 # Expected output:
@@ -102,13 +105,14 @@ assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 # NPU (Google TPU v4)                  2 TensorCores              2,048      275.0 TFLOP/s  HBM2 32 GiB, 1.20 TB/s
 # vector lanes: H100 / desktop CPU = 33×, H100 / TPU v4 = 8.25×
 # dense bf16 matrix units: H100 / TPU v4 = 3.6×; TPU v4: 2 cores × 4 MXUs × 128 × 128 = 131,072 MACs per cycle × 2 FLOP × 1.05 GHz = 275 TFLOP/s
+# the wrong comparison — TPU v4 MXU MACs counted as fp32 lanes: 131,072 vs the H100's 16,896 = 7.8×
 
 # %% [markdown]
 # Like with like. **Vector lanes**: the 16-core desktop CPU has 512 fp32 lanes (each core is itself a small SIMD
 # machine: 2 FMA pipes × 16 lanes), an H100 16,896 — 33×, not "16 vs thousands" — and a TPU v4 2,048 (each
 # TensorCore's vector unit is an (8, 128) grid of lanes). **Matrix units**: in dense bf16 an H100's tensor cores
 # deliver 3.6× a TPU v4's MXUs per chip (989 vs 275 TFLOP/s). Counting the TPU's MXU multiply-accumulators as
-# "fp32 lanes" (131,072 of them) would make a TPU v4 look like 8× an H100 — the wrong unit: MXUs multiply bf16
+# "fp32 lanes" (the last line) would make a TPU v4 look like 7.8× an H100 — the wrong unit: MXUs multiply bf16
 # matrices, not fp32 vectors, and per chip the H100's matrix units are faster. What the TPU does have is the most
 # matrix hardware per unit of control logic: two instruction streams (cores) each drive four 128×128 systolic
 # arrays (section 7) — the seed's "smallest control unit" row, in numbers. The table's other rows: flexibility
@@ -354,8 +358,8 @@ if simd_simt.is_x86():
 #
 # Running it starts one operating-system process; the GPU is not a process of its own but a co-processor the
 # process *uses*: the CPU runs the program, prepares the data and decides which kernel runs when, the GPU executes
-# what it is sent. Here it is with the course's device-memory tracker (`gpucourse.devmem`): on a GPU its arrays are CuPy arrays
-# in real device memory and `to_device`/`to_host` are real PCIe copies; on this CPU the "device" is a second
+# what it is sent. Here it is with the course's device-memory tracker (`gpucourse.devmem`): on a GPU its arrays
+# are CuPy arrays in real device memory and `to_device`/`to_host` are real PCIe copies; on this CPU the "device" is a second
 # buffer in the same RAM, so `to_gpu` is a memcpy — the bytes still move, just not over PCIe. Every step is timed
 # with `gc.measure` (synchronized).
 
@@ -395,9 +399,9 @@ del d, r
 # from the disk itself; a cold read is limited by the drive: ~7 GB/s for a PCIe 4.0 NVMe SSD.)
 #
 # The same program on an H100 behind PCIe 5.0, from published figures (`gc.datapath`): load from an NVMe drive,
-# copy at 63 GB/s (PCIe 5.0 ×16 after its line encoding, §3.6), process at HBM speed (3.35 TB/s, the op is memory-bound), copy back. A third row is seed 002's
-# "complicated case": one step of the processing needs the CPU, so the data goes to the CPU and back in the
-# middle.
+# copy at 63 GB/s (PCIe 5.0 ×16 after its line encoding, §3.6), process at HBM speed (3.35 TB/s, the op is
+# memory-bound), copy back. A third row is seed 002's "complicated case": one step of the processing needs the
+# CPU, so the data goes to the CPU and back in the middle.
 
 # %%
 nbytes = N * 4
@@ -466,9 +470,8 @@ assert ssd < bw["PCIe 4.0 x16"] < bw["PCIe 5.0 x16"] < bw["NVLink 4 (H100, per G
 assert 440 < hbm / ssd < 460
 
 # %% [markdown]
-# A kernel that had to wait for the disk would run at the printed fraction of its memory speed (1/450): every
-# SM idle. So the classic
-# design moves data *between* computations: disk → page cache in CPU memory → (through a pinned staging buffer)
+# A kernel that had to wait for the disk would run at 1/450 of its memory speed (the ratio printed above): every
+# SM idle. So the classic design moves data *between* computations: disk → page cache in CPU memory → (through a pinned staging buffer)
 # → PCIe DMA → GPU memory, driven by the CPU.
 #
 # **Where this is qualified: GPUDirect Storage (GDS).** Since CUDA 11.4, NVIDIA's cuFile API lets an NVMe drive
@@ -677,15 +680,15 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# On an idle machine the measured GEMM peak is a large fraction of the nominal one; a fraction far below it means
-# the cores were shared with other programs while this ran (or run below the reported clock), and the break-even
-# printed for this CPU moves with it: a slower CPU makes offloading pay sooner.
+# If the measured GEMM peak printed above is a small fraction of the nominal one, the cores were shared with other
+# programs while this ran (or ran below the reported clock); the break-even printed for this CPU moves with it: a
+# slower CPU makes offloading pay sooner.
 #
 # The dashed line is what a benchmark that ignores transfers reports: the GPU "wins" everywhere. With the copies
 # included, the vector add's GPU line runs parallel to the CPU's — above it. The rule behind it: a vector add moves
 # 12 bytes per FLOP, so it can only pay when the CPU's own memory is slower than PCIe — true of some small cloud
-# VMs (compare this machine's measured bandwidth above), false of any desktop with dual-channel DDR5. On a GPU, the next cell finds the
-# break-even of a real matmul, copies included, against NumPy on the host.
+# VMs (compare this machine's measured bandwidth above), false of any desktop with dual-channel DDR5. On a GPU,
+# the next cell finds the break-even of a real matmul, copies included, against NumPy on the host.
 
 # %%
 if gc.require_gpu("matmul on the host (NumPy) vs to_gpu + CuPy matmul + to_cpu, by size"):

@@ -602,6 +602,7 @@ print(f"8 chunks over 3 streams: {chunked.makespan / 1e3:6.2f} ms  ({one.makespa
 print(f"busy: h2d engine {chunked.busy('h2d') / chunked.makespan:.0%}, d2h engine {chunked.busy('d2h') / chunked.makespan:.0%}, "
       f"SMs {chunked.busy('compute') / chunked.makespan:.0%} of the time")
 assert chunked.makespan < 0.6 * one.makespan
+assert chunked.makespan >= 256 * 10**6 / 25e9 * 1e6, "never faster than copying everything in at 25 GB/s"
 # Expected output:
 # one chunk, one stream:    25.60 ms
 # 8 chunks over 3 streams:  12.16 ms  (2.11× faster)
@@ -652,9 +653,9 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 # communication hides behind it (`--xla_gpu_enable_latency_hiding_scheduler`; NVIDIA's JAX-Toolbox documents the
 # flag and shows, in its profile-guided latency estimator guide, how `--xla_gpu_disable_async_collectives` turns
 # the overlap off for profiling; when nothing can be scheduled in between, the collective runs on the compute
-# stream: openxla/xla issue 14397). XLA also groups launches into CUDA graphs ("command buffers") to cut the
-# launch costs of §4.4. On this CPU backend a sharded program's collectives compile to plain, synchronous
-# `all-reduce` instructions; section 7 reads the collectives of sharded programs in the HLO.
+# stream: openxla/xla issue 14397). XLA also records sequences of kernels into CUDA graphs ("command buffers",
+# `--xla_gpu_enable_command_buffer`) to cut the launch costs of §4.4. Section 7 reads the collectives of sharded
+# programs in the HLO.
 #
 # What the JAX programmer still controls is everything *around* the executable, which is this section's list:
 # don't read results on the host inside the loop (`float(loss)` every step serializes, §4.4), donate buffers

@@ -240,3 +240,38 @@ def test_happens_before_rejects_unknown_items():
         st.happens_before([("a", "s", 1)])
     with pytest.raises(ValueError, match="unknown"):
         st.simulate([st.Op("a", "s", 1), st.HostSync("h", on=("zzz",))])
+
+
+@pytest.mark.gpu
+def test_gpu_kernels_hold_exactly_their_sms():
+    """The runner gives each block more than half an SM's shared memory: two kernels that need 60 % of the SMs
+    each cannot run side by side, two that need 40 % can — as in the model."""
+    n = int(gc.get_backend().xp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"])
+    wide = [st.Op("a", "s1", 2000.0, sms=int(0.6 * n)), st.Op("b", "s2", 2000.0, sms=int(0.6 * n))]
+    narrow = [st.Op("a", "s1", 2000.0, sms=int(0.4 * n)), st.Op("b", "s2", 2000.0, sms=int(0.4 * n))]
+    assert st.measure_on_gpu(wide).makespan > 1.7 * 2000
+    assert st.measure_on_gpu(narrow).makespan < 1.3 * 2000
+
+
+@pytest.mark.gpu
+def test_gpu_legacy_default_stream_serializes_blocking_streams_only():
+    ops = [st.Op("k1", "s", 2000.0, sms=8), st.Op("k2", st.LEGACY, 10.0, sms=1), st.Op("k3", "t", 2000.0, sms=8)]
+    blocking = st.measure_on_gpu(ops, nonblocking=set())
+    free = st.measure_on_gpu(ops, nonblocking={"s", "t"})
+    assert blocking.span("k3").start >= 0.9 * blocking.span("k1").end
+    assert blocking.makespan > 1.5 * free.makespan
+
+
+@pytest.mark.gpu
+def test_gpu_launch_latency_and_throughput():
+    costs = st.measure_launch_on_gpu(n=500, repeat=20)
+    assert 0 < costs.enqueue < costs.round_trip
+    assert 1e-7 < costs.latency < 1e-3 and 0 < costs.event_pair < 1e-3
+    assert 0 < costs.gpu_per_kernel < 1e-4 and 0 < costs.graph_per_kernel <= 1.1 * costs.gpu_per_kernel
+
+
+@pytest.mark.gpu
+def test_gpu_host_sync_in_measured_timeline():
+    ops = [st.Op("k1", "s", 1000.0, sms=4), st.HostSync("wait", on=("k1",)), st.Op("k2", "t", 100.0, sms=4)]
+    tl = st.measure_on_gpu(ops)
+    assert tl.span("wait").start >= 0.9 * tl.span("k1").end and tl.span("k2").start >= tl.span("k1").end * 0.9
