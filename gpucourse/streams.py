@@ -576,12 +576,12 @@ def one_block_per_sm_smem() -> int:
 
 
 def measure_on_gpu(ops: Sequence[Any], repeat: int = 3, copy_bytes_per_us: float = 25e3,
-                   nonblocking: Iterable[str] | None = None) -> Timeline:
+                   nonblocking: Iterable[str] = ()) -> Timeline:
     """Run ``ops`` for real on the GPU backend and return the measured timeline (µs, best of ``repeat`` runs).
 
     One CuPy stream per model stream: ``LEGACY`` is the legacy default stream (``cp.cuda.Stream.null``), streams in
-    ``nonblocking`` are created with ``cudaStreamNonBlocking``, the others are ordinary blocking streams
-    (``nonblocking=None``: every stream non-blocking, the model's default of independent streams). A kernel is a
+    ``nonblocking`` are created with ``cudaStreamNonBlocking``, the others are ordinary blocking streams — the
+    same convention as :func:`simulate` (they differ only when an op runs on ``LEGACY``). A kernel is a
     spin kernel of ``sms`` blocks × 1024 threads, each with more than half an SM's shared memory, so that it holds
     exactly ``sms`` SMs for ``duration`` µs at the reported SM clock; a copy moves ``nbytes`` (else
     ``duration × copy_bytes_per_us``) between pinned host memory and device memory with ``cudaMemcpyAsync``;
@@ -605,7 +605,7 @@ def measure_on_gpu(ops: Sequence[Any], repeat: int = 3, copy_bytes_per_us: float
     sm_count = int(cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"])
     cycles_per_us = gpu_cycles(1000.0) / 1000.0  # read the clock rate once, not inside the launch loop
     names = list(dict.fromkeys(op.stream for op in cmds))
-    nb = set(names) if nonblocking is None else set(nonblocking)
+    nb = set(nonblocking)
     streams = {name: cp.cuda.Stream.null if name == LEGACY else cp.cuda.Stream(non_blocking=name in nb)
                for name in names}
     marker = cp.cuda.Stream(non_blocking=True)  # timestamps of host syncs, outside every model stream

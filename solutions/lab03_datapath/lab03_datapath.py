@@ -28,7 +28,7 @@
 # | 3 | implement | chunked processing of an array larger than device memory, within a memory budget |
 # | 4 | compute | the lane utilization of a warp for a branch pattern (SIMT masks) |
 # | 5 | implement | a vectorized version of a loop with a branch |
-# | 6 | diagnose | latency and bandwidth of a transfer path, fitted from measurements |
+# | 6 | diagnose | latency and bandwidth of a transfer path, fitted from noisy measurements |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
