@@ -550,11 +550,13 @@ if gc.require_gpu("host→device and device→host bandwidth, pageable vs pinned
     ax.axhline(bw["PCIe 4.0 x16"] / 1e9, color="grey", ls=":", lw=1, label="PCIe 4.0 x16 after 128b/130b")
     ax.legend()
     plt.show()
-    gen = 5 if measured["H2D pinned"] > bw["PCIe 4.0 x16"] else 4  # which link this GPU sits on, judged by speed
-    print(f"pinned H2D reaches {measured['H2D pinned'] / bw[f'PCIe {gen}.0 x16']:.0%} of PCIe {gen}.0 ×16 after "
-          "its encoding (the rest: packet headers and flow control)")
+    if measured["H2D pinned"] > 1.02 * bw["PCIe 5.0 x16"]:  # e.g. Grace Hopper: the host link is NVLink-C2C (§3.9)
+        print("pinned H2D is faster than PCIe 5.0 ×16 can carry: this GPU's host link is not PCIe")
+    else:
+        gen = 5 if measured["H2D pinned"] > bw["PCIe 4.0 x16"] else 4  # the link, judged by its speed
+        print(f"pinned H2D reaches {measured['H2D pinned'] / bw[f'PCIe {gen}.0 x16']:.0%} of PCIe {gen}.0 ×16 "
+              "after its encoding (the rest: packet headers and flow control)")
     assert measured["H2D pinned"] > measured["H2D pageable"], "pinned memory skips the CPU staging copy"
-    assert measured["H2D pinned"] <= 1.02 * bw["PCIe 5.0 x16"], "no copy beats the encoded link rate"
 else:
     print(f"Encoded peaks to compare with on a GPU: PCIe 4.0 x16 {datapath.fmt_rate(bw['PCIe 4.0 x16'])}, "
           f"PCIe 5.0 x16 {datapath.fmt_rate(bw['PCIe 5.0 x16'])} per direction")

@@ -555,11 +555,21 @@ def gpu_spin_kernel() -> Any:
     return get_backend().xp.RawKernel(_SPIN_SOURCE, "spin")
 
 
-def gpu_cycles(us: float) -> int:
-    """SM clock cycles in ``us`` µs at the device's reported clock rate (GPU only)."""
+def _device_attribute(attribute: str, prop: str) -> int:
+    """A CUDA device attribute of device 0 (``cp.cuda.Device(0).attributes``, e.g. "ClockRate"), falling back to
+    ``cudaGetDeviceProperties``' field ``prop`` (CUDA 13 dropped some of those fields)."""
     from .backend import get_backend
 
-    khz = get_backend().xp.cuda.runtime.getDeviceProperties(0)["clockRate"]
+    cp = get_backend().xp
+    value = cp.cuda.Device(0).attributes.get(attribute)
+    if value is None:
+        value = cp.cuda.runtime.getDeviceProperties(0)[prop]
+    return int(value)
+
+
+def gpu_cycles(us: float) -> int:
+    """SM clock cycles in ``us`` µs at the device's reported clock rate (GPU only)."""
+    khz = _device_attribute("ClockRate", "clockRate")
     return int(us * khz / 1e3)
 
 
@@ -567,11 +577,8 @@ def one_block_per_sm_smem() -> int:
     """Dynamic shared memory (bytes) that makes each block of a kernel take an SM to itself: more than half of an
     SM's shared memory, within the per-block opt-in limit (GPU only). Blocks are placed by the block scheduler;
     this is how a kernel of ``k`` blocks is made to hold exactly ``k`` SMs."""
-    from .backend import get_backend
-
-    props = get_backend().xp.cuda.runtime.getDeviceProperties(0)
-    per_sm = int(props.get("sharedMemPerMultiprocessor", 0))
-    optin = int(props.get("sharedMemPerBlockOptin", props.get("sharedMemPerBlock", 48 * 1024)))
+    per_sm = _device_attribute("MaxSharedMemoryPerMultiprocessor", "sharedMemPerMultiprocessor")
+    optin = _device_attribute("MaxSharedMemoryPerBlockOptin", "sharedMemPerBlockOptin")
     return min(per_sm // 2 + 1024, optin)
 
 
@@ -602,7 +609,7 @@ def measure_on_gpu(ops: Sequence[Any], repeat: int = 3, copy_bytes_per_us: float
     kernel = gpu_spin_kernel()
     smem = one_block_per_sm_smem()
     kernel.max_dynamic_shared_size_bytes = smem  # opt in above the default 48 KiB per block
-    sm_count = int(cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"])
+    sm_count = _device_attribute("MultiProcessorCount", "multiProcessorCount")
     cycles_per_us = gpu_cycles(1000.0) / 1000.0  # read the clock rate once, not inside the launch loop
     names = list(dict.fromkeys(op.stream for op in cmds))
     nb = set(nonblocking)

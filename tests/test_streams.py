@@ -246,7 +246,7 @@ def test_happens_before_rejects_unknown_items():
 def test_gpu_kernels_hold_exactly_their_sms():
     """The runner gives each block more than half an SM's shared memory: two kernels that need 60 % of the SMs
     each cannot run side by side, two that need 40 % can — as in the model."""
-    n = int(gc.get_backend().xp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"])
+    n = st._device_attribute("MultiProcessorCount", "multiProcessorCount")
     wide = [st.Op("a", "s1", 2000.0, sms=int(0.6 * n)), st.Op("b", "s2", 2000.0, sms=int(0.6 * n))]
     narrow = [st.Op("a", "s1", 2000.0, sms=int(0.4 * n)), st.Op("b", "s2", 2000.0, sms=int(0.4 * n))]
     assert st.measure_on_gpu(wide).makespan > 1.7 * 2000

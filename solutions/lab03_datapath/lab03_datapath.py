@@ -65,7 +65,7 @@ be = gc.setup()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — Offload or not?
 #
-# Seed 002's program is `load → to_gpu → process → to_cpu → print`. The GPU's `process` step may be 50× faster
+# [Seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s program is `load → to_gpu → process → to_cpu → print`. The GPU's `process` step may be 50× faster
 # than the CPU's, but `to_gpu` and `to_cpu` cross PCIe, which is far slower than either processor's own memory.
 # Put numbers on all three steps and decide.
 

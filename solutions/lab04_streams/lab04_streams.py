@@ -23,7 +23,7 @@
 #
 # | # | kind | you write |
 # |---|---|---|
-# | 1 | predict | the makespan of a multi-stream schedule with events (the seed's Stream 1/2/3 example) |
+# | 1 | predict | the makespan of a multi-stream schedule with events ([seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s Stream 1/2/3 example) |
 # | 2 | implement | streams and events for a graph of copies and kernels: correct, and overlapped as far as the data allows |
 # | 3 | diagnose | a fixed version of a broken timing snippet (asynchronous dispatch, compile time) |
 # | 4 | compute | how many tiny launches make launch overhead dominate |
@@ -188,9 +188,12 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — How many tiny launches make overhead dominate?
 #
-# The seed: a launch costs "3–5 µs", so a 1 µs kernel is dominated by it. But the host queues launches while the
-# GPU works: as long as each kernel runs longer than a launch takes, the queue never runs dry. Split a fixed
-# amount of work into more and more kernels and find where the GPU starts idling more than it works.
+# [Seed 000](../../course/00_overview.ipynb#Sources-and-claims-checks): a launch costs "3–5 µs", so a 1 µs
+# kernel is dominated by it. The course's §4.4 splits that cost in two: the latency (paid once when the queue is
+# full) and the host's time per launch, which limits back-to-back kernels. This exercise is about the second: the
+# host queues launches while the GPU works, and as long as each kernel runs longer than a launch takes, the queue
+# never runs dry. Split a fixed amount of work into more and more kernels and find where the GPU starts idling
+# more than it works.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].show()
