@@ -166,11 +166,11 @@ def test_fit_transfer_grades_against_the_truth_sound_fits_pass_unweighted_fails(
 
 
 def test_fit_transfer_band_is_met_by_sound_fits_over_many_series_and_missed_by_ols():
-    """20,000 series drawn like the hidden cases: the 1/t-weighted fit (the reference) never leaves the band; the
+    """5,000 series drawn like the hidden cases: the 1/t-weighted fit (the reference) never leaves the band; the
     unweighted least-squares line leaves it often (it was this exercise's reference once)."""
     rng = np.random.default_rng(2024)
     misses = {"reference": 0, "unweighted": 0, "log space": 0}
-    n = 20_000
+    n = 5_000
     for i in range(n):
         case = lab.transfer_series(rng, float(rng.uniform(2e-6, 30e-6)), float(rng.uniform(5e9, 60e9)),
                                    (int(rng.integers(8, 14)), int(rng.integers(24, 31))))
@@ -181,7 +181,8 @@ def test_fit_transfer_band_is_met_by_sound_fits_over_many_series_and_missed_by_o
         for k, (l, b) in fits.items():
             misses[k] += abs(l / lat - 1) > lab.LATENCY_RTOL or abs(b / bw - 1) > lab.BANDWIDTH_RTOL
     assert misses["reference"] == 0 and misses["log space"] == 0, misses
-    assert misses["unweighted"] / n > 0.2, misses  # measured: ≈ 0.3 of all series
+    assert misses["unweighted"] / n > 0.25, misses  # measured on 20,000: 0.38
+    assert sum(abs(_unweighted(*c.args)[0] / c.truth[0] - 1) > lab.LATENCY_RTOL for c in lab.FIT.hidden_cases()) >= 3
 
 
 def test_warp_execution_partial_warps_matter():
