@@ -339,8 +339,8 @@ assert gain > 1.2, f"not waiting every step hides the round trip: expected > 1.2
 # %% [markdown]
 # Waiting every step pays the whole round trip — dispatch, the runtime handing the work to its executor, the
 # step itself, and the notification that it is done — each time. Dispatching ahead overlaps the host's dispatch
-# of step *i + 1* with the execution of step *i* (on this CPU backend, with a separate thread of the same two
-# cores; on a GPU, with the device). On a GPU, the same separation measured with CUDA: a kernel that writes a
+# of step *i + 1* with the execution of step *i* (on the CPU backend, with a worker thread on the same CPU;
+# on a GPU, with the device). On a GPU, the same separation measured with CUDA: a kernel that writes a
 # flag into pinned host memory the moment it starts, for the latency; an empty kernel launched 1,000 times back
 # to back, for the host's enqueue rate; the same 1,000 queued behind a long kernel so that the GPU never waits for
 # the host, timed with CUDA events, for the device's own rate; and a CUDA graph replay of them.
