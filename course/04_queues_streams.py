@@ -25,11 +25,15 @@
 # **You will learn**
 # - why a call into JAX (or CUDA) returns before its work is done, and why a timing without synchronization
 #   (동기화) is wrong — measured;
-# - the three ways to wait: `cudaDeviceSynchronize`, stream synchronize, events;
-# - what a launch costs, measured per op on this machine, and the seed's "3–5 µs" judged; why fusion and CUDA
-#   graphs are the cure, and when the cost does *not* matter;
-# - streams (스트림): in order within one, concurrent across several — the seed's Stream 1/2/3 example as a
-#   timeline — and copy/compute overlap with pinned memory and chunks.
+# - the ways to wait (device, stream, event) and the calls that wait without saying so (implicit
+#   synchronization);
+# - what a launch costs, as two different numbers: its **latency** (enqueue → running, paid when the queue is
+#   idle or the host waits) and its **throughput** (launches per second, which limits back-to-back kernels) — the
+#   seed's "3–5 µs" judged; why fusion and CUDA graphs are the cure, and when the cost does *not* matter;
+# - streams (스트림): in order within one, allowed to run concurrently across several — the seed's Stream 1/2/3
+#   example as a timeline — and what really serializes them: the legacy default stream, shared hardware queues,
+#   full SMs; which schedules are *correct* (happens-before, races, the caching allocator's cross-stream hazard);
+# - copy/compute overlap with pinned memory and chunks, and what JAX and XLA do with streams (JAX exposes none).
 #
 # The lab for this section is `labs/lab04_streams/`.
 
@@ -48,6 +52,7 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
 
 
 # %%
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
@@ -58,12 +63,13 @@ import gpucourse as gc
 from gpucourse import streams
 
 be = gc.setup()
+rng = np.random.default_rng(0)
 
 # %% [markdown]
 # ## 4.1 The command queue
 #
-# The seed's pseudo-code: the CPU pushes commands into a ring buffer, the GPU pops and executes them,
-# **asynchronously** (비동기):
+# The pseudo-code of [seed 000](00_overview.ipynb#Sources-and-claims-checks): the CPU pushes commands into a ring
+# buffer, the GPU pops and executes them, **asynchronously** (비동기):
 #
 # ```cpp
 # ring_buffer.push(command);                 // CPU: enqueue and return
@@ -90,9 +96,9 @@ assert q.host_us == 4 + 3 * 100  # the first kernel starts when its launch retur
 # host after synchronize: t = 304 µs   (the GPU has done 3 of 3)
 
 # %% [markdown]
-# The host was free after 12 µs; the results existed only at 304 µs. Anything that reads a result in between
-# reads garbage — so "before using results, synchronize" (claim C11). The model is on a virtual clock; the next
-# cell shows the same thing for real.
+# The host was free after the first printed time; the results existed only at the last. Anything that reads a
+# result in between reads garbage — so "before using results, synchronize" (claim C11). The model is on a virtual
+# clock; the next cell shows the same thing for real.
 #
 # ## 4.2 Asynchronous dispatch, measured on this machine
 #
@@ -101,8 +107,8 @@ assert q.host_us == 4 + 3 * 100  # the first kernel starts when its launch retur
 # measured here: `gc.measure(..., sync=False)` stops the clock when the call returns.
 
 # %%
-x = jnp.asarray(np.random.default_rng(0).standard_normal((1536, 1536)).astype(np.float32), device=be.jax_device)
-f = jax.jit(lambda a: jnp.tanh(a @ a) @ a)  # two 1536³ matmuls: a few hundred ms on a laptop CPU
+x = jnp.asarray(rng.standard_normal((1024, 1024)).astype(np.float32), device=be.jax_device)
+f = jax.jit(lambda a: jnp.tanh(a @ a) @ a)  # two 1024³ matmuls: 4.3 GFLOP
 f(x).block_until_ready()  # compile once
 
 sw = gc.timing.Stopwatch()  # timestamps within one call, not a measurement
@@ -124,7 +130,7 @@ assert right.median > 10 * wrong.median
 # %% [markdown]
 # On a GPU the same cells run on the GPU, and the gap is the same kind: the call queues work and returns.
 #
-# ## 4.3 Three ways to wait: device, stream, event
+# ## 4.3 Ways to wait: device, stream, event — and calls that wait without saying so
 #
 # | CUDA | waits for | JAX / CuPy |
 # |---|---|---|
@@ -134,23 +140,26 @@ assert right.median > 10 * wrong.median
 # | `cudaStreamWaitEvent(s, e)` | nothing on the host: stream `s` waits on the device | `s.wait_event(e)` |
 #
 # Waiting for one result is cheaper than waiting for everything. In the queue model: a 10 µs kernel queued
-# behind nothing, then a 1000 µs kernel. Waiting for the first result (an event) lets the host go on at 14 µs;
-# `synchronize()` holds it until 1014 µs.
+# behind nothing, then a 1000 µs kernel, 2 µs per launch:
 
 # %%
 # NBVAL_CHECK_OUTPUT
 q = streams.CommandQueue(launch_us=2.0)
 small, large = q.launch(10.0, "small"), q.launch(1000.0, "large")
 small.block_until_ready()  # an event: only the first command
-print(f"after waiting for 'small': host at t = {q.host_us:g} µs, large ready: {large.is_ready()}")
+t_event = q.host_us
+print(f"after waiting for 'small': host at t = {t_event:g} µs, large ready: {large.is_ready()}")
 q.synchronize()  # the whole device
 print(f"after synchronize():       host at t = {q.host_us:g} µs, large ready: {large.is_ready()}")
+assert t_event == 2 + 10 and q.host_us == 2 + 10 + 1000  # 'small' starts when its launch returns, at 2 µs
 # Expected output:
 # after waiting for 'small': host at t = 12 µs, large ready: False
 # after synchronize():       host at t = 1012 µs, large ready: True
 
 # %% [markdown]
-# On a GPU, with two real CuPy streams: a long spin kernel in one, a short one in the other.
+# Waiting on the event frees the host when the small kernel is done (the first printed time: its launch, then
+# its 10 µs); `synchronize()` holds it until the large one is done too (the second). On a GPU, with two real CuPy
+# streams: a long spin kernel in one, a short one in the other.
 
 # %%
 if gc.require_gpu("stream synchronize returning long before device synchronize, CUDA events queried"):
@@ -180,13 +189,88 @@ if gc.require_gpu("stream synchronize returning long before device synchronize, 
     assert t_launched < 0.005 and not long_done_then and end_long.done and t_stream < 0.5 * t_device
 
 # %% [markdown]
-# ## 4.4 What a launch costs (커널 실행 오버헤드)
+# **Calls that synchronize implicitly.** Many calls wait without saying so, and each one drains part of the
+# pipeline the host was building:
+#
+# - reading a result on the host: `x.item()`, `float(x)`, `print(x)`, `np.asarray(x)` (JAX, CuPy, PyTorch alike)
+#   wait for `x` — a `loss.item()` every step makes every step pay the full launch latency (§4.4 measures it);
+# - a synchronous `cudaMemcpy` device → host returns only when the copy is done, and it is issued on the legacy
+#   default stream, so it first waits for the other blocking streams (CUDA Runtime API, "API synchronization
+#   behavior" and "Stream synchronization behavior");
+# - between two commands of different streams, any of these issued by the host prevents them from running
+#   concurrently: a page-locked host allocation, a device memory allocation (`cudaMalloc`), a device memset, a
+#   copy between two addresses of the same device memory, any command to the legacy default stream, a change of
+#   the L1/shared-memory configuration (CUDA C++ Programming Guide, "Implicit Synchronization"). This is why
+#   frameworks keep a *caching* allocator (§4.6): `cudaMalloc` in a training loop would serialize the streams.
+#
+# In the stream model (`streams.HostSync`: the host stops issuing until something is done), a synchronous copy
+# back of a small result in the middle of a program, on the legacy default stream:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+work = [streams.Op("k1", "s1", 100.0, sms=66), streams.Op("k2", "s2", 100.0, sms=66)]
+later = [streams.Op("k3", "s1", 100.0, sms=66), streams.Op("k4", "s2", 100.0, sms=66)]
+sync_copy = work + [streams.Op("memcpy", streams.LEGACY, 1.0, "d2h"), streams.HostSync("memcpy returns", on=("memcpy",))] + later
+async_copy = work + [streams.Op("memcpy", "copy", 1.0, "d2h", waits=("k2",))] + later
+for name, ops in (("synchronous cudaMemcpy", sync_copy), ("async copy on its own stream", async_copy)):
+    tl = streams.simulate(ops, launch_us=5.0, nonblocking={"copy"})
+    print(f"{name:29}: k3 starts at {tl.span('k3').start:5.0f} µs, makespan {tl.makespan:5.0f} µs")
+t_sync, t_async = (streams.simulate(o, launch_us=5.0, nonblocking={"copy"}) for o in (sync_copy, async_copy))
+assert t_sync.span("k3").start > t_sync.span("k1").end and t_async.span("k3").start == t_async.span("k1").end
+# Expected output:
+# synchronous cudaMemcpy       : k3 starts at   116 µs, makespan   221 µs
+# async copy on its own stream : k3 starts at   105 µs, makespan   210 µs
+
+# %% [markdown]
+# With the synchronous copy, the host cannot even *issue* k3 and k4 until the copy has waited for k1 and k2 and
+# come back: the GPU idles between the two halves. Issued asynchronously on a non-blocking stream, with an event
+# on k2, the copy waits on the device and the host keeps the queue full.
+#
+# ## 4.4 What a launch costs (커널 실행 오버헤드): latency vs throughput
 #
 # The seed: "about 3–5 µs from enqueueing a kernel to its execution; a 1 µs kernel is dominated by it" (C10).
-# A framework adds its own per-op cost on top (Python, dispatch, shape checks). Measured here: the same 400
-# tiny elementwise ops on a 16-element array, dispatched one by one by JAX, then as one jitted call — XLA
-# fuses the whole chain into a single kernel, so the jitted call pays the dispatch cost once. NumPy, which
-# queues nothing and runs each op at once, for scale.
+# "From enqueue to execution" is a **latency**: how long a kernel launched into an *idle* queue waits before it
+# runs (the host's launch call, the doorbell, the GPU fetching the command and setting up the grid). A different
+# number decides how fast *back-to-back* kernels can go: the launch **throughput** — how many launches per
+# second the host can issue (and the GPU's front end can accept). With the queue full, latency is paid once and
+# hidden behind the running kernels; a loop that waits for every result pays it every time. The command-queue
+# model with both (values for illustration: 2.5 µs of host time per launch, 4 µs of latency), running 1 µs
+# kernels:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+LAUNCH, LATENCY = 2.5, 4.0  # µs: host time per launch call; from enqueue to running on an idle GPU
+one = streams.CommandQueue(launch_us=LAUNCH, latency_us=LATENCY)
+first = one.launch(1.0)
+one.synchronize()
+burst = streams.CommandQueue(launch_us=LAUNCH, latency_us=LATENCY)
+for _ in range(100):
+    burst.launch(1.0)
+burst.synchronize()
+lockstep = streams.CommandQueue(launch_us=LAUNCH, latency_us=LATENCY)
+for _ in range(100):
+    lockstep.launch(1.0).block_until_ready()  # e.g. loss.item() after every step
+print(f"one kernel, idle queue:      done at {first.end_us:g} µs (launch {LAUNCH:g} + latency {LATENCY:g} + work 1)")
+print(f"100 kernels back to back:    done at {burst.host_us:g} µs = {burst.host_us / 100:.2f} µs per kernel")
+print(f"100 kernels, wait for each:  done at {lockstep.host_us:g} µs = {lockstep.host_us / 100:.2f} µs per kernel")
+assert first.end_us == LAUNCH + LATENCY + 1.0
+assert burst.host_us == 100 * LAUNCH + LATENCY + 1.0  # the launch rate sets the pace; latency paid once
+assert lockstep.host_us == 100 * (LAUNCH + LATENCY + 1.0)  # launch + latency + work, every time
+# Expected output:
+# one kernel, idle queue:      done at 7.5 µs (launch 2.5 + latency 4 + work 1)
+# 100 kernels back to back:    done at 255 µs = 2.55 µs per kernel
+# 100 kernels, wait for each:  done at 750 µs = 7.50 µs per kernel
+
+# %% [markdown]
+# Back to back, a 1 µs kernel costs the *launch interval* (the host's time per launch), not the latency; waiting
+# for each result costs launch + latency + work. Both are "dominated by overhead", for different reasons, and
+# they have different cures: fewer, bigger kernels (fusion) or one launch for many kernels (CUDA graphs) for the
+# first; not waiting (no `.item()` in the loop) for the second.
+#
+# **On this machine**, JAX's dispatch plays the launch. First its throughput: the same 400 tiny elementwise ops on
+# a 16-element array, dispatched one by one, then as one jitted call — XLA fuses the whole chain into a single
+# kernel, so the jitted call pays the dispatch cost once. NumPy, which queues nothing and runs each op at once,
+# for scale.
 
 # %%
 N_OPS = 400
@@ -216,9 +300,73 @@ assert t_eager.median > 5 * t_jit.median, "per-op dispatch dominates tiny ops"
 assert per_op > 1e-6
 
 # %% [markdown]
-# Each of those ops does 16 multiply-adds — nanoseconds of work — behind microseconds of dispatch. That is the
-# seed's point, measured. But the seed's second half needs a condition: the host queues launches *while* the
-# device works. The model makes it precise: spread 200 µs of GPU work over N kernels, launched one by one at
+# Then latency: a 200-step loop of one small jitted step (a 64 × 64 matmul and a `tanh`), once waiting for each
+# step's result before dispatching the next — as a loop that prints or logs `loss.item()` every step does —
+# once dispatching all 200 and waiting at the end.
+
+# %%
+w64 = jnp.asarray(rng.standard_normal((64, 64)).astype(np.float32) / 8, device=be.jax_device)
+train_step = jax.jit(lambda h: jnp.tanh(h @ w64))
+h0 = jnp.ones((64, 64), jnp.float32, device=be.jax_device)
+train_step(h0).block_until_ready()
+STEPS = 200
+
+
+def wait_every_step():
+    h = h0
+    for _ in range(STEPS):
+        h = train_step(h)
+        h.block_until_ready()  # what .item() / float(loss) / print(loss) does
+    return h
+
+
+def wait_at_the_end():
+    h = h0
+    for _ in range(STEPS):
+        h = train_step(h)
+    return h
+
+
+for _ in range(3):  # best-of runs, back to back; a busy machine gets up to three rounds
+    t_each, t_end = gc.measure(wait_every_step, repeat=5), gc.measure(wait_at_the_end, repeat=5)
+    gain = t_each.best / t_end.best
+    if gain > 1.2:
+        break
+print(f"waiting every step: {t_each.best / STEPS * 1e6:7.1f} µs per step (best of {len(t_each.times)})")
+print(f"waiting at the end: {t_end.best / STEPS * 1e6:7.1f} µs per step: dispatching ahead is {gain:.2f}× faster")
+assert gain > 1.2, f"not waiting every step hides the round trip: expected > 1.2×, measured {gain:.2f}×"
+
+# %% [markdown]
+# Waiting every step pays the whole round trip — dispatch, the runtime handing the work to its executor, the
+# step itself, and the notification that it is done — each time. Dispatching ahead overlaps the host's dispatch
+# of step *i + 1* with the execution of step *i* (on the CPU backend, with a worker thread on the same CPU;
+# on a GPU, with the device). On a GPU, the same separation measured with CUDA: a kernel that writes a
+# flag into pinned host memory the moment it starts, for the latency; an empty kernel launched 1,000 times back
+# to back, for the host's enqueue rate; the same 1,000 queued behind a long kernel so that the GPU never waits for
+# the host, timed with CUDA events, for the device's own rate; and a CUDA graph replay of them.
+
+# %%
+if gc.require_gpu("launch latency (enqueue → running) vs launch throughput (host and GPU), and a CUDA graph"):
+    costs = streams.measure_launch_on_gpu(n=1000)
+    rows = {"latency: host call → kernel running (idle queue)": costs.latency,
+            "round trip: launch + stream synchronize": costs.round_trip,
+            "CUDA events around one empty kernel (idle queue)": costs.event_pair,
+            "host time per launch, back to back": costs.enqueue,
+            "GPU time per kernel, queue kept full": costs.gpu_per_kernel,
+            "GPU time per kernel, CUDA graph replay": costs.graph_per_kernel}
+    for k, s in rows.items():
+        print(f"{k:52} {s * 1e6:6.2f} µs")
+    assert costs.enqueue < costs.round_trip, "issuing a launch costs the host less than waiting for it"
+    assert 1e-7 < costs.latency < 1e-3, "a launch latency of microseconds"
+    assert costs.graph_per_kernel <= 1.1 * costs.gpu_per_kernel, "a graph replays kernels at least as fast"
+
+# %% [markdown]
+# Published figures, for when this cell cannot run: NVIDIA's *Getting Started with CUDA Graphs* (A. Gray, NVIDIA
+# Technical Blog, 2019) times a short kernel (≈ 2.9 µs of work) launched 20 times per step on a V100: 3.8 µs
+# per kernel with plain stream launches, 3.4 µs per kernel with a graph — back to back, most of the launch cost is
+# hidden whenever the kernel itself runs longer than a launch.
+#
+# The model makes the throughput side precise: spread 200 µs of GPU work over N kernels, launched one by one at
 # 4 µs per launch, and compare with one CUDA-graph launch of the same kernels.
 
 # %%
@@ -247,50 +395,14 @@ assert launched[counts.index(200)] > 4 * work_us, "1 µs kernels: the launch rat
 
 # %% [markdown]
 # Kernels longer than a launch keep the GPU busy whatever the launch cost (the queue never runs dry); below it,
-# the host's launch rate sets the pace and a 1 µs kernel runs at ¼ of the GPU's speed — the seed's warning,
-# with its condition. Both cures remove launches: **fusion** (커널 융합) makes fewer, bigger kernels (the single
-# `kLoop` fusion above); a **CUDA graph** records a sequence of launches once and replays it with one launch.
+# the host's launch rate sets the pace and a 1 µs kernel runs at ¼ of the GPU's speed — the seed's warning, with
+# its condition. Both cures remove launches: **fusion** (커널 융합) makes fewer, bigger kernels (the single `kLoop`
+# fusion above); a **CUDA graph** records a sequence of launches once and replays it with one launch.
 #
-# On a GPU, the real costs: an empty kernel launched 2,000 times back to back, timed on the host and with CUDA
-# events, and the same 2,000 launches captured into a CUDA graph and replayed.
-
-# %%
-if gc.require_gpu("empty-kernel launch cost (host clock and CUDA events) and a CUDA graph replay"):
-    cp = be.xp
-    empty = cp.RawKernel(r'extern "C" __global__ void empty() {}', "empty")
-    empty((1,), (1,), ())
-    be.sync()
-    n = 2000
-
-    def launches():
-        for _ in range(n):
-            empty((1,), (1,), ())
-
-    capture = cp.cuda.Stream(non_blocking=True)  # capture needs a stream other than the legacy default one
-    with capture:
-        capture.begin_capture()
-        launches()  # recorded into the graph, not run
-        graph = capture.end_capture()
-    # timed on the default stream, where gc.measure records its CUDA events
-    t_enqueue = gc.measure(launches, repeat=5, sync=False)  # host time to queue n launches
-    t_events = gc.measure(launches, repeat=5, clock="cuda")  # GPU time for n launched kernels
-    t_graph = gc.measure(lambda: graph.launch(stream=cp.cuda.Stream.null), repeat=5, clock="cuda")
-    per = {"host enqueue per launch": t_enqueue.median / n, "GPU time per launched kernel": t_events.median / n,
-           "GPU time per kernel, graph replay": t_graph.median / n}
-    for k, s in per.items():
-        print(f"{k:36} {s * 1e6:6.2f} µs")
-    assert per["GPU time per kernel, graph replay"] < per["GPU time per launched kernel"]
-
-# %% [markdown]
-# Published figures, for when this cell cannot run: NVIDIA's *Getting Started with CUDA Graphs* (A. Gray, NVIDIA
-# Technical Blog, 2019) times a short kernel (≈ 2.9 µs of work) launched 20 times per step on a V100: 3.8 µs
-# per kernel with plain stream launches, 3.4 µs per kernel with a graph — the launch cost is a few µs, and most
-# of it is hidden whenever the kernel itself runs longer than a launch.
+# ## 4.5 Streams: in order within one, allowed to overlap across several
 #
-# ## 4.5 Streams: in order within one, concurrent across several
-#
-# A stream is one in-order queue. The seed's example (seed 002): the host puts kernels that must run in order
-# into the same stream and independent kernels into different streams —
+# A stream is one in-order queue. The example of [seed 002](00_overview.ipynb#Sources-and-claims-checks): the host
+# puts kernels that must run in order into the same stream and independent kernels into different streams —
 # Stream 1: A → B → C, Stream 2: D → E, Stream 3: F → G → H → I. `gc.streams.simulate` runs that through the
 # stream/engine model (kernels share the GPU's 132 SMs; each of these occupies 40).
 
@@ -340,8 +452,61 @@ plt.show()
 print(f"with the event, E starts at {with_event.span('E').start:g} µs instead of {concurrent.span('E').start:g} µs")
 
 # %% [markdown]
-# On a GPU, the same schedule runs for real — one CuPy stream per model stream, spin kernels that hold their
-# SMs for the modelled time, CUDA events around every kernel — and is drawn beside the model's prediction.
+# **What a stream does and does not promise.** Streams *allow* concurrency; they never require it, and several
+# things serialize them:
+#
+# - **the legacy default stream.** Without per-thread default streams, "stream 0" (`cp.cuda.Stream.null`,
+#   PyTorch's default stream) is the *legacy* default stream: a command on it first waits for all work in every
+#   *blocking* stream, and every later command of a blocking stream waits for it (CUDA Runtime API, "Stream
+#   synchronization behavior"). Streams created with `cudaStreamNonBlocking` (`cp.cuda.Stream(non_blocking=True)`)
+#   are exempt. Compiling with `--default-stream per-thread` gives each host thread its own default stream, an
+#   ordinary blocking stream;
+# - **hardware queues.** The streams of a context are spread over a fixed number of hardware work queues: CUDA
+#   opens 8 by default, `CUDA_DEVICE_MAX_CONNECTIONS` sets 1 to 32 (CUDA C++ Programming Guide, "CUDA Environment
+#   Variables"); Hyper-Q hardware has 32 (Kepler GK110 whitepaper). A queue hands out commands in order, so a
+#   ninth stream shares a queue with the first and can wait behind its dependencies — a *false dependency*;
+# - **room on the GPU**: at most 128 kernels resident at once (CUDA C++ Programming Guide, technical
+#   specifications: "maximum number of resident grids per device", compute capability 7.5 and later), and a
+#   kernel's blocks need free SM resources (threads, registers, shared memory: §5).
+#
+# The model has all three. The seed's streams again, with one 1 µs kernel issued on the legacy default stream
+# after C and D, and then a false dependency: nine streams on eight queues.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+with_legacy = small[:4] + [streams.Op("tiny", streams.LEGACY, 1.0, sms=1)] + small[4:]  # issued after A, B, C, D
+blocking = streams.simulate(with_legacy)
+non_blocking = streams.simulate(with_legacy, nonblocking={"1", "2", "3"})
+print(f"a 1 µs kernel on the legacy default stream: 'tiny' runs {blocking.span('tiny').start:g}–"
+      f"{blocking.span('tiny').end:g} µs, makespan {blocking.makespan:g} µs with blocking streams, "
+      f"{non_blocking.makespan:g} µs with non-blocking ones")
+assert blocking.span("tiny").start == max(blocking.span("C").end, blocking.span("D").end)
+assert blocking.span("E").start >= blocking.span("tiny").end and non_blocking.makespan == concurrent.makespan
+nine = [streams.Op("long", "s0", 100.0)] + [streams.Op(f"x{k}", f"s{k}", 1.0) for k in range(1, 8)]
+nine += [streams.Op("after long", "s0", 1.0), streams.Op("independent", "s8", 5.0)]
+for queues in (8, 32):
+    tl = streams.simulate(nine, streams.Machine(connections=queues))
+    print(f"9 streams on {queues:2} hardware queues: 'independent' (stream 9) starts at {tl.span('independent').start:g} µs")
+assert streams.simulate(nine).span("independent").start == 100
+# Expected output:
+# a 1 µs kernel on the legacy default stream: 'tiny' runs 75–76 µs, makespan 151 µs with blocking streams, 75 µs with non-blocking ones
+# 9 streams on  8 hardware queues: 'independent' (stream 9) starts at 100 µs
+# 9 streams on 32 hardware queues: 'independent' (stream 9) starts at 0 µs
+
+# %% [markdown]
+# One stray kernel on the legacy default stream doubles the makespan here: it waits for C and D, and every
+# later kernel of the three streams waits for it. With eight queues, the ninth stream shares a queue with the
+# first and its independent kernel waits until "after long" — which waits for the 100 µs kernel — has been
+# dispatched.
+#
+# **The limits of this model.** It gives a kernel a number of SMs for a duration, all at once. On a GPU the
+# block scheduler places a kernel's *blocks*: blocks of different kernels can share an SM when threads, registers
+# and shared memory allow (§5's occupancy), a kernel with enough blocks fills every SM and the next kernel's
+# blocks start only as its blocks retire, and concurrent kernels slow each other down through memory bandwidth,
+# L2 and power. The model's timelines are what the dependencies and resources *allow*; whether the hardware runs
+# two kernels side by side is measured, not promised. On a GPU the next cells measure it: spin kernels launched
+# with more than half an SM's shared memory each, so that every block takes an SM to itself and a kernel of
+# `sms` blocks holds exactly `sms` SMs, run the seed's schedule and the legacy-stream case for real.
 
 # %%
 if gc.require_gpu("the seed's three streams measured with CUDA events, beside the model"):
@@ -357,8 +522,55 @@ if gc.require_gpu("the seed's three streams measured with CUDA events, beside th
           f"(one stream would take {streams.simulate(streams.on_one_stream(scaled)).makespan:.0f} µs)")
     assert measured.makespan < 0.75 * sum(op.duration for op in scaled), "the streams ran concurrently"
 
+# %%
+if gc.require_gpu("one kernel on the legacy default stream serializes blocking streams, not non-blocking ones"):
+    scaled = [replace(op, duration=10 * op.duration) for op in with_legacy]
+    as_blocking = streams.measure_on_gpu(scaled, nonblocking=set())
+    as_non_blocking = streams.measure_on_gpu(scaled, nonblocking={"1", "2", "3"})
+    print(f"measured makespan: blocking streams {as_blocking.makespan:.0f} µs, non-blocking streams "
+          f"{as_non_blocking.makespan:.0f} µs (model: {10 * blocking.makespan:.0f} and {10 * non_blocking.makespan:.0f})")
+    assert as_blocking.makespan > 1.5 * as_non_blocking.makespan, "the legacy default stream serialized them"
+
 # %% [markdown]
-# ## 4.6 Copy/compute overlap: pinned memory, chunks, several streams
+# ## 4.6 Correct before fast: happens-before, races, and the caching allocator
+#
+# A schedule is correct when every op that reads a buffer is *guaranteed* to come after the op that wrote it —
+# by stream order, an event, the legacy default stream, or a host synchronization — whatever the durations turn
+# out to be. `gc.streams.happens_before` computes those guarantees; `gc.streams.races` lists pairs of ops that
+# touch the same buffer, at least one writing, with no guarantee between them. A timeline that happens to put them
+# in the right order proves nothing.
+#
+# The classic cross-stream hazard comes from the **caching allocator**. Frameworks never call `cudaMalloc` in a
+# loop (it synchronizes, §4.3); they keep freed blocks and hand them out again. A block remembers the stream it
+# was allocated on and is reused for that stream's next allocation as soon as the host frees it — the allocator
+# sees the host's program order, not the device's. PyTorch's allocator works this way (*CUDA semantics*, and
+# `torch.Tensor.record_stream`), and so does CuPy's memory pool, which keeps one arena of free blocks per stream.
+# A tensor allocated on a copy stream, read by a kernel on the compute stream, and freed by the host at once:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+hazard = [streams.Op("copy a", "copy", 10.0, "h2d", writes=("block 0",)),  # a = alloc on the copy stream
+          streams.Op("use a", "compute", 50.0, waits=("copy a",), reads=("block 0",)),  # read on the compute stream
+          # host: del a -> block 0 returns to the copy stream's free list immediately
+          streams.Op("copy b", "copy", 10.0, "h2d", writes=("block 0",))]  # b = alloc on the copy stream: block 0
+fixed = hazard[:2] + [replace(hazard[2], waits=("use a",))]  # a.record_stream(compute): reuse after "use a"
+for name, ops in (("without record_stream", hazard), ("with record_stream", fixed)):
+    tl = streams.simulate(ops)
+    print(f"{name:22}: races {streams.races(ops)}; 'copy b' writes block 0 at {tl.span('copy b').start:g}–"
+          f"{tl.span('copy b').end:g} µs while 'use a' reads it until {tl.span('use a').end:g} µs")
+assert streams.races(hazard) == [("use a", "copy b", "block 0")] and streams.races(fixed) == []
+# Expected output:
+# without record_stream : races [('use a', 'copy b', 'block 0')]; 'copy b' writes block 0 at 10–20 µs while 'use a' reads it until 60 µs
+# with record_stream    : races []; 'copy b' writes block 0 at 60–70 µs while 'use a' reads it until 60 µs
+
+# %% [markdown]
+# `x.record_stream(s)` tells PyTorch's allocator that `x` is used on stream `s`: when `x` is freed, its block is
+# not handed out again until the work queued on `s` at that moment has finished (PyTorch documentation,
+# `torch.Tensor.record_stream`). The other fix is to free `x` only after the consumer is done (an event), or to
+# allocate it on the stream that uses it. Lab 4's exercise 2 asks for this discipline on a whole graph of copies
+# and kernels: every dependency guaranteed, no ordering the data does not need.
+#
+# ## 4.7 Copy/compute overlap: pinned memory, chunks, several streams
 #
 # A GPU has separate engines for copies (DMA copy engines, one or more per direction) and for kernels (the SMs),
 # so a copy in one stream can run during a kernel of another. Two conditions:
@@ -390,6 +602,7 @@ print(f"8 chunks over 3 streams: {chunked.makespan / 1e3:6.2f} ms  ({one.makespa
 print(f"busy: h2d engine {chunked.busy('h2d') / chunked.makespan:.0%}, d2h engine {chunked.busy('d2h') / chunked.makespan:.0%}, "
       f"SMs {chunked.busy('compute') / chunked.makespan:.0%} of the time")
 assert chunked.makespan < 0.6 * one.makespan
+assert chunked.makespan >= 256 * 10**6 / 25e9 * 1e6, "never faster than copying everything in at 25 GB/s"
 # Expected output:
 # one chunk, one stream:    25.60 ms
 # 8 chunks over 3 streams:  12.16 ms  (2.11× faster)
@@ -431,13 +644,32 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
     assert t_pinned.median < t_pageable.median and measured.makespan < 0.9 * serial.makespan
 
 # %% [markdown]
+# ## 4.8 JAX and XLA: no streams to manage
+#
+# JAX has no stream API. Each `jit`ted call is one XLA executable, dispatched asynchronously (§4.2), and inside it
+# XLA, not the programmer, decides what overlaps. On GPUs XLA runs collectives (the all-reduces and all-gathers of
+# sharded training) as asynchronous pairs, `all-reduce-start` … `all-reduce-done`, on their own CUDA streams, and
+# its *latency-hiding scheduler* moves independent computation between the start and the done so that
+# communication hides behind it (`--xla_gpu_enable_latency_hiding_scheduler`; NVIDIA's JAX-Toolbox documents the
+# flag and shows, in its profile-guided latency estimator guide, how `--xla_gpu_disable_async_collectives` turns
+# the overlap off for profiling; when nothing can be scheduled in between, the collective runs on the compute
+# stream: openxla/xla issue 14397). XLA also records sequences of kernels into CUDA graphs ("command buffers",
+# `--xla_gpu_enable_command_buffer`) to cut the launch costs of §4.4. Section 7 reads the collectives of sharded
+# programs in the HLO.
+#
+# What the JAX programmer still controls is everything *around* the executable, which is this section's list:
+# don't read results on the host inside the loop (`float(loss)` every step serializes, §4.4), donate buffers
+# (§2.7), prefetch the next batch with `jax.device_put` while the current step runs (it is asynchronous too), and
+# fuse small ops into one jitted function rather than dispatching them one by one (§4.4).
+#
 # ## Claims check
 #
 # | ID | claim | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C10 | a kernel launch costs about 3–5 µs from enqueue to execution; a 1 µs kernel is dominated by it (seed 000) | §4.4: JAX's own per-op dispatch on this machine costs microseconds per op (printed above; tens of µs on a 2-core CPU) and a 400-op chain is many times faster as one fused jitted call; NVIDIA's CUDA Graphs post measures 3.8 µs per short kernel with stream launches, 3.4 µs with a graph (V100). On a GPU the cells above measure the empty-kernel launch and graph replay directly. The model shows the condition: launches overlap with work, so only kernels shorter than a launch are dominated (200 µs of work as 1 µs kernels: GPU busy 25 %; as 20 µs kernels: 98 %) | **qualified**: the order of magnitude is right for CUDA's own launch path, frameworks add more per op, and the cost dominates only when kernels are shorter than the launch interval; fusion and CUDA graphs remove it |
-# | C11 | the GPU runs queued commands asynchronously; the CPU must synchronize before using results (seed 000) | §4.2: a jitted call returned in µs with `is_ready() == False`; the unsynchronized timing was orders of magnitude too small; §4.3: event, stream and device synchronization wait for different amounts of work (model; real CuPy streams on a GPU) | **confirmed** (and true of JAX on a CPU too); reading a result through JAX or `.get()` synchronizes implicitly, an explicit synchronize is needed for timing and for raw pointers |
-# | C29 | kernels that must run in order share a stream; independent kernels in different streams run concurrently (seed 002) | §4.5: in order within each stream (asserted); the seed's example finishes in 75 µs on three streams vs 205 µs on one — but also 205 µs when every kernel fills the GPU's SMs; events add cross-stream order | **qualified**: streams *allow* concurrency; kernels overlap only when SMs (and copy engines) are free, i.e. "as far as resources allow" is the rule, not a footnote |
+# | C10 | a kernel launch costs about 3–5 µs from enqueue to execution; a 1 µs kernel is dominated by it (seed 000) | §4.4: "from enqueue to execution" is a latency, and a different number, the launch throughput, limits back-to-back kernels; the model shows a 1 µs kernel costing the launch interval back to back and launch + latency + work when the host waits for each; JAX's own per-op dispatch on this machine costs the microseconds printed in §4.4, and waiting for every step of a small jitted loop is measurably slower than dispatching ahead (ratio printed, asserted > 1.2); on a GPU the guarded cell measures the latency (a kernel's flag seen by the host), the host's enqueue time per launch, the GPU's time per kernel with a full queue and with a CUDA graph; NVIDIA's CUDA Graphs post: 3.8 µs per short kernel with stream launches, 3.4 µs with a graph (V100) | **qualified**: the order of magnitude is right for CUDA's own launch path, but latency (paid when the queue is empty or the host waits) and throughput (paid per launch back to back) are different costs with different cures; frameworks add their own per-op cost; a short kernel is dominated only when it is shorter than the launch interval or when the host waits for it; fusion and CUDA graphs remove launches, not waiting removes latency |
+# | C11 | the GPU runs queued commands asynchronously; the CPU must synchronize before using results (seed 000) | §4.2: a jitted call returned with `is_ready() == False` and the unsynchronized timing was orders of magnitude too small (both printed); §4.3: event, stream and device synchronization wait for different amounts of work (model; real CuPy streams on a GPU), and many calls synchronize implicitly (`.item()`, `print`, synchronous `cudaMemcpy`, `cudaMalloc`, the legacy default stream) — a synchronous copy in the middle of a program idles the GPU (model) | **confirmed** (and true of JAX on a CPU too); reading a result through JAX or `.get()` synchronizes implicitly, an explicit synchronize is needed for timing and for raw pointers |
+# | C29 | kernels that must run in order share a stream; independent kernels in different streams run concurrently (seed 002) | §4.5: in order within each stream (asserted); the seed's example finishes in 75 µs on three streams vs 205 µs on one — but also 205 µs when every kernel fills the GPU's SMs; one kernel on the legacy default stream serializes blocking streams (makespan printed), a ninth stream shares a hardware queue and inherits a false dependency; events add cross-stream order; §4.6: correctness needs happens-before, not a lucky timeline (the caching allocator's cross-stream race) | **qualified**: streams *allow* concurrency, they never guarantee it: kernels overlap only when SMs (and copy engines) are free, when no command on the legacy default stream or implicit synchronization sits between them, and when their streams do not share a hardware queue (8 by default, `CUDA_DEVICE_MAX_CONNECTIONS`; at most 128 resident kernels); "as far as resources allow" is the rule, not a footnote |
 #
-# **Next:** the lab, `labs/lab04_streams/lab04_streams.ipynb` — predict a schedule, balance streams, fix a
-# broken timing, find where launches dominate, build a chunked copy/compute pipeline.
+# **Next:** the lab, `labs/lab04_streams/lab04_streams.ipynb` — predict a schedule, give a graph of copies and
+# kernels its streams and events, fix a broken timing, find where launches dominate, build a chunked copy/compute
+# pipeline.

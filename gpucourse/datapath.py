@@ -5,7 +5,9 @@
   a transfer costs ``latency + bytes / bandwidth``; work on a processor costs the roofline's
   ``max(flops / peak, bytes / memory bandwidth)``; offloading costs to_gpu + process + to_cpu;
 - ``break_even``: the smallest problem size at which offloading (transfers included) beats the CPU;
-- ``measure_host_copy``: this machine's host memcpy bandwidth (real, any machine);
+- ``pcie_bandwidth``: a PCIe link's raw rate and what its line encoding leaves (128b/130b, Gen 6 FLITs);
+- ``measure_host_copy`` / ``measure_host_add`` / ``measure_host_peak_flops``: this machine's host memory
+  bandwidth (bytes read + written) and GEMM peak, with NumPy on the host whatever the backend (real, any machine);
 - ``measure_h2d`` / ``measure_d2h``: pageable vs pinned transfers with CUDA events (real, GPU backend only);
 - ``kv_cache_bytes``: the KV cache of a transformer, the modern reason to offload GPU memory;
 - ``draw_timeline``: the steps of a program as bars on a time axis.
@@ -25,12 +27,48 @@ from .timing import Timing, measure
 
 GB = 1e9
 
-# Published peak bandwidths, bytes/s, one direction. (name -> (bytes/s, source))
+
+# -- PCIe: raw signalling rate vs what the line encoding leaves -----------------------------------------------------
+
+@dataclass(frozen=True)
+class PCIeRate:
+    """One direction of a PCIe link (bytes/s). ``raw`` is the signalling rate (GT/s × lanes / 8); ``encoded`` is
+    what is left for packets after the line encoding; transaction-layer headers (≈ 20–30 bytes per packet of at
+    most 128–512 bytes of payload) and flow control take a further few percent of ``encoded``."""
+
+    generation: int
+    lanes: int
+    raw: float
+    encoded: float
+    encoding: str
+
+
+# generation -> (GT/s per lane, encoding, payload fraction of the line code). PCI-SIG specifications: 8b/10b for
+# Gen 1–2; 128b/130b for Gen 3–5; Gen 6 signals PAM4 at 64 GT/s in FLIT mode with no line code, and each 256-byte
+# FLIT carries 236 bytes of transaction-layer packets beside 6 bytes of data-link payload, 8 of CRC and 6 of FEC.
+_PCIE_GENERATIONS = {1: (2.5, "8b/10b", 8 / 10), 2: (5.0, "8b/10b", 8 / 10), 3: (8.0, "128b/130b", 128 / 130),
+                     4: (16.0, "128b/130b", 128 / 130), 5: (32.0, "128b/130b", 128 / 130),
+                     6: (64.0, "PAM4, 256-byte FLITs (236 bytes of packets each)", 236 / 256)}
+
+
+def pcie_bandwidth(generation: int, lanes: int = 16) -> PCIeRate:
+    """Bytes/s of one direction of a PCIe Gen ``generation`` ×``lanes`` link, raw and after the line encoding."""
+    if generation not in _PCIE_GENERATIONS:
+        raise ValueError(f"PCIe generation must be one of {sorted(_PCIE_GENERATIONS)}, got {generation!r}")
+    if lanes not in (1, 2, 4, 8, 16):
+        raise ValueError(f"a PCIe link has 1, 2, 4, 8 or 16 lanes, got {lanes!r}")
+    gts, encoding, fraction = _PCIE_GENERATIONS[generation]
+    raw = gts * 1e9 * lanes / 8  # one bit per transfer per lane (PAM4 carries 2 bits per symbol at 32 GBd)
+    return PCIeRate(generation, lanes, raw, raw * fraction, encoding)
+
+
+# Published peak bandwidths, bytes/s, one direction. (name -> (bytes/s, source)). PCIe rows are after the line
+# encoding (what DMA can at most move); datasheets usually quote the raw rate (32 / 64 GB/s for Gen 4 / Gen 5 ×16).
 BANDWIDTHS: dict[str, tuple[float, str]] = {
     "NVMe SSD, PCIe 4.0 x4": (7.45 * GB, "Samsung 990 PRO datasheet: 7,450 MB/s sequential read"),
     "NVMe SSD, PCIe 5.0 x4": (14.5 * GB, "Crucial T705 datasheet: 14,500 MB/s sequential read"),
-    "PCIe 4.0 x16": (hardware.LINKS["PCIe 4.0 x16"], "PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes, 128b/130b"),
-    "PCIe 5.0 x16": (hardware.LINKS["PCIe 5.0 x16"], "PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes, 128b/130b"),
+    "PCIe 4.0 x16": (pcie_bandwidth(4).encoded, "PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes = 32 GB/s raw, 128b/130b"),
+    "PCIe 5.0 x16": (pcie_bandwidth(5).encoded, "PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes = 64 GB/s raw, 128b/130b"),
     "DDR5-5600, 2 channels (desktop)": (89.6 * GB, "JEDEC JESD79-5: 5600 MT/s × 8 bytes × 2 channels"),
     "DDR5-4800, 12 channels (EPYC 9004 server)": (460.8 * GB, "AMD EPYC 9004 spec: 12 channels DDR5-4800"),
     "NVLink 4 (H100, per GPU)": (hardware.LINKS["NVLink 4 (H100, per GPU, each direction)"],
@@ -39,18 +77,38 @@ BANDWIDTHS: dict[str, tuple[float, str]] = {
     "HBM3e (H200 SXM)": (hardware.H200_SXM.memory_bandwidth, hardware.H200_SXM.source),
 }
 
-# The seed's CPU / GPU / NPU table, with one published example of each (cores = independent instruction streams;
-# lanes = FP32 multiply-adds issued per cycle across the chip).
-PROCESSORS: dict[str, dict[str, Any]] = {
-    "CPU (AMD Ryzen 9 9950X, desktop)": dict(cores=16, lanes_per_core=2 * 16, memory="DDR5, 2 channels",
-                                             bandwidth=89.6 * GB, source="AMD product page: 16 cores, AVX-512, "
-                                             "2 FMA pipes × 16 fp32 lanes per core; DDR5-5600 dual channel"),
-    "GPU (NVIDIA H100 SXM)": dict(cores=132, lanes_per_core=128, memory="HBM3 80 GB",
-                                  bandwidth=hardware.H100_SXM.memory_bandwidth,
-                                  source="NVIDIA Hopper whitepaper: 132 SMs × 128 FP32 units = 16,896 'CUDA cores'"),
-    "NPU (Google TPU v4)": dict(cores=2, lanes_per_core=4 * 128 * 128, memory="HBM2 32 GiB", bandwidth=1.2e12,
-                                source="Jouppi et al., ISCA 2023: 2 TensorCores × 4 MXUs of 128×128 MACs, 1.2 TB/s"),
+# Grace Hopper (GH200, HBM3 version): two physical memories joined by a cache-coherent chip-to-chip link, one address
+# space. bytes/s. Source: NVIDIA, "NVIDIA Grace Hopper Superchip Architecture In-Depth" (technical blog and
+# whitepaper, 2022): up to 96 GB HBM3 at up to 3000 GB/s; up to 512 GB LPDDR5X at up to 546 GB/s; NVLink-C2C
+# 900 GB/s total, 450 GB/s each direction.
+GRACE_HOPPER: dict[str, float] = {
+    "HBM3 (Hopper GPU, up to 96 GB)": 3000 * GB,
+    "LPDDR5X (Grace CPU, up to 512 GB)": 546 * GB,
+    "NVLink-C2C (CPU ↔ GPU, each direction)": 450 * GB,
 }
+
+# The seed's CPU / GPU / NPU table with one published example of each, compared like with like:
+# - cores: independent instruction streams (CPU cores; GPU SMs; TPU TensorCores);
+# - fp32 vector lanes: fp32 lanes of the vector units, outside any matrix unit (CPU: FMA pipes × SIMD width;
+#   H100: FP32 units of the SMs; TPU v4: the (8, 128) VPU of each TensorCore, two ALUs per lane);
+# - dense bf16 matrix FLOP/s: the matrix units (H100 tensor cores, TPU MXUs; the desktop CPU has none), dense,
+#   not 2:4-sparse.
+PROCESSORS: dict[str, dict[str, Any]] = {
+    "CPU (AMD Ryzen 9 9950X, desktop)": dict(
+        cores=16, core_kind="cores", fp32_lanes=16 * 2 * 16, bf16_matrix_flops=None, memory="DDR5, 2 channels",
+        bandwidth=89.6 * GB, source="AMD product page: 16 Zen 5 cores, AVX-512 with a 512-bit datapath, 2 FMA "
+        "pipes × 16 fp32 lanes per core; DDR5-5600 dual channel; no matrix unit"),
+    "GPU (NVIDIA H100 SXM)": dict(
+        cores=132, core_kind="SMs", fp32_lanes=132 * 128, bf16_matrix_flops=hardware.H100_SXM.peak_flops["bf16-tensor"],
+        memory="HBM3 80 GB", bandwidth=hardware.H100_SXM.memory_bandwidth,
+        source="NVIDIA Hopper whitepaper: 132 SMs × 128 FP32 units = 16,896 'CUDA cores'; H100 SXM datasheet: "
+        "989.4 TFLOP/s dense bf16 on tensor cores"),
+    "NPU (Google TPU v4)": dict(
+        cores=2, core_kind="TensorCores", fp32_lanes=2 * 8 * 128, bf16_matrix_flops=275e12, memory="HBM2 32 GiB",
+        bandwidth=1.2e12, source="Jouppi et al., ISCA 2023: 2 TensorCores × 4 MXUs of 128×128 bf16 MACs, "
+        "275 TFLOP/s bf16, 1.2 TB/s; JAX scaling book, TPU chapter: the VPU is an (8, 128) SIMD unit per core"),
+}
+TPU_V4_CLOCK_HZ = 1050e6  # Jouppi et al. 2023: 275 TFLOP/s = 2 cores × 4 MXUs × 128 × 128 MACs × 2 × 1050 MHz
 
 
 @dataclass(frozen=True)
@@ -119,11 +177,41 @@ def break_even(workload: Callable[[int], Workload], cpu: Roofline, gpu: Roofline
 
 
 def measure_host_copy(nbytes: int = 64 * 2**20, repeat: int = 7) -> tuple[float, Timing]:
-    """This machine's host memcpy rate (bytes copied per second) on arrays larger than the caches."""
+    """This machine's host memory bandwidth from a memcpy (``np.copyto``) of ``nbytes`` (larger than the caches).
+
+    Returns (bytes/s, timing). A copy **reads** ``nbytes`` and **writes** ``nbytes``: the rate counts both
+    (2 × ``nbytes`` per copy), as STREAM's Copy kernel does, so it compares with other memory bandwidths. Extra
+    traffic that a write-allocate cache would add (reading the destination's lines before writing them) is not
+    counted, as in STREAM; large copies usually avoid it with non-temporal stores. The best of ``repeat`` runs is
+    used: interference from other programs only ever slows a run down. NumPy on the host, whatever the backend.
+    """
     src = np.ones(nbytes, dtype=np.uint8)
     dst = np.empty_like(src)
     t = measure(np.copyto, dst, src, repeat=repeat, max_seconds=2.0)
-    return nbytes / t.median, t
+    return 2 * nbytes / t.best, t
+
+
+def measure_host_add(nbytes: int = 64 * 2**20, repeat: int = 7) -> tuple[float, Timing]:
+    """Host memory bandwidth from a STREAM-style add ``c = a + b`` on float32 arrays of ``nbytes`` each, with
+    NumPy on the host whatever the backend: 3 × ``nbytes`` per call (read a and b, write c), best of ``repeat``."""
+    n = nbytes // 4
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    c = np.empty_like(a)
+    t = measure(np.add, a, b, out=c, repeat=repeat, max_seconds=2.0)
+    return 3 * n * 4 / t.best, t
+
+
+def measure_host_peak_flops(n: int = 2048, dtype: str = "float32", repeat: int = 5) -> tuple[float, Timing]:
+    """This CPU's matrix-multiply peak (FLOP/s) with NumPy's BLAS on the host, whatever the backend: an n×n GEMM
+    (2·n³ FLOPs) on random data, warmed up, the best of ``repeat`` runs — large enough that the BLAS runs at its
+    peak on every core, not a small-matrix rate."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n)).astype(dtype)
+    b = rng.standard_normal((n, n)).astype(dtype)
+    out = np.empty((n, n), dtype=dtype)
+    t = measure(np.matmul, a, b, out=out, warmup=1, repeat=repeat, max_seconds=4.0)
+    return 2 * n**3 / t.best, t
 
 
 def _require_gpu_backend() -> Any:
@@ -195,7 +283,8 @@ def ceil_div(a: int, b: int) -> int:
 
 
 __all__ = [
-    "BANDWIDTHS", "PROCESSORS", "Link", "Workload", "break_even", "ceil_div", "draw_timeline", "fmt_rate",
-    "gpu_total", "kv_cache_bytes", "measure_d2h", "measure_h2d", "measure_host_copy", "offload_times",
-    "pinned_empty", "roofline_time", "transfer_time",
+    "BANDWIDTHS", "GRACE_HOPPER", "PROCESSORS", "Link", "PCIeRate", "Workload", "break_even", "ceil_div", "draw_timeline",
+    "fmt_rate", "gpu_total", "kv_cache_bytes", "measure_d2h", "measure_h2d", "measure_host_add",
+    "measure_host_copy", "measure_host_peak_flops", "offload_times", "pcie_bandwidth", "pinned_empty",
+    "roofline_time", "transfer_time",
 ]

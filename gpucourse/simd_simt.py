@@ -59,6 +59,19 @@ def cpu_vector_isa(flags: set[str] | None = None) -> tuple[str, int]:
     return "unknown", 0
 
 
+def cpu_clock_hz(path: str = "/proc/cpuinfo") -> float | None:
+    """The highest clock the kernel reports for any core ("cpu MHz"), in Hz; None where it is not reported.
+
+    It is the current or nominal clock, not a guaranteed peak: turbo can run faster, a busy or throttled
+    machine slower, and a virtual machine reports its host's nominal clock."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            mhz = [float(line.split(":", 1)[1]) for line in f if line.lower().startswith("cpu mhz")]
+    except (OSError, ValueError):
+        return None
+    return max(mhz) * 1e6 if mhz else None
+
+
 def lanes(register_bits: int, dtype: str = "float32") -> int:
     """How many values of ``dtype`` one register of ``register_bits`` holds."""
     return register_bits // (8 * np.dtype(dtype).itemsize)

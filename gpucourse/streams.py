@@ -4,28 +4,50 @@ Two models, both on a *virtual* clock in microseconds (µs), so their answers ar
 machine:
 
 - :class:`CommandQueue` — the seed's ring buffer (명령 큐): the host pushes commands and returns at once, the
-  device pops and runs them one after another, asynchronously. ``synchronize()`` is ``cudaDeviceSynchronize``.
-- :func:`simulate` — several streams (in-order queues) feeding the GPU's engines. The rules:
+  device pops and runs them one after another, asynchronously. Two costs, kept apart: ``launch_us`` is the host
+  time per launch (it sets the launch *throughput*), ``latency_us`` is the time from the push to the start on an
+  idle device (launch *latency*). ``synchronize()`` is ``cudaDeviceSynchronize``.
+- :func:`simulate` — streams (in-order queues) feeding the GPU's engines. The rules:
 
   1. **in order within a stream**: an op starts only after the previous op *of its stream* has finished;
   2. **events**: an op may also wait for ops of other streams (``waits``: ``cudaEventRecord`` after them,
      ``cudaStreamWaitEvent`` before it);
-  3. **issue**: the host issues ops in list order; each issue (a launch, a ``cudaMemcpyAsync``) costs the host
-     ``launch_us``; an op cannot start before it was issued. ``graph=True`` issues the whole list with *one*
-     launch, as replaying a CUDA graph does;
-  4. **engines**: kernels (``engine="compute"``) share the GPU's SMs — a kernel occupies ``sms`` of them while it
-     runs and starts only when that many are free; copies use a copy engine per direction (``"h2d"``,
-     ``"d2h"``), one copy at a time per engine, like the two DMA engines of a data-centre GPU;
-  5. **greedy, in issue order**: whenever something finishes, every op whose stream, events and engine allow it
-     starts, earliest-issued first (a later small kernel may slip past an earlier one that does not fit).
+  3. **the legacy default stream** (``LEGACY``, CUDA's stream 0 without per-thread default streams): an op on it
+     waits for everything issued before it on the *blocking* streams, and every op issued after it on a blocking
+     stream waits for it (CUDA Runtime API, "Stream synchronization behavior"). Streams named in ``nonblocking``
+     (``cudaStreamNonBlocking``) are exempt. A per-thread default stream is an ordinary blocking stream;
+  4. **issue**: the host issues ops in list order; each issue (a launch, a ``cudaMemcpyAsync``) costs the host
+     ``launch_us``; an op cannot start before ``latency_us`` after its issue. ``graph=True`` issues the whole list
+     with *one* launch, as replaying a CUDA graph does. A :class:`HostSync` in the list stops the host until what
+     it waits for has finished (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``, ``cudaEventSynchronize``, or
+     any call that synchronises implicitly: a synchronous ``cudaMemcpy`` to the host, ``.item()``, ``print``);
+  5. **hardware queues**: streams are mapped round-robin, in order of first use, onto ``Machine.connections``
+     hardware work queues (CUDA opens 8 per context by default, ``CUDA_DEVICE_MAX_CONNECTIONS``, 1–32; Hyper-Q
+     hardware has 32). A queue hands out its commands in order: an op is dispatched only after every op issued
+     before it on the same queue was dispatched, so streams sharing a queue can wait on each other's
+     dependencies — a *false dependency*;
+  6. **engines**: kernels (``engine="compute"``) share the GPU's SMs — a kernel occupies ``sms`` of them while it
+     runs and starts only when that many are free, and at most ``Machine.max_resident_kernels`` run at once (128
+     on compute capability 7.5 and later: CUDA C++ Programming Guide, technical specifications); copies use a
+     copy engine per direction (``"h2d"``, ``"d2h"``), one copy at a time per engine;
+  7. **greedy, in issue order**: whenever something finishes, every dispatched op whose engine has room starts,
+     earliest-issued first (a later small kernel may slip past an earlier one that does not fit).
 
-  What the model leaves out, on purpose: a kernel's blocks really start one by one as SMs free up (here a
-  kernel needs all its SMs at once), concurrent kernels slow each other down through shared memory bandwidth
-  and caches, and a real GPU has a limited number of hardware queues (128 on Hopper-class GPUs).
+  What the model leaves out, on purpose — the limits of treating a kernel as "``sms`` SMs for ``duration`` µs":
+  the block scheduler places a kernel's *blocks*, not the kernel, on SMs, and several kernels' blocks can share an
+  SM when registers, shared memory and thread slots allow; a kernel that launches enough blocks fills every SM
+  and a later kernel's blocks start only as its blocks retire (tail overlap), not all at once; concurrent kernels
+  slow each other down through shared memory bandwidth, L2 and power; and nothing here says when the *hardware*
+  chooses to run two kernels of different streams concurrently — streams only allow it.
 
-On an NVIDIA GPU, :func:`measure_on_gpu` runs the same list of ops for real — CuPy streams, spin kernels that
-occupy ``sms`` SMs for ``duration`` µs, asynchronous copies from pinned host memory, CUDA events around every op
-— and returns a measured :class:`Timeline` to draw beside the model's prediction.
+Correctness, apart from timing: :func:`happens_before` orders ops by stream order, events, the legacy default
+stream and host synchronisations; :func:`races` lists pairs of ops that touch the same buffer (``reads`` /
+``writes``), at least one writing, with no such order between them — a data race whatever the timeline shows.
+
+On an NVIDIA GPU, :func:`measure_on_gpu` runs the same list of ops for real — CuPy streams (blocking, non-blocking
+or the legacy default stream), spin kernels that each hold ``sms`` SMs for ``duration`` µs, asynchronous copies
+from pinned host memory, CUDA events around every op — and returns a measured :class:`Timeline` to draw beside the
+model's prediction; :func:`measure_launch_on_gpu` separates launch latency from launch throughput.
 """
 
 from __future__ import annotations
@@ -35,7 +57,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 ENGINES = ("compute", "h2d", "d2h")
-ENGINE_COLORS = {"compute": "#0072B2", "h2d": "#E69F00", "d2h": "#009E73"}  # Okabe-Ito, as gc.plotting
+ENGINE_COLORS = {"compute": "#0072B2", "h2d": "#E69F00", "d2h": "#009E73", "host": "#999999"}  # Okabe-Ito
+LEGACY = "legacy default"  # the legacy default stream (CUDA's stream 0, `cp.cuda.Stream.null`)
 
 
 # -- the command queue ------------------------------------------------------------------------------------------
@@ -64,9 +87,12 @@ class Pending:
 class CommandQueue:
     """One host thread, one device, one queue between them, on a virtual clock (µs).
 
-    - ``launch(work_us)`` costs the host ``launch_us`` and returns a :class:`Pending` at once;
-    - the device runs commands in order: a command starts ``latency_us`` after it was pushed, and not before
-      the previous one has finished;
+    - ``launch(work_us)`` costs the host ``launch_us`` and returns a :class:`Pending` at once: ``launch_us`` is
+      the host's time per launch, which bounds the launch *throughput* (at most one launch per ``launch_us``);
+    - the device runs commands in order: a command starts ``latency_us`` after it was pushed (the launch
+      *latency*: doorbell, fetching the command, setting up the grid), and not before the previous one has
+      finished — so latency is paid in full by a kernel launched into an idle queue, and hidden behind the
+      running kernel when the queue is full;
     - when ``capacity`` commands are outstanding the ring buffer is full and ``launch`` waits for a free slot
       (the host stalls: CUDA's launch queue holds about a thousand launches);
     - ``synchronize()`` (``cudaDeviceSynchronize``) waits until the device is idle.
@@ -153,24 +179,44 @@ class Op:
     sms: int = 1  # compute: SMs its blocks occupy while it runs (capped at the machine's SM count)
     waits: tuple[str, ...] = ()  # ops (any stream) whose completion it waits for: events
     nbytes: int = 0  # copies: bytes moved (the GPU runner copies this many)
+    reads: tuple[str, ...] = ()  # buffers it reads (for races(); the timing ignores them)
+    writes: tuple[str, ...] = ()  # buffers it writes
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"op {self.name!r}: engine must be one of {ENGINES}, got {self.engine!r}")
         if not (self.duration >= 0 and math.isfinite(self.duration)):
             raise ValueError(f"op {self.name!r}: duration must be a finite number of µs >= 0, got {self.duration!r}")
-        if isinstance(self.waits, (str, list)):
-            object.__setattr__(self, "waits", (self.waits,) if isinstance(self.waits, str) else tuple(self.waits))
+        for name in ("waits", "reads", "writes"):
+            value = getattr(self, name)
+            if isinstance(value, (str, list)):
+                object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+
+
+@dataclass(frozen=True)
+class HostSync:
+    """The host stops issuing work until something has finished on the device.
+
+    ``on="device"``: ``cudaDeviceSynchronize`` (every op issued before it); ``on=<stream name>``:
+    ``cudaStreamSynchronize`` (the ops issued before it on that stream); ``on=(op names, ...)``:
+    ``cudaEventSynchronize`` on events recorded after those ops. Calls that synchronise implicitly are one of
+    these too: a synchronous ``cudaMemcpy`` device→host waits for its copy (and, on the legacy default stream,
+    for the blocking streams); ``x.item()``, ``print(x)`` or ``np.asarray(x)`` wait for ``x``."""
+
+    name: str
+    on: Any = "device"  # "device" | stream name | tuple of op names
 
 
 @dataclass(frozen=True)
 class Machine:
-    """What the model shares out: SMs for kernels, one copy engine per direction by default."""
+    """What the model shares out: SMs for kernels, one copy engine per direction, hardware work queues."""
 
     sms: int = 132  # H100/H200 SXM
     h2d_engines: int = 1
     d2h_engines: int = 1
-    name: str = "H100-class GPU (132 SMs, one copy engine per direction)"
+    connections: int | None = 8  # hardware work queues in use (CUDA_DEVICE_MAX_CONNECTIONS; None: one per stream)
+    max_resident_kernels: int = 128  # kernels running at once (compute capability 7.5 and later)
+    name: str = "H100-class GPU (132 SMs, one copy engine per direction, 8 hardware queues)"
 
     def capacity(self, engine: str) -> int:
         return {"compute": self.sms, "h2d": self.h2d_engines, "d2h": self.d2h_engines}[engine]
@@ -192,7 +238,7 @@ class Span:
 
 @dataclass(frozen=True)
 class Timeline:
-    """Spans of one run, model or measured, in µs from the run's start."""
+    """Spans of one run, model or measured, in µs from the run's start (host waits have engine "host")."""
 
     spans: tuple[Span, ...]
     source: str = "model"
@@ -242,66 +288,202 @@ class Timeline:
         return "\n".join(rows)
 
 
-def simulate(ops: Sequence[Op], machine: Machine = Machine(), launch_us: float = 0.0, latency_us: float = 0.0,
-             graph: bool = False) -> Timeline:
-    """Run ``ops`` (in host issue order) through the stream/engine model; returns the predicted timeline.
-
-    ``launch_us``: host cost per issued op (rule 3); ``latency_us``: from issue to the earliest start;
-    ``graph=True``: one launch issues all ops (a CUDA graph replay).
-    """
-    ops = list(ops)
-    names = [op.name for op in ops]
+def _check_items(items: Sequence[Any]) -> None:
+    for x in items:
+        if not isinstance(x, (Op, HostSync)):
+            raise TypeError(f"expected streams.Op or streams.HostSync, got {type(x).__name__}")
+    names = [x.name for x in items]
     if len(set(names)) != len(names):
         raise ValueError("op names must be unique")
-    known = set(names)
+    known = {x.name for x in items if isinstance(x, Op)}
+    for x in items:
+        if isinstance(x, Op):
+            missing = [w for w in x.waits if w not in known]
+            if missing:
+                raise ValueError(f"op {x.name!r} waits for unknown op(s) {missing}")
+        elif isinstance(x, HostSync):
+            if isinstance(x.on, (tuple, list)) and any(w not in known for w in x.on):
+                raise ValueError(f"host sync {x.name!r} waits for unknown op(s) {[w for w in x.on if w not in known]}")
+        else:
+            raise TypeError(f"expected streams.Op or streams.HostSync, got {type(x).__name__}")
+
+
+def device_dependencies(items: Sequence[Any], nonblocking: Iterable[str] = ()) -> dict[str, set[str]]:
+    """For each op, the ops it waits for on the device: its stream predecessor, its events, and the legacy
+    default stream's implicit ones (rule 3). Host synchronisations are not included (see happens_before)."""
+    nonblocking = set(nonblocking)
+    last: dict[str, str] = {}  # stream -> last op issued on it
+    last_legacy: str | None = None
+    deps: dict[str, set[str]] = {}
+    for x in items:
+        if not isinstance(x, Op):
+            continue
+        d = set(x.waits)
+        if x.stream in last:
+            d.add(last[x.stream])
+        if x.stream == LEGACY:  # waits for all work issued so far on blocking streams
+            d.update(op for s, op in last.items() if s != LEGACY and s not in nonblocking)
+        elif x.stream not in nonblocking and last_legacy is not None:  # blocking streams wait for the legacy stream
+            d.add(last_legacy)
+        deps[x.name] = d
+        last[x.stream] = x.name
+        if x.stream == LEGACY:
+            last_legacy = x.name
+    return deps
+
+
+def _awaited(sync: HostSync, before: list[Op]) -> list[str]:
+    if sync.on == "device":
+        return [op.name for op in before]
+    if isinstance(sync.on, str):
+        return [op.name for op in before if op.stream == sync.on]
+    return list(sync.on)
+
+
+def happens_before(items: Sequence[Any], nonblocking: Iterable[str] = ()) -> dict[str, set[str]]:
+    """For each op, every op guaranteed to have finished before it starts: the transitive closure of stream order,
+    events, the legacy default stream and host synchronisations (ops issued after a HostSync come after what it
+    waited for). Independent of durations: this is what makes a schedule correct, not what the clock shows."""
+    items = list(items)
+    _check_items(items)
+    edges = device_dependencies(items, nonblocking)
+    ops: list[Op] = []
+    host_done: set[str] = set()  # ops a host sync has waited for so far
+    for x in items:
+        if isinstance(x, HostSync):
+            host_done.update(_awaited(x, ops))
+        else:
+            edges[x.name] |= host_done
+            ops.append(x)
+    closure: dict[str, set[str]] = {}
+
+    def visit(name: str, stack: tuple[str, ...] = ()) -> set[str]:
+        if name in closure:
+            return closure[name]
+        if name in stack:
+            raise ValueError(f"cyclic dependencies through {name!r}")
+        out: set[str] = set()
+        for d in edges[name]:
+            out.add(d)
+            out |= visit(d, stack + (name,))
+        closure[name] = out
+        return out
+
     for op in ops:
-        missing = [w for w in op.waits if w not in known]
-        if missing:
-            raise ValueError(f"op {op.name!r} waits for unknown op(s) {missing}")
-    issued = [launch_us if graph else (i + 1) * launch_us for i in range(len(ops))]
-    previous: dict[str, str | None] = {}
-    before: list[str | None] = []
-    for op in ops:  # the op issued just before, in the same stream
-        before.append(previous.get(op.stream))
-        previous[op.stream] = op.name
-    need = [min(op.sms, machine.sms) if op.engine == "compute" else 1 for op in ops]
-    free = {e: machine.capacity(e) for e in ENGINES}
-    for i, op in enumerate(ops):
+        visit(op.name)
+    return closure
+
+
+def races(items: Sequence[Any], nonblocking: Iterable[str] = ()) -> list[tuple[str, str, str]]:
+    """(op, op, buffer) for every pair of ops that access the same buffer, at least one of them writing, with no
+    happens-before order between them: a data race, whether or not the two overlap in a particular timeline."""
+    items = list(items)
+    hb = happens_before(items, nonblocking)
+    ops = [x for x in items if isinstance(x, Op)]
+    found = []
+    for i, a in enumerate(ops):
+        for b in ops[i + 1:]:
+            for buf in sorted((set(a.writes) & (set(b.reads) | set(b.writes))) | (set(a.reads) & set(b.writes))):
+                if a.name not in hb[b.name] and b.name not in hb[a.name]:
+                    found.append((a.name, b.name, buf))
+    return found
+
+
+def simulate(ops: Sequence[Any], machine: Machine = Machine(), launch_us: float = 0.0, latency_us: float = 0.0,
+             graph: bool = False, nonblocking: Iterable[str] = ()) -> Timeline:
+    """Run ``ops`` (``Op`` and ``HostSync``, in host issue order) through the stream/engine model; returns the
+    predicted timeline (host waits appear as spans of engine "host" on the row "host").
+
+    ``launch_us``: host cost per issued op (rule 4); ``latency_us``: from issue to the earliest start;
+    ``graph=True``: one launch issues all ops (a CUDA graph replay; no HostSync inside a graph);
+    ``nonblocking``: streams created with ``cudaStreamNonBlocking`` (exempt from the legacy stream's rule 3).
+    """
+    items = list(ops)
+    _check_items(items)
+    if graph and any(isinstance(x, HostSync) for x in items):
+        raise ValueError("a CUDA graph cannot contain a host synchronisation")
+    nonblocking = frozenset(nonblocking)
+    deps = device_dependencies(items, nonblocking)
+    cmds: list[Op] = []
+    issued: list[float] = []
+    host_spans: list[Span] = []
+    host = 0.0
+    for x in items:  # rule 4: issue times; a host sync needs the device's timeline up to it
+        if isinstance(x, HostSync):
+            waited = _awaited(x, cmds)
+            ends = _schedule(cmds, issued, deps, machine, latency_us) if waited else {}
+            done = max((ends[n][1] for n in waited), default=host)
+            host_spans.append(Span(x.name, "host", "host", host, max(host, done), host))
+            host = max(host, done)
+        else:
+            host = launch_us if graph else host + launch_us
+            cmds.append(x)
+            issued.append(host)
+    times = _schedule(cmds, issued, deps, machine, latency_us)
+    spans = [Span(op.name, op.stream, op.engine, *times[op.name], issued[i]) for i, op in enumerate(cmds)]
+    return Timeline(tuple(spans + host_spans), source="model")
+
+
+def _schedule(cmds: list[Op], issued: list[float], deps: dict[str, set[str]], machine: Machine,
+              latency_us: float) -> dict[str, tuple[float, float]]:
+    """(start, end) of every op under rules 1–3 and 5–7, given the issue times."""
+    n = len(cmds)
+    need = [min(op.sms, machine.sms) if op.engine == "compute" else 1 for op in cmds]
+    for i, op in enumerate(cmds):
         if need[i] < 1 or machine.capacity(op.engine) < 1:
             raise ValueError(f"op {op.name!r} needs at least one unit of {op.engine} and the machine must have one")
-
+    streams_in_order = list(dict.fromkeys(op.stream for op in cmds))
+    queue_of = {s: (k if not machine.connections else k % machine.connections) for k, s in enumerate(streams_in_order)}
+    queue = [queue_of[op.stream] for op in cmds]
+    free = {e: machine.capacity(e) for e in ENGINES}
+    resident = 0
+    dispatched = [False] * n
+    started: dict[int, float] = {}
     end: dict[str, float] = {}
-    running: list[tuple[float, int]] = []  # (end time, op index)
-    spans: dict[int, Span] = {}
-    waiting = list(range(len(ops)))
+    running: list[tuple[float, int]] = []
     t = 0.0
-    while waiting or running:
-        for i in list(waiting):  # rule 5: greedy, earliest-issued first
-            op = ops[i]
-            deps = [before[i], *op.waits]
-            ready = issued[i] + latency_us <= t and all(d is None or (d in end and end[d] <= t) for d in deps)
-            if ready and need[i] <= free[op.engine]:
-                free[op.engine] -= need[i]
-                running.append((t + op.duration, i))
-                spans[i] = Span(op.name, op.stream, op.engine, t, t + op.duration, issued[i])
-                waiting.remove(i)
-                if op.duration == 0:
-                    break  # let the zero-length op finish before anything else is considered
-        upcoming = [e for e, _ in running] + [issued[i] + latency_us for i in waiting if issued[i] + latency_us > t]
+    while len(end) < n:
+        changed = True
+        while changed:
+            changed = False
+            for e, i in [r for r in running if r[0] <= t]:  # completions
+                running.remove((e, i))
+                free[cmds[i].engine] += need[i]
+                resident -= cmds[i].engine == "compute"
+                end[cmds[i].name] = e
+                changed = True
+            blocked_queues: set[int] = set()
+            for i in range(n):  # rule 5: each hardware queue dispatches in issue order
+                if dispatched[i]:
+                    continue
+                ready = issued[i] + latency_us <= t and all(d in end and end[d] <= t for d in deps[cmds[i].name])
+                if queue[i] in blocked_queues or not ready:
+                    blocked_queues.add(queue[i])
+                    continue
+                dispatched[i] = changed = True
+            for i in range(n):  # rules 6 and 7: engines, earliest-issued first
+                if dispatched[i] and i not in started:
+                    op = cmds[i]
+                    if need[i] <= free[op.engine] and (op.engine != "compute" or resident < machine.max_resident_kernels):
+                        free[op.engine] -= need[i]
+                        resident += op.engine == "compute"
+                        started[i] = t
+                        running.append((t + op.duration, i))
+                        changed = True
+        if len(end) == n:
+            break
+        upcoming = [e for e, _ in running if e > t] + [issued[i] + latency_us for i in range(n)
+                                                       if not dispatched[i] and issued[i] + latency_us > t]
         if not upcoming:
-            stuck = ", ".join(ops[i].name for i in waiting)
+            stuck = ", ".join(cmds[i].name for i in range(n) if cmds[i].name not in end)
             raise ValueError(f"deadlock: {stuck} can never start (a wait on an op issued later in its own stream?)")
         t = min(upcoming)
-        for e, i in [r for r in running if r[0] <= t]:
-            running.remove((e, i))
-            free[ops[i].engine] += need[i]
-            end[ops[i].name] = e
-    return Timeline(tuple(spans[i] for i in range(len(ops))), source="model")
+    return {cmds[i].name: (started[i], end[cmds[i].name]) for i in range(n)}
 
 
-def on_one_stream(ops: Iterable[Op], stream: str = "s0") -> list[Op]:
+def on_one_stream(ops: Iterable[Any], stream: str = "s0") -> list[Any]:
     """The same ops, all issued into one stream (the serial baseline)."""
-    return [replace(op, stream=stream) for op in ops]
+    return [replace(op, stream=stream) if isinstance(op, Op) else op for op in ops]
 
 
 def from_streams(streams: dict[str, Sequence[tuple[str, float]]], sms: int = 1, engine: str = "compute",
@@ -340,7 +522,7 @@ def plot_timeline(timeline: Timeline, ax: Any = None, title: str = "", label_ops
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first stream on top
     ax.set_xlim(0, right)
     ax.grid(axis="y", visible=False)
-    used = [e for e in ENGINES if any(s.engine == e for s in timeline.spans)]
+    used = [e for e in (*ENGINES, "host") if any(s.engine == e for s in timeline.spans)]
     ax.legend(handles=[Patch(color=ENGINE_COLORS[e], label=e) for e in used], loc="upper left",
               bbox_to_anchor=(1.0, 1.0), fontsize=9)
     return ax
@@ -350,9 +532,18 @@ def plot_timeline(timeline: Timeline, ax: Any = None, title: str = "", label_ops
 
 _SPIN_SOURCE = r"""
 extern "C" __global__ void spin(long long cycles) {
-    // every block spins on its SM's clock: the kernel occupies gridDim.x SMs for `cycles` cycles
+    // every block spins on its SM's clock: the kernel holds gridDim.x SMs for `cycles` cycles (launched with
+    // enough dynamic shared memory that no two of its blocks fit on one SM)
     long long start = clock64();
     while (clock64() - start < cycles) { }
+}
+"""
+
+_LAUNCH_SOURCE = r"""
+extern "C" __global__ void empty() { }
+extern "C" __global__ void raise_flag(volatile int* flag) {
+    // tells the host that this kernel has started: one store to pinned host memory, over PCIe
+    if (threadIdx.x == 0 && blockIdx.x == 0) { *flag = 1; __threadfence_system(); }
 }
 """
 
@@ -364,23 +555,46 @@ def gpu_spin_kernel() -> Any:
     return get_backend().xp.RawKernel(_SPIN_SOURCE, "spin")
 
 
-def gpu_cycles(us: float) -> int:
-    """SM clock cycles in ``us`` µs at the device's reported clock rate (GPU only)."""
+def _device_attribute(attribute: str, prop: str) -> int:
+    """A CUDA device attribute of device 0 (``cp.cuda.Device(0).attributes``, e.g. "ClockRate"), falling back to
+    ``cudaGetDeviceProperties``' field ``prop`` (CUDA 13 dropped some of those fields)."""
     from .backend import get_backend
 
-    khz = get_backend().xp.cuda.runtime.getDeviceProperties(0)["clockRate"]
+    cp = get_backend().xp
+    value = cp.cuda.Device(0).attributes.get(attribute)
+    if value is None:
+        value = cp.cuda.runtime.getDeviceProperties(0)[prop]
+    return int(value)
+
+
+def gpu_cycles(us: float) -> int:
+    """SM clock cycles in ``us`` µs at the device's reported clock rate (GPU only)."""
+    khz = _device_attribute("ClockRate", "clockRate")
     return int(us * khz / 1e3)
 
 
-def measure_on_gpu(ops: Sequence[Op], repeat: int = 3, copy_bytes_per_us: float = 25e3) -> Timeline:
+def one_block_per_sm_smem() -> int:
+    """Dynamic shared memory (bytes) that makes each block of a kernel take an SM to itself: more than half of an
+    SM's shared memory, within the per-block opt-in limit (GPU only). Blocks are placed by the block scheduler;
+    this is how a kernel of ``k`` blocks is made to hold exactly ``k`` SMs."""
+    per_sm = _device_attribute("MaxSharedMemoryPerMultiprocessor", "sharedMemPerMultiprocessor")
+    optin = _device_attribute("MaxSharedMemoryPerBlockOptin", "sharedMemPerBlockOptin")
+    return min(per_sm // 2 + 1024, optin)
+
+
+def measure_on_gpu(ops: Sequence[Any], repeat: int = 3, copy_bytes_per_us: float = 25e3,
+                   nonblocking: Iterable[str] = ()) -> Timeline:
     """Run ``ops`` for real on the GPU backend and return the measured timeline (µs, best of ``repeat`` runs).
 
-    One non-blocking CuPy stream per model stream; a kernel is a spin kernel of ``2 × sms`` blocks × 1024
-    threads (an SM holds at most 2048 threads on Ampere/Hopper, so it fills ``sms`` SMs) that runs ``duration``
-    µs at the reported SM clock; a copy moves ``nbytes`` (else ``duration × copy_bytes_per_us``)
-    between pinned host memory and device memory with ``cudaMemcpyAsync``; ``waits`` become
-    ``cudaEventRecord`` / ``cudaStreamWaitEvent``. Each op is bracketed by CUDA events in its stream: its
-    measured start is when its stream reached it (an op waiting for an engine shows as started early).
+    One CuPy stream per model stream: ``LEGACY`` is the legacy default stream (``cp.cuda.Stream.null``), streams in
+    ``nonblocking`` are created with ``cudaStreamNonBlocking``, the others are ordinary blocking streams — the
+    same convention as :func:`simulate` (they differ only when an op runs on ``LEGACY``). A kernel is a
+    spin kernel of ``sms`` blocks × 1024 threads, each with more than half an SM's shared memory, so that it holds
+    exactly ``sms`` SMs for ``duration`` µs at the reported SM clock; a copy moves ``nbytes`` (else
+    ``duration × copy_bytes_per_us``) between pinned host memory and device memory with ``cudaMemcpyAsync``;
+    ``waits`` become ``cudaEventRecord`` / ``cudaStreamWaitEvent``; a :class:`HostSync` calls the device, stream or
+    event synchronisation it names. Each op is bracketed by CUDA events in its stream: its measured start is when
+    its stream reached it (an op waiting for an engine shows as started early).
     Raises :class:`gpucourse.BackendUnavailable` on CPU.
     """
     from .backend import BackendUnavailable, get_backend
@@ -389,28 +603,51 @@ def measure_on_gpu(ops: Sequence[Op], repeat: int = 3, copy_bytes_per_us: float 
     if not be.is_gpu:
         raise BackendUnavailable("measure_on_gpu needs the GPU backend: " + be.gpu.reason)
     cp = be.xp
+    items = list(ops)
+    _check_items(items)
+    cmds = [x for x in items if isinstance(x, Op)]
     kernel = gpu_spin_kernel()
+    smem = one_block_per_sm_smem()
+    kernel.max_dynamic_shared_size_bytes = smem  # opt in above the default 48 KiB per block
+    sm_count = _device_attribute("MultiProcessorCount", "multiProcessorCount")
     cycles_per_us = gpu_cycles(1000.0) / 1000.0  # read the clock rate once, not inside the launch loop
-    streams = {name: cp.cuda.Stream(non_blocking=True) for name in dict.fromkeys(op.stream for op in ops)}
+    names = list(dict.fromkeys(op.stream for op in cmds))
+    nb = set(nonblocking)
+    streams = {name: cp.cuda.Stream.null if name == LEGACY else cp.cuda.Stream(non_blocking=name in nb)
+               for name in names}
+    marker = cp.cuda.Stream(non_blocking=True)  # timestamps of host syncs, outside every model stream
     buffers = {}
-    for op in ops:
+    for op in cmds:
         if op.engine != "compute":
             n = int(op.nbytes or op.duration * copy_bytes_per_us)
             host = cp.cuda.alloc_pinned_memory(max(n, 1))
             buffers[op.name] = (host, cp.empty(max(n, 1), dtype=cp.uint8), n)
-    kernel((1,), (1,), (cp.int64(1),))  # compile and load before timing
+    kernel((1,), (32,), (cp.int64(1),), shared_mem=smem)  # compile and load before timing
     be.sync()
 
     best: Timeline | None = None
     for _ in range(repeat):
         origin = cp.cuda.Event()
-        origin.record(cp.cuda.Stream.null)
+        origin.record(marker)
         for s in streams.values():
             s.wait_event(origin)
         marks: dict[str, tuple[Any, Any]] = {}
         done: dict[str, Any] = {}
-        for op in ops:
-            s = streams[op.stream]
+        syncs: list[tuple[str, Any]] = []
+        for x in items:
+            if isinstance(x, HostSync):
+                if x.on == "device":
+                    be.sync()
+                elif isinstance(x.on, str):
+                    streams[x.on].synchronize()
+                else:
+                    for w in x.on:
+                        done[w].synchronize()
+                resumed = cp.cuda.Event()
+                resumed.record(marker)  # when the host went on (marker is idle: it runs at once)
+                syncs.append((x.name, resumed))
+                continue
+            op, s = x, streams[x.stream]
             for w in op.waits:
                 s.wait_event(done[w])
             start, stop = cp.cuda.Event(), cp.cuda.Event()
@@ -418,7 +655,7 @@ def measure_on_gpu(ops: Sequence[Op], repeat: int = 3, copy_bytes_per_us: float 
             if op.engine == "compute":
                 cycles = cp.int64(int(op.duration * cycles_per_us))
                 with s:  # CuPy launches kernels on the current stream
-                    kernel((2 * max(1, op.sms),), (1024,), (cycles,))  # 2 × 1024 threads fill an SM
+                    kernel((max(1, min(op.sms, sm_count)),), (1024,), (cycles,), shared_mem=smem)
             else:
                 host, dev, n = buffers[op.name]
                 rt = cp.cuda.runtime
@@ -429,13 +666,117 @@ def measure_on_gpu(ops: Sequence[Op], repeat: int = 3, copy_bytes_per_us: float 
             marks[op.name] = (start, stop)
             done[op.name] = stop
         be.sync()
-        spans = tuple(
-            Span(op.name, op.stream, op.engine,
-                 cp.cuda.get_elapsed_time(origin, marks[op.name][0]) * 1e3,
-                 cp.cuda.get_elapsed_time(origin, marks[op.name][1]) * 1e3)
-            for op in ops
-        )
-        run = Timeline(spans, source="measured")
+        elapsed = lambda ev: cp.cuda.get_elapsed_time(origin, ev) * 1e3  # noqa: E731  (ms -> µs)
+        spans = [Span(op.name, op.stream, op.engine, elapsed(marks[op.name][0]), elapsed(marks[op.name][1]))
+                 for op in cmds]
+        spans += [Span(name, "host", "host", elapsed(ev), elapsed(ev)) for name, ev in syncs]
+        run = Timeline(tuple(spans), source="measured")
         if best is None or run.makespan < best.makespan:
             best = run
     return best
+
+
+@dataclass(frozen=True)
+class LaunchCosts:
+    """What a launch costs, measured on the GPU (seconds). See :func:`measure_launch_on_gpu`."""
+
+    latency: float  # host call → the kernel is running (idle queue): the host saw the kernel's flag
+    enqueue: float  # host time per launch call, back to back: the host side of launch throughput
+    gpu_per_kernel: float  # GPU time per empty kernel with the queue kept full: the device side of throughput
+    graph_per_kernel: float  # GPU time per empty kernel replayed from a CUDA graph
+    round_trip: float  # launch + stream synchronize of one empty kernel: what a loop that waits every step pays
+    event_pair: float  # CUDA events around one empty kernel on an idle queue (GPU clock)
+
+
+def measure_launch_on_gpu(n: int = 1000, repeat: int = 30) -> LaunchCosts:
+    """Launch latency vs launch throughput, measured separately on the GPU backend (CuPy raw kernels).
+
+    - ``latency``: the host reads ``time.perf_counter``, launches a kernel whose first thread writes a flag into
+      pinned host memory, and spins until it sees the flag: enqueue → running, plus one PCIe write (an upper
+      bound). Median of ``repeat``, each on an idle queue.
+    - ``enqueue``: ``n`` launches back to back, host time per call (how fast the host can feed the queue).
+    - ``gpu_per_kernel``: ``n`` empty kernels queued behind a spin kernel long enough to hide the host, CUDA events
+      around the ``n``: the GPU's own time per launch once it never waits for the host.
+    - ``graph_per_kernel``: the same ``n`` kernels captured in a CUDA graph and replayed, CUDA events.
+    - ``round_trip``: launch one empty kernel and ``synchronize`` the stream, host clock, median of ``repeat``.
+    - ``event_pair``: CUDA events recorded just before and after one empty kernel on an idle stream.
+    """
+    import time
+
+    import numpy as np
+
+    from .backend import BackendUnavailable, get_backend
+
+    be = get_backend()
+    if not be.is_gpu:
+        raise BackendUnavailable("measure_launch_on_gpu needs the GPU backend: " + be.gpu.reason)
+    cp = be.xp
+    module = cp.RawModule(code=_LAUNCH_SOURCE)
+    empty, raise_flag = module.get_function("empty"), module.get_function("raise_flag")
+    spin = gpu_spin_kernel()
+    stream = cp.cuda.Stream(non_blocking=True)
+    pinned = cp.cuda.alloc_pinned_memory(4)  # with unified addressing, the same pointer works in a kernel
+    flag = np.frombuffer(pinned, dtype=np.int32, count=1)
+    arg = (np.uint64(pinned.ptr),)
+    latencies, trips, pairs = [], [], []
+    with stream:  # every launch below goes to `stream` (CuPy launches on the current stream)
+        empty((1,), (1,), ())
+        raise_flag((1,), (1,), arg)
+        spin((1,), (1,), (cp.int64(1),))
+        stream.synchronize()
+        for _ in range(repeat):
+            flag[0] = 0
+            stream.synchronize()
+            t0 = time.perf_counter()
+            raise_flag((1,), (1,), arg)
+            deadline = t0 + 1.0
+            while flag[0] == 0 and time.perf_counter() < deadline:
+                pass
+            latencies.append(time.perf_counter() - t0)
+            stream.synchronize()
+            t0 = time.perf_counter()
+            empty((1,), (1,), ())
+            stream.synchronize()
+            trips.append(time.perf_counter() - t0)
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record(stream)
+            empty((1,), (1,), ())
+            b.record(stream)
+            b.synchronize()
+            pairs.append(cp.cuda.get_elapsed_time(a, b) * 1e-3)
+        if flag[0] == 0:
+            raise RuntimeError("the kernel's flag never reached the host: pinned memory is not mapped here")
+
+        t0 = time.perf_counter()
+        for _ in range(n):
+            empty((1,), (1,), ())
+        enqueue = (time.perf_counter() - t0) / n
+        stream.synchronize()
+
+        hide = max(2.0 * enqueue * n * 1e6, 5_000.0)  # µs of spinning: longer than the host needs to queue n launches
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        spin((1,), (1,), (cp.int64(gpu_cycles(hide)),))
+        a.record(stream)
+        for _ in range(n):
+            empty((1,), (1,), ())
+        b.record(stream)
+        b.synchronize()
+        gpu_per_kernel = cp.cuda.get_elapsed_time(a, b) * 1e-3 / n
+
+    capture = cp.cuda.Stream(non_blocking=True)  # capture needs a stream other than the legacy default one
+    with capture:
+        capture.begin_capture()
+        for _ in range(n):
+            empty((1,), (1,), ())
+        graph = capture.end_capture()
+    graph.launch(stream=stream)  # upload once
+    stream.synchronize()
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record(stream)
+    graph.launch(stream=stream)
+    b.record(stream)
+    b.synchronize()
+    graph_per_kernel = cp.cuda.get_elapsed_time(a, b) * 1e-3 / n
+    return LaunchCosts(latency=float(np.median(latencies)), enqueue=enqueue, gpu_per_kernel=gpu_per_kernel,
+                       graph_per_kernel=graph_per_kernel, round_trip=float(np.median(trips)),
+                       event_pair=float(np.median(pairs)))

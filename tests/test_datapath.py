@@ -18,10 +18,27 @@ def test_published_figures_are_ordered_and_sourced():
     bw = {k: v for k, (v, _) in datapath.BANDWIDTHS.items()}
     assert all(src for _, src in datapath.BANDWIDTHS.values())
     assert bw["NVMe SSD, PCIe 4.0 x4"] < bw["PCIe 4.0 x16"] < bw["PCIe 5.0 x16"] < bw["HBM3 (H100 SXM)"]
-    assert bw["PCIe 5.0 x16"] == 2 * bw["PCIe 4.0 x16"] == 64e9
+    assert bw["PCIe 5.0 x16"] == 2 * bw["PCIe 4.0 x16"] == pytest.approx(63.0e9, rel=1e-3)  # after 128b/130b
     assert bw["HBM3e (H200 SXM)"] == gc.hardware.H200_SXM.memory_bandwidth
-    h100 = datapath.PROCESSORS["GPU (NVIDIA H100 SXM)"]
-    assert h100["cores"] * h100["lanes_per_core"] == 16_896
+    cpu, h100, tpu = datapath.PROCESSORS.values()
+    assert (cpu["fp32_lanes"], h100["fp32_lanes"], tpu["fp32_lanes"]) == (512, 16_896, 2048)
+    assert h100["bf16_matrix_flops"] / tpu["bf16_matrix_flops"] == pytest.approx(3.6, abs=0.01)
+    # TPU v4's 275 TFLOP/s is its MXUs' MACs at 1050 MHz: 2 cores × 4 MXUs × 128 × 128 × 2 FLOP
+    assert 2 * 4 * 128 * 128 * 2 * datapath.TPU_V4_CLOCK_HZ == pytest.approx(tpu["bf16_matrix_flops"], rel=0.01)
+    assert cpu["bf16_matrix_flops"] is None
+
+
+@pytest.mark.parametrize("gen, raw, encoded", [(3, 16e9, 15.75e9), (4, 32e9, 31.51e9), (5, 64e9, 63.02e9),
+                                               (6, 128e9, 118.0e9)])
+def test_pcie_raw_and_encoded_rates(gen, raw, encoded):
+    r = datapath.pcie_bandwidth(gen, 16)
+    assert r.raw == raw and r.encoded == pytest.approx(encoded, rel=1e-3)
+    assert ("128b/130b" in r.encoding) == (3 <= gen <= 5)
+    assert datapath.pcie_bandwidth(gen, 4).encoded == pytest.approx(r.encoded / 4)
+    with pytest.raises(ValueError):
+        datapath.pcie_bandwidth(7)
+    with pytest.raises(ValueError):
+        datapath.pcie_bandwidth(4, 3)
 
 
 def test_transfer_and_roofline_times():
@@ -62,9 +79,17 @@ def test_kv_cache_of_llama3_8b():
     assert datapath.kv_cache_bytes(32, 8, 128, 131_072) == 16 * 2**30
 
 
-def test_host_copy_is_measured_and_positive():
-    rate, t = datapath.measure_host_copy(nbytes=4 * 2**20, repeat=3)
-    assert rate > 1e8 and t.median > 0
+def test_host_copy_counts_read_and_write():
+    nbytes = 8 * 2**20
+    rate, t = datapath.measure_host_copy(nbytes=nbytes, repeat=3)
+    assert rate == pytest.approx(2 * nbytes / t.best) and rate > 1e8
+    add, t_add = datapath.measure_host_add(nbytes=nbytes, repeat=3)
+    assert add == pytest.approx(3 * nbytes / t_add.best)
+
+
+def test_host_peak_flops_is_a_best_of_several_gemm():
+    peak, t = datapath.measure_host_peak_flops(n=256, repeat=3)
+    assert peak == pytest.approx(2 * 256**3 / t.best) and len(t.times) == 3
 
 
 def test_timeline_draws_one_bar_per_step():

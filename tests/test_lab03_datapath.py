@@ -132,19 +132,57 @@ def test_break_even_closed_form_and_loop_answers_agree():
     assert None in kinds and any(k is not None for k in kinds)  # both outcomes are graded
 
 
-def test_fit_transfer_accepts_lstsq_and_rejects_two_point_estimates():
-    def lstsq(sizes, seconds):
-        (slope, intercept), *_ = np.linalg.lstsq(np.c_[sizes, np.ones_like(sizes)], seconds, rcond=None)
-        return intercept, 1 / slope
+def _unweighted(sizes, seconds):
+    (slope, intercept), *_ = np.linalg.lstsq(np.c_[sizes, np.ones_like(sizes)], seconds, rcond=None)
+    return intercept, 1 / slope
 
-    lab.FIT.check(lstsq, hidden=True)
 
-    def two_points(sizes, seconds):
-        slope = (seconds[-1] - seconds[0]) / (sizes[-1] - sizes[0])
-        return seconds[0] - slope * sizes[0], 1 / slope
+def _log_space(sizes, seconds):
+    """Gauss-Newton on log(seconds) = log(latency + size / bandwidth): another sound estimator."""
+    lat, bw = seconds[0], sizes[-1] / seconds[-1]
+    x = np.log([lat, bw])
+    for _ in range(50):
+        lat, bw = np.exp(x)
+        model = lat + sizes / bw
+        r = np.log(seconds) - np.log(model)
+        J = np.c_[lat / model, -sizes / (bw * model)]  # d log(model) / d (log lat, log bw)
+        step, *_ = np.linalg.lstsq(J, r, rcond=None)
+        x = x + step
+    return tuple(np.exp(x))
 
-    with pytest.raises(CheckFailure):
-        lab.FIT.check(two_points, hidden=True)
+
+def test_fit_transfer_grades_against_the_truth_sound_fits_pass_unweighted_fails():
+    lab.FIT.check(_log_space)
+    lab.FIT.check(_log_space, hidden=True)
+    lab.FIT.check(lambda s, t: tuple(np.polyfit(s, t, 1, w=1 / t)[::-1] ** [1, -1]), hidden=True)
+    with pytest.raises(CheckFailure, match="latency"):
+        lab.FIT.check(_unweighted, hidden=True)  # the old reference: off by far more than 15 % here
+
+    def smallest_and_largest(sizes, seconds):  # "small copies are all latency": not when the smallest is 8 KiB
+        return seconds[0], sizes[-1] / seconds[-1]
+
+    with pytest.raises(CheckFailure, match="latency"):
+        lab.FIT.check(smallest_and_largest, hidden=True)
+
+
+def test_fit_transfer_band_is_met_by_sound_fits_over_many_series_and_missed_by_ols():
+    """5,000 series drawn like the hidden cases: the 1/t-weighted fit (the reference) never leaves the band; the
+    unweighted least-squares line leaves it often (it was this exercise's reference once)."""
+    rng = np.random.default_rng(2024)
+    misses = {"reference": 0, "unweighted": 0, "log space": 0}
+    n = 5_000
+    for i in range(n):
+        case = lab.transfer_series(rng, float(rng.uniform(2e-6, 30e-6)), float(rng.uniform(5e9, 60e9)),
+                                   (int(rng.integers(8, 14)), int(rng.integers(24, 31))))
+        lat, bw = case.truth
+        fits = {"reference": lab.fit_transfer(*case.args), "unweighted": _unweighted(*case.args)}
+        if i % 20 == 0:  # the slower estimator on a subsample
+            fits["log space"] = _log_space(*case.args)
+        for k, (l, b) in fits.items():
+            misses[k] += abs(l / lat - 1) > lab.LATENCY_RTOL or abs(b / bw - 1) > lab.BANDWIDTH_RTOL
+    assert misses["reference"] == 0 and misses["log space"] == 0, misses
+    assert misses["unweighted"] / n > 0.25, misses  # measured on 20,000: 0.38
+    assert sum(abs(_unweighted(*c.args)[0] / c.truth[0] - 1) > lab.LATENCY_RTOL for c in lab.FIT.hidden_cases()) >= 3
 
 
 def test_warp_execution_partial_warps_matter():

@@ -168,3 +168,110 @@ def test_random_schedules_never_deadlock_and_match_the_lab_reference():
             for w in op.waits:
                 assert tl.span(op.name).start >= tl.span(w).end
         assert tl.makespan == lab.predict_makespan(streams, durations, waits)
+
+
+def test_legacy_default_stream_synchronizes_with_blocking_streams_only():
+    """CUDA Runtime API, stream synchronization behavior: k_1 in s, k_2 in the legacy stream, k_3 in s —
+    k_2 blocks on k_1 and k_3 blocks on k_2."""
+    ops = [st.Op("k1", "s", 10, sms=10), st.Op("k2", st.LEGACY, 10, sms=10), st.Op("k3", "s", 10, sms=10),
+           st.Op("other", "t", 10, sms=10)]
+    tl = st.simulate(ops)
+    assert tl.span("k2").start == tl.span("k1").end == 10 and tl.span("k3").start == 20
+    assert tl.span("other").start == 20  # a blocking stream issued after k2 waits for it too
+    free = st.simulate(ops, nonblocking={"s", "t"})  # cudaStreamNonBlocking: no implicit synchronisation
+    assert free.span("k2").start == 0 and free.span("other").start == 0 and free.span("k3").start == 10
+    assert st.happens_before(ops)["k3"] >= {"k1", "k2"} and "k1" not in st.happens_before(ops, {"s", "t"})["k2"]
+
+
+def test_streams_beyond_the_hardware_queues_share_them_and_get_false_dependencies():
+    # 9 streams, 8 queues: stream 0 and stream 8 share queue 0. B waits for A (its own stream); C, issued after B
+    # on stream 8, needs nothing, but cannot pass B in the shared queue until A has finished.
+    ops = [st.Op("A", "s0", 100)] + [st.Op(f"x{k}", f"s{k}", 1) for k in range(1, 8)]
+    ops += [st.Op("B", "s0", 1), st.Op("C", "s8", 5)]
+    assert st.simulate(ops).span("C").start == 100
+    assert st.simulate(ops, st.Machine(connections=None)).span("C").start == 0
+    assert st.simulate(ops, st.Machine(connections=32)).span("C").start == 0
+
+
+def test_resident_kernel_limit():
+    ops = [st.Op(f"k{i}", f"s{i}", 10) for i in range(3)]
+    assert st.simulate(ops, st.Machine(max_resident_kernels=2)).makespan == 20
+    assert st.simulate(ops).makespan == 10
+
+
+def test_host_sync_stops_the_host_and_orders_later_work():
+    ops = [st.Op("A", "s0", 100), st.Op("B", "s1", 5), st.HostSync("wait A", on=("A",)), st.Op("C", "s1", 10)]
+    tl = st.simulate(ops, launch_us=2)
+    assert tl.span("wait A").start == 4 and tl.span("wait A").end == 102  # A ends at 2 + 100
+    assert tl.span("C").start == 104  # issued 2 µs after the host resumed
+    assert st.happens_before(ops)["C"] == {"A", "B"}  # A through the host wait, B through stream order
+    assert st.happens_before(ops)["B"] == set()
+    dev = st.simulate([st.Op("A", "s0", 100), st.HostSync("sync"), st.Op("C", "s1", 10)], launch_us=2)
+    assert dev.span("C").start == 104
+    stream_sync = st.simulate([st.Op("A", "s0", 100), st.Op("B", "s1", 5), st.HostSync("sync", on="s1"),
+                               st.Op("C", "s2", 10)], launch_us=2)
+    assert stream_sync.span("sync").end == 9 and stream_sync.span("C").start == 11
+    with pytest.raises(ValueError, match="graph"):
+        st.simulate(ops, graph=True)
+
+
+def test_races_and_the_caching_allocators_cross_stream_hazard():
+    """A block allocated on the copy stream, read by a kernel on the compute stream, freed, and handed out again
+    on the copy stream: without record_stream the next copy overwrites it while the kernel may still read it."""
+    hazard = [st.Op("copy a", "copy", 10, "h2d", writes=("block0",)),
+              st.Op("use a", "compute", 50, waits=("copy a",), reads=("block0",)),
+              st.Op("copy b", "copy", 10, "h2d", writes=("block0",))]
+    assert st.races(hazard) == [("use a", "copy b", "block0")]
+    tl = st.simulate(hazard)
+    assert tl.span("copy b").start < tl.span("use a").end  # and in this timeline they do overlap
+    fixed = hazard[:2] + [replace_waits(hazard[2], ("use a",))]  # record_stream: reuse after the reader is done
+    assert st.races(fixed) == [] and st.simulate(fixed).span("copy b").start == st.simulate(fixed).span("use a").end
+    assert st.races([st.Op("r1", "a", 1, reads=("x",)), st.Op("r2", "b", 1, reads=("x",))]) == []  # reads share
+
+
+def replace_waits(op, waits):
+    from dataclasses import replace
+
+    return replace(op, waits=waits)
+
+
+def test_happens_before_rejects_unknown_items():
+    with pytest.raises(TypeError):
+        st.happens_before([("a", "s", 1)])
+    with pytest.raises(ValueError, match="unknown"):
+        st.simulate([st.Op("a", "s", 1), st.HostSync("h", on=("zzz",))])
+
+
+@pytest.mark.gpu
+def test_gpu_kernels_hold_exactly_their_sms():
+    """The runner gives each block more than half an SM's shared memory: two kernels that need 60 % of the SMs
+    each cannot run side by side, two that need 40 % can — as in the model."""
+    n = st._device_attribute("MultiProcessorCount", "multiProcessorCount")
+    wide = [st.Op("a", "s1", 2000.0, sms=int(0.6 * n)), st.Op("b", "s2", 2000.0, sms=int(0.6 * n))]
+    narrow = [st.Op("a", "s1", 2000.0, sms=int(0.4 * n)), st.Op("b", "s2", 2000.0, sms=int(0.4 * n))]
+    assert st.measure_on_gpu(wide).makespan > 1.7 * 2000
+    assert st.measure_on_gpu(narrow).makespan < 1.3 * 2000
+
+
+@pytest.mark.gpu
+def test_gpu_legacy_default_stream_serializes_blocking_streams_only():
+    ops = [st.Op("k1", "s", 2000.0, sms=8), st.Op("k2", st.LEGACY, 10.0, sms=1), st.Op("k3", "t", 2000.0, sms=8)]
+    blocking = st.measure_on_gpu(ops, nonblocking=set())
+    free = st.measure_on_gpu(ops, nonblocking={"s", "t"})
+    assert blocking.span("k3").start >= 0.9 * blocking.span("k1").end
+    assert blocking.makespan > 1.5 * free.makespan
+
+
+@pytest.mark.gpu
+def test_gpu_launch_latency_and_throughput():
+    costs = st.measure_launch_on_gpu(n=500, repeat=20)
+    assert 0 < costs.enqueue < costs.round_trip
+    assert 1e-7 < costs.latency < 1e-3 and 0 < costs.event_pair < 1e-3
+    assert 0 < costs.gpu_per_kernel < 1e-4 and 0 < costs.graph_per_kernel <= 1.1 * costs.gpu_per_kernel
+
+
+@pytest.mark.gpu
+def test_gpu_host_sync_in_measured_timeline():
+    ops = [st.Op("k1", "s", 1000.0, sms=4), st.HostSync("wait", on=("k1",)), st.Op("k2", "t", 100.0, sms=4)]
+    tl = st.measure_on_gpu(ops)
+    assert tl.span("wait").start >= 0.9 * tl.span("k1").end and tl.span("k2").start >= tl.span("k1").end * 0.9

@@ -22,6 +22,19 @@ def test_estimate_terms():
         tm.estimate(10, 1, 1, optimizer="lion")
 
 
+def test_mixed_precision_is_16_bytes_per_parameter_with_adam():
+    """ZeRO §3.1: bf16 params (2) + bf16 grads (2) + fp32 master (4) + fp32 m and v (8) = 16 bytes/param — the
+    same as plain fp32 Adam; only the activations (and batch, workspace) shrink to 2 bytes per value."""
+    fp32 = tm.estimate(1000, 50, 8, optimizer="adam", io_elems_per_example=3)
+    mixed = tm.estimate(1000, 50, 8, optimizer="adam", io_elems_per_example=3, mixed=True)
+    assert (mixed.params, mixed.grads, mixed.master, mixed.optimizer) == (2000, 2000, 4000, 8000)
+    assert mixed.fixed == fp32.fixed == 16 * 1000
+    assert mixed.activations == 50 * 8 * 2 and mixed.batch == 3 * 8 * 2
+    assert mixed.per_example == fp32.per_example // 2
+    assert "fp32 master params" in mixed.as_dict() and "fp32 master params" not in fp32.as_dict()
+    assert tm.estimate(1000, 0, 1, optimizer="sgd", mixed=True).fixed == 8000  # 2 + 2 + 4
+
+
 @pytest.mark.parametrize("budget", [0, 15_999, 16_000, 16_321, 10**6, 10**9])
 def test_largest_batch_matches_brute_force(budget):
     at = lambda b: tm.estimate(1000, 37, b, io_elems_per_example=5)  # noqa: E731
@@ -65,6 +78,62 @@ def test_saved_bytes_grow_with_batch_and_checkpointing_cuts_them():
     assert plain[1] == 2 * plain[0] - tm.saved_bytes(stack(None), Ws, jnp.ones((0, 16)))
     nothing = tm.saved_bytes(stack(jax.checkpoint_policies.nothing_saveable), Ws, jnp.ones((8, 16)))
     assert nothing < plain[0]
+
+
+def _plain_stack(Ws, X):
+    return jax.lax.scan(lambda h, W: (jnp.tanh(h @ W), None), X, Ws)[0]
+
+
+def test_tanh_stack_keeps_one_output_per_layer_and_gives_the_same_gradients():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    L, B, d = 5, 7, 12  # nothing square in the batch dimension
+    Ws = jnp.asarray(rng.standard_normal((L, d, d)) / np.sqrt(d), jnp.float32)
+    X = jnp.asarray(rng.standard_normal((B, d)), jnp.float32)
+    plain = lambda Ws, X: jnp.sum(_plain_stack(Ws, X) ** 2)  # noqa: E731
+    minimal = lambda Ws, X: jnp.sum(tm.tanh_stack(Ws, X) ** 2)  # noqa: E731
+    assert np.allclose(tm.tanh_stack(Ws, X), _plain_stack(Ws, X), atol=1e-6)
+    for a, b in zip(jax.grad(plain, argnums=(0, 1))(Ws, X), jax.grad(minimal, argnums=(0, 1))(Ws, X)):
+        assert a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)
+    kept = [r for r in tm.saved_residuals(minimal, Ws, X) if not r.is_argument]
+    assert sorted(r.shape for r in kept) == sorted([(L, B, d), (B, d)])  # y_1..y_L, and 2·y_L for the loss
+    default = [r for r in tm.saved_residuals(plain, Ws, X) if not r.is_argument]
+    assert sum(r.shape == (L, B, d) for r in default) == 3  # JAX's own choice under scan: three per layer
+
+
+def test_compile_for_analysis_reads_the_same_buffers_and_flops():
+    Ws = jnp.ones((3, 32, 32)) * 0.1
+    X = jnp.ones((40, 32))
+    f = jax.grad(lambda Ws, X: jnp.sum(_plain_stack(Ws, X) ** 2))
+    fast, full = tm.compile_for_analysis(f, Ws, X), jax.jit(f).lower(Ws, X).compile()
+    assert fast.memory_analysis().temp_size_in_bytes == full.memory_analysis().temp_size_in_bytes
+    assert tm.compiled_flops(fast) == tm.compiled_flops(full) > 0
+    assert tm.xla_peak_bytes(fast) == tm.xla_peak_bytes(full)
+
+
+def test_transformer_formulas():
+    s, b, h, a = 128, 2, 64, 4
+    kor = tm.transformer_activation_bytes(s, b, h, a)  # Korthikanti et al.: 34·s·b·h + 5·a·s²·b (16-bit)
+    assert sum(kor.values()) == 34 * s * b * h + 5 * a * s * s * b
+    plain = tm.transformer_activation_bytes(s, b, h, a, value_bytes=4, dropout=False)
+    assert sum(plain.values()) == 4 * (16 * s * b * h + a * s * s * b)
+    assert tm.transformer_params(h, 3) == 3 * (12 * h * h + 4 * h)
+    f = tm.transformer_train_flops(1000, 2, 64, 32, tokens=10)
+    assert f == {"6N": 60_000.0, "attention": 12.0 * 2 * 64 * 32 * 10}
+
+
+def test_transformer_train_flops_match_xla_cost_model():
+    import numpy as np
+
+    h, a, b, s = 32, 4, 2, 48
+    params = tm.init_transformer_block(h, np.random.default_rng(0))
+    assert sum(p.size for p in jax.tree.leaves(params)) == tm.transformer_params(h)
+    x = jax.ShapeDtypeStruct((b, s, h), jnp.float32)
+    loss = lambda p, x: jnp.sum(tm.transformer_block(p, x, a) ** 2)  # noqa: E731
+    xla = tm.compiled_flops(tm.compile_for_analysis(jax.grad(loss), params, x))
+    model = sum(tm.transformer_train_flops(tm.transformer_params(h), 1, s, h, b * s).values())
+    assert 1.0 <= xla / model < 1.15  # XLA also counts elementwise work (softmax, GELU, LayerNorm): ~10 % at d = 32
 
 
 def test_xla_peak_bytes_bounds_the_estimate():

@@ -128,55 +128,86 @@ STEP_GEMMS = Problem(
 
 
 # -- Exercise 3: the largest batch that fits ------------------------------------------------------------------------
+# The memory model counts every array once (course §2.5's minimum): the batch's input row X and target row, and
+# each layer's output. A layer's input is not counted again — the first layer's input IS X, every other layer's is
+# the previous layer's output. (Counting X a second time as "layer 0's saved input" was this exercise's old
+# reference; it is now the plausible wrong answer.)
 
-def _memory(widths: list[int], batch: int, dtype: str, optimizer: str) -> int:
+DTYPES = ("float16", "float32", "float64", "mixed-bf16")
+# mixed-bf16: bf16 params and grads, fp32 master params and fp32 optimizer state (ZeRO §3.1), bf16 activations
+_MIXED = {"params": 2, "grads": 2, "master": 4, "optimizer": 4, "activations": 2}
+
+
+def _sizes(dtype: str) -> dict[str, int]:
+    if dtype == "mixed-bf16":
+        return _MIXED
     s = np.dtype(dtype).itemsize
+    return {"params": s, "grads": s, "master": 0, "optimizer": s, "activations": s}
+
+
+def _fixed_and_per_example(widths: list[int], dtype: str, optimizer: str) -> tuple[int, int]:
+    """(bytes independent of the batch, bytes per example) of the exercise's memory model."""
+    size = _sizes(dtype)
     params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
-    fixed = (2 + OPTIMIZER_SLOTS[optimizer]) * params
-    per_example = widths[0] + widths[-1] + sum(a + b for a, b in zip(widths[:-1], widths[1:]))
-    return (fixed + batch * per_example) * s
+    fixed = params * (size["params"] + size["grads"] + size["master"] + OPTIMIZER_SLOTS[optimizer] * size["optimizer"])
+    values = widths[0] + widths[-1] + sum(widths[1:])  # X, target, every layer's output
+    return fixed, values * size["activations"]
 
 
 def largest_batch(widths: list[int], budget_bytes: int, dtype: str, optimizer: str) -> int:
-    s = np.dtype(dtype).itemsize
-    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
-    fixed = (2 + OPTIMIZER_SLOTS[optimizer]) * params * s
-    per_example = (widths[0] + widths[-1] + sum(a + b for a, b in zip(widths[:-1], widths[1:]))) * s
+    fixed, per_example = _fixed_and_per_example(widths, dtype, optimizer)
     return max(0, (budget_bytes - fixed) // per_example)
 
 
 def _batch_hidden(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for _ in range(8):
-        widths = [int(w) for w in rng.integers(8, 8192, size=int(rng.integers(2, 7)))]
-        dtype, opt = str(rng.choice(["float16", "float32", "float64"])), str(rng.choice(list(OPTIMIZER_SLOTS)))
-        fixed = _memory(widths, 0, dtype, opt)
-        per = _memory(widths, 1, dtype, opt) - fixed
-        budget = int(fixed + per * rng.uniform(-0.5, 5000))  # sometimes the model alone does not fit
-        cases.append(Case((widths, budget, dtype, opt)))
+    for k in range(12):
+        n_layers = int(rng.integers(1, 6))
+        widths = [int(w) for w in rng.integers(8, 8192, size=n_layers + 1)]
+        if k % 3 == 0:  # a wide input and narrow layers: counting X twice is far off
+            widths[0] = int(rng.integers(4096, 16384))
+        dtype, opt = DTYPES[k % len(DTYPES)], tuple(OPTIMIZER_SLOTS)[k % len(OPTIMIZER_SLOTS)]
+        fixed, per = _fixed_and_per_example(widths, dtype, opt)
+        b = int(rng.integers(2, 5000))
+        budget = {0: fixed + b * per,  # exactly b examples fit: a tie
+                  1: fixed + b * per - 1,  # one byte short of b
+                  2: fixed + per - 1,  # not even one example
+                  3: int(fixed * rng.uniform(0.3, 0.99)),  # the model alone does not fit
+                  }.get(k % 6, int(fixed + per * rng.uniform(1, 20_000)))
+        cases.append(Case((widths, int(budget), dtype, opt)))
     return cases
 
 
 LARGEST_BATCH = Problem(
     name="largest_batch",
-    forbid=("gpucourse.training_memory.largest_batch",),
+    forbid=("gpucourse.training_memory.largest_batch", "gpucourse.training_memory.estimate"),
     spec="""
         largest_batch(widths, budget_bytes, dtype, optimizer) -> int
         An MLP of dense layers widths[0] → … → widths[-1], each with a weight (d_in × d_out) and a bias (d_out),
-        trained with `optimizer` ('sgd', 'momentum' or 'adam'). Everything is stored in `dtype`. Memory model:
-          fixed:       parameters + their gradients + optimizer state (sgd: none, momentum: 1 copy, adam: 2 copies)
-          per example: the input row (widths[0]) and target row (widths[-1]) of the batch, plus what the forward
-                       pass saves for the backward pass: every layer's input (d_in) and output (d_out).
-        Return the largest batch size whose total fits in budget_bytes (0 if not even one example fits).
+        trained with `optimizer` ('sgd', 'momentum' or 'adam'). Memory model, counting every array once:
+          fixed:       parameters + their gradients + optimizer state (sgd: none, momentum: 1 copy, adam: 2).
+          per example: the batch's input row (widths[0] values) and target row (widths[-1] values), plus what
+                       the backward pass needs: every layer's output (d_out values; its activation function's
+                       derivative comes from the output, like tanh's 1 − y²). A layer's input is not counted
+                       again: the first layer's input is the input row, every other layer's is the previous
+                       layer's output.
+        dtype 'float16', 'float32' or 'float64': everything is stored in dtype (np.dtype(dtype).itemsize bytes).
+        dtype 'mixed-bf16' (mixed precision): parameters and gradients in bf16 (2 bytes each), plus an fp32 master
+          copy of the parameters (4 bytes) and fp32 optimizer state (4 bytes per slot); per-example values in
+          bf16 (2 bytes).
+        Return the largest batch size whose total fits in budget_bytes (a total equal to the budget fits; 0 if
+        not even one example fits).
     """,
     reference=largest_batch,
     visible=[Case(([784, 512, 10], 10_000_000, "float32", "adam")),
              Case(([4096, 4096, 4096], 80 * 2**20, "float16", "sgd")),
+             Case(([1024, 256, 256, 10], 64 * 2**20, "mixed-bf16", "adam")),
              Case(([10, 10], 100, "float32", "adam"))],
     hidden=_batch_hidden,
     compare=lambda what, got, expected, case: expect_int(
         what, got, expected,
-        "fixed = (params + grads + optimizer slots) · itemsize; per example = (input + target + Σ(d_in + d_out)) · itemsize"),
+        "fixed = params · (bytes of param + grad (+ fp32 master) + optimizer slots); per example = (input row + "
+        "target row + every layer's output) · bytes per value — each array once"),
 )
 
 

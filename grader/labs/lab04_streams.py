@@ -20,7 +20,7 @@ from ..problem import Case, Problem
 
 SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
 SEED_DURATIONS = {"A": 30.0, "B": 20.0, "C": 25.0, "D": 40.0, "E": 15.0, "F": 10.0, "G": 20.0, "H": 15.0, "I": 30.0}
-WIDE = st.Machine(sms=10**6, name="unlimited SMs")
+WIDE = st.Machine(sms=10**6, connections=None, name="unlimited SMs and queues")
 
 
 class FreshCase(Case):
@@ -89,67 +89,157 @@ MAKESPAN = Problem(
 )
 
 
-# -- Exercise 2: re-arrange work across streams to meet a makespan target -----------------------------------------
+# -- Exercise 2: streams and events for a dependency graph -------------------------------------------------------
+# A program's copies and kernels form a DAG (each task needs the results of some earlier ones). The host must give
+# every task a stream and the events (waits) that guarantee each dependency, without adding any ordering the data
+# does not need. The checker: every dependency is guaranteed (stream order or events, transitively), events only
+# on tasks issued earlier, and the model's makespan (8 hardware queues, as CUDA's default) is no longer than the
+# ideal — every task waiting for exactly its dependencies and nothing else.
 
-def chain_ops(chains: list, assignment: list, n_streams: int) -> list[st.Op]:
-    """The ops of an assignment: stream s runs its chains one after another; kernels share the SMs evenly."""
-    sms = st.Machine().sms // n_streams
-    return [st.Op(f"c{c}k{j}", f"s{s}", float(us), sms=sms)
-            for s, group in enumerate(assignment) for c in group for j, us in enumerate(chains[c])]
-
-
-def assign_streams(chains: list, n_streams: int, target_us: float) -> list[list[int]]:
-    """Longest chain first, onto the stream with the least work so far (LPT)."""
-    load = [0.0] * n_streams
-    groups: list[list[int]] = [[] for _ in range(n_streams)]
-    for c in sorted(range(len(chains)), key=lambda c: -sum(chains[c])):
-        s = min(range(n_streams), key=lambda s: load[s])
-        groups[s].append(c)
-        load[s] += sum(chains[c])
-    return groups
+def dag_ideal(tasks: list, deps: dict) -> list[st.Op]:
+    """Every task on its own stream, waiting for exactly its dependencies: the timeline the data allows."""
+    return [st.Op(name, f"ideal{i}", float(us), engine, sms=int(sms), waits=tuple(deps.get(name, ())))
+            for i, (name, engine, us, sms) in enumerate(tasks)]
 
 
-def _lpt_target(chains: list, n_streams: int) -> float:
-    return st.simulate(chain_ops(chains, assign_streams(chains, n_streams, 0.0), n_streams)).makespan
+def dag_target(tasks: list, deps: dict) -> float:
+    return st.simulate(dag_ideal(tasks, deps), st.Machine(connections=None)).makespan
 
 
-def _assign_case(chains: list, n_streams: int) -> Case:
-    return Case((chains, n_streams, _lpt_target(chains, n_streams)))
+def schedule_dag(tasks: list, deps: dict) -> list[st.Op]:
+    """Chains on streams: a task follows one of its dependencies on that dependency's stream when it is the
+    stream's last task; its other dependencies become events; a task with no such dependency opens a stream."""
+    tail: dict[str, str] = {}  # stream -> its last task
+    ops = []
+    for name, engine, us, sms in tasks:
+        needs = list(deps.get(name, ()))
+        stream = next((s for s, last in tail.items() if last in needs), None)
+        if stream is None:
+            stream = f"s{len(tail)}"
+        waits = tuple(d for d in needs if d != tail.get(stream))
+        ops.append(st.Op(name, stream, float(us), engine, sms=int(sms), waits=waits))
+        tail[stream] = name
+    return ops
 
 
-def _compare_assignment(what: str, got: Any, expected: Any, case: Case) -> None:
-    chains, n_streams, target = case.args
-    if not isinstance(got, (list, tuple)) or not all(isinstance(g, (list, tuple)) for g in got):
-        raise CheckFailure(f"{what}: expected a list of lists of chain indices (one list per stream), got {got!r}")
-    if len(got) > n_streams:
-        raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len(got)}")
-    used = sorted(int(c) for g in got for c in g)
-    if used != list(range(len(chains))):
-        raise CheckFailure(f"{what}: every chain index 0..{len(chains) - 1} must appear exactly once, got {used}")
-    makespan = st.simulate(chain_ops(chains, [[int(c) for c in g] for g in got], n_streams)).makespan
-    if makespan > target * (1 + 1e-9):
-        raise CheckFailure(f"{what}: the model's makespan of your assignment is {makespan:g} µs, above the target "
-                           f"{target:g} µs. Hint: place the longest chains first, each onto the least-loaded stream")
+def _compare_dag(what: str, got: Any, expected: list[st.Op], case: Case) -> None:
+    tasks, deps = case.args
+    if not isinstance(got, (list, tuple)) or not all(isinstance(op, st.Op) for op in got):
+        raise CheckFailure(f"{what}: expected a list of gc.streams.Op (in issue order), got {type(got).__name__}")
+    want = {name: (engine, float(us), int(sms)) for name, engine, us, sms in tasks}
+    names = [op.name for op in got]
+    if sorted(names) != sorted(want):
+        missing, extra = sorted(set(want) - set(names)), sorted(set(names) - set(want))
+        raise CheckFailure(f"{what}: expected every task once; missing {missing[:6]}, unexpected or repeated "
+                           f"{sorted(extra + [n for n in set(names) if names.count(n) > 1])[:6]}")
+    for op in got:
+        engine, us, sms = want[op.name]
+        if op.engine != engine or abs(op.duration - us) > 1e-9 * max(1.0, us) or (engine == "compute" and op.sms != sms):
+            raise CheckFailure(f"{what}: task {op.name} must be Op({op.name!r}, stream, {us:g}, {engine!r}"
+                               + (f", sms={sms})" if engine == "compute" else ")")
+                               + f", got engine {op.engine!r}, duration {op.duration:g}, sms {op.sms}")
+    position = {n: i for i, n in enumerate(names)}
+    for op in got:
+        later = [w for w in op.waits if position[w] > position[op.name]]
+        if later:
+            raise CheckFailure(f"{what}: {op.name} waits for {later[0]}, which is issued after it: a "
+                               "cudaStreamWaitEvent on an event not yet recorded waits for nothing. Issue what "
+                               "you wait for first")
+    hb = st.happens_before(got)
+    for name, needs in deps.items():
+        for d in needs:
+            if d not in hb[name]:
+                raise CheckFailure(f"{what}: {name} needs the result of {d}, but nothing orders them (neither "
+                                   f"the same stream with {d} first, nor an event, directly or through other "
+                                   "ordered tasks): a race")
+    target = dag_target(tasks, deps)
+    timeline = st.simulate(got)
+    if timeline.makespan > target * (1 + 1e-9):
+        n_streams = len({op.stream for op in got})
+        raise CheckFailure(f"{what}: correct, but the model's makespan is {timeline.makespan:g} µs, expected at "
+                           f"most {target:g} µs (every task waiting for exactly its dependencies). Something waits "
+                           "for work it does not need: a task placed behind an unrelated one in its stream, a "
+                           "surplus event, or " + (f"{n_streams} streams sharing 8 hardware queues"
+                                                   if n_streams > 8 else "too few streams for kernels that could "
+                                                   "run side by side"))
 
 
-ASSIGN = Problem(
-    name="assign_streams",
+def random_dag(rng: np.random.Generator, n_chains: int) -> Case:
+    """Pipelines (copy in → kernels → copy out) with cross-pipeline dependencies, issued interleaved."""
+    chains: list[list[tuple[str, str, float, int]]] = []
+    for c in range(n_chains):
+        chain = [(f"in{c}", "h2d", float(rng.integers(5, 60)), 1)]
+        for j in range(int(rng.integers(1, 4))):
+            chain.append((f"k{c}{'abc'[j]}", "compute", float(rng.integers(5, 120)), int(rng.choice([20, 44, 66, 132]))))
+        if rng.random() < 0.7:
+            chain.append((f"out{c}", "d2h", float(rng.integers(5, 60)), 1))
+        chains.append(chain)
+    order = [c for c, chain in enumerate(chains) for _ in chain]
+    rng.shuffle(order)
+    position = [0] * n_chains
+    tasks, deps, issued = [], {}, []
+    for c in order:
+        task = chains[c][position[c]]
+        needs = [chains[c][position[c] - 1][0]] if position[c] else []
+        kernels_before = [t for t in issued if t[1] == "compute" and not t[0].startswith(f"k{c}")]
+        if task[1] == "compute" and kernels_before and rng.random() < 0.45:  # needs another pipeline's result
+            needs.append(kernels_before[int(rng.integers(len(kernels_before)))][0])
+        position[c] += 1
+        tasks.append(task)
+        issued.append(task)
+        if needs:
+            deps[task[0]] = needs
+    return Case((tasks, deps))
+
+
+def one_stream_per_task(tasks: list, deps: dict) -> list[st.Op]:
+    """The DAG transcribed task by task: correct, but each task opens a stream — beyond 8 they share queues."""
+    return [st.Op(name, f"t{i}", float(us), engine, sms=int(sms), waits=tuple(deps.get(name, ())))
+            for i, (name, engine, us, sms) in enumerate(tasks)]
+
+
+def false_dependency_dag(rng: np.random.Generator) -> Case:
+    """A DAG where one stream per task (12 streams on 8 hardware queues) picks up a false dependency and finishes
+    late, while following the pipelines (5 streams) reaches the ideal: the 10th task, a kernel on the critical
+    path, shares a hardware queue with the 2nd, which waits for a long kernel."""
+    r = lambda lo, hi: float(rng.integers(lo, hi))  # noqa: E731  (µs)
+    tasks = [("kLong", "compute", r(150, 220), 44), ("kTail", "compute", r(5, 20), 44),  # kTail waits for kLong
+             ("in0", "h2d", r(5, 15), 1), ("in1", "h2d", r(5, 15), 1), ("inC", "h2d", r(5, 15), 1),
+             ("k0", "compute", r(5, 30), 20), ("k1", "compute", r(5, 30), 20),
+             ("out0", "d2h", r(5, 15), 1), ("out1", "d2h", r(5, 15), 1),
+             ("kC1", "compute", r(80, 120), 44), ("kC2", "compute", r(80, 120), 44), ("outC", "d2h", r(10, 30), 1)]
+    deps = {"kTail": ["kLong"], "k0": ["in0"], "k1": ["in1"], "out0": ["k0"], "out1": ["k1"],
+            "kC1": ["inC"], "kC2": ["kC1"], "outC": ["kC2"]}
+    target = dag_target(tasks, deps)
+    assert st.simulate(schedule_dag(tasks, deps)).makespan <= target < st.simulate(one_stream_per_task(tasks, deps)).makespan
+    return Case((tasks, deps))
+
+
+_DAG_VISIBLE_TASKS = [("in0", "h2d", 20.0, 1), ("in1", "h2d", 20.0, 1), ("k0", "compute", 50.0, 40),
+                      ("k1", "compute", 50.0, 40), ("sum", "compute", 10.0, 132), ("out", "d2h", 20.0, 1)]
+_DAG_VISIBLE_DEPS = {"k0": ["in0"], "k1": ["in1"], "sum": ["k0", "k1"], "out": ["sum"]}
+
+DAG = Problem(
+    name="schedule_dag",
     spec="""
-        assign_streams(chains, n_streams, target_us) -> [[chain indices of stream 0], [... stream 1], ...]
-        chains[c] is a list of kernel durations (µs) that must run in this order. Chains are independent of
-        each other. Put every chain on one of n_streams streams; a stream runs its chains one after another.
-        Each kernel occupies 1/n_streams of the GPU's SMs, so the streams really run concurrently.
-        The model's makespan of your assignment must not exceed target_us (the checker simulates it).
+        schedule_dag(tasks, deps) -> list of gc.streams.Op, in the order the host issues them
+        tasks: [(name, engine, duration_us, sms), ...] in a valid issue order (every task after those it needs);
+               engine is "h2d", "compute" or "d2h"; sms = SMs a kernel occupies (1 for copies).
+        deps:  {name: [names of tasks whose results it needs]}.
+        Return one Op(name, stream, duration_us, engine, sms=sms, waits=(...)) per task: choose its stream and
+        the events it waits for (waits = tasks of other streams that must finish first). Rules the checker
+        enforces:
+        - correct: every dependency is guaranteed — the needed task is earlier in the same stream, or waited for,
+          directly or through other ordered tasks (an unordered pair is a race);
+        - events only on tasks issued earlier in your list (waiting on an event not yet recorded waits for nothing);
+        - overlapped: gc.streams.simulate(your list) on the default model GPU — 132 SMs, one copy engine per
+          direction, and 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS: a 9th stream shares a queue with the
+          1st) — finishes no later than the ideal, where every task waits for exactly its dependencies.
     """,
-    reference=assign_streams,
-    visible=[_assign_case([[50, 50], [40, 50], [10], [5, 5], [80], [5]], 2),
-             _assign_case([[30], [30], [20, 10], [20], [20], [10, 10, 10]], 3)],
-    hidden=lambda rng: [
-        _assign_case([[float(rng.integers(5, 200)) for _ in range(int(rng.integers(1, 5)))]
-                      for _ in range(int(rng.integers(n + 2, 3 * n + 1)))], n)
-        for n in (2, 3, 4, 2, 3, 4)
-    ],
-    compare=_compare_assignment,
+    reference=schedule_dag,
+    visible=[Case((_DAG_VISIBLE_TASKS, _DAG_VISIBLE_DEPS)), false_dependency_dag(np.random.default_rng(4))],
+    hidden=lambda rng: [random_dag(rng, n) for n in (2, 3, 4, 4, 3)] + [false_dependency_dag(rng) for _ in range(3)],
+    compare=_compare_dag,
 )
 
 
@@ -374,4 +464,4 @@ CHUNKS = Problem(
     after=_gpu_overlap,
 )
 
-problems = {p.name: p for p in (MAKESPAN, ASSIGN, TIMING, LAUNCHES, CHUNKS)}
+problems = {p.name: p for p in (MAKESPAN, DAG, TIMING, LAUNCHES, CHUNKS)}

@@ -28,7 +28,7 @@
 # | 3 | implement | chunked processing of an array larger than device memory, within a memory budget |
 # | 4 | compute | the lane utilization of a warp for a branch pattern (SIMT masks) |
 # | 5 | implement | a vectorized version of a loop with a branch |
-# | 6 | diagnose | latency and bandwidth of a transfer path, fitted from measurements |
+# | 6 | diagnose | latency and bandwidth of a transfer path, fitted from noisy measurements |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -65,7 +65,7 @@ be = gc.setup()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — Offload or not?
 #
-# Seed 002's program is `load → to_gpu → process → to_cpu → print`. The GPU's `process` step may be 50× faster
+# [Seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s program is `load → to_gpu → process → to_cpu → print`. The GPU's `process` step may be 50× faster
 # than the CPU's, but `to_gpu` and `to_cpu` cross PCIe, which is far slower than either processor's own memory.
 # Put numbers on all three steps and decide.
 
@@ -229,17 +229,21 @@ lab.problems["huber_vectorized"].check(huber_vectorized, hidden=True)
 #
 # A copy costs a fixed latency plus bytes over bandwidth. Small copies measure the latency, large ones the
 # bandwidth — a single point measures neither. Fit both from a series of measurements (the kind
-# `gc.datapath.measure_h2d` produces on a GPU).
+# `gc.datapath.measure_h2d` produces on a GPU). Real timings wobble by a *fraction* of themselves: a 100 ms copy
+# is off by milliseconds, a 10 µs one by a fraction of a microsecond. A fit that weighs every point's error in
+# seconds alike is steered by the largest copies, and the latency — microseconds — gets lost in their noise.
+# You are graded against the latency and bandwidth the measurements were generated from.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fit_transfer"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_fit_transfer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fit_transfer(sizes, seconds):
-    """(latency [s], bandwidth [bytes/s]) of the least-squares line seconds = latency + size / bandwidth."""
+    """(latency [s], bandwidth [bytes/s]) of seconds = latency + size / bandwidth, fitted to noisy times."""
     # roughly 3 lines
     ### BEGIN SOLUTION
-    slope, intercept = np.polyfit(sizes, seconds, 1)
+    # least squares on the *relative* errors: each residual divided by its own time (np.polyfit's w multiplies it)
+    slope, intercept = np.polyfit(sizes, seconds, 1, w=1.0 / np.asarray(seconds))
     return intercept, 1.0 / slope
     ### END SOLUTION
 

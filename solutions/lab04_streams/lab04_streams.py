@@ -23,8 +23,8 @@
 #
 # | # | kind | you write |
 # |---|---|---|
-# | 1 | predict | the makespan of a multi-stream schedule with events (the seed's Stream 1/2/3 example) |
-# | 2 | implement | an assignment of independent kernel chains to streams that meets a makespan target |
+# | 1 | predict | the makespan of a multi-stream schedule with events ([seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s Stream 1/2/3 example) |
+# | 2 | implement | streams and events for a graph of copies and kernels: correct, and overlapped as far as the data allows |
 # | 3 | diagnose | a fixed version of a broken timing snippet (asynchronous dispatch, compile time) |
 # | 4 | compute | how many tiny launches make launch overhead dominate |
 # | 5 | implement | chunked copy/compute overlap over several streams |
@@ -35,8 +35,10 @@
 # `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
 #
 # Schedules are judged by the course's stream/engine model, `gc.streams.simulate` (times in µs): ops of one
-# stream run in order; ops of different streams run concurrently when the GPU has room; `waits` are events.
-# You may call `gc.streams.simulate` to try your ideas. On a GPU, exercise 5 also runs your schedule for real.
+# stream run in order; ops of different streams run concurrently when the GPU has room; `waits` are events;
+# streams are spread over 8 hardware queues (CUDA's default). `gc.streams.happens_before` and `gc.streams.races`
+# tell you what your schedule guarantees. You may call all three to try your ideas. On a GPU, exercise 5 also runs
+# your schedule for real.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
@@ -100,35 +102,44 @@ lab.problems["predict_makespan"].check(predict_makespan, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 2 — Re-arrange work across streams to meet a target
+# ## Exercise 2 — Streams and events for a graph of copies and kernels
 #
-# You have more independent pipelines (chains of kernels that must stay in order) than streams. Which chain goes
-# on which stream decides when the last stream finishes. The checker simulates your assignment and compares its
-# makespan with the target. A well-known greedy rule reaches it; try round-robin first and see why it does not.
+# A real program is not a set of independent chains: a kernel needs the copy that brought its input, a reduction
+# needs several kernels, a copy-out needs the kernel that produced the data. You get that dependency graph and
+# the order in which the host issues the tasks; you choose each task's **stream** and its **events** (`waits`).
+# Two ways to get it wrong: a dependency that nothing guarantees (a race: the answer is sometimes right), or an
+# ordering the data does not need (a task stuck behind an unrelated one in its stream, a surplus wait, a
+# stream that has to share a hardware queue) — correct, but slower. The checker wants neither.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["assign_streams"].show()
+lab.problems["schedule_dag"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_assign_streams", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def assign_streams(chains, n_streams, target_us):
-    """A list of n_streams lists of chain indices whose simulated makespan is at most target_us."""
-    # roughly 7 lines
+# %% nbgrader={"grade": false, "grade_id": "ex2_schedule_dag", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def schedule_dag(tasks, deps):
+    """One streams.Op per task, in issue order: a stream and the events (waits) that guarantee its dependencies."""
+    # roughly 12 lines
     ### BEGIN SOLUTION
-    load = [0.0] * n_streams
-    groups = [[] for _ in range(n_streams)]
-    for c in sorted(range(len(chains)), key=lambda c: -sum(chains[c])):  # longest chain first ...
-        s = load.index(min(load))  # ... onto the stream with the least work so far
-        groups[s].append(c)
-        load[s] += sum(chains[c])
-    return groups
+    last = {}  # stream -> the last task issued on it
+    ops = []
+    for name, engine, us, sms in tasks:
+        needs = list(deps.get(name, []))
+        # follow a dependency on its stream when it is that stream's last task: stream order is the guarantee;
+        # an unrelated task on the stream would add an order the data does not need
+        stream = next((s for s, t in last.items() if t in needs), None)
+        if stream is None:
+            stream = f"s{len(last)}"  # nothing to follow: a new stream (few are needed: ≤ 8 hardware queues)
+        waits = tuple(d for d in needs if d != last.get(stream))  # every other dependency: an event
+        ops.append(streams.Op(name, stream, us, engine, sms=sms, waits=waits))
+        last[stream] = name
+    return ops
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_assign_streams_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["assign_streams"].check(assign_streams)
+# %% nbgrader={"grade": true, "grade_id": "ex2_schedule_dag_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["schedule_dag"].check(schedule_dag)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_assign_streams_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex2_schedule_dag_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["assign_streams"].check(assign_streams, hidden=True)
+lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -177,9 +188,12 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — How many tiny launches make overhead dominate?
 #
-# The seed: a launch costs "3–5 µs", so a 1 µs kernel is dominated by it. But the host queues launches while the
-# GPU works: as long as each kernel runs longer than a launch takes, the queue never runs dry. Split a fixed
-# amount of work into more and more kernels and find where the GPU starts idling more than it works.
+# [Seed 000](../../course/00_overview.ipynb#Sources-and-claims-checks): a launch costs "3–5 µs", so a 1 µs
+# kernel is dominated by it. The course's §4.4 splits that cost in two: the latency (paid once when the queue is
+# full) and the host's time per launch, which limits back-to-back kernels. This exercise is about the second: the
+# host queues launches while the GPU works, and as long as each kernel runs longer than a launch takes, the queue
+# never runs dry. Split a fixed amount of work into more and more kernels and find where the GPU starts idling
+# more than it works.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].show()

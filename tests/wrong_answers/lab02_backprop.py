@@ -18,14 +18,18 @@ WRONG = {
         fwd += 2 * batch * d_in * d_out
     return gemms, fwd, 2 * fwd
 ''',
-    # forgets the optimizer state (counts params + grads only)
+    # counts the input X twice: once as the batch's input row and again as "layer 0's saved input"
+    # (this exercise's old reference did exactly that)
     "ex3_largest_batch": '''def largest_batch(widths, budget_bytes, dtype, optimizer):
-    size = np.dtype(dtype).itemsize
-    layers = list(zip(widths[:-1], widths[1:]))
-    params = sum(d_in * d_out + d_out for d_in, d_out in layers)
-    fixed = 2 * params * size
-    per_example = (widths[0] + widths[-1] + sum(d_in + d_out for d_in, d_out in layers)) * size
-    return max(0, (budget_bytes - fixed) // per_example)
+    slots = {"sgd": 0, "momentum": 1, "adam": 2}
+    if dtype == "mixed-bf16":
+        per_param, value = 2 + 2 + 4 + 4 * slots[optimizer], 2
+    else:
+        value = np.dtype(dtype).itemsize
+        per_param = (2 + slots[optimizer]) * value
+    params = sum(d_in * d_out + d_out for d_in, d_out in zip(widths[:-1], widths[1:]))
+    per_example = (widths[0] + widths[-1] + widths[0] + sum(widths[1:])) * value
+    return max(0, (budget_bytes - params * per_param) // per_example)
 ''',
     # budgets only the saved residuals (print_saved_residuals), not XLA's working memory: picks policies that don't fit
     "ex4_pick_policy": '''def pick_policy(layers, batch, width, budget_bytes):

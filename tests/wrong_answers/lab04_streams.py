@@ -5,12 +5,11 @@ WRONG = {
     "ex1_predict_makespan": '''def predict_makespan(streams, durations, waits):
     return max(sum(durations[op] for op in chain) for chain in streams.values())
 ''',
-    # round-robin in the given order: balanced by count, not by work
-    "ex2_assign_streams": '''def assign_streams(chains, n_streams, target_us):
-    groups = [[] for _ in range(n_streams)]
-    for c in range(len(chains)):
-        groups[c % n_streams].append(c)
-    return groups
+    # the classic "copy stream + compute stream" pattern, one stream per engine, with an event for every dependency:
+    # correct, but kernels that could share the SMs run one after another in the compute stream
+    "ex2_schedule_dag": '''def schedule_dag(tasks, deps):
+    return [streams.Op(name, engine, us, engine, sms=sms, waits=tuple(deps.get(name, [])))
+            for name, engine, us, sms in tasks]
 ''',
     # adds the warm-up but still stops the clock before the work is done
     "ex3_time_call": '''def time_call(f, x, repeat, clock):
