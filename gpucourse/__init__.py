@@ -22,7 +22,9 @@ Modules, by what they hold:
 - ``systolic`` a cycle-stepped weight-stationary systolic array (the TPU's MXU), tiling and utilization
 - ``interconnect`` the ICI torus: hop counts, ring/torus all-reduce cost models and simulation
 - ``colab``    "Open in Colab": the badge and the first cell that installs the course in Colab
-- ``xla``      what XLA compiled: optimized HLO, fusions, cost analysis, buffer assignment
+- ``xla``      what XLA compiled: optimized HLO, fusions, the GEMM and who runs it, cost analysis, buffer assignment
+- ``xla_gpu``  XLA's GPU compiler run deviceless for an H100: optimized HLO, PTX and SASS without a GPU
+- ``fusion``   what fusion saves, measured: dispatches, bytes and page faults per call, and a model of the time ratio
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from . import (
     toolchain,
     training_memory,
     xla,
+    xla_gpu,
 )
 from .backend import (
     Backend,
@@ -60,7 +63,7 @@ from .timing import Timing, block, confirm_faster, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
+    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla", "xla_gpu",
 ]
 
 __version__ = "0.1.0"
