@@ -36,6 +36,7 @@ from . import (
     blas,
     datapath,
     devmem,
+    fusion,
     hardware,
     interconnect,
     occupancy,
@@ -63,7 +64,7 @@ from .timing import Timing, block, confirm_faster, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla", "xla_gpu",
+    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "fusion", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla", "xla_gpu",
 ]
 
 __version__ = "0.1.0"

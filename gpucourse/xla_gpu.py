@@ -99,9 +99,26 @@ def _plugin_installed() -> bool:
     return (plugin_dir() / "jax_plugins" / "xla_cuda13" / "xla_cuda_plugin.so").is_file()
 
 
+def _cuda_plugin_in_env() -> str | None:
+    """A JAX CUDA plugin installed in this environment (the GPU backend's jax[cuda12]), if any."""
+    import importlib.util
+
+    for name in ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13"):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return name
+        except (ImportError, ValueError):
+            continue
+    return None
+
+
 def missing() -> list[str]:
     """What is absent for a deviceless GPU compile here (an empty list: everything works)."""
     out = []
+    if _cuda_plugin_in_env():
+        out.append(f"nothing to add: {_cuda_plugin_in_env()} is installed in this environment, so XLA compiles for "
+                   "the real GPU (compile_for_gpu does that on the GPU backend); a second CUDA plugin would clash")
+        return out
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
         out.append(f"JAX's CUDA plugin exists for Linux x86-64/aarch64 only (this is {platform.system()} "
                    f"{platform.machine()})")
@@ -209,8 +226,9 @@ class GpuCompiled:
         return total
 
     def provenance(self) -> str:
-        return (f"compiled deviceless by XLA:GPU ({PLUGIN} {self.jax_version}) for {self.target} ({self.arch})"
-                + (f", options {self.options}" if self.options else ""))
+        how = (f"compiled by XLA:GPU (JAX {self.jax_version}) on {self.target}" if "this GPU" in self.target else
+               f"compiled deviceless by XLA:GPU ({PLUGIN} {self.jax_version}) for {self.target} ({self.arch})")
+        return how + (f", options {self.options}" if self.options else "")
 
 
 def _spec(a: Any) -> list:
@@ -221,22 +239,58 @@ def _spec(a: Any) -> list:
     return [list(shape), str(dtype)]
 
 
-def compile_for_gpu(source: str, *args: Any, target: str = "H100 SXM", options: dict | None = None,
+def compile_for_gpu(source: str, *args: Any, target: str | None = None, options: dict | None = None,
                     timeout: float = 300) -> GpuCompiled:
     """Compile the JAX function ``source`` (text of a lambda, e.g. ``"lambda a, b: jnp.dot(a, b)"``; ``jax``, ``jnp``
-    and ``lax`` are in scope) for ``args`` (arrays, ShapeDtypeStructs or ``(shape, dtype)`` pairs) for ``target``,
-    in a child process with the CUDA plugin, and return what XLA:GPU produced."""
+    and ``lax`` are in scope) for ``args`` (arrays, ShapeDtypeStructs or ``(shape, dtype)`` pairs) and return what
+    XLA:GPU produced. On the GPU backend (``target=None``) it compiles for the GPU in this machine, in this
+    process, autotuned; otherwise deviceless for ``target`` (default "H100 SXM") in a child process."""
     return compile_many([(source, args, options or {})], target=target, timeout=timeout)[0]
 
 
-def compile_many(programs: list[tuple[str, tuple, dict]], target: str = "H100 SXM",
+def compile_many(programs: list[tuple[str, tuple, dict]], target: str | None = None,
                  timeout: float = 300) -> list[GpuCompiled]:
-    """Several programs ``(source, args, options)`` in ONE child process (JAX and the plugin start once)."""
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
+    """Several programs ``(source, args, options)`` at once (deviceless: ONE child process, JAX starts once)."""
+    from .backend import get_backend
+
     job = [(src, tuple(tuple(_spec(a)[0]) for a in args), tuple(_spec(a)[1] for a in args),
             json.dumps(opts, sort_keys=True)) for src, args, opts in programs]
+    if target is None and get_backend().is_gpu:
+        return [_compile_here(*j) for j in job]
+    target = target or "H100 SXM"
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
     return list(_compile_cached(tuple(job), target, timeout))
+
+
+def _compile_here(src: str, shapes: tuple, dtypes: tuple, opts: str) -> GpuCompiled:
+    """Compile on the GPU this process uses (the GPU backend): autotuned, with XLA's dump for the PTX."""
+    import glob
+    import tempfile
+
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from .backend import get_backend
+
+    dev = get_backend().jax_device
+    fn = eval(src, {"jax": jax, "jnp": jnp, "lax": lax})  # noqa: S307 (course-provided program text)
+    specs = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d)) for s, d in zip(shapes, dtypes)]
+    cc = getattr(dev, "compute_capability", "9.0")
+    major, minor = (int(v) for v in str(cc).split(".")[:2])
+    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    with tempfile.TemporaryDirectory() as dump:
+        options = dict(json.loads(opts), xla_dump_to=dump)
+        if toolchain.cuda_data_dir() is not None:
+            options["xla_gpu_cuda_data_dir"] = str(toolchain.cuda_data_dir())
+        c = jax.jit(fn, device=dev).lower(*specs).compile(compiler_options=options)
+        ptx = tuple(t for t in (open(p).read() for p in sorted(glob.glob(f"{dump}/*.ptx"))) if t.strip())
+        buffers = "\n".join(open(p).read() for p in sorted(glob.glob(f"{dump}/*after_optimizations-buffer-assignment.txt")))
+    mem = c.memory_analysis()
+    memory = {k: int(getattr(mem, k + "_size_in_bytes", 0)) for k in ("argument", "output", "temp")}
+    return GpuCompiled(src, f"{dev.device_kind} (this GPU, autotuned)", arch, json.loads(opts), c.as_text(), ptx,
+                       buffers, memory, jax.__version__)
 
 
 @lru_cache(maxsize=16)
