@@ -202,6 +202,17 @@ def find_gemm(hlo: str) -> Gemm:
     return gemms[0]
 
 
+def round_to_tf32(x: Any) -> Any:
+    """float32 values rounded to TF32 (10-bit mantissa, round to nearest, ties away from zero), as PTX
+    ``cvt.rna.tf32.f32`` does before a TF32 tensor-core MMA; returned as float32."""
+    import numpy as np
+
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    finite = np.isfinite(np.asarray(x, dtype=np.float32))
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).astype(np.uint32)  # 23 - 10 = 13 bits dropped
+    return np.where(finite, rounded, bits).view(np.float32)
+
+
 def fusion_breakers() -> dict[str, Callable]:
     """Ops that XLA cannot fuse into an elementwise loop, each as a function of one (m, n) array."""
     import jax

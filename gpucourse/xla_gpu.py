@@ -29,7 +29,6 @@ import platform
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -260,7 +259,14 @@ def compile_many(programs: list[tuple[str, tuple, dict]], target: str | None = N
     target = target or "H100 SXM"
     if target not in TARGETS:
         raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
-    return list(_compile_cached(tuple(job), target, timeout))
+    todo = list(dict.fromkeys(j for j in job if (j, target) not in _CACHE))
+    if todo:
+        for j, result in zip(todo, _compile_child(tuple(todo), target, timeout)):
+            _CACHE[j, target] = result
+    return [_CACHE[j, target] for j in job]
+
+
+_CACHE: dict[tuple, "GpuCompiled"] = {}  # (program, target) -> result: compiling is deterministic
 
 
 def _compile_here(src: str, shapes: tuple, dtypes: tuple, opts: str) -> GpuCompiled:
@@ -293,8 +299,7 @@ def _compile_here(src: str, shapes: tuple, dtypes: tuple, opts: str) -> GpuCompi
                        buffers, memory, jax.__version__)
 
 
-@lru_cache(maxsize=16)
-def _compile_cached(job: tuple, target: str, timeout: float) -> tuple[GpuCompiled, ...]:
+def _compile_child(job: tuple, target: str, timeout: float) -> tuple[GpuCompiled, ...]:
     gone = missing()
     if gone:
         raise toolchain.ToolchainMissing("deviceless XLA:GPU compile needs: " + "; ".join(gone))

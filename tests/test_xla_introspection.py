@@ -121,3 +121,17 @@ Total bytes used: 256
     allocs = xla.parse_buffer_assignment(text)
     assert [a.kind for a in allocs] == ["output", "parameter", "temp"]
     assert allocs[2].values == (("mul.1", 64, 0), ("sort.1", 64, 64)) and allocs[2].value_bytes == 128
+
+
+def test_round_to_tf32_keeps_ten_mantissa_bits():
+    import numpy as np
+
+    x = np.array([1.0, 1 + 2**-10, 1 + 2**-11, 1 + 2**-12, -3.0000002, np.inf], np.float32)
+    r = xla.round_to_tf32(x)
+    assert r.dtype == np.float32
+    assert r[0] == 1.0 and r[1] == 1 + 2**-10  # representable: unchanged
+    assert r[2] == 1 + 2**-10  # a tie rounds away from zero
+    assert r[3] == 1.0 and r[4] == -3.0 and np.isinf(r[5])
+    v = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
+    rel = np.abs(xla.round_to_tf32(v) - v) / np.abs(v)
+    assert rel.max() <= 2**-11 and rel.max() > 2**-13  # half a unit in the 10th mantissa bit
