@@ -420,8 +420,12 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
 
 def _kernel_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for m, n in [(1, int(rng.integers(33, 63))), (int(rng.integers(5, 19)), int(rng.integers(3, 30))),
-                 (int(rng.integers(9, 15)), int(rng.integers(65, 95))), (37, 37)]:  # a row; n < 32; wide; square
+    def not_multiple(lo: int, hi: int, of: int) -> int:
+        return int(of * rng.integers(lo, hi) + rng.integers(1, of))
+
+    # one row; fewer columns than a warp; wide; square — rows never a multiple of 4, columns never of 32
+    for m, n in [(1, not_multiple(1, 2, 32)), (not_multiple(1, 4, 4), int(rng.integers(3, 30))),
+                 (not_multiple(2, 4, 4), not_multiple(2, 3, 32)), (37, 37)]:
         x = rng.standard_normal((m, n)).astype(np.float32)
         cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))))
     return cases
