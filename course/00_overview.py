@@ -14,8 +14,6 @@
 #     name: python3
 # ---
 
-# %%
-
 # %% [markdown]
 # # 0 — What happens when you call `c = jnp.dot(a, b)`? (그래서 JAX 모델로부터 GPU 연산 과정은? — "So what happens, from a JAX model down to the GPU's computation?")
 #
@@ -59,8 +57,7 @@
 #   English, its text in Korean): disk → CPU memory → GPU memory, why a GPU runs out of memory instead of paging,
 #   streams, kernels split into blocks on SMs, warps.
 #
-# The course could not find the authors or the web addresses of either article (the search is recorded in the
-# course's development notes); it cites them by these titles. You never need the Korean: every Korean term in the
+# The course could not find the authors or the web addresses of either article; it cites them by these titles. You never need the Korean: every Korean term in the
 # course appears once in parentheses beside its English name, as a gloss for readers who know the articles.
 #
 # The seeds make 33 checkable statements, numbered C01–C33. Each section ends with a **Claims check** table with
@@ -258,7 +255,8 @@ if toolchain.available():
     print("wmma / mma.sync kernel, sm_90:        ", dict(sm90.variants("HMMA")))
     print("wgmma kernel, sm_90a:                 ", dict(sm90a.variants("HGMMA")), dict(sm90a.variants("WARPGROUP")))
     refusal = toolchain.compile_error(toolchain.WGMMA_CU, arch="sm_90")
-    print("wgmma kernel, sm_90:", next(line.strip() for line in refusal.splitlines() if "wgmma.fence" in line))
+    print("wgmma kernel, sm_90:                  ",
+          next(line.split("error   : ")[-1] for line in refusal.splitlines() if "wgmma.fence" in line))
     assert sm90.variants("HMMA") == {"HMMA.16816.F32": 2} and sm90a.variants("HGMMA") == {"HGMMA.64x8x16.F32": 1}
     assert "not supported on .target 'sm_90'" in refusal
 else:
@@ -313,7 +311,7 @@ ids = np.zeros((80, 3), np.int32)
 d_ids = cuda.to_device(ids)
 who_am_i[2, 64](d_ids)  # 2 blocks of 64 threads = 4 warps; 80 elements, so the last 48 threads idle
 ids = d_ids.copy_to_host()
-print("block, thread, warp of elements 0, 31, 32, 63, 64, 79:", [tuple(ids[i]) for i in (0, 31, 32, 63, 64, 79)])
+print("block, thread, warp of elements 0, 31, 32, 63, 64, 79:", [tuple(map(int, ids[i])) for i in (0, 31, 32, 63, 64, 79)])
 assert tuple(ids[79]) == (1, 15, 0) and tuple(ids[32]) == (0, 32, 1)
 h100 = gc.hardware.H100_SXM
 print(f"an H100 has {h100.sm_count} SMs, each holding up to {h100.per_sm['max_warps']} resident warps")

@@ -14,8 +14,6 @@
 #     name: python3
 # ---
 
-# %%
-
 # %% [markdown]
 # # 6 — JIT and XLA fusion, down to the machine code (커널 융합과 JIT — kernel fusion and JIT)
 #

@@ -83,3 +83,17 @@ def test_elementwise_chain_is_one_vectorized_loop_fusion(compiled):
     assert s.variants("LDG") == {"LDG.E.128.CONSTANT": 3} and s.variants("STG") == {"STG.E.128": 1}
     # XLA keeps the multiply and the add separately rounded (mul.rn/add.rn cannot be contracted): no FFMA
     assert s.count("FMUL") == 4 and s.count("FADD") == 4 and s.count("FMNMX") == 4 and s.count("FFMA") == 0
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_backend_it_compiles_for_this_gpu_autotuned():
+    """On a GPU machine compile_for_gpu compiles in-process for the real GPU (autotuned): whatever XLA picks for a
+    large bf16 GEMM — cuBLAS(Lt) or a Triton fusion — find_gemm names it, and a Triton kernel on Hopper is HGMMA."""
+    import gpucourse as gc
+
+    r = xla_gpu.compile_for_gpu("lambda a, b: jnp.dot(a, b)", ((4096, 4096), "bfloat16"), ((4096, 4096), "bfloat16"))
+    assert "this GPU" in r.target and r.gemm.how in ("library call", "generated fusion")
+    if r.gemm.how == "generated fusion" and r.arch == "sm_90a":
+        assert r.sass().count("HGMMA") > 0, "an autotuned Triton GEMM on Hopper uses wgmma"
+    chain = xla_gpu.compile_for_gpu("lambda x, y, z: jnp.maximum(x * y + z, 0.0)", *(((1 << 24,), "float32"),) * 3)
+    assert gc.xla.entry_ops(chain.hlo).count("fusion") == 1 and chain.ptx
