@@ -388,12 +388,14 @@ assert c.devices() == {be.jax_device} and d.devices() == {be.jax_device}
 
 # %%
 c_host = np.asarray(c)
-assert isinstance(c_host, np.ndarray) and np.allclose(c_host, a @ b, rtol=1e-3, atol=1e-3)
-print("copied home:", type(c_host).__name__, c_host.shape, "- matches NumPy's a @ b")
+tol = 3e-2 if be.is_gpu else 1e-4  # TF32 inputs on a GPU (step 4): 10-bit mantissas, errors ≈ 1e-2 on sums of 128
+err = np.abs(c_host - a.astype(np.float64) @ b.astype(np.float64)).max()
+print("copied home:", type(c_host).__name__, c_host.shape, f"- largest difference from float64 a @ b: {err:.1e}")
+assert isinstance(c_host, np.ndarray) and err < tol
 
 # %% [markdown]
-# (`rtol=1e-3` because on a GPU backend the product was computed in TF32, step 4; on CPU it agrees to float32
-# precision.)
+# On this CPU the copy agrees with a float64 product to float32 precision (the difference printed above); on a
+# GPU backend the tolerance is looser, because the product was computed with TF32 inputs (step 4).
 #
 # ## Claims check
 #
