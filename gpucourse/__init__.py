@@ -50,8 +50,8 @@ from . import (
     toolchain,
     training_memory,
     xla,
-    xla_gpu,
 )
+# xla_gpu is imported on use (`from gpucourse import xla_gpu`): it is also a command, python -m gpucourse.xla_gpu
 from .backend import (
     Backend,
     BackendUnavailable,

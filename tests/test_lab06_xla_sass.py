@@ -80,33 +80,48 @@ def test_time_model_hidden_cases_reach_every_dominant_term():
     assert visible[0] == pytest.approx((3 * 12e-6 + 8 * 2**22 / 20e9 + 2048e-6) / (12e-6 + 4 * 2**22 / 20e9))
 
 
-def test_measure_exercise_catches_a_missing_synchronization_and_too_few_calls():
+def _timer(sync=True, warmup=True, stat=min, runs=5):
     import time
 
     import jax
 
-    def unsynchronized(slow, fast, *args):
-        def best(fn):
-            fn(*args)
-            runs = []
-            for _ in range(4):
+    def measure_times(slow, fast, *args):
+        def one(fn):
+            if warmup:
+                jax.block_until_ready(fn(*args))
+            times = []
+            for _ in range(runs):
                 t0 = time.perf_counter()
-                fn(*args)
-                runs.append(time.perf_counter() - t0)
-            return min(runs)
-        return best(slow), best(fast)
+                out = fn(*args)
+                if sync:
+                    jax.block_until_ready(out)
+                times.append(time.perf_counter() - t0)
+            return stat(times)
+        return one(slow), one(fast)
+    return measure_times
 
-    def once(slow, fast, *args):
-        t0 = time.perf_counter()
-        jax.block_until_ready(slow(*args))
-        t1 = time.perf_counter()
-        jax.block_until_ready(fast(*args))
-        return t1 - t0, time.perf_counter() - t1
 
+def test_measure_exercise_is_exact_for_the_right_method_and_names_each_mistake():
+    import statistics
+
+    lab.MEASURE.check(_timer(), hidden=True)
+    lab.MEASURE.check(_timer(stat=statistics.median), hidden=True)
     with pytest.raises(CheckFailure, match="block_until_ready"):
-        lab.MEASURE.check(unsynchronized)
+        lab.MEASURE.check(_timer(sync=False))
     with pytest.raises(CheckFailure, match="at least 4 times"):
-        lab.MEASURE.check(once)
+        lab.MEASURE.check(_timer(runs=2))
+    with pytest.raises(CheckFailure, match="first call"):
+        lab.MEASURE.check(_timer(warmup=False, stat=lambda t: sum(t) / len(t)))
+    with pytest.raises(CheckFailure, match="slow run"):  # a mean over a run hit by a load spike (hidden case)
+        lab.MEASURE.check(_timer(stat=lambda t: sum(t) / len(t)), hidden=True)
+
+
+def test_the_virtual_clock_is_removed_afterwards():
+    import time
+
+    before = time.perf_counter()
+    lab.MEASURE.check(_timer())
+    assert 0 <= time.perf_counter() - before < 60  # the real clock is back
 
 
 def test_sass_counts_cases_include_the_sm90a_target():

@@ -613,55 +613,90 @@ SASS_COUNTS = _ToolchainProblem(
 )
 
 # -- Exercise 8: measure — time two calls the way a GPU (or async JAX) needs ----------------------------------------
+# Graded by method, deterministically: the two functions are stand-ins that run on a virtual clock (time.perf_counter
+# and friends are swapped for it while the student's function runs). A call costs a few microseconds of dispatch and
+# returns at once; the work is done only when block_until_ready() is called on the result (asynchronous dispatch,
+# as JAX and CUDA do); the first call also compiles; one timed run may be hit by a "load spike". The right method —
+# warm up, synchronize, repeat, keep the best or the median — measures exactly the work's duration; each mistake
+# gives a different, recognisable number. (The cell after exercise 9 uses your function on real work.)
 
-class Layers:
-    """A freshly jitted stack of ``k`` layers ``a ← tanh(a @ w)`` on (n, n) float32: known relative cost (k), real
-    asynchronous dispatch (a call returns before the work is done), a first call that compiles."""
+import contextlib as _contextlib  # noqa: E402
+import time as _time  # noqa: E402
+import timeit as _timeit  # noqa: E402
 
-    def __init__(self, k: int, n: int) -> None:
-        import jax
 
-        jnp = _jnp()
-        self.k, self.n, self.calls = k, n, 0
+class VirtualClock:
+    """Seconds that advance only when a stand-in workload says so."""
 
-        def f(a):
-            x = a
-            for _ in range(k):
-                x = jnp.tanh(x @ a)
-            return x
+    def __init__(self) -> None:
+        self.now = 1000.0
 
-        self._fn = jax.jit(f)
+    @_contextlib.contextmanager
+    def installed(self):
+        """Replace the clocks a timer may read (time.perf_counter/monotonic/time and their _ns forms,
+        timeit.default_timer) by this one while the block runs."""
+        names = ("perf_counter", "monotonic", "time")
+        saved = {n: getattr(_time, n) for n in names} | {n + "_ns": getattr(_time, n + "_ns") for n in names}
+        saved_timeit = _timeit.default_timer
+        try:
+            for n in names:
+                setattr(_time, n, lambda: self.now)
+                setattr(_time, n + "_ns", lambda: int(self.now * 1e9))
+            _timeit.default_timer = lambda: self.now
+            yield self
+        finally:
+            for n, f in saved.items():
+                setattr(_time, n, f)
+            _timeit.default_timer = saved_timeit
 
-    def __call__(self, a):
+
+class Pending:
+    """The result of an asynchronous call: ready at ``done_at`` on the virtual clock."""
+
+    def __init__(self, clock: VirtualClock, done_at: float) -> None:
+        self.clock, self.done_at = clock, done_at
+
+    def block_until_ready(self) -> "Pending":
+        self.clock.now = max(self.clock.now, self.done_at)
+        return self
+
+
+DISPATCH = 10e-6  # seconds a call takes to return (enqueue only)
+
+
+class Workload:
+    """A stand-in for a jitted JAX function: returns at once, its work takes ``seconds``; the first call compiles
+    (``compile_s``); timed run number ``spike`` (1-based, counting after the first call) takes ``spike_factor`` times
+    longer, as when another process takes the CPU."""
+
+    def __init__(self, name: str, seconds: float, clock: VirtualClock, compile_s: float = 0.3,
+                 spike: int | None = None, spike_factor: float = 6.0) -> None:
+        self.name, self.seconds, self.clock, self.compile_s = name, seconds, clock, compile_s
+        self.spike, self.spike_factor, self.calls = spike, spike_factor, 0
+
+    def __call__(self, *args: Any) -> Pending:
         self.calls += 1
-        return self._fn(a)
+        start = self.clock.now + (self.compile_s if self.calls == 1 else 0.0)
+        work = self.seconds * (self.spike_factor if self.calls - 1 == self.spike else 1.0)
+        self.clock.now += DISPATCH + (self.compile_s if self.calls == 1 else 0.0)
+        return Pending(self.clock, start + work)
 
     def __repr__(self) -> str:
-        return f"<{self.k} layer{'s' * (self.k > 1)} tanh(a @ a), {self.n}×{self.n} float32, not yet compiled>"
+        return f"<{self.name}: {self.seconds * 1e3:g} ms of work per call, asynchronous, not yet compiled>"
 
 
-def _reference_times(slow: Layers, fast: Layers, a: Any) -> tuple[float, float]:
-    from gpucourse.fusion import best_run
-
-    return best_run(slow._fn, a, repeat=5)[0], best_run(fast._fn, a, repeat=5)[0]
-
-
-def _measure_cases(rng: np.random.Generator) -> list[Case]:
-    n = 512
-    a = _rand(rng, (n, n))
-    return [Case((Layers(2, n), Layers(1, n), a)), Case((Layers(3, n), Layers(1, n), a)),
-            Case((Layers(4, n), Layers(2, n), a))]
+def _workloads(slow_s: float, fast_s: float, **kw: Any) -> tuple[Workload, Workload, Any]:
+    clock = VirtualClock()
+    return (Workload("slow", slow_s, clock, **kw), Workload("fast", fast_s, clock, **kw),
+            np.zeros(4, np.float32))
 
 
-# The student's two times must lie within ×/÷ 2 of the checker's own (best of 5, same machine, right after): wide
-# enough for a busy 2-core machine, narrow enough to catch the mistakes — no synchronization measures the
-# dispatch (30-100× too fast), a compile left in the average is several times too slow.
-BAND = 2.0
+def _true_times(slow: Workload, fast: Workload, a: Any) -> tuple[float, float]:
+    return slow.seconds, fast.seconds
 
 
 class _MeasureProblem(Problem):
-    """Graded by method on workloads of known relative cost: call counts, and times and ratio within a band of
-    the checker's own measurement taken right after (up to 3 rounds: a busy machine can spoil one)."""
+    """Runs the student's timer with the virtual clock installed; checks call counts and both times (±10 %)."""
 
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
         if not callable(fn):
@@ -669,60 +704,57 @@ class _MeasureProblem(Problem):
         import math as _math
 
         cases = self.hidden_cases() if hidden else self.visible
-        lines = []
         for case in cases:
             slow, fast, a = case.args
+            slow.calls = fast.calls = 0
             what = case.call_text(self.name)
-            for attempt in range(3):
-                slow.calls = fast.calls = 0
+            with slow.clock.installed():
                 try:
                     got = self.call(fn, case)
                 except (NotImplementedError, CheckFailure):
                     raise
                 except Exception as exc:
                     raise CheckFailure(f"{what} raised {exc.__class__.__name__}: {exc}") from exc
-                t_slow, t_fast = expect_tuple(what, got, "t_slow, t_fast")
-                for name, t in (("t_slow", t_slow), ("t_fast", t_fast)):
-                    if not isinstance(t, (int, float)) or not t > 0 or not _math.isfinite(t):
-                        raise CheckFailure(f"{what} → {name}: expected a positive number of seconds, got {t!r}")
-                if slow.calls < 4 or fast.calls < 4:
-                    raise CheckFailure(f"{what}: called slow {slow.calls} and fast {fast.calls} times; call each at "
-                                       "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
-                ref = _reference_times(slow, fast, a)
-                ratios = (t_slow / ref[0], t_fast / ref[1])
-                if all(1 / BAND <= r <= BAND for r in ratios):
-                    break
-            else:
-                hint = (" — far too fast: did you wait for the result (jax.block_until_ready) before stopping the "
-                        "clock?" if min(ratios[:2]) < 0.2 else
-                        " — too slow: did you leave the first call (compilation) in, or average in a slow run? "
-                        "Warm up, then keep the best (or the median) of several runs" if max(ratios) > BAND else "")
-                raise CheckFailure(
-                    f"{what}: you measured {t_slow * 1e3:.2f} ms and {t_fast * 1e3:.2f} ms (ratio "
-                    f"{t_slow / t_fast:.2f}); the checker measures {ref[0] * 1e3:.2f} ms and {ref[1] * 1e3:.2f} ms "
-                    f"(ratio {ref[0] / ref[1]:.2f}); expected within ×/÷ {BAND}{hint}")
-            lines.append(f"{slow.k} vs {fast.k} layers: you {t_slow / t_fast:.2f}×, checker {ref[0] / ref[1]:.2f}×")
+            t_slow, t_fast = expect_tuple(what, got, "t_slow, t_fast")
+            for name, t in (("t_slow", t_slow), ("t_fast", t_fast)):
+                if not isinstance(t, (int, float)) or not _math.isfinite(t) or t < 0:
+                    raise CheckFailure(f"{what} → {name}: expected seconds (a finite number ≥ 0), got {t!r}")
+            if slow.calls < 4 or fast.calls < 4:
+                raise CheckFailure(f"{what}: called slow {slow.calls} and fast {fast.calls} times; call each at "
+                                   "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
+            for name, t, w in (("t_slow", t_slow, slow), ("t_fast", t_fast, fast)):
+                if abs(t - w.seconds) <= 0.1 * w.seconds:
+                    continue
+                hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
+                        "jax.block_until_ready before stopping the clock" if t < 0.2 * w.seconds else
+                        "too long: is the first call (compilation) in your timing, or did one slow run pull a mean "
+                        "up? Warm up first, then keep the best (or the median) of several runs")
+                raise CheckFailure(f"{what} → {name}: expected {w.seconds * 1e3:g} ms per call, you measured "
+                                   f"{t * 1e3:.4g} ms — {hint}")
         kind = "hidden" if hidden else "visible"
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed\n  " + "\n  ".join(lines))
+        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (warm-up, synchronization "
+              "and a robust statistic checked on stand-in workloads with a virtual clock)")
 
 
 MEASURE = _MeasureProblem(
     name="measure_times",
-    forbid=("gpucourse.timing.measure", "gpucourse.fusion.best_run", "gpucourse.fusion.explain",
-            "grader.labs.lab06_xla_sass._reference_times"),
+    forbid=("gpucourse.timing.measure", "gpucourse.fusion.best_run", "gpucourse.fusion.explain"),
     spec="""
-        measure_times(slow, fast, *args) -> (t_slow, t_fast): seconds per call of slow(*args) and of fast(*args),
-        measured right on THIS machine. The functions are jitted JAX programs that have not been compiled yet;
-        their calls return before the work is done (asynchronous dispatch). Use time.perf_counter() and:
-          - warm up: call each once before timing (the first call compiles);
+        measure_times(slow, fast, *args) -> (t_slow, t_fast): seconds of work per call of slow(*args) and of
+        fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls return BEFORE the work is
+        done (asynchronous dispatch) and the first call compiles. Use time.perf_counter() and:
+          - warm up: call each function once before timing (the first call compiles);
           - synchronize: jax.block_until_ready(result) before you stop the clock;
-          - repeat: at least 3 timed runs each, and keep the best (or the median) — not the mean of a few.
-        The checker counts your calls and compares your two times with its own measurement of the same functions,
-        taken right after yours (each within a factor 2: this machine may be busy; up to 3 tries).
+          - repeat: at least 3 timed runs each, and keep the best (or the median): one run may be slowed down
+            by another process, and a mean lets it pull your number up.
+        The checker hands you stand-ins that run on a virtual clock (it replaces time.perf_counter and the
+        other clocks while your function runs), so it knows the right answer exactly: within 10 %. The cell
+        after exercise 9 runs your function on real work on this machine.
     """,
-    reference=lambda slow, fast, a: _reference_times(slow, fast, a),
-    visible=[Case((Layers(2, 384), Layers(1, 384), _rand(np.random.default_rng(8), (384, 384))))],
-    hidden=_measure_cases,
+    reference=_true_times,
+    visible=[Case(_workloads(0.040, 0.020))],
+    hidden=lambda rng: [Case(_workloads(0.030, 0.010, spike=2)), Case(_workloads(0.0075, 0.005, compile_s=1.0)),
+                        Case(_workloads(0.250, 0.050, spike=1, spike_factor=3.0))],
     compare=lambda *a: None,
 )
 

@@ -309,8 +309,9 @@ lab.problems["sass_counts"].check(sass_counts, hidden=True)
 #
 # Exercise 2 *predicted* what fusion saves in bytes. To see what it saves in time you must measure, and a JAX
 # call (like a CUDA kernel launch) returns before its work is done. Write the timer: warm up, synchronize,
-# repeat, keep a robust statistic. The checker hands you freshly jitted functions of known relative cost and
-# compares your numbers with its own measurement of the same functions.
+# repeat, keep a robust statistic. The checker gives your timer stand-in functions on a virtual clock, so it
+# knows the exact answer (and each classic mistake gives a recognisable wrong one); after exercise 9 your timer
+# measures real work on this machine.
 
 # %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["measure_times"].show()
