@@ -24,7 +24,9 @@ Modules, by what they hold:
 - ``tpu``      published TPU v4/v5e/v5p/v6e figures, ridge points, slice wraparound rules
 - ``pallas_tpu`` a traced Pallas kernel's VMEM per grid step and HBM traffic, as the TPU pipeline runs it
 - ``colab``    "Open in Colab": the badge and the first cell that installs the course in Colab
-- ``xla``      what XLA compiled: optimized HLO, fusions, cost analysis, buffer assignment
+- ``xla``      what XLA compiled: optimized HLO, fusions, the GEMM and who runs it, cost analysis, buffer assignment
+- ``xla_gpu``  XLA's GPU compiler run deviceless for an H100: optimized HLO, PTX and SASS without a GPU
+- ``fusion``   what fusion saves, measured: dispatches, bytes and page faults per call, and a model of the time ratio
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from . import (
     blas,
     datapath,
     devmem,
+    fusion,
     hardware,
     interconnect,
     occupancy,
@@ -52,6 +55,7 @@ from . import (
     training_memory,
     xla,
 )
+# xla_gpu is imported on use (`from gpucourse import xla_gpu`): it is also a command, python -m gpucourse.xla_gpu
 from .backend import (
     Backend,
     BackendUnavailable,
@@ -64,7 +68,7 @@ from .timing import Timing, block, confirm_faster, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
+    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "fusion", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla", "xla_gpu",
     "tpu", "pallas_tpu",
 ]
 

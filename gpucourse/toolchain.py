@@ -9,8 +9,15 @@ Three real NVIDIA tools run on any Linux/Windows machine, GPU or not:
   kernel for ``sm_90``; the headers (``mma.h`` for the wmma tensor-core API, ``cuda_fp16.h``) come from the
   ``nvidia-cuda-runtime`` and ``nvidia-cuda-crt`` wheels.
 - **cubin → SASS**: ``nvdisasm`` (``nvidia-cuda-nvdisasm`` wheel) prints the machine code the GPU executes.
+- **PTX → cubin**: ``ptxas`` (``nvidia-cuda-nvcc`` wheel), the assembler XLA and the driver run on PTX: it turns the
+  PTX that numba-cuda or XLA generated into machine code (:func:`assemble_ptx`, :func:`numba_sass`).
 
-:func:`sass_of` chains the last two; :class:`Sass` counts its instructions by opcode (``FFMA``, ``HMMA``, ...).
+:func:`sass_of` chains NVRTC and nvdisasm; :class:`Sass` counts instructions by opcode (``FFMA``, ``HMMA``, ...).
+
+Two tensor-core paths exist on Hopper, and both compile here (:data:`WMMA` kernels via :func:`wmma_cu`,
+:data:`WGMMA_CU`): the warp-level ``mma.sync``/wmma (SASS ``HMMA.16816``, Ampere's instruction, any sm_80+ target)
+and the warpgroup-level asynchronous ``wgmma.mma_async`` (SASS ``HGMMA.64xNx16``), which exists only for the
+architecture-specific target ``sm_90a``: ``compile_error(WGMMA_CU, "sm_90")`` returns ptxas's refusal.
 Every entry point raises :class:`ToolchainMissing` (with the pip line to fix it) when a wheel is absent;
 :func:`missing` says what is absent without raising, for notebooks and tests that skip.
 """
@@ -29,7 +36,7 @@ from pathlib import Path
 from typing import Callable
 
 PIP_HINT = ("pip install -e '.[toolchain]'  (Linux/Windows only: nvidia-cuda-nvrtc, nvidia-cuda-runtime, "
-            "nvidia-cuda-crt, nvidia-cuda-nvdisasm, nvidia-nvvm)")
+            "nvidia-cuda-crt, nvidia-cuda-nvdisasm, nvidia-nvvm, nvidia-cuda-nvcc)")
 
 
 class ToolchainMissing(RuntimeError):
@@ -59,9 +66,9 @@ def _find_header(name: str) -> Path | None:
     return next((d for d in include_dirs() if (d / name).is_file()), None)
 
 
-def nvdisasm_path() -> Path | None:
-    """The ``nvdisasm`` binary from the ``nvidia-cuda-nvdisasm`` wheel (or the PATH)."""
-    exe = "nvdisasm.exe" if os.name == "nt" else "nvdisasm"
+def _wheel_binary(name: str) -> Path | None:
+    """A binary from NVIDIA's wheels (``nvidia/<root>/bin/NAME``), else from the PATH."""
+    exe = f"{name}.exe" if os.name == "nt" else name
     for root in _nvidia_roots():
         if (root / "bin" / exe).is_file():
             return root / "bin" / exe
@@ -69,6 +76,22 @@ def nvdisasm_path() -> Path | None:
 
     found = which(exe)
     return Path(found) if found else None
+
+
+def nvdisasm_path() -> Path | None:
+    """The ``nvdisasm`` binary from the ``nvidia-cuda-nvdisasm`` wheel (or the PATH)."""
+    return _wheel_binary("nvdisasm")
+
+
+def ptxas_path() -> Path | None:
+    """The ``ptxas`` assembler (PTX → cubin) from the ``nvidia-cuda-nvcc`` wheel (or the PATH)."""
+    return _wheel_binary("ptxas")
+
+
+def cuda_data_dir() -> Path | None:
+    """The wheels' CUDA folder holding ``bin/ptxas`` and ``nvvm/libdevice`` (what XLA calls its CUDA data dir)."""
+    p = ptxas_path()
+    return p.parent.parent if p is not None and (p.parent.parent / "nvvm" / "libdevice").is_dir() else None
 
 
 def _nvrtc():
@@ -103,6 +126,8 @@ def missing() -> list[str]:
         out.append("CUDA headers mma.h/cuda_fp16.h (nvidia-cuda-runtime + nvidia-cuda-crt)")
     if nvdisasm_path() is None:
         out.append("nvdisasm (nvidia-cuda-nvdisasm)")
+    if ptxas_path() is None:
+        out.append("ptxas (nvidia-cuda-nvcc)")
     return out
 
 
@@ -117,7 +142,8 @@ def describe() -> str:
     if gone:
         return f"NVIDIA toolchain incomplete: missing {', '.join(gone)}. Install: {PIP_HINT}"
     major, minor = _nvrtc_version()
-    return f"NVIDIA toolchain: NVRTC {major}.{minor}, nvdisasm at {nvdisasm_path()}, headers in {_find_header('mma.h')}"
+    return (f"NVIDIA toolchain: NVRTC {major}.{minor}, nvdisasm and ptxas in {nvdisasm_path().parent}, "
+            f"headers in {_find_header('mma.h')}")
 
 
 def require() -> None:
@@ -170,6 +196,36 @@ def compile_cuda(source: str, arch: str = "sm_90", output: str = "cubin", option
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def compile_error(source: str, arch: str = "sm_90") -> str | None:
+    """NVRTC's error log when ``source`` does NOT compile for ``arch`` (None when it does): how a target refuses
+    an instruction it lacks, e.g. ``wgmma`` on ``sm_90`` (it needs ``sm_90a``)."""
+    try:
+        compile_cuda(source, arch=arch)
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+@lru_cache(maxsize=64)
+def assemble_ptx(ptx: str, arch: str = "sm_90a") -> bytes:
+    """Assemble PTX text into a cubin for ``arch`` with ``ptxas`` (what XLA and the driver do with the PTX that LLVM
+    emits). Raises :class:`ToolchainMissing` without the ``nvidia-cuda-nvcc`` wheel, RuntimeError with ptxas's
+    message when the PTX does not assemble for ``arch``."""
+    exe = ptxas_path()
+    if exe is None:
+        raise ToolchainMissing(f"ptxas not found (nvidia-cuda-nvcc wheel); install with: {PIP_HINT}")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx)
+        done = subprocess.run([str(exe), f"-arch={arch}", str(src), "-o", str(out)], capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"ptxas -arch={arch} failed: {done.stderr.strip()}")
+        return out.read_bytes()
+
+
 @lru_cache(maxsize=64)
 def disassemble(cubin: bytes) -> str:
     """SASS text of a cubin, printed by ``nvdisasm`` (``-c``: code sections only)."""
@@ -188,7 +244,8 @@ def disassemble(cubin: bytes) -> str:
 # -- reading SASS --------------------------------------------------------------------------------------------------
 
 # one SASS instruction line:  /*0160*/   @!P0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
-_INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", re.M)
+# (modifiers may hold lower-case letters: HGMMA.64x8x16.F32)
+_INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)", re.M)
 
 
 @dataclass(frozen=True)
@@ -233,6 +290,11 @@ def sass_of(source: str, arch: str = "sm_90", options: tuple[str, ...] = ()) -> 
     return Sass(disassemble(compile_cuda(source, arch=arch, options=options)), arch)
 
 
+def sass_of_ptx(ptx: str, arch: str = "sm_90a") -> Sass:
+    """PTX text -> ``ptxas`` cubin for ``arch`` -> ``nvdisasm`` -> :class:`Sass`."""
+    return Sass(disassemble(assemble_ptx(ptx, arch)), arch)
+
+
 # -- numba-cuda -> PTX, in a child process --------------------------------------------------------------------------
 
 _CHILD = r"""
@@ -272,6 +334,11 @@ def numba_ptx(fn: Callable | str, signature: str, cc: tuple[int, int] = (9, 0), 
     source, so it cannot close over notebook variables.
     """
     src, name = _function_source(fn)
+    return _numba_ptx(src, name, signature, tuple(cc), timeout)
+
+
+@lru_cache(maxsize=32)
+def _numba_ptx(src: str, name: str, signature: str, cc: tuple[int, int], timeout: float) -> str:
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     done = subprocess.run([sys.executable, "-c", _CHILD], input="\0".join([src, name, signature, *map(str, cc)]),
                           capture_output=True, text=True, timeout=timeout, env=env)
@@ -281,6 +348,12 @@ def numba_ptx(fn: Callable | str, signature: str, cc: tuple[int, int] = (9, 0), 
             raise ToolchainMissing(f"numba-cuda found no NVVM (nvidia-nvvm wheel): {tail[0]}; install with: {PIP_HINT}")
         raise RuntimeError(f"numba-cuda could not compile {name}: {tail[0]}")
     return done.stdout
+
+
+def numba_sass(fn: Callable | str, signature: str, cc: tuple[int, int] = (9, 0)) -> Sass:
+    """SASS of a numba-cuda kernel: :func:`numba_ptx` (NVVM) then ``ptxas`` and ``nvdisasm`` for ``sm_<cc>``."""
+    arch = f"sm_{cc[0]}{cc[1]}"
+    return sass_of_ptx(numba_ptx(fn, signature, cc), arch)
 
 
 def ptx_instructions(ptx: str) -> Counter:
@@ -331,4 +404,47 @@ extern "C" __global__ void {name}(const half* a, const half* b, float* c) {{
     }}
     wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
 }}
+'''
+
+
+# Hopper's warpgroup MMA. One warpgroup (4 warps, 128 threads) multiplies A (64×16 fp16) by B (16×8 fp16), both
+# read by the tensor cores straight from shared memory through 64-bit matrix descriptors, into a 64×8 fp32 tile
+# held in registers (4 per thread). ``wgmma.mma_async`` is asynchronous: issued after ``wgmma.fence``, grouped by
+# ``commit_group``, waited for by ``wait_group``. Only the ``sm_90a`` target has it (PTX ISA 8.0+, "Asynchronous
+# Warpgroup Level Matrix Multiply-Accumulate"); ptxas refuses it for ``sm_90``. Operands use the ISA's canonical
+# no-swizzle K-major layout: 8×8 "core matrices" of 128 contiguous bytes; the descriptor's leading byte offset
+# steps between core matrices along K, its stride byte offset along M (or N). The course compiles this kernel to
+# read its machine code; it is not run (no GPU in CI), and each thread stores its 4 accumulators without the
+# fragment-to-(row, column) mapping a real epilogue applies.
+WGMMA_CU = r'''
+#include <cuda_fp16.h>
+__device__ unsigned long long smem_desc(const void* p, unsigned lead_bytes, unsigned stride_bytes) {
+    unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));   // shared-memory byte address
+    return (unsigned long long)((addr >> 4) & 0x3FFF)                      // bits 0-13: start address / 16
+         | (unsigned long long)((lead_bytes >> 4) & 0x3FFF) << 16          // bits 16-29: leading byte offset / 16
+         | (unsigned long long)((stride_bytes >> 4) & 0x3FFF) << 32;       // bits 32-45: stride byte offset / 16
+}
+extern "C" __global__ void wgmma_tile(const half* a, const half* b, float* c) {
+    __shared__ __align__(128) half sa[64 * 16];   // A: 8 (M) x 2 (K) core matrices
+    __shared__ __align__(128) half sb[8 * 16];    // B as N x K: 1 (N) x 2 (K) core matrices
+    int t = threadIdx.x;
+    for (int i = t; i < 64 * 16; i += 128) {      // A row-major (m, k) -> core matrix (m/8, k/8), row m%8, col k%8
+        int m = i / 16, k = i % 16;
+        sa[((m / 8) * 2 + k / 8) * 64 + (m % 8) * 8 + k % 8] = a[i];
+    }
+    for (int i = t; i < 16 * 8; i += 128) {       // B row-major (k, n) -> core matrix (0, k/8), row n, col k%8
+        int k = i / 8, n = i % 8;
+        sb[(k / 8) * 64 + n * 8 + k % 8] = b[i];
+    }
+    __syncthreads();
+    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+    unsigned long long da = smem_desc(sa, 128, 256), db = smem_desc(sb, 128, 256);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"   // p = 0: D = A*B (p = 1 would accumulate into D)
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "l"(da), "l"(db), "r"(0));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    c[4 * t + 0] = d0; c[4 * t + 1] = d1; c[4 * t + 2] = d2; c[4 * t + 3] = d3;
+}
 '''

@@ -54,7 +54,9 @@ def test_xla_sees_a_matmul_and_its_epilogue():
     a = jnp.ones((32, 32), jnp.float32)
     c = gc.xla.compiled(lambda a, b: jnp.tanh(a @ b), a, a)
     assert c.flops >= 2 * 32**3
-    assert "dot" in c.hlo or "custom-call" in c.hlo
+    g = c.gemm  # whatever this backend made of it: a dot, a library call or a GEMM fusion
+    assert (g.lhs_contracting, g.rhs_contracting) == ((1,), (0,)) and g.how in (
+        "dot", "library call", "library fusion", "generated fusion")
 
 
 def test_plot_axes_require_units():

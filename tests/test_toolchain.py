@@ -25,7 +25,10 @@ FFMA_kernel:
         /*0050*/              @UP0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
         /*0060*/                   HMMA.16816.F32.BF16 R12, R4, R14, RZ ;
         /*0070*/                   NOP;
-        /*0080*/                   EXIT ;
+        /*0080*/                   WARPGROUP.ARRIVE ;
+        /*0090*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24, gsb0 ;
+        /*00a0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*00b0*/                   EXIT ;
 """
 
 
@@ -35,6 +38,9 @@ def test_sass_counts_base_opcodes_only():
     assert s.count("HMMA") == 2 and s.count("HFMA2") == 1 and s.count("DFMA") == 1
     assert s.variants("HMMA") == {"HMMA.16816.F32": 1, "HMMA.16816.F32.BF16": 1}
     assert s.instructions[0] == "LDC" and s.instructions[-1] == "EXIT"
+    # Hopper's warpgroup MMA: the shape modifier has lower-case x's and must stay part of the opcode
+    assert s.variants("HGMMA") == {"HGMMA.64x128x16.F32.BF16": 1}
+    assert s.variants("WARPGROUP") == {"WARPGROUP.ARRIVE": 1, "WARPGROUP.DEPBAR.LE": 1}
     assert "NOP" not in s.excerpt() and "HMMA.16816.F32" in s.excerpt(("HMMA",))
 
 
@@ -107,3 +113,25 @@ def test_numba_ptx_in_a_child_process_even_with_the_simulator_on():
 def test_function_source_strips_decorators():
     src, name = toolchain._function_source("@cuda.jit\ndef k(a):\n    a[0] = 1\n")
     assert name == "k" and not src.startswith("@")
+
+
+@needs_toolchain
+def test_wgmma_compiles_to_hgmma_for_sm90a_and_is_refused_for_sm90():
+    s = toolchain.sass_of(toolchain.WGMMA_CU, arch="sm_90a")
+    assert s.variants("HGMMA") == {"HGMMA.64x8x16.F32": 1}  # m64 n8 k16, fp16 in, fp32 accumulate
+    assert s.count("WARPGROUP") == 2 and s.count("HMMA") == 0  # ARRIVE before, DEPBAR (wait_group) after
+    order = [i.split(".")[0] for i in s.instructions if i.split(".")[0] in ("WARPGROUP", "HGMMA")]
+    assert order == ["WARPGROUP", "HGMMA", "WARPGROUP"]
+    refusal = toolchain.compile_error(toolchain.WGMMA_CU, "sm_90")
+    assert refusal and "wgmma.fence" in refusal and "sm_90" in refusal
+    assert toolchain.compile_error(toolchain.ELEMENTWISE_CU, "sm_90") is None
+
+
+@needs_toolchain
+def test_ptxas_assembles_ptx_to_the_same_sass_as_nvrtc():
+    ptx = toolchain.compile_cuda(toolchain.wmma_cu(1), arch="compute_90", output="ptx").decode()
+    s = toolchain.sass_of_ptx(ptx, arch="sm_90")
+    assert s.variants("HMMA") == {"HMMA.16816.F32": 2}
+    with pytest.raises(RuntimeError, match="ptxas"):
+        toolchain.assemble_ptx(".version 8.0\n.target sm_90\n.address_size 64\nnot ptx at all", "sm_90")
+    assert toolchain.cuda_data_dir() is not None  # bin/ptxas and nvvm/libdevice side by side (XLA's CUDA dir)

@@ -13,9 +13,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..checks import CheckFailure, expect_array_close, expect_int, expect_tuple
+from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
 from ..problem import Case, Problem
-from gpucourse.toolchain import ELEMENTWISE_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
+from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
 
 def _jnp():
@@ -349,70 +349,112 @@ FIX_SCALE = _JitProblem(
     after=_structure("fixed_scale_tanh", _scale_structure_cases, forbid=("dot",)),
 )
 
-# -- Exercise 5: a fused elementwise kernel (numba-cuda: simulator on CPU, the device on a GPU) --------------------
+# -- Exercise 5: the fused kernel, coalesced, moving exactly what XLA's fusion moves --------------------------------
+# Run by the course's instrumented executor (gpucourse.simt, through lab 5's KernelProblem): values, races,
+# sectors per warp-wide access, and every element each thread read and wrote.
 
-def _kernel_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, block: tuple[int, int]) -> np.ndarray:
+from .lab05_kernels import KernelProblem  # noqa: E402  (the kernel-checking class the kernel labs share)
+from gpucourse import simt  # noqa: E402
+
+KERNEL_BLOCK = (32, 4)  # (x, y): one warp = 32 neighbouring columns of one row
+MAX_SECTORS = 5.0  # a warp reading 32 consecutive float32: 128 B = 4 sectors (5 when the row start is unaligned)
+
+
+def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(x.astype(np.float64) * w + b, 0.0)
 
 
-def run_kernel(kernel: Any, x: np.ndarray, w: np.ndarray, b: np.ndarray, block: tuple[int, int]) -> np.ndarray:
-    """Launch ``kernel[grid, block](x, w, b, out)`` with a grid that covers (m, n); return ``out`` on the host."""
-    from gpucourse import get_backend
-
-    cuda = get_backend().cuda
+def _kernel_launch(case: Case):
+    x, w, b = case.args
     m, n = x.shape
-    grid = (math.ceil(m / block[0]), math.ceil(n / block[1]))
-    dx, dw, db = (cuda.to_device(np.ascontiguousarray(a)) for a in (x, w, b))
-    out = cuda.to_device(np.full((m, n), np.nan, dtype=x.dtype))
-    kernel[grid, block](dx, dw, db, out)
-    cuda.synchronize()
-    return out.copy_to_host()
+    grid = (math.ceil(n / KERNEL_BLOCK[0]), math.ceil(m / KERNEL_BLOCK[1]))
+    return grid, KERNEL_BLOCK, [x, w, b, np.full((m, n), np.nan, dtype=np.float32)], [3]
+
+
+def _xla_bytes(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> int:
+    """Bytes XLA's cost model charges the fused jnp version of the same computation."""
+    from gpucourse import xla
+
+    jnp = _jnp()
+    return int(xla.compiled(lambda x, w, b: jnp.maximum(x * w + b, 0.0), x, w, b).bytes_accessed)
+
+
+def traffic(report: simt.KernelReport) -> dict[str, dict[str, int]]:
+    """Per argument array: distinct elements read and written, and total reads and writes."""
+    names = list(report.arrays)
+    out = {name: {"read": set(), "written": set(), "reads": 0, "writes": 0} for name in names}
+    for _tid, _step, name, flat, kind in report.accesses:
+        if name in out and kind in ("r", "w"):
+            distinct, total = ("read", "reads") if kind == "r" else ("written", "writes")
+            out[name][distinct].add(flat)
+            out[name][total] += 1
+    return {n: {"read": len(v["read"]), "written": len(v["written"]), "reads": v["reads"], "writes": v["writes"]}
+            for n, v in out.items()}
+
+
+def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
+    x, w, b = case.args
+    names = list(r.arrays)
+    xs, outs = names[0], names[3]
+    for name in (xs, outs):
+        sectors = r.sectors_per_request(name)
+        if sectors > MAX_SECTORS:
+            raise CheckFailure(
+                f"{what}: each warp-wide access of `{name}` touched {sectors:.1f} 32-byte sectors on average "
+                f"(coalesced: at most {MAX_SECTORS:g}). threadIdx.x must walk the columns, the contiguous axis: "
+                "cuda.grid(2) returns (x, y) = (column, row)")
+    t = traffic(r)
+    if t[outs]["reads"]:
+        raise CheckFailure(
+            f"{what}: the kernel reads `{outs}` back {t[outs]['reads']:,} times after writing it — a round trip "
+            "through global memory that a fused kernel never makes: compute in registers, store once")
+    if t[outs]["writes"] != x.size or t[xs]["reads"] != x.size:
+        raise CheckFailure(f"{what}: expected each element of `{xs}` read once and of `{outs}` written once "
+                           f"({x.size:,} each), got {t[xs]['reads']:,} reads and {t[outs]['writes']:,} writes")
+    moved = sum((v["read"] + v["written"]) * r.itemsize[name] for name, v in t.items())
+    xla_bytes = _xla_bytes(x, w, b)
+    if moved != xla_bytes:
+        raise CheckFailure(f"{what}: your kernel touches {moved:,} distinct bytes of global memory; XLA's fused "
+                           f"kernel for the same jnp code moves {xla_bytes:,} (its cost analysis)")
 
 
 def _kernel_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for _ in range(3):
-        block = (int(rng.choice([4, 8])), int(rng.choice([4, 8, 16])))
-        m, n = (int(bs * rng.integers(1, 3) + rng.integers(1, bs)) for bs in block)  # never multiples
+    def not_multiple(lo: int, hi: int, of: int) -> int:
+        return int(of * rng.integers(lo, hi) + rng.integers(1, of))
+
+    # one row; fewer columns than a warp; wide; square — rows never a multiple of 4, columns never of 32
+    for m, n in [(1, not_multiple(1, 2, 32)), (not_multiple(1, 4, 4), int(rng.integers(3, 30))),
+                 (not_multiple(2, 4, 4), not_multiple(2, 3, 32)), (37, 37)]:
         x = rng.standard_normal((m, n)).astype(np.float32)
-        cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32),
-                           block)))
+        cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))))
     return cases
 
 
-def _kernel_bytes(fn: Callable, hidden: bool) -> str:
-    m, n = 1024, 1024
-    fused, unfused = (2 * m * n + 2 * n) * 4, ((2 * m * n + n) * 2 + 2 * m * n) * 4
-    return (f"\n  one kernel moves {fused / 2**20:.1f} MiB for a {m}×{n} float32 input; three separate kernels "
-            f"(mul, add, relu) would move {unfused / 2**20:.1f} MiB ({unfused / fused:.1f}×)")
-
-
-class _KernelProblem(Problem):
-    """The student passes the kernel; the checker launches it (grid from the block shape) and compares."""
-
-    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
-        if fn is None or not hasattr(fn, "__getitem__"):
-            raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel (be.cuda.jit), got {type(fn).__name__}")
-        super().check(lambda x, w, b, block: run_kernel(fn, x, w, b, block), hidden)
-
-
 _rk = np.random.default_rng(5)
-KERNEL = _KernelProblem(
+KERNEL = KernelProblem(
     name="scale_bias_relu_kernel",
     spec="""
         A @cuda.jit kernel  scale_bias_relu_kernel(x, w, b, out)  computing, in ONE pass,
             out[i, j] = max(x[i, j] * w[j] + b[j], 0)
-        for x, out: (m, n) float32 and w, b: (n,). The checker launches it on a 2D grid of 2D blocks:
-            kernel[(ceil(m / bm), ceil(n / bn)), (bm, bn)](x, w, b, out)
-        so one thread per element, i along the first grid axis; m and n are NOT multiples of the block, and
-        out starts full of NaN. Use cuda.grid(2) and guard the edges.
+        for x, out: (m, n) float32 and w, b: (n,) float32 — one thread per element. The checker launches it with
+        2-D blocks of (32, 4) threads (x, y) on a grid that covers the COLUMNS with x and the ROWS with y:
+            scale_bias_relu_kernel[(ceil(n / 32), ceil(m / 4)), (32, 4)](x, w, b, out)
+        m and n are not multiples of the block; out starts full of NaN; guard the edges.
+        The checker runs it on the course's instrumented executor and requires:
+          - coalescing: the 32 threads of a warp (neighbouring threadIdx.x) access neighbouring columns of
+            one row, so each warp-wide access of x and out touches at most 5 32-byte sectors;
+          - one pass: every x[i, j] read once, every out[i, j] written once, out never read back; the distinct
+            bytes your kernel touches must equal what XLA's cost analysis charges the fused jnp version
+            jnp.maximum(x * w + b, 0) — your kernel is that fusion, written by hand.
     """,
-    reference=_kernel_reference,
-    visible=[Case((_rk.standard_normal((5, 11)).astype(np.float32), _rk.standard_normal(11).astype(np.float32),
-                   _rk.standard_normal(11).astype(np.float32), (4, 8)))],
+    reference=scale_bias_relu_reference,
+    visible=[Case((_rk.standard_normal((5, 45)).astype(np.float32), _rk.standard_normal(45).astype(np.float32),
+                   _rk.standard_normal(45).astype(np.float32)))],
     hidden=_kernel_cases,
-    compare=lambda what, got, expected, case: expect_array_close(what.replace("<lambda>", "kernel"), got, expected),
-    after=_kernel_bytes,
+    compare=lambda *a: None,
+    launch=_kernel_launch,
+    require=_kernel_require,
 )
 
 # -- Exercise 6: count instructions in SASS ---------------------------------------------------------------------------
@@ -424,7 +466,8 @@ def count_opcode(sass: str, opcode: str) -> int:
 
 
 _OPS_POOL = ["FFMA", "FADD", "FMUL", "HMMA.16816.F32", "HMMA.16816.F32.BF16", "HFMA2", "DFMA", "IMAD", "IMAD.WIDE",
-             "FFMA.FTZ", "LDG.E", "STG.E", "FMNMX", "ISETP.GE.AND", "MOV", "HMMA.1688.F32.TF32", "IMMA.16832.S8.S8"]
+             "FFMA.FTZ", "LDG.E", "STG.E", "FMNMX", "ISETP.GE.AND", "MOV", "HMMA.1688.F32.TF32", "IMMA.16832.S8.S8",
+             "HGMMA.64x128x16.F32.BF16", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE", "LDG.E.128.CONSTANT"]
 _OPERANDS = ["R0, R4, R3, R7", "R16, R4.reuse, R12, RZ", "R2, desc[UR4][R2.64]", "P0, PT, R11, UR4, PT", "R1, 0x4"]
 
 
@@ -456,8 +499,10 @@ class _Sass(str):
 def _count_visible() -> list[Case]:
     if toolchain.available():
         wm, el = toolchain.sass_of(wmma_cu(1)).text, toolchain.sass_of(ELEMENTWISE_CU).text
+        wg = toolchain.sass_of(WGMMA_CU, arch="sm_90a").text
         return [Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "HMMA")),
-                Case((_Sass(el, "fused_relu, sm_90"), "FFMA")), Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "LDG"))]
+                Case((_Sass(el, "fused_relu, sm_90"), "FFMA")), Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "LDG")),
+                Case((_Sass(wg, "64×8×16 wgmma kernel, sm_90a"), "HGMMA"))]
     rng = np.random.default_rng(7)
     return [Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel"), "synthetic, 30 lines"), "FFMA")),
             Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA"))]
@@ -468,7 +513,8 @@ def _count_hidden(rng: np.random.Generator) -> list[Case]:
     for i in range(4):
         name = str(rng.choice(["FFMA_loop", "HMMA_gemm", "dfma_IMAD", "k"]))
         text = synthetic_sass(rng, int(rng.integers(20, 120)), name)
-        cases.append(Case((_Sass(text, f"synthetic kernel {i}"), str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA"])))))
+        cases.append(Case((_Sass(text, f"synthetic kernel {i}"),
+                           str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA", "HGMMA", "WARPGROUP"])))))
     if toolchain.available():
         t = int(rng.integers(3, 12))
         cases.append(Case((_Sass(toolchain.sass_of(unrolled_fma_cu(t)).text, f"Horner, {t} terms, sm_90"), "FFMA")))
@@ -486,9 +532,10 @@ COUNT_OPCODE = Problem(
         An instruction line looks like
             /*0160*/                   @!P0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
         : an address comment /*hex*/, an optional predicate (@P0, @!P1, @UP0), then the opcode with its
-        modifiers after dots. The base opcode is the part before the first dot: HMMA.16816.F32 counts as 'HMMA',
-        FFMA.FTZ as 'FFMA'; HFMA2 and DFMA are different opcodes. Section headers, labels, comments and kernel
-        names (which may contain 'FFMA'!) are not instructions.
+        modifiers after dots (modifiers may hold lower-case letters: HGMMA.64x128x16.F32.BF16). The base opcode is
+        the part before the first dot: HMMA.16816.F32 counts as 'HMMA', FFMA.FTZ as 'FFMA', WARPGROUP.ARRIVE as
+        'WARPGROUP'; HFMA2, DFMA and HGMMA are different opcodes from FFMA and HMMA. Section headers, labels,
+        comments and kernel names (which may contain 'FFMA'!) are not instructions.
     """,
     reference=count_opcode,
     visible=_count_visible(),
@@ -499,14 +546,17 @@ COUNT_OPCODE = Problem(
 
 # -- Exercise 7: compile CUDA C to sm_90 and count what it became -----------------------------------------------------
 
-def sass_counts(source: str) -> dict[str, int]:
-    s = toolchain.sass_of(source)
-    return {"FFMA": s.count("FFMA"), "HMMA": s.count("HMMA")}
+KEYS = ("FFMA", "HMMA", "HGMMA")
+
+
+def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
+    s = toolchain.sass_of(source, arch=arch)
+    return {k: s.count(k) for k in KEYS}
 
 
 def _counts_hidden(rng: np.random.Generator) -> list[Case]:
     t, k = int(rng.integers(4, 16)), int(rng.integers(2, 6))
-    return [Case((unrolled_fma_cu(t),)), Case((wmma_cu(k),))]
+    return [Case((unrolled_fma_cu(t), "sm_90")), Case((wmma_cu(k), "sm_90")), Case((WGMMA_CU, "sm_90a"))]
 
 
 class _ToolchainProblem(Problem):
@@ -518,7 +568,7 @@ class _ToolchainProblem(Problem):
         if not callable(fn):
             raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
         try:
-            fn(self.visible[0].args[0])
+            fn(*self.visible[0].args)
         except toolchain.ToolchainMissing:
             print(f"[toolchain missing] {self.name} is graded where the NVIDIA wheels are installed: "
                   f"{toolchain.describe()}")
@@ -532,10 +582,10 @@ class _ToolchainProblem(Problem):
 
 
 def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -> None:
-    if not isinstance(got, dict) or set(got) != {"FFMA", "HMMA"}:
-        raise CheckFailure(f"{what}: expected a dict with keys 'FFMA' and 'HMMA', got {got!r}")
-    for key in ("FFMA", "HMMA"):
-        expect_int(f"{what} → {key}", got[key], expected[key], "compile for sm_90 (Hopper), then count base opcodes")
+    if not isinstance(got, dict) or set(got) != set(KEYS):
+        raise CheckFailure(f"{what}: expected a dict with keys 'FFMA', 'HMMA' and 'HGMMA', got {got!r}")
+    for key in KEYS:
+        expect_int(f"{what} → {key}", got[key], expected[key], f"compile for {case.args[1]}, then count base opcodes")
 
 
 class _Src(str):
@@ -548,15 +598,225 @@ SASS_COUNTS = _ToolchainProblem(
     name="sass_counts",
     forbid=("gpucourse.toolchain.Sass.count", "gpucourse.toolchain.Sass.opcodes"),
     spec="""
-        sass_counts(source) -> {'FFMA': int, 'HMMA': int}: compile the CUDA C `source` for Hopper (sm_90) with
-        gpucourse.toolchain (NVRTC → cubin → nvdisasm), and count the FP32 fused multiply-adds (FFMA) and the
-        tensor-core matrix multiply-accumulates (HMMA) in the SASS — with your count_opcode.
+        sass_counts(source, arch) -> {'FFMA': int, 'HMMA': int, 'HGMMA': int}: compile the CUDA C `source` for
+        the Hopper target `arch` ('sm_90', or 'sm_90a' for kernels that use wgmma) with gpucourse.toolchain
+        (NVRTC → cubin → nvdisasm), and count in the SASS the FP32 fused multiply-adds (FFMA), the warp-level
+        tensor-core MMAs (HMMA, from mma.sync/wmma) and the warpgroup-level ones (HGMMA, from wgmma) — with your
+        count_opcode.
         (Without NVIDIA's toolchain wheels the toolchain raises ToolchainMissing: let it propagate.)
     """,
     reference=sass_counts,
-    visible=[Case((_Src(ELEMENTWISE_CU),)), Case((_Src(wmma_cu(1)),))],
-    hidden=lambda rng: [Case((_Src(c.args[0]),)) for c in _counts_hidden(rng)],
+    visible=[Case((_Src(ELEMENTWISE_CU), "sm_90")), Case((_Src(wmma_cu(1)), "sm_90")),
+             Case((_Src(WGMMA_CU), "sm_90a"))],
+    hidden=lambda rng: [Case((_Src(c.args[0]), c.args[1])) for c in _counts_hidden(rng)],
     compare=_compare_counts,
 )
 
-problems = {p.name: p for p in (BIAS_GELU, FUSION_BYTES, BREAKING_OP, FIX_SCALE, KERNEL, COUNT_OPCODE, SASS_COUNTS)}
+# -- Exercise 8: measure — time two calls the way a GPU (or async JAX) needs ----------------------------------------
+# Graded by method, deterministically: the two functions are stand-ins that run on a virtual clock (time.perf_counter
+# and friends are swapped for it while the student's function runs). A call costs a few microseconds of dispatch and
+# returns at once; the work is done only when block_until_ready() is called on the result (asynchronous dispatch,
+# as JAX and CUDA do); the first call also compiles; one timed run may be hit by a "load spike". The right method —
+# warm up, synchronize, repeat, keep the best or the median — measures exactly the work's duration; each mistake
+# gives a different, recognisable number. (The cell after exercise 9 uses your function on real work.)
+
+import contextlib as _contextlib  # noqa: E402
+import time as _time  # noqa: E402
+import timeit as _timeit  # noqa: E402
+
+
+class VirtualClock:
+    """Seconds that advance only when a stand-in workload says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    @_contextlib.contextmanager
+    def installed(self):
+        """Replace the clocks a timer may read (time.perf_counter/monotonic/time and their _ns forms,
+        timeit.default_timer) by this one while the block runs."""
+        names = ("perf_counter", "monotonic", "time")
+        saved = {n: getattr(_time, n) for n in names} | {n + "_ns": getattr(_time, n + "_ns") for n in names}
+        saved_timeit = _timeit.default_timer
+        try:
+            for n in names:
+                setattr(_time, n, lambda: self.now)
+                setattr(_time, n + "_ns", lambda: int(self.now * 1e9))
+            _timeit.default_timer = lambda: self.now
+            yield self
+        finally:
+            for n, f in saved.items():
+                setattr(_time, n, f)
+            _timeit.default_timer = saved_timeit
+
+
+class Pending:
+    """The result of an asynchronous call: ready at ``done_at`` on the virtual clock."""
+
+    def __init__(self, clock: VirtualClock, done_at: float) -> None:
+        self.clock, self.done_at = clock, done_at
+
+    def block_until_ready(self) -> "Pending":
+        self.clock.now = max(self.clock.now, self.done_at)
+        return self
+
+
+DISPATCH = 10e-6  # seconds a call takes to return (enqueue only)
+
+
+class Workload:
+    """A stand-in for a jitted JAX function: returns at once, its work takes ``seconds``; the first call compiles
+    (``compile_s``); timed run number ``spike`` (1-based, counting after the first call) takes ``spike_factor`` times
+    longer, as when another process takes the CPU."""
+
+    def __init__(self, name: str, seconds: float, clock: VirtualClock, compile_s: float = 0.3,
+                 spike: int | None = None, spike_factor: float = 6.0) -> None:
+        self.name, self.seconds, self.clock, self.compile_s = name, seconds, clock, compile_s
+        self.spike, self.spike_factor, self.calls = spike, spike_factor, 0
+
+    def __call__(self, *args: Any) -> Pending:
+        self.calls += 1
+        start = self.clock.now + (self.compile_s if self.calls == 1 else 0.0)
+        work = self.seconds * (self.spike_factor if self.calls - 1 == self.spike else 1.0)
+        self.clock.now += DISPATCH + (self.compile_s if self.calls == 1 else 0.0)
+        return Pending(self.clock, start + work)
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: {self.seconds * 1e3:g} ms of work per call, asynchronous, not yet compiled>"
+
+
+def _workloads(slow_s: float, fast_s: float, **kw: Any) -> tuple[Workload, Workload, Any]:
+    clock = VirtualClock()
+    return (Workload("slow", slow_s, clock, **kw), Workload("fast", fast_s, clock, **kw),
+            np.zeros(4, np.float32))
+
+
+def _true_times(slow: Workload, fast: Workload, a: Any) -> tuple[float, float]:
+    return slow.seconds, fast.seconds
+
+
+class _MeasureProblem(Problem):
+    """Runs the student's timer with the virtual clock installed; checks call counts and both times (±10 %)."""
+
+    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
+        if not callable(fn):
+            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+        import math as _math
+
+        cases = self.hidden_cases() if hidden else self.visible
+        for case in cases:
+            slow, fast, a = case.args
+            slow.calls = fast.calls = 0
+            what = case.call_text(self.name)
+            with slow.clock.installed():
+                try:
+                    got = self.call(fn, case)
+                except (NotImplementedError, CheckFailure):
+                    raise
+                except Exception as exc:
+                    raise CheckFailure(f"{what} raised {exc.__class__.__name__}: {exc}") from exc
+            t_slow, t_fast = expect_tuple(what, got, "t_slow, t_fast")
+            for name, t in (("t_slow", t_slow), ("t_fast", t_fast)):
+                if not isinstance(t, (int, float)) or not _math.isfinite(t) or t < 0:
+                    raise CheckFailure(f"{what} → {name}: expected seconds (a finite number ≥ 0), got {t!r}")
+            if slow.calls < 4 or fast.calls < 4:
+                raise CheckFailure(f"{what}: called slow {slow.calls} and fast {fast.calls} times; call each at "
+                                   "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
+            for name, t, w in (("t_slow", t_slow, slow), ("t_fast", t_fast, fast)):
+                if abs(t - w.seconds) <= 0.1 * w.seconds:
+                    continue
+                hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
+                        "jax.block_until_ready before stopping the clock" if t < 0.2 * w.seconds else
+                        "too long: is the first call (compilation) in your timing, or did one slow run pull a mean "
+                        "up? Warm up first, then keep the best (or the median) of several runs")
+                raise CheckFailure(f"{what} → {name}: expected {w.seconds * 1e3:g} ms per call, you measured "
+                                   f"{t * 1e3:.4g} ms — {hint}")
+        kind = "hidden" if hidden else "visible"
+        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (warm-up, synchronization "
+              "and a robust statistic checked on stand-in workloads with a virtual clock)")
+
+
+MEASURE = _MeasureProblem(
+    name="measure_times",
+    forbid=("gpucourse.timing.measure", "gpucourse.fusion.best_run", "gpucourse.fusion.explain"),
+    spec="""
+        measure_times(slow, fast, *args) -> (t_slow, t_fast): seconds of work per call of slow(*args) and of
+        fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls return BEFORE the work is
+        done (asynchronous dispatch) and the first call compiles. Use time.perf_counter() and:
+          - warm up: call each function once before timing (the first call compiles);
+          - synchronize: jax.block_until_ready(result) before you stop the clock;
+          - repeat: at least 3 timed runs each, and keep the best (or the median): one run may be slowed down
+            by another process, and a mean lets it pull your number up.
+        The checker hands you stand-ins that run on a virtual clock (it replaces time.perf_counter and the
+        other clocks while your function runs), so it knows the right answer exactly: within 10 %. The cell
+        after exercise 9 runs your function on real work on this machine.
+    """,
+    reference=_true_times,
+    visible=[Case(_workloads(0.040, 0.020))],
+    hidden=lambda rng: [Case(_workloads(0.030, 0.010, spike=2)), Case(_workloads(0.0075, 0.005, compile_s=1.0)),
+                        Case(_workloads(0.250, 0.050, spike=1, spike_factor=3.0))],
+    compare=lambda *a: None,
+)
+
+# -- Exercise 9: explain — the time ratio from dispatch, bytes and page faults ---------------------------------------
+
+TERMS = ("dispatch", "memory", "page faults")
+
+
+def fusion_time_ratio(calls, nbytes, faults, machine) -> tuple[float, str]:
+    def terms(i):
+        return {"dispatch": calls[i] * machine["dispatch"], "memory": nbytes[i] / machine["bandwidth"],
+                "page faults": faults[i] * machine["fault"]}
+
+    unfused, fused = terms(0), terms(1)
+    return sum(unfused.values()) / sum(fused.values()), max(unfused, key=unfused.get)
+
+
+def _machine(kind: str, rng: np.random.Generator) -> dict[str, float]:
+    if kind == "gpu":  # launch a few µs, HBM TB/s, a caching allocator: no page faults
+        return {"dispatch": float(rng.uniform(3e-6, 8e-6)), "bandwidth": float(rng.uniform(2e12, 4.8e12)),
+                "fault": 0.0}
+    return {"dispatch": float(rng.uniform(8e-6, 30e-6)), "bandwidth": float(rng.uniform(8e9, 40e9)),
+            "fault": float(rng.uniform(0.2e-6, 4e-6))}
+
+
+def _time_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind, elements, k, faults in (("gpu", 1 << 26, 3, 0), ("gpu", 1 << 10, 3, 0), ("cpu", 1 << 22, 4, 3),
+                                      ("cpu", 1 << 20, 2, 0), ("cpu", 1 << 8, 5, 0)):
+        e = int(elements * rng.uniform(0.8, 1.2))
+        per_array = 4 * e
+        unf_bytes, fused_bytes = (3 * k - 1) * per_array, (k + 1) * per_array  # k binary ops on fresh operands
+        pages = math.ceil(per_array / 4096)
+        cases.append(Case(((k, 1), (unf_bytes, fused_bytes), (faults * pages, 0), _machine(kind, rng))))
+    return cases
+
+
+def _compare_time(what: str, got: Any, expected: tuple[float, str], case: Case) -> None:
+    ratio, dominant = expect_tuple(what, got, "ratio, dominant")
+    expect_close(f"{what} → ratio", ratio, expected[0], rtol=1e-6,
+                 hint="time(side) = calls·dispatch + bytes/bandwidth + faults·fault; ratio = unfused / fused")
+    expect_choice(f"{what} → dominant term of the unfused time", dominant, expected[1], TERMS)
+
+
+TIME_MODEL = Problem(
+    name="fusion_time_ratio",
+    forbid=("gpucourse.fusion.FusionModel.terms", "gpucourse.fusion.FusionModel.predicted",
+            "gpucourse.fusion.dominant"),
+    spec="""
+        fusion_time_ratio(calls, nbytes, faults, machine) -> (ratio, dominant)
+        calls, nbytes, faults: (unfused, fused) pairs — kernels dispatched per evaluation, bytes moved (XLA's
+        cost analysis), minor page faults per evaluation. machine: {"dispatch": seconds per call,
+        "bandwidth": bytes per second, "fault": seconds per page fault}.
+        The time of one side is  calls·dispatch + nbytes/bandwidth + faults·fault.
+        Return ratio = time(unfused) / time(fused), and dominant = the name of the largest of the three terms of
+        the UNFUSED time: "dispatch", "memory" or "page faults".
+    """,
+    reference=fusion_time_ratio,
+    visible=[Case(((3, 1), (8 * 2**22, 4 * 2**22), (2048, 0), {"dispatch": 12e-6, "bandwidth": 20e9, "fault": 1e-6}))],
+    hidden=_time_cases,
+    compare=_compare_time,
+)
+
+problems = {p.name: p for p in (BIAS_GELU, FUSION_BYTES, BREAKING_OP, FIX_SCALE, KERNEL, COUNT_OPCODE, SASS_COUNTS,
+                                 MEASURE, TIME_MODEL)}

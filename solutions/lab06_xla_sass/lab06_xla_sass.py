@@ -19,17 +19,22 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab06_xla_sass/lab06_xla_sass.ipynb)
 #
-# Companion of `course/06_jit_xla_sass.ipynb`. Seven functions, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/06_jit_xla_sass.ipynb`. Nine functions, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
 # | 1 | implement | a JAX function that XLA compiles to exactly one fusion, nothing materialized |
-# | 2 | compute | the bytes fusion saves, exactly as XLA's `cost_analysis` counts them |
+# | 2 | predict | the bytes fusion saves, exactly as XLA's `cost_analysis` counts them |
 # | 3 | diagnose | the op that splits a chain into several fusions, read from optimized HLO |
 # | 4 | fix | rewrite a function so the fusion breaker disappears |
-# | 5 | implement | a fused elementwise kernel in numba-cuda (CUDA simulator on CPU, the device on a GPU) |
-# | 6 | compute | count FMA / tensor-core instructions in SASS |
-# | 7 | implement | compile CUDA C for Hopper (sm_90) and count FFMA and HMMA in what it became |
+# | 5 | implement | the fused kernel in numba-cuda, coalesced, moving exactly the bytes XLA's fusion moves |
+# | 6 | compute | count FMA / tensor-core instructions (HMMA, HGMMA) in SASS |
+# | 7 | implement | compile CUDA C for Hopper (sm_90, sm_90a) and count FFMA, HMMA and HGMMA in what it became |
+# | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition |
+# | 9 | explain | the fused/unfused time ratio from dispatch, bytes and page faults, and its dominant term |
+#
+# Exercises 2, 8 and 9 are one story — **predict → measure → explain** what fusion buys on *your* machine; the
+# cell after exercise 9 puts your three functions together on this computer.
 #
 # Each exercise prints its spec (`.show()`), gives you a stub, then checks your function: the visible test runs
 # fixed cases; a hidden test runs randomized ones when your lab is graded. Replace `raise NotImplementedError()`
@@ -198,11 +203,18 @@ lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — Write the fused kernel yourself
+# ## Exercise 5 — Write the fused kernel yourself, and move exactly what XLA moves
 #
 # What XLA generates for `relu(x * w + b)` is, in CUDA terms, one kernel in which each thread loads its
-# element, computes in registers and stores once. Write it with numba-cuda (`cuda` below is `be.cuda`: numba's
-# CUDA simulator on CPU — each CUDA thread a Python thread, so sizes stay small — and the real device on a GPU).
+# element, computes in registers and stores once (§6.6). Write it with numba-cuda. `cuda` below is `be.cuda`; the
+# checker runs your kernel on the course's instrumented executor (and also on the device, on a GPU), which
+# records every element each thread reads and writes. Two things are checked besides the values:
+#
+# - **coalescing** (§5.6): a warp is 32 threads with neighbouring `threadIdx.x`; give them neighbouring columns
+#   (`cuda.grid(2)` returns `(x, y)` = `(column, row)`), so a warp-wide load of a float32 row touches 4 sectors,
+#   not 32;
+# - **one pass**: your kernel's distinct global-memory bytes must equal XLA's `bytes_accessed` for the fused jnp
+#   version — x, w and b read once, `out` written once and never read back. Your kernel *is* that fusion.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_bias_relu_kernel"].show()
@@ -210,10 +222,10 @@ lab.problems["scale_bias_relu_kernel"].show()
 # %% nbgrader={"grade": false, "grade_id": "ex5_scale_bias_relu_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def scale_bias_relu_kernel(x, w, b, out):
-    """out[i, j] = max(x[i, j] * w[j] + b[j], 0), one thread per element."""
+    """out[i, j] = max(x[i, j] * w[j] + b[j], 0), one thread per element, threadIdx.x along the columns."""
     # roughly 3 lines
     ### BEGIN SOLUTION
-    i, j = cuda.grid(2)
+    j, i = cuda.grid(2)
     if i < out.shape[0] and j < out.shape[1]:
         out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
     ### END SOLUTION
@@ -230,9 +242,9 @@ lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True
 # ## Exercise 6 — Count instructions in SASS
 #
 # SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it. Whether a matrix multiply used the
-# tensor cores is one question: are there `HMMA` instructions, or only `FFMA`? Write the counter the next
-# exercise uses. The first visible case is a real 16×16×16 wmma kernel compiled for sm_90 (when the toolchain
-# is installed):
+# tensor cores is one question: are there `HMMA` (warp-level, `mma.sync`) or `HGMMA` (warpgroup-level, `wgmma`,
+# Hopper's full-rate path) instructions, or only `FFMA`? Write the counter the next exercise uses. The first
+# visible case is a real 16×16×16 wmma kernel compiled for sm_90 (when the toolchain is installed):
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["count_opcode"]
@@ -265,9 +277,10 @@ lab.problems["count_opcode"].check(count_opcode, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — Compile for Hopper and count what it became
 #
-# `toolchain.compile_cuda(source, arch="sm_90")` runs NVRTC and returns a cubin; `toolchain.disassemble(cubin)`
-# runs `nvdisasm` on it. Chain them, then count. The hidden cases include a Horner polynomial with a random
-# number of terms and a wmma GEMM with a random number of k-steps: predict the counts before you run them.
+# `toolchain.compile_cuda(source, arch=arch)` runs NVRTC and returns a cubin; `toolchain.disassemble(cubin)`
+# runs `nvdisasm` on it. Chain them, then count. `wgmma` exists only for the target `sm_90a` (for `sm_90` NVRTC
+# refuses it), so the target is an argument. The hidden cases include a Horner polynomial with a random number of
+# terms and a wmma GEMM with a random number of k-steps: predict the counts before you run them.
 
 # %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["sass_counts"]
@@ -275,12 +288,12 @@ P.show()
 print(lab.wmma_cu(1))
 
 # %% nbgrader={"grade": false, "grade_id": "ex7_sass_counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def sass_counts(source):
-    """{'FFMA': n, 'HMMA': n} in the sm_90 SASS of the CUDA C `source`."""
+def sass_counts(source, arch="sm_90"):
+    """{'FFMA': n, 'HMMA': n, 'HGMMA': n} in the SASS of the CUDA C `source` compiled for `arch`."""
     # roughly 3 lines
     ### BEGIN SOLUTION
-    sass = toolchain.disassemble(toolchain.compile_cuda(source, arch="sm_90"))
-    return {"FFMA": count_opcode(sass, "FFMA"), "HMMA": count_opcode(sass, "HMMA")}
+    sass = toolchain.disassemble(toolchain.compile_cuda(source, arch=arch))
+    return {op: count_opcode(sass, op) for op in ("FFMA", "HMMA", "HGMMA")}
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex7_sass_counts_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -291,9 +304,116 @@ lab.problems["sass_counts"].check(sass_counts)
 lab.problems["sass_counts"].check(sass_counts, hidden=True)
 ### END HIDDEN TESTS
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 8 — Measure: time two calls the way asynchronous dispatch demands
+#
+# Exercise 2 *predicted* what fusion saves in bytes. To see what it saves in time you must measure, and a JAX
+# call (like a CUDA kernel launch) returns before its work is done. Write the timer: warm up, synchronize,
+# repeat, keep a robust statistic. The checker gives your timer stand-in functions on a virtual clock, so it
+# knows the exact answer (and each classic mistake gives a recognisable wrong one); after exercise 9 your timer
+# measures real work on this machine.
+
+# %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["measure_times"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex8_measure_times", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import time
+
+
+def measure_times(slow, fast, *args):
+    """(seconds per call of slow(*args), seconds per call of fast(*args)), measured right."""
+    # roughly 10 lines
+    ### BEGIN SOLUTION
+    def best(fn):
+        jax.block_until_ready(fn(*args))  # warm-up: compiles
+        runs = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            runs.append(time.perf_counter() - t0)
+        return min(runs)
+
+    return best(slow), best(fast)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex8_measure_times_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["measure_times"].check(measure_times)
+
+# %% nbgrader={"grade": true, "grade_id": "ex8_measure_times_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["measure_times"].check(measure_times, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 9 — Explain: why the time ratio is not the byte ratio
+#
+# §6.3's model of one evaluation: `calls · dispatch + bytes / bandwidth + page faults · cost per fault`. Compute
+# the ratio it predicts and name the term that dominates the unfused time. On a GPU with large arrays, memory
+# dominates and the time ratio follows the byte ratio; with tiny arrays, dispatch dominates and it follows the
+# ratio of kernel counts; on a CPU, freshly allocated intermediates can make page faults dominate.
+
+# %% nbgrader={"grade": false, "grade_id": "ex9_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fusion_time_ratio"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex9_fusion_time_ratio", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fusion_time_ratio(calls, nbytes, faults, machine):
+    """(time(unfused) / time(fused), the largest term of the unfused time)."""
+    # roughly 6 lines
+    ### BEGIN SOLUTION
+    def terms(i):
+        return {"dispatch": calls[i] * machine["dispatch"], "memory": nbytes[i] / machine["bandwidth"],
+                "page faults": faults[i] * machine["fault"]}
+
+    unfused, fused = terms(0), terms(1)
+    return sum(unfused.values()) / sum(fused.values()), max(unfused, key=unfused.get)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_time_ratio_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fusion_time_ratio"].check(fusion_time_ratio)
+
+# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_time_ratio_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["fusion_time_ratio"].check(fusion_time_ratio, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "on_this_machine_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Your three functions, on this machine
+#
+# Not graded: predict (exercise 2), measure (exercise 8) and explain (exercise 9) the fusion of a 3-op chain on
+# 1024×1024 float32 arrays here. The machine's constants — dispatch per call, cost of a page fault, page faults
+# per call — are measured by `gc.fusion`, the bandwidth calibrated on the fused call, as in §6.3.
+
+# %% nbgrader={"grade": false, "grade_id": "on_this_machine", "locked": true, "schema_version": 3, "solution": false, "task": false}
+ops = ["mul_full", "add_full", "relu"]
+m = n = 1024
+try:
+    unfused_b, fused_b = fusion_bytes(m, n, "float32", ops)  # predict
+    chain = lab.chain_function(ops)
+    steps = [jax.jit(lab.chain_function([op])) for op in ops]
+
+    def unfused(x, y, z):
+        return steps[2](steps[1](steps[0](x, y), z))
+
+    fused = jax.jit(chain)
+    args = tuple(jnp.asarray(np.random.default_rng(i).standard_normal((m, n)).astype(np.float32)) for i in range(3))
+    t_unfused, t_fused = measure_times(unfused, fused, *args)  # measure
+    tiny = tuple(jnp.ones((1, 1), jnp.float32) for _ in range(3))
+    dispatch = gc.fusion.dispatch_cost(fused, *tiny)
+    faults = (gc.fusion.page_faults(unfused, *args) or 0.0, gc.fusion.page_faults(fused, *args) or 0.0)
+    machine = {"dispatch": dispatch, "fault": gc.fusion.fault_cost() or 0.0}
+    machine["bandwidth"] = fused_b / max(t_fused - dispatch - faults[1] * machine["fault"], 1e-9)
+    ratio, dominant = fusion_time_ratio((3, 1), (unfused_b, fused_b), faults, machine)  # explain
+    print(f"predicted bytes: {unfused_b / fused_b:.2f}×; measured time: {t_unfused / t_fused:.2f}×; "
+          f"model: {ratio:.2f}×, dominated by {dominant}")
+    print(f"machine: {dispatch * 1e6:.1f} µs per call, {machine['bandwidth'] / 1e9:.1f} GB/s, "
+          f"{machine['fault'] * 1e6:.2f} µs per page fault; page faults per call {faults[0]:.0f} unfused, "
+          f"{faults[1]:.0f} fused")
+except NotImplementedError:
+    print("finish exercises 2, 8 and 9 first")
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
 # Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other shapes, dtypes, fusion breakers and kernels: an answer that only handles the examples will
-# lose those points.
+# tests use other shapes, dtypes, fusion breakers, kernels, targets, workloads and machines: an answer that only
+# handles the examples will lose those points.

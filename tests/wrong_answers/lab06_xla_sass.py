@@ -36,19 +36,42 @@ WRONG = {
     "ex4_fixed_scale_tanh": '''def fixed_scale_tanh(x, d, b):
     return jnp.tanh(jnp.einsum("ij,jk->ik", x, jnp.diag(d)) + b)
 ''',
-    # no bounds check: threads past the edge index out of the arrays
+    # right values, coalesced, but two passes: out is written, read back and written again (a round trip
+    # through global memory that the fused kernel never makes)
     "ex5_scale_bias_relu_kernel": '''@cuda.jit
 def scale_bias_relu_kernel(x, w, b, out):
-    i, j = cuda.grid(2)
-    out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+    j, i = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = x[i, j] * w[j] + b[j]
+        out[i, j] = max(out[i, j], 0.0)
 ''',
     # counts substrings: kernel names, comments and HFMA2/DFMA-like spellings all count
     "ex6_count_opcode": '''def count_opcode(sass, opcode):
     return sass.count(opcode)
 ''',
     # counts in the PTX instead of the SASS: one wmma.mma.sync there becomes two HMMA.16816 in the machine code
-    "ex7_sass_counts": '''def sass_counts(source):
-    ptx = toolchain.compile_cuda(source, arch="compute_90", output="ptx").decode()
-    return {"FFMA": ptx.count("fma.rn.f32"), "HMMA": ptx.count("mma.sync")}
+    "ex7_sass_counts": '''def sass_counts(source, arch="sm_90"):
+    ptx = toolchain.compile_cuda(source, arch=arch.replace("sm_", "compute_"), output="ptx").decode()
+    return {"FFMA": ptx.count("fma.rn.f32"), "HMMA": ptx.count("mma.sync"), "HGMMA": ptx.count("wgmma.mma_async")}
+''',
+    # times the call without waiting for the result: it measures the enqueue (dispatch), not the work
+    "ex8_measure_times": '''import time
+
+
+def measure_times(slow, fast, *args):
+    def best(fn):
+        fn(*args)
+        runs = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            fn(*args)
+            runs.append(time.perf_counter() - t0)
+        return min(runs)
+
+    return best(slow), best(fast)
+''',
+    # the byte ratio alone: forgets dispatch and page faults, and calls memory dominant whatever the sizes
+    "ex9_fusion_time_ratio": '''def fusion_time_ratio(calls, nbytes, faults, machine):
+    return nbytes[0] / nbytes[1], "memory"
 ''',
 }

@@ -1,0 +1,182 @@
+"""What fusion saves, measured: kernels dispatched, bytes moved, page faults taken — and a model of the time ratio.
+
+Unfused, a chain of k elementwise ops runs k kernels; each reads its operands from memory and writes a fresh
+result. Fused, one kernel reads the inputs once and writes once. XLA's cost model counts the bytes
+(``gc.xla.compiled(f, ...).bytes_accessed``), so the *byte ratio* is a prediction. The *time ratio* differs because
+each call also pays
+
+- a fixed **dispatch** cost (Python → JAX → the runtime → a kernel launch: microseconds per call, CPU or GPU), and
+- on a CPU, the **page faults** of freshly allocated outputs: the first write to each 4 KiB page of new memory traps
+  into the operating system. (A GPU's caching allocator hands out device memory it already holds: no faults.)
+
+The model, per call::
+
+    t ≈ calls · dispatch + bytes / bandwidth + page_faults · fault_cost
+
+Every term is measured here (:func:`explain`): dispatch on a one-element call, page faults with ``getrusage``
+(Linux and macOS), the cost of one fault by touching fresh memory, the bandwidth calibrated on the fused call; the
+model then predicts the unfused time, which is measured too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .timing import block, measure
+
+PAGE = 4096  # bytes per page on x86-64 / most arm64 Linux
+
+
+def _minor_faults() -> int | None:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def page_faults(fn: Callable[..., Any], *args: Any, repeat: int = 5) -> float | None:
+    """Minor page faults per call of ``fn(*args)`` (after one warm-up call), or None where the OS doesn't count them."""
+    block(fn(*args))
+    start = _minor_faults()
+    if start is None:
+        return None
+    for _ in range(repeat):
+        block(fn(*args))
+    return (_minor_faults() - start) / repeat
+
+
+def fault_cost(pages: int = 4096, repeat: int = 3) -> float | None:
+    """Seconds per minor page fault on this machine: map fresh anonymous memory (4 KiB pages: transparent huge
+    pages refused with ``madvise``), write one byte per page, divide the time by the faults counted (best of
+    ``repeat``; None where faults are not counted)."""
+    import mmap
+    import time
+
+    if _minor_faults() is None:
+        return None
+    best = math.inf
+    for _ in range(repeat):
+        buf = mmap.mmap(-1, pages * PAGE)
+        if hasattr(mmap, "MADV_NOHUGEPAGE"):
+            buf.madvise(mmap.MADV_NOHUGEPAGE)
+        view = np.frombuffer(buf, dtype=np.uint8)
+        f0, t0 = _minor_faults(), time.perf_counter()
+        view[::PAGE] = 1  # one write per page: one fault per page
+        dt, faults = time.perf_counter() - t0, _minor_faults() - f0
+        del view
+        buf.close()
+        if faults >= pages // 2:
+            best = min(best, dt / faults)
+    return best if best < math.inf else None
+
+
+@dataclass(frozen=True)
+class Side:
+    """One way of running the chain: how many calls, bytes, page faults per call, and its measured time."""
+
+    calls: int  # kernels dispatched per evaluation
+    bytes: float  # bytes XLA's cost model says they access
+    faults: float  # minor page faults per evaluation (0 where not counted)
+    seconds: float  # measured, best of several runs
+
+
+@dataclass(frozen=True)
+class FusionModel:
+    """``t ≈ calls·dispatch + bytes/bandwidth + faults·fault_cost`` for the unfused and the fused chain."""
+
+    unfused: Side
+    fused: Side
+    dispatch: float  # seconds per call, measured on a one-element call
+    bandwidth: float  # bytes/s, calibrated on the fused call
+    fault_cost: float  # seconds per page fault (0 where not measurable)
+
+    def terms(self, side: Side) -> dict[str, float]:
+        """Seconds the model attributes to each term for one side."""
+        return {"dispatch": side.calls * self.dispatch, "memory": side.bytes / self.bandwidth,
+                "page faults": side.faults * self.fault_cost}
+
+    def predicted(self, side: Side) -> float:
+        return sum(self.terms(side).values())
+
+    @property
+    def byte_ratio(self) -> float:
+        return self.unfused.bytes / self.fused.bytes
+
+    @property
+    def predicted_ratio(self) -> float:
+        return self.predicted(self.unfused) / self.predicted(self.fused)
+
+    @property
+    def measured_ratio(self) -> float:
+        return self.unfused.seconds / self.fused.seconds
+
+    def table(self) -> str:
+        rows = [f"{'':9} {'calls':>5} {'MB moved':>9} {'faults':>8} {'dispatch':>10} {'memory':>10} "
+                f"{'faults':>10} {'model':>10} {'measured':>10}"]
+        for name, side in (("unfused", self.unfused), ("fused", self.fused)):
+            t = self.terms(side)
+            rows.append(f"{name:9} {side.calls:>5} {side.bytes / 1e6:>9.1f} {side.faults:>8.0f} "
+                        + " ".join(f"{t[k] * 1e6:>8.0f}µs" for k in ("dispatch", "memory", "page faults"))
+                        + f" {self.predicted(side) * 1e6:>8.0f}µs {side.seconds * 1e6:>8.0f}µs")
+        rows.append(f"byte ratio {self.byte_ratio:.2f}×; model {self.predicted_ratio:.2f}×; measured "
+                    f"{self.measured_ratio:.2f}× (dispatch {self.dispatch * 1e6:.1f} µs/call, bandwidth "
+                    f"{self.bandwidth / 1e9:.1f} GB/s, {self.fault_cost * 1e6:.2f} µs/fault)")
+        return "\n".join(rows)
+
+
+def dispatch_cost(fn: Callable[..., Any], *tiny_args: Any, repeat: int = 30) -> float:
+    """Seconds per call of ``fn`` on inputs so small that the call is all overhead (best of ``repeat``)."""
+    return measure(fn, *tiny_args, repeat=repeat, max_seconds=2.0).best
+
+
+def best_run(fn: Callable[..., Any], *args: Any, repeat: int = 9, warmup: int = 2) -> tuple[float, float]:
+    """(seconds, page faults) of the fastest of ``repeat`` synchronized runs: time and faults from the same run,
+    so a run that faulted is charged its own faults (a load spike slows a run down, never speeds one up)."""
+    import time
+
+    for _ in range(warmup):
+        block(fn(*args))
+    best = (math.inf, 0.0)
+    for _ in range(repeat):
+        f0, t0 = _minor_faults(), time.perf_counter()
+        block(fn(*args))
+        dt, f1 = time.perf_counter() - t0, _minor_faults()
+        best = min(best, (dt, float(f1 - f0) if f0 is not None else 0.0))
+    return best
+
+
+def explain(unfused: Callable[..., Any], fused: Callable[..., Any], args: tuple, tiny_args: tuple,
+            calls: tuple[int, int], nbytes: tuple[float, float], repeat: int = 9, rounds: int = 3,
+            band: tuple[float, float] = (1 / 1.75, 1.75)) -> FusionModel:
+    """Measure both sides on ``args`` (fastest of ``repeat`` runs, with that run's page faults), the per-call
+    dispatch cost (on ``tiny_args``) and the cost of one page fault; calibrate the bandwidth on the fused side;
+    return the model. Up to ``rounds`` rounds: the first whose measured/model ratio lies in ``band`` is kept
+    (a busy machine can spoil one round), else the round closest to the model."""
+    cost = fault_cost() or 0.0
+    best: FusionModel | None = None
+    for _ in range(rounds):
+        t_u, f_u = best_run(unfused, *args, repeat=repeat)
+        t_f, f_f = best_run(fused, *args, repeat=repeat)
+        d = dispatch_cost(fused, *tiny_args)
+        memory_time = max(t_f - calls[1] * d - f_f * cost, 0.05 * t_f)  # what the fused call spent on bytes
+        model = FusionModel(Side(calls[0], nbytes[0], f_u, t_u), Side(calls[1], nbytes[1], f_f, t_f), d,
+                            nbytes[1] / memory_time, cost)
+        off = model.measured_ratio / model.predicted_ratio
+        if band[0] <= off <= band[1]:
+            return model
+        if best is None or abs(math.log(off)) < abs(math.log(best.measured_ratio / best.predicted_ratio)):
+            best = model
+    return best
+
+
+def dominant(terms: dict[str, float]) -> str:
+    """The name of the largest term."""
+    return max(terms, key=terms.get)
+
+
+__all__ = ["PAGE", "FusionModel", "Side", "best_run", "dispatch_cost", "dominant", "explain", "fault_cost", "page_faults"]

@@ -1,0 +1,46 @@
+"""gpucourse.fusion: the dispatch + bytes + page-fault model of a fused vs unfused chain, and its measurements.
+No speed is asserted here (timings belong to notebooks and the benchmark); the arithmetic and the plumbing are."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import gpucourse as gc
+from gpucourse.fusion import FusionModel, Side
+
+
+def test_model_terms_ratio_and_table():
+    m = FusionModel(Side(3, 8e6, 1000, 2e-3), Side(1, 4e6, 0, 5e-4), dispatch=10e-6, bandwidth=10e9, fault_cost=1e-6)
+    assert m.terms(m.unfused) == pytest.approx({"dispatch": 30e-6, "memory": 8e-4, "page faults": 1e-3})
+    assert m.predicted(m.fused) == pytest.approx(10e-6 + 4e-4)
+    assert m.byte_ratio == 2.0 and m.measured_ratio == pytest.approx(4.0)
+    assert m.predicted_ratio == pytest.approx((30e-6 + 8e-4 + 1e-3) / (10e-6 + 4e-4))
+    assert gc.fusion.dominant(m.terms(m.unfused)) == "page faults"
+    assert "byte ratio 2.00×" in m.table() and "unfused" in m.table()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="getrusage (page-fault counts) does not exist on Windows")
+def test_page_faults_are_counted_and_cost_something():
+    fresh = gc.fusion.page_faults(lambda: np.ones(1 << 22, np.uint8), repeat=3)  # 4 MiB of new memory per call
+    assert fresh is not None and fresh >= 0
+    cost = gc.fusion.fault_cost(pages=1024, repeat=2)
+    assert cost is not None and 0 < cost < 1e-3  # seconds per fault: well under a millisecond anywhere
+
+
+def test_explain_measures_both_sides_and_calibrates_bandwidth():
+    import jax
+    import jax.numpy as jnp
+
+    mul, add = jax.jit(lambda a, b: a * b), jax.jit(lambda a, b: a + b)
+    fused = jax.jit(lambda a, b: a * b + b)
+    args = (jnp.ones(4096, jnp.float32), jnp.ones(4096, jnp.float32))
+    tiny = (jnp.ones(1, jnp.float32), jnp.ones(1, jnp.float32))
+    m = gc.fusion.explain(lambda a, b: add(mul(a, b), b), fused, args, tiny, calls=(2, 1),
+                          nbytes=(5 * 4096 * 4, 3 * 4096 * 4), repeat=3, rounds=1)
+    assert m.unfused.calls == 2 and m.fused.calls == 1 and m.byte_ratio == pytest.approx(5 / 3)
+    assert m.unfused.seconds > 0 and m.fused.seconds > 0 and m.dispatch > 0 and m.bandwidth > 0
+    t, faults = gc.fusion.best_run(fused, *args, repeat=3)
+    assert t > 0 and faults >= 0

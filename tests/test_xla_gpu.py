@@ -1,0 +1,99 @@
+"""gpucourse.xla_gpu: XLA:GPU's compiler run deviceless for an H100 — what jnp.dot and a fused elementwise chain
+become on Hopper, checked on the optimized HLO, XLA's PTX and the SASS ptxas makes of it. Skipped (with the
+reason) where JAX's CUDA plugin is not installed (python -m gpucourse.xla_gpu install)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucourse import xla_gpu
+
+needs_plugin = pytest.mark.skipif(not xla_gpu.available(), reason=xla_gpu.describe())
+
+F32 = ((1024, 1024), "float32")
+BF16 = ((1024, 1024), "bfloat16")
+
+
+def test_target_config_is_an_h100_sxm():
+    cfg = xla_gpu.TARGETS["H100 SXM"]()
+    assert "core_count: 132" in cfg and "memory_bandwidth: 3350000000000" in cfg
+    assert "l2_cache_size: 52428800" in cfg and "feature_extension: ACCELERATED_FEATURES" in cfg  # sm_90a
+    assert "shared_memory_per_core: 233472" in cfg and "registers_per_core_limit: 65536" in cfg
+
+
+def test_missing_names_the_install_command():
+    gone = xla_gpu.missing()
+    assert isinstance(gone, list)
+    assert ("install" in xla_gpu.describe()) == any("install" in g for g in gone)
+    with pytest.raises(ValueError, match="target"):
+        xla_gpu.compile_for_gpu("lambda a: a", ((2,), "float32"), target="A999")
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    if not xla_gpu.available():
+        pytest.skip(xla_gpu.describe())
+    return dict(zip(
+        ("f32", "f32_highest", "bf16_tuned", "bias_relu_cublas", "chain"),
+        xla_gpu.compile_many([
+            ("lambda a, b: jnp.dot(a, b)", (F32, F32), {}),
+            ("lambda a, b: jnp.dot(a, b, precision='highest')", (F32, F32), {}),
+            ("lambda a, b: jnp.dot(a, b)", (BF16, BF16), {"xla_gpu_override_gemm_autotuner": xla_gpu.TUNED_TILE}),
+            ("lambda a, b, c: jnp.maximum(jnp.dot(a, b) + c, 0)", (BF16, BF16, ((1024,), "bfloat16")),
+             {"xla_gpu_enable_triton_gemm": False}),
+            ("lambda x, y, z: jnp.maximum(x * y + z, 0.0)", (((1 << 22,), "float32"),) * 3, {}),
+        ])))
+
+
+@needs_plugin
+def test_f32_dot_runs_in_tf32_on_tensor_cores_unless_highest(compiled):
+    default, highest = compiled["f32"], compiled["f32_highest"]
+    assert default.gemm.runner.startswith("Triton") and highest.gemm.precision == ("HIGHEST", "HIGHEST")
+    ptx = default.ptx_instructions()
+    assert ptx["cvt.rna.tf32.f32"] > 0 and any(k.startswith("mma.sync") and "tf32" in k for k in ptx)
+    assert default.sass().variants("HMMA") and all("TF32" in v for v in default.sass().variants("HMMA"))
+    s = highest.sass()
+    assert s.count("HMMA") == 0 and s.count("FFMA") > 0  # true fp32: CUDA-core FMAs, no tensor core
+
+
+@needs_plugin
+def test_bf16_gemm_with_a_tuned_tile_uses_wgmma_hgmma(compiled):
+    g = compiled["bf16_tuned"]
+    assert g.gemm.tile == {"output_tile": "128x128", "num_warps": 8, "num_stages": 3}
+    assert any(k.startswith("wgmma.mma_async") for k in g.ptx_instructions())
+    s = g.sass()
+    assert s.variants("HGMMA") and all(v.startswith("HGMMA.64x128x16.F32.BF16") for v in s.variants("HGMMA"))
+    assert s.count("HMMA") == 0 and s.count("WARPGROUP") >= 2
+
+
+@needs_plugin
+def test_cublaslt_fuses_bias_and_relu_as_its_epilogue(compiled):
+    g = compiled["bias_relu_cublas"]
+    assert g.gemm.target == "__cublas$lt$matmul" and g.gemm.epilogue == "BIAS_RELU"
+    assert g.ptx == () and g.memory["temp"] > 0  # no generated kernel; a cuBLAS workspace in the temp buffer
+
+
+@needs_plugin
+def test_elementwise_chain_is_one_vectorized_loop_fusion(compiled):
+    c = compiled["chain"]
+    from gpucourse.xla import entry_ops
+
+    assert entry_ops(c.hlo).count("fusion") == 1 and "kind=kLoop" in c.hlo
+    s = c.sass()
+    assert s.variants("LDG") == {"LDG.E.128.CONSTANT": 3} and s.variants("STG") == {"STG.E.128": 1}
+    # XLA keeps the multiply and the add separately rounded (mul.rn/add.rn cannot be contracted): no FFMA
+    assert s.count("FMUL") == 4 and s.count("FADD") == 4 and s.count("FMNMX") == 4 and s.count("FFMA") == 0
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_backend_it_compiles_for_this_gpu_autotuned():
+    """On a GPU machine compile_for_gpu compiles in-process for the real GPU (autotuned): whatever XLA picks for a
+    large bf16 GEMM — cuBLAS(Lt) or a Triton fusion — find_gemm names it, and a Triton kernel on Hopper is HGMMA."""
+    import gpucourse as gc
+
+    r = xla_gpu.compile_for_gpu("lambda a, b: jnp.dot(a, b)", ((4096, 4096), "bfloat16"), ((4096, 4096), "bfloat16"))
+    assert "this GPU" in r.target and r.gemm.how in ("library call", "generated fusion")
+    if r.gemm.how == "generated fusion" and r.arch == "sm_90a":
+        assert r.sass().count("HGMMA") > 0, "an autotuned Triton GEMM on Hopper uses wgmma"
+    chain = xla_gpu.compile_for_gpu("lambda x, y, z: jnp.maximum(x * y + z, 0.0)", *(((1 << 24,), "float32"),) * 3)
+    assert gc.xla.entry_ops(chain.hlo).count("fusion") == 1 and chain.ptx
