@@ -177,6 +177,7 @@ def _compile(fn: types.FunctionType, trace: bool) -> Compiled:
         return Compiled(None, fn, [], {}, {})
     node, offset = found
     node.decorator_list = []
+    ast.increment_lineno(node, offset)  # the source file's own line numbers, before they are baked into the calls
     inst = _Instrument(trace)
     node.body = inst.stmts(_without_docstring(node.body))
     freevars = list(fn.__code__.co_freevars)
@@ -186,18 +187,17 @@ def _compile(fn: types.FunctionType, trace: bool) -> Compiled:
                            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         body=[node, ast.Return(ast.Name(fn.__name__, ast.Load()))], decorator_list=[], returns=None,
         type_comment=None, **({"type_params": []} if sys.version_info >= (3, 12) else {}))
+    ast.copy_location(maker, node)
     module = ast.Module(body=[maker], type_ignores=[])
     ast.fix_missing_locations(module)
-    ast.increment_lineno(module, offset)
     try:
         code = compile(module, fn.__code__.co_filename, "exec")
     except SyntaxError:
         return Compiled(None, fn, [], {}, {})
     maker_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = next(c for c in maker_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
-    loops = [Loop(lp.start + offset, lp.end + offset) for lp in inst.loops]
-    names = {ln + offset: v for ln, v in inst.names.items()}
-    return Compiled(inner, fn, loops, {lp.start: i for i, lp in enumerate(loops)}, names)
+    loops = inst.loops
+    return Compiled(inner, fn, loops, {lp.start: i for i, lp in enumerate(loops)}, inst.names)
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:

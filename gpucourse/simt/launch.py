@@ -9,14 +9,15 @@ scheduler runs each thread until it blocks — at ``cuda.syncthreads()``, at a w
 - a warp operation (``shfl_*_sync``, ``*_sync`` votes, ``syncwarp``, ``activemask``) completes when every lane
   its mask names has arrived at the same operation with the same mask, or has exited; a lane named in the mask
   that waits elsewhere is a deadlock, reported as synccheck reports it;
-- a block barrier releases when every live thread of the block waits at one. Threads that exited first, or
+- a block barrier releases when every thread of the block that has not exited waits at one (Volta and later
+  wait for all *non-exited* threads, so an early ``return`` before the barrier is fine). A thread that went
+  *past* the barrier without calling it (a ``syncthreads()`` inside an ``if`` only some threads take), or
   threads waiting at different ``syncthreads()`` calls, are *barrier divergence*: undefined in CUDA (a GPU
-  may hang), reported as an error; the launch goes on as a GPU that counts exited threads as arrived would.
+  may hang), reported as an error; the launch goes on.
 
-Memory: each access is checked against the last accesses to the same element (a FastTrack-style shadow): two
-threads, at least one writing, not ordered by a barrier (same block, same phase), by ``syncwarp`` (same warp),
-or by a fence + atomic hand-off (``threadfence`` then an atomic another thread acquires) are a **race**.
-Threads of different blocks are never ordered, except across ``grid.sync()``. Atomics never race with atomics.
+Memory: each access to global or shared memory is appended to the launch's access log (thread, statement,
+element, kind, epoch); races are found from the log when the report is made (``races.py``). Fresh shared and
+local memory is poisoned, and reading an element no thread wrote gives a tracked uninitialised value.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .errors import BudgetExceeded, KernelError, NotModelled, OutOfBounds, Threa
 from .instrument import Compiled, compile_function, current_user_frame, python_function, rebind, where
 from .memory import ATOMIC, Root, TracedArray
 from .races import detect
-from .report import ArrayInfo, KernelReport, SyncIssue, UninitializedUse, group_ranges
+from .report import ArrayInfo, KernelReport, SyncIssue, UninitializedUse, event_keys, group_ranges
 from .values import Origin, Uninit, as_dtype, poisoned
 
 READY, DONE, BARRIER, GRID, WARP, PREEMPT, ERROR = "ready", "done", "barrier", "grid", "warp", "preempt", "error"
@@ -52,8 +53,9 @@ MAX_EXAMPLES = 20
 class SimThread:
     """One CUDA thread: its indices, its statement trace, its place in the memory model, its greenlet."""
 
-    __slots__ = ("launch", "tid", "tidh", "epk", "lt", "lane", "warp", "blk", "tidx", "trace", "epid", "phase", "gphase", "wc", "vc",
-                 "knows", "fenced", "iters", "snap", "stalled", "state", "wait", "result", "exc", "glet", "locals_")
+    __slots__ = ("launch", "tid", "tidh", "epk", "lt", "lane", "warp", "blk", "tidx", "trace", "epid", "phase", "gphase",
+                 "wc", "vc", "knows", "fenced", "iters", "snap", "stalled", "state", "wait", "result", "exc", "glet",
+                 "locals_", "phase_start", "checked")
 
     def __init__(self, launch: "Launch", blk: "SimBlock", lt: int):
         self.launch, self.blk, self.lt = launch, blk, lt
@@ -73,6 +75,8 @@ class SimThread:
         self.state, self.wait, self.result, self.exc = READY, None, None, None
         self.glet: greenlet | None = None
         self.locals_: dict = {}
+        self.phase_start = 0  # trace position where the current barrier phase began
+        self.checked = False  # an exited thread, already checked for skipping a barrier
 
     def loop(self, line: int) -> None:
         """Kernel loop-header hook: one statement of the trace, one iteration of the budget."""
@@ -146,6 +150,7 @@ class Launch:
         self.compiled: dict[types.CodeType, Compiled] = {}
         self.user_codes: set = set()
         self._devices: dict[int, Callable] = {}
+        self._warp_checked: set[tuple] = set()
         self._consts: dict[int, TracedArray] = {}
         self.cur: SimThread | None = None
         self.blocks_started: list[SimBlock] = []
@@ -459,20 +464,40 @@ class Launch:
                       "this launch")
         self.sched.switch()
 
+    def _skipped(self, waiting: SimThread, others: list[SimThread], mark: bool = True) -> list[tuple[SimThread, int]]:
+        """The exited threads among ``others`` that ran *past* the point where ``waiting`` waits, without stopping
+        there: (thread, the first line past it). Threads that exited before reaching that point (an early
+        ``return``) are not counted: since Volta a barrier waits for all *non-exited* threads."""
+        loops, header = self.kernel.loops, self.kernel.header
+        here = event_keys(waiting.trace, loops, header)[-1] if waiting.trace else None
+        out = []
+        for u in others:
+            if here is None or (mark and u.checked):
+                continue
+            if mark:
+                u.checked = True
+            keys = event_keys(u.trace, loops, header)
+            past = next((k for k in keys[u.phase_start:] if k > here), None)
+            if past is not None:
+                out.append((u, past[-1][0]))
+        return out
+
     def _release_barrier(self, blk: SimBlock, live: list[SimThread]) -> None:
-        exited = [t.lt for t in blk.threads if t.state is DONE]
+        exited = [t for t in blk.threads if t.state is DONE and not t.checked]
         sites: dict[tuple, list[int]] = {}
         for t in live:
             sites.setdefault(t.wait[2], []).append(t.lt)
         first_site = next(iter(sites))
         kind = live[0].wait[0]
-        if exited:
-            self.sync_issue(("exit", first_site), "barrier divergence",
-                            f"threads {group_ranges(exited)} of block {blk.id} exited without reaching the "
-                            f"cuda.{kind}(){_at(first_site)} that threads {group_ranges([t.lt for t in live])} "
-                            "wait at. A barrier must be reached by every thread of the block (a syncthreads() inside "
-                            "an `if` or after an early `return` that only some threads take is undefined: a GPU may "
-                            "hang or let the waiting threads through early)")
+        skipped = self._skipped(live[0], exited) if exited else []
+        if skipped:
+            who = group_ranges([u.lt for u, _ in skipped])
+            self.sync_issue(("skip", first_site), "barrier divergence",
+                            f"threads {who} of block {blk.id} went past the cuda.{kind}(){_at(first_site)} without "
+                            f"calling it (thread {skipped[0][0].lt} ran on to line {skipped[0][1]}) while threads "
+                            f"{group_ranges([t.lt for t in live])} wait there. A barrier inside an `if` that only some "
+                            "threads of the block take is undefined in CUDA (a GPU may hang, or release the waiting "
+                            "threads early): call syncthreads() where every thread of the block reaches it")
         if len(sites) > 1 or len({t.wait[0] for t in live}) > 1:
             desc = "; ".join(f"threads {group_ranges(v)} at{_at(s)}" for s, v in sites.items())
             self.sync_issue(("sites", tuple(sites)), "barrier divergence",
@@ -492,6 +517,7 @@ class Launch:
         for t in live:
             t.phase = phase
             t.epid, t.epk = blk.epid, blk.epid << 2
+            t.phase_start = len(t.trace)
             if merged is not None:
                 self._set_knows(t, merged)
             t.result, t.state = result, READY
@@ -499,12 +525,15 @@ class Launch:
 
     def _release_grid(self, parked: list[SimBlock]) -> None:
         live = [t for blk in parked for t in blk.threads if t.state is GRID]
-        exited = [t for blk in self.blocks_started for t in blk.threads if t.state is DONE]
-        if exited:
-            blocks = sorted({t.blk.id for t in exited})
-            self.sync_issue(("grid-exit",), "barrier divergence",
-                            f"{len(exited):,} threads (in blocks {group_ranges(blocks)}) exited without reaching "
-                            f"grid.sync(){_at(live[0].wait[2])}: every thread of the grid must reach it")
+        exited = [t for blk in self.blocks_started for t in blk.threads if t.state is DONE and not t.checked]
+        skipped = self._skipped(live[0], exited) if exited and live else []
+        if skipped:
+            blocks = sorted({u.blk.id for u, _ in skipped})
+            self.sync_issue(("grid-skip",), "barrier divergence",
+                            f"{len(skipped):,} threads (in blocks {group_ranges(blocks)}) went past grid.sync()"
+                            f"{_at(live[0].wait[2])} without calling it (thread {skipped[0][0].lt} of block "
+                            f"{skipped[0][0].blk.id} ran on to line {skipped[0][1]}): every thread of the grid that has "
+                            "not exited must reach it")
         merged = self._merge_knows(live)
         for blk in parked:
             group = [t for t in blk.threads if t.state is GRID]
@@ -515,6 +544,7 @@ class Launch:
                 t.phase += 1
                 t.gphase += 1
                 t.epid, t.epk = blk.epid, blk.epid << 2
+                t.phase_start = len(t.trace)
                 if merged is not None:
                     self._set_knows(t, merged)
                 t.state = READY
@@ -568,6 +598,16 @@ class Launch:
                                       f"{mask:#010x}, which does not include its own lane: the calling lane must be in "
                                       "the mask (CUDA leaves this undefined)", thread=(blk.id, t.lt))
                 parts, bad = [], None
+                gone = [u for u in warp if (mask >> u.lane) & 1 and u.state is DONE
+                        and (u.tid, site) not in self._warp_checked]
+                if gone:
+                    self._warp_checked.update((u.tid, site) for u in gone)
+                    for u, line in self._skipped(t, gone, mark=False):
+                        self.sync_issue(("warp-skip", site, u.lane), "warp mask",
+                                        f"lane {u.lane} ({u.where()}) is named in the mask {mask:#010x} of the "
+                                        f"cuda.{kind}(){_at(site)} that lane {t.lane} calls, but went past it without "
+                                        f"calling it (on to line {line}): every lane a mask names must call the same "
+                                        "warp operation (or have exited); synccheck reports this")
                 for u in warp:
                     if not (mask >> u.lane) & 1 or u.state is DONE:
                         continue

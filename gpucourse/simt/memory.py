@@ -13,6 +13,7 @@ stops the kernel with "an illegal memory access"; compute-sanitizer's memcheck r
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -29,7 +30,7 @@ class Root:
     dynamic shared buffer, which every ``cuda.shared.array(0, dtype)`` aliases at byte granularity)."""
 
     __slots__ = ("name", "space", "rid", "shape", "dtype", "unit", "size", "logged", "readonly", "init", "origins",
-                 "rel", "run", "cstrides", "_map", "block", "logapp", "ridh")
+                 "rel", "run", "cstrides", "_map", "block", "logapp", "ridh", "intlike")
 
     def __init__(self, run: Any, name: str, space: str, shape: tuple, dtype: np.dtype, *, unit: int | None = None,
                  logged: bool = True, readonly: bool = False, initialised: bool = True, block: int = -1):
@@ -38,6 +39,7 @@ class Root:
         self.unit = dtype.itemsize if unit is None else unit
         self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
         self.logged, self.readonly, self.block = logged, readonly, block
+        self.intlike = dtype.kind in "iub"  # a store of a float with a fraction here truncates it
         self.init: bytearray | None = None if initialised else bytearray(self.size)
         self.origins: dict[int, Any] = {}  # flat -> Origin of an uninitialised value stored there
         self.rel: dict[int, dict] | None = None  # flat -> {tid: fence seq} released there by fence + atomic
@@ -214,6 +216,10 @@ class TracedArray:
                     raise TypeError(f"cannot store {value!r} into {root.name} ({root.dtype}): {exc}") from None
             if root.init is not None:
                 root.init[flat] = 1
+            if root.intlike and isinstance(value, (float, np.floating)) and math.isfinite(value) \
+                    and not float(value).is_integer():
+                self._run.warn(("trunc", root.name), f"{root.name} holds {root.dtype} but the kernel stored the float "
+                               f"{float(value):g} into it: truncated to {self._a[key]!r} (a dtype mismatch?)")
         if root.logged:
             run = self._run
             run.nwrites += 1

@@ -131,7 +131,7 @@ class KernelReport:
                  shared_bytes: int, dynamic_shared_bytes: int, local_bytes: int, complete: bool = True):
         self.name, self.grid, self.block = name, grid, block
         self.traces = traces
-        self._log = log  # (accesses, 5): tid, trace position, root id, tracked position, kind (0 r, 1 w, 2 atomic)
+        self._log = log  # (accesses, 6): tid, trace position, root id, position, kind (0 r, 1 w, 2 atomic), epoch
         self._roots = roots
         self._loops, self._header = loops, header
         self.races, self.race_count = races, race_count
@@ -284,8 +284,9 @@ class KernelReport:
         """Every logged access: (tid, warp step id, array name, position in the array, 'r' | 'w' | 'a')."""
         names = [r.name for r in self._roots]
         steps = self._access_steps
-        return [(int(t), int(s), names[int(r)], int(f), KIND_CHAR[int(k)])
-                for (t, _, r, f, k), s in zip(self._log, steps)]
+        log = self._log
+        return [(t, s, names[r], f, KIND_CHAR[k]) for t, s, r, f, k in
+                zip(log[:, 0].tolist(), steps.tolist(), log[:, 2].tolist(), log[:, 3].tolist(), log[:, 4].tolist())]
 
     def _select(self, array: str, kind: str | None) -> np.ndarray:
         rids = [i for i, r in enumerate(self._roots) if r.name == array]

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..checks import CheckFailure, expect_array_close, expect_int, expect_tuple
+from ..kernels import KernelProblem
 from ..problem import Case, Problem
 from gpucourse.toolchain import ELEMENTWISE_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
@@ -387,13 +388,20 @@ def _kernel_bytes(fn: Callable, hidden: bool) -> str:
             f"(mul, add, relu) would move {unfused / 2**20:.1f} MiB ({unfused / fused:.1f}×)")
 
 
-class _KernelProblem(Problem):
-    """The student passes the kernel; the checker launches it (grid from the block shape) and compares."""
+def _kernel_launch(case: Case) -> tuple:
+    """kernel[(ceil(m / bm), ceil(n / bn)), (bm, bn)](x, w, b, out), out full of NaN; output: out."""
+    x, w, b, block = case.args
+    m, n = x.shape
+    grid = (math.ceil(m / block[0]), math.ceil(n / block[1]))
+    return grid, tuple(block), [np.ascontiguousarray(x), w, b, np.full((m, n), np.nan, dtype=x.dtype)], [3]
 
-    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
-        if fn is None or not hasattr(fn, "__getitem__"):
-            raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel (be.cuda.jit), got {type(fn).__name__}")
-        super().check(lambda x, w, b, block: run_kernel(fn, x, w, b, block), hidden)
+
+class _KernelProblem(KernelProblem):
+    """The student passes the kernel; the checker launches it (grid from the block shape) on the instrumented
+    executor (races, uninitialised reads, synchronisation errors reported first) and compares."""
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(**fields, launch=_kernel_launch)
 
 
 _rk = np.random.default_rng(5)
