@@ -22,6 +22,7 @@ local memory is poisoned, and reading an element no thread wrote gives a tracked
 
 from __future__ import annotations
 
+import contextvars
 import math
 import sys
 import time
@@ -240,7 +241,8 @@ class Launch:
         pending = deque(order)
         parked: list[SimBlock] = []
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"):  # as on a GPU: overflow wraps, 0/0 is NaN, and nothing is printed
+                self._context = contextvars.copy_context()  # each thread runs in it (NumPy's errstate lives there)
                 if settrace:
                     sys.settrace(self._tracer)
                 while pending or parked:
@@ -281,6 +283,7 @@ class Launch:
         for t in blk.threads:
             fn = self.kernel.make(self.globals, self.closure, t.trace.append, t.loop)
             t.glet = greenlet(partial(self._body, t, fn), parent=self.sched)
+            t.glet.gr_context = self._context.copy()
         return blk
 
     def _body(self, t: SimThread, fn: Callable) -> None:
@@ -894,10 +897,10 @@ class Launch:
     def report(self, complete: bool = True) -> KernelReport:
         log = unpack_log(self.log)
         roots = [ArrayInfo(r.name, r.space, r.shape, r.dtype, r.unit) for r in self.roots]
-        races, race_count = detect(log, np.array(self.epochs, dtype=np.int64).reshape(-1, 3), self.tpb, self.roots,
+        races, race_count, benign = detect(log, np.array(self.epochs, dtype=np.int64).reshape(-1, 3), self.tpb, self.roots,
                                    self.traces, self.kernel_code, self.sync_hist, self.knows_hist)
         return KernelReport(self.name, self.grid, self.block, self.traces, log, roots, self.kernel.loops,
-                            self.kernel.header, races=races, race_count=race_count,
+                            self.kernel.header, races=races, race_count=race_count, benign_races=benign,
                             uninitialized=self.uninit, uninitialized_count=self.uninit_count,
                             uninitialized_reads=self.uninit_reads, sync_errors=self.sync_errors,
                             warnings=self.warnings, shared_bytes=self.static_shared,

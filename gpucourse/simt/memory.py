@@ -22,7 +22,7 @@ import numpy as np
 from .errors import NotModelled, OutOfBounds
 from .values import Uninit, cast, poison_value
 
-READ, WRITE, ATOMIC = 0, 1, 2  # access kinds, as logged
+READ, WRITE, ATOMIC, SAME = 0, 1, 2, 3  # access kinds, as logged (SAME: a write of the value already there)
 
 
 class Root:
@@ -198,13 +198,14 @@ class TracedArray:
             raise TypeError(f"{root.name} is constant memory (cuda.const.array_like): kernels can only read it")
         if value.__class__ is Uninit:
             self._a[key] = poison_value(root.dtype)
-            if root.init is None:
-                self._run.uninit_use(value.origin, f"it is stored to {root.space} memory "
+            if root.space == "global":  # garbage reaches the kernel's output (initcheck's finding on a GPU)
+                self._run.uninit_use(value.origin, f"it is stored to global memory "
                                                    f"{root.name}{list(root.index_of(flat))}")
-            else:
+            if root.init is not None:  # shared/local memory: the element stays uninitialised
                 root.init[flat] = 0
                 root.origins[flat] = value.origin
         else:
+            old = self._a[key]
             try:
                 self._a[key] = value
             except (OverflowError, TypeError, ValueError) as exc:
@@ -222,12 +223,15 @@ class TracedArray:
                                f"{float(value):g} into it: truncated to {self._a[key]!r} (a dtype mismatch?)")
         if root.logged:
             run = self._run
-            run.nwrites += 1
+            new = self._a[key]
+            same = value.__class__ is not Uninit and (new == old or (new != new and old != old))
+            if not same:
+                run.nwrites += 1
             t = run.cur
             app = root.logapp
             app(t.tidh + len(t.trace))
             app(root.ridh + flat)
-            app(t.epk + WRITE)
+            app(t.epk + (SAME if same else WRITE))
 
     # -- index resolution (the slow path) -----------------------------------------------------------------------
     def _positions(self) -> np.ndarray:

@@ -37,9 +37,9 @@ def _groups(key: np.ndarray, who: np.ndarray, kind: np.ndarray) -> np.ndarray:
     kd = kind[order]
     big = np.iinfo(np.int64).max
     wmin, wmax = np.minimum.reduceat(w, starts), np.maximum.reduceat(w, starts)
-    nw = np.add.reduceat((kd == 1).astype(np.int64), starts)
+    nw = np.add.reduceat(((kd == 1) | (kd == 3)).astype(np.int64), starts)
     conflict = (nw > 0) & (wmin != wmax)
-    ar = kd != 1
+    ar = (kd == 0) | (kd == 2)
     na = np.add.reduceat((kd == 2).astype(np.int64), starts)
     nr = np.add.reduceat((kd == 0).astype(np.int64), starts)
     amin = np.minimum.reduceat(np.where(ar, w, big), starts)
@@ -53,11 +53,12 @@ def _groups(key: np.ndarray, who: np.ndarray, kind: np.ndarray) -> np.ndarray:
 
 def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], traces: list[list[int]],
            kernel_code: Any, sync_hist: dict[int, tuple[list[int], list[tuple]]],
-           knows_hist: dict[int, tuple[list[int], list[dict]]]) -> tuple[list[Race], int]:
-    """(the first races, one per element and kind, and how many accesses conflict)."""
+           knows_hist: dict[int, tuple[list[int], list[dict]]]) -> tuple[list[Race], int, int]:
+    """(the first races, one per element and kind; how many accesses conflict; how many conflicts are benign:
+    their write stored the value already there, so no order of the threads changes what anyone reads)."""
     n = len(log)
     if n == 0:
-        return [], 0
+        return [], 0, 0
     tid, rid, flat, kind, ep = log[:, 0], log[:, 2], log[:, 3], log[:, 4], log[:, 5]
     elem_key = rid * (int(flat.max()) + 1) + flat
     _, elem = np.unique(elem_key, return_inverse=True)
@@ -68,7 +69,7 @@ def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], 
     suspect = _groups(elem * n_ep + ep, tid, kind)  # same block, same phase
     suspect |= _groups(elem * (int(gph.max()) + 1) + gph, blk, kind)  # different blocks, same grid phase
     if not suspect.any():
-        return [], 0
+        return [], 0, 0
     cand = np.isin(elem, np.unique(elem[suspect]))
     rows = np.flatnonzero(cand)
     rows = rows[np.lexsort((rows, elem[rows]))]  # by element, then in execution order
@@ -76,13 +77,13 @@ def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], 
 
 
 def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any],
-            traces: list[list[int]], kernel_code: Any, sync_hist: dict, knows_hist: dict) -> tuple[list[Race], int]:
+            traces: list[list[int]], kernel_code: Any, sync_hist: dict, knows_hist: dict) -> tuple[list[Race], int, int]:
     ep_of = [tuple(e) for e in epochs.tolist()]
     L = log[rows].tolist()
     E = elem[rows].tolist()
     races: list[Race] = []
     seen: set = set()
-    count = 0
+    count = benign = 0
 
     def wc(t: int, seq: int) -> int:  # syncwarps thread t had passed when it made access seq
         h = sync_hist.get(t)
@@ -120,8 +121,11 @@ def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndar
             return False
         return not ordered(p, c)
 
-    def record(p: tuple, c: tuple, rid: int, flat: int, label: str) -> None:
-        nonlocal count
+    def record(p: tuple, c: tuple, rid: int, flat: int, label: str, harmless: bool = False) -> None:
+        nonlocal count, benign
+        if harmless:
+            benign += 1
+            return
         count += 1
         root = roots[rid]
         tag = (root.name, flat, label)
@@ -136,14 +140,18 @@ def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndar
     pos_of: dict[int, int] = {}
     current = None
     st: list = [None] * 7
+    same: set[int] = set()  # rows that wrote the value already there
     for (t, pos, rid, flat, k, ep), e, seq in zip(L, E, rows.tolist()):
         if e != current:
             current, st = e, [None] * 7
         c = (t, ep, seq)
         pos_of[seq] = pos
+        if k == 3:
+            same.add(seq)
+            k = 1
         if k == 0:  # read: against the last write, then the atomics
             if conflicts(st[0], c):
-                record(st[0], c, rid, flat, "read-after-write")
+                record(st[0], c, rid, flat, "read-after-write", st[0][2] in same)
             else:
                 for a in st[4:]:
                     if conflicts(a, c):
@@ -154,16 +162,17 @@ def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndar
             for i, p in enumerate(st):
                 if conflicts(p, c):
                     record(p, c, rid, flat, "write-after-write" if i == 0 else "write-after-read" if i < 4
-                           else "write-after-atomic")
+                           else "write-after-atomic", seq in same)
                     break
             st = [c, None, None, None, None, None, None]
         else:  # atomic: against plain accesses only
             for i, p in enumerate(st[:4]):
                 if conflicts(p, c):
-                    record(p, c, rid, flat, "atomic-after-write" if i == 0 else "atomic-after-read")
+                    record(p, c, rid, flat, "atomic-after-write" if i == 0 else "atomic-after-read",
+                           i == 0 and p[2] in same)
                     break
             _remember(st, 4, c, ep_of)
-    return races, count
+    return races, count, benign
 
 
 def _remember(st: list, base: int, c: tuple, ep_of: list) -> None:

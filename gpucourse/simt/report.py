@@ -26,7 +26,7 @@ from .instrument import Loop
 
 SPACES = ("global", "shared")
 _COL = {("global", "r"): 0, ("global", "w"): 1, ("shared", "r"): 2, ("shared", "w"): 3}
-KIND_CHAR = "rwa"
+KIND_CHAR = "rwaw"  # logged kinds 0 read, 1 write, 2 atomic, 3 write of the value already there
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class KernelReport:
     def __init__(self, name: str, grid: Dim3, block: Dim3, traces: list[list[int]], log: np.ndarray,
                  roots: list[ArrayInfo], loops: list[Loop], header: dict[int, int], *, races: list[Race],
                  race_count: int, uninitialized: list[UninitializedUse], uninitialized_count: int,
-                 uninitialized_reads: int, sync_errors: list[SyncIssue], warnings: list[str],
+                 uninitialized_reads: int, benign_races: int = 0, sync_errors: list[SyncIssue], warnings: list[str],
                  shared_bytes: int, dynamic_shared_bytes: int, local_bytes: int, complete: bool = True):
         self.name, self.grid, self.block = name, grid, block
         self.traces = traces
@@ -135,6 +135,7 @@ class KernelReport:
         self._roots = roots
         self._loops, self._header = loops, header
         self.races, self.race_count = races, race_count
+        self.benign_races = benign_races  # conflicts whose writes stored the value already there (racecheck: warning)
         self.uninitialized, self.uninitialized_count = uninitialized, uninitialized_count
         self.uninitialized_reads = uninitialized_reads  # reads of never-written elements (used or not)
         self.sync_errors = sync_errors
@@ -179,8 +180,9 @@ class KernelReport:
             return out
         tid, rid, kind = self._log[:, 0], self._log[:, 2], self._log[:, 4]
         shared = np.array([r.space == "shared" for r in self._roots], dtype=bool)[rid]
-        for col, mask in ((0, ~shared & (kind == 0)), (1, ~shared & (kind == 1)), (2, shared & (kind == 0)),
-                          (3, shared & (kind == 1)), (4, kind == 2)):
+        write = (kind == 1) | (kind == 3)
+        for col, mask in ((0, ~shared & (kind == 0)), (1, ~shared & write), (2, shared & (kind == 0)),
+                          (3, shared & write), (4, kind == 2)):
             out[:, col] = np.bincount(tid[mask], minlength=self.n_threads)
         return out
 
@@ -294,7 +296,8 @@ class KernelReport:
             raise KeyError(f"{self.name} has no array {array!r}; it has {', '.join(self.arrays) or 'none'}")
         mask = np.isin(self._log[:, 2], rids) if len(self._log) else np.zeros(0, bool)
         if kind is not None:
-            mask &= self._log[:, 4] == KIND_CHAR.index(kind)
+            k = self._log[:, 4]
+            mask &= ((k == 1) | (k == 3)) if kind == "w" else (k == KIND_CHAR.index(kind))
         return mask
 
     def sectors_per_request(self, array: str, kind: str | None = None) -> float:
@@ -355,7 +358,8 @@ class KernelReport:
                or self.dynamic_shared_bytes else ""),
             f"  SIMT efficiency: {self.simt_efficiency:.1%} ({self.issued_steps} warp steps issued, "
             f"{self.divergent_steps} of them divergent)",
-            f"  races: {self.race_count}" + (f" — first: {self.races[0]}" if self.races else ""),
+            f"  races: {self.race_count}" + (f" — first: {self.races[0]}" if self.races else "")
+            + (f" ({self.benign_races} benign: a write of the value already there)" if self.benign_races else ""),
         ]
         if self.sync_errors:
             lines.append(f"  synchronisation errors: {len(self.sync_errors)} — first: {self.sync_errors[0]}")
