@@ -23,8 +23,11 @@ import re
 import sys
 import textwrap
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
+
+import numpy as np
 
 TRACE, LOOP = "__simt_t__", "__simt_L__"
 
@@ -301,6 +304,67 @@ def rebind(fn: types.FunctionType, cuda: Any, wrap_device: Callable[[Any], Any])
     if changes:
         g = dict(g)
         g.update(changes)
+    return g, closure
+
+
+# -- numba-cuda freezes a kernel's globals when it compiles it ---------------------------------------------------------
+
+_FROZEN: "weakref.WeakKeyDictionary[types.FunctionType, dict]" = weakref.WeakKeyDictionary()
+_SCALARS = (bool, int, float, complex, str, np.generic)
+
+
+def _frozen_value(v: Any) -> Any:
+    """The value numba-cuda would compile in (a copy for arrays), or _LIVE for what it keeps by reference."""
+    if isinstance(v, np.ndarray):
+        c = v.copy()
+        c.setflags(write=False)  # a global array is a constant in the compiled kernel
+        return c
+    if isinstance(v, _SCALARS) or (isinstance(v, tuple) and all(isinstance(x, _SCALARS) for x in v)):
+        return v
+    return _LIVE
+
+
+_LIVE = object()
+
+
+def signature_key(args: tuple) -> tuple:
+    """What numba-cuda compiles a new specialisation for: each argument's type (arrays: dtype and rank)."""
+    out = []
+    for a in args:
+        dt = getattr(a, "dtype", None)
+        out.append((str(dt), getattr(a, "ndim", 0)) if dt is not None else type(a).__name__)
+    return tuple(out)
+
+
+def freeze(fn: types.FunctionType, g: dict, closure: dict[str, Any], key: tuple) -> tuple[dict, dict[str, Any]]:
+    """(globals, closure overrides) with the scalar and array globals of ``fn`` as they were when this
+    specialisation was first launched: numba-cuda compiles them in as constants (its documentation's
+    test_globals example relaunches after changing them and still sees the old values)."""
+    per_fn = _FROZEN.setdefault(fn, {})
+    snap = per_fn.get(key)
+    if snap is None:
+        gs = {}
+        for name in code_names(fn.__code__):
+            if name in g:
+                v = _frozen_value(g[name])
+                if v is not _LIVE:
+                    gs[name] = v
+        cs = {}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                v = closure.get(name, cell.cell_contents)
+            except ValueError:
+                continue
+            fv = _frozen_value(v)
+            if fv is not _LIVE:
+                cs[name] = fv
+        snap = per_fn[key] = (gs, cs)
+    gs, cs = snap
+    if gs:
+        g = dict(g)
+        g.update(gs)
+    if cs:
+        closure = {**closure, **cs}
     return g, closure
 
 

@@ -39,7 +39,8 @@ from . import state
 from .dims import (FULL_MASK, H100_SMS, MAX_THREADS_PER_SM, SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, WARP_SIZE, Dim3,
                    unlinear)
 from .errors import BudgetExceeded, KernelError, NotModelled, OutOfBounds, ThreadKilled
-from .instrument import Compiled, compile_function, current_user_frame, python_function, rebind, where
+from .instrument import (Compiled, compile_function, current_user_frame, freeze, python_function, rebind,
+                         signature_key, where)
 from .memory import ATOMIC, Root, TracedArray
 from .races import detect
 from .report import ArrayInfo, KernelReport, SyncIssue, UninitializedUse, event_keys, group_ranges
@@ -160,7 +161,8 @@ class Launch:
         self.kernel = compile_function(self.py, trace=True)
         self._register(self.kernel)
         self.kernel_code = self.py.__code__
-        self.globals, self.closure = rebind(self.py, cuda, cuda._wrap_dispatcher)
+        g, closure = rebind(self.py, cuda, cuda._wrap_dispatcher)
+        self.globals, self.closure = freeze(self.py, g, closure, signature_key(args))
         self.args = [self._argument(a, i) for i, a in enumerate(args)]
         self._check_aliasing()
 
@@ -210,6 +212,7 @@ class Launch:
             c = compile_function(py, trace=False)
             self._register(c)
             g, closure = rebind(py, self.cuda, self.cuda._wrap_dispatcher)
+            g, closure = freeze(py, g, closure, ())
             fn = c.make(g, closure, None, self.device_loop)
             self._devices[id(dev)] = fn
         return fn(*args, **kwargs)
