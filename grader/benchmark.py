@@ -2,6 +2,7 @@
 
     python3 -m grader.benchmark            # every notebook + one autograde per lab
     python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading
+    python3 -m grader.benchmark_simt       # only the kernel executor: matmul vs numba's simulator, kernel checks
 
 Budget (COURSE_PLAN §7): whole course (course/ + solutions/) ≤ 8 min on 2 cores, no notebook over 60 s, one lab
 autograded in ≤ 20 s. Each notebook runs in a fresh kernel, as nbval and nbgrader run it.
@@ -56,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebooks", nargs="*", help="notebooks to time (default: course/ and solutions/)")
     parser.add_argument("--no-grading", action="store_true", help="skip the autograde timings")
+    parser.add_argument("--no-executor", action="store_true",
+                        help="skip the kernel executor's timings (matmul vs numba's simulator, each kernel check)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
@@ -70,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{str(nb.relative_to(course.ROOT)):58} {seconds:8.1f}  {status}{flag}", flush=True)
     print(f"{'total':58} {total:8.1f}  budget {COURSE_BUDGET_S:.0f} s"
           f"{'  OVER BUDGET' if total > COURSE_BUDGET_S else ''}")
+
+    if not args.no_executor:
+        from . import benchmark_simt
+
+        print()
+        benchmark_simt.report()
 
     if not args.no_grading:
         print(f"\n{'lab (one solution submission)':58} {'seconds':>8}  score")

@@ -33,7 +33,6 @@ from functools import partial
 from typing import Any, Callable
 
 import numpy as np
-from greenlet import greenlet
 
 from . import state
 from .dims import (FULL_MASK, H100_SMS, MAX_THREADS_PER_SM, SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, WARP_SIZE, Dim3,
@@ -75,7 +74,7 @@ class SimThread:
         self.fenced = -1
         self.iters, self.snap, self.stalled = 0, None, False
         self.state, self.wait, self.result, self.exc = READY, None, None, None
-        self.glet: greenlet | None = None
+        self.glet: Any = None  # its greenlet
         self.locals_: dict = {}
         self.phase_start = 0  # trace position where the current barrier phase began
         self.checked = False  # an exited thread, already checked for skipping a barrier
@@ -156,7 +155,7 @@ class Launch:
         self._consts: dict[int, TracedArray] = {}
         self.cur: SimThread | None = None
         self.blocks_started: list[SimBlock] = []
-        self.sched: greenlet | None = None
+        self.sched: Any = None  # the scheduler's greenlet
         self.deadline = math.inf
         self.kernel = compile_function(self.py, trace=True)
         self._register(self.kernel)
@@ -187,7 +186,7 @@ class Launch:
             raise NotModelled(f"kernel arguments of dtype {host.dtype} (argument {name})")
         root = Root(self, name, "global", host.shape, host.dtype, initialised=init is None)
         if init is not None:
-            root.init = init  # a cuda.device_array: its never-written elements stay uninitialised across launches
+            root.init, root.mode = init, 2  # a cuda.device_array: unwritten elements stay uninitialised across launches
         return TracedArray(host, root, self)
 
     def _check_aliasing(self) -> None:
@@ -234,6 +233,7 @@ class Launch:
         order = [unlinear(b, self.grid) for b in range(self.n_blocks)]
         if self.block_order == "reverse":
             order.reverse()
+        greenlet = self._greenlet = _greenlet()
         state.CURRENT.run = self
         cuda_dict = self.cuda.__dict__
         cuda_dict["blockDim"], cuda_dict["gridDim"] = self.block, self.grid
@@ -285,7 +285,7 @@ class Launch:
         self.blocks_started.append(blk)
         for t in blk.threads:
             fn = self.kernel.make(self.globals, self.closure, t.trace.append, t.loop)
-            t.glet = greenlet(partial(self._body, t, fn), parent=self.sched)
+            t.glet = self._greenlet(partial(self._body, t, fn), parent=self.sched)
             t.glet.gr_context = self._context.copy()
         return blk
 
@@ -908,6 +908,14 @@ class Launch:
                             uninitialized_reads=self.uninit_reads, sync_errors=self.sync_errors,
                             warnings=self.warnings, shared_bytes=self.static_shared,
                             dynamic_shared_bytes=self.sharedmem, local_bytes=self.local_bytes, complete=complete)
+
+
+def _greenlet() -> Any:
+    try:
+        from greenlet import greenlet
+    except ImportError:  # a dependency of the course (pyproject.toml); Colab ships it with SQLAlchemy
+        raise RuntimeError("the course's SIMT executor needs the greenlet package: pip install greenlet") from None
+    return greenlet
 
 
 def unpack_log(log: array) -> np.ndarray:

@@ -30,7 +30,7 @@ class Root:
     dynamic shared buffer, which every ``cuda.shared.array(0, dtype)`` aliases at byte granularity)."""
 
     __slots__ = ("name", "space", "rid", "shape", "dtype", "unit", "size", "logged", "readonly", "init", "origins",
-                 "rel", "run", "cstrides", "_map", "block", "logapp", "ridh", "intlike")
+                 "rel", "run", "cstrides", "_map", "block", "logapp", "ridh", "intlike", "mode")
 
     def __init__(self, run: Any, name: str, space: str, shape: tuple, dtype: np.dtype, *, unit: int | None = None,
                  logged: bool = True, readonly: bool = False, initialised: bool = True, block: int = -1):
@@ -41,6 +41,8 @@ class Root:
         self.logged, self.readonly, self.block = logged, readonly, block
         self.intlike = dtype.kind in "iub"  # a store of a float with a fraction here truncates it
         self.init: bytearray | None = None if initialised else bytearray(self.size)
+        # 1: logged and initialised (global arguments: the fastest read), 2: logged, 0: neither (local, const)
+        self.mode = (1 if initialised else 2) if logged else 0
         self.origins: dict[int, Any] = {}  # flat -> Origin of an uninitialised value stored there
         self.rel: dict[int, dict] | None = None  # flat -> {tid: fence seq} released there by fence + atomic
         st, acc = [], 1
@@ -125,35 +127,36 @@ class TracedArray:
     def __getitem__(self, idx: Any) -> Any:
         # fast paths (1-D int, 2-D (int, int) in range) inline what _load does: this is the executor's hot loop
         cls = idx.__class__
-        if cls is int and self._ndim == 1:
+        if cls is tuple:
+            if self._ndim == 2 and len(idx) == 2:
+                i, j = idx
+                if i.__class__ is int and j.__class__ is int and 0 <= i < self._n0 and 0 <= j < self._n1:
+                    value = self._a[idx]
+                    root = self._root
+                    flat = i * self._n1 + j if self._map is None else int(self._map[idx])
+                    mode = root.mode
+                    if mode == 1:  # global: logged, initialised
+                        t = self._run.cur
+                        app = root.logapp
+                        app(t.tidh + len(t.trace))
+                        app(root.ridh + flat)
+                        app(t.epk)
+                        return value
+                    return self._finish_load(root, mode, flat, value)
+        elif cls is int and self._ndim == 1:
             if 0 <= idx < self._n0:
-                root = self._root
                 value = self._a[idx]
-                flat = idx if self._map is None else int(self._map[idx])
-                if root.init is not None and not root.init[flat]:
-                    value = self._run.uninit_read(root, flat)
-                if root.logged:
-                    t = self._run.cur
-                    app = root.logapp
-                    app(t.tidh + len(t.trace))
-                    app(root.ridh + flat)
-                    app(t.epk)
-                return value
-        elif cls is tuple and self._ndim == 2 and len(idx) == 2:
-            i, j = idx
-            if i.__class__ is int and j.__class__ is int and 0 <= i < self._n0 and 0 <= j < self._n1:
                 root = self._root
-                value = self._a[i, j]
-                flat = i * self._n1 + j if self._map is None else int(self._map[i, j])
-                if root.init is not None and not root.init[flat]:
-                    value = self._run.uninit_read(root, flat)
-                if root.logged:
+                flat = idx if self._map is None else int(self._map[idx])
+                mode = root.mode
+                if mode == 1:
                     t = self._run.cur
                     app = root.logapp
                     app(t.tidh + len(t.trace))
                     app(root.ridh + flat)
                     app(t.epk)
-                return value
+                    return value
+                return self._finish_load(root, mode, flat, value)
         key, flat = self._resolve(idx)
         if flat is None:
             return key  # a view
@@ -178,6 +181,18 @@ class TracedArray:
                 view[k] = src[k] if src is not None else value
             return None
         return self._store(key, flat, value)
+
+    def _finish_load(self, root: Root, mode: int, flat: int, value: Any) -> Any:
+        """The rest of a fast-path read outside global memory: uninitialised elements, then the log (shared)."""
+        if root.init is not None and not root.init[flat]:
+            value = self._run.uninit_read(root, flat)
+        if mode == 2:  # shared: logged
+            t = self._run.cur
+            app = root.logapp
+            app(t.tidh + len(t.trace))
+            app(root.ridh + flat)
+            app(t.epk)
+        return value
 
     def _load(self, key: Any, flat: int) -> Any:
         root = self._root
