@@ -391,9 +391,9 @@ class Launch:
         frame_line = t.trace[-1] if t.trace else None
         others = [u for u in blk.threads if u.state in (BARRIER, WARP, GRID)]
         waiting = f"; threads {group_ranges([u.lt for u in others])} of the block wait at a barrier" if others else ""
-        msg = (f"{t.where()}{where(self.kernel_code, frame_line)} spins in a loop that can never end: no thread that "
-               f"can still run changes any value it reads (a spin-wait on a flag no thread sets{waiting}). On a GPU "
-               "the kernel would hang")
+        msg = (f"{t.where()}{where(self.kernel_code, frame_line)} loops forever: neither its variables nor any "
+               f"memory change from one iteration to the next (an endless loop, or a spin-wait on a value no thread "
+               f"that can still run will write{waiting}). On a GPU the kernel would hang")
         return KernelError(msg, thread=(blk.id, t.lt), line=frame_line)
 
     # -- errors from threads ------------------------------------------------------------------------------------
