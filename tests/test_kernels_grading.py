@@ -139,3 +139,18 @@ def test_solution_checks_stay_within_the_budget():
         problems[name].check(k)
         problems[name].check(k, hidden=True)
         assert time.process_time() - t0 < 2 * CHECK_BUDGET_S, name  # CPU seconds: robust to a busy machine
+
+
+def test_a_kernel_whose_device_function_holds_an_answer_is_refused():
+    ns = {**NS, "answer": lab5.scale_shift_reference}
+    src = ("@cuda.jit(device=True)\n"
+           "def helper(v):\n"
+           "    return answer(v, 2.0, 1.0, 32)\n"
+           "\n"
+           "@cuda.jit\n"
+           "def scale_shift(x, out, a, b):\n"
+           "    i = cuda.grid(1)\n"
+           "    if i < x.size:\n"
+           "        out[i] = helper(x[i])\n")
+    with pytest.raises(CheckFailure, match="keeps a reference to .*the reference answer of scale_shift"):
+        lab5.problems["scale_shift"].check(load_kernel(src, "scale_shift", ns, cuda))
