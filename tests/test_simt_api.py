@@ -96,6 +96,7 @@ def test_streams_events_devices_are_there():
 def test_in_kernel_names_outside_a_kernel_say_so():
     with pytest.raises(RuntimeError, match="only has a value inside a running kernel"):
         cuda.threadIdx.x
+    assert not hasattr(cuda, "blockIdx")
     with pytest.raises(RuntimeError, match="only be used inside a kernel"):
         cuda.syncthreads()
     with pytest.raises(simt.NotModelled, match="does not model cuda.some_feature"):
@@ -151,10 +152,6 @@ def barrier_heavy(a):
 
 def test_a_launch_starts_no_os_thread():
     seen = []
-
-    class Spy(threading.Thread):
-        pass
-
     before = threading.active_count()
     orig = threading.Thread.start
     threading.Thread.start = lambda self: (seen.append(self), orig(self))[1]

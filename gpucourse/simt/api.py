@@ -41,6 +41,10 @@ def _run(what: str) -> Any:
     return run
 
 
+class OutsideKernel(RuntimeError, AttributeError):
+    """``cuda.threadIdx`` (and friends) read outside a running kernel (an AttributeError too, so hasattr is False)."""
+
+
 class _InKernel:
     """``cuda.threadIdx`` and friends: set per thread while a launch runs; outside one, a clear error."""
 
@@ -50,7 +54,7 @@ class _InKernel:
     def __get__(self, obj: Any, owner: Any) -> Any:
         if obj is None:
             return self
-        raise RuntimeError(f"cuda.{self.name} only has a value inside a running kernel")
+        raise OutsideKernel(f"cuda.{self.name} only has a value inside a running kernel")
 
 
 # -- memory spaces ----------------------------------------------------------------------------------------------------
@@ -740,6 +744,8 @@ class CudaAPI:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
+        if isinstance(type(self).__dict__.get(name), _InKernel):  # its descriptor raised: not in a kernel
+            raise OutsideKernel(f"cuda.{name} only has a value inside a running kernel")
         raise NotModelled(f"cuda.{name}")
 
     def __repr__(self) -> str:
