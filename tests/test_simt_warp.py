@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from gpucourse import simt
+from tests.simt_corpus import kernels as K
 
 cuda = simt.cuda
 FULL = 0xFFFFFFFF
@@ -232,28 +233,6 @@ def useful_syncwarp(out):  # test_useful_syncwarp: lane 0 writes, syncwarp, ever
 
 
 @cuda.jit
-def coop_syncwarp(res):  # test_sync.py's coop_syncwarp: a shared-memory tree ordered by syncwarps only
-    sm = cuda.shared.array(32, np.int32)
-    i = cuda.grid(1)
-    sm[i] = i
-    cuda.syncwarp()
-    if i < 16:
-        sm[i] = sm[i] + sm[i + 16]
-        cuda.syncwarp(0xFFFF)
-    if i < 8:
-        sm[i] = sm[i] + sm[i + 8]
-        cuda.syncwarp(0xFF)
-    if i < 4:
-        sm[i] = sm[i] + sm[i + 4]
-        cuda.syncwarp(0xF)
-    if i < 2:
-        sm[i] = sm[i] + sm[i + 2]
-        cuda.syncwarp(0x3)
-    if i == 0:
-        res[0] = sm[0] + sm[1]
-
-
-@cuda.jit
 def no_syncwarp(res):  # the same tree with the syncwarps left out: a race since Volta
     sm = cuda.shared.array(32, np.int32)
     i = cuda.grid(1)
@@ -269,7 +248,7 @@ def test_syncwarp_orders_memory_between_its_lanes():
     r = simt.run(useful_syncwarp, 1, 32, out)
     assert (out == 42).all() and r.race_count == 0
     res = np.zeros(1, np.int32)
-    r = simt.run(coop_syncwarp, 1, 32, res)
+    r = simt.run(K.sync_coop_syncwarp, 1, 32, res)  # test_sync.py's coop_syncwarp: a tree ordered by syncwarps
     assert res[0] == sum(range(32)) and r.ok, r.problems()
     r = simt.run(no_syncwarp, 1, 32, np.zeros(1, np.int32))
     assert r.race_count > 0 and r.races[0].space == "shared"

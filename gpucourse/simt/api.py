@@ -367,18 +367,19 @@ class DeviceArray:
 
 # -- kernels and device functions ---------------------------------------------------------------------------------
 
+def _wraps(obj: Any, py_func: types.FunctionType, signatures: Any, options: dict | None) -> None:
+    """What a decorated function keeps of the function it wraps (as numba's dispatchers do)."""
+    obj.py_func = obj.__wrapped__ = py_func
+    obj.__name__, obj.__qualname__, obj.__doc__ = py_func.__name__, py_func.__qualname__, py_func.__doc__
+    obj.__module__ = py_func.__module__
+    obj.signatures, obj.options = signatures, options or {}
+
+
 class Kernel:
     """A ``@cuda.jit`` kernel: launch it as ``kernel[grid, block](*args)`` (or ``[grid, block, stream, nbytes]``)."""
 
     def __init__(self, py_func: types.FunctionType, cuda: "CudaAPI", signatures: Any = None, options: dict | None = None):
-        self.py_func = py_func
-        self.__name__ = py_func.__name__
-        self.__qualname__ = py_func.__qualname__
-        self.__doc__ = py_func.__doc__
-        self.__module__ = py_func.__module__
-        self.__wrapped__ = py_func
-        self.signatures = signatures
-        self.options = options or {}
+        _wraps(self, py_func, signatures, options)
         self.last_report = None
         self._cuda = cuda
 
@@ -441,13 +442,7 @@ class DeviceFunction:
     """A ``@cuda.jit(device=True)`` function: callable from kernels (and, as in numba's simulator, from Python)."""
 
     def __init__(self, py_func: types.FunctionType, signatures: Any = None, options: dict | None = None):
-        self.py_func = py_func
-        self.__name__ = py_func.__name__
-        self.__qualname__ = py_func.__qualname__
-        self.__doc__ = py_func.__doc__
-        self.__module__ = py_func.__module__
-        self.__wrapped__ = py_func
-        self.signatures, self.options = signatures, options or {}
+        _wraps(self, py_func, signatures, options)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         run = state.CURRENT.run
