@@ -125,38 +125,39 @@ class TracedArray:
 
     # -- element access -----------------------------------------------------------------------------------------
     def __getitem__(self, idx: Any) -> Any:
-        # fast paths (1-D int, 2-D (int, int) in range) inline what _load does: this is the executor's hot loop
+        # The executor's hot loop: the fast paths (2-D (int, int) and 1-D int, in range) inline what _load does
+        # for global and shared memory; everything else (views, negative indices, local arrays) takes _load.
         cls = idx.__class__
         if cls is tuple:
             if self._ndim == 2 and len(idx) == 2:
                 i, j = idx
                 if i.__class__ is int and j.__class__ is int and 0 <= i < self._n0 and 0 <= j < self._n1:
-                    value = self._a[idx]
                     root = self._root
-                    flat = i * self._n1 + j if self._map is None else int(self._map[idx])
                     mode = root.mode
-                    if mode == 1:  # global: logged, initialised
+                    if mode:
+                        flat = i * self._n1 + j if self._map is None else int(self._map[idx])
+                        if mode == 2 and not root.init[flat]:
+                            return self._load(idx, flat)
                         t = self._run.cur
                         app = root.logapp
                         app(t.tidh + len(t.trace))
                         app(root.ridh + flat)
                         app(t.epk)
-                        return value
-                    return self._finish_load(root, mode, flat, value)
+                        return self._a[idx]
         elif cls is int and self._ndim == 1:
             if 0 <= idx < self._n0:
-                value = self._a[idx]
                 root = self._root
-                flat = idx if self._map is None else int(self._map[idx])
                 mode = root.mode
-                if mode == 1:
+                if mode:
+                    flat = idx if self._map is None else int(self._map[idx])
+                    if mode == 2 and not root.init[flat]:
+                        return self._load(idx, flat)
                     t = self._run.cur
                     app = root.logapp
                     app(t.tidh + len(t.trace))
                     app(root.ridh + flat)
                     app(t.epk)
-                    return value
-                return self._finish_load(root, mode, flat, value)
+                    return self._a[idx]
         key, flat = self._resolve(idx)
         if flat is None:
             return key  # a view
@@ -181,18 +182,6 @@ class TracedArray:
                 view[k] = src[k] if src is not None else value
             return None
         return self._store(key, flat, value)
-
-    def _finish_load(self, root: Root, mode: int, flat: int, value: Any) -> Any:
-        """The rest of a fast-path read outside global memory: uninitialised elements, then the log (shared)."""
-        if root.init is not None and not root.init[flat]:
-            value = self._run.uninit_read(root, flat)
-        if mode == 2:  # shared: logged
-            t = self._run.cur
-            app = root.logapp
-            app(t.tidh + len(t.trace))
-            app(root.ridh + flat)
-            app(t.epk)
-        return value
 
     def _load(self, key: Any, flat: int) -> Any:
         root = self._root

@@ -60,14 +60,18 @@ def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], 
     if n == 0:
         return [], 0, 0
     tid, rid, flat, kind, ep = log[:, 0], log[:, 2], log[:, 3], log[:, 4], log[:, 5]
-    elem_key = rid * (int(flat.max()) + 1) + flat
-    _, elem = np.unique(elem_key, return_inverse=True)
-    elem = elem.reshape(-1).astype(np.int64)
     n_ep = len(epochs)
-    gph = epochs[ep, 2]
-    blk = tid // tpb
+    elem = rid * (int(flat.max()) + 1) + flat
+    if (int(elem.max()) + 1) * max(n_ep, 2) >= 1 << 62:  # too wide to combine with the epoch: renumber densely
+        elem = np.unique(elem, return_inverse=True)[1].reshape(-1).astype(np.int64)
     suspect = _groups(elem * n_ep + ep, tid, kind)  # same block, same phase
-    suspect |= _groups(elem * (int(gph.max()) + 1) + gph, blk, kind)  # different blocks, same grid phase
+    # different blocks, same grid phase: only global memory is shared between blocks
+    glob = np.array([r.space == "global" for r in roots], dtype=bool)[rid]
+    if glob.any():
+        rows = np.flatnonzero(glob)
+        gph = epochs[ep[rows], 2]
+        cross = _groups(elem[rows] * (int(gph.max()) + 1) + gph, tid[rows] // tpb, kind[rows])
+        suspect[rows[cross]] = True
     if not suspect.any():
         return [], 0, 0
     cand = np.isin(elem, np.unique(elem[suspect]))
