@@ -3,6 +3,7 @@ launch configurations, device arrays, streams and events, intrinsics, and the ba
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -189,3 +190,24 @@ def test_the_cpu_backend_switch(tmp_path):
     env["GPUCOURSE_CUDA_SIM"] = "bogus"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert out.returncode != 0 and "GPUCOURSE_CUDA_SIM='bogus'" in out.stderr
+
+
+@cuda.jit
+def uses_math(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = math.exp(v)
+        out[i, 1] = math.sqrt(abs(v))
+        out[i, 2] = math.floor(v)
+        out[i, 3] = math.tanh(v) if not math.isnan(v) else -1.0
+        out[i, 4] = math.pi * v
+
+
+def test_math_functions_inside_kernels():
+    x = np.linspace(-2, 2, 37).astype(np.float32)
+    out = np.zeros((37, 5), np.float32)
+    simt.run(uses_math, 2, 32, x, out)
+    x64 = x.astype(np.float64)
+    want = np.stack([np.exp(x64), np.sqrt(np.abs(x64)), np.floor(x64), np.tanh(x64), np.pi * x64], axis=1)
+    np.testing.assert_allclose(out, want.astype(np.float32), rtol=1e-6)

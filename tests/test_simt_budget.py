@@ -282,3 +282,24 @@ def test_kernels_defined_under_numbas_simulator_run_on_the_executor():
         'assert type(k).__module__.startswith("numba"), type(k)', ""), NUMBA_ENABLE_CUDASIM="1")
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("ok FakeCUDAKernel")
+
+
+def test_an_interrupt_stops_the_launch_and_leaves_no_thread_behind():
+    kernel = from_cell("""
+        @cuda.jit
+        def interrupted(out):
+            i = cuda.grid(1)
+            cuda.syncthreads()
+            if i == 40:
+                raise KeyboardInterrupt  # what Jupyter's stop button delivers to the running code
+            out[i] = 1
+        """, "interrupted")
+    with pytest.raises(KeyboardInterrupt):
+        simt.run(kernel, 1, 64, np.zeros(64))
+    out = np.zeros(64)
+    simt.run(from_cell("""
+        @cuda.jit
+        def fine(out):
+            out[cuda.grid(1)] = 1
+        """, "fine"), 1, 64, out)  # the executor is usable again
+    assert (out == 1).all()

@@ -328,6 +328,8 @@ class Launch:
                     continue
                 stall = 0
                 if s is ERROR:
+                    if isinstance(t.exc, (KeyboardInterrupt, SystemExit)):  # the user stopped the cell: stop
+                        raise t.exc
                     raise self._thread_error(t)
             if blk.pending_warp and self._resolve_warp(blk):
                 continue
