@@ -40,9 +40,12 @@ How it executes (deterministically, in the calling OS thread):
 - a loop that runs too long (``max_iterations`` per thread), a spin-wait no thread can end, or a deadlocked
   barrier ends the launch with :class:`KernelError`, naming the thread and the source line.
 
-Modules: ``api`` (numba-cuda's ``cuda``), ``launch`` (threads, scheduling, barriers, warp operations, the race
-checker), ``memory`` (traced arrays), ``instrument`` (source → traced function), ``values`` (dtypes, poison),
-``report`` (:class:`KernelReport`), ``plots`` (access maps, launch trees), ``dims`` (geometry and limits).
+Modules: ``api`` (numba-cuda's ``cuda``, in kernels and on the host), ``host`` (device arrays, streams, events),
+``atomics``, ``run`` (``simt.run``), ``launch`` (one launch: scheduling, budgets, memory hooks), ``threads`` (the
+CUDA threads and blocks), ``barriers`` (block and grid barriers, barrier divergence), ``warps`` (warp operations),
+``memory`` (traced arrays), ``races`` (the race search), ``instrument`` (source → traced function), ``values``
+(dtypes, poison), ``report`` (:class:`KernelReport`), ``plots`` (access maps, launch trees), ``dims`` (geometry,
+limits), ``errors``.
 """
 
 from __future__ import annotations

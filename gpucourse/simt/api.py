@@ -20,25 +20,20 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 import types
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from . import state
-from .dims import FULL_MASK, MAX_THREADS_PER_BLOCK, SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, WARP_SIZE, H100_SMS
+from .state import running as _run
+from .atomics import _Atomic
+from .dims import FULL_MASK, WARP_SIZE
 from .errors import KernelError, NotModelled
+from .host import DeviceArray, _Device, _Event, _Stream
 from .launch import caller_site
 from .memory import TracedArray
 from .values import SCALAR_TYPES, Uninit, as_dtype, cast, poisoned
-
-
-def _run(what: str) -> Any:
-    run = state.CURRENT.run
-    if run is None or run.cur is None:
-        raise RuntimeError(f"cuda.{what} can only be used inside a kernel")
-    return run
 
 
 class OutsideKernel(RuntimeError, AttributeError):
@@ -78,121 +73,6 @@ class _Const:
     def array_like(a: Any) -> TracedArray:
         """A read-only copy of a host array in constant memory."""
         return _run("const.array_like").const_array(a)
-
-
-def _operand(run: Any, v: Any, what: str) -> Any:
-    if isinstance(v, Uninit):
-        run.uninit_use(v.origin, f"it is the operand of cuda.atomic.{what}")
-        return 0
-    return v
-
-
-class _Atomic:
-    """cuda.atomic.*: read-modify-write of one element, returning the old value (numba-cuda's semantics)."""
-
-    @staticmethod
-    def _do(name: str, ary: Any, idx: Any, op: Callable[[Any], Any]) -> Any:
-        run = _run(f"atomic.{name}")
-        if not isinstance(ary, TracedArray):
-            raise TypeError(f"cuda.atomic.{name} needs an array element of global or shared memory (a kernel argument "
-                            f"or a cuda.shared.array), got {type(ary).__name__}")
-        root = ary._root
-        if root.readonly:
-            raise TypeError(f"cuda.atomic.{name}: {root.name} is constant memory (read-only)")
-        key, flat = ary.element(idx)
-        old = ary._a[key]
-        if root.init is not None and not root.init[flat]:
-            run.uninit_use(run.uninit_read(root, flat).origin, f"cuda.atomic.{name} updates it")
-        new = op(old)
-        changed = not (new == old or (new != new and old != old))
-        if changed:
-            ary._a[key] = cast(new, root.dtype) if root.dtype.kind in "iu" else new
-        if root.init is not None:
-            root.init[flat] = 1
-        run.on_atomic(root, flat, changed)
-        return old
-
-    @classmethod
-    def _val(cls, ary: Any, v: Any, name: str) -> Any:
-        run = state.CURRENT.run
-        v = _operand(run, v, name) if run is not None else v
-        dt = getattr(ary, "dtype", None)
-        return cast(v, dt) if dt is not None else v
-
-    @classmethod
-    def add(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "add")
-        return cls._do("add", ary, idx, lambda o: o + v)
-
-    @classmethod
-    def sub(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "sub")
-        return cls._do("sub", ary, idx, lambda o: o - v)
-
-    @classmethod
-    def and_(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "and_")
-        return cls._do("and_", ary, idx, lambda o: o & v)
-
-    @classmethod
-    def or_(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "or_")
-        return cls._do("or_", ary, idx, lambda o: o | v)
-
-    @classmethod
-    def xor(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "xor")
-        return cls._do("xor", ary, idx, lambda o: o ^ v)
-
-    @classmethod
-    def exch(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "exch")
-        return cls._do("exch", ary, idx, lambda o: v)
-
-    @classmethod
-    def inc(cls, ary: Any, idx: Any, val: Any) -> Any:
-        """``ary[idx] = 0 if ary[idx] >= val else ary[idx] + 1`` (CUDA's atomicInc: a counter that wraps at val)."""
-        v = cls._val(ary, val, "inc")
-        return cls._do("inc", ary, idx, lambda o: o - o if o >= v else o + 1)
-
-    @classmethod
-    def dec(cls, ary: Any, idx: Any, val: Any) -> Any:
-        """``ary[idx] = val if ary[idx] == 0 or ary[idx] > val else ary[idx] - 1`` (CUDA's atomicDec)."""
-        v = cls._val(ary, val, "dec")
-        return cls._do("dec", ary, idx, lambda o: v if (o == 0 or o > v) else o - 1)
-
-    @classmethod
-    def max(cls, ary: Any, idx: Any, val: Any) -> Any:
-        """Python's max with the stored value first: a NaN on either side leaves the stored value."""
-        v = cls._val(ary, val, "max")
-        return cls._do("max", ary, idx, lambda o: v if v > o else o)
-
-    @classmethod
-    def min(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "min")
-        return cls._do("min", ary, idx, lambda o: v if v < o else o)
-
-    @classmethod
-    def nanmax(cls, ary: Any, idx: Any, val: Any) -> Any:
-        """NaN counts as missing: the other value wins."""
-        v = cls._val(ary, val, "nanmax")
-        return cls._do("nanmax", ary, idx, lambda o: v if (o != o or v > o) else o)
-
-    @classmethod
-    def nanmin(cls, ary: Any, idx: Any, val: Any) -> Any:
-        v = cls._val(ary, val, "nanmin")
-        return cls._do("nanmin", ary, idx, lambda o: v if (o != o or v < o) else o)
-
-    @classmethod
-    def cas(cls, ary: Any, idx: Any, old: Any, val: Any) -> Any:
-        """``if ary[idx] == old: ary[idx] = val``; returns the value found."""
-        cmp, v = cls._val(ary, old, "cas"), cls._val(ary, val, "cas")
-        return cls._do("cas", ary, idx, lambda o: v if o == cmp else o)
-
-    @classmethod
-    def compare_and_swap(cls, ary: Any, old: Any, val: Any) -> Any:
-        """The older form: element 0 of a 1-D array."""
-        return cls.cas(ary, 0, old, val)
 
 
 class _GridGroup:
@@ -237,132 +117,6 @@ def _device_dtype(*xs: Any) -> np.dtype:
         if isinstance(x, np.floating):
             return x.dtype
     return np.dtype(np.float64)
-
-
-class _Stream:
-    def __init__(self, handle: int = 0):
-        self.handle = handle
-
-    def synchronize(self) -> None:
-        return None
-
-    @contextlib.contextmanager
-    def auto_synchronize(self):
-        yield self
-
-    def __int__(self) -> int:
-        return self.handle
-
-    def __repr__(self) -> str:
-        return f"<gpucourse.simt stream {self.handle} (the executor runs everything at once, in order)>"
-
-
-class _Event:
-    def __init__(self, timing: bool = True):
-        self.timing, self.t = timing, None
-
-    def record(self, stream: Any = 0) -> None:
-        self.t = time.perf_counter()
-
-    def synchronize(self) -> None:
-        return None
-
-    def wait(self, stream: Any = 0) -> None:
-        return None
-
-    def query(self) -> bool:
-        return True
-
-    def elapsed_time(self, end: "_Event") -> float:
-        """Milliseconds of *host* time between the two records: the executor is not a GPU."""
-        if self.t is None or end.t is None:
-            raise RuntimeError("record both events before asking for the time between them")
-        return (end.t - self.t) * 1e3
-
-
-class _Device:
-    """What ``cuda.get_current_device()`` returns here: the limits the executor enforces (an H100's, sm_90)."""
-
-    name = b"gpucourse SIMT executor (sm_90 limits, no GPU)"
-    id = 0
-    compute_capability = (9, 0)
-    WARP_SIZE = WARP_SIZE
-    MAX_THREADS_PER_BLOCK = MAX_THREADS_PER_BLOCK
-    MAX_BLOCK_DIM_X, MAX_BLOCK_DIM_Y, MAX_BLOCK_DIM_Z = 1024, 1024, 64
-    MAX_GRID_DIM_X, MAX_GRID_DIM_Y, MAX_GRID_DIM_Z = 2**31 - 1, 65535, 65535
-    MAX_SHARED_MEMORY_PER_BLOCK = STATIC_SHARED_LIMIT
-    MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = SHARED_OPTIN_LIMIT
-    MULTIPROCESSOR_COUNT = H100_SMS
-
-    def reset(self) -> None:
-        return None
-
-    def __repr__(self) -> str:
-        return "<gpucourse SIMT executor: CUDA threads run as coroutines on this CPU>"
-
-
-# -- host-side arrays ------------------------------------------------------------------------------------------------
-
-class DeviceArray:
-    """What ``cuda.to_device`` / ``cuda.device_array`` return: "device" memory the host reaches only by copies.
-    A ``device_array``'s elements are uninitialised until something writes them (reading one is reported)."""
-
-    __slots__ = ("_data", "_init")
-
-    def __init__(self, data: np.ndarray, init: bytearray | None = None):
-        self._data, self._init = data, init
-
-    shape = property(lambda self: self._data.shape)
-    dtype = property(lambda self: self._data.dtype)
-    size = property(lambda self: self._data.size)
-    ndim = property(lambda self: self._data.ndim)
-    strides = property(lambda self: self._data.strides)
-    nbytes = property(lambda self: self._data.nbytes)
-    alloc_size = nbytes
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def copy_to_host(self, ary: np.ndarray | None = None, stream: Any = 0) -> np.ndarray:
-        if ary is None:
-            return self._data.copy()
-        np.copyto(ary, self._data)
-        return ary
-
-    def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
-        src = ary._data if isinstance(ary, DeviceArray) else np.asarray(ary)
-        np.copyto(self._data, src)
-        self._init = None
-
-    def __getitem__(self, idx: Any) -> Any:
-        sub = self._data[idx]
-        if isinstance(sub, np.ndarray):
-            return DeviceArray(sub)
-        return sub
-
-    def __setitem__(self, idx: Any, value: Any) -> None:
-        self._data[idx] = value._data if isinstance(value, DeviceArray) else value
-        if self._init is not None:
-            flags = np.frombuffer(self._init, dtype=np.uint8).reshape(self._data.shape)
-            flags[idx] = 1
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.array(self._data, dtype=dtype)  # a copy, as a device-to-host transfer would give
-
-    def reshape(self, *shape: Any, order: str = "C") -> "DeviceArray":
-        return DeviceArray(self._data.reshape(*shape, order=order))
-
-    def ravel(self, order: str = "C") -> "DeviceArray":
-        return DeviceArray(self._data.ravel(order=order))
-
-    def is_c_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
-
-    def is_f_contiguous(self) -> bool:
-        return bool(self._data.flags.f_contiguous)
-
-    def __repr__(self) -> str:
-        return f"<gpucourse.simt DeviceArray {self._data.shape} {self._data.dtype}>"
 
 
 # -- kernels and device functions ---------------------------------------------------------------------------------

@@ -35,85 +35,22 @@ from typing import Any, Callable
 import numpy as np
 
 from . import state
-from .dims import (FULL_MASK, H100_SMS, MAX_THREADS_PER_SM, SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, WARP_SIZE, Dim3,
-                   unlinear)
+from .barriers import Barriers
+from .dims import SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, Dim3, unlinear
 from .errors import BudgetExceeded, KernelError, NotModelled, OutOfBounds, ThreadKilled
 from .instrument import (Compiled, compile_function, current_user_frame, freeze, python_function, rebind,
                          signature_key, where)
 from .memory import ATOMIC, Root, TracedArray
 from .races import detect
-from .report import ArrayInfo, KernelReport, SyncIssue, UninitializedUse, event_keys, group_ranges
+from .report import ArrayInfo, KernelReport, SyncIssue, UninitializedUse, group_ranges
+from .threads import BARRIER, CHECK_EVERY, DONE, ERROR, GRID, PREEMPT, READY, WARP, SimBlock, SimThread, at, snapshot_value
 from .values import Origin, Uninit, as_dtype, poisoned
-
-READY, DONE, BARRIER, GRID, WARP, PREEMPT, ERROR = "ready", "done", "barrier", "grid", "warp", "preempt", "error"
-CHECK_EVERY = 64  # loop iterations between a thread's budget checks (and chances for others to run)
+from .warps import WarpOps
 MAX_RACES_KEPT = 50
 MAX_EXAMPLES = 20
 
 
-class SimThread:
-    """One CUDA thread: its indices, its statement trace, its place in the memory model, its greenlet."""
-
-    __slots__ = ("launch", "tid", "tidh", "epk", "lt", "lane", "warp", "blk", "tidx", "trace", "epid", "phase", "gphase",
-                 "wc", "vc", "knows", "fenced", "iters", "snap", "stalled", "state", "wait", "result", "exc", "glet",
-                 "locals_", "phase_start", "checked")
-
-    def __init__(self, launch: "Launch", blk: "SimBlock", lt: int):
-        self.launch, self.blk, self.lt = launch, blk, lt
-        self.tid = blk.id * launch.tpb + lt
-        self.tidh = self.tid << 32  # the thread's bits of an access-log word
-        self.lane, self.warp = lt % WARP_SIZE, lt // WARP_SIZE
-        self.tidx = unlinear(lt, launch.block)
-        self.trace: list[int] = launch.traces[self.tid]
-        self.phase = self.gphase = 0
-        self.epid = blk.epid  # id of (block, barrier phase, grid phase): the epoch of its accesses
-        self.epk = blk.epid << 2  # the epoch's bits of an access-log word
-        self.wc = 0  # syncwarps passed
-        self.vc: list[int] | None = None  # per lane of the warp: latest syncwarp count known (ordering)
-        self.knows: dict[int, int] | None = None  # tid -> log row up to which fence + atomic published its accesses
-        self.fenced = -1
-        self.iters, self.snap, self.stalled = 0, None, False
-        self.state, self.wait, self.result, self.exc = READY, None, None, None
-        self.glet: Any = None  # its greenlet
-        self.locals_: dict = {}
-        self.phase_start = 0  # trace position where the current barrier phase began
-        self.checked = False  # an exited thread, already checked for skipping a barrier
-
-    def loop(self, line: int) -> None:
-        """Kernel loop-header hook: one statement of the trace, one iteration of the budget."""
-        self.trace.append(line)
-        n = self.iters = self.iters + 1
-        if not n % CHECK_EVERY:
-            self.launch.checkpoint(self, line, sys._getframe(1))
-
-    def where(self) -> str:
-        return f"thread {self.lt} of block {self.blk.id}"
-
-
-class SimBlock:
-    __slots__ = ("id", "bidx", "threads", "warps", "runnable", "shared", "dyn", "dyn_data", "pending_warp",
-                 "warp_problem", "epid")
-
-    def __init__(self, launch: "Launch", bid: int, bidx: Dim3):
-        self.id, self.bidx = bid, bidx
-        self.shared: dict[Any, TracedArray] = {}
-        self.dyn: Root | None = None
-        self.dyn_data: np.ndarray | None = None
-        self.pending_warp = 0
-        self.warp_problem: str | None = None
-        self.epid = launch.new_epoch(bid, 0, 0)
-        self.threads = [SimThread(launch, self, lt) for lt in range(launch.tpb)]
-        self.warps = [self.threads[w:w + WARP_SIZE] for w in range(0, launch.tpb, WARP_SIZE)]
-        self.runnable: deque[SimThread] = deque(self.threads)
-
-
-def _freeze(v: Any) -> Any:
-    if isinstance(v, (int, float, bool, str, np.generic)) or v is None:
-        return v if v == v else "nan"
-    return id(v)
-
-
-class Launch:
+class Launch(Barriers, WarpOps):
     """Everything one ``kernel[grid, block](*args)`` needs while it runs, and the report it leaves."""
 
     def __init__(self, kernel: Any, grid: Dim3, block: Dim3, args: tuple, *, cuda: Any, sharedmem: int = 0,
@@ -383,7 +320,7 @@ class Launch:
         """Every CHECK_EVERY loop iterations: the budgets, then a chance for the other threads to run."""
         if t.iters > self.max_iterations or time.perf_counter() > self.deadline:
             raise BudgetExceeded(self._budget_text(t))
-        snap = (self.nwrites, tuple((k, _freeze(v)) for k, v in frame.f_locals.items()))
+        snap = (self.nwrites, tuple((k, snapshot_value(v)) for k, v in frame.f_locals.items()))
         t.stalled = snap == t.snap
         t.snap = snap
         t.state = PREEMPT
@@ -439,311 +376,19 @@ class Launch:
             return KernelError(blk.warp_problem, thread=(blk.id, live[0].lt))
         groups: dict[str, list[int]] = {}
         for t in live:
-            groups.setdefault(self._waiting_at(t), []).append(t.lt)
+            groups.setdefault(self._waitingat(t), []).append(t.lt)
         parts = "; ".join(f"threads {group_ranges(v)} wait {k}" for k, v in groups.items())
         return KernelError(f"block {blk.id} is deadlocked: {parts}. On a GPU the kernel would hang",
                            thread=(blk.id, live[0].lt))
 
-    def _waiting_at(self, t: SimThread) -> str:
+    def _waitingat(self, t: SimThread) -> str:
         if t.state is BARRIER:
-            return f"at cuda.{t.wait[0]}(){_at(t.wait[2])}"
+            return f"at cuda.{t.wait[0]}(){at(t.wait[2])}"
         if t.state is GRID:
-            return f"at grid.sync(){_at(t.wait[2])}"
+            return f"at grid.sync(){at(t.wait[2])}"
         if t.state is WARP:
-            return f"at cuda.{t.wait[0]}(){_at(t.wait[3])}"
+            return f"at cuda.{t.wait[0]}(){at(t.wait[3])}"
         return "running"
-
-    # -- barriers -------------------------------------------------------------------------------------------------
-    def barrier(self, kind: str, pred: Any, site: tuple) -> Any:
-        t = self.cur
-        if t is None or self.sched is None:
-            raise RuntimeError(f"cuda.{kind}() outside a kernel")
-        t.state, t.wait = BARRIER, (kind, pred, site)
-        self.sched.switch()
-        return t.result
-
-    def grid_sync(self, site: tuple) -> None:
-        t = self.cur
-        t.state, t.wait = GRID, ("grid", None, site)
-        if self.n_blocks > H100_SMS * max(1, MAX_THREADS_PER_SM // self.tpb):
-            self.warn(("coop",), f"grid.sync() in a grid of {self.n_blocks:,} blocks of {self.tpb} threads: a "
-                      "cooperative launch must fit on the GPU at once (an H100 holds at most "
-                      f"{H100_SMS * max(1, MAX_THREADS_PER_SM // self.tpb):,} such blocks); numba-cuda would refuse "
-                      "this launch")
-        self.sched.switch()
-
-    def _skipped(self, waiting: SimThread, others: list[SimThread], mark: bool = True) -> list[tuple[SimThread, int]]:
-        """The exited threads among ``others`` that ran *past* the point where ``waiting`` waits, without stopping
-        there: (thread, the first line past it). Threads that exited before reaching that point (an early
-        ``return``) are not counted: since Volta a barrier waits for all *non-exited* threads."""
-        loops, header = self.kernel.loops, self.kernel.header
-        here = event_keys(waiting.trace, loops, header)[-1] if waiting.trace else None
-        out = []
-        for u in others:
-            if here is None or (mark and u.checked):
-                continue
-            if mark:
-                u.checked = True
-            keys = event_keys(u.trace, loops, header)
-            past = next((k for k in keys[u.phase_start:] if k > here), None)
-            if past is not None:
-                out.append((u, past[-1][0]))
-        return out
-
-    def _release_barrier(self, blk: SimBlock, live: list[SimThread]) -> None:
-        exited = [t for t in blk.threads if t.state is DONE and not t.checked]
-        sites: dict[tuple, list[int]] = {}
-        for t in live:
-            sites.setdefault(t.wait[2], []).append(t.lt)
-        first_site = next(iter(sites))
-        kind = live[0].wait[0]
-        skipped = self._skipped(live[0], exited) if exited else []
-        if skipped:
-            who = group_ranges([u.lt for u, _ in skipped])
-            self.sync_issue(("skip", first_site), "barrier divergence",
-                            f"threads {who} of block {blk.id} went past the cuda.{kind}(){_at(first_site)} without "
-                            f"calling it (thread {skipped[0][0].lt} ran on to line {skipped[0][1]}) while threads "
-                            f"{group_ranges([t.lt for t in live])} wait there. A barrier inside an `if` that only some "
-                            "threads of the block take is undefined in CUDA (a GPU may hang, or release the waiting "
-                            "threads early): call syncthreads() where every thread of the block reaches it")
-        if len(sites) > 1 or len({t.wait[0] for t in live}) > 1:
-            desc = "; ".join(f"threads {group_ranges(v)} at{_at(s)}" for s, v in sites.items())
-            self.sync_issue(("sites", tuple(sites)), "barrier divergence",
-                            f"the threads of block {blk.id} wait at different barriers ({desc}): each "
-                            "syncthreads() call must be reached by all threads of the block (CUDA leaves this undefined)")
-        result = None
-        if kind != "syncthreads":
-            preds = []
-            for t in live:
-                self.cur = t
-                preds.append(bool(t.wait[1]))
-            result = {"syncthreads_count": sum(preds), "syncthreads_and": int(all(preds)),
-                      "syncthreads_or": int(any(preds))}[kind]
-        merged = self._merge_knows(live)
-        phase = live[0].phase + 1
-        blk.epid = self.new_epoch(blk.id, phase, live[0].gphase)
-        for t in live:
-            t.phase = phase
-            t.epid, t.epk = blk.epid, blk.epid << 2
-            t.phase_start = len(t.trace)
-            if merged is not None:
-                self._set_knows(t, merged)
-            t.result, t.state = result, READY
-            blk.runnable.append(t)
-
-    def _release_grid(self, parked: list[SimBlock]) -> None:
-        live = [t for blk in parked for t in blk.threads if t.state is GRID]
-        exited = [t for blk in self.blocks_started for t in blk.threads if t.state is DONE and not t.checked]
-        skipped = self._skipped(live[0], exited) if exited and live else []
-        if skipped:
-            blocks = sorted({u.blk.id for u, _ in skipped})
-            self.sync_issue(("grid-skip",), "barrier divergence",
-                            f"{len(skipped):,} threads (in blocks {group_ranges(blocks)}) went past grid.sync()"
-                            f"{_at(live[0].wait[2])} without calling it (thread {skipped[0][0].lt} of block "
-                            f"{skipped[0][0].blk.id} ran on to line {skipped[0][1]}): every thread of the grid that has "
-                            "not exited must reach it")
-        merged = self._merge_knows(live)
-        for blk in parked:
-            group = [t for t in blk.threads if t.state is GRID]
-            if not group:
-                continue
-            blk.epid = self.new_epoch(blk.id, group[0].phase + 1, group[0].gphase + 1)
-            for t in group:
-                t.phase += 1
-                t.gphase += 1
-                t.epid, t.epk = blk.epid, blk.epid << 2
-                t.phase_start = len(t.trace)
-                if merged is not None:
-                    self._set_knows(t, merged)
-                t.state = READY
-                blk.runnable.append(t)
-
-    @staticmethod
-    def _merge_knows(threads: list[SimThread]) -> dict | None:
-        known = [t.knows for t in threads if t.knows]
-        if not known:
-            return None
-        merged: dict[int, int] = {}
-        for k in known:
-            for tid, seq in k.items():
-                if seq > merged.get(tid, -1):
-                    merged[tid] = seq
-        return merged
-
-    # -- warp operations ------------------------------------------------------------------------------------------
-    def warp_op(self, kind: str, mask: int, payload: Any, site: tuple) -> Any:
-        t = self.cur
-        if t is None or self.sched is None:
-            raise RuntimeError(f"cuda.{kind}() outside a kernel")
-        t.state, t.wait = WARP, (kind, mask, payload, site)
-        t.blk.pending_warp += 1
-        self.sched.switch()
-        return t.result
-
-    def _resolve_warp(self, blk: SimBlock) -> bool:
-        progressed = False
-        problem = None
-        for warp in blk.warps:
-            pend = [t for t in warp if t.state is WARP]
-            if not pend:
-                continue
-            am = [t for t in pend if t.wait[0] == "activemask"]
-            if am:  # the lanes at the same activemask() call are the ones active together
-                by_site: dict[tuple, list[SimThread]] = {}
-                for t in am:
-                    by_site.setdefault(t.wait[3], []).append(t)
-                for group in by_site.values():
-                    m = sum(1 << u.lane for u in group)
-                    self._complete(blk, group, [m] * len(group))
-                progressed = True
-            done: set[int] = set()
-            for t in pend:
-                kind, mask, _, site = t.wait
-                if kind == "activemask" or t.lane in done or t.state is not WARP:
-                    continue
-                if not (mask >> t.lane) & 1:
-                    raise KernelError(f"{t.where()} (lane {t.lane}) calls cuda.{kind}(){_at(site)} with mask "
-                                      f"{mask:#010x}, which does not include its own lane: the calling lane must be in "
-                                      "the mask (CUDA leaves this undefined)", thread=(blk.id, t.lt))
-                parts, bad = [], None
-                gone = [u for u in warp if (mask >> u.lane) & 1 and u.state is DONE
-                        and (u.tid, site) not in self._warp_checked]
-                if gone:
-                    self._warp_checked.update((u.tid, site) for u in gone)
-                    for u, line in self._skipped(t, gone, mark=False):
-                        self.sync_issue(("warp-skip", site, u.lane), "warp mask",
-                                        f"lane {u.lane} ({u.where()}) is named in the mask {mask:#010x} of the "
-                                        f"cuda.{kind}(){_at(site)} that lane {t.lane} calls, but went past it without "
-                                        f"calling it (on to line {line}): every lane a mask names must call the same "
-                                        "warp operation (or have exited); synccheck reports this")
-                for u in warp:
-                    if not (mask >> u.lane) & 1 or u.state is DONE:
-                        continue
-                    if u.state is WARP and u.wait[0] == kind and u.wait[1] == mask:
-                        parts.append(u)
-                    else:
-                        bad = u
-                        break
-                if bad is not None:
-                    if problem is None:
-                        if bad.state is WARP and bad.wait[0] == kind:
-                            why = f"calls it with a different mask, {bad.wait[1]:#010x}"
-                        else:
-                            why = f"does not call it: it waits {self._waiting_at(bad)}"
-                        problem = (f"{t.where()} (lane {t.lane}) waits in cuda.{kind}(){_at(site)} with mask "
-                                   f"{mask:#010x}, but lane {bad.lane} ({bad.where()}), named in the mask, {why}. "
-                                   "Every non-exited lane a mask names must call the same warp operation with the same "
-                                   "mask (compute-sanitizer's synccheck reports this; a GPU may hang)")
-                    continue
-                self._complete(blk, parts, self._warp_results(kind, mask, parts, warp))
-                done.update(u.lane for u in parts)
-                progressed = True
-        blk.warp_problem = None if progressed else problem
-        return progressed
-
-    def _complete(self, blk: SimBlock, lanes: list[SimThread], results: list[Any]) -> None:
-        for u, r in zip(lanes, results):
-            u.result, u.state = r, READY
-            blk.pending_warp -= 1
-            blk.runnable.append(u)
-
-    def _warp_results(self, kind: str, mask: int, parts: list[SimThread], warp: list[SimThread]) -> list[Any]:
-        if kind == "syncwarp":
-            self._syncwarp_order(parts)
-            return [None] * len(parts)
-        if kind.startswith("shfl"):
-            return self._shuffle(kind, mask, parts)
-        preds = []
-        for u in parts:
-            self.cur = u
-            preds.append(u.wait[2])
-        if kind in ("all_sync", "any_sync", "eq_sync", "ballot_sync"):
-            bits = [bool(p) for p in preds]
-            if kind == "all_sync":
-                r = all(bits)
-            elif kind == "any_sync":
-                r = any(bits)
-            elif kind == "eq_sync":
-                r = all(bits) or not any(bits)
-            else:  # numba-cuda's ballot_sync returns an int32 (signed: lane 31 set makes it negative)
-                r = np.uint32(sum(1 << u.lane for u, b in zip(parts, bits) if b)).view(np.int32)
-            return [r] * len(parts)
-        if kind in ("match_any_sync", "match_all_sync"):
-            keys = [_match_key(p) for p in preds]
-            out = []
-            for u, k in zip(parts, keys):
-                same = sum(1 << v.lane for v, kv in zip(parts, keys) if kv == k)
-                out.append(np.uint32(same).view(np.int32) if kind == "match_any_sync" else None)
-            if kind == "match_all_sync":
-                alls = len(set(keys)) == 1
-                m = np.uint32(sum(1 << u.lane for u in parts)).view(np.int32) if alls else np.int32(0)
-                out = [(m, alls)] * len(parts)
-            return out
-        raise NotModelled(f"the warp operation {kind}")
-
-    def _shuffle(self, kind: str, mask: int, parts: list[SimThread]) -> list[Any]:
-        """PTX shfl.sync as numba-cuda emits it (clamp 0x1f; 0 for shfl_up): only bits 4:0 of the lane operand
-        count; a source outside the warp gives the caller's own value; an inactive source lane is undefined."""
-        vals = {u.lane: u.wait[2][0] for u in parts}
-        out = []
-        for u in parts:
-            value, b = u.wait[2]
-            try:
-                bi = int(b)
-            except TypeError:
-                raise TypeError(f"cuda.{kind}: the lane argument must be an integer, got {type(b).__name__}") from None
-            b5 = bi & 31
-            lane = u.lane
-            if kind == "shfl_sync":
-                j, ok = b5, True
-                if not 0 <= bi < WARP_SIZE:
-                    self.warn(("shfl_idx", bi), f"cuda.shfl_sync with src_lane {bi}: the PTX numba-cuda emits "
-                              f"(shfl.sync.idx, clamp 0x1f) uses only its low 5 bits, so lane {lane} reads lane "
-                              f"{b5} (numba-cuda's docstring says the caller's own value; the hardware takes "
-                              "src_lane mod 32)")
-            elif kind == "shfl_up_sync":
-                j = lane - b5
-                ok = j >= 0
-            elif kind == "shfl_down_sync":
-                j = lane + b5
-                ok = j <= WARP_SIZE - 1
-            else:  # shfl_xor_sync
-                j, ok = lane ^ b5, True
-            if kind != "shfl_sync" and not 0 <= bi < WARP_SIZE:
-                self.warn((kind, bi), f"cuda.{kind} with {bi}: only the low 5 bits count ({b5}) in the PTX it "
-                          "compiles to")
-            if not ok:
-                out.append(value)  # source outside the warp: the caller's own value (documented)
-            elif j in vals:
-                out.append(vals[j])
-            else:
-                src = u.blk.threads[u.warp * WARP_SIZE + j] if u.warp * WARP_SIZE + j < self.tpb else None
-                why = ("has exited" if src is not None and src.state is DONE else
-                       "is not in the mask" if not (mask >> j) & 1 else "does not exist (a partial warp)")
-                site = u.wait[3]
-                self.sync_issue(("shfl", site, lane), "shuffle from an inactive lane",
-                                f"lane {lane} ({u.where()}) reads lane {j}'s value in cuda.{kind}(){_at(site)}, but "
-                                f"lane {j} {why}: the value is undefined (CUDA: a lane may only read from a lane that "
-                                "takes part in the shuffle)")
-                out.append(Uninit(Origin(f"lane {j}'s register", (j,), (u.blk.id, u.lt), _at(site))))
-        return out
-
-    def _syncwarp_order(self, parts: list[SimThread]) -> None:
-        """syncwarp orders memory among its lanes: merge their knowledge of each other's syncwarp counts."""
-        merged = [0] * WARP_SIZE
-        for u in parts:
-            u.wc += 1
-            if u.vc is not None:
-                merged = [max(a, b) for a, b in zip(merged, u.vc)]
-        for u in parts:
-            merged[u.lane] = max(merged[u.lane], u.wc)
-        snap = tuple(merged)
-        row = len(self.log) // 3
-        for u in parts:
-            u.vc = merged
-            seqs, vcs = self.sync_hist.setdefault(u.tid, ([], []))
-            seqs.append(row)
-            vcs.append(snap)
 
     # -- memory -------------------------------------------------------------------------------------------------
     def shared_array(self, shape: Any, dtype: Any, site: tuple) -> TracedArray:
@@ -933,10 +578,6 @@ def unpack_log(log: array) -> np.ndarray:
     return out
 
 
-def _at(site: tuple) -> str:
-    return where(site[0], site[1])
-
-
 def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
@@ -944,14 +585,6 @@ def _shape(shape: Any) -> tuple[int, ...]:
         return tuple(int(s) for s in shape)
     except TypeError:
         raise TypeError(f"an array shape must be an int or a tuple of ints, got {shape!r}") from None
-
-
-def _match_key(v: Any) -> Any:
-    if isinstance(v, Uninit):
-        return ("uninit", id(v))
-    if isinstance(v, (float, np.floating)):
-        return ("f", np.float64(v).tobytes())
-    return ("i", int(v))
 
 
 def caller_site() -> tuple:

@@ -10,3 +10,11 @@ class _Current:
 
 
 CURRENT = _Current()
+
+
+def running(what: str) -> Any:
+    """The launch a ``cuda.<what>`` call inside a kernel belongs to; outside a kernel, a clear error."""
+    run = CURRENT.run
+    if run is None or run.cur is None:
+        raise RuntimeError(f"cuda.{what} can only be used inside a kernel")
+    return run
