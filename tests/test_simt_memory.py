@@ -314,3 +314,33 @@ def test_storing_floats_into_an_int_array_warns_of_truncation():
     r = simt.run(truncating, 1, 4, x, out)
     np.testing.assert_array_equal(out, [0, 1, 2, 3])
     assert any("truncated" in w for w in r.warnings)
+
+
+TT = 32
+
+
+def test_bank_conflicts_of_a_shared_transpose():
+    a = np.arange(TT * TT, dtype=np.float32).reshape(TT, TT)
+
+    @cuda.jit
+    def unpadded(a, out):
+        tile = cuda.shared.array((TT, TT), np.float32)
+        x, y = cuda.threadIdx.x, cuda.threadIdx.y
+        tile[y, x] = a[y, x]
+        cuda.syncthreads()
+        out[y, x] = tile[x, y]
+
+    @cuda.jit
+    def padded(a, out):
+        tile = cuda.shared.array((TT, TT + 1), np.float32)
+        x, y = cuda.threadIdx.x, cuda.threadIdx.y
+        tile[y, x] = a[y, x]
+        cuda.syncthreads()
+        out[y, x] = tile[x, y]
+
+    for kernel, ways in ((unpadded, 32.0), (padded, 1.0)):
+        out = np.zeros_like(a)
+        r = simt.run(kernel, 1, (TT, TT), a, out)
+        np.testing.assert_array_equal(out, a.T)
+        assert r.bank_conflicts("tile", "w") == 1.0  # the row-wise store: one word per bank
+        assert r.bank_conflicts("tile", "r") == ways

@@ -312,6 +312,35 @@ class KernelReport:
         _, per_step = np.unique(pairs[:, 0], return_counts=True)
         return float(per_step.mean())
 
+    def bank_conflicts(self, array: str, kind: str | None = None) -> float:
+        """Mean ways of bank conflict of one warp-wide access to shared ``array``: 1.0 is conflict-free (a word
+        many lanes read is broadcast once), 32.0 is every lane in one bank. Shared memory has 32 banks of 4-byte
+        words (NVIDIA since Maxwell); the ways of a step are the most distinct words any one bank must serve. A warp
+        of 8-byte elements needs 2 words per bank at least: its floor is 2."""
+        if self.spaces.get(array) != "shared":
+            raise KeyError(f"{array!r} is not a shared array of {self.name} (shared: "
+                           f"{', '.join(n for n, s in self.spaces.items() if s == 'shared') or 'none'})")
+        mask = self._select(array, kind)
+        if not mask.any():
+            return 0.0
+        steps = self._access_steps[mask]
+        first = self._log[mask, 3] * self.itemsize[array]  # byte address of each access (per block's root)
+        words = set()
+        for step, addr, size in zip(steps.tolist(), first.tolist(), [self._elem_bytes(array)] * len(steps)):
+            for w in range(addr // 4, (addr + size - 1) // 4 + 1):
+                words.add((step, w))
+        per_bank: dict[tuple, int] = {}
+        for step, w in words:
+            key = (step, w % 32)
+            per_bank[key] = per_bank.get(key, 0) + 1
+        ways: dict[int, int] = {}
+        for (step, _), n in per_bank.items():
+            ways[step] = max(ways.get(step, 0), n)
+        return float(np.mean(list(ways.values())))
+
+    def _elem_bytes(self, array: str) -> int:
+        return next(r.dtype.itemsize for r in self._roots if r.name == array)
+
     def access_map(self, array: str, kind: str = "w", by: str = "block") -> np.ndarray:
         """An array of ``array``'s shape: which block/warp/thread first accessed each element (-1: none)."""
         shape = self.arrays[array]
