@@ -7,10 +7,13 @@ to global and shared memory. The report turns those into what a GPU performance 
 - warp steps and **SIMT efficiency**: the lanes of a warp that are at the same statement (the same iteration of
   every enclosing loop) share one issued step; lanes elsewhere wait masked off. Efficiency = active lanes /
   (steps × 32). The heavy part is computed when first asked for;
-- coalescing (``sectors_per_request``: distinct 32-byte sectors per warp-wide access);
+- coalescing (``sectors_per_request``: distinct 32-byte sectors per warp-wide access) and shared-memory bank
+  conflicts (``bank_conflicts``: ways per warp-wide access, 32 banks of 4-byte words);
 - correctness findings, most serious first (``problems()``): barrier divergence and warp-mask errors (what
-  compute-sanitizer's synccheck reports), data races (racecheck, for global memory too), uses of uninitialised
-  values (initcheck, for shared and local memory too), and warnings (negative indices).
+  compute-sanitizer's synccheck reports), data races (racecheck, for global memory too; a write of the value
+  already there is counted apart as benign, as racecheck's warnings), uses of uninitialised values (initcheck,
+  for shared and local memory too: a read whose value is never used is counted, not an error), and warnings
+  (negative indices, dtype truncation, aliased arguments, shuffle lane arguments past 31).
 """
 
 from __future__ import annotations
