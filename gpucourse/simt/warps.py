@@ -132,8 +132,11 @@ class WarpOps:
         raise NotModelled(f"the warp operation {kind}")
 
     def _shuffle(self, kind: str, mask: int, parts: list[SimThread]) -> list[Any]:
-        """PTX shfl.sync as numba-cuda emits it (clamp 0x1f; 0 for shfl_up): only bits 4:0 of the lane operand
-        count; a source outside the warp gives the caller's own value; an inactive source lane is undefined."""
+        """PTX shfl.sync as numba-cuda emits it (intrinsics.py: clamp c = 0x1f, 0 for shfl_up). The PTX ISA
+        (Data Movement and Conversion Instructions: shfl.sync) takes bval = b[4:0] — "an out of range value of b may
+        still result in a valid computed source lane index j" — and copies the caller's own value when j is outside
+        the warp; reading a lane that does not take part is undefined. numba-cuda's docstring for shfl_sync says an
+        out-of-range src_lane returns the caller's value: the executor follows the hardware, with a warning."""
         vals = {u.lane: u.wait[2][0] for u in parts}
         out = []
         for u in parts:
