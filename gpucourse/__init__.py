@@ -12,7 +12,8 @@ Modules, by what they hold:
 - ``datapath`` disk → RAM → PCIe → VRAM: published bandwidths, transfer/offload models, pinned copies
 - ``devmem``   a device-memory budget that tracks allocations, peaks and copies, and raises OOM
 - ``simd_simt`` CPU vector width and compiled vector instructions; the warp active-mask model
-- ``simt``     instrumented SIMT executor for numba-cuda kernels (traffic, SIMT efficiency, races)
+- ``simt``     the instrumented SIMT executor with numba-cuda's API (the CPU backend's kernel runner): traffic,
+               SIMT efficiency, races, barrier divergence, uninitialised reads
 - ``occupancy`` blocks/warps per SM from published limits; Little's law
 - ``streams``  the command queue and streams: an engine model that draws timelines, real CuPy streams on a GPU
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)

@@ -5,8 +5,9 @@ else asks it for:
 
 - ``xp``         the array module: CuPy on a GPU, NumPy on CPU;
 - ``jax_device`` the device JAX places arrays on;
-- ``cuda``       the kernel runner: numba-cuda on the device, or numba's CUDA simulator on CPU
-                 (``NUMBA_ENABLE_CUDASIM=1``: every CUDA thread becomes a Python thread);
+- ``cuda``       the kernel runner: numba-cuda on the device; on CPU the course's instrumented SIMT executor
+                 (``gpucourse.simt.cuda``: numba-cuda's API, every CUDA thread a coroutine, each launch's report in
+                 ``kernel.last_report``), or numba's CUDA simulator with ``GPUCOURSE_CUDA_SIM=numba``;
 - ``sync()``     wait until all queued device work has finished.
 
 Choose the backend with the environment variable ``GPUCOURSE_BACKEND``:
@@ -34,6 +35,8 @@ from typing import Any
 
 ENV_VAR = "GPUCOURSE_BACKEND"
 CHOICES = ("auto", "cpu", "gpu")
+SIM_VAR = "GPUCOURSE_CUDA_SIM"  # CPU kernel runner: "simt" (default, the course's executor) or "numba" (numba's simulator)
+SIM_CHOICES = ("simt", "numba")
 
 
 class BackendUnavailable(RuntimeError):
@@ -92,6 +95,14 @@ def _requested() -> str:
     value = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
     if value not in CHOICES:
         raise ValueError(f"{ENV_VAR}={value!r} is not one of {', '.join(CHOICES)}")
+    return value
+
+
+def cpu_kernel_runner() -> str:
+    """Which CPU kernel runner ``GPUCOURSE_CUDA_SIM`` asks for: 'simt' (default) or 'numba'."""
+    value = os.environ.get(SIM_VAR, "simt").strip().lower() or "simt"
+    if value not in SIM_CHOICES:
+        raise ValueError(f"{SIM_VAR}={value!r} is not one of {', '.join(SIM_CHOICES)}")
     return value
 
 
@@ -161,9 +172,14 @@ class Backend:
         return jax.devices("cpu")[0]
 
     @cached_property
-    def cuda(self) -> ModuleType:
-        """``numba.cuda``: the real CUDA target on a GPU, numba's CUDA simulator on CPU."""
+    def cuda(self) -> Any:
+        """``numba.cuda`` on a GPU; on CPU the course's SIMT executor with numba-cuda's API (``gpucourse.simt.cuda``),
+        or numba's CUDA simulator when ``GPUCOURSE_CUDA_SIM=numba``."""
         if not self.is_gpu:
+            if cpu_kernel_runner() == "simt":
+                from .simt import cuda as simt_cuda
+
+                return simt_cuda
             _enable_cuda_simulator()
         from numba import cuda
 
@@ -171,7 +187,11 @@ class Backend:
 
     @property
     def kernel_runner(self) -> str:
-        return "numba-cuda on the GPU" if self.is_gpu else "numba CUDA simulator (one Python thread per CUDA thread)"
+        if self.is_gpu:
+            return "numba-cuda on the GPU"
+        if cpu_kernel_runner() == "numba":
+            return f"numba CUDA simulator ({SIM_VAR}=numba: one Python thread per CUDA thread)"
+        return "gpucourse SIMT executor (numba-cuda's API; CUDA threads as coroutines, instrumented)"
 
     def to_device(self, array: Any) -> Any:
         """Copy a host (NumPy) array to the backend's memory; a no-op on CPU."""

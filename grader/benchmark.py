@@ -1,7 +1,8 @@
 """The course's performance budget, measured: prints a table, asserts nothing (machines here are noisy).
 
-    python3 -m grader.benchmark            # every notebook + one autograde per lab + mutation score per lab
-    python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading --no-mutation
+    python3 -m grader.benchmark            # every notebook + one autograde per lab + executor + mutation score per lab
+    python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading --no-mutation --no-executor
+    python3 -m grader.benchmark_simt       # only the kernel executor: matmul vs numba's simulator, kernel checks
 
 Budget (COURSE_PLAN §7): whole course (course/ + solutions/) ≤ 8 min on 2 cores, no notebook over 60 s, one lab
 autograded in ≤ 20 s. Each notebook runs in a fresh kernel, as nbval and nbgrader run it.
@@ -58,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-grading", action="store_true", help="skip the autograde timings")
     parser.add_argument("--no-mutation", action="store_true",
                         help="skip the mutation score per lab (python -m grader.mutation lists the survivors)")
+    parser.add_argument("--no-executor", action="store_true",
+                        help="skip the kernel executor's timings (matmul vs numba's simulator, each kernel check)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
@@ -72,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{str(nb.relative_to(course.ROOT)):58} {seconds:8.1f}  {status}{flag}", flush=True)
     print(f"{'total':58} {total:8.1f}  budget {COURSE_BUDGET_S:.0f} s"
           f"{'  OVER BUDGET' if total > COURSE_BUDGET_S else ''}")
+
+    if not args.no_executor:
+        from . import benchmark_simt
+
+        print()
+        benchmark_simt.report()
 
     if not args.no_grading:
         print(f"\n{'lab (one solution submission)':58} {'seconds':>8}  score")

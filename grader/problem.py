@@ -220,11 +220,11 @@ def _captured(fn: Any, answers: dict[int, str], depth: int = 0, seen: set[int] |
 
 
 def _py_func(v: Any) -> Any:
-    """A function itself, or the Python function behind a numba dispatcher; anything else unchanged (an object
-    whose attribute lookup misbehaves is left alone)."""
+    """A function itself, or the Python function behind a numba dispatcher or an executor kernel (gpucourse.simt);
+    anything else unchanged (an object whose attribute lookup misbehaves is left alone)."""
     if isinstance(v, types.FunctionType):
         return v
-    if not (getattr(type(v), "__module__", "") or "").startswith("numba"):
+    if not (getattr(type(v), "__module__", "") or "").startswith(("numba", "gpucourse.simt")):
         return v
     try:
         inner = v.py_func

@@ -80,13 +80,12 @@ def test_banner_names_device_and_versions(capsys):
     assert be.describe()["arrays"] in ("NumPy", "CuPy")
 
 
-def test_cpu_backend_uses_the_cuda_simulator():
+def test_cpu_backend_runs_kernels_on_the_executor():
     code = (
-        "import os, gpucourse as gc\n"
+        "import os, sys, gpucourse as gc\n"
         "be = gc.get_backend()\n"
         "cuda = be.cuda\n"
-        "print(be.name, os.environ.get('NUMBA_ENABLE_CUDASIM'), cuda.simulator_init if hasattr(cuda, 'simulator_init') else '',"
-        " type(cuda.threadIdx).__name__ if hasattr(cuda, 'threadIdx') else '')\n"
+        "print(be.name, type(cuda).__name__, hasattr(cuda, 'threadIdx'), 'numba.cuda' in sys.modules)\n"
         "import numpy as np\n"
         "@cuda.jit\n"
         "def add_one(a):\n"
@@ -95,16 +94,22 @@ def test_cpu_backend_uses_the_cuda_simulator():
         "        a[i] += 1\n"
         "x = np.arange(5.0)\n"
         "add_one[2, 4](x)\n"
-        "print(x.tolist())\n"
+        "print(x.tolist(), add_one.last_report.n_threads)\n"
     )
     import os
 
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUCOURSE_CUDA_SIM", "NUMBA_ENABLE_CUDASIM")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "GPUCOURSE_BACKEND": "cpu"})
+                         env={**env, "GPUCOURSE_BACKEND": "cpu"})
     assert out.returncode == 0, out.stderr
     first, second = out.stdout.strip().splitlines()
-    assert first.startswith("cpu 1")
-    assert second == "[1.0, 2.0, 3.0, 4.0, 5.0]"
+    assert first == "cpu CudaAPI False False"  # the executor; numba.cuda never imported
+    assert second == "[1.0, 2.0, 3.0, 4.0, 5.0] 8"
+    out = subprocess.run([sys.executable, "-c", code.replace(", add_one.last_report.n_threads", "")],
+                         capture_output=True, text=True,
+                         env={**env, "GPUCOURSE_BACKEND": "cpu", "GPUCOURSE_CUDA_SIM": "numba"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines() == ["cpu module False True", "[1.0, 2.0, 3.0, 4.0, 5.0]"]
 
 
 def test_require_gpu_prints_reason_on_cpu(capsys, monkeypatch):

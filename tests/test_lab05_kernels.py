@@ -15,14 +15,13 @@ cuda = gc.get_backend().cuda
 
 
 def _solution_kernel(grade_id: str, name: str):
-    """The solution notebook's own kernel (not a copy of it): its answer cell, run here."""
+    """The solution notebook's own kernel (not a copy of it): its answer cell, defined as the notebook does."""
     from grader.course import ROOT
+    from grader.kernels import load_kernel
     from grader.scratch import load_notebook, solution_cells
 
     nb = load_notebook(ROOT / "solutions" / "lab05_kernels" / "lab05_kernels.ipynb")
-    ns = {"cuda": cuda, "np": np}
-    exec(compile(solution_cells(nb)[grade_id], f"<{grade_id}>", "exec"), ns)
-    return ns[name]
+    return load_kernel(solution_cells(nb)[grade_id], name, {"np": np}, cuda)
 
 
 parity_by_warp = _solution_kernel("ex6_parity_fixed", "parity_fixed")

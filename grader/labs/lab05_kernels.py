@@ -8,102 +8,21 @@ kernel also runs on the device and must give the same result there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from gpucourse import hardware, simt
 from gpucourse import occupancy as occ
 
-from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
+from ..checks import CheckFailure, expect_choice, expect_close, expect_int, expect_tuple
+from ..kernels import KernelProblem
 from ..problem import Case, Problem
 
 BLOCK_2D = (16, 8)  # (x, y) threads: x runs along columns (the contiguous axis of a row-major array)
 REDUCE_BLOCK = 128  # threads per block of the reduction
 TILE = 8  # tile edge of the shared-memory matmul
 FIX_BLOCK = 64  # threads per block of the divergence exercise
-
-
-def _device_run(kernel: Any, grid: Any, block: Any, args: list, outputs: list[int]) -> list[np.ndarray] | None:
-    """On a GPU: launch the kernel for real and return its outputs (None on CPU: simt already ran it)."""
-    from gpucourse import get_backend
-
-    be = get_backend()
-    if not be.is_gpu:
-        return None
-    dev = [be.to_device(np.array(a)) if isinstance(a, np.ndarray) else a for a in args]
-    kernel[grid, block](*dev)
-    be.sync()
-    return [be.to_host(dev[i]) for i in outputs]
-
-
-@dataclass
-class KernelProblem(Problem):
-    """A Problem whose answer is a kernel: ``launch(case)`` gives (grid, block, args, output indices) and
-    ``require(report, case)`` raises CheckFailure when the instrumented run misses the exercise's goal."""
-
-    launch: Callable[[Case], tuple] | None = None
-    require: Callable[[simt.KernelReport, Case, str], None] | None = None
-
-    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
-        if not callable(fn) and not hasattr(fn, "py_func"):
-            raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel, got {type(fn).__name__}")
-        cases = self.hidden_cases() if hidden else self.visible
-        reports = []
-        for case in cases:
-            grid, block, args, outputs = self.launch(case)
-            what = f"{self.name}[{grid}, {block}]({', '.join(_short(a) for a in args)})"
-            expected = self.reference(*case.args, **case.kwargs)
-            expected = expected if isinstance(expected, tuple) else (expected,)
-            host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
-            try:
-                report = simt.run(fn, grid, block, *host_args)
-            except NotImplementedError:
-                raise
-            except simt.KernelError as exc:
-                cause = exc.__cause__
-                if isinstance(cause, NotImplementedError):
-                    raise cause
-                raise CheckFailure(f"{what} failed: {exc}") from None
-            except TypeError as exc:
-                raise CheckFailure(f"{what}: {exc}") from None
-            for i, e in zip(outputs, expected):
-                expect_array_close(f"{what} → {report_name(report, i)}", host_args[i], e)
-            if report.race_count:
-                raise CheckFailure(f"{what}: {report.race_count} data races, e.g. {report.races[0]}")
-            if self.require:
-                self.require(report, case, what)
-            on_device = _device_run(fn, grid, block, args, outputs)
-            if on_device is not None:
-                for i, got, e in zip(outputs, on_device, expected):
-                    expect_array_close(f"{what} on the GPU → {report_name(report, i)}", got, e)
-            reports.append(report)
-        kind = "hidden" if hidden else "visible"
-        r = reports[-1]
-        g = r.per_thread("global")
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (instrumented run"
-              f"{', and on the GPU' if _on_gpu() else ''})\n"
-              f"  last case: {r.n_threads} threads in {r.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
-              f"{g['writes']:.2f} global writes, {r.per_thread('shared')['reads']:.2f} shared reads; "
-              f"SIMT efficiency {r.simt_efficiency:.1%}; {r.divergent_steps} divergent warp steps; no races")
-
-
-def _on_gpu() -> bool:
-    from gpucourse import gpu_available
-
-    return gpu_available()
-
-
-def report_name(report: simt.KernelReport, i: int) -> str:
-    names = list(report.arrays)
-    return names[i] if i < len(names) else f"argument {i}"
-
-
-def _short(v: Any) -> str:
-    if isinstance(v, np.ndarray):
-        return f"<{v.dtype} {tuple(v.shape)}>"
-    return repr(v) if not isinstance(v, float) else f"{v:g}"
 
 
 def _blocks(n: int, b: int) -> int:

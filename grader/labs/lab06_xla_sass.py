@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
+from ..kernels import KernelProblem
 from ..problem import Case, Problem
 from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
@@ -350,10 +351,9 @@ FIX_SCALE = _JitProblem(
 )
 
 # -- Exercise 5: the fused kernel, coalesced, moving exactly what XLA's fusion moves --------------------------------
-# Run by the course's instrumented executor (gpucourse.simt, through lab 5's KernelProblem): values, races,
+# Run by the course's instrumented executor (gpucourse.simt, through grader.kernels.KernelProblem): values, races,
 # sectors per warp-wide access, and every element each thread read and wrote.
 
-from .lab05_kernels import KernelProblem  # noqa: E402  (the kernel-checking class the kernel labs share)
 from gpucourse import simt  # noqa: E402
 
 KERNEL_BLOCK = (32, 4)  # (x, y): one warp = 32 neighbouring columns of one row

@@ -30,12 +30,12 @@
 # | 5 | compute | an occupancy calculator from an SM's published limits |
 # | 6 | diagnose | raise a divergent kernel's SIMT efficiency above 85 % |
 #
-# **How kernels are graded.** You write `@cuda.jit` kernels (`cuda` is numba-cuda: the real GPU when you have
-# one, numba's CUDA simulator otherwise). The checker runs your kernel on the course's *instrumented* SIMT executor
+# **How kernels are graded.** You write `@cuda.jit` kernels (`cuda` is numba-cuda on a GPU; without one, the
+# course's executor with numba-cuda's API). The checker runs your kernel on the course's *instrumented* SIMT executor
 # (`gpucourse.simt`), which reports per thread how often it read and wrote global and shared memory, per warp how
-# many lanes were active in each step (SIMT efficiency), and every data race — deterministically, on every
-# machine. On a GPU your kernel also runs on the device and must agree. Hidden tests use sizes that are not
-# multiples of the block. Keep kernels to one element access per array index (`a[i]`, `a[r, c]`), no slicing.
+# many lanes were active in each step (SIMT efficiency), every data race, every `syncthreads()` only part of a
+# block reaches, and every use of shared memory no thread wrote — deterministically, on every machine. On a GPU
+# your kernel also runs on the device and must agree. Hidden tests use sizes that are not multiples of the block.
 #
 # Replace `raise NotImplementedError()` with your code. Use **Validate** before you submit.
 
@@ -63,7 +63,7 @@ from gpucourse import simt
 from grader.labs import lab05_kernels as lab
 
 be = gc.setup()
-cuda = be.cuda  # numba.cuda: the device on a GPU, the CUDA simulator on CPU
+cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt.cuda), numba-cuda's API
 BLOCK = lab.REDUCE_BLOCK  # 128 threads per block in exercise 3
 TILE = lab.TILE  # 8×8 tiles in exercise 4
 

@@ -1,0 +1,382 @@
+"""From a kernel's Python source to the function the executor runs.
+
+The kernel's source is parsed and every statement is preceded by a call that appends its line number to the
+running thread's *trace* (the granularity of SIMT efficiency: one source statement). Loop headers call a hook
+that also counts iterations (a bounded budget, so an infinite loop ends with an error naming the line) and
+lets a spinning thread yield to the others. Device functions get only the loop hook: their statements count as
+part of the kernel line that calls them. Line numbers are those of the original source, so an error says
+"line 7 of the cell", the line the student sees.
+
+The compiled function is built per CUDA thread from one code object, with the thread's hooks in closure cells;
+the kernel's globals are used as they are — or, for a kernel written for numba's real CUDA target or its
+simulator, a copy in which ``numba.cuda`` and device-function dispatchers are replaced by the executor's.
+Without source (a function built by ``exec`` of a string), the kernel still runs, traced by ``sys.settrace``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import os
+import re
+import sys
+import textwrap
+import types
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+TRACE, LOOP = "__simt_t__", "__simt_L__"
+
+
+@dataclass(frozen=True)
+class Loop:
+    start: int  # header line
+    end: int  # last line of the body
+
+
+@dataclass
+class Compiled:
+    """A kernel or device function ready to run: ``make(trace_append, loop_hook)`` gives the function."""
+
+    code: types.CodeType | None  # instrumented code (None: no source, run the original under settrace)
+    original: types.FunctionType
+    loops: list[Loop]
+    header: dict[int, int]  # loop header line -> index into loops
+    names: dict[int, str]  # line -> variable a cuda.shared/local.array on that line is assigned to
+
+    def make(self, fn_globals: dict, closure: dict[str, Any], trace_append: Any, loop_hook: Any) -> Callable:
+        orig = self.original
+        if self.code is None:
+            cells = tuple(types.CellType(closure[n]) if n in closure else c
+                          for n, c in zip(orig.__code__.co_freevars, orig.__closure__ or ()))
+            f = types.FunctionType(orig.__code__, fn_globals, orig.__name__, orig.__defaults__, cells or None)
+        else:
+            hooks = {TRACE: trace_append, LOOP: loop_hook}
+            cells = []
+            for name in self.code.co_freevars:
+                if name in hooks:
+                    cells.append(types.CellType(hooks[name]))
+                elif name in closure:
+                    cells.append(types.CellType(closure[name]))
+                else:
+                    cells.append(_cell_of(orig, name))
+            f = types.FunctionType(self.code, fn_globals, orig.__name__, orig.__defaults__, tuple(cells) or None)
+        f.__kwdefaults__ = orig.__kwdefaults__
+        return f
+
+
+def _cell_of(fn: types.FunctionType, name: str) -> types.CellType:
+    i = fn.__code__.co_freevars.index(name)
+    return fn.__closure__[i]
+
+
+class _Instrument(ast.NodeTransformer):
+    """Insert ``__simt_t__(line)`` before statements (kernels) and ``__simt_L__(line)`` at loop heads."""
+
+    def __init__(self, trace: bool):
+        self.trace = trace
+        self.loops: list[Loop] = []
+        self.names: dict[int, str] = {}
+        self.open_loops: list[int] = []  # header lines of the loops being instrumented, innermost last
+
+    @staticmethod
+    def _call(name: str, line: int, node: ast.AST) -> ast.stmt:
+        call = ast.Expr(ast.Call(ast.Name(name, ast.Load()), [ast.Constant(line)], []))
+        return ast.copy_location(call, node)
+
+    def stmts(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in body:
+            if self.trace:
+                out.append(self._call(TRACE, s.lineno, s))
+            new = self.visit(s)
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:  # a function nested in the kernel: as is
+        return node
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        # `sA = cuda.shared.array(...)`: remember the name, to call the array sA in reports
+        v = node.value
+        if (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr in ("array", "array_like")
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            self.names[node.lineno] = node.targets[0].id
+        return node
+
+    def _loop(self, node: ast.For | ast.While) -> ast.AST:
+        # The header is one statement per evaluation, as CPython's own line events count it: once on entry (the
+        # statement record before the loop) and once after every iteration (this hook, also before `continue`):
+        # a loop of n iterations records its header n + 1 times, the last being the check that exits.
+        self.loops.append(Loop(node.lineno, node.end_lineno or node.lineno))
+        self.open_loops.append(node.lineno)
+        node.body = self.stmts(node.body) + [self._call(LOOP, node.lineno, node)]
+        self.open_loops.pop()
+        node.orelse = self.stmts(node.orelse)
+        return node
+
+    def visit_Continue(self, node: ast.Continue) -> list[ast.stmt]:
+        return [self._call(LOOP, self.open_loops[-1], node), node] if self.open_loops else [node]
+
+    visit_For = visit_While = _loop
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        node.body, node.orelse = self.stmts(node.body), self.stmts(node.orelse)
+        return node
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        node.body = self.stmts(node.body)
+        return node
+
+    def visit_Try(self, node: ast.Try) -> ast.AST:
+        node.body, node.orelse, node.finalbody = self.stmts(node.body), self.stmts(node.orelse), self.stmts(node.finalbody)
+        for h in node.handlers:
+            h.body = self.stmts(h.body)
+        return node
+
+
+_CACHE: dict[tuple[types.CodeType, bool], Compiled] = {}
+
+
+def compile_function(fn: types.FunctionType, trace: bool) -> Compiled:
+    """The instrumented version of ``fn`` (cached per code object)."""
+    key = (fn.__code__, trace)
+    hit = _CACHE.get(key)
+    if hit is not None and hit.original is fn:
+        return hit
+    compiled = _compile(fn, trace)
+    _CACHE[key] = compiled
+    return compiled
+
+
+def _source_def(fn: types.FunctionType) -> tuple[ast.FunctionDef, int] | None:
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    src = textwrap.dedent("".join(lines))
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
+        return None
+    names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    if names != list(fn.__code__.co_varnames[:len(names)]):
+        return None  # the source on record is not this function's (a stale cache entry)
+    return node, first - 1
+
+
+def _compile(fn: types.FunctionType, trace: bool) -> Compiled:
+    found = _source_def(fn)
+    if found is None:
+        return Compiled(None, fn, [], {}, {})
+    node, offset = found
+    node.decorator_list = []
+    ast.increment_lineno(node, offset)  # the source file's own line numbers, before they are baked into the calls
+    inst = _Instrument(trace)
+    node.body = inst.stmts(_without_docstring(node.body))
+    freevars = list(fn.__code__.co_freevars)
+    maker = ast.FunctionDef(
+        name="__simt_make__",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(a) for a in [TRACE, LOOP] + freevars], vararg=None,
+                           kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[node, ast.Return(ast.Name(fn.__name__, ast.Load()))], decorator_list=[], returns=None,
+        type_comment=None, **({"type_params": []} if sys.version_info >= (3, 12) else {}))
+    ast.copy_location(maker, node)
+    module = ast.Module(body=[maker], type_ignores=[])
+    ast.fix_missing_locations(module)
+    try:
+        code = compile(module, fn.__code__.co_filename, "exec")
+    except SyntaxError:
+        return Compiled(None, fn, [], {}, {})
+    maker_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner = next(c for c in maker_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
+    loops = inst.loops
+    return Compiled(inner, fn, loops, {lp.start: i for i, lp in enumerate(loops)}, inst.names)
+
+
+def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str) and len(body) > 1:
+        return body[1:]
+    return body
+
+
+# -- source locations a student can find ---------------------------------------------------------------------------
+
+_CELL = re.compile(r"(ipykernel_\d+|<ipython-input-|/tmp/ipykernel)")
+
+
+def where(code: types.CodeType | None, line: int | None) -> str:
+    """' at line 7 of the cell (`out[i] = a[i] + 1`)' — the line as the student's editor numbers it."""
+    if code is None or line is None or line < 0:
+        return ""
+    fname = code.co_filename
+    place = "the cell" if _CELL.search(fname) else os.path.basename(fname) if not fname.startswith("<") else fname
+    text = linecache.getline(fname, line).strip()
+    return f" at line {line} of {place}" + (f" (`{text}`)" if text else "")
+
+
+# -- rebinding kernels written for numba.cuda ------------------------------------------------------------------------
+
+def code_names(code: types.CodeType) -> set[str]:
+    """Every global/attribute name a function's code (and the code nested in it) refers to."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= code_names(c)
+    return names
+
+
+def is_numba_cuda_module(v: Any) -> bool:
+    return isinstance(v, types.ModuleType) and v.__name__.split(".")[:2] == ["numba", "cuda"]
+
+
+def python_function(kernel: Any) -> types.FunctionType:
+    """The Python function behind a @cuda.jit kernel (the executor's, numba's or its simulator's) or a function."""
+    for attr in ("py_func", "fn"):
+        inner = getattr(kernel, attr, None) if not isinstance(kernel, types.FunctionType) else None
+        if isinstance(inner, types.FunctionType):
+            return inner
+    if isinstance(kernel, types.FunctionType):
+        return kernel
+    raise TypeError(f"expected a @cuda.jit kernel or a Python function, got {type(kernel).__name__}")
+
+
+class _NumbaProxy(types.ModuleType):
+    """``numba`` as a kernel sees it here: every attribute of the real module, but ``numba.cuda`` is the executor."""
+
+    def __init__(self, real: types.ModuleType, cuda: Any):
+        super().__init__("numba")
+        self.__dict__["_real"], self.__dict__["cuda"] = real, cuda
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_real"], name)
+
+
+def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any]) -> Any:
+    """What a kernel's global or closure value ``v`` must become here (``v`` itself when nothing changes)."""
+    if isinstance(v, types.ModuleType):
+        if is_numba_cuda_module(v):
+            sub = v.__name__.split(".")[2:]
+            if sub and sub[0] == "random":
+                return cuda.random
+            return cuda
+        if v.__name__ == "numba":
+            return _NumbaProxy(v, cuda)
+        return v
+    mod = getattr(type(v), "__module__", "") or ""
+    if mod.startswith("numba") and isinstance(getattr(v, "py_func", None), types.FunctionType):
+        return wrap_device(v)  # a dispatcher of the real target or of numba's simulator
+    if isinstance(v, types.FunctionType) and (v.__module__ or "").startswith("numba.cuda"):
+        mine = getattr(cuda, v.__name__, None)
+        return mine if mine is not None else v
+    return v
+
+
+def rebind(fn: types.FunctionType, cuda: Any, wrap_device: Callable[[Any], Any]) -> tuple[dict, dict[str, Any]]:
+    """(globals, closure overrides) for running ``fn`` here: ``fn.__globals__`` itself when it needs nothing."""
+    g = fn.__globals__
+    changes = {}
+    for name in code_names(fn.__code__):
+        if name in g:
+            v = g[name]
+            r = replacement(v, cuda, wrap_device)
+            if r is not v:
+                changes[name] = r
+    closure = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        r = replacement(v, cuda, wrap_device)
+        if r is not v:
+            closure[name] = r
+    if changes:
+        g = dict(g)
+        g.update(changes)
+    return g, closure
+
+
+# -- numba-cuda freezes a kernel's globals when it compiles it ---------------------------------------------------------
+
+_FROZEN: "weakref.WeakKeyDictionary[types.FunctionType, dict]" = weakref.WeakKeyDictionary()
+_SCALARS = (bool, int, float, complex, str, np.generic)
+
+
+def _frozen_value(v: Any) -> Any:
+    """The value numba-cuda would compile in (a copy for arrays), or _LIVE for what it keeps by reference."""
+    if isinstance(v, np.ndarray):
+        c = v.copy()
+        c.setflags(write=False)  # a global array is a constant in the compiled kernel
+        return c
+    if isinstance(v, _SCALARS) or (isinstance(v, tuple) and all(isinstance(x, _SCALARS) for x in v)):
+        return v
+    return _LIVE
+
+
+_LIVE = object()
+
+
+def signature_key(args: tuple) -> tuple:
+    """What numba-cuda compiles a new specialisation for: each argument's type (arrays: dtype and rank)."""
+    out = []
+    for a in args:
+        dt = getattr(a, "dtype", None)
+        out.append((str(dt), getattr(a, "ndim", 0)) if dt is not None else type(a).__name__)
+    return tuple(out)
+
+
+def freeze(fn: types.FunctionType, g: dict, closure: dict[str, Any], key: tuple) -> tuple[dict, dict[str, Any]]:
+    """(globals, closure overrides) with the scalar and array globals of ``fn`` as they were when this
+    specialisation was first launched: numba-cuda compiles them in as constants (its documentation's
+    test_globals example relaunches after changing them and still sees the old values)."""
+    per_fn = _FROZEN.setdefault(fn, {})
+    snap = per_fn.get(key)
+    if snap is None:
+        gs = {}
+        for name in code_names(fn.__code__):
+            if name in g:
+                v = _frozen_value(g[name])
+                if v is not _LIVE:
+                    gs[name] = v
+        cs = {}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                v = closure.get(name, cell.cell_contents)
+            except ValueError:
+                continue
+            fv = _frozen_value(v)
+            if fv is not _LIVE:
+                cs[name] = fv
+        snap = per_fn[key] = (gs, cs)
+    gs, cs = snap
+    if gs:
+        g = dict(g)
+        g.update(gs)
+    if cs:
+        closure = {**closure, **cs}
+    return g, closure
+
+
+def uses_settrace(fn: types.FunctionType) -> bool:
+    return compile_function(fn, True).code is None
+
+
+def current_user_frame(codes: set) -> types.FrameType | None:
+    """The innermost frame of a kernel or device function on the running thread's stack."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code in codes:
+            return f
+        f = f.f_back
+    return None

@@ -1,0 +1,197 @@
+"""Data races, found after the launch from its access log (what compute-sanitizer's racecheck does on a GPU,
+here for global memory too).
+
+Two accesses to one element *conflict* when they come from different threads, at least one writes (or one is an
+atomic and the other a plain read), and nothing orders them:
+
+- same block, same barrier phase (no ``cuda.syncthreads()`` between them) — unless a ``syncwarp`` both lanes
+  took part in lies between them, or a fence + atomic hand-off published the first to the second's thread;
+- different blocks, same grid phase (blocks never wait for one another; only ``grid.sync()`` orders them) —
+  unless a fence + atomic hand-off orders them (the "last block" reduction pattern).
+
+Atomics never conflict with atomics. The search is vectorised: accesses are grouped by (element, epoch) and by
+(element, grid phase); only elements whose groups can hold a conflict are replayed access by access, with the
+orderings above. ``race_count`` counts the accesses that conflict with an earlier one.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Any, Sequence
+
+import numpy as np
+
+from .instrument import where
+from .report import Race
+
+MAX_KEPT = 50
+KINDS = ("read", "write", "atomic")
+
+
+def _groups(key: np.ndarray, who: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """Per row: does the row's group (rows with equal ``key``) hold a conflicting pair (different ``who``)?"""
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    w = who[order]
+    kd = kind[order]
+    big = np.iinfo(np.int64).max
+    wmin, wmax = np.minimum.reduceat(w, starts), np.maximum.reduceat(w, starts)
+    nw = np.add.reduceat(((kd == 1) | (kd == 3)).astype(np.int64), starts)
+    conflict = (nw > 0) & (wmin != wmax)
+    ar = (kd == 0) | (kd == 2)
+    na = np.add.reduceat((kd == 2).astype(np.int64), starts)
+    nr = np.add.reduceat((kd == 0).astype(np.int64), starts)
+    amin = np.minimum.reduceat(np.where(ar, w, big), starts)
+    amax = np.maximum.reduceat(np.where(ar, w, -1), starts)
+    conflict |= (na > 0) & (nr > 0) & (amin != amax)
+    sizes = np.diff(np.r_[starts, len(k)])
+    out = np.empty(len(key), dtype=bool)
+    out[order] = np.repeat(conflict, sizes)
+    return out
+
+
+def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], traces: list[list[int]],
+           kernel_code: Any, sync_hist: dict[int, tuple[list[int], list[tuple]]],
+           knows_hist: dict[int, tuple[list[int], list[dict]]]) -> tuple[list[Race], int, int]:
+    """(the first races, one per element and kind; how many accesses conflict; how many conflicts are benign:
+    their write stored the value already there, so no order of the threads changes what anyone reads)."""
+    n = len(log)
+    if n == 0:
+        return [], 0, 0
+    tid, rid, flat, kind, ep = log[:, 0], log[:, 2], log[:, 3], log[:, 4], log[:, 5]
+    n_ep = len(epochs)
+    elem = rid * (int(flat.max()) + 1) + flat
+    if (int(elem.max()) + 1) * max(n_ep, 2) >= 1 << 62:  # too wide to combine with the epoch: renumber densely
+        elem = np.unique(elem, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    suspect = _groups(elem * n_ep + ep, tid, kind)  # same block, same phase
+    # different blocks, same grid phase: only global memory is shared between blocks
+    glob = np.array([r.space == "global" for r in roots], dtype=bool)[rid]
+    if glob.any():
+        rows = np.flatnonzero(glob)
+        gph = epochs[ep[rows], 2]
+        cross = _groups(elem[rows] * (int(gph.max()) + 1) + gph, tid[rows] // tpb, kind[rows])
+        suspect[rows[cross]] = True
+    if not suspect.any():
+        return [], 0, 0
+    cand = np.isin(elem, np.unique(elem[suspect]))
+    rows = np.flatnonzero(cand)
+    rows = rows[np.lexsort((rows, elem[rows]))]  # by element, then in execution order
+    return _replay(rows, log, elem, epochs, tpb, roots, traces, kernel_code, sync_hist, knows_hist)
+
+
+def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any],
+            traces: list[list[int]], kernel_code: Any, sync_hist: dict, knows_hist: dict) -> tuple[list[Race], int, int]:
+    ep_of = [tuple(e) for e in epochs.tolist()]
+    L = log[rows].tolist()
+    E = elem[rows].tolist()
+    races: list[Race] = []
+    seen: set = set()
+    count = benign = 0
+
+    def wc(t: int, seq: int) -> int:  # syncwarps thread t had passed when it made access seq
+        h = sync_hist.get(t)
+        return bisect_right(h[0], seq) if h else 0
+
+    def vc(t: int, seq: int) -> tuple | None:
+        h = sync_hist.get(t)
+        if not h:
+            return None
+        i = bisect_right(h[0], seq)
+        return h[1][i - 1] if i else None
+
+    def knows(t: int, seq: int) -> dict | None:
+        h = knows_hist.get(t)
+        if not h:
+            return None
+        i = bisect_right(h[0], seq)
+        return h[1][i - 1] if i else None
+
+    def ordered(p: tuple, c: tuple) -> bool:
+        pt, pe, ps = p
+        ct, ce, cs = c
+        if pe == ce and (pt % tpb) // 32 == (ct % tpb) // 32:  # same block, phase, warp: a syncwarp between?
+            v = vc(ct, cs)
+            if v is not None and v[(pt % tpb) % 32] > wc(pt, ps):
+                return True
+        k = knows(ct, cs)
+        return bool(k) and k.get(pt, -1) > ps
+
+    def conflicts(p: tuple | None, c: tuple) -> bool:
+        if p is None or p[0] == c[0]:
+            return False
+        pe, ce = ep_of[p[1]], ep_of[c[1]]
+        if not (p[1] == c[1] or (pe[0] != ce[0] and pe[2] == ce[2])):
+            return False
+        return not ordered(p, c)
+
+    def record(p: tuple, c: tuple, rid: int, flat: int, label: str, harmless: bool = False) -> None:
+        nonlocal count, benign
+        if harmless:
+            benign += 1
+            return
+        count += 1
+        root = roots[rid]
+        tag = (root.name, flat, label)
+        if len(races) >= MAX_KEPT or tag in seen:
+            return
+        seen.add(tag)
+        pb, cb = p[0] // tpb, c[0] // tpb
+        races.append(Race(root.space, root.name, root.index_of(flat), label, (pb, p[0] - pb * tpb),
+                          (cb, c[0] - cb * tpb), _line(p, traces, kernel_code, pos_of), _line(c, traces, kernel_code,
+                                                                                                pos_of)))
+
+    pos_of: dict[int, int] = {}
+    current = None
+    st: list = [None] * 7
+    same: set[int] = set()  # rows that wrote the value already there
+    for (t, pos, rid, flat, k, ep), e, seq in zip(L, E, rows.tolist()):
+        if e != current:
+            current, st = e, [None] * 7
+        c = (t, ep, seq)
+        pos_of[seq] = pos
+        if k == 3:
+            same.add(seq)
+            k = 1
+        if k == 0:  # read: against the last write, then the atomics
+            if conflicts(st[0], c):
+                record(st[0], c, rid, flat, "read-after-write", st[0][2] in same)
+            else:
+                for a in st[4:]:
+                    if conflicts(a, c):
+                        record(a, c, rid, flat, "read-after-atomic")
+                        break
+            _remember(st, 1, c, ep_of)
+        elif k == 1:  # write: against everything since the last write
+            for i, p in enumerate(st):
+                if conflicts(p, c):
+                    record(p, c, rid, flat, "write-after-write" if i == 0 else "write-after-read" if i < 4
+                           else "write-after-atomic", seq in same)
+                    break
+            st = [c, None, None, None, None, None, None]
+        else:  # atomic: against plain accesses only
+            for i, p in enumerate(st[:4]):
+                if conflicts(p, c):
+                    record(p, c, rid, flat, "atomic-after-write" if i == 0 else "atomic-after-read",
+                           i == 0 and p[2] in same)
+                    break
+            _remember(st, 4, c, ep_of)
+    return races, count, benign
+
+
+def _remember(st: list, base: int, c: tuple, ep_of: list) -> None:
+    """Keep, of the reads (or atomics) since the last write, the latest, the latest other thread's in the same
+    epoch, and the latest from another block: enough to find any conflict a later access can have."""
+    r1 = st[base]
+    if r1 is not None and r1[0] != c[0]:
+        if r1[1] == c[1]:
+            st[base + 1] = r1
+        elif ep_of[r1[1]][0] != ep_of[c[1]][0]:
+            st[base + 2] = r1
+    st[base] = c
+
+
+def _line(rec: tuple, traces: list[list[int]], code: Any, pos_of: dict[int, int]) -> str:
+    t, _, seq = rec
+    pos = pos_of.get(seq, -1)
+    return where(code, traces[t][pos]) if pos >= 0 and pos < len(traces[t]) else ""

@@ -1,0 +1,439 @@
+"""What one instrumented launch did: :class:`KernelReport`.
+
+The executor records, for every CUDA thread, the source statements it executed (its *trace*) and every access
+to global and shared memory. The report turns those into what a GPU performance engineer asks about:
+
+- per-thread traffic (``per_thread``, ``total``, ``atomics``);
+- warp steps and **SIMT efficiency**: the lanes of a warp that are at the same statement (the same iteration of
+  every enclosing loop) share one issued step; lanes elsewhere wait masked off. Efficiency = active lanes /
+  (steps × 32). The heavy part is computed when first asked for;
+- coalescing (``sectors_per_request``: distinct 32-byte sectors per warp-wide access) and shared-memory bank
+  conflicts (``bank_conflicts``: ways per warp-wide access, 32 banks of 4-byte words);
+- correctness findings, most serious first (``problems()``): barrier divergence and warp-mask errors (what
+  compute-sanitizer's synccheck reports), data races (racecheck, for global memory too; a write of the value
+  already there is counted apart as benign, as racecheck's warnings), uses of uninitialised values (initcheck,
+  for shared and local memory too: a read whose value is never used is counted, not an error), and warnings
+  (negative indices, dtype truncation, aliased arguments, shuffle lane arguments past 31).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .dims import SECTOR_BYTES, WARP_SIZE, Dim3
+from .instrument import Loop
+
+SPACES = ("global", "shared")
+_COL = {("global", "r"): 0, ("global", "w"): 1, ("shared", "r"): 2, ("shared", "w"): 3}
+KIND_CHAR = "rwaw"  # logged kinds 0 read, 1 write, 2 atomic, 3 write of the value already there
+
+
+@dataclass(frozen=True)
+class Race:
+    space: str  # "global" or "shared"
+    array: str
+    index: tuple
+    kind: str  # "read-after-write", "write-after-read", "write-after-write", "read-after-atomic", ...
+    first: tuple  # (block id, thread id within block) of the earlier access
+    second: tuple
+    first_where: str = ""  # " at line 12 of the cell (`sA[ty, tx] = ...`)"
+    second_where: str = ""
+
+    @property
+    def same_block(self) -> bool:
+        return self.first[0] == self.second[0]
+
+    def __str__(self) -> str:
+        verb = {"r": "read", "w": "wrote", "a": "updated atomically"}
+        k1, k2 = self.kind.split("-after-")[1][0], self.kind[0]
+        idx = ", ".join(str(i) for i in self.index)
+        between = ("with no cuda.syncthreads() between them" if self.same_block else
+                   "in different blocks, which never wait for each other")
+        return (f"{self.kind} race on {self.space} {self.array}[{idx}]: thread {self.first[1]} of block "
+                f"{self.first[0]} {verb[k1]} it{self.first_where}, then thread {self.second[1]} of block "
+                f"{self.second[0]} {verb[k2]} it{self.second_where}, {between}")
+
+
+@dataclass(frozen=True)
+class SyncIssue:
+    """A barrier or warp-synchronous operation used in a way CUDA leaves undefined (synccheck's findings)."""
+
+    kind: str  # "barrier divergence", "warp mask", "shuffle from an inactive lane", "cooperative launch"
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+@dataclass(frozen=True)
+class UninitializedUse:
+    """An uninitialised value (read from memory no thread wrote) that the kernel used."""
+
+    origin: Any  # values.Origin
+    how: str  # "it is stored to global memory out[3]", "a branch ... depends on it", ...
+    thread: tuple  # (block, thread in block) that used it
+    where: str
+
+    def __str__(self) -> str:
+        return (f"thread {self.thread[1]} of block {self.thread[0]}{self.where} used an uninitialised value "
+                f"({self.origin}): {self.how}")
+
+
+@dataclass(frozen=True)
+class WarpStats:
+    block: int
+    warp: int  # warp index inside the block
+    threads: int  # threads of the launch in this warp (< 32 for a partial last warp)
+    steps: int  # issued steps (one per distinct statement the warp's threads execute, in lockstep)
+    active: int  # sum over steps of the lanes that executed it
+    divergent: int = 0  # steps that ran while other not-yet-finished lanes of the warp waited masked off
+
+    @property
+    def efficiency(self) -> float:
+        return self.active / (self.steps * WARP_SIZE) if self.steps else 1.0
+
+
+def event_keys(trace: list[int], loops: list[Loop], header: dict[int, int]) -> list[tuple]:
+    """Program-order keys for a thread's statement trace: (loop header, iteration) for each enclosing loop, then
+    the line. Two lanes at equal keys are at the same statement of the same iteration: one warp step."""
+    keys, stack = [], []
+    for ln in trace:
+        while stack and not loops[stack[-1][0]].start <= ln <= loops[stack[-1][0]].end:
+            stack.pop()
+        h = header.get(ln)
+        if h is not None:
+            if stack and stack[-1][0] == h:
+                stack[-1][1] += 1
+            else:
+                stack.append([h, 0])
+        keys.append(tuple((loops[i].start, c) for i, c in stack) + ((ln, 0),))
+    return keys
+
+
+@dataclass
+class ArrayInfo:
+    name: str
+    space: str  # "global", "shared", "local", "const"
+    shape: tuple
+    dtype: np.dtype
+    unit: int  # bytes per tracked position
+
+
+class KernelReport:
+    """What one instrumented launch did. Per-thread counts are indexed by global linear thread id
+    (block id × threads per block + thread id in block)."""
+
+    def __init__(self, name: str, grid: Dim3, block: Dim3, traces: list[list[int]], log: np.ndarray,
+                 roots: list[ArrayInfo], loops: list[Loop], header: dict[int, int], *, races: list[Race],
+                 race_count: int, uninitialized: list[UninitializedUse], uninitialized_count: int,
+                 uninitialized_reads: int, benign_races: int = 0, sync_errors: list[SyncIssue], warnings: list[str],
+                 shared_bytes: int, dynamic_shared_bytes: int, local_bytes: int, complete: bool = True):
+        self.name, self.grid, self.block = name, grid, block
+        self.traces = traces
+        self._log = log  # (accesses, 6): tid, trace position, root id, position, kind (0 r, 1 w, 2 atomic), epoch
+        self._roots = roots
+        self._loops, self._header = loops, header
+        self.races, self.race_count = races, race_count
+        self.benign_races = benign_races  # conflicts whose writes stored the value already there (racecheck: warning)
+        self.uninitialized, self.uninitialized_count = uninitialized, uninitialized_count
+        self.uninitialized_reads = uninitialized_reads  # reads of never-written elements (used or not)
+        self.sync_errors = sync_errors
+        self.warnings = warnings
+        self.shared_bytes = shared_bytes  # static shared memory per block, bytes
+        self.dynamic_shared_bytes = dynamic_shared_bytes  # the launch's dynamic shared memory, bytes
+        self.local_bytes = local_bytes  # cuda.local.array bytes per thread (the largest thread)
+        self.complete = complete  # False for the partial report attached to a KernelError
+
+    # -- shape of the launch ----------------------------------------------------------------------------------
+    @property
+    def threads_per_block(self) -> int:
+        return self.block.x * self.block.y * self.block.z
+
+    @property
+    def n_threads(self) -> int:
+        return len(self.traces)
+
+    @property
+    def n_blocks(self) -> int:
+        return self.grid.x * self.grid.y * self.grid.z
+
+    @cached_property
+    def arrays(self) -> dict[str, tuple[int, ...]]:
+        """Array name -> shape, for global (argument) and shared arrays, in the order the kernel met them."""
+        return {r.name: r.shape for r in self._roots if r.space in SPACES}
+
+    @cached_property
+    def itemsize(self) -> dict[str, int]:
+        return {r.name: r.unit for r in self._roots if r.space in SPACES}
+
+    @cached_property
+    def spaces(self) -> dict[str, str]:
+        return {r.name: r.space for r in self._roots if r.space in SPACES}
+
+    # -- traffic -----------------------------------------------------------------------------------------------
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """(threads, 5): global reads, global writes, shared reads, shared writes, atomics."""
+        out = np.zeros((self.n_threads, 5), dtype=np.int64)
+        if not len(self._log):
+            return out
+        tid, rid, kind = self._log[:, 0], self._log[:, 2], self._log[:, 4]
+        shared = np.array([r.space == "shared" for r in self._roots], dtype=bool)[rid]
+        write = (kind == 1) | (kind == 3)
+        for col, mask in ((0, ~shared & (kind == 0)), (1, ~shared & write), (2, shared & (kind == 0)),
+                          (3, shared & write), (4, kind == 2)):
+            out[:, col] = np.bincount(tid[mask], minlength=self.n_threads)
+        return out
+
+    def per_thread(self, space: str = "global") -> dict[str, float]:
+        """Mean and max reads and writes per thread of ``space`` ('global' or 'shared')."""
+        r, w = self.counts[:, _COL[space, "r"]], self.counts[:, _COL[space, "w"]]
+        return {"reads": float(r.mean()), "writes": float(w.mean()), "max_reads": int(r.max()),
+                "max_writes": int(w.max())}
+
+    def total(self, space: str, kind: str) -> int:
+        return int(self.counts[:, _COL[space, kind]].sum())
+
+    @property
+    def atomics(self) -> int:
+        return int(self.counts[:, 4].sum())
+
+    # -- warps --------------------------------------------------------------------------------------------------
+    @cached_property
+    def _steps(self) -> tuple[list[WarpStats], np.ndarray, np.ndarray]:
+        tpb, traces = self.threads_per_block, self.traces
+        warps: list[WarpStats] = []
+        maps: list[np.ndarray | None] = [None] * self.n_threads
+        base = 0
+        for b in range(self.n_threads // tpb):
+            for w0 in range(0, tpb, WARP_SIZE):
+                tids = range(b * tpb + w0, b * tpb + min(w0 + WARP_SIZE, tpb))
+                groups: dict[tuple, list[int]] = {}
+                for t in tids:
+                    groups.setdefault(tuple(traces[t]), []).append(t)
+                if len(groups) == 1:
+                    (trace, lanes), = groups.items()
+                    steps, active, divergent = len(trace), len(trace) * len(lanes), 0
+                    m = np.arange(base, base + steps, dtype=np.int64)
+                    for t in lanes:
+                        maps[t] = m
+                else:
+                    steps, active, divergent, posmaps = self._merge(list(groups), [len(v) for v in groups.values()],
+                                                                    base)
+                    for pm, lanes in zip(posmaps, groups.values()):
+                        for t in lanes:
+                            maps[t] = pm
+                warps.append(WarpStats(b, w0 // WARP_SIZE, len(tids), steps, active, divergent))
+                base += steps
+        offsets = np.zeros(self.n_threads + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(m) for m in maps])
+        stepmap = np.concatenate(maps) if maps else np.zeros(0, np.int64)
+        return warps, stepmap, offsets
+
+    def _merge(self, traces: list[tuple], mult: list[int], base: int):
+        keys = [event_keys(list(t), self._loops, self._header) for t in traces]
+        pos = [0] * len(traces)
+        posmaps = [np.empty(len(t), dtype=np.int64) for t in traces]
+        steps = active = divergent = 0
+        while True:
+            live = [g for g in range(len(traces)) if pos[g] < len(keys[g])]
+            if not live:
+                break
+            k = min(keys[g][pos[g]] for g in live)
+            here = [g for g in live if keys[g][pos[g]] == k]
+            n_here, n_live = sum(mult[g] for g in here), sum(mult[g] for g in live)
+            for g in here:
+                posmaps[g][pos[g]] = base + steps
+                pos[g] += 1
+            active += n_here
+            divergent += n_here < n_live
+            steps += 1
+        return steps, active, divergent, posmaps
+
+    @property
+    def warps(self) -> list[WarpStats]:
+        return self._steps[0]
+
+    @property
+    def issued_steps(self) -> int:
+        return sum(w.steps for w in self.warps)
+
+    @property
+    def divergent_steps(self) -> int:
+        """Warp steps issued while some live lanes of the warp sat masked off (a branch split the warp)."""
+        return sum(w.divergent for w in self.warps)
+
+    @property
+    def simt_efficiency(self) -> float:
+        steps = self.issued_steps
+        return sum(w.active for w in self.warps) / (steps * WARP_SIZE) if steps else 1.0
+
+    @cached_property
+    def _access_steps(self) -> np.ndarray:
+        """The warp step (global id) each logged access belongs to; -1 - tid where the thread has no trace."""
+        if not len(self._log):
+            return np.zeros(0, np.int64)
+        _, stepmap, offsets = self._steps
+        tid, pos = self._log[:, 0], self._log[:, 1]
+        ok = pos >= 0
+        out = -1 - tid
+        out[ok] = stepmap[offsets[tid[ok]] + pos[ok]]
+        return out
+
+    @cached_property
+    def accesses(self) -> list[tuple]:
+        """Every logged access: (tid, warp step id, array name, position in the array, 'r' | 'w' | 'a')."""
+        names = [r.name for r in self._roots]
+        steps = self._access_steps
+        log = self._log
+        return [(t, s, names[r], f, KIND_CHAR[k]) for t, s, r, f, k in
+                zip(log[:, 0].tolist(), steps.tolist(), log[:, 2].tolist(), log[:, 3].tolist(), log[:, 4].tolist())]
+
+    def _select(self, array: str, kind: str | None) -> np.ndarray:
+        rids = [i for i, r in enumerate(self._roots) if r.name == array]
+        if not rids:
+            raise KeyError(f"{self.name} has no array {array!r}; it has {', '.join(self.arrays) or 'none'}")
+        mask = np.isin(self._log[:, 2], rids) if len(self._log) else np.zeros(0, bool)
+        if kind is not None:
+            k = self._log[:, 4]
+            mask &= ((k == 1) | (k == 3)) if kind == "w" else (k == KIND_CHAR.index(kind))
+        return mask
+
+    def sectors_per_request(self, array: str, kind: str | None = None) -> float:
+        """Mean 32-byte sectors one warp-wide access of ``array`` touches (1 element/thread coalesced float32: 4)."""
+        mask = self._select(array, kind)
+        if not mask.any():
+            return 0.0
+        unit = self.itemsize[array]
+        steps = self._access_steps[mask]
+        sectors = self._log[mask, 3] * unit // SECTOR_BYTES
+        pairs = np.unique(np.stack([steps, sectors], axis=1), axis=0)
+        _, per_step = np.unique(pairs[:, 0], return_counts=True)
+        return float(per_step.mean())
+
+    def bank_conflicts(self, array: str, kind: str | None = None) -> float:
+        """Mean ways of bank conflict of one warp-wide access to shared ``array``: 1.0 is conflict-free (a word
+        many lanes read is broadcast once), 32.0 is every lane in one bank. Shared memory has 32 banks of 4-byte
+        words (NVIDIA since Maxwell); the ways of a step are the most distinct words any one bank must serve. A warp
+        of 8-byte elements needs 2 words per bank at least: its floor is 2."""
+        if self.spaces.get(array) != "shared":
+            raise KeyError(f"{array!r} is not a shared array of {self.name} (shared: "
+                           f"{', '.join(n for n, s in self.spaces.items() if s == 'shared') or 'none'})")
+        mask = self._select(array, kind)
+        if not mask.any():
+            return 0.0
+        steps = self._access_steps[mask]
+        first = self._log[mask, 3] * self.itemsize[array]  # byte address of each access (per block's root)
+        words = set()
+        for step, addr, size in zip(steps.tolist(), first.tolist(), [self._elem_bytes(array)] * len(steps)):
+            for w in range(addr // 4, (addr + size - 1) // 4 + 1):
+                words.add((step, w))
+        per_bank: dict[tuple, int] = {}
+        for step, w in words:
+            key = (step, w % 32)
+            per_bank[key] = per_bank.get(key, 0) + 1
+        ways: dict[int, int] = {}
+        for (step, _), n in per_bank.items():
+            ways[step] = max(ways.get(step, 0), n)
+        return float(np.mean(list(ways.values())))
+
+    def _elem_bytes(self, array: str) -> int:
+        return next(r.dtype.itemsize for r in self._roots if r.name == array)
+
+    def access_map(self, array: str, kind: str = "w", by: str = "block") -> np.ndarray:
+        """An array of ``array``'s shape: which block/warp/thread first accessed each element (-1: none)."""
+        shape = self.arrays[array]
+        out = np.full(int(np.prod(shape)), -1, dtype=np.int64)
+        mask = self._select(array, kind)
+        if mask.any():
+            flat, tid = self._log[mask, 3], self._log[mask, 0]
+            first_flat, first = np.unique(flat, return_index=True)
+            t = tid[first]
+            tpb = self.threads_per_block
+            val = {"block": t // tpb, "warp": (t // tpb) * 10_000 + (t % tpb) // WARP_SIZE, "thread": t}[by]
+            keep = first_flat < out.size
+            out[first_flat[keep]] = val[keep]
+        if by == "warp":  # renumber warps 0, 1, 2, ... in launch order
+            ids = {v: i for i, v in enumerate(sorted(set(out[out >= 0].tolist())))}
+            out = np.array([ids.get(v, -1) for v in out.tolist()], dtype=np.int64)
+        return out.reshape(shape)
+
+    # -- findings ------------------------------------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """Every correctness finding, most serious first: synchronisation errors, races, uses of uninitialised
+        values (with counts and the first example of each)."""
+        out = [str(s) for s in self.sync_errors]
+        if self.race_count:
+            out.append(f"{self.race_count} data race{'s' * (self.race_count != 1)}, e.g. {self.races[0]}")
+        if self.uninitialized_count:
+            n = self.uninitialized_count
+            out.append(f"{n} use{'s' * (n != 1)} of uninitialised memory, e.g. {self.uninitialized[0]}")
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not (self.sync_errors or self.race_count or self.uninitialized_count)
+
+    def summary(self) -> str:
+        g, s = self.per_thread("global"), self.per_thread("shared")
+        lines = [
+            f"kernel {self.name}: grid {tuple(self.grid)} × block {tuple(self.block)} = {self.n_threads} threads, "
+            f"{len(self.warps)} warps",
+            f"  global memory per thread: {g['reads']:.2f} reads, {g['writes']:.2f} writes (max {g['max_reads']}, "
+            f"{g['max_writes']})",
+            f"  shared memory per thread: {s['reads']:.2f} reads, {s['writes']:.2f} writes"
+            + (f"; {self.shared_bytes + self.dynamic_shared_bytes:,} bytes per block" if self.shared_bytes
+               or self.dynamic_shared_bytes else ""),
+            f"  SIMT efficiency: {self.simt_efficiency:.1%} ({self.issued_steps} warp steps issued, "
+            f"{self.divergent_steps} of them divergent)",
+            f"  races: {self.race_count}" + (f" — first: {self.races[0]}" if self.races else "")
+            + (f" ({self.benign_races} benign: a write of the value already there)" if self.benign_races else ""),
+        ]
+        if self.sync_errors:
+            lines.append(f"  synchronisation errors: {len(self.sync_errors)} — first: {self.sync_errors[0]}")
+        if self.uninitialized_count or self.uninitialized_reads:
+            lines.append(f"  uninitialised memory: {self.uninitialized_reads} reads, {self.uninitialized_count} "
+                         "uses" + (f" — first: {self.uninitialized[0]}" if self.uninitialized else
+                                   " (the values read were never used)"))
+        for w in self.warnings[:3]:
+            lines.append(f"  warning: {w}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return f"<KernelReport {self.name} grid {tuple(self.grid)} block {tuple(self.block)}>"
+
+
+def group_ranges(ids: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0–2, 5, 7–8'."""
+    ids = sorted(ids)
+    out, start, prev = [], None, None
+    for i in ids:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:
+            prev = i
+        else:
+            out.append(f"{start}–{prev}" if prev != start else f"{start}")
+            start = prev = i
+    if start is not None:
+        out.append(f"{start}–{prev}" if prev != start else f"{start}")
+    return ", ".join(out)
+
+
+def race_hint(race: Race) -> str:
+    """What usually fixes a race of this kind, in one sentence."""
+    if not race.same_block:
+        return ("each element should be written by one thread only (or combined with cuda.atomic.*): blocks run "
+                "in any order and never wait for one another")
+    if race.space == "shared":
+        return ("a cuda.syncthreads() between the write and the read (or before the next overwrite) makes every "
+                "thread of the block finish one phase before any thread starts the next")
+    return ("threads of one block touch the same global element in the same phase: separate the accesses with "
+            "cuda.syncthreads(), or give each thread its own element")

@@ -1,0 +1,162 @@
+"""Grading a kernel: :class:`KernelProblem`, the exercise shape of every ``@cuda.jit`` exercise (labs 5 and 6).
+
+The student's kernel runs on the course's instrumented executor (``gpucourse.simt``) on every backend; on a GPU
+it also runs on the device and must give the same result there. The check reports the *real* problem first:
+
+1. the kernel could not finish (an out-of-bounds index, an endless loop, a deadlock): the thread, the line;
+2. synchronisation errors: a ``syncthreads()`` only part of the block reaches, a warp mask naming a lane that
+   does not take part (what compute-sanitizer's synccheck reports);
+3. data races, with one example and what usually fixes it (racecheck);
+4. uses of uninitialised shared, local or device memory (initcheck);
+5. only then wrong values ("expected 2.2, got 2.0"), with the dtype when it explains them;
+6. the exercise's own requirement on the report (traffic per thread, SIMT efficiency, coalescing...).
+
+While the kernel runs, the lab's answers are locked (:meth:`grader.problem.Problem.locked`).
+"""
+
+from __future__ import annotations
+
+import linecache
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from gpucourse import simt
+from gpucourse.simt.instrument import python_function
+
+from .checks import CheckFailure, expect_array_close
+from .problem import Case, Problem
+
+LAUNCH_TIME_LIMIT = 10.0  # seconds one instrumented launch may take: an endless loop ends with an error here
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"<{v.dtype} {tuple(v.shape)}>"
+    return repr(v) if not isinstance(v, float) else f"{v:g}"
+
+
+def _on_gpu() -> bool:
+    from gpucourse import gpu_available
+
+    return gpu_available()
+
+
+def device_run(kernel: Any, grid: Any, block: Any, args: list, outputs: list[int],
+               sharedmem: int = 0) -> list[np.ndarray] | None:
+    """On a GPU: launch the kernel for real (numba-cuda) and return its outputs; None on CPU."""
+    from gpucourse import get_backend
+
+    be = get_backend()
+    if not be.is_gpu:
+        return None
+    dev = [be.to_device(np.array(a)) if isinstance(a, np.ndarray) else a for a in args]
+    kernel[grid, block, 0, sharedmem](*dev)
+    be.sync()
+    return [be.to_host(dev[i]) for i in outputs]
+
+
+def load_kernel(source: str, name: str, namespace: dict, cuda: Any) -> Any:
+    """Define ``name`` from a notebook cell's source the way Jupyter does: compiled under a cell-like file name with
+    the text in linecache, so the executor reads the kernel's source and numbers lines as the cell does."""
+    fname = f"/tmp/ipykernel_grader/{name}_{zlib.crc32(source.encode()):08x}.py"
+    linecache.cache[fname] = (len(source), None, source.splitlines(True), fname)  # mtime None: kept by checkcache
+    ns = {**namespace, "cuda": cuda}
+    exec(compile(source, fname, "exec"), ns)
+    return ns[name]
+
+
+def report_name(kernel: Any, i: int) -> str:
+    """The kernel's name for its ``i``-th argument (the parameter name)."""
+    code = python_function(kernel).__code__
+    names = code.co_varnames[:code.co_argcount]
+    return names[i] if i < len(names) else f"argument {i}"
+
+
+def first_problem(report: simt.KernelReport) -> str | None:
+    """The most serious finding of a launch, as one message with a hint; None when there is none."""
+    if report.sync_errors:
+        more = len(report.sync_errors) - 1
+        return str(report.sync_errors[0]) + (f" (and {more} more)" if more else "")
+    if report.race_count:
+        race = report.races[0]
+        n = report.race_count
+        return (f"{n} data race{'s' * (n != 1)}: {race}. Hint: {simt.race_hint(race)}")
+    if report.uninitialized_count:
+        n = report.uninitialized_count
+        return (f"{n} use{'s' * (n != 1)} of uninitialised memory: {report.uninitialized[0]}. Hint: on a GPU shared "
+                "and local arrays (and cuda.device_array) start with whatever was there: write every element before "
+                "any thread reads it, with a cuda.syncthreads() between the writes and the reads")
+    return None
+
+
+@dataclass
+class KernelProblem(Problem):
+    """A Problem whose answer is a kernel. ``launch(case)`` gives ``(grid, block, args, output indices)`` (or with
+    a fifth item, the dynamic shared memory in bytes); ``require(report, case, what)`` raises CheckFailure when
+    the instrumented run misses the exercise's goal."""
+
+    launch: Callable[[Case], tuple] | None = None
+    require: Callable[[simt.KernelReport, Case, str], None] | None = None
+    time_limit: float = LAUNCH_TIME_LIMIT
+
+    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
+        try:
+            py = python_function(fn)
+        except TypeError:
+            raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel, got {type(fn).__name__}") from None
+        cases = self.hidden_cases() if hidden else self.visible
+        t0 = time.perf_counter()
+        reports = [self.run_case(fn, case, py) for case in cases]
+        seconds = time.perf_counter() - t0
+        extra = self.after(fn, hidden) if self.after else ""
+        kind = "hidden" if hidden else "visible"
+        r = reports[-1]
+        g = r.per_thread("global")
+        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (instrumented run"
+              f"{', and on the GPU' if _on_gpu() else ''}, {seconds:.1f} s)\n"
+              f"  last case: {r.n_threads} threads in {r.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
+              f"{g['writes']:.2f} global writes, {r.per_thread('shared')['reads']:.2f} shared reads; "
+              f"SIMT efficiency {r.simt_efficiency:.1%}; {r.divergent_steps} divergent warp steps; no races, "
+              f"no synchronisation errors, no uninitialised reads used{extra}")
+
+    def run_case(self, fn: Any, case: Case, py: Any = None) -> simt.KernelReport:
+        """One case: launch on the executor, then the findings in order of seriousness, then values, then
+        the exercise's requirement, then (on a GPU) the device. Returns the report."""
+        grid, block, args, outputs, *rest = self.launch(case)
+        sharedmem = int(rest[0]) if rest else 0
+        what = f"{self.name}[{grid}, {block}]({', '.join(_short(a) for a in args)})"
+        expected = self.reference(*case.args, **case.kwargs)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+        try:
+            with self.locked(py or python_function(fn)):  # the lab's answers are off limits while the kernel runs
+                report = simt.run(fn, grid, block, *host_args, sharedmem=sharedmem, time_limit=self.time_limit)
+        except simt.KernelError as exc:
+            raise CheckFailure(f"{what} failed: {exc}") from None
+        except simt.NotModelled as exc:
+            raise CheckFailure(f"{what}: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise CheckFailure(f"{what}: {exc}") from None
+        problem = first_problem(report)
+        if problem:
+            raise CheckFailure(f"{what}: {problem}")
+        for i, e in zip(outputs, expected):
+            name = report_name(fn, i)
+            got = host_args[i]
+            try:
+                expect_array_close(f"{what} → {name}", got, e)
+            except CheckFailure as exc:
+                truncated = [w for w in report.warnings if "truncat" in w]
+                raise CheckFailure(f"{exc}" + (f". Note: {truncated[0]}" if truncated else "")) from None
+        if self.require:
+            self.require(report, case, what)
+        with self.locked(py or python_function(fn)):
+            on_device = device_run(fn, grid, block, args, outputs, sharedmem)
+        if on_device is not None:
+            for i, got, e in zip(outputs, on_device, expected):
+                expect_array_close(f"{what} on the GPU → {report_name(fn, i)}", got, e)
+        return report

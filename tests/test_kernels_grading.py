@@ -1,0 +1,139 @@
+"""KernelProblem (grader/kernels.py) names the real problem first: a race before "N of M elements are wrong",
+barrier divergence and uninitialised memory as such, a dtype mismatch when it explains wrong values, the
+thread and the cell's line when the kernel cannot finish — and a check stays fast."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from gpucourse import simt
+from grader.checks import CheckFailure
+from grader.kernels import load_kernel
+from grader.labs import lab05_kernels as lab5
+from tests import grading
+
+cuda = simt.cuda
+NS = {"np": np, "BLOCK": lab5.REDUCE_BLOCK, "TILE": lab5.TILE}
+
+
+def kernel(source: str, name: str):
+    return load_kernel(source, name, NS, cuda)
+
+
+MATMUL_NO_FIRST_SYNC = grading.wrong_answers("lab05_kernels")["ex4_tiled_matmul"]  # no barrier after the loads
+
+
+def test_a_missing_syncthreads_reports_the_race_with_lines_and_a_hint():
+    k = kernel(MATMUL_NO_FIRST_SYNC, "tiled_matmul")
+    with pytest.raises(CheckFailure) as info:
+        lab5.problems["tiled_matmul"].check(k)
+    msg = str(info.value)
+    assert "data races" in msg and "elements are wrong" not in msg
+    assert "race on shared sA[" in msg or "race on shared sB[" in msg
+    assert "at line 12 of the cell" in msg or "at line 13 of the cell" in msg  # the tile load, as the cell numbers it
+    assert "Hint: a cuda.syncthreads() between the write and the read" in msg
+
+
+BLOCK_SUM_DIVERGENT = '''@cuda.jit
+def block_sum(x, partial):
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s = cuda.shared.array(BLOCK, np.float64)
+    s[tid] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    stride = BLOCK // 2
+    while stride > 0:
+        if tid < stride:
+            s[tid] += s[tid + stride]
+            cuda.syncthreads()
+        stride //= 2
+    if tid == 0:
+        partial[cuda.blockIdx.x] = s[0]
+'''
+
+
+def test_a_barrier_in_divergent_code_is_reported_as_such():
+    with pytest.raises(CheckFailure, match=r"barrier divergence: threads 64–127 of block 0 went past the "
+                                           r"cuda.syncthreads\(\) at line 12 of the cell"):
+        lab5.problems["block_sum"].check(kernel(BLOCK_SUM_DIVERGENT, "block_sum"))
+
+
+BLOCK_SUM_UNGUARDED_LOAD = '''@cuda.jit
+def block_sum(x, partial):
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s = cuda.shared.array(BLOCK, np.float64)
+    if i < x.size:
+        s[tid] = x[i]
+    cuda.syncthreads()
+    stride = BLOCK // 2
+    while stride > 0:
+        if tid < stride:
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if tid == 0:
+        partial[cuda.blockIdx.x] = s[0]
+'''
+
+
+def test_shared_memory_nobody_wrote_is_reported_not_read_as_zero():
+    with pytest.raises(CheckFailure, match=r"uses? of uninitialised memory.*s\[\d+\], which no thread had written"):
+        lab5.problems["block_sum"].check(kernel(BLOCK_SUM_UNGUARDED_LOAD, "block_sum"))
+
+
+BLOCK_SUM_INT_SHARED = BLOCK_SUM_UNGUARDED_LOAD.replace("np.float64", "np.int32").replace(
+    "    if i < x.size:\n        s[tid] = x[i]", "    s[tid] = x[i] if i < x.size else 0.0")
+
+
+def test_wrong_values_from_a_dtype_mismatch_say_so():
+    with pytest.raises(CheckFailure, match=r"elements are wrong.*Note: s holds int32 but the kernel stored the "
+                                           r"float .*truncated"):
+        lab5.problems["block_sum"].check(kernel(BLOCK_SUM_INT_SHARED, "block_sum"), hidden=True)  # random floats
+
+
+ENDLESS = '''@cuda.jit
+def scale_shift(x, out, a, b):
+    i = cuda.grid(1)
+    while i < x.size:
+        out[i] = a * x[i] + b
+'''
+
+
+def test_an_endless_kernel_fails_fast_with_thread_and_line():
+    t0 = time.perf_counter()
+    with pytest.raises(CheckFailure, match=r"failed: thread \d+ of block 0 at line 4 of the cell \(`while i < x.size:`\) "
+                                           r"loops forever"):
+        lab5.problems["scale_shift"].check(kernel(ENDLESS, "scale_shift"))
+    assert time.perf_counter() - t0 < 5
+
+
+def test_solution_checks_stay_within_the_budget():
+    from grader.benchmark_simt import CHECK_BUDGET_S, solution_kernels
+
+    problems = {p.name: p for p in lab5.problems.values()}
+    for name, k in solution_kernels().items():
+        if name not in problems:
+            continue
+        t0 = time.process_time()
+        problems[name].check(k)
+        problems[name].check(k, hidden=True)
+        assert time.process_time() - t0 < 2 * CHECK_BUDGET_S, name  # CPU seconds: robust to a busy machine
+
+
+def test_a_kernel_whose_device_function_holds_an_answer_is_refused():
+    ns = {**NS, "answer": lab5.scale_shift_reference}
+    src = ("@cuda.jit(device=True)\n"
+           "def helper(v):\n"
+           "    return answer(v, 2.0, 1.0, 32)\n"
+           "\n"
+           "@cuda.jit\n"
+           "def scale_shift(x, out, a, b):\n"
+           "    i = cuda.grid(1)\n"
+           "    if i < x.size:\n"
+           "        out[i] = helper(x[i])\n")
+    with pytest.raises(CheckFailure, match="keeps a reference to .*the reference answer of scale_shift"):
+        lab5.problems["scale_shift"].check(load_kernel(src, "scale_shift", ns, cuda))
