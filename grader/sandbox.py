@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -162,8 +163,9 @@ class Sandbox:
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
     def wrap(self, argv: list[str], writable: list[Path], cwd: Path, home: Path | None = None,
-             env: dict[str, str] | None = None) -> list[str]:
-        """``argv`` as run inside the sandbox: namespaces, file system, user, limits, clean environment."""
+             env: dict[str, str] | None = None, readonly: list[Path] = ()) -> list[str]:
+        """``argv`` as run inside the sandbox: namespaces, file system, user, limits, clean environment.
+        ``readonly``: extra files or folders bound read-only (at their real paths) for this command."""
         home = home or writable[0]
         inner = [*self.user_args(), *self.limit_args(), *self.env(home, env), *argv]
         if not self._bwrap():
@@ -172,7 +174,7 @@ class Sandbox:
                                                ("--ro-bind", Path("/etc"), Path("/etc"))]
         binds += [("--ro-bind", d, d) for d in _python_dirs()]
         binds += [("--ro-bind", ROOT / pkg, ROOT / pkg) for pkg in ("gpucourse", "grader")]
-        binds += [("--ro-bind", p, p) for p in self.readonly]
+        binds += [("--ro-bind", p, p) for p in (*self.readonly, *readonly)]
         binds += [("--bind", w, w) for w in writable]
         args = [bwrap_path() or "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
@@ -190,10 +192,38 @@ class Sandbox:
         for kind, src, dest in sorted(binds, key=lambda b: len(b[2].parts)):
             args += [kind, str(src), str(dest)]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
-        if not any(Path("/tmp") in w.parents or w == Path("/tmp") for w in [*writable, *self.readonly]):
+        if not any(Path("/tmp") in w.parents or w == Path("/tmp") for w in [*writable, *self.readonly, *readonly]):
             args += ["--bind", str(home), "/tmp"]  # else /tmp is simply absent: TMPDIR points into scratch
         args += ["--chdir", str(cwd), "--"]
         return args + inner
+
+
+def run_limited(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, log: Path,
+                memory: int | None = None) -> tuple[int, bool]:
+    """Run a trusted helper process (nbgrader, or a sandboxed command) with a wall-clock limit, in its own
+    session so that the limit kills it *and everything it started*; its output goes to ``log``, never to our
+    memory. Returns (exit status, timed out); -9 when it was killed at the limit."""
+    # no preexec_fn: the grader may hold JAX's threads (lab modules import it), and forking a threaded process
+    # to run Python code is unsafe; a new session (setsid) and prlimit do the same without it
+    if memory:
+        cmd = ["/usr/bin/prlimit", f"--as={memory}", "--", *cmd]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return -9, True
+
+
+def tail(path: Path, n: int = 4000) -> str:
+    """The last ``n`` bytes of a log, as text ("" when there is none)."""
+    if not path.exists():
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - n))
+        return fh.read().decode("utf-8", "replace")
 
 
 def warn_if_weak(stream=None) -> str | None:
