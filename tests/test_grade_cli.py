@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import time
 import warnings
 import zipfile
@@ -31,8 +32,18 @@ if bwrap_path() is None:  # the unshare fallback has no file-system isolation: r
 ARGS = ["--jobs", "2", "--cell-timeout", "8", "--wall-timeout", "120", "--memory-mb", "2048", "--cpu-seconds", "60"]
 
 
+SECRET = "corpus-grading-secret-0123456789"  # the instructor's secret for this class (never in a sandbox)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def grading_secret():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPUCOURSE_GRADING_SECRET", SECRET)
+        yield SECRET
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, grading_secret):
     tmp = tmp_path_factory.mktemp("class")
     lab = grade.Lab.find(LAB)
     released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
@@ -77,14 +88,55 @@ def test_every_student_is_in_csv_report_and_feedback(graded):
     assert "Score: 24 / 24" in html
     assert "hidden=True" not in html and "BEGIN HIDDEN TESTS" not in html, "feedback reveals hidden tests"
     blank = (ws / "feedback" / "blank" / LAB / f"{lab.notebook}.html").read_text(encoding="utf-8")
-    hidden_case = lab_hidden_case()
+    hidden_case = lab_hidden_case("blank")
+    assert hidden_case in (ws / f"{LAB}_report.txt").read_text(encoding="utf-8"), "control: the report names it"
     assert "details are not shown" in blank and hidden_case not in blank, "feedback reveals a hidden case"
 
 
-def lab_hidden_case() -> str:
+def lab_hidden_case(student: str) -> str:
+    """The first hidden case of exercise 1 as the grading command drew it for ``student``."""
     from grader.labs import lab01_blas_roofline as L
+    from grader.pipeline.secret import Secret
 
-    return L.problems["axpy_cost"].hidden_cases()[0].call_text("axpy_cost")
+    seed = Secret(SECRET.encode()).seed(LAB, student, "axpy_cost")
+    return L.problems["axpy_cost"].hidden_cases(seed=seed)[0].call_text("axpy_cost")
+
+
+def _cell(ws, student: str, grade_id: str) -> dict:
+    nb = json.loads((ws / "autograded" / student / LAB / f"{LAB}.ipynb").read_text(encoding="utf-8"))
+    return next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(s for s in corpus.EXPECT_PROBE if s in EXPECT))
+def test_the_kernel_cannot_read_the_notebook_with_hidden_tests(graded, student):
+    """The probe planted a notebook holding the hidden-test line in its own folder and then searched every folder
+    the sandboxed kernel can see: it must find its planted file (so the search works) and no other."""
+    if bwrap_path() is None:
+        pytest.skip("the unshare fallback has no file-system isolation (warn_if_weak says so)")
+    _, ws, _, _, _ = graded
+    text = "".join("".join(o.get("text", "")) for o in _cell(ws, student, corpus.EXPECT_PROBE[student])["outputs"])
+    m = re.search(r"HIDDEN-TESTS-PROBE (\{.*\})", text)
+    assert m, f"{student}: the probe printed no report: {text[:2000]}"
+    probe = json.loads(m.group(1))
+    assert probe["found"] == [probe["planted"]], f"the kernel read a notebook with hidden tests: {probe}"
+    assert probe["visited"] > 1, probe
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(s for s in corpus.EXPECT_FLOOD if s in EXPECT))
+def test_an_output_flood_keeps_a_small_notebook(graded, student):
+    """240 MB of output (lines, one long line, rich HTML): the kept notebook and the feedback stay within the caps,
+    and the flooded cell says it was cut."""
+    from grader.pipeline import output_cap
+
+    lab, ws, _, _, _ = graded
+    kept = ws / "autograded" / student / LAB / f"{lab.notebook}.ipynb"
+    assert kept.stat().st_size <= output_cap.NOTEBOOK_OUTPUT_BYTES + (1 << 20), f"kept {kept.stat().st_size:,} bytes"
+    feedback = ws / "feedback" / student / LAB / f"{lab.notebook}.html"
+    assert feedback.stat().st_size <= output_cap.KEPT_NOTEBOOK_BYTES + (2 << 20)
+    text = json.dumps(_cell(ws, student, corpus.EXPECT_FLOOD[student])["outputs"])
+    assert "[grader] output truncated" in text, text[:1000]
 
 
 @pytest.mark.slow
