@@ -240,3 +240,40 @@ def test_course_dataclasses_are_rebuilt_in_the_grader():
                 assert type(back) is obj and all(getattr(back, f.name) == 1.5 for f in dataclasses.fields(obj))
                 return
     pytest.skip("no dataclass in the course package to try")
+
+
+def test_job_config_sandboxes_the_kernel_and_caps_outputs(tmp_path):
+    """The config each job's nbgrader runs with: the sandboxed kernel, its IPC kernel manager, the output caps.
+    nbgrader only *logs* an error in its config and carries on without the rest, so the grader loads it first."""
+    from nbgrader.preprocessors import Execute
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from grader.pipeline import autograde as ag
+
+    ag.write_job_config(tmp_path, grade.Settings(cell_timeout=17))
+    c = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
+    assert c.Execute.kernel_name == ag.KERNEL_NAME and c.Execute.timeout == 17
+    assert c.Execute.kernel_manager_class == "grader.pipeline.autograde.SandboxKernelManager"
+    pre = c.Autograde.autograde_preprocessors
+    assert pre[0] is not Execute and issubclass(pre[0], Execute) and pre[0].__name__ == "CappedExecute"
+    with open(tmp_path / "nbgrader_config.py", "a", encoding="utf-8") as fh:
+        fh.write("\nraise ValueError('a broken line')\n")
+    with pytest.raises(RuntimeError, match="config is broken"):
+        ag.check_config(tmp_path)
+
+
+def test_tampering_fails_the_kernel_only_cells_after_it():
+    """A test cell the re-check cannot replay keeps nbgrader's verdict — unless student code before it replaced
+    what the checks rely on; cells before the tampering keep theirs."""
+    steps = [{"kind": "end", "test": "early_kernel_only", "kernel_only": True},
+             {"kind": "exec", "cell": "ex1", "source": "", "student": True},
+             {"kind": "end", "test": "late_kernel_only", "kernel_only": True}]
+    lines = [json.dumps(r) for r in ({"step": 0, "ok": True}, {"step": 1, "ok": True},
+                                     {"step": 1, "tampered": ["numpy.abs"]}, {"step": 2, "ok": True}, {"done": True})]
+    checked, tamper, stop = grade.verdicts(steps, {}, lines, {})
+    assert stop is None and tamper and "numpy.abs" in tamper[0]
+    assert "early_kernel_only" not in checked, "a cell before the tampering lost nbgrader's verdict"
+    assert checked["late_kernel_only"]["ok"] is False and "not trusted" in checked["late_kernel_only"]["message"]
+    clean = [json.dumps(r) for r in ({"step": 0, "ok": True}, {"step": 1, "ok": True}, {"step": 2, "ok": True},
+                                     {"done": True})]
+    assert grade.verdicts(steps, {}, clean, {})[0] == {}, "without tampering, kernel-only cells keep nbgrader's verdict"

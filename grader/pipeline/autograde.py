@@ -72,6 +72,38 @@ def write_config(root: Path, extra: str) -> None:
     (root / "nbgrader_config.py").write_text(config, encoding="utf-8")
 
 
+def write_job_config(job: Path, settings: Settings) -> None:
+    """The job's nbgrader config: the course's, its folders, the sandboxed kernel, the output caps; checked."""
+    write_config(job, extra=(
+        f"c.Execute.kernel_name = {KERNEL_NAME!r}\n"
+        f"c.Execute.timeout = {settings.cell_timeout}\n"
+        "c.Execute.startup_timeout = 60\n"
+        "c.Execute.interrupt_on_timeout = True\n"
+        "c.Execute.raise_on_iopub_timeout = False\n"
+        "c.Execute.kernel_manager_class = 'grader.pipeline.autograde.SandboxKernelManager'\n"
+        "from grader.pipeline.autograde import cell_started\n"
+        "c.Execute.on_cell_start = cell_started\n"
+        "from nbgrader.converters import Autograde as _Autograde\n"
+        "from grader.pipeline.output_cap import capped_preprocessors as _capped\n"
+        "c.Autograde.autograde_preprocessors = _capped(_Autograde.class_traits()['autograde_preprocessors'].default())\n"
+    ))
+    check_config(job)
+
+
+CONFIG_ERROR = "Exception while loading config file"
+
+
+def check_config(root: Path) -> None:
+    """Load the job's nbgrader config here first: nbgrader logs an error in it and carries on without the rest
+    of the file (the kernel's sandbox, the output caps), so a broken config must stop the job instead."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    try:
+        PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    except Exception as exc:  # noqa: BLE001 - any error in our own config is a grader bug: fail the job loudly
+        raise RuntimeError(f"the grading job's nbgrader config is broken ({type(exc).__name__}: {exc})") from exc
+
+
 @dataclass
 class NbgraderRun:
     scores: dict[str, float] | None  # test cell -> nbgrader's score; None when nbgrader did not finish
@@ -96,24 +128,13 @@ def run_nbgrader(lab: Lab, job: Path, student: str, nb: dict, sandbox: Sandbox, 
         kernel = job / "share" / "kernels" / KERNEL_NAME
         kernel.mkdir(parents=True)
         # the kernel's working directory is its scratch home: the notebook nbgrader executes is not in its view
+        mark = runtime / "sandboxed-kernel-started"
         argv = sandbox.wrap([python, "-m", "grader.pipeline.sandbox_kernel", "-f", "{connection_file}"],
-                            [home, runtime], home, env={"NBGRADER_EXECUTION": "autograde", **extra_env},
-                            readonly=readonly)
+                            [home, runtime], home, readonly=readonly,
+                            env={"NBGRADER_EXECUTION": "autograde", "GRADER_KERNEL_MARK": str(mark), **extra_env})
         (kernel / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "sandbox", "language": "python",
                                                         "interrupt_mode": "message"}))
-        write_config(job, extra=(
-            f"c.Execute.kernel_name = {KERNEL_NAME!r}\n"
-            f"c.Execute.timeout = {settings.cell_timeout}\n"
-            "c.Execute.startup_timeout = 60\n"
-            "c.Execute.interrupt_on_timeout = True\n"
-            "c.Execute.raise_on_iopub_timeout = False\n"
-            "c.Execute.kernel_manager_class = 'grader.pipeline.autograde.SandboxKernelManager'\n"
-            "from grader.pipeline.autograde import cell_started\n"
-            "c.Execute.on_cell_start = cell_started\n"
-            "from nbgrader.converters import Autograde as _Autograde\n"
-            "from grader.pipeline.output_cap import capped_preprocessors as _capped\n"
-            "c.Autograde.autograde_preprocessors = _capped(_Autograde.autograde_preprocessors.default_value)\n"
-        ))
+        write_job_config(job, settings)
         env = course.nbgrader_env(job)
         env.pop("GPUCOURSE_GRADING_SECRET", None)  # nbgrader does not need it (and its kernel gets a clean env)
         env.update(JUPYTER_PATH=str(job / "share"), JUPYTER_RUNTIME_DIR=str(runtime), JUPYTER_DATA_DIR=str(job / "share"),
@@ -124,10 +145,17 @@ def run_nbgrader(lab: Lab, job: Path, student: str, nb: dict, sandbox: Sandbox, 
                                      "--create", "--force"], job, env, settings.limits.wall_s, job / "nbgrader.log",
                                     memory=NBGRADER_MEMORY_BYTES)
         seconds = round(time.monotonic() - t0, 2)
+        kernel_started = mark.exists()
     finally:
         if runtime != job / "runtime":
             shutil.rmtree(runtime, ignore_errors=True)
+    log = tail(job / "nbgrader.log", 1 << 20)
+    if CONFIG_ERROR in log:  # nbgrader only logs it, and goes on with its defaults: an unsandboxed kernel
+        raise RuntimeError(f"nbgrader could not load the job's configuration: see {job / 'nbgrader.log'}")
     autograded = job / "autograded" / student / lab.name / f"{lab.notebook}.ipynb"
+    if autograded.exists() and not kernel_started:
+        raise RuntimeError("the sandboxed kernel never started (nbgrader ran another kernel, or this one failed "
+                           f"to start): see {job / 'nbgrader.log'}")
     if rc == 0 and autograded.exists():
         from nbgrader.api import Gradebook
 
@@ -136,7 +164,7 @@ def run_nbgrader(lab: Lab, job: Path, student: str, nb: dict, sandbox: Sandbox, 
             scores = {g.name: float(g.score or 0.0) for g in sub.grades}
         return NbgraderRun(scores, autograded, None, seconds)
     why = "timed out" if timed_out else f"exited with status {rc}"
-    log = tail(job / "nbgrader.log")
+    log = log[-4000:]
     hint = ("a cell ran past its time limit and ignored the interrupt: the kernel was killed"
             if (job / "interrupt-ignored").exists() else
             "the kernel died (exit, crash, or memory)" if re.search(r"[Dd]ead ?[Kk]ernel|Kernel died", log)

@@ -86,7 +86,7 @@ def capped_execute_class():
 
         def output(self, outs, msg, display_id, cell_index):
             budget = self._budget(cell_index)
-            if self.clear_before_next_output:  # a delayed clear_output empties the cell first
+            if getattr(self, "clear_before_next_output", False):  # a delayed clear_output empties the cell first
                 self._forget(budget)
             content = msg.get("content") or {}
             kind = msg.get("msg_type")
@@ -124,7 +124,7 @@ def capped_preprocessors(default: list) -> list:
     """nbgrader's autograde preprocessors with Execute replaced by :class:`CappedExecute` (it must be there)."""
     from nbgrader.preprocessors import Execute
 
-    if Execute not in default:
+    if not isinstance(default, list) or Execute not in default:
         raise RuntimeError("nbgrader's autograde preprocessors no longer include Execute: update output_cap")
     capped = capped_execute_class()
     return [capped if p is Execute else p for p in default]

@@ -202,9 +202,12 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     if grouped:
         files["resource_abuse.ipynb"] = _bytes(_nb(released, {
             **full, "ex1_axpy_cost": attack_read, "ex3_predict_time": ATTACK_LOOP,
-            "ex4_min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["ex4_min_batch_compute_bound"],
-            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_OUTPUT_FLOOD_WIDE + ATTACK_MEMORY + full["ex5_chain_bytes"],
+            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["ex5_chain_bytes"],
             **ATTACK_CALL_REFERENCE}))
+        # what must be read from the executed notebook needs nbgrader to finish it: no second cell timeout here
+        files["flood_and_probe.ipynb"] = _bytes(_nb(released, {
+            **full, "ex4_min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["ex4_min_batch_compute_bound"],
+            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD_WIDE + full["ex5_chain_bytes"]}))
         files[kim] = _not_utf8(_messy(released, full, huge=True))
         return files
     files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "ex3_predict_time": ATTACK_LOOP}))
@@ -253,10 +256,12 @@ _SHARED = ("solution", "blank", "patch_checks", "patch_numpy", "input_transforme
            "ignore_interrupt", "corrupt_json", "empty")
 EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
     **{k: EXPECT[k] for k in _SHARED},
-    # read solutions/ (ex1), an infinite loop (ex3), 240 MB of output then 8 GiB (ex5), the lab's reference
-    # answers called three ways (ex1b, ex2, ex7): each costs its exercise; a search for the hidden tests (ex4:
-    # costs nothing, finds nothing)
+    # read solutions/ (ex1), an infinite loop (ex3), 40 MB of output then 8 GiB (ex5), the lab's reference
+    # answers called three ways (ex1b, ex2, ex7): each costs its exercise
     "resource_abuse": (FULL - 18, FULL - 18, ["REVIEW"]),
+    # a search for the hidden tests (ex4: costs nothing, finds nothing but its own file), 200 MB of output (ex5:
+    # may run past the cell's time limit, which costs ex5)
+    "flood_and_probe": (FULL - 3, FULL, []),
     # renamed, nested, extra files, not UTF-8, duplicated/edited/deleted cells, huge outputs: all reported
     "김민지_Kim": (FULL, FULL, ["was named", "ignored extra files", "numpy.py", "not UTF-8", "duplicated",
                                "was edited", "re-added", "outputs: removed"]),
@@ -269,6 +274,6 @@ EXPECT_MESSAGES: dict[str, dict[str, str]] = {"call_reference": _LOCKED, "resour
 # student id -> the answer cell whose kept output holds the hidden-test probe's report (HIDDEN-TESTS-PROBE {...}):
 # it must have found its own planted file and nothing else
 EXPECT_PROBE: dict[str, str] = {"read_hidden_tests": "ex4_min_batch_compute_bound",
-                                "resource_abuse": "ex4_min_batch_compute_bound"}
+                                "flood_and_probe": "ex4_min_batch_compute_bound"}
 # student id -> the answer cell that flooded its output: the kept notebook stays small and says it was cut
-EXPECT_FLOOD: dict[str, str] = {"output_flood": "ex5_chain_bytes", "resource_abuse": "ex5_chain_bytes"}
+EXPECT_FLOOD: dict[str, str] = {"output_flood": "ex5_chain_bytes", "flood_and_probe": "ex5_chain_bytes"}
