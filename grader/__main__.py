@@ -14,6 +14,9 @@ The instructor's grading workflow (stages in grader/pipeline/; student code runs
     python -m grader autograde LAB [--student S]  # only autograde what is imported (unchanged ones are kept)
     python -m grader export LAB [--csv FILE]      # write grading/LAB_grades.csv again
     python -m grader report LAB                   # print the per-student report (what failed and why)
+
+Hidden cases are drawn per student from the instructor's grading secret (GPUCOURSE_GRADING_SECRET, else
+~/.config/gpucourse/grading-secret, created mode 0600 on the first grade: back it up; grader/pipeline/secret.py).
 """
 
 from __future__ import annotations

@@ -277,3 +277,19 @@ def test_tampering_fails_the_kernel_only_cells_after_it():
     clean = [json.dumps(r) for r in ({"step": 0, "ok": True}, {"step": 1, "ok": True}, {"step": 2, "ok": True},
                                      {"done": True})]
     assert grade.verdicts(steps, {}, clean, {})[0] == {}, "without tampering, kernel-only cells keep nbgrader's verdict"
+
+
+def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_answers():
+    from grader.pipeline.preflight import review_flags
+
+    for lab_name in course.labs():  # no solution of any lab is flagged
+        lab = grade.Lab.find(lab_name)
+        released = json.loads((course.ROOT / "labs" / lab_name / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+        assert review_flags(grading.fill(released, grading.solution_cells(lab.source()))) == [], lab_name
+    lab = grade.Lab.find(LAB)
+    released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    nb = grading.fill(released, {"ex1_axpy_cost": "import sys\nout = open(sys.argv[2], 'a')",
+                                 "ex2_gemm_cost": "f = lab.problems['gemm_cost'].reference"})
+    flags = "\n".join(review_flags(nb))
+    assert "reach into the grading process: ex1_axpy_cost (sys.argv)" in flags
+    assert "use the grader's own objects: ex2_gemm_cost" in flags
