@@ -72,9 +72,11 @@ def autograde(lab: Lab, ws: Workspace, settings: Settings, students: list[str] |
 
 def _preload() -> None:
     """Import nbgrader/nbconvert once, in this thread: importing them from several grading threads at once
-    fails (a circular import inside nbgrader.preprocessors)."""
+    fails (a circular import inside nbgrader.preprocessors); the job config each thread loads imports them too."""
     import nbconvert  # noqa: F401
     import nbformat  # noqa: F401
     import nbgrader.api  # noqa: F401
+    import nbgrader.converters  # noqa: F401  (the job config, loaded here first, imports it)
     import nbgrader.preprocessors  # noqa: F401
+    import traitlets.config.loader  # noqa: F401
     from nbconvert import HTMLExporter  # noqa: F401
