@@ -293,3 +293,23 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
     flags = "\n".join(review_flags(nb))
     assert "reach into the grading process: ex1_axpy_cost (sys.argv)" in flags
     assert "use the grader's own objects: ex2_gemm_cost" in flags
+
+
+@pytest.mark.slow
+def test_a_notebook_run_outside_the_sandboxed_kernel_is_not_graded(tmp_path, monkeypatch):
+    """Were the job's nbgrader config lost (nbgrader only logs a config error, then runs its own kernel, with
+    the whole machine in view), the job must fail instead of grading: here the config names no kernel at all."""
+    from grader.pipeline import autograde as ag
+
+    monkeypatch.setattr(ag, "write_job_config", lambda job, settings: ag.write_config(job, extra=""))
+    lab = grade.Lab.find(LAB)
+    released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "alice.ipynb").write_text(json.dumps(grading.fill(released, grading.solution_cells(lab.source()))))
+    ws = grade.Workspace(tmp_path / "grading")
+    grade.import_submissions(lab, export, ws)
+    (r,) = grade.autograde(lab, ws, grade.Settings(jobs=1, cell_timeout=30), progress=lambda *_: None,
+                           secret=grade.Secret(b"unsandboxed-kernel-test-secret", "test"))
+    assert r["status"] == "error" and r["score"] == 0, r
+    assert "sandboxed kernel never started" in r["issues"][0], r["issues"]
