@@ -6,7 +6,7 @@
     python -m grader nbgrader ARGS...   # any nbgrader command with the course's config, e.g.
                                         #   python -m grader nbgrader autograde lab01_blas_roofline
 
-The instructor's grading workflow (see grader/grade.py; student code runs in grader/sandbox.py):
+The instructor's grading workflow (stages in grader/pipeline/; student code runs in grader/sandbox.py):
 
     python -m grader release [LAB ...]            # regenerate labs/ from solutions/: what students download
     python -m grader grade LAB SOURCE [--jobs N]  # import SOURCE (folder or .zip), autograde, feedback, CSV, report
@@ -14,6 +14,9 @@ The instructor's grading workflow (see grader/grade.py; student code runs in gra
     python -m grader autograde LAB [--student S]  # only autograde what is imported (unchanged ones are kept)
     python -m grader export LAB [--csv FILE]      # write grading/LAB_grades.csv again
     python -m grader report LAB                   # print the per-student report (what failed and why)
+
+Hidden cases are drawn per student from the instructor's grading secret (GPUCOURSE_GRADING_SECRET, else
+~/.config/gpucourse/grading-secret, created mode 0600 on the first grade: back it up; grader/pipeline/secret.py).
 """
 
 from __future__ import annotations
@@ -57,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--wall-timeout", type=float, default=300, help="seconds per submission and process")
             p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit of student code")
             p.add_argument("--cpu-seconds", type=int, default=120, help="CPU-time limit of student code")
-            p.add_argument("--processes", type=int, default=2048,
-                           help="processes + threads of student code (numba's CUDA simulator needs one per GPU thread)")
+            p.add_argument("--processes", type=int, default=None,
+                           help="processes + threads of student code (default: tight when kernels run without OS "
+                                "threads, else enough for numba's CUDA simulator: see grader/sandbox.py)")
         if name == "export":
             p.add_argument("--csv", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -105,9 +109,10 @@ def _grading(args: argparse.Namespace) -> int:
         if args.cmd == "import":
             return 0
     if args.cmd in ("grade", "autograde"):
+        limits = Limits(cpu_s=args.cpu_seconds, memory_bytes=args.memory_mb << 20, wall_s=args.wall_timeout,
+                        **({} if args.processes is None else {"processes": args.processes}))
         settings = grade.Settings(jobs=max(1, args.jobs), cell_timeout=args.cell_timeout, force=args.force,
-                                  limits=Limits(cpu_s=args.cpu_seconds, memory_bytes=args.memory_mb << 20,
-                                                wall_s=args.wall_timeout, processes=args.processes))
+                                  limits=limits)
         results = grade.autograde(lab, ws, settings, students=[grade.student_id(s) for s in args.student or []] or None)
         print(f"autograded {len(results)} submission(s) with {settings.jobs} job(s); "
               f"feedback in {ws.root / 'feedback'}")

@@ -6,10 +6,11 @@ of randomized *hidden* cases. Notebooks use it in three places::
     P = lab.problems["gemm_cost"]
     P.show()                    # the spec and a worked example, before the student writes code
     P.check(gemm_cost)          # visible test cell: fixed cases, clear messages
-    P.check(gemm_cost, hidden=True)   # hidden test cell: randomized cases, seeded by the problem's name
+    P.check(gemm_cost, hidden=True)   # hidden test cell: randomized cases, seeded (per student when graded)
 
-Hidden cases are drawn from a generator seeded with a hash of the problem's name, so grading the same
-submission twice gives the same grade, and every student gets the same hidden cases.
+Hidden cases are drawn from a seeded generator, so grading the same submission twice gives the same grade. The
+grading command seeds each student's hidden cases from the instructor's secret (``grader.pipeline.secret``):
+they differ between students; elsewhere (Validate, CI) the seed is a hash of the problem's name.
 
 While the student's function runs, the answers are *locked* (:meth:`Problem.locked`): every reference
 implementation of the lab, and the course helpers listed in ``forbid`` (the ones that would do the exercise, e.g.
@@ -72,10 +73,15 @@ class Problem:
     forbid: tuple[str, ...] = ()
 
     def seed(self) -> int:
-        return zlib.crc32(self.name.encode())
+        """The grading command's per-student seed (grader.seeding) while a submission is graded, else a hash of
+        the problem's name (Validate, CI: the same for everyone)."""
+        from .seeding import installed_seed
 
-    def hidden_cases(self) -> list[Case]:
-        return self.hidden(np.random.default_rng(self.seed()))
+        seed = installed_seed(self.name)
+        return zlib.crc32(self.name.encode()) if seed is None else seed
+
+    def hidden_cases(self, seed: int | None = None) -> list[Case]:
+        return self.hidden(np.random.default_rng(self.seed() if seed is None else seed))
 
     def show(self) -> None:
         print(f"Exercise: {self.name}\n")

@@ -10,8 +10,9 @@
   folders (bound at their real paths; ``/tmp`` and ``$HOME`` point into scratch);
 - as an **unprivileged user** (one uid per parallel slot, 64000 + slot, when the grader runs as root), with no
   capabilities and ``no_new_privs``, so ``RLIMIT_NPROC`` caps that user's processes;
-- under **resource limits** (``prlimit``): CPU seconds, address space (memory), processes, file size (what it
-  can write per file, and so output files), open files, no core dumps; the caller adds a wall-clock timeout.
+- under **resource limits** (``prlimit``): CPU seconds, address space (memory), processes + threads, file size
+  (what it can write per file, and so output files), open files, no core dumps; the caller adds a wall-clock
+  timeout; pinned to a few CPUs per slot (``taskset``), which also bounds thread pools sized by the CPU count.
 
 Without ``bwrap`` it falls back to ``unshare --net --pid --ipc --uts --fork`` + ``prlimit`` (network and pid
 isolation and limits, but **no file-system isolation**, and no per-slot user when that user could not reach the
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -33,18 +35,32 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository (course) root
 UID_BASE = 64000  # sandbox users: 64000 + slot (never a real account on a course server)
 
 
+# Processes + threads of one grading slot: RLIMIT_NPROC of the slot's user (Linux counts every thread as a task).
+# Honest lab solutions peak at a few dozen tasks per slot on its CPUs (README, "How a submission is graded").
+TIGHT_PROCESSES = 64
+SIMULATOR_PROCESSES = 2048
+# numba's CUDA simulator (the CPU backend's `cuda` today) and gpucourse.simt (barrier kernels) run one OS thread
+# per simulated CUDA thread: a 1024-thread block needs more than 1024 tasks, so the cap must stay loose.
+# SWITCH to False once the course executor runs kernels without OS threads and is the CPU backend's `cuda`;
+# tests/test_sandbox.py::test_default_process_cap_fits_the_kernel_executor measures it and fails until then.
+KERNELS_NEED_OS_THREADS = True
+DEFAULT_PROCESSES = SIMULATOR_PROCESSES if KERNELS_NEED_OS_THREADS else TIGHT_PROCESSES
+# CPUs each slot's processes are pinned to: thread pools sized by the CPU count (JAX's CPU client: about three
+# threads per CPU) then stay within the tight cap on a many-core server, and slots share the CPUs evenly
+CPUS_PER_SLOT = 2
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-process limits inside the sandbox (units in the names)."""
 
     cpu_s: int = 120            # CPU seconds (RLIMIT_CPU): a busy loop dies even if it ignores signals
     memory_bytes: int = 3 << 30  # address space (RLIMIT_AS): NumPy/JAX raise MemoryError past it
-    # RLIMIT_NPROC for the sandbox user: stops fork bombs. Threads count too, and numba's CUDA simulator (the
-    # kernel labs on CPU) runs one thread per simulated GPU thread: a 1024-thread block needs > 1024
-    processes: int = 2048
+    processes: int = DEFAULT_PROCESSES  # RLIMIT_NPROC for the sandbox user: stops fork and thread bombs
     file_bytes: int = 64 << 20  # largest file it may write (RLIMIT_FSIZE)
     open_files: int = 256       # RLIMIT_NOFILE
     wall_s: float = 300.0       # whole-job wall-clock limit, enforced by the caller (subprocess timeout)
+    cpus: int = CPUS_PER_SLOT   # CPUs the slot is pinned to (0: not pinned)
 
 
 def _python_dirs() -> list[Path]:
@@ -155,6 +171,19 @@ class Sandbox:
         return ["/usr/bin/prlimit", f"--cpu={lim.cpu_s}", f"--as={lim.memory_bytes}", f"--nproc={lim.processes}",
                 f"--fsize={lim.file_bytes}", f"--nofile={lim.open_files}", "--core=0", "--"]
 
+    def cpu_list(self) -> list[int]:
+        """The CPUs this slot is pinned to ([] when pinning would not narrow anything): ``limits.cpus`` of the
+        CPUs the grader may use, a different window per slot."""
+        allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        k = min(self.limits.cpus, len(allowed))
+        if k <= 0 or k >= len(allowed) or not shutil.which("taskset"):
+            return []
+        return sorted({allowed[(self.slot * k + i) % len(allowed)] for i in range(k)})
+
+    def affinity_args(self) -> list[str]:
+        cpus = self.cpu_list()
+        return [shutil.which("taskset") or "taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+
     def user_args(self) -> list[str]:
         if self.uid is None:
             return []
@@ -162,17 +191,18 @@ class Sandbox:
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
     def wrap(self, argv: list[str], writable: list[Path], cwd: Path, home: Path | None = None,
-             env: dict[str, str] | None = None) -> list[str]:
-        """``argv`` as run inside the sandbox: namespaces, file system, user, limits, clean environment."""
+             env: dict[str, str] | None = None, readonly: list[Path] = ()) -> list[str]:
+        """``argv`` as run inside the sandbox: namespaces, file system, user, limits, clean environment.
+        ``readonly``: extra files or folders bound read-only (at their real paths) for this command."""
         home = home or writable[0]
-        inner = [*self.user_args(), *self.limit_args(), *self.env(home, env), *argv]
+        inner = [*self.user_args(), *self.limit_args(), *self.affinity_args(), *self.env(home, env), *argv]
         if not self._bwrap():
             return ["/usr/bin/unshare", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child", *inner]
         binds: list[tuple[str, Path, Path]] = [("--ro-bind", Path("/usr"), Path("/usr")),
                                                ("--ro-bind", Path("/etc"), Path("/etc"))]
         binds += [("--ro-bind", d, d) for d in _python_dirs()]
         binds += [("--ro-bind", ROOT / pkg, ROOT / pkg) for pkg in ("gpucourse", "grader")]
-        binds += [("--ro-bind", p, p) for p in self.readonly]
+        binds += [("--ro-bind", p, p) for p in (*self.readonly, *readonly)]
         binds += [("--bind", w, w) for w in writable]
         args = [bwrap_path() or "bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
@@ -190,10 +220,38 @@ class Sandbox:
         for kind, src, dest in sorted(binds, key=lambda b: len(b[2].parts)):
             args += [kind, str(src), str(dest)]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
-        if not any(Path("/tmp") in w.parents or w == Path("/tmp") for w in [*writable, *self.readonly]):
+        if not any(Path("/tmp") in w.parents or w == Path("/tmp") for w in [*writable, *self.readonly, *readonly]):
             args += ["--bind", str(home), "/tmp"]  # else /tmp is simply absent: TMPDIR points into scratch
         args += ["--chdir", str(cwd), "--"]
         return args + inner
+
+
+def run_limited(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, log: Path,
+                memory: int | None = None) -> tuple[int, bool]:
+    """Run a trusted helper process (nbgrader, or a sandboxed command) with a wall-clock limit, in its own
+    session so that the limit kills it *and everything it started*; its output goes to ``log``, never to our
+    memory. Returns (exit status, timed out); -9 when it was killed at the limit."""
+    # no preexec_fn: the grader may hold JAX's threads (lab modules import it), and forking a threaded process
+    # to run Python code is unsafe; a new session (setsid) and prlimit do the same without it
+    if memory:
+        cmd = ["/usr/bin/prlimit", f"--as={memory}", "--", *cmd]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return -9, True
+
+
+def tail(path: Path, n: int = 4000) -> str:
+    """The last ``n`` bytes of a log, as text ("" when there is none)."""
+    if not path.exists():
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - n))
+        return fh.read().decode("utf-8", "replace")
 
 
 def warn_if_weak(stream=None) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import time
 import warnings
 import zipfile
@@ -31,8 +32,18 @@ if bwrap_path() is None:  # the unshare fallback has no file-system isolation: r
 ARGS = ["--jobs", "2", "--cell-timeout", "8", "--wall-timeout", "120", "--memory-mb", "2048", "--cpu-seconds", "60"]
 
 
+SECRET = "corpus-grading-secret-0123456789"  # the instructor's secret for this class (never in a sandbox)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def grading_secret():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPUCOURSE_GRADING_SECRET", SECRET)
+        yield SECRET
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, grading_secret):
     tmp = tmp_path_factory.mktemp("class")
     lab = grade.Lab.find(LAB)
     released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
@@ -77,14 +88,55 @@ def test_every_student_is_in_csv_report_and_feedback(graded):
     assert "Score: 24 / 24" in html
     assert "hidden=True" not in html and "BEGIN HIDDEN TESTS" not in html, "feedback reveals hidden tests"
     blank = (ws / "feedback" / "blank" / LAB / f"{lab.notebook}.html").read_text(encoding="utf-8")
-    hidden_case = lab_hidden_case()
+    hidden_case = lab_hidden_case("blank")
+    assert hidden_case in (ws / f"{LAB}_report.txt").read_text(encoding="utf-8"), "control: the report names it"
     assert "details are not shown" in blank and hidden_case not in blank, "feedback reveals a hidden case"
 
 
-def lab_hidden_case() -> str:
+def lab_hidden_case(student: str) -> str:
+    """The first hidden case of exercise 1 as the grading command drew it for ``student``."""
     from grader.labs import lab01_blas_roofline as L
+    from grader.pipeline.secret import Secret
 
-    return L.problems["axpy_cost"].hidden_cases()[0].call_text("axpy_cost")
+    seed = Secret(SECRET.encode()).seed(LAB, student, "axpy_cost")
+    return L.problems["axpy_cost"].hidden_cases(seed=seed)[0].call_text("axpy_cost")
+
+
+def _cell(ws, student: str, grade_id: str) -> dict:
+    nb = json.loads((ws / "autograded" / student / LAB / f"{LAB}.ipynb").read_text(encoding="utf-8"))
+    return next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(s for s in corpus.EXPECT_PROBE if s in EXPECT))
+def test_the_kernel_cannot_read_the_notebook_with_hidden_tests(graded, student):
+    """The probe planted a notebook holding the hidden-test line in its own folder and then searched every folder
+    the sandboxed kernel can see: it must find its planted file (so the search works) and no other."""
+    if bwrap_path() is None:
+        pytest.skip("the unshare fallback has no file-system isolation (warn_if_weak says so)")
+    _, ws, _, _, _ = graded
+    text = "".join("".join(o.get("text", "")) for o in _cell(ws, student, corpus.EXPECT_PROBE[student])["outputs"])
+    m = re.search(r"HIDDEN-TESTS-PROBE (\{.*\})", text)
+    assert m, f"{student}: the probe printed no report: {text[:2000]}"
+    probe = json.loads(m.group(1))
+    assert probe["found"] == [probe["planted"]], f"the kernel read a notebook with hidden tests: {probe}"
+    assert probe["visited"] > 1, probe
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(s for s in corpus.EXPECT_FLOOD if s in EXPECT))
+def test_an_output_flood_keeps_a_small_notebook(graded, student):
+    """240 MB of output (lines, one long line, rich HTML): the kept notebook and the feedback stay within the caps,
+    and the flooded cell says it was cut."""
+    from grader.pipeline import output_cap
+
+    lab, ws, _, _, _ = graded
+    kept = ws / "autograded" / student / LAB / f"{lab.notebook}.ipynb"
+    assert kept.stat().st_size <= output_cap.NOTEBOOK_OUTPUT_BYTES + (1 << 20), f"kept {kept.stat().st_size:,} bytes"
+    feedback = ws / "feedback" / student / LAB / f"{lab.notebook}.html"
+    assert feedback.stat().st_size <= output_cap.KEPT_NOTEBOOK_BYTES + (2 << 20)
+    text = json.dumps(_cell(ws, student, corpus.EXPECT_FLOOD[student])["outputs"])
+    assert "[grader] output truncated" in text, text[:1000]
 
 
 @pytest.mark.slow
@@ -188,3 +240,76 @@ def test_course_dataclasses_are_rebuilt_in_the_grader():
                 assert type(back) is obj and all(getattr(back, f.name) == 1.5 for f in dataclasses.fields(obj))
                 return
     pytest.skip("no dataclass in the course package to try")
+
+
+def test_job_config_sandboxes_the_kernel_and_caps_outputs(tmp_path):
+    """The config each job's nbgrader runs with: the sandboxed kernel, its IPC kernel manager, the output caps.
+    nbgrader only *logs* an error in its config and carries on without the rest, so the grader loads it first."""
+    from nbgrader.preprocessors import Execute
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from grader.pipeline import autograde as ag
+
+    ag.write_job_config(tmp_path, grade.Settings(cell_timeout=17))
+    c = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
+    assert c.Execute.kernel_name == ag.KERNEL_NAME and c.Execute.timeout == 17
+    assert c.Execute.kernel_manager_class == "grader.pipeline.autograde.SandboxKernelManager"
+    pre = c.Autograde.autograde_preprocessors
+    assert pre[0] is not Execute and issubclass(pre[0], Execute) and pre[0].__name__ == "CappedExecute"
+    with open(tmp_path / "nbgrader_config.py", "a", encoding="utf-8") as fh:
+        fh.write("\nraise ValueError('a broken line')\n")
+    with pytest.raises(RuntimeError, match="config is broken"):
+        ag.check_config(tmp_path)
+
+
+def test_tampering_fails_the_kernel_only_cells_after_it():
+    """A test cell the re-check cannot replay keeps nbgrader's verdict — unless student code before it replaced
+    what the checks rely on; cells before the tampering keep theirs."""
+    steps = [{"kind": "end", "test": "early_kernel_only", "kernel_only": True},
+             {"kind": "exec", "cell": "ex1", "source": "", "student": True},
+             {"kind": "end", "test": "late_kernel_only", "kernel_only": True}]
+    lines = [json.dumps(r) for r in ({"step": 0, "ok": True}, {"step": 1, "ok": True},
+                                     {"step": 1, "tampered": ["numpy.abs"]}, {"step": 2, "ok": True}, {"done": True})]
+    checked, tamper, stop = grade.verdicts(steps, {}, lines, {})
+    assert stop is None and tamper and "numpy.abs" in tamper[0]
+    assert "early_kernel_only" not in checked, "a cell before the tampering lost nbgrader's verdict"
+    assert checked["late_kernel_only"]["ok"] is False and "not trusted" in checked["late_kernel_only"]["message"]
+    clean = [json.dumps(r) for r in ({"step": 0, "ok": True}, {"step": 1, "ok": True}, {"step": 2, "ok": True},
+                                     {"done": True})]
+    assert grade.verdicts(steps, {}, clean, {})[0] == {}, "without tampering, kernel-only cells keep nbgrader's verdict"
+
+
+def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_answers():
+    from grader.pipeline.preflight import review_flags
+
+    for lab_name in course.labs():  # no solution of any lab is flagged
+        lab = grade.Lab.find(lab_name)
+        released = json.loads((course.ROOT / "labs" / lab_name / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+        assert review_flags(grading.fill(released, grading.solution_cells(lab.source()))) == [], lab_name
+    lab = grade.Lab.find(LAB)
+    released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    nb = grading.fill(released, {"ex1_axpy_cost": "import sys\nout = open(sys.argv[2], 'a')",
+                                 "ex2_gemm_cost": "f = lab.problems['gemm_cost'].reference"})
+    flags = "\n".join(review_flags(nb))
+    assert "reach into the grading process: ex1_axpy_cost (sys.argv)" in flags
+    assert "use the grader's own objects: ex2_gemm_cost" in flags
+
+
+@pytest.mark.slow
+def test_a_notebook_run_outside_the_sandboxed_kernel_is_not_graded(tmp_path, monkeypatch):
+    """Were the job's nbgrader config lost (nbgrader only logs a config error, then runs its own kernel, with
+    the whole machine in view), the job must fail instead of grading: here the config names no kernel at all."""
+    from grader.pipeline import autograde as ag
+
+    monkeypatch.setattr(ag, "write_job_config", lambda job, settings: ag.write_config(job, extra=""))
+    lab = grade.Lab.find(LAB)
+    released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "alice.ipynb").write_text(json.dumps(grading.fill(released, grading.solution_cells(lab.source()))))
+    ws = grade.Workspace(tmp_path / "grading")
+    grade.import_submissions(lab, export, ws)
+    (r,) = grade.autograde(lab, ws, grade.Settings(jobs=1, cell_timeout=30), progress=lambda *_: None,
+                           secret=grade.Secret(b"unsandboxed-kernel-test-secret", "test"))
+    assert r["status"] == "error" and r["score"] == 0, r
+    assert "sandboxed kernel never started" in r["issues"][0], r["issues"]

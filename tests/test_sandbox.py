@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from grader import grade
-from grader.sandbox import ROOT, Limits, Sandbox, bwrap_path
+from grader.sandbox import (KERNELS_NEED_OS_THREADS, ROOT, SIMULATOR_PROCESSES, TIGHT_PROCESSES, Limits, Sandbox,
+                            bwrap_path)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed")
@@ -253,6 +254,136 @@ def test_fork_bomb_is_capped(tmp_path, use_bwrap):
     # the sleeping children died with the sandbox (pid namespace), they did not survive for 30 s
     assert time.monotonic() - t0 < 25
     assert _gone(64009), "forked children outlived the sandbox"
+
+
+THREAD_BOMB = r'''
+import json, threading, time
+n, err = 0, None
+for _ in range(10_000):
+    try:
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    except RuntimeError as e:
+        err = type(e).__name__ + ": " + str(e)
+        break
+    n += 1
+print(json.dumps({"threads": n, "error": err}))
+'''
+
+TIGHT = Limits(**{**SMALL.__dict__, "processes": TIGHT_PROCESSES, "cpu_s": 10})
+
+
+@pytest.mark.parametrize("bomb", ["fork", "thread"])
+def test_bombs_stop_at_the_tight_cap(tmp_path, bomb):
+    """The cap a grading slot gets once kernels need no OS threads (tens): a fork bomb and a thread bomb (Linux
+    counts threads as processes of the user) both stop below it, and nothing outlives the sandbox."""
+    if os.geteuid() != 0:
+        pytest.skip("RLIMIT_NPROC only caps a dedicated user (the grader runs as root on the course server)")
+    if Sandbox().uid is None:
+        pytest.skip("no per-slot user here (the unshare fallback cannot reach this Python as another user)")
+    t0 = time.monotonic()
+    out = report(run(FORK_BOMB if bomb == "fork" else THREAD_BOMB, tmp_path / "s", TIGHT, slot=12))
+    made = out["forked" if bomb == "fork" else "threads"]
+    assert out["error"], f"the {bomb} bomb was not stopped: {out}"
+    assert 1 <= made < TIGHT_PROCESSES, out
+    assert time.monotonic() - t0 < 25
+    assert _gone(64012), f"the {bomb} bomb outlived the sandbox"
+
+
+def test_slots_are_pinned_to_their_own_cpus(tmp_path):
+    """Each slot runs on its own window of CPUs (taskset): thread pools sized by the CPU count (JAX's CPU client
+    makes about three threads per CPU) stay small on a many-core server, and slots share the CPUs evenly."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: nothing to pin")
+    seen = []
+    for slot in (0, 1):
+        box = Sandbox(Limits(**{**SMALL.__dict__, "cpus": 1}), slot=slot)
+        assert len(box.cpu_list()) == 1
+        out = report(run("import json, os; print(json.dumps(sorted(os.sched_getaffinity(0))))", tmp_path / f"s{slot}",
+                         Limits(**{**SMALL.__dict__, "cpus": 1}), slot=slot))
+        assert out == box.cpu_list(), (slot, out)
+        seen.append(out[0])
+    assert seen[0] != seen[1], "two slots share one CPU while others are idle"
+    assert Sandbox(Limits(cpus=len(cpus))).cpu_list() == [], "pinning to every CPU narrows nothing: not pinned"
+
+
+THREADS_PER_LAUNCH = r'''
+import json, os, threading, time
+os.environ["GPUCOURSE_BACKEND"] = "cpu"
+import numpy as np
+import gpucourse as gc
+from gpucourse import simt
+
+gc.quiet_warnings()
+cuda = gc.get_backend().cuda
+
+@cuda.jit
+def reverse_in_block(out):                    # a barrier: every thread must reach it before any goes on
+    s = cuda.shared.array(256, np.float32)
+    i = cuda.grid(1)
+    s[cuda.threadIdx.x] = i
+    cuda.syncthreads()
+    out[i] = s[255 - cuda.threadIdx.x]
+
+tasks = lambda: len(os.listdir("/proc/self/task"))
+peak, running = [0], [True]
+def sample():
+    while running[0]:
+        peak[0] = max(peak[0], tasks())
+        time.sleep(0.0005)
+out = np.zeros(512, np.float32)
+reverse_in_block[2, 256](out)                 # warm up (imports, compilation) before counting
+base = tasks()
+sampler = threading.Thread(target=sample, daemon=True)
+sampler.start()
+simt.run(reverse_in_block, 2, 256, out)       # how lab exercises are graded
+reverse_in_block[2, 256](out)                 # how notebooks launch kernels on the CPU backend
+running[0] = False
+sampler.join()
+print(json.dumps({"extra_threads": peak[0] - base - 1}))
+'''
+
+
+def test_default_process_cap_fits_the_kernel_executor():
+    """The default cap is loose only while kernels on the CPU backend need an OS thread per CUDA thread. Measured:
+    a 256-thread block with a barrier, through gpucourse.simt and through the CPU backend's ``cuda``. When the
+    course's executor runs them without OS threads, this fails until grader/sandbox.py's
+    KERNELS_NEED_OS_THREADS is switched to False (the default cap then becomes TIGHT_PROCESSES)."""
+    proc = subprocess.run([sys.executable, "-c", THREADS_PER_LAUNCH], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    extra = report(proc)["extra_threads"]
+    needs = extra > TIGHT_PROCESSES // 4
+    assert KERNELS_NEED_OS_THREADS == needs, (
+        f"a 256-thread kernel launch now needs {extra} extra OS threads: set KERNELS_NEED_OS_THREADS = {needs} in "
+        "grader/sandbox.py (the default process cap follows it)")
+    assert Limits().processes == (SIMULATOR_PROCESSES if needs else TIGHT_PROCESSES)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(KERNELS_NEED_OS_THREADS, strict=True,
+                   reason="kernels on the CPU backend still need one OS thread per CUDA thread (see "
+                          "test_default_process_cap_fits_the_kernel_executor)")
+def test_lab05_kernel_submission_grades_fully_at_the_tight_cap(tmp_path, monkeypatch):
+    """Kernel exercises and a tight cap coexist: lab 5's solution (kernels launched on the CPU backend, graded on
+    the instrumented executor) earns full marks with the slot capped at TIGHT_PROCESSES."""
+    from grader import __main__ as cli
+    from grader import course
+    from tests import grading
+
+    if os.geteuid() != 0 or Sandbox().uid is None:
+        pytest.skip("the cap applies to a per-slot user (the grader runs as root)")
+    monkeypatch.setenv("GPUCOURSE_GRADING_SECRET", "tight-cap-test-secret-0123456789")
+    lab = grade.Lab.find("lab05_kernels")
+    released = json.loads((course.ROOT / "labs" / lab.name / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "solution.ipynb").write_text(json.dumps(grading.fill(released, grading.solution_cells(lab.source()))))
+    ws = tmp_path / "grading"
+    assert cli.main(["grade", lab.name, str(export), "--dir", str(ws), "--jobs", "1",
+                     "--processes", str(TIGHT_PROCESSES)]) == 0
+    (r,) = grade.load_results(lab, grade.Workspace(ws))
+    failed = {k: c["message"] for k, c in r["cells"].items() if c["score"] < c["points"]}
+    assert r["score"] == r["max_score"] > 0, f"lab 5 at {TIGHT_PROCESSES} processes: {r['issues']} {failed}"
 
 
 def _gone(uid: int, within_s: float = 5.0) -> bool:

@@ -53,6 +53,63 @@ for _ in range(400_000):                      # ~40 MB of output
     print("x" * 100)
 '''
 
+# 200 MB the line limit cannot cut (nbgrader's LimitOutput counts lines, and never looks at rich output): the
+# autograded notebook kept used to be 100 MB (a class of 300 such: 30 GB); the grader keeps a few MB at most
+ATTACK_OUTPUT_FLOOD_WIDE = '''
+import sys
+for _ in range(150):                          # 150 MB on stdout, no newline
+    sys.stdout.write("y" * 1_000_000)
+from IPython.display import HTML, display
+for _ in range(25):                           # 50 MB of HTML output
+    display(HTML("<b>" + "z" * 2_000_000 + "</b>"))
+'''
+
+# Read the hidden tests of the notebook being graded: nbgrader writes it, hidden tests restored, into the job
+# folder, and the kernel used to run in that very folder. The probe first plants a file holding the hidden-test
+# line (its own positive control: it must find that one), then searches every folder it can see for others.
+ATTACK_READ_HIDDEN_TESTS = r'''
+import json as _json, os as _os
+def _hidden_tests_probe():
+    needle = ".check(axpy_cost, hidden=True)"     # exercise 1's hidden test (no quotes: JSON escapes them)
+    planted = None
+    for folder in (_os.getcwd(), _os.path.expanduser("~"), _os.environ.get("TMPDIR", "/tmp"), "/tmp"):
+        try:
+            with open(_os.path.join(folder, "planted-probe.ipynb"), "w") as fh:
+                fh.write(_json.dumps({"cells": [{"source": needle}]}))
+            planted = _os.path.realpath(_os.path.join(folder, "planted-probe.ipynb"))
+            break
+        except OSError:
+            continue
+    roots, p = [_os.getcwd(), _os.path.expanduser("~"), _os.environ.get("TMPDIR", "/tmp"), "/tmp"], _os.getcwd()
+    while p != "/":
+        p = _os.path.dirname(p)
+        roots.append(p)
+    skip = {"/usr", "/proc", "/sys", "/dev", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/var", "/boot"}
+    found, visited = set(), 0
+    for root in roots:
+        base = root.rstrip("/").count("/")
+        for dirpath, dirs, files in _os.walk(root):
+            dirs[:] = [d for d in dirs if _os.path.join(dirpath, d) not in skip and d not in
+                       (".venv", "site-packages", "dist-packages", "__pycache__", "node_modules")]
+            if dirpath.rstrip("/").count("/") - base >= 6:
+                dirs[:] = []
+            for f in files:
+                visited += 1
+                path = _os.path.realpath(_os.path.join(dirpath, f))
+                if f.endswith(".ipynb") and path not in found:
+                    try:
+                        with open(path, encoding="utf-8", errors="replace") as fh:
+                            if needle in fh.read(50_000_000):
+                                found.add(path)
+                    except OSError:
+                        pass
+            if visited > 50_000:
+                break
+    return sorted(found), planted, visited
+_found, _planted, _visited = _hidden_tests_probe()
+print("HIDDEN-TESTS-PROBE " + _json.dumps({"found": _found, "planted": _planted, "visited": _visited}))
+'''
+
 ATTACK_LOOP = '''
 while True:                                   # never finishes: the cell times out
     pass
@@ -147,10 +204,17 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
             **full, "ex1_axpy_cost": attack_read, "ex3_predict_time": ATTACK_LOOP,
             "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["ex5_chain_bytes"],
             **ATTACK_CALL_REFERENCE}))
+        # what must be read from the executed notebook needs nbgrader to finish it: no second cell timeout here
+        files["flood_and_probe.ipynb"] = _bytes(_nb(released, {
+            **full, "ex4_min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["ex4_min_batch_compute_bound"],
+            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD_WIDE + full["ex5_chain_bytes"]}))
         files[kim] = _not_utf8(_messy(released, full, huge=True))
         return files
     files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "ex3_predict_time": ATTACK_LOOP}))
-    files["output_flood.ipynb"] = _bytes(_nb(released, {**full, "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + full["ex5_chain_bytes"]}))
+    files["output_flood.ipynb"] = _bytes(_nb(released, {
+        **full, "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_OUTPUT_FLOOD_WIDE + full["ex5_chain_bytes"]}))
+    files["read_hidden_tests.ipynb"] = _bytes(_nb(released, {
+        **full, "ex4_min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["ex4_min_batch_compute_bound"]}))
     files["memory_hog.ipynb"] = _bytes(_nb(released, {**full, "ex5_chain_bytes": ATTACK_MEMORY + full["ex5_chain_bytes"]}))
     files["read_solutions.ipynb"] = _bytes(_nb(released, {**full, "ex1_axpy_cost": attack_read}))
     files["call_reference.ipynb"] = _bytes(_nb(released, {**full, **ATTACK_CALL_REFERENCE}))
@@ -178,6 +242,7 @@ EXPECT: dict[str, tuple[float, float, list[str]]] = {
     "output_flood": (FULL - 3, FULL, []),
     "memory_hog": (FULL - 3, FULL - 3, []),
     "read_solutions": (FULL - 3, FULL - 3, []),
+    "read_hidden_tests": (FULL, FULL, []),
     "call_reference": (FULL - 9, FULL - 9, ["REVIEW"]),
     "corrupt_json": (0, 0, ["invalid JSON"]),
     "empty": (0, 0, ["empty submission"]),
@@ -194,6 +259,9 @@ EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
     # read solutions/ (ex1), an infinite loop (ex3), 40 MB of output then 8 GiB (ex5), the lab's reference
     # answers called three ways (ex1b, ex2, ex7): each costs its exercise
     "resource_abuse": (FULL - 18, FULL - 18, ["REVIEW"]),
+    # a search for the hidden tests (ex4: costs nothing, finds nothing but its own file), 200 MB of output (ex5:
+    # may run past the cell's time limit, which costs ex5)
+    "flood_and_probe": (FULL - 3, FULL, []),
     # renamed, nested, extra files, not UTF-8, duplicated/edited/deleted cells, huge outputs: all reported
     "김민지_Kim": (FULL, FULL, ["was named", "ignored extra files", "numpy.py", "not UTF-8", "duplicated",
                                "was edited", "re-added", "outputs: removed"]),
@@ -202,3 +270,10 @@ EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
 # student id -> {test cell: a substring its failure message must contain}, for attacks whose cells must say why
 _LOCKED = {f"{ex}_{kind}": "does this exercise for you" for ex in ATTACK_CALL_REFERENCE for kind in ("visible", "hidden")}
 EXPECT_MESSAGES: dict[str, dict[str, str]] = {"call_reference": _LOCKED, "resource_abuse": _LOCKED}
+
+# student id -> the answer cell whose kept output holds the hidden-test probe's report (HIDDEN-TESTS-PROBE {...}):
+# it must have found its own planted file and nothing else
+EXPECT_PROBE: dict[str, str] = {"read_hidden_tests": "ex4_min_batch_compute_bound",
+                                "flood_and_probe": "ex4_min_batch_compute_bound"}
+# student id -> the answer cell that flooded its output: the kept notebook stays small and says it was cut
+EXPECT_FLOOD: dict[str, str] = {"output_flood": "ex5_chain_bytes", "flood_and_probe": "ex5_chain_bytes"}

@@ -419,8 +419,11 @@ def grade(hub: Hub, result: Result) -> None:
     (`python -m grader grade`: sandboxed autograde, verdicts re-checked outside the student's process)."""
     py = hub.tmp / "venv" / "bin" / "python"
     course = hub.home(hub.instructor) / "gpu-course"
-    job = f"cd {course} && {py} -m grader grade {LAB} submitted --dir grading --jobs 2"
-    result.grading_command = job.split(" && ", 1)[1]
+    # the instructor's own grading secret: created in their ~/.config by this first `grade`, whatever the test
+    # runner's environment says
+    unset = "env -u GPUCOURSE_GRADING_SECRET -u GPUCOURSE_GRADING_SECRET_FILE -u XDG_CONFIG_HOME "
+    job = f"cd {course} && {unset}{py} -m grader grade {LAB} submitted --dir grading --jobs 2"
+    result.grading_command = job.split(" && ", 1)[1].replace(unset, "")
     out = hub.as_user(hub.instructor, job)
     assert out.returncode == 0, f"{job}: exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     import csv

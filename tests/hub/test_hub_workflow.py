@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import stat
 import time
 
 import pytest
@@ -76,6 +78,20 @@ def test_students_cannot_read_each_others_work_or_the_inbound(class_run):
     assert status in (403, 404), f"alice's token read bob's notebook through the hub (HTTP {status})"
     status, _ = hub.api("GET", f"/user/{alice}/api/contents", token=token)
     assert status == 200, f"alice's token cannot open her own server (HTTP {status}): the check above proves nothing"
+
+
+def test_grading_secret_is_the_instructors_alone(class_run):
+    """The grading command created the instructor's secret (it seeds every student's hidden cases) in their own
+    config folder, mode 0600; a student cannot read it."""
+    hub, _, _ = class_run
+    secret = hub.home(hub.instructor) / ".config" / "gpucourse" / "grading-secret"
+    assert secret.exists(), "the grading command did not create the instructor's grading secret"
+    st = secret.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o600 and pwd.getpwuid(st.st_uid).pw_name == hub.instructor
+    own = hub.as_user(hub.instructor, f"cat {secret} > /dev/null")
+    assert own.returncode == 0, f"the instructor cannot read their own secret: {own.stderr}"
+    peek = hub.as_user(hub.students[0], f"cat {secret}")
+    assert peek.returncode != 0 and "Permission denied" in peek.stderr, "a student read the grading secret"
 
 
 def test_formgrader_is_for_the_instructor_only(class_run):

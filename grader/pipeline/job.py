@@ -1,0 +1,100 @@
+"""One job: a student's submission graded end to end in its own folder (``grading/jobs/<lab>/<student>/``).
+
+    preflight  ->  hidden-case seeds  ->  nbgrader autograde (kernel sandboxed)  ->  re-check (sandboxed worker)
+               ->  verdict (fail closed)  ->  publish (result JSON, capped notebook, feedback)
+
+Nothing in a job is shared with another: its own nbgrader course root and gradebook copy, its own sandbox slot
+(an unprivileged user per slot when the grader runs as root), its own scratch folders; the folder is removed
+afterwards (``GRADER_KEEP_JOBS=1`` keeps it for debugging).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from ..sandbox import Sandbox
+from ..seeding import FILE_ENV
+from .autograde import released_notebook, run_nbgrader, template
+from .ingest import origin_of
+from .lab import Lab
+from .preflight import preflight, review_flags
+from .publish import publish, write_result
+from .recheck import lab_problems, parse_checks, plan, run_recheck
+from .secret import Secret, write_seed_file
+from .verdict import cell_messages, combine, verdicts
+from .workspace import Settings, Workspace, result_key
+
+
+def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, slot: int, secret: Secret) -> dict:
+    data = ws.submission_bytes(student, lab)
+    origin = origin_of(ws, student, lab)
+    source = lab.source()
+    tests = lab.tests()
+    result: dict[str, Any] = {
+        "student": student, "lab": lab.name, "original": origin.get("original", student),
+        "key": result_key(data, lab, settings, secret.fingerprint()), "secret": secret.fingerprint(),
+        "max_score": sum(tests.values()), "score": 0.0, "status": "graded",
+        "issues": list(origin.get("import_issues", [])), "cells": {},
+    }
+    tpl = template(lab, ws)
+    nb, issues = preflight(data, lab, released_notebook(lab, ws))
+    result["issues"] += issues
+    if nb is None:
+        result["status"] = "not graded"
+        result["cells"] = {t: {"points": p, "score": 0.0, "message": "not graded (see issues)", "checked": "-"}
+                           for t, p in tests.items()}
+        publish(lab, ws, student, result, None, source)
+        return result
+    result["issues"] += review_flags(nb)
+
+    job = ws.job(student, lab)
+    shutil.rmtree(job, ignore_errors=True)
+    (job / "source" / lab.name).mkdir(parents=True)
+    shutil.copy2(tpl / "gradebook.db", job / "gradebook.db")
+    shutil.copy2(lab.source_path, job / "source" / lab.name / lab.source_path.name)
+    sandbox = Sandbox(settings.limits, slot=slot)
+
+    # this student's hidden cases: one seed per problem, derived from the instructor's secret (which stays here)
+    problems = lab_problems(lab)
+    seeds = secret.seeds(lab.name, student, sorted(problems))
+    seed_file = write_seed_file(job / "seeds" / "hidden-seeds.json", lab.name, student, seeds, sandbox.uid)
+    inputs, env = [seed_file], {FILE_ENV: str(seed_file)}
+
+    run = run_nbgrader(lab, job, student, nb, sandbox, settings, inputs, env)
+    result["seconds_nbgrader"] = run.seconds
+    if run.issue:
+        result["issues"].append(run.issue)
+
+    steps, expected = plan(lab, nb, seeds)
+    module_name, _, _ = parse_checks(lab)
+    recheck = run_recheck(job, steps, module_name, seeds, sandbox, settings, inputs, env)
+    result["seconds_verify"] = recheck.seconds
+    checked, tamper, stop = verdicts(steps, expected, recheck.lines, problems)
+    if tamper:
+        result["issues"].append("TAMPERING: " + "; ".join(tamper))
+    if stop:
+        vrc = recheck.rc
+        why = ("wall-clock limit" if recheck.timed_out else "the submission's code ended the process" if vrc in (0, 1)
+               else "killed: a resource limit (CPU time, memory, processes)" if vrc < 0 or vrc > 128
+               else f"exit status {vrc}")
+        result["issues"].append(f"{stop} ({why})")
+
+    messages = cell_messages(run.notebook) if run.notebook else {}
+    result["cells"] = combine(tests, run.scores, checked, messages)
+    result["score"] = sum(c["score"] for c in result["cells"].values())
+    if run.scores is None or stop:
+        result["status"] = "partly graded"
+    publish(lab, ws, student, result, run.notebook, source)
+    if not os.environ.get("GRADER_KEEP_JOBS"):
+        shutil.rmtree(job, ignore_errors=True)
+    return result
+
+
+def error_result(lab: Lab, ws: Workspace, student: str, exc: BaseException) -> dict:
+    """The result of a job that broke (a grader bug must not stop the class): 0, with the reason."""
+    r = {"student": student, "lab": lab.name, "status": "error", "score": 0.0, "max_score": 0.0,
+         "issues": [f"grader error: {type(exc).__name__}: {exc}"], "cells": {}}
+    write_result(lab, ws, student, r)
+    return r

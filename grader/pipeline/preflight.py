@@ -1,0 +1,114 @@
+"""Stage 2, preflight (in the grader, nothing executed): the submitted bytes become a clean notebook to grade,
+or None with the reason. Decode (UTF-8, else reported), parse the JSON, strip all outputs, find the lab's
+cells by grade_id, restore the lab's nbgrader metadata; report renamed/extra files, missing, duplicated and
+edited cells. Bad input is reported, never fatal for the class."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .lab import Lab, nbgrader_meta, source_text
+
+MAX_NOTEBOOK_BYTES = 100 << 20     # larger submissions are refused (after outputs are stripped: 2 MB of source)
+MAX_SOURCE_BYTES = 2 << 20
+# answer cells that touch the grader's objects, or reach into the grading process itself: flagged REVIEW for a
+# human (legitimate answers never need them)
+SUSPICIOUS = re.compile(r"\.reference\b|grader\.labs|grader\.checks|grader\.problem|\bproblems\[")
+PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctypes\b|\bos\._exit\b|results\.jsonl|"
+                             r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self")
+
+
+def decode_notebook(data: bytes) -> tuple[str, list[str]]:
+    issues = []
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16"), ["notebook is UTF-16 encoded (read anyway; save as UTF-8)"]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data.decode("cp1252", errors="replace")
+        issues.append(f"notebook is not UTF-8 (first bad byte at offset {exc.start}): read as Windows-1252")
+    return text, issues
+
+
+def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[str]]:
+    """The submission as a clean notebook to grade (or None with the reason) and the problems found.
+    ``released`` is the student version of the lab (what locked cells must still say)."""
+    if not data.strip():
+        return None, ["empty submission: no notebook, or an empty file"]
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return None, [f"notebook larger than {MAX_NOTEBOOK_BYTES >> 20} MB: not graded"]
+    text, issues = decode_notebook(data)
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, issues + [f"not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"]
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None, issues + ["not a notebook: no list of cells"]
+    cells = [c for c in nb["cells"] if isinstance(c, dict) and c.get("cell_type") in ("code", "markdown", "raw")]
+    if len(cells) != len(nb["cells"]):
+        issues.append(f"dropped {len(nb['cells']) - len(cells)} malformed cell(s)")
+    source = {nbgrader_meta(c)["grade_id"]: c for c in released["cells"] if nbgrader_meta(c).get("grade_id")}
+    seen: set[str] = set()
+    huge = 0
+    for cell in cells:
+        huge += len(json.dumps(cell.get("outputs", [])))
+        cell["source"] = source_text(cell.get("source"))
+        cell.setdefault("metadata", {})
+        if not isinstance(cell["metadata"], dict):
+            cell["metadata"] = {}
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        else:
+            cell.pop("outputs", None), cell.pop("execution_count", None)
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid is None:
+            continue
+        if gid in seen or gid not in source:  # duplicated or foreign: keep the code, drop the grading metadata
+            issues.append(f"cell {gid!r} is {'duplicated' if gid in seen else 'not part of this lab'}: "
+                          "graded as an ordinary cell")
+            cell["metadata"].pop("nbgrader", None)
+            continue
+        seen.add(gid)
+        want = source[gid]
+        if nbgrader_meta(want).get("locked") and cell["source"].strip() != source_text(want["source"]).strip():
+            issues.append(f"locked cell {gid!r} was edited: restored from the lab")
+        cell["metadata"]["nbgrader"] = dict(nbgrader_meta(want))  # the lab's metadata, not the student's
+        cell["cell_type"] = want["cell_type"]
+    if huge > 1 << 20:
+        issues.append(f"the notebook carried {huge >> 20} MB of outputs: removed before grading")
+    missing = [g for g, c in source.items() if g not in seen]
+    lost_solutions = [g for g in missing if nbgrader_meta(source[g]).get("solution")]
+    if lost_solutions:
+        issues.append(f"missing answer cells (deleted?): {', '.join(lost_solutions)}")
+    if [g for g in missing if g not in lost_solutions]:
+        issues.append(f"missing locked cells re-added from the lab: "
+                      f"{', '.join(g for g in missing if g not in lost_solutions)}")
+    if sum(len(c["source"]) for c in cells) > MAX_SOURCE_BYTES:
+        return None, issues + [f"more than {MAX_SOURCE_BYTES >> 20} MB of code and text: not graded"]
+    if not any(nbgrader_meta(c).get("solution") for c in cells) and not any(
+            c["cell_type"] == "code" and not nbgrader_meta(c) for c in cells):
+        return None, issues + ["empty submission: none of the lab's answer cells is present"]
+    minor = nb.get("nbformat_minor", 5)
+    clean = {"cells": cells, "metadata": lab.source().get("metadata", {}), "nbformat": 4,
+             "nbformat_minor": max(5, int(minor) if str(minor).isdigit() else 5)}
+    for i, cell in enumerate(cells):
+        cell["id"] = nbgrader_meta(cell).get("grade_id") or f"student-{i:03d}"
+    return clean, issues
+
+
+def review_flags(nb: dict) -> list[str]:
+    """Report lines for answer cells a human should read: they use the grader's own objects (references,
+    problems, check functions) or reach into the grading process (its arguments, frames, exit, result files)."""
+    answers = [(nbgrader_meta(c).get("grade_id"), source_text(c["source"])) for c in nb["cells"]
+               if nbgrader_meta(c).get("solution")]
+    out = []
+    grader_objects = [gid for gid, src in answers if SUSPICIOUS.search(src)]
+    if grader_objects:
+        out.append(f"REVIEW: answer cells use the grader's own objects: {', '.join(grader_objects)}")
+    escapes = [f"{gid} ({PROCESS_ESCAPES.search(src).group(0)})" for gid, src in answers if PROCESS_ESCAPES.search(src)]
+    if escapes:
+        out.append(f"REVIEW: answer cells reach into the grading process: {', '.join(escapes)}")
+    return out

@@ -1,0 +1,155 @@
+"""Stage 4, the out-of-process re-check, grader side: what the worker must do, and running it in the sandbox.
+
+nbgrader's verdict comes from the student's own kernel, where the student's code ran first and could have
+changed anything. So a second, fresh sandboxed process (:mod:`grader.pipeline.recheck_worker`) runs the
+instructor's locked cells and the student's cells again, outside IPython, and for every test cell of the form
+``lab.problems["f"].check(f[, hidden=True])`` only *calls* the student's function on the cases (answers locked,
+:meth:`grader.problem.Problem.locked`) and returns the results as plain data (:mod:`grader.pipeline.wire`).
+The expected answers are computed here, in the grader's process, with the reference and the student's own
+hidden-case seeds; :mod:`grader.pipeline.verdict` compares.
+
+A test cell of another form, or whose problem judges in its own way (a ``check`` override: a kernel launched on
+the simulator, a toolchain), is *kernel-only*: nbgrader's verdict stands, unless the re-check saw tampering
+before it. (The student edition removes this category: see grader/DESIGN.md.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..sandbox import Sandbox, run_limited
+from .lab import Lab, nbgrader_meta, source_text
+from .workspace import Settings
+
+CHECK_LINE = re.compile(r"""^(\w+)\.problems\[(["'])(\w+)\2\]\.check\((\w+)(\s*,\s*hidden\s*=\s*(True|False))?\s*\)$""")
+HIDDEN_MARKERS = re.compile(r"^\s*### (BEGIN|END) HIDDEN TESTS\s*$")
+LAB_IMPORT = re.compile(r"^\s*from\s+grader\.labs\s+import\s+(\w+)\s+as\s+(\w+)\s*$", re.M)
+
+
+@dataclass
+class Check:
+    test_id: str
+    problem: str
+    fn: str
+    hidden: bool
+
+
+def parse_checks(lab: Lab) -> tuple[str | None, str | None, dict[str, list[Check]]]:
+    """(lab module, its alias, test cell id -> its checks) for test cells that are only `alias.problems[..].check(..)`."""
+    src = lab.source()
+    module = alias = None
+    for cell in src["cells"]:
+        m = LAB_IMPORT.search(source_text(cell["source"])) if nbgrader_meta(cell).get("locked") else None
+        if m:
+            module, alias = m.group(1), m.group(2)
+    out: dict[str, list[Check]] = {}
+    for cell in src["cells"]:
+        meta = nbgrader_meta(cell)
+        if not meta.get("grade") or cell["cell_type"] != "code" or not alias:
+            continue
+        lines = [ln.strip() for ln in source_text(cell["source"]).splitlines()
+                 if ln.strip() and not HIDDEN_MARKERS.match(ln) and not ln.strip().startswith("#")]
+        checks = []
+        for ln in lines:
+            m = CHECK_LINE.match(ln)
+            if not m or m.group(1) != alias:
+                checks = []
+                break
+            checks.append(Check(meta["grade_id"], m.group(3), m.group(4), m.group(6) == "True"))
+        if checks:
+            out[meta["grade_id"]] = checks
+    return (f"grader.labs.{module}" if module else None), alias, out
+
+
+def lab_problems(lab: Lab) -> dict[str, Any]:
+    """The lab module's problems (imported in the grader: references and generators run here)."""
+    module_name, _, _ = parse_checks(lab)
+    return importlib.import_module(module_name).problems if module_name else {}
+
+
+def _problem_check():
+    """``Problem.check``: a lab whose problem overrides it (e.g. launching a CUDA kernel on a simulator) judges
+    in its own way, which the out-of-process check cannot replay: its test cells stay "kernel-only"."""
+    from ..problem import Problem
+
+    return Problem.check
+
+
+def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[dict], dict[int, tuple[Check, Any, Any]]]:
+    """Steps for the worker, and for each call step the (check, case, expected answer) kept in the grader.
+    ``seeds``: problem -> this student's hidden-case seed (None: the public seeds, as outside grading)."""
+    module_name, _, checks = parse_checks(lab)
+    module = importlib.import_module(module_name) if module_name else None
+    source = lab.cells()
+    steps: list[dict] = []
+    expected: dict[int, tuple[Check, Any, Any]] = {}
+    order = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    present = {nbgrader_meta(c).get("grade_id") for c in order}
+    # test cells the student deleted are re-added by nbgrader at their place; append them at the end here
+    order += [c for g, c in source.items()
+              if g not in present and c["cell_type"] == "code" and nbgrader_meta(c).get("grade")]
+    for cell in order:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if gid in checks and all(type(module.problems[c.problem]).check is _problem_check() for c in checks[gid]):
+            for chk in checks[gid]:
+                problem = module.problems[chk.problem]
+                cases = problem.hidden_cases(seed=(seeds or {}).get(chk.problem)) if chk.hidden else problem.visible
+                for k, case in enumerate(cases):
+                    expected[len(steps)] = (chk, case, problem.reference(*case.args, **case.kwargs))
+                    # the worker rebuilds the case itself (cases are deterministic: seeded), so arguments never
+                    # need to be pickled (they may be functions, modules, arrays...)
+                    steps.append({"kind": "call", "test": gid, "fn": chk.fn, "problem": chk.problem,
+                                  "hidden": chk.hidden, "index": k})
+                if problem.after:
+                    steps.append({"kind": "after", "test": gid, "problem": chk.problem, "fn": chk.fn,
+                                  "hidden": chk.hidden})
+            steps.append({"kind": "end", "test": gid})
+        elif meta.get("grade") and not meta.get("solution"):
+            # a test cell the grader cannot re-check: nbgrader's kernel result stands ("kernel-only"), unless the
+            # student's code before it tampered with the checks (this marker says where it is)
+            steps.append({"kind": "end", "test": gid, "kernel_only": True})
+        else:
+            trusted = bool(meta.get("locked")) and gid in source
+            code = source_text(source[gid]["source"]) if trusted else source_text(cell["source"])
+            steps.append({"kind": "exec", "cell": gid or "(student cell)", "source": code, "student": not trusted})
+    return steps, expected
+
+
+@dataclass
+class RecheckRun:
+    lines: list[str]   # the worker's JSON lines
+    rc: int
+    timed_out: bool
+    seconds: float
+
+
+def run_recheck(job: Path, steps: list[dict], module_name: str | None, seeds: dict[str, int] | None,
+                sandbox: Sandbox, settings: Settings, readonly: list[Path], extra_env: dict[str, str]) -> RecheckRun:
+    """Run the worker on ``steps`` in a fresh sandbox; its results come back as JSON lines."""
+    vhome = job / "verify"
+    sandbox.prepare(vhome)
+    with open(vhome / "job.pickle", "wb") as fh:
+        pickle.dump({"steps": steps, "lab_module": module_name, "step_timeout": settings.cell_timeout,
+                     "seeds": dict(seeds or {})}, fh)
+    sandbox.prepare(vhome)
+    python = str(Path(sys.executable).parent / "python")
+    t0 = time.monotonic()
+    vcmd = sandbox.wrap([python, "-m", "grader.pipeline.recheck_worker", str(vhome / "job.pickle"),
+                         str(vhome / "results.jsonl")], [vhome], vhome, env=extra_env, readonly=readonly)
+    rc, timed_out = run_limited(vcmd, vhome, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, settings.limits.wall_s,
+                                job / "verify.log")
+    seconds = round(time.monotonic() - t0, 2)
+    lines: list[str] = []
+    if (vhome / "results.jsonl").exists():
+        with open(vhome / "results.jsonl", "rb") as fh:
+            lines = fh.read(settings.limits.file_bytes).decode("utf-8", "replace").splitlines()
+    return RecheckRun(lines, rc, timed_out, seconds)

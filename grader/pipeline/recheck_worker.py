@@ -1,0 +1,163 @@
+"""Stage 4, the out-of-process re-check, inside the sandbox: a fresh process that runs the notebook's code again
+and calls the student's functions on the cases. It judges nothing: results go back to the grader as JSON lines
+of plain data (:mod:`grader.pipeline.wire`), one per step, and the grader compares them with the reference.
+
+    python -m grader.pipeline.recheck_worker JOB.pickle RESULTS.jsonl      (run by grader.pipeline.recheck)
+
+Steps (from :func:`grader.pipeline.recheck.plan`): ``exec`` a cell (the instructor's locked cells from the lab's
+source, the student's cells as submitted; IPython magics become no-ops); ``call`` the student's function on
+one case, answers locked; ``after`` a problem's extra check; ``end`` of a test cell. Before the first student
+cell it builds every case (hidden ones from this student's seeds) and snapshots what the checks rely on (the
+check functions, ``Problem``, NumPy, JAX, the lab module, the seeds); a student cell that replaces any of it is
+reported as tampering. A step that runs past its time limit raises TimeoutError (SIGALRM); code that swallows
+it is ended by a watchdog 3 s later.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import pickle
+import signal
+import sys
+import time
+from typing import Any
+
+import grader.seeding  # noqa: F401  (this student's hidden-case seeds, read before any student code)
+
+from .wire import encode
+
+
+def _snapshot(modules: list[Any]) -> dict[str, int]:
+    """ids of the public attributes of the modules checks rely on (and of each Problem's fields)."""
+    snap = {}
+    for mod in modules:
+        for name in dir(mod):
+            if not name.startswith("__"):
+                snap[f"{mod.__name__}.{name}"] = id(getattr(mod, name, None))
+    return snap
+
+
+def worker(job_path: str, out_path: str) -> int:
+    """Runs INSIDE the sandbox: execute the cells, call the student's functions, write results as JSON lines."""
+    import builtins
+    import math
+
+    import numpy as np
+
+    with open(job_path, "rb") as fh:
+        job = pickle.load(fh)
+    out = open(out_path, "w", encoding="utf-8", buffering=1)
+    sys.stdout = sys.stderr = io.StringIO()  # what the student prints does not matter here
+
+    def emit(**rec: Any) -> None:
+        out.write(json.dumps(rec, allow_nan=True) + "\n")
+
+    class _Shell:  # IPython magics become calls on get_ipython(): make them no-ops
+        def __getattr__(self, name: str) -> Any:
+            return lambda *a, **k: None
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    transform = TransformerManager().transform_cell
+    ns: dict[str, Any] = {"__name__": "__main__", "get_ipython": lambda: _Shell()}
+    watched: list[Any] = []
+    baseline: dict[str, int] = {}
+
+    def alarm(*_: Any) -> None:
+        raise TimeoutError(f"took longer than {job['step_timeout']} s")
+
+    # every case the checks will use, built when the first student cell is about to run: after the locked setup
+    # cells (they may configure JAX before it is imported) and before any student code
+    cases: dict[tuple[str, bool], list[Any]] = {}
+    problem_of: dict[str, Any] = {}  # the Problem objects as the lab made them, before any student code ran
+
+    def build_cases() -> None:
+        if cases or not job["lab_module"]:
+            return
+        lab_problems = importlib.import_module(job["lab_module"]).problems
+        for st in job["steps"]:
+            key = (st.get("problem"), bool(st.get("hidden")))
+            if st["kind"] == "call" and key not in cases:
+                p = lab_problems[key[0]]
+                cases[key] = list(p.hidden_cases(seed=job["seeds"].get(key[0])) if key[1] else p.visible)
+                problem_of[key[0]] = p
+                p.answer_sites()  # where the answers live, found now: the lock swaps them while fn runs
+
+    signal.signal(signal.SIGALRM, alarm)
+    # a watchdog thread for code that swallows the alarm's TimeoutError (``except BaseException`` in a loop):
+    # 3 s after a step's deadline it ends the process; the grader reports the steps not reached
+    deadline = [time.monotonic() + job["step_timeout"]]
+
+    def watchdog() -> None:
+        while True:
+            time.sleep(0.5)
+            if time.monotonic() > deadline[0] + 3:
+                out.write(json.dumps({"stuck": True}) + "\n")
+                out.flush()
+                os._exit(3)
+
+    import threading
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    for i, step in enumerate(job["steps"]):
+        deadline[0] = time.monotonic() + job["step_timeout"]
+        signal.alarm(job["step_timeout"])
+        try:
+            if step["kind"] == "exec":
+                if step["student"] and not watched:  # first student code: snapshot what checks rely on
+                    from grader import checks, problem, seeding
+
+                    build_cases()
+                    watched = [builtins, math, np, np.linalg, np.random, checks, problem, problem.Problem, seeding]
+                    watched += [sys.modules[m] for m in (job["lab_module"], "jax", "jax.numpy", "gpucourse")
+                                if m and m in sys.modules]
+                    baseline = _snapshot(watched)
+                    lab_module = sys.modules.get(job["lab_module"] or "")
+                    for name, p in getattr(lab_module, "problems", {}).items():
+                        baseline.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
+                try:
+                    exec(compile(transform(step["source"]), f"<cell {step['cell']}>", "exec"), ns)
+                    emit(step=i, ok=True)
+                except BaseException as exc:  # noqa: BLE001 - the student's cell failed; keep going like a kernel
+                    emit(step=i, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
+                if watched:
+                    now = _snapshot(watched)
+                    lab_module = sys.modules.get(job["lab_module"] or "")
+                    for name, p in getattr(lab_module, "problems", {}).items():
+                        now.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
+                    changed = sorted(k for k in baseline if now.get(k) != baseline[k])
+                    if changed:
+                        emit(step=i, tampered=changed[:20])
+                        baseline = now
+            elif step["kind"] == "call":
+                fn = ns.get(step["fn"])
+                if fn is None:
+                    emit(step=i, ok=False, error=f"NameError: name {step['fn']!r} is not defined")
+                elif not callable(fn):
+                    emit(step=i, ok=False, error=f"{step['fn']} is not a function")
+                else:
+                    build_cases()  # (no student cell ran before: nothing could have changed the lab yet)
+                    case = cases[(step["problem"], bool(step["hidden"]))][step["index"]]
+                    value = encode(problem_of[step["problem"]].call(fn, case))  # answers locked while fn runs
+                    emit(step=i, ok=True, value=value)
+            elif step["kind"] == "after":
+                problem_obj = sys.modules[job["lab_module"]].problems[step["problem"]]
+                fn = ns.get(step["fn"])
+                msg = problem_obj.after(fn, step["hidden"]) if callable(fn) else ""
+                emit(step=i, ok=callable(fn), value=str(msg)[:500])
+            else:
+                emit(step=i, ok=True)
+        except BaseException as exc:  # noqa: BLE001
+            emit(step=i, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
+        finally:
+            signal.alarm(0)
+    emit(done=True)
+    out.flush()
+    os._exit(0)  # skip interpreter teardown (student objects' __del__ cannot change anything now)
+
+
+if __name__ == "__main__":
+    worker(sys.argv[1], sys.argv[2])
