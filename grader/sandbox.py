@@ -39,11 +39,12 @@ UID_BASE = 64000  # sandbox users: 64000 + slot (never a real account on a cours
 # Honest lab solutions peak at a few dozen tasks per slot on its CPUs (README, "How a submission is graded").
 TIGHT_PROCESSES = 64
 SIMULATOR_PROCESSES = 2048
-# numba's CUDA simulator (the CPU backend's `cuda` today) and gpucourse.simt (barrier kernels) run one OS thread
-# per simulated CUDA thread: a 1024-thread block needs more than 1024 tasks, so the cap must stay loose.
-# SWITCH to False once the course executor runs kernels without OS threads and is the CPU backend's `cuda`;
-# tests/test_sandbox.py::test_default_process_cap_fits_the_kernel_executor measures it and fails until then.
-KERNELS_NEED_OS_THREADS = True
+# numba's CUDA simulator runs one OS thread per simulated CUDA thread (a 1024-thread block: over 1024 tasks), which
+# needed SIMULATOR_PROCESSES. The CPU backend's `cuda` is now the course's executor (gpucourse.simt), which runs every
+# CUDA thread as a greenlet in the caller's thread, so the cap is tight (GPUCOURSE_CUDA_SIM=numba brings numba's
+# simulator back, and with it the need for --processes 2048).
+# tests/test_sandbox.py::test_default_process_cap_fits_the_kernel_executor measures a launch's OS threads.
+KERNELS_NEED_OS_THREADS = False
 DEFAULT_PROCESSES = SIMULATOR_PROCESSES if KERNELS_NEED_OS_THREADS else TIGHT_PROCESSES
 # CPUs each slot's processes are pinned to: thread pools sized by the CPU count (JAX's CPU client: about three
 # threads per CPU) then stay within the tight cap on a many-core server, and slots share the CPUs evenly
