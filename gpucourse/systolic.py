@@ -456,6 +456,9 @@ class TiledGemm:
     @property
     def cycles(self) -> int:
         """From cycle 0 (the first activation enters) to the last result leaving the array, inclusive."""
+        steady = max(self.M, self.weight_load_cycles)
+        if self.buffers * steady >= self.M + self.rows - 1:  # the registers never bind: tile t starts at t · steady
+            return (self.tiles - 1) * steady + cycles(self.M, self.rows, self.cols)
         return self.schedule[-1].start + cycles(self.M, self.rows, self.cols)
 
     @property
