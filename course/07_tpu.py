@@ -202,7 +202,7 @@ assert achieved[256] > 2 * achieved[1], "a batch of 256 reuses each weight 256×
 # speaks of "the 256 cycles it takes to shift a tile in" on its 256-wide array (Jouppi et al., ISCA 2017) —
 # so a tile occupies a column's weight port for `rows` cycles. **That load rate is TPU v1's mechanism.** Google has
 # not published the weight path of the MXUs of TPU v2–v6, so in this model it is a parameter (one row per cycle
-# until the end of this section, where we change it). Each PE has **two** weight registers: the next tile
+# until we vary it further down). Each PE has **two** weight registers: the next tile
 # is shifted in and latched into the spare one while the current tile streams (double buffering), and a PE
 # switches when the new tile's first activation reaches it ("weights take effect with the advancing wave
 # alongside the first data of a new block", same paper). Consecutive tiles therefore start `max(M, rows)`
@@ -729,9 +729,10 @@ for name, fn in (("k last ", pallas_matmul), ("k first", kfirst_matmul)):
         tpu_err = float(jnp.max(jnp.abs(fn(xk, yk, 32, 16, 32, interpret=pltpu.InterpretParams()) - xk @ yk)))
         verdict = f"runs, max |difference| {tpu_err:.0e}"
     except Exception as exc:  # the interpreter's RuntimeError, wrapped by the callback that raised it
-        verdict = "refuses: " + next(line for line in str(exc).splitlines() if "Revisited block" in line).strip()
+        refusal = next(line for line in str(exc).splitlines() if "Revisited block" in line).strip()
+        verdict = "refuses:\n    " + refusal[: refusal.index(" The block")]
     print(f"{name}: {out_op.distinct} output blocks in {out_op.changes:2} runs of grid steps; plain interpret max "
-          f"|difference| {plain:.0e}; JAX's TPU interpreter {verdict[:95]}")
+          f"|difference| {plain:.0e}; JAX's TPU interpreter {verdict}")
     assert plain < 1e-3 and out_op.distinct == 4
     assert out_op.consecutive == (out_op.changes == 4) == ("refuses" not in verdict) == (name == "k last ")
 
@@ -863,10 +864,10 @@ assert v5e_half.diameter == 7 + 8
 fig = plt.figure(figsize=(15, 4.6))
 for pos, dims in ((1, (4, 4, 4)), (2, (2, 4, 4))):
     ax3 = fig.add_subplot(1, 3, pos, projection="3d")
-    sl = interconnect.Torus(dims, tpu.TPU_V4.wraparound(dims))
+    sl = interconnect.Torus(dims, tpu.TPU_V5P.wraparound(dims))  # v5p: Google states these rules itself
     interconnect.draw_torus(ax3, sl, highlight=[0])
     kind = "torus: dashed wraparound links" if all(sl.wrap) else "mesh: no wraparound"
-    ax3.set_title(f"v4 slice {'×'.join(map(str, dims))}, {kind};\nchip 0 (red) and its neighbours (orange)", fontsize=9)
+    ax3.set_title(f"v5p slice {'×'.join(map(str, dims))}, {kind};\nchip 0 (red) and its neighbours (orange)", fontsize=9)
 axh = gc.plotting.axes("hops between two chips [links]", "chip pairs [%]", "16×16×16 = 4096 chips", ax=fig.add_subplot(1, 3, 3))
 for wrap, label, colour in ((True, "3D torus", gc.plotting.PALETTE[0]), (False, "3D mesh (no wrap)", gc.plotting.PALETTE[1])):
     counts = interconnect.Torus((16, 16, 16), wrap=wrap).hop_counts()
