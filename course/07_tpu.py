@@ -954,7 +954,8 @@ print(f"the textbook one-direction ring all-reduce: {textbook.steps} rounds, "
 # %%
 # NBVAL_CHECK_OUTPUT
 for p_ in (8, 16, 1024):
-    ratio = interconnect.axis_link_bytes("all-to-all", 1.0, p_, True) / interconnect.axis_link_bytes("all-gather", 1.0, p_, True)
+    a2a, ag = (interconnect.axis_link_bytes(kind, 1.0, p_, True) for kind in ("all-to-all", "all-gather"))
+    ratio = a2a / ag
     print(f"p = {p_:4}: all-to-all / all-gather on a ring = {ratio:.4f} (p/(4(p−1)) = {p_ / (4 * (p_ - 1)):.4f})")
     assert abs(ratio - p_ / (4 * (p_ - 1))) < 1e-12
 # Expected output:

@@ -225,8 +225,8 @@ def schedule(M: int, K: int, N: int) -> np.ndarray:
 #   weight port   E_t ≥ E_{t−1} + L             (a column's chain shifts one tile at a time)
 #   activations   S_t ≥ S_{t−1} + M             (the left edge takes one activation row per cycle)
 #   latched       S_t ≥ E_t + 1                 (PE (0, n) first uses tile t at S_t + n)
-#   register free E_t ≥ S_{t−B} + M + rows − 2  (tile t − B, in the same register, has left every row of the column:
-#                                                a column latches all its rows at once)
+#   register free E_t ≥ S_{t−B} + M + rows − 2  (tile t − B, in the same register, has left every row of the
+#                                                column: a column latches all its rows at once)
 # In steady state a tile costs max(M, L, (M + rows − 1)/B) cycles: the stream, the weight load, or the weight
 # registers. With k = 1 and B = 2 that is max(M, rows) — the weight load when M < rows, the stream otherwise — and
 # only the pipeline fill and drain of the last tile (rows + cols − 2) is paid on top. With B = 1 the latch must wait
@@ -299,8 +299,8 @@ def _pick(slot: np.ndarray, stack: np.ndarray) -> np.ndarray:
 
 def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
               schedule: list[TileTimes] | None = None, weight_rows_per_cycle: int = 1) -> TiledRun:
-    """``A @ W`` tiled onto a ``rows × cols`` weight-stationary array with weight shift chains (``weight_rows_per_cycle``
-    rows shift in per cycle) and ``buffers``
+    """``A @ W`` tiled onto a ``rows × cols`` weight-stationary array with weight shift chains
+    (``weight_rows_per_cycle`` rows shift in per cycle) and ``buffers``
     weight registers per PE, clocked cycle by cycle. ``schedule`` defaults to :func:`tile_schedule`; any schedule
     that breaks a constraint raises :class:`ScheduleHazard` at the cycle where the array would go wrong."""
     A = np.asarray(A, dtype=np.float64)
@@ -401,8 +401,8 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
 
 @dataclass(frozen=True)
 class TiledGemm:
-    """Cycles of a ``(M×K)·(K×N)`` GEMM on a ``rows × cols`` weight-stationary array with ``buffers`` weight registers
-    per PE (2: double-buffered; 1: a single register) and a weight port that shifts ``weight_rows_per_cycle`` rows of
+    """Cycles of a ``(M×K)·(K×N)`` GEMM on a ``rows × cols`` weight-stationary array with ``buffers`` weight
+    registers per PE (2: double-buffered; 1: a single register) and a weight port that shifts ``weight_rows_per_cycle`` rows of
     a tile into a column per cycle (1: TPU v1's mechanism, a ``rows``-cycle load). Checked against :func:`run_tiled`
     cycle by cycle (tests/test_systolic.py).
 

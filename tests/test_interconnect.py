@@ -141,8 +141,8 @@ def test_collectives_read_from_hlo_in_every_replica_group_format():
         "%ar.1 = bf16[64]{0} all-reduce-start(%g), replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add",
         "%rs = f32[16,64]{1,0} reduce-scatter(%h), replica_groups=[2,4]<=[8], dimensions={0}, to_apply=%add",
         # async all-gather: a tuple of (operand, result); the result is the last member
-        "%ag = (f32[8,16]{1,0}, f32[64,16]{1,0}) all-gather-start(%p), channel_id=3, replica_groups={{0,1,2,3,4,5,6,7}}, "
-        "dimensions={0}, use_global_device_ids=true",
+        "%ag = (f32[8,16]{1,0}, f32[64,16]{1,0}) all-gather-start(%p), channel_id=3, "
+        "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true",
         "%agd = f32[64,16]{1,0} all-gather-done(%ag)",  # the -done half is not a second collective
     ]
     found = ic.hlo_collectives("\n".join(lines))

@@ -85,12 +85,14 @@ def test_v4_shapes_where_google_and_the_scaling_book_disagree_are_marked():
     assert not tpu.TPU_V5P.torus_disputed((4, 4, 4))  # Google's v5p page says so itself
     from grader.labs import lab07_tpu as lab
 
-    graded = [c.args for c in lab.problems["slice_hops"].hidden_cases()] + [c.args for c in lab.problems["slice_hops"].visible]
+    hops = lab.problems["slice_hops"]
+    graded = [c.args for c in hops.hidden_cases()] + [c.args for c in hops.visible]
     assert not any(tpu.TPU_CHIPS[chip].torus_disputed(dims) for _, _, dims, chip in graded)
 
 
 def test_cmem_and_the_mxu_clock_each_peak_implies():
-    assert tpu.TPU_V4.cmem_bytes == 134_000_000 and all(c.cmem_bytes == 0 for c in tpu.TPU_CHIPS.values() if c.name != "TPU v4")
+    assert tpu.TPU_V4.cmem_bytes == 134_000_000
+    assert all(c.cmem_bytes == 0 for c in tpu.TPU_CHIPS.values() if c.name != "TPU v4")
     assert tpu.TPU_V4.implied_clock_hz() == pytest.approx(1.05e9, rel=0.01)  # Jouppi et al. 2023: 1050 MHz
     assert tpu.TPU_V5E.implied_clock_hz() == pytest.approx(1.5e9, rel=0.01)  # the scaling book: 1.5 GHz
     # Google's two 256×256 MXUs per v6e TensorCore and 918 TFLOP/s imply 3.5 GHz: marked unverified
