@@ -29,8 +29,9 @@
 # **You will learn**
 # - how a weight-stationary systolic array (시스톨릭 배열) computes a matmul, cycle by cycle, and how many cycles
 #   it takes;
-# - what double-buffered weights buy a 128×128 matrix unit, and why small batches are limited first by loading
-#   weights and above all by HBM bandwidth — the TPU's roofline and its critical batch (v4, v5e, v5p, v6e);
+# - what double-buffered weights buy a 128×128 matrix unit, what limits a small batch in a model whose weight-load
+#   rate is a parameter (TPU v1's is published, later ones' are not), and above all HBM bandwidth — the TPU's
+#   roofline and its critical batch (v4, v5e, v5p, v6e);
 # - what "the compiler fixes the order" means against a GPU's warp schedulers, compared under the same memory;
 # - how TPU kernels are written: Pallas, `BlockSpec`s and a grid, and what double buffering costs in VMEM;
 # - the ICI torus: which slices really wrap around, hop counts, and the α–β costs of all-gather, reduce-scatter,
@@ -63,7 +64,9 @@ import os
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 
+import logging
 import re
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -71,6 +74,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import HTML, display
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas import triton as pl_triton
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import gpucourse as gc
@@ -195,7 +200,9 @@ assert achieved[256] > 2 * achieved[1], "a batch of 256 reuses each weight 256×
 #
 # Weights enter from the top edge, one row per cycle down a shift register in every column — the TPU v1 paper
 # speaks of "the 256 cycles it takes to shift a tile in" on its 256-wide array (Jouppi et al., ISCA 2017) —
-# so a tile occupies a column's weight port for `rows` cycles. Each PE has **two** weight registers: the next tile
+# so a tile occupies a column's weight port for `rows` cycles. **That load rate is TPU v1's mechanism.** Google has
+# not published the weight path of the MXUs of TPU v2–v6, so in this model it is a parameter (one row per cycle
+# until we vary it further down). Each PE has **two** weight registers: the next tile
 # is shifted in and latched into the spare one while the current tile streams (double buffering), and a PE
 # switches when the new tile's first activation reaches it ("weights take effect with the advancing wave
 # alongside the first data of a new block", same paper). Consecutive tiles therefore start `max(M, rows)`
@@ -276,7 +283,8 @@ assert longest_full_run(small[7, 4][2].busy) >= 7 and longest_full_run(small[7, 
 
 # %% [markdown]
 # Now the real size: utilization of a 128×128 array against the batch `M`, for a square 4096² layer, a
-# 1000² layer (padded to 8×8 tiles) and a thin `N = 64` one. The dotted line is `M/128`: the weight-load limit.
+# 1000² layer (padded to 8×8 tiles) and a thin `N = 64` one. The dotted line is `M/128`: the weight-load limit of
+# this model (one weight row per cycle, TPU v1's rate).
 
 # %%
 Ms = np.unique(np.logspace(0, 15, 46, base=2).astype(int))
@@ -298,16 +306,57 @@ assert big.utilization > 0.99 and abs(one.utilization * 128 - 1) < 0.01 and half
 assert systolic.TiledGemm(8192, 4096, 64).utilization < 0.5
 
 # %% [markdown]
-# `M = 1` uses about 1/128 of the array, printed above: what limits it is the weights, not the pipeline fill —
-# every tile's 128 rows of weights take 128 cycles to shift in and are then used by a single activation row.
-# Utilization grows as `M/128` until the stream outlasts the weight load, less the one fill and drain at the
-# end (hence 50 % at `M = 65`, not 64). A model that let the array fill and drain for every tile would charge 254
-# extra cycles per tile and predict the 1/255 printed above — an artefact the cycle-stepped array refutes.
-# Padding costs separately: `N = 64` leaves half of every tile's columns idle (the green curve can never pass 50 %).
+# In this model `M = 1` uses about 1/128 of the array, printed above: what limits it is the weights, not the
+# pipeline fill — every tile's 128 rows of weights take 128 cycles to shift in and are then used by a single
+# activation row. Utilization grows as `M/128` until the stream outlasts the weight load, less the one fill and
+# drain at the end (hence 50 % at `M = 65`, not 64). A model that let the array fill and drain for every tile would
+# charge 254 extra cycles per tile and predict the 1/255 printed above. The cycle-stepped array shows that this
+# per-tile fill and drain is not forced by the dataflow once weights are double-buffered — it has double buffering
+# built in, so it cannot tell us whether a given TPU double-buffers; the scaling book says today's do ("new inputs
+# and weights can be loaded in without an additional bubble"). Padding costs separately: `N = 64` leaves half of
+# every tile's columns idle (the green curve can never pass 50 %).
+#
+# **How fast do weights load on TPU v2–v6?** Not published, and the scaling book's TPU chapter disagrees with this
+# model's 128 cycles: "VMEM bandwidth is around 22x higher than HBM bandwidth which means an MXU operation reading
+# from/writing to VMEM requires an arithmetic intensity of only 10-20 to achieve peak FLOPs utilization. That means
+# if we can fit our weights into VMEM instead of HBM, our matrix multiplications can be FLOPs bound at much smaller
+# batch sizes." An intensity of 10–20 is a batch of 10–20 rows per weight tile, where the model above needs 128.
+# Both cannot hold for the same MXU. The model can say what it would take: make the weight port faster
+# (`weight_rows_per_cycle`; 8 rows per cycle, 16 cycles a tile, is an illustration, not a figure) and vary the
+# number of weight registers per PE (`buffers`) — each setting checked against the clocked array:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+settings = {"1 row/cycle, 2 registers (TPU v1's load)": (1, 2), "8 rows/cycle, 2 registers": (8, 2),
+            "8 rows/cycle, 8 registers": (8, 8)}
+for label, (k, b) in settings.items():
+    cells = [f"M = {M:3}: {systolic.TiledGemm(M, 4096, 4096, buffers=b, weight_rows_per_cycle=k).utilization:5.1%}"
+             for M in (1, 16, 64)]
+    limit16 = systolic.TiledGemm(16, 4096, 4096, buffers=b, weight_rows_per_cycle=k).limit
+    print(f"{label:40} " + ", ".join(cells) + f"  (M = 16 limited by the {limit16})")
+    Am, Wm = rng.standard_normal((16, 256)), rng.standard_normal((256, 256))  # 4 tiles on the real 128×128 size
+    clocked = systolic.run_tiled(Am, Wm, 128, 128, buffers=b, weight_rows_per_cycle=k)
+    assert np.allclose(clocked.C, Am @ Wm)
+    assert clocked.cycles == systolic.TiledGemm(16, 256, 256, buffers=b, weight_rows_per_cycle=k).cycles
+u16 = {k_b: systolic.TiledGemm(16, 4096, 4096, buffers=k_b[1], weight_rows_per_cycle=k_b[0]).utilization
+       for k_b in settings.values()}
+assert abs(u16[1, 2] - 0.125) < 0.001 and 0.2 < u16[8, 2] < 0.25 and u16[8, 8] > 0.85
+# Expected output:
+# 1 row/cycle, 2 registers (TPU v1's load) M =   1:  0.8%, M =  16: 12.5%, M =  64: 49.9%  (M = 16 limited by the weight load)
+# 8 rows/cycle, 2 registers                M =   1:  1.6%, M =  16: 22.3%, M =  64: 66.9%  (M = 16 limited by the weight registers)
+# 8 rows/cycle, 8 registers                M =   1:  6.2%, M =  16: 88.4%, M =  64: 99.6%  (M = 16 limited by the weight registers)
+
+# %% [markdown]
+# A faster port alone does not do it here: a column latches a whole tile at once, so a weight register frees only
+# when the tile two back has drained out of all 128 rows — with two registers a tile then costs `(M + 127)/2`
+# cycles on average. With 8 rows per cycle *and* 8 registers, `M = 16` reaches the 88 % printed above: the
+# scaling book's "10–20" is what such an MXU would give. Which of these a real TPU is, Google has not published;
+# below, every `M/128` statement is about the one-row-per-cycle model, labelled as such.
 #
 # The published peak follows from the same arrays. TPU v4 has 4 MXUs per TensorCore and 2 TensorCores per chip
 # at 1050 MHz (Jouppi et al., ISCA 2023); v5e has 4 MXUs and one TensorCore at 1.5 GHz (the scaling book's TPU
-# chapter); each MXU does 128·128 MACs (2 FLOPs each) per cycle:
+# chapter); each MXU does 128·128 MACs (2 FLOPs each) per cycle. Where no clock is published, the same product gives
+# the clock the published peak implies:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -316,9 +365,23 @@ for chip in (tpu.TPU_V4, tpu.TPU_V5E):
     print(f"{chip.name}: 128·128 MACs × 2 FLOP × {chip.mxus_per_core} MXUs × {chip.tensor_cores} cores × "
           f"{chip.clock_hz / 1e9:.2f} GHz = {peak / 1e12:.1f} TFLOP/s (published: {chip.bf16_flops / 1e12:.0f})")
     assert abs(peak - chip.bf16_flops) / chip.bf16_flops < 0.01
+for chip in (tpu.TPU_V5P, tpu.TPU_V6E):
+    r, c = chip.mxu
+    print(f"{chip.name}: {chip.bf16_flops / 1e12:.0f} TFLOP/s / ({r}·{c} MACs × 2 FLOP × {chip.mxus_per_core} MXUs × "
+          f"{chip.tensor_cores} cores) = {chip.implied_clock_hz() / 1e9:.2f} GHz implied (no published clock)"
+          + ("  <- unverified" if chip.unverified else ""))
+assert abs(tpu.TPU_V6E.implied_clock_hz() - 3.5e9) < 0.01e9 and tpu.TPU_V6E.unverified == ("mxus_per_core",)
 # Expected output:
 # TPU v4: 128·128 MACs × 2 FLOP × 4 MXUs × 2 cores × 1.05 GHz = 275.3 TFLOP/s (published: 275)
 # TPU v5e: 128·128 MACs × 2 FLOP × 4 MXUs × 1 cores × 1.50 GHz = 196.6 TFLOP/s (published: 197)
+# TPU v5p: 459 TFLOP/s / (128·128 MACs × 2 FLOP × 4 MXUs × 2 cores) = 1.75 GHz implied (no published clock)
+# TPU v6e: 918 TFLOP/s / (256·256 MACs × 2 FLOP × 2 MXUs × 1 cores) = 3.50 GHz implied (no published clock)  <- unverified
+
+# %% [markdown]
+# v6e's line does not add up: Google's v6e page gives each TensorCore "two 256x256 matrix-multiply units", and
+# with the published 918 TFLOP/s that needs a 3.5 GHz clock, more than twice v5e's 1.5 GHz. One of the published
+# figures (the MXU count, or what a "MAC" of v6e's MXU does) is not what it seems; `gc.tpu` marks v6e's MXU count
+# unverified, and nothing below depends on it.
 
 # %% [markdown]
 # ## 7.4 Before the MXU, HBM: the TPU's roofline and its critical batch
@@ -368,7 +431,8 @@ for c in tpu.TPU_CHIPS.values():  # intensity 8192·M / (8192 + 2M) reaches the 
 # %% [markdown]
 # The critical batch of each chip printed above sits a little above its ridge point: the layer's intensity is
 # `8192·M / (8192 + 2M)` FLOP/byte — `M`, less the activations it also moves. Put both limits on v5e for that
-# layer: the MXU model of §7.3 (the four MXUs split `N`, each runs its share of the tiles at 1.5 GHz) and HBM
+# layer: the MXU model of §7.3 with TPU v1's weight-load rate (the four MXUs split `N`, each runs its share of the
+# tiles at 1.5 GHz) and HBM
 # (everything crosses it once, overlapped with compute as the TPU pipelines its DMAs). Each alone, and the chip
 # that has both:
 
@@ -387,11 +451,19 @@ def v5e_utilization(M):
 
 util = {M: v5e_utilization(M) for M in Ms}
 ax = gc.plotting.axes("batch rows M [rows]", "utilization of 197 TFLOP/s [%]", "bf16 8192×8192 layer on a TPU v5e (model)")
-for key, label in (("mxu", "MXUs only (weights already in VMEM)"), ("hbm", "HBM only (roofline)"), ("both", "both")):
-    ax.plot(Ms, [100 * min(util[M][key], 1.0) for M in Ms], label=label, linestyle="-" if key == "both" else "--")
+styles = {"both": dict(linewidth=7, alpha=0.35, color=gc.plotting.PALETTE[2], zorder=1),  # wide band under the limits
+          "mxu": dict(linewidth=1.8, linestyle="--", color=gc.plotting.PALETTE[0], zorder=3),
+          "hbm": dict(linewidth=1.8, linestyle=":", color=gc.plotting.PALETTE[1], zorder=3)}
+for key, label in (("both", "the chip: the lower of the two"), ("mxu", "MXUs only: weights in VMEM, 1 row/cycle load"),
+                   ("hbm", "HBM only (roofline)")):
+    ax.plot(Ms, [100 * min(util[M][key], 1.0) for M in Ms], label=label, **styles[key])
 ax.set_xscale("log", base=2)
 ax.legend()
 plt.show()
+lines = {l.get_label(): l for l in ax.get_lines()}
+chip_line = lines["the chip: the lower of the two"]
+assert all(chip_line.get_linewidth() > 3 * l.get_linewidth() and chip_line.get_zorder() < l.get_zorder()
+           for name, l in lines.items() if l is not chip_line), "the chip's band must stay visible under both limits"
 for M in (1, 16, 64, 128, 240, 1024):
     u = v5e_utilization(M)
     print(f"M = {M:5}: MXUs alone {u['mxu']:6.1%}, HBM alone {min(u['hbm'], 1):6.1%} -> chip {u['both']:6.1%}")
@@ -400,10 +472,12 @@ assert u64["hbm"] < 0.6 * u64["mxu"] and u64["both"] == u64["hbm"], "at M = 64, 
 assert v5e_utilization(1024)["both"] > 0.8
 
 # %% [markdown]
-# Below the critical batch, HBM is the tighter limit by a wide margin (the M = 64 row above): the weight-load limit
-# of the MXU (`M/128`) only shows when the weights already sit in VMEM — reused by a fused kernel, or prefetched
-# during the previous layer (the scaling book's "VMEM prefetching"). This is §1's roofline lesson for the TPU:
-# the systolic array's dataflow does not remove the memory roof; batching does.
+# In the figure the chip (the wide band) follows whichever limit is lower; below the critical batch that is HBM, by
+# a wide margin (the M = 64 row above). The MXU limit of the one-row-per-cycle model (`M/128`) could only show when
+# the weights already sit in VMEM — reused by a fused kernel, or prefetched during the previous layer (the scaling
+# book's "VMEM prefetching") — and there the scaling book expects far less of a limit (its "10–20", §7.3). Either
+# way this is §1's roofline lesson for the TPU: the systolic array's dataflow does not remove the memory roof;
+# batching does.
 
 # %% [markdown]
 # ## 7.5 The order the compiler fixed vs warp scheduling (C18)
@@ -462,11 +536,26 @@ assert len(fixed) == 1, "with a fixed latency the static core's time is fixed to
 # differs is the order: one issue order in all 40 runs of the static core, a new one run after run on the warp
 # scheduler (the counts printed above). With as many loads in flight (8), the static core is slower on average —
 # a late load stalls everything behind it, where the warp scheduler runs another warp — and the compiler answers
-# with more buffers (the 32-buffer row). That is the TPU's bargain: no scheduling hardware, and in exchange the compiler must know
-# its latencies. It can plan them better than a GPU could: a TPU has no caches, its loads are DMAs from HBM into
-# VMEM that the compiler itself issues and sizes, so no cache hits and misses vary them (HBM and ICI contention
-# still can).
+# with more buffers (the 32-buffer row). That is the TPU's bargain: no scheduling hardware, and in exchange the
+# compiler must know its latencies. It can plan them better than a GPU could: no hardware-managed cache sits in front
+# of the TensorCore's operands — the MXU and vector unit read VMEM, filled by DMAs the compiler itself issues and
+# sizes — so no cache hits and misses vary them (HBM and ICI contention still can). TPU v4 does have a larger
+# on-chip memory between HBM and VMEM, **CMEM** (Jouppi et al., ISCA 2023; JAX's Pallas TPU table gives its size),
+# but the TensorCore's operands still come from VMEM:
 #
+# %%
+# NBVAL_CHECK_OUTPUT
+for chip in tpu.TPU_CHIPS.values():
+    cmem = f"{chip.cmem_bytes / 1e6:.0f} MB per chip" if chip.cmem_bytes else "none in JAX's table"
+    print(f"{chip.name}: VMEM {chip.vmem_bytes_per_core / 2**20:3.0f} MiB per TensorCore; CMEM {cmem}")
+assert tpu.TPU_V4.cmem_bytes == 134_000_000 and tpu.TPU_V5P.cmem_bytes == 0
+# Expected output:
+# TPU v4: VMEM  16 MiB per TensorCore; CMEM 134 MB per chip
+# TPU v5e: VMEM 128 MiB per TensorCore; CMEM none in JAX's table
+# TPU v5p: VMEM  64 MiB per TensorCore; CMEM none in JAX's table
+# TPU v6e: VMEM 128 MiB per TensorCore; CMEM none in JAX's table
+
+# %% [markdown]
 # What *this* machine can show about XLA's schedules: the optimized HLO carries `is_scheduled=true` — but on
 # every backend, this CPU included, so it is not evidence about TPUs. It shows that XLA fixes the order of the
 # program's operations (fusions, and collectives in a sharded program) at compile time; a TPU runs that order
@@ -603,18 +692,95 @@ print(f"1024² blocks: {vmem_1024 / 2**20:.0f} MiB per step; v4 has {tpu.TPU_V4.
       f"v5e {tpu.TPU_V5E.vmem_bytes_per_core / 2**20:.0f} MiB per TensorCore")
 
 # %% [markdown]
-# On an NVIDIA GPU the same Pallas program compiles through Triton instead of being interpreted:
+# The grid's order matters for a second reason. On a TPU the grid is a sequential loop, last axis fastest, and an
+# output block stays in VMEM only while consecutive steps keep its index: when the index changes, Pallas writes the
+# block to HBM and never reads it back. So **every output block must be visited in one unbroken run** of steps —
+# "we do require that all invocations that write to a particular slice are consecutive … The third and *last* grid
+# axis would tile the reduction dimension" (Pallas docs, "TPU details"); otherwise, "incorrect values" (Pallas docs,
+# sparse kernels). Put the reduction axis *first*, grid `(k, i, j)`: plain `interpret=True` still computes the right
+# numbers (it keeps whole arrays, no VMEM), so it cannot catch the mistake. `gc.pallas_tpu.plan` can, from the
+# BlockSpecs alone, and so can JAX's own TPU interpreter (`interpret=pltpu.InterpretParams()`), which simulates the
+# TPU's pipeline:
 
 # %%
-if gc.require_gpu("the Pallas matmul compiled for the GPU (interpret=False), checked against jnp.dot"):
+def kfirst_matmul(x, y, bm, bn, bk, interpret=True):  # the same kernel, with the reduction axis FIRST in the grid
+    m, k = x.shape
+    n = y.shape[1]
+
+    def kernel(x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(0) == 0)  # first k block, now grid axis 0
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(k // bk, m // bm, n // bn),
+        in_specs=[pl.BlockSpec((bm, bk), lambda kk, i, j: (i, kk)), pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda kk, i, j: (i, j)), interpret=interpret,
+    )(x, y)
+
+
+logging.getLogger("jax._src.callback").setLevel(logging.CRITICAL)  # the interpreter's refusal is printed below, once
+for name, fn in (("k last ", pallas_matmul), ("k first", kfirst_matmul)):
+    out_op = pallas_tpu.plan(lambda x, y: fn(x, y, 32, 16, 32), xk, yk).operands[2]
+    plain = float(jnp.max(jnp.abs(fn(xk, yk, 32, 16, 32) - xk @ yk)))
     try:
-        gpu = jax.devices("gpu")[0]
-        xg, yg = jax.device_put(jnp.ones((256, 256)), gpu), jax.device_put(jnp.ones((256, 256)), gpu)
-        og = pallas_matmul(xg, yg, 64, 64, 32, interpret=False)
-        t = gc.measure(lambda: pallas_matmul(xg, yg, 64, 64, 32, interpret=False), repeat=5)
-        print(f"Pallas on {gpu}: max error {float(jnp.max(jnp.abs(og - 256.0))):.1e}, {t}")
-    except Exception as exc:  # no JAX CUDA plugin, or a Pallas GPU lowering limit
-        print(f"JAX could not run Pallas on the GPU here: {exc.__class__.__name__}: {exc}")
+        tpu_err = float(jnp.max(jnp.abs(fn(xk, yk, 32, 16, 32, interpret=pltpu.InterpretParams()) - xk @ yk)))
+        verdict = f"runs, max |difference| {tpu_err:.0e}"
+    except Exception as exc:  # the interpreter's RuntimeError, wrapped by the callback that raised it
+        refusal = next(line for line in str(exc).splitlines() if "Revisited block" in line).strip()
+        verdict = "refuses:\n    " + refusal[: refusal.index(" The block")]
+    print(f"{name}: {out_op.distinct} output blocks in {out_op.changes:2} runs of grid steps; plain interpret max "
+          f"|difference| {plain:.0e}; JAX's TPU interpreter {verdict}")
+    assert plain < 1e-3 and out_op.distinct == 4
+    assert out_op.consecutive == (out_op.changes == 4) == ("refuses" not in verdict) == (name == "k last ")
+
+# %% [markdown]
+# On an NVIDIA GPU two things change. The grid's program instances run **in parallel**: "On GPUs, each program is
+# executed in parallel on separate threads. Thus, we need to think about race conditions on writes to HBM" (Pallas
+# quickstart). The kernel above, whose `k` steps add into the same output block, would race; on a GPU the
+# reduction is a loop *inside* the kernel, and each program owns one output block. And the backend: in this JAX,
+# `pallas_call` on an NVIDIA GPU lowers to **Mosaic GPU** by default (the `jax_pallas_use_mosaic_gpu` flag printed
+# below; Hopper and newer GPUs only), while the Triton backend "is maintained only on a best-effort basis, and is
+# not recommended" (Pallas quickstart). The GPU kernel below asks for Triton explicitly
+# (`pallas.triton.CompilerParams`), because Triton runs it on every CUDA GPU this course targets, Colab's T4
+# included. Its numbers are checked here in interpret mode, and on a GPU compiled:
+
+# %%
+def gpu_matmul_kernel(x_ref, y_ref, o_ref, *, bk):  # x_ref: (bm, k) row panel, y_ref: (k, bn) column panel
+    def step(kk, acc):  # the reduction, inside the program: one (bm, bk)·(bk, bn) product per iteration
+        return acc + jnp.dot(x_ref[:, pl.ds(kk * bk, bk)], y_ref[pl.ds(kk * bk, bk), :],
+                             preferred_element_type=jnp.float32)
+
+    o_ref[...] = jax.lax.fori_loop(0, x_ref.shape[1] // bk, step, jnp.zeros(o_ref.shape, jnp.float32))
+
+
+def pallas_matmul_gpu(x, y, bm, bn, bk, interpret=True):
+    m, k = x.shape
+    n = y.shape[1]
+    return pl.pallas_call(
+        partial(gpu_matmul_kernel, bk=bk), out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        grid=(m // bm, n // bn),  # one program per output block; they may all run at once
+        in_specs=[pl.BlockSpec((bm, k), lambda i, j: (i, 0)), pl.BlockSpec((k, bn), lambda i, j: (0, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
+        compiler_params=None if interpret else pl_triton.CompilerParams(num_warps=4, num_stages=2),
+        interpret=interpret,
+    )(x, y)
+
+
+xi, yi = (rng.integers(-4, 5, (128, 128)).astype(np.float32) for _ in range(2))  # small integers: exact in TF32 too
+exact = xi @ yi
+assert np.array_equal(np.asarray(pallas_matmul_gpu(xi, yi, 64, 64, 32)), exact)
+print(f"JAX {jax.__version__}: jax_pallas_use_mosaic_gpu = {jax.config.jax_pallas_use_mosaic_gpu}; "
+      "the GPU kernel in interpret mode: exact")
+if gc.require_gpu("the Pallas GPU matmul compiled through Triton, checked against NumPy"):
+    gpu = jax.devices("gpu")[0]
+    xg, yg = jax.device_put(xi, gpu), jax.device_put(yi, gpu)
+    og = pallas_matmul_gpu(xg, yg, 64, 64, 32, interpret=False)
+    assert np.array_equal(np.asarray(og), exact), "the Triton-compiled Pallas matmul disagrees with NumPy"
+    t = gc.measure(lambda: pallas_matmul_gpu(xg, yg, 64, 64, 32, interpret=False), repeat=5)
+    print(f"Pallas through Triton on {gpu}: exact, {t}")
 
 # %% [markdown]
 # ## 7.7 ICI: tori, meshes, and which slices wrap around (C19)
@@ -623,18 +789,29 @@ if gc.require_gpu("the Pallas matmul compiled for the GPU (interpret=False), che
 # v5p chip has six ICI ports, to its ±1 neighbours in x, y and z; v5e and v6e chips have four, in a 2D grid. Where
 # an axis has a **wraparound** link from its last chip back to its first, that axis is a ring and the grid a
 # torus (3D 토러스); where it has none, the axis is a line and the grid a mesh. Which slices get wraparounds
-# (`TpuChip.wraparound`; Google's v5p page, the scaling book's TPU chapter):
+# (`TpuChip.wraparound`):
 #
-# - v4 and v5p: the wraparound links run through the optical circuit switches that join whole 4×4×4 cubes, so a
-#   slice made of whole cubes (every side a multiple of 4: 4×4×4, 4×4×8, …, the full 16×16×16 v4 pod) is a 3D
-#   torus, and anything smaller (2×2×1, 2×2×4, 2×4×4) has **no** wraparound at all;
+# - v5p, in Google's words (v5p page): "All 4x4x4 and larger slices (one cube) have full 3D torus connectivity.
+#   Slices smaller than a full cube are 3D connected, however, they don't have wrap-around links that make them a
+#   3D torus." The wraparound links run through the optical circuit switches that join whole 4×4×4 cubes. One job
+#   gets at most 16×16×24 chips ("The maximum v5p shape is 16x16x24"), not the whole 8,960-chip pod.
+# - v4: the same rule, from the JAX scaling book: "Any multiple of a full cube (e.g. `4x4x4` or `4x4x8`) will have
+#   wraparounds provided by the optical switches" and "a `2x2x4` won't have any wraparounds". Google's v4 page is
+#   narrower: its "Interconnect topology" row says "3D mesh", and "The connections can be configured as a 3D torus
+#   on slices where the topology, AxBxC, is either 2A=B=C or 2A=2B=C, where each dimension is a multiple of 4. For
+#   example, 4x4x8, 4x8x8, or 12x12x24." The shapes the two sources judge differently (4×4×4, 8×8×8, 16×16×16, …)
+#   are marked *disputed* below, and the lab grades none of them.
 # - v5e and v6e: an axis wraps only when it spans the full 16 chips of the 16×16 pod: 16×16 is a 2D torus, 8×16
-#   wraps along its 16-chip axis only, 4×4 is a plain mesh.
+#   wraps along its 16-chip axis only, 4×4 is a plain mesh (the scaling book; Google lists the 2D shapes 1×1 …
+#   16×16).
+#
+# Only shapes Google lists are accepted (`TpuChip.listed`; for v4, its rule "all ≤ 4 or all multiples of 4"); any
+# other one must be asked for as `hypothetical=True`.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 slices = {"TPU v4": [(2, 2, 1), (2, 2, 4), (2, 4, 4), (4, 4, 4), (4, 4, 8), (16, 16, 16)],
-          "TPU v5p": [(2, 2, 2), (4, 4, 4), (8, 8, 16)],
+          "TPU v5p": [(2, 2, 2), (2, 4, 4), (4, 4, 4), (8, 8, 16), (16, 16, 24)],
           "TPU v5e": [(2, 4), (4, 4), (8, 16), (16, 16)], "TPU v6e": [(4, 8), (16, 16)]}
 for name, shapes_ in slices.items():
     chip = tpu.TPU_CHIPS[name]
@@ -642,14 +819,24 @@ for name, shapes_ in slices.items():
     for dims in shapes_:
         w = chip.wraparound(dims)
         cells.append(f"{'×'.join(map(str, dims))}: " + ("torus" if all(w) else "mesh" if not any(w) else
-                     "wraps on " + ",".join("xyz"[a] for a, x in enumerate(w) if x)))
+                     "wraps on " + ",".join("xyz"[a] for a, x in enumerate(w) if x))
+                     + (" (disputed)" if chip.torus_disputed(dims) else ""))
     print(f"{name}: " + "; ".join(cells))
 assert tpu.TPU_V4.wraparound((2, 2, 4)) == (False,) * 3 and tpu.TPU_V5E.wraparound((8, 16)) == (False, True)
+assert [d for d in slices["TPU v4"] if tpu.TPU_V4.torus_disputed(d)] == [(4, 4, 4), (16, 16, 16)]
+for chip, dims in ((tpu.TPU_V5P, tpu.TPU_V5P.pod), (tpu.TPU_V5E, (16, 4))):
+    try:
+        chip.wraparound(dims)
+        raise AssertionError(f"{chip.name} {dims} was accepted")
+    except ValueError as err:
+        print(f"refused: {err}")
 # Expected output:
-# TPU v4: 2×2×1: mesh; 2×2×4: mesh; 2×4×4: mesh; 4×4×4: torus; 4×4×8: torus; 16×16×16: torus
-# TPU v5p: 2×2×2: mesh; 4×4×4: torus; 8×8×16: torus
+# TPU v4: 2×2×1: mesh; 2×2×4: mesh; 2×4×4: mesh; 4×4×4: torus (disputed); 4×4×8: torus; 16×16×16: torus (disputed)
+# TPU v5p: 2×2×2: mesh; 2×4×4: mesh; 4×4×4: torus; 8×8×16: torus; 16×16×24: torus
 # TPU v5e: 2×4: mesh; 4×4: mesh; 8×16: wraps on y; 16×16: torus
 # TPU v6e: 4×8: mesh; 16×16: torus
+# refused: (16, 20, 28) is larger than the largest TPU v5p slice (16, 16, 24)
+# refused: Google does not list a 16x4 TPU v5e slice; pass hypothetical=True to apply the rule anyway
 
 # %% [markdown]
 # What a wraparound buys: `gc.interconnect.Torus` counts hops (`wrap` can be set per axis). On a torus a message
@@ -677,10 +864,10 @@ assert v5e_half.diameter == 7 + 8
 fig = plt.figure(figsize=(15, 4.6))
 for pos, dims in ((1, (4, 4, 4)), (2, (2, 4, 4))):
     ax3 = fig.add_subplot(1, 3, pos, projection="3d")
-    sl = interconnect.Torus(dims, tpu.TPU_V4.wraparound(dims))
+    sl = interconnect.Torus(dims, tpu.TPU_V5P.wraparound(dims))  # v5p: Google states these rules itself
     interconnect.draw_torus(ax3, sl, highlight=[0])
     kind = "torus: dashed wraparound links" if all(sl.wrap) else "mesh: no wraparound"
-    ax3.set_title(f"v4 slice {'×'.join(map(str, dims))}, {kind};\nchip 0 (red) and its neighbours (orange)", fontsize=9)
+    ax3.set_title(f"v5p slice {'×'.join(map(str, dims))}, {kind};\nchip 0 (red) and its neighbours (orange)", fontsize=9)
 axh = gc.plotting.axes("hops between two chips [links]", "chip pairs [%]", "16×16×16 = 4096 chips", ax=fig.add_subplot(1, 3, 3))
 for wrap, label, colour in ((True, "3D torus", gc.plotting.PALETTE[0]), (False, "3D mesh (no wrap)", gc.plotting.PALETTE[1])):
     counts = interconnect.Torus((16, 16, 16), wrap=wrap).hop_counts()
@@ -696,8 +883,21 @@ plt.show()
 # faces are joined through **optical circuit switches** (Jouppi et al., ISCA 2023): the wiring is switched, just
 # not packet by packet — the torus can be reshaped per job — and traffic between pods (or slices) crosses the
 # data-centre network. A GPU server is switched outright: NVLink links every H100 to NVSwitch chips
-# (`gc.hardware.LINKS`: 450 GB/s per direction per GPU), one hop between any two of its GPUs.
-#
+# (`gc.hardware.LINKS`: 450 GB/s per direction per GPU), so any two of its GPUs are one switch traversal apart —
+# two links, GPU → NVSwitch → GPU — where two chips of a small TPU slice may be several links apart:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+nvlink_links = 2  # GPU → NVSwitch → GPU, for every pair of GPUs of an 8-GPU NVLink server
+v5e_4x4 = interconnect.Torus((4, 4), tpu.TPU_V5E.wraparound((4, 4)))
+print(f"H100 server, NVSwitch: {nvlink_links} links between any two GPUs, "
+      f"{gc.hardware.LINKS['NVLink 4 (H100, per GPU, each direction)'] / 1e9:.0f} GB/s per GPU and direction; "
+      f"v5e 4×4 slice (no wraparound): 1 to {v5e_4x4.diameter} links, mean {v5e_4x4.average_hops:.2f}")
+assert v5e_4x4.diameter == 6 and v5e_4x4.hops((0, 0), (3, 3)) == 6
+# Expected output:
+# H100 server, NVSwitch: 2 links between any two GPUs, 450 GB/s per GPU and direction; v5e 4×4 slice (no wraparound): 1 to 6 links, mean 2.67
+
+# %% [markdown]
 # ## 7.8 What collectives cost: the α–β model
 #
 # A collective over one mesh axis of `p` chips costs `rounds · α + bytes / β`: α the latency of one hop (about
@@ -748,54 +948,85 @@ print(f"the textbook one-direction ring all-reduce: {textbook.steps} rounds, "
 # %% [markdown]
 # The all-reduce's numbers show the two ways to lose a factor of 2: use only one direction of each link (the
 # textbook ring, last line) or have no wraparound (the line). An all-to-all moves each chunk only part of the
-# way, a quarter of an all-gather on a ring (the scaling book's "AllGather / 4").
+# way: on a ring its busiest link carries `p/(4(p−1))` of an all-gather's — 2/7 at `p = 8` (0.125·V against
+# 0.438·V above), tending to the scaling book's "AllGather / 4" as `p` grows:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for p_ in (8, 16, 1024):
+    a2a, ag = (interconnect.axis_link_bytes(kind, 1.0, p_, True) for kind in ("all-to-all", "all-gather"))
+    ratio = a2a / ag
+    print(f"p = {p_:4}: all-to-all / all-gather on a ring = {ratio:.4f} (p/(4(p−1)) = {p_ / (4 * (p_ - 1)):.4f})")
+    assert abs(ratio - p_ / (4 * (p_ - 1))) < 1e-12
+# Expected output:
+# p =    8: all-to-all / all-gather on a ring = 0.2857 (p/(4(p−1)) = 0.2857)
+# p =   16: all-to-all / all-gather on a ring = 0.2667 (p/(4(p−1)) = 0.2667)
+# p = 1024: all-to-all / all-gather on a ring = 0.2502 (p/(4(p−1)) = 0.2502)
+
+# %% [markdown]
 #
 # **All axes at once.** A collective over a whole 2D or 3D slice can use every axis's links at the same time: cut
 # the array into one piece per axis and send the pieces through the axes in rotated orders (piece 1: x then y then
 # z; piece 2: y, z, x; …). The bandwidth term then falls by the number of axes (scaling book: "AllGather over
 # multiple axes ... increases the available bandwidth by a factor of n_axes"). Running the whole array one axis
-# after the other keeps one axis busy at a time — 2 of a v4 chip's 6 ports. A 100 MB all-reduce (data-parallel
-# gradients) on v4 slices, 1 µs per hop, 50 GB/s per link per direction, with each slice's own wraparound rule:
+# after the other keeps one axis busy at a time — 2 of a v5p chip's 6 ports. A 100 MB all-reduce (data-parallel
+# gradients) on the v5p slices Google lists, 1 µs per hop, 100 GB/s per link per direction, with each slice's own
+# wraparound rule (Google's own, for v5p):
 
 # %%
-v4 = tpu.TPU_V4
+v5p = tpu.TPU_V5P
 nbytes, hop = 1e8, 1e-6
-pods = [(2, 2, 2), (2, 4, 4), (4, 4, 4), (8, 8, 8), (8, 16, 16), (16, 16, 16)]
+pods = [(2, 2, 2), (2, 4, 4), (4, 4, 4), (8, 8, 8), (8, 16, 16), (16, 16, 16), (16, 16, 24)]
 chips, times = [], {"one ring through every chip": [], "one axis after another": [], "all axes at once": []}
 for dims in pods:
-    wraps = v4.wraparound(dims)
-    axes = [interconnect.Axis(d, w, v4.ici_link_bytes_per_s) for d, w in zip(dims, wraps)]
+    wraps = v5p.wraparound(dims)
+    axes = [interconnect.Axis(d, w, v5p.ici_link_bytes_per_s) for d, w in zip(dims, wraps)]
     chips.append(int(np.prod(dims)))
     times["one ring through every chip"].append(interconnect.collective_seconds(
-        "all-reduce", nbytes, interconnect.Axis(chips[-1], True, v4.ici_link_bytes_per_s), hop))
+        "all-reduce", nbytes, interconnect.Axis(chips[-1], True, v5p.ici_link_bytes_per_s), hop))
     times["one axis after another"].append(interconnect.collective_seconds("all-reduce", nbytes, axes, hop, concurrent=False))
     times["all axes at once"].append(interconnect.collective_seconds("all-reduce", nbytes, axes, hop))
-ax = gc.plotting.axes("chips in the slice [chips]", "all-reduce of 100 MB [ms]", "TPU v4 slices: 50 GB/s per link, 1 µs per hop")
+ax = gc.plotting.axes("chips in the slice [chips]", "all-reduce of 100 MB [ms]", "TPU v5p slices: 100 GB/s per link, 1 µs per hop")
 for label, ts in times.items():
     ax.plot(chips, [1e3 * t for t in ts], marker="o", label=label)
 ax.set_xscale("log", base=2)
 ax.legend()
 plt.show()
 for i, dims in enumerate(pods):
-    print(f"{'×'.join(map(str, dims)):9} ({chips[i]:5} chips, {'torus' if all(v4.wraparound(dims)) else 'mesh '}): "
+    print(f"{'×'.join(map(str, dims)):9} ({chips[i]:5} chips, {'torus' if all(v5p.wraparound(dims)) else 'mesh '}): "
           + ", ".join(f"{label} {1e3 * ts[i]:6.2f} ms" for label, ts in times.items()))
 at_once, by_axis, ring1 = (times[k] for k in ("all axes at once", "one axis after another", "one ring through every chip"))
-cubes = [i for i, d in enumerate(pods) if len(set(d)) == 1 and all(v4.wraparound(d))]
-assert all(2.8 < by_axis[i] / at_once[i] < 3.0 for i in cubes), "3 equal axes at once: ≈ 3× the bandwidth"
+cubes = [i for i, d in enumerate(pods) if len(set(d)) == 1 and all(v5p.wraparound(d))]
+assert all(2.7 < by_axis[i] / at_once[i] < 3.0 for i in cubes), "3 equal axes at once: ≈ 3× the bandwidth"
 assert at_once[1] > 2 * at_once[2], "2×4×4 has no wraparound: lines, more than twice the 4×4×4 time"
-assert at_once[-1] < 1.1 * at_once[2] and ring1[-1] > 3 * at_once[-1]
+assert chips[-1] == 96 * chips[2] and at_once[-1] < 1.25 * at_once[2], "96× the chips, less than 25 % more time"
+assert ring1[-1] > 10 * at_once[-1], "one ring through 6144 chips: a hop of latency per chip"
 
 # %% [markdown]
-# From 64 to 4096 chips the all-axes all-reduce time barely moves (the rows above): the bandwidth term depends on
-# the bytes, not the chip count, and the rounds (`Σ d_i`) grow slowly — the "nearly linear scaling" the seed
-# promises, for the communication data parallelism needs. Running one axis after another costs close to 3× on a
-# 3D torus (a little less when the axes differ in length, as in 8×16×16, or when latency counts); a single ring
-# through all 4096 chips pays 4096 hops of latency. And the 2×4×4 slice, with no wraparound, takes more than twice
-# the time of the bigger 4×4×4: lines instead of rings. The same model with the other chips' links:
-# `gc.tpu` has them (v5e: 50 GB/s per link and direction, v5p and v6e: 100 GB/s; Google's "bidirectional ICI
-# bandwidth per chip" divided by ports and directions, consistent with Google's published pod bisection
-# bandwidths — tests/test_tpu.py).
-#
+# From 64 to 6144 chips — 96 times as many — the all-axes all-reduce time grows by about a fifth (the rows above):
+# the bandwidth term depends on the bytes, not the chip count, and the rounds (`Σ d_i`) grow slowly — the "nearly
+# linear scaling" the seed promises, for the communication data parallelism needs. Running one axis after another
+# costs close to 3× on a 3D torus (a little less when the axes differ in length, as in 8×16×16, or when latency
+# counts, as it does more with v5p's faster links); a single ring
+# through all 6144 chips pays a hop of latency per chip. And the 2×4×4 slice, with no wraparound, takes more than
+# twice the time of the bigger 4×4×4: lines instead of rings. The same model takes the other chips' links from
+# `gc.tpu`: Google's "bidirectional ICI bandwidth per chip" divided by ports and directions (v4: Jouppi et al.'s
+# 50 GB/s links), consistent with Google's published pod bisection and all-reduce bandwidths (tests/test_tpu.py):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for chip in tpu.TPU_CHIPS.values():
+    print(f"{chip.name}: {chip.ici_bytes_per_s / 1e9:5.0f} GB/s per chip both ways / {chip.ici_ports} ports / 2 "
+          f"= {chip.ici_link_bytes_per_s / 1e9:3.0f} GB/s per link and direction")
+assert {c.name: c.ici_link_bytes_per_s for c in tpu.TPU_CHIPS.values()} == {
+    "TPU v4": 50e9, "TPU v5e": 50e9, "TPU v5p": 100e9, "TPU v6e": 100e9}
+# Expected output:
+# TPU v4:   600 GB/s per chip both ways / 6 ports / 2 =  50 GB/s per link and direction
+# TPU v5e:   400 GB/s per chip both ways / 4 ports / 2 =  50 GB/s per link and direction
+# TPU v5p:  1200 GB/s per chip both ways / 6 ports / 2 = 100 GB/s per link and direction
+# TPU v6e:   800 GB/s per chip both ways / 4 ports / 2 = 100 GB/s per link and direction
+
+# %% [markdown]
 # ## 7.9 A pod on one machine: sharded matmuls, the collectives XLA inserts, and what they cost
 #
 # The eight CPU devices form a 2×4 mesh with axes `x` (2) and `y` (4), standing in for eight chips of a pod
@@ -843,8 +1074,11 @@ assert [(c.kind, c.elements, c.group_size) for c in ar] == [("all-reduce", 256 *
 # %% [markdown]
 # The third collective of the family, **reduce-scatter** (sum, but each device keeps only its `1/p` slice:
 # the first half of an all-reduce), appears when a program asks for it explicitly — here through
-# `shard_map` and `psum_scatter`. When `jit` partitions automatically and wants a scattered sum, XLA's CPU
-# backend emits `all-reduce` followed by a `dynamic-slice`, where GPU and TPU backends keep a reduce-scatter.
+# `shard_map` and `psum_scatter`. When `jit` partitions automatically and wants a scattered sum, XLA's CPU backend
+# keeps the whole `all-reduce` and then cuts each device's slice out of the result (a `dynamic-slice`, fused into
+# the last `fusion` of the program below). XLA's GPU compiler runs a pass that rewrites exactly that pair into a
+# reduce-scatter (`ReduceScatterCreator`, in the "collective-optimizations" pipeline of
+# `xla/service/gpu/gpu_compiler.cc`); the TPU compiler is not open source, so what it emits here is not shown.
 
 # %%
 try:
@@ -866,6 +1100,12 @@ auto_text = auto.lower(jax.device_put(Am, NamedSharding(mesh, P(None, "y"))),
 auto_ops = gc.xla.Compiled(auto_text, 0, 0, 0, 0, 0).ops()
 print(f"jit, k split over y, output rows over y: {auto_ops}")
 assert "all-reduce" in auto_ops and "reduce-scatter" not in auto_ops
+cut = re.search(r"ROOT %dynamic-slice[\w.]* = f32\[(\d+),(\d+)\]", auto_text)  # inside the last fusion
+(whole,) = interconnect.hlo_collectives(auto_text)
+print(f"{whole.kind} of the whole {whole.elements:,}-element product over {whole.group_size} devices, then a "
+      f"dynamic-slice keeps {cut.group(1)}×{cut.group(2)} of it on each device")
+assert whole.kind == "all-reduce" and whole.elements == 256 * 128 and whole.group_size == 4
+assert cut and (int(cut.group(1)), int(cut.group(2))) == (256 // 4, 128)
 
 # %% [markdown]
 # **What the sharded matmuls cost.** Now at a transformer's size: a layer `(B×D)·(D×F)` with `B = 65536` tokens,
@@ -955,11 +1195,12 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 #
 # | ID | claim (seed 000) | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C17 | the TPU's systolic array keeps weights stationary and streams activations, saving bandwidth | §7.1: the cycle-stepped array computes `A @ W` exactly in `M + K + N − 2` cycles; §7.2: it fetches `K·N + M·K + M·N` elements instead of `2·M·K·N + M·N` (1.9× less at M = 1, 16.2× at M = 16, 28.9× at M = 128 for K = N = 32); §7.3: with double-buffered weights (checked cycle by cycle against a clocked array with weight shift chains) tiles start `max(M, 128)` cycles apart, so M = 1 uses ≈ 1/128 of a 128×128 array and 50 % needs M ≥ 65; §7.4: below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e; Google's figures) HBM binds first | **qualified**: the array moves operands register to register and reuses each weight M times — the saving *is* the batch's reuse; a small batch is limited by the weight load (M/128 per tile) and, long before that, by HBM; GPUs obtain the same reuse by tiling into registers and shared memory |
+# | C17 | the TPU's systolic array keeps weights stationary and streams activations, saving bandwidth | §7.1: the cycle-stepped array computes `A @ W` exactly in `M + K + N − 2` cycles; §7.2: it fetches `K·N + M·K + M·N` elements instead of `2·M·K·N + M·N` (1.9× less at M = 1, 16.2× at M = 16, 28.9× at M = 128 for K = N = 32); §7.3: in a model with double-buffered weights that shift in one row per cycle (TPU v1's published mechanism; checked cycle by cycle against a clocked array with weight shift chains) tiles start `max(M, 128)` cycles apart, so M = 1 uses ≈ 1/128 of a 128×128 array and 50 % needs M ≥ 65; the scaling book says instead that from VMEM an intensity of "only 10-20" reaches peak, which the same model gives only with a faster weight port and more weight registers (88 % at M = 16 with 8 rows/cycle and 8 registers) — v2–v6's weight path is unpublished; §7.4: below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e; Google's figures) HBM binds first | **qualified**: the array moves operands register to register and reuses each weight M times — the saving *is* the batch's reuse; in this model (TPU v1's weight load) a small batch is limited by the weight load (M/128 per tile), a limit the scaling book puts far lower for today's TPUs; either way HBM binds long before it; GPUs obtain the same reuse by tiling into registers and shared memory |
 # | C18 | a TPU runs the order the compiler fixed, with no warp scheduling, so pods have low overhead | §7.5: the MXU's cycle schedule is data-independent; under the same memory latencies a compiler-fixed in-order core keeps one issue order in 40 runs while a warp-scheduler model changes order from run to run — and both finish times vary, the static core stalling more unless given more buffers; `is_scheduled=true` appears in this CPU's HLO too (XLA fixes op order on every backend) and a sharded program is one module for all 8 devices; TensorCore design: Jouppi et al., CACM 2020 / ISCA 2023, the scaling book's TPU chapter (a scalar core issues all instructions and DMAs) | **qualified**: the order — instructions, DMAs, collectives — is fixed at compile time and there is no warp scheduler; but a fixed order is not a fixed time (the core waits on DMAs and ICI), the compiler must hide latency with buffers the hardware would otherwise hide with warps, and "low overhead" is about scheduling only: communication still costs what §7.8–7.9 price |
-# | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | §7.7: 4×4×4 torus: 6 links per chip, diameter 6 vs 9 for an open mesh; 16×16×16: mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes; §7.8: the α–β costs of the four collectives, checked message by message; a 100 MB all-reduce on v4 slices with all axes at once stays ≈ flat from 64 to 4096 chips, close to 3× faster than one axis at a time; Google Cloud TPU docs (v4/v5p 3D torus, v5e/v6e 2D torus; per-chip ICI bandwidths), Jouppi et al. ISCA 2023 (optical circuit switches) | **qualified**: true for v4/v5p slices of whole 4×4×4 cubes — smaller slices are meshes without wraparound; v5e/v6e are 2D (a torus only at the full 16×16); cubes are joined by optical circuit switches (reconfigurable, not packet-switched); traffic between slices crosses the data-centre network |
+# | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | §7.7: 4×4×4 torus: 6 links per chip, diameter 6 vs 9 for an open mesh; 16×16×16: mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes; §7.8: the α–β costs of the four collectives, checked message by message; a 100 MB all-reduce on v5p slices with all axes at once stays ≈ flat from 64 to 6144 chips, close to 3× faster than one axis at a time. Sources: Google's v5p page ("All 4x4x4 and larger slices (one cube) have full 3D torus connectivity", smaller ones have no wrap-around links; largest slice 16x16x24); Google's v4 page ("Interconnect topology: 3D mesh"; a torus "on slices where the topology, AxBxC, is either 2A=B=C or 2A=2B=C"); the JAX scaling book (every multiple of a full cube wraps, v4 included; v5e/v6e wrap only on 16-chip axes); Google's v5e/v6e pages (2D torus; per-chip ICI bandwidths); Jouppi et al. ISCA 2023 (optical circuit switches) | **qualified**: true for v5p slices of one 4×4×4 cube or more (Google) and for v4 slices of whole cubes (the scaling book; Google's v4 page names only 2A=B=C and 2A=2B=C shapes, so 4×4×4, 8×8×8, 16×16×16 are disputed) — smaller slices are meshes without wraparound; v5e/v6e are 2D (a torus only at the full 16×16); cubes are joined by optical circuit switches (reconfigurable, not packet-switched); traffic between slices crosses the data-centre network |
 #
-# On a GPU backend §7.2's FLOP/s measurement runs on cuBLAS and §7.6's Pallas kernel is compiled through Triton;
+# On a GPU backend §7.2's FLOP/s measurement runs on cuBLAS and §7.6's GPU Pallas kernel (the reduction inside the
+# kernel, Triton asked for explicitly; JAX's default GPU backend is Mosaic GPU) is compiled and checked;
 # everything else is a model or CPU-real JAX (meshes, collectives, HLO) and reads the same on every machine.
 #
 # **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array, tile a GEMM with double-buffered

@@ -549,16 +549,22 @@ def _group_size(line: str) -> int:
     raise ValueError(f"cannot read the replica groups of: {line.strip()[:120]}")
 
 
+_SHAPE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\]")
+
+
 def hlo_collectives(hlo: str) -> list[HloCollective]:
-    """The collectives of an optimized HLO module (async ``-start`` forms count as the op), with the bytes of each
-    one's result and the size of its replica groups."""
+    """The collectives of an optimized HLO module, with the bytes of each one's result and the size of its replica
+    groups. Async ``-start`` forms count as the op; their result is a tuple that holds the operand(s) first and the
+    result last (``(f32[8,16], f32[64,16]) all-gather-start(...)``), so the last shape is the one read."""
     out = []
     for line in hlo.splitlines():
-        m = re.search(r"=\s*\(?([a-z0-9]+)\[([0-9,]*)\][^ ]*\)?\s+(all-reduce|all-gather|reduce-scatter|all-to-all)"
-                      r"(?:-start)?\(", line)
+        m = re.search(r"=\s*(.*?)\s(all-reduce|all-gather|reduce-scatter|all-to-all)(?:-start)?\(", line)
         if not m:
             continue
-        dtype, shape, kind = m.group(1), m.group(2), m.group(3)
+        shapes = _SHAPE.findall(m.group(1))  # [(dtype, dims), ...]: one, or a tuple's members
+        if not shapes:
+            raise ValueError(f"cannot read the result shape of: {line.strip()[:120]}")
+        (dtype, shape), kind = shapes[-1], m.group(2)
         n = math.prod(int(s) for s in shape.split(",") if s) if shape else 1
         out.append(HloCollective(_HLO_KINDS[kind], n, _DTYPE_BYTES.get(dtype, 4), _group_size(line), line.strip()))
     return out

@@ -9,7 +9,14 @@ Pipelining" and "TPU Pipelining"; the scheduler in jax/_src/pallas/mosaic/pipeli
   ``buffer_count = 2`` unless the BlockSpec asks for another with ``pipeline_mode=pl.Buffered(n)``, so the next
   block is copied in (and the last one out) while the kernel works on the current one;
 - the grid runs as nested loops, last axis fastest, and a block is copied in only when its index changes from one
-  step to the next (an output block is written back when the next step moves to another block, and at the end).
+  step to the next (an output block is written back when the next step moves to another block, and at the end);
+- so every output block must be visited in **one unbroken run** of grid steps: "we do require that all invocations
+  that write to a particular slice are consecutive" (Pallas docs, "TPU details"); "Failure to access output blocks
+  consecutively will result in incorrect values" (Pallas docs, sparse kernels): an output block is stored to HBM
+  when the grid moves on and never read back, so one visited again starts from a stale VMEM buffer
+  (:attr:`Operand.consecutive`). JAX's own
+  TPU interpreter (``interpret=pltpu.InterpretParams()``) refuses such kernels ("Revisited block"); plain
+  ``interpret=True`` computes the right numbers and does not notice.
 
 Tracing needs no TPU: ``jax.make_jaxpr`` works on shapes, and ``interpret=True`` kernels run on this CPU.
 """
@@ -67,6 +74,7 @@ class Operand:
     itemsize: int  # bytes per element
     buffers: int  # VMEM buffers Pallas allocates for it
     changes: int  # grid steps at which its block index differs from the previous step's (the first counts)
+    distinct: int  # different block indices over the whole grid
 
     @property
     def block_bytes(self) -> int:
@@ -80,6 +88,12 @@ class Operand:
     def hbm_bytes(self) -> int:
         """Bytes copied between HBM and VMEM for this operand over the whole grid."""
         return self.changes * self.block_bytes
+
+    @property
+    def consecutive(self) -> bool:
+        """Every block is visited in one unbroken run of grid steps (changes == distinct). Required of outputs on a
+        TPU: an output block left and visited again would start from a stale VMEM buffer."""
+        return self.changes == self.distinct
 
 
 @dataclass(frozen=True)
@@ -101,10 +115,15 @@ class PallasPlan:
     def hbm_bytes(self) -> int:
         return sum(o.hbm_bytes for o in self.operands)
 
+    @property
+    def outputs_consecutive(self) -> bool:
+        """Every output block is visited in one unbroken run of grid steps (what a TPU requires)."""
+        return all(o.consecutive for o in self.operands if o.role == "out")
 
-def _block_index_changes(mapping: Any, grid: tuple[int, ...]) -> int:
-    """Run the BlockSpec's index map over the whole grid (last axis fastest) and count the steps whose block index
-    differs from the step before."""
+
+def _block_index_changes(mapping: Any, grid: tuple[int, ...]) -> tuple[int, int]:
+    """Run the BlockSpec's index map over the whole grid (last axis fastest): the steps whose block index differs
+    from the step before, and the number of different block indices."""
     import jax
     import jax.numpy as jnp
     from jax.extend.core import jaxpr_as_fun
@@ -114,8 +133,9 @@ def _block_index_changes(mapping: Any, grid: tuple[int, ...]) -> int:
     blocks = jax.vmap(lambda *g: jnp.stack(f(*g)))(*[jnp.asarray(i, jnp.int32) for i in idx])  # (steps, block rank)
     blocks = np.asarray(blocks)
     if blocks.shape[0] == 0:
-        return 0
-    return 1 + int(np.any(blocks[1:] != blocks[:-1], axis=1).sum())
+        return 0, 0
+    changes = 1 + int(np.any(blocks[1:] != blocks[:-1], axis=1).sum())
+    return changes, len(np.unique(blocks.reshape(blocks.shape[0], -1), axis=0))
 
 
 def plan(fn: Callable[..., Any], *args: Any, call: int = 0) -> PallasPlan:
@@ -131,6 +151,6 @@ def plan(fn: Callable[..., Any], *args: Any, call: int = 0) -> PallasPlan:
         buffers = int(getattr(mode, "buffer_count", DEFAULT_BUFFERS) or DEFAULT_BUFFERS)
         aval = bm.array_aval
         ops.append(Operand("in" if i < gm.num_inputs else "out", tuple(int(s) for s in aval.shape), block_shape(bm),
-                           int(np.dtype(aval.dtype).itemsize), buffers, _block_index_changes(bm, grid)))
+                           int(np.dtype(aval.dtype).itemsize), buffers, *_block_index_changes(bm, grid)))
     scratch = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in getattr(gm, "scratch_avals", ()) or ())
     return PallasPlan(grid, tuple(ops), int(scratch))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -208,24 +209,29 @@ def schedule(M: int, K: int, N: int) -> np.ndarray:
 #
 # A layer's K×N weight matrix is cut into rows×cols tiles (edge tiles padded with zeros). Each PE has a weight
 # *shift register* (the column's weight load chain) and `buffers` weight registers. Loading a tile shifts its rows
-# down every column's chain, one row per cycle, so a tile needs `rows` cycles of the column's weight port (TPU v1:
-# "the 256 cycles it takes to shift a tile in", Jouppi et al., ISCA 2017); column n runs n cycles behind column 0,
-# like the activations of row k run k cycles behind row 0. When the chain holds the whole tile, the column *latches*
-# it into one weight register. Every activation carries the number of the tile it belongs to and multiplies by the
-# register holding that tile: the new weights "take effect with the advancing wave alongside the first data of a
-# new block" (same paper). With two registers (double buffering) the next tile is shifted in and latched while the
-# current one streams.
+# down every column's chain, `k = weight_rows_per_cycle` rows per cycle, so a tile needs L = ceil(rows/k) cycles of
+# the column's weight port; column n runs n cycles behind column 0, like the activations of row k run k cycles behind
+# row 0. When the chain holds the whole tile, the column *latches* it into one weight register. Every activation
+# carries the number of the tile it belongs to and multiplies by the register holding that tile: the new weights
+# "take effect with the advancing wave alongside the first data of a new block" (Jouppi et al., ISCA 2017).
+#
+# The load rate is a parameter of this model, not a published figure. k = 1 (L = rows) is TPU v1's mechanism: "the
+# 256 cycles it takes to shift a tile in" on its 256-wide array (same paper). Google has not published the weight
+# path of the MXUs of TPU v2-v6; the JAX scaling book says that with weights in VMEM an arithmetic intensity of
+# "only 10-20" reaches peak, which a 128-cycle load per tile cannot give (course §7.3 shows both).
 #
 # Constraints of a schedule (E_t: cycle at which column 0 latches tile t, column n at E_t + n; S_t: cycle at which
 # tile t's first activation row enters array row 0; a latch at cycle c is seen by MACs from cycle c + 1):
-#   weight port   E_t ≥ E_{t−1} + rows          (a column's chain shifts one tile at a time)
+#   weight port   E_t ≥ E_{t−1} + L             (a column's chain shifts one tile at a time)
 #   activations   S_t ≥ S_{t−1} + M             (the left edge takes one activation row per cycle)
 #   latched       S_t ≥ E_t + 1                 (PE (0, n) first uses tile t at S_t + n)
-#   register free E_t ≥ S_{t−B} + M + rows − 2  (tile t − B, in the same register, has left every row of the column)
-# The earliest schedule gives S_t = t · max(M, rows) with B = 2: a tile costs max(M, rows) cycles, the weight load
-# when M < rows, the stream otherwise, and only the pipeline fill and drain of the last tile (rows + cols − 2) is
-# paid on top. With B = 1 the latch must wait for the previous tile to drain out of the column: M + rows − 1 per
-# tile.
+#   register free E_t ≥ S_{t−B} + M + rows − 2  (tile t − B, in the same register, has left every row of the
+#                                                column: a column latches all its rows at once)
+# In steady state a tile costs max(M, L, (M + rows − 1)/B) cycles: the stream, the weight load, or the weight
+# registers. With k = 1 and B = 2 that is max(M, rows) — the weight load when M < rows, the stream otherwise — and
+# only the pipeline fill and drain of the last tile (rows + cols − 2) is paid on top. With B = 1 the latch must wait
+# for the previous tile to drain out of the column: M + rows − 1 per tile. A fast weight load (large k) with few
+# registers is bound by the registers: a column cannot latch tile t until tile t − B has drained out of it.
 
 
 class ScheduleHazard(RuntimeError):
@@ -241,15 +247,17 @@ class TileTimes:
     start: int  # S_t: cycle at which the tile's first activation row enters array row 0
 
 
-def tile_schedule(M: int, tiles: int, rows: int, buffers: int = 2) -> list[TileTimes]:
+def tile_schedule(M: int, tiles: int, rows: int, buffers: int = 2, weight_rows_per_cycle: int = 1) -> list[TileTimes]:
     """The earliest legal schedule of ``tiles`` weight tiles (see the constraints above). The first tile is latched
     one cycle before its first activation reaches each column (``latch = −1``: column n at cycle n − 1); its
     weights were shifted in while the previous layer finished, so its load is not counted."""
-    if min(M, tiles, rows, buffers) < 1:
-        raise ValueError(f"M, tiles, rows and buffers must be positive, got {(M, tiles, rows, buffers)}")
+    if min(M, tiles, rows, buffers, weight_rows_per_cycle) < 1:
+        raise ValueError("M, tiles, rows, buffers and weight_rows_per_cycle must be positive, got "
+                         f"{(M, tiles, rows, buffers, weight_rows_per_cycle)}")
+    load = math.ceil(rows / weight_rows_per_cycle)  # L: cycles of a column's weight port per tile
     out = [TileTimes(-1, 0)]
     for t in range(1, tiles):
-        latch = out[-1].latch + rows
+        latch = out[-1].latch + load
         if t >= buffers:
             latch = max(latch, out[t - buffers].start + M + rows - 2)
         out.append(TileTimes(latch, max(out[-1].start + M, latch + 1)))
@@ -290,8 +298,9 @@ def _pick(slot: np.ndarray, stack: np.ndarray) -> np.ndarray:
 
 
 def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
-              schedule: list[TileTimes] | None = None) -> TiledRun:
-    """``A @ W`` tiled onto a ``rows × cols`` weight-stationary array with weight shift chains and ``buffers``
+              schedule: list[TileTimes] | None = None, weight_rows_per_cycle: int = 1) -> TiledRun:
+    """``A @ W`` tiled onto a ``rows × cols`` weight-stationary array with weight shift chains
+    (``weight_rows_per_cycle`` rows shift in per cycle) and ``buffers``
     weight registers per PE, clocked cycle by cycle. ``schedule`` defaults to :func:`tile_schedule`; any schedule
     that breaks a constraint raises :class:`ScheduleHazard` at the cycle where the array would go wrong."""
     A = np.asarray(A, dtype=np.float64)
@@ -303,7 +312,9 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
     R, Cn = int(rows), int(cols)
     parts = weight_tiles(K, N, R, Cn)
     T = len(parts)
-    sched = schedule if schedule is not None else tile_schedule(M, T, R, buffers)
+    kw = int(weight_rows_per_cycle)  # rows of weights a column's port takes per cycle
+    L = math.ceil(R / kw)  # cycles to shift one tile into a column
+    sched = schedule if schedule is not None else tile_schedule(M, T, R, buffers, kw)
     if len(sched) != T:
         raise ValueError(f"the schedule has {len(sched)} entries for {T} tiles")
     padded = np.zeros((T, R, Cn))  # weight tiles, zero-padded at the edges
@@ -323,7 +334,7 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
     p = np.zeros((R, Cn))  # partial sums
     C = np.zeros((M, N))
     last = sched[-1].start + (M - 1) + (R - 1) + (Cn - 1)
-    first = min(0, min(s.latch for s in sched) - R + 1)  # the first tile's weights shift in before cycle 0
+    first = min(0, min(s.latch for s in sched) - L + 1)  # the first tile's weights shift in before cycle 0
     busy = np.zeros(last + 1, dtype=np.int64)
     useful = 0
     for c in range(first, last + 1):
@@ -364,19 +375,22 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
             tb = a_tile[R - 1]
             out = (tb >= 0) & (np.arange(Cn) < n_len[np.maximum(tb, 0)])
             np.add.at(C, (a_row[R - 1][out], n_start[tb[out]] + np.arange(Cn)[out]), p[R - 1][out])
-        # weight chains shift down; the top takes the weight the column's port feeds this cycle
-        feed = np.zeros(Cn)
+        # weight chains shift down kw rows; the top kw take the group of rows the column's port feeds this cycle
+        feed = np.zeros((kw, Cn))
         fed = np.zeros(Cn, bool)
         for t, s in enumerate(sched):
-            r = s.latch + np.arange(Cn) - c  # column n feeds the weight for row r at cycle E_t + n − r
-            ok = (r >= 0) & (r < R)
+            g = s.latch + np.arange(Cn) - c  # column n feeds row group g (rows g·kw …) at cycle E_t + n − g
+            ok = (g >= 0) & (g < L)
             if ok.any():
                 if fed[ok].any():
                     raise ScheduleHazard(f"cycle {c}: two tiles want the weight port of the same column")
-                feed[ok] = padded[t, r[ok], np.arange(Cn)[ok]]
+                for i in range(kw):
+                    r = g * kw + i
+                    okr = ok & (r < R)
+                    feed[i, okr] = padded[t, r[okr], np.arange(Cn)[okr]]
                 fed |= ok
-        chain[1:] = chain[:-1].copy()
-        chain[0] = feed
+        chain[kw:] = chain[:-kw].copy()
+        chain[:kw] = feed[: min(kw, R)]
         for t, s in enumerate(sched):  # column n latches tile t at cycle E_t + n
             n = c - s.latch
             if 0 <= n < Cn:
@@ -387,15 +401,17 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
 
 @dataclass(frozen=True)
 class TiledGemm:
-    """Closed-form cycles of a ``(M×K)·(K×N)`` GEMM on a ``rows × cols`` weight-stationary array with
-    double-buffered weights (``buffers=2``; ``buffers=1`` for the single-register array). Checked against
-    :func:`run_tiled` cycle by cycle.
+    """Cycles of a ``(M×K)·(K×N)`` GEMM on a ``rows × cols`` weight-stationary array with ``buffers`` weight
+    registers per PE (2: double-buffered; 1: a single register) and a weight port that shifts ``weight_rows_per_cycle`` rows of
+    a tile into a column per cycle (1: TPU v1's mechanism, a ``rows``-cycle load). Checked against :func:`run_tiled`
+    cycle by cycle (tests/test_systolic.py).
 
-    ``ceil(K/rows)·ceil(N/cols)`` tiles start ``period`` cycles apart — ``max(M, rows)`` double-buffered: the
+    The cycle count is that of the earliest legal schedule (:func:`tile_schedule`). With one row per cycle and two
+    registers it has a closed form: ``ceil(K/rows)·ceil(N/cols)`` tiles start ``max(M, rows)`` cycles apart — the
     ``rows``-cycle weight load when M < rows, the M-row stream otherwise — and the last tile's rows still need
     ``rows + cols − 2`` cycles to fill and drain the array:
 
-        cycles = (tiles − 1) · period + M + rows + cols − 2
+        cycles = (tiles − 1) · max(M, rows) + M + rows + cols − 2
     """
 
     M: int
@@ -404,23 +420,46 @@ class TiledGemm:
     rows: int = 128
     cols: int = 128
     buffers: int = 2
+    weight_rows_per_cycle: int = 1
 
     def __post_init__(self) -> None:
-        if min(self.M, self.K, self.N, self.rows, self.cols) < 1 or self.buffers not in (1, 2):
-            raise ValueError(f"positive sizes and buffers in (1, 2) needed, got {self}")
+        if min(self.M, self.K, self.N, self.rows, self.cols, self.buffers, self.weight_rows_per_cycle) < 1:
+            raise ValueError(f"positive sizes, buffers and weight_rows_per_cycle needed, got {self}")
 
     @property
     def tiles(self) -> int:
         return math.ceil(self.K / self.rows) * math.ceil(self.N / self.cols)
 
     @property
-    def period(self) -> int:
-        """Cycles between the starts of consecutive tiles in steady state."""
-        return max(self.M, self.rows) if self.buffers == 2 else self.M + self.rows - 1
+    def weight_load_cycles(self) -> int:
+        """L: cycles a column's weight port needs to shift one tile in."""
+        return math.ceil(self.rows / self.weight_rows_per_cycle)
+
+    @property
+    def period(self) -> float:
+        """Cycles per tile in steady state: the stream (M), the weight load (L) or the weight registers (a column
+        latches tile t only after tile t − buffers has drained out of it: (M + rows − 1)/buffers)."""
+        p = max(self.M, self.weight_load_cycles, (self.M + self.rows - 1) / self.buffers)
+        return int(p) if float(p).is_integer() else p
+
+    @property
+    def limit(self) -> str:
+        """What sets the period: 'stream', 'weight load' or 'weight registers' (ties go to the first)."""
+        terms = {"stream": self.M, "weight load": self.weight_load_cycles,
+                 "weight registers": (self.M + self.rows - 1) / self.buffers}
+        return max(terms, key=terms.get)
+
+    @cached_property
+    def schedule(self) -> list[TileTimes]:
+        return tile_schedule(self.M, self.tiles, self.rows, self.buffers, self.weight_rows_per_cycle)
 
     @property
     def cycles(self) -> int:
-        return (self.tiles - 1) * self.period + cycles(self.M, self.rows, self.cols)
+        """From cycle 0 (the first activation enters) to the last result leaving the array, inclusive."""
+        steady = max(self.M, self.weight_load_cycles)
+        if self.buffers * steady >= self.M + self.rows - 1:  # the registers never bind: tile t starts at t · steady
+            return (self.tiles - 1) * steady + cycles(self.M, self.rows, self.cols)
+        return self.schedule[-1].start + cycles(self.M, self.rows, self.cols)
 
     @property
     def useful_macs(self) -> int:
@@ -443,8 +482,8 @@ class TiledGemm:
 
     @property
     def weight_load_bound(self) -> bool:
-        """True when a tile's weight load (rows cycles) outlasts its stream (M cycles)."""
-        return self.buffers == 2 and self.M < self.rows
+        """True when a tile's weight load outlasts both its stream and the weight registers' turnaround."""
+        return self.limit == "weight load" and self.M < self.weight_load_cycles
 
     def seconds(self, clock_hz: float) -> float:
         return self.cycles / clock_hz

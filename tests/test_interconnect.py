@@ -140,11 +140,15 @@ def test_collectives_read_from_hlo_in_every_replica_group_format():
         "{'axis_0'}, dimensions={0}",
         "%ar.1 = bf16[64]{0} all-reduce-start(%g), replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add",
         "%rs = f32[16,64]{1,0} reduce-scatter(%h), replica_groups=[2,4]<=[8], dimensions={0}, to_apply=%add",
+        # async all-gather: a tuple of (operand, result); the result is the last member
+        "%ag = (f32[8,16]{1,0}, f32[64,16]{1,0}) all-gather-start(%p), channel_id=3, "
+        "replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true",
+        "%agd = f32[64,16]{1,0} all-gather-done(%ag)",  # the -done half is not a second collective
     ]
     found = ic.hlo_collectives("\n".join(lines))
     assert [(c.kind, c.result_bytes, c.group_size) for c in found] == [
         ("all-reduce", 256 * 128 * 4, 4), ("all-gather", 256 * 128 * 4, 2), ("all-reduce", 128, 4),
-        ("reduce-scatter", 16 * 64 * 4, 4)]
+        ("reduce-scatter", 16 * 64 * 4, 4), ("all-gather", 64 * 16 * 4, 8)]
     assert found[3].array_bytes() == 4 * 16 * 64 * 4 and found[3].array_bytes(itemsize=2) == 4 * 16 * 64 * 2
     with pytest.raises(ValueError):
         ic.hlo_collectives("%x = f32[4]{0} all-reduce(%y), replica_groups=weird")

@@ -78,8 +78,90 @@ def test_slice_hops_needs_the_wraparound_rules():
         w = all(d % 4 == 0 for d in dims)
         return sum(min(abs(x - y), d - abs(x - y)) if w else abs(x - y) for x, y, d in zip(a, b, dims))
 
-    for wrong in (always_torus, never_wraps, per_axis_multiple_of_4, both_rules_by_cubes):
+    def big_slices_are_tori(a, b, dims, chip):  # "64 chips or more is a torus": right on every listed v4/v5p shape
+        n = 1
+        for d in dims:
+            n *= d
+        wraps = [n >= 64] * len(dims) if chip in ("TPU v4", "TPU v5p") else [d == 16 for d in dims]
+        return sum(min(abs(x - y), d - abs(x - y)) if w else abs(x - y) for x, y, d, w in zip(a, b, dims, wraps))
+
+    for wrong in (always_torus, never_wraps, per_axis_multiple_of_4, both_rules_by_cubes, big_slices_are_tori):
         _fails("slice_hops", wrong)
+    with pytest.raises(CheckFailure, match="expected 11, got 3"):  # v5p 2×4×8 corner to corner: a mesh, 1+3+7 hops
+        lab.problems["slice_hops"].check(big_slices_are_tori, hidden=True)
+
+
+def test_slice_hops_grades_listed_or_declared_hypothetical_slices_only():
+    from gpucourse import tpu
+
+    for case in lab.problems["slice_hops"].hidden_cases() + lab.problems["slice_hops"].visible:
+        a, b, dims, chip = case.args
+        c = tpu.TPU_CHIPS[chip]
+        assert c.listed(dims) or (chip, tuple(dims)) in lab.HYPOTHETICAL, (chip, dims)
+        assert not c.torus_disputed(dims), (chip, dims)
+        c.wraparound(dims, hypothetical=(chip, tuple(dims)) in lab.HYPOTHETICAL)  # within the largest slice
+
+
+def _pallas(order):
+    """A blocked Pallas matmul with its grid in another order: 'ijk' (reduction last) or 'kij' (reduction first)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def pallas_matmul(x, y, bm, bn, bk):
+        m, k = x.shape
+        n = y.shape[1]
+        sizes = {"i": m // bm, "j": n // bn, "k": k // bk}
+        pos = {a: order.index(a) for a in "ijk"}
+
+        def kernel(x_ref, y_ref, o_ref):
+            @pl.when(pl.program_id(pos["k"]) == 0)
+            def _():
+                o_ref[...] = jnp.zeros_like(o_ref)
+
+            o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        def spec(shape, pick):
+            return pl.BlockSpec(shape, lambda *g: tuple(g[pos[a]] for a in pick))
+
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+                              grid=tuple(sizes[a] for a in order),
+                              in_specs=[spec((bm, bk), "ik"), spec((bk, bn), "kj")], out_specs=spec((bm, bn), "ij"),
+                              interpret=True)(x, y)
+
+    return pallas_matmul
+
+
+def _overwrites_each_k_step(x, y, bm, bn, bk):  # keeps only the last k block's product
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    m, k = x.shape
+    n = y.shape[1]
+
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)), interpret=True)(x, y)
+
+
+def test_pallas_matmul_must_visit_each_output_block_in_one_run():
+    """Reduction axis first (grid (k, i, j), zeroing at program_id(0) == 0): interpret mode computes the right
+    numbers, but on a TPU every output block would be left and revisited with a stale buffer. It must fail, with a
+    message that says why; the kernel with the reduction last passes."""
+    p = lab.problems["pallas_matmul"]
+    p.check(_pallas("ijk"))
+    p.check(_pallas("ijk"), hidden=True)
+    _fails("pallas_matmul", _overwrites_each_k_step)
+    for order in ("kij", "ikj"):
+        with pytest.raises(CheckFailure, match="consecutive"):
+            p.check(_pallas(order))
+        with pytest.raises(CheckFailure, match="consecutive"):
+            p.check(_pallas(order), hidden=True)
 
 
 def collective_ok(kind, nbytes, p, wrap, link_bandwidth, latency):

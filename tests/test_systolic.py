@@ -143,7 +143,46 @@ def test_tiled_gemm_counts_tiles_padding_and_the_weight_load():
     with pytest.raises(ValueError):
         systolic.TiledGemm(0, 4, 4)
     with pytest.raises(ValueError):
-        systolic.TiledGemm(4, 4, 4, buffers=3)
+        systolic.TiledGemm(4, 4, 4, buffers=0)
+    with pytest.raises(ValueError):
+        systolic.TiledGemm(4, 4, 4, weight_rows_per_cycle=0)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 8])
+@pytest.mark.parametrize("buffers", [1, 2, 3, 5])
+def test_faster_weight_load_against_the_cycle_by_cycle_array(k, buffers):
+    """The weight-load rate is a model parameter (TPU v1: one row per cycle). With k rows per cycle the tiled model
+    still agrees with the clocked array to the cycle, whatever limits it: stream, weight load or weight registers."""
+    rng = np.random.default_rng(10 * k + buffers)
+    limits = set()
+    for rows, cols in ((4, 4), (6, 5), (8, 3)):
+        for M in (1, 2, 3, 7):
+            for K, N in ((9, 10), (12, 8), (3, 13)):
+                A, W = rng.integers(-3, 4, (M, K)).astype(float), rng.integers(-3, 4, (K, N)).astype(float)
+                run = systolic.run_tiled(A, W, rows, cols, buffers=buffers, weight_rows_per_cycle=k)
+                model = systolic.TiledGemm(M, K, N, rows, cols, buffers=buffers, weight_rows_per_cycle=k)
+                assert np.array_equal(run.C, A @ W)
+                assert run.cycles == model.cycles and run.busy.sum() == M * K * N
+                limits.add(model.limit)
+    assert buffers == 1 or len(limits) >= 2  # the cases reach more than one regime (one register: always the registers)
+
+
+def test_faster_weight_load_is_tight_and_bounded_by_the_registers():
+    """Starting any tile one cycle early breaks the array, for a fast weight port too; and a fast port with two
+    registers is bound by the registers (a column latches tile t only after tile t − 2 has drained)."""
+    rng = np.random.default_rng(12)
+    A, W = rng.standard_normal((2, 16)), rng.standard_normal((16, 12))
+    sched = systolic.tile_schedule(2, 16, 4, buffers=2, weight_rows_per_cycle=4)  # 4 × 4 tiles of 4×3
+    for t in range(1, len(sched)):
+        early = list(sched)
+        early[t] = systolic.TileTimes(sched[t].latch, sched[t].start - 1)
+        with pytest.raises(systolic.ScheduleHazard):
+            systolic.run_tiled(A, W, 4, 3, schedule=early, weight_rows_per_cycle=4)
+    v1, fast2, fast8 = (systolic.TiledGemm(16, 4096, 4096, buffers=b, weight_rows_per_cycle=k)
+                        for k, b in ((1, 2), (8, 2), (8, 8)))
+    assert v1.limit == "weight load" and v1.period == 128
+    assert fast2.limit == "weight registers" and fast2.period == pytest.approx((16 + 127) / 2)
+    assert fast8.period == pytest.approx(143 / 8) and fast8.utilization > 0.85 > 0.25 > fast2.utilization
 
 
 def test_schedulers_under_the_same_memory():

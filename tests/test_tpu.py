@@ -43,10 +43,11 @@ def test_link_figures_agree_with_the_published_pod_bisection_and_allreduce_bandw
 
 def test_wraparound_rules():
     v4, v5p, v5e, v6e = tpu.TPU_V4, tpu.TPU_V5P, tpu.TPU_V5E, tpu.TPU_V6E
-    assert v4.wraparound((4, 4, 4)) == (True, True, True)
-    assert v5p.wraparound((4, 4, 8)) == (True, True, True)
-    assert v5p.wraparound((2, 2, 4)) == (False, False, False)  # smaller than a cube: no optical switch, no wrap
-    assert v4.wraparound((2, 4, 4)) == (False, False, False)
+    assert v4.wraparound((4, 4, 8)) == (True, True, True)
+    assert v5p.wraparound((4, 4, 4)) == (True, True, True)  # Google's v5p page: "All 4x4x4 and larger slices"
+    assert v5p.wraparound((16, 16, 24)) == (True, True, True)  # the largest schedulable slice
+    assert v5p.wraparound((2, 4, 4)) == (False, False, False)  # smaller than a cube: no optical switch, no wrap
+    assert v4.wraparound((2, 2, 4)) == (False, False, False)
     assert v5e.wraparound((16, 16)) == (True, True)
     assert v5e.wraparound((8, 16)) == (False, True)  # wraps on the full 16-chip axis only
     assert v6e.wraparound((4, 4)) == (False, False)
@@ -54,6 +55,58 @@ def test_wraparound_rules():
         v5e.wraparound((4, 4, 4))
     with pytest.raises(ValueError):
         v5e.wraparound((32, 8))
+
+
+def test_slices_are_the_listed_ones_and_no_larger_than_a_schedulable_slice():
+    v4, v5p, v5e, v6e = tpu.TPU_V4, tpu.TPU_V5P, tpu.TPU_V5E, tpu.TPU_V6E
+    assert v5p.chips_per_pod == 8960 and v5p.max_slice == (16, 16, 24)  # "The maximum v5p shape is 16x16x24"
+    with pytest.raises(ValueError, match="larger than the largest"):
+        v5p.wraparound(v5p.pod, hypothetical=True)  # the 8,960-chip pod is not one slice
+    with pytest.raises(ValueError, match="does not list"):
+        v5p.wraparound((2, 4, 8))  # not in Google's v5p table
+    assert v5p.wraparound((2, 4, 8), hypothetical=True) == (False,) * 3  # the rule still answers when asked
+    for chip in (v5e, v6e):
+        assert chip.listed((8, 16)) and chip.listed((16, 8)) and not chip.listed((4, 16)) and not chip.listed((2, 8))
+        with pytest.raises(ValueError, match="does not list"):
+            chip.wraparound((16, 4))
+    # v4: Google's rule — all sides ≤ 4 or all multiples of 4
+    assert v4.listed((2, 2, 1)) and v4.listed((2, 4, 4)) and v4.listed((8, 8, 12)) and v4.listed((16, 16, 16))
+    assert not v4.listed((2, 8, 8)) and not v4.listed((4, 4, 6)) and not v4.listed((16, 16, 20))
+
+
+def test_v4_shapes_where_google_and_the_scaling_book_disagree_are_marked():
+    """Google's v4 page names tori only for 2A=B=C or 2A=2B=C (each a multiple of 4); the scaling book for every
+    multiple of a full cube. The shapes between the two are marked, and the lab grades none of them."""
+    v4 = tpu.TPU_V4
+    assert v4.topology == "3D mesh"  # Google's v4 "Interconnect topology" row
+    agreed = [(4, 4, 8), (4, 8, 8), (8, 8, 16), (12, 12, 24), (2, 2, 4), (2, 4, 4)]
+    disputed = [(4, 4, 4), (8, 8, 8), (8, 8, 12), (16, 16, 16), (4, 4, 12)]
+    assert not any(v4.torus_disputed(d) for d in agreed) and all(v4.torus_disputed(d) for d in disputed)
+    assert not tpu.TPU_V5P.torus_disputed((4, 4, 4))  # Google's v5p page says so itself
+    from grader.labs import lab07_tpu as lab
+
+    hops = lab.problems["slice_hops"]
+    graded = [c.args for c in hops.hidden_cases()] + [c.args for c in hops.visible]
+    assert not any(tpu.TPU_CHIPS[chip].torus_disputed(dims) for _, _, dims, chip in graded)
+
+
+def test_cmem_and_the_mxu_clock_each_peak_implies():
+    assert tpu.TPU_V4.cmem_bytes == 134_000_000
+    assert all(c.cmem_bytes == 0 for c in tpu.TPU_CHIPS.values() if c.name != "TPU v4")
+    assert tpu.TPU_V4.implied_clock_hz() == pytest.approx(1.05e9, rel=0.01)  # Jouppi et al. 2023: 1050 MHz
+    assert tpu.TPU_V5E.implied_clock_hz() == pytest.approx(1.5e9, rel=0.01)  # the scaling book: 1.5 GHz
+    # Google's two 256×256 MXUs per v6e TensorCore and 918 TFLOP/s imply 3.5 GHz: marked unverified
+    assert tpu.TPU_V6E.implied_clock_hz() == pytest.approx(3.5e9, rel=0.01)
+    assert tpu.TPU_V6E.unverified == ("mxus_per_core",) and not tpu.TPU_V4.unverified
+
+
+def test_per_link_figures_of_every_chip():
+    """Google's bidirectional ICI bandwidth per chip / ports / 2 directions (v4: Jouppi et al., 50 GB/s a link)."""
+    per_chip = {"TPU v4": 600e9, "TPU v5e": 400e9, "TPU v5p": 1200e9, "TPU v6e": 800e9}
+    per_link = {"TPU v4": 50e9, "TPU v5e": 50e9, "TPU v5p": 100e9, "TPU v6e": 100e9}
+    for name, chip in tpu.TPU_CHIPS.items():
+        assert chip.ici_bytes_per_s == pytest.approx(per_chip[name])
+        assert chip.ici_link_bytes_per_s == pytest.approx(per_link[name])
 
 
 def test_ici_intensity_and_matmul_roofline():
@@ -78,6 +131,7 @@ def test_agrees_with_jax_pallas_tpu_table():
             pytest.skip(f"JAX's TPU table changed shape: {exc}")
         cores = chip.tensor_cores
         assert t.vmem_capacity_bytes == chip.vmem_bytes_per_core, name
+        assert t.cmem_capacity_bytes * cores == pytest.approx(chip.cmem_bytes, abs=cores), name
         assert t.mxu_column_size == chip.mxu[1] and t.num_mxus == chip.mxus_per_core, name
         assert t.bf16_ops_per_second * cores == pytest.approx(chip.bf16_flops, rel=0.01), name
         assert t.mem_bw_bytes_per_second * cores == pytest.approx(chip.hbm_bytes_per_s, rel=0.15), name

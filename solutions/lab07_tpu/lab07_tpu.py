@@ -145,10 +145,12 @@ lab.problems["systolic_matmul"].check(systolic_matmul, hidden=True)
 # ## Exercise 3 — A large GEMM on a 128×128 array
 #
 # Real layers are far larger than the array, so the compiler cuts `W` into array-sized tiles and streams the
-# activations through each. A tile's weights take `rows` cycles to shift in, but they are double-buffered: the
-# next tile loads while the current one streams. Two things still waste PEs: zero padding of edge tiles
-# (*spatial*), and — when the batch `M` is smaller than the array — the weight load, which then outlasts the
-# stream. The course notebook (§7.3) checks this model against the array clocked cycle by cycle.
+# activations through each. In this model a tile's weights take `rows` cycles to shift in, one row per cycle (TPU
+# v1's published mechanism; later TPUs' weight path is unpublished, so the rate is a model parameter), but they are
+# double-buffered: the next tile loads while the current one streams. Two things still waste PEs: zero padding of
+# edge tiles (*spatial*), and — when the batch `M` is smaller than the array — the weight load, which then outlasts
+# the stream. The course notebook (§7.3) checks this model against the array clocked cycle by cycle, and shows how
+# it changes with a faster weight port.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["tiled_gemm"].show()
@@ -177,9 +179,13 @@ lab.problems["tiled_gemm"].check(tiled_gemm, hidden=True)
 # TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
 # on-chip memory), a `grid` of program instances, and a `BlockSpec` per operand whose index map says which
 # block each instance gets — Pallas turns those into the HBM↔VMEM copies, double-buffered (two VMEM buffers per
-# operand: the next block loads while the kernel works on this one). On this machine the kernel runs with
-# `interpret=True`: same program, executed by JAX on the CPU. The checker traces your function, reads your grid
-# and BlockSpecs, and reports the traffic and the VMEM per grid step they imply.
+# operand: the next block loads while the kernel works on this one). On a TPU the grid is a sequential loop, last
+# axis fastest, and an output block is written back to HBM as soon as the grid moves to another one — never read
+# back: every grid step that writes one output block must come in one unbroken run, so the reduction (`k`) axis
+# goes last. On this machine the kernel runs with `interpret=True`: same program, executed by JAX on the CPU, which
+# computes the right numbers whatever the grid order — so the checker also traces your function, reads your grid
+# and BlockSpecs, checks the output blocks are visited consecutively, and reports the traffic and the VMEM per
+# grid step they imply.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pallas_matmul"].show()
@@ -256,7 +262,8 @@ lab.problems["predict_collectives"].check(predict_collectives, hidden=True)
 #
 # ICI links join each chip to its neighbours directly; a message to a far chip is forwarded chip by chip. A
 # wraparound link (a torus, 3D 토러스) halves the worst case along its axis — but a TPU slice has wraparounds only
-# on some axes, and small slices have none (course notebook §7.7).
+# on some axes, and small slices have none (course notebook §7.7, with Google's and the scaling book's words). The
+# cases are slices Google lists, plus a few hypothetical ones the spec names.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["slice_hops"].show()

@@ -28,20 +28,25 @@ WRONG = {
     cycles = tiles * (M + rows + cols - 2)
     return cycles, M * K * N / (cycles * rows * cols)
 ''',
-    # overwrites the output block at every k step instead of accumulating: keeps only the last k block
+    # reduction axis first: grid (k, i, j). Interpret mode still gives the right numbers, but every output block is
+    # left and revisited — on a TPU the revisit starts from a stale VMEM buffer (Pallas docs, "TPU details")
     "ex4_pallas_matmul": '''def pallas_matmul(x, y, bm, bn, bk):
     m, k = x.shape
     n = y.shape[1]
 
     def kernel(x_ref, y_ref, o_ref):
-        o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
 
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
-        grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        grid=(k // bk, m // bm, n // bn),
+        in_specs=[pl.BlockSpec((bm, bk), lambda kk, i, j: (i, kk)), pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda kk, i, j: (i, j)),
         interpret=True,
     )(x, y)
 ''',
@@ -50,9 +55,13 @@ WRONG = {
     (a_rows, a_k), (b_k, b_cols) = a_spec, b_spec
     return {"all-reduce"} if a_k is not None else set()
 ''',
-    # "every row wraps around": treats every slice as a torus, whatever its shape and chip
+    # "a slice of 64 chips or more is a torus": right on every slice Google lists for v4/v5p, wrong on a non-cube one
     "ex6_slice_hops": '''def slice_hops(a, b, dims, chip):
-    return sum(min(abs(x - y), d - abs(x - y)) for x, y, d in zip(a, b, dims))
+    n = 1
+    for d in dims:
+        n *= d
+    wraps = [n >= 64] * len(dims) if chip in ("TPU v4", "TPU v5p") else [d == 16 for d in dims]
+    return sum(min(abs(x - y), d - abs(x - y)) if w else abs(x - y) for x, y, d, w in zip(a, b, dims, wraps))
 ''',
     # prices every axis as a ring: forgets that an axis without wraparound is a line
     "ex7_collective_seconds": '''def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
