@@ -89,3 +89,12 @@ def test_nbgrader_config_points_at_solutions_and_labs():
     assert cfg.CourseDirectory.release_directory == "labs"
     assert "*.py" in cfg.CourseDirectory.ignore, "py:percent twins (with solutions) never reach labs/"
     assert "nbgrader.preprocessors.ClearHiddenTests" in cfg.GenerateFeedback.preprocessors
+
+
+def test_every_package_folder_is_installed():
+    """setuptools installs only the packages pyproject.toml lists: a new subpackage left out works in an editable
+    checkout and is missing from the wheel (Colab, the student edition, the hub's image)."""
+    listed = set(pyproject()["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("gpucourse", "grader")
+             for p in (ROOT / top).rglob("__init__.py") if "__pycache__" not in p.parts}
+    assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages in pyproject.toml"
