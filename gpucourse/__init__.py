@@ -13,7 +13,10 @@ Modules, by what they hold:
 - ``devmem``   a device-memory budget that tracks allocations, peaks and copies, and raises OOM
 - ``simd_simt`` CPU vector width and compiled vector instructions; the warp active-mask model
 - ``simt``     instrumented SIMT executor for numba-cuda kernels (traffic, SIMT efficiency, races)
-- ``occupancy`` blocks/warps per SM from published limits; Little's law
+- ``occupancy`` blocks/warps per SM as NVIDIA's cuda_occupancy.h computes them; Little's law
+- ``occupancy_nvidia`` NVIDIA's own occupancy calculator (cuda_occupancy.h) compiled with g++, no GPU needed
+- ``records``  numbers a notebook measured (``gc.record``), gathered by the one GPU command
+- ``gpu_check`` the one GPU command: ``python -m gpucourse.gpu_check``
 - ``streams``  the command queue and streams: an engine model that draws timelines, real CuPy streams on a GPU
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
@@ -38,6 +41,7 @@ from . import (
     interconnect,
     occupancy,
     plotting,
+    records,
     roofline,
     simd_simt,
     simt,
@@ -56,11 +60,12 @@ from .backend import (
     gpu_available,
     require_gpu,
 )
+from .records import record
 from .timing import Timing, block, confirm_faster, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
+    "confirm_faster", "gpu_available", "record", "records", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla",
 ]
 
 __version__ = "0.1.0"
