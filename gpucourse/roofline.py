@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -253,20 +254,23 @@ def clock() -> str:
     return "cuda" if get_backend().is_gpu else "host"
 
 
-def measure_interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 5, warmup: int = 1) -> dict[str, Timing]:
+def measure_interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 5, warmup: int = 1,
+                        clock_: str | None = None) -> dict[str, Timing]:
     """Time every function once per round, round after round (the one timing helper times each run: synchronised,
-    CUDA events on a GPU), so that they all see the same load; one Timing per function over all rounds."""
+    CUDA events on a GPU), so that they all see the same load; one Timing per function over all rounds.
+    ``clock_="host"`` for JAX work on a GPU: JAX runs on its own CUDA streams, which CuPy's events do not see."""
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
+    which = clock_ or clock()
     for fn in fns.values():
         for _ in range(warmup):
             block(fn())
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            t = measure(fn, warmup=0, repeat=1, clock=clock())
+            t = measure(fn, warmup=0, repeat=1, clock=which)
             times[name].append(t.times[0])
-    return {k: Timing(tuple(v), synchronized=True, clock=clock()) for k, v in times.items()}
+    return {k: Timing(tuple(v), synchronized=True, clock=which) for k, v in times.items()}
 
 
 def _random(shape: Any, dtype: str, seed: int = 0) -> Any:
@@ -342,29 +346,52 @@ class RooflineMeasurement:
     stated_flops: float | None = None
     stated_bandwidth: float | None = None
     stated_source: str = ""
+    rounds: int = 0
+    margin: float = 0.10
+    consistent: bool = True  # no point above a roof that nothing explains (see `judge`)
 
-    def verdicts(self, margin: float = 0.10) -> list[Verdict]:
-        return [judge(p, self.roof, self.cache_bytes, margin) for p in self.points]
+    def verdicts(self, margin: float | None = None) -> list[Verdict]:
+        return [judge(p, self.roof, self.cache_bytes, self.margin if margin is None else margin) for p in self.points]
+
+    def unexplained(self) -> list[Verdict]:
+        """Points above a roof that no cache explains: a sign the machine was too busy to measure."""
+        return [v for v in self.verdicts() if v.above and not (v.bound == "memory" and v.fits_in_cache)]
 
 
 def measure_roofline(ops: Iterable[Op] = (), *, dtype: str = "float32", rounds: int = 5, nbytes: int | None = None,
-                     gemm_n: int | None = None, name: str | None = None) -> RooflineMeasurement:
-    """Measure both roofs and place ``ops`` under them, all in the same interleaved rounds (module doc)."""
+                     gemm_n: int | None = None, name: str | None = None, margin: float = 0.10,
+                     budget_s: float = 20.0) -> RooflineMeasurement:
+    """Measure both roofs and place ``ops`` under them, all in the same interleaved rounds (module doc).
+
+    A busy machine slows runs down at random. If after ``rounds`` rounds some point sits above a roof by more than
+    ``margin`` with no cache to explain it — a roof that never got a quiet run — the rounds continue, each one able
+    only to improve every best time, until the measurement is consistent or ``budget_s`` seconds have passed;
+    ``consistent`` says which."""
     ops = list(ops)
     read = read_stream(nbytes)
-    big = gemm_op(gemm_n or compute_roof_n(), dtype, label=f"gemm n={gemm_n or compute_roof_n()} (compute roof)")
+    n = gemm_n or compute_roof_n()
+    big = gemm_op(n, dtype, label=f"gemm n={n} (compute roof)")
     fns = {read.label: read.fn, big.label: big.fn, **{op.label: op.fn for op in ops}}
     if len(fns) != 2 + len(ops):
         raise ValueError("every op needs its own label")
-    timings = measure_interleaved(fns, rounds=rounds)
-    mem = OpPoint(read.label, 0.0, read.bytes, timings[read.label], read.working_set)
-    comp = OpPoint(big.label, big.flops, big.bytes, timings[big.label], big.working_set)
     be = get_backend()
-    roof = Roofline(name or f"this machine ({be.name}, {dtype}, measured)", comp.achieved_flops, mem.achieved_bandwidth)
     cache, source = cache_bytes()
     stated_flops, stated_bw, stated_how = stated_peaks(dtype)
-    points = [OpPoint(op.label, op.flops, op.bytes, timings[op.label], op.working_set) for op in ops]
-    return RooflineMeasurement(roof, mem, comp, points, cache, source, stated_flops, stated_bw, stated_how)
+    started = time.perf_counter()
+    timings = measure_interleaved(fns, rounds=rounds)
+    while True:
+        mem = OpPoint(read.label, 0.0, read.bytes, timings[read.label], read.working_set)
+        comp = OpPoint(big.label, big.flops, big.bytes, timings[big.label], big.working_set)
+        roof = Roofline(name or f"this machine ({be.name}, {dtype}, measured)", comp.achieved_flops,
+                        mem.achieved_bandwidth)
+        points = [OpPoint(op.label, op.flops, op.bytes, timings[op.label], op.working_set) for op in ops]
+        m = RooflineMeasurement(roof, mem, comp, points, cache, source, stated_flops, stated_bw, stated_how,
+                                len(timings[read.label].times), margin)
+        m.consistent = not m.unexplained()
+        if m.consistent or time.perf_counter() - started > budget_s:
+            return m
+        more = measure_interleaved(fns, rounds=2, warmup=0)
+        timings = {k: Timing(timings[k].times + more[k].times, True, timings[k].clock) for k in timings}
 
 
 def store_policy(nbytes: int | None = None, rounds: int = 9) -> dict[str, Any]:
