@@ -36,8 +36,8 @@ here. The header accepts 256 registers per thread on cc ≥ 7; the compiler neve
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from . import hardware
 
@@ -183,3 +183,49 @@ def bytes_in_flight(bandwidth: float, latency_s: float) -> float:
 def warps_to_hide_latency(bandwidth: float, latency_s: float, sm_count: int, bytes_per_warp_request: int) -> float:
     """Warps per SM that must each have one memory request outstanding to keep the memory system busy."""
     return bytes_in_flight(bandwidth, latency_s) / sm_count / bytes_per_warp_request
+
+
+# -- latency hiding: the SM's warp schedulers ------------------------------------------------------------------------
+# An SM of compute capability 7.0-9.x has 4 sub-partitions, each with its own warp scheduler that issues at most one
+# warp instruction per cycle, and only from the warps assigned to it (a warp lives in one sub-partition, with its
+# registers). A warp that waits on memory leaves its own scheduler's slots to that scheduler's other warps: the SM
+# needs warps on all 4 schedulers, not just "enough warps".
+
+@lru_cache(maxsize=None)
+def scheduler_busy(warps: int, compute: int, latency: int, periods: int = 60) -> float:
+    """Fraction of cycles ONE warp scheduler issues, simulated: each of its ``warps`` issues ``compute`` independent
+    instructions, one per cycle (the last one a load), then waits ``latency`` cycles for the load. The scheduler is
+    greedy-then-oldest (GTO, the policy GPU schedulers approximate): it keeps issuing from the warp it issued from
+    last until that warp stalls, then picks the ready warp that has waited longest; with no ready warp, the cycle is
+    lost. (Plain round robin would make every warp reach its load in the same cycle and wait together.) The count
+    starts after a warm-up of 5 periods (all warps start together)."""
+    if warps < 0 or compute < 1 or latency < 0:
+        raise ValueError("need warps >= 0, compute >= 1, latency >= 0")
+    if warps == 0:
+        return 0.0
+    period = compute + latency
+    start, end = 5 * period, periods * period
+    ready_at = [0] * warps  # cycle each warp can issue again
+    t = busy = 0
+    while t < end:
+        w = min(range(warps), key=lambda i: ready_at[i])  # the warp that has waited longest (or will be ready first)
+        t = max(t, ready_at[w])  # idle cycles until it is ready
+        first, last = t, t + compute  # its burst: cycles [first, last), the load issued in the last one
+        busy += max(0, min(last, end) - max(first, start))
+        ready_at[w] = last + latency
+        t = last
+    return busy / (end - start)
+
+
+def sm_busy(warps: int, compute: int, latency: int, schedulers: int = 4) -> float:
+    """Fraction of the SM's issue slots used by ``warps`` resident warps, spread round robin over ``schedulers``
+    (warp w on scheduler w % schedulers), each scheduler simulated by :func:`scheduler_busy`."""
+    per = [warps // schedulers + (s < warps % schedulers) for s in range(schedulers)]
+    return sum(scheduler_busy(k, compute, latency) for k in per) / schedulers
+
+
+def sm_busy_model(warps: int, compute: int, latency: int, schedulers: int = 4) -> float:
+    """The closed form: each scheduler with k warps is busy min(1, k·c/(c+L)); the SM is their mean. One warp keeps
+    the SM busy c / (schedulers·(c+L)), and it takes schedulers × ceil((c+L)/c) warps to fill every slot."""
+    per = [warps // schedulers + (s < warps % schedulers) for s in range(schedulers)]
+    return sum(min(1.0, k * compute / (compute + latency)) for k in per) / schedulers
