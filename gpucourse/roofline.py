@@ -7,11 +7,15 @@ Arithmetic intensity (연산 밀도) = FLOPs / bytes moved to and from memory. B
 
 How the roofs are measured (so that no op is judged against a roof calibrated on itself):
 
-- **memory roof**: a read-only stream (the maximum of a float32 array of random values, split over all cores on a
-  CPU) over an array at least 4× the last-level cache (CPU L3 / GPU L2), so that every byte comes from DRAM/HBM.
-  Read-only, so no store policy (write-allocate) muddles the byte count.
-- **compute roof**: a GEMM much larger than any plotted (n = 2048 on a CPU, 8192 on a GPU), in the dtype of the
-  plotted ops, random data (constant data draws less power and can run faster than real data).
+- **memory roof**: the fastest of three read-only streams (:func:`read_candidates`) over float32 arrays of random
+  values at least 2× the last-level cache (CPU L3 / GPU L2), so that every byte comes from DRAM/HBM. Read-only, so
+  no store policy (write-allocate) muddles the byte count.
+- **one CPU core** by default (``cores=1``): BLAS limited to one thread (threadpoolctl) while it times, NumPy's
+  elementwise ops being single-threaded anyway. On a busy machine a multi-threaded BLAS call stalls whenever *any*
+  of its threads is descheduled (its threads wait for each other), so all-core timings there are noise; one core's
+  roofline stays measurable. The GPU's roofline is always the whole device's.
+- **compute roof**: the fastest of a few GEMMs of sizes not plotted (:func:`compute_candidates`), in the dtype of
+  the plotted ops, random data (constant data draws less power and can run faster than real data).
 - every roof and every op is timed in **interleaved rounds** (roof, op 1, op 2, …, roof, op 1, …) and reported
   at its *best* run: load from other processes only ever slows a run down, and interleaving gives every
   measurement the same chances of a quiet moment. On a GPU each run is timed with CUDA events.
@@ -22,6 +26,7 @@ How the roofs are measured (so that no op is judged against a roof calibrated on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
@@ -30,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -103,7 +108,7 @@ class Verdict:
     explanation: str
 
 
-def judge(point: OpPoint, roof: Roofline, cache_bytes: float, margin: float = 0.10) -> Verdict:
+def judge(point: OpPoint, roof: Roofline, cache_bytes: float, margin: float = 0.15) -> Verdict:
     """Place a measured point against a measured roof. A point *above* a roof needs a reason: above the memory roof,
     its data may have come from a cache faster than DRAM (possible only if its working set fits there); above the
     compute roof nothing is faster, so the measurement or the roof is wrong. ``margin``: measurement noise allowed."""
@@ -165,8 +170,10 @@ def cache_bytes() -> tuple[int, str]:
     return 64 * MIB, "not readable here: assumed 64 MiB"
 
 
-def stream_bytes(factor: int = 4, minimum: int = 64 * MIB, maximum: int = 1024 * MIB) -> int:
-    """Bytes per array for a DRAM/HBM measurement: ``factor`` × the last-level cache, within [minimum, maximum]."""
+def stream_bytes(factor: int = 2, minimum: int = 64 * MIB, maximum: int = 1024 * MIB) -> int:
+    """Bytes per array for a DRAM/HBM measurement: ``factor`` × the last-level cache, within [minimum, maximum].
+    Twice the cache is enough for a stream: sweeping an array larger than the cache in order evicts each line
+    before the sweep comes back to it, so every access misses."""
     return int(min(maximum, max(minimum, factor * cache_bytes()[0])))
 
 
@@ -194,7 +201,7 @@ def physical_cores() -> tuple[int, str]:
 
 
 @lru_cache(maxsize=None)
-def cpu_stated_peak(dtype: str = "float32") -> StatedPeak:
+def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedPeak:
     """cores × FMA units × SIMD lanes × 2 FLOP × clock for an x86-64 Linux CPU, each factor read from the OS
     except the number of FMA units per core, which no interface reports: 2 (Intel since Haswell, AMD since Zen 2;
     a few Xeon SKUs have one 512-bit unit). None, with the reason, elsewhere."""
@@ -206,7 +213,10 @@ def cpu_stated_peak(dtype: str = "float32") -> StatedPeak:
     bits = 512 if "avx512f" in flags else 256 if "avx2" in flags and "fma" in flags else 128
     isa = {512: "AVX-512", 256: "AVX2+FMA", 128: "SSE2 (no FMA: mul and add count as 2 FLOP in 2 units)"}[bits]
     lanes = bits // (8 * np.dtype(dtype).itemsize)
-    cores, cores_how = physical_cores()
+    if cores is None:
+        cores, cores_how = physical_cores()
+    else:
+        cores_how = "the cores the measurement uses"
     max_khz = _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     if max_khz:
         hz, clock_how = int(max_khz) * 1e3, "cpuinfo_max_freq (the highest boost clock)"
@@ -234,8 +244,9 @@ def datasheet_for(device_name: str) -> hardware.Accelerator | None:
     return None
 
 
-def stated_peaks(dtype: str = "float32") -> tuple[float | None, float | None, str]:
-    """(peak FLOP/s, peak bytes/s, source) this backend's measured roofs are compared with."""
+def stated_peaks(dtype: str = "float32", cores: int | None = None) -> tuple[float | None, float | None, str]:
+    """(peak FLOP/s, peak bytes/s, source) this backend's measured roofs are compared with (on a CPU, for
+    ``cores`` cores; all of them by default)."""
     be = get_backend()
     if be.is_gpu:
         sheet = datasheet_for(be.gpu.name)
@@ -243,7 +254,7 @@ def stated_peaks(dtype: str = "float32") -> tuple[float | None, float | None, st
             return None, None, f"no datasheet entry for {be.gpu.name} in gpucourse.hardware"
         key = {"float32": "fp32", "float64": "fp64", "float16": "bf16-tensor", "bfloat16": "bf16-tensor"}[dtype]
         return sheet.peak_flops[key], sheet.memory_bandwidth, f"{sheet.name} datasheet ({sheet.source})"
-    stated = cpu_stated_peak(dtype)
+    stated = cpu_stated_peak(dtype, cores)
     return stated.flops, None, stated.how + "; DRAM peak: not readable from inside the OS (channels × MT/s × 8 B)"
 
 
@@ -252,6 +263,19 @@ def stated_peaks(dtype: str = "float32") -> tuple[float | None, float | None, st
 def clock() -> str:
     """CUDA events on the GPU backend, the host clock on CPU."""
     return "cuda" if get_backend().is_gpu else "host"
+
+
+@contextlib.contextmanager
+def blas_threads(n: int | None) -> Iterator[None]:
+    """Limit the CPU's BLAS (OpenBLAS, MKL: whatever NumPy loaded) to ``n`` threads inside the block (None or a GPU
+    backend: no limit)."""
+    if n is None or get_backend().is_gpu:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(n, user_api="blas"):
+        yield
 
 
 def measure_interleaved(fns: dict[str, Callable[[], Any]], rounds: int = 5, warmup: int = 1,
@@ -291,29 +315,47 @@ class Op:
     working_set: float
 
 
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max(1, physical_cores()[0]))
-    return _POOL
-
-
-def read_stream(nbytes: int | None = None, dtype: str = "float32") -> Op:
-    """The memory-roof kernel: read every byte of a large array once (its maximum), on all cores (NumPy's
-    reduction runs on one core and releases the GIL, so one thread per core reads one slice)."""
+def read_stream(nbytes: int | None = None, dtype: str = "float32", cores: int = 1) -> Op:
+    """A read-only stream: every byte of a large array read once (its maximum). On a CPU with ``cores`` > 1 the
+    array is split into one slice per core, each reduced by its own thread (NumPy's reduction releases the GIL)."""
     nbytes = nbytes or stream_bytes()
     a = _random(nbytes // np.dtype(dtype).itemsize, dtype, seed=1)
-    be = get_backend()
-    if be.is_gpu:
+    if get_backend().is_gpu or cores <= 1:
         fn = a.max
     else:
-        chunks = np.array_split(a, physical_cores()[0])
+        chunks = np.array_split(a, cores)
+        pool = ThreadPoolExecutor(cores)
+
         def fn() -> float:
-            return max(_pool().map(np.max, chunks))
-    return Op(f"read {a.nbytes / MIB:.0f} MiB (memory roof)", fn, 0.0, float(a.nbytes), float(a.nbytes))
+            return max(pool.map(np.max, chunks))
+    return Op(f"read {a.nbytes / MIB:.0f} MiB: max (reduction)", fn, 0.0, float(a.nbytes), float(a.nbytes))
+
+
+def read_candidates(nbytes: int | None = None, dtype: str = "float32", cores: int = 1) -> list[Op]:
+    """The memory-roof candidates: three read-only streams over the same bytes (none of them an op §1 plots) —
+    NumPy's/CuPy's maximum (a reduction), the BLAS dot a·a (each element read once), and a BLAS matrix-vector
+    product over a *wide* 64-row matrix (a long streaming read with a tiny vector). The memory roof is the fastest:
+    one core's bandwidth is limited by how many loads it keeps in flight, and a kernel that prefetches in software
+    (OpenBLAS's gemv does) keeps more than a plain loop."""
+    nbytes = nbytes or stream_bytes()
+    s = np.dtype(dtype).itemsize
+    reduction = read_stream(nbytes, dtype, cores)
+    a = _random(nbytes // s, dtype, seed=7)
+    wide = a.reshape(64, -1)
+    v = _random(wide.shape[1], dtype, seed=8)
+    mib = a.nbytes / MIB
+    return [reduction,
+            Op(f"read {mib:.0f} MiB: a·a (BLAS dot)", lambda: a @ a, 2.0 * a.size, float(a.nbytes), float(a.nbytes)),
+            Op(f"read {mib:.0f} MiB: 64-row gemv (BLAS)", lambda: wide @ v, 2.0 * a.size, float(a.nbytes),
+               float(a.nbytes))]
+
+
+def compute_candidates(dtype: str = "float32") -> list[Op]:
+    """The compute-roof candidates: GEMMs of sizes §1 does not plot (it plots 64³…512³ on a CPU, up to 1024³ on a GPU).
+    The fastest is the roof: on a CPU the largest GEMM is not always the fastest (a 384³ one's tiles sit in a core's
+    L2 cache; a 1024³ one's may not), on a GPU the largest is."""
+    sizes = (4096, 8192) if get_backend().is_gpu else (384, 768, 1024)
+    return [gemm_op(n, dtype, label=f"gemm n={n} (roof candidate)") for n in sizes]
 
 
 def gemm_op(n: int, dtype: str = "float32", label: str | None = None) -> Op:
@@ -330,16 +372,11 @@ def gemv_op(n: int, dtype: str = "float32", label: str | None = None) -> Op:
     return Op(label or f"gemv n={n}", lambda: A @ x, 2.0 * n * n, traffic, traffic)
 
 
-def compute_roof_n() -> int:
-    """The GEMM size of the compute roof: far beyond every plotted GEMM, small enough to time in a second."""
-    return 8192 if get_backend().is_gpu else 2048
-
-
 @dataclass
 class RooflineMeasurement:
     roof: Roofline
-    memory: OpPoint  # the read stream that set the memory roof
-    compute: OpPoint  # the GEMM that set the compute roof
+    memory: OpPoint  # the fastest read stream: it set the memory roof
+    compute: OpPoint  # the fastest GEMM candidate: it set the compute roof
     points: list[OpPoint] = field(default_factory=list)  # the ops measured in the same rounds
     cache_bytes: int = 0
     cache_source: str = ""
@@ -347,8 +384,10 @@ class RooflineMeasurement:
     stated_bandwidth: float | None = None
     stated_source: str = ""
     rounds: int = 0
-    margin: float = 0.10
+    margin: float = 0.15
     consistent: bool = True  # no point above a roof that nothing explains (see `judge`)
+    memory_candidates: list[OpPoint] = field(default_factory=list)
+    compute_candidates: list[OpPoint] = field(default_factory=list)
 
     def verdicts(self, margin: float | None = None) -> list[Verdict]:
         return [judge(p, self.roof, self.cache_bytes, self.margin if margin is None else margin) for p in self.points]
@@ -359,83 +398,100 @@ class RooflineMeasurement:
 
 
 def measure_roofline(ops: Iterable[Op] = (), *, dtype: str = "float32", rounds: int = 5, nbytes: int | None = None,
-                     gemm_n: int | None = None, name: str | None = None, margin: float = 0.10,
-                     budget_s: float = 20.0) -> RooflineMeasurement:
-    """Measure both roofs and place ``ops`` under them, all in the same interleaved rounds (module doc).
+                     name: str | None = None, margin: float = 0.15, budget_s: float = 20.0,
+                     cores: int | None = 1) -> RooflineMeasurement:
+    """Measure both roofs and place ``ops`` under them, all in the same interleaved rounds (module doc), on
+    ``cores`` CPU cores (BLAS threads; None: all) — the GPU backend measures the whole device. Each roof is the
+    fastest of its candidates (:func:`read_candidates`, :func:`compute_candidates`).
 
     A busy machine slows runs down at random. If after ``rounds`` rounds some point sits above a roof by more than
-    ``margin`` with no cache to explain it — a roof that never got a quiet run — the rounds continue, each one able
-    only to improve every best time, until the measurement is consistent or ``budget_s`` seconds have passed;
-    ``consistent`` says which."""
+    ``margin`` with no cache to explain it — a roof that never got a quiet run — the roofs' candidates are measured
+    again (a roof is a maximum; more runs can only raise it), until the measurement is consistent or ``budget_s``
+    seconds have passed; ``consistent`` says which."""
     ops = list(ops)
-    read = read_stream(nbytes)
-    n = gemm_n or compute_roof_n()
-    big = gemm_op(n, dtype, label=f"gemm n={n} (compute roof)")
-    fns = {read.label: read.fn, big.label: big.fn, **{op.label: op.fn for op in ops}}
-    if len(fns) != 2 + len(ops):
-        raise ValueError("every op needs its own label")
     be = get_backend()
+    cores = None if be.is_gpu else cores
+    reads = read_candidates(nbytes, dtype, cores=cores or physical_cores()[0])
+    gemms = compute_candidates(dtype)
+    roof_fns = {op.label: op.fn for op in reads + gemms}
+    fns = {**roof_fns, **{op.label: op.fn for op in ops}}
+    if len(fns) != len(roof_fns) + len(ops):
+        raise ValueError("every op needs its own label")
     cache, source = cache_bytes()
-    stated_flops, stated_bw, stated_how = stated_peaks(dtype)
+    stated_flops, stated_bw, stated_how = stated_peaks(dtype, cores)
+    where = "GPU" if be.is_gpu else f"{cores} core{'s' * (cores != 1)}" if cores else "all cores"
     started = time.perf_counter()
-    timings = measure_interleaved(fns, rounds=rounds)
+    with blas_threads(cores):
+        timings = measure_interleaved(fns, rounds=rounds)
     while True:
-        mem = OpPoint(read.label, 0.0, read.bytes, timings[read.label], read.working_set)
-        comp = OpPoint(big.label, big.flops, big.bytes, timings[big.label], big.working_set)
-        roof = Roofline(name or f"this machine ({be.name}, {dtype}, measured)", comp.achieved_flops,
+        mem_points = [OpPoint(op.label, 0.0, op.bytes, timings[op.label], op.working_set) for op in reads]
+        comp_points = [OpPoint(op.label, op.flops, op.bytes, timings[op.label], op.working_set) for op in gemms]
+        mem = max(mem_points, key=lambda p: p.achieved_bandwidth)
+        comp = max(comp_points, key=lambda p: p.achieved_flops)
+        roof = Roofline(name or f"this machine ({where}, {dtype}, measured)", comp.achieved_flops,
                         mem.achieved_bandwidth)
         points = [OpPoint(op.label, op.flops, op.bytes, timings[op.label], op.working_set) for op in ops]
         m = RooflineMeasurement(roof, mem, comp, points, cache, source, stated_flops, stated_bw, stated_how,
-                                len(timings[read.label].times), margin)
+                                len(timings[mem.label].times), margin, True, mem_points, comp_points)
         m.consistent = not m.unexplained()
         if m.consistent or time.perf_counter() - started > budget_s:
             return m
-        more = measure_interleaved(fns, rounds=2, warmup=0)
-        timings = {k: Timing(timings[k].times + more[k].times, True, timings[k].clock) for k in timings}
+        with blas_threads(cores):  # a roof is a maximum: the roofs get the extra rounds, the points keep theirs
+            more = measure_interleaved(roof_fns, rounds=3, warmup=0)
+        timings.update({k: Timing(timings[k].times + v.times, True, timings[k].clock) for k, v in more.items()})
 
 
-def store_policy(nbytes: int | None = None, rounds: int = 9) -> dict[str, Any]:
-    """Copy the same bytes two ways, in paired rounds: a ``memcpy`` (non-temporal stores on a CPU for large sizes:
-    the destination is never read) and an elementwise kernel (``positive(a, out=c)``: ordinary stores). With
-    write-allocate, an ordinary store first reads the destination's cache line: 3n bytes of DRAM traffic against
-    memcpy's 2n, a time ratio near 1.5; without it (a GPU writes whole 32-byte sectors without reading them),
-    near 1.0. Returns the per-round ratios, their median and the two timings."""
+@dataclass(frozen=True)
+class StoreKind:
+    """One way of writing n bytes, and what its time says about write-allocate."""
+
+    label: str
+    requested: float  # bytes the program asks to move (STREAM's count)
+    allocate: float  # bytes DRAM moves if every store first reads its line (write-allocate)
+    timing: Timing
+
+    def bandwidth(self, nbytes: float) -> float:
+        return nbytes / self.timing.best
+
+    def verdict(self, roof_bandwidth: float, margin: float = 0.15) -> str:
+        """'no write-allocate' when counting the allocating reads would need more than the memory roof allows."""
+        if self.bandwidth(self.allocate) > (1 + margin) * roof_bandwidth:
+            return "no write-allocate (with it, this would beat the memory roof)"
+        return "cannot tell (both counts fit under the memory roof)"
+
+
+def store_kinds(nbytes: int | None = None, rounds: int = 9) -> list[StoreKind]:
+    """Write an array three ways, timed in interleaved rounds: ``fill`` (stores only: n bytes requested, 2n with
+    write-allocate), ``memcpy`` (a contiguous copy, which NumPy hands to memcpy and glibc streams with non-temporal
+    stores when large: 2n or 3n) and an elementwise copy ``positive(a, out=c)`` (ordinary stores: 2n or 3n). On a
+    GPU, CuPy's fill kernel, cudaMemcpy and the same elementwise kernel."""
     xp = get_backend().xp
-    a = _random(stream_bytes() // 4, "float32", seed=6)
+    a = _random((nbytes or stream_bytes()) // 4, "float32", seed=6)
     c = xp.zeros_like(a)  # touched once, so no first-touch page faults in the timed runs
+    n = float(a.nbytes)
     if get_backend().is_gpu:
-        def copy() -> Any:
+        def memcpy() -> Any:
             c.data.copy_from_device(a.data, a.nbytes)  # cudaMemcpy, device to device
             return c
     else:
-        def copy() -> Any:
-            np.copyto(c, a)  # NumPy hands a contiguous copy to memcpy
+        def memcpy() -> Any:
+            np.copyto(c, a)  # a contiguous copy: NumPy calls memcpy
             return c
-
-    def elementwise() -> Any:
-        return xp.positive(a, out=c)
-
-    ratios = []
-    t_copy: list[float] = []
-    t_elem: list[float] = []
-    block(copy())
-    block(elementwise())
-    for _ in range(rounds):
-        tc = measure(copy, warmup=0, repeat=1, clock=clock()).times[0]
-        te = measure(elementwise, warmup=0, repeat=1, clock=clock()).times[0]
-        t_copy.append(tc)
-        t_elem.append(te)
-        ratios.append(te / tc)
-    return {"ratios": ratios, "ratio": float(np.median(ratios)), "nbytes": int(a.nbytes),
-            "copy": Timing(tuple(t_copy), True, clock()), "elementwise": Timing(tuple(t_elem), True, clock())}
+    fns = {"fill": lambda: c.fill(1.5), "memcpy": memcpy, "elementwise copy": lambda: xp.positive(a, out=c)}
+    t = measure_interleaved(fns, rounds=rounds)
+    return [StoreKind("fill", n, 2 * n, t["fill"]), StoreKind("memcpy", 2 * n, 3 * n, t["memcpy"]),
+            StoreKind("elementwise copy", 2 * n, 3 * n, t["elementwise copy"])]
 
 
 # Kept for code that measured one roof at a time.
 def measure_bandwidth(nbytes: int = 64 * MIB, repeat: int = 7) -> tuple[float, Timing]:
-    """Read bandwidth of the backend (bytes/s): :func:`read_stream` over ``nbytes``, best of ``repeat``."""
-    op = read_stream(nbytes)
-    t = measure(op.fn, repeat=repeat, clock=clock())
-    return op.bytes / t.best, t
+    """Read bandwidth of the backend (bytes/s): the fastest of :func:`read_candidates` over ``nbytes``, best of
+    ``repeat`` interleaved rounds, on one CPU core."""
+    reads = read_candidates(nbytes)
+    with blas_threads(1):
+        t = measure_interleaved({op.label: op.fn for op in reads}, rounds=repeat)
+    best = max(reads, key=lambda op: op.bytes / t[op.label].best)
+    return best.bytes / t[best.label].best, t[best.label]
 
 
 def measure_peak_flops(n: int = 1024, dtype: str = "float32", repeat: int = 5) -> tuple[float, Timing]:
