@@ -51,6 +51,8 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
 
 # %%
 import math
+import re
+import struct
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -259,7 +261,8 @@ assert occupancy.occupancy(257, 200, 0).blocks_per_sm == 0 and 9 * 6400 <= 65536
 # %% [markdown]
 # These are not our rules to invent. NVIDIA ships its calculator as C++ in every CUDA toolkit and in its pip wheels
 # (`nvidia/cu13/include/cuda_occupancy.h`, from the `toolchain` extra). The next cell compiles it with g++ — no GPU
-# needed — feeds it an H100's device properties, and compares every block size with every register count:
+# needed — feeds it an H100's device properties, and compares every warp count (most blocks ragged, not multiples
+# of 32 threads) with every register count:
 
 # %%
 from gpucourse import occupancy_nvidia
@@ -375,8 +378,9 @@ if gc.require_gpu("measure the latency of a load that misses L2: one thread chas
 # sub-partition, each issuing at most one instruction per cycle and only from *its own* warps (warp `w` lives on
 # scheduler `w % 4`). So one warp keeps one scheduler busy `c/(c+L)` of the time — a quarter of the SM's issue
 # slots: the SM is busy `c/(4(c+L))`, not `c/(c+L)`. Filling every slot takes `ceil((c+L)/c)` warps *per
-# scheduler*, 4× that per SM. `gc.occupancy.sm_busy` simulates the four schedulers cycle by cycle (greedy-then-
-# oldest: a scheduler keeps issuing from one warp until it stalls); the closed form must match it.
+# scheduler*, 4× that per SM. `gc.occupancy.sm_busy` simulates the four schedulers, each issue slot accounted for
+# (greedy-then-oldest: a scheduler keeps issuing from one warp until it stalls, then takes the warp that has waited
+# longest); the closed form must match it.
 
 # %%
 c, L = 40, cycles
@@ -477,6 +481,26 @@ for ax, (name, r) in zip(axs, res.items()):
     ax.set_ylim(0, 105)
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# Does a real GPU run both paths one after the other, or could the compiler turn the `if`/`else` into branch-free
+# selects (predication), which would cost no divergence at all? The PTX numba-cuda generates for `branchy` on
+# Hopper (compute capability 9.0, compiled here with no GPU) answers it: each path is a loop of `fma` instructions
+# with its own constant, and a conditional branch (`@%p bra`) picks one — a loop whose trip count is only known at
+# run time cannot be predicated away.
+
+# %%
+if "nvvm" in " ".join(gc.toolchain.missing()).lower():
+    print("[toolchain] skipped: numba-cuda needs NVIDIA's nvvm wheel to generate PTX:", gc.toolchain.missing())
+else:
+    ptx = gc.toolchain.numba_ptx(branchy, "void(float64[::1], float64[::1], int64, int64)")
+    body = ptx[ptx.index("{", ptx.index(".entry")):]
+    fmas = [ln.split()[-1].rstrip(";") for ln in body.splitlines() if "fma.rn.f64" in ln]
+    branches = [ln.strip() for ln in body.splitlines() if re.match(r"\s*@%p\d+ bra", ln)]
+    consts = sorted({struct.unpack(">d", bytes.fromhex(c[2:]))[0] for c in fmas})  # PTX 0d… = IEEE-754 bits
+    print(f"{len(branches)} conditional branches; fma loops adding {consts}: the two paths' + 0.5 and - 0.25")
+    print("\n".join(ln.strip() for ln in body.splitlines() if re.search(r"fma.rn.f64|@%p\d+ bra|^\$L__BB", ln.strip()))[:900])
+    assert consts == [-0.25, 0.5] and len(branches) >= 2  # two separate loops, chosen by a branch: no predication
 
 # %% [markdown]
 # On a GPU the same kernel is timed with CUDA events (`reps` large so the branches dominate).
@@ -626,7 +650,7 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | Hopper whitepaper / CUDA Programming Guide (cc 9.0): 65,536 × 32-bit registers = 256 KB per SM (§5.3), split into 4 sub-partitions of 16,384, one per warp scheduler; each resident thread keeps its registers, so switching saves/restores nothing. §5.3 adds the cost the seed omits: registers are partitioned among resident warps *per sub-partition*, so 64 registers/thread halve the resident warps (50 %), 128 quarter them, 32 threads × 81 registers fit 20 blocks (not 23), and 257 × 200 cannot launch — NVIDIA's `cuda_occupancy.h`, compiled in §5.3, agrees on every configuration tried | **confirmed**, with the occupancy trade-off |
 # | C14 | a warp is 32 threads executing the same instruction (000, 002) | warp size 32 on every NVIDIA GPU (CUDA Programming Guide; read from the device on a GPU); the executor groups 32 consecutive threads per warp and §5.5 shows lanes of one warp masked off when they disagree. Since Volta each thread has its own program counter (independent thread scheduling), so "same instruction" holds per issued step, not for the warp's whole life | **qualified** |
 # | C15 | a waiting warp is replaced by another with no context-switch cost (000) | §5.4: the switch is free (registers stay put), but each of an SM's 4 schedulers switches only among its own warps: one warp keeps c/(4(c+L)) of the SM's issue slots busy, and filling them takes 4 × ceil((c+L)/c) warps — 72 for 40 cycles of work per ~655-cycle HBM load (measured on an H100 PCIe, `gpu-benches`), more than the 64 an SM holds; Little's law asks for ~74 warp-wide loads in flight per SM at 3.35 TB/s. Switching hides latency only with enough warps on every scheduler *and* several loads in flight per warp | **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says, and memory-level parallelism) |
-# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×); in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events (asserted > 1.3×) | **qualified**: 2× only for two equal, dominant paths |
+# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×); the sm_90 PTX keeps the two paths as two loops behind a conditional branch, not predicated selects; in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events (asserted > 1.3×) | **qualified**: 2× only for two equal, dominant paths |
 # | C30 | a block has ~100–500 threads; each SM runs 1–4 warps at once (002) | CUDA: 1–1024 threads per block, multiples of 32 recommended (a 100-thread block wastes 28 lanes of its last warp); an H100 SM holds up to 64 warps (2048 threads), 16 per sub-partition, and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4) | **qualified**: 1–4 is the issue rate (one warp per scheduler per cycle), not the number of resident warps |
 # | C31 | blocks of a kernel are independent and spread over the SMs (002) | CUDA guarantees no order between blocks; §5.3 runs blocks backwards with identical results; on a GPU the `%smid` readout of §5.1 lists the SMs that ran them | **confirmed** |
 # | C32 | each SM has its own registers, shared memory, read-only memory and L1; L2 and global memory are shared (002) | Hopper whitepaper: per SM 256 KB registers, 256 KB combined L1/shared (up to 228 KB shared), plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3) | **confirmed** (on Hopper, thread-block clusters can also read other SMs' shared memory: distributed shared memory) |
