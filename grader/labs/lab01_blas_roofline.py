@@ -485,12 +485,12 @@ def _timing_cases(rng: np.random.Generator) -> list[Case]:
         return float(rng.integers(lo, hi + 1)) / 1e3
 
     cases = [
-        Case((Workload(ms(15, 30), asynchronous=True),), {"repeat": int(rng.integers(3, 6))}),
-        Case((Workload(ms(15, 30), first_s=ms(250, 400)),), {"repeat": 1}),  # one timed run: the warm-up must go
-        Case((Workload(ms(15, 30), first_s=ms(250, 400), asynchronous=True),), {"repeat": 2}),
-        Case((Workload(ms(15, 30), spikes=(2, 4)),), {"repeat": 5}),  # spikes inside the timed runs
-        Case((Workload(ms(15, 30), asynchronous=True, spikes=(int(rng.integers(1, 4)),)),), {"repeat": 4}),
-        Case((Workload(ms(20, 40), first_s=ms(200, 300), asynchronous=True, spikes=(3,)),), {"repeat": 3}),
+        Case((Workload(ms(10, 20), asynchronous=True),), {"repeat": int(rng.integers(3, 6))}),
+        Case((Workload(ms(10, 20), first_s=ms(150, 250)),), {"repeat": 1}),  # one timed run: the warm-up must go
+        Case((Workload(ms(10, 20), first_s=ms(150, 250), asynchronous=True),), {"repeat": 2}),
+        Case((Workload(ms(10, 20), spikes=(2, 4)),), {"repeat": 5}),  # spikes inside the timed runs
+        Case((Workload(ms(10, 20), asynchronous=True, spikes=(int(rng.integers(1, 4)),)),), {"repeat": 4}),
+        Case((Workload(ms(12, 25), first_s=ms(150, 250), asynchronous=True, spikes=(3,)),), {"repeat": 3}),
     ]
     rng.shuffle(cases)
     return cases
@@ -529,9 +529,9 @@ TIME_CALL = Problem(
         must warm up once and wait for every result.
     """,
     reference=time_call_reference,
-    visible=[Case((Workload(0.02, asynchronous=True),), {"repeat": 3}),
-             Case((Workload(0.02, first_s=0.3),), {"repeat": 2}),
-             Case((Workload(0.02, spikes=(3,)),), {"repeat": 5})],
+    visible=[Case((Workload(0.015, asynchronous=True),), {"repeat": 3}),
+             Case((Workload(0.015, first_s=0.2),), {"repeat": 2}),
+             Case((Workload(0.015, spikes=(3,)),), {"repeat": 5})],
     hidden=_timing_cases,
     compare=_compare_timing,
     after=_timing_method,
