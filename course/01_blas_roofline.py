@@ -327,6 +327,8 @@ gpu_roofs = [
 ]
 for r in gpu_roofs:
     print(f"{r.name:28} ridge at {r.ridge:6.1f} FLOP/byte")
+print(f"{roof.name:28} ridge at {roof.ridge:6.1f} FLOP/byte")
+assert all(r.ridge > roof.ridge for r in gpu_roofs) or be.is_gpu  # more ops are memory-bound on a GPU
 ax = gc.plotting.axes("arithmetic intensity [FLOP/byte]", "attainable [GFLOP/s]")
 gc.roofline.plot(ax, [roof] + gpu_roofs, imax=4096)
 ax.set_title("Rooflines: this machine vs published GPU figures")
