@@ -316,8 +316,6 @@ lab.problems["time_call"].show()
 # %% nbgrader={"grade": false, "grade_id": "ex8_time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import time
 
-import jax
-
 
 def time_call(fn, *args, repeat=5):
     """Seconds one call of fn(*args) takes: one warm-up call, then the median of `repeat` waited-for calls."""
@@ -387,6 +385,8 @@ lab.problems["explain_point"].check(explain_point, hidden=True)
 
 # %% nbgrader={"grade": false, "grade_id": "yours", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import os
+
+import jax
 
 if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades or validates: nothing to grade here
     print("(skipped while nbgrader grades or validates: run the notebook yourself to see your machine)")

@@ -57,8 +57,6 @@ WRONG = {
     # stops the clock when the call returns: asynchronous work is not waited for
     "ex8_time_call": '''import time
 
-import jax
-
 
 def time_call(fn, *args, repeat=5):
     fn(*args)
