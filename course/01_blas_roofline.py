@@ -154,7 +154,7 @@ for op in ("axpy", "gemv", "gemm"):
 #   `max`, the BLAS dot `a·a`, and a BLAS matrix-vector product over a *wide* 64-row matrix. Read-only, so no store
 #   policy muddles the count. Why three: one core's bandwidth is limited by how many loads it keeps in flight, and
 #   a kernel that prefetches in software (OpenBLAS's gemv does) keeps more in flight than a plain loop — the table
-#   shows by how much. The compute roof is the fastest float32 GEMM of sizes not plotted (384³, 768³, 1024³ on a
+#   shows by how much. The compute roof is the fastest float32 GEMM of sizes not plotted (384³, 640³, 1024³ on a
 #   CPU; 4096³, 8192³ on a GPU): the best the machine's BLAS (OpenBLAS here, cuBLAS on a GPU) does in the dtype
 #   of the plotted ops. Random data: constant data (`ones`) switches fewer transistors, draws less power and can
 #   clock higher than real data.
@@ -180,8 +180,8 @@ assert stream >= min(2 * cache, 1024 * 2**20)  # the memory roof's array does no
 # %% [markdown]
 # Now the ops, measured in the same rounds as the roofs: axpy (Level 1) and gemv (Level 2) on arrays several times
 # the cache, a gemv small enough to sit *in* the cache, and GEMMs (Level 3) from 64³ to 512³ — all float32,
-# random data. A point counts as *above* a roof when it beats the roof by more than 15 %: two different kernels
-# reading the same memory can differ by that much, and a busy machine adds noise.
+# random data. A point counts as *above* a roof when it beats the roof by more than 20 %: two different kernels
+# doing the same work can differ by that much, and a busy machine adds noise.
 
 # %%
 f32 = np.float32
@@ -269,7 +269,7 @@ plt.show()
 #   measurement keeps timing the roofs until every point above a roof is a memory-bound one whose working set fits
 #   in the cache — or prints the NOTE saying it could not.
 # - **GEMMs** have an intensity that grows with n (n/6 FLOP/byte in float32): the 512³ one sits far right of the
-#   ridge (asserted), the 64³ one near it. All sit at or below the compute roof (within the 15 % margin), the 64³
+#   ridge (asserted), the 64³ one near it. All sit at or below the compute roof (within the 20 % margin), the 64³
 #   one well below it (asserted: under 90 % of the roof, and below the 512³ one): its 0.5 MFLOP are too little
 #   work to amortise the fixed costs of a call (NumPy's dispatch into the BLAS, packing tiles into buffers, loop
 #   set-up) — the first sign of the launch-overhead story of section 4.

@@ -108,7 +108,7 @@ class Verdict:
     explanation: str
 
 
-def judge(point: OpPoint, roof: Roofline, cache_bytes: float, margin: float = 0.15) -> Verdict:
+def judge(point: OpPoint, roof: Roofline, cache_bytes: float, margin: float = 0.20) -> Verdict:
     """Place a measured point against a measured roof. A point *above* a roof needs a reason: above the memory roof,
     its data may have come from a cache faster than DRAM (possible only if its working set fits there); above the
     compute roof nothing is faster, so the measurement or the roof is wrong. ``margin``: measurement noise allowed."""
@@ -352,9 +352,9 @@ def read_candidates(nbytes: int | None = None, dtype: str = "float32", cores: in
 
 def compute_candidates(dtype: str = "float32") -> list[Op]:
     """The compute-roof candidates: GEMMs of sizes §1 does not plot (it plots 64³…512³ on a CPU, up to 1024³ on a GPU).
-    The fastest is the roof: on a CPU the largest GEMM is not always the fastest (a 384³ one's tiles sit in a core's
-    L2 cache; a 1024³ one's may not), on a GPU the largest is."""
-    sizes = (4096, 8192) if get_backend().is_gpu else (384, 768, 1024)
+    The fastest is the roof: on a CPU the largest GEMM is not always the fastest (the longest calls are the likeliest
+    to be slowed by other programs, and a core's clock varies with its neighbours' load), on a GPU the largest is."""
+    sizes = (4096, 8192) if get_backend().is_gpu else (384, 640, 1024)
     return [gemm_op(n, dtype, label=f"gemm n={n} (roof candidate)") for n in sizes]
 
 
@@ -384,7 +384,7 @@ class RooflineMeasurement:
     stated_bandwidth: float | None = None
     stated_source: str = ""
     rounds: int = 0
-    margin: float = 0.15
+    margin: float = 0.20
     consistent: bool = True  # no point above a roof that nothing explains (see `judge`)
     memory_candidates: list[OpPoint] = field(default_factory=list)
     compute_candidates: list[OpPoint] = field(default_factory=list)
@@ -398,7 +398,7 @@ class RooflineMeasurement:
 
 
 def measure_roofline(ops: Iterable[Op] = (), *, dtype: str = "float32", rounds: int = 5, nbytes: int | None = None,
-                     name: str | None = None, margin: float = 0.15, budget_s: float = 20.0,
+                     name: str | None = None, margin: float = 0.20, budget_s: float = 20.0,
                      cores: int | None = 1) -> RooflineMeasurement:
     """Measure both roofs and place ``ops`` under them, all in the same interleaved rounds (module doc), on
     ``cores`` CPU cores (BLAS threads; None: all) — the GPU backend measures the whole device. Each roof is the

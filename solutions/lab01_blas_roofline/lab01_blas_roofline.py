@@ -405,8 +405,8 @@ else:
                           flops, nbytes, nbytes)]
     cache, where = gc.roofline.cache_bytes()
     with gc.roofline.blas_threads(1):  # one core, as in §1 (JAX's own threads are not limited)
-        bandwidth = max(op.bytes / time_call(op.fn, repeat=3) for op in reads)  # bytes/s: the fastest read stream
-        peak = max(op.flops / time_call(op.fn, repeat=3) for op in gemms)  # FLOP/s: the fastest GEMM
+        bandwidth = max(op.bytes / time_call(op.fn, repeat=5) for op in reads)  # bytes/s: the fastest read stream
+        peak = max(op.flops / time_call(op.fn, repeat=5) for op in gemms)  # FLOP/s: the fastest GEMM
         print(f"one core: memory roof {bandwidth / 1e9:.1f} GB/s, compute roof {peak / 1e9:.1f} GFLOP/s (float32); "
               f"cache {cache / 2**20:.0f} MiB ({where})")
         print(f"{'op':44} {'predicted':>10} {'measured':>10} {'ratio':>6}  explanation")
@@ -415,6 +415,10 @@ else:
             measured = time_call(op.fn, repeat=3)
             why = explain_point(op.flops, op.bytes, measured, peak, bandwidth, op.working_set, cache)
             print(f"{op.label:44} {predicted * 1e3:8.3f}ms {measured * 1e3:8.3f}ms {measured / predicted:6.2f}  {why}")
+            impossible = why == "impossible" and "clock stopped" not in op.label
+            if impossible:
+                print("    ^ a waited-for op above its roof: the roofs were measured while the machine was busy "
+                      "(or your timer is off) — re-run this cell when the machine is idle")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
