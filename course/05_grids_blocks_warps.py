@@ -51,6 +51,8 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
 
 # %%
 import math
+import re
+import struct
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -186,53 +188,109 @@ plt.show()
 # ## 5.3 The SM: registers, shared memory, L1 — and occupancy
 #
 # Seed 000 lists what an SM holds; seed 002 adds that these are *private* to the SM while L2 and global memory
-# (HBM) are shared by all SMs. Published figures for the H100 SXM (Hopper whitepaper; `gc.hardware`):
+# (HBM) are shared by all SMs. Published figures for the H100 SXM (Hopper whitepaper, CUDA Programming Guide for
+# compute capability 9.0; `gc.hardware`). One detail decides a lot below: an SM is four **sub-partitions**, each
+# with its own warp scheduler and a quarter of the register file, and every warp lives in one of them.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 p = h100.per_sm
-print(f"H100 SXM: {h100.sm_count} SMs")
+print(f"H100 SXM: {h100.sm_count} SMs, compute capability {h100.compute_capability[0]}.{h100.compute_capability[1]}")
 print(f"per SM (private): register file {p['register_file_bytes'] // 1024} KB = {p['register_file_bytes'] // 4:,} "
-      f"32-bit registers; shared memory up to {p['shared_memory_bytes'] // 1024} KB (carved from a 256 KB L1/shared "
-      f"array); up to {p['max_warps']} warps = {p['max_threads']} threads, {p['max_blocks']} blocks; "
-      f"{p['warp_schedulers']} warp schedulers")
+      f"32-bit registers, in {p['sub_partitions']} sub-partitions of {p['register_file_bytes'] // 4 // p['sub_partitions']:,}"
+      f" (one warp scheduler each)")
+print(f"  shared memory up to {p['shared_memory_bytes'] // 1024} KB (carved from a 256 KB L1/shared array); per block "
+      f"{p['shared_memory_per_block'] // 1024} KB by default, up to {p['shared_memory_per_block_optin'] // 1024} KB "
+      f"with the opt-in, + {p['shared_reserved_per_block'] // 1024} KB the driver reserves per block")
+print(f"  up to {p['max_warps']} warps = {p['max_threads']} threads and {p['max_blocks']} blocks resident")
 print("shared by all SMs: 50 MB L2 cache, 80 GB HBM3")
 print(f"registers per thread when the SM is full: {p['register_file_bytes'] // 4 // p['max_threads']}")
 assert p["register_file_bytes"] == 256 * 1024  # the seed's 256 KB (C13)
 # Expected output:
-# H100 SXM: 132 SMs
-# per SM (private): register file 256 KB = 65,536 32-bit registers; shared memory up to 228 KB (carved from a 256 KB L1/shared array); up to 64 warps = 2048 threads, 32 blocks; 4 warp schedulers
+# H100 SXM: 132 SMs, compute capability 9.0
+# per SM (private): register file 256 KB = 65,536 32-bit registers, in 4 sub-partitions of 16,384 (one warp scheduler each)
+#   shared memory up to 228 KB (carved from a 256 KB L1/shared array); per block 48 KB by default, up to 227 KB with the opt-in, + 1 KB the driver reserves per block
+#   up to 64 warps = 2048 threads and 32 blocks resident
 # shared by all SMs: 50 MB L2 cache, 80 GB HBM3
 # registers per thread when the SM is full: 32
 
 # %% [markdown]
 # Every resident thread keeps its own registers for its whole life — that is why switching warps needs no
 # save/restore (C13, C15). The price: registers and shared memory are *partitioned* among resident blocks, so a
-# kernel that uses many of them fits fewer warps on the SM. **Occupancy** = resident warps / 64.
-# `gpucourse.occupancy` applies the allocation rules (registers granted per warp in units of 256, 1 KB of shared
-# memory reserved per block) to the published limits:
+# kernel that uses many of them fits fewer warps on the SM. **Occupancy** = resident warps / 64. NVIDIA computes
+# it in a header-only calculator, `cuda_occupancy.h`, and `gpucourse.occupancy` follows it rule by rule:
+#
+# - **warps**: 64 per SM, so `64 // warps per block` blocks;
+# - **registers**: granted per warp, `registers/thread × 32` rounded up to 256; a sub-partition's 16,384 registers
+#   hold `16384 // that` whole warps, the SM four times that. Dividing the SM's 65,536 registers by a block's
+#   registers is wrong whenever the four remainders would add up to another block: 32 threads × 81 registers
+#   (2,816 per warp) fit 5 warps per sub-partition = 20 blocks, not 65,536 // 2,816 = 23. And a launch is refused
+#   when the block's warps, **rounded up to a multiple of 4 sub-partitions**, would not fit in the 65,536
+#   registers one block may hold: 257 threads × 200 registers is 9 warps → 12 × 6,400 = 76,800 > 65,536, so
+#   **0** blocks — though 9 × 6,400 = 57,600 looks as if it fits;
+# - **shared memory**: a block takes what it declares + 1 KB reserved, rounded up to 128 bytes, and may not
+#   exceed 48 KB unless the kernel opts in (`cudaFuncSetAttribute(kernel,
+#   cudaFuncAttributeMaxDynamicSharedMemorySize, n)`); the SM's carve-out holds `carve-out // that` blocks;
+# - **blocks**: at most 32 per SM.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for threads, regs, smem in [(256, 32, 0), (256, 64, 0), (256, 128, 0), (128, 32, 48 * 1024), (32, 32, 0), (1024, 64, 0)]:
-    o = occupancy.occupancy(threads, regs, smem)
-    print(f"{threads:5} threads × {regs:3} regs, {smem // 1024:3} KB shared: {o.blocks_per_sm:2} blocks, "
-          f"{o.warps_per_sm:2} warps, {o.occupancy:4.0%} ({o.limiter})")
+configs = [(256, 32, 0, False), (256, 64, 0, False), (256, 128, 0, False), (128, 32, 48 * 1024, False),
+           (128, 32, 60 * 1024, False), (128, 32, 60 * 1024, True), (32, 32, 0, False), (1024, 64, 0, False),
+           (96, 40, 0, False), (32, 81, 0, False), (257, 200, 0, False)]
+for threads, regs, smem, opt_in in configs:
+    o = occupancy.occupancy(threads, regs, smem, opt_in=opt_in)
+    print(f"{threads:5} threads × {regs:3} regs, {smem // 1024:3} KB shared{' (opt-in)' if opt_in else '          '}: "
+          f"{o.blocks_per_sm:2} blocks, {o.warps_per_sm:2} warps, {o.occupancy:4.0%} ({o.limiter})")
 assert occupancy.occupancy(256, 64, 0).occupancy == 0.5 and occupancy.occupancy(32, 32, 0).limiter == "blocks"
+assert occupancy.occupancy(32, 81, 0).blocks_per_sm == 20 and 65536 // (2816 * 1) == 23
+assert occupancy.occupancy(257, 200, 0).blocks_per_sm == 0 and 9 * 6400 <= 65536 < 12 * 6400
 # Expected output:
-#   256 threads ×  32 regs,   0 KB shared:  8 blocks, 64 warps, 100% (warps)
-#   256 threads ×  64 regs,   0 KB shared:  4 blocks, 32 warps,  50% (registers)
-#   256 threads × 128 regs,   0 KB shared:  2 blocks, 16 warps,  25% (registers)
-#   128 threads ×  32 regs,  48 KB shared:  4 blocks, 16 warps,  25% (shared_memory)
-#    32 threads ×  32 regs,   0 KB shared: 32 blocks, 32 warps,  50% (blocks)
-#  1024 threads ×  64 regs,   0 KB shared:  1 blocks, 32 warps,  50% (registers)
+#   256 threads ×  32 regs,   0 KB shared          :  8 blocks, 64 warps, 100% (warps)
+#   256 threads ×  64 regs,   0 KB shared          :  4 blocks, 32 warps,  50% (registers)
+#   256 threads × 128 regs,   0 KB shared          :  2 blocks, 16 warps,  25% (registers)
+#   128 threads ×  32 regs,  48 KB shared          :  4 blocks, 16 warps,  25% (shared_memory)
+#   128 threads ×  32 regs,  60 KB shared          :  0 blocks,  0 warps,   0% (shared_memory)
+#   128 threads ×  32 regs,  60 KB shared (opt-in):  3 blocks, 12 warps,  19% (shared_memory)
+#    32 threads ×  32 regs,   0 KB shared          : 32 blocks, 32 warps,  50% (blocks)
+#  1024 threads ×  64 regs,   0 KB shared          :  1 blocks, 32 warps,  50% (registers)
+#    96 threads ×  40 regs,   0 KB shared          : 16 blocks, 48 warps,  75% (registers)
+#    32 threads ×  81 regs,   0 KB shared          : 20 blocks, 20 warps,  31% (registers)
+#   257 threads × 200 regs,   0 KB shared          :  0 blocks,  0 warps,   0% (registers)
+
+# %% [markdown]
+# These are not our rules to invent. NVIDIA ships its calculator as C++ in every CUDA toolkit and in its pip wheels
+# (`nvidia/cu13/include/cuda_occupancy.h`, from the `toolchain` extra). The next cell compiles it with g++ — no GPU
+# needed — feeds it an H100's device properties, and compares every warp count (most blocks ragged, not multiples
+# of 32 threads) with every register count:
+
+# %%
+from gpucourse import occupancy_nvidia
+
+nvidia = occupancy_nvidia.NvidiaOccupancy.build() if not occupancy_nvidia.missing() else None
+if nvidia is None:
+    print("NVIDIA's calculator cannot be built here (missing: " + "; ".join(occupancy_nvidia.missing()) + "); "
+          "tests/test_occupancy_header.py runs this comparison wherever it can")
+else:
+    sweep = [(32 * w - (w % 7), r, 0, False, None) for w in range(1, 33) for r in range(1, 256)]  # mostly ragged
+    header = nvidia.run(occupancy_nvidia.DEVICES["sm_90"], sweep + [(32, 81, 0, False, None), (257, 200, 0, False, None)])
+    ours = [occupancy.occupancy(t, r, s, opt_in=o).blocks_per_sm for t, r, s, o, _ in sweep]
+    per_sm = [min(64 // -(-t // 32), 65536 // (-(-r * 32 // 256) * 256 * -(-t // 32)), 32) for t, r, *_ in sweep]
+    agree = sum(a == h.blocks for a, h in zip(ours, header))
+    wrong = sum(a != h.blocks for a, h in zip(per_sm, header))
+    print(f"NVIDIA's cuda_occupancy.h vs gpucourse.occupancy: {agree:,} of {len(sweep):,} configurations agree")
+    print(f"a per-SM register division gets {wrong:,} of them wrong")
+    print(f"NVIDIA's answers for 32 threads × 81 registers: {header[-2].blocks} blocks; 257 × 200: {header[-1].blocks} blocks")
+    assert agree == len(sweep) and wrong > 100 and (header[-2].blocks, header[-1].blocks) == (20, 0)
 
 # %%
 ax = gc.plotting.axes("registers per thread [registers]", "occupancy [%]", "H100: occupancy vs register use")
-regs = np.arange(16, 256, 4)
-for i, threads in enumerate((128, 256, 512)):
+regs = np.arange(16, 256, 1)
+for i, threads in enumerate((32, 128, 256, 512)):
     ax.step(regs, [100 * occupancy.occupancy(threads, int(r), 0).occupancy for r in regs], where="post",
             label=f"{threads} threads/block", color=gc.plotting.PALETTE[i])
+per_sm_32 = [100 * min(32, 65536 // (-(-int(r) * 32 // 256) * 256)) / 64 for r in regs]
+ax.step(regs, per_sm_32, where="post", ls=":", color=gc.plotting.PALETTE[0], label="32 threads, per-SM division (wrong)")
 ax.legend()
 plt.show()
 assert occupancy.occupancy(256, 255, 0).occupancy == 0.125
@@ -269,35 +327,88 @@ if sm_of_block is not None:
 # %% [markdown]
 # ## 5.4 Latency hiding: warps switch, bytes stay in flight
 #
-# A load from HBM takes hundreds of cycles. Seed 000 (C15): while warp A waits, the scheduler issues from
-# warp B — no context switch, because B's registers are already there. How many warps does that take?
-# **Little's law**: to sustain bandwidth $B$ against latency $L$, $B \cdot L$ bytes must be in flight.
+# A load that misses the L2 and goes to HBM takes hundreds of cycles: a pointer-chasing microbenchmark (each load's
+# address comes from the previous load, so nothing overlaps) measured **~655 cycles** on an H100 PCIe at its
+# 1,755 MHz boost clock, **373 ns** (D. Ernst's `gpu-benches`, `gpu-latency/h100_pcie.txt`; an L2 hit costs ~265 to
+# ~475 cycles depending on the L2 partition, an L1 hit ~34). On a GPU the next cell measures it on yours.
+# Seed 000 (C15): while warp A waits, the scheduler issues from warp B — no context switch, because B's registers
+# are already there. How many warps does that take? **Little's law**: to sustain bandwidth $B$ against latency
+# $L$, $B \cdot L$ bytes must be in flight.
 
 # %%
-latency = 600e-9  # s: an HBM load on Hopper is several hundred ns (microbenchmark papers report ~500-700 ns)
+cycles = gc.hardware.H100_LATENCY_CYCLES["HBM (L2 miss)"]
+latency = cycles / gc.hardware.H100_LATENCY_CLOCK_HZ  # s
 in_flight = occupancy.bytes_in_flight(h100.memory_bandwidth, latency)
 per_sm = in_flight / h100.sm_count
 warps = occupancy.warps_to_hide_latency(h100.memory_bandwidth, latency, h100.sm_count, 128)
-print(f"H100: {h100.memory_bandwidth / 1e12:.2f} TB/s × {latency * 1e9:.0f} ns = {in_flight / 1e6:.2f} MB in flight "
-      f"= {per_sm / 1024:.1f} KB per SM")
+print(f"HBM latency: {cycles} cycles at {gc.hardware.H100_LATENCY_CLOCK_HZ / 1e6:,.0f} MHz = {latency * 1e9:.0f} ns "
+      f"({gc.hardware.H100_LATENCY_SOURCE})")
+print(f"H100 SXM: {h100.memory_bandwidth / 1e12:.2f} TB/s × {latency * 1e9:.0f} ns (the PCIe card's latency: the source "
+      f"did not measure the SXM part) = {in_flight / 1e6:.2f} MB in flight = {per_sm / 1024:.1f} KB per SM")
 print(f"= {warps:.0f} warp-wide float32 loads (128 B) outstanding per SM — more than the 64 warps an SM can hold,")
 print("  so each warp must keep several loads in flight (unrolling, vector loads) or move more bytes per load")
-assert 64 < warps < 200
-
-# %% [markdown]
-# A toy model makes the switching visible: each warp computes for `c` cycles, then waits `L` cycles for memory.
-# One warp keeps the SM busy `c/(c+L)` of the time; `W` warps, interleaved, keep it busy `min(1, W·c/(c+L))`.
+assert round(latency * 1e9) == 373 and 64 < warps < 100
 
 # %%
-c, L = 40, 600
-W = np.arange(1, 65)
-busy = np.minimum(1, W * c / (c + L))
-ax = gc.plotting.axes("resident warps per SM [warps]", "SM busy [%]", f"latency hiding: {c} cycles of work per {L}-cycle load")
-ax.plot(W, 100 * busy)
-ax.axvline((c + L) / c, color=gc.plotting.PALETTE[3], ls="--", label=f"(c+L)/c = {(c + L) / c:.0f} warps")
+if gc.require_gpu("measure the latency of a load that misses L2: one thread chasing pointers through 512 MiB"):
+    cp = be.xp
+    chase = cp.RawKernel(r"""
+    extern "C" __global__ void chase(const long long* next, long long steps, long long* out, long long* cycles) {
+        long long i = 0;
+        long long t0 = clock64();
+        for (long long s = 0; s < steps; ++s) i = next[i];   // each address depends on the previous load
+        long long t1 = clock64();
+        out[0] = i; cycles[0] = t1 - t0;
+    }""", "chase")
+    n_chain = 1 << 26  # 64 Mi int64 = 512 MiB, 10× the L2
+    order = np.random.default_rng(0).permutation(n_chain)
+    nxt = np.empty(n_chain, np.int64)
+    nxt[order] = np.roll(order, -1)  # one cycle through every element, in random order
+    d_next, out, clk = cp.asarray(nxt), cp.zeros(1, cp.int64), cp.zeros(1, cp.int64)
+    steps = 200_000
+    t_chase = gc.measure(lambda: chase((1,), (1,), (d_next, np.int64(steps), out, clk)), repeat=3, clock="cuda")
+    ns, cyc = t_chase.best / steps * 1e9, int(clk.get()[0]) / steps
+    print(f"dependent load through 512 MiB: {ns:.0f} ns = {cyc:.0f} SM cycles per load ({t_chase})")
+    gc.record("§5 HBM load latency", ns, "ns", note=f"{cyc:.0f} cycles; pointer chase, 1 thread, 512 MiB")
+    assert 150 < ns < 2000
+
+# %% [markdown]
+# A toy model makes the switching visible. Each warp computes for `c` cycles (the last instruction a load), then
+# waits `L` cycles for it. An H100 SM does not issue from one pool of warps: it has **4 warp schedulers**, one per
+# sub-partition, each issuing at most one instruction per cycle and only from *its own* warps (warp `w` lives on
+# scheduler `w % 4`). So one warp keeps one scheduler busy `c/(c+L)` of the time — a quarter of the SM's issue
+# slots: the SM is busy `c/(4(c+L))`, not `c/(c+L)`. Filling every slot takes `ceil((c+L)/c)` warps *per
+# scheduler*, 4× that per SM. `gc.occupancy.sm_busy` simulates the four schedulers, each issue slot accounted for
+# (greedy-then-oldest: a scheduler keeps issuing from one warp until it stalls, then takes the warp that has waited
+# longest); the closed form must match it.
+
+# %%
+c, L = 40, cycles
+W = np.arange(1, 81)
+simulated = np.array([occupancy.sm_busy(int(w), c, L) for w in W])
+model = np.array([occupancy.sm_busy_model(int(w), c, L) for w in W])
+one_pool = np.minimum(1, W * c / (c + L))  # the old model: every warp issuing from one pool
+need = 4 * math.ceil((c + L) / c)
+ax = gc.plotting.axes("resident warps per SM [warps]", "SM issue slots used [%]",
+                      f"latency hiding: {c} cycles of work per {L}-cycle load")
+ax.plot(W, 100 * simulated, label="4 schedulers, simulated")
+ax.plot(W, 100 * model, ls="--", label="4 schedulers: mean of min(1, k·c/(c+L))")
+ax.plot(W, 100 * one_pool, ls=":", label="one pool of warps (wrong)")
+ax.axvline(64, color=gc.plotting.PALETTE[3], lw=1, label="64 warps: a full SM")
 ax.legend()
 plt.show()
-assert busy[0] < 0.1 and busy[(c + L) // c - 1] == 1.0
+print(f"1 warp: {simulated[0]:.1%} of the SM's issue slots (one pool would say {one_pool[0]:.1%})")
+print(f"all slots busy from {need} warps = 4 × ceil((c+L)/c) (one pool would say {math.ceil((c + L) / c)}); "
+      f"at 64 warps: {simulated[63]:.0%}")
+assert np.allclose(simulated, model, atol=1e-9)
+assert simulated[0] == c / (4 * (c + L)) and simulated[need - 1] == 1.0 > simulated[need - 2]
+assert need > 64 and simulated[63] < 1  # at this ratio even a full SM cannot hide the latency with one load per warp
+
+# %% [markdown]
+# With 40 cycles of work per load and HBM's ~655-cycle latency, the SM would need 72 warps — more than the 64 it
+# can hold — to hide the latency with one load in flight per warp; at 64 it uses the fraction of its slots printed
+# above. Both ways out are the ones Little's law pointed to: more independent work per load (a larger `c`), or
+# several loads in flight per warp before the first one is needed.
 
 # %% [markdown]
 # ## 5.5 Warp divergence: both paths, one after the other
@@ -372,6 +483,26 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# Does a real GPU run both paths one after the other, or could the compiler turn the `if`/`else` into branch-free
+# selects (predication), which would cost no divergence at all? The PTX numba-cuda generates for `branchy` on
+# Hopper (compute capability 9.0, compiled here with no GPU) answers it: each path is a loop of `fma` instructions
+# with its own constant, and a conditional branch (`@%p bra`) picks one — a loop whose trip count is only known at
+# run time cannot be predicated away.
+
+# %%
+if "nvvm" in " ".join(gc.toolchain.missing()).lower():
+    print("[toolchain] skipped: numba-cuda needs NVIDIA's nvvm wheel to generate PTX:", gc.toolchain.missing())
+else:
+    ptx = gc.toolchain.numba_ptx(branchy, "void(float64[::1], float64[::1], int64, int64)")
+    body = ptx[ptx.index("{", ptx.index(".entry")):]
+    fmas = [ln.split()[-1].rstrip(";") for ln in body.splitlines() if "fma.rn.f64" in ln]
+    branches = [ln.strip() for ln in body.splitlines() if re.match(r"\s*@%p\d+ bra", ln)]
+    consts = sorted({struct.unpack(">d", bytes.fromhex(c[2:]))[0] for c in fmas})  # PTX 0d… = IEEE-754 bits
+    print(f"{len(branches)} conditional branches; fma loops adding {consts}: the two paths' + 0.5 and - 0.25")
+    print("\n".join(ln.strip() for ln in body.splitlines() if re.search(r"fma.rn.f64|@%p\d+ bra|^\$L__BB", ln.strip()))[:900])
+    assert consts == [-0.25, 0.5] and len(branches) >= 2  # two separate loops, chosen by a branch: no predication
+
+# %% [markdown]
 # On a GPU the same kernel is timed with CUDA events (`reps` large so the branches dominate).
 
 # %%
@@ -383,6 +514,7 @@ if gc.require_gpu("time the divergent and the warp-uniform kernel with CUDA even
     t_div = gc.measure(lambda: branchy[grid_big, 256](xd, od, 0, 2000), clock="cuda", repeat=5)
     t_uni = gc.measure(lambda: branchy[grid_big, 256](xd, od, 1, 2000), clock="cuda", repeat=5)
     print(f"divergent {t_div}\nuniform   {t_uni}\nratio {t_div.median / t_uni.median:.2f}×")
+    gc.record("§5 divergent / warp-uniform time", t_div.median / t_uni.median, "×", note="branchy, reps = 2000")
     assert t_div.median > 1.3 * t_uni.median
 
 # %% [markdown]
@@ -424,6 +556,7 @@ if gc.require_gpu("measure the bandwidth of the coalesced and the strided copy w
     t_bad = gc.measure(lambda: copy_2d[grid_b, (32, 32)](big, ob, 1), clock="cuda", repeat=5)
     for name, t in (("coalesced", t_good), ("strided", t_bad)):
         print(f"{name:10} {2 * big.nbytes / t.median / 1e9:7.0f} GB/s ({t})")
+        gc.record(f"§5 {name} copy bandwidth", 2 * big.nbytes / t.median / 1e9, "GB/s", note="copy_2d, 4096², float32")
     assert t_bad.median > 2 * t_good.median
 
 # %% [markdown]
@@ -514,11 +647,11 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 #
 # | ID | claim (seed) | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | Hopper whitepaper / datasheet: 65,536 × 32-bit registers = 256 KB per SM (§5.3); each resident thread keeps its registers, so switching saves/restores nothing. §5.3's occupancy table adds the cost the seed omits: registers are partitioned, so 64 registers/thread halve the resident warps (50 %), 128 quarter them | **confirmed**, with the occupancy trade-off |
+# | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | Hopper whitepaper / CUDA Programming Guide (cc 9.0): 65,536 × 32-bit registers = 256 KB per SM (§5.3), split into 4 sub-partitions of 16,384, one per warp scheduler; each resident thread keeps its registers, so switching saves/restores nothing. §5.3 adds the cost the seed omits: registers are partitioned among resident warps *per sub-partition*, so 64 registers/thread halve the resident warps (50 %), 128 quarter them, 32 threads × 81 registers fit 20 blocks (not 23), and 257 × 200 cannot launch — NVIDIA's `cuda_occupancy.h`, compiled in §5.3, agrees on every configuration tried | **confirmed**, with the occupancy trade-off |
 # | C14 | a warp is 32 threads executing the same instruction (000, 002) | warp size 32 on every NVIDIA GPU (CUDA Programming Guide; read from the device on a GPU); the executor groups 32 consecutive threads per warp and §5.5 shows lanes of one warp masked off when they disagree. Since Volta each thread has its own program counter (independent thread scheduling), so "same instruction" holds per issued step, not for the warp's whole life | **qualified** |
-# | C15 | a waiting warp is replaced by another with no context-switch cost (000) | §5.4: Little's law with H100 figures needs ~2 MB in flight, ≈ 119 warp-wide loads per SM — more than 64 resident warps, so switching alone hides latency only with enough occupancy *and* several loads in flight per warp; the toy model needs (c+L)/c warps to stay busy | **confirmed** (free switch) / **qualified** (needs enough warps) |
-# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: divergent/uniform warp steps = 1.74× with equal 8-iteration paths (SIMT efficiency 57.5 % vs 100 %); in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events | **qualified**: 2× only for two equal, dominant paths |
-# | C30 | a block has ~100–500 threads; each SM runs 1–4 warps at once (002) | CUDA: 1–1024 threads per block, multiples of 32 recommended (a 100-thread block wastes 28 lanes of its last warp); an H100 SM holds up to 64 warps (2048 threads) and its 4 schedulers issue from up to 4 warps per cycle (§5.3) | **qualified**: 1–4 is the issue rate, not the number of resident warps |
+# | C15 | a waiting warp is replaced by another with no context-switch cost (000) | §5.4: the switch is free (registers stay put), but each of an SM's 4 schedulers switches only among its own warps: one warp keeps c/(4(c+L)) of the SM's issue slots busy, and filling them takes 4 × ceil((c+L)/c) warps — 72 for 40 cycles of work per ~655-cycle HBM load (measured on an H100 PCIe, `gpu-benches`), more than the 64 an SM holds; Little's law asks for ~74 warp-wide loads in flight per SM at 3.35 TB/s. Switching hides latency only with enough warps on every scheduler *and* several loads in flight per warp | **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says, and memory-level parallelism) |
+# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×); the sm_90 PTX keeps the two paths as two loops behind a conditional branch, not predicated selects; in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events (asserted > 1.3×) | **qualified**: 2× only for two equal, dominant paths |
+# | C30 | a block has ~100–500 threads; each SM runs 1–4 warps at once (002) | CUDA: 1–1024 threads per block, multiples of 32 recommended (a 100-thread block wastes 28 lanes of its last warp); an H100 SM holds up to 64 warps (2048 threads), 16 per sub-partition, and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4) | **qualified**: 1–4 is the issue rate (one warp per scheduler per cycle), not the number of resident warps |
 # | C31 | blocks of a kernel are independent and spread over the SMs (002) | CUDA guarantees no order between blocks; §5.3 runs blocks backwards with identical results; on a GPU the `%smid` readout of §5.1 lists the SMs that ran them | **confirmed** |
 # | C32 | each SM has its own registers, shared memory, read-only memory and L1; L2 and global memory are shared (002) | Hopper whitepaper: per SM 256 KB registers, 256 KB combined L1/shared (up to 228 KB shared), plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3) | **confirmed** (on Hopper, thread-block clusters can also read other SMs' shared memory: distributed shared memory) |
 #

@@ -14,7 +14,10 @@ Modules, by what they hold:
 - ``simd_simt`` CPU vector width and compiled vector instructions; the warp active-mask model
 - ``simt``     the instrumented SIMT executor with numba-cuda's API (the CPU backend's kernel runner): traffic,
                SIMT efficiency, races, barrier divergence, uninitialised reads
-- ``occupancy`` blocks/warps per SM from published limits; Little's law
+- ``occupancy`` blocks/warps per SM as NVIDIA's cuda_occupancy.h computes them; Little's law
+- ``occupancy_nvidia`` NVIDIA's own occupancy calculator (cuda_occupancy.h) compiled with g++, no GPU needed
+- ``records``  numbers a notebook measured (``gc.record``), gathered by the one GPU command
+- ``gpu_check`` the one GPU command: ``python -m gpucourse.gpu_check``
 - ``streams``  the command queue and streams: an engine model that draws timelines, real CuPy streams on a GPU
 - ``blas``     BLAS levels made countable (the seed's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
@@ -45,6 +48,7 @@ from . import (
     occupancy,
     pallas_tpu,
     plotting,
+    records,
     roofline,
     simd_simt,
     simt,
@@ -65,12 +69,14 @@ from .backend import (
     gpu_available,
     require_gpu,
 )
+from .records import record
 from .timing import Timing, block, confirm_faster, measure
 
 __all__ = [
     "Backend", "BackendUnavailable", "Timing", "array_module", "backend", "blas", "block", "get_backend",
-    "confirm_faster", "gpu_available", "hardware", "measure", "plotting", "require_gpu", "roofline", "setup", "datapath", "devmem", "fusion", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy", "streams", "timing", "training_memory", "xla", "xla_gpu",
-    "tpu", "pallas_tpu",
+    "confirm_faster", "gpu_available", "record", "records", "hardware", "measure", "plotting", "require_gpu", "roofline",
+    "setup", "datapath", "devmem", "fusion", "simd_simt", "simt", "systolic", "interconnect", "toolchain", "occupancy",
+    "streams", "timing", "training_memory", "xla", "xla_gpu", "tpu", "pallas_tpu",
 ]
 
 __version__ = "0.1.0"

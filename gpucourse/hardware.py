@@ -1,7 +1,12 @@
 """Published figures for hardware the course cannot measure on every machine.
 
 Each number carries its source. Dense (not 2:4-sparse) tensor-core throughput is quoted: the sparse figures
-on datasheets are twice these. Units: FLOP/s, bytes/s, bytes.
+on datasheets are twice these. Units: FLOP/s, bytes/s, bytes, Hz.
+
+Per-SM figures (``per_sm``) are the device properties CUDA reports (``cudaGetDeviceProperties``) and the
+per-compute-capability rules of the CUDA C++ Programming Guide, "Technical Specifications per Compute
+Capability", which NVIDIA's occupancy calculator ``cuda_occupancy.h`` encodes function by function
+(see ``gpucourse.occupancy``).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 TERA = 1e12
+KIB = 1024
 
 
 @dataclass(frozen=True)
@@ -20,7 +26,25 @@ class Accelerator:
     sm_count: int | None = None
     source: str = ""
     per_sm: dict[str, float] = field(default_factory=dict)
+    compute_capability: tuple[int, int] | None = None
+    boost_clock_hz: float | None = None  # the SM clock the datasheet's peak FLOP/s assume
+    l2_bytes: int | None = None
 
+
+# Per-SM properties shared by compute capability 8.0 (A100) and 9.0 (H100/H200); the shared-memory sizes differ.
+_SM_COMMON = {
+    "register_file_bytes": 256 * KIB,  # 65,536 32-bit registers (regsPerMultiprocessor)
+    "registers_per_block": 65536,  # regsPerBlock: what one block may hold
+    "max_registers_per_thread": 255,  # Programming Guide; ptxas never allocates more
+    "sub_partitions": 4,  # SM sub-partitions (SMSPs): one warp scheduler and a quarter of the register file each
+    "max_threads": 2048,
+    "max_warps": 64,
+    "max_blocks": 32,  # cudaOccMaxBlocksPerMultiprocessor for cc 8.0 and 9.x
+    "max_threads_per_block": 1024,
+    "warp_schedulers": 4,
+    "shared_memory_per_block": 48 * KIB,  # sharedMemPerBlock: the default per-block limit without opt-in
+    "shared_reserved_per_block": 1 * KIB,  # reservedSharedMemPerBlock: kept by the driver for every block (cc >= 8)
+}
 
 H100_SXM = Accelerator(
     name="H100 SXM5 80GB",
@@ -29,9 +53,15 @@ H100_SXM = Accelerator(
     memory_bandwidth=3.35 * TERA,
     memory_bytes=80e9,
     sm_count=132,
-    per_sm={"register_file_bytes": 256 * 1024, "shared_memory_bytes": 228 * 1024, "max_threads": 2048,
-            "max_warps": 64, "max_blocks": 32, "warp_schedulers": 4},
-    source="NVIDIA H100 Tensor Core GPU datasheet; NVIDIA Hopper architecture whitepaper (2022)",
+    per_sm={**_SM_COMMON, "shared_memory_bytes": 228 * KIB, "shared_memory_per_block_optin": 227 * KIB,
+            # the L1/shared carve-outs an SM can be configured to (cudaOccAlignUpShmemSizeVoltaPlus, cc 9.x)
+            "shared_carveouts": tuple(k * KIB for k in (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)),
+            "fp32_lanes": 128},  # FP32 FMA units per SM: 132 × 128 × 2 FLOP × 1.98 GHz = 67 TFLOP/s
+    source="NVIDIA H100 Tensor Core GPU datasheet; NVIDIA Hopper architecture whitepaper (2022); "
+           "CUDA C++ Programming Guide, compute capability 9.0",
+    compute_capability=(9, 0),
+    boost_clock_hz=1.98e9,
+    l2_bytes=50 * 10**6,
 )
 
 H200_SXM = Accelerator(
@@ -42,6 +72,9 @@ H200_SXM = Accelerator(
     sm_count=132,
     per_sm=dict(H100_SXM.per_sm),
     source="NVIDIA H200 Tensor Core GPU datasheet (2024)",
+    compute_capability=(9, 0),
+    boost_clock_hz=1.98e9,
+    l2_bytes=50 * 10**6,
 )
 
 A100_SXM = Accelerator(
@@ -50,9 +83,14 @@ A100_SXM = Accelerator(
     memory_bandwidth=2.039 * TERA,
     memory_bytes=80e9,
     sm_count=108,
-    per_sm={"register_file_bytes": 256 * 1024, "shared_memory_bytes": 164 * 1024, "max_threads": 2048,
-            "max_warps": 64, "max_blocks": 32, "warp_schedulers": 4},
-    source="NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper (2020)",
+    per_sm={**_SM_COMMON, "shared_memory_bytes": 164 * KIB, "shared_memory_per_block_optin": 163 * KIB,
+            "shared_carveouts": tuple(k * KIB for k in (0, 8, 16, 32, 64, 100, 132, 164)),  # cc 8.0
+            "fp32_lanes": 64},  # 108 × 64 × 2 FLOP × 1.41 GHz = 19.5 TFLOP/s
+    source="NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper (2020); "
+           "CUDA C++ Programming Guide, compute capability 8.0",
+    compute_capability=(8, 0),
+    boost_clock_hz=1.41e9,
+    l2_bytes=40 * 10**6,
 )
 
 ACCELERATORS = {a.name: a for a in (A100_SXM, H100_SXM, H200_SXM)}
@@ -63,3 +101,17 @@ LINKS = {
     "PCIe 5.0 x16": 64e9,
     "NVLink 4 (H100, per GPU, each direction)": 450e9,
 }
+
+# Load-to-use latency of a dependent global load that misses L2 (pointer chasing over a 1.5 GB chain), measured on
+# an H100 PCIe at its 1,755 MHz boost clock: ~655 cycles (373 ns); an L2 hit costs ~265 cycles (near partition) to
+# ~475 (far partition), an L1 hit ~34. Source: D. Ernst (NHR@FAU), gpu-benches, gpu-latency/h100_pcie.txt
+# (github.com/te42kyfo/gpu-benches). Dependent (pointer-chasing) loads measure the unloaded latency; under load the
+# queues add more.
+H100_LATENCY_CYCLES = {"L1 hit": 34, "L2 hit (near)": 265, "L2 hit (far)": 475, "HBM (L2 miss)": 655}
+H100_LATENCY_CLOCK_HZ = 1.755e9  # the clock those cycles were counted at (H100 PCIe boost)
+H100_LATENCY_SOURCE = "D. Ernst, gpu-benches (github.com/te42kyfo/gpu-benches), gpu-latency/h100_pcie.txt"
+
+
+def clock_from_peak(gpu: Accelerator) -> float:
+    """The SM clock the datasheet's FP32 peak implies: peak / (SMs × FP32 lanes per SM × 2 FLOP per FMA)."""
+    return gpu.peak_flops["fp32"] / (gpu.sm_count * gpu.per_sm["fp32_lanes"] * 2)

@@ -9,12 +9,13 @@ Conventions the specs share (the course notebook derives them):
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Callable
 
 import numpy as np
 
 from ..checks import (
-    CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple,
+    CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple, show,
 )
 from ..problem import Case, Problem
 
@@ -381,4 +382,239 @@ ROOF_FRACTION = Problem(
     compare=_compare_fraction,
 )
 
-problems = {p.name: p for p in (AXPY, GEMV, GEMM, PREDICT, MIN_BATCH, CHAIN, BLOCKED, ROOF_FRACTION)}
+# -- Exercise 8: measure — a timing function you can trust ----------------------------------------------------------
+
+class Pending:
+    """What an asynchronous call returns (like a JAX or CuPy array): the work is queued, not done.
+    ``block_until_ready()`` waits until it is; ``jax.block_until_ready`` and ``gc.block`` call it."""
+
+    def __init__(self, workload: "Workload", ready_at: float):
+        self._workload, self._ready_at, self.ready = workload, ready_at, False
+
+    def block_until_ready(self) -> "Pending":
+        delay = self._ready_at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        if not self.ready:
+            self.ready = True
+            self._workload._blocked += 1
+        return self
+
+    def __repr__(self) -> str:
+        return "<Pending result: call block_until_ready() before using it>"
+
+
+class Workload:
+    """A call whose true duration is known, for grading a timing function on any machine, however busy:
+    ``work_s`` of work per call (``time.sleep``: the host's load can only lengthen it, by little), an extra
+    ``first_s`` on the first call (compilation), asynchronous dispatch (the call returns a :class:`Pending` at once
+    and the work runs in order in the background, as on a GPU stream), and load ``spikes``: the calls (counted from
+    0) that take ``spike_factor`` times longer. It counts its calls and how many results were waited for."""
+
+    def __init__(self, work_s: float, first_s: float = 0.0, asynchronous: bool = False,
+                 spikes: tuple[int, ...] = (), spike_factor: float = 20.0):
+        self.work_s, self.first_s, self.asynchronous = work_s, first_s, asynchronous
+        self.spikes, self.spike_factor = tuple(spikes), spike_factor
+        self.reset()
+
+    def reset(self) -> None:
+        self.calls, self._blocked, self._busy_until, self._open = 0, 0, 0.0, []
+
+    def _duration(self) -> float:
+        d = self.work_s * (self.spike_factor if self.calls in self.spikes else 1.0)
+        return d + (self.first_s if self.calls == 0 else 0.0)
+
+    def __call__(self, *args: Any) -> Any:
+        d = self._duration()
+        self.calls += 1
+        if not self.asynchronous:
+            time.sleep(d)
+            return float(d)
+        now = time.perf_counter()
+        self._busy_until = max(now, self._busy_until) + d  # queued work runs in order, one call after another
+        result = Pending(self, self._busy_until)
+        self._open.append(result)
+        return result
+
+    def unwaited(self) -> int:
+        """Asynchronous results never waited for."""
+        return sum(not r.ready for r in self._open)
+
+    def __repr__(self) -> str:
+        parts = [f"{self.work_s * 1e3:.0f} ms of {'asynchronous' if self.asynchronous else 'synchronous'} work"]
+        if self.first_s:
+            parts.append(f"first call +{self.first_s * 1e3:.0f} ms")
+        if self.spikes:
+            parts.append(f"calls {', '.join(map(str, self.spikes))} slowed {self.spike_factor:g}× by load")
+        return "<workload: " + ", ".join(parts) + ">"
+
+
+def time_call_reference(fn: Callable[..., Any], *args: Any, repeat: int = 5) -> float:
+    """The spec's answer, for a Workload: the time one call of its work takes. (``Problem.check`` asks the reference
+    just before the student's function runs on the case: the workload starts afresh, its first call compiling
+    again, however often the check cell is re-run.)"""
+    fn.reset()
+    return fn.work_s
+
+
+# measured / true: sleep never undershoots, but on a busy machine a process may wake late by tens of ms; the slack
+# absorbs that, and the wrong methods (no wait, no warm-up, the mean over 20× spikes) still land far outside
+BAND = (0.8, 2.0)
+SLACK_S = 0.025
+
+
+def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
+    lo, hi = BAND[0] * expected, BAND[1] * expected + SLACK_S
+    w = case.args[0]
+    if isinstance(got, (int, float)) and not isinstance(got, bool) and lo <= got <= hi:
+        return
+    hint = "time `repeat` calls after one warm-up call, wait for each result, return the median"
+    if isinstance(got, (int, float)) and not isinstance(got, bool):
+        if got < lo and w.asynchronous:
+            hint = ("the call returned before its work was done: wait for the result (gc.block(out)) before you "
+                    "stop the clock")
+        elif got > hi and w.first_s and len(case.args) and case.kwargs.get("repeat", 5) <= 2:
+            hint = "the first call includes compilation: call fn once before timing, and don't time that call"
+        elif got > hi and w.spikes:
+            hint = "a few runs were slowed by other programs: the median (not the mean) ignores them"
+        elif got > hi and w.first_s:
+            hint = "the first call includes compilation: call fn once before timing, and don't time that call"
+    raise CheckFailure(f"{what}: expected about {show(expected)} s (between {show(lo)} and {show(hi)}), "
+                       f"got {show(got)}. Hint: {hint}")
+
+
+def _timing_cases(rng: np.random.Generator) -> list[Case]:
+    def ms(lo: int, hi: int) -> float:
+        return float(rng.integers(lo, hi + 1)) / 1e3
+
+    cases = [
+        Case((Workload(ms(8, 12), asynchronous=True),), {"repeat": int(rng.integers(3, 6))}),
+        Case((Workload(ms(8, 12), first_s=ms(200, 300)),), {"repeat": 1}),  # one timed run: the warm-up must go
+        Case((Workload(ms(8, 12), first_s=ms(200, 300), asynchronous=True),), {"repeat": 2}),
+        Case((Workload(ms(8, 12), spikes=(2, 4)),), {"repeat": 5}),  # spikes inside the timed runs
+        Case((Workload(ms(8, 12), asynchronous=True, spikes=(int(rng.integers(1, 4)),)),), {"repeat": 4}),
+        Case((Workload(ms(10, 15), first_s=ms(200, 300), asynchronous=True, spikes=(3,)),), {"repeat": 3}),
+    ]
+    rng.shuffle(cases)
+    return cases
+
+
+def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
+    """By method: on a fresh asynchronous workload, one warm-up call plus `repeat` timed calls, and every result
+    waited for before the next call starts."""
+    repeat = 4 if hidden else 3
+    w = Workload(0.004, first_s=0.02, asynchronous=True)
+    with TIME_CALL.locked(fn):
+        fn(w, repeat=repeat)
+    if w.calls < repeat + 1:
+        raise CheckFailure(f"time_call(..., repeat={repeat}) called fn {w.calls} times: expected one warm-up call "
+                           f"plus {repeat} timed calls ({repeat + 1})")
+    if w.unwaited():
+        raise CheckFailure(f"time_call(..., repeat={repeat}) never waited for {w.unwaited()} of the {w.calls} results: "
+                           "wait for each one (gc.block(out)) before stopping the clock")
+    return f"\n  method: {w.calls} calls (warm-up + {repeat} timed), every result waited for"
+
+
+TIME_CALL = Problem(
+    name="time_call",
+    forbid=("gpucourse.timing.measure", "gpucourse.measure", "gpucourse.timing.confirm_faster",
+            "gpucourse.confirm_faster", "gpucourse.roofline.measure_interleaved"),
+    spec="""
+        time_call(fn, *args, repeat=5) -> seconds for one call of fn(*args)
+        Measure the way the course's gc.measure does (which is off limits here):
+        1. call fn(*args) once and discard it (warm-up: compilation, caches, first-touch allocation);
+        2. time `repeat` calls with time.perf_counter(), and stop each clock only after the result exists: JAX,
+           CuPy (and the test workloads) return *before* the work is done — gc.block(out) waits for it (JAX
+           arrays, CuPy's queued kernels, anything with a block_until_ready() method);
+        3. return the median of the `repeat` times (other programs slow some runs down; the median ignores them).
+        Graded on calls whose true duration is known: asynchronous ones, ones whose first call compiles, ones
+        slowed by load spikes — your answer must land within a band around the true time, and your function
+        must warm up once and wait for every result.
+    """,
+    reference=time_call_reference,
+    visible=[Case((Workload(0.01, asynchronous=True),), {"repeat": 3}),
+             Case((Workload(0.01, first_s=0.25),), {"repeat": 2}),
+             Case((Workload(0.01, spikes=(2, 4)),), {"repeat": 5})],
+    hidden=_timing_cases,
+    compare=_compare_timing,
+    after=_timing_method,
+)
+
+# -- Exercise 9: explain — a point above its roof ---------------------------------------------------------------------
+
+EXPLANATIONS = ("memory-bound", "compute-bound", "cache", "impossible")
+
+
+def explain_point(flops: float, nbytes: float, seconds: float, peak_flops: float, bandwidth: float,
+                  working_set: float, cache_bytes: float) -> str:
+    intensity, achieved = flops / nbytes, flops / seconds
+    if achieved > peak_flops:
+        return "impossible"  # nothing computes faster than the compute roof
+    if achieved > intensity * bandwidth:  # above the DRAM roof (only possible left of the ridge)
+        return "cache" if working_set <= cache_bytes else "impossible"
+    return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+
+
+def _explain_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for kind in EXPLANATIONS * 2:
+        peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
+        ridge = peak / bw
+        cache = float(2 ** int(rng.integers(20, 27)))  # 1 MiB … 64 MiB
+        nbytes = float(10 ** rng.uniform(6, 9))
+        if kind == "compute-bound":
+            intensity = ridge * float(rng.uniform(1.5, 50))
+        else:
+            intensity = ridge * float(rng.uniform(0.01, 0.7))
+        flops = nbytes * intensity
+        attainable = min(peak, intensity * bw)
+        fits = bool(rng.integers(2))
+        ws = cache * (float(rng.uniform(0.1, 0.9)) if fits else float(rng.uniform(1.2, 20)))
+        if kind in ("memory-bound", "compute-bound"):
+            achieved = attainable * float(rng.uniform(0.05, 0.99))
+        elif kind == "cache":
+            ws = cache * float(rng.uniform(0.1, 0.95))
+            achieved = min(intensity * bw * float(rng.uniform(1.2, 4.0)), peak * 0.99)
+        else:  # above the DRAM roof without fitting, or above the compute roof
+            if rng.integers(2):
+                ws = cache * float(rng.uniform(1.5, 20))
+                achieved = min(intensity * bw * float(rng.uniform(1.2, 4.0)), peak * 0.99)
+            else:
+                achieved = peak * float(rng.uniform(1.1, 3.0))
+        cases.append(Case((flops, nbytes, flops / achieved, peak, bw, ws, cache)))
+    # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge (compute-bound)
+    cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))  # 2× the DRAM roof: cache
+    cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))  # at the ridge, under
+    rng.shuffle(cases)
+    return cases
+
+
+EXPLAIN = Problem(
+    name="explain_point",
+    spec="""
+        explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes) -> str
+        A measured op did `flops` FLOPs moving `nbytes` bytes of DRAM traffic in `seconds`, touching `working_set`
+        bytes in all, on a machine whose roofs are peak_flops (FLOP/s) and bandwidth (DRAM bytes/s) and whose
+        last-level cache holds cache_bytes. Explain where its point sits:
+          'impossible'    — faster than the compute roof (nothing computes faster), or above the DRAM roof
+                            (achieved FLOP/s > intensity × bandwidth) while its working set does NOT fit in the
+                            cache: the timing (did it wait for the result?) or the count is wrong;
+          'cache'         — above the DRAM roof, and the working set fits (working_set <= cache_bytes): its bytes
+                            came from the cache, which is faster than DRAM;
+          'memory-bound'  — on or under the roofline, intensity below the ridge point (peak_flops / bandwidth);
+          'compute-bound' — on or under the roofline, intensity at or above the ridge point.
+    """,
+    reference=explain_point,
+    visible=[Case((2e9, 12e9, 5e-3, 989.4e12, 3.35e12, 12e9, 50e6)),  # a gemv at 72 % of HBM: memory-bound
+             Case((2e12, 1e9, 4e-3, 989.4e12, 3.35e12, 1e9, 50e6)),  # a big GEMM at half the peak
+             Case((2 * 1024**2, 4 * 1024**2, 2e-5, 0.6e12, 60e9, 4 * 1024**2, 32 * 1024**2)),  # in-cache gemv
+             Case((2 * 4096**2, 4 * 4096**2, 2e-4, 0.6e12, 60e9, 4 * 4096**2, 32 * 1024**2))],  # 335 GB/s: no wait
+    hidden=_explain_cases,
+    compare=lambda what, got, expected, case: expect_choice(
+        what, got, expected, EXPLANATIONS,
+        "compare achieved FLOP/s (flops / seconds) with the compute roof and with intensity × bandwidth; above the "
+        "DRAM roof, only a working set that fits in the cache explains it"),
+)
+
+problems = {p.name: p for p in (AXPY, GEMV, GEMM, PREDICT, MIN_BATCH, CHAIN, BLOCKED, ROOF_FRACTION, TIME_CALL,
+                                 EXPLAIN)}

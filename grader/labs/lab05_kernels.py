@@ -242,55 +242,110 @@ MATMUL = KernelProblem(
 )
 
 # -- Exercise 5: an occupancy calculator -----------------------------------------------------------------------------
+# The reference is gpucourse.occupancy, which follows NVIDIA's cuda_occupancy.h rule by rule;
+# tests/test_occupancy_header.py requires it (and every case below) to agree with the header compiled by g++.
 
 LIMITS = {"H100": occ.sm_limits(hardware.H100_SXM), "A100": occ.sm_limits(hardware.A100_SXM)}
 
 
 def occupancy_reference(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
-                        limits: dict) -> tuple[int, float, str]:
-    o = occ.occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits)
+                        limits: dict, opt_in: bool = False) -> tuple[int, float, str]:
+    o = occ.occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=opt_in)
     return o.blocks_per_sm, o.occupancy, o.limiter
 
 
 def _compare_occupancy(what: str, got: Any, expected: tuple, case: Case) -> None:
     expect_tuple(what, got, "blocks_per_sm, occupancy, limiter")
-    expect_int(f"{what} → blocks per SM", got[0], expected[0],
-               "the smallest of the four limits; registers are granted per warp in units of register_alloc_unit")
+    threads, regs, smem, limits = case.args
+    warps = -(-threads // 32)
+    per_warp = -(-regs * 32 // limits["register_alloc_unit"]) * limits["register_alloc_unit"]
+    per_sm_division = limits["registers"] // (per_warp * warps) if per_warp else None
+    hint = "the smallest of the four limits"
+    if per_sm_division is not None and got[0] == per_sm_division != expected[0]:
+        hint = ("registers are allocated per SM sub-partition: each of the sub_partitions holds "
+                "(registers // sub_partitions) // registers-per-warp whole warps; dividing the whole SM's "
+                "registers by a block's registers counts warps that straddle two sub-partitions")
+    elif expected[0] == 0:
+        hint = ("this launch cannot run: check the per-block register limit (with the warps rounded up to a multiple "
+                "of sub_partitions) and the per-block shared-memory limit (48 KiB unless opt_in)")
+    expect_int(f"{what} → blocks per SM", got[0], expected[0], hint)
     expect_close(f"{what} → occupancy", got[1], expected[1], rtol=1e-9, atol=1e-12,
                  hint="resident warps / max_warps")
     expect_choice(f"{what} → limiter", got[2], expected[2], occ.LIMITERS,
                   "the limit giving the fewest blocks; ties go to the earlier of warps, registers, shared_memory, blocks")
 
 
+def _subpartition_regs(rng: np.random.Generator, warps: int, limits: dict) -> int:
+    """Registers per thread for which the per-sub-partition count differs from a per-SM division."""
+    good = []
+    for regs in range(1, 256):
+        per_warp = -(-regs * 32 // 256) * 256
+        o = occ.occupancy(32 * warps, regs, 0, limits)
+        if o.blocks_per_sm and o.by["registers"] != limits["registers"] // (per_warp * warps):
+            good.append(regs)
+    return int(rng.choice(good))
+
+
 def _occupancy_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for _ in range(10):
+    # the sub-partition rule, deliberately: 1, 2, 3, 5, 6 and 7 warps, where a per-SM division over-counts
+    for warps in (1, 2, 3, 5, 6, 7):
         gpu = str(rng.choice(list(LIMITS)))
-        threads = int(rng.choice([32, 64, 96, 128, 192, 256, 384, 512, 640, 1024]))
-        regs = int(rng.integers(16, 129))
-        smem = int(rng.choice([0, 0, int(rng.integers(1, 100)) * 1024, int(rng.integers(1, 2000)) * 8]))
+        regs = _subpartition_regs(rng, warps, LIMITS[gpu])
+        threads = 32 * warps - int(rng.integers(0, 20))  # a ragged last warp counts as a whole warp
+        cases.append(Case((threads, regs, 0, LIMITS[gpu])))
+    # launches that fail the per-block register check only because the warps round up to 4 sub-partitions
+    cases.append(Case((257, 200, 0, LIMITS["H100"])))
+    # 13 warps round up to 16: 16 × (4,352 … 4,864) > 65,536, though 13 × 4,864 = 63,232 would fit
+    cases.append(Case((int(rng.integers(385, 417)), int(rng.integers(129, 153)), 0, LIMITS["A100"])))
+    # shared memory: the 48 KiB default limit (exactly 48 KiB fits, one byte more needs the opt-in) and the opt-in
+    cases.append(Case((128, 32, 48 * 1024, LIMITS["H100"])))
+    cases.append(Case((128, 32, 48 * 1024 + 1, LIMITS["H100"])))
+    cases.append(Case((256, 40, int(rng.integers(49, 100)) * 1024 + int(rng.integers(0, 1024)), LIMITS["A100"]),
+                      {"opt_in": True}))
+    cases.append(Case((96, 24, 227 * 1024, LIMITS["H100"]), {"opt_in": True}))  # the largest block H100 allows
+    cases.append(Case((64, 24, 164 * 1024, LIMITS["A100"]), {"opt_in": True}))  # over A100's 163 KiB
+    # a tie (warps and registers both allow 8 blocks) and the 32-blocks cap
+    cases.append(Case((256, 32, 0, LIMITS["A100"])))
+    cases.append(Case((int(rng.integers(1, 33)), int(rng.integers(1, 33)), 0, LIMITS["H100"])))
+    # anything else
+    for _ in range(4):
+        gpu = str(rng.choice(list(LIMITS)))
+        threads = int(rng.integers(1, 1025))
+        regs = int(rng.integers(1, 256))
+        smem = int(rng.choice([0, int(rng.integers(1, 48 * 1024)), int(rng.integers(1, 2000)) * 8]))
         cases.append(Case((threads, regs, smem, LIMITS[gpu])))
     return cases
 
 
 OCCUPANCY = Problem(
     name="occupancy",
-    forbid=("gpucourse.occupancy.occupancy",),
+    forbid=("gpucourse.occupancy.occupancy", "gpucourse.occupancy.register_limit", "gpucourse.occupancy.shared_limit"),
     spec="""
-        occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits)
+        occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False)
             -> (blocks_per_sm, occupancy, limiter)
-        `limits` holds one SM's published limits (gpucourse.occupancy.sm_limits(gc.hardware.H100_SXM)):
-        registers, shared_memory_bytes, max_warps, max_blocks, register_alloc_unit, shared_reserved_per_block,
-        shared_alloc_unit. A block needs ceil(threads / 32) warps; each warp is granted
-        registers_per_thread × 32 registers rounded UP to a multiple of register_alloc_unit; each block takes
-        shared_bytes_per_block + shared_reserved_per_block bytes rounded UP to a multiple of shared_alloc_unit.
-        Blocks per SM = the smallest of the counts allowed by warps, registers, shared memory and max_blocks;
-        occupancy = resident warps / max_warps; limiter = 'warps', 'registers', 'shared_memory' or 'blocks'
-        (the one giving the smallest count; on a tie the first in that order).
+        `limits` holds one SM's limits (gpucourse.occupancy.sm_limits(gc.hardware.H100_SXM)). The rules are
+        those of NVIDIA's occupancy calculator (cuda_occupancy.h); a block needs warps = ceil(threads / 32).
+        - warps:     max_warps // warps.
+        - registers: granted per warp: registers_per_thread × 32 rounded UP to a multiple of
+                     register_alloc_unit (= regs_per_warp). The launch fails (0 blocks) if
+                     regs_per_warp × warps > registers_per_block, or if regs_per_warp × (warps rounded UP to a
+                     multiple of sub_partitions) > registers_per_block. Otherwise registers are split evenly
+                     among the SM's sub_partitions: each holds (registers // sub_partitions) // regs_per_warp
+                     whole warps, and blocks = (that × sub_partitions) // warps.
+        - shared:    each block takes shared_bytes_per_block + shared_reserved_per_block, rounded UP to a
+                     multiple of shared_alloc_unit. The launch fails (0 blocks) if shared_bytes_per_block exceeds
+                     shared_per_block (shared_per_block_optin when opt_in). Otherwise
+                     blocks = shared_memory_bytes // (the rounded bytes).
+        - blocks:    max_blocks.
+        Blocks per SM = the smallest of the four; occupancy = blocks × warps / max_warps; limiter = 'warps',
+        'registers', 'shared_memory' or 'blocks', the one giving the smallest count (on a tie, the first in
+        that order).
     """,
     reference=occupancy_reference,
     visible=[Case((256, 32, 0, LIMITS["H100"])), Case((256, 64, 0, LIMITS["H100"])),
-             Case((128, 32, 48 * 1024, LIMITS["H100"])), Case((32, 16, 0, LIMITS["H100"]))],
+             Case((32, 81, 0, LIMITS["H100"])), Case((128, 32, 48 * 1024, LIMITS["H100"])),
+             Case((32, 16, 0, LIMITS["H100"]))],
     hidden=_occupancy_cases,
     compare=_compare_occupancy,
 )

@@ -19,7 +19,7 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab01_blas_roofline/lab01_blas_roofline.ipynb)
 #
-# Companion of `course/01_blas_roofline.ipynb`. Seven exercises (eight functions), 3 points per function
+# Companion of `course/01_blas_roofline.ipynb`. Nine exercises (ten functions), 3 points per function
 # (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
@@ -31,6 +31,11 @@
 # | 5 | compute | the bytes an elementwise chain moves, fused and unfused |
 # | 6 | implement | a blocked (tiled) matrix multiply, correct on any shape |
 # | 7 | diagnose | how far below *its own* roof a measured op sits |
+# | 8 | measure | a timing function you can trust (warm-up, wait for the result, median) |
+# | 9 | explain | why a measured point sits where it does — even above its roof |
+#
+# Exercises 8 and 9 end in **predict → measure → explain on your own machine**: you measure its two roofs with
+# your timer, predict ops with your `predict_time` (exercise 3), measure them, and explain each point.
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -294,6 +299,126 @@ lab.problems["roof_fraction"].check(roof_fraction)
 ### BEGIN HIDDEN TESTS
 lab.problems["roof_fraction"].check(roof_fraction, hidden=True)
 ### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 8 — Measure: a timing function you can trust
+#
+# Every number on a roofline is a time. Three mistakes make a timing wrong on any machine: timing the first call
+# (it compiles), stopping the clock when the call *returns* (JAX and CuPy queue the work and return at once — the
+# result does not exist yet), and averaging runs that other programs slowed down. Write the course's timing
+# method yourself. It is graded on calls whose true duration is known by construction, so the grade does not
+# depend on how busy the grading machine is: your answer must land in a band around the true time, and your
+# function must warm up once and wait for every result.
+
+# %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["time_call"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex8_time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import time
+
+
+def time_call(fn, *args, repeat=5):
+    """Seconds one call of fn(*args) takes: one warm-up call, then the median of `repeat` waited-for calls."""
+    # roughly 7 lines
+    ### BEGIN SOLUTION
+    gc.block(fn(*args))  # warm-up: compilation, caches; not timed
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        gc.block(fn(*args))  # the work may be queued (JAX, CuPy): wait until the result exists
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex8_time_call_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["time_call"].check(time_call)
+
+# %% nbgrader={"grade": true, "grade_id": "ex8_time_call_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["time_call"].check(time_call, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 9 — Explain: a point above its roof
+#
+# A measured point can land *above* the roofline. Above the compute roof nothing explains it: no chip computes
+# faster than its peak, so the measurement is wrong. Above the memory roof one thing can: the roof is DRAM's
+# bandwidth, and an op whose data all fit in the cache is fed faster than DRAM can. If the data do not fit, the
+# point is impossible too — usually a clock stopped before the work finished (exercise 8), or bytes counted
+# wrong. Sort a measurement into the four cases.
+
+# %% nbgrader={"grade": false, "grade_id": "ex9_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["explain_point"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex9_explain_point", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    """'memory-bound', 'compute-bound', 'cache' or 'impossible' for one measured op (see the spec above)."""
+    # roughly 7 lines
+    ### BEGIN SOLUTION
+    intensity = flops / nbytes
+    achieved = flops / seconds
+    if achieved > peak_flops:
+        return "impossible"
+    if achieved > intensity * bandwidth:
+        return "cache" if working_set <= cache_bytes else "impossible"
+    return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex9_explain_point_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["explain_point"].check(explain_point)
+
+# %% nbgrader={"grade": true, "grade_id": "ex9_explain_point_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["explain_point"].check(explain_point, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "yours_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Your machine: predict → measure → explain (not graded)
+#
+# Put it together on one core of the machine in front of you (as §1 does). With **your** `time_call`: measure the
+# memory roof (the fastest of §1's read streams over an array larger than the cache: `gc.roofline.read_candidates()`)
+# and the compute roof (the fastest of §1's GEMMs: `gc.roofline.compute_candidates()`); then for each op, **predict** its time with your `predict_time`, **measure** it, and
+# **explain** the point with your `explain_point`. The last op is a JAX call timed without waiting for its result:
+# watch what the explanation says about it. Numbers are this machine's, so nothing here is graded (the cell skips
+# itself while nbgrader grades or validates); run it again when the machine is idle if the ratios look odd (other
+# programs slow some runs down).
+
+# %% nbgrader={"grade": false, "grade_id": "yours", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import os
+
+import jax
+
+if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades or validates: nothing to grade here
+    print("(skipped while nbgrader grades or validates: run the notebook yourself to see your machine)")
+else:
+    reads, gemms = gc.roofline.read_candidates(), gc.roofline.compute_candidates()
+    n = int((gc.roofline.stream_bytes() / 4) ** 0.5) // 256 * 256  # a gemv whose matrix is several times the cache
+    A = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    x = np.ones(n, np.float32)
+    A_jax, x_jax = jax.numpy.asarray(A), jax.numpy.asarray(x)
+    gemv_jax = jax.jit(lambda A, x: A @ x)
+    flops, nbytes = 2.0 * n * n, 4.0 * (n * n + 2 * n)
+    ops = [gc.roofline.gemv_op(512, label="gemv n=512 (fits in cache)"),
+           gc.roofline.Op(f"gemv n={n} (NumPy)", lambda: A @ x, flops, nbytes, nbytes),
+           gc.roofline.gemm_op(256),
+           gc.roofline.Op(f"gemv n={n} (JAX), clock stopped at return", lambda: (gemv_jax(A_jax, x_jax), None)[1],
+                          flops, nbytes, nbytes)]
+    cache, where = gc.roofline.cache_bytes()
+    with gc.roofline.blas_threads(1):  # one core, as in §1 (JAX's own threads are not limited)
+        bandwidth = max(op.bytes / time_call(op.fn, repeat=5) for op in reads)  # bytes/s: the fastest read stream
+        peak = max(op.flops / time_call(op.fn, repeat=5) for op in gemms)  # FLOP/s: the fastest GEMM
+        print(f"one core: memory roof {bandwidth / 1e9:.1f} GB/s, compute roof {peak / 1e9:.1f} GFLOP/s (float32); "
+              f"cache {cache / 2**20:.0f} MiB ({where})")
+        print(f"{'op':44} {'predicted':>10} {'measured':>10} {'ratio':>6}  explanation")
+        for op in ops:
+            bound, predicted = predict_time(op.flops, op.bytes, peak, bandwidth)
+            measured = time_call(op.fn, repeat=3)
+            why = explain_point(op.flops, op.bytes, measured, peak, bandwidth, op.working_set, cache)
+            print(f"{op.label:44} {predicted * 1e3:8.3f}ms {measured * 1e3:8.3f}ms {measured / predicted:6.2f}  {why}")
+            impossible = why == "impossible" and "clock stopped" not in op.label
+            if impossible:
+                print("    ^ a waited-for op above its roof: the roofs were measured while the machine was busy "
+                      "(or your timer is off) — re-run this cell when the machine is idle")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?

@@ -27,7 +27,7 @@
 # | 2 | implement | a 2-D kernel on a non-square shape, indexed so that warps read coalesced |
 # | 3 | implement | a block-level reduction in shared memory whose warps don't diverge |
 # | 4 | implement | a tiled matrix multiply in shared memory, race-free |
-# | 5 | compute | an occupancy calculator from an SM's published limits |
+# | 5 | compute | an occupancy calculator that agrees with NVIDIA's own (`cuda_occupancy.h`) |
 # | 6 | diagnose | raise a divergent kernel's SIMT efficiency above 85 % |
 #
 # **How kernels are graded.** You write `@cuda.jit` kernels (`cuda` is numba-cuda on a GPU; without one, the
@@ -218,26 +218,39 @@ lab.problems["tiled_matmul"].check(tiled_matmul, hidden=True)
 #
 # An SM keeps a block resident only if it has room for all of it at once: its warps, its registers and its
 # shared memory. More resident warps = more warps to switch to while others wait for memory. Compute how many
-# blocks fit, the occupancy, and which resource runs out first — from the published limits in `limits`.
+# blocks fit, the occupancy, and which resource runs out first — exactly as NVIDIA's own calculator
+# (`cuda_occupancy.h`, shown in §5.3) does. The rule that catches most people: registers are not one pool of
+# 65,536 per SM but four pools of 16,384, one per SM sub-partition (each with its own warp scheduler), and a warp
+# lives in one of them.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["occupancy"].show()
 print("\nH100 limits:", lab.LIMITS["H100"])
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_occupancy", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits):
+def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
     """(blocks per SM, occupancy in [0, 1], limiting resource) for one kernel configuration."""
-    # roughly 12 lines
+    # roughly 20 lines
     ### BEGIN SOLUTION
+    def round_up(x, unit):
+        return math.ceil(x / unit) * unit
+
     warps = math.ceil(threads_per_block / 32)
-    unit = limits["register_alloc_unit"]
-    regs_per_warp = math.ceil(registers_per_thread * 32 / unit) * unit
-    smem = shared_bytes_per_block + limits["shared_reserved_per_block"]
-    smem = math.ceil(smem / limits["shared_alloc_unit"]) * limits["shared_alloc_unit"]
+    parts = limits["sub_partitions"]
+    regs_per_warp = round_up(registers_per_thread * 32, limits["register_alloc_unit"])
+    if (regs_per_warp * warps > limits["registers_per_block"]
+            or regs_per_warp * round_up(warps, parts) > limits["registers_per_block"]):
+        by_registers = 0  # the launch fails the per-block register check
+    else:
+        warps_per_part = (limits["registers"] // parts) // regs_per_warp
+        by_registers = warps_per_part * parts // warps
+    smem = round_up(shared_bytes_per_block + limits["shared_reserved_per_block"], limits["shared_alloc_unit"])
+    per_block = limits["shared_per_block_optin"] if opt_in else limits["shared_per_block"]
+    by_shared = 0 if shared_bytes_per_block > per_block else limits["shared_memory_bytes"] // smem
     allowed = {
         "warps": limits["max_warps"] // warps,
-        "registers": limits["registers"] // (regs_per_warp * warps),
-        "shared_memory": limits["shared_memory_bytes"] // smem,
+        "registers": by_registers,
+        "shared_memory": by_shared,
         "blocks": limits["max_blocks"],
     }
     blocks = min(allowed.values())

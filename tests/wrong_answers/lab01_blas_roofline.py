@@ -54,4 +54,25 @@ WRONG = {
     bound = "memory" if intensity < peak_flops / bandwidth else "compute"
     return bound, (flops / seconds) / peak_flops
 ''',
+    # stops the clock when the call returns: asynchronous work is not waited for
+    "ex8_time_call": '''import time
+
+
+def time_call(fn, *args, repeat=5):
+    fn(*args)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+''',
+    # "above the roof means cache", whether or not the data fit
+    "ex9_explain_point": '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    intensity = flops / nbytes
+    achieved = flops / seconds
+    if achieved > min(peak_flops, intensity * bandwidth):
+        return "cache"
+    return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+''',
 }

@@ -51,13 +51,16 @@ def tiled_matmul(A, B, C):
     if row < m and col < n:
         C[row, col] = acc
 ''',
-    # registers counted per thread without the per-warp allocation unit, shared memory without the reserve
-    "ex5_occupancy": '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits):
+    # the per-SM division: all 65,536 registers as one pool, no sub-partitions, no per-block check
+    "ex5_occupancy": '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
     warps = math.ceil(threads_per_block / 32)
+    regs_per_warp = math.ceil(registers_per_thread * 32 / 256) * 256
+    smem = math.ceil((shared_bytes_per_block + limits["shared_reserved_per_block"]) / 128) * 128
+    per_block = limits["shared_per_block_optin"] if opt_in else limits["shared_per_block"]
     allowed = {
         "warps": limits["max_warps"] // warps,
-        "registers": limits["registers"] // (registers_per_thread * threads_per_block),
-        "shared_memory": limits["shared_memory_bytes"] // max(shared_bytes_per_block, 1),
+        "registers": limits["registers"] // (regs_per_warp * warps),
+        "shared_memory": 0 if shared_bytes_per_block > per_block else limits["shared_memory_bytes"] // smem,
         "blocks": limits["max_blocks"],
     }
     blocks = min(allowed.values())

@@ -1,0 +1,114 @@
+"""Lab 1's measuring exercises, checked without nbgrader: the timing workloads behave like JAX/CuPy calls, a correct
+timer passes on every seed, the three classic mistakes fail; explain_point's hidden cases cover every verdict and
+its boundaries on every seed."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import gpucourse as gc
+from grader.checks import CheckFailure
+from grader.labs import lab01_blas_roofline as lab
+
+TIME_CALL, EXPLAIN = lab.problems["time_call"], lab.problems["explain_point"]
+
+
+def timer(warmup=True, wait=True, stat=np.median):
+    def time_call(fn, *args, repeat=5):
+        if warmup:
+            gc.block(fn(*args))
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            out = fn(*args)
+            if wait:
+                gc.block(out)
+            times.append(time.perf_counter() - start)
+        return float(stat(times))
+
+    return time_call
+
+
+def test_workloads_behave_like_asynchronous_calls():
+    w = lab.Workload(0.02, first_s=0.05, asynchronous=True)
+    t0 = time.perf_counter()
+    pending = w()
+    assert time.perf_counter() - t0 < 0.01 and w.unwaited() == 1  # returns at once, work queued
+    gc.block(pending)
+    assert time.perf_counter() - t0 >= 0.07 and w.unwaited() == 0  # compile + work, in order
+    a, b = w(), w()  # queued back to back: waiting for the second waits for both
+    t1 = time.perf_counter()
+    b.block_until_ready()
+    assert time.perf_counter() - t1 >= 0.035 and w.calls == 3 and w.unwaited() == 1
+    w.reset()
+    assert w.calls == 0 and w.unwaited() == 0
+    sync = lab.Workload(0.01, spikes=(1,))
+    t2 = time.perf_counter()
+    sync(), sync()
+    assert time.perf_counter() - t2 >= 0.01 + 0.2  # the second call is a 20× spike
+    assert "asynchronous" in repr(w) and "slowed 20×" in repr(sync)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_correct_timer_passes_and_the_classic_mistakes_fail(seed):
+    cases = TIME_CALL.hidden(np.random.default_rng(seed))
+    problem = lab.Problem(TIME_CALL.name, TIME_CALL.spec, TIME_CALL.reference, TIME_CALL.visible,
+                          lambda rng: cases, TIME_CALL.compare, TIME_CALL.after)
+    problem.check(timer(), hidden=True)
+    for wrong, why in ((timer(wait=False), "wait for the result"), (timer(warmup=False), "compilation"),
+                       (timer(stat=np.mean), "expected about")):
+        with pytest.raises(CheckFailure, match=why):
+            problem.check(wrong, hidden=True)
+
+
+def test_the_method_check_needs_a_warm_up_and_every_result_waited_for():
+    def no_warmup(fn, *args, repeat=5):  # lands in the band (median), but never discards a run
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            gc.block(fn(*args))
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    def waits_for_the_last_only(fn, *args, repeat=5):
+        gc.block(fn(*args))
+        start = time.perf_counter()
+        outs = [fn(*args) for _ in range(repeat)]
+        gc.block(outs[-1])
+        return (time.perf_counter() - start) / repeat
+
+    with pytest.raises(CheckFailure, match="warm-up"):
+        lab._timing_method(no_warmup, hidden=False)
+    with pytest.raises(CheckFailure, match="never waited"):
+        lab._timing_method(waits_for_the_last_only, hidden=False)
+
+
+def test_gc_measure_is_locked_while_the_students_timer_runs():
+    def lazy(fn, *args, repeat=5):
+        return gc.measure(fn, *args, repeat=repeat).median
+
+    with pytest.raises(CheckFailure, match="gpucourse.measure|gpucourse.timing.measure"):
+        TIME_CALL.check(lazy)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_explain_hidden_cases_cover_every_verdict_and_the_boundaries(seed):
+    cases = EXPLAIN.hidden(np.random.default_rng(seed))
+    verdicts = Counter(EXPLAIN.reference(*c.args) for c in cases)
+    assert set(verdicts) == set(lab.EXPLANATIONS) and min(verdicts.values()) >= 2
+    assert any(c.args[5] == c.args[6] for c in cases), "working set exactly the cache size"
+    ridge_ties = [c for c in cases if c.args[0] / c.args[1] == c.args[3] / c.args[4]]
+    assert ridge_ties and all(EXPLAIN.reference(*c.args) == "compute-bound" for c in ridge_ties)
+
+
+def test_explain_point_reference_on_hand_made_points():
+    peak, bw, cache = 100e9, 10e9, 32e6  # ridge 10 FLOP/byte
+    assert lab.explain_point(1e9, 1e9, 0.2, peak, bw, 1e9, cache) == "memory-bound"  # 5 of 10 GB/s
+    assert lab.explain_point(1e12, 1e9, 20.0, peak, bw, 1e9, cache) == "compute-bound"  # 50 of 100 GFLOP/s
+    assert lab.explain_point(1e9, 1e9, 0.05, peak, bw, 1e6, cache) == "cache"  # 20 GB/s from 1 MB
+    assert lab.explain_point(1e9, 1e9, 0.05, peak, bw, 1e9, cache) == "impossible"  # 20 GB/s from 1 GB
+    assert lab.explain_point(1e12, 1e9, 5.0, peak, bw, 1e6, cache) == "impossible"  # 200 GFLOP/s > peak

@@ -1,0 +1,154 @@
+"""Ground truth for occupancy: NVIDIA's own calculator, ``cuda_occupancy.h``, compiled with g++ (no GPU needed).
+
+``gpucourse.occupancy`` and lab 5's reference must agree with the header on every configuration tested here —
+blocks per SM, the block count each limit allows, every limiting factor, and the registers and shared memory
+allocated per block — for compute capability 8.0 (A100) and 9.0 (H100/H200): every warp count with every register
+count 0…255, every block size 1…1024 (most not multiples of 32), shared memory up to the opt-in maximum, with and without the
+opt-in, and every carve-out preference.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from gpucourse import hardware, occupancy, occupancy_nvidia
+
+DEVICES = {"sm_80": hardware.A100_SXM, "sm_90": hardware.H100_SXM}
+
+
+@pytest.fixture(scope="module")
+def nvidia(tmp_path_factory):
+    absent = occupancy_nvidia.missing()
+    if absent:
+        pytest.skip("NVIDIA's occupancy calculator cannot be built here: missing " + "; ".join(absent))
+    return occupancy_nvidia.NvidiaOccupancy.build(tmp_path_factory.mktemp("cuda_occupancy"))
+
+
+def ours(cfg, limits):
+    threads, regs, smem, opt_in, carveout = cfg
+    return occupancy.occupancy(threads, regs, smem, limits, opt_in=opt_in, carveout=carveout)
+
+
+def assert_agree(nvidia, device, configs):
+    """Every field the header returns, for every configuration; reports the first few disagreements."""
+    limits = occupancy.sm_limits(DEVICES[device])
+    theirs = nvidia.run(occupancy_nvidia.DEVICES[device], configs)
+    bad = []
+    for cfg, h in zip(configs, theirs):
+        o = ours(cfg, limits)
+        mine = (o.blocks_per_sm, o.by, o.limiters, o.registers_per_block, o.shared_bytes_per_block)
+        want = (h.blocks, h.by, h.limiters, h.registers_per_block, h.shared_bytes_per_block)
+        if mine != want:
+            bad.append(f"{cfg}: gpucourse {mine} vs cuda_occupancy.h {want}")
+    assert not bad, f"{len(bad)} of {len(configs)} configurations disagree on {device}, e.g.\n" + "\n".join(bad[:5])
+    return theirs
+
+
+def test_device_properties_match_the_course_figures():
+    """The properties fed to the header are the devices' own; gpucourse.hardware must say the same."""
+    for device, gpu in DEVICES.items():
+        props, lim = occupancy_nvidia.DEVICES[device], occupancy.sm_limits(gpu)
+        assert (props["computeMajor"], props["computeMinor"]) == gpu.compute_capability
+        assert props["regsPerMultiprocessor"] == lim["registers"] and props["regsPerBlock"] == lim["registers_per_block"]
+        assert props["sharedMemPerMultiprocessor"] == lim["shared_memory_bytes"] == lim["shared_carveouts"][-1]
+        assert props["sharedMemPerBlock"] == lim["shared_per_block"]
+        assert props["sharedMemPerBlockOptin"] == lim["shared_per_block_optin"]
+        assert props["reservedSharedMemPerBlock"] == lim["shared_reserved_per_block"]
+        assert props["maxThreadsPerMultiprocessor"] // props["warpSize"] == lim["max_warps"]
+        assert props["numSms"] == gpu.sm_count
+
+
+@pytest.mark.parametrize("device", sorted(DEVICES))
+def test_every_warp_count_register_count_and_block_size(nvidia, device):
+    """Threads enter the warp and register limits only as warps = ceil(threads / 32): every warp count 1…32 ×
+    every register count 0…255 (each with a random, mostly ragged, block size of that many warps), then every
+    block size 1…1024 × 12 random register counts — 20,480 configurations per device."""
+    rng = np.random.default_rng(11)
+    configs = [(int(32 * w - rng.integers(0, 32)), r, 0, False, None) for w in range(1, 33) for r in range(0, 256)]
+    configs += [(t, int(r), 0, False, None) for t in range(1, 1025) for r in rng.integers(1, 256, size=12)]
+    assert_agree(nvidia, device, configs)
+
+
+@pytest.mark.parametrize("device", sorted(DEVICES))
+def test_shared_memory_opt_in_and_carveouts(nvidia, device):
+    """Shared memory from 0 to past the opt-in maximum (both sides of every boundary), with and without the
+    opt-in, every carve-out preference; random block sizes and register counts."""
+    lim = occupancy.sm_limits(DEVICES[device])
+    rng = np.random.default_rng(7)
+    edges = [0, 1, 127, 128, 129, lim["shared_per_block"] - 1024, lim["shared_per_block"] - 1,
+             lim["shared_per_block"], lim["shared_per_block"] + 1, lim["shared_per_block_optin"] - 1,
+             lim["shared_per_block_optin"], lim["shared_per_block_optin"] + 1]
+    edges += [c - 1024 + d for c in lim["shared_carveouts"] if c for d in (-1, 0, 1)]  # a carve-out exactly full
+    configs = []
+    for smem in edges + [int(s) for s in rng.integers(0, lim["shared_per_block_optin"] + 4096, size=3000)]:
+        for opt_in in (False, True):
+            carveout = rng.choice([None, None, 0, 25, 50, 100, int(rng.integers(0, 101))])
+            threads, regs = int(rng.integers(1, 1025)), int(rng.integers(0, 256))
+            configs.append((threads, regs, max(smem, 0), opt_in, None if carveout is None else int(carveout)))
+    assert_agree(nvidia, device, configs)
+
+
+def test_the_cases_the_issue_cites(nvidia):
+    h = nvidia.run(occupancy_nvidia.DEVICES["sm_90"], [(32, 81, 0, False, None), (257, 200, 0, False, None)])
+    assert h[0].blocks == 20 and h[1].blocks == 0
+    lim = occupancy.sm_limits(hardware.H100_SXM)
+    small, big = occupancy.occupancy(32, 81, 0, lim), occupancy.occupancy(257, 200, 0, lim)
+    assert (small.blocks_per_sm, big.blocks_per_sm) == (20, 0)
+    assert 65536 // (2816 * 1) == 23  # what a per-SM division would have said for the first
+    assert "rounds 9 warps up to 12" in big.why_zero
+
+
+def test_a_per_sm_division_disagrees_with_the_header(nvidia):
+    """The old rule (registers as one per-SM pool) is what this test exists to catch: it must be wrong often."""
+    configs = [(t, r, 0, False, None) for t, r in itertools.product(range(32, 1025, 32), range(1, 256))]
+    h = nvidia.run(occupancy_nvidia.DEVICES["sm_90"], configs)
+    wrong = 0
+    for (threads, regs, *_), res in zip(configs, h):
+        warps, per_warp = threads // 32, -(-regs * 32 // 256) * 256
+        per_sm = min(64 // warps, 65536 // (per_warp * warps), 32)
+        wrong += per_sm != res.blocks
+    assert wrong > 300, wrong
+
+
+def test_lab5_reference_and_every_case_agree_with_the_header(nvidia):
+    """Lab 5's graded reference, on its visible cases and on the hidden cases of many seeds (students' seeds
+    differ), against the header — and the hidden cases must include the sub-partition and 0-block cases."""
+    from grader.labs import lab05_kernels as lab5
+
+    problem = lab5.problems["occupancy"]
+    cases = list(problem.visible)
+    for seed in range(25):
+        cases += problem.hidden(np.random.default_rng(seed))
+    by_device = {"sm_90": [], "sm_80": []}
+    for case in cases:
+        threads, regs, smem, limits = case.args
+        device = "sm_90" if limits == lab5.LIMITS["H100"] else "sm_80"
+        by_device[device].append((case, (threads, regs, smem, bool(case.kwargs.get("opt_in")), None)))
+    subpartition = zero = 0
+    for device, items in by_device.items():
+        header = nvidia.run(occupancy_nvidia.DEVICES[device], [cfg for _, cfg in items])
+        for (case, cfg), h in zip(items, header):
+            blocks, occ_fraction, limiter = problem.reference(*case.args, **case.kwargs)
+            warps = -(-cfg[0] // 32)
+            assert blocks == h.blocks, f"{device} {cfg}: reference {blocks}, cuda_occupancy.h {h.blocks}"
+            assert occ_fraction == h.blocks * warps / 64
+            assert limiter == next(k for k in occupancy.LIMITERS if k in h.limiters)
+            per_warp = -(-cfg[1] * 32 // 256) * 256
+            subpartition += bool(h.blocks) and h.by["registers"] != 65536 // (per_warp * warps)
+            zero += h.blocks == 0
+    assert subpartition >= 25 * 6 and zero >= 25 * 4
+
+
+def test_hidden_cases_cover_what_the_spec_names():
+    from grader.labs import lab05_kernels as lab5
+
+    cases = lab5.problems["occupancy"].hidden(np.random.default_rng(0))
+    threads = [c.args[0] for c in cases]
+    assert any(t % 32 for t in threads), "a block size that is not a multiple of 32"
+    assert {id(c.args[3]) for c in cases} == {id(v) for v in lab5.LIMITS.values()}, "both GPUs"
+    assert any(c.kwargs.get("opt_in") for c in cases) and any(c.args[2] == 48 * 1024 for c in cases)
+    results = [lab5.problems["occupancy"].reference(*c.args, **c.kwargs) for c in cases]
+    assert {r[2] for r in results} >= {"warps", "registers", "shared_memory", "blocks"}, "every limiter"

@@ -1,0 +1,170 @@
+"""Measuring a roofline right: verdicts for points above a roof, the stated CPU peak, cache sizes, interleaved
+rounds, the roof candidates, store kinds — and, on a GPU, roofs against the datasheet with CUDA events."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpucourse as gc
+from gpucourse import roofline as rl
+from gpucourse.timing import Timing
+
+ROOF = rl.Roofline("toy", peak_flops=100e9, bandwidth=10e9)  # ridge at 10 FLOP/byte
+
+
+def point(flops, nbytes, seconds, working_set=None, label="p"):
+    return rl.OpPoint(label, flops, nbytes, Timing((seconds, 2 * seconds), True, "host"), working_set)
+
+
+def test_points_are_judged_at_their_best_run():
+    p = point(1e9, 1e9, 0.5)
+    assert p.seconds == 0.5 and p.achieved_flops == 2e9 and p.achieved_bandwidth == 2e9
+    assert ROOF.fraction(p) == pytest.approx(0.2)  # 2 GB/s on a 10 GB/s roof at intensity 1
+
+
+@pytest.mark.parametrize("flops, nbytes, seconds, ws, above, why", [
+    (1e9, 1e9, 0.11, 1e9, False, "at its roof"),  # 9.1 GB/s: within the margin
+    (1e9, 1e9, 0.5, 1e9, False, "20% of its roof"),
+    (1e9, 1e9, 0.05, 1e6, True, "fit in the"),  # 20 GB/s from a working set that fits: the cache
+    (1e9, 1e9, 0.05, 1e9, True, "does not fit"),  # 20 GB/s from DRAM alone: impossible
+    (1e12, 1e9, 5.0, 1e6, True, "compute roof"),  # 200 GFLOP/s on a 100 GFLOP/s roof, cache or not
+    (1e12, 1e9, 10.5, 1e9, False, "at its roof"),  # compute-bound at 95 %
+])
+def test_judge_flags_points_above_a_roof_and_says_why(flops, nbytes, seconds, ws, above, why):
+    v = rl.judge(point(flops, nbytes, seconds, ws), ROOF, cache_bytes=32e6, margin=0.15)
+    assert v.above == above and why in v.explanation
+    assert v.bound == ("compute" if flops / nbytes >= ROOF.ridge else "memory")
+
+
+def test_a_measurement_with_an_unexplained_point_is_not_consistent():
+    m = rl.RooflineMeasurement(ROOF, point(0, 1e9, 0.1), point(1e11, 1e9, 1.0),
+                               [point(1e9, 1e9, 0.05, 1e9, "dram"), point(1e9, 1e9, 0.05, 1e6, "cache")],
+                               cache_bytes=32 * 2**20)
+    assert [v.point.label for v in m.unexplained()] == ["dram"]
+
+
+def test_cpu_stated_peak_reads_the_machine_or_says_why_not():
+    stated = rl.cpu_stated_peak("float32", cores=1)
+    if stated.flops is None:
+        assert "no stated peak" in stated.how
+        return
+    assert "FMA units (assumed)" in stated.how and "GHz" in stated.how
+    # float64 has half the lanes of float32; 2 cores double one core
+    assert rl.cpu_stated_peak("float64", cores=1).flops == pytest.approx(stated.flops / 2)
+    assert rl.cpu_stated_peak("float32", cores=2).flops == pytest.approx(2 * stated.flops)
+    assert 1e9 < stated.flops < 1e12  # one core: between 1 GFLOP/s and 1 TFLOP/s
+
+
+def test_cache_size_and_stream_sizes():
+    size, source = rl.cache_bytes()
+    assert size >= 2**20 and source
+    assert rl._size("32768K") == 32 * 2**20 and rl._size("512K") == 2**19 and rl._size("1M") == 2**20
+    assert rl.stream_bytes() >= min(2 * size, 2**30) and rl.stream_bytes() >= 64 * 2**20
+
+
+def test_interleaved_rounds_time_every_function_each_round():
+    calls = []
+    t = rl.measure_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, rounds=3)
+    assert calls == ["a", "b"] + ["a", "b"] * 3  # one warm-up each, then a, b, a, b, a, b
+    assert len(t["a"].times) == 3 and t["a"].best <= t["a"].median
+    with pytest.raises(ValueError, match="rounds"):
+        rl.measure_interleaved({"a": lambda: None}, rounds=0)
+
+
+def test_roof_candidates_are_not_the_plotted_ops():
+    reads = rl.read_candidates(nbytes=2**22)
+    assert len(reads) == 3 and all(op.bytes == 2**22 for op in reads)
+    gemms = rl.compute_candidates()
+    assert {op.label for op in gemms}.isdisjoint({f"gemm n={n}" for n in (64, 128, 256, 512)})
+    assert all(op.flops == 2.0 * int(op.label.split("=")[1].split()[0]) ** 3 for op in gemms)
+
+
+def test_measure_roofline_small_and_consistent_or_says_so():
+    ops = [rl.gemm_op(64), rl.gemv_op(256)]
+    m = rl.measure_roofline(ops, rounds=2, nbytes=2**23, budget_s=5)
+    assert m.roof.peak_flops == max(c.achieved_flops for c in m.compute_candidates)
+    assert m.roof.bandwidth == max(c.achieved_bandwidth for c in m.memory_candidates)
+    assert [p.label for p in m.points] == ["gemm n=64", "gemv n=256"]
+    assert m.consistent == (not m.unexplained())
+    with pytest.raises(ValueError, match="label"):
+        rl.measure_roofline([rl.gemm_op(64), rl.gemm_op(64)], rounds=1, nbytes=2**22)
+
+
+def test_blas_threads_limits_and_restores():
+    from threadpoolctl import threadpool_info
+
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    with rl.blas_threads(1):
+        if not gc.gpu_available():
+            assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
+def test_store_kind_verdicts():
+    roof_bw = 20e9
+    n = 1e9
+    fast_fill = rl.StoreKind("fill", n, 2 * n, Timing((0.06,), True, "host"))  # 16.7 GB/s, 33 GB/s with allocate
+    slow_fill = rl.StoreKind("fill", n, 2 * n, Timing((0.2,), True, "host"))  # 5 / 10 GB/s: both possible
+    assert fast_fill.verdict(roof_bw).startswith("no write-allocate")
+    assert slow_fill.verdict(roof_bw).startswith("cannot tell")
+    kinds = rl.store_kinds(nbytes=2**22, rounds=2)
+    assert [k.label for k in kinds] == ["fill", "memcpy", "elementwise copy"]
+    assert [k.allocate / k.requested for k in kinds] == [2.0, 1.5, 1.5]
+
+
+def test_datasheet_lookup_by_device_name():
+    assert rl.datasheet_for("NVIDIA H100 80GB HBM3") is gc.hardware.H100_SXM
+    assert rl.datasheet_for("NVIDIA H200") is gc.hardware.H200_SXM
+    assert rl.datasheet_for("NVIDIA A100-SXM4-80GB") is gc.hardware.A100_SXM
+    assert rl.datasheet_for("NVIDIA H100 PCIe") is None and rl.datasheet_for("Tesla T4") is None
+
+
+@pytest.mark.gpu
+def test_gpu_roofs_against_the_datasheet_with_cuda_events():
+    m = rl.measure_roofline([rl.gemm_op(1024)], rounds=3)
+    assert m.memory.timing.clock == "cuda" and m.compute.timing.clock == "cuda"
+    if m.stated_flops:  # a GPU the course has a datasheet for
+        assert 0.5 < m.roof.bandwidth / m.stated_bandwidth < 1.02
+        assert 0.3 < m.roof.peak_flops / m.stated_flops < 1.02
+    gc.record("tests: GPU memory roof", m.roof.bandwidth / 1e9, "GB/s")
+    gc.record("tests: GPU fp32 compute roof", m.roof.peak_flops / 1e12, "TFLOP/s")
+
+
+@pytest.mark.gpu
+def test_occupancy_matches_the_driver():
+    """CUDA's own cudaOccupancyMaxActiveBlocksPerMultiprocessor, for kernels of different register counts,
+    every block size and shared memory with and without the opt-in, against gpucourse.occupancy."""
+    from gpucourse import occupancy
+
+    cp = gc.get_backend().xp
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    cc = (int(props["major"]), int(props["minor"]))
+    if cc not in ((8, 0), (9, 0)):
+        pytest.skip(f"the course's limits cover compute capability 8.0 and 9.0, not {cc}")
+    limits = occupancy.sm_limits(gc.hardware.H100_SXM if cc == (9, 0) else gc.hardware.A100_SXM)
+    src = r"""
+    extern "C" __global__ void k(float* out, int n) {
+        extern __shared__ float s[];
+        float acc[ACC];
+        #pragma unroll
+        for (int j = 0; j < ACC; ++j) acc[j] = out[(threadIdx.x + j) % n];
+        float r = 0.f;
+        #pragma unroll
+        for (int j = 0; j < ACC; ++j) r += acc[j] * acc[(j * 7) % ACC];
+        if (n < 0) s[threadIdx.x] = r;
+        out[threadIdx.x % n] = r;
+    }"""
+    checked = 0
+    for acc in (1, 24, 64, 120):
+        kern = cp.RawKernel(src.replace("ACC", str(acc)), "k")
+        regs = kern.num_regs
+        for smem, opt_in in ((0, False), (20_000, False), (60 * 1024, True)):
+            if opt_in:
+                kern.max_dynamic_shared_size_bytes = smem
+            for threads in (32, 64, 96, 128, 160, 256, 288, 384, 512, 640, 768, 1024):
+                driver = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, smem)
+                ours = occupancy.occupancy(threads, regs, smem + kern.shared_size_bytes, limits, opt_in=opt_in)
+                assert ours.blocks_per_sm == driver, (acc, regs, threads, smem, opt_in)
+                checked += 1
+    assert checked == 4 * 3 * 12
