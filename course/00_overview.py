@@ -294,7 +294,7 @@ assert enqueue.median < complete.median
 # ## Step 7 — Warps: the grid is cut into blocks, blocks into warps of 32 threads
 #
 # On a GPU the kernel's grid is split into blocks spread over the SMs, each block into warps (§5). The
-# course's kernel runner shows the indexing with numba-cuda (the CUDA simulator on CPU):
+# course's kernel runner shows the indexing with numba-cuda (on CPU: the course's instrumented executor, §5):
 
 # %%
 cuda = be.cuda

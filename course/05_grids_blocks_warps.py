@@ -61,7 +61,7 @@ import gpucourse as gc
 from gpucourse import occupancy, simt
 
 be = gc.setup()
-cuda = be.cuda  # numba.cuda: the real device on a GPU, numba's CUDA simulator on CPU
+cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt) with numba-cuda's API
 h100 = gc.hardware.H100_SXM
 
 # %% [markdown]
@@ -86,7 +86,7 @@ n, tpb = 200, 64
 blocks = math.ceil(n / tpb)
 a = np.arange(n, dtype=np.float32)
 out = be.to_device(np.zeros(n, np.float32))
-add_one[blocks, tpb](be.to_device(a), out)  # numba-cuda: the device, or the simulator on CPU
+add_one[blocks, tpb](be.to_device(a), out)  # numba-cuda: the device, or the course's executor on CPU
 be.sync()
 out_simt = np.zeros(n, np.float32)
 report = simt.run(add_one, blocks, tpb, a, out_simt)  # the same kernel, instrumented

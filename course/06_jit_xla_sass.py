@@ -352,7 +352,7 @@ if not be.is_gpu:
 #
 # The seed: "the compiled kernel is translated CUDA → PTX → SASS". PTX is NVIDIA's virtual ISA; we can get it
 # for compute capability 9.0 (H100/H200) on this machine: numba-cuda's `compile_ptx` runs NVIDIA's NVVM (in a
-# child process, because the CUDA simulator replaces `numba.cuda` in this one). The seed's fused kernel,
+# child process, so that it never meets a `numba.cuda` that numba's simulator has replaced). The seed's fused kernel,
 # written by hand:
 
 # %%

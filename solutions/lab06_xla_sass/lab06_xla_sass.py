@@ -67,7 +67,7 @@ from gpucourse import toolchain
 from grader.labs import lab06_xla_sass as lab
 
 be = gc.setup()
-cuda = be.cuda  # numba.cuda: the real device on a GPU, numba's CUDA simulator on CPU
+cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt) with numba-cuda's API
 print(toolchain.describe())
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
