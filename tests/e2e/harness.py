@@ -3,7 +3,7 @@ throwaway copy of the checkout, and headless Chromium (Debian's `chromium`) thro
 
 Facts this relies on (../shared/notes/jupyterlab-and-hub-facts.md): Playwright's own browser download does not
 work offline, so it is given `executable_path`; as root Chromium needs `--no-sandbox`; the server needs
-`--allow-root` and the venv's bin/ on PATH (gpucourse lab sets it); "| Idle" in the status bar is the trustworthy
+`--allow-root` as root and the venv's bin/ on PATH (gpucourse lab sets both); "| Idle" in the status bar is the trustworthy
 kernel-idle signal; menu items are found by `data-command`.
 """
 
@@ -98,7 +98,7 @@ class LabServer:
     def start(self, timeout: float = 60) -> float:
         """Start the server; returns the seconds until /api/status answered."""
         cmd = [sys.executable, "-m", "gpucourse", "lab", "--no-browser", f"--port={self.port}", "--ip=127.0.0.1",
-               f"--IdentityProvider.token={self.token}", "--allow-root"]
+               f"--IdentityProvider.token={self.token}"]  # as root, `gpucourse lab` adds --allow-root itself
         t0 = time.monotonic()
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, cwd=self.checkout, env=self._environment(), stdout=log,
