@@ -34,9 +34,9 @@ class CheckFailure(AssertionError):
 DIGITS = 6  # significant digits of a float in a message, unless more are needed to tell two values apart
 
 
-def show(x: Any, digits: int | None = DIGITS, _sep: str = ",") -> str:
-    """Format a value for a message: thousands separators for ints (``1,000``; ``1_000`` inside a tuple, where a
-    comma would be ambiguous), ``digits`` significant digits for floats, ``(1,)`` for a one-element tuple, shape
+def show(x: Any, digits: int | None = DIGITS, sep: str = ",") -> str:
+    """Format a value for a message: thousands separators for ints (``1,000``; ``1_000`` inside a tuple or with
+    ``sep="_"``, e.g. in an argument list, where a comma would be ambiguous), ``digits`` significant digits for floats, ``(1,)`` for a one-element tuple, shape
     and dtype for an array. ``digits=None``: the shortest text that reads back as the same float."""
     if isinstance(x, (bool, np.bool_)) or x is None:
         return repr(bool(x)) if isinstance(x, np.bool_) else repr(x)
@@ -45,7 +45,7 @@ def show(x: Any, digits: int | None = DIGITS, _sep: str = ",") -> str:
     if isinstance(x, (str, bytes)):
         return repr(x)
     if isinstance(x, Integral):
-        return f"{int(x):{_sep}}"
+        return f"{int(x):{sep}}"
     if isinstance(x, Real):
         x = float(x)
         if digits is None or not math.isfinite(x):

@@ -46,7 +46,7 @@ import numpy as np
 from gpucourse.simt import code_names
 
 from . import feedback
-from .checks import CheckFailure, show
+from .checks import CheckFailure, shape_text, show
 from .timelimit import CallTimeout, time_limit
 
 HIDDEN_NOTE = "  These were the visible cases only: hidden tests with other inputs run when your lab is graded."
@@ -96,11 +96,13 @@ class Case:
 
 
 def _short(v: Any) -> str:
-    if hasattr(v, "shape") and hasattr(v, "dtype"):
-        return f"<{v.dtype} array {tuple(v.shape)}>"
+    """An argument or value in a message: ``<float32 array (3, 4)>``, ``'sort'``, ``37_125`` (an argument list
+    would make ``37,125`` read as two numbers)."""
+    if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic):
+        return f"<{v.dtype} array {shape_text(v.shape)}>"
     if isinstance(v, str):
         return repr(v)
-    return show(v)
+    return show(v, sep="_")
 
 
 # compare(what, got, expected, case) raises CheckFailure when `got` is wrong

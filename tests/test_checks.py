@@ -378,3 +378,11 @@ def test_blank_stub_says_it_is_not_written_yet():
         p.check(square)
     (line,) = info.value._render_traceback_()
     assert "square is not written yet: replace `raise NotImplementedError()`" in line
+
+
+def test_a_case_reads_as_the_call_it_makes():
+    """Arguments print as Python would accept them: 37_125, not 37,125 (which reads as two arguments)."""
+    case = Case((37125, 2529, "int8", np.zeros((3, 4), np.float32), (8,), 2.5e12), {"tile": 1000})
+    assert case.call_text("gemv_cost") == \
+        "gemv_cost(37_125, 2_529, 'int8', <float32 array (3, 4)>, (8,), 2.5e+12, tile=1_000)"
+    assert Case((np.float32(0.5),)).call_text("f") == "f(0.5)"

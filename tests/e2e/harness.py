@@ -204,9 +204,9 @@ def replace_cell_source(page, cell, text: str) -> None:
         raise AssertionError(f"the editor holds {typed!r}, not the answer {text!r}")
 
 
-def validate(page, shot: str, timeout_ms: int = 120_000) -> str:
+def validate(page, shot: str, timeout_ms: int = 120_000, inspect=None):
     """Click nbgrader's Validate button; screenshot the 'Validation Results' dialog as `shot`, close it, and
-    return its text."""
+    return its text (and ``inspect(page)``, run while the dialog is open, when given)."""
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar .validate-button").click()
     dialog = page.locator(".jp-Dialog", has_text="Validation Results")
     dialog.wait_for(timeout=timeout_ms)
@@ -214,10 +214,11 @@ def validate(page, shot: str, timeout_ms: int = 120_000) -> str:
         "() => /passes all the tests|failed|error|Error/.test(document.querySelector('.jp-Dialog')?.innerText || '')",
         timeout=timeout_ms)
     text = dialog.inner_text()
+    inspected = inspect(page) if inspect else None
     screenshot(page, shot)
     dialog.locator("button.jp-mod-accept, button:has-text('Ok')").first.click()
     dialog.wait_for(state="detached", timeout=10_000)
-    return text
+    return (text, inspected) if inspect else text
 
 
 def non_blank_fraction(png: bytes) -> float:
