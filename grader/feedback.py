@@ -19,6 +19,7 @@ from __future__ import annotations
 import linecache
 import sys
 import sysconfig
+import textwrap
 import traceback
 from pathlib import Path
 from types import TracebackType
@@ -31,9 +32,21 @@ _LIBRARY_DIRS = tuple({Path(p).resolve() for key in ("stdlib", "platstdlib", "pu
                        if (p := sysconfig.get_paths().get(key))})
 
 
+WIDTH = 100  # columns: nbgrader's Validate dialog shows ~105 without a horizontal scroll bar
+
+
 def headline(exc: BaseException) -> str:
-    """``CheckFailure: <message>`` in red: the one line that says what is wrong."""
-    return f"{RED}{BOLD}{type(exc).__name__}{RESET}{RED}: {exc}{RESET}"
+    """``CheckFailure: <message>`` in red, first; wrapped at WIDTH columns so that all of it is in view (Validate's
+    dialog does not wrap lines). ``ename``/``evalue`` of the error output keep the message unwrapped."""
+    name = type(exc).__name__
+    lines: list[str] = []
+    for i, para in enumerate(str(exc).splitlines() or [""]):
+        text = f"{name}: {para}" if i == 0 else para
+        lines += textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_long_words=False,
+                               break_on_hyphens=False) or [""]
+    first = lines[0][len(name):]
+    rest = "".join(f"\n{RED}{line}{RESET}" for line in lines[1:])
+    return f"{RED}{BOLD}{name}{RESET}{RED}{first}{RESET}{rest}"
 
 
 def render_failure(exc: BaseException) -> list[str]:

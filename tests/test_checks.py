@@ -341,6 +341,13 @@ def test_failure_renders_as_its_message_without_grader_frames():
         p.check(lambda x: 2 * x)
     lines = info.value._render_traceback_()
     assert len(lines) == 1 and "square(3): expected 9, got 6" in lines[0] and lines[0].startswith(feedback.RED)
+    # a long message is wrapped (Validate's dialog does not wrap), the whole of it kept
+    long = CheckFailure("f(1): expected 2, got 3. Hint: " + "word " * 60)
+    text = "\n".join(long._render_traceback_())
+    plain = [line for line in text.replace(feedback.RED, "").replace(feedback.BOLD, "").replace(feedback.RESET, "")
+             .splitlines()]
+    assert len(plain) > 2 and all(len(line) <= feedback.WIDTH for line in plain)
+    assert " ".join(line.strip() for line in plain) == "CheckFailure: " + str(long).strip()
 
 
 def _student_bug(x):
