@@ -1,0 +1,116 @@
+"""What numba-cuda refuses to compile, the executor refuses to run (review of the executor, findings 3 and 4).
+
+Sources (NVIDIA/numba-cuda, numba_cuda/numba/cuda/): cudadecl.py types the atomics on fixed dtype sets
+(all_numba_types for add/sub/max/min/nanmax/nanmin, integer_numba_types for and_/or_/xor/exch/cas,
+unsigned_int_numba_types for inc/dec); intrinsics.py's _syncthreads_predicate accepts an integer predicate only,
+shfl_sync_intrinsic "only supports 32- and 64-bit ints and floats", vote_sync_intrinsic an integer or bool.
+A kernel that runs here must compile there: otherwise the executor stops with a TypeError naming the line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucourse import simt
+
+cuda = simt.cuda
+
+
+@cuda.jit
+def count_up(c, out):
+    out[cuda.threadIdx.x] = cuda.atomic.inc(c, 0, 5)  # a counter that wraps after 5
+
+
+def test_atomic_inc_runs_on_uint32_and_wraps():
+    c = np.zeros(1, np.uint32)
+    out = np.zeros(8, np.uint32)
+    simt.run(count_up, 1, 8, c, out)
+    assert sorted(out.tolist()) == [0, 0, 1, 1, 2, 3, 4, 5] and c[0] == 2  # old values 0..5, then 0, 1; now 2
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32])
+def test_atomic_inc_on_a_signed_or_float_array_does_not_compile(dtype):
+    c = np.zeros(1, dtype)
+    with pytest.raises(simt.KernelError, match=r"atomic.inc on an? \w+ array: numba-cuda supports it on uint32, uint64"):
+        simt.run(count_up, 1, 8, c, np.zeros(8, dtype))
+
+
+@cuda.jit
+def add_one(c):
+    cuda.atomic.add(c, 0, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64])
+def test_atomic_add_runs_on_numba_cudas_dtypes(dtype):
+    c = np.zeros(1, dtype)
+    simt.run(add_one, 1, 8, c)
+    assert c[0] == 8
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.float16])
+def test_atomic_add_on_other_dtypes_does_not_compile(dtype):
+    with pytest.raises(simt.KernelError, match="atomic.add on .* array: numba-cuda supports it on int32, uint32"):
+        simt.run(add_one, 1, 8, np.zeros(1, dtype))
+
+
+def test_bitwise_atomics_need_integers():
+    @cuda.jit
+    def k(c):
+        cuda.atomic.or_(c, 0, 1)
+    with pytest.raises(simt.KernelError, match="atomic.or_ on a float32 array"):
+        simt.run(k, 1, 2, np.zeros(1, np.float32))
+
+
+@cuda.jit
+def count_positive(x, out):
+    t = cuda.threadIdx.x
+    out[t] = cuda.syncthreads_count(x[t])
+
+
+@cuda.jit
+def count_bool(x, out):
+    t = cuda.threadIdx.x
+    out[t] = cuda.syncthreads_count(x[t] > 0)
+
+
+def test_syncthreads_count_takes_an_integer_predicate():
+    x = np.array([0, 3, 0, 1, 7, 0, 0, 2], np.int32)  # numba-cuda's test_sync passes an int32 array
+    out = np.zeros(8, np.int32)
+    simt.run(count_positive, 1, 8, x, out)
+    assert out.tolist() == [4] * 8
+    with pytest.raises(simt.KernelError, match="syncthreads_count: numba-cuda takes an integer predicate, got bool"):
+        simt.run(count_bool, 1, 8, x, out)
+
+
+@cuda.jit
+def shuffle(x, out):
+    t = cuda.threadIdx.x
+    out[t] = cuda.shfl_sync(0xFFFFFFFF, x[t], 0)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_shuffles_take_32_and_64_bit_ints_and_floats(dtype):
+    x = np.arange(5, 37).astype(dtype)
+    out = np.zeros(32, dtype)
+    simt.run(shuffle, 1, 32, x, out)
+    assert (out == 5).all()
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int16, np.float16, np.bool_])
+def test_shuffling_other_types_does_not_compile(dtype):
+    x = np.ones(32, dtype)
+    with pytest.raises(simt.KernelError, match="numba-cuda shuffles int32, int64, float32 and float64 values only"):
+        simt.run(shuffle, 1, 32, x, np.zeros(32, dtype))
+
+
+def test_a_vote_takes_an_integer_or_bool_not_a_float():
+    @cuda.jit
+    def k(x, out):
+        t = cuda.threadIdx.x
+        out[t] = cuda.ballot_sync(0xFFFFFFFF, x[t])
+    out = np.zeros(32, np.int64)
+    simt.run(k, 1, 32, (np.arange(32) % 2).astype(np.int32), out)
+    assert out[0] == np.uint32(0xAAAAAAAA).view(np.int32)
+    with pytest.raises(simt.KernelError, match="ballot_sync: the predicate must be an integer or a bool"):
+        simt.run(k, 1, 32, np.ones(32, np.float32), out)
