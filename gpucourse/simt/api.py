@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from fractions import Fraction
 import types
 from typing import Any
 
@@ -134,6 +135,25 @@ def _shfl_value(v: Any, what: str) -> Any:
     raise TypeError(f"cuda.{what}: numba-cuda shuffles int32, int64, float32 and float64 values only, got {name} "
                     "(\"shfl_sync only supports 32- and 64-bit ints and floats\"): convert it first, e.g. "
                     "np.int32(x)")
+
+
+def _round_once(exact: Fraction, approx: float, dt: np.dtype) -> Any:
+    """``exact`` rounded to nearest-even in ``dt`` (float32 or float64), once."""
+    if exact == 0:
+        return dt.type(approx)  # the sign of an exact zero as IEEE gives it
+    try:
+        r64 = float(exact)  # CPython rounds a Fraction correctly (nearest, ties to even)
+    except OverflowError:
+        return dt.type(math.inf if exact > 0 else -math.inf)
+    if dt == np.float64:
+        return np.float64(r64)
+    with np.errstate(over="ignore"):
+        r = np.float32(r64)
+    if not np.isfinite(r):
+        return r
+    cands = (r, np.nextafter(r, np.float32(np.inf)), np.nextafter(r, np.float32(-np.inf)))
+    return min((v for v in cands if np.isfinite(v)),
+               key=lambda v: (abs(Fraction(float(v)) - exact), int(np.float32(v).view(np.uint32)) & 1))
 
 
 def _int_bits(x: Any) -> tuple[int, int]:
@@ -520,14 +540,25 @@ class CudaAPI:
 
     @staticmethod
     def fma(a: Any, b: Any, c: Any) -> Any:
+        """``a * b + c`` rounded once (PTX fma.rn, as llvm.fma compiles): the exact value, then one rounding to
+        the dtype (float32 rounds the exact value directly, never through float64)."""
         dt = _device_dtype(a, b, c)
-        return dt.type(float(a) * float(b) + float(c))
+        fa, fb, fc = float(a), float(b), float(c)
+        if not all(math.isfinite(v) for v in (fa, fb, fc)):
+            return dt.type(fa * fb + fc)  # inf and NaN propagate as in the unfused form
+        return _round_once(Fraction(fa) * Fraction(fb) + Fraction(fc), fa * fb + fc, dt)
 
     @staticmethod
     def cbrt(x: Any) -> Any:
+        """The float whose cube is nearest ``x`` (CUDA's cbrt: within 1 ulp, exact on perfect cubes: 64 → 4)."""
         dt = _device_dtype(x)
         f = float(x)
-        return dt.type(math.copysign(abs(f) ** (1.0 / 3.0), f))
+        if not math.isfinite(f) or f == 0:
+            return dt.type(f)
+        y = dt.type(math.copysign(abs(f) ** (1.0 / 3.0), f))  # within an ulp or two of the root
+        ax = Fraction(abs(float(dt.type(f))))
+        cands = [y, np.nextafter(y, dt.type(np.inf)), np.nextafter(y, dt.type(-np.inf))]
+        return min(cands, key=lambda v: abs(Fraction(abs(float(v))) ** 3 - ax))
 
     @staticmethod
     def selp(pred: Any, a: Any, b: Any) -> Any:
