@@ -114,3 +114,58 @@ def test_a_vote_takes_an_integer_or_bool_not_a_float():
     assert out[0] == np.uint32(0xAAAAAAAA).view(np.int32)
     with pytest.raises(simt.KernelError, match="ballot_sync: the predicate must be an integer or a bool"):
         simt.run(k, 1, 32, np.ones(32, np.float32), out)
+
+
+N_CONST = 32
+
+
+@cuda.jit
+def shape_from_argument(out, n):
+    s = cuda.shared.array(n, np.float32)
+    s[cuda.threadIdx.x] = 1.0
+    out[cuda.threadIdx.x] = s[cuda.threadIdx.x]
+
+
+@cuda.jit
+def shape_from_block(out):
+    s = cuda.shared.array(cuda.blockDim.x, np.float32)
+    s[cuda.threadIdx.x] = 1.0
+    out[cuda.threadIdx.x] = s[cuda.threadIdx.x]
+
+
+@cuda.jit
+def local_from_shape(a, out):
+    acc = cuda.local.array(a.shape[0], np.float32)
+    acc[0] = a[0]
+    out[0] = acc[0]
+
+
+@pytest.mark.parametrize("kernel, args, what", [
+    (shape_from_argument, (np.zeros(32, np.float32), 32), "cuda.shared.array uses the kernel argument `n`"),
+    (shape_from_block, (np.zeros(32, np.float32),), "cuda.shared.array uses `blockDim`"),
+    (local_from_shape, (np.ones(32, np.float32), np.zeros(1, np.float32)),
+     "cuda.local.array uses the kernel argument `a`"),
+])
+def test_an_array_shape_known_only_at_run_time_does_not_compile(kernel, args, what):
+    with pytest.raises(simt.KernelError, match=f"(?s){what}.*numba-cuda needs a compile-time constant"):
+        simt.run(kernel, 1, 32, *args)
+
+
+def test_constant_shapes_and_dynamic_shared_memory_run():
+    tile = 4
+
+    @cuda.jit
+    def k(out):
+        n = 8  # a local literal: numba-cuda types it as a constant
+        s = cuda.shared.array((N_CONST, tile), np.float32)  # a global and a closure constant
+        loc = cuda.local.array(n, np.int32)
+        dyn = cuda.shared.array(0, np.float32)
+        t = cuda.threadIdx.x
+        s[t, 0] = 1.0
+        loc[0] = 2
+        dyn[t] = 3.0
+        out[t] = s[t, 0] + loc[0] + dyn[t]
+
+    out = np.zeros(32, np.float32)
+    k[1, 32, 0, 32 * 4](out)
+    assert (out == 6.0).all() and k.last_report.ok
