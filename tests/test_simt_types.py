@@ -169,3 +169,30 @@ def test_constant_shapes_and_dynamic_shared_memory_run():
     out = np.zeros(32, np.float32)
     k[1, 32, 0, 32 * 4](out)
     assert (out == 6.0).all() and k.last_report.ok
+
+
+@cuda.jit
+def all_with_mask(mask, predicate, result):  # test_warp_ops.py: test_vote_sync_type_validation
+    i = cuda.grid(1)
+    if i < result.shape[0]:
+        result[i] = cuda.all_sync(mask[i], predicate[i])
+
+
+@pytest.mark.parametrize("mask, pred, msg", [
+    (np.float32, np.int32, "the mask must be an integer"),
+    (np.bool_, np.int32, "the mask must be an integer"),
+    (np.float64, np.int32, "the mask must be an integer"),
+    (np.int32, np.float32, "the predicate must be an integer or a bool"),
+    (np.int32, np.float64, "the predicate must be an integer or a bool"),
+])
+def test_vote_type_validation_follows_numba_cuda(mask, pred, msg):
+    with pytest.raises(simt.KernelError, match=msg):
+        simt.run(all_with_mask, 1, 32, np.ones(32, mask), np.ones(32, pred), np.empty(32, np.int32))
+
+
+@pytest.mark.parametrize("mask, pred", [(np.uint32, np.uint32), (np.int64, np.int64), (np.uint64, np.uint64),
+                                        (np.int32, np.int32), (np.uint32, np.bool_), (np.uint64, np.bool_)])
+def test_valid_vote_types_of_numba_cudas_test_run(mask, pred):
+    result = np.empty(32, np.int32)
+    simt.run(all_with_mask, 1, 32, np.full(32, ~np.array(0, mask)), np.ones(32, pred), result)
+    assert (result == 1).all()
