@@ -309,16 +309,17 @@ class KernelReport:
         belongs to: the warp step, and which of its thread's accesses to that array in that statement it is (the
         k-th access of every lane is the same instruction: ``a[i] + a[i + 32]`` is two requests, not one)."""
         rows = np.flatnonzero(mask)
-        log = self._log[rows]
-        # the k-th access of (thread, trace position, array), in the thread's order (the log is chronological)
-        group = np.unique(log[:, [0, 1, 2]], axis=0, return_inverse=True)[1].reshape(-1)
+        tid, pos = self._log[rows, 0], self._log[rows, 1]
+        # the k-th access of (thread, trace position), in the thread's order (the log is chronological)
+        group = tid * (int(pos.max(initial=0)) + 2) + (pos + 1)
         order = np.argsort(group, kind="stable")
         g = group[order]
         starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
         rank = np.empty(len(g), np.int64)
         rank[order] = np.arange(len(g)) - np.repeat(starts, np.diff(np.r_[starts, len(g)]))
         steps = self._access_steps[rows]
-        return np.unique(np.stack([steps, rank], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+        key = (steps - steps.min(initial=0)) * (int(rank.max(initial=0)) + 1) + rank
+        return np.unique(key, return_inverse=True)[1].reshape(-1)
 
     def sectors_per_request(self, array: str, kind: str | None = None) -> float:
         """Mean 32-byte sectors one warp-wide access (one memory instruction of the warp) of ``array`` touches
@@ -351,25 +352,22 @@ class KernelReport:
         everything = self._select(array, None)
         req = self._requests(everything)[mask[everything]]
         size = self._elem_bytes(array)
-        lanes_per_phase = max(1, WARP_SIZE * 4 // max(size, 4))
-        tpb = self.threads_per_block
-        lane = (self._log[mask, 0] % tpb) % WARP_SIZE
-        addr = self._log[mask, 3] * self.itemsize[array]  # byte address of each access (per block's root)
-        words: set[tuple[int, int, int]] = set()
-        for r, ph, a in zip(req.tolist(), (lane // lanes_per_phase).tolist(), addr.tolist()):
-            for w in range(a // 4, (a + size - 1) // 4 + 1):
-                words.add((r, ph, w))
-        per_bank: dict[tuple, int] = {}
-        for r, ph, w in words:
-            key = (r, ph, w % 32)
-            per_bank[key] = per_bank.get(key, 0) + 1
-        wavefronts: dict[tuple[int, int], int] = {}
-        for (r, ph, _), n in per_bank.items():
-            wavefronts[r, ph] = max(wavefronts.get((r, ph), 0), n)
-        per_req: dict[int, list[int]] = {}
-        for (r, _), n in wavefronts.items():
-            per_req.setdefault(r, []).append(n)
-        return float(np.mean([sum(v) / len(v) for v in per_req.values()]))
+        phase = (self._log[mask, 0] % self.threads_per_block) % WARP_SIZE // max(1, WARP_SIZE * 4 // max(size, 4))
+        first = self._log[mask, 3] * self.itemsize[array] // 4  # first 4-byte word of each access (block's root)
+        nwords = max(1, (size + 3) // 4)
+        words = (first[:, None] + np.arange(nwords)).reshape(-1)
+        span = int(words.max()) + 1
+        rp = np.repeat(req * 8 + phase, nwords)  # (request, phase); at most 8 phases (32-byte elements)
+        distinct = np.unique(rp * span + words)  # each word a phase needs, once (a broadcast is one word)
+        rp_d, bank = distinct // span, (distinct % span) % 32
+        per_bank_keys, per_bank = np.unique(rp_d * 32 + bank, return_counts=True)
+        rp_b = per_bank_keys // 32
+        starts = np.flatnonzero(np.r_[True, rp_b[1:] != rp_b[:-1]])
+        wavefronts = np.maximum.reduceat(per_bank, starts)  # per (request, phase): the busiest bank's words
+        r_of = rp_b[starts] // 8
+        rs = np.flatnonzero(np.r_[True, r_of[1:] != r_of[:-1]])
+        ways = np.add.reduceat(wavefronts, rs) / np.diff(np.r_[rs, len(r_of)])  # wavefronts / phases
+        return float(ways.mean())
 
     def _elem_bytes(self, array: str) -> int:
         return next(r.dtype.itemsize for r in self._roots if r.name == array)
