@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from gpucourse import simt
+from tests.simt_corpus import typing_cases as T
 
 cuda = simt.cuda
 
@@ -196,3 +197,45 @@ def test_valid_vote_types_of_numba_cudas_test_run(mask, pred):
     result = np.empty(32, np.int32)
     simt.run(all_with_mask, 1, 32, np.full(32, ~np.array(0, mask)), np.ones(32, pred), result)
     assert (result == 1).all()
+
+
+# -- numba-cuda's own compiler as the judge ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def numba_cuda_verdicts(tmp_path_factory):
+    """Which tests/simt_corpus/typing_cases kernels numba-cuda's compiler accepts (compile_ptx, sm_90; no GPU)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path_factory.mktemp("typing") / "verdicts.json"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"} | {"PYTHONPATH": str(root)}
+    run = subprocess.run([sys.executable, "-m", "tests.simt_corpus.typing_cases", str(out)], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    if run.returncode != 0 and ("NvvmSupportError" in run.stderr or "libNVVM" in run.stderr):
+        pytest.skip("numba-cuda's compiler (NVVM) is not installed: pip install -e '.[test]'")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def _executor_runs(i: int) -> bool:
+    fn, _, args, _ = T.CASES[i]
+    kernel = cuda.jit(fn)
+    fn.__globals__["cuda"] = cuda
+    try:
+        simt.run(kernel, 1, 32, *args())
+    except simt.KernelError as exc:
+        assert "TypeError" in str(exc), exc
+        return False
+    return True
+
+
+@pytest.mark.parametrize("i", range(len(T.CASES)), ids=T.case_id)
+def test_the_executor_runs_what_numba_cuda_compiles_and_refuses_what_it_refuses(i, numba_cuda_verdicts):
+    name = T.case_id(i)
+    assert numba_cuda_verdicts[name] is not None, f"{name}: numba-cuda failed with something other than a TypingError"
+    assert numba_cuda_verdicts[name] == T.CASES[i][3], f"{name}: numba-cuda's verdict changed"
+    assert _executor_runs(i) == T.CASES[i][3], f"{name}: the executor disagrees with numba-cuda"
