@@ -681,22 +681,30 @@ class LaunchCosts:
     """What a launch costs, measured on the GPU (seconds). See :func:`measure_launch_on_gpu`."""
 
     latency: float  # host call → the kernel is running (idle queue): the host saw the kernel's flag
-    enqueue: float  # host time per launch call, back to back: the host side of launch throughput
+    enqueue: float  # host time per launch call, back to back: the host side of launch throughput — a CuPy
+    # RawKernel call from Python, so it includes Python's and CuPy's own per-call overhead on top of CUDA's launch
     gpu_per_kernel: float  # GPU time per empty kernel with the queue kept full: the device side of throughput
     graph_per_kernel: float  # GPU time per empty kernel replayed from a CUDA graph
     round_trip: float  # launch + stream synchronize of one empty kernel: what a loop that waits every step pays
     event_pair: float  # CUDA events around one empty kernel on an idle queue (GPU clock)
+    host_ahead: bool = True  # the host had queued all n launches before the spin kernel ended: gpu_per_kernel is
+    # the GPU's own rate, not the host's enqueue rate seen through a queue that ran dry (or filled up and blocked)
 
 
-def measure_launch_on_gpu(n: int = 1000, repeat: int = 30) -> LaunchCosts:
+def measure_launch_on_gpu(n: int = 512, repeat: int = 30) -> LaunchCosts:
     """Launch latency vs launch throughput, measured separately on the GPU backend (CuPy raw kernels).
 
     - ``latency``: the host reads ``time.perf_counter``, launches a kernel whose first thread writes a flag into
       pinned host memory, and spins until it sees the flag: enqueue → running, plus one PCIe write (an upper
       bound). Median of ``repeat``, each on an idle queue.
-    - ``enqueue``: ``n`` launches back to back, host time per call (how fast the host can feed the queue).
+    - ``enqueue``: ``n`` launches back to back, host time per call (how fast the host can feed the queue). Each is a
+      CuPy ``RawKernel`` call from Python: the figure includes Python's and CuPy's per-call overhead (several µs),
+      above CUDA's own launch cost — a C++ ``<<<…>>>`` launch costs the host less.
     - ``gpu_per_kernel``: ``n`` empty kernels queued behind a spin kernel long enough to hide the host, CUDA events
-      around the ``n``: the GPU's own time per launch once it never waits for the host.
+      around the ``n``: the GPU's own time per launch once it never waits for the host. ``n`` stays well below the
+      depth of CUDA's launch queue (about a thousand entries): were the queue to fill, the host would block until
+      the spin ended and the events would time the host's enqueue rate instead. ``host_ahead`` records that the
+      host had queued all ``n`` while the spin kernel was still running (its end event not yet reached).
     - ``graph_per_kernel``: the same ``n`` kernels captured in a CUDA graph and replayed, CUDA events.
     - ``round_trip``: launch one empty kernel and ``synchronize`` the stream, host clock, median of ``repeat``.
     - ``event_pair``: CUDA events recorded just before and after one empty kernel on an idle stream.
@@ -759,6 +767,7 @@ def measure_launch_on_gpu(n: int = 1000, repeat: int = 30) -> LaunchCosts:
         a.record(stream)
         for _ in range(n):
             empty((1,), (1,), ())
+        host_ahead = not a.done  # the spin is still running: every launch is queued before the GPU needs it
         b.record(stream)
         b.synchronize()
         gpu_per_kernel = cp.cuda.get_elapsed_time(a, b) * 1e-3 / n
@@ -779,4 +788,4 @@ def measure_launch_on_gpu(n: int = 1000, repeat: int = 30) -> LaunchCosts:
     graph_per_kernel = cp.cuda.get_elapsed_time(a, b) * 1e-3 / n
     return LaunchCosts(latency=float(np.median(latencies)), enqueue=enqueue, gpu_per_kernel=gpu_per_kernel,
                        graph_per_kernel=graph_per_kernel, round_trip=float(np.median(trips)),
-                       event_pair=float(np.median(pairs)))
+                       event_pair=float(np.median(pairs)), host_ahead=host_ahead)

@@ -265,6 +265,7 @@ def test_gpu_legacy_default_stream_serializes_blocking_streams_only():
 @pytest.mark.gpu
 def test_gpu_launch_latency_and_throughput():
     costs = st.measure_launch_on_gpu(n=500, repeat=20)
+    assert costs.host_ahead, "the host queued every launch before the spin ended: the events time the GPU"
     assert 0 < costs.enqueue < costs.round_trip
     assert 1e-7 < costs.latency < 1e-3 and 0 < costs.event_pair < 1e-3
     assert 0 < costs.gpu_per_kernel < 1e-4 and 0 < costs.graph_per_kernel <= 1.1 * costs.gpu_per_kernel
