@@ -138,19 +138,24 @@ class SimulatedJit:
     work and returns a :class:`Pending` at once — exactly what a real jitted function does, on a clock that
     makes every timing exact."""
 
-    def __init__(self, queue: CommandQueue, work_us: float, compile_us: float = 0.0, name: str = "f"):
+    def __init__(self, queue: CommandQueue, work_us: float, compile_us: float = 0.0, name: str = "f",
+                 factors: dict[int, float] | None = None):
         self.queue, self.work_us, self.compile_us, self.__name__ = queue, work_us, compile_us, name
-        self.compiled = False
+        self.factors = dict(factors or {})  # call number (0 = the first, compiling call) -> work multiplier
+        self.compiled, self.calls = False, 0
 
     def __call__(self, *args: Any) -> Pending:
         if not self.compiled:
             self.queue.host_work(self.compile_us)
             self.compiled = True
-        return self.queue.launch(self.work_us, self.__name__)
+        work = self.work_us * self.factors.get(self.calls, 1.0)  # a load spike (> 1) or a lucky call (< 1)
+        self.calls += 1
+        return self.queue.launch(work, self.__name__)
 
     def __repr__(self) -> str:
+        varies = ", some calls slower or faster (a shared machine)" if self.factors else ""
         return (f"<jit {self.__name__}: compiles in {self.compile_us:g} µs, {self.work_us:g} µs of device work per "
-                f"call, launch {self.queue.launch_us:g} µs>")
+                f"call{varies}, launch {self.queue.launch_us:g} µs>")
 
 
 class VirtualClock:
