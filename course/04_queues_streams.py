@@ -346,8 +346,8 @@ assert gain > 1.2, f"not waiting every step hides the round trip: expected > 1.2
 # launch queue holds about a thousand launches, and a full queue would block the host until the long kernel ends —
 # the events would then time the host's enqueue rate, not the GPU's. The cell asserts that the host had queued all
 # 512 while the long kernel was still running. Every launch here is a CuPy `RawKernel` call from Python, so the
-# host's time per launch includes Python's and CuPy's own overhead (several µs) on top of CUDA's launch path — the
-# seed's 3–5 µs is CUDA's part alone.
+# host's time per launch includes Python's and CuPy's own per-call overhead on top of CUDA's launch path: the
+# printed row may well exceed the seed's 3–5 µs, which is about CUDA's part alone.
 
 # %%
 if gc.require_gpu("launch latency (enqueue → running) vs launch throughput (host and GPU), and a CUDA graph"):

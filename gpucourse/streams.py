@@ -703,8 +703,8 @@ def measure_launch_on_gpu(n: int = 512, repeat: int = 30) -> LaunchCosts:
       pinned host memory, and spins until it sees the flag: enqueue → running, plus one PCIe write (an upper
       bound). Median of ``repeat``, each on an idle queue.
     - ``enqueue``: ``n`` launches back to back, host time per call (how fast the host can feed the queue). Each is a
-      CuPy ``RawKernel`` call from Python: the figure includes Python's and CuPy's per-call overhead (several µs),
-      above CUDA's own launch cost — a C++ ``<<<…>>>`` launch costs the host less.
+      CuPy ``RawKernel`` call from Python: the figure includes Python's and CuPy's per-call overhead on top of
+      CUDA's own launch cost — a C++ ``<<<…>>>`` launch costs the host less.
     - ``gpu_per_kernel``: ``n`` empty kernels queued behind a spin kernel long enough to hide the host, CUDA events
       around the ``n``: the GPU's own time per launch once it never waits for the host. ``n`` stays well below the
       depth of CUDA's launch queue (about a thousand entries): were the queue to fill, the host would block until
