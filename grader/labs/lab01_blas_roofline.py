@@ -119,6 +119,8 @@ def _prediction_cases(rng: np.random.Generator) -> list[Case]:
         nbytes = float(10 ** rng.uniform(3, 10))
         intensity = float(2 ** rng.uniform(-3, 10))
         cases.append(Case((nbytes * intensity, nbytes, peak, bw)))
+    # a tie, exact in binary floating point: both roofs take 2^-10 s (the spec says 'compute')
+    cases.append(Case((2.0**30, 2.0**20, 2.0**40, 2.0**30)))
     return cases
 
 
@@ -130,7 +132,8 @@ PREDICT = Problem(
         tie) and its best possible time in seconds. peak_flops in FLOP/s, bandwidth in bytes/s.
     """,
     reference=predict_time,
-    visible=[Case((2e12, 1e9, 989.4e12, 3.35e12)), Case((2e9, 12e9, 989.4e12, 3.35e12))],
+    visible=[Case((2e12, 1e9, 989.4e12, 3.35e12)), Case((2e9, 12e9, 989.4e12, 3.35e12)),
+             Case((2.0**31, 2.0**21, 2.0**40, 2.0**30))],  # a tie: 2^-9 s either way
     hidden=_prediction_cases,
     compare=_compare_prediction,
 )
@@ -170,6 +173,9 @@ def _batch_cases(rng: np.random.Generator) -> list[Case]:
         d_in, d_out = (int(2 ** rng.uniform(8, 14)) for _ in range(2))
         cases.append(Case((d_in, d_out, str(rng.choice(["float16", "float32"])), peak, bw)))
     cases.append(Case((256, 256, "float32", 989.4e12, 3.35e12)))  # never compute-bound
+    # exactly at the ridge, in binary floating point: B = 512 gives 2·512·1024² / (2·(512·1024 + 1024² + 512·1024))
+    # = 256 FLOP/byte = 256e12 / 1e12 — "reaches" includes equality (B = 513 if it did not)
+    cases.append(Case((1024, 1024, "float16", 256e12, 1e12)))
     return cases
 
 
@@ -183,7 +189,8 @@ MIN_BATCH = Problem(
     """,
     reference=min_batch_compute_bound,
     visible=[Case((8192, 8192, "float16", 989.4e12, 3.35e12)), Case((4096, 1024, "float32", 67e12, 3.35e12)),
-             Case((128, 128, "float16", 989.4e12, 3.35e12))],
+             Case((128, 128, "float16", 989.4e12, 3.35e12)),
+             Case((2048, 2048, "float16", 512e12, 1e12))],  # exactly at the ridge with B = 1024
     hidden=_batch_cases,
     compare=_compare_batch,
 )
@@ -582,6 +589,16 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
             else:
                 achieved = peak * float(rng.uniform(1.1, 3.0))
         cases.append(Case((flops, nbytes, flops / achieved, peak, bw, ws, cache)))
+    # above the compute roof with a working set that fits, at a memory-bound and at a compute-bound intensity: only
+    # the peak check says 'impossible' (testing the DRAM roof first says 'cache' for the first; testing only the DRAM
+    # roof says 'compute-bound' for the second)
+    for factor in (0.25, 8.0):
+        peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
+        cache = float(2 ** int(rng.integers(20, 27)))
+        nbytes = float(10 ** rng.uniform(6, 9))
+        flops = nbytes * peak / bw * factor
+        cases.append(Case((flops, nbytes, flops / (peak * float(rng.uniform(1.1, 3.0))), peak, bw,
+                           cache * float(rng.uniform(0.1, 0.9)), cache)))
     # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge (compute-bound)
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))  # 2× the DRAM roof: cache
     cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))  # at the ridge, under
