@@ -29,10 +29,10 @@
 # - what warp divergence (분기) really costs — the seed's "about 2×", checked;
 # - coalescing and shared-memory tiling, counted per thread by an instrumented executor.
 #
-# Every kernel here is a numba-cuda `@cuda.jit` function: it runs on the GPU when there is one and in numba's
-# CUDA simulator otherwise. The course's instrumented SIMT executor (`gpucourse.simt`) runs the *same* Python
-# kernel and reports per thread and per warp what it did — on both backends alike. The lab is
-# `labs/lab05_kernels/`.
+# Every kernel here is a numba-cuda `@cuda.jit` function: it runs on the GPU when there is one and, without one, on
+# the course's SIMT executor by default (`gpucourse.simt`: numba-cuda's API, CUDA threads run as coroutines; the
+# setup cell's "kernels" line says which runner is in use). The executor also runs the *same* Python kernel instrumented and reports per thread and per warp
+# what it did — on both backends alike. The lab is `labs/lab05_kernels/`.
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
