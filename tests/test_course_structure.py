@@ -131,11 +131,7 @@ def test_imports_run_one_way():
                 f"{path.name} imports CuPy at module level: ask gpucourse.backend for it"
 
 
-SIMULATOR_PROSE_LEFT = {"03_simd_simt_datapath"}  # found by this test; §3 is another task's (reported to the lead)
-
-
-@pytest.mark.parametrize("nb", [pytest.param(p, marks=pytest.mark.xfail(reason="prose not yet updated", strict=True))
-                                if p.stem in SIMULATOR_PROSE_LEFT else p for p in COURSE], ids=lambda p: p.stem)
+@pytest.mark.parametrize("nb", COURSE, ids=lambda p: p.stem)
 def test_no_notebook_says_numbas_simulator_runs_kernels_by_default(nb):
     """Without a GPU the course's SIMT executor runs @cuda.jit kernels (numba's simulator only on request):
     prose that says otherwise contradicts the setup cell's "kernels" line."""
