@@ -58,7 +58,8 @@ AXPY = Problem(
     """,
     reference=axpy_cost,
     visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8"))],
-    hidden=lambda rng: [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(6)],
+    hidden=lambda rng: [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(6)]
+    + [Case((1, str(rng.choice(DTYPES))))],  # one element
     compare=_pair("axpy_cost", "2 FLOPs per element (multiply + add)", "count x, y read and y written"),
 )
 
@@ -119,6 +120,10 @@ def _prediction_cases(rng: np.random.Generator) -> list[Case]:
         nbytes = float(10 ** rng.uniform(3, 10))
         intensity = float(2 ** rng.uniform(-3, 10))
         cases.append(Case((nbytes * intensity, nbytes, peak, bw)))
+    # a compute-bound case on every seed (the time is the FLOPs', not the bytes')
+    peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
+    nbytes = float(10 ** rng.uniform(3, 10))
+    cases.append(Case((nbytes * peak / bw * float(rng.uniform(2, 50)), nbytes, peak, bw)))
     # a tie, exact in binary floating point: both roofs take 2^-10 s (the spec says 'compute')
     cases.append(Case((2.0**30, 2.0**20, 2.0**40, 2.0**30)))
     return cases
@@ -176,6 +181,8 @@ def _batch_cases(rng: np.random.Generator) -> list[Case]:
     # exactly at the ridge, in binary floating point: B = 512 gives 2·512·1024² / (2·(512·1024 + 1024² + 512·1024))
     # = 256 FLOP/byte = 256e12 / 1e12 — "reaches" includes equality (B = 513 if it did not)
     cases.append(Case((1024, 1024, "float16", 256e12, 1e12)))
+    # the limit itself: as B grows, intensity -> 2·1024² / (2·2048) = 512 FLOP/byte but never reaches it: None
+    cases.append(Case((1024, 1024, "float16", 512e12, 1e12)))
     return cases
 
 
@@ -210,6 +217,9 @@ def _chain_cases(rng: np.random.Generator) -> list[Case]:
     for _ in range(8):
         arities = [int(a) for a in rng.integers(1, 4, size=int(rng.integers(1, 7)))]
         cases.append(Case((int(rng.integers(1, 10**8)), str(rng.choice(DTYPES)), arities, bool(rng.integers(2)))))
+    # float32, and a chain whose every later op (the second included) takes new inputs, fused and not
+    n = int(rng.integers(1, 10**8))
+    cases += [Case((n, "float32", [2, 3, 2, 1], True)), Case((n, "float32", [2, 3, 2, 1], False))]
     return cases
 
 
@@ -279,6 +289,8 @@ def _matmul_cases(rng: np.random.Generator) -> list[Case]:
         m, k, n = (int(tile * rng.integers(1, 4) + rng.integers(1, tile)) for _ in range(3))  # never multiples
         dtype = str(rng.choice(["float32", "float64"]))
         cases.append(Case((_rand(rng, (m, k), dtype), _rand(rng, (k, n), dtype), tile)))
+    side = int(rng.integers(5, 12))  # square, not a multiple of the tile
+    cases.append(Case((_rand(rng, (side, side), "float64"), _rand(rng, (side, side), "float64"), 4)))
     return cases
 
 
@@ -372,6 +384,7 @@ def _fraction_cases(rng: np.random.Generator) -> list[Case]:
         flops = nbytes * float(2 ** rng.uniform(-3, 10))
         ideal = max(flops / peak, nbytes / bw)
         cases.append(Case((flops, nbytes, ideal / float(rng.uniform(0.05, 1.0)), peak, bw)))
+    cases.append(Case((2.0**36, 2.0**30, 2.0**-1, 2.0**40, 2.0**34)))  # exactly at the ridge (64 FLOP/B): 'compute'
     return cases
 
 
@@ -380,7 +393,7 @@ ROOF_FRACTION = Problem(
     spec="""
         roof_fraction(flops, nbytes, seconds, peak_flops, bandwidth) -> (bound, fraction)
         An op did `flops` FLOPs and moved `nbytes` bytes in `seconds`. Which roof limits it ('memory' or
-        'compute'), and what fraction of the throughput the roofline allows *at its intensity* did it reach?
+        'compute'; 'compute' exactly at the ridge point), and what fraction of the throughput the roofline allows *at its intensity* did it reach?
         (A gemv at 2 % of peak FLOP/s can still be at 90 % of its memory roof: it is not "slow".)
     """,
     reference=roof_fraction,
@@ -602,6 +615,8 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
     # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge (compute-bound)
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))  # 2× the DRAM roof: cache
     cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))  # at the ridge, under
+    cases.append(Case((2.0**36, 2.0**26, 1.0, 2.0**36, 2.0**30, 2.0**20, 2.0**25)))  # exactly at the peak: on it
+    cases.append(Case((2.0**33, 2.0**30, 1.0, 2.0**36, 2.0**30, 2.0**31, 2.0**25)))  # exactly on the DRAM roof
     rng.shuffle(cases)
     return cases
 
