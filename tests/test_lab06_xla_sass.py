@@ -127,3 +127,233 @@ def test_the_virtual_clock_is_removed_afterwards():
 def test_sass_counts_cases_include_the_sm90a_target():
     assert ("sm_90a" in {c.args[1] for c in lab.SASS_COUNTS.visible}
             and "sm_90a" in {c.args[1] for c in lab.SASS_COUNTS.hidden_cases()})
+
+
+# Correct timing methods that a student may write, as notebook cells (their own globals): each must get full marks.
+CORRECT_TIMERS = {
+    "one call at a time, best": """
+import time, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            runs.append(time.perf_counter() - t0)
+        return min(runs)
+    return best(slow), best(fast)
+""",
+    # N calls queued, one synchronization on the last result, divided by N; best of 3 batches
+    "batch of N, sync once, divide by N": """
+import time, jax
+def measure_times(slow, fast, *args, n=8):
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))
+        batches = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                out = fn(*args)
+            jax.block_until_ready(out)
+            batches.append((time.perf_counter() - t0) / n)
+        return min(batches)
+    return per_call(slow), per_call(fast)
+""",
+    "batch of N, block on the list of all results": """
+import time, jax
+def measure_times(slow, fast, *args):
+    def per_call(fn, n=6):
+        jax.block_until_ready(fn(*args))
+        batches = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            jax.block_until_ready([fn(*args) for _ in range(n)])
+            batches.append((time.perf_counter() - t0) / n)
+        return min(batches)
+    return per_call(slow), per_call(fast)
+""",
+    "timeit.repeat with its default timer": """
+import timeit, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        return min(timeit.repeat(lambda: jax.block_until_ready(fn(*args)), number=1, repeat=5))
+    return best(slow), best(fast)
+""",
+    "timeit.Timer(...).timeit(number=N)": """
+from timeit import Timer
+import jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        t = Timer(lambda: jax.block_until_ready(fn(*args)))
+        return min(t.timeit(number=2) / 2 for _ in range(3))
+    return best(slow), best(fast)
+""",
+    "from time import perf_counter at the top of the cell, median": """
+from time import perf_counter
+import statistics, jax
+def measure_times(slow, fast, *args):
+    def med(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(5):
+            t0 = perf_counter()
+            jax.block_until_ready(fn(*args))
+            runs.append(perf_counter() - t0)
+        return statistics.median(runs)
+    return med(slow), med(fast)
+""",
+    "perf_counter_ns bound as a default argument": """
+import time, jax
+def measure_times(slow, fast, *args, clock=time.perf_counter_ns):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(4):
+            t0 = clock()
+            jax.block_until_ready(fn(*args))
+            runs.append((clock() - t0) / 1e9)
+        return min(runs)
+    return best(slow), best(fast)
+""",
+}
+
+
+def _cell(source):
+    namespace = {}
+    exec(compile(source, "<student cell>", "exec"), namespace)
+    return namespace["measure_times"]
+
+
+@pytest.mark.parametrize("method", sorted(CORRECT_TIMERS))
+def test_every_correct_timing_method_gets_full_marks(method):
+    fn = _cell(CORRECT_TIMERS[method])
+    lab.MEASURE.check(fn)
+    lab.MEASURE.check(fn, hidden=True)
+    for seed in range(4):  # other students' hidden cases too
+        for case in lab.MEASURE.hidden_cases(seed):
+            slow, fast, a = case.args
+            slow.calls = fast.calls = 0
+            clock = slow.clock
+            clock.now, clock.busy_until, clock.reads = 1000.0, 0.0, 0
+            with clock.installed(fn):
+                t_slow, t_fast = fn(slow, fast, a)
+            assert t_slow == pytest.approx(slow.seconds, rel=0.1) and t_fast == pytest.approx(fast.seconds, rel=0.1)
+
+
+def test_the_queue_runs_calls_in_order_one_after_another():
+    slow, fast, a = lab._workloads(0.04, 0.02)
+    clock = slow.clock
+    first = slow(a)
+    assert first.done_at == pytest.approx(1000.0 + 0.3 + 10e-6 + 0.04)  # compile on the host, dispatch, 40 ms of work
+    fast(a).block_until_ready()  # warm fast up too: the queue is empty again
+    outs = [slow(a) for _ in range(3)] + [fast(a)]
+    assert outs[0].done_at == pytest.approx(clock.now - 3 * 10e-6 + 10e-6 + 0.04)
+    assert outs[1].done_at == pytest.approx(outs[0].done_at + 0.04)  # the second starts when the first ends
+    assert outs[3].done_at == pytest.approx(outs[2].done_at + 0.02)  # fast's work waits for slow's
+    outs[-1].block_until_ready()
+    assert clock.now == pytest.approx(outs[-1].done_at)
+
+
+def test_a_clock_the_checker_cannot_replace_is_named_not_blamed_on_synchronization():
+    fn = _cell("""
+import time, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(4):
+            t0 = time.process_time()
+            jax.block_until_ready(fn(*args))
+            runs.append(time.process_time() - t0)
+        return min(runs)
+    return best(slow), best(fast)
+""")
+    with pytest.raises(CheckFailure, match="read no clock the checker can replace") as info:
+        lab.MEASURE.check(fn)
+    assert "block_until_ready" not in str(info.value)
+
+
+def test_the_clock_swaps_are_undone():
+    import time
+    import timeit
+
+    fn = _cell(CORRECT_TIMERS["from time import perf_counter at the top of the cell, median"])
+    before = (time.perf_counter, time.monotonic_ns, timeit.default_timer, timeit.repeat.__defaults__,
+              timeit.Timer.__init__.__defaults__, fn.__globals__["perf_counter"])
+    lab.MEASURE.check(fn)
+    after = (time.perf_counter, time.monotonic_ns, timeit.default_timer, timeit.repeat.__defaults__,
+             timeit.Timer.__init__.__defaults__, fn.__globals__["perf_counter"])
+    assert all(x is y for x, y in zip(before, after))
+
+
+# Wrong timing methods, as notebook cells: each must fail, with a message that names its mistake.
+WRONG_TIMERS = {
+    "batch of N, never synchronized": ("""
+import time, jax
+def measure_times(slow, fast, *args, n=8):
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        return (time.perf_counter() - t0) / n
+    return per_call(slow), per_call(fast)
+""", "block_until_ready"),
+    "batch of N, waits for the FIRST result only": ("""
+import time, jax
+def measure_times(slow, fast, *args, n=8):
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))
+        best = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            outs = [fn(*args) for _ in range(n)]
+            jax.block_until_ready(outs[0])
+            best.append((time.perf_counter() - t0) / n)
+        return min(best)
+    return per_call(slow), per_call(fast)
+""", "far too short"),
+    "timeit.repeat without synchronization": ("""
+import timeit, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        return min(timeit.repeat(lambda: fn(*args), number=1, repeat=5))
+    return best(slow), best(fast)
+""", "enqueue"),
+    "compile time included (no warm-up, batch of N)": ("""
+import time, jax
+def measure_times(slow, fast, *args, n=4):
+    def per_call(fn):
+        t0 = time.perf_counter()
+        jax.block_until_ready([fn(*args) for _ in range(n)])
+        return (time.perf_counter() - t0) / n
+    return per_call(slow), per_call(fast)
+""", "first call"),
+    "mean of 5 runs (a load spike pulls it up)": ("""
+from time import perf_counter
+import statistics, jax
+def measure_times(slow, fast, *args):
+    def mean(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(5):
+            t0 = perf_counter()
+            jax.block_until_ready(fn(*args))
+            runs.append(perf_counter() - t0)
+        return statistics.mean(runs)
+    return mean(slow), mean(fast)
+""", "slow run"),
+}
+
+
+@pytest.mark.parametrize("method", sorted(WRONG_TIMERS))
+def test_every_wrong_timing_method_fails_and_is_named(method):
+    source, why = WRONG_TIMERS[method]
+    fn = _cell(source)
+    with pytest.raises(CheckFailure, match=why):
+        lab.MEASURE.check(fn)  # visible first: a mistake that only a spike reveals fails on the hidden cases
+        lab.MEASURE.check(fn, hidden=True)

@@ -613,45 +613,85 @@ SASS_COUNTS = _ToolchainProblem(
 )
 
 # -- Exercise 8: measure — time two calls the way a GPU (or async JAX) needs ----------------------------------------
-# Graded by method, deterministically: the two functions are stand-ins that run on a virtual clock (time.perf_counter
-# and friends are swapped for it while the student's function runs). A call costs a few microseconds of dispatch and
-# returns at once; the work is done only when block_until_ready() is called on the result (asynchronous dispatch,
-# as JAX and CUDA do); the first call also compiles; one timed run may be hit by a "load spike". The right method —
-# warm up, synchronize, repeat, keep the best or the median — measures exactly the work's duration; each mistake
-# gives a different, recognisable number. (The cell after exercise 9 uses your function on real work.)
+# Graded by method, deterministically: the two functions are stand-ins that run on a virtual clock. A call costs a
+# few microseconds of dispatch and returns at once; its work joins ONE in-order queue (as kernels on a CUDA stream,
+# or computations on a JAX device, run one after another) and is done only when block_until_ready() is called on
+# the result or on a later one; the first call also compiles (on the host); one timed run may be hit by a "load
+# spike". Every correct method — one call at a time, synchronized; a batch of N calls synchronized once and divided
+# by N; timeit — measures exactly the work's duration; each mistake gives a different, recognisable number. (The
+# cell after exercise 9 uses your function on real work.)
 
 import contextlib as _contextlib  # noqa: E402
 import time as _time  # noqa: E402
 import timeit as _timeit  # noqa: E402
 
+_CLOCKS = ("perf_counter", "monotonic", "time")  # the wall clocks a timer may read (and their _ns forms)
+
 
 class VirtualClock:
-    """Seconds that advance only when a stand-in workload says so."""
+    """Seconds that advance only when a stand-in workload says so; ``busy_until``: when the one in-order queue of
+    the stand-ins' work drains; ``reads``: how often a timer read this clock."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now, self.busy_until, self.reads = 1000.0, 0.0, 0
+
+    def _seconds(self) -> float:
+        self.reads += 1
+        return self.now
+
+    def _nanoseconds(self) -> int:
+        self.reads += 1
+        return int(round(self.now * 1e9))
 
     @_contextlib.contextmanager
-    def installed(self):
-        """Replace the clocks a timer may read (time.perf_counter/monotonic/time and their _ns forms,
-        timeit.default_timer) by this one while the block runs."""
-        names = ("perf_counter", "monotonic", "time")
-        saved = {n: getattr(_time, n) for n in names} | {n + "_ns": getattr(_time, n + "_ns") for n in names}
-        saved_timeit = _timeit.default_timer
+    def installed(self, *functions: Callable[..., Any]):
+        """Replace every clock a timer may read by this one while the block runs: ``time.perf_counter``,
+        ``monotonic``, ``time`` and their ``_ns`` forms; ``timeit.default_timer`` and the ``timer`` that
+        ``timeit.Timer``, ``timeit.timeit`` and ``timeit.repeat`` bound as a default argument; and, in the globals and
+        default arguments of ``functions``, names bound to one of those clocks (``from time import perf_counter``)."""
+        real = {getattr(_time, n): self._seconds for n in _CLOCKS} | \
+               {getattr(_time, n + "_ns"): self._nanoseconds for n in _CLOCKS}
+        real[_timeit.default_timer] = self._seconds
+        undo: list[Callable[[], None]] = []
+
+        def swap_attr(owner: Any, name: str, new: Any) -> None:
+            old = getattr(owner, name)
+            setattr(owner, name, new)
+            undo.append(lambda: setattr(owner, name, old))
+
+        def swap_defaults(f: Any, attr: str) -> None:
+            old = getattr(f, attr, None)
+            if isinstance(old, tuple) and any(id(v) in ids for v in old):
+                swap_attr(f, attr, tuple(real[v] if id(v) in ids else v for v in old))
+            elif isinstance(old, dict) and any(id(v) in ids for v in old.values()):
+                swap_attr(f, attr, {k: real[v] if id(v) in ids else v for k, v in old.items()})
+
+        ids = {id(f) for f in real}
         try:
-            for n in names:
-                setattr(_time, n, lambda: self.now)
-                setattr(_time, n + "_ns", lambda: int(self.now * 1e9))
-            _timeit.default_timer = lambda: self.now
+            for f in (_timeit.Timer.__init__, _timeit.timeit, _timeit.repeat):
+                swap_defaults(f, "__defaults__")
+            for name in _CLOCKS:
+                swap_attr(_time, name, self._seconds)
+                swap_attr(_time, name + "_ns", self._nanoseconds)
+            swap_attr(_timeit, "default_timer", self._seconds)
+            for fn in functions:
+                fn = getattr(fn, "__wrapped__", fn)
+                g = getattr(fn, "__globals__", None)
+                for key, value in list((g or {}).items()):
+                    if id(value) in ids:
+                        g[key] = real[value]
+                        undo.append(lambda g=g, key=key, value=value: g.__setitem__(key, value))
+                swap_defaults(fn, "__defaults__")
+                swap_defaults(fn, "__kwdefaults__")
             yield self
         finally:
-            for n, f in saved.items():
-                setattr(_time, n, f)
-            _timeit.default_timer = saved_timeit
+            for u in reversed(undo):
+                u()
 
 
 class Pending:
-    """The result of an asynchronous call: ready at ``done_at`` on the virtual clock."""
+    """The result of an asynchronous call: ready at ``done_at`` on the virtual clock. Waiting for it also means
+    every call queued before it is done (one in-order queue)."""
 
     def __init__(self, clock: VirtualClock, done_at: float) -> None:
         self.clock, self.done_at = clock, done_at
@@ -660,14 +700,18 @@ class Pending:
         self.clock.now = max(self.clock.now, self.done_at)
         return self
 
+    def __repr__(self) -> str:
+        return "<Pending result: jax.block_until_ready(it) waits for it>"
+
 
 DISPATCH = 10e-6  # seconds a call takes to return (enqueue only)
 
 
 class Workload:
-    """A stand-in for a jitted JAX function: returns at once, its work takes ``seconds``; the first call compiles
+    """A stand-in for a jitted JAX function: returns after ``DISPATCH`` seconds, and its work (``seconds``) runs on
+    the clock's one in-order queue, after everything queued before it; the first call also compiles, on the host
     (``compile_s``); timed run number ``spike`` (1-based, counting after the first call) takes ``spike_factor`` times
-    longer, as when another process takes the CPU."""
+    longer, as when another process takes the machine."""
 
     def __init__(self, name: str, seconds: float, clock: VirtualClock, compile_s: float = 0.3,
                  spike: int | None = None, spike_factor: float = 6.0) -> None:
@@ -676,10 +720,13 @@ class Workload:
 
     def __call__(self, *args: Any) -> Pending:
         self.calls += 1
-        start = self.clock.now + (self.compile_s if self.calls == 1 else 0.0)
+        if self.calls == 1:
+            self.clock.now += self.compile_s  # tracing and compiling block the caller
+        self.clock.now += DISPATCH
         work = self.seconds * (self.spike_factor if self.calls - 1 == self.spike else 1.0)
-        self.clock.now += DISPATCH + (self.compile_s if self.calls == 1 else 0.0)
-        return Pending(self.clock, start + work)
+        start = max(self.clock.now, self.clock.busy_until)  # in order: after the work queued before it
+        self.clock.busy_until = start + work
+        return Pending(self.clock, self.clock.busy_until)
 
     def __repr__(self) -> str:
         return f"<{self.name}: {self.seconds * 1e3:g} ms of work per call, asynchronous, not yet compiled>"
@@ -706,9 +753,11 @@ class _MeasureProblem(Problem):
         cases = self.hidden_cases() if hidden else self.visible
         for case in cases:
             slow, fast, a = case.args
+            clock = slow.clock
             slow.calls = fast.calls = 0
+            clock.now, clock.busy_until, clock.reads = 1000.0, 0.0, 0
             what = case.call_text(self.name)
-            with slow.clock.installed():
+            with clock.installed(fn):
                 try:
                     got = self.call(fn, case)
                 except (NotImplementedError, CheckFailure):
@@ -722,11 +771,18 @@ class _MeasureProblem(Problem):
             if slow.calls < 4 or fast.calls < 4:
                 raise CheckFailure(f"{what}: called slow {slow.calls} and fast {fast.calls} times; call each at "
                                    "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
+            if clock.reads == 0:
+                raise CheckFailure(
+                    f"{what}: your function read no clock the checker can replace, so it cannot grade the times "
+                    "(not your synchronization). Read the wall clock when you time: time.perf_counter(), "
+                    "time.perf_counter_ns(), time.monotonic(), or timeit with its default timer — not "
+                    "time.process_time() (CPU time of this process only) or a clock stored somewhere else")
             for name, t, w in (("t_slow", t_slow, slow), ("t_fast", t_fast, fast)):
                 if abs(t - w.seconds) <= 0.1 * w.seconds:
                     continue
                 hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
-                        "jax.block_until_ready before stopping the clock" if t < 0.2 * w.seconds else
+                        "jax.block_until_ready before stopping the clock (when you time a batch of calls, wait for "
+                        "the last one and divide by the number of calls)" if t < 0.2 * w.seconds else
                         "too long: is the first call (compilation) in your timing, or did one slow run pull a mean "
                         "up? Warm up first, then keep the best (or the median) of several runs")
                 raise CheckFailure(f"{what} → {name}: expected {w.seconds * 1e3:g} ms per call, you measured "
@@ -736,25 +792,35 @@ class _MeasureProblem(Problem):
               "and a robust statistic checked on stand-in workloads with a virtual clock)")
 
 
+def _measure_hidden(rng: np.random.Generator) -> list[Case]:
+    """A spike inside the timed runs, a long compile with close times, a short run list hit early (all drawn)."""
+    ms = lambda lo, hi: float(rng.integers(lo, hi + 1)) / 1e3  # noqa: E731
+    return [Case(_workloads(ms(25, 40), ms(8, 15), spike=int(rng.integers(1, 4)))),
+            Case(_workloads(ms(7, 9), ms(5, 6), compile_s=1.0)),
+            Case(_workloads(ms(200, 300), ms(40, 60), spike=1, spike_factor=3.0))]
+
+
 MEASURE = _MeasureProblem(
     name="measure_times",
     forbid=("gpucourse.timing.measure", "gpucourse.fusion.best_run", "gpucourse.fusion.explain"),
     spec="""
         measure_times(slow, fast, *args) -> (t_slow, t_fast): seconds of work per call of slow(*args) and of
         fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls return BEFORE the work is
-        done (asynchronous dispatch) and the first call compiles. Use time.perf_counter() and:
+        done (asynchronous dispatch): the work runs later, in call order, one call after another; and the first
+        call compiles. Use time.perf_counter() (or timeit) and:
           - warm up: call each function once before timing (the first call compiles);
-          - synchronize: jax.block_until_ready(result) before you stop the clock;
+          - synchronize: jax.block_until_ready(result) before you stop the clock (timing a batch of N calls,
+            waiting for the last result and dividing by N is right too: the work runs in order);
           - repeat: at least 3 timed runs each, and keep the best (or the median): one run may be slowed down
             by another process, and a mean lets it pull your number up.
-        The checker hands you stand-ins that run on a virtual clock (it replaces time.perf_counter and the
-        other clocks while your function runs), so it knows the right answer exactly: within 10 %. The cell
-        after exercise 9 runs your function on real work on this machine.
+        The checker hands you stand-ins that run on a virtual clock (while your function runs it replaces
+        time.perf_counter, perf_counter_ns, monotonic and time, timeit's timer, and such clocks imported into
+        your notebook), so it knows the right answer exactly: within 10 %. The cell after exercise 9 runs your
+        function on real work on this machine.
     """,
     reference=_true_times,
     visible=[Case(_workloads(0.040, 0.020))],
-    hidden=lambda rng: [Case(_workloads(0.030, 0.010, spike=2)), Case(_workloads(0.0075, 0.005, compile_s=1.0)),
-                        Case(_workloads(0.250, 0.050, spike=1, spike_factor=3.0))],
+    hidden=_measure_hidden,
     compare=lambda *a: None,
 )
 
