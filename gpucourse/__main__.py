@@ -27,6 +27,16 @@ def jupyter_env(root: Path) -> dict[str, str]:
     return env
 
 
+def root_arguments(args: list[str]) -> list[str]:
+    """``--allow-root`` when this process runs as root and the arguments do not already allow it: Jupyter
+    refuses to start as root otherwise ("Running as root is not recommended. Use --allow-root to bypass.")."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    if any("allow-root" in a or "allow_root" in a for a in args):
+        return []
+    return ["--allow-root"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpucourse", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -44,7 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     root = course_root()
     env = jupyter_env(root)
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}", *args.jupyter_args, *extra]
+    user_args = [*args.jupyter_args, *extra]
+    as_root = root_arguments(user_args)
+    if as_root:
+        print("running as root (a container, Colab-like image or CI): starting JupyterLab with --allow-root",
+              flush=True)
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}", *user_args, *as_root]
     print("opening the course:", " ".join(cmd), flush=True)
     os.chdir(root)
     os.execvpe(cmd[0], cmd, env)

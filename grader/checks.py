@@ -3,6 +3,12 @@
 Every check raises :class:`CheckFailure` (an ``AssertionError``) with a message a student can act on:
 ``"gemm_cost(64, 32, 16, 'float32') → flops: expected 65,536, got 32,768"``. Checks never print to
 stderr: nbgrader scores a test cell that writes anything there as 0.
+
+Messages never show two different values the same way: :func:`show_pair` prints the expected and the received
+value with the fewest digits that tell them apart, and names the types (NumPy dtype, int vs float) when the
+values print alike (``expected 0.300000012 (float32), got 0.3 (float64)``, never "expected 0.3, got 0.3").
+In a notebook a failure renders as its message alone (:mod:`grader.feedback`), not as a traceback through the
+grader.
 """
 
 from __future__ import annotations
@@ -17,26 +23,88 @@ import numpy as np
 class CheckFailure(AssertionError):
     """A student's answer is wrong; the message says what was expected and what came back."""
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback (see grader.feedback): the message first, the student's
+        own frames when their code raised, never the grader's frames."""
+        from .feedback import render_failure
 
-def show(x: Any) -> str:
-    """Format a value for a message: thousands separators for ints, 6 significant digits for floats."""
-    if isinstance(x, bool) or x is None:
+        return render_failure(self)
+
+
+DIGITS = 6  # significant digits of a float in a message, unless more are needed to tell two values apart
+
+
+def show(x: Any, digits: int | None = DIGITS, sep: str = ",") -> str:
+    """Format a value for a message: thousands separators for ints (``1,000``; ``1_000`` inside a tuple or with
+    ``sep="_"``, e.g. in an argument list, where a comma would be ambiguous), ``digits`` significant digits for floats, ``(1,)`` for a one-element tuple, shape
+    and dtype for an array. ``digits=None``: the shortest text that reads back as the same float."""
+    if isinstance(x, (bool, np.bool_)) or x is None:
+        return repr(bool(x)) if isinstance(x, np.bool_) else repr(x)
+    if isinstance(x, np.str_):
+        return repr(str(x))
+    if isinstance(x, (str, bytes)):
         return repr(x)
     if isinstance(x, Integral):
-        return f"{int(x):,}"
+        return f"{int(x):{sep}}"
     if isinstance(x, Real):
         x = float(x)
-        return f"{x:.6g}" if math.isfinite(x) else repr(x)
+        if digits is None or not math.isfinite(x):
+            return repr(x)
+        return f"{x:.{digits}g}"
     if isinstance(x, tuple):
-        return "(" + ", ".join(show(v) for v in x) + ")"
+        inner = ", ".join(show(v, digits, "_") for v in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return f"array of shape {tuple(x.shape)} and dtype {x.dtype}"
+        return f"array of shape {shape_text(x.shape)} and dtype {x.dtype}"
     return repr(x)
 
 
+def shape_text(shape: Iterable[int]) -> str:
+    """``(3, 4)``, ``(5,)``: an array shape as Python writes it (no thousands separators)."""
+    return repr(tuple(int(d) for d in shape))
+
+
+def _type_name(x: Any) -> str:
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and not hasattr(x, "__len__"):  # a NumPy scalar: its dtype says float32 vs float64
+        return str(dtype)
+    return type(x).__name__
+
+
+def _alike(a: str, b: str) -> bool:
+    """Two formatted values that a reader would take for the same number ("1,000" vs "1000")."""
+    return a.replace(",", "").replace("_", "") == b.replace(",", "").replace("_", "")
+
+
+def show_pair(expected: Any, got: Any) -> tuple[str, str]:
+    """``(show(expected), show(got))``, with enough digits to see that they differ, and their types named when
+    the types differ but the values print alike."""
+    e, g = show(expected), show(got)
+    if not _alike(e, g):
+        return e, g
+    for digits in (9, 12, None):
+        e2, g2 = show(expected, digits), show(got, digits)
+        if not _alike(e2, g2):
+            e, g = e2, g2
+            break
+    te, tg = _type_name(expected), _type_name(got)
+    numpy_types = isinstance(expected, np.generic) or isinstance(got, np.generic)
+    if _alike(e, g) or (te != tg and numpy_types):  # float32 vs float64 is the likely mistake: say it
+        e, g = f"{e} ({te})", f"{g} ({tg})"
+    return e, g
+
+
 def fail(what: str, expected: Any, got: Any, hint: str = "") -> None:
-    msg = f"{what}: expected {show(expected)}, got {show(got)}"
-    raise CheckFailure(msg + (f". Hint: {hint}" if hint else ""))
+    e, g = show_pair(expected, got)
+    raise CheckFailure(f"{what}: expected {e}, got {g}" + (f". Hint: {hint}" if hint else ""))
+
+
+def _both_nan(a: Any, b: Any) -> bool:
+    try:
+        return isinstance(a, (Real, np.number)) and isinstance(b, (Real, np.number)) \
+            and math.isnan(float(a)) and math.isnan(float(b))
+    except (TypeError, ValueError):
+        return False
 
 
 def expect_type(what: str, got: Any, types: type | tuple[type, ...], description: str) -> None:
@@ -51,23 +119,46 @@ def expect_tuple(what: str, got: Any, names: str) -> tuple:
     n = len(names.split(","))
     if not isinstance(got, (tuple, list)) or len(got) != n:
         hint = " (did you forget `return`?)" if got is None else ""
-        desc = f"a {type(got).__name__} of {len(got)}" if isinstance(got, (tuple, list)) else type(got).__name__
+        if isinstance(got, (tuple, list)):
+            desc = f"a {type(got).__name__} of {len(got)}: {_clip(show(got if isinstance(got, tuple) else list(got)))}"
+        else:
+            desc = f"{type(got).__name__} {_clip(show(got))}" if got is not None else "None"
         raise CheckFailure(f"{what}: expected a tuple ({names}), got {desc}{hint}")
     return tuple(got)
 
 
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def expect_equal(what: str, got: Any, expected: Any, hint: str = "") -> None:
+    if _both_nan(got, expected):
+        return
     if got != expected:
         fail(what, expected, got, hint)
 
 
+INT53 = 2**53  # the largest range in which a float64 holds every integer exactly
+INT64 = 2**63
+
+
 def expect_int(what: str, got: Any, expected: int, hint: str = "") -> None:
     """An exact integer answer (a NumPy integer or an integral float like 6.0 counts as an int)."""
-    if isinstance(got, (Real, np.number)) and not isinstance(got, bool):
-        if float(got).is_integer() and int(got) == expected:
+    if isinstance(got, (Real, np.number)) and not isinstance(got, (bool, np.bool_)):
+        value = float(got)
+        if math.isfinite(value) and value.is_integer() and int(got) == expected:
             return
+        if isinstance(got, (float, np.floating)) and abs(expected) > INT53 and math.isfinite(value):
+            hint = hint or ("a float holds every integer exactly only up to 2**53; "
+                            "compute with Python ints (// instead of /)")
+        elif isinstance(got, np.integer) and not -INT64 <= expected < INT64:
+            hint = hint or (f"the answer does not fit in {got.dtype}: NumPy integers overflow silently; "
+                            "compute with Python ints (int(...))")
     elif got is None:
         fail(what, expected, got, hint or "your function returned None: did you forget `return`?")
+    elif not isinstance(got, (bool, np.bool_)):
+        raise CheckFailure(f"{what}: expected the integer {show(expected)}, got {type(got).__name__} "
+                           f"{_clip(show(got))}" + (f". Hint: {hint}" if hint else ""))
     fail(what, expected, got, hint)
 
 
@@ -77,9 +168,15 @@ def expect_close(what: str, got: Any, expected: float, rtol: float = 1e-6, atol:
     try:
         value = float(got)
     except (TypeError, ValueError):
-        raise CheckFailure(f"{what}: expected a number close to {show(expected)}, got {show(got)}") from None
-    if not math.isclose(value, expected, rel_tol=rtol, abs_tol=atol):
-        fail(what, expected, value, hint)
+        raise CheckFailure(f"{what}: expected a number close to {show(expected)}, got {type(got).__name__} "
+                           f"{_clip(show(got))}") from None
+    if _both_nan(value, expected) or math.isclose(value, expected, rel_tol=rtol, abs_tol=atol):
+        return
+    e, g = show_pair(expected, got)
+    near = ""
+    if math.isfinite(value) and math.isfinite(expected) and expected != 0 and abs(value - expected) < 1e-3 * abs(expected):
+        near = f" (relative difference {abs(value - expected) / abs(expected):.1e}, more than the {rtol:g} allowed)"
+    raise CheckFailure(f"{what}: expected {e}, got {g}{near}" + (f". Hint: {hint}" if hint else ""))
 
 
 def expect_choice(what: str, got: Any, expected: str, choices: Iterable[str], hint: str = "") -> None:
@@ -101,8 +198,10 @@ def to_host(a: Any) -> np.ndarray:
     return np.asarray(a)
 
 
-def expect_array_close(what: str, got: Any, expected: Any, rtol: float | None = None, atol: float | None = None) -> None:
-    """Shape, then values (within the dtype's precision); reports the worst element."""
+def expect_array_close(what: str, got: Any, expected: Any, rtol: float | None = None, atol: float | None = None,
+                       dtype: Any = None) -> None:
+    """Shape (and ``dtype`` when given), then values within the dtype's precision. A failure says how many
+    elements are wrong, which is the first and where the largest error is. NaN matches NaN, inf matches inf."""
     if got is None:
         raise CheckFailure(f"{what}: expected an array, got None (did you forget `return`?)")
     try:
@@ -111,18 +210,43 @@ def expect_array_close(what: str, got: Any, expected: Any, rtol: float | None = 
         raise CheckFailure(f"{what}: expected an array, got {type(got).__name__}") from None
     e = to_host(expected)
     if g.shape != e.shape:
-        fail(f"{what} shape", tuple(e.shape), tuple(g.shape))
-    if rtol is None:
-        rtol = RTOL.get(str(g.dtype), 1e-6)
-    if atol is None:
-        atol = rtol * max(1.0, float(np.max(np.abs(e)))) if e.size else 0.0
-    if not np.issubdtype(g.dtype, np.number):
-        raise CheckFailure(f"{what}: expected numbers, got an array of dtype {g.dtype}")
-    err = np.abs(g.astype(np.float64) - e.astype(np.float64))
-    bad = ~(err <= atol + rtol * np.abs(e.astype(np.float64)))  # NaN counts as bad
+        dtypes = f" (and dtype {g.dtype}, expected {np.dtype(dtype)})" if dtype is not None and \
+            g.dtype != np.dtype(dtype) else ""
+        transposed = ". Hint: is it transposed?" if g.ndim == 2 and g.shape == e.shape[::-1] else ""
+        raise CheckFailure(f"{what} shape: expected {shape_text(e.shape)}, got {shape_text(g.shape)}"
+                           f"{dtypes}{transposed}")
+    if dtype is not None and g.dtype != np.dtype(dtype):
+        raise CheckFailure(f"{what}: expected dtype {np.dtype(dtype)}, got {g.dtype} (the shape "
+                           f"{shape_text(g.shape)} is right)")
+    if g.dtype == bool and e.dtype == bool:
+        bad = g != e
+    else:
+        if not np.issubdtype(g.dtype, np.number):
+            raise CheckFailure(f"{what}: expected numbers, got an array of dtype {g.dtype}")
+        if rtol is None:
+            rtol = RTOL.get(str(g.dtype), 1e-6)
+        gf, ef = g.astype(np.float64), e.astype(np.float64)
+        finite = np.isfinite(ef)
+        if atol is None:
+            atol = rtol * max(1.0, float(np.max(np.abs(ef[finite])))) if finite.any() else 0.0
+        with np.errstate(invalid="ignore"):
+            err = np.abs(gf - ef)
+            ok = (err <= atol + rtol * np.abs(ef)) | (gf == ef) | (np.isnan(gf) & np.isnan(ef))
+        bad = ~ok
     if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise CheckFailure(
-            f"{what}: {int(bad.sum())} of {g.size} elements are wrong; first at index {idx}: "
-            f"expected {show(float(e[idx]))}, got {show(float(g[idx]))}"
-        )
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        msg = f"{what}: {int(bad.sum()):,} of {g.size:,} elements are wrong; first at index {shape_text(first)}: " \
+              f"{_elements(e[first], g[first])}"
+        if g.dtype != bool and bad.sum() > 1:
+            with np.errstate(invalid="ignore"):
+                score = np.where(bad, np.nan_to_num(err, nan=np.inf), -1.0)
+            worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(score)), g.shape))
+            if worst != first:
+                msg += f"; largest error at index {shape_text(worst)}: {_elements(e[worst], g[worst])}"
+        raise CheckFailure(msg)
+
+
+def _elements(expected: Any, got: Any) -> str:
+    e, g = show_pair(expected.item() if hasattr(expected, "item") else expected,
+                     got.item() if hasattr(got, "item") else got)
+    return f"expected {e}, got {g}"

@@ -50,7 +50,10 @@ def paired_notebooks() -> list[Path]:
 
 
 def _strip(nb: dict) -> dict:
-    """No outputs, no execution counts, and stable cell ids (the nbgrader grade_id, else the position)."""
+    """No outputs, no execution counts, stable cell ids (the nbgrader grade_id, else the position), and no pairing
+    in the notebook's own metadata: course/ and solutions/ pair through their jupytext.toml, and a paired
+    notebook's metadata would follow it into labs/ and into every copy a student makes."""
+    nb.get("metadata", {}).get("jupytext", {}).pop("formats", None)
     for i, cell in enumerate(nb.get("cells", [])):
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         cell["id"] = gid if gid else f"cell-{i:03d}"
@@ -95,6 +98,9 @@ def out_of_sync() -> list[str]:
         nb = json.loads(ipynb.read_text(encoding="utf-8"))
         if any(c.get("outputs") or c.get("execution_count") for c in nb["cells"]):
             problems.append(f"{rel}: committed with outputs (run `python -m grader sync`)")
+        if "formats" in nb.get("metadata", {}).get("jupytext", {}):
+            problems.append(f"{rel}: pairs itself in its metadata, which labs/ and students' copies would inherit "
+                            "(run `python -m grader sync`)")
         from_py = jupytext.read(py)
         a = [(c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in nb["cells"]]
         b = [(c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in from_py.cells]

@@ -12,6 +12,15 @@ Hidden cases are drawn from a seeded generator, so grading the same submission t
 grading command seeds each student's hidden cases from the instructor's secret (``grader.pipeline.secret``):
 they differ between students; elsewhere (Validate, CI) the seed is a hash of the problem's name.
 
+What the student sees (every ``check``, a subclass's own included, runs inside :func:`_feedback_frame`):
+
+- a failure is its message, not a traceback through the grader (:mod:`grader.feedback`); when the student's own
+  code raised, their frames follow;
+- each call of the student's function has a time limit (:attr:`Problem.time_limit`, more for a case whose
+  reference is slow), and all calls of one check share :attr:`Problem.check_budget`, below nbgrader's 60 s per
+  cell: a loop that never ends fails with "did not return within N s on case …" (:mod:`grader.timelimit`);
+- a visible check that passes says that the hidden tests, with other inputs, run when the lab is graded.
+
 While the student's function runs, the answers are *locked* (:meth:`Problem.locked`): every reference
 implementation of the lab, and the course helpers listed in ``forbid`` (the ones that would do the exercise, e.g.
 ``gpucourse.occupancy.occupancy`` for the occupancy calculator), are swapped for tripwires that fail the check
@@ -22,9 +31,12 @@ refused too. The same lock guards the grader's out-of-process re-check (``grader
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 import importlib
 import sys
 import textwrap
+import time
 import types
 import zlib
 from dataclasses import dataclass, field
@@ -34,7 +46,44 @@ import numpy as np
 
 from gpucourse.simt import code_names
 
-from .checks import CheckFailure, show
+from . import feedback
+from .checks import CheckFailure, shape_text, show
+from .timelimit import CallTimeout, time_limit
+
+HIDDEN_NOTE = "  These were the visible cases only: hidden tests with other inputs run when your lab is graded."
+REFERENCE_FACTOR = 25  # a call may take this many times as long as the reference on the same case (if over the floor)
+
+# monotonic deadline of the check being run (None outside a check): every call inside it shares one budget
+_CHECK_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("check_deadline", default=None)
+
+
+class CallTimedOut(CheckFailure):
+    """The student's function did not return within its time limit (the message names the case)."""
+
+
+def _feedback_frame(check: Callable[..., None]) -> Callable[..., None]:
+    """Wraps every ``check`` (Problem's and each subclass's own): one time budget for all its calls, a readable
+    NotImplementedError, and — for a visible check that passed — the reminder that hidden tests run at grading.
+    A check called from inside another (``super().check``) shares the outer one's budget and note."""
+
+    @functools.wraps(check)
+    def framed(self: Problem, fn: Any, *args: Any, **kwargs: Any) -> None:
+        hidden = bool(kwargs.get("hidden", args[0] if args else False))
+        outer = _CHECK_DEADLINE.get() is None
+        token = _CHECK_DEADLINE.set(time.monotonic() + self.check_budget) if outer else None
+        try:
+            check(self, fn, *args, **kwargs)
+        except NotImplementedError as exc:
+            feedback.attach(exc, feedback.render_not_implemented(exc, self.name))
+            raise
+        finally:
+            if token is not None:
+                _CHECK_DEADLINE.reset(token)
+        if outer and not hidden:
+            print(HIDDEN_NOTE)
+
+    framed.__wrapped_check__ = check  # type: ignore[attr-defined]
+    return framed
 
 
 @dataclass(frozen=True)
@@ -48,11 +97,13 @@ class Case:
 
 
 def _short(v: Any) -> str:
-    if hasattr(v, "shape") and hasattr(v, "dtype"):
-        return f"<{v.dtype} array {tuple(v.shape)}>"
+    """An argument or value in a message: ``<float32 array (3, 4)>``, ``'sort'``, ``37_125`` (an argument list
+    would make ``37,125`` read as two numbers)."""
+    if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic):
+        return f"<{v.dtype} array {shape_text(v.shape)}>"
     if isinstance(v, str):
         return repr(v)
-    return show(v)
+    return show(v, sep="_")
 
 
 # compare(what, got, expected, case) raises CheckFailure when `got` is wrong
@@ -71,6 +122,17 @@ class Problem:
     # dotted names of course helpers that would do this exercise for the student ("gpucourse.occupancy.occupancy",
     # "gpucourse.interconnect.Torus.hops"): off limits while the student's function runs
     forbid: tuple[str, ...] = ()
+    # seconds one call of the student's function may take (more when the reference itself is slow on that case:
+    # REFERENCE_FACTOR × its time); a call past it fails with "did not return within N s on case …"
+    time_limit: float = 10.0
+    # seconds all calls of one check may take together: nbgrader stops a test cell at 60 s with a bare
+    # CellTimeoutError; this budget ends it first, with a message
+    check_budget: float = 50.0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "check" in cls.__dict__ and not hasattr(cls.__dict__["check"], "__wrapped_check__"):
+            cls.check = _feedback_frame(cls.__dict__["check"])  # type: ignore[method-assign]
 
     def seed(self) -> int:
         """The grading command's per-student seed (grader.seeding) while a submission is graded, else a hash of
@@ -89,30 +151,67 @@ class Problem:
         case = self.visible[0]
         print(f"\nExample: {case.call_text(self.name)}  ->  {_short(self.reference(*case.args, **case.kwargs))}")
 
+    @_feedback_frame
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
         if not callable(fn):
             raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
         cases = self.hidden_cases() if hidden else self.visible
         for case in cases:
             what = case.call_text(self.name)
+            start = time.perf_counter()
             expected = self.reference(*case.args, **case.kwargs)
+            limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
             try:
-                got = self.call(fn, case)
+                got = self.call(fn, case, limit)
             except (NotImplementedError, CheckFailure):
                 raise
             except Exception as exc:
                 raise CheckFailure(f"{what} raised {exc.__class__.__name__}: {exc}") from exc
-            self.compare(what, got, expected, case)
-        extra = self.after(fn, hidden) if self.after else ""
+            try:
+                self.compare(what, got, expected, case)
+            except CheckFailure:
+                raise
+            except Exception as exc:  # a comparison that chokes on a strange answer: the answer is wrong
+                raise CheckFailure(f"{what}: your answer could not be compared with the expected "
+                                   f"{_short(expected)} ({exc.__class__.__name__}: {exc}); "
+                                   f"you returned {type(got).__name__} {_short(got)}") from None
+        extra = self._after(fn, hidden) if self.after else ""
         kind = "hidden" if hidden else "visible"
         print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed{extra}")
 
+    def _after(self, fn: Callable[..., Any], hidden: bool) -> str:
+        """The extra check (e.g. instrumentation), which may call ``fn`` again: within what is left of the budget."""
+        left = _budget_left()
+        try:
+            with time_limit(left):
+                return self.after(fn, hidden)
+        except CallTimeout as stop:
+            raise CallTimedOut(f"{self.name}: the extra check, which calls your function on more inputs, did not "
+                               f"finish within {left:.0f} s; is there an input where your loop never ends?") from stop
+
     # -- the lock: no reference answers or exercise-solving helpers while the student's function runs ----------
 
-    def call(self, fn: Callable[..., Any], case: Case) -> Any:
-        """``fn(*case.args, **case.kwargs)`` with the answers locked (see :meth:`locked`)."""
+    def call(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
+        """``fn(*case.args, **case.kwargs)`` with the answers locked (see :meth:`locked`) and a time limit:
+        ``limit`` seconds (default :attr:`time_limit`), less if the check's budget runs out first. Raises
+        :class:`CallTimedOut` when the call is stopped."""
+        own = self.time_limit if limit is None else limit
+        left = _budget_left()
+        seconds = min(own, left)
         with self.locked(fn):
-            return fn(*case.args, **case.kwargs)
+            try:
+                with time_limit(seconds):  # inside the lock: the answers are restored after the timer is off
+                    return fn(*case.args, **case.kwargs)
+            except CallTimeout as stop:
+                what = case.call_text(self.name)
+                if left < own:
+                    msg = (f"{self.name} was stopped on case {what}: this check's calls took more than "
+                           f"{self.check_budget:g} s in all (a graded cell may run at most 60 s); is your function "
+                           "much slower than it needs to be, or is there an input where your loop never ends?")
+                else:
+                    msg = (f"{self.name} did not return within {seconds:.3g} s on case {what}; is there an input "
+                           "where your loop never ends?")
+                raise CallTimedOut(msg) from stop
 
     def answer_sites(self) -> list[tuple[Any, str, Any, str]]:
         """(owner, attribute, object, label) for every place an answer lives: each reference of this problem's lab
@@ -162,6 +261,12 @@ class Problem:
 
 
 _MISSING = object()
+
+
+def _budget_left() -> float:
+    """Seconds left in the budget of the check being run (inf outside a check, e.g. in the grader's worker)."""
+    deadline = _CHECK_DEADLINE.get()
+    return float("inf") if deadline is None else max(deadline - time.monotonic(), 1e-3)
 
 
 def _lab_of(problem: Problem) -> types.ModuleType | None:

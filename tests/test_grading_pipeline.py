@@ -1,6 +1,8 @@
-"""Every lab, graded by nbgrader for real: the solution earns full marks, the blank earns zero, and a
-plausible wrong answer to each exercise earns less than that exercise's full marks. Grades are read from
-nbgrader's gradebook, not inferred."""
+"""Every lab, graded by nbgrader for real: the solution earns full marks, the blank earns zero, and every
+plausible wrong answer to each exercise (tests/wrong_answers/<lab>.py: one code string, or a list of them) earns
+less than that exercise's full marks. Wrong submission k holds the k-th wrong answer of every exercise. Grades are
+read from nbgrader's gradebook, not inferred; what the student sees for each wrong answer is read from the
+autograded notebook."""
 
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ def graded(request, tmp_path_factory):
     gc = grading.make_course(tmp_path_factory.mktemp(lab), lab)
     released, source = gc.released(), gc.source()
     solutions = grading.solution_cells(source)
-    wrong = grading.wrong_answers(lab)
+    wrong = grading.wrong_answer_lists(lab)
     gc.submit("solution", grading.fill(released, solutions))
     gc.submit("blank", released)
-    gc.submit("wrong", grading.fill(released, {**solutions, **wrong}))
+    for k, answers in enumerate(grading.wrong_submissions(lab)):
+        gc.submit(f"wrong-{k + 1}", grading.fill(released, {**solutions, **answers}))
     gc.autograde()
     return gc, source, solutions, wrong
 
@@ -54,14 +57,33 @@ def test_every_exercise_has_a_wrong_answer(graded):
 
 @pytest.mark.slow
 def test_wrong_answers_score_less_than_full(graded):
-    gc, source, solutions, _ = graded
+    gc, source, solutions, wrong = graded
     tests = grading.test_cells(source)
-    grades = gc.grades("wrong")
     for exercise in solutions:
         cells = [t for t in tests if grading.exercise_of(t) == exercise]
         assert cells, f"solution cell {exercise} has no test cells named {exercise}_visible/_hidden"
-        earned, full = sum(grades[t] for t in cells), sum(tests[t] for t in cells)
-        assert earned < full, f"{exercise}: the plausible wrong answer earned full marks ({earned}/{full})"
+        full = sum(tests[t] for t in cells)
+        for k in range(len(wrong[exercise])):  # submission k holds this exercise's k-th wrong answer
+            grades = gc.grades(f"wrong-{k + 1}")
+            earned = sum(grades[t] for t in cells)
+            assert earned < full, f"{exercise}: wrong answer {k + 1} of {len(wrong[exercise])} earned full marks " \
+                                  f"({earned}/{full})"
+
+
+@pytest.mark.slow
+def test_wrong_answers_show_their_message_not_a_traceback(graded):
+    """What the student sees under each failing test cell (and in Validate, and in the feedback): the check's
+    message on the first line, no frame of the grader, a few lines at most."""
+    gc, source, solutions, wrong = graded
+    for k in range(max(len(v) for v in wrong.values())):
+        for cell, out in grading.error_outputs(gc, f"wrong-{k + 1}").items():
+            text = grading.strip_ansi("\n".join(out["traceback"]))
+            message = " ".join(text.split("\n\n")[0].split())  # the first paragraph: the message, wrapped at 100 columns
+            assert message == " ".join(f"{out['ename']}: {out['evalue']}".split()), \
+                f"{cell}: the message is not first:\n{text[:800]}"
+            assert "Traceback" not in text and "grader/" not in text and "problem.py" not in text, \
+                f"{cell}: the grader's frames are shown:\n{text[:1500]}"
+            assert len(text.splitlines()) <= 16, f"{cell}: {len(text.splitlines())} lines:\n{text[:1500]}"
 
 
 @pytest.mark.slow

@@ -38,7 +38,7 @@ def server(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     env = {**os.environ, "HOME": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
     cmd = [sys.executable, "-m", "gpucourse", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-           f"--IdentityProvider.token={token}", "--allow-root"]
+           f"--IdentityProvider.token={token}"]  # as root, `gpucourse lab` adds --allow-root itself
     proc = subprocess.Popen(cmd, cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     base = f"http://127.0.0.1:{port}"

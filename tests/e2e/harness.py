@@ -3,7 +3,7 @@ throwaway copy of the checkout, and headless Chromium (Debian's `chromium`) thro
 
 Facts this relies on (../shared/notes/jupyterlab-and-hub-facts.md): Playwright's own browser download does not
 work offline, so it is given `executable_path`; as root Chromium needs `--no-sandbox`; the server needs
-`--allow-root` and the venv's bin/ on PATH (gpucourse lab sets it); "| Idle" in the status bar is the trustworthy
+`--allow-root` as root and the venv's bin/ on PATH (gpucourse lab sets both); "| Idle" in the status bar is the trustworthy
 kernel-idle signal; menu items are found by `data-command`.
 """
 
@@ -98,7 +98,7 @@ class LabServer:
     def start(self, timeout: float = 60) -> float:
         """Start the server; returns the seconds until /api/status answered."""
         cmd = [sys.executable, "-m", "gpucourse", "lab", "--no-browser", f"--port={self.port}", "--ip=127.0.0.1",
-               f"--IdentityProvider.token={self.token}", "--allow-root"]
+               f"--IdentityProvider.token={self.token}"]  # as root, `gpucourse lab` adds --allow-root itself
         t0 = time.monotonic()
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, cwd=self.checkout, env=self._environment(), stdout=log,
@@ -204,9 +204,9 @@ def replace_cell_source(page, cell, text: str) -> None:
         raise AssertionError(f"the editor holds {typed!r}, not the answer {text!r}")
 
 
-def validate(page, shot: str, timeout_ms: int = 120_000) -> str:
+def validate(page, shot: str, timeout_ms: int = 120_000, inspect=None):
     """Click nbgrader's Validate button; screenshot the 'Validation Results' dialog as `shot`, close it, and
-    return its text."""
+    return its text (and ``inspect(page)``, run while the dialog is open, when given)."""
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar .validate-button").click()
     dialog = page.locator(".jp-Dialog", has_text="Validation Results")
     dialog.wait_for(timeout=timeout_ms)
@@ -214,10 +214,11 @@ def validate(page, shot: str, timeout_ms: int = 120_000) -> str:
         "() => /passes all the tests|failed|error|Error/.test(document.querySelector('.jp-Dialog')?.innerText || '')",
         timeout=timeout_ms)
     text = dialog.inner_text()
+    inspected = inspect(page) if inspect else None
     screenshot(page, shot)
     dialog.locator("button.jp-mod-accept, button:has-text('Ok')").first.click()
     dialog.wait_for(state="detached", timeout=10_000)
-    return text
+    return (text, inspected) if inspect else text
 
 
 def non_blank_fraction(png: bytes) -> float:

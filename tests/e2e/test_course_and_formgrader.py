@@ -1,9 +1,13 @@
 """A course notebook runs top to bottom in the browser with its figures rendered (each figure's screenshot has
-coloured data on it, not just an empty frame); an instructor opens Formgrader and sees the labs."""
+coloured data on it, not just an empty frame); the Korean glosses of the titles render in a CJK font, not as boxes;
+an instructor opens Formgrader and sees the labs."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -73,3 +77,41 @@ def test_instructor_opens_formgrader_and_sees_the_labs(page, lab_server):
     assert "Manage Assignments" in text or "Assignments" in text, text[:500]
     assert "exchange directory" not in text.lower(), f"Formgrader warns about the exchange: {text[:500]}"
     harness.screenshot(page, "instructor-01-formgrader-labs")
+
+
+KOREAN_NOTEBOOK = "course/00_overview.ipynb"  # its title carries the seed's question in Korean, glossed in English
+CJK_FAMILY = re.compile(r"CJK|Nanum|Noto Sans KR|Noto Serif KR|Malgun|Apple SD Gothic|Baekmuk|UnDotum", re.I)
+
+
+def korean_fonts() -> str:
+    """The installed fonts that cover Korean ("" when none, or fontconfig is missing)."""
+    if shutil.which("fc-list") is None:
+        return ""
+    return subprocess.run(["fc-list", ":lang=ko", "family"], capture_output=True, text=True, timeout=30).stdout.strip()
+
+
+def test_korean_glosses_render_in_a_cjk_font(page, lab_server):
+    """Which font drew the Hangul of the title, as Chromium itself reports it (DevTools' CSS.getPlatformFontsForNode):
+    without a CJK font the glyphs would be boxes. .ci/run installs fonts-noto-cjk."""
+    if not korean_fonts():
+        pytest.skip("no font covering Korean is installed (Debian: apt-get install -y fonts-noto-cjk; .ci/run does)")
+    harness.open_notebook(page, lab_server, KOREAN_NOTEBOOK)
+    title = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-MarkdownOutput h1").first
+    title.wait_for(timeout=30_000)
+    text = title.inner_text()
+    assert re.search(r"[\uac00-\ud7a3]", text) and re.search(r"[A-Za-z]{2,}", text), text
+    title.evaluate("h => h.setAttribute('data-korean-probe', '1')")
+    title.scroll_into_view_if_needed()
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "[data-korean-probe]"})["nodeId"]
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    cjk = [f for f in fonts if CJK_FAMILY.search(f["familyName"]) and f["glyphCount"] > 0]
+    assert cjk, f"the title's Hangul was drawn with {fonts}, no CJK font (installed: {korean_fonts()[:300]})"
+    hangul = len(re.findall(r"[\uac00-\ud7a3]", text))
+    assert sum(f["glyphCount"] for f in cjk) >= hangul, f"{hangul} Hangul syllables, CJK glyphs drawn: {cjk}"
+    # the CSS font check the brief asks for, recorded beside the ground truth above
+    assert page.evaluate("() => document.fonts.check('16px sans-serif', '연산')")
+    harness.screenshot(page, "course-00-korean-title")

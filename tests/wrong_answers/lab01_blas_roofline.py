@@ -1,11 +1,18 @@
-"""Plausible wrong answers to lab 1, one per solution cell: each must score less than full marks."""
+"""Plausible wrong answers to lab 1, one or a list per solution cell: each must score less than full marks."""
 
 WRONG = {
-    # counts a multiply-add as one FLOP
-    "ex1_axpy_cost": '''def axpy_cost(n, dtype):
+    "ex1_axpy_cost": [
+        # counts a multiply-add as one FLOP
+        '''def axpy_cost(n, dtype):
     size = np.dtype(dtype).itemsize
     return n, 3 * n * size
 ''',
+        # forgets that y is written back (counts x and y read only)
+        '''def axpy_cost(n, dtype):
+    size = np.dtype(dtype).itemsize
+    return 2 * n, 2 * n * size
+''',
+    ],
     # forgets to read x (counts only A and y)
     "ex1b_gemv_cost": '''def gemv_cost(m, n, dtype):
     size = np.dtype(dtype).itemsize
