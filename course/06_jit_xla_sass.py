@@ -171,14 +171,23 @@ assert all(op in body for op in (" multiply(", " add(", " maximum("))
 # and the chain as one program, and ask XLA's cost model how many bytes each accesses.
 
 # %%
-n_bytes = x.size * 4  # one 1024×1024 float32 array: 4 MiB
+# The claim is about memory traffic, so the arrays must not fit in the last-level cache: each array is at least half
+# of it (16 MiB minimum), so the fused call's 4 arrays are at least 2× the cache and every call streams from DRAM.
+# (4 MiB arrays — 16–24 MiB per call — fit in a 32 MiB L3: the "memory" term would be cache bandwidth.)
+llc, llc_source = gc.roofline.cache_bytes()
+n_elem = max(llc // 2, 16 * 2**20) // 4
+xs, ys, zs = (jnp.asarray(rng.standard_normal(n_elem).astype(np.float32)) for _ in range(3))
+n_bytes = xs.nbytes  # bytes per array
+print(f"last-level cache: {llc / 2**20:.0f} MiB ({llc_source}); arrays of {n_elem:,} float32 = {n_bytes / 2**20:.0f} MiB")
+assert 4 * n_bytes >= 2 * llc, "the fused call's working set (3 inputs + 1 output) is at least twice the cache"
 mul, add, relu = jax.jit(lambda a, b: a * b), jax.jit(lambda a, b: a + b), jax.jit(lambda a: jnp.maximum(a, 0.0))
-t1 = mul(x, y)
-unfused_bytes = (gc.xla.compiled(lambda a, b: a * b, x, y).bytes_accessed
-                 + gc.xla.compiled(lambda a, b: a + b, t1, z).bytes_accessed
+t1 = mul(xs, ys)
+unfused_bytes = (gc.xla.compiled(lambda a, b: a * b, xs, ys).bytes_accessed
+                 + gc.xla.compiled(lambda a, b: a + b, t1, zs).bytes_accessed
                  + gc.xla.compiled(lambda a: jnp.maximum(a, 0.0), t1).bytes_accessed)
-print(f"unfused: {unfused_bytes / n_bytes:.0f} arrays moved   fused: {fused.bytes_accessed / n_bytes:.0f} arrays moved")
-assert unfused_bytes == 8 * n_bytes and fused.bytes_accessed == 4 * n_bytes
+fused_bytes = gc.xla.compiled(seed_fn, xs, ys, zs).bytes_accessed
+print(f"unfused: {unfused_bytes / n_bytes:.0f} arrays moved   fused: {fused_bytes / n_bytes:.0f} arrays moved")
+assert unfused_bytes == 8 * n_bytes and fused_bytes == 4 * n_bytes
 
 
 def unfused_chain(a, b, c):
@@ -187,18 +196,20 @@ def unfused_chain(a, b, c):
 
 # %% [markdown]
 # Bytes predict a 2× speed-up. **Measure** it — and the three things a call costs besides moving bytes:
-# `gc.fusion.explain` times both versions (fastest of 9 runs, after warm-up), counts the page faults of that
-# same run (`getrusage`), times a one-element call (pure dispatch: Python → JAX → runtime), times a page fault
-# (touching fresh memory), calibrates the bandwidth on the fused call, and predicts the unfused time from
+# `gc.fusion.explain` times both versions (fastest of 5 runs after warm-up, the two versions' runs alternating so
+# both see the same load), counts the page faults of that same run (`getrusage`), times a one-element call (pure
+# dispatch: Python → JAX → runtime), times a page fault (touching fresh memory), calibrates the bandwidth on the
+# fused call, and predicts the unfused time from
 #
 #     t ≈ calls · dispatch + bytes / bandwidth + page faults · cost per fault
 
 # %%
 tiny = tuple(jnp.ones(1, jnp.float32) for _ in range(3))
-model = gc.fusion.explain(unfused_chain, jax.jit(seed_fn), (x, y, z), tiny, calls=(3, 1),
-                          nbytes=(unfused_bytes, fused.bytes_accessed), rounds=5)
+model = gc.fusion.explain(unfused_chain, jax.jit(seed_fn), (xs, ys, zs), tiny, calls=(3, 1),
+                          nbytes=(unfused_bytes, fused_bytes), repeat=5, rounds=3)
 print(model.table())
-ax = gc.plotting.axes("version [-]", "time per call [ms]", "relu(x·y + z), 1024×1024 float32: measured vs model")
+ax = gc.plotting.axes("version [-]", "time per call [ms]",
+                     f"relu(x·y + z), {n_bytes / 2**20:.0f} MiB float32 arrays: measured vs model")
 names = ["3 kernels (unfused)", "1 kernel (fused)"]
 sides = [model.unfused, model.fused]
 ax.bar([0, 1], [s.seconds * 1e3 for s in sides], width=0.4, label="measured", color=gc.plotting.PALETTE[0])
@@ -206,21 +217,25 @@ ax.bar([0.4, 1.4], [model.predicted(s) * 1e3 for s in sides], width=0.4, label="
 ax.set_xticks([0.2, 1.2], names)
 ax.legend()
 plt.show()
-off = model.measured_ratio / model.predicted_ratio
-print(f"measured/model = {off:.2f}")
-assert model.byte_ratio == 2.0
-if not be.is_gpu:  # on a GPU, 4 MiB arrays take microseconds: dispatch, overlapped with the GPU, dominates (next cell)
-    assert 1 / 1.75 <= off <= 1.75, "the model explains the measured ratio within a factor 1.75"
+off = model.off
+print(f"measured/model of every round: {', '.join(f'{r:.2f}' for r in model.rounds)}; the median round: {off:.2f}")
+assert model.byte_ratio == 2.0 and len(model.rounds) == 3 and off == sorted(model.rounds)[1]
+if not be.is_gpu:  # on a GPU, these arrays take microseconds: dispatch, overlapped with the GPU, dominates (next cell)
+    assert 1 / 1.75 <= off <= 1.75, "the model explains the measured ratio (median round) within a factor 1.75"
     assert model.measured_ratio > 1.0, "fusion is faster, not only in XLA's count"
 
 # %% [markdown]
-# **Explain**: read the table above. The byte ratio is exactly 2 (XLA's count). On this CPU the dispatch term is
-# small next to the memory term at 4 MiB per array, so the model's ratio is close to 2; the measured ratio is
-# printed beside it, and the assert checks that it lies within a factor 1.75 of the model — a band wide enough
-# for a shared machine (other processes slow some runs; the model ignores caches and thread scheduling; up to 5
-# rounds are measured and the first inside the band is kept), narrow enough that a 10× "speed-up" would fail it. When the unfused run takes page faults (its two intermediates are
-# freshly allocated memory the OS must map on first touch), the faults column shows them and the model charges
-# them; a GPU's caching allocator reuses device memory and takes none.
+# **Explain**: read the table above. The byte ratio is exactly 2 (XLA's count). With arrays out of the
+# last-level cache, the memory term is DRAM bandwidth; where the runs take page faults (fresh intermediates and
+# outputs the OS must map on first touch — glibc hands allocations above 32 MiB to `mmap`, so large arrays fault on
+# every call) the faults column shows them and the model charges them at the cost measured on this machine; a GPU's
+# caching allocator reuses device memory and takes none. Three independent rounds are measured and **all three are
+# printed**; the table is the median round (not the round that agrees best), and the assert checks that it lies
+# within a factor 1.75 of the model. On an idle machine at 64 MiB per array an independent reviewer measured
+# measured/model = 0.96–1.07; at 4 MiB per array (the working set inside a 32 MiB L3) the gap was a systematic
+# ≈ 1.9× — the cache, not the model. The band stays at 1.75 because this course runs on shared 2-core machines
+# where the load changes between the two versions' runs (the printed rounds show how much); a 10× "speed-up"
+# still fails it.
 #
 # **On a GPU** the question is about HBM, so the arrays must not fit in the 50 MB L2 cache of an H100: the next
 # cell uses 2²⁶ float32 elements (256 MiB per array). JAX runs on its own CUDA streams, which CuPy's CUDA
@@ -619,7 +634,7 @@ else:
 #
 # | ID | claim (seed 000) | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C12 | unfused ops each round-trip global memory; a fused kernel loads once, computes in registers, stores once | §6.3: XLA's cost model: 8 arrays of traffic unfused vs 4 fused (byte ratio 2); the measured time ratio, printed beside a model of dispatch + bytes + page faults, agrees with the model within the stated band; §6.6–6.7: the fused kernel's PTX/SASS loads x, y, z once, computes in registers, stores once (numba: 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`) | **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates (large arrays, a GPU's HBM); for small arrays per-call dispatch dominates, and on a CPU page faults of fresh intermediates can add more |
+# | C12 | unfused ops each round-trip global memory; a fused kernel loads once, computes in registers, stores once | §6.3: XLA's cost model: 8 arrays of traffic unfused vs 4 fused (byte ratio 2); arrays sized out of the last-level cache, the measured time ratio (3 rounds, all printed, median kept), printed beside a model of dispatch + bytes (DRAM) + page faults, agrees with the model within the stated band (×1.75); §6.6–6.7: the fused kernel's PTX/SASS loads x, y, z once, computes in registers, stores once (numba: 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`) | **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates (large arrays, a GPU's HBM); for small arrays per-call dispatch dominates, and on a CPU page faults of fresh intermediates can add more |
 # | C20 | XLA's buffer assignment fixes memory locations and lifetimes at compile time and prevents fragmentation | §6.4: XLA's buffer-assignment dump for a stack of k layers: 2k intermediate values placed in 2 allocations (one output, one temporary) at fixed offsets, for every k ≥ 2; `memory_analysis` agrees | **qualified**: true *inside one compiled program*; arguments, outputs and arrays that live between programs are allocated at run time by the device allocator (JAX's BFC allocator on GPU), where fragmentation remains possible |
 # | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | §6.7: H100 datasheet → 512 dense fp16/bf16 FMA per clock per tensor core (8× the 4×4×4 = 64); the instructions compiled here are `HMMA.16816` (warp, m16n8k16) and `HGMMA.64xNx16` (warpgroup, sm_90a), and FlashAttention-3 reports `mma.sync` reaching only about 2/3 of Hopper's peak | **outdated**: 4×4×4 per clock is Volta's (2017) tensor core; Hopper's does 8× that rate, and its full-rate instruction is the warpgroup-wide, asynchronous `wgmma` (HGMMA) fed from shared memory |
 # | C22 | matmuls compile to tensor-core HMMA instructions instead of FFMA when conditions allow | §6.7: the elementwise kernel compiles to `FFMA`, the fp16 wmma kernel to `HMMA.16816.F32`, the wgmma kernel to `HGMMA.64x8x16.F32`; XLA:GPU compiles a float32 `jnp.dot` to `HMMA.1688.F32.TF32` by default and to `FFMA` with `precision="highest"`, and a bf16 one to `HMMA` or `HGMMA` depending on the tile | **qualified** — the conditions: a tensor-core dtype (fp16, bf16, fp8, or float32 *rounded to TF32* by default), shapes worth a GEMM kernel (XLA runs a tiny dot as a loop on CUDA cores, §0), and on Hopper a warpgroup-sized tile for `HGMMA`; and the GEMM is usually not compiled by XLA at all but run by cuBLAS, or generated by Triton |

@@ -36,6 +36,26 @@ def _rows_on_x(x, w, b, out):  # right values, but the lanes of a warp take diff
             out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
 
 
+@cuda.jit
+def _one_row_of_threads_loops(x, w, b, out):  # coalesced and one pass, but one warp-row of threads does every row
+    j = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if cuda.blockIdx.y == 0 and cuda.threadIdx.y == 0 and j < out.shape[1]:
+        for i in range(out.shape[0]):
+            out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+
+
+def test_a_kernel_whose_threads_loop_over_rows_is_not_one_thread_per_element():
+    case = lab.KERNEL.visible[0]
+    grid, block, args, _ = lab._kernel_launch(case)
+    r = gc.simt.run(_one_row_of_threads_loops, grid, block, *args)
+    assert np.allclose(args[3], lab.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
+    assert r.sectors_per_request(list(r.arrays)[0]) <= lab.MAX_SECTORS  # ... coalesced, one pass ...
+    with pytest.raises(CheckFailure, match="one thread per element"):  # ... but not one thread per element
+        lab.KERNEL.check(_one_row_of_threads_loops)
+    with pytest.raises(CheckFailure, match="one thread per element"):
+        lab.KERNEL.check(_one_row_of_threads_loops, hidden=True)
+
+
 def test_fused_kernel_passes_and_its_traffic_equals_xlas():
     case = lab.KERNEL.visible[0]
     grid, block, args, _ = lab._kernel_launch(case)

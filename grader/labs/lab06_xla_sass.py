@@ -403,6 +403,16 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
                 f"{what}: each warp-wide access of `{name}` touched {sectors:.1f} 32-byte sectors on average "
                 f"(coalesced: at most {MAX_SECTORS:g}). threadIdx.x must walk the columns, the contiguous axis: "
                 "cuda.grid(2) returns (x, y) = (column, row)")
+    per_thread: dict[Any, set] = {}  # elements of `out` each thread wrote (one thread per element)
+    for tid, _step, name, flat, kind in r.accesses:
+        if name == outs and kind == "w":
+            per_thread.setdefault(tid, set()).add(flat)
+    most = max(map(len, per_thread.values()), default=0)
+    if per_thread and (most > 1 or len(per_thread) != x.size):
+        raise CheckFailure(
+            f"{what}: {len(per_thread):,} threads wrote `{outs}`, up to {most:,} elements each; "
+            f"one thread per element means {x.size:,} threads writing one element each — no thread loops over "
+            "rows or columns (a GPU runs the loop's iterations one after another in that thread)")
     t = traffic(r)
     if t[outs]["reads"]:
         raise CheckFailure(
