@@ -377,3 +377,17 @@ def test_every_wrong_timing_method_fails_and_is_named(method):
     with pytest.raises(CheckFailure, match=why):
         lab.MEASURE.check(fn)  # visible first: a mistake that only a spike reveals fails on the hidden cases
         lab.MEASURE.check(fn, hidden=True)
+
+
+def test_breaking_op_cases_tell_the_first_breaker_from_the_last():
+    def last(hlo):
+        return [op for op in lab.entry_ops(hlo) if op not in lab.BOOKKEEPING][-1]
+
+    visible = [c.args[0] for c in lab.BREAKING_OP.visible]
+    assert any(lab.breaking_op(h) != last(h) for h in visible)
+    for seed in range(3):
+        hidden = [c.args[0] for c in lab.BREAKING_OP.hidden_cases(seed)]
+        assert sum(lab.breaking_op(h) != last(h) for h in hidden) >= 2
+    lab.BREAKING_OP.check(lab.breaking_op, hidden=True)
+    with pytest.raises(CheckFailure, match="expected"):
+        lab.BREAKING_OP.check(last)

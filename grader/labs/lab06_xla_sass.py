@@ -255,11 +255,27 @@ def broken_chain_hlo(breaker: str, m: int, n: int, seed: int = 0) -> str:
     return jax.jit(lambda x, y: _jnp().tanh(brk(x * y + 1.0) * y - x)).lower(x, y).compile().as_text()
 
 
+def twice_broken_chain_hlo(first: str, second: str, m: int, n: int, seed: int = 0) -> str:
+    """Optimized HLO of tanh(second(first(x·y + 1)·y) − x): a chain split twice, by two different breakers; the
+    answer is ``first``'s opcode, which a function returning the LAST breaker gets wrong."""
+    import jax
+
+    b1, b2 = fusion_breakers()[first], fusion_breakers()[second]
+    rng = np.random.default_rng(seed)
+    x, y = _rand(rng, (m, n)), _rand(rng, (m, n))
+    return jax.jit(lambda x, y: _jnp().tanh(b2(b1(x * y + 1.0) * y) - x)).lower(x, y).compile().as_text()
+
+
 def _breaker_cases(rng: np.random.Generator) -> list[Case]:
     names = list(fusion_breakers())
     order = rng.permutation(len(names))
-    return [Case((broken_chain_hlo(names[int(i)], int(rng.integers(3, 90)), int(rng.integers(3, 90)), int(i)),))
-            for i in order]
+    cases = [Case((broken_chain_hlo(names[int(i)], int(rng.integers(3, 90)), int(rng.integers(3, 90)), int(i)),))
+             for i in order]
+    distinct = [nm for nm in names if nm != "top_k"]  # top_k lowers to a custom-call on CPU: not a distinct opcode
+    for k in range(2):  # two different breakers: "first" is not "last"
+        a, b = (distinct[int(i)] for i in rng.choice(len(distinct), size=2, replace=False))
+        cases.append(Case((twice_broken_chain_hlo(a, b, int(rng.integers(3, 40)), int(rng.integers(3, 40)), k),)))
+    return cases
 
 
 class _Hlo(str):
@@ -299,7 +315,8 @@ BREAKING_OP = Problem(
     """,
     reference=breaking_op,
     visible=[Case((_Hlo(broken_chain_hlo("sort", 6, 10), "tanh(sort(x*y + 1)*y - x), 6×10"),)),
-             Case((_Hlo(broken_chain_hlo("top_k", 5, 7), "tanh((top_k(x*y + 1, 2).sum + x*y + 1)*y - x), 5×7"),))],
+             Case((_Hlo(broken_chain_hlo("top_k", 5, 7), "tanh((top_k(x*y + 1, 2).sum + x*y + 1)*y - x), 5×7"),)),
+             Case((_Hlo(twice_broken_chain_hlo("sort", "fft", 4, 6), "tanh(fft(sort(x*y + 1)*y) - x), 4×6"),))],
     hidden=_tagged,
     compare=_compare_breaker,
 )
