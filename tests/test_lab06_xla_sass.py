@@ -391,3 +391,24 @@ def test_breaking_op_cases_tell_the_first_breaker_from_the_last():
     lab.BREAKING_OP.check(lab.breaking_op, hidden=True)
     with pytest.raises(CheckFailure, match="expected"):
         lab.BREAKING_OP.check(last)
+
+
+def test_count_opcode_cases_hold_opcodes_that_begin_with_the_one_counted():
+    def startswith_count(sass, opcode):
+        import re
+        ops = re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", sass)
+        return sum(op.startswith(opcode) for op in ops)
+
+    for cases in (lab.COUNT_OPCODE.visible, lab.COUNT_OPCODE.hidden_cases(0), lab.COUNT_OPCODE.hidden_cases(1)):
+        assert any(startswith_count(*c.args) != lab.count_opcode(*c.args) for c in cases)
+    queried = {c.args[1] for c in lab.COUNT_OPCODE.hidden_cases(0)}
+    assert {"LDG", "FFMA", "MOV"} <= queried
+    with pytest.raises(CheckFailure):
+        lab.COUNT_OPCODE.check(startswith_count)
+
+    def exact(sass, opcode):  # the base opcode: the name before the first dot
+        import re
+        ops = re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", sass)
+        return sum(op.split(".")[0] == opcode for op in ops)
+
+    lab.COUNT_OPCODE.check(exact, hidden=True)

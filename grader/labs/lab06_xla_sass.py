@@ -495,11 +495,16 @@ def count_opcode(sass: str, opcode: str) -> int:
 _OPS_POOL = ["FFMA", "FADD", "FMUL", "HMMA.16816.F32", "HMMA.16816.F32.BF16", "HFMA2", "DFMA", "IMAD", "IMAD.WIDE",
              "FFMA.FTZ", "LDG.E", "STG.E", "FMNMX", "ISETP.GE.AND", "MOV", "HMMA.1688.F32.TF32", "IMMA.16832.S8.S8",
              "HGMMA.64x128x16.F32.BF16", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE", "LDG.E.128.CONSTANT"]
+# opcodes whose name begins with another opcode of the pool: a startswith() count is wrong on them
+PREFIX_PAIRS = {"LDG": ("LDGSTS.E.BYPASS.128", "LDGDEPBAR"), "FFMA": ("FFMA2",), "MOV": ("MOVM.16.MT88",),
+                "HMMA": ("HMMA.16816.F32",), "IMAD": ("IMAD.WIDE.U32",)}
+_OPS_POOL += ["LDGSTS.E.BYPASS.128", "LDGDEPBAR", "FFMA2", "MOVM.16.MT88"]
 _OPERANDS = ["R0, R4, R3, R7", "R16, R4.reuse, R12, RZ", "R2, desc[UR4][R2.64]", "P0, PT, R11, UR4, PT", "R1, 0x4"]
 
 
-def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k") -> str:
-    """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes."""
+def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k", must: tuple[str, ...] = ()) -> str:
+    """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes; every
+    opcode of ``must`` appears at least once (at a random place)."""
     out = [f"//--------------------- .text.{kernel}  --------------------------",
            f"        .section  .text.{kernel},\"ax\",@progbits", f"        .global  {kernel}", f"{kernel}:",
            "        /* FFMA-heavy kernel, HMMA in the epilogue */"]
@@ -507,7 +512,7 @@ def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k")
         if rng.random() < 0.08:
             out.append(f".L_x_{i}:")
         pred = str(rng.choice(["", "", "", "@P0 ", "@!P1 ", "@UP0 "]))
-        op = str(rng.choice(_OPS_POOL))
+        op = must[i] if i < len(must) else str(rng.choice(_OPS_POOL))
         out.append(f"        /*{16 * i:04x}*/                   {pred}{op} {rng.choice(_OPERANDS)} ;")
     out.append(f"        /*{16 * lines:04x}*/                   EXIT ;")
     return "\n".join(out) + "\n"
@@ -529,10 +534,18 @@ def _count_visible() -> list[Case]:
         wg = toolchain.sass_of(WGMMA_CU, arch="sm_90a").text
         return [Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "HMMA")),
                 Case((_Sass(el, "fused_relu, sm_90"), "FFMA")), Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "LDG")),
-                Case((_Sass(wg, "64×8×16 wgmma kernel, sm_90a"), "HGMMA"))]
+                Case((_Sass(wg, "64×8×16 wgmma kernel, sm_90a"), "HGMMA")),
+                _prefix_case(np.random.default_rng(7), "LDG")]
     rng = np.random.default_rng(7)
-    return [Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel"), "synthetic, 30 lines"), "FFMA")),
-            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA"))]
+    return [Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel", ("FFMA2", "FFMA")), "synthetic, 30 lines"), "FFMA")),
+            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA")), _prefix_case(rng, "LDG")]
+
+
+def _prefix_case(rng: np.random.Generator, short: str) -> Case:
+    """Count ``short`` in SASS that also holds opcodes beginning with it (LDG beside LDGSTS and LDGDEPBAR)."""
+    must = (short,) + PREFIX_PAIRS[short]
+    return Case((_Sass(synthetic_sass(rng, int(rng.integers(20, 60)), "k", must), f"synthetic, {short} and "
+                       + ", ".join(p.split(".")[0] for p in PREFIX_PAIRS[short])), short))
 
 
 def _count_hidden(rng: np.random.Generator) -> list[Case]:
@@ -542,6 +555,8 @@ def _count_hidden(rng: np.random.Generator) -> list[Case]:
         text = synthetic_sass(rng, int(rng.integers(20, 120)), name)
         cases.append(Case((_Sass(text, f"synthetic kernel {i}"),
                            str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA", "HGMMA", "WARPGROUP"])))))
+    for short in ("LDG", "FFMA", "MOV"):  # an opcode that is a prefix of another one in the same text
+        cases.append(_prefix_case(rng, short))
     if toolchain.available():
         t = int(rng.integers(3, 12))
         cases.append(Case((_Sass(toolchain.sass_of(unrolled_fma_cu(t)).text, f"Horner, {t} terms, sm_90"), "FFMA")))
