@@ -412,3 +412,12 @@ def test_count_opcode_cases_hold_opcodes_that_begin_with_the_one_counted():
         return sum(op.split(".")[0] == opcode for op in ops)
 
     lab.COUNT_OPCODE.check(exact, hidden=True)
+
+
+def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
+    from pathlib import Path
+
+    source = next(Path(__file__).parents[1].glob("solutions/lab06*/lab06*.py")).read_text()
+    cell = source[source.index('"grade_id": "on_this_machine"'):].split("# %%", 1)[0]
+    assert "gc.fusion.best_run" in cell and "page_faults(" not in cell  # not the mean faults beside the min time
+    assert "measured / ratio" in cell  # measured/model printed
