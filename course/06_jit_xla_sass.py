@@ -468,25 +468,32 @@ else:
 print(WGMMA_CU[WGMMA_CU.index("    float d0"):WGMMA_CU.index("    c[4 * t")])
 if toolchain.available():
     wg = toolchain.sass_of(WGMMA_CU, arch="sm_90a")
-    print(wg.excerpt(("WARPGROUP", "HGMMA"), context=0))
+    print(wg.excerpt(("FENCE", "WARPGROUP", "HGMMA"), context=0))
     refusal = toolchain.compile_error(WGMMA_CU, arch="sm_90")
     print("for sm_90:", "\n  ".join(line.split("error   : ")[-1] for line in refusal.splitlines() if "not supported" in line))
     assert wg.variants("HGMMA") == {"HGMMA.64x8x16.F32": 1} and wg.count("HMMA") == 0
-    assert [i.split(".")[0] for i in wg.instructions if i.startswith(("WARPGROUP", "HGMMA"))] == \
-        ["WARPGROUP", "HGMMA", "WARPGROUP"]
+    assert [i.split(".")[0] for i in wg.instructions if i.startswith(("FENCE", "WARPGROUP", "HGMMA"))] == \
+        ["FENCE", "WARPGROUP", "HGMMA", "WARPGROUP"]  # the async-proxy fence comes before the wgmma
+    assert "FENCE.VIEW.ASYNC.S" in wg.instructions
     assert "Instruction 'wgmma.fence' not supported on .target 'sm_90'" in refusal
 else:
     print("skipped: " + toolchain.describe())
 
 # %% [markdown]
-# `WARPGROUP.ARRIVE` (the `wgmma.fence`: registers and shared memory are ready), `HGMMA.64x8x16.F32` (the
+# `FENCE.VIEW.ASYNC.S` (the `fence.proxy.async.shared::cta` the kernel issues after `__syncthreads()`: the tiles
+# were written to shared memory with ordinary stores, and `wgmma` reads shared memory through the *async proxy*;
+# the PTX ISA requires "an async proxy fence … to establish an ordering between prior writes to shared memory
+# matrices and subsequent reads of the same matrices in a wgmma.mma_async instruction" — CUTLASS's
+# `fence_view_async_shared`; without it the kernel races), `WARPGROUP.ARRIVE` (the `wgmma.fence`: it orders the
+# warpgroup's *register* accesses — accumulators and a register A operand — before the wgmma), `HGMMA.64x8x16.F32` (the
 # multiply, 64×8×16 = 8,192 multiply-adds for the warpgroup, asynchronous: the warps may go on issuing other
 # work), `WARPGROUP.DEPBAR` (the `wgmma.wait_group`: wait for it). N goes up to 256: one `HGMMA.64x256x16` is
 # 262,144 multiply-adds.
 #
-# **Which one does an H100 run?** The one that reaches the datasheet. FlashAttention-3 (Shah, Bikshandi, Zhang,
+# **Which one does an H100 run?** The one that approaches the datasheet. FlashAttention-3 (Shah, Bikshandi, Zhang,
 # Thakkar, Ramani, Dao, 2024, arXiv:2407.08608, §2) reports that on H100 the older `mma.sync` reaches only about
-# two thirds of the tensor cores' peak throughput; `wgmma` is needed for the rest, fed by TMA (the Tensor
+# two thirds of the tensor cores' peak throughput; `wgmma` is needed to approach the peak (FA3 itself reaches
+# about 740 TFLOP/s in FP16, ≈ 75 % of the H100's 989), a kernel fed by TMA (the Tensor
 # Memory Accelerator) copying tiles from HBM into shared memory asynchronously. cuBLAS's Hopper kernels and
 # XLA's Triton GEMMs use `wgmma`. Ask XLA:GPU itself: the same bf16 `jnp.dot` compiled for an H100 with XLA's
 # untuned default tile (16×8 outputs, 2 warps: what it uses deviceless, with no autotuner to time candidates),
@@ -568,23 +575,28 @@ else:
 # every numerical code. On a GPU backend the cell checks that the default dot is the less accurate one.
 #
 # **The seed's "a tensor core does a 4×4×4 matrix multiply per cycle" (C21)** is the 2017 Volta whitepaper's
-# description of *one* Volta tensor core (64 fp16 FMA per clock). For Hopper, take the datasheet apart: dense
-# bf16 peak = SMs × 4 tensor cores × FMA per clock per tensor core × 2 FLOP × clock.
+# description of *one* Volta tensor core (64 fp16 FMA per clock). For Hopper, start from independent rates, not
+# from the peak itself: the A100 whitepaper gives 256 dense fp16 FMA per clock per tensor core; the H100
+# whitepaper gives Hopper's SM 2× A100's tensor-core rate clock for clock, so 512 per tensor core, 4 per SM. Then
+# dense bf16 peak = SMs × 4 tensor cores × 512 FMA × 2 FLOP × clock gives the clock the datasheet figure assumes.
 
 # %%
 h100 = gc.hardware.H100_SXM
-boost_hz = 1.83e9  # H100 SXM5 boost clock behind the datasheet's tensor-core figures (XLA's H100 spec: 1.83 GHz)
-fma_per_clock_per_sm = h100.peak_flops["bf16-tensor"] / 2 / h100.sm_count / boost_hz
-per_tensor_core = fma_per_clock_per_sm / 4  # 4 tensor cores per SM
-print(f"H100 dense bf16: {fma_per_clock_per_sm:,.0f} FMA/clock/SM = {per_tensor_core:,.0f} per tensor core "
-      f"(Volta's 4×4×4: 64, {per_tensor_core / 64:.0f}× less)")
+per_tensor_core = 2 * 256  # dense fp16/bf16 FMA per clock: A100 whitepaper 256, Hopper whitepaper 2× per SM clock
+fma_per_clock_per_sm = 4 * per_tensor_core  # 4 tensor cores per SM, one per sub-partition
+implied_hz = h100.peak_flops["bf16-tensor"] / 2 / h100.sm_count / fma_per_clock_per_sm
+print(f"H100 dense bf16: {h100.sm_count} SMs × {fma_per_clock_per_sm:,} FMA/clock × 2 FLOP at "
+      f"{implied_hz / 1e9:.3f} GHz = {h100.peak_flops['bf16-tensor'] / 1e12:.1f} TFLOP/s; max boost clock "
+      f"{h100.boost_clock_hz / 1e9:.2f} GHz (the tensor-core figures assume the lower clock)")
+print(f"per tensor core: {per_tensor_core} FMA/clock (Volta's 4×4×4: 64, {per_tensor_core / 64:.0f}× less)")
 print(f"instruction shapes: HMMA.16816 = {16 * 8 * 16:,} FMA per warp; HGMMA.64x256x16 = {64 * 256 * 16:,} per warpgroup")
-assert round(fma_per_clock_per_sm) == 2048 and round(per_tensor_core) == 512 and round(per_tensor_core / 64) == 8
+assert abs(implied_hz - 1.83e9) < 0.005e9, "XLA's h100_sxm.txtpb: matrix units at 1.8295 GHz"
+assert h100.boost_clock_hz == 1.98e9 and implied_hz < h100.boost_clock_hz and per_tensor_core // 64 == 8
 
 # %% [markdown]
 # 512 dense fp16/bf16 multiply-adds per clock per tensor core, 8× Volta's 64: the "4×4×4 per cycle" is outdated
 # as a rate, and as a shape — no Hopper instruction is 4×4×4; the instructions the compilers emit are the warp's
-# 16×8×16 (`HMMA`) and the warpgroup's 64×N×16 (`HGMMA`), and only the latter reaches that rate.
+# 16×8×16 (`HMMA`) and the warpgroup's 64×N×16 (`HGMMA`), and only the latter approaches that rate.
 #
 # ## 6.8 On a GPU: the same kernels, run and timed
 #

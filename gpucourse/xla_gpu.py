@@ -225,9 +225,14 @@ class GpuCompiled:
         return total
 
     def provenance(self) -> str:
+        """Where the HLO and PTX come from, and that the SASS is the course's re-assembly of XLA's PTX (``ptxas``
+        with default flags, then ``nvdisasm``), not the cubin XLA itself built (its flags may differ)."""
         how = (f"compiled by XLA:GPU (JAX {self.jax_version}) on {self.target}" if "this GPU" in self.target else
                f"compiled deviceless by XLA:GPU ({PLUGIN} {self.jax_version}) for {self.target} ({self.arch})")
-        return how + (f", options {self.options}" if self.options else "")
+        how += f", options {self.options}" if self.options else ""
+        ptxas = toolchain.ptxas_version() or "ptxas not installed"
+        return (how + f"; SASS: XLA's PTX re-assembled here by ptxas -arch={self.arch} with default flags "
+                f"(toolchain.assemble_ptx; {ptxas}), not XLA's own cubin")
 
 
 def _spec(a: Any) -> list:
@@ -282,15 +287,16 @@ def _compile_here(src: str, shapes: tuple, dtypes: tuple, opts: str) -> GpuCompi
 
     dev = get_backend().jax_device
     fn = eval(src, {"jax": jax, "jnp": jnp, "lax": lax})  # noqa: S307 (course-provided program text)
-    specs = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d)) for s, d in zip(shapes, dtypes)]
+    on_dev = jax.sharding.SingleDeviceSharding(dev)  # not jax.jit(fn, device=dev): deprecated
+    specs = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d), sharding=on_dev) for s, d in zip(shapes, dtypes)]
     cc = getattr(dev, "compute_capability", "9.0")
     major, minor = (int(v) for v in str(cc).split(".")[:2])
     arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
     with tempfile.TemporaryDirectory() as dump:
+        # the GPU's own JAX (jax[cuda12]) brings its CUDA toolchain: no xla_gpu_cuda_data_dir override (the CUDA-13
+        # wheels' ptxas would build cubins the installed driver may not load)
         options = dict(json.loads(opts), xla_dump_to=dump)
-        if toolchain.cuda_data_dir() is not None:
-            options["xla_gpu_cuda_data_dir"] = str(toolchain.cuda_data_dir())
-        c = jax.jit(fn, device=dev).lower(*specs).compile(compiler_options=options)
+        c = jax.jit(fn).lower(*specs).compile(compiler_options=options)
         ptx = tuple(t for t in (open(p).read() for p in sorted(glob.glob(f"{dump}/*.ptx"))) if t.strip())
         buffers = "\n".join(open(p).read() for p in sorted(glob.glob(f"{dump}/*after_optimizations-buffer-assignment.txt")))
     mem = c.memory_analysis()
