@@ -225,7 +225,7 @@ else:
 
 # %%
 if (be.is_gpu or xla_gpu.available()) and toolchain.available():
-    if dot_gpu.ptx:  # a kernel XLA generated (Triton); a cuBLAS call has no PTX of XLA's
+    if dot_gpu.gemm.how == "generated fusion":  # a kernel XLA generated (Triton); a cuBLAS call has none of XLA's
         sass = dot_gpu.sass()
         mma = {k: v for k, v in dot_gpu.ptx_instructions().items() if "mma" in k}
         print("PTX:", mma)
@@ -240,9 +240,12 @@ else:
 
 # %% [markdown]
 # `HMMA.1688.F32.TF32`: a tensor-core multiply-accumulate (m16n8k8) whose inputs are **TF32** — float32 values
-# rounded to a 10-bit mantissa (`cvt.rna.tf32.f32` in the PTX) — accumulating in float32. That is what a float32
-# `jnp.dot` gets on Ampere and Hopper GPUs by default (JAX's default matmul precision); `precision="highest"`
-# asks for true float32 (§6 shows both). On this machine's CPU, float32 is float32 either way (§6).
+# rounded to a 10-bit mantissa (`cvt.rna.tf32.f32` in the PTX) — accumulating in float32. TF32 is what a float32
+# `jnp.dot` gets on Ampere and Hopper GPUs by default (JAX's default matmul precision); the *instruction* depends
+# on the tile: this `HMMA.1688` (warp `mma.sync`) comes from XLA's untuned deviceless tile (16×8, 2 warps), while
+# with a tuned Hopper tile the same dot becomes `HGMMA.64x128x8.F32.TF32` (warpgroup `wgmma`) — what an autotuned
+# H100 runs, as do cuBLAS's sm90 kernels (§6.7 compiles both). `precision="highest"` asks for true float32. On
+# this machine's CPU, float32 is float32 either way (§6).
 #
 # The seed's SASS example, `HMMA.16816.F32`, is the fp16 version of the same warp-level instruction. The listing
 # below does **not** come from `jnp.dot`: it is the course's own 16×16×16 `wmma` kernel (CUDA C, `toolchain.wmma_cu`)
@@ -367,7 +370,7 @@ if gc.require_gpu("a cuBLAS fp16 GEMM on random data, timed with CUDA events, as
     y16 = g.standard_normal((n, n), dtype=cp.float32).astype(cp.float16)
     t = gc.measure(lambda: x16 @ y16, clock="cuda", repeat=10)
     achieved = 2 * n**3 / t.best
-    spec = next((acc for acc in gc.hardware.ACCELERATORS.values() if acc.name.split()[0] in be.gpu.name), None)
+    spec = gc.hardware.lookup(be.gpu.name)  # form factor and memory size matched; None: no figures for this card
     fp16_peak = spec.peak_flops["bf16-tensor"] if spec else None  # dense fp16 = dense bf16 on A100/H100/H200
     print(f"{achieved / 1e12:.0f} TFLOP/s fp16 on {be.gpu.name}"
           + (f" = {achieved / fp16_peak:.0%} of the {spec.name} dense fp16 peak" if spec else ""))

@@ -115,8 +115,15 @@ def missing() -> list[str]:
     """What is absent for a deviceless GPU compile here (an empty list: everything works)."""
     out = []
     if _cuda_plugin_in_env():
-        out.append(f"nothing to add: {_cuda_plugin_in_env()} is installed in this environment, so XLA compiles for "
-                   "the real GPU (compile_for_gpu does that on the GPU backend); a second CUDA plugin would clash")
+        from .backend import get_backend
+
+        if get_backend().is_gpu:
+            out.append(f"nothing to add: {_cuda_plugin_in_env()} is installed in this environment, so XLA compiles "
+                       "for the real GPU (compile_for_gpu does that on the GPU backend); a second CUDA plugin would clash")
+        else:
+            out.append(f"a usable GPU: {_cuda_plugin_in_env()} is installed in this environment but JAX found no GPU "
+                       "to compile for, and a second (deviceless) CUDA plugin would clash with it — run where a GPU "
+                       "is visible, or in an environment without it (then: python -m gpucourse.xla_gpu install)")
         return out
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
         out.append(f"JAX's CUDA plugin exists for Linux x86-64/aarch64 only (this is {platform.system()} "
@@ -135,6 +142,8 @@ def available() -> bool:
 
 def describe() -> str:
     gone = missing()
+    if gone and gone[0].startswith("nothing to add"):
+        return "XLA:GPU: " + gone[0]
     if gone:
         return "deviceless XLA:GPU compile unavailable: missing " + "; ".join(gone)
     return f"deviceless XLA:GPU compile: {PLUGIN} {_jaxlib_version()} in {plugin_dir()}, ptxas in " \

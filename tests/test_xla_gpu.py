@@ -112,3 +112,14 @@ def test_the_gpu_backend_compile_keeps_jaxs_own_cuda_toolchain_and_no_deprecated
     src = inspect.getsource(xla_gpu._compile_here)
     assert 'options["xla_gpu_cuda_data_dir"]' not in src and "xla_gpu_cuda_data_dir=" not in src
     assert "jax.jit(fn).lower" in src and "SingleDeviceSharding(dev)" in src
+
+
+def test_describe_with_a_cuda_plugin_but_no_gpu_does_not_claim_xla_compiles_for_the_gpu(monkeypatch):
+    import gpucourse as gc
+
+    monkeypatch.setattr(xla_gpu, "_cuda_plugin_in_env", lambda: "jax-cuda12-plugin")
+    text = xla_gpu.describe()
+    if gc.get_backend().is_gpu:
+        assert "compiles for the real GPU" in text and "missing" not in text
+    else:
+        assert "no GPU" in text and "compiles for the real GPU" not in text and "missing nothing" not in text
