@@ -664,6 +664,7 @@ SASS_COUNTS = _ToolchainProblem(
 # cell after exercise 9 uses your function on real work.)
 
 import contextlib as _contextlib  # noqa: E402
+import sys as _sys  # noqa: E402
 import time as _time  # noqa: E402
 import timeit as _timeit  # noqa: E402
 
@@ -677,13 +678,15 @@ class VirtualClock:
     def __init__(self) -> None:
         self.now, self.busy_until, self.reads = 1000.0, 0.0, 0
 
-    def _seconds(self) -> float:
-        self.reads += 1
-        return self.now
-
-    def _nanoseconds(self) -> int:
-        self.reads += 1
-        return int(round(self.now * 1e9))
+    def _reader(self, real: Callable[[], Any], ns: bool) -> Callable[[], Any]:
+        """A stand-in for the clock ``real``: virtual seconds (or nanoseconds) for the student's code; the real
+        clock, uncounted, for the grader's own reads (its time budget runs while the student's function does)."""
+        def read() -> Any:
+            if _sys._getframe(1).f_globals.get("__name__", "").startswith("grader."):
+                return real()
+            self.reads += 1
+            return int(round(self.now * 1e9)) if ns else self.now
+        return read
 
     @_contextlib.contextmanager
     def installed(self, *functions: Callable[..., Any]):
@@ -691,9 +694,9 @@ class VirtualClock:
         ``monotonic``, ``time`` and their ``_ns`` forms; ``timeit.default_timer`` and the ``timer`` that
         ``timeit.Timer``, ``timeit.timeit`` and ``timeit.repeat`` bound as a default argument; and, in the globals and
         default arguments of ``functions``, names bound to one of those clocks (``from time import perf_counter``)."""
-        real = {getattr(_time, n): self._seconds for n in _CLOCKS} | \
-               {getattr(_time, n + "_ns"): self._nanoseconds for n in _CLOCKS}
-        real[_timeit.default_timer] = self._seconds
+        real = {getattr(_time, n): self._reader(getattr(_time, n), False) for n in _CLOCKS} | \
+               {getattr(_time, n + "_ns"): self._reader(getattr(_time, n + "_ns"), True) for n in _CLOCKS}
+        real.setdefault(_timeit.default_timer, self._reader(_timeit.default_timer, False))
         undo: list[Callable[[], None]] = []
 
         def swap_attr(owner: Any, name: str, new: Any) -> None:
@@ -712,10 +715,9 @@ class VirtualClock:
         try:
             for f in (_timeit.Timer.__init__, _timeit.timeit, _timeit.repeat):
                 swap_defaults(f, "__defaults__")
-            for name in _CLOCKS:
-                swap_attr(_time, name, self._seconds)
-                swap_attr(_time, name + "_ns", self._nanoseconds)
-            swap_attr(_timeit, "default_timer", self._seconds)
+            for name in (*_CLOCKS, *(n + "_ns" for n in _CLOCKS)):
+                swap_attr(_time, name, real[getattr(_time, name)])
+            swap_attr(_timeit, "default_timer", real[_timeit.default_timer])
             for fn in functions:
                 fn = getattr(fn, "__wrapped__", fn)
                 g = getattr(fn, "__globals__", None)
