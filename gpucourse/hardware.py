@@ -115,6 +115,24 @@ H100_LATENCY_CLOCK_HZ = 1.755e9  # the clock those cycles were counted at (H100 
 H100_LATENCY_SOURCE = "D. Ernst, gpu-benches (github.com/te42kyfo/gpu-benches), gpu-latency/h100_pcie.txt"
 
 
+def lookup(device_name: str) -> Accelerator | None:
+    """The accelerator of :data:`ACCELERATORS` whose figures hold for the CUDA device called ``device_name`` (as
+    ``cudaGetDeviceProperties`` names it), matching form factor and memory size — or None where the course has no
+    figures for it. "NVIDIA H100 80GB HBM3" is the SXM5 card; "H100 PCIe" (2.0 TB/s) and "H100 NVL" (3.9 TB/s) are
+    other cards with other figures; "A100-SXM4-40GB" and "A100-PCIE-40GB" have 1.555 TB/s, not the 80GB card's
+    2.039. Never matched on the first word of a name."""
+    name = device_name.upper().replace("-", " ")
+    if any(other in name for other in ("PCIE", "NVL", " 40GB", "94GB")):
+        return None
+    if "H100" in name and ("HBM3" in name or "SXM" in name) and "80GB" in name:
+        return H100_SXM
+    if "H200" in name:
+        return H200_SXM
+    if "A100" in name and "SXM" in name and "80GB" in name:
+        return A100_SXM
+    return None
+
+
 def clock_from_peak(gpu: Accelerator) -> float:
     """The SM clock the datasheet's FP32 peak implies: peak / (SMs × FP32 lanes per SM × 2 FLOP per FMA)."""
     return gpu.peak_flops["fp32"] / (gpu.sm_count * gpu.per_sm["fp32_lanes"] * 2)

@@ -206,6 +206,17 @@ def compile_error(source: str, arch: str = "sm_90") -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def ptxas_version() -> str | None:
+    """``ptxas``'s release line (e.g. "Cuda compilation tools, release 13.0, V13.0.88"), or None without ptxas."""
+    exe = ptxas_path()
+    if exe is None:
+        return None
+    done = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
+    lines = [ln.strip() for ln in done.stdout.splitlines() if "release" in ln]
+    return lines[-1] if lines else None
+
+
 @lru_cache(maxsize=64)
 def assemble_ptx(ptx: str, arch: str = "sm_90a") -> bytes:
     """Assemble PTX text into a cubin for ``arch`` with ``ptxas`` (what XLA and the driver do with the PTX that LLVM
@@ -437,6 +448,10 @@ extern "C" __global__ void wgmma_tile(const half* a, const half* b, float* c) {
         sb[(k / 8) * 64 + n * 8 + k % 8] = b[i];
     }
     __syncthreads();
+    // the tiles were written with ordinary stores (the generic proxy); wgmma reads shared memory through the async
+    // proxy: an async-proxy fence orders those writes before its reads (PTX ISA, wgmma "Async Proxy"; CUTLASS's
+    // fence_view_async_shared). wgmma.fence orders only the register accesses.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
     unsigned long long da = smem_desc(sa, 128, 256), db = smem_desc(sb, 128, 256);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

@@ -115,8 +115,15 @@ def missing() -> list[str]:
     """What is absent for a deviceless GPU compile here (an empty list: everything works)."""
     out = []
     if _cuda_plugin_in_env():
-        out.append(f"nothing to add: {_cuda_plugin_in_env()} is installed in this environment, so XLA compiles for "
-                   "the real GPU (compile_for_gpu does that on the GPU backend); a second CUDA plugin would clash")
+        from .backend import get_backend
+
+        if get_backend().is_gpu:
+            out.append(f"nothing to add: {_cuda_plugin_in_env()} is installed in this environment, so XLA compiles "
+                       "for the real GPU (compile_for_gpu does that on the GPU backend); a second CUDA plugin would clash")
+        else:
+            out.append(f"a usable GPU: {_cuda_plugin_in_env()} is installed in this environment but JAX found no GPU "
+                       "to compile for, and a second (deviceless) CUDA plugin would clash with it — run where a GPU "
+                       "is visible, or in an environment without it (then: python -m gpucourse.xla_gpu install)")
         return out
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
         out.append(f"JAX's CUDA plugin exists for Linux x86-64/aarch64 only (this is {platform.system()} "
@@ -135,6 +142,8 @@ def available() -> bool:
 
 def describe() -> str:
     gone = missing()
+    if gone and gone[0].startswith("nothing to add"):
+        return "XLA:GPU: " + gone[0]
     if gone:
         return "deviceless XLA:GPU compile unavailable: missing " + "; ".join(gone)
     return f"deviceless XLA:GPU compile: {PLUGIN} {_jaxlib_version()} in {plugin_dir()}, ptxas in " \
@@ -225,9 +234,14 @@ class GpuCompiled:
         return total
 
     def provenance(self) -> str:
+        """Where the HLO and PTX come from, and that the SASS is the course's re-assembly of XLA's PTX (``ptxas``
+        with default flags, then ``nvdisasm``), not the cubin XLA itself built (its flags may differ)."""
         how = (f"compiled by XLA:GPU (JAX {self.jax_version}) on {self.target}" if "this GPU" in self.target else
                f"compiled deviceless by XLA:GPU ({PLUGIN} {self.jax_version}) for {self.target} ({self.arch})")
-        return how + (f", options {self.options}" if self.options else "")
+        how += f", options {self.options}" if self.options else ""
+        ptxas = toolchain.ptxas_version() or "ptxas not installed"
+        return (how + f"; SASS: XLA's PTX re-assembled here by ptxas -arch={self.arch} with default flags "
+                f"(toolchain.assemble_ptx; {ptxas}), not XLA's own cubin")
 
 
 def _spec(a: Any) -> list:
@@ -282,15 +296,16 @@ def _compile_here(src: str, shapes: tuple, dtypes: tuple, opts: str) -> GpuCompi
 
     dev = get_backend().jax_device
     fn = eval(src, {"jax": jax, "jnp": jnp, "lax": lax})  # noqa: S307 (course-provided program text)
-    specs = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d)) for s, d in zip(shapes, dtypes)]
+    on_dev = jax.sharding.SingleDeviceSharding(dev)  # not jax.jit(fn, device=dev): deprecated
+    specs = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d), sharding=on_dev) for s, d in zip(shapes, dtypes)]
     cc = getattr(dev, "compute_capability", "9.0")
     major, minor = (int(v) for v in str(cc).split(".")[:2])
     arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
     with tempfile.TemporaryDirectory() as dump:
+        # the GPU's own JAX (jax[cuda12]) brings its CUDA toolchain: no xla_gpu_cuda_data_dir override (the CUDA-13
+        # wheels' ptxas would build cubins the installed driver may not load)
         options = dict(json.loads(opts), xla_dump_to=dump)
-        if toolchain.cuda_data_dir() is not None:
-            options["xla_gpu_cuda_data_dir"] = str(toolchain.cuda_data_dir())
-        c = jax.jit(fn, device=dev).lower(*specs).compile(compiler_options=options)
+        c = jax.jit(fn).lower(*specs).compile(compiler_options=options)
         ptx = tuple(t for t in (open(p).read() for p in sorted(glob.glob(f"{dump}/*.ptx"))) if t.strip())
         buffers = "\n".join(open(p).read() for p in sorted(glob.glob(f"{dump}/*after_optimizations-buffer-assignment.txt")))
     mem = c.memory_analysis()

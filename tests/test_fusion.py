@@ -44,3 +44,21 @@ def test_explain_measures_both_sides_and_calibrates_bandwidth():
     assert m.unfused.seconds > 0 and m.fused.seconds > 0 and m.dispatch > 0 and m.bandwidth > 0
     t, faults = gc.fusion.best_run(fused, *args, repeat=3)
     assert t > 0 and faults >= 0
+
+
+def test_explain_keeps_every_round_and_returns_the_median_not_the_best(monkeypatch):
+    # three rounds with unfused/fused = 2.0, 6.0, 3.0 and no dispatch or faults: model ratio = byte ratio = 2, so
+    # measured/model = 1.0, 3.0, 1.5; the round kept is the median (1.5), not the one that agrees best (1.0)
+    times = iter([((2e-3, 0.0), (1e-3, 0.0)), ((6e-3, 0.0), (1e-3, 0.0)), ((3e-3, 0.0), (1e-3, 0.0))])
+    monkeypatch.setattr(gc.fusion, "_best_interleaved", lambda *a: next(times))
+    monkeypatch.setattr(gc.fusion, "dispatch_cost", lambda *a: 0.0)
+    monkeypatch.setattr(gc.fusion, "fault_cost", lambda: None)
+    m = gc.fusion.explain(None, None, (), (), calls=(3, 1), nbytes=(8e6, 4e6), rounds=3)
+    assert m.rounds == pytest.approx((1.0, 3.0, 1.5)) and m.off == pytest.approx(1.5)
+    assert "every round: 1.00, 3.00, 1.50" in m.table()
+
+
+def test_interleaved_runs_alternate_the_two_functions():
+    order = []
+    gc.fusion._best_interleaved(lambda: order.append("a"), lambda: order.append("b"), (), repeat=3, warmup=1)
+    assert order == ["a", "b"] * 4

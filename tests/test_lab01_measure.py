@@ -43,7 +43,10 @@ def test_workloads_behave_like_asynchronous_calls():
     a, b = w(), w()  # queued back to back: waiting for the second waits for both
     t1 = time.perf_counter()
     b.block_until_ready()
-    assert time.perf_counter() - t1 >= 0.035 and w.calls == 3 and w.unwaited() == 1
+    assert time.perf_counter() - t1 >= 0.035 and w.calls == 3 and w.unwaited() == 0  # a is done too: in order
+    c = w()
+    assert w.unwaited() == 1  # queued after b: waiting for b did not wait for it
+    gc.block(c)
     w.reset()
     assert w.calls == 0 and w.unwaited() == 0
     sync = lab.Workload(0.01, spikes=(1,))
@@ -81,10 +84,126 @@ def test_the_method_check_needs_a_warm_up_and_every_result_waited_for():
         gc.block(outs[-1])
         return (time.perf_counter() - start) / repeat
 
+    def never_waits(fn, *args, repeat=5):
+        fn(*args)
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fn(*args)
+        return (time.perf_counter() - start) / repeat
+
     with pytest.raises(CheckFailure, match="warm-up"):
         lab._timing_method(no_warmup, hidden=False)
     with pytest.raises(CheckFailure, match="never waited"):
-        lab._timing_method(waits_for_the_last_only, hidden=False)
+        lab._timing_method(never_waits, hidden=False)
+    # the work runs in order, one call after another: waiting for the last result of a batch waits for all of it,
+    # so the method check accepts it (the value check judges the statistic: a batch's mean is not a median)
+    assert "every result waited for" in lab._timing_method(waits_for_the_last_only, hidden=False)
+
+
+# Correct timers a student may write, as notebook cells with their own globals: each must get full marks.
+CORRECT_TIMERS = {
+    "timeit.repeat with its default timer, median": """
+import timeit
+import numpy as np
+import gpucourse as gc
+def time_call(fn, *args, repeat=5):
+    gc.block(fn(*args))
+    return float(np.median(timeit.repeat(lambda: gc.block(fn(*args)), number=1, repeat=repeat)))
+""",
+    "from time import perf_counter at the top of the cell": """
+from time import perf_counter
+import statistics
+import jax
+def time_call(fn, *args, repeat=5):
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeat):
+        t0 = perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(perf_counter() - t0)
+    return statistics.median(times)
+""",
+    "median of batches of 3 calls, each batch waited for once (its last result)": """
+import time
+import numpy as np
+import gpucourse as gc
+def time_call(fn, *args, repeat=5):
+    gc.block(fn(*args))
+    batches = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        outs = [fn(*args) for _ in range(3)]
+        gc.block(outs[-1])
+        batches.append((time.perf_counter() - t0) / 3)
+    return float(np.median(batches))
+""",
+    "median of batches, blocking on the list of all results": """
+import time
+import numpy as np
+import jax
+def time_call(fn, *args, repeat=5):
+    jax.block_until_ready(fn(*args))
+    batches = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready([fn(*args) for _ in range(2)])
+        batches.append((time.perf_counter() - t0) / 2)
+    return float(np.median(batches))
+""",
+}
+
+
+@pytest.mark.parametrize("method", sorted(CORRECT_TIMERS))
+def test_every_correct_timing_method_gets_full_marks(method):
+    namespace = {}
+    exec(compile(CORRECT_TIMERS[method], "<student cell>", "exec"), namespace)
+    fn = namespace["time_call"]
+    TIME_CALL.check(fn)
+    TIME_CALL.check(fn, hidden=True)
+
+
+# Wrong timers, as notebook cells: each must lose marks, with a message that names its mistake.
+WRONG_TIMERS = {
+    "batches of 3 calls, waits for the FIRST result only": ("""
+import time
+import numpy as np
+import gpucourse as gc
+def time_call(fn, *args, repeat=5):
+    gc.block(fn(*args))
+    batches = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        outs = [fn(*args) for _ in range(3)]
+        gc.block(outs[0])
+        batches.append((time.perf_counter() - t0) / 3)
+    return float(np.median(batches))
+""", "wait for the result|never waited"),
+    "timeit.repeat without waiting": ("""
+import timeit
+import numpy as np
+def time_call(fn, *args, repeat=5):
+    fn(*args)
+    return float(np.median(timeit.repeat(lambda: fn(*args), number=1, repeat=repeat)))
+""", "wait for the result|never waited"),
+    "one batch including the first (compiling) call": ("""
+import time
+import jax
+def time_call(fn, *args, repeat=5):
+    t0 = time.perf_counter()
+    jax.block_until_ready([fn(*args) for _ in range(repeat)])
+    return (time.perf_counter() - t0) / repeat
+""", "compilation|warm-up"),
+}
+
+
+@pytest.mark.parametrize("method", sorted(WRONG_TIMERS))
+def test_every_wrong_timing_method_loses_marks(method):
+    source, why = WRONG_TIMERS[method]
+    namespace = {}
+    exec(compile(source, "<student cell>", "exec"), namespace)
+    with pytest.raises(CheckFailure, match=why):
+        TIME_CALL.check(namespace["time_call"])
+        TIME_CALL.check(namespace["time_call"], hidden=True)
 
 
 def test_gc_measure_is_locked_while_the_students_timer_runs():

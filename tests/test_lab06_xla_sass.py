@@ -36,6 +36,26 @@ def _rows_on_x(x, w, b, out):  # right values, but the lanes of a warp take diff
             out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
 
 
+@cuda.jit
+def _one_row_of_threads_loops(x, w, b, out):  # coalesced and one pass, but one warp-row of threads does every row
+    j = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if cuda.blockIdx.y == 0 and cuda.threadIdx.y == 0 and j < out.shape[1]:
+        for i in range(out.shape[0]):
+            out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+
+
+def test_a_kernel_whose_threads_loop_over_rows_is_not_one_thread_per_element():
+    case = lab.KERNEL.visible[0]
+    grid, block, args, _ = lab._kernel_launch(case)
+    r = gc.simt.run(_one_row_of_threads_loops, grid, block, *args)
+    assert np.allclose(args[3], lab.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
+    assert r.sectors_per_request(list(r.arrays)[0]) <= lab.MAX_SECTORS  # ... coalesced, one pass ...
+    with pytest.raises(CheckFailure, match="one thread per element"):  # ... but not one thread per element
+        lab.KERNEL.check(_one_row_of_threads_loops)
+    with pytest.raises(CheckFailure, match="one thread per element"):
+        lab.KERNEL.check(_one_row_of_threads_loops, hidden=True)
+
+
 def test_fused_kernel_passes_and_its_traffic_equals_xlas():
     case = lab.KERNEL.visible[0]
     grid, block, args, _ = lab._kernel_launch(case)
@@ -127,3 +147,277 @@ def test_the_virtual_clock_is_removed_afterwards():
 def test_sass_counts_cases_include_the_sm90a_target():
     assert ("sm_90a" in {c.args[1] for c in lab.SASS_COUNTS.visible}
             and "sm_90a" in {c.args[1] for c in lab.SASS_COUNTS.hidden_cases()})
+
+
+# Correct timing methods that a student may write, as notebook cells (their own globals): each must get full marks.
+CORRECT_TIMERS = {
+    "one call at a time, best": """
+import time, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            runs.append(time.perf_counter() - t0)
+        return min(runs)
+    return best(slow), best(fast)
+""",
+    # N calls queued, one synchronization on the last result, divided by N; best of 3 batches
+    "batch of N, sync once, divide by N": """
+import time, jax
+def measure_times(slow, fast, *args, n=8):
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))
+        batches = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                out = fn(*args)
+            jax.block_until_ready(out)
+            batches.append((time.perf_counter() - t0) / n)
+        return min(batches)
+    return per_call(slow), per_call(fast)
+""",
+    "batch of N, block on the list of all results": """
+import time, jax
+def measure_times(slow, fast, *args):
+    def per_call(fn, n=6):
+        jax.block_until_ready(fn(*args))
+        batches = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            jax.block_until_ready([fn(*args) for _ in range(n)])
+            batches.append((time.perf_counter() - t0) / n)
+        return min(batches)
+    return per_call(slow), per_call(fast)
+""",
+    "timeit.repeat with its default timer": """
+import timeit, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        return min(timeit.repeat(lambda: jax.block_until_ready(fn(*args)), number=1, repeat=5))
+    return best(slow), best(fast)
+""",
+    "timeit.Timer(...).timeit(number=N)": """
+from timeit import Timer
+import jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        t = Timer(lambda: jax.block_until_ready(fn(*args)))
+        return min(t.timeit(number=2) / 2 for _ in range(3))
+    return best(slow), best(fast)
+""",
+    "from time import perf_counter at the top of the cell, median": """
+from time import perf_counter
+import statistics, jax
+def measure_times(slow, fast, *args):
+    def med(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(5):
+            t0 = perf_counter()
+            jax.block_until_ready(fn(*args))
+            runs.append(perf_counter() - t0)
+        return statistics.median(runs)
+    return med(slow), med(fast)
+""",
+    "perf_counter_ns bound as a default argument": """
+import time, jax
+def measure_times(slow, fast, *args, clock=time.perf_counter_ns):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(4):
+            t0 = clock()
+            jax.block_until_ready(fn(*args))
+            runs.append((clock() - t0) / 1e9)
+        return min(runs)
+    return best(slow), best(fast)
+""",
+}
+
+
+def _cell(source):
+    namespace = {}
+    exec(compile(source, "<student cell>", "exec"), namespace)
+    return namespace["measure_times"]
+
+
+@pytest.mark.parametrize("method", sorted(CORRECT_TIMERS))
+def test_every_correct_timing_method_gets_full_marks(method):
+    fn = _cell(CORRECT_TIMERS[method])
+    lab.MEASURE.check(fn)
+    lab.MEASURE.check(fn, hidden=True)
+    for seed in range(4):  # other students' hidden cases too
+        for case in lab.MEASURE.hidden_cases(seed):
+            slow, fast, a = case.args
+            slow.calls = fast.calls = 0
+            clock = slow.clock
+            clock.now, clock.busy_until, clock.reads = 1000.0, 0.0, 0
+            with clock.installed(fn):
+                t_slow, t_fast = fn(slow, fast, a)
+            assert t_slow == pytest.approx(slow.seconds, rel=0.1) and t_fast == pytest.approx(fast.seconds, rel=0.1)
+
+
+def test_the_queue_runs_calls_in_order_one_after_another():
+    slow, fast, a = lab._workloads(0.04, 0.02)
+    clock = slow.clock
+    first = slow(a)
+    assert first.done_at == pytest.approx(1000.0 + 0.3 + 10e-6 + 0.04)  # compile on the host, dispatch, 40 ms of work
+    fast(a).block_until_ready()  # warm fast up too: the queue is empty again
+    outs = [slow(a) for _ in range(3)] + [fast(a)]
+    assert outs[0].done_at == pytest.approx(clock.now - 3 * 10e-6 + 10e-6 + 0.04)
+    assert outs[1].done_at == pytest.approx(outs[0].done_at + 0.04)  # the second starts when the first ends
+    assert outs[3].done_at == pytest.approx(outs[2].done_at + 0.02)  # fast's work waits for slow's
+    outs[-1].block_until_ready()
+    assert clock.now == pytest.approx(outs[-1].done_at)
+
+
+def test_a_clock_the_checker_cannot_replace_is_named_not_blamed_on_synchronization():
+    fn = _cell("""
+import time, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(4):
+            t0 = time.process_time()
+            jax.block_until_ready(fn(*args))
+            runs.append(time.process_time() - t0)
+        return min(runs)
+    return best(slow), best(fast)
+""")
+    with pytest.raises(CheckFailure, match="read no clock the checker can replace") as info:
+        lab.MEASURE.check(fn)
+    assert "block_until_ready" not in str(info.value)
+
+
+def test_the_clock_swaps_are_undone():
+    import time
+    import timeit
+
+    fn = _cell(CORRECT_TIMERS["from time import perf_counter at the top of the cell, median"])
+    before = (time.perf_counter, time.monotonic_ns, timeit.default_timer, timeit.repeat.__defaults__,
+              timeit.Timer.__init__.__defaults__, fn.__globals__["perf_counter"])
+    lab.MEASURE.check(fn)
+    after = (time.perf_counter, time.monotonic_ns, timeit.default_timer, timeit.repeat.__defaults__,
+             timeit.Timer.__init__.__defaults__, fn.__globals__["perf_counter"])
+    assert all(x is y for x, y in zip(before, after))
+
+
+# Wrong timing methods, as notebook cells: each must fail, with a message that names its mistake.
+WRONG_TIMERS = {
+    "batch of N, never synchronized": ("""
+import time, jax
+def measure_times(slow, fast, *args, n=8):
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        return (time.perf_counter() - t0) / n
+    return per_call(slow), per_call(fast)
+""", "block_until_ready"),
+    "batch of N, waits for the FIRST result only": ("""
+import time, jax
+def measure_times(slow, fast, *args, n=8):
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))
+        best = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            outs = [fn(*args) for _ in range(n)]
+            jax.block_until_ready(outs[0])
+            best.append((time.perf_counter() - t0) / n)
+        return min(best)
+    return per_call(slow), per_call(fast)
+""", "far too short"),
+    "timeit.repeat without synchronization": ("""
+import timeit, jax
+def measure_times(slow, fast, *args):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        return min(timeit.repeat(lambda: fn(*args), number=1, repeat=5))
+    return best(slow), best(fast)
+""", "enqueue"),
+    "compile time included (no warm-up, batch of N)": ("""
+import time, jax
+def measure_times(slow, fast, *args, n=4):
+    def per_call(fn):
+        t0 = time.perf_counter()
+        jax.block_until_ready([fn(*args) for _ in range(n)])
+        return (time.perf_counter() - t0) / n
+    return per_call(slow), per_call(fast)
+""", "first call"),
+    "mean of 5 runs (a load spike pulls it up)": ("""
+from time import perf_counter
+import statistics, jax
+def measure_times(slow, fast, *args):
+    def mean(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(5):
+            t0 = perf_counter()
+            jax.block_until_ready(fn(*args))
+            runs.append(perf_counter() - t0)
+        return statistics.mean(runs)
+    return mean(slow), mean(fast)
+""", "slow run"),
+}
+
+
+@pytest.mark.parametrize("method", sorted(WRONG_TIMERS))
+def test_every_wrong_timing_method_fails_and_is_named(method):
+    source, why = WRONG_TIMERS[method]
+    fn = _cell(source)
+    with pytest.raises(CheckFailure, match=why):
+        lab.MEASURE.check(fn)  # visible first: a mistake that only a spike reveals fails on the hidden cases
+        lab.MEASURE.check(fn, hidden=True)
+
+
+def test_breaking_op_cases_tell_the_first_breaker_from_the_last():
+    def last(hlo):
+        return [op for op in lab.entry_ops(hlo) if op not in lab.BOOKKEEPING][-1]
+
+    visible = [c.args[0] for c in lab.BREAKING_OP.visible]
+    assert any(lab.breaking_op(h) != last(h) for h in visible)
+    for seed in range(3):
+        hidden = [c.args[0] for c in lab.BREAKING_OP.hidden_cases(seed)]
+        assert sum(lab.breaking_op(h) != last(h) for h in hidden) >= 2
+    lab.BREAKING_OP.check(lab.breaking_op, hidden=True)
+    with pytest.raises(CheckFailure, match="expected"):
+        lab.BREAKING_OP.check(last)
+
+
+def test_count_opcode_cases_hold_opcodes_that_begin_with_the_one_counted():
+    def startswith_count(sass, opcode):
+        import re
+        ops = re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", sass)
+        return sum(op.startswith(opcode) for op in ops)
+
+    for cases in (lab.COUNT_OPCODE.visible, lab.COUNT_OPCODE.hidden_cases(0), lab.COUNT_OPCODE.hidden_cases(1)):
+        assert any(startswith_count(*c.args) != lab.count_opcode(*c.args) for c in cases)
+    queried = {c.args[1] for c in lab.COUNT_OPCODE.hidden_cases(0)}
+    assert {"LDG", "FFMA", "MOV"} <= queried
+    with pytest.raises(CheckFailure):
+        lab.COUNT_OPCODE.check(startswith_count)
+
+    def exact(sass, opcode):  # the base opcode: the name before the first dot
+        import re
+        ops = re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", sass)
+        return sum(op.split(".")[0] == opcode for op in ops)
+
+    lab.COUNT_OPCODE.check(exact, hidden=True)
+
+
+def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
+    from pathlib import Path
+
+    source = next(Path(__file__).parents[1].glob("solutions/lab06*/lab06*.py")).read_text()
+    cell = source[source.index('"grade_id": "on_this_machine"'):].split("# %%", 1)[0]
+    assert "gc.fusion.best_run" in cell and "page_faults(" not in cell  # not the mean faults beside the min time
+    assert "measured / ratio" in cell  # measured/model printed

@@ -124,6 +124,16 @@ def test_wgmma_compiles_to_hgmma_for_sm90a_and_is_refused_for_sm90():
     assert order == ["WARPGROUP", "HGMMA", "WARPGROUP"]
     refusal = toolchain.compile_error(toolchain.WGMMA_CU, "sm_90")
     assert refusal and "wgmma.fence" in refusal and "sm_90" in refusal
+
+
+@needs_toolchain
+def test_wgmma_kernel_fences_the_async_proxy_before_reading_shared_memory():
+    # PTX ISA: an async proxy fence must order prior (generic) writes to shared-memory matrices before a wgmma
+    # reads them; wgmma.fence orders register accesses only. SASS: FENCE.VIEW.ASYNC.S before WARPGROUP.ARRIVE.
+    assert "fence.proxy.async.shared::cta" in toolchain.WGMMA_CU
+    s = toolchain.sass_of(toolchain.WGMMA_CU, arch="sm_90a")
+    order = [i for i in s.instructions if i.startswith(("BAR.SYNC", "FENCE.VIEW.ASYNC", "WARPGROUP", "HGMMA"))]
+    assert order[:3] == ["BAR.SYNC.DEFER_BLOCKING", "FENCE.VIEW.ASYNC.S", "WARPGROUP.ARRIVE"]
     assert toolchain.compile_error(toolchain.ELEMENTWISE_CU, "sm_90") is None
 
 

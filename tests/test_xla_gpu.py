@@ -97,3 +97,29 @@ def test_on_the_gpu_backend_it_compiles_for_this_gpu_autotuned():
         assert r.sass().count("HGMMA") > 0, "an autotuned Triton GEMM on Hopper uses wgmma"
     chain = xla_gpu.compile_for_gpu("lambda x, y, z: jnp.maximum(x * y + z, 0.0)", *(((1 << 24,), "float32"),) * 3)
     assert gc.xla.entry_ops(chain.hlo).count("fusion") == 1 and chain.ptx
+
+
+@needs_plugin
+def test_provenance_names_ptxas_and_says_the_sass_is_the_courses_reassembly(compiled):
+    p = compiled["f32"].provenance()
+    assert "XLA's PTX re-assembled here by ptxas -arch=sm_90a" in p and "not XLA's own cubin" in p
+    assert "release" in p  # ptxas's version line
+
+
+def test_the_gpu_backend_compile_keeps_jaxs_own_cuda_toolchain_and_no_deprecated_device_argument():
+    import inspect
+
+    src = inspect.getsource(xla_gpu._compile_here)
+    assert 'options["xla_gpu_cuda_data_dir"]' not in src and "xla_gpu_cuda_data_dir=" not in src
+    assert "jax.jit(fn).lower" in src and "SingleDeviceSharding(dev)" in src
+
+
+def test_describe_with_a_cuda_plugin_but_no_gpu_does_not_claim_xla_compiles_for_the_gpu(monkeypatch):
+    import gpucourse as gc
+
+    monkeypatch.setattr(xla_gpu, "_cuda_plugin_in_env", lambda: "jax-cuda12-plugin")
+    text = xla_gpu.describe()
+    if gc.get_backend().is_gpu:
+        assert "compiles for the real GPU" in text and "missing" not in text
+    else:
+        assert "no GPU" in text and "compiles for the real GPU" not in text and "missing nothing" not in text

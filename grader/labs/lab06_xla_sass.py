@@ -255,11 +255,27 @@ def broken_chain_hlo(breaker: str, m: int, n: int, seed: int = 0) -> str:
     return jax.jit(lambda x, y: _jnp().tanh(brk(x * y + 1.0) * y - x)).lower(x, y).compile().as_text()
 
 
+def twice_broken_chain_hlo(first: str, second: str, m: int, n: int, seed: int = 0) -> str:
+    """Optimized HLO of tanh(second(first(x·y + 1)·y) − x): a chain split twice, by two different breakers; the
+    answer is ``first``'s opcode, which a function returning the LAST breaker gets wrong."""
+    import jax
+
+    b1, b2 = fusion_breakers()[first], fusion_breakers()[second]
+    rng = np.random.default_rng(seed)
+    x, y = _rand(rng, (m, n)), _rand(rng, (m, n))
+    return jax.jit(lambda x, y: _jnp().tanh(b2(b1(x * y + 1.0) * y) - x)).lower(x, y).compile().as_text()
+
+
 def _breaker_cases(rng: np.random.Generator) -> list[Case]:
     names = list(fusion_breakers())
     order = rng.permutation(len(names))
-    return [Case((broken_chain_hlo(names[int(i)], int(rng.integers(3, 90)), int(rng.integers(3, 90)), int(i)),))
-            for i in order]
+    cases = [Case((broken_chain_hlo(names[int(i)], int(rng.integers(3, 90)), int(rng.integers(3, 90)), int(i)),))
+             for i in order]
+    distinct = [nm for nm in names if nm != "top_k"]  # top_k lowers to a custom-call on CPU: not a distinct opcode
+    for k in range(2):  # two different breakers: "first" is not "last"
+        a, b = (distinct[int(i)] for i in rng.choice(len(distinct), size=2, replace=False))
+        cases.append(Case((twice_broken_chain_hlo(a, b, int(rng.integers(3, 40)), int(rng.integers(3, 40)), k),)))
+    return cases
 
 
 class _Hlo(str):
@@ -299,7 +315,8 @@ BREAKING_OP = Problem(
     """,
     reference=breaking_op,
     visible=[Case((_Hlo(broken_chain_hlo("sort", 6, 10), "tanh(sort(x*y + 1)*y - x), 6×10"),)),
-             Case((_Hlo(broken_chain_hlo("top_k", 5, 7), "tanh((top_k(x*y + 1, 2).sum + x*y + 1)*y - x), 5×7"),))],
+             Case((_Hlo(broken_chain_hlo("top_k", 5, 7), "tanh((top_k(x*y + 1, 2).sum + x*y + 1)*y - x), 5×7"),)),
+             Case((_Hlo(twice_broken_chain_hlo("sort", "fft", 4, 6), "tanh(fft(sort(x*y + 1)*y) - x), 4×6"),))],
     hidden=_tagged,
     compare=_compare_breaker,
 )
@@ -403,6 +420,16 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
                 f"{what}: each warp-wide access of `{name}` touched {sectors:.1f} 32-byte sectors on average "
                 f"(coalesced: at most {MAX_SECTORS:g}). threadIdx.x must walk the columns, the contiguous axis: "
                 "cuda.grid(2) returns (x, y) = (column, row)")
+    per_thread: dict[Any, set] = {}  # elements of `out` each thread wrote (one thread per element)
+    for tid, _step, name, flat, kind in r.accesses:
+        if name == outs and kind == "w":
+            per_thread.setdefault(tid, set()).add(flat)
+    most = max(map(len, per_thread.values()), default=0)
+    if per_thread and (most > 1 or len(per_thread) != x.size):
+        raise CheckFailure(
+            f"{what}: {len(per_thread):,} threads wrote `{outs}`, up to {most:,} elements each; "
+            f"one thread per element means {x.size:,} threads writing one element each — no thread loops over "
+            "rows or columns (a GPU runs the loop's iterations one after another in that thread)")
     t = traffic(r)
     if t[outs]["reads"]:
         raise CheckFailure(
@@ -468,11 +495,16 @@ def count_opcode(sass: str, opcode: str) -> int:
 _OPS_POOL = ["FFMA", "FADD", "FMUL", "HMMA.16816.F32", "HMMA.16816.F32.BF16", "HFMA2", "DFMA", "IMAD", "IMAD.WIDE",
              "FFMA.FTZ", "LDG.E", "STG.E", "FMNMX", "ISETP.GE.AND", "MOV", "HMMA.1688.F32.TF32", "IMMA.16832.S8.S8",
              "HGMMA.64x128x16.F32.BF16", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE", "LDG.E.128.CONSTANT"]
+# opcodes whose name begins with another opcode of the pool: a startswith() count is wrong on them
+PREFIX_PAIRS = {"LDG": ("LDGSTS.E.BYPASS.128", "LDGDEPBAR"), "FFMA": ("FFMA2",), "MOV": ("MOVM.16.MT88",),
+                "HMMA": ("HMMA.16816.F32",), "IMAD": ("IMAD.WIDE.U32",)}
+_OPS_POOL += ["LDGSTS.E.BYPASS.128", "LDGDEPBAR", "FFMA2", "MOVM.16.MT88"]
 _OPERANDS = ["R0, R4, R3, R7", "R16, R4.reuse, R12, RZ", "R2, desc[UR4][R2.64]", "P0, PT, R11, UR4, PT", "R1, 0x4"]
 
 
-def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k") -> str:
-    """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes."""
+def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k", must: tuple[str, ...] = ()) -> str:
+    """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes; every
+    opcode of ``must`` appears at least once (at a random place)."""
     out = [f"//--------------------- .text.{kernel}  --------------------------",
            f"        .section  .text.{kernel},\"ax\",@progbits", f"        .global  {kernel}", f"{kernel}:",
            "        /* FFMA-heavy kernel, HMMA in the epilogue */"]
@@ -480,7 +512,7 @@ def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k")
         if rng.random() < 0.08:
             out.append(f".L_x_{i}:")
         pred = str(rng.choice(["", "", "", "@P0 ", "@!P1 ", "@UP0 "]))
-        op = str(rng.choice(_OPS_POOL))
+        op = must[i] if i < len(must) else str(rng.choice(_OPS_POOL))
         out.append(f"        /*{16 * i:04x}*/                   {pred}{op} {rng.choice(_OPERANDS)} ;")
     out.append(f"        /*{16 * lines:04x}*/                   EXIT ;")
     return "\n".join(out) + "\n"
@@ -502,10 +534,18 @@ def _count_visible() -> list[Case]:
         wg = toolchain.sass_of(WGMMA_CU, arch="sm_90a").text
         return [Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "HMMA")),
                 Case((_Sass(el, "fused_relu, sm_90"), "FFMA")), Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "LDG")),
-                Case((_Sass(wg, "64×8×16 wgmma kernel, sm_90a"), "HGMMA"))]
+                Case((_Sass(wg, "64×8×16 wgmma kernel, sm_90a"), "HGMMA")),
+                _prefix_case(np.random.default_rng(7), "LDG")]
     rng = np.random.default_rng(7)
-    return [Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel"), "synthetic, 30 lines"), "FFMA")),
-            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA"))]
+    return [Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel", ("FFMA2", "FFMA")), "synthetic, 30 lines"), "FFMA")),
+            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA")), _prefix_case(rng, "LDG")]
+
+
+def _prefix_case(rng: np.random.Generator, short: str) -> Case:
+    """Count ``short`` in SASS that also holds opcodes beginning with it (LDG beside LDGSTS and LDGDEPBAR)."""
+    must = (short,) + PREFIX_PAIRS[short]
+    return Case((_Sass(synthetic_sass(rng, int(rng.integers(20, 60)), "k", must), f"synthetic, {short} and "
+                       + ", ".join(p.split(".")[0] for p in PREFIX_PAIRS[short])), short))
 
 
 def _count_hidden(rng: np.random.Generator) -> list[Case]:
@@ -515,6 +555,8 @@ def _count_hidden(rng: np.random.Generator) -> list[Case]:
         text = synthetic_sass(rng, int(rng.integers(20, 120)), name)
         cases.append(Case((_Sass(text, f"synthetic kernel {i}"),
                            str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA", "HGMMA", "WARPGROUP"])))))
+    for short in ("LDG", "FFMA", "MOV"):  # an opcode that is a prefix of another one in the same text
+        cases.append(_prefix_case(rng, short))
     if toolchain.available():
         t = int(rng.integers(3, 12))
         cases.append(Case((_Sass(toolchain.sass_of(unrolled_fma_cu(t)).text, f"Horner, {t} terms, sm_90"), "FFMA")))
@@ -613,45 +655,87 @@ SASS_COUNTS = _ToolchainProblem(
 )
 
 # -- Exercise 8: measure — time two calls the way a GPU (or async JAX) needs ----------------------------------------
-# Graded by method, deterministically: the two functions are stand-ins that run on a virtual clock (time.perf_counter
-# and friends are swapped for it while the student's function runs). A call costs a few microseconds of dispatch and
-# returns at once; the work is done only when block_until_ready() is called on the result (asynchronous dispatch,
-# as JAX and CUDA do); the first call also compiles; one timed run may be hit by a "load spike". The right method —
-# warm up, synchronize, repeat, keep the best or the median — measures exactly the work's duration; each mistake
-# gives a different, recognisable number. (The cell after exercise 9 uses your function on real work.)
+# Graded by method, deterministically: the two functions are stand-ins that run on a virtual clock. A call costs a
+# few microseconds of dispatch and returns at once; its work joins ONE in-order queue (as kernels on a CUDA stream,
+# or computations on a JAX device, run one after another) and is done only when block_until_ready() is called on
+# the result or on a later one; the first call also compiles (on the host); one timed run may be hit by a "load
+# spike". Every correct method — one call at a time, synchronized; a batch of N calls synchronized once and divided
+# by N; timeit — measures exactly the work's duration; each mistake gives a different, recognisable number. (The
+# cell after exercise 9 uses your function on real work.)
 
 import contextlib as _contextlib  # noqa: E402
+import sys as _sys  # noqa: E402
 import time as _time  # noqa: E402
 import timeit as _timeit  # noqa: E402
 
+_CLOCKS = ("perf_counter", "monotonic", "time")  # the wall clocks a timer may read (and their _ns forms)
+
 
 class VirtualClock:
-    """Seconds that advance only when a stand-in workload says so."""
+    """Seconds that advance only when a stand-in workload says so; ``busy_until``: when the one in-order queue of
+    the stand-ins' work drains; ``reads``: how often a timer read this clock."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now, self.busy_until, self.reads = 1000.0, 0.0, 0
+
+    def _reader(self, real: Callable[[], Any], ns: bool) -> Callable[[], Any]:
+        """A stand-in for the clock ``real``: virtual seconds (or nanoseconds) for the student's code; the real
+        clock, uncounted, for the grader's own reads (its time budget runs while the student's function does)."""
+        def read() -> Any:
+            if _sys._getframe(1).f_globals.get("__name__", "").startswith("grader."):
+                return real()
+            self.reads += 1
+            return int(round(self.now * 1e9)) if ns else self.now
+        return read
 
     @_contextlib.contextmanager
-    def installed(self):
-        """Replace the clocks a timer may read (time.perf_counter/monotonic/time and their _ns forms,
-        timeit.default_timer) by this one while the block runs."""
-        names = ("perf_counter", "monotonic", "time")
-        saved = {n: getattr(_time, n) for n in names} | {n + "_ns": getattr(_time, n + "_ns") for n in names}
-        saved_timeit = _timeit.default_timer
+    def installed(self, *functions: Callable[..., Any]):
+        """Replace every clock a timer may read by this one while the block runs: ``time.perf_counter``,
+        ``monotonic``, ``time`` and their ``_ns`` forms; ``timeit.default_timer`` and the ``timer`` that
+        ``timeit.Timer``, ``timeit.timeit`` and ``timeit.repeat`` bound as a default argument; and, in the globals and
+        default arguments of ``functions``, names bound to one of those clocks (``from time import perf_counter``)."""
+        real = {getattr(_time, n): self._reader(getattr(_time, n), False) for n in _CLOCKS} | \
+               {getattr(_time, n + "_ns"): self._reader(getattr(_time, n + "_ns"), True) for n in _CLOCKS}
+        real.setdefault(_timeit.default_timer, self._reader(_timeit.default_timer, False))
+        undo: list[Callable[[], None]] = []
+
+        def swap_attr(owner: Any, name: str, new: Any) -> None:
+            old = getattr(owner, name)
+            setattr(owner, name, new)
+            undo.append(lambda: setattr(owner, name, old))
+
+        def swap_defaults(f: Any, attr: str) -> None:
+            old = getattr(f, attr, None)
+            if isinstance(old, tuple) and any(id(v) in ids for v in old):
+                swap_attr(f, attr, tuple(real[v] if id(v) in ids else v for v in old))
+            elif isinstance(old, dict) and any(id(v) in ids for v in old.values()):
+                swap_attr(f, attr, {k: real[v] if id(v) in ids else v for k, v in old.items()})
+
+        ids = {id(f) for f in real}
         try:
-            for n in names:
-                setattr(_time, n, lambda: self.now)
-                setattr(_time, n + "_ns", lambda: int(self.now * 1e9))
-            _timeit.default_timer = lambda: self.now
+            for f in (_timeit.Timer.__init__, _timeit.timeit, _timeit.repeat):
+                swap_defaults(f, "__defaults__")
+            for name in (*_CLOCKS, *(n + "_ns" for n in _CLOCKS)):
+                swap_attr(_time, name, real[getattr(_time, name)])
+            swap_attr(_timeit, "default_timer", real[_timeit.default_timer])
+            for fn in functions:
+                fn = getattr(fn, "__wrapped__", fn)
+                g = getattr(fn, "__globals__", None)
+                for key, value in list((g or {}).items()):
+                    if id(value) in ids:
+                        g[key] = real[value]
+                        undo.append(lambda g=g, key=key, value=value: g.__setitem__(key, value))
+                swap_defaults(fn, "__defaults__")
+                swap_defaults(fn, "__kwdefaults__")
             yield self
         finally:
-            for n, f in saved.items():
-                setattr(_time, n, f)
-            _timeit.default_timer = saved_timeit
+            for u in reversed(undo):
+                u()
 
 
 class Pending:
-    """The result of an asynchronous call: ready at ``done_at`` on the virtual clock."""
+    """The result of an asynchronous call: ready at ``done_at`` on the virtual clock. Waiting for it also means
+    every call queued before it is done (one in-order queue)."""
 
     def __init__(self, clock: VirtualClock, done_at: float) -> None:
         self.clock, self.done_at = clock, done_at
@@ -660,14 +744,18 @@ class Pending:
         self.clock.now = max(self.clock.now, self.done_at)
         return self
 
+    def __repr__(self) -> str:
+        return "<Pending result: jax.block_until_ready(it) waits for it>"
+
 
 DISPATCH = 10e-6  # seconds a call takes to return (enqueue only)
 
 
 class Workload:
-    """A stand-in for a jitted JAX function: returns at once, its work takes ``seconds``; the first call compiles
+    """A stand-in for a jitted JAX function: returns after ``DISPATCH`` seconds, and its work (``seconds``) runs on
+    the clock's one in-order queue, after everything queued before it; the first call also compiles, on the host
     (``compile_s``); timed run number ``spike`` (1-based, counting after the first call) takes ``spike_factor`` times
-    longer, as when another process takes the CPU."""
+    longer, as when another process takes the machine."""
 
     def __init__(self, name: str, seconds: float, clock: VirtualClock, compile_s: float = 0.3,
                  spike: int | None = None, spike_factor: float = 6.0) -> None:
@@ -676,10 +764,13 @@ class Workload:
 
     def __call__(self, *args: Any) -> Pending:
         self.calls += 1
-        start = self.clock.now + (self.compile_s if self.calls == 1 else 0.0)
+        if self.calls == 1:
+            self.clock.now += self.compile_s  # tracing and compiling block the caller
+        self.clock.now += DISPATCH
         work = self.seconds * (self.spike_factor if self.calls - 1 == self.spike else 1.0)
-        self.clock.now += DISPATCH + (self.compile_s if self.calls == 1 else 0.0)
-        return Pending(self.clock, start + work)
+        start = max(self.clock.now, self.clock.busy_until)  # in order: after the work queued before it
+        self.clock.busy_until = start + work
+        return Pending(self.clock, self.clock.busy_until)
 
     def __repr__(self) -> str:
         return f"<{self.name}: {self.seconds * 1e3:g} ms of work per call, asynchronous, not yet compiled>"
@@ -706,9 +797,11 @@ class _MeasureProblem(Problem):
         cases = self.hidden_cases() if hidden else self.visible
         for case in cases:
             slow, fast, a = case.args
+            clock = slow.clock
             slow.calls = fast.calls = 0
+            clock.now, clock.busy_until, clock.reads = 1000.0, 0.0, 0
             what = case.call_text(self.name)
-            with slow.clock.installed():
+            with clock.installed(fn):
                 try:
                     got = self.call(fn, case)
                 except (NotImplementedError, CheckFailure):
@@ -722,11 +815,18 @@ class _MeasureProblem(Problem):
             if slow.calls < 4 or fast.calls < 4:
                 raise CheckFailure(f"{what}: called slow {slow.calls} and fast {fast.calls} times; call each at "
                                    "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
+            if clock.reads == 0:
+                raise CheckFailure(
+                    f"{what}: your function read no clock the checker can replace, so it cannot grade the times "
+                    "(not your synchronization). Read the wall clock when you time: time.perf_counter(), "
+                    "time.perf_counter_ns(), time.monotonic(), or timeit with its default timer — not "
+                    "time.process_time() (CPU time of this process only) or a clock stored somewhere else")
             for name, t, w in (("t_slow", t_slow, slow), ("t_fast", t_fast, fast)):
                 if abs(t - w.seconds) <= 0.1 * w.seconds:
                     continue
                 hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
-                        "jax.block_until_ready before stopping the clock" if t < 0.2 * w.seconds else
+                        "jax.block_until_ready before stopping the clock (when you time a batch of calls, wait for "
+                        "the last one and divide by the number of calls)" if t < 0.2 * w.seconds else
                         "too long: is the first call (compilation) in your timing, or did one slow run pull a mean "
                         "up? Warm up first, then keep the best (or the median) of several runs")
                 raise CheckFailure(f"{what} → {name}: expected {w.seconds * 1e3:g} ms per call, you measured "
@@ -736,25 +836,35 @@ class _MeasureProblem(Problem):
               "and a robust statistic checked on stand-in workloads with a virtual clock)")
 
 
+def _measure_hidden(rng: np.random.Generator) -> list[Case]:
+    """A spike inside the timed runs, a long compile with close times, a short run list hit early (all drawn)."""
+    ms = lambda lo, hi: float(rng.integers(lo, hi + 1)) / 1e3  # noqa: E731
+    return [Case(_workloads(ms(25, 40), ms(8, 15), spike=int(rng.integers(1, 4)))),
+            Case(_workloads(ms(7, 9), ms(5, 6), compile_s=1.0)),
+            Case(_workloads(ms(200, 300), ms(40, 60), spike=1, spike_factor=3.0))]
+
+
 MEASURE = _MeasureProblem(
     name="measure_times",
     forbid=("gpucourse.timing.measure", "gpucourse.fusion.best_run", "gpucourse.fusion.explain"),
     spec="""
         measure_times(slow, fast, *args) -> (t_slow, t_fast): seconds of work per call of slow(*args) and of
         fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls return BEFORE the work is
-        done (asynchronous dispatch) and the first call compiles. Use time.perf_counter() and:
+        done (asynchronous dispatch): the work runs later, in call order, one call after another; and the first
+        call compiles. Use time.perf_counter() (or timeit) and:
           - warm up: call each function once before timing (the first call compiles);
-          - synchronize: jax.block_until_ready(result) before you stop the clock;
+          - synchronize: jax.block_until_ready(result) before you stop the clock (timing a batch of N calls,
+            waiting for the last result and dividing by N is right too: the work runs in order);
           - repeat: at least 3 timed runs each, and keep the best (or the median): one run may be slowed down
             by another process, and a mean lets it pull your number up.
-        The checker hands you stand-ins that run on a virtual clock (it replaces time.perf_counter and the
-        other clocks while your function runs), so it knows the right answer exactly: within 10 %. The cell
-        after exercise 9 runs your function on real work on this machine.
+        The checker hands you stand-ins that run on a virtual clock (while your function runs it replaces
+        time.perf_counter, perf_counter_ns, monotonic and time, timeit's timer, and such clocks imported into
+        your notebook), so it knows the right answer exactly: within 10 %. The cell after exercise 9 runs your
+        function on real work on this machine.
     """,
     reference=_true_times,
     visible=[Case(_workloads(0.040, 0.020))],
-    hidden=lambda rng: [Case(_workloads(0.030, 0.010, spike=2)), Case(_workloads(0.0075, 0.005, compile_s=1.0)),
-                        Case(_workloads(0.250, 0.050, spike=1, spike_factor=3.0))],
+    hidden=_measure_hidden,
     compare=lambda *a: None,
 )
 
