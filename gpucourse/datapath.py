@@ -78,10 +78,14 @@ BANDWIDTHS: dict[str, tuple[float, str]] = {
 }
 
 # Grace Hopper (GH200) as it shipped: two physical memories joined by a cache-coherent chip-to-chip link, one address
-# space. bytes/s. Source: NVIDIA GH200 Grace Hopper Superchip datasheet and product page (2023/2024): Grace CPU with
-# up to 480 GB LPDDR5X at up to 512 GB/s; Hopper GPU with 96 GB HBM3 at 4 TB/s or 144 GB HBM3e at 4.9 TB/s;
-# NVLink-C2C 900 GB/s total = 450 GB/s each direction. (The 2022 pre-launch figures — 3 TB/s HBM3, 512 GB LPDDR5X
-# at 546 GB/s, NVIDIA's "Grace Hopper Superchip Architecture In-Depth" — are superseded.)
+# space. bytes/s. Source: NVIDIA's GH200 product page and datasheet (https://www.nvidia.com/en-us/data-center/
+# grace-hopper-superchip/, 2024): Grace CPU with up to 480 GB LPDDR5X; Hopper GPU with 96 GB HBM3 at 4 TB/s or, the
+# HBM3e SKU, 144 GB at 4.9 TB/s; NVLink-C2C 900 GB/s total = 450 GB/s each direction. Two figures are nominal, not
+# settled: the LPDDR5X rate (512 GB/s is the datasheet's "up to"; other sources quote ≈ 500 GB/s, and NVIDIA's Grace
+# tuning guide says a superchip's memory bandwidth scales with its memory capacity: docs.nvidia.com/
+# grace-perf-tuning-guide/health-checks.html), and the HBM3e SKU, announced in August 2023 as 141 GB at 5 TB/s
+# (NVIDIA press release, 8 Aug 2023), listed later as 144 GB at 4.9 TB/s. (The 2022 pre-launch figures — 3 TB/s
+# HBM3, 512 GB LPDDR5X at 546 GB/s, NVIDIA's "Grace Hopper Superchip Architecture In-Depth" — are superseded.)
 GRACE_HOPPER: dict[str, float] = {
     "HBM3 (Hopper GPU, 96 GB)": 4000 * GB,
     "HBM3e (Hopper GPU, 144 GB version)": 4900 * GB,

@@ -705,7 +705,8 @@ def measure_launch_on_gpu(n: int = 512, repeat: int = 30) -> LaunchCosts:
     - ``enqueue``: ``n`` launches back to back, host time per call (how fast the host can feed the queue). Each is a
       CuPy ``RawKernel`` call from Python: the figure includes Python's and CuPy's per-call overhead on top of
       CUDA's own launch cost — a C++ ``<<<…>>>`` launch costs the host less.
-    - ``gpu_per_kernel``: ``n`` empty kernels queued behind a spin kernel long enough to hide the host, CUDA events
+    - ``gpu_per_kernel``: ``n`` empty kernels queued behind a spin kernel long enough to hide the host (8× the
+      host's measured time to queue them, at least 5 ms; once more with 32× if the host still fell behind), CUDA events
       around the ``n``: the GPU's own time per launch once it never waits for the host. ``n`` stays well below the
       depth of CUDA's launch queue (about a thousand entries): were the queue to fill, the host would block until
       the spin ended and the events would time the host's enqueue rate instead. ``host_ahead`` records that the
@@ -766,15 +767,20 @@ def measure_launch_on_gpu(n: int = 512, repeat: int = 30) -> LaunchCosts:
         enqueue = (time.perf_counter() - t0) / n
         stream.synchronize()
 
-        hide = max(2.0 * enqueue * n * 1e6, 5_000.0)  # µs of spinning: longer than the host needs to queue n launches
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        spin((1,), (1,), (cp.int64(gpu_cycles(hide)),))
-        a.record(stream)
-        for _ in range(n):
-            empty((1,), (1,), ())
-        host_ahead = not a.done  # the spin is still running: every launch is queued before the GPU needs it
-        b.record(stream)
-        b.synchronize()
+        # µs of spinning: far longer than the host needed to queue n launches (8×: the host may be slowed by other
+        # programs or a page fault while queuing); if it still fell behind, once more with a 4× longer spin
+        for margin in (8.0, 32.0):
+            hide = max(margin * enqueue * n * 1e6, 5_000.0)
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            spin((1,), (1,), (cp.int64(gpu_cycles(hide)),))
+            a.record(stream)
+            for _ in range(n):
+                empty((1,), (1,), ())
+            host_ahead = not a.done  # the spin is still running: every launch is queued before the GPU needs it
+            b.record(stream)
+            b.synchronize()
+            if host_ahead:
+                break
         gpu_per_kernel = cp.cuda.get_elapsed_time(a, b) * 1e-3 / n
 
     capture = cp.cuda.Stream(non_blocking=True)  # capture needs a stream other than the legacy default one

@@ -209,8 +209,9 @@ class Problem:
                            f"{self.check_budget:g} s in all (a graded cell may run at most 60 s); is your function "
                            "much slower than it needs to be, or is there an input where your loop never ends?")
                 else:
-                    msg = (f"{self.name} did not return within {seconds:.3g} s on case {what}; is there an input "
-                           "where your loop never ends?")
+                    msg = (f"{self.name} did not return within {seconds:.3g} s on case {what}; does its work grow "
+                           "much faster with the input than it needs to, or is there an input where your loop "
+                           "never ends?")
                 raise CallTimedOut(msg) from stop
 
     def answer_sites(self) -> list[tuple[Any, str, Any, str]]:

@@ -256,7 +256,8 @@ def test_a_call_that_never_returns_is_stopped_with_the_case(fn):
         _looping_problem(0.5).check(fn)
     assert time.monotonic() - start < 5
     assert str(info.value) == ("square did not return within 0.5 s on case square(3); "
-                               "is there an input where your loop never ends?")
+                               "does its work grow much faster with the input than it needs to, or is there an "
+                               "input where your loop never ends?")
 
 
 def test_the_time_limit_works_outside_the_main_thread():

@@ -93,8 +93,9 @@ def test_a_loop_that_never_ends_is_stopped_within_the_time_limit(failed):
     errors, seconds = failed
     error = errors["min_batch_compute_bound"]
     assert _message(error) == ("CallTimedOut: min_batch_compute_bound did not return within 10 s on case "
-                               "min_batch_compute_bound(128, 128, 'float16', 9.894e+14, 3.35e+12); is there an "
-                               "input where your loop never ends?")
+                               "min_batch_compute_bound(128, 128, 'float16', 9.894e+14, 3.35e+12); does its work "
+                               "grow much faster with the input than it needs to, or is there an input where your "
+                               "loop never ends?")
     assert re.search(r"Your code was running here when it was stopped:\n  Cell In\[\d+\], line [3-6], in "
                      r"min_batch_compute_bound\n", error), error
     assert seconds < 55, f"Validate took {seconds:.0f} s: nbgrader's cell timeout, not the check's limit, ended it"

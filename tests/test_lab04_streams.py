@@ -141,3 +141,69 @@ def test_launches_catch_ties_and_the_missing_busy_regime():
     for case in lab.LAUNCH_TIES:  # the ties are exact: T(N) == 2·work at the N before the answer
         n, makespans = lab.launches_to_dominate(*case.args)
         assert makespans[-2] == 2 * case.args[0]
+
+
+def _trimmed_mean(times):  # drops the fastest and the slowest call
+    return np.mean(sorted(times)[1:-1]) if len(times) > 2 else np.mean(times)
+
+
+def _interquartile_mean(times):
+    lo, hi = np.percentile(times, [25, 75])
+    return np.mean([t for t in times if lo <= t <= hi])
+
+
+def _time_call_including_first(f, x, repeat, clock):  # the median over the compiling call and the timed ones
+    times = []
+    for _ in range(repeat + 1):
+        t0 = clock()
+        f(x).block_until_ready()
+        times.append(clock() - t0)
+    return times[0], float(np.median(times))
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("trimmed mean", _time_call_with(_trimmed_mean)),
+    ("interquartile mean", _time_call_with(_interquartile_mean)),
+    ("second-smallest", _time_call_with(lambda t: sorted(t)[min(1, len(t) - 1)])),
+    ("mode", _time_call_with(lambda t: __import__("statistics").mode(t))),
+    ("median of times[1:]", _time_call_with(lambda t: np.median(t[1:]) if len(t) > 1 else t[0])),
+    ("median including the compiling call", _time_call_including_first),
+])
+def test_time_call_only_the_median_fits(name, fn):
+    """Review r2 finding 2: every timed call has its own factor, two or more spikes, odd repeat counts: statistics
+    that are 'robust like the median' fail, visibly and hidden."""
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="steady state"):
+            lab.TIMING.check(fn, hidden=hidden)
+
+
+def test_spread_factors_are_distinct_with_spikes_and_a_median_off_the_first_call():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        repeat = int(rng.choice([5, 7, 9]))
+        spikes = int(rng.integers(2, (repeat - 1) // 2 + 1))
+        f = lab.spread_factors(rng, repeat, spikes)
+        values = [f[k] for k in range(1, repeat + 1)]
+        assert len(set(values)) == repeat and sum(v >= 3 for v in values) == spikes
+        assert values[0] != np.median(values)
+
+
+def _simulated_launches(work_us, launch_us):
+    """A correct plain event simulation, O(N²): kernel i is queued at i·launch and starts when queued and its
+    predecessor is done; T(N) is when kernel N ends."""
+    makespans = []
+    while not makespans or makespans[-1] <= 2 * work_us:
+        n, fin = len(makespans) + 1, 0.0
+        for i in range(1, n + 1):
+            fin = max(i * launch_us, fin) + work_us / n
+        makespans.append(fin)
+    return len(makespans), makespans
+
+
+def test_launches_a_kernel_by_kernel_simulation_passes_in_time():
+    """Review r2 finding 3: the spec bounds N (≤ 2,000), so an O(N²) simulation of the spec passes every case."""
+    lab.LAUNCHES.check(_simulated_launches)
+    lab.LAUNCHES.check(_simulated_launches, hidden=True)
+    for seed in range(50):
+        for case in lab.LAUNCHES.hidden_cases(seed):
+            assert lab.launches_to_dominate(*case.args)[0] <= lab.MAX_LAUNCHES

@@ -259,9 +259,8 @@ def time_call(f: Callable, x: Any, repeat: int, clock: Callable[[], float]) -> t
 
 def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int,
                  factors: dict[int, float] | None = None) -> FreshCase:
-    """``factors``: call number (1 = the first timed call) -> work multiplier: a load spike (another program took
-    the machine for one call) makes the mean wrong, a lucky fast call makes the minimum wrong; only the median is
-    the typical call."""
+    """``factors``: call number (1 = the first timed call) -> work multiplier: calls on a shared machine differ
+    from one another, and load spikes (another program took the machine) make some calls many times slower."""
     def make() -> tuple:
         q = st.CommandQueue(launch_us=launch_us)
         return (st.SimulatedJit(q, work_us, compile_us, "f", factors=factors), np.ones(4, np.float32), repeat,
@@ -270,24 +269,41 @@ def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: in
     return FreshCase(make)
 
 
+def spread_factors(rng: np.random.Generator, repeat: int, spikes: int) -> dict[int, float]:
+    """A distinct work multiplier for every one of ``repeat`` (odd, >= 5) timed calls: ordinary calls spread over
+    0.75–1.35, ``spikes`` (2 .. (repeat-1)/2) calls 3–8× slower, shuffled, and the first timed call never the
+    median. Then only the median of exactly the ``repeat`` timed calls fits: a trimmed or interquartile mean keeps
+    a spike, the second-smallest or first value, the mode, the median of times[1:] or of the calls with the
+    compiling one all land on another value."""
+    assert repeat >= 5 and repeat % 2 == 1 and 2 <= spikes <= (repeat - 1) // 2
+    ordinary = rng.choice(np.arange(75, 136), size=repeat - spikes, replace=False) / 100
+    values = np.concatenate([ordinary, rng.uniform(3, 8, size=spikes)])
+    rng.shuffle(values)
+    if values[0] == np.median(values):  # a mode that returns the first value would hit the median
+        values[[0, 1]] = values[[1, 0]]
+    return {k + 1: float(v) for k, v in enumerate(values)}
+
+
 def _noisy_timing_cases(rng: np.random.Generator) -> list[FreshCase]:
-    """One spike (×4–10) and one fast call (×0.3–0.7) at random positions among 5–8 timed calls."""
+    """Every timed call with its own work multiplier, two or more load spikes, an odd number of calls."""
     cases = []
-    for _ in range(3):
-        repeat = int(rng.integers(5, 9))
-        spike, fast = (int(k) + 1 for k in rng.choice(repeat, size=2, replace=False))
+    for repeat in (5, 7, 9, int(rng.choice([5, 7, 9]))):
+        spikes = int(rng.integers(2, (repeat - 1) // 2 + 1))
         cases.append(_timing_case(float(rng.integers(20, 2000)), float(rng.integers(100, 50_000)),
-                                  float(rng.integers(2, 20)), repeat,
-                                  {spike: float(rng.uniform(4, 10)), fast: float(rng.uniform(0.3, 0.7))}))
+                                  float(rng.integers(2, 20)), repeat, spread_factors(rng, repeat, spikes)))
     return cases
 
+
+# sorted 0.8, 0.95, 1.0, [1.1], 1.3, 4.0, 6.0: the median is the 4th call, neither the first nor the second-smallest
+TIMING_SPREAD = {1: 1.3, 2: 0.8, 3: 6.0, 4: 1.1, 5: 0.95, 6: 4.0, 7: 1.0}
 
 def _compare_timing(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
     expect_tuple(what, got, "first_seconds, steady_seconds")
     expect_close(f"{what} → first call [s]", got[0], expected[0], rtol=1e-9,
                  hint="time the first call on its own: it includes compiling, and wait for its result")
     expect_close(f"{what} → steady state [s]", got[1], expected[1], rtol=1e-9,
-                 hint="the call returns before the work is done: block_until_ready() before reading the clock")
+                 hint="the call returns before the work is done: block_until_ready() before reading the clock; "
+                      "and the median of exactly the `repeat` timed calls (without the first)")
 
 
 def _real_jax_timing(fn: Callable, hidden: bool) -> str:
@@ -319,17 +335,21 @@ TIMING = Problem(
         .block_until_ready(). clock() returns the time in seconds (time.perf_counter or a virtual clock: use
         the one you are given for every reading).
         first_seconds:  the first call f(x), including waiting for its result (compile + run).
-        steady_seconds: the median of `repeat` more calls, each timed until its result is ready (calls on a
-                        shared machine vary: one may be hit by a load spike, one may be lucky).
+        steady_seconds: the median of `repeat` more calls, each timed until its result is ready (on a shared
+                        machine no two calls take quite the same time).
     """,
     reference=time_call,
     visible=[_timing_case(250.0, 800.0, 4.0, 5), _timing_case(40.0, 300.0, 5.0, 3),
-             _timing_case(100.0, 500.0, 4.0, 5, {2: 8.0, 4: 0.5})],  # a spike and a fast call: only the median fits
+             _timing_case(100.0, 500.0, 4.0, 7, TIMING_SPREAD)],  # only the median of the 7 timed calls fits
     hidden=lambda rng: [
         _timing_case(float(rng.integers(1, 2000)), float(rng.integers(100, 50_000)), float(rng.integers(2, 20)),
                      int(rng.integers(1, 9)))
-        for _ in range(6)
-    ] + _noisy_timing_cases(rng) + [_timing_case(60.0, 900.0, 3.0, 6, {1: 5.0, 6: 0.4})],  # at both ends
+        for _ in range(3)
+    ] + _noisy_timing_cases(rng) + [
+        _timing_case(60.0, 900.0, 3.0, 9, {1: 5.0, 2: 1.2, 3: 0.9, 4: 1.05, 5: 1.0, 6: 0.85, 7: 1.15, 8: 7.0, 9: 0.4}),
+        _timing_case(80.0, 700.0, 3.0, 1, {1: 1.25}),  # one timed call: its time, not the compiling call's
+        _timing_case(80.0, 700.0, 3.0, 2, {1: 0.9, 2: 3.0}),  # two: their mean (the median of two)
+    ],
     compare=_compare_timing,
     after=_real_jax_timing,
 )
@@ -385,6 +405,15 @@ def _launch_report(fn: Callable, hidden: bool) -> str:
 # with work = 1024, N = 16, launch = 124 (1984 + 64 = 2048); and work = 96, N = 4, launch = 42 (168 + 24 = 192)
 LAUNCH_TIES = [Case((1024.0, 124.0)), Case((96.0, 42.0))]
 
+MAX_LAUNCHES = 2000  # the spec's bound on N: a kernel-by-kernel simulation of T(1..N) (O(N²)) stays fast
+
+
+def _launch_case(rng: np.random.Generator) -> Case:
+    """work/launch between 0.3 and 900: N ≈ 2·work/launch stays below MAX_LAUNCHES."""
+    launch = float(np.round(rng.uniform(1, 20), 2))
+    return Case((float(np.round(launch * 10 ** rng.uniform(-0.5, np.log10(900)), 2)), launch))
+
+
 LAUNCHES = Problem(
     name="launches_to_dominate",
     spec="""
@@ -394,11 +423,11 @@ LAUNCHES = Problem(
         soon as it is queued and kernel i−1 has finished. The makespan T(N) is when kernel N finishes.
         N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
         makespans: the list [T(1), T(2), …, T(N)] in µs.
+        On every test case N ≤ 2,000 (so even simulating the N kernels one by one for each N is fast enough).
     """,
     reference=launches_to_dominate,
     visible=[Case((1000.0, 4.0)), Case((30.0, 5.0)), Case((3.0, 4.0)), LAUNCH_TIES[0]],
-    hidden=lambda rng: [Case((float(np.round(10 ** rng.uniform(0.3, 5), 2)), float(np.round(rng.uniform(1, 20), 2))))
-                        for _ in range(7)] + [Case((2.5, 3.0))] + LAUNCH_TIES,
+    hidden=lambda rng: [_launch_case(rng) for _ in range(7)] + [Case((2.5, 3.0))] + LAUNCH_TIES,
     compare=_compare_launches,
     after=_launch_report,
 )

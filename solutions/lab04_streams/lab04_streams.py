@@ -155,8 +155,8 @@ lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 #
 # Two bugs: the call returns as soon as the work is *queued* (the clock stops before the work is done), and the
 # first call also traces and compiles. Write the fixed version. The tests run your function on simulated jitted
-# functions with a virtual clock (exact answers) — where, as on a shared machine, one call may be hit by a load
-# spike and another may run faster than the rest — then once on a real `jax.jit` function with `time.perf_counter`.
+# functions with a virtual clock (exact answers) — where, as on a shared machine, no two calls take quite the same
+# time — then once on a real `jax.jit` function with `time.perf_counter`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()

@@ -130,7 +130,8 @@ def test_a_loop_that_never_ends_is_stopped_with_the_case(page, lab_server, answe
     assert "min_batch_compute_bound" in source
     first = " ".join(line.strip() for line in error.strip().split("\n\n")[0].splitlines())  # the wrapped message
     assert re.match(r"CallTimedOut: min_batch_compute_bound did not return within 10 s on case "
-                    r"min_batch_compute_bound\(.*\); is there an input where your loop never ends\?", first), error
+                    r"min_batch_compute_bound\(.*\); does its work grow much faster with the input than it needs to, or "
+                    r"is there an input where your loop never ends\?", first), error
     # where the loop was when it was stopped: the student's own cell and line (whichever line of the loop it was on)
     assert re.search(r"Your code was running here when it was stopped:\n\s+Cell In\[\d+\], line [3-7], in "
                      r"min_batch_compute_bound\n", error), error
