@@ -50,8 +50,10 @@ QUIET_S = 1800.0  # … and this long between mutants (setting up a lab, drawing
 
 def run_lab(lab: str, emit: Callable[[dict], None], solutions: str = "auto", include_course: bool = False,
             only: list[str] | None = None, skip: set[str] = frozenset(), mutation: bool = True,
-            coverage: bool = True, families: bool = True, on_start: Callable[[str], None] | None = None) -> None:
-    """Everything about one lab, reported through ``emit`` as JSON-ready events."""
+            coverage: bool = True, families: bool = True, on_start: Callable[[str], None] | None = None,
+            listed_only: bool = False) -> None:
+    """Everything about one lab, reported through ``emit`` as JSON-ready events (``listed_only``: of the mutants,
+    only those listed in ``grader/equivalent_mutants.toml``)."""
     import importlib
 
     from .strength.equivalents import Equivalents
@@ -69,13 +71,13 @@ def run_lab(lab: str, emit: Callable[[dict], None], solutions: str = "auto", inc
     equivalents = Equivalents.load()
     with compile_cache():
         _run_problems(lab, module, book, equivalents, emit, solutions, include_course, only, skip, mutation,
-                      coverage, families, on_start)
+                      coverage, families, on_start, listed_only)
     emit({"event": "done", "seconds": time.perf_counter() - t0})
 
 
 def _run_problems(lab: str, module: Any, book: Any, equivalents: Any, emit: Callable[[dict], None], solutions: str,
                   include_course: bool, only: list[str] | None, skip: set[str], mutation: bool, coverage: bool,
-                  families: bool, on_start: Callable[[str], None] | None) -> None:
+                  families: bool, on_start: Callable[[str], None] | None, listed_only: bool = False) -> None:
     from .strength import branches
     from .strength import families as fam
     from .strength.runner import quiet, run_problem
@@ -91,7 +93,8 @@ def _run_problems(lab: str, module: Any, book: Any, equivalents: Any, emit: Call
             try:
                 run = run_problem(problem, lab, module, book, equivalents, solutions, include_course, skip,
                                   on_start=on_start or (lambda key: emit({"event": "start", "key": key})),
-                                  on_result=lambda r: emit({"event": "mutant", **r.to_json()}))
+                                  on_result=lambda r: emit({"event": "mutant", **r.to_json()}),
+                                  listed_only=listed_only)
                 emit({"event": "problem", "problem": name, "modes": run.modes, "notes": run.notes,
                       "broken": run.broken, "baseline_s": run.baseline_s})
             except Exception as exc:  # noqa: BLE001 - one problem's failure is reported, the lab goes on
@@ -152,7 +155,7 @@ def _worker(args: argparse.Namespace) -> int:
     sys.stdout = sys.stderr  # anything a lab prints must not interleave with the events
     try:
         run_lab(args.worker, emit, args.solutions, args.include_course, args.only, skip, not args.no_mutation,
-                not args.no_coverage, not args.no_families, on_start)
+                not args.no_coverage, not args.no_families, on_start, args.listed_only)
     finally:
         sys.stdout = real_stdout
     return 0
@@ -162,8 +165,10 @@ def _worker(args: argparse.Namespace) -> int:
 
 def lab_report(lab: str, solutions: str = "auto", include_course: bool = False, only: list[str] | None = None,
                mutation: bool = True, coverage: bool = True, families: bool = True, stall_s: float = STALL_S,
-               progress: Callable[[str], None] | None = None, seed: int | None = None) -> LabReport:
-    """Run one lab's worker (restarting it past a stuck mutant) and assemble its report."""
+               progress: Callable[[str], None] | None = None, seed: int | None = None,
+               listed_only: bool = False) -> LabReport:
+    """Run one lab's worker (restarting it past a stuck mutant) and assemble its report (``listed_only``: judge
+    only the mutants listed as equivalent — whether the equivalents file is in step, in seconds, not minutes)."""
     report = LabReport(lab)
     done: set[str] = set()
     t0 = time.perf_counter()
@@ -175,6 +180,7 @@ def lab_report(lab: str, solutions: str = "auto", include_course: bool = False, 
                    "--solutions", solutions, "--skip", str(skip)]
             cmd += ["--include-course"] if include_course else []
             cmd += ["--seed", str(seed)] if seed is not None else []
+            cmd += ["--listed-only"] if listed_only else []
             cmd += [a for name in only or [] for a in ("--only", name)]
             cmd += [flag for flag, on in (("--no-mutation", not mutation), ("--no-coverage", not coverage),
                                           ("--no-families", not families)) if on]
@@ -267,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-families", action="store_true")
     parser.add_argument("--seed", type=int, help="draw the hidden cases as for another student (default: the "
                         "public seed of Validate and CI)")
+    parser.add_argument("--listed-only", action="store_true",
+                        help="judge only the mutants listed in grader/equivalent_mutants.toml (is the file in step?)")
     parser.add_argument("--stall", type=float, default=STALL_S, help="seconds of silence before a worker is restarted")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--events", help=argparse.SUPPRESS)
@@ -283,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     done = reports(labs, args.jobs, solutions=args.solutions, include_course=args.include_course, only=args.only,
                    mutation=not args.no_mutation, coverage=not args.no_coverage, families=not args.no_families,
-                   stall_s=args.stall, seed=args.seed)
+                   stall_s=args.stall, seed=args.seed, listed_only=args.listed_only)
     for r in done:
         print(r.render(args.verbose) + "\n", flush=True)
     if not args.no_mutation:
