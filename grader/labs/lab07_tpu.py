@@ -131,12 +131,14 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
 
 def _systolic_cases(rng: np.random.Generator) -> list[Case]:
     """Arrays of every class (one PE, one row, one column, square, wide, tall), each with a stream of M rows
-    shorter than, as long as and longer than the array is tall, and of one row; A and W without zeros (a zero
+    shorter than (by 2 or more), as long as and longer than the array is tall, and of one row; A and W without zeros (a zero
     would hide what enters outside the schedule)."""
     cases = []
     one, row, column, square, wide, tall = _array_shapes(rng)
+    # M: longer than, as long as, shorter than K; the tall array's stream ends 2+ rows before the array's height, so
+    # at the first cycles some rows would read A[m] with m < −M (an unmasked index raises there)
     streams = [(one, int(rng.integers(2, 10))), (row, int(rng.integers(2, 10))), (column, column[0] + 2),
-               (square, square[0]), (wide, 1), (tall, tall[0] - 1)]  # M: longer than, as long as, shorter than K
+               (square, square[0]), (wide, 1), (tall, tall[0] - 2)]
     for (K, N), M in streams:
         W = rng.choice([-1.0, 1.0], size=(K, N)) * rng.uniform(0.5, 2.0, size=(K, N))
         A = rng.choice([-1.0, 1.0], size=(M, K)) * rng.integers(1, 5, size=(M, K))
@@ -229,7 +231,10 @@ def _rand32(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
 def _pallas_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for bm, bn, bk in ((16, 8, 8), (8, 16, 4)):
-        m, n, k = bm * int(rng.integers(1, 4)), bn * int(rng.integers(1, 4)), bk * int(rng.integers(2, 5))
+        while True:  # x and y non-square, deliberately: m, k or k, n read the wrong way round shows only there
+            m, n, k = bm * int(rng.integers(1, 4)), bn * int(rng.integers(1, 4)), bk * int(rng.integers(2, 5))
+            if m != k and k != n:
+                break
         cases.append(Case((_rand32(rng, (m, k)), _rand32(rng, (k, n)), bm, bn, bk)))
     return cases
 
