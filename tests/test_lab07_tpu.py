@@ -221,7 +221,8 @@ def test_reference_agrees_with_the_message_level_simulation():
 @pytest.mark.parametrize("seed", range(20))
 def test_hidden_cases_hold_every_boundary_family_for_any_student(seed):
     """Per-student seeds vary the cases, never the families (issue 13): every array class, a stream 2+ rows shorter
-    than the array, non-square Pallas operands, one configuration of every sharding class, a tie on the torus."""
+    than the array, non-square Pallas operands, one configuration of every sharding class, and on the torus a tie
+    and a one-hop wraparound."""
     rng = np.random.default_rng(seed)
     shapes = [c.args[1].shape for c in lab._systolic_cases(rng)]  # W: (K, N)
     assert {(K == 1, N == 1, K == N, K > N) for K, N in shapes} >= {
@@ -236,3 +237,4 @@ def test_hidden_cases_hold_every_boundary_family_for_any_student(seed):
     assert classes == {lab.sharding_class(f) for f in lab.sharding_family()}
     hops = [c.args for c in lab._slice_cases(np.random.default_rng(seed))]
     assert any(2 * abs(x - y) == d for a, b, dims, _ in hops for x, y, d in zip(a, b, dims) if x != y)
+    assert {0, 1} <= {lab._hops_reference(*args) for args in hops}  # the same chip; one hop over the wraparound

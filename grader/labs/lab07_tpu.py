@@ -424,7 +424,8 @@ def _slice_cases(rng: np.random.Generator) -> list[Case]:
     """Google's listed slices (v4: its topology rule; none of the v4 shapes its v4 page and the scaling book judge
     differently), whole-cube and smaller v4/v5p slices, full-axis and shorter v5e/v6e axes; on every shape a pair at
     the ends of the axes (where the wraparound is shorter) and a pair anywhere; on each chip's first shape a pair
-    half an axis apart (a tie: both ways round are equally long) and a chip to itself; and the hypothetical non-cube
+    half an axis apart (a tie: both ways round are equally long), a chip to itself, and the two ends of an axis (one
+    hop over the wraparound); and the hypothetical non-cube
     v5p slices end to end."""
     shapes = {"TPU v4": [(4, 4, 8), (4, 8, 8), (8, 8, 16), (2, 2, 4), (2, 4, 4), (2, 2, 1)],
               "TPU v5p": [(4, 4, 4), (4, 8, 8), (16, 16, 24), (2, 2, 2), (2, 4, 4)],
@@ -439,7 +440,9 @@ def _slice_cases(rng: np.random.Generator) -> list[Case]:
             if i == 0:
                 axis = int(rng.integers(len(dims)))
                 half = tuple((x + d // 2) % d if j == axis else x for j, (x, d) in enumerate(zip(anywhere, dims)))
-                pairs += [(anywhere, half), (anywhere, anywhere)]
+                first = tuple(0 if j == axis else x for j, x in enumerate(anywhere))
+                last = tuple(dims[axis] - 1 if j == axis else x for j, x in enumerate(anywhere))
+                pairs += [(anywhere, half), (anywhere, anywhere), (last, first)]  # last → first: one wraparound hop
             cases += [Case((a, b, dims, chip)) for a, b in pairs]
     for chip, dims in sorted(HYPOTHETICAL):  # corner to corner: every axis's wraparound would matter
         cases.append(Case((tuple(0 for _ in dims), tuple(d - 1 for d in dims), dims, chip)))
