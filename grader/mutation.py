@@ -6,6 +6,7 @@
     python -m grader.mutation --solutions all         # also mutate every notebook solution through Problem.check
     python -m grader.mutation --include-course        # also mutate the gpucourse code a reference delegates to
     python -m grader.mutation --json report.json      # everything, machine-readable
+    python -m grader.mutation lab07_tpu --seed 3      # hidden cases drawn as for another student (seed 3)
 
 Each lab runs in its own worker process (``--worker``): the lab's setup cell runs first, as in a student's kernel
 (lab 7 needs JAX's 8 CPU devices before JAX is imported), a mutant that hangs cannot take the other labs with it,
@@ -15,6 +16,11 @@ restarted after the mutant it was stuck on, which counts as timed out.
 What is mutated, how a mutant is judged, and what the three measures mean: see :mod:`grader.strength`.
 The mutation score of a lab = mutants killed (time-outs included) / mutants not listed as equivalent in
 ``grader/equivalent_mutants.toml``.
+
+Hidden cases differ per student (the grading command seeds each problem from the instructor's secret); without
+``--seed`` they are drawn with the public seed that Validate and CI use. ``--seed N`` draws them as the grading
+command would for some other student, so a score that holds only for the public seed (a boundary case left to
+chance) shows up.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -43,8 +50,10 @@ QUIET_S = 1800.0  # … and this long between mutants (setting up a lab, drawing
 
 def run_lab(lab: str, emit: Callable[[dict], None], solutions: str = "auto", include_course: bool = False,
             only: list[str] | None = None, skip: set[str] = frozenset(), mutation: bool = True,
-            coverage: bool = True, families: bool = True, on_start: Callable[[str], None] | None = None) -> None:
-    """Everything about one lab, reported through ``emit`` as JSON-ready events."""
+            coverage: bool = True, families: bool = True, on_start: Callable[[str], None] | None = None,
+            listed_only: bool = False) -> None:
+    """Everything about one lab, reported through ``emit`` as JSON-ready events (``listed_only``: of the mutants,
+    only those listed in ``grader/equivalent_mutants.toml``)."""
     import importlib
 
     from .strength.equivalents import Equivalents
@@ -62,13 +71,13 @@ def run_lab(lab: str, emit: Callable[[dict], None], solutions: str = "auto", inc
     equivalents = Equivalents.load()
     with compile_cache():
         _run_problems(lab, module, book, equivalents, emit, solutions, include_course, only, skip, mutation,
-                      coverage, families, on_start)
+                      coverage, families, on_start, listed_only)
     emit({"event": "done", "seconds": time.perf_counter() - t0})
 
 
 def _run_problems(lab: str, module: Any, book: Any, equivalents: Any, emit: Callable[[dict], None], solutions: str,
                   include_course: bool, only: list[str] | None, skip: set[str], mutation: bool, coverage: bool,
-                  families: bool, on_start: Callable[[str], None] | None) -> None:
+                  families: bool, on_start: Callable[[str], None] | None, listed_only: bool = False) -> None:
     from .strength import branches
     from .strength import families as fam
     from .strength.runner import quiet, run_problem
@@ -84,7 +93,8 @@ def _run_problems(lab: str, module: Any, book: Any, equivalents: Any, emit: Call
             try:
                 run = run_problem(problem, lab, module, book, equivalents, solutions, include_course, skip,
                                   on_start=on_start or (lambda key: emit({"event": "start", "key": key})),
-                                  on_result=lambda r: emit({"event": "mutant", **r.to_json()}))
+                                  on_result=lambda r: emit({"event": "mutant", **r.to_json()}),
+                                  listed_only=listed_only)
                 emit({"event": "problem", "problem": name, "modes": run.modes, "notes": run.notes,
                       "broken": run.broken, "baseline_s": run.baseline_s})
             except Exception as exc:  # noqa: BLE001 - one problem's failure is reported, the lab goes on
@@ -110,7 +120,22 @@ def _run_problems(lab: str, module: Any, book: Any, equivalents: Any, emit: Call
         emit({"event": "stale", "entries": [e.__dict__ for e in equivalents.stale([lab])]})
 
 
+class _SeedsOfAnotherStudent:
+    """Stands in for the grading command's per-student seeds (``grader.seeding``): one seed per problem, derived
+    from ``seed`` and the problem's name, as an HMAC-derived seed is from the secret and the student."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def get(self, problem: str) -> int:
+        return zlib.crc32(f"{self.seed}:{problem}".encode())
+
+
 def _worker(args: argparse.Namespace) -> int:
+    if args.seed is not None:
+        from . import seeding
+
+        seeding._SEEDS = _SeedsOfAnotherStudent(args.seed)  # noqa: SLF001 - what installed_seed() reads
     out = open(args.events, "a", encoding="utf-8") if args.events else sys.stdout  # noqa: SIM115
 
     def emit(event: dict) -> None:
@@ -130,7 +155,7 @@ def _worker(args: argparse.Namespace) -> int:
     sys.stdout = sys.stderr  # anything a lab prints must not interleave with the events
     try:
         run_lab(args.worker, emit, args.solutions, args.include_course, args.only, skip, not args.no_mutation,
-                not args.no_coverage, not args.no_families, on_start)
+                not args.no_coverage, not args.no_families, on_start, args.listed_only)
     finally:
         sys.stdout = real_stdout
     return 0
@@ -140,8 +165,10 @@ def _worker(args: argparse.Namespace) -> int:
 
 def lab_report(lab: str, solutions: str = "auto", include_course: bool = False, only: list[str] | None = None,
                mutation: bool = True, coverage: bool = True, families: bool = True, stall_s: float = STALL_S,
-               progress: Callable[[str], None] | None = None) -> LabReport:
-    """Run one lab's worker (restarting it past a stuck mutant) and assemble its report."""
+               progress: Callable[[str], None] | None = None, seed: int | None = None,
+               listed_only: bool = False) -> LabReport:
+    """Run one lab's worker (restarting it past a stuck mutant) and assemble its report (``listed_only``: judge
+    only the mutants listed as equivalent — whether the equivalents file is in step, in seconds, not minutes)."""
     report = LabReport(lab)
     done: set[str] = set()
     t0 = time.perf_counter()
@@ -152,6 +179,8 @@ def lab_report(lab: str, solutions: str = "auto", include_course: bool = False, 
             cmd = [sys.executable, "-m", "grader.mutation", "--worker", lab, "--events", str(events),
                    "--solutions", solutions, "--skip", str(skip)]
             cmd += ["--include-course"] if include_course else []
+            cmd += ["--seed", str(seed)] if seed is not None else []
+            cmd += ["--listed-only"] if listed_only else []
             cmd += [a for name in only or [] for a in ("--only", name)]
             cmd += [flag for flag, on in (("--no-mutation", not mutation), ("--no-coverage", not coverage),
                                           ("--no-families", not families)) if on]
@@ -242,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-mutation", action="store_true", help="coverage and families only")
     parser.add_argument("--no-coverage", action="store_true")
     parser.add_argument("--no-families", action="store_true")
+    parser.add_argument("--seed", type=int, help="draw the hidden cases as for another student (default: the "
+                        "public seed of Validate and CI)")
+    parser.add_argument("--listed-only", action="store_true",
+                        help="judge only the mutants listed in grader/equivalent_mutants.toml (is the file in step?)")
     parser.add_argument("--stall", type=float, default=STALL_S, help="seconds of silence before a worker is restarted")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--events", help=argparse.SUPPRESS)
@@ -258,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     done = reports(labs, args.jobs, solutions=args.solutions, include_course=args.include_course, only=args.only,
                    mutation=not args.no_mutation, coverage=not args.no_coverage, families=not args.no_families,
-                   stall_s=args.stall)
+                   stall_s=args.stall, seed=args.seed, listed_only=args.listed_only)
     for r in done:
         print(r.render(args.verbose) + "\n", flush=True)
     if not args.no_mutation:

@@ -216,3 +216,25 @@ def test_reference_agrees_with_the_message_level_simulation():
         trace = ic.simulate_collective(kind, bufs, (p,), wrap)
         assert trace.seconds(1e-6, 50e9) == pytest.approx(lab.problems["collective_seconds"].reference(
             kind, V, p, wrap, 50e9, 1e-6))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_hidden_cases_hold_every_boundary_family_for_any_student(seed):
+    """Per-student seeds vary the cases, never the families (issue 13): every array class, a stream 2+ rows shorter
+    than the array, non-square Pallas operands, one configuration of every sharding class, and on the torus a tie
+    and a one-hop wraparound."""
+    rng = np.random.default_rng(seed)
+    shapes = [c.args[1].shape for c in lab._systolic_cases(rng)]  # W: (K, N)
+    assert {(K == 1, N == 1, K == N, K > N) for K, N in shapes} >= {
+        (True, True, True, False), (True, False, False, False), (False, True, False, True),
+        (False, False, True, False), (False, False, False, False), (False, False, False, True)}
+    assert any(A.shape[0] <= W.shape[0] - 2 for A, W in (c.args for c in lab._systolic_cases(
+        np.random.default_rng(seed))))
+    for c in lab._pallas_cases(np.random.default_rng(seed)):
+        x, y = c.args[:2]
+        assert x.shape[0] != x.shape[1] and y.shape[0] != y.shape[1]
+    classes = {lab.sharding_class(c.args) for c in lab._collectives_cases(np.random.default_rng(seed))}
+    assert classes == {lab.sharding_class(f) for f in lab.sharding_family()}
+    hops = [c.args for c in lab._slice_cases(np.random.default_rng(seed))]
+    assert any(2 * abs(x - y) == d for a, b, dims, _ in hops for x, y, d in zip(a, b, dims) if x != y)
+    assert {0, 1} <= {lab._hops_reference(*args) for args in hops}  # the same chip; one hop over the wraparound

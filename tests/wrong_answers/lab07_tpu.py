@@ -8,8 +8,9 @@ WRONG = {
     a_new[:, 1:] = a[:, :-1]
     return a_new, p + a_new * W
 ''',
-    # no skew: row t of A enters all array rows at once, and results are read without de-skewing
-    "ex2_systolic_matmul": '''def systolic_matmul(A, W):
+    "ex2_systolic_matmul": [
+        # no skew: row t of A enters all array rows at once, and results are read without de-skewing
+        '''def systolic_matmul(A, W):
     M, K = A.shape
     N = W.shape[1]
     hw = systolic.WeightStationaryArray(W)
@@ -22,6 +23,23 @@ WRONG = {
             C[m] = out
     return C, hw
 ''',
+        # skewed, but the row index is clipped instead of masked: before and after its rows of A, row k keeps
+        # receiving A[0, k] or A[M-1, k]. C is right (what is due never sees those), but the array leaks partial sums
+        # of rows that do not exist into the slots of the matmuls streamed next to it
+        '''def systolic_matmul(A, W):
+    M, K = A.shape
+    N = W.shape[1]
+    hw = systolic.WeightStationaryArray(W)
+    C = np.zeros((M, N))
+    for t in range(M + K + N - 2):
+        a_in = A[np.clip(t - np.arange(K), 0, M - 1), np.arange(K)]
+        out = hw.tick(a_in)
+        m_out = t - (K - 1) - np.arange(N)
+        done = (m_out >= 0) & (m_out < M)
+        C[m_out[done], np.arange(N)[done]] = out[done]
+    return C, hw
+''',
+    ],
     # lets the array fill and drain for every tile, as if the weights were not double-buffered
     "ex3_tiled_gemm": '''def tiled_gemm(M, K, N, rows, cols):
     tiles = -(-K // rows) * -(-N // cols)
