@@ -123,6 +123,25 @@ class KernelProblem(Problem):
               f"SIMT efficiency {r.simt_efficiency:.1%}; {r.divergent_steps} divergent warp steps; no races, "
               f"no synchronisation errors, no uninitialised reads used{extra}")
 
+    def show(self) -> None:
+        """The spec, then the first visible case as a launch: grid, block and every argument by its name (from
+        the spec's ``name(a, b, ...)``), with the dtype and shape of each array and which arguments are outputs."""
+        import re
+        import textwrap
+
+        print(f"Exercise: {self.name}\n")
+        print(textwrap.dedent(self.spec).strip())
+        grid, block, args, outputs, *rest = self.launch(self.visible[0])
+        m = re.search(rf"{re.escape(self.name)}\(([^)]*)\)", self.spec)
+        names = [n.strip() for n in m.group(1).split(",")] if m else []
+        names += [f"argument {i}" for i in range(len(names), len(args))]
+        parts = [f"{n}={_short(a)}" + (" (output)" if i in outputs else "") for i, (n, a) in enumerate(zip(names, args))]
+        n_blocks, n_threads = int(np.prod(np.atleast_1d(grid))), int(np.prod(np.atleast_1d(block)))
+        print(f"\nExample launch: {self.name}[{grid}, {block}]({', '.join(parts)})\n    grid {grid} = {n_blocks} "
+              f"block{'s' * (n_blocks != 1)}, block {block} = {n_threads} threads each"
+              + (f", {rest[0]} bytes of dynamic shared memory" if rest else "")
+              + "; outputs start as zeros; the checker compares them with the reference")
+
     def diagram(self, fn: Any, case: int = 0) -> None:
         """Draw which thread of which block read and wrote each element, from the executor's log of ``fn``."""
         diagram(self, fn, case)
