@@ -39,6 +39,8 @@ def _vec(rng: np.random.Generator, n: int, kind: str | None = None) -> np.ndarra
         return np.full(n, rng.standard_normal(), F32)
     if kind == "negative":
         return -np.abs(rng.standard_normal(n)).astype(F32) - 1
+    if kind == "positive":
+        return np.abs(rng.standard_normal(n)).astype(F32) + 1
     if kind == "ints":
         return rng.integers(-5, 6, n).astype(F32)
     return rng.standard_normal(n).astype(F32)
@@ -239,8 +241,8 @@ SHARED = puzzle(
 
 
 def _pool_ref(a: np.ndarray) -> np.ndarray:
-    p = np.concatenate([np.zeros(2, F32), a])
-    return (p[:-2] + p[1:-1] + p[2:]).astype(F32)
+    p = np.concatenate([np.zeros(2), a])  # the output's dtype is the launch's (float32), not the reference's
+    return p[:-2] + p[1:-1] + p[2:]
 
 
 POOL = puzzle(
@@ -285,10 +287,10 @@ CB = 16  # threads per block of the convolution
 
 def _conv_ref(a: np.ndarray, k: np.ndarray) -> np.ndarray:
     n = a.size
-    out = np.zeros(n, np.float64)
+    out = np.zeros(n)
     for j in range(k.size):
-        out[:n - j] += a[j:].astype(np.float64) * k[j]
-    return out.astype(F32)
+        out[:n - j] += a[j:] * k[j]
+    return out
 
 
 def _conv_launch(case: Case):
@@ -308,7 +310,8 @@ CONV = puzzle(
     _conv_ref, _conv_launch,
     [Case((np.arange(1, 21, dtype=F32), np.array([1, 10, 100], F32)))],
     lambda rng: [Case((_vec(rng, n), _vec(rng, int(rng.integers(1, MAXK + 1)), "normal")))
-                 for n in _sizes(rng, CB)] + [Case((_vec(rng, 5), _vec(rng, MAXK, "normal")))],
+                 for n in _sizes(rng, CB)] + [Case((_vec(rng, 5), _vec(rng, MAXK, "normal"))),
+                                              Case((_vec(rng, CB + MAXK + 3), _vec(rng, MAXK, "normal")))],
     Budget(reads=3, writes=1, shared=(CB + MAXK - 1 + MAXK) * 4), extra=_uses_shared)
 
 # -- 12. prefix sum ------------------------------------------------------------------------------------------------
@@ -316,10 +319,10 @@ PB = 16  # threads per block of the scan
 
 
 def _scan_ref(a: np.ndarray) -> np.ndarray:
-    out = np.zeros(a.size, np.float64)
+    out = np.zeros(a.size)
     for s in range(0, a.size, PB):
-        out[s:s + PB] = np.cumsum(a[s:s + PB].astype(np.float64))
-    return out.astype(F32)
+        out[s:s + PB] = np.cumsum(a[s:s + PB])
+    return out
 
 
 def _scan_launch(case: Case):
@@ -396,7 +399,7 @@ WB = 64  # threads per block: two warps
 
 def _warp_ref(a: np.ndarray) -> np.ndarray:
     w = _blocks(a.size, 32)
-    p = np.zeros(w * 32, np.float64)
+    p = np.zeros(w * 32)
     p[:a.size] = a
     return p.reshape(w, 32).sum(axis=1).astype(F32)
 
@@ -417,7 +420,7 @@ WARP_SUM = puzzle(
     """,
     _warp_ref, _warp_launch,
     [Case((np.arange(70, dtype=F32),))],
-    lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, WB, int(rng.integers(WB + 1, 4 * WB)))],
+    lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, 33, WB, int(rng.integers(WB + 1, 4 * WB)))],
     Budget(reads=1, writes=1, shared=0))
 
 # -- 16. stream compaction with ballot -----------------------------------------------------------------------------
@@ -425,8 +428,8 @@ WARP_SUM = puzzle(
 
 def _compact_ref(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     w = _blocks(a.size, 32)
-    out = np.zeros(w * 32, F32)
-    count = np.zeros(w, np.int32)
+    out = np.zeros(w * 32)
+    count = np.zeros(w)
     for i in range(w):
         keep = [v for v in a[32 * i:32 * i + 32] if v > 0]
         out[32 * i:32 * i + len(keep)] = keep
@@ -452,7 +455,8 @@ COMPACT = puzzle(
     """,
     _compact_ref, _compact_launch,
     [Case((np.array([3, -1, 0, 5] * 10, F32),))],
-    lambda rng: [Case((_vec(rng, n, k),)) for n, k in ((1, "normal"), (33, "negative"), (WB, "normal"),
+    lambda rng: [Case((np.array([1.5], F32),))] + [Case((_vec(rng, n, k),)) for n, k in (
+        (32, "ints"), (33, "negative"), (WB, "normal"), (3 * 32 + 5, "positive"),
                                                           (int(rng.integers(WB + 1, 3 * WB)), "ints"))],
     Budget(reads=1, writes=2, shared=0))
 
@@ -484,9 +488,8 @@ HISTOGRAM = puzzle(
 
 
 def _softmax_ref(a: np.ndarray) -> np.ndarray:
-    x = a.astype(np.float64)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return (e / e.sum(axis=1, keepdims=True)).astype(F32)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def _softmax_launch(case: Case):
@@ -495,7 +498,8 @@ def _softmax_launch(case: Case):
 
 
 def _softmax_cases(rng: np.random.Generator) -> list[Case]:
-    big = (rng.standard_normal((2, 20)) * 3 + 1000).astype(F32)  # exp(1000) overflows: subtract the max
+    big = (rng.standard_normal((3, 20)) * 3 + 1000).astype(F32)  # exp(1000) overflows: subtract the max
+    big[1] -= 1000  # a row far below the others: the max is per row, not of the whole array
     neg = rng.standard_normal((2, 7)).astype(F32)
     neg[:, 1] = -np.inf  # exp(-inf) = 0: a masked position
     return [Case((rng.standard_normal((1, 1)).astype(F32),)), Case((big,)), Case((neg,)),
