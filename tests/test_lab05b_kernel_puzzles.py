@@ -185,3 +185,27 @@ def test_every_puzzle_runs_on_the_gpu():
         with contextlib.redirect_stdout(io.StringIO()) as out:
             lab.problems[name].check(fn, hidden=True)
         assert "and on the GPU" in out.getvalue(), name
+
+
+def test_padding_the_transpose_tile_changes_its_sass_addressing():
+    """What the student changed in the machine code by removing the bank conflict: numba-cuda -> PTX -> ptxas ->
+    nvdisasm (sm_90) of the solution and of the unpadded wrong answer. The tile's row stride is the multiplier of
+    the shared-memory index: 0x21 (33 floats) padded, 0x20 (32) unpadded."""
+    import re
+
+    from gpucourse import toolchain
+    from grader.course import ROOT
+    from grader.scratch import load_notebook, solution_cells
+
+    if not toolchain.available():
+        pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
+    cells = solution_cells(load_notebook(ROOT / "solutions" / "lab05b_kernel_puzzles" / "lab05b_kernel_puzzles.ipynb"))
+    gid = _gid(lab.problems["transpose"])
+    prefix = f"import numpy as np\nTT = {lab.TT}\nTROWS = {lab.TROWS}\nTT_PAD = {lab.TT_PAD}\n"
+    sig = "void(float32[:, ::1], float32[:, ::1])"
+    padded = toolchain.numba_sass(prefix + cells[gid], sig)
+    plain = toolchain.numba_sass(prefix + WRONG[gid][0], sig)
+    stride = re.compile(r"IMAD(?:\.U32)? R\d+, R\d+, (0x2[01]), R\d+")
+    assert padded.count("STS") and padded.count("LDS") and padded.count("BAR")
+    assert set(stride.findall(padded.text)) == {"0x21"}, padded.excerpt(("STS", "LDS", "IMAD"))
+    assert set(stride.findall(plain.text)) == {"0x20"}, plain.excerpt(("STS", "LDS", "IMAD"))

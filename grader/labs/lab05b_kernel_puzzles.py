@@ -25,7 +25,9 @@ B2 = (8, 4)  # (x, y) threads per block of the small 2-D puzzles
 MAXK = 4  # the longest convolution kernel
 TT = 32  # transpose tile edge (a warp is one tile row)
 TROWS = 8  # the transpose block is (TT, TROWS): each thread moves TT / TROWS elements
+TT_PAD = TT + 1  # a padded tile row: a tile column spreads over the 32 banks
 HIST_BINS = 8
+# shared-array shapes must be compile-time constants for numba-cuda: a global int or a literal, not `SB + 2`
 
 
 def _blocks(n: int, b: int) -> int:
@@ -211,6 +213,7 @@ BLOCKS2D = puzzle(
 
 # -- 8. shared -----------------------------------------------------------------------------------------------------
 SB = 8  # threads per block of the shared-memory puzzles
+POOL_SLOTS = SB + 2  # the pooling block's elements and its 2-element halo
 
 
 def _shared_launch(case: Case):
@@ -249,7 +252,7 @@ POOL = puzzle(
     "pool3", f"""
         pool3(a, out): out[i] = a[i-2] + a[i-1] + a[i] (terms with a negative index count as 0), float32,
         launched as  pool3[ceil(n / {SB}), {SB}](a, out). Each block stages its {SB} elements plus the 2 before
-        them in ONE cuda.shared.array({SB + 2}, float32) (the first two threads also load the 2-element halo),
+        them in ONE cuda.shared.array(POOL_SLOTS, float32) (POOL_SLOTS = {SB + 2}) (the first two threads also load the 2-element halo),
         waits, then sums from shared memory.
         Example: a = [1, 2, 3, 4] (float32)  ->  out = [1, 3, 6, 9].
     """,
@@ -283,6 +286,7 @@ DOT = puzzle(
 
 # -- 11. 1-D convolution -------------------------------------------------------------------------------------------
 CB = 16  # threads per block of the convolution
+CONV_SLOTS = CB + MAXK - 1  # the convolution block's elements and its right halo
 
 
 def _conv_ref(a: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -303,7 +307,7 @@ CONV = puzzle(
         conv1d(a, k, out): out[i] = sum_j a[i + j] * k[j] over j < k.size (≤ {MAXK}), terms with i + j >= a.size
         count as 0; float32. Launched as  conv1d[ceil(n / {CB}), {CB}](a, k, out).
         Stage the block's {CB} elements of a plus the next {MAXK - 1} (the halo) in a
-        cuda.shared.array({CB + MAXK - 1}, float32), and k in a cuda.shared.array({MAXK}, float32); then each thread
+        cuda.shared.array(CONV_SLOTS, float32) (CONV_SLOTS = {CB + MAXK - 1}), and k in a cuda.shared.array({MAXK}, float32); then each thread
         computes its output from shared memory only.
         Example: a = [1, 2, 3, 4], k = [1, 10] (float32)  ->  out = [21, 32, 43, 4].
     """,
@@ -384,7 +388,8 @@ TRANSPOSE = puzzle(
         Each thread moves {TT // TROWS} elements (rows ty, ty + {TROWS}, ...). Both the read of a and the write of
         out must be coalesced (a warp touches one row of 32 neighbouring float32s): read a tile of a into shared
         memory by rows, barrier, write it to out by rows of out (columns of the tile). A column of a {TT}×{TT}
-        float32 tile lies in one bank: pad the tile to ({TT}, {TT + 1}).
+        float32 tile lies in one bank: pad the tile to (TT, TT_PAD) = ({TT}, {TT + 1}).
+        (numba-cuda needs shared-array shapes as constants: TT_PAD, not TT + 1.)
     """,
     lambda a: np.ascontiguousarray(a.T), _tr_launch,
     [Case((np.arange(20 * 40, dtype=F32).reshape(20, 40),))],

@@ -82,6 +82,8 @@ be = gc.setup()
 cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt.cuda), numba-cuda's API
 SB, DOT_THREADS, CB, MAXK, PB, AB = lab.SB, lab.DOT_THREADS, lab.CB, lab.MAXK, lab.PB, lab.AB  # block sizes (threads)
 TT, TROWS, HIST_BINS = lab.TT, lab.TROWS, lab.HIST_BINS  # transpose tile edge and rows per pass; histogram bins
+# shared-array shapes must be constants for numba-cuda on a GPU (a name like these, not an expression `SB + 2`)
+POOL_SLOTS, CONV_SLOTS, TT_PAD = lab.POOL_SLOTS, lab.CONV_SLOTS, lab.TT_PAD
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex01_map_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 1 — Map
@@ -345,7 +347,7 @@ def pool3(a, out):
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * SB + t
-    s = cuda.shared.array(SB + 2, np.float32)  # s[t + 2] holds a[i]
+    s = cuda.shared.array(POOL_SLOTS, np.float32)  # s[t + 2] holds a[i]
     if t < 2:
         j = i - 2
         s[t] = a[j] if 0 <= j < a.size else 0.0
@@ -421,7 +423,7 @@ def conv1d(a, k, out):
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * CB + t
-    sa = cuda.shared.array(CB + MAXK - 1, np.float32)
+    sa = cuda.shared.array(CONV_SLOTS, np.float32)
     sk = cuda.shared.array(MAXK, np.float32)
     sa[t] = a[i] if i < a.size else 0.0
     if t < MAXK - 1:
@@ -543,7 +545,7 @@ def transpose(a, out):
     """out = a.T through a padded shared tile; both sides coalesced."""
     # roughly 11 lines
     ### BEGIN SOLUTION
-    tile = cuda.shared.array((TT, TT + 1), np.float32)  # +1: a tile column spreads over 32 banks
+    tile = cuda.shared.array((TT, TT_PAD), np.float32)  # +1: a tile column spreads over 32 banks
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     bx, by = cuda.blockIdx.x * TT, cuda.blockIdx.y * TT
     rows, cols = a.shape

@@ -127,7 +127,7 @@ def pool3(a, out):
 def pool3(a, out):
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * SB + t
-    s = cuda.shared.array(SB + 2, np.float32)
+    s = cuda.shared.array(POOL_SLOTS, np.float32)
     s[t + 2] = a[i] if i < a.size else 0.0
     cuda.syncthreads()
     if i < a.size:
@@ -183,7 +183,7 @@ def conv1d(a, k, out):
 def conv1d(a, k, out):
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * CB + t
-    sa = cuda.shared.array(CB + MAXK - 1, np.float32)
+    sa = cuda.shared.array(CONV_SLOTS, np.float32)
     sk = cuda.shared.array(MAXK, np.float32)
     sa[t] = a[i] if i < a.size else 0.0
     if t < MAXK:
