@@ -29,10 +29,10 @@
 # - what warp divergence (분기) really costs — the seed's "about 2×", checked;
 # - coalescing and shared-memory tiling, counted per thread by an instrumented executor.
 #
-# Every kernel here is a numba-cuda `@cuda.jit` function: it runs on the GPU when there is one and in numba's
-# CUDA simulator otherwise. The course's instrumented SIMT executor (`gpucourse.simt`) runs the *same* Python
-# kernel and reports per thread and per warp what it did — on both backends alike. The lab is
-# `labs/lab05_kernels/`.
+# Every kernel here is a numba-cuda `@cuda.jit` function: it runs on the GPU when there is one and, without one, on
+# the course's SIMT executor by default (`gpucourse.simt`: numba-cuda's API, CUDA threads run as coroutines; the
+# setup cell's "kernels" line says which runner is in use). The executor also runs the *same* Python kernel instrumented and reports per thread and per warp
+# what it did — on both backends alike. The lab is `labs/lab05_kernels/`.
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
@@ -226,7 +226,10 @@ assert p["register_file_bytes"] == 256 * 1024  # the seed's 256 KB (C13)
 #   (2,816 per warp) fit 5 warps per sub-partition = 20 blocks, not 65,536 // 2,816 = 23. And a launch is refused
 #   when the block's warps, **rounded up to a multiple of 4 sub-partitions**, would not fit in the 65,536
 #   registers one block may hold: 257 threads × 200 registers is 9 warps → 12 × 6,400 = 76,800 > 65,536, so
-#   **0** blocks — though 9 × 6,400 = 57,600 looks as if it fits;
+#   **0** blocks — though 9 × 6,400 = 57,600 looks as if it fits. (On the H100 and A100, where one block may hold
+#   all 65,536 registers, this check refuses exactly the launches for which the sub-partition count gives 0 blocks:
+#   6,400 registers per warp leave room for 2 warps per sub-partition, 8 per SM, fewer than 9 — asserted below for
+#   every warp and register count. The header keeps both; they differ only where a block may hold less than an SM);
 # - **shared memory**: a block takes what it declares + 1 KB reserved, rounded up to 128 bytes, and may not
 #   exceed 48 KB unless the kernel opts in (`cudaFuncSetAttribute(kernel,
 #   cudaFuncAttributeMaxDynamicSharedMemorySize, n)`); the SM's carve-out holds `carve-out // that` blocks;
@@ -244,6 +247,9 @@ for threads, regs, smem, opt_in in configs:
 assert occupancy.occupancy(256, 64, 0).occupancy == 0.5 and occupancy.occupancy(32, 32, 0).limiter == "blocks"
 assert occupancy.occupancy(32, 81, 0).blocks_per_sm == 20 and 65536 // (2816 * 1) == 23
 assert occupancy.occupancy(257, 200, 0).blocks_per_sm == 0 and 9 * 6400 <= 65536 < 12 * 6400
+for w in range(1, 33):  # warps per block: the per-block check refuses exactly when no block fits the sub-partitions
+    for per_warp in (-(-r * 32 // 256) * 256 for r in range(1, 256)):
+        assert (per_warp * -(-w // 4) * 4 > 65536) == ((16384 // per_warp) * 4 // w == 0)
 # Expected output:
 #   256 threads ×  32 regs,   0 KB shared          :  8 blocks, 64 warps, 100% (warps)
 #   256 threads ×  64 regs,   0 KB shared          :  4 blocks, 32 warps,  50% (registers)

@@ -120,8 +120,8 @@ def register_limit(threads_per_block: int, registers_per_thread: int, lim: dict)
 
 
 def shared_limit(shared_bytes_per_block: int, lim: dict, opt_in: bool = False,
-                 carveout: int | None = None) -> tuple[int, int, int, str]:
-    """(blocks allowed by shared memory, bytes allocated per block, carve-out per SM, why 0) —
+                 carveout: int | None = None) -> tuple[int | None, int, int, str]:
+    """(blocks allowed by shared memory or None for no limit, bytes allocated per block, carve-out per SM, why 0) —
     cudaOccMaxBlocksPerSMSmemLimit with all of the block's shared memory dynamic and, with ``opt_in``, the
     kernel's maximum dynamic shared memory set to exactly what it uses. ``carveout``: percent of the largest
     carve-out the kernel prefers (None: the driver's default, all of it)."""
@@ -139,6 +139,8 @@ def shared_limit(shared_bytes_per_block: int, lim: dict, opt_in: bool = False,
     per_sm = _align_carveout(preferred, carveouts)
     if per_sm is None or per_sm < allocated:  # too small for one block: the driver takes the next size that fits
         per_sm = _align_carveout(allocated, carveouts)
+    if allocated == 0:  # no shared memory and no reserve (cc < 8): the header's INT_MAX, no limit
+        return None, 0, per_sm, ""
     return per_sm // allocated, allocated, per_sm, ""
 
 

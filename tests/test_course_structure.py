@@ -129,3 +129,11 @@ def test_imports_run_one_way():
         if path.name != "backend.py":
             assert not re.search(r"^\s*(import|from)\s+cupy\b", text, re.M), \
                 f"{path.name} imports CuPy at module level: ask gpucourse.backend for it"
+
+
+@pytest.mark.parametrize("nb", COURSE, ids=lambda p: p.stem)
+def test_no_notebook_says_numbas_simulator_runs_kernels_by_default(nb):
+    """Without a GPU the course's SIMT executor runs @cuda.jit kernels (numba's simulator only on request):
+    prose that says otherwise contradicts the setup cell's "kernels" line."""
+    text = " ".join(c["source"] for c in cells(nb) if c["cell_type"] == "markdown")
+    assert not re.search(r"(in|on) numba'?s\s+CUDA\s+simulator\s+otherwise", text), nb.name

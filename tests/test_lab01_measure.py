@@ -112,3 +112,53 @@ def test_explain_point_reference_on_hand_made_points():
     assert lab.explain_point(1e9, 1e9, 0.05, peak, bw, 1e6, cache) == "cache"  # 20 GB/s from 1 MB
     assert lab.explain_point(1e9, 1e9, 0.05, peak, bw, 1e9, cache) == "impossible"  # 20 GB/s from 1 GB
     assert lab.explain_point(1e12, 1e9, 5.0, peak, bw, 1e6, cache) == "impossible"  # 200 GFLOP/s > peak
+
+
+def _fails_hidden(problem, fn, seed) -> bool:
+    """True when ``fn`` loses a hidden case of ``problem`` drawn with ``seed``."""
+    for case in problem.hidden(np.random.default_rng(seed)):
+        try:
+            problem.compare(problem.name, fn(*case.args, **case.kwargs), problem.reference(*case.args, **case.kwargs),
+                            case)
+        except CheckFailure:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_an_answer_that_never_checks_the_compute_roof_loses_on_every_seed(seed):
+    """The lesson is "above the compute roof nothing explains it": checking only the DRAM roof (a point above the
+    peak is then 'cache' when it fits, or 'compute-bound' at a high intensity) must lose on every student's seed."""
+    def no_peak(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+        intensity, achieved = flops / nbytes, flops / seconds
+        if achieved > intensity * bandwidth:
+            return "cache" if working_set <= cache_bytes else "impossible"
+        return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+
+    assert _fails_hidden(EXPLAIN, no_peak, seed)
+    cases = EXPLAIN.hidden(np.random.default_rng(seed))
+    above_peak_fits = [c for c in cases if c.args[0] / c.args[2] > c.args[3] and c.args[5] <= c.args[6]]
+    ridge = [c.args[3] / c.args[4] for c in above_peak_fits]
+    assert any(c.args[0] / c.args[1] < r for c, r in zip(above_peak_fits, ridge))
+    assert any(c.args[0] / c.args[1] >= r for c, r in zip(above_peak_fits, ridge))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ties_are_graded_on_every_seed(seed):
+    """predict_time: 'compute' on a tie; min_batch_compute_bound: "reaches" the ridge includes equality."""
+    def tie_to_memory(flops, nbytes, peak_flops, bandwidth):
+        compute, memory = flops / peak_flops, nbytes / bandwidth
+        return ("compute" if compute > memory else "memory"), max(compute, memory)
+
+    def strictly_past(d_in, d_out, dtype, peak_flops, bandwidth):
+        b = lab.min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth)
+        s, ridge = np.dtype(dtype).itemsize, peak_flops / bandwidth
+        if b is not None and 2 * b * d_in * d_out / (s * (b * d_in + d_in * d_out + b * d_out)) == ridge:
+            b += 1
+        return b
+
+    assert _fails_hidden(lab.problems["predict_time"], tie_to_memory, seed)
+    assert _fails_hidden(lab.problems["min_batch_compute_bound"], strictly_past, seed)
+    for wrong, name in ((tie_to_memory, "predict_time"), (strictly_past, "min_batch_compute_bound")):
+        with pytest.raises(CheckFailure):
+            lab.problems[name].check(wrong)  # the visible cases show the rule too

@@ -3,6 +3,7 @@ header itself on tens of thousands of configurations). These are the worked exam
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from gpucourse import hardware, occupancy
@@ -76,3 +77,32 @@ def test_littles_law():
 def test_datasheet_peak_implies_the_boost_clock():
     assert hardware.clock_from_peak(hardware.H100_SXM) == pytest.approx(hardware.H100_SXM.boost_clock_hz, rel=0.01)
     assert hardware.clock_from_peak(hardware.A100_SXM) == pytest.approx(hardware.A100_SXM.boost_clock_hz, rel=0.01)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lab5_hidden_cases_make_the_reserve_and_the_allocation_unit_decide(seed):
+    """On every student's seed, some hidden case changes its answer if the 1 KiB per-block reserve is forgotten, and
+    some if shared memory is not rounded up to 128 bytes (both passed 27-30 of 30 seeds before these cases)."""
+    from grader.labs import lab05_kernels as lab5
+
+    problem = lab5.problems["occupancy"]
+    cases = problem.hidden(np.random.default_rng(seed))
+
+    def answers(**override):
+        out = []
+        for c in cases:
+            threads, regs, smem, limits = c.args
+            out.append(problem.reference(threads, regs, smem, {**limits, **override}, **c.kwargs)[0])
+        return out
+
+    right = answers()
+    assert answers(shared_reserved_per_block=0) != right, "no case where the 1 KiB reserve decides"
+    assert answers(shared_alloc_unit=1) != right, "no case where the 128-byte allocation unit decides"
+
+
+def test_no_shared_memory_and_no_reserve_sets_no_limit():
+    """A device without the per-block reserve (cc < 8) and a kernel without shared memory: the header's INT_MAX (no
+    limit), not a division by zero."""
+    lim = {**occupancy.sm_limits(hardware.H100_SXM), "shared_reserved_per_block": 0}
+    o = occupancy.occupancy(256, 32, 0, lim)
+    assert o.by["shared_memory"] is None and o.blocks_per_sm == 8 and o.shared_bytes_per_block == 0

@@ -102,15 +102,23 @@ def test_blas_threads_limits_and_restores():
 
 
 def test_store_kind_verdicts():
+    """Only the read side of write-allocate (the program's reads + one read for ownership per written byte) can be
+    held against a read roof: a fill at 16.7 GB/s with a 20 GB/s read roof reads 16.7 GB/s under write-allocate —
+    possible — although its total count (33 GB/s, write-backs included) is above the roof."""
     roof_bw = 20e9
     n = 1e9
-    fast_fill = rl.StoreKind("fill", n, 2 * n, Timing((0.06,), True, "host"))  # 16.7 GB/s, 33 GB/s with allocate
-    slow_fill = rl.StoreKind("fill", n, 2 * n, Timing((0.2,), True, "host"))  # 5 / 10 GB/s: both possible
+    fill = rl.StoreKind("fill", n, 2 * n, Timing((0.06,), True, "host"), reads=0.0)  # 16.7 GB/s, 33 with allocate
+    assert fill.bandwidth(fill.allocate) > 1.5 * roof_bw and fill.verdict(roof_bw).startswith("cannot tell")
+    fast_fill = rl.StoreKind("fill", n, 2 * n, Timing((0.04,), True, "host"), reads=0.0)  # 25 GB/s of reads for ownership
     assert fast_fill.verdict(roof_bw).startswith("no write-allocate")
-    assert slow_fill.verdict(roof_bw).startswith("cannot tell")
+    copy = rl.StoreKind("memcpy", 2 * n, 3 * n, Timing((0.08,), True, "host"), reads=n)  # 12.5 + 12.5 GB/s of reads
+    assert copy.reads_if_allocate == 2 * n and copy.writes == n and copy.verdict(roof_bw).startswith("no write")
+    slow_copy = rl.StoreKind("memcpy", 2 * n, 3 * n, Timing((0.2,), True, "host"), reads=n)
+    assert slow_copy.verdict(roof_bw).startswith("cannot tell")
     kinds = rl.store_kinds(nbytes=2**22, rounds=2)
     assert [k.label for k in kinds] == ["fill", "memcpy", "elementwise copy"]
     assert [k.allocate / k.requested for k in kinds] == [2.0, 1.5, 1.5]
+    assert [k.reads / k.requested for k in kinds] == [0.0, 0.5, 0.5]
 
 
 def test_datasheet_lookup_by_device_name():
@@ -168,3 +176,14 @@ def test_occupancy_matches_the_driver():
                 assert ours.blocks_per_sm == driver, (acc, regs, threads, smem, opt_in)
                 checked += 1
     assert checked == 4 * 3 * 12
+
+
+def test_gemv_op_calls_back_to_back_counts_every_call():
+    """An in-cache point must be timed back to back (a single call between cache-sweeping ops reads DRAM): the op
+    counts the FLOPs and bytes of every call, and its working set is still one matrix."""
+    one, many = rl.gemv_op(64), rl.gemv_op(64, calls=8)
+    assert many.flops == 8 * one.flops and many.bytes == 8 * one.bytes and many.working_set == one.working_set
+    assert np.allclose(gc.get_backend().to_host(many.fn()), gc.get_backend().to_host(one.fn()))
+    assert many.label == "gemv n=64 ×8"
+    with pytest.raises(ValueError, match="calls"):
+        rl.gemv_op(64, calls=0)

@@ -98,6 +98,8 @@ def two_barriers(out):
 def test_threads_at_different_barrier_calls_are_reported():
     r = simt.run(two_barriers, 1, 8, np.zeros(8, np.int64))
     assert any("wait at different barriers" in s.message for s in r.sync_errors)
+    msg = next(s.message for s in r.sync_errors if "different barriers" in s.message)
+    assert "threads 0, 2, 4, 6 at line" in msg and " at at " not in msg  # each group named once, with its line
 
 
 @cuda.jit

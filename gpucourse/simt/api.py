@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from fractions import Fraction
 import types
 from typing import Any
 
@@ -101,6 +102,58 @@ def _mask(mask: Any, what: str) -> int:
         raise TypeError(f"cuda.{what}: the mask must be an integer (numba-cuda: 'Mask type must be an integer'), "
                         f"got {type(mask).__name__}")
     return int(mask) & FULL_MASK
+
+
+def _predicate(p: Any, what: str) -> Any:
+    """numba-cuda types syncthreads_count/_and/_or on an integer predicate only (intrinsics.py:
+    _syncthreads_predicate accepts types.Integer): a bool does not compile."""
+    if isinstance(p, Uninit):
+        return p
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)):
+        raise TypeError(f"cuda.{what}: numba-cuda takes an integer predicate, got {type(p).__name__} (a kernel "
+                        f"passing a {type(p).__name__} does not compile for a GPU): write "
+                        f"cuda.{what}(1 if condition else 0)")
+    return p
+
+
+def _vote(p: Any, what: str) -> Any:
+    """Vote predicates: an integer or a bool (intrinsics.py: vote_sync_intrinsic)."""
+    if not isinstance(p, (Uninit, bool, int, np.integer, np.bool_)):
+        raise TypeError(f"cuda.{what}: the predicate must be an integer or a bool (numba-cuda), got "
+                        f"{type(p).__name__}")
+    return p
+
+
+_SHFL_TYPES = (np.int32, np.int64, np.float32, np.float64)
+
+
+def _shfl_value(v: Any, what: str) -> Any:
+    """numba-cuda shuffles 32- and 64-bit ints and floats only (intrinsics.py: shfl_sync_intrinsic)."""
+    if isinstance(v, Uninit) or isinstance(v, _SHFL_TYPES) or (type(v) in (int, float)):
+        return v
+    name = v.dtype.name if isinstance(v, np.generic) else type(v).__name__
+    raise TypeError(f"cuda.{what}: numba-cuda shuffles int32, int64, float32 and float64 values only, got {name} "
+                    "(\"shfl_sync only supports 32- and 64-bit ints and floats\"): convert it first, e.g. "
+                    "np.int32(x)")
+
+
+def _round_once(exact: Fraction, approx: float, dt: np.dtype) -> Any:
+    """``exact`` rounded to nearest-even in ``dt`` (float32 or float64), once."""
+    if exact == 0:
+        return dt.type(approx)  # the sign of an exact zero as IEEE gives it
+    try:
+        r64 = float(exact)  # CPython rounds a Fraction correctly (nearest, ties to even)
+    except OverflowError:
+        return dt.type(math.inf if exact > 0 else -math.inf)
+    if dt == np.float64:
+        return np.float64(r64)
+    with np.errstate(over="ignore"):
+        r = np.float32(r64)
+    if not np.isfinite(r):
+        return r
+    cands = (r, np.nextafter(r, np.float32(np.inf)), np.nextafter(r, np.float32(-np.inf)))
+    return min((v for v in cands if np.isfinite(v)),
+               key=lambda v: (abs(Fraction(float(v)) - exact), int(np.float32(v).view(np.uint32)) & 1))
 
 
 def _int_bits(x: Any) -> tuple[int, int]:
@@ -384,13 +437,16 @@ class CudaAPI:
         _run("syncthreads").barrier("syncthreads", None, caller_site())
 
     def syncthreads_count(self, predicate: Any) -> np.int32:
-        return np.int32(_run("syncthreads_count").barrier("syncthreads_count", predicate, caller_site()))
+        pred = _predicate(predicate, "syncthreads_count")
+        return np.int32(_run("syncthreads_count").barrier("syncthreads_count", pred, caller_site()))
 
     def syncthreads_and(self, predicate: Any) -> np.int32:
-        return np.int32(_run("syncthreads_and").barrier("syncthreads_and", predicate, caller_site()))
+        pred = _predicate(predicate, "syncthreads_and")
+        return np.int32(_run("syncthreads_and").barrier("syncthreads_and", pred, caller_site()))
 
     def syncthreads_or(self, predicate: Any) -> np.int32:
-        return np.int32(_run("syncthreads_or").barrier("syncthreads_or", predicate, caller_site()))
+        pred = _predicate(predicate, "syncthreads_or")
+        return np.int32(_run("syncthreads_or").barrier("syncthreads_or", pred, caller_site()))
 
     def threadfence(self) -> None:
         _run("threadfence").fence("device")
@@ -408,35 +464,42 @@ class CudaAPI:
     # -- inside a kernel: warp intrinsics ---------------------------------------------------------------------------
     def shfl_sync(self, mask: Any, value: Any, src_lane: Any) -> Any:
         """``value`` from lane ``src_lane`` (only its low 5 bits count, as in the PTX numba-cuda emits)."""
-        return _run("shfl_sync").warp_op("shfl_sync", _mask(mask, "shfl_sync"), (value, src_lane), caller_site())
+        v = _shfl_value(value, "shfl_sync")
+        return _run("shfl_sync").warp_op("shfl_sync", _mask(mask, "shfl_sync"), (v, src_lane), caller_site())
 
     def shfl_up_sync(self, mask: Any, value: Any, delta: Any) -> Any:
         """``value`` from lane ``laneid - delta``; the caller's own ``value`` where that is below lane 0."""
-        return _run("shfl_up_sync").warp_op("shfl_up_sync", _mask(mask, "shfl_up_sync"), (value, delta),
-                                            caller_site())
+        v = _shfl_value(value, "shfl_up_sync")
+        return _run("shfl_up_sync").warp_op("shfl_up_sync", _mask(mask, "shfl_up_sync"), (v, delta), caller_site())
 
     def shfl_down_sync(self, mask: Any, value: Any, delta: Any) -> Any:
         """``value`` from lane ``laneid + delta``; the caller's own ``value`` where that is past lane 31."""
-        return _run("shfl_down_sync").warp_op("shfl_down_sync", _mask(mask, "shfl_down_sync"), (value, delta),
+        v = _shfl_value(value, "shfl_down_sync")
+        return _run("shfl_down_sync").warp_op("shfl_down_sync", _mask(mask, "shfl_down_sync"), (v, delta),
                                               caller_site())
 
     def shfl_xor_sync(self, mask: Any, value: Any, lane_mask: Any) -> Any:
         """``value`` from lane ``laneid ^ lane_mask`` (the butterfly of a warp reduction)."""
-        return _run("shfl_xor_sync").warp_op("shfl_xor_sync", _mask(mask, "shfl_xor_sync"), (value, lane_mask),
+        v = _shfl_value(value, "shfl_xor_sync")
+        return _run("shfl_xor_sync").warp_op("shfl_xor_sync", _mask(mask, "shfl_xor_sync"), (v, lane_mask),
                                              caller_site())
 
     def all_sync(self, mask: Any, predicate: Any) -> bool:
-        return _run("all_sync").warp_op("all_sync", _mask(mask, "all_sync"), predicate, caller_site())
+        p = _vote(predicate, "all_sync")
+        return _run("all_sync").warp_op("all_sync", _mask(mask, "all_sync"), p, caller_site())
 
     def any_sync(self, mask: Any, predicate: Any) -> bool:
-        return _run("any_sync").warp_op("any_sync", _mask(mask, "any_sync"), predicate, caller_site())
+        p = _vote(predicate, "any_sync")
+        return _run("any_sync").warp_op("any_sync", _mask(mask, "any_sync"), p, caller_site())
 
     def eq_sync(self, mask: Any, predicate: Any) -> bool:
-        return _run("eq_sync").warp_op("eq_sync", _mask(mask, "eq_sync"), predicate, caller_site())
+        p = _vote(predicate, "eq_sync")
+        return _run("eq_sync").warp_op("eq_sync", _mask(mask, "eq_sync"), p, caller_site())
 
     def ballot_sync(self, mask: Any, predicate: Any) -> np.int32:
         """Bit i set where lane i (in the mask, taking part) has a true predicate; an int32, as in numba-cuda."""
-        return _run("ballot_sync").warp_op("ballot_sync", _mask(mask, "ballot_sync"), predicate, caller_site())
+        p = _vote(predicate, "ballot_sync")
+        return _run("ballot_sync").warp_op("ballot_sync", _mask(mask, "ballot_sync"), p, caller_site())
 
     def match_any_sync(self, mask: Any, value: Any) -> np.int32:
         return _run("match_any_sync").warp_op("match_any_sync", _mask(mask, "match_any_sync"), value, caller_site())
@@ -477,14 +540,25 @@ class CudaAPI:
 
     @staticmethod
     def fma(a: Any, b: Any, c: Any) -> Any:
+        """``a * b + c`` rounded once (PTX fma.rn, as llvm.fma compiles): the exact value, then one rounding to
+        the dtype (float32 rounds the exact value directly, never through float64)."""
         dt = _device_dtype(a, b, c)
-        return dt.type(float(a) * float(b) + float(c))
+        fa, fb, fc = float(a), float(b), float(c)
+        if not all(math.isfinite(v) for v in (fa, fb, fc)):
+            return dt.type(fa * fb + fc)  # inf and NaN propagate as in the unfused form
+        return _round_once(Fraction(fa) * Fraction(fb) + Fraction(fc), fa * fb + fc, dt)
 
     @staticmethod
     def cbrt(x: Any) -> Any:
+        """The float whose cube is nearest ``x`` (CUDA's cbrt: within 1 ulp, exact on perfect cubes: 64 → 4)."""
         dt = _device_dtype(x)
         f = float(x)
-        return dt.type(math.copysign(abs(f) ** (1.0 / 3.0), f))
+        if not math.isfinite(f) or f == 0:
+            return dt.type(f)
+        y = dt.type(math.copysign(abs(f) ** (1.0 / 3.0), f))  # within an ulp or two of the root
+        ax = Fraction(abs(float(dt.type(f))))
+        cands = [y, np.nextafter(y, dt.type(np.inf)), np.nextafter(y, dt.type(-np.inf))]
+        return min(cands, key=lambda v: abs(Fraction(abs(float(v))) ** 3 - ax))
 
     @staticmethod
     def selp(pred: Any, a: Any, b: Any) -> Any:

@@ -14,6 +14,24 @@ from .memory import TracedArray
 from .values import Uninit, cast
 
 
+# The element types numba-cuda types each atomic on (numba_cuda/numba/cuda/cudadecl.py: all_numba_types,
+# integer_numba_types, unsigned_int_numba_types): any other dtype is a TypingError when compiled for a GPU.
+_ALL = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+_INTS = ("int32", "uint32", "int64", "uint64")
+DTYPES = {**dict.fromkeys(("add", "sub", "max", "min", "nanmax", "nanmin"), _ALL),
+          **dict.fromkeys(("and_", "or_", "xor", "exch", "cas"), _INTS),
+          **dict.fromkeys(("inc", "dec"), ("uint32", "uint64"))}
+
+
+def _check_dtype(name: str, dtype: Any) -> None:
+    ok = DTYPES.get(name)
+    if ok is not None and dtype is not None and dtype.name not in ok:
+        hint = " (an unsigned counter: np.uint32)" if name in ("inc", "dec") else ""
+        article = "an" if dtype.name[0] in "aeiou" else "a"
+        raise TypeError(f"cuda.atomic.{name} on {article} {dtype.name} array: numba-cuda supports it on "
+                        f"{', '.join(ok)} arrays only{hint}, so this kernel does not compile for a GPU")
+
+
 def _operand(run: Any, v: Any, what: str) -> Any:
     if isinstance(v, Uninit):
         run.uninit_use(v.origin, f"it is the operand of cuda.atomic.{what}")
@@ -31,6 +49,7 @@ class _Atomic:
             raise TypeError(f"cuda.atomic.{name} needs an array element of global or shared memory (a kernel argument "
                             f"or a cuda.shared.array), got {type(ary).__name__}")
         root = ary._root
+        _check_dtype(name, root.dtype)
         if root.readonly:
             raise TypeError(f"cuda.atomic.{name}: {root.name} is constant memory (read-only)")
         key, flat = ary.element(idx)

@@ -73,7 +73,7 @@ class Barriers:
                             "threads of the block take is undefined in CUDA (a GPU may hang, or release the waiting "
                             "threads early): call syncthreads() where every thread of the block reaches it")
         if len(sites) > 1 or len({t.wait[0] for t in live}) > 1:
-            desc = "; ".join(f"threads {group_ranges(v)} at{at(s)}" for s, v in sites.items())
+            desc = "; ".join(f"threads {group_ranges(v)}{at(s)}" for s, v in sites.items())
             self.sync_issue(("sites", tuple(sites)), "barrier divergence",
                             f"the threads of block {blk.id} wait at different barriers ({desc}): each "
                             "syncthreads() call must be reached by all threads of the block (CUDA leaves this undefined)")

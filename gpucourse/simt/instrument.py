@@ -47,6 +47,11 @@ class Compiled:
     loops: list[Loop]
     header: dict[int, int]  # loop header line -> index into loops
     names: dict[int, str]  # line -> variable a cuda.shared/local.array on that line is assigned to
+    runtime_shapes: dict[int, str] = None  # line -> why a shared/local array's shape there is not a constant
+
+    def __post_init__(self) -> None:
+        if self.runtime_shapes is None:
+            self.runtime_shapes = {}
 
     def make(self, fn_globals: dict, closure: dict[str, Any], trace_append: Any, loop_hook: Any) -> Callable:
         orig = self.original
@@ -181,6 +186,7 @@ def _compile(fn: types.FunctionType, trace: bool) -> Compiled:
     node, offset = found
     node.decorator_list = []
     ast.increment_lineno(node, offset)  # the source file's own line numbers, before they are baked into the calls
+    runtime_shapes = runtime_array_shapes(node)
     inst = _Instrument(trace)
     node.body = inst.stmts(_without_docstring(node.body))
     freevars = list(fn.__code__.co_freevars)
@@ -200,7 +206,38 @@ def _compile(fn: types.FunctionType, trace: bool) -> Compiled:
     maker_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = next(c for c in maker_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
     loops = inst.loops
-    return Compiled(inner, fn, loops, {lp.start: i for i, lp in enumerate(loops)}, inst.names)
+    return Compiled(inner, fn, loops, {lp.start: i for i, lp in enumerate(loops)}, inst.names, runtime_shapes)
+
+
+_THREAD_GEOMETRY = {"threadIdx", "blockIdx", "blockDim", "gridDim", "laneid"}
+
+
+def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
+    """Lines where ``cuda.shared.array``/``cuda.local.array`` gets a shape known only at run time: numba-cuda needs a
+    compile-time constant (an integer literal, a global, or a tuple of them) and rejects the kernel otherwise. Only
+    what cannot be constant is flagged: a kernel parameter (``n``, ``a.shape[0]``) or the thread geometry
+    (``cuda.blockDim.x``); a local name may hold a literal, so it passes."""
+    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    out: dict[int, str] = {}
+    for call in ast.walk(fn):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "array"
+                and isinstance(call.func.value, ast.Attribute) and call.func.value.attr in ("shared", "local")):
+            continue
+        shape = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "shape"), None)
+        if shape is None:
+            continue
+        for sub in ast.walk(shape):
+            if isinstance(sub, ast.Name) and sub.id in params:
+                why = f"the kernel argument `{sub.id}`"
+            elif isinstance(sub, ast.Attribute) and sub.attr in _THREAD_GEOMETRY:
+                why = f"`{sub.attr}`, known only when the kernel runs"
+            else:
+                continue
+            out[call.lineno] = (f"the shape of cuda.{call.func.value.attr}.array uses {why}: numba-cuda needs a "
+                                "compile-time constant (an integer literal, a global constant, or a tuple of them), "
+                                "so this kernel does not compile for a GPU")
+            break
+    return out
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -399,6 +399,7 @@ class Launch(Barriers, WarpOps):
         arr = blk.shared.get(site)
         if arr is not None:
             return arr
+        self._constant_shape(site, "a dynamic size: cuda.shared.array(0, dtype) with kernel[grid, block, 0, nbytes]")
         dt = as_dtype(dtype)
         shape = _shape(shape)
         name = self._array_name(site)
@@ -423,6 +424,12 @@ class Launch(Barriers, WarpOps):
         blk.shared[site] = arr
         return arr
 
+    def _constant_shape(self, site: tuple, instead: str) -> None:
+        c = self.compiled.get(site[0])
+        why = c.runtime_shapes.get(site[1]) if c is not None else None
+        if why:
+            raise TypeError(f"{why}; use {instead}")
+
     def _array_name(self, site: tuple) -> str:
         name = self._shared_names.get(site)
         if name is None:
@@ -442,6 +449,7 @@ class Launch(Barriers, WarpOps):
         t = self.cur
         arr = t.locals_.get(site)
         if arr is None:
+            self._constant_shape(site, "the largest size any thread needs, as a global constant")
             dt = as_dtype(dtype)
             shape = _shape(shape)
             name = self._array_name(site)

@@ -7,8 +7,9 @@ to global and shared memory. The report turns those into what a GPU performance 
 - warp steps and **SIMT efficiency**: the lanes of a warp that are at the same statement (the same iteration of
   every enclosing loop) share one issued step; lanes elsewhere wait masked off. Efficiency = active lanes /
   (steps × 32). The heavy part is computed when first asked for;
-- coalescing (``sectors_per_request``: distinct 32-byte sectors per warp-wide access) and shared-memory bank
-  conflicts (``bank_conflicts``: ways per warp-wide access, 32 banks of 4-byte words);
+- coalescing (``sectors_per_request``: distinct 32-byte sectors per warp-wide access, one per memory
+  instruction: the k-th access a statement makes to an array) and shared-memory bank conflicts
+  (``bank_conflicts``: ways per warp-wide access, 32 banks of 4-byte words, served in 128-byte phases);
 - correctness findings, most serious first (``problems()``): barrier divergence and warp-mask errors (what
   compute-sanitizer's synccheck reports), data races (racecheck, for global memory too; a write of the value
   already there is counted apart as benign, as racecheck's warnings), uses of uninitialised values (initcheck,
@@ -303,43 +304,70 @@ class KernelReport:
             mask &= ((k == 1) | (k == 3)) if kind == "w" else (k == KIND_CHAR.index(kind))
         return mask
 
+    def _requests(self, mask: np.ndarray) -> np.ndarray:
+        """For the logged accesses ``mask`` selects, the id of the warp-wide *request* (one memory instruction) each
+        belongs to: the warp step, and which of its thread's accesses to that array in that statement it is (the
+        k-th access of every lane is the same instruction: ``a[i] + a[i + 32]`` is two requests, not one)."""
+        rows = np.flatnonzero(mask)
+        tid, pos = self._log[rows, 0], self._log[rows, 1]
+        # the k-th access of (thread, trace position), in the thread's order (the log is chronological)
+        group = tid * (int(pos.max(initial=0)) + 2) + (pos + 1)
+        order = np.argsort(group, kind="stable")
+        g = group[order]
+        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        rank = np.empty(len(g), np.int64)
+        rank[order] = np.arange(len(g)) - np.repeat(starts, np.diff(np.r_[starts, len(g)]))
+        steps = self._access_steps[rows]
+        key = (steps - steps.min(initial=0)) * (int(rank.max(initial=0)) + 1) + rank
+        return np.unique(key, return_inverse=True)[1].reshape(-1)
+
     def sectors_per_request(self, array: str, kind: str | None = None) -> float:
-        """Mean 32-byte sectors one warp-wide access of ``array`` touches (1 element/thread coalesced float32: 4)."""
+        """Mean 32-byte sectors one warp-wide access (one memory instruction of the warp) of ``array`` touches
+        (1 element/thread coalesced float32: 4; every lane in its own sector: 32). ``a[i] + a[i + 32]`` in one
+        statement is two requests of 4 sectors each, as on the GPU."""
         mask = self._select(array, kind)
         if not mask.any():
             return 0.0
         unit = self.itemsize[array]
-        steps = self._access_steps[mask]
+        everything = self._select(array, None)
+        req = self._requests(everything)[mask[everything]]
         sectors = self._log[mask, 3] * unit // SECTOR_BYTES
-        pairs = np.unique(np.stack([steps, sectors], axis=1), axis=0)
-        _, per_step = np.unique(pairs[:, 0], return_counts=True)
-        return float(per_step.mean())
+        pairs = np.unique(np.stack([req, sectors], axis=1), axis=0)
+        _, per_req = np.unique(pairs[:, 0], return_counts=True)
+        return float(per_req.mean())
 
     def bank_conflicts(self, array: str, kind: str | None = None) -> float:
-        """Mean ways of bank conflict of one warp-wide access to shared ``array``: 1.0 is conflict-free (a word
-        many lanes read is broadcast once), 32.0 is every lane in one bank. Shared memory has 32 banks of 4-byte
-        words (NVIDIA since Maxwell); the ways of a step are the most distinct words any one bank must serve. A warp
-        of 8-byte elements needs 2 words per bank at least: its floor is 2."""
+        """Mean ways of bank conflict of one warp-wide access (one memory instruction) of shared ``array``: 1.0
+        is conflict-free (a word many lanes read is broadcast once), 32.0 is every lane in one bank. Shared memory
+        has 32 banks of 4-byte words (NVIDIA since Maxwell). A warp's access is served in phases of 128 bytes of
+        lanes (all 32 lanes for 4-byte elements, each half-warp for 8-byte, each quarter-warp for 16-byte): a phase
+        takes as many wavefronts as the most distinct words one bank must serve, and ways = wavefronts / phases.
+        So stride-1 float64 is conflict-free (1.0, two phases of one wavefront), stride-2 float64 is 2-way."""
         if self.spaces.get(array) != "shared":
             raise KeyError(f"{array!r} is not a shared array of {self.name} (shared: "
                            f"{', '.join(n for n, s in self.spaces.items() if s == 'shared') or 'none'})")
         mask = self._select(array, kind)
         if not mask.any():
             return 0.0
-        steps = self._access_steps[mask]
-        first = self._log[mask, 3] * self.itemsize[array]  # byte address of each access (per block's root)
-        words = set()
-        for step, addr, size in zip(steps.tolist(), first.tolist(), [self._elem_bytes(array)] * len(steps)):
-            for w in range(addr // 4, (addr + size - 1) // 4 + 1):
-                words.add((step, w))
-        per_bank: dict[tuple, int] = {}
-        for step, w in words:
-            key = (step, w % 32)
-            per_bank[key] = per_bank.get(key, 0) + 1
-        ways: dict[int, int] = {}
-        for (step, _), n in per_bank.items():
-            ways[step] = max(ways.get(step, 0), n)
-        return float(np.mean(list(ways.values())))
+        everything = self._select(array, None)
+        req = self._requests(everything)[mask[everything]]
+        size = self._elem_bytes(array)
+        phase = (self._log[mask, 0] % self.threads_per_block) % WARP_SIZE // max(1, WARP_SIZE * 4 // max(size, 4))
+        first = self._log[mask, 3] * self.itemsize[array] // 4  # first 4-byte word of each access (block's root)
+        nwords = max(1, (size + 3) // 4)
+        words = (first[:, None] + np.arange(nwords)).reshape(-1)
+        span = int(words.max()) + 1
+        rp = np.repeat(req * 8 + phase, nwords)  # (request, phase); at most 8 phases (32-byte elements)
+        distinct = np.unique(rp * span + words)  # each word a phase needs, once (a broadcast is one word)
+        rp_d, bank = distinct // span, (distinct % span) % 32
+        per_bank_keys, per_bank = np.unique(rp_d * 32 + bank, return_counts=True)
+        rp_b = per_bank_keys // 32
+        starts = np.flatnonzero(np.r_[True, rp_b[1:] != rp_b[:-1]])
+        wavefronts = np.maximum.reduceat(per_bank, starts)  # per (request, phase): the busiest bank's words
+        r_of = rp_b[starts] // 8
+        rs = np.flatnonzero(np.r_[True, r_of[1:] != r_of[:-1]])
+        ways = np.add.reduceat(wavefronts, rs) / np.diff(np.r_[rs, len(r_of)])  # wavefronts / phases
+        return float(ways.mean())
 
     def _elem_bytes(self, array: str) -> int:
         return next(r.dtype.itemsize for r in self._roots if r.name == array)

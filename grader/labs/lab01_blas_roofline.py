@@ -58,7 +58,8 @@ AXPY = Problem(
     """,
     reference=axpy_cost,
     visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8"))],
-    hidden=lambda rng: [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(6)],
+    hidden=lambda rng: [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(6)]
+    + [Case((1, str(rng.choice(DTYPES))))],  # one element
     compare=_pair("axpy_cost", "2 FLOPs per element (multiply + add)", "count x, y read and y written"),
 )
 
@@ -119,6 +120,12 @@ def _prediction_cases(rng: np.random.Generator) -> list[Case]:
         nbytes = float(10 ** rng.uniform(3, 10))
         intensity = float(2 ** rng.uniform(-3, 10))
         cases.append(Case((nbytes * intensity, nbytes, peak, bw)))
+    # a compute-bound case on every seed (the time is the FLOPs', not the bytes')
+    peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
+    nbytes = float(10 ** rng.uniform(3, 10))
+    cases.append(Case((nbytes * peak / bw * float(rng.uniform(2, 50)), nbytes, peak, bw)))
+    # a tie, exact in binary floating point: both roofs take 2^-10 s (the spec says 'compute')
+    cases.append(Case((2.0**30, 2.0**20, 2.0**40, 2.0**30)))
     return cases
 
 
@@ -130,7 +137,8 @@ PREDICT = Problem(
         tie) and its best possible time in seconds. peak_flops in FLOP/s, bandwidth in bytes/s.
     """,
     reference=predict_time,
-    visible=[Case((2e12, 1e9, 989.4e12, 3.35e12)), Case((2e9, 12e9, 989.4e12, 3.35e12))],
+    visible=[Case((2e12, 1e9, 989.4e12, 3.35e12)), Case((2e9, 12e9, 989.4e12, 3.35e12)),
+             Case((2.0**31, 2.0**21, 2.0**40, 2.0**30))],  # a tie: 2^-9 s either way
     hidden=_prediction_cases,
     compare=_compare_prediction,
 )
@@ -170,6 +178,11 @@ def _batch_cases(rng: np.random.Generator) -> list[Case]:
         d_in, d_out = (int(2 ** rng.uniform(8, 14)) for _ in range(2))
         cases.append(Case((d_in, d_out, str(rng.choice(["float16", "float32"])), peak, bw)))
     cases.append(Case((256, 256, "float32", 989.4e12, 3.35e12)))  # never compute-bound
+    # exactly at the ridge, in binary floating point: B = 512 gives 2·512·1024² / (2·(512·1024 + 1024² + 512·1024))
+    # = 256 FLOP/byte = 256e12 / 1e12 — "reaches" includes equality (B = 513 if it did not)
+    cases.append(Case((1024, 1024, "float16", 256e12, 1e12)))
+    # the limit itself: as B grows, intensity -> 2·1024² / (2·2048) = 512 FLOP/byte but never reaches it: None
+    cases.append(Case((1024, 1024, "float16", 512e12, 1e12)))
     return cases
 
 
@@ -183,7 +196,8 @@ MIN_BATCH = Problem(
     """,
     reference=min_batch_compute_bound,
     visible=[Case((8192, 8192, "float16", 989.4e12, 3.35e12)), Case((4096, 1024, "float32", 67e12, 3.35e12)),
-             Case((128, 128, "float16", 989.4e12, 3.35e12))],
+             Case((128, 128, "float16", 989.4e12, 3.35e12)),
+             Case((2048, 2048, "float16", 512e12, 1e12))],  # exactly at the ridge with B = 1024
     hidden=_batch_cases,
     compare=_compare_batch,
 )
@@ -203,6 +217,9 @@ def _chain_cases(rng: np.random.Generator) -> list[Case]:
     for _ in range(8):
         arities = [int(a) for a in rng.integers(1, 4, size=int(rng.integers(1, 7)))]
         cases.append(Case((int(rng.integers(1, 10**8)), str(rng.choice(DTYPES)), arities, bool(rng.integers(2)))))
+    # float32, and a chain whose every later op (the second included) takes new inputs, fused and not
+    n = int(rng.integers(1, 10**8))
+    cases += [Case((n, "float32", [2, 3, 2, 1], True)), Case((n, "float32", [2, 3, 2, 1], False))]
     return cases
 
 
@@ -272,6 +289,8 @@ def _matmul_cases(rng: np.random.Generator) -> list[Case]:
         m, k, n = (int(tile * rng.integers(1, 4) + rng.integers(1, tile)) for _ in range(3))  # never multiples
         dtype = str(rng.choice(["float32", "float64"]))
         cases.append(Case((_rand(rng, (m, k), dtype), _rand(rng, (k, n), dtype), tile)))
+    side = int(rng.integers(5, 12))  # square, not a multiple of the tile
+    cases.append(Case((_rand(rng, (side, side), "float64"), _rand(rng, (side, side), "float64"), 4)))
     return cases
 
 
@@ -365,6 +384,7 @@ def _fraction_cases(rng: np.random.Generator) -> list[Case]:
         flops = nbytes * float(2 ** rng.uniform(-3, 10))
         ideal = max(flops / peak, nbytes / bw)
         cases.append(Case((flops, nbytes, ideal / float(rng.uniform(0.05, 1.0)), peak, bw)))
+    cases.append(Case((2.0**36, 2.0**30, 2.0**-1, 2.0**40, 2.0**34)))  # exactly at the ridge (64 FLOP/B): 'compute'
     return cases
 
 
@@ -373,7 +393,7 @@ ROOF_FRACTION = Problem(
     spec="""
         roof_fraction(flops, nbytes, seconds, peak_flops, bandwidth) -> (bound, fraction)
         An op did `flops` FLOPs and moved `nbytes` bytes in `seconds`. Which roof limits it ('memory' or
-        'compute'), and what fraction of the throughput the roofline allows *at its intensity* did it reach?
+        'compute'; 'compute' exactly at the ridge point), and what fraction of the throughput the roofline allows *at its intensity* did it reach?
         (A gemv at 2 % of peak FLOP/s can still be at 90 % of its memory roof: it is not "slow".)
     """,
     reference=roof_fraction,
@@ -582,9 +602,21 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
             else:
                 achieved = peak * float(rng.uniform(1.1, 3.0))
         cases.append(Case((flops, nbytes, flops / achieved, peak, bw, ws, cache)))
+    # above the compute roof with a working set that fits, at a memory-bound and at a compute-bound intensity: only
+    # the peak check says 'impossible' (testing the DRAM roof first says 'cache' for the first; testing only the DRAM
+    # roof says 'compute-bound' for the second)
+    for factor in (0.25, 8.0):
+        peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
+        cache = float(2 ** int(rng.integers(20, 27)))
+        nbytes = float(10 ** rng.uniform(6, 9))
+        flops = nbytes * peak / bw * factor
+        cases.append(Case((flops, nbytes, flops / (peak * float(rng.uniform(1.1, 3.0))), peak, bw,
+                           cache * float(rng.uniform(0.1, 0.9)), cache)))
     # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge (compute-bound)
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))  # 2× the DRAM roof: cache
     cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))  # at the ridge, under
+    cases.append(Case((2.0**36, 2.0**26, 1.0, 2.0**36, 2.0**30, 2.0**20, 2.0**25)))  # exactly at the peak: on it
+    cases.append(Case((2.0**33, 2.0**30, 1.0, 2.0**36, 2.0**30, 2.0**31, 2.0**25)))  # exactly on the DRAM roof
     rng.shuffle(cases)
     return cases
 

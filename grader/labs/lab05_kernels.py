@@ -308,6 +308,12 @@ def _occupancy_cases(rng: np.random.Generator) -> list[Case]:
                       {"opt_in": True}))
     cases.append(Case((96, 24, 227 * 1024, LIMITS["H100"]), {"opt_in": True}))  # the largest block H100 allows
     cases.append(Case((64, 24, 164 * 1024, LIMITS["A100"]), {"opt_in": True}))  # over A100's 163 KiB
+    # the 1 KiB the driver reserves per block decides: 32,330…33,280 B + 1 KiB > 228 KiB / 7, so 6 blocks (7 without)
+    cases.append(Case((128, 32, int(rng.integers(32_330, 33_281)), LIMITS["H100"])))
+    # the 128-byte allocation unit decides: smem + 1 KiB in (46,592, 46,694] rounds up past 228 KiB / 5: 4 blocks, not
+    # 5; on A100 (opt-in), smem + 1 KiB in (55,936, 55,978] rounds past 164 KiB / 3: 2 blocks, not 3
+    cases.append(Case((64, 32, int(rng.integers(45_569, 45_671)), LIMITS["H100"])))
+    cases.append(Case((64, 32, int(rng.integers(54_913, 54_955)), LIMITS["A100"]), {"opt_in": True}))
     # a tie (warps and registers both allow 8 blocks) and the 32-blocks cap
     cases.append(Case((256, 32, 0, LIMITS["A100"])))
     cases.append(Case((int(rng.integers(1, 33)), int(rng.integers(1, 33)), 0, LIMITS["H100"])))

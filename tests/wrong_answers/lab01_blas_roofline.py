@@ -22,13 +22,21 @@ WRONG = {
     "ex2_gemm_cost": '''def gemm_cost(m, n, k, dtype):
     return 2 * m * n * k, (m * k + k * n + m * n) * 4
 ''',
-    # adds the two times instead of taking the slower roof
-    "ex3_predict_time": '''def predict_time(flops, nbytes, peak_flops, bandwidth):
+    "ex3_predict_time": [
+        # adds the two times instead of taking the slower roof
+        '''def predict_time(flops, nbytes, peak_flops, bandwidth):
     compute, memory = flops / peak_flops, nbytes / bandwidth
     return ("compute" if compute >= memory else "memory"), compute + memory
 ''',
-    # forgets that W is read: intensity = 2*B*din*dout / (size*(B*din + B*dout)) never depends on B
-    "ex4_min_batch_compute_bound": '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+        # a tie goes to 'memory' (the spec says 'compute')
+        '''def predict_time(flops, nbytes, peak_flops, bandwidth):
+    compute, memory = flops / peak_flops, nbytes / bandwidth
+    return ("compute" if compute > memory else "memory"), max(compute, memory)
+''',
+    ],
+    "ex4_min_batch_compute_bound": [
+        # forgets that W is read: intensity = 2*B*din*dout / (size*(B*din + B*dout)) never depends on B
+        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
     size = np.dtype(dtype).itemsize
     ridge = peak_flops / bandwidth
     for b in range(1, 100000):
@@ -36,6 +44,18 @@ WRONG = {
             return b
     return None
 ''',
+        # stops only *past* the ridge (>): at exactly the ridge point the layer is already compute-bound
+        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    size = np.dtype(dtype).itemsize
+    ridge = peak_flops / bandwidth
+    if 2 * d_in * d_out / (size * (d_in + d_out)) <= ridge:
+        return None
+    b = 1
+    while 2 * b * d_in * d_out / (size * (b * d_in + d_in * d_out + b * d_out)) <= ridge:
+        b += 1
+    return b
+''',
+    ],
     # fused: forgets to write the result
     "ex5_chain_bytes": '''def chain_bytes(n, dtype, arities, fused):
     size = np.dtype(dtype).itemsize
@@ -74,12 +94,22 @@ def time_call(fn, *args, repeat=5):
         times.append(time.perf_counter() - start)
     return float(np.median(times))
 ''',
-    # "above the roof means cache", whether or not the data fit
-    "ex9_explain_point": '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    "ex9_explain_point": [
+        # "above the roof means cache", whether or not the data fit
+        '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
     intensity = flops / nbytes
     achieved = flops / seconds
     if achieved > min(peak_flops, intensity * bandwidth):
         return "cache"
     return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
 ''',
+        # never checks the compute roof: a point above the peak is "cache" (if it fits) or "compute-bound"
+        '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    intensity = flops / nbytes
+    achieved = flops / seconds
+    if achieved > intensity * bandwidth:
+        return "cache" if working_set <= cache_bytes else "impossible"
+    return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+''',
+    ],
 }

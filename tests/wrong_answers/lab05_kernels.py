@@ -1,5 +1,29 @@
 """Plausible wrong answers to lab 5, one per solution cell: each must score less than full marks."""
 
+# a right register rule; SMEM: the bytes one block takes (the two shared-memory slips below)
+_OCCUPANCY_SMEM = '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
+    warps = math.ceil(threads_per_block / 32)
+    regs_per_warp = math.ceil(registers_per_thread * 32 / 256) * 256
+    smem = SMEM
+    per_block = limits["shared_per_block_optin"] if opt_in else limits["shared_per_block"]
+    parts = limits["sub_partitions"]
+    if regs_per_warp * math.ceil(warps / parts) * parts > limits["registers_per_block"]:
+        by_regs = 0
+    elif regs_per_warp == 0:
+        by_regs = limits["max_blocks"]
+    else:
+        by_regs = (limits["registers"] // parts // regs_per_warp) * parts // warps
+    allowed = {
+        "warps": limits["max_warps"] // warps,
+        "registers": by_regs,
+        "shared_memory": 0 if shared_bytes_per_block > per_block else limits["shared_memory_bytes"] // smem,
+        "blocks": limits["max_blocks"],
+    }
+    blocks = min(allowed.values())
+    limiter = next(k for k in ("warps", "registers", "shared_memory", "blocks") if allowed[k] == blocks)
+    return blocks, blocks * warps / limits["max_warps"], limiter
+'''
+
 WRONG = {
     # forgets the guard: the last block's extra threads index past the end
     "ex1_scale_shift": '''@cuda.jit
@@ -51,8 +75,9 @@ def tiled_matmul(A, B, C):
     if row < m and col < n:
         C[row, col] = acc
 ''',
-    # the per-SM division: all 65,536 registers as one pool, no sub-partitions, no per-block check
-    "ex5_occupancy": '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
+    "ex5_occupancy": [
+        # the per-SM division: all 65,536 registers as one pool, no sub-partitions, no per-block check
+        '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
     warps = math.ceil(threads_per_block / 32)
     regs_per_warp = math.ceil(registers_per_thread * 32 / 256) * 256
     smem = math.ceil((shared_bytes_per_block + limits["shared_reserved_per_block"]) / 128) * 128
@@ -67,6 +92,11 @@ def tiled_matmul(A, B, C):
     limiter = next(k for k in ("warps", "registers", "shared_memory", "blocks") if allowed[k] == blocks)
     return blocks, blocks * warps / limits["max_warps"], limiter
 ''',
+        # right registers, but forgets the 1 KiB the driver reserves per block (cc >= 8)
+        _OCCUPANCY_SMEM.replace("SMEM", "math.ceil(max(shared_bytes_per_block, 1) / 128) * 128"),
+        # right registers and reserve, but no rounding up to the 128-byte allocation unit
+        _OCCUPANCY_SMEM.replace("SMEM", 'shared_bytes_per_block + limits["shared_reserved_per_block"]'),
+    ],
     # a branchless-looking rewrite that still splits every warp by parity
     "ex6_parity_fixed": '''@cuda.jit
 def parity_fixed(x, out):
