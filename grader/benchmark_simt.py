@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -106,15 +107,32 @@ def solution_kernels() -> dict[str, object]:
         for gid, name in names.items():
             if gid in cells:
                 out[name] = kernels.load_kernel(cells[gid], name, ns, cuda)
+    out.update(puzzle_kernels())
     return out
+
+
+def puzzle_kernels(jit: Any = None) -> dict[str, object]:
+    """Lab 5b's solution kernels (every puzzle: grade_id ``exNN_<name>``), with the lab's constants in scope,
+    compiled by ``jit`` (a ``cuda`` module: the executor's by default, numba's on a GPU)."""
+    from grader import kernels
+    from grader.course import ROOT
+    from grader.labs import lab05b_kernel_puzzles as lab5b
+    from grader.scratch import load_notebook, solution_cells
+
+    lab = "lab05b_kernel_puzzles"
+    cells = solution_cells(load_notebook(ROOT / "solutions" / lab / f"{lab}.ipynb"))
+    ns = {"np": np, "math": math, **{k: getattr(lab5b, k) for k in dir(lab5b) if k.isupper()}}
+    return {p.name: kernels.load_kernel(cells[gid], p.name, ns, jit or cuda)
+            for gid in cells for p in lab5b.ORDER if gid == f"ex{lab5b.ORDER.index(p) + 1:02d}_{p.name}"}
 
 
 def check_times() -> list[tuple[str, float, float]]:
     """(exercise, visible s, hidden s) for every kernel exercise, checked with its solution kernel."""
     from grader.labs import lab05_kernels as lab5
+    from grader.labs import lab05b_kernel_puzzles as lab5b
     from grader.labs import lab06_xla_sass as lab6
 
-    problems = {**{p.name: p for p in lab5.problems.values()}, **{p.name: p for p in lab6.problems.values()}}
+    problems = {p.name: p for lab in (lab5, lab5b, lab6) for p in lab.problems.values()}
     rows = []
     for name, kernel in solution_kernels().items():
         p = problems[name]

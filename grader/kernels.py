@@ -123,6 +123,29 @@ class KernelProblem(Problem):
               f"SIMT efficiency {r.simt_efficiency:.1%}; {r.divergent_steps} divergent warp steps; no races, "
               f"no synchronisation errors, no uninitialised reads used{extra}")
 
+    def show(self) -> None:
+        """The spec, then the first visible case as a launch: grid, block and every argument by its name (from
+        the spec's ``name(a, b, ...)``), with the dtype and shape of each array and which arguments are outputs."""
+        import re
+        import textwrap
+
+        print(f"Exercise: {self.name}\n")
+        print(textwrap.dedent(self.spec).strip())
+        grid, block, args, outputs, *rest = self.launch(self.visible[0])
+        m = re.search(rf"{re.escape(self.name)}\(([^)]*)\)", self.spec)
+        names = [n.strip() for n in m.group(1).split(",")] if m else []
+        names += [f"argument {i}" for i in range(len(names), len(args))]
+        parts = [f"{n}={_short(a)}" + (" (output)" if i in outputs else "") for i, (n, a) in enumerate(zip(names, args))]
+        n_blocks, n_threads = int(np.prod(np.atleast_1d(grid))), int(np.prod(np.atleast_1d(block)))
+        print(f"\nExample launch: {self.name}[{grid}, {block}]({', '.join(parts)})\n    grid {grid} = {n_blocks} "
+              f"block{'s' * (n_blocks != 1)}, block {block} = {n_threads} threads each"
+              + (f", {rest[0]} bytes of dynamic shared memory" if rest else "")
+              + "; outputs start as zeros; the checker compares them with the reference")
+
+    def diagram(self, fn: Any, case: int = 0) -> None:
+        """Draw which thread of which block read and wrote each element, from the executor's log of ``fn``."""
+        diagram(self, fn, case)
+
     def run_case(self, fn: Any, case: Case, py: Any = None) -> simt.KernelReport:
         """One case: launch on the executor, then the findings in order of seriousness, then values, then
         the exercise's requirement, then (on a GPU) the device. Returns the report."""
@@ -160,3 +183,147 @@ class KernelProblem(Problem):
             for i, got, e in zip(outputs, on_device, expected):
                 expect_array_close(f"{what} on the GPU → {report_name(fn, i)}", got, e)
         return report
+
+
+# -- budgets: what a puzzle allows, enforced on the executor's report -------------------------------------------
+
+@dataclass(frozen=True)
+class Budget:
+    """A kernel exercise's budget, stated in its spec and enforced on the instrumented run's report. Races,
+    barrier divergence and uninitialised reads are always enforced (:func:`first_problem`); the rest only when set.
+
+    ``reads``/``writes``: the most global reads/writes any one thread may make; ``total_writes``: global writes of
+    the whole launch; ``shared``: bytes of shared memory per block (static + dynamic); ``sectors``: array -> most
+    32-byte sectors per warp-wide access; ``efficiency``: least SIMT efficiency; ``conflicts``: shared array -> most
+    ways of bank conflict; ``atomics``: global array -> most atomic updates per block."""
+
+    reads: int | None = None
+    writes: int | None = None
+    total_writes: int | None = None
+    shared: int | None = None
+    sectors: tuple = ()  # ((array, most sectors per request), ...)
+    efficiency: float | None = None
+    conflicts: tuple = ()  # ((shared array, most ways), ...)
+    atomics: tuple = ()  # ((global array, most atomic updates per block), ...)
+
+    def text(self) -> str:
+        """The budget as the spec states it."""
+        lines = []
+        if self.reads is not None:
+            lines.append(f"global reads per thread  ≤ {self.reads}")
+        if self.writes is not None:
+            lines.append(f"global writes per thread ≤ {self.writes}")
+        if self.total_writes is not None:
+            lines.append(f"global writes in total   ≤ {self.total_writes}")
+        if self.shared is not None:
+            lines.append(f"shared memory per block  ≤ {self.shared} bytes")
+        lines += [f"sectors per request on {a} ≤ {s:g} (coalesced)" for a, s in self.sectors]
+        if self.efficiency is not None:
+            lines.append(f"SIMT efficiency          ≥ {self.efficiency:.0%}")
+        lines += [f"bank conflicts on {a} ≤ {w:g}-way" for a, w in self.conflicts]
+        lines += [f"atomic updates of {a} per block ≤ {n}" for a, n in self.atomics]
+        lines.append("no data races, no barrier only part of a block reaches, no read of memory nobody wrote")
+        return "Budget (checked by the executor):\n    " + "\n    ".join(lines)
+
+    def enforce(self, r: simt.KernelReport, what: str) -> None:
+        """Raise CheckFailure naming the first budget the report exceeds, by how much, and what usually fixes it."""
+        c = r.counts
+        tpb = r.threads_per_block
+        for col, most, verb, fix in (
+                (0, self.reads, "reads", "load each input element once into a register (or shared memory) and "
+                 "reuse it"),
+                (1, self.writes, "writes", "compute into a register and store the result once")):
+            if most is not None and c[:, col].max() > most:
+                t = int(c[:, col].argmax())
+                raise CheckFailure(
+                    f"{what}: your kernel {verb} global memory {int(c[t, col])} times in one thread (thread "
+                    f"{t % tpb} of block {t // tpb}; {c[:, col].mean():.2f} per thread on average); the budget is "
+                    f"{most} per thread, {int(c[t, col]) - most} over: {fix}")
+        if self.total_writes is not None and r.total("global", "w") > self.total_writes:
+            n = r.total("global", "w")
+            raise CheckFailure(f"{what}: your kernel wrote global memory {n} times; the budget is {self.total_writes} "
+                               f"in total, {n - self.total_writes} over: let one thread write the final result")
+        shared = r.shared_bytes + r.dynamic_shared_bytes
+        if self.shared is not None and shared > self.shared:
+            raise CheckFailure(f"{what}: your kernel uses {shared} bytes of shared memory per block; the budget is "
+                               f"{self.shared} bytes, {shared - self.shared} over: size the shared array to what one "
+                               "block needs")
+        for array, most in self.sectors:
+            s = r.sectors_per_request(array) if array in r.arrays else 0.0
+            if s > most:
+                raise CheckFailure(
+                    f"{what}: each warp-wide access of `{array}` touched {s:.1f} 32-byte sectors on average; the "
+                    f"budget is {most:g} ({s / most:.1f}× over): neighbouring threads (threadIdx.x) must access "
+                    "neighbouring addresses (the last, contiguous axis)")
+        if self.efficiency is not None and r.simt_efficiency < self.efficiency:
+            raise CheckFailure(
+                f"{what}: SIMT efficiency {r.simt_efficiency:.1%}; the budget is at least {self.efficiency:.0%} "
+                f"({r.divergent_steps} divergent warp steps): choose which threads work so that whole warps take the "
+                "same branch")
+        for array, most in self.conflicts:
+            w = r.bank_conflicts(array) if array in r.arrays else 0.0
+            if w > most:
+                raise CheckFailure(
+                    f"{what}: the warp-wide accesses of shared `{array}` were {w:.1f}-way bank conflicts on average; "
+                    f"the budget is {most:g}-way ({w / most:.1f}× over): a column of a 32-wide float32 tile lies in "
+                    "ONE bank; pad each row by one element so that a column spreads over all 32 banks")
+        for array, most in self.atomics:
+            if array not in r.arrays:
+                continue
+            n = int(r._select(array, "a").sum())
+            per_block = n / r.n_blocks
+            if per_block > most:
+                raise CheckFailure(
+                    f"{what}: {per_block:.1f} atomic updates of global `{array}` per block; the budget is {most} "
+                    f"({per_block / most:.1f}× over): every thread hitting the same global counters serialises "
+                    "them; count in a shared-memory copy first, then add it to global memory once per block")
+
+
+def budgeted(budget: Budget, extra: Callable[[simt.KernelReport, Case, str], None] | None = None):
+    """A KernelProblem ``require`` that enforces ``budget`` (then ``extra``, the exercise's own requirement)."""
+
+    def require(r: simt.KernelReport, case: Case, what: str) -> None:
+        budget.enforce(r, what)
+        if extra:
+            extra(r, case, what)
+
+    return require
+
+
+def _diagram_maps(problem: KernelProblem, fn: Any, case: Case) -> tuple[simt.KernelReport, dict[str, np.ndarray]]:
+    from gpucourse import kernel_diagram
+
+    grid, block, args, outputs, *rest = problem.launch(case)
+    host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+    with problem.locked(python_function(fn)):
+        report = simt.run(fn, grid, block, *host_args, sharedmem=int(rest[0]) if rest else 0,
+                          time_limit=problem.time_limit)
+    expected = problem.reference(*case.args, **case.kwargs)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    outs = {report_name(fn, i): (host_args[i], e) for i, e in zip(outputs, expected)}
+    return report, kernel_diagram.access_maps(report, outs)
+
+
+def diagram_maps(problem: KernelProblem, fn: Any, case: int = 0) -> dict[str, np.ndarray]:
+    """The maps :meth:`KernelProblem.diagram` draws for the ``case``-th visible case (for tests)."""
+    return _diagram_maps(problem, fn, problem.visible[case])[1]
+
+
+def diagram(problem: KernelProblem, fn: Any, case: int = 0) -> None:
+    """Draw what the student's kernel did on the ``case``-th visible case; an unfinished or failing kernel is said
+    in one line (never an error: the cell is optional)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        report, maps = _diagram_maps(problem, fn, problem.visible[case])
+    except NotImplementedError:
+        print(f"{problem.name}: not written yet — nothing to draw")
+        return
+    except Exception as exc:  # the check above says what went wrong; the picture is optional
+        print(f"{problem.name}: no picture ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
+        return
+    from gpucourse import kernel_diagram
+
+    kernel_diagram.draw(report, maps, f"{problem.name}: what your kernel did on visible case {case + 1}")
+    plt.show()
+

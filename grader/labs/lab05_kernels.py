@@ -64,6 +64,9 @@ MAP = KernelProblem(
         arrays x and out. One thread per element. It is launched as
             scale_shift[ceil(n / block), block](x, out, a, b)
         so the last block has threads with no element: guard them (their index is >= x.size).
+        a and b are Python floats; block is the number of threads per block the checker launches with (32, 64
+        or 128; the kernel does not receive it: cuda.grid(1) already counts blocks of that size). x and out
+        are float32 arrays of n elements.
     """,
     reference=scale_shift_reference,
     visible=[Case((np.arange(70, dtype=np.float32), 2.0, 1.0, 32)),

@@ -1,0 +1,531 @@
+"""Lab 5b — kernel puzzles: a progression of ``@cuda.jit`` kernels, each with a budget the executor enforces.
+
+The set covers GPU-Puzzles' fourteen (map, zip, guard, map 2-D, broadcast, blocks, blocks 2-D, shared, pooling,
+dot product, 1-D convolution, prefix sum, axis sum; the tiled matmul is lab 5's exercise 4) and what it lacks: a
+transpose through padded shared memory (coalescing and bank conflicts), a warp reduction with shuffles, a
+stream compaction with ``ballot_sync``, a histogram with atomics (contention), a softmax row kernel. Every puzzle
+is a :class:`grader.kernels.KernelProblem` with a :class:`grader.kernels.Budget` (stated in its spec); hidden cases
+draw sizes that are not multiples of the block (one element, exactly one block, many blocks, square and not) and
+adversarial values (all equal, negative, huge, −inf). Written for this course after srush/GPU-Puzzles' list of
+puzzles; no code of it is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..kernels import Budget, KernelProblem, budgeted
+from ..problem import Case
+
+F32 = np.float32
+B1 = 32  # threads per block of the 1-D multi-block puzzles
+B2 = (8, 4)  # (x, y) threads per block of the small 2-D puzzles
+MAXK = 4  # the longest convolution kernel
+TT = 32  # transpose tile edge (a warp is one tile row)
+TROWS = 8  # the transpose block is (TT, TROWS): each thread moves TT / TROWS elements
+TT_PAD = TT + 1  # a padded tile row: a tile column spreads over the 32 banks
+HIST_BINS = 8
+# shared-array shapes must be compile-time constants for numba-cuda: a global int or a literal, not `SB + 2`
+
+
+def _blocks(n: int, b: int) -> int:
+    return -(-n // b)
+
+
+def _vec(rng: np.random.Generator, n: int, kind: str | None = None) -> np.ndarray:
+    """n float32 values of a kind the hidden cases cycle through: random, all equal, all negative, integers."""
+    kind = kind or str(rng.choice(["normal", "equal", "negative", "ints"]))
+    if kind == "equal":
+        return np.full(n, rng.standard_normal(), F32)
+    if kind == "negative":
+        return -np.abs(rng.standard_normal(n)).astype(F32) - 1
+    if kind == "positive":
+        return np.abs(rng.standard_normal(n)).astype(F32) + 1
+    if kind == "ints":
+        return rng.integers(-5, 6, n).astype(F32)
+    return rng.standard_normal(n).astype(F32)
+
+
+def _sizes(rng: np.random.Generator, block: int, many: int = 4) -> list[int]:
+    """1 element, exactly one block, one past it, and a random non-multiple spanning several blocks."""
+    return [1, block, block + 1, int(block * rng.integers(2, many) + rng.integers(1, block))]
+
+
+def puzzle(name: str, spec: str, reference: Callable, launch: Callable, visible: list[Case],
+           hidden: Callable, budget: Budget, extra: Callable | None = None) -> KernelProblem:
+    return KernelProblem(name=name, spec=spec.rstrip() + "\n" + budget.text(), reference=reference,
+                         visible=visible, hidden=hidden, compare=lambda *a: None, launch=launch,
+                         require=budgeted(budget, extra))
+
+
+def _uses_shared(r, case, what):
+    if r.total("shared", "w") == 0:
+        from ..checks import CheckFailure
+
+        raise CheckFailure(f"{what}: the kernel never wrote shared memory: this puzzle is about cuda.shared.array")
+
+
+# -- 1. map ------------------------------------------------------------------------------------------------------
+
+def _one_block_launch(case: Case):
+    (a,) = case.args
+    return 1, a.size, [a, np.zeros_like(a)], [1]
+
+
+MAP = puzzle(
+    "map_add", """
+        map_add(a, out): out[i] = a[i] + 10 for a float32 array a of n ≤ 64 elements.
+        Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  — thread i handles element i.
+        Example: a = [0, 1, 2] (float32)  ->  out = [10, 11, 12] (float32).
+    """,
+    lambda a: a + F32(10), _one_block_launch,
+    [Case((np.arange(4, dtype=F32),))],
+    lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, int(rng.integers(2, 64)))],
+    Budget(reads=1, writes=1, shared=0))
+
+# -- 2. zip ------------------------------------------------------------------------------------------------------
+
+
+def _zip_launch(case: Case):
+    a, b = case.args
+    return 1, a.size, [a, b, np.zeros_like(a)], [2]
+
+
+ZIP = puzzle(
+    "zip_add", """
+        zip_add(a, b, out): out[i] = a[i] + b[i] for float32 arrays of n ≤ 64 elements.
+        Launched as  zip_add[1, n](a, b, out): thread i handles element i.
+        Example: a = [0, 1], b = [5, 5] (float32)  ->  out = [5, 6].
+    """,
+    lambda a, b: a + b, _zip_launch,
+    [Case((np.arange(4, dtype=F32), np.arange(4, dtype=F32) * 2))],
+    lambda rng: [Case((_vec(rng, n), _vec(rng, n))) for n in (1, 33, int(rng.integers(2, 64)))],
+    Budget(reads=2, writes=1, shared=0))
+
+# -- 3. guard ----------------------------------------------------------------------------------------------------
+
+
+def _guard_launch(case: Case):
+    (a,) = case.args
+    return 1, 64, [a, np.zeros_like(a)], [1]
+
+
+GUARD = puzzle(
+    "map_guard", """
+        map_guard(a, out): out[i] = a[i] + 10, but launched with MORE threads than elements:
+            map_guard[1, 64](a, out)   for n ≤ 64 elements
+        Threads with i >= a.size must do nothing (no read, no write).
+        Example: a = [0, 1, 2] (float32), 64 threads  ->  out = [10, 11, 12]; threads 3..63 idle.
+    """,
+    lambda a: a + F32(10), _guard_launch,
+    [Case((np.arange(5, dtype=F32),))],
+    lambda rng: [Case((_vec(rng, n),)) for n in (1, 63, 64, int(rng.integers(2, 63)))],
+    Budget(reads=1, writes=1, shared=0))
+
+# -- 4. map 2-D --------------------------------------------------------------------------------------------------
+
+
+def _map2d_launch(case: Case):
+    (a,) = case.args
+    return 1, B2, [a, np.zeros_like(a)], [1]
+
+
+MAP2D = puzzle(
+    "map_2d", f"""
+        map_2d(a, out): out[r, c] = a[r, c] + 10 for a float32 array of shape (rows ≤ {B2[1]}, cols ≤ {B2[0]}),
+        not necessarily square. Launched with ONE 2-D block of {B2} threads (x, y):
+            map_2d[1, {B2}](a, out)
+        x runs along the columns (the contiguous axis), y along the rows; guard both.
+        Example: a = [[0, 1, 2], [3, 4, 5]] (float32, shape (2, 3))  ->  out = [[10, 11, 12], [13, 14, 15]].
+    """,
+    lambda a: a + F32(10), _map2d_launch,
+    [Case((np.arange(6, dtype=F32).reshape(2, 3),))],
+    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
+                 ((1, 1), (B2[1], B2[0]), (B2[1], 3), (int(rng.integers(1, B2[1])), int(rng.integers(1, B2[0]))))],
+    Budget(reads=1, writes=1, shared=0))
+
+# -- 5. broadcast ------------------------------------------------------------------------------------------------
+
+
+def _bcast_launch(case: Case):
+    a, b = case.args
+    return 1, B2, [a, b, np.zeros((a.size, b.size), F32)], [2]
+
+
+BROADCAST = puzzle(
+    "broadcast_add", f"""
+        broadcast_add(a, b, out): out[r, c] = a[r] + b[c] for float32 vectors a (rows ≤ {B2[1]}) and
+        b (cols ≤ {B2[0]}); out has shape (rows, cols). Launched as  broadcast_add[1, {B2}](a, b, out)
+        with x along the columns and y along the rows.
+        Example: a = [0, 10], b = [1, 2, 3] (float32)  ->  out = [[1, 2, 3], [11, 12, 13]].
+    """,
+    lambda a, b: a[:, None] + b[None, :], _bcast_launch,
+    [Case((np.array([0, 10], F32), np.array([1, 2, 3], F32)))],
+    lambda rng: [Case((_vec(rng, r), _vec(rng, c))) for r, c in
+                 ((1, 1), (B2[1], B2[0]), (int(rng.integers(1, B2[1])), int(rng.integers(2, B2[0]))))],
+    Budget(reads=2, writes=1, shared=0))
+
+# -- 6. blocks ---------------------------------------------------------------------------------------------------
+
+
+def _blocks_launch(case: Case):
+    (a,) = case.args
+    return _blocks(a.size, B1), B1, [a, np.zeros_like(a)], [1]
+
+
+BLOCKS = puzzle(
+    "map_blocks", f"""
+        map_blocks(a, out): out[i] = a[i] + 10 for any n, with blocks of {B1} threads — fewer threads per block
+        than elements, so several blocks:  map_blocks[ceil(n / {B1}), {B1}](a, out).
+        Element i belongs to thread threadIdx.x of block blockIdx.x with i = blockIdx.x * blockDim.x + threadIdx.x.
+        Example: n = 40 (float32): 2 blocks; block 1's threads 8..31 have no element.
+    """,
+    lambda a: a + F32(10), _blocks_launch,
+    [Case((np.arange(40, dtype=F32),))],
+    lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, B1)],
+    Budget(reads=1, writes=1, shared=0))
+
+# -- 7. blocks 2-D (coalesced) -------------------------------------------------------------------------------------
+BK2 = (16, 4)  # a warp is 16 columns × 2 rows
+
+
+def _blocks2d_launch(case: Case):
+    (a,) = case.args
+    rows, cols = a.shape
+    return (_blocks(cols, BK2[0]), _blocks(rows, BK2[1])), BK2, [a, np.zeros_like(a)], [1]
+
+
+BLOCKS2D = puzzle(
+    "map_blocks_2d", f"""
+        map_blocks_2d(a, out): out[r, c] = a[r, c] * 2 - r for a float32 array of any shape (rows, cols).
+        Launched with 2-D blocks of {BK2} threads (x, y) on a 2-D grid:
+            map_blocks_2d[(ceil(cols / {BK2[0]}), ceil(rows / {BK2[1]})), {BK2}](a, out)
+        A warp is {BK2[0]} neighbouring x by 2 y: map x to the column so that it reads neighbouring addresses.
+        Example: a = ones((2, 3), float32)  ->  out = [[2, 2, 2], [1, 1, 1]].
+    """,
+    lambda a: a * F32(2) - np.arange(a.shape[0], dtype=F32)[:, None], _blocks2d_launch,
+    [Case((np.arange(9 * 37, dtype=F32).reshape(9, 37) / 7,))],
+    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
+                 ((1, 1), (BK2[1], BK2[0]), (23, 23), (int(rng.integers(5, 12)), int(rng.integers(33, 60))))],
+    Budget(reads=1, writes=1, shared=0, sectors=(("a", 6.0), ("out", 6.0))))
+
+# -- 8. shared -----------------------------------------------------------------------------------------------------
+SB = 8  # threads per block of the shared-memory puzzles
+POOL_SLOTS = SB + 2  # the pooling block's elements and its 2-element halo
+
+
+def _shared_launch(case: Case):
+    (a,) = case.args
+    return _blocks(a.size, SB), SB, [a, np.zeros_like(a)], [1]
+
+
+def _shared_ref(a: np.ndarray) -> np.ndarray:
+    """out[i] = a[i] + a[the block's first element]."""
+    first = a[(np.arange(a.size) // SB) * SB]
+    return a + first
+
+
+SHARED = puzzle(
+    "shared_first", f"""
+        shared_first(a, out): out[i] = a[i] + a[f], where f is the first element of i's block
+        (f = blockIdx.x * {SB}). Launched as  shared_first[ceil(n / {SB}), {SB}](a, out).
+        Each thread reads ONE element of a into a block-wide cuda.shared.array({SB}, float32); after
+        cuda.syncthreads() every thread reads the block's first element from shared memory, not from a.
+        Example: a = [1, 2, 3, ..., 9, 10] (float32, n = 10)  ->  out = [2, 3, ..., 9, 18, 19].
+    """,
+    _shared_ref, _shared_launch,
+    [Case((np.arange(1, 11, dtype=F32),))],
+    lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SB)],
+    Budget(reads=1, writes=1, shared=SB * 4), extra=_uses_shared)
+
+# -- 9. pooling ----------------------------------------------------------------------------------------------------
+
+
+def _pool_ref(a: np.ndarray) -> np.ndarray:
+    p = np.concatenate([np.zeros(2), a])  # the output's dtype is the launch's (float32), not the reference's
+    return p[:-2] + p[1:-1] + p[2:]
+
+
+POOL = puzzle(
+    "pool3", f"""
+        pool3(a, out): out[i] = a[i-2] + a[i-1] + a[i] (terms with a negative index count as 0), float32,
+        launched as  pool3[ceil(n / {SB}), {SB}](a, out). Each block stages its {SB} elements plus the 2 before
+        them in ONE cuda.shared.array(POOL_SLOTS, float32) (POOL_SLOTS = {SB + 2}) (the first two threads also load the 2-element halo),
+        waits, then sums from shared memory.
+        Example: a = [1, 2, 3, 4] (float32)  ->  out = [1, 3, 6, 9].
+    """,
+    _pool_ref, _shared_launch,
+    [Case((np.arange(1, 12, dtype=F32),))],
+    lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SB)],
+    Budget(reads=2, writes=1, shared=(SB + 2) * 4), extra=_uses_shared)
+
+# -- 10. dot product -----------------------------------------------------------------------------------------------
+DOT_THREADS = 64
+
+
+def _dot_launch(case: Case):
+    a, b = case.args
+    return 1, DOT_THREADS, [a, b, np.zeros(1, F32)], [2]
+
+
+DOT = puzzle(
+    "dot", f"""
+        dot(a, b, out): out[0] = sum(a * b) for float32 vectors of n ≤ {DOT_THREADS} elements, launched with one
+        block of {DOT_THREADS} threads:  dot[1, {DOT_THREADS}](a, b, out).
+        Each thread multiplies at most one pair into a cuda.shared.array({DOT_THREADS}, float32) (0 past n), then
+        the block reduces it; exactly ONE thread writes out[0]. Every thread must reach every
+        cuda.syncthreads() (a barrier inside `if i < n` is barrier divergence).
+        Example: a = [1, 2, 3], b = [4, 5, 6] (float32)  ->  out = [32].
+    """,
+    lambda a, b: np.array([np.dot(a.astype(np.float64), b)], F32), _dot_launch,
+    [Case((np.arange(1, 21, dtype=F32), np.full(20, 0.5, F32)))],
+    lambda rng: [Case((_vec(rng, n), _vec(rng, n))) for n in (1, DOT_THREADS, int(rng.integers(33, DOT_THREADS)))],
+    Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4), extra=_uses_shared)
+
+# -- 11. 1-D convolution -------------------------------------------------------------------------------------------
+CB = 16  # threads per block of the convolution
+CONV_SLOTS = CB + MAXK - 1  # the convolution block's elements and its right halo
+
+
+def _conv_ref(a: np.ndarray, k: np.ndarray) -> np.ndarray:
+    n = a.size
+    out = np.zeros(n)
+    for j in range(k.size):
+        out[:n - j] += a[j:] * k[j]
+    return out
+
+
+def _conv_launch(case: Case):
+    a, k = case.args
+    return _blocks(a.size, CB), CB, [a, k, np.zeros_like(a)], [2]
+
+
+CONV = puzzle(
+    "conv1d", f"""
+        conv1d(a, k, out): out[i] = sum_j a[i + j] * k[j] over j < k.size (≤ {MAXK}), terms with i + j >= a.size
+        count as 0; float32. Launched as  conv1d[ceil(n / {CB}), {CB}](a, k, out).
+        Stage the block's {CB} elements of a plus the next {MAXK - 1} (the halo) in a
+        cuda.shared.array(CONV_SLOTS, float32) (CONV_SLOTS = {CB + MAXK - 1}), and k in a cuda.shared.array({MAXK}, float32); then each thread
+        computes its output from shared memory only.
+        Example: a = [1, 2, 3, 4], k = [1, 10] (float32)  ->  out = [21, 32, 43, 4].
+    """,
+    _conv_ref, _conv_launch,
+    [Case((np.arange(1, 21, dtype=F32), np.array([1, 10, 100], F32)))],
+    lambda rng: [Case((_vec(rng, n), _vec(rng, int(rng.integers(1, MAXK + 1)), "normal")))
+                 for n in _sizes(rng, CB)] + [Case((_vec(rng, 5), _vec(rng, MAXK, "normal"))),
+                                              Case((_vec(rng, CB + MAXK + 3), _vec(rng, MAXK, "normal")))],
+    Budget(reads=3, writes=1, shared=(CB + MAXK - 1 + MAXK) * 4), extra=_uses_shared)
+
+# -- 12. prefix sum ------------------------------------------------------------------------------------------------
+PB = 16  # threads per block of the scan
+
+
+def _scan_ref(a: np.ndarray) -> np.ndarray:
+    out = np.zeros(a.size)
+    for s in range(0, a.size, PB):
+        out[s:s + PB] = np.cumsum(a[s:s + PB])
+    return out
+
+
+def _scan_launch(case: Case):
+    (a,) = case.args
+    return _blocks(a.size, PB), PB, [a, np.zeros_like(a)], [1]
+
+
+SCAN = puzzle(
+    "block_scan", f"""
+        block_scan(a, out): the inclusive prefix sum of each block's {PB} elements of the float32 array a:
+        out[i] = a[s] + a[s+1] + ... + a[i] with s = the first element of i's block. Launched as
+            block_scan[ceil(n / {PB}), {PB}](a, out)
+        Load once into shared memory, then log2({PB}) = 4 steps: at step d each thread adds the value d = 1, 2, 4,
+        8 places to its left. Read, barrier, write, barrier: a thread must not overwrite a value its neighbour
+        has not read yet (the checker reports that race).
+        Example: a = [1, 1, 1, 1, 1] (float32)  ->  out = [1, 2, 3, 4, 5].
+    """,
+    _scan_ref, _scan_launch,
+    [Case((np.ones(20, F32),))],
+    lambda rng: [Case((_vec(rng, n, "ints"),)) for n in _sizes(rng, PB)],
+    Budget(reads=1, writes=1, shared=2 * PB * 4), extra=_uses_shared)
+
+# -- 13. axis sum --------------------------------------------------------------------------------------------------
+AB = 64  # threads per block of the row sum: two warps
+
+
+def _axis_launch(case: Case):
+    (a,) = case.args
+    return a.shape[0], AB, [a, np.zeros(a.shape[0], F32)], [1]
+
+
+AXIS = puzzle(
+    "row_sum", f"""
+        row_sum(a, out): out[r] = sum of row r of a float32 array of shape (rows, cols ≤ {AB}), one block of
+        {AB} threads per row:  row_sum[rows, {AB}](a, out). Thread t loads a[r, t] (0 past cols) into shared
+        memory; the block reduces it as a tree with a barrier per level; thread 0 writes out[r].
+        Pick the working threads so that whole warps work or rest (the SIMT-efficiency budget).
+        Example: a = [[1, 2, 3], [4, 5, 6]] (float32)  ->  out = [6, 15].
+    """,
+    lambda a: a.astype(np.float64).sum(axis=1).astype(F32), _axis_launch,
+    [Case((np.arange(3 * 50, dtype=F32).reshape(3, 50) / 10,))],
+    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in ((1, 1), (2, AB), (3, int(rng.integers(2, AB))))],
+    Budget(reads=1, writes=1, shared=AB * 4, efficiency=0.90), extra=_uses_shared)
+
+# -- 14. transpose through shared memory -----------------------------------------------------------------------------
+
+
+def _tr_launch(case: Case):
+    (a,) = case.args
+    rows, cols = a.shape
+    return (_blocks(cols, TT), _blocks(rows, TT)), (TT, TROWS), [a, np.zeros((cols, rows), F32)], [1]
+
+
+TRANSPOSE = puzzle(
+    "transpose", f"""
+        transpose(a, out): out[c, r] = a[r, c] for a float32 array of any shape (rows, cols); out is (cols, rows).
+        Launched with blocks of ({TT}, {TROWS}) threads on a ({TT}×{TT})-tile grid:
+            transpose[(ceil(cols / {TT}), ceil(rows / {TT})), ({TT}, {TROWS})](a, out)
+        Each thread moves {TT // TROWS} elements (rows ty, ty + {TROWS}, ...). Both the read of a and the write of
+        out must be coalesced (a warp touches one row of 32 neighbouring float32s): read a tile of a into shared
+        memory by rows, barrier, write it to out by rows of out (columns of the tile). A column of a {TT}×{TT}
+        float32 tile lies in one bank: pad the tile to (TT, TT_PAD) = ({TT}, {TT + 1}).
+        (numba-cuda needs shared-array shapes as constants: TT_PAD, not TT + 1.)
+    """,
+    lambda a: np.ascontiguousarray(a.T), _tr_launch,
+    [Case((np.arange(20 * 40, dtype=F32).reshape(20, 40),))],
+    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
+                 ((1, 1), (TT, TT), (int(rng.integers(33, 45)), int(rng.integers(5, 31))))],
+    Budget(reads=TT // TROWS, writes=TT // TROWS, shared=TT * (TT + 1) * 4, sectors=(("a", 4.5), ("out", 4.5)),
+           conflicts=(("tile", 1.0),)))
+
+# -- 15. warp reduction with shuffles -------------------------------------------------------------------------------
+WB = 64  # threads per block: two warps
+
+
+def _warp_ref(a: np.ndarray) -> np.ndarray:
+    w = _blocks(a.size, 32)
+    p = np.zeros(w * 32)
+    p[:a.size] = a
+    return p.reshape(w, 32).sum(axis=1).astype(F32)
+
+
+def _warp_launch(case: Case):
+    (a,) = case.args
+    return _blocks(a.size, WB), WB, [a, np.zeros(_blocks(a.size, 32), F32)], [1]
+
+
+WARP_SUM = puzzle(
+    "warp_sum", f"""
+        warp_sum(a, out): out[w] = the sum of a[32w : 32w + 32] (0 past the end), float32, for every warp w of
+        the launch  warp_sum[ceil(n / {WB}), {WB}](a, out)  (w = global thread index // 32).
+        No shared memory: each lane loads one value into a register and the warp adds them with
+        cuda.shfl_down_sync(0xFFFFFFFF, v, offset) for offset = 16, 8, 4, 2, 1; lane 0 writes. EVERY lane of the
+        warp takes part in every shuffle (the full mask), including the lanes past the end of a.
+        Only warps that own at least one element write.
+    """,
+    _warp_ref, _warp_launch,
+    [Case((np.arange(70, dtype=F32),))],
+    lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, 33, WB, int(rng.integers(WB + 1, 4 * WB)))],
+    Budget(reads=1, writes=1, shared=0))
+
+# -- 16. stream compaction with ballot -----------------------------------------------------------------------------
+
+
+def _compact_ref(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w = _blocks(a.size, 32)
+    out = np.zeros(w * 32)
+    count = np.zeros(w)
+    for i in range(w):
+        keep = [v for v in a[32 * i:32 * i + 32] if v > 0]
+        out[32 * i:32 * i + len(keep)] = keep
+        count[i] = len(keep)
+    return out, count
+
+
+def _compact_launch(case: Case):
+    (a,) = case.args
+    w = _blocks(a.size, 32)
+    return _blocks(a.size, WB), WB, [a, np.zeros(w * 32, F32), np.zeros(w, np.int32)], [1, 2]
+
+
+COMPACT = puzzle(
+    "compact", f"""
+        compact(a, out, count): for every warp w, copy its positive elements of a[32w : 32w + 32] in order to
+        out[32w :], and count[w] = how many there were (int32); the rest of out stays 0. Launched as
+            compact[ceil(n / {WB}), {WB}](a, out, count)
+        Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its value; lane l's place is the
+        number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is cuda.popc(mask). Every lane
+        calls ballot_sync (lanes past the end with keep = False).
+        Example: a = [3, -1, 0, 5] (float32)  ->  out[:32] = [3, 5, 0, ...], count = [2].
+    """,
+    _compact_ref, _compact_launch,
+    [Case((np.array([3, -1, 0, 5] * 10, F32),))],
+    lambda rng: [Case((np.array([1.5], F32),))] + [Case((_vec(rng, n, k),)) for n, k in (
+        (32, "ints"), (33, "negative"), (WB, "normal"), (3 * 32 + 5, "positive"),
+                                                          (int(rng.integers(WB + 1, 3 * WB)), "ints"))],
+    Budget(reads=1, writes=2, shared=0))
+
+# -- 17. histogram with atomics ------------------------------------------------------------------------------------
+HB = 64  # threads per block of the histogram
+
+
+def _hist_launch(case: Case):
+    (x,) = case.args
+    return _blocks(x.size, HB), HB, [x, np.zeros(HIST_BINS, np.int32)], [1]
+
+
+HISTOGRAM = puzzle(
+    "histogram", f"""
+        histogram(x, counts): counts[b] = how many elements of the int32 array x equal b, for {HIST_BINS} bins
+        (0 ≤ x < {HIST_BINS}). Launched as  histogram[ceil(n / {HB}), {HB}](x, counts)  with counts zeroed.
+        Many threads add to the same bin: `counts[b] += 1` is a race (read, add, write). Use
+        cuda.atomic.add. All {HB} threads of a block hitting {HIST_BINS} global counters serialise on them
+        (contention): count into a block-private cuda.shared.array({HIST_BINS}, int32) with shared atomics, then
+        add it to global counts once per bin per block.
+    """,
+    lambda x: np.bincount(x, minlength=HIST_BINS).astype(np.int32), _hist_launch,
+    [Case((np.arange(100, dtype=np.int32) % HIST_BINS,))],
+    lambda rng: [Case((rng.integers(0, HIST_BINS, n).astype(np.int32),)) for n in (1, HB, int(rng.integers(HB + 1, 4 * HB)))]
+    + [Case((np.full(int(rng.integers(HB, 3 * HB)), int(rng.integers(HIST_BINS)), np.int32),))],  # one hot bin
+    Budget(reads=1, shared=HIST_BINS * 4, atomics=(("counts", HIST_BINS),)), extra=_uses_shared)
+
+# -- 18. softmax rows ----------------------------------------------------------------------------------------------
+
+
+def _softmax_ref(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _softmax_launch(case: Case):
+    (a,) = case.args
+    return a.shape[0], 32, [a, np.zeros_like(a)], [1]
+
+
+def _softmax_cases(rng: np.random.Generator) -> list[Case]:
+    big = (rng.standard_normal((3, 20)) * 3 + 1000).astype(F32)  # exp(1000) overflows: subtract the max
+    big[1] -= 1000  # a row far below the others: the max is per row, not of the whole array
+    neg = rng.standard_normal((2, 7)).astype(F32)
+    neg[:, 1] = -np.inf  # exp(-inf) = 0: a masked position
+    return [Case((rng.standard_normal((1, 1)).astype(F32),)), Case((big,)), Case((neg,)),
+            Case((np.full((3, 32), -2.5, F32),)), Case((rng.standard_normal((int(rng.integers(2, 5)), 32)).astype(F32),))]
+
+
+SOFTMAX = puzzle(
+    "softmax_rows", """
+        softmax_rows(a, out): out[r, c] = exp(a[r, c] - m) / sum_c' exp(a[r, c'] - m), m = max of row r, for a
+        float32 array of shape (rows, cols ≤ 32); one warp per row:  softmax_rows[rows, 32](a, out).
+        Lane c loads a[r, c] once (-inf past cols: it then adds exp(-inf) = 0). The warp finds the max with
+        cuda.shfl_xor_sync (offsets 16, 8, 4, 2, 1: afterwards every lane holds it), then the sum of
+        math.exp(v - m) the same way, then lane c < cols writes its value. Subtracting the max is required:
+        rows of values near 1000 overflow exp otherwise; -inf entries (masked positions) must give 0.
+        Example: a = [[0, 0], [0, ln 3]] (float32)  ->  out = [[0.5, 0.5], [0.25, 0.75]].
+    """,
+    _softmax_ref, _softmax_launch,
+    [Case((np.array([[0, 0, 0], [0, 1, 2]], F32),))],
+    _softmax_cases,
+    Budget(reads=1, writes=1, shared=0))
+
+ORDER = (MAP, ZIP, GUARD, MAP2D, BROADCAST, BLOCKS, BLOCKS2D, SHARED, POOL, DOT, CONV, SCAN, AXIS, TRANSPOSE,
+         WARP_SUM, COMPACT, HISTOGRAM, SOFTMAX)
+problems: dict[str, Any] = {p.name: p for p in ORDER}

@@ -1,0 +1,725 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: nbgrader,tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Lab 5b — Kernel puzzles
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab05b_kernel_puzzles/lab05b_kernel_puzzles.ipynb)
+#
+# Companion of `course/05_grids_blocks_warps.ipynb`, before lab 5's performance exercises. 18 kernel puzzles,
+# from a one-line map to a softmax: GPU-Puzzles' set (the tiled matmul is lab 5's exercise 4) plus a coalesced
+# transpose, warp shuffles, a ballot, atomics and a softmax. 3 points each (1 visible test, 2 hidden).
+#
+# | # | puzzle |
+# |---|---|
+# | 1 | Map |
+# | 2 | Zip |
+# | 3 | Guard |
+# | 4 | Map 2-D |
+# | 5 | Broadcast |
+# | 6 | Blocks |
+# | 7 | Blocks 2-D, coalesced |
+# | 8 | Shared memory |
+# | 9 | Pooling |
+# | 10 | Dot product |
+# | 11 | 1-D convolution |
+# | 12 | Prefix sum |
+# | 13 | Axis sum |
+# | 14 | Transpose through padded shared memory |
+# | 15 | Warp reduction with shuffles |
+# | 16 | Stream compaction with ballot |
+# | 17 | Histogram with atomics |
+# | 18 | Softmax rows |
+#
+# **Budgets.** Each puzzle states a budget (global reads and writes per thread, shared memory per block, sectors
+# per request, SIMT efficiency, bank conflicts, atomics), and the checker enforces it on the course's instrumented
+# executor (`gpucourse.simt`): a right answer over budget fails, with the budget and by how much. Races, a
+# `cuda.syncthreads()` only part of a block reaches, and reads of memory nobody wrote always fail. Hidden tests use
+# other sizes (one element, exactly one block, not a multiple of the block) and adversarial values.
+#
+# **Pictures.** After each puzzle, `diagram` draws what *your* kernel did — which thread of which block read and
+# wrote each element — from the executor's log, beside the elements the answer needs.
+#
+# **GPU.** `cuda` is numba-cuda on a GPU; without one, the executor with numba-cuda's API. On a GPU every check
+# also runs your kernel on the device and compares.
+#
+# Replace `raise NotImplementedError()` with your code. Use **Validate** before you submit.
+
+# %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+import os, shutil, subprocess, sys
+COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
+    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
+          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import math
+
+import numpy as np
+
+import gpucourse as gc
+from grader.labs import lab05b_kernel_puzzles as lab
+
+be = gc.setup()
+cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt.cuda), numba-cuda's API
+SB, DOT_THREADS, CB, MAXK, PB, AB = lab.SB, lab.DOT_THREADS, lab.CB, lab.MAXK, lab.PB, lab.AB  # block sizes (threads)
+TT, TROWS, HIST_BINS = lab.TT, lab.TROWS, lab.HIST_BINS  # transpose tile edge and rows per pass; histogram bins
+# shared-array shapes must be constants for numba-cuda on a GPU (a name like these, not an expression `SB + 2`)
+POOL_SLOTS, CONV_SLOTS, TT_PAD = lab.POOL_SLOTS, lab.CONV_SLOTS, lab.TT_PAD
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex01_map_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 1 — Map
+#
+# The smallest kernel: every thread is handed its position in the block (`cuda.threadIdx.x`) and does one element. The budget counts how often each thread touched global memory.
+
+# %% nbgrader={"grade": false, "grade_id": "ex01_map_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_add"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex01_map_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def map_add(a, out):
+    """out[i] = a[i] + 10, one thread per element."""
+    # roughly 2 lines
+    ### BEGIN SOLUTION
+    i = cuda.threadIdx.x
+    out[i] = a[i] + 10
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex01_map_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_add"].check(map_add)
+
+# %% nbgrader={"grade": true, "grade_id": "ex01_map_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["map_add"].check(map_add, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex01_map_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_add"].diagram(map_add)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex02_zip_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 2 — Zip
+#
+# Two inputs, one output, still one thread per element.
+
+# %% nbgrader={"grade": false, "grade_id": "ex02_zip_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["zip_add"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex02_zip_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def zip_add(a, b, out):
+    """out[i] = a[i] + b[i]."""
+    # roughly 2 lines
+    ### BEGIN SOLUTION
+    i = cuda.threadIdx.x
+    out[i] = a[i] + b[i]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex02_zip_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["zip_add"].check(zip_add)
+
+# %% nbgrader={"grade": true, "grade_id": "ex02_zip_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["zip_add"].check(zip_add, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex02_zip_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["zip_add"].diagram(zip_add)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex03_map_guard_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 3 — Guard
+#
+# Launches come in whole blocks, so there are usually more threads than elements. The extra threads must not touch memory: on a GPU an out-of-bounds access silently corrupts memory (or crashes later); the executor stops at the line.
+
+# %% nbgrader={"grade": false, "grade_id": "ex03_map_guard_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_guard"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex03_map_guard", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def map_guard(a, out):
+    """out[i] = a[i] + 10 with more threads than elements."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    i = cuda.threadIdx.x
+    if i < a.size:
+        out[i] = a[i] + 10
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex03_map_guard_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_guard"].check(map_guard)
+
+# %% nbgrader={"grade": true, "grade_id": "ex03_map_guard_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["map_guard"].check(map_guard, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex03_map_guard_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_guard"].diagram(map_guard)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex04_map_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 4 — Map 2-D
+#
+# Blocks can be 2-D. `threadIdx.x` varies fastest inside a warp, so it belongs on the contiguous axis of a row-major array (the columns).
+
+# %% nbgrader={"grade": false, "grade_id": "ex04_map_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_2d"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex04_map_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def map_2d(a, out):
+    """out[r, c] = a[r, c] + 10 with one 2-D block larger than a."""
+    # roughly 4 lines
+    ### BEGIN SOLUTION
+    c = cuda.threadIdx.x
+    r = cuda.threadIdx.y
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] + 10
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex04_map_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_2d"].check(map_2d)
+
+# %% nbgrader={"grade": true, "grade_id": "ex04_map_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["map_2d"].check(map_2d, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex04_map_2d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_2d"].diagram(map_2d)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex05_broadcast_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 5 — Broadcast
+#
+# Each thread combines one element of a column vector with one of a row vector — NumPy's broadcasting, as threads.
+
+# %% nbgrader={"grade": false, "grade_id": "ex05_broadcast_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["broadcast_add"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex05_broadcast_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def broadcast_add(a, b, out):
+    """out[r, c] = a[r] + b[c]."""
+    # roughly 4 lines
+    ### BEGIN SOLUTION
+    c = cuda.threadIdx.x
+    r = cuda.threadIdx.y
+    if r < a.size and c < b.size:
+        out[r, c] = a[r] + b[c]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex05_broadcast_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["broadcast_add"].check(broadcast_add)
+
+# %% nbgrader={"grade": true, "grade_id": "ex05_broadcast_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["broadcast_add"].check(broadcast_add, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex05_broadcast_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["broadcast_add"].diagram(broadcast_add)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex06_map_blocks_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 6 — Blocks
+#
+# Now a block is smaller than the array: several blocks, each of which knows its own number (`cuda.blockIdx.x`) and size (`cuda.blockDim.x`).
+
+# %% nbgrader={"grade": false, "grade_id": "ex06_map_blocks_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_blocks"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex06_map_blocks", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def map_blocks(a, out):
+    """out[i] = a[i] + 10 over several blocks."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if i < a.size:
+        out[i] = a[i] + 10
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex06_map_blocks_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_blocks"].check(map_blocks)
+
+# %% nbgrader={"grade": true, "grade_id": "ex06_map_blocks_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["map_blocks"].check(map_blocks, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex06_map_blocks_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_blocks"].diagram(map_blocks)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 7 — Blocks 2-D, coalesced
+#
+# A 2-D grid of 2-D blocks on an array of any shape. The budget now includes **coalescing**: the 32-byte sectors one warp-wide access touches (a warp of 16 × 2 threads reading float32 along rows needs about 4; down columns, 16).
+
+# %% nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_blocks_2d"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def map_blocks_2d(a, out):
+    """out[r, c] = a[r, c] * 2 - r over a 2-D grid of 2-D blocks, coalesced."""
+    # roughly 4 lines
+    ### BEGIN SOLUTION
+    c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    r = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] * 2 - r
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex07_map_blocks_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_blocks_2d"].check(map_blocks_2d)
+
+# %% nbgrader={"grade": true, "grade_id": "ex07_map_blocks_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["map_blocks_2d"].check(map_blocks_2d, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["map_blocks_2d"].diagram(map_blocks_2d)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex08_shared_first_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 8 — Shared memory
+#
+# **Shared memory** is per block, on chip, and only visible after a `cuda.syncthreads()` — the barrier every thread of the block must reach. The budget now includes the shared memory a block allocates.
+
+# %% nbgrader={"grade": false, "grade_id": "ex08_shared_first_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["shared_first"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex08_shared_first", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def shared_first(a, out):
+    """out[i] = a[i] + a[first element of i's block], through shared memory."""
+    # roughly 8 lines
+    ### BEGIN SOLUTION
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * SB + t
+    s = cuda.shared.array(SB, np.float32)
+    if i < a.size:
+        s[t] = a[i]
+    cuda.syncthreads()
+    if i < a.size:
+        out[i] = s[t] + s[0]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex08_shared_first_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["shared_first"].check(shared_first)
+
+# %% nbgrader={"grade": true, "grade_id": "ex08_shared_first_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["shared_first"].check(shared_first, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex08_shared_first_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["shared_first"].diagram(shared_first)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex09_pool3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 9 — Pooling
+#
+# A sliding window: neighbouring outputs share inputs. Reading them all from global memory costs 3 reads per thread; stage them once in shared memory (with the two elements before the block: the *halo*).
+
+# %% nbgrader={"grade": false, "grade_id": "ex09_pool3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pool3"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex09_pool3", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def pool3(a, out):
+    """out[i] = a[i-2] + a[i-1] + a[i], staged in shared memory with a 2-element halo."""
+    # roughly 10 lines
+    ### BEGIN SOLUTION
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * SB + t
+    s = cuda.shared.array(POOL_SLOTS, np.float32)  # s[t + 2] holds a[i]
+    if t < 2:
+        j = i - 2
+        s[t] = a[j] if 0 <= j < a.size else 0.0
+    s[t + 2] = a[i] if i < a.size else 0.0
+    cuda.syncthreads()
+    if i < a.size:
+        out[i] = s[t] + s[t + 1] + s[t + 2]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex09_pool3_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pool3"].check(pool3)
+
+# %% nbgrader={"grade": true, "grade_id": "ex09_pool3_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["pool3"].check(pool3, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex09_pool3_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pool3"].diagram(pool3)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_dot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 10 — Dot product
+#
+# A reduction: many threads, one result. Only one thread may write it, and every thread must reach every barrier (a `syncthreads()` inside an `if` that some threads skip is *barrier divergence*: undefined behaviour on a GPU, reported here).
+
+# %% nbgrader={"grade": false, "grade_id": "ex10_dot_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["dot"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex10_dot", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def dot(a, b, out):
+    """out[0] = sum(a * b), one block."""
+    # roughly 12 lines
+    ### BEGIN SOLUTION
+    t = cuda.threadIdx.x
+    s = cuda.shared.array(DOT_THREADS, np.float32)
+    s[t] = a[t] * b[t] if t < a.size else 0.0
+    cuda.syncthreads()
+    stride = DOT_THREADS // 2
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        out[0] = s[0]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex10_dot_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["dot"].check(dot)
+
+# %% nbgrader={"grade": true, "grade_id": "ex10_dot_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["dot"].check(dot, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex10_dot_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["dot"].diagram(dot)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_conv1d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 11 — 1-D convolution
+#
+# A convolution with a short kernel `k`: like pooling, with weights and a halo on the right. Both `a` and `k` come from shared memory.
+
+# %% nbgrader={"grade": false, "grade_id": "ex11_conv1d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["conv1d"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex11_conv1d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def conv1d(a, k, out):
+    """out[i] = sum_j a[i + j] * k[j], from shared memory."""
+    # roughly 16 lines
+    ### BEGIN SOLUTION
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * CB + t
+    sa = cuda.shared.array(CONV_SLOTS, np.float32)
+    sk = cuda.shared.array(MAXK, np.float32)
+    sa[t] = a[i] if i < a.size else 0.0
+    if t < MAXK - 1:
+        j = i + CB
+        sa[t + CB] = a[j] if j < a.size else 0.0
+    if t < MAXK:
+        sk[t] = k[t] if t < k.size else 0.0
+    cuda.syncthreads()
+    if i < a.size:
+        acc = 0.0
+        for j in range(k.size):
+            acc += sa[t + j] * sk[j]
+        out[i] = acc
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex11_conv1d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["conv1d"].check(conv1d)
+
+# %% nbgrader={"grade": true, "grade_id": "ex11_conv1d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["conv1d"].check(conv1d, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex11_conv1d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["conv1d"].diagram(conv1d)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex12_block_scan_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 12 — Prefix sum
+#
+# A prefix sum inside each block (Hillis–Steele). The trap: a thread overwrites a value its neighbour has not read yet. The executor reports that race deterministically.
+
+# %% nbgrader={"grade": false, "grade_id": "ex12_block_scan_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["block_scan"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex12_block_scan", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def block_scan(a, out):
+    """Inclusive prefix sum of each block's elements."""
+    # roughly 14 lines
+    ### BEGIN SOLUTION
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * PB + t
+    s = cuda.shared.array(PB, np.float32)
+    s[t] = a[i] if i < a.size else 0.0
+    cuda.syncthreads()
+    d = 1
+    while d < PB:
+        v = s[t - d] if t >= d else 0.0
+        cuda.syncthreads()  # everyone has read before anyone writes
+        s[t] += v
+        cuda.syncthreads()
+        d *= 2
+    if i < a.size:
+        out[i] = s[t]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex12_block_scan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["block_scan"].check(block_scan)
+
+# %% nbgrader={"grade": true, "grade_id": "ex12_block_scan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["block_scan"].check(block_scan, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex12_block_scan_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["block_scan"].diagram(block_scan)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex13_row_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 13 — Axis sum
+#
+# One block per row, a tree reduction in shared memory. *Which* threads work at each level decides how many warps split: the budget includes SIMT efficiency (active lanes / 32 per issued warp step).
+
+# %% nbgrader={"grade": false, "grade_id": "ex13_row_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["row_sum"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex13_row_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def row_sum(a, out):
+    """out[r] = sum of row r, one block per row, whole warps working."""
+    # roughly 13 lines
+    ### BEGIN SOLUTION
+    t = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    s = cuda.shared.array(AB, np.float32)
+    s[t] = a[r, t] if t < a.shape[1] else 0.0
+    cuda.syncthreads()
+    stride = AB // 2
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        out[r] = s[0]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex13_row_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["row_sum"].check(row_sum)
+
+# %% nbgrader={"grade": true, "grade_id": "ex13_row_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["row_sum"].check(row_sum, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex13_row_sum_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["row_sum"].diagram(row_sum)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex14_transpose_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 14 — Transpose through padded shared memory
+#
+# The first kernel where both memory sides matter: reading `a` by rows is coalesced, writing `out` by rows of `out` is too — but only if the data goes through shared memory, and a tile read by columns hits one bank 32 times (a *bank conflict*) unless it is padded.
+
+# %% nbgrader={"grade": false, "grade_id": "ex14_transpose_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["transpose"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex14_transpose", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def transpose(a, out):
+    """out = a.T through a padded shared tile; both sides coalesced."""
+    # roughly 11 lines
+    ### BEGIN SOLUTION
+    tile = cuda.shared.array((TT, TT_PAD), np.float32)  # +1: a tile column spreads over 32 banks
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    bx, by = cuda.blockIdx.x * TT, cuda.blockIdx.y * TT
+    rows, cols = a.shape
+    for j in range(ty, TT, TROWS):
+        if by + j < rows and bx + tx < cols:
+            tile[j, tx] = a[by + j, bx + tx]
+    cuda.syncthreads()
+    for j in range(ty, TT, TROWS):
+        if bx + j < cols and by + tx < rows:
+            out[bx + j, by + tx] = tile[tx, j]
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex14_transpose_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["transpose"].check(transpose)
+
+# %% nbgrader={"grade": true, "grade_id": "ex14_transpose_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["transpose"].check(transpose, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex14_transpose_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["transpose"].diagram(transpose)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex15_warp_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 15 — Warp reduction with shuffles
+#
+# Inside a warp, lanes can read each other's registers: `cuda.shfl_down_sync(mask, v, offset)` returns lane `laneid + offset`'s `v`. No shared memory, no barrier. Every lane named in the mask must execute the shuffle.
+
+# %% nbgrader={"grade": false, "grade_id": "ex15_warp_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["warp_sum"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex15_warp_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def warp_sum(a, out):
+    """out[w] = sum of warp w's 32 elements, with shuffles."""
+    # roughly 8 lines
+    ### BEGIN SOLUTION
+    i = cuda.grid(1)
+    v = a[i] if i < a.size else np.float32(0)
+    offset = 16
+    while offset > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, offset)
+        offset //= 2
+    if i % 32 == 0 and i < a.size:
+        out[i // 32] = v
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex15_warp_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["warp_sum"].check(warp_sum)
+
+# %% nbgrader={"grade": true, "grade_id": "ex15_warp_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["warp_sum"].check(warp_sum, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex15_warp_sum_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["warp_sum"].diagram(warp_sum)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex16_compact_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 16 — Stream compaction with ballot
+#
+# `cuda.ballot_sync(mask, p)` gives every lane the 32-bit mask of lanes whose predicate is true. With `cuda.popc` (count of set bits) each lane finds its place in the packed output: stream compaction, the core of filtering and sparse kernels.
+
+# %% nbgrader={"grade": false, "grade_id": "ex16_compact_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["compact"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex16_compact", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def compact(a, out, count):
+    """Each warp's positive elements, packed in order, with ballot_sync."""
+    # roughly 9 lines
+    ### BEGIN SOLUTION
+    i = cuda.grid(1)
+    lane = i % 32
+    v = a[i] if i < a.size else np.float32(0)
+    keep = v > 0
+    mask = cuda.ballot_sync(0xFFFFFFFF, keep)
+    if keep:
+        out[i - lane + cuda.popc(mask & ((1 << lane) - 1))] = v
+    if lane == 0 and i < a.size:
+        count[i // 32] = cuda.popc(mask)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex16_compact_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["compact"].check(compact)
+
+# %% nbgrader={"grade": true, "grade_id": "ex16_compact_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["compact"].check(compact, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex16_compact_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["compact"].diagram(compact)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex17_histogram_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 17 — Histogram with atomics
+#
+# Many threads updating the same few counters: `+=` is a read-modify-write race; `cuda.atomic.add` is correct but serialises on hot counters (*contention*). A per-block copy in shared memory cuts the global atomics to one per bin per block — the hidden tests include an input where every value is in one bin.
+
+# %% nbgrader={"grade": false, "grade_id": "ex17_histogram_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["histogram"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex17_histogram", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def histogram(x, counts):
+    """counts[b] = number of x == b, privatised in shared memory."""
+    # roughly 11 lines
+    ### BEGIN SOLUTION
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    h = cuda.shared.array(HIST_BINS, np.int32)
+    if t < HIST_BINS:
+        h[t] = 0
+    cuda.syncthreads()
+    if i < x.size:
+        cuda.atomic.add(h, x[i], 1)
+    cuda.syncthreads()
+    if t < HIST_BINS and h[t] > 0:
+        cuda.atomic.add(counts, t, h[t])
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex17_histogram_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["histogram"].check(histogram)
+
+# %% nbgrader={"grade": true, "grade_id": "ex17_histogram_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["histogram"].check(histogram, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex17_histogram_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["histogram"].diagram(histogram)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex18_softmax_rows_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Puzzle 18 — Softmax rows
+#
+# The shape of real ML kernels (attention's softmax): a max, a sum and a normalisation over a row, here one warp per row with butterfly shuffles (`cuda.shfl_xor_sync`: after 5 steps every lane holds the result). Hidden rows hold values near 1000 and −inf.
+
+# %% nbgrader={"grade": false, "grade_id": "ex18_softmax_rows_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["softmax_rows"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex18_softmax_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
+@cuda.jit
+def softmax_rows(a, out):
+    """Softmax of each row, one warp per row, max subtracted."""
+    # roughly 12 lines
+    ### BEGIN SOLUTION
+    r = cuda.blockIdx.x
+    c = cuda.threadIdx.x
+    v = a[r, c] if c < a.shape[1] else -math.inf
+    m = v
+    for off in (16, 8, 4, 2, 1):
+        m = max(m, cuda.shfl_xor_sync(0xFFFFFFFF, m, off))
+    e = math.exp(v - m)
+    s = e
+    for off in (16, 8, 4, 2, 1):
+        s += cuda.shfl_xor_sync(0xFFFFFFFF, s, off)
+    if c < a.shape[1]:
+        out[r, c] = e / s
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex18_softmax_rows_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["softmax_rows"].check(softmax_rows)
+
+# %% nbgrader={"grade": true, "grade_id": "ex18_softmax_rows_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["softmax_rows"].check(softmax_rows, hidden=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": false, "grade_id": "ex18_softmax_rows_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["softmax_rows"].diagram(softmax_rows)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Done?
+#
+# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test prints a ✓ line with what the
+# instrumented executor measured; then lab 5 (`labs/lab05_kernels/`) asks for performance: coalescing, a reduction
+# whose warps don't diverge, a tiled matmul, occupancy.

@@ -1,0 +1,211 @@
+"""Lab 5b's puzzles: every budget kind is enforced and its message names the budget and by how much; the diagram
+is drawn from the student's own kernel (a wrong kernel gives a different picture); every puzzle's solution passes
+its checks within the time budget; on a GPU the same kernels run on the device."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import time
+
+import numpy as np
+import pytest
+
+import gpucourse as gc
+from gpucourse import kernel_diagram
+from grader import kernels
+from grader.checks import CheckFailure
+from grader.labs import lab05b_kernel_puzzles as lab
+from tests.grading import wrong_answer_lists
+
+gc.quiet_warnings()
+cuda = gc.get_backend().cuda
+NS = {"np": np, "math": math, **{k: getattr(lab, k) for k in dir(lab) if k.isupper()}}
+WRONG = wrong_answer_lists("lab05b_kernel_puzzles")
+
+
+def _gid(p) -> str:
+    return f"ex{lab.ORDER.index(p) + 1:02d}_{p.name}"
+
+
+def _wrong(name: str, k: int):
+    p = lab.problems[name]
+    return kernels.load_kernel(WRONG[_gid(p)][k], name, NS, cuda)
+
+
+def _solutions() -> dict:
+    from grader.benchmark_simt import puzzle_kernels
+
+    return puzzle_kernels(cuda)
+
+
+def _failure(name: str, fn, hidden: bool = False) -> str:
+    with pytest.raises(CheckFailure) as exc, contextlib.redirect_stdout(io.StringIO()):
+        lab.problems[name].check(fn, hidden=hidden)
+    return str(exc.value)
+
+
+# (puzzle, k-th wrong answer, words its message must hold): one kernel that breaks each budget kind
+BREAKS = [
+    ("map_add", 0, ["writes global memory 2 times", "budget is 1 per thread, 1 over"]),
+    ("map_add", 1, ["reads global memory 2 times", "budget is 1 per thread, 1 over"]),
+    ("dot", 1, ["reads global memory 66 times", "budget is 2 per thread, 64 over"]),
+    ("shared_first", 0, ["256 bytes of shared memory per block", "budget is 32 bytes, 224 over"]),
+    ("map_blocks_2d", 0, ["32-byte sectors", "the budget is 6", "× over"]),
+    ("transpose", 1, ["`out` touched", "sectors", "the budget is 4.5"]),
+    ("row_sum", 0, ["SIMT efficiency 86.8%", "the budget is at least 90%"]),
+    ("transpose", 0, ["bank conflicts", "the budget is 1-way", "pad"]),
+    ("histogram", 1, ["atomic updates of global `counts` per block", "the budget is 8"]),
+    ("histogram", 0, ["data race"]),
+    ("block_scan", 0, ["data race"]),
+    ("dot", 0, ["barrier divergence"]),
+    ("pool3", 1, ["uninitialised"]),
+    ("warp_sum", 0, ["inactive lane"]),
+]
+
+
+@pytest.mark.parametrize("name, k, words", BREAKS, ids=[f"{n}-{k}" for n, k, _ in BREAKS])
+def test_each_budget_kind_is_enforced_with_a_message_that_says_by_how_much(name, k, words):
+    msg = _failure(name, _wrong(name, k))
+    for w in words:
+        assert w in msg, f"{name} wrong answer {k}: {w!r} not in {msg!r}"
+
+
+def test_total_writes_budget():
+    """A right answer that every thread writes into breaks the whole-launch write budget."""
+    @cuda.jit
+    def dot(a, b, out):
+        t = cuda.threadIdx.x
+        s = cuda.shared.array(64, np.float32)
+        s[t] = a[t] * b[t] if t < a.size else 0.0
+        cuda.syncthreads()
+        if t == 0:
+            acc = 0.0
+            for j in range(64):
+                acc += s[j]
+            out[0] = acc
+            out[0] = acc
+
+    msg = _failure("dot", dot)
+    assert "wrote global memory 2 times" in msg and "budget is 1 in total, 1 over" in msg
+
+
+def test_every_budget_kind_is_stated_in_some_spec():
+    specs = "\n".join(p.spec for p in lab.ORDER)
+    for words in ("global reads per thread", "global writes per thread", "global writes in total",
+                  "shared memory per block", "sectors per request", "SIMT efficiency", "bank conflicts",
+                  "atomic updates", "no data races, no barrier"):
+        assert words in specs, words
+
+
+def test_every_wrong_answer_fails_visible_or_hidden():
+    for p in lab.ORDER:
+        for k in range(len(WRONG[_gid(p)])):
+            fn = _wrong(p.name, k)
+            failed = 0
+            for hidden in (False, True):
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        p.check(fn, hidden=hidden)
+                except CheckFailure:
+                    failed += 1
+            assert failed, f"{p.name}: wrong answer {k} passed every check"
+
+
+def test_solutions_pass_within_the_time_budget():
+    from grader.benchmark_simt import CHECK_BUDGET_S
+
+    sols = _solutions()
+    assert set(sols) == set(lab.problems) and len(sols) >= 14
+    for name, fn in sols.items():
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            lab.problems[name].check(fn)
+            lab.problems[name].check(fn, hidden=True)
+        # generous: the 2 s target is printed by the benchmark on a quiet machine; this only catches a blow-up
+        assert time.perf_counter() - t0 < 5 * CHECK_BUDGET_S, name
+
+
+def test_hidden_cases_cover_non_multiples_one_element_and_one_block():
+    for p in lab.ORDER:
+        cases = p.hidden_cases()
+        sizes = [np.asarray(c.args[0]).size for c in cases]
+        assert 1 in sizes, f"{p.name}: no one-element case"
+        grid_block = [p.launch(c)[:2] for c in cases]
+        blocks = [np.prod(np.atleast_1d(b)) for _, b in grid_block]
+        if p.name in ("map_add", "zip_add"):  # the spec launches ONE block of exactly n threads
+            assert blocks == sizes
+            continue
+        assert any(s % b for s, b in zip(sizes, blocks)), f"{p.name}: every hidden size a multiple of the block"
+
+
+def test_diagram_of_a_wrong_kernel_differs_from_the_solution():
+    sols = _solutions()
+    good = kernels.diagram_maps(lab.problems["map_2d"], sols["map_2d"])
+    bad = kernels.diagram_maps(lab.problems["map_2d"], _wrong("map_2d", 0))  # guards the column with the rows
+    assert (good["out needed"] == kernel_diagram.RIGHT).all()
+    assert (bad["out needed"] == kernel_diagram.MISSING).sum() == 2  # out[0, 2], out[1, 2] never written
+    assert (bad["out written"] < 0).sum() == 2 and (good["out written"] >= 0).all()
+    # the picture names the thread: element (1, 2) of the (2, 3) array is thread (x 2, y 1) = 2 + 1 * 8
+    assert good["out written"][1, 2] == 2 + 1 * lab.B2[0]
+    # uncoalesced but right: same values, a different thread per element
+    g2 = kernels.diagram_maps(lab.problems["map_blocks_2d"], sols["map_blocks_2d"])
+    b2 = kernels.diagram_maps(lab.problems["map_blocks_2d"], _wrong("map_blocks_2d", 0))
+    assert (g2["out needed"] == b2["out needed"]).all() and (g2["a read"] != b2["a read"]).any()
+
+
+def test_diagram_draws_every_solution_and_stays_quiet_on_a_blank():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for name, fn in _solutions().items():
+        p = lab.problems[name]
+        report, maps = kernels._diagram_maps(p, fn, p.visible[0])
+        fig = kernel_diagram.draw(report, maps)
+        assert len(fig.axes) >= len(maps)
+        plt.close(fig)
+
+    @cuda.jit
+    def blank(a, out):
+        raise NotImplementedError()
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        lab.problems["map_add"].diagram(blank)
+    assert "not written yet" in buf.getvalue() or "no picture" in buf.getvalue()
+
+
+@pytest.mark.gpu
+def test_every_puzzle_runs_on_the_gpu():
+    """On a GPU each check also launches the kernel on the device (numba-cuda) and compares its outputs."""
+    for name, fn in _solutions().items():
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            lab.problems[name].check(fn, hidden=True)
+        assert "and on the GPU" in out.getvalue(), name
+
+
+def test_padding_the_transpose_tile_changes_its_sass_addressing():
+    """What the student changed in the machine code by removing the bank conflict: numba-cuda -> PTX -> ptxas ->
+    nvdisasm (sm_90) of the solution and of the unpadded wrong answer. The tile's row stride is the multiplier of
+    the shared-memory index: 0x21 (33 floats) padded, 0x20 (32) unpadded."""
+    import re
+
+    from gpucourse import toolchain
+    from grader.course import ROOT
+    from grader.scratch import load_notebook, solution_cells
+
+    if not toolchain.available():
+        pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
+    cells = solution_cells(load_notebook(ROOT / "solutions" / "lab05b_kernel_puzzles" / "lab05b_kernel_puzzles.ipynb"))
+    gid = _gid(lab.problems["transpose"])
+    prefix = f"import numpy as np\nTT = {lab.TT}\nTROWS = {lab.TROWS}\nTT_PAD = {lab.TT_PAD}\n"
+    sig = "void(float32[:, ::1], float32[:, ::1])"
+    padded = toolchain.numba_sass(prefix + cells[gid], sig)
+    plain = toolchain.numba_sass(prefix + WRONG[gid][0], sig)
+    stride = re.compile(r"IMAD(?:\.U32)? R\d+, R\d+, (0x2[01]), R\d+")
+    assert padded.count("STS") and padded.count("LDS") and padded.count("BAR")
+    assert set(stride.findall(padded.text)) == {"0x21"}, padded.excerpt(("STS", "LDS", "IMAD"))
+    assert set(stride.findall(plain.text)) == {"0x20"}, plain.excerpt(("STS", "LDS", "IMAD"))
