@@ -123,13 +123,14 @@ assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 
 # %%
 isa, vector_bits = simd_simt.cpu_vector_isa()
-cores = os.cpu_count()
+logical = os.cpu_count()
+cores = simd_simt.physical_cores() or logical  # SMT siblings share a core's FMA pipes: count physical cores
 host_bw, t_copy = datapath.measure_host_copy(nbytes=64 * 2**20)  # bytes read + bytes written per second
-print(f"this CPU: {cores} logical cores, widest vector extension {isa} ({vector_bits}-bit registers = "
+print(f"this CPU: {cores} physical cores ({logical} logical CPUs), widest vector extension {isa} ({vector_bits}-bit registers = "
       f"{simd_simt.lanes(vector_bits)} fp32 lanes per instruction)")
 print(f"host memory bandwidth from a 64 MiB memcpy: {datapath.fmt_rate(host_bw)} read + written "
       f"(best copy {gc.timing.format_seconds(t_copy.best)}; {t_copy})")
-assert cores >= 1 and vector_bits in (0, 128, 256, 512)
+assert 1 <= cores <= logical and vector_bits in (0, 128, 256, 512)
 
 # %% [markdown]
 # ## 3.2 SIMD on this CPU, measured
@@ -240,7 +241,8 @@ assert abs(sums["total_strict"] - sums["total_fast"]) < 1e-2 * np.abs(big).sum()
 # groups 32 consecutive threads into a **warp** and issues each instruction once for all 32 lanes. When threads
 # of a warp disagree on an `if`, the warp executes both paths one after the other, and an **active mask** turns
 # off the lanes that are not on the path being executed. First, the grouping, with a real CUDA kernel (numba-cuda:
-# on the GPU when there is one, in numba's CUDA simulator otherwise):
+# on the GPU when there is one; on CPU in the course's instrumented executor, `gpucourse.simt`, which runs each warp
+# in lock step with an active mask, §5):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -273,9 +275,33 @@ assert warpsize[0] == simd_simt.WARP_SIZE == 32
 # path taken by threads 0..7: [1, 2, 2, 2, 1, 2, 2, 2]
 
 # %% [markdown]
-# The kernel gives each thread's *result*; it cannot show the mask (neither can the simulator, which runs each
-# thread as a Python thread). `simd_simt.warp_masks` models one warp issuing `if t % 4 == 0: A else: B` with
-# path A 6 instructions long and path B 4: each row is one issued instruction, each column a lane, dark = active.
+# The kernel can also show the mask itself: `cuda.activemask()` returns, as a 32-bit integer, which lanes of the
+# warp are executing the instruction that calls it (bit *i* = lane *i*). Called on each side of the same branch:
+
+# %%
+@cuda.jit
+def mask_on_each_path(mask):
+    t = cuda.threadIdx.x
+    if t % 4 == 0:
+        mask[t] = cuda.activemask()  # lanes 0, 4, 8, … are here together
+    else:
+        mask[t] = cuda.activemask()  # the other 24 lanes, in a second pass
+
+
+mask = np.zeros(32, np.uint32)
+mask_on_each_path[1, 32](mask)
+print(f"path A (t % 4 == 0): activemask = {mask[0]:#010x} = {bin(mask[0]).count('1')} lanes; "
+      f"path B: activemask = {mask[1]:#010x} = {bin(mask[1]).count('1')} lanes")
+assert all(int(m) >> t & 1 for t, m in enumerate(mask)), "a lane is always in its own mask"
+if not be.is_gpu:  # the course's executor runs each path once for the lanes on it
+    assert set(mask[::4].tolist()) == {0x11111111} and set(np.delete(mask, np.s_[::4]).tolist()) == {0xEEEEEEEE}
+
+# %% [markdown]
+# `0x11111111` has every fourth bit set: the 8 lanes with `t % 4 == 0` ran path A together while the other 24 were
+# masked off; `0xeeeeeeee` is the complement, path B. (On a GPU since Volta, threads of a warp may also be
+# scheduled independently, so the hardware is allowed to split a path further; `activemask` reports what it did.)
+# `simd_simt.warp_masks` models the cost of this: one warp issuing `if t % 4 == 0: A else: B` with path A
+# 6 instructions long and path B 4: each row is one issued instruction, each column a lane, dark = active.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -625,14 +651,16 @@ assert hbm / max(host_bw, host_add) > 3
 # A roof is a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32 GEMM — large enough for
 # every core's vector units to run flat out, warmed up, the best of several runs (other programs only ever slow a
 # run down) — and its memory roof is the faster of the two bandwidths measured in §3.6. The nominal peak
-# (cores × 2 FMA pipes × fp32 lanes × 2 FLOP × the clock the kernel reports) is printed beside it for scale.
+# (physical cores × 2 FMA pipes × fp32 lanes × 2 FLOP × the clock the kernel reports) is printed beside it for
+# scale. It counts *physical* cores (§3.1's printout gives both counts): with SMT (Hyper-Threading) two logical CPUs
+# share one core's FMA pipes, and counting logical CPUs would double the nominal peak.
 
 # %%
 cpu_peak, t_peak = datapath.measure_host_peak_flops(n=1536, repeat=4)  # NumPy's BLAS, warmed, best of several
 clock = simd_simt.cpu_clock_hz()
 nominal = cores * 2 * simd_simt.lanes(vector_bits) * 2 * clock if clock and vector_bits else None
 print(f"this CPU's GEMM peak: {cpu_peak / 1e9:.1f} GFLOP/s (1536² float32, best of {len(t_peak.times)}: "
-      f"{gc.timing.format_seconds(t_peak.best)})" + (f"; nominal {nominal / 1e9:.0f} GFLOP/s = {cores} cores × 2 "
+      f"{gc.timing.format_seconds(t_peak.best)})" + (f"; nominal {nominal / 1e9:.0f} GFLOP/s = {cores} physical cores × 2 "
       f"FMA pipes × {simd_simt.lanes(vector_bits)} lanes × 2 FLOP × {clock / 1e9:.2f} GHz "
       f"(measured / nominal = {cpu_peak / nominal:.0%})" if nominal else ""))
 here = gc.roofline.Roofline("this CPU (measured)", cpu_peak, max(host_bw, host_add))
@@ -661,6 +689,13 @@ assert n_mm is not None and n_mm < 4096
 # a vector add moves 12 bytes per FLOP: it can pay only if the CPU's own memory is slower than the link
 slower_than_link = 12 / here.bandwidth > 12 / pcie5.bandwidth + 12 / h100.bandwidth
 assert (breaks[here.name][0] is not None) == slower_than_link
+# ... and the model's link is the pinned-memory DMA peak. NumPy arrays are pageable: the driver first copies them
+# with the CPU, at this machine's memcpy rate, into a pinned buffer (§3.6, C09) — at best overlapped with the DMA
+staged = datapath.pageable_link(pcie5, host_bw)
+n_add_pageable = datapath.break_even(vector_add, here, h100, staged)
+print(f"{'this CPU, pageable data':24} staged at {datapath.fmt_rate(staged.bandwidth)} (memcpy ÷ 2, overlapped with "
+      f"the DMA):  vector add n = {n_add_pageable}")
+assert n_add_pageable is None, "staged at the host's own memcpy speed, a vector add can never pay"
 cpu = desktop
 
 ns = np.unique(np.logspace(3, 8, 40).astype(int))
@@ -688,7 +723,11 @@ plt.show()
 # The dashed line is what a benchmark that ignores transfers reports: the GPU "wins" everywhere. With the copies
 # included, the vector add's GPU line runs parallel to the CPU's — above it. The rule behind it: a vector add moves
 # 12 bytes per FLOP, so it can only pay when the CPU's own memory is slower than PCIe — true of some small cloud
-# VMs (compare this machine's measured bandwidth above), false of any desktop with dual-channel DDR5. On a GPU,
+# VMs (compare this machine's measured bandwidth above), false of any desktop with dual-channel DDR5. Even then it
+# pays only **if the data already lives in pinned memory**: the model's link is the pinned DMA peak. From pageable
+# memory — an ordinary NumPy array — the driver first copies every byte with the CPU at this machine's own memcpy
+# speed (§3.6, C09), and the last printed row shows that a vector add then never pays, on any machine (asserted).
+# On a GPU,
 # the next cell finds the break-even of a real matmul, copies included, against NumPy on the host.
 
 # %%
@@ -776,9 +815,13 @@ assert per_token == 128 * 1024
 # 8 × 131,072 tokens:  128.0 GiB  (fits an 80 GB H100 with 16 GB of weights: no ; one trip over PCIe 5.0: 2.18 s)
 
 # %% [markdown]
-# Serving engines therefore move KV blocks of paused or finished requests out of GPU memory — vLLM swaps them to
-# CPU memory, LMCache and Mooncake tier them to CPU memory and SSDs, FlexGen offloads weights and KV cache to CPU
-# memory and disk — and pay the transfer time to serve longer contexts or more users. Note what did *not* change: the
+# Serving engines therefore move KV blocks of paused or finished requests out of GPU memory — LMCache and Mooncake
+# tier them to CPU memory and SSDs (vLLM reaches them through its KV-connector interface), FlexGen offloads weights
+# and KV cache to CPU memory and disk — and pay the transfer time to serve longer contexts or more users. vLLM's own
+# preemption changed: its V0 engine could *swap* a preempted request's KV blocks to CPU memory; the V1 engine
+# preempts by *recomputation* (`PreemptionMode.RECOMPUTE`: the blocks are freed and rebuilt by a new prefill), so
+# CPU offload in current vLLM goes through a KV connector such as LMCache's (vLLM documentation, "Preemption" and
+# "KV cache offloading"). Note what did *not* change: the
 # software moves the data between kernels over the same CPU/PCIe path (or GDS); the GPU still never pages.
 #
 # ## 3.9 Where the other memory lives (C26)
@@ -792,23 +835,30 @@ assert per_token == 128 * 1024
 # beside the Grace CPU and HBM3 beside the Hopper GPU, joined by NVLink-C2C, a cache-coherent chip-to-chip link.
 # What is shared is the *address space*: the GPU can load and store CPU memory — even ordinary pageable
 # `malloc` memory, through the CPU's page tables (Address Translation Services) — and the CPU can reach the HBM,
-# without copies and coherently (NVIDIA, *Grace Hopper Superchip Architecture In-Depth*, 2022). But a GPU kernel
-# that reads CPU memory does it at NVLink-C2C speed, not HBM speed:
+# without copies and coherently (NVIDIA, *Grace Hopper Superchip Architecture In-Depth*, 2022). The figures below
+# are the shipping GH200's (NVIDIA GH200 datasheet: 96 GB HBM3 at 4 TB/s or 144 GB HBM3e at 4.9 TB/s, up to 480 GB
+# LPDDR5X at up to 512 GB/s; the 2022 pre-launch paper quoted 3 TB/s and 546 GB/s). A GPU kernel that reads CPU
+# memory does it at NVLink-C2C speed, not HBM speed:
 
 # %%
 # NBVAL_CHECK_OUTPUT
 gh = datapath.GRACE_HOPPER
 for name, rate in gh.items():
     print(f"{name:40} {datapath.fmt_rate(rate):>10}")
-hbm_gh, c2c = gh["HBM3 (Hopper GPU, up to 96 GB)"], gh["NVLink-C2C (CPU ↔ GPU, each direction)"]
-print(f"a GPU kernel streaming CPU memory over NVLink-C2C: {hbm_gh / c2c:.1f}× slower than its own HBM3, "
-      f"{c2c / bw['PCIe 5.0 x16']:.1f}× faster than over PCIe 5.0 ×16")
-assert 6 < hbm_gh / c2c < 7 and 7 < c2c / bw["PCIe 5.0 x16"] < 7.5
+c2c = gh["NVLink-C2C (CPU ↔ GPU, each direction)"]
+hbm_gh = {k: v for k, v in gh.items() if k.startswith("HBM")}
+slower = {k: v / c2c for k, v in hbm_gh.items()}
+print("a GPU kernel streaming CPU memory over NVLink-C2C is "
+      + ", ".join(f"{r:.1f}× slower than its own {k.split(' (')[0]}" for k, r in slower.items())
+      + f"; {c2c / bw['PCIe 5.0 x16']:.1f}× faster than over PCIe 5.0 ×16")
+assert all(8 < r < 11 for r in slower.values()), "an order of magnitude below HBM, on either GH200 version"
+assert 7 < c2c / bw["PCIe 5.0 x16"] < 7.5
 # Expected output:
-# HBM3 (Hopper GPU, up to 96 GB)            3.00 TB/s
-# LPDDR5X (Grace CPU, up to 512 GB)        546.0 GB/s
+# HBM3 (Hopper GPU, 96 GB)                  4.00 TB/s
+# HBM3e (Hopper GPU, 144 GB version)        4.90 TB/s
+# LPDDR5X (Grace CPU, up to 480 GB)        512.0 GB/s
 # NVLink-C2C (CPU ↔ GPU, each direction)   450.0 GB/s
-# a GPU kernel streaming CPU memory over NVLink-C2C: 6.7× slower than its own HBM3, 7.1× faster than over PCIe 5.0 ×16
+# a GPU kernel streaming CPU memory over NVLink-C2C is 8.9× slower than its own HBM3, 10.9× slower than its own HBM3e; 7.1× faster than over PCIe 5.0 ×16
 
 # %% [markdown]
 # So "unified" describes the addresses, not the memory: data placement still decides speed, and the driver and
@@ -840,10 +890,10 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (seed 000) | §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×, vs a 12-channel server 460.8 GB/s = 7.3× (datasheet peaks, each counting bytes read + written); this machine's memory, measured the same way (memcpy counting read + write, and a STREAM add, agreeing within 2×), gives the ratio printed in §3.6 | **confirmed** (several times against a server CPU, tens of times against a desktop) |
 # | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (seed 000) | §3.6: HBM3 / PCIe 5.0 ×16 = 53×, / PCIe 4.0 ×16 = 106× (PCIe after its 128b/130b encoding: 63.0 and 31.5 GB/s per direction; the datasheets' 64 and 32 GB/s are raw rates); §3.4 timeline: the copies dominate a memory-bound op; §3.7: a vector add never pays for its transfer; on a GPU the pinned/pageable cell measures the link | **confirmed** |
 # | C09 | DMA moves the bytes; the CPU only starts and confirms the transfer (seed 000) | §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends (measured there); CUDA Best Practices Guide: pageable transfers are first copied by the CPU into a pinned staging buffer | **qualified**: true for pinned memory; from ordinary pageable memory the CPU does copy every byte once (the staging copy), which is why pinned transfers are faster |
-# | C26 | CPU and GPU have separate memories; each device's units reach only their own (seed 002) | §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU): a kernel writes mapped host memory directly | **qualified**: true for a discrete GPU and ordinary allocations; zero-copy mapped memory and Unified Memory let a GPU reach CPU memory over PCIe; Grace Hopper keeps two physical memories (LPDDR5X, HBM3) in one coherent address space, the GPU reading CPU memory at NVLink-C2C speed (450 GB/s each way, 1/6.7 of its HBM3, §3.9); only integrated GPUs share one physical memory |
+# | C26 | CPU and GPU have separate memories; each device's units reach only their own (seed 002) | §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU): a kernel writes mapped host memory directly | **qualified**: true for a discrete GPU and ordinary allocations; zero-copy mapped memory and Unified Memory let a GPU reach CPU memory over PCIe; Grace Hopper keeps two physical memories (LPDDR5X, HBM3 or HBM3e) in one coherent address space, the GPU reading CPU memory at NVLink-C2C speed (450 GB/s each way, about 1/9 of the shipping GH200's 4 TB/s HBM3 and 1/11 of its HBM3e, §3.9; GH200 datasheet); only integrated GPUs share one physical memory |
 # | C27 | GPU memory has no direct path to disk; data always passes through CPU memory (seed 002) | §3.5: NVMe at 7.45 GB/s is 450× slower than HBM3, so disk I/O belongs between kernels; NVIDIA GPUDirect Storage (cuFile, CUDA ≥ 11.4) DMAs NVMe ↔ GPU memory without a CPU bounce buffer | **qualified**: true of the classic path and of kernels (no kernel reads a file); with GDS the bytes skip CPU memory, though the CPU still orchestrates |
 # | C28 | GPUs don't page device memory out to disk: data larger than GPU memory means OOM (seed 002) | §3.8: the tracker's OOM, and on a GPU CuPy's real `OutOfMemoryError`; streaming in chunks computes the same result within the budget | **qualified**: never to disk, and `cudaMalloc` (what frameworks use) fails with OOM; but Unified Memory can oversubscribe device memory by migrating pages to *host* memory, and streaming or offloading avoids OOM in software |
-# | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (seed 002) | §3.8: Llama-3-8B's KV cache is 128 KiB per token — 128 GiB for 8 × 128k-token contexts, more than an H100 holds; vLLM swaps KV blocks to CPU memory, LMCache/Mooncake/FlexGen tier them to CPU memory or SSD | **confirmed**, with the caveat that it is software moving blocks between steps (over PCIe or GDS), not GPU paging |
+# | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (seed 002) | §3.8: Llama-3-8B's KV cache is 128 KiB per token — 128 GiB for 8 × 128k-token contexts, more than an H100 holds; LMCache/Mooncake/FlexGen tier KV blocks to CPU memory or SSD (in vLLM through KV connectors); vLLM V0 swapped preempted requests' blocks to CPU memory, V1 preempts by recomputation instead | **qualified**: offload is real and common, but as an add-on tier (KV connectors, LMCache, Mooncake), not the default of the best-known engine — vLLM V1 recomputes rather than swaps; and it is software moving blocks between steps (over PCIe or GDS), not GPU paging |
 #
 # On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even, OOM,
 # zero-copy) on the device itself.

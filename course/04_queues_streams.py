@@ -340,21 +340,27 @@ assert gain > 1.2, f"not waiting every step hides the round trip: expected > 1.2
 # step itself, and the notification that it is done — each time. Dispatching ahead overlaps the host's dispatch
 # of step *i + 1* with the execution of step *i* (on the CPU backend, with a worker thread on the same CPU;
 # on a GPU, with the device). On a GPU, the same separation measured with CUDA: a kernel that writes a
-# flag into pinned host memory the moment it starts, for the latency; an empty kernel launched 1,000 times back
-# to back, for the host's enqueue rate; the same 1,000 queued behind a long kernel so that the GPU never waits for
-# the host, timed with CUDA events, for the device's own rate; and a CUDA graph replay of them.
+# flag into pinned host memory the moment it starts, for the latency; an empty kernel launched 512 times back
+# to back, for the host's enqueue rate; the same 512 queued behind a long kernel so that the GPU never waits for
+# the host, timed with CUDA events, for the device's own rate; and a CUDA graph replay of them. 512, not more: CUDA's
+# launch queue holds about a thousand launches, and a full queue would block the host until the long kernel ends —
+# the events would then time the host's enqueue rate, not the GPU's. The cell asserts that the host had queued all
+# 512 while the long kernel was still running. Every launch here is a CuPy `RawKernel` call from Python, so the
+# host's time per launch includes Python's and CuPy's own per-call overhead on top of CUDA's launch path: the
+# printed row may well exceed the seed's 3–5 µs, which is about CUDA's part alone.
 
 # %%
 if gc.require_gpu("launch latency (enqueue → running) vs launch throughput (host and GPU), and a CUDA graph"):
-    costs = streams.measure_launch_on_gpu(n=1000)
+    costs = streams.measure_launch_on_gpu(n=512)
     rows = {"latency: host call → kernel running (idle queue)": costs.latency,
             "round trip: launch + stream synchronize": costs.round_trip,
             "CUDA events around one empty kernel (idle queue)": costs.event_pair,
-            "host time per launch, back to back": costs.enqueue,
+            "host time per launch, back to back (Python + CuPy + CUDA)": costs.enqueue,
             "GPU time per kernel, queue kept full": costs.gpu_per_kernel,
             "GPU time per kernel, CUDA graph replay": costs.graph_per_kernel}
     for k, s in rows.items():
-        print(f"{k:52} {s * 1e6:6.2f} µs")
+        print(f"{k:58} {s * 1e6:6.2f} µs")
+    assert costs.host_ahead, "the host queued all 512 launches before the long kernel ended: the events time the GPU"
     assert costs.enqueue < costs.round_trip, "issuing a launch costs the host less than waiting for it"
     assert 1e-7 < costs.latency < 1e-3, "a launch latency of microseconds"
     assert costs.graph_per_kernel <= 1.1 * costs.gpu_per_kernel, "a graph replays kernels at least as fast"
@@ -665,7 +671,7 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 #
 # | ID | claim | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C10 | a kernel launch costs about 3–5 µs from enqueue to execution; a 1 µs kernel is dominated by it (seed 000) | §4.4: "from enqueue to execution" is a latency, and a different number, the launch throughput, limits back-to-back kernels; the model shows a 1 µs kernel costing the launch interval back to back and launch + latency + work when the host waits for each; JAX's own per-op dispatch on this machine costs the microseconds printed in §4.4, and waiting for every step of a small jitted loop is measurably slower than dispatching ahead (ratio printed, asserted > 1.2); on a GPU the guarded cell measures the latency (a kernel's flag seen by the host), the host's enqueue time per launch, the GPU's time per kernel with a full queue and with a CUDA graph; NVIDIA's CUDA Graphs post: 3.8 µs per short kernel with stream launches, 3.4 µs with a graph (V100) | **qualified**: the order of magnitude is right for CUDA's own launch path, but latency (paid when the queue is empty or the host waits) and throughput (paid per launch back to back) are different costs with different cures; frameworks add their own per-op cost; a short kernel is dominated only when it is shorter than the launch interval or when the host waits for it; fusion and CUDA graphs remove launches, not waiting removes latency |
+# | C10 | a kernel launch costs about 3–5 µs from enqueue to execution; a 1 µs kernel is dominated by it (seed 000) | §4.4: "from enqueue to execution" is a latency, and a different number, the launch throughput, limits back-to-back kernels; the model shows a 1 µs kernel costing the launch interval back to back and launch + latency + work when the host waits for each; JAX's own per-op dispatch on this machine costs the microseconds printed in §4.4, and waiting for every step of a small jitted loop is measurably slower than dispatching ahead (ratio printed, asserted > 1.2); on a GPU the guarded cell measures the latency (a kernel's flag seen by the host), the host's time per launch back to back — a CuPy call from Python, so Python's and CuPy's overhead is included beside CUDA's own launch cost —, the GPU's time per kernel with a full queue (512 launches queued behind a long kernel, asserted to be queued before it ends) and with a CUDA graph; NVIDIA's CUDA Graphs post: 3.8 µs per short kernel with stream launches, 3.4 µs with a graph (V100) | **qualified**: the order of magnitude is right for CUDA's own launch path, but latency (paid when the queue is empty or the host waits) and throughput (paid per launch back to back) are different costs with different cures; frameworks add their own per-op cost; a short kernel is dominated only when it is shorter than the launch interval or when the host waits for it; fusion and CUDA graphs remove launches, not waiting removes latency |
 # | C11 | the GPU runs queued commands asynchronously; the CPU must synchronize before using results (seed 000) | §4.2: a jitted call returned with `is_ready() == False` and the unsynchronized timing was orders of magnitude too small (both printed); §4.3: event, stream and device synchronization wait for different amounts of work (model; real CuPy streams on a GPU), and many calls synchronize implicitly (`.item()`, `print`, synchronous `cudaMemcpy`, `cudaMalloc`, the legacy default stream) — a synchronous copy in the middle of a program idles the GPU (model) | **confirmed** (and true of JAX on a CPU too); reading a result through JAX or `.get()` synchronizes implicitly, an explicit synchronize is needed for timing and for raw pointers |
 # | C29 | kernels that must run in order share a stream; independent kernels in different streams run concurrently (seed 002) | §4.5: in order within each stream (asserted); the seed's example finishes in 75 µs on three streams vs 205 µs on one — but also 205 µs when every kernel fills the GPU's SMs; one kernel on the legacy default stream serializes blocking streams (makespan printed), a ninth stream shares a hardware queue and inherits a false dependency; events add cross-stream order; §4.6: correctness needs happens-before, not a lucky timeline (the caching allocator's cross-stream race) | **qualified**: streams *allow* concurrency, they never guarantee it: kernels overlap only when SMs (and copy engines) are free, when no command on the legacy default stream or implicit synchronization sits between them, and when their streams do not share a hardware queue (8 by default, `CUDA_DEVICE_MAX_CONNECTIONS`; at most 128 resident kernels); "as far as resources allow" is the rule, not a footnote |
 #

@@ -77,13 +77,15 @@ BANDWIDTHS: dict[str, tuple[float, str]] = {
     "HBM3e (H200 SXM)": (hardware.H200_SXM.memory_bandwidth, hardware.H200_SXM.source),
 }
 
-# Grace Hopper (GH200, HBM3 version): two physical memories joined by a cache-coherent chip-to-chip link, one address
-# space. bytes/s. Source: NVIDIA, "NVIDIA Grace Hopper Superchip Architecture In-Depth" (technical blog and
-# whitepaper, 2022): up to 96 GB HBM3 at up to 3000 GB/s; up to 512 GB LPDDR5X at up to 546 GB/s; NVLink-C2C
-# 900 GB/s total, 450 GB/s each direction.
+# Grace Hopper (GH200) as it shipped: two physical memories joined by a cache-coherent chip-to-chip link, one address
+# space. bytes/s. Source: NVIDIA GH200 Grace Hopper Superchip datasheet and product page (2023/2024): Grace CPU with
+# up to 480 GB LPDDR5X at up to 512 GB/s; Hopper GPU with 96 GB HBM3 at 4 TB/s or 144 GB HBM3e at 4.9 TB/s;
+# NVLink-C2C 900 GB/s total = 450 GB/s each direction. (The 2022 pre-launch figures — 3 TB/s HBM3, 512 GB LPDDR5X
+# at 546 GB/s, NVIDIA's "Grace Hopper Superchip Architecture In-Depth" — are superseded.)
 GRACE_HOPPER: dict[str, float] = {
-    "HBM3 (Hopper GPU, up to 96 GB)": 3000 * GB,
-    "LPDDR5X (Grace CPU, up to 512 GB)": 546 * GB,
+    "HBM3 (Hopper GPU, 96 GB)": 4000 * GB,
+    "HBM3e (Hopper GPU, 144 GB version)": 4900 * GB,
+    "LPDDR5X (Grace CPU, up to 480 GB)": 512 * GB,
     "NVLink-C2C (CPU ↔ GPU, each direction)": 450 * GB,
 }
 
@@ -118,6 +120,15 @@ class Link:
     name: str
     bandwidth: float
     latency: float = 0.0
+
+
+def pageable_link(link: Link, host_copy_bandwidth: float) -> Link:
+    """``link`` as seen by ordinary (pageable) host memory: the CUDA driver first copies the data with the CPU into a
+    pinned staging buffer, then DMAs it (CUDA C++ Best Practices Guide, "Pinned Memory"). ``host_copy_bandwidth``
+    is a memcpy rate counting bytes read + written (:func:`measure_host_copy`), so staging b bytes takes
+    2·b / host_copy_bandwidth. Even with staging and DMA perfectly overlapped, the copy runs no faster than the
+    slower of the two: min(link, host_copy_bandwidth / 2) — an optimistic bound."""
+    return Link(f"{link.name}, pageable", min(link.bandwidth, host_copy_bandwidth / 2), link.latency)
 
 
 @dataclass(frozen=True)
@@ -285,6 +296,6 @@ def ceil_div(a: int, b: int) -> int:
 __all__ = [
     "BANDWIDTHS", "GRACE_HOPPER", "PROCESSORS", "Link", "PCIeRate", "Workload", "break_even", "ceil_div", "draw_timeline",
     "fmt_rate", "gpu_total", "kv_cache_bytes", "measure_d2h", "measure_h2d", "measure_host_add",
-    "measure_host_copy", "measure_host_peak_flops", "offload_times", "pcie_bandwidth", "pinned_empty",
+    "measure_host_copy", "measure_host_peak_flops", "offload_times", "pageable_link", "pcie_bandwidth", "pinned_empty",
     "roofline_time", "transfer_time",
 ]

@@ -95,10 +95,13 @@ A100_SXM = Accelerator(
 
 ACCELERATORS = {a.name: a for a in (A100_SXM, H100_SXM, H200_SXM)}
 
-# Links between memories, bytes/s per direction (theoretical). Source: PCI-SIG specifications; NVIDIA NVLink pages.
+# Links between memories, bytes/s per direction, at most what DMA can move. PCIe rows are after the line encoding:
+# PCI-SIG PCIe 4.0 / 5.0 base specifications: 16 / 32 GT/s per lane × 16 lanes ÷ 8 bits = 32 / 64 GB/s raw, of which
+# 128b/130b encoding leaves 128/130: 31.5 / 63.0 GB/s (gpucourse.datapath.pcie_bandwidth derives every generation).
+# NVLink: NVIDIA H100 datasheet, 900 GB/s total = 450 GB/s each direction.
 LINKS = {
-    "PCIe 4.0 x16": 32e9,
-    "PCIe 5.0 x16": 64e9,
+    "PCIe 4.0 x16": 16e9 * 16 / 8 * 128 / 130,  # 31.5e9
+    "PCIe 5.0 x16": 32e9 * 16 / 8 * 128 / 130,  # 63.0e9
     "NVLink 4 (H100, per GPU, each direction)": 450e9,
 }
 

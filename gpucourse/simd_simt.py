@@ -72,6 +72,30 @@ def cpu_clock_hz(path: str = "/proc/cpuinfo") -> float | None:
     return max(mhz) * 1e6 if mhz else None
 
 
+def physical_cores(path: str = "/proc/cpuinfo") -> int | None:
+    """Physical cores of this machine: distinct (physical id, core id) pairs in ``/proc/cpuinfo``; None where the
+    kernel does not report them (then fall back to ``os.cpu_count()``, which counts logical CPUs).
+
+    With SMT (Hyper-Threading), two logical CPUs share one core's FMA pipes, so a nominal FLOP peak must count
+    physical cores: counting logical CPUs overstates it 2×."""
+    pairs, phys, core = set(), "0", None
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key, value = key.strip().lower(), value.strip()
+                if key == "processor":
+                    phys, core = "0", None
+                elif key == "physical id":
+                    phys = value
+                elif key == "core id":
+                    core = value
+                    pairs.add((phys, core))
+    except OSError:
+        return None
+    return len(pairs) or None
+
+
 def lanes(register_bits: int, dtype: str = "float32") -> int:
     """How many values of ``dtype`` one register of ``register_bits`` holds."""
     return register_bits // (8 * np.dtype(dtype).itemsize)

@@ -138,19 +138,24 @@ class SimulatedJit:
     work and returns a :class:`Pending` at once — exactly what a real jitted function does, on a clock that
     makes every timing exact."""
 
-    def __init__(self, queue: CommandQueue, work_us: float, compile_us: float = 0.0, name: str = "f"):
+    def __init__(self, queue: CommandQueue, work_us: float, compile_us: float = 0.0, name: str = "f",
+                 factors: dict[int, float] | None = None):
         self.queue, self.work_us, self.compile_us, self.__name__ = queue, work_us, compile_us, name
-        self.compiled = False
+        self.factors = dict(factors or {})  # call number (0 = the first, compiling call) -> work multiplier
+        self.compiled, self.calls = False, 0
 
     def __call__(self, *args: Any) -> Pending:
         if not self.compiled:
             self.queue.host_work(self.compile_us)
             self.compiled = True
-        return self.queue.launch(self.work_us, self.__name__)
+        work = self.work_us * self.factors.get(self.calls, 1.0)  # a load spike (> 1) or a lucky call (< 1)
+        self.calls += 1
+        return self.queue.launch(work, self.__name__)
 
     def __repr__(self) -> str:
+        varies = ", some calls slower or faster (a shared machine)" if self.factors else ""
         return (f"<jit {self.__name__}: compiles in {self.compile_us:g} µs, {self.work_us:g} µs of device work per "
-                f"call, launch {self.queue.launch_us:g} µs>")
+                f"call{varies}, launch {self.queue.launch_us:g} µs>")
 
 
 class VirtualClock:
@@ -681,22 +686,30 @@ class LaunchCosts:
     """What a launch costs, measured on the GPU (seconds). See :func:`measure_launch_on_gpu`."""
 
     latency: float  # host call → the kernel is running (idle queue): the host saw the kernel's flag
-    enqueue: float  # host time per launch call, back to back: the host side of launch throughput
+    enqueue: float  # host time per launch call, back to back: the host side of launch throughput — a CuPy
+    # RawKernel call from Python, so it includes Python's and CuPy's own per-call overhead on top of CUDA's launch
     gpu_per_kernel: float  # GPU time per empty kernel with the queue kept full: the device side of throughput
     graph_per_kernel: float  # GPU time per empty kernel replayed from a CUDA graph
     round_trip: float  # launch + stream synchronize of one empty kernel: what a loop that waits every step pays
     event_pair: float  # CUDA events around one empty kernel on an idle queue (GPU clock)
+    host_ahead: bool = True  # the host had queued all n launches before the spin kernel ended: gpu_per_kernel is
+    # the GPU's own rate, not the host's enqueue rate seen through a queue that ran dry (or filled up and blocked)
 
 
-def measure_launch_on_gpu(n: int = 1000, repeat: int = 30) -> LaunchCosts:
+def measure_launch_on_gpu(n: int = 512, repeat: int = 30) -> LaunchCosts:
     """Launch latency vs launch throughput, measured separately on the GPU backend (CuPy raw kernels).
 
     - ``latency``: the host reads ``time.perf_counter``, launches a kernel whose first thread writes a flag into
       pinned host memory, and spins until it sees the flag: enqueue → running, plus one PCIe write (an upper
       bound). Median of ``repeat``, each on an idle queue.
-    - ``enqueue``: ``n`` launches back to back, host time per call (how fast the host can feed the queue).
+    - ``enqueue``: ``n`` launches back to back, host time per call (how fast the host can feed the queue). Each is a
+      CuPy ``RawKernel`` call from Python: the figure includes Python's and CuPy's per-call overhead on top of
+      CUDA's own launch cost — a C++ ``<<<…>>>`` launch costs the host less.
     - ``gpu_per_kernel``: ``n`` empty kernels queued behind a spin kernel long enough to hide the host, CUDA events
-      around the ``n``: the GPU's own time per launch once it never waits for the host.
+      around the ``n``: the GPU's own time per launch once it never waits for the host. ``n`` stays well below the
+      depth of CUDA's launch queue (about a thousand entries): were the queue to fill, the host would block until
+      the spin ended and the events would time the host's enqueue rate instead. ``host_ahead`` records that the
+      host had queued all ``n`` while the spin kernel was still running (its end event not yet reached).
     - ``graph_per_kernel``: the same ``n`` kernels captured in a CUDA graph and replayed, CUDA events.
     - ``round_trip``: launch one empty kernel and ``synchronize`` the stream, host clock, median of ``repeat``.
     - ``event_pair``: CUDA events recorded just before and after one empty kernel on an idle stream.
@@ -759,6 +772,7 @@ def measure_launch_on_gpu(n: int = 1000, repeat: int = 30) -> LaunchCosts:
         a.record(stream)
         for _ in range(n):
             empty((1,), (1,), ())
+        host_ahead = not a.done  # the spin is still running: every launch is queued before the GPU needs it
         b.record(stream)
         b.synchronize()
         gpu_per_kernel = cp.cuda.get_elapsed_time(a, b) * 1e-3 / n
@@ -779,4 +793,4 @@ def measure_launch_on_gpu(n: int = 1000, repeat: int = 30) -> LaunchCosts:
     graph_per_kernel = cp.cuda.get_elapsed_time(a, b) * 1e-3 / n
     return LaunchCosts(latency=float(np.median(latencies)), enqueue=enqueue, gpu_per_kernel=gpu_per_kernel,
                        graph_per_kernel=graph_per_kernel, round_trip=float(np.median(trips)),
-                       event_pair=float(np.median(pairs)))
+                       event_pair=float(np.median(pairs)), host_ahead=host_ahead)

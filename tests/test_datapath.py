@@ -124,3 +124,40 @@ def test_pinned_buffer_is_numpy_and_writable():
     buf = datapath.pinned_empty(4096)
     buf[:] = 7
     assert isinstance(buf, np.ndarray) and buf.sum() == 7 * 4096
+
+
+def test_hardware_links_are_pcie_rates_after_encoding():
+    """gc.hardware.LINKS quotes what DMA can move (after 128b/130b), the same as datapath's derivation: 63.0 and 31.5
+    GB/s per direction for Gen 5 / Gen 4 ×16, not the raw 64 / 32 (review finding 13)."""
+    from gpucourse import hardware
+
+    for gen in (4, 5):
+        assert hardware.LINKS[f"PCIe {gen}.0 x16"] == pytest.approx(datapath.pcie_bandwidth(gen, 16).encoded, rel=1e-12)
+        assert hardware.LINKS[f"PCIe {gen}.0 x16"] == pytest.approx(datapath.BANDWIDTHS[f"PCIe {gen}.0 x16"][0])
+    assert round(hardware.LINKS["PCIe 5.0 x16"] / 1e9, 1) == 63.0 and round(hardware.LINKS["PCIe 4.0 x16"] / 1e9, 1) == 31.5
+
+
+def test_grace_hopper_figures_are_the_shipping_gh200():
+    """GH200 as shipped (NVIDIA GH200 datasheet): 96 GB HBM3 at 4 TB/s, 144 GB HBM3e at 4.9 TB/s, 480 GB LPDDR5X at
+    512 GB/s, NVLink-C2C 450 GB/s each way — not the 2022 pre-launch 3 TB/s / 546 GB/s (review finding 3)."""
+    gh = datapath.GRACE_HOPPER
+    assert gh["HBM3 (Hopper GPU, 96 GB)"] == 4.0e12 and gh["HBM3e (Hopper GPU, 144 GB version)"] == 4.9e12
+    assert gh["LPDDR5X (Grace CPU, up to 480 GB)"] == 512e9 and gh["NVLink-C2C (CPU ↔ GPU, each direction)"] == 450e9
+
+
+def test_pageable_data_is_staged_at_the_hosts_memcpy_rate():
+    """NumPy arrays are pageable: the driver stages them at memcpy speed first (C09), so on a host whose memory is
+    slower than PCIe a vector add still never pays for its trip (review finding 11)."""
+    pcie5 = datapath.Link("PCIe 5.0 x16", datapath.BANDWIDTHS["PCIe 5.0 x16"][0], latency=10e-6)
+    slow_host = 13e9  # bytes read + written per second, a small VM's memcpy
+    staged = datapath.pageable_link(pcie5, slow_host)
+    assert staged.bandwidth == slow_host / 2 and staged.latency == pcie5.latency
+    assert datapath.pageable_link(pcie5, 400e9).bandwidth == pcie5.bandwidth  # a fast host: the link limits
+    cpu = gc.roofline.Roofline("slow host", 1e11, slow_host)
+    h100 = gc.roofline.Roofline("H100", 67e12, 3.35e12)
+
+    def vector_add(n):
+        return datapath.Workload("add", flops=n, bytes_in=8 * n, bytes_out=4 * n)
+
+    assert datapath.break_even(vector_add, cpu, h100, pcie5) is not None  # pinned data at the DMA peak: pays
+    assert datapath.break_even(vector_add, cpu, h100, staged) is None  # pageable: never

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -199,3 +201,30 @@ def test_hidden_cases_are_deterministic():
     for p in lab.problems.values():
         a, b = p.hidden_cases(), p.hidden_cases()
         assert [c.call_text(p.name) for c in a] == [c.call_text(p.name) for c in b]
+
+
+def _offload_le(flops, bytes_in, bytes_out, cpu, gpu, link):  # offloads on a tie: "<=" where the spec says "strictly"
+    traffic = bytes_in + bytes_out
+    cpu_s = max(flops / cpu["flops"], traffic / cpu["bandwidth"])
+    gpu_s = (2 * link["latency"] + traffic / link["bandwidth"]) + max(flops / gpu["flops"], traffic / gpu["bandwidth"])
+    return cpu_s, gpu_s, ("gpu" if gpu_s <= cpu_s else "cpu")
+
+
+def _break_even_ceil(flops_per_element, in_per_element, out_per_element, cpu, gpu, link):  # the tie itself, not past it
+    traffic = in_per_element + out_per_element
+    a = max(flops_per_element / cpu["flops"], traffic / cpu["bandwidth"])
+    b = traffic / link["bandwidth"] + max(flops_per_element / gpu["flops"], traffic / gpu["bandwidth"])
+    return None if b >= a else max(1, math.ceil(2 * link["latency"] / (a - b)))
+
+
+def test_exact_ties_catch_non_strict_answers():
+    """Review finding 4: with "<=" (exercise 1) or ceil(2L/(a − b)) (exercise 2) a tie is decided the wrong way; the
+    exactly representable tie cases make both fail, visibly and hidden, while the references pass."""
+    for wrong, problem in ((_offload_le, lab.DECISION), (_break_even_ceil, lab.BREAK_EVEN)):
+        for hidden in (False, True):
+            with pytest.raises(CheckFailure):
+                problem.check(wrong, hidden=hidden)
+    assert lab.offload_decision(*lab.DECISION_TIE.args)[:2] == lab.offload_decision(*lab.DECISION_TIE.args)[1::-1]
+    assert lab.break_even_elements(*lab.BREAK_EVEN_TIE.args) == 2**15 + 1
+    assert lab.break_even_elements(*lab.BREAK_EVEN_TIE_3.args) == 3 * 2**15 + 1
+    assert any(c is lab.BREAK_EVEN_TIE_3 for c in lab.BREAK_EVEN.hidden_cases())

@@ -85,3 +85,59 @@ def test_reference_reaches_the_ideal_on_many_random_graphs():
                                    writes=(o.name,), reads=tuple(deps.get(o.name, ()))) for o in ref])
         assert len({o.stream for o in ref}) <= 8
         assert st.simulate(ref).makespan <= lab.dag_target(tasks, deps) + 1e-9
+
+
+def _time_call_with(stat):
+    def time_call(f, x, repeat, clock):
+        t0 = clock()
+        f(x).block_until_ready()
+        first = clock() - t0
+        times = []
+        for _ in range(repeat):
+            t0 = clock()
+            f(x).block_until_ready()
+            times.append(clock() - t0)
+        return first, float(stat(times))
+
+    return time_call
+
+
+def test_time_call_median_is_told_from_mean_and_min():
+    """Review finding 5: a load spike and a lucky fast call make the mean and the minimum wrong, visibly and hidden;
+    the median (the spec) passes."""
+    for stat in (np.mean, np.min):
+        for hidden in (False, True):
+            with pytest.raises(CheckFailure, match="steady state"):
+                lab.TIMING.check(_time_call_with(stat), hidden=hidden)
+    lab.TIMING.check(_time_call_with(np.median), hidden=True)
+
+
+def _launches_with(dominated, busy_regime=True):
+    def launches_to_dominate(work_us, launch_us):
+        def makespan(n):
+            if busy_regime and work_us / n >= launch_us:
+                return launch_us + work_us
+            return n * launch_us + work_us / n
+
+        makespans = [makespan(1)]
+        while not dominated(makespans[-1], 2 * work_us):
+            makespans.append(makespan(len(makespans) + 1))
+        return len(makespans), makespans
+
+    return launches_to_dominate
+
+
+def test_launches_catch_ties_and_the_missing_busy_regime():
+    """Review finding 6: ">=" instead of ">" fails on the exact ties T(N) == 2·work; T = N·launch + work/N for every N
+    gives the same N but wrong makespans in the busy regime; the right answer passes."""
+    strictly = _launches_with(lambda t, limit: t > limit)
+    lab.LAUNCHES.check(strictly)
+    lab.LAUNCHES.check(strictly, hidden=True)
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="→ N"):
+            lab.LAUNCHES.check(_launches_with(lambda t, limit: t >= limit), hidden=hidden)
+        with pytest.raises(CheckFailure, match=r"→ T\("):
+            lab.LAUNCHES.check(_launches_with(lambda t, limit: t > limit, busy_regime=False), hidden=hidden)
+    for case in lab.LAUNCH_TIES:  # the ties are exact: T(N) == 2·work at the N before the answer
+        n, makespans = lab.launches_to_dominate(*case.args)
+        assert makespans[-2] == 2 * case.args[0]

@@ -62,3 +62,16 @@ def test_warp_masks_divergent_uniform_and_partial():
     assert part.shape == (4, 32) and part.sum() == 80 and not part[:, 20:].any()
     with pytest.raises(ValueError):
         simd_simt.warp_masks(np.ones(33, bool), 1, 1)
+
+
+def test_physical_cores_counts_cores_not_smt_siblings(tmp_path):
+    """SMT siblings share a core's FMA pipes: a nominal peak counts (physical id, core id) pairs (review finding 12)."""
+    blocks = []
+    for cpu, (phys, core) in enumerate([(p, c) for p in (0, 1) for c in (0, 1)] * 2):  # 2 sockets × 2 cores × 2 SMT
+        blocks.append(f"processor\t: {cpu}\nphysical id\t: {phys}\ncore id\t\t: {core}\ncpu MHz\t\t: 3000.0\n")
+    info = tmp_path / "cpuinfo"
+    info.write_text("\n".join(blocks))
+    assert simd_simt.physical_cores(str(info)) == 4
+    info.write_text("processor\t: 0\nBogoMIPS\t: 50.00\n")  # e.g. some ARM kernels: no core ids
+    assert simd_simt.physical_cores(str(info)) is None
+    assert simd_simt.physical_cores(str(tmp_path / "missing")) is None

@@ -57,9 +57,12 @@ def test_lab_closed_form_matches_the_simulation(work, launch):
     for n in (1, 2, 3, 7, 20, 60):
         ops = [st.Op(f"k{i}", "s", work / n) for i in range(n)]
         assert math.isclose(st.simulate(ops, launch_us=launch).makespan, lab.launched_makespan(work, launch, n))
-    n = lab.launches_to_dominate(work, launch)
+    n, makespans = lab.launches_to_dominate(work, launch)
     assert lab.launched_makespan(work, launch, n) > 2 * work
     assert n == 1 or lab.launched_makespan(work, launch, n - 1) <= 2 * work
+    assert len(makespans) == n and all(  # T(k) as the simulation runs it, busy regime included
+        math.isclose(t, st.simulate([st.Op(f"k{i}", "s", work / k) for i in range(k)], launch_us=launch).makespan)
+        for k, t in enumerate(makespans[:60], start=1))
 
 
 def test_deadlock_and_bad_input_are_reported():
@@ -265,6 +268,7 @@ def test_gpu_legacy_default_stream_serializes_blocking_streams_only():
 @pytest.mark.gpu
 def test_gpu_launch_latency_and_throughput():
     costs = st.measure_launch_on_gpu(n=500, repeat=20)
+    assert costs.host_ahead, "the host queued every launch before the spin ended: the events time the GPU"
     assert 0 < costs.enqueue < costs.round_trip
     assert 1e-7 < costs.latency < 1e-3 and 0 < costs.event_pair < 1e-3
     assert 0 < costs.gpu_per_kernel < 1e-4 and 0 < costs.graph_per_kernel <= 1.1 * costs.gpu_per_kernel

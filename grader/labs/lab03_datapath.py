@@ -56,8 +56,28 @@ def _compare_decision(what: str, got: Any, expected: tuple, case: Case) -> None:
                   "offload only when the GPU path, copies included, is strictly faster")
 
 
+# Ties, exactly representable: every rate a power of two and every time a sum of a few powers of two, so the GPU path
+# (copies included) and the CPU take *exactly* the same time in floating point, whatever order a correct answer adds
+# them in. "Strictly faster" then decides: a tie stays on the CPU (exercise 1), and the break-even size is one past
+# 2·latency / (a − b) when that is an integer (exercise 2).
+TIE_CPU, TIE_GPU = {"flops": 2.0**40, "bandwidth": 2.0**35}, {"flops": 2.0**50, "bandwidth": 2.0**40}
+TIE_LINK = {"bandwidth": 2.0**34, "latency": 2.0**-17}
+# 2 MiB moved: the GPU path is 2·(2^-17 + 2^-14) + 2^-19 = 73·2^-19 s (memory-bound on the GPU); 73·2^21 FLOPs make
+# the CPU compute-bound at exactly 73·2^-19 s too
+DECISION_TIE = Case((73.0 * 2**21, 2.0**20, 2.0**20, TIE_CPU, TIE_GPU, TIE_LINK))
+DECISION_TIE_NO_OUTPUT = Case((73.0 * 2**21, 2.0**21, 0.0, TIE_CPU, TIE_GPU,  # 2^-17 + 2^-13 + 2^-19 + 2^-17: the same
+                               TIE_LINK))
+# per element: CPU a = 8 B / 2^33 B/s = 2^-30 s, GPU b = 8 / 2^35 + 8 / 2^40 = 2^-32 + 2^-37 s, a − b = 95·2^-37 s;
+# latency 95·2^-23 s (≈ 11 µs) puts the tie at n = 2·latency / (a − b) = 2^15 exactly: the answer is 2^15 + 1
+BREAK_EVEN_TIE = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33}, TIE_GPU,
+                       {"bandwidth": 2.0**35, "latency": 95.0 * 2**-23}))
+# the same with a 3× longer latency: tie at 3·2^15
+BREAK_EVEN_TIE_3 = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33}, TIE_GPU,
+                         {"bandwidth": 2.0**35, "latency": 285.0 * 2**-23}))
+
+
 def _decision_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
+    cases = [DECISION_TIE, DECISION_TIE_NO_OUTPUT]
     for _ in range(10):
         n = float(10 ** rng.uniform(2, 9))
         intensity = float(2 ** rng.uniform(-3, 11))  # FLOP per byte read
@@ -83,7 +103,8 @@ DECISION = Problem(
     """,
     reference=offload_decision,
     visible=[Case((2e9, 4e6, 4e6, CPUS[0], GPUS[0], LINKS[1])),  # 500 FLOP/byte: offloading pays
-             Case((1e6, 8e6, 4e6, CPUS[0], GPUS[0], LINKS[1]))],  # vector add: the copies alone cost more
+             Case((1e6, 8e6, 4e6, CPUS[0], GPUS[0], LINKS[1])),  # vector add: the copies alone cost more
+             DECISION_TIE],  # exactly equal times: not strictly faster, so "cpu"
     hidden=_decision_cases,
     compare=_compare_decision,
 )
@@ -120,7 +141,7 @@ def _compare_break_even(what: str, got: Any, expected: int | None, case: Case) -
 
 
 def _break_even_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
+    cases = [BREAK_EVEN_TIE_3]
     for _ in range(10):
         dtype_bytes = int(rng.choice([2, 4, 8]))
         cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
@@ -139,7 +160,8 @@ BREAK_EVEN = Problem(
         (GPU time, both copies included, strictly below CPU time), or None if no n ever does.
     """,
     reference=break_even_elements,
-    visible=[Case((1000.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])), Case((1.0, 8, 4, CPUS[0], GPUS[0], LINKS[1]))],
+    visible=[Case((1000.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])), Case((1.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])),
+             BREAK_EVEN_TIE],  # equal at n = 2^15 exactly: the answer is the next n
     hidden=_break_even_cases,
     compare=_compare_break_even,
 )

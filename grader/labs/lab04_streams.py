@@ -257,12 +257,29 @@ def time_call(f: Callable, x: Any, repeat: int, clock: Callable[[], float]) -> t
     return first, float(np.median(times))
 
 
-def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int) -> FreshCase:
+def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int,
+                 factors: dict[int, float] | None = None) -> FreshCase:
+    """``factors``: call number (1 = the first timed call) -> work multiplier: a load spike (another program took
+    the machine for one call) makes the mean wrong, a lucky fast call makes the minimum wrong; only the median is
+    the typical call."""
     def make() -> tuple:
         q = st.CommandQueue(launch_us=launch_us)
-        return (st.SimulatedJit(q, work_us, compile_us, "f"), np.ones(4, np.float32), repeat, st.VirtualClock(q))
+        return (st.SimulatedJit(q, work_us, compile_us, "f", factors=factors), np.ones(4, np.float32), repeat,
+                st.VirtualClock(q))
 
     return FreshCase(make)
+
+
+def _noisy_timing_cases(rng: np.random.Generator) -> list[FreshCase]:
+    """One spike (×4–10) and one fast call (×0.3–0.7) at random positions among 5–8 timed calls."""
+    cases = []
+    for _ in range(3):
+        repeat = int(rng.integers(5, 9))
+        spike, fast = (int(k) + 1 for k in rng.choice(repeat, size=2, replace=False))
+        cases.append(_timing_case(float(rng.integers(20, 2000)), float(rng.integers(100, 50_000)),
+                                  float(rng.integers(2, 20)), repeat,
+                                  {spike: float(rng.uniform(4, 10)), fast: float(rng.uniform(0.3, 0.7))}))
+    return cases
 
 
 def _compare_timing(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
@@ -302,15 +319,17 @@ TIMING = Problem(
         .block_until_ready(). clock() returns the time in seconds (time.perf_counter or a virtual clock: use
         the one you are given for every reading).
         first_seconds:  the first call f(x), including waiting for its result (compile + run).
-        steady_seconds: the median of `repeat` more calls, each timed until its result is ready.
+        steady_seconds: the median of `repeat` more calls, each timed until its result is ready (calls on a
+                        shared machine vary: one may be hit by a load spike, one may be lucky).
     """,
     reference=time_call,
-    visible=[_timing_case(250.0, 800.0, 4.0, 5), _timing_case(40.0, 300.0, 5.0, 3)],
+    visible=[_timing_case(250.0, 800.0, 4.0, 5), _timing_case(40.0, 300.0, 5.0, 3),
+             _timing_case(100.0, 500.0, 4.0, 5, {2: 8.0, 4: 0.5})],  # a spike and a fast call: only the median fits
     hidden=lambda rng: [
         _timing_case(float(rng.integers(1, 2000)), float(rng.integers(100, 50_000)), float(rng.integers(2, 20)),
                      int(rng.integers(1, 9)))
         for _ in range(6)
-    ],
+    ] + _noisy_timing_cases(rng) + [_timing_case(60.0, 900.0, 3.0, 6, {1: 5.0, 6: 0.4})],  # at both ends
     compare=_compare_timing,
     after=_real_jax_timing,
 )
@@ -323,46 +342,64 @@ def launched_makespan(work_us: float, launch_us: float, n: int) -> float:
     return max(launch_us + work_us, n * launch_us + work_us / n)
 
 
-def launches_to_dominate(work_us: float, launch_us: float) -> int:
+def launches_to_dominate(work_us: float, launch_us: float) -> tuple[int, list[float]]:
     def dominated(n: int) -> bool:
         return launched_makespan(work_us, launch_us, n) > 2 * work_us
 
     if dominated(1):
-        return 1
-    root = (work_us + math.sqrt(max(work_us * work_us - launch_us * work_us, 0.0))) / launch_us
-    n = max(1, math.floor(root) + 1)
-    while n > 1 and dominated(n - 1):  # guard the closed form against rounding
-        n -= 1
-    while not dominated(n):
-        n += 1
-    return n
+        n = 1
+    else:
+        root = (work_us + math.sqrt(max(work_us * work_us - launch_us * work_us, 0.0))) / launch_us
+        n = max(1, math.floor(root) + 1)
+        while n > 1 and dominated(n - 1):  # guard the closed form against rounding
+            n -= 1
+        while not dominated(n):
+            n += 1
+    return n, [launched_makespan(work_us, launch_us, k) for k in range(1, n + 1)]
+
+
+def _compare_launches(what: str, got: Any, expected: tuple[int, list[float]], case: Case) -> None:
+    expect_tuple(what, got, "N, makespans")
+    expect_int(f"{what} → N", got[0], expected[0],
+               "the smallest N with T(N) > 2·work_us, strictly: where T(N) equals 2·work_us the GPU idles exactly as "
+               "long as it works, not longer")
+    makespans = got[1]
+    if not hasattr(makespans, "__len__") or len(makespans) != len(expected[1]):
+        raise CheckFailure(f"{what} → makespans: expected a list of the {len(expected[1])} makespans T(1) … "
+                           f"T({expected[0]}), got {makespans!r}"[:400])
+    for k, (g, e) in enumerate(zip(makespans, expected[1]), start=1):
+        expect_close(f"{what} → T({k}) [µs]", g, e, rtol=1e-9,
+                     hint="kernels longer than a launch keep the GPU busy from the first launch on (T = launch + "
+                          "work); shorter ones wait for the host (T = N·launch + work/N)")
 
 
 def _launch_report(fn: Callable, hidden: bool) -> str:
     if hidden:
         return ""
-    n = fn(1000.0, 4.0)
+    n, _ = fn(1000.0, 4.0)
     return (f"\n  1 ms of work, 4 µs per launch: overhead dominates from {n:,} launches, i.e. kernels of "
             f"{1000.0 / n:.2f} µs — about half the launch cost")
 
 
+# T(N) == 2·work_us exactly at an integer N (every number exact in binary): N·launch + work/N = 2·work
+# with work = 1024, N = 16, launch = 124 (1984 + 64 = 2048); and work = 96, N = 4, launch = 42 (168 + 24 = 192)
+LAUNCH_TIES = [Case((1024.0, 124.0)), Case((96.0, 42.0))]
+
 LAUNCHES = Problem(
     name="launches_to_dominate",
     spec="""
-        launches_to_dominate(work_us, launch_us) -> int
+        launches_to_dominate(work_us, launch_us) -> (N, makespans)
         work_us of GPU work is split into N equal kernels (work_us / N each), queued one by one into one stream.
         The host needs launch_us per launch: kernel i (i = 1..N) is queued at time i·launch_us and starts as
         soon as it is queued and kernel i−1 has finished. The makespan T(N) is when kernel N finishes.
-        Return the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
+        N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
+        makespans: the list [T(1), T(2), …, T(N)] in µs.
     """,
     reference=launches_to_dominate,
-    visible=[Case((1000.0, 4.0)), Case((30.0, 5.0)), Case((3.0, 4.0))],
+    visible=[Case((1000.0, 4.0)), Case((30.0, 5.0)), Case((3.0, 4.0)), LAUNCH_TIES[0]],
     hidden=lambda rng: [Case((float(np.round(10 ** rng.uniform(0.3, 5), 2)), float(np.round(rng.uniform(1, 20), 2))))
-                        for _ in range(7)] + [Case((2.5, 3.0))],
-    compare=lambda what, got, expected, case: expect_int(
-        what, got, expected,
-        "with kernels longer than a launch the GPU stays busy (T = launch + work); shorter, and the host's "
-        "launch rate sets the pace (T = N·launch + work/N)"),
+                        for _ in range(7)] + [Case((2.5, 3.0))] + LAUNCH_TIES,
+    compare=_compare_launches,
     after=_launch_report,
 )
 

@@ -155,7 +155,8 @@ lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 #
 # Two bugs: the call returns as soon as the work is *queued* (the clock stops before the work is done), and the
 # first call also traces and compiles. Write the fixed version. The tests run your function on simulated jitted
-# functions with a virtual clock (exact answers), then once on a real `jax.jit` function with `time.perf_counter`.
+# functions with a virtual clock (exact answers) — where, as on a shared machine, one call may be hit by a load
+# spike and another may run faster than the rest — then once on a real `jax.jit` function with `time.perf_counter`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()
@@ -191,26 +192,27 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # kernel is dominated by it. The course's §4.4 splits that cost in two: the latency (paid once when the queue is
 # full) and the host's time per launch, which limits back-to-back kernels. This exercise is about the second: the
 # host queues launches while the GPU works, and as long as each kernel runs longer than a launch takes, the queue
-# never runs dry. Split a fixed amount of work into more and more kernels and find where the GPU starts idling
-# more than it works.
+# never runs dry. Split a fixed amount of work into more and more kernels, compute the makespan for each split
+# (both regimes: the GPU is the bottleneck, or the host is), and find where the GPU starts idling more than it
+# works.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_launches_to_dominate", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def launches_to_dominate(work_us, launch_us):
-    """Smallest number of equal kernels N for which the makespan exceeds 2 * work_us."""
-    # roughly 8 lines
+    """(smallest number of equal kernels N for which the makespan exceeds 2 * work_us, [T(1), …, T(N)])."""
+    # roughly 9 lines
     ### BEGIN SOLUTION
     def makespan(n):
         if work_us / n >= launch_us:  # the GPU is the bottleneck: busy from the first launch on
             return launch_us + work_us
         return n * launch_us + work_us / n  # the host is: the last kernel is queued at n * launch_us
 
-    n = 1
-    while makespan(n) <= 2 * work_us:
-        n += 1
-    return n
+    makespans = [makespan(1)]
+    while makespans[-1] <= 2 * work_us:
+        makespans.append(makespan(len(makespans) + 1))
+    return len(makespans), makespans
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex4_launches_to_dominate_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -3,15 +3,27 @@ the grading command must produce. ``build(released, solutions)`` returns the fil
 inside the export -> bytes); ``EXPECT`` maps each student id to the score range and report lines expected.
 
 Every attack is paired with answers that would *not* earn the points honestly, so a defence that fails shows up
-as points that should not be there. Full marks for lab 1: 30 (10 functions x (1 visible + 2 hidden)).
+as points that should not be there. Full marks for lab 1 (``FULL``) are read from the solution notebook's graded
+cells, so the expectations follow the lab when it gains an exercise.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
-FULL = 30.0
+LAB_SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "lab01_blas_roofline" / "lab01_blas_roofline.ipynb"
+
+
+def _full_marks(path: Path = LAB_SOLUTION) -> float:
+    """The lab's total points: the sum over its graded cells' nbgrader ``points``."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return float(sum(c["metadata"].get("nbgrader", {}).get("points", 0) for c in cells
+                     if c["metadata"].get("nbgrader", {}).get("grade")))
+
+
+FULL = _full_marks()
 
 ATTACK_PATCH_CHECKS = '''
 import grader.labs.lab01_blas_roofline as L

@@ -23,9 +23,14 @@ WRONG = {
         times.append(clock() - t0)
     return first, float(np.median(times))
 ''',
-    # "overhead dominates once a kernel is shorter than a launch": the break-even point, not the 2x point
+    # one formula for every N, T = N·launch + work/N: ignores that kernels longer than a launch keep the GPU busy
+    # (T = launch + work), so the small-N makespans are wrong (the N it finds is the same: review finding 6)
     "ex4_launches_to_dominate": '''def launches_to_dominate(work_us, launch_us):
-    return max(1, int(work_us // launch_us) + 1)
+    makespans = [launch_us + work_us]
+    while makespans[-1] <= 2 * work_us:
+        n = len(makespans) + 1
+        makespans.append(n * launch_us + work_us / n)
+    return len(makespans), makespans
 ''',
     # chunks, but all in one stream: nothing overlaps
     "ex5_chunked_overlap": '''def chunked_overlap(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):
