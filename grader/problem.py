@@ -40,6 +40,7 @@ import time
 import types
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -332,19 +333,15 @@ def _answer_module(lab: types.ModuleType | None) -> types.ModuleType | None:
     """``grader.answers.<lab>`` (references, hidden-case generators) where it is installed, else None."""
     if lab is None or not lab.__name__.startswith("grader.labs."):
         return None
-    name = "grader.answers." + lab.__name__.rsplit(".", 1)[-1]
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name not in (name, "grader.answers"):
-            raise
+    short = lab.__name__.rsplit(".", 1)[-1]
+    # looked up as a file first: an empty grader/answers (a sandbox's) must not even become a namespace package
+    if not (Path(__file__).resolve().parent / "answers" / f"{short}.py").is_file():
         return None
+    return importlib.import_module("grader.answers." + short)
 
 
-def expected_path(lab: types.ModuleType) -> Any:
+def expected_path(lab: types.ModuleType) -> Path:
     """The visible cases' expected values of a split lab, as data: ``grader/labs/<lab>.expected.json``."""
-    from pathlib import Path
-
     return Path(lab.__file__).with_suffix(".expected.json")
 
 

@@ -16,7 +16,6 @@ before it. (The student edition removes this category: see grader/DESIGN.md.)
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import pickle
 import re
@@ -80,10 +79,10 @@ def lab_problems(lab: Lab) -> dict[str, Any]:
 def answers_split(lab: Lab) -> bool:
     """Whether the lab's answer side lives in ``grader.answers`` (hidden from every sandbox): then its cases
     travel to the sandboxes as data (grader/DESIGN.md, "Hidden cases as data")."""
+    from ..problem import _answer_module
+
     module_name, _, _ = parse_checks(lab)
-    if not module_name:
-        return False
-    return importlib.util.find_spec("grader.answers." + module_name.rsplit(".", 1)[-1]) is not None
+    return bool(module_name) and _answer_module(importlib.import_module(module_name)) is not None
 
 
 def _problem_check():
