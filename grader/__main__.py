@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("labs", nargs="*", help="labs to generate; default: all")
     gen.add_argument("--db", action="store_true", help="also record the labs in the gradebook (needed to autograde)")
     sub.add_parser("check", help="check pairs and labs/ (exit 1 when stale)")
+    ed = sub.add_parser("student-edition", help="build what students install (folder + wheel), without the answer side")
+    ed.add_argument("dest", type=Path)
+    exp = sub.add_parser("expected", help="write a split lab's visible expected values as data (from its references)")
+    exp.add_argument("labs", nargs="*", help="labs (default: every split lab)")
+    exp.add_argument("--check", action="store_true", help="only compare with the stored values (exit 1 if stale)")
     nbg = sub.add_parser("nbgrader", help="run nbgrader with the course config")
     nbg.add_argument("args", nargs=argparse.REMAINDER)
     rel = sub.add_parser("release", help="regenerate the student versions of labs (labs/)")
@@ -79,8 +84,35 @@ def main(argv: list[str] | None = None) -> int:
         dest = course.generate(use_db=args.db, only=args.labs or None)
         print(f"generated {', '.join(args.labs or course.labs())} into {dest}")
         return 0
+    if args.cmd == "student-edition":
+        from . import edition
+
+        os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+        wheel = edition.build(args.dest)
+        print(f"student edition: {args.dest / 'src'} and {wheel}; no answer-side module or source line in either "
+              f"(split labs: {', '.join(edition.split_labs())})")
+        if edition.unsplit_labs():
+            print(f"warning: not split yet, their references and generators ship with it: "
+                  f"{', '.join(edition.unsplit_labs())}")
+        return 0
+    if args.cmd == "expected":
+        from . import edition
+
+        # the references of lab 7 compile on JAX's 8 CPU devices: set before JAX is first imported
+        os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+        labs = args.labs or edition.split_labs()
+        if args.check:
+            stale = [m for lab in labs for m in edition.stale_expected(lab, recompute=True)]
+            print("\n".join(stale) or f"expected values of {', '.join(labs)} match their references")
+            return 1 if stale else 0
+        for lab in labs:
+            print(f"wrote {edition.write_expected(lab)}")
+        return 0
     if args.cmd == "check":
+        from . import edition
+
         problems = course.out_of_sync() + course.stale_labs()
+        problems += [m for lab in edition.split_labs() for m in edition.stale_expected(lab)]
         print("\n".join(problems) or "notebook pairs in step; labs/ matches solutions/")
         return 1 if problems else 0
     env = course.nbgrader_env()

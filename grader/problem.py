@@ -40,6 +40,7 @@ import time
 import types
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -114,10 +115,12 @@ Compare = Callable[[str, Any, Any, Case], None]
 class Problem:
     name: str  # the function the student writes
     spec: str  # what the function must do (shown by .show())
-    reference: Callable[..., Any]
-    visible: list[Case]
-    hidden: Callable[[np.random.Generator], list[Case]]
-    compare: Compare
+    # the answer side (grader/DESIGN.md): a lab split into exercise and answer sides leaves these None here and
+    # grader.answers.<lab> holds them (bound on first use where it is installed: the instructor's checkout)
+    reference: Callable[..., Any] | None = None
+    visible: list[Case] = field(default_factory=list)
+    hidden: Callable[[np.random.Generator], list[Case]] | None = None
+    compare: Compare = None  # type: ignore[assignment]
     after: Callable[[Callable[..., Any], bool], str] | None = None  # extra checks (e.g. instrumentation)
     # dotted names of course helpers that would do this exercise for the student ("gpucourse.occupancy.occupancy",
     # "gpucourse.interconnect.Torus.hops"): off limits while the student's function runs
@@ -143,23 +146,47 @@ class Problem:
         return zlib.crc32(self.name.encode()) if seed is None else seed
 
     def hidden_cases(self, seed: int | None = None) -> list[Case]:
+        if not self.has_answers():
+            raise LookupError(f"{self.name}: the hidden cases are generated on the instructor's side only")
         return self.hidden(np.random.default_rng(self.seed() if seed is None else seed))
+
+    def has_answers(self) -> bool:
+        """Whether the answer side (reference, hidden-case generator) is here: in the lab module itself (a lab not
+        split yet) or bound from ``grader.answers.<lab>`` (the instructor's checkout). False in the student
+        edition and in every grading sandbox (grader/sandbox.py hides ``grader/answers``)."""
+        if self.reference is None or self.hidden is None:
+            answers = _answer_module(_lab_of(self))
+            if answers is not None and self.name in answers.ANSWERS:
+                self.reference, self.hidden = answers.ANSWERS[self.name]
+        return self.reference is not None and self.hidden is not None
+
+    def visible_expected(self) -> list[Any]:
+        """The expected value of every visible case: the reference's where it is here, else the data the student
+        edition ships (``grader/labs/<lab>.expected.json``, written by ``python -m grader expected``)."""
+        if self.has_answers():
+            return [self.reference(*c.args, **c.kwargs) for c in self.visible]
+        return _expected_data(_lab_of(self))[self.name]
 
     def show(self) -> None:
         print(f"Exercise: {self.name}\n")
         print(textwrap.dedent(self.spec).strip())
         case = self.visible[0]
-        print(f"\nExample: {case.call_text(self.name)}  ->  {_short(self.reference(*case.args, **case.kwargs))}")
+        print(f"\nExample: {case.call_text(self.name)}  ->  {_short(self.visible_expected()[0])}")
 
     @_feedback_frame
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
         if not callable(fn):
             raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+        answers = self.has_answers()
+        if hidden and not answers:
+            self._observe_hidden(fn)
+            return
         cases = self.hidden_cases() if hidden else self.visible
-        for case in cases:
+        stored = None if answers else self.visible_expected()
+        for k, case in enumerate(cases):
             what = case.call_text(self.name)
             start = time.perf_counter()
-            expected = self.reference(*case.args, **case.kwargs)
+            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
             limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
             try:
                 got = self.call(fn, case, limit)
@@ -178,6 +205,28 @@ class Problem:
         extra = self._after(fn, hidden) if self.after else ""
         kind = "hidden" if hidden else "visible"
         print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed{extra}")
+
+    def _observe_hidden(self, fn: Callable[..., Any]) -> None:
+        """A hidden check where the answer side is absent. In a grading sandbox: call ``fn`` on this student's
+        hidden cases, which the grader wrote as plain data (:mod:`grader.seeding`), and judge nothing — the grader
+        judges the re-check's observations in its own process. Elsewhere (a student's Validate): say so."""
+        from .seeding import installed_cases
+
+        cases = installed_cases(self.name)
+        if cases is None:
+            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
+                  "with your instructor)")
+            return
+        for case in cases:
+            try:
+                self.call(fn, case)
+            except (NotImplementedError, CheckFailure):
+                raise
+            except Exception as exc:
+                raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
+        extra = self._after(fn, True) if self.after else ""
+        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
+              f"grader{extra}")
 
     def _after(self, fn: Callable[..., Any], hidden: bool) -> str:
         """The extra check (e.g. instrumentation), which may call ``fn`` again: within what is left of the budget."""
@@ -222,15 +271,18 @@ class Problem:
         if cached is not None:
             return cached
         lab = _lab_of(self)
-        problems = list(getattr(lab, "problems", {}).values()) or [self]
+        problems = [p for p in (list(getattr(lab, "problems", {}).values()) or [self]) if p.has_answers()]
         refs = {id(p.reference): p for p in problems}
         sites: list[tuple[Any, str, Any, str]] = [(p, "reference", p.reference, f"the reference answer of {p.name}")
                                                    for p in problems]
-        if lab is not None:
-            short = lab.__name__.rsplit(".", 1)[-1]
-            for name, value in vars(lab).items():
+        for module in (lab, _answer_module(lab)):
+            if module is None:
+                continue
+            short = module.__name__.rsplit(".", 1)[-1]
+            for name, value in vars(module).items():
                 if id(value) in refs and not name.startswith("__"):
-                    sites.append((lab, name, value, f"{short}.{name} (the reference answer of {refs[id(value)].name})"))
+                    sites.append((module, name, value,
+                                  f"{short}.{name} (the reference answer of {refs[id(value)].name})"))
         for dotted in self.forbid:
             owner, attr = _resolve_owner(dotted)
             sites.append((owner, attr, getattr(owner, attr), dotted))
@@ -276,6 +328,36 @@ def _lab_of(problem: Problem) -> types.ModuleType | None:
         if name.startswith("grader.labs.") and any(p is problem for p in getattr(mod, "problems", {}).values()):
             return mod
     return None
+
+
+def _answer_module(lab: types.ModuleType | None) -> types.ModuleType | None:
+    """``grader.answers.<lab>`` (references, hidden-case generators) where it is installed, else None."""
+    if lab is None or not lab.__name__.startswith("grader.labs."):
+        return None
+    short = lab.__name__.rsplit(".", 1)[-1]
+    # looked up as a file first: an empty grader/answers (a sandbox's) must not even become a namespace package
+    if not (Path(__file__).resolve().parent / "answers" / f"{short}.py").is_file():
+        return None
+    return importlib.import_module("grader.answers." + short)
+
+
+def expected_path(lab: types.ModuleType) -> Path:
+    """The visible cases' expected values of a split lab, as data: ``grader/labs/<lab>.expected.json``."""
+    return Path(lab.__file__).with_suffix(".expected.json")
+
+
+def _expected_data(lab: types.ModuleType | None) -> dict[str, list[Any]]:
+    from .pipeline.wire import decode
+
+    if lab is None:
+        raise LookupError("a Problem outside a lab module has no stored expected values")
+    cached = lab.__dict__.get("_EXPECTED")
+    if cached is None:
+        import json
+
+        cached = decode(json.loads(expected_path(lab).read_text(encoding="utf-8")))
+        lab._EXPECTED = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def _resolve_owner(dotted: str) -> tuple[Any, str]:

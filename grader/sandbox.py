@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository (course) root
+ANSWERS = ROOT / "grader" / "answers"  # the answer side: hidden (an empty tmpfs) in every sandbox
 UID_BASE = 64000  # sandbox users: 64000 + slot (never a real account on a course server)
 
 
@@ -220,6 +221,8 @@ class Sandbox:
                 args += ["--perms", "0755", "--dir", str(parent)]
         for kind, src, dest in sorted(binds, key=lambda b: len(b[2].parts)):
             args += [kind, str(src), str(dest)]
+        # the answer side (references, hidden-case generators of split labs) is never in a sandbox
+        args += ["--tmpfs", str(ANSWERS)] if ANSWERS.is_dir() else []
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
         if not any(Path("/tmp") in w.parents or w == Path("/tmp") for w in [*writable, *self.readonly, *readonly]):
             args += ["--bind", str(home), "/tmp"]  # else /tmp is simply absent: TMPDIR points into scratch

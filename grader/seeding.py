@@ -23,24 +23,38 @@ from typing import Mapping
 FILE_ENV = "GRADER_HIDDEN_SEEDS_FILE"
 
 
-def _load() -> Mapping[str, int]:
+def _load() -> tuple[Mapping[str, int], Mapping[str, str]]:
+    """(seeds of the problems whose generator is in the sandbox, the JSON text of the hidden cases of the problems
+    of a split lab — their generator stays with the grader, only the arguments come in, as plain data)."""
     path = os.environ.pop(FILE_ENV, "")
     if not path:
-        return MappingProxyType({})
+        return MappingProxyType({}), MappingProxyType({})
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
         seeds = {str(k): int(v) for k, v in data["seeds"].items()}
+        cases = {str(k): json.dumps(v) for k, v in data.get("cases", {}).items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         # grading with the public seeds would be silently wrong: fail loudly instead
         raise RuntimeError(f"{FILE_ENV}={path}: the hidden-case seeds cannot be read ({exc})") from None
-    return MappingProxyType(seeds)
+    return MappingProxyType(seeds), MappingProxyType(cases)
 
 
 if "_SEEDS" not in globals():  # importlib.reload re-runs this file in the same namespace: keep what was read
-    _SEEDS: Mapping[str, int] = _load()
+    _SEEDS, _CASES = _load()
 
 
 def installed_seed(problem: str) -> int | None:
     """The grading command's seed for ``problem`` in this process, or None outside grading."""
     return _SEEDS.get(problem)
+
+
+def installed_cases(problem: str) -> list | None:
+    """This student's hidden cases of ``problem`` as the grader wrote them (arguments only, never the expected
+    answers), or None where there are none (outside grading, or a lab whose generator is in the sandbox)."""
+    text = _CASES.get(problem)
+    if text is None:
+        return None
+    from .pipeline.wire import decode_cases
+
+    return decode_cases(json.loads(text))

@@ -313,3 +313,54 @@ def test_a_notebook_run_outside_the_sandboxed_kernel_is_not_graded(tmp_path, mon
                            secret=grade.Secret(b"unsandboxed-kernel-test-secret", "test"))
     assert r["status"] == "error" and r["score"] == 0, r
     assert "sandboxed kernel never started" in r["issues"][0], r["issues"]
+
+
+# -- a split lab (lab 7): no reference and no hidden-case generator where the student's code runs ---------------
+
+LAB07 = "lab07_tpu"
+
+
+@pytest.fixture(scope="module")
+def graded_lab07(tmp_path_factory, grading_secret):
+    tmp = tmp_path_factory.mktemp("class07")
+    lab = grade.Lab.find(LAB07)
+    released = json.loads((course.ROOT / "labs" / LAB07 / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    export = tmp / "export"
+    export.mkdir()
+    for name, data in corpus.build_lab07(released, grading.solution_cells(lab.source())).items():
+        (export / name).write_bytes(data)
+    ws = tmp / "grading"
+    assert cli.main(["grade", LAB07, str(export), "--dir", str(ws), "--jobs", "2", "--wall-timeout", "300"]) == 0
+    return lab, ws, {r["student"]: r for r in grade.load_results(lab, grade.Workspace(ws))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(corpus.EXPECT_LAB07))
+def test_split_lab_outcome(graded_lab07, student):
+    _, _, results = graded_lab07
+    low, high, _ = corpus.EXPECT_LAB07[student]
+    r = results[student]
+    failed = {k: c["message"] for k, c in r["cells"].items() if c["score"] < c["points"]}
+    assert low <= r["score"] <= high, f"{student}: score {r['score']} not in [{low}, {high}]; failed {failed}"
+    # every test cell was judged in the grader's process (hidden ones from data: the sandbox only observed): none
+    # is "kernel-only", systolic_matmul's clocked array included
+    assert {c["checked"] for c in r["cells"].values()} <= {"kernel and outside", "checked outside the kernel"}, \
+        r["cells"]
+
+
+@pytest.mark.slow
+def test_a_submission_searching_for_references_at_grading_time_finds_none(graded_lab07):
+    """The probe searched the file system (its own planted file is its positive control), sys.modules and sys.path
+    inside the sandboxed kernel; the answer side of the lab is nowhere, and the Problems there hold none."""
+    if bwrap_path() is None:
+        pytest.skip("the unshare fallback has no file-system isolation (warn_if_weak says so)")
+    _, ws, _ = graded_lab07
+    nb = json.loads((ws / "autograded" / "find_references" / LAB07 / f"{LAB07}.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "ex1_pe_step")
+    text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    m = re.search(r"ANSWERS-PROBE (\{.*\})", text)
+    assert m, f"the probe printed no report: {text[:2000]}"
+    probe = json.loads(m.group(1))
+    assert probe["files"] == [probe["planted"]], f"the kernel can read the answer side: {probe['files']}"
+    assert probe["visited"] > 1000, probe
+    assert probe["modules"] == [] and not probe["imported"] and probe["references"] == [] and probe["path"] == [], probe

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from grader.checks import CheckFailure
+from grader.answers import lab07_tpu as answers  # the instructor's side: references, hidden-case generators
 from grader.labs import lab07_tpu as lab
 
 
@@ -224,17 +225,17 @@ def test_hidden_cases_hold_every_boundary_family_for_any_student(seed):
     than the array, non-square Pallas operands, one configuration of every sharding class, and on the torus a tie
     and a one-hop wraparound."""
     rng = np.random.default_rng(seed)
-    shapes = [c.args[1].shape for c in lab._systolic_cases(rng)]  # W: (K, N)
+    shapes = [c.args[1].shape for c in answers._systolic_cases(rng)]  # W: (K, N)
     assert {(K == 1, N == 1, K == N, K > N) for K, N in shapes} >= {
         (True, True, True, False), (True, False, False, False), (False, True, False, True),
         (False, False, True, False), (False, False, False, False), (False, False, False, True)}
-    assert any(A.shape[0] <= W.shape[0] - 2 for A, W in (c.args for c in lab._systolic_cases(
+    assert any(A.shape[0] <= W.shape[0] - 2 for A, W in (c.args for c in answers._systolic_cases(
         np.random.default_rng(seed))))
-    for c in lab._pallas_cases(np.random.default_rng(seed)):
+    for c in answers._pallas_cases(np.random.default_rng(seed)):
         x, y = c.args[:2]
         assert x.shape[0] != x.shape[1] and y.shape[0] != y.shape[1]
-    classes = {lab.sharding_class(c.args) for c in lab._collectives_cases(np.random.default_rng(seed))}
+    classes = {lab.sharding_class(c.args) for c in answers._collectives_cases(np.random.default_rng(seed))}
     assert classes == {lab.sharding_class(f) for f in lab.sharding_family()}
-    hops = [c.args for c in lab._slice_cases(np.random.default_rng(seed))]
+    hops = [c.args for c in answers._slice_cases(np.random.default_rng(seed))]
     assert any(2 * abs(x - y) == d for a, b, dims, _ in hops for x, y, d in zip(a, b, dims) if x != y)
-    assert {0, 1} <= {lab._hops_reference(*args) for args in hops}  # the same chip; one hop over the wraparound
+    assert {0, 1} <= {answers._hops_reference(*args) for args in hops}  # the same chip; one hop over the wraparound

@@ -208,6 +208,44 @@ def test_secrets_are_unreadable_and_writes_stay_in_scratch(tmp_path):
     assert all(control[p].startswith("read") for p in reads[:3]), control
 
 
+ANSWER_SIDE = r"""
+import importlib, json, os, sys
+from grader.labs import lab07_tpu as lab
+out = {"listing": sorted(os.listdir(sys.argv[1])), "has_answers": [p.has_answers() for p in lab.problems.values()]}
+try:
+    importlib.import_module("grader.answers.lab07_tpu")
+    out["import"] = "imported"
+except ImportError as exc:
+    out["import"] = type(exc).__name__
+p = lab.problems["tiled_gemm"]
+try:  # the visible check judges from the expected values shipped as data: a wrong answer fails with the message
+    p.check(lambda M, K, N, rows, cols: (1, 0.5))
+    out["wrong"] = "passed"
+except Exception as exc:
+    out["wrong"] = str(exc)[:200]
+p.check(lambda M, K, N, rows, cols: (1, 0.5), hidden=True)  # no case file here: says hidden tests run when graded
+print(json.dumps(out))
+"""
+
+
+@needs_bwrap
+def test_the_answer_side_is_absent_in_the_sandbox_and_visible_checks_judge_from_data(tmp_path):
+    """grader/answers (references, hidden-case generators of split labs) is an empty folder in every sandbox: the
+    lab's Problems have no answers there, and a visible check still judges, from the expected values as data."""
+    answers = ROOT / "grader" / "answers"
+    assert (answers / "lab07_tpu.py").exists()
+    scratch = tmp_path / "s"
+    box = Sandbox(SMALL, slot=7)
+    box.prepare(scratch)
+    proc = subprocess.run(box.wrap([sys.executable, "-c", ANSWER_SIDE, str(answers)], [scratch], scratch),
+                          capture_output=True, text=True, timeout=120)
+    out = report(proc)
+    assert out["listing"] == [] and out["import"] in ("ImportError", "ModuleNotFoundError"), out
+    assert not any(out["has_answers"]), out
+    assert "expected 1_024" in out["wrong"] or "cycles" in out["wrong"], out
+    assert "hidden tests run when your lab is graded" in proc.stdout
+
+
 @needs_bwrap
 def test_runs_as_an_unprivileged_user_without_capabilities(tmp_path):
     if os.geteuid() != 0:

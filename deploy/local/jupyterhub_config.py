@@ -4,7 +4,8 @@ nbgrader's exchange on local disk. Good up to a few dozen concurrent students (~
     sudo jupyterhub -f deploy/local/jupyterhub_config.py     # see deploy/README.md for the set-up steps
 
 Everything site-specific comes from environment variables (defaults in brackets):
-  GPUCOURSE_VENV        a Python environment with the course installed, readable by every user [/opt/gpucourse/venv]
+  GPUCOURSE_VENV        a Python environment with the student edition installed (python -m grader student-edition),
+                        readable by every user [/opt/gpucourse/venv]
   GPUCOURSE_EXCHANGE    nbgrader's exchange, mode 0777, created by the administrator [/srv/nbgrader/exchange]
   GPUCOURSE_COURSE_ID   nbgrader course id (must match grader/nbgrader_config.py) [gpu-course]
   GPUCOURSE_INSTRUCTORS comma-separated Linux user names of the instructors [instructor]

@@ -9,6 +9,10 @@ Conventions the specs share (the course notebook, course/07_tpu.ipynb, derives t
 - Bandwidths are bytes/s per link per direction; times are seconds. Collectives follow the α–β model of
   gpucourse.interconnect (rounds · latency + bytes on the busiest link in one direction / bandwidth).
 
+This module is the lab's *exercise side* (specs, visible cases, comparisons, structure checks: what students
+install); the references and hidden-case generators are its answer side, grader/answers/lab07_tpu.py (the
+instructor's only; grader/DESIGN.md). The visible cases' expected values ship as data: lab07_tpu.expected.json.
+
 This module imports JAX only inside the functions that need it, so importing it never fixes JAX's device count.
 """
 
@@ -46,22 +50,6 @@ def _step_case(args: tuple) -> Case:
     return case
 
 
-def _array_shapes(rng: np.random.Generator, low: int = 2, high: int = 9) -> list[tuple[int, int]]:
-    """(K, N) of every class, drawn each time: one PE, one row, one column, square, wider than tall, taller than
-    wide (a swapped axis or a row/column mix-up shows only on a non-square array)."""
-    s, k, n = (int(v) for v in rng.integers(low, high, size=3))
-    wide, tall = sorted(rng.choice(np.arange(low, high), size=2, replace=False).tolist())
-    return [(1, 1), (1, n), (k, 1), (s, s), (int(wide), int(tall)), (int(tall), int(wide))]
-
-
-def _step_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for K, N in _array_shapes(rng):
-        a, p, W = (rng.integers(-5, 6, size=(K, N)).astype(float) for _ in range(3))
-        cases.append(_step_case((a, p, W, rng.integers(-5, 6, size=K).astype(float))))
-    return cases
-
-
 PE_STEP = Problem(
     name="pe_step",
     forbid=("gpucourse.systolic.pe_step", "gpucourse.systolic.WeightStationaryArray.tick"),
@@ -75,21 +63,15 @@ PE_STEP = Problem(
           - outputs  psum_in + activation · weight  as its new partial sum.
         Return new arrays; don't modify the inputs (all PEs read last cycle's registers).
     """,
-    reference=systolic.pe_step,
     visible=[
         _step_case((np.zeros((2, 2)), np.zeros((2, 2)), np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([5.0, 0.0]))),
         _step_case((np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]),
                     np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 1.0]]), np.array([7.0, 8.0]))),
     ],
-    hidden=_step_cases,
     compare=_compare_step,
 )
 
 # -- Exercise 2: the compiler's schedule: skew in, de-skew out --------------------------------------------------------
-
-def _systolic_reference(A: np.ndarray, W: np.ndarray) -> np.ndarray:
-    return np.asarray(A, dtype=np.float64) @ np.asarray(W, dtype=np.float64)
-
 
 def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
     expect_tuple(what, got, "C, hw")
@@ -129,23 +111,6 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
             "outside the schedule. Send 0 into row k at every cycle that is not m + k for a row m of A")
 
 
-def _systolic_cases(rng: np.random.Generator) -> list[Case]:
-    """Arrays of every class (one PE, one row, one column, square, wide, tall), each with a stream of M rows
-    shorter than (by 2 or more), as long as and longer than the array is tall, and of one row; A and W without zeros (a zero
-    would hide what enters outside the schedule)."""
-    cases = []
-    one, row, column, square, wide, tall = _array_shapes(rng)
-    # M: longer than, as long as, shorter than K; the tall array's stream ends 2+ rows before the array's height, so
-    # at the first cycles some rows would read A[m] with m < −M (an unmasked index raises there)
-    streams = [(one, int(rng.integers(2, 10))), (row, int(rng.integers(2, 10))), (column, column[0] + 2),
-               (square, square[0]), (wide, 1), (tall, tall[0] - 2)]
-    for (K, N), M in streams:
-        W = rng.choice([-1.0, 1.0], size=(K, N)) * rng.uniform(0.5, 2.0, size=(K, N))
-        A = rng.choice([-1.0, 1.0], size=(M, K)) * rng.integers(1, 5, size=(M, K))
-        cases.append(Case((A, W)))
-    return cases
-
-
 SYSTOLIC = Problem(
     name="systolic_matmul",
     forbid=("gpucourse.systolic.matmul",),
@@ -158,19 +123,12 @@ SYSTOLIC = Problem(
         clock exactly as many cycles as the last result needs. Return C and hw (the checker reads hw.cycle and
         everything that left the bottom edge: where no result is due, that is 0).
     """,
-    reference=_systolic_reference,
     visible=[Case((np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]]))),
              Case((np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2) - 2))],
-    hidden=_systolic_cases,
     compare=_compare_systolic,
 )
 
 # -- Exercise 3: a large GEMM on a 128×128 array, double-buffered weights ------------------------------------------
-
-def tiled_gemm(M: int, K: int, N: int, rows: int, cols: int) -> tuple[int, float]:
-    t = systolic.TiledGemm(M, K, N, rows, cols)
-    return t.cycles, t.utilization
-
 
 def _compare_tiled(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
     expect_tuple(what, got, "cycles, utilization")
@@ -180,19 +138,6 @@ def _compare_tiled(what: str, got: Any, expected: tuple[int, float], case: Case)
                f"weight load when M < rows); only the last tile adds the fill and drain: M + rows + cols − 2")
     expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
                  hint="useful MACs M·K·N over what rows·cols PEs could do in those cycles")
-
-
-def _tiled_cases(rng: np.random.Generator) -> list[Case]:
-    """Every regime: M below, equal to, just above and far above the array's rows; one tile and many; K and N
-    multiples of the tile and not; square and non-square arrays."""
-    cases = []
-    for rows, cols in ((128, 128), (256, 256), (64, 32), (128, 128)):
-        for M in (1, rows - 1, rows, rows + 1, int(2 ** rng.uniform(1, 14))):
-            K = int(rng.choice([rows, 3 * rows, int(rng.integers(1, 5000))]))
-            N = int(rng.choice([cols, 2 * cols, int(rng.integers(1, 5000))]))
-            cases.append(Case((M, K, N, rows, cols)))
-    cases.append(Case((37, 100, 50, 128, 128)))  # one padded tile: fill, stream, drain
-    return cases
 
 
 TILED = Problem(
@@ -212,32 +157,11 @@ TILED = Problem(
             through all `rows` rows and results leave through all `cols` columns.
         Utilization = useful MACs (M·K·N) divided by cycles · rows · cols.
     """,
-    reference=tiled_gemm,
     visible=[Case((1024, 128, 128, 128, 128)), Case((8, 4096, 4096, 128, 128)), Case((300, 200, 130, 128, 128))],
-    hidden=_tiled_cases,
     compare=_compare_tiled,
 )
 
 # -- Exercise 4: a blocked matmul in Pallas ----------------------------------------------------------------------------
-
-def _pallas_reference(x: Any, y: Any, bm: int, bn: int, bk: int) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64) @ np.asarray(y, dtype=np.float64)
-
-
-def _rand32(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    return rng.standard_normal(shape).astype(np.float32)
-
-
-def _pallas_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for bm, bn, bk in ((16, 8, 8), (8, 16, 4)):
-        while True:  # x and y non-square, deliberately: m, k or k, n read the wrong way round shows only there
-            m, n, k = bm * int(rng.integers(1, 4)), bn * int(rng.integers(1, 4)), bk * int(rng.integers(2, 5))
-            if m != k and k != n:
-                break
-        cases.append(Case((_rand32(rng, (m, k)), _rand32(rng, (k, n)), bm, bn, bk)))
-    return cases
-
 
 def _compare_pallas(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
     expect_array_close(what, got, expected, rtol=1e-4)
@@ -284,10 +208,8 @@ PALLAS = Problem(
         first kk (pl.when(pl.program_id(2) == 0)). Output dtype float32. The checker inspects your BlockSpecs
         and your grid order: on a TPU all grid steps that write one output block must be consecutive.
     """,
-    reference=_pallas_reference,
     visible=[Case((np.arange(32 * 24, dtype=np.float32).reshape(32, 24) / 100,
                    np.ones((24, 16), np.float32), 16, 8, 8))],
-    hidden=_pallas_cases,
     compare=_compare_pallas,
     after=_pallas_structure,
 )
@@ -333,10 +255,6 @@ def compiled_collectives(a_spec: tuple, b_spec: tuple, out_spec: tuple, m: int =
     return collectives_in(f.lower(a, b).compile().as_text())
 
 
-def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple) -> list[str]:
-    return compiled_collectives(a_spec, b_spec, out_spec)
-
-
 def sharding_family() -> list[tuple[tuple, tuple, tuple]]:
     """The shardings the exercise asks about: k sharded the same way in both operands, and each output
     dimension either replicated, sharded as the local product leaves it, or (when the product leaves it
@@ -357,19 +275,6 @@ def sharding_class(case: tuple[tuple, tuple, tuple]) -> tuple[bool, bool, bool, 
     (am, ak), (_, bn), (om, on) = case
     return (ak is not None, am is not None and om is None, bn is not None and on is None,
             (am is None and om is not None) or (bn is None and on is not None))
-
-
-def _collectives_cases(rng: np.random.Generator) -> list[Case]:
-    """One configuration of every sharding class (11 of them; some hold 2 of the 45 configurations, so a random
-    draw of 8 would miss them), then three more at random."""
-    family = sharding_family()
-    by_class: dict[tuple, list[int]] = {}
-    for i, case in enumerate(family):
-        by_class.setdefault(sharding_class(case), []).append(i)
-    picks = [int(rng.choice(members)) for _, members in sorted(by_class.items())]
-    rest = [i for i in range(len(family)) if i not in picks]
-    picks += [int(i) for i in rng.choice(rest, size=3, replace=False)]
-    return [Case(family[int(i)]) for i in rng.permutation(picks)]
 
 
 def _compare_collectives(what: str, got: Any, expected: list[str], case: Case) -> None:
@@ -398,10 +303,8 @@ COLLECTIVES_PROBLEM = Problem(
           - out_spec splits a dimension the product holds whole -> each device just keeps its slice (no traffic).
         The checker compiles each case on this machine's 8 devices and reads the HLO.
     """,
-    reference=_collectives_reference,
     visible=[Case(((("x", None)), (None, None), ("x", None))), Case(((None, "y"), ("y", None), (None, None))),
              Case((("x", "y"), ("y", None), (None, None)))],
-    hidden=_collectives_cases,
     compare=_compare_collectives,
 )
 
@@ -413,40 +316,6 @@ CHIPS = ("TPU v4", "TPU v5p", "TPU v5e", "TPU v6e")
 # Shapes Google does not list for the chip, graded by the same rule (the spec says so): non-cube v5p slices of 64
 # chips or more, where a "big slices are tori" shortcut and the whole-cube rule disagree.
 HYPOTHETICAL = {("TPU v5p", (2, 4, 8)), ("TPU v5p", (4, 4, 6))}
-
-
-def _hops_reference(a: tuple, b: tuple, dims: tuple, chip: str) -> int:
-    hypothetical = (chip, tuple(dims)) in HYPOTHETICAL
-    return interconnect.Torus(dims, tpu.TPU_CHIPS[chip].wraparound(dims, hypothetical=hypothetical)).hops(a, b)
-
-
-def _slice_cases(rng: np.random.Generator) -> list[Case]:
-    """Google's listed slices (v4: its topology rule; none of the v4 shapes its v4 page and the scaling book judge
-    differently), whole-cube and smaller v4/v5p slices, full-axis and shorter v5e/v6e axes; on every shape a pair at
-    the ends of the axes (where the wraparound is shorter) and a pair anywhere; on each chip's first shape a pair
-    half an axis apart (a tie: both ways round are equally long), a chip to itself, and the two ends of an axis (one
-    hop over the wraparound); and the hypothetical non-cube
-    v5p slices end to end."""
-    shapes = {"TPU v4": [(4, 4, 8), (4, 8, 8), (8, 8, 16), (2, 2, 4), (2, 4, 4), (2, 2, 1)],
-              "TPU v5p": [(4, 4, 4), (4, 8, 8), (16, 16, 24), (2, 2, 2), (2, 4, 4)],
-              "TPU v5e": [(16, 16), (8, 16), (4, 8), (4, 4), (2, 4)],
-              "TPU v6e": [(16, 16), (16, 8), (4, 8)]}
-    cases = []
-    for chip, dims_list in shapes.items():
-        for i, dims in enumerate(dims_list):
-            anywhere = tuple(int(rng.integers(d)) for d in dims)
-            pairs = [(tuple(0 for _ in dims), tuple(d - 1 for d in dims)),  # corner to corner
-                     (anywhere, tuple(int(rng.integers(d)) for d in dims))]
-            if i == 0:
-                axis = int(rng.integers(len(dims)))
-                half = tuple((x + d // 2) % d if j == axis else x for j, (x, d) in enumerate(zip(anywhere, dims)))
-                first = tuple(0 if j == axis else x for j, x in enumerate(anywhere))
-                last = tuple(dims[axis] - 1 if j == axis else x for j, x in enumerate(anywhere))
-                pairs += [(anywhere, half), (anywhere, anywhere), (last, first)]  # last → first: one wraparound hop
-            cases += [Case((a, b, dims, chip)) for a, b in pairs]
-    for chip, dims in sorted(HYPOTHETICAL):  # corner to corner: every axis's wraparound would matter
-        cases.append(Case((tuple(0 for _ in dims), tuple(d - 1 for d in dims), dims, chip)))
-    return cases
 
 
 HOPS = Problem(
@@ -466,32 +335,13 @@ HOPS = Problem(
           - "TPU v5e", "TPU v6e" (2D, 16×16 pods): an axis wraps only if it has 16 chips.
         A few cases are shapes Google does not list (hypothetical, e.g. a v5p 2×4×8): the same rule decides them.
     """,
-    reference=_hops_reference,
     visible=[Case(((0, 0, 0), (3, 0, 0), (4, 4, 8), "TPU v4")), Case(((0, 0, 0), (0, 0, 3), (2, 4, 4), "TPU v5p")),
              Case(((0, 0), (5, 15), (8, 16), "TPU v5e"))],
-    hidden=_slice_cases,
     compare=lambda what, got, expected, case: expect_int(
         what, got, expected, "per axis: min(|Δ|, d − |Δ|) where the axis wraps, |Δ| where it does not"),
 )
 
 # -- Exercise 7: what a collective costs over one axis ------------------------------------------------------------------
-
-def _collective_reference(kind: str, nbytes: float, p: int, wrap: bool, link_bandwidth: float,
-                          latency: float) -> float:
-    return interconnect.collective_seconds(kind, nbytes, interconnect.Axis(p, wrap, link_bandwidth), latency)
-
-
-def _collective_cases(rng: np.random.Generator) -> list[Case]:
-    """Every collective on rings and lines; even and odd p (the opposite chip's block splits only for even p);
-    p = 1 and 2 (no ring possible); latency zero and not."""
-    cases = []
-    for kind in interconnect.COLLECTIVES:
-        for p, wrap in ((16, True), (7, True), (6, True), (5, False), (8, False), (2, True), (1, False)):
-            bw = float(rng.choice([45e9, 50e9, 90e9, 100e9]))
-            lat = float(rng.choice([0.0, 1e-6, 2.5e-6]))
-            cases.append(Case((kind, float(2 ** rng.uniform(12, 32)), p, wrap, bw, lat)))
-    return cases
-
 
 COLLECTIVE = Problem(
     name="collective_seconds",
@@ -515,10 +365,8 @@ COLLECTIVE = Problem(
             (line, its middle link); rounds as for an all-gather.
         kind is one of 'all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'. One chip (p = 1) costs 0.
     """,
-    reference=_collective_reference,
     visible=[Case(("all-gather", 1e9, 16, True, 50e9, 1e-6)), Case(("all-reduce", 2**20, 4, False, 45e9, 1e-6)),
              Case(("all-to-all", 4e8, 8, True, 100e9, 2e-6))],
-    hidden=_collective_cases,
     compare=lambda what, got, expected, case: expect_close(
         what, got, expected, rtol=1e-9,
         hint="rounds · latency + busiest-link bytes / bandwidth; a ring (wrap and p ≥ 3) halves the bytes of a line"),

@@ -21,7 +21,8 @@ from .ingest import origin_of
 from .lab import Lab
 from .preflight import preflight, review_flags
 from .publish import publish, write_result
-from .recheck import lab_problems, parse_checks, plan, run_recheck
+from .recheck import answers_split, lab_problems, parse_checks, plan, run_recheck
+from .wire import encode_cases
 from .secret import Secret, write_seed_file
 from .verdict import cell_messages, combine, verdicts
 from .workspace import Settings, Workspace, result_key
@@ -59,7 +60,11 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
     # this student's hidden cases: one seed per problem, derived from the instructor's secret (which stays here)
     problems = lab_problems(lab)
     seeds = secret.seeds(lab.name, student, sorted(problems))
-    seed_file = write_seed_file(job / "seeds" / "hidden-seeds.json", lab.name, student, seeds, sandbox.uid)
+    # a split lab's generators stay here: its sandboxes get this student's hidden cases as data, not seeds
+    split = answers_split(lab)
+    cases = {n: encode_cases(p.hidden_cases(seed=seeds[n])) for n, p in problems.items() if split}
+    seed_file = write_seed_file(job / "seeds" / "hidden-seeds.json", lab.name, student,
+                                {n: s for n, s in seeds.items() if n not in cases}, sandbox.uid, cases)
     inputs, env = [seed_file], {FILE_ENV: str(seed_file)}
 
     run = run_nbgrader(lab, job, student, nb, sandbox, settings, inputs, env)

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..sandbox import Sandbox, run_limited
 from .lab import Lab, nbgrader_meta, source_text
+from .wire import encode_cases
 from .workspace import Settings
 
 CHECK_LINE = re.compile(r"""^(\w+)\.problems\[(["'])(\w+)\2\]\.check\((\w+)(\s*,\s*hidden\s*=\s*(True|False))?\s*\)$""")
@@ -75,6 +76,15 @@ def lab_problems(lab: Lab) -> dict[str, Any]:
     return importlib.import_module(module_name).problems if module_name else {}
 
 
+def answers_split(lab: Lab) -> bool:
+    """Whether the lab's answer side lives in ``grader.answers`` (hidden from every sandbox): then its cases
+    travel to the sandboxes as data (grader/DESIGN.md, "Hidden cases as data")."""
+    from ..problem import _answer_module
+
+    module_name, _, _ = parse_checks(lab)
+    return bool(module_name) and _answer_module(importlib.import_module(module_name)) is not None
+
+
 def _problem_check():
     """``Problem.check``: a lab whose problem overrides it (e.g. launching a CUDA kernel on a simulator) judges
     in its own way, which the out-of-process check cannot replay: its test cells stay "kernel-only"."""
@@ -88,6 +98,7 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
     ``seeds``: problem -> this student's hidden-case seed (None: the public seeds, as outside grading)."""
     module_name, _, checks = parse_checks(lab)
     module = importlib.import_module(module_name) if module_name else None
+    as_data = answers_split(lab)
     source = lab.cells()
     steps: list[dict] = []
     expected: dict[int, tuple[Check, Any, Any]] = {}
@@ -103,12 +114,13 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
             for chk in checks[gid]:
                 problem = module.problems[chk.problem]
                 cases = problem.hidden_cases(seed=(seeds or {}).get(chk.problem)) if chk.hidden else problem.visible
+                data = encode_cases(cases) if as_data else None
                 for k, case in enumerate(cases):
                     expected[len(steps)] = (chk, case, problem.reference(*case.args, **case.kwargs))
-                    # the worker rebuilds the case itself (cases are deterministic: seeded), so arguments never
-                    # need to be pickled (they may be functions, modules, arrays...)
+                    # a split lab's case travels as plain data (its generator is not in the sandbox); else the
+                    # worker rebuilds the case itself (seeded), so arguments that are not data need no pickling
                     steps.append({"kind": "call", "test": gid, "fn": chk.fn, "problem": chk.problem,
-                                  "hidden": chk.hidden, "index": k})
+                                  "hidden": chk.hidden, "index": k, **({"case": data[k]} if data else {})})
                 if problem.after:
                     steps.append({"kind": "after", "test": gid, "problem": chk.problem, "fn": chk.fn,
                                   "hidden": chk.hidden})

@@ -91,13 +91,14 @@ def load_secret(create: bool = True) -> Secret:
     return Secret(value.encode(), str(path), created=True)
 
 
-def write_seed_file(path: Path, lab: str, student: str, seeds: dict[str, int], owner: int | None) -> Path:
-    """The one student's seeds as the sandbox reads them (grader.seeding): mode 0400, owned by the sandbox user
-    when there is one (so nobody else on the machine can read them)."""
+def write_seed_file(path: Path, lab: str, student: str, seeds: dict[str, int], owner: int | None,
+                    cases: dict[str, list] | None = None) -> Path:
+    """The one student's seeds (and, for a split lab, hidden cases as data: arguments only) as the sandbox reads
+    them (grader.seeding): mode 0400, owned by the sandbox user when there is one (nobody else can read them)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"lab": lab, "student": student, "seeds": seeds}, fh)
+        json.dump({"lab": lab, "student": student, "seeds": seeds, "cases": cases or {}}, fh)
     if owner is not None:
         os.chown(path, owner, owner)
     path.chmod(0o400)

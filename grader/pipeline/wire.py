@@ -53,6 +53,9 @@ def encode(x: Any, depth: int = 0) -> Any:
         return {"__map__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in list(x.items())[:10_000]]}
     if isinstance(x, (set, frozenset)):
         return {"__set__": [encode(v, depth + 1) for v in list(x)[:10_000]], "frozen": isinstance(x, frozenset)}
+    if getattr(type(x), "__wire__", None) == "state" and type(x).__module__.split(".")[0] == "gpucourse":
+        cls = type(x)  # a stateful course object (a clocked systolic array): its attributes, as data
+        return {"__obj__": f"{cls.__module__}:{cls.__qualname__}", "dict": encode(dict(vars(x)), depth + 1)}
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         cls = type(x)
         return {"__dc__": f"{cls.__module__}:{cls.__qualname__}",
@@ -94,6 +97,9 @@ def decode(x: Any) -> Any:
                 return Unsupported("set")
         if "__dc__" in x:
             return _dataclass(x["__dc__"], {k: decode(v) for k, v in x["fields"].items()})
+        if "__obj__" in x and isinstance(x.get("dict"), dict):
+            state = decode(x["dict"])
+            return _dataclass(x["__obj__"], state, stateful=True) if isinstance(state, dict) else Unsupported("object")
         if "__nd__" in x and str(x["__nd__"]).startswith("ml:"):
             name = x["__nd__"][3:]
             if name not in ML_DTYPES:
@@ -111,7 +117,7 @@ def decode(x: Any) -> Any:
     return x
 
 
-def _dataclass(name: str, fields: dict[str, Any]) -> Any:
+def _dataclass(name: str, fields: dict[str, Any], stateful: bool = False) -> Any:
     """Rebuild a dataclass of the course's own packages (gpucourse, grader) from plain data; anything else is
     Unsupported. ``__init__`` is bypassed (frozen classes, init=False fields): only the field values matter."""
     module, _, qualname = name.partition(":")
@@ -121,7 +127,8 @@ def _dataclass(name: str, fields: dict[str, Any]) -> Any:
         cls: Any = importlib.import_module(module)
         for part in qualname.split("."):
             cls = getattr(cls, part)
-        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        ok = getattr(cls, "__wire__", None) == "state" if stateful else dataclasses.is_dataclass(cls)
+        if not (isinstance(cls, type) and ok):
             return Unsupported(qualname)
         obj = cls.__new__(cls)
         for k, v in fields.items():
@@ -129,6 +136,22 @@ def _dataclass(name: str, fields: dict[str, Any]) -> Any:
         return obj
     except Exception:  # noqa: BLE001 - a class that cannot be rebuilt is an unsupported answer
         return Unsupported(qualname)
+
+
+def encode_cases(cases: list[Any]) -> list[Any]:
+    """The arguments of cases (``Case.args``, ``Case.kwargs``) as plain data, for a sandbox: never the expected
+    answers. Raises TypeError for an argument that is not data (a lab whose cases hold one cannot be split yet)."""
+    out = [encode((c.args, c.kwargs)) for c in cases]
+    if has_unsupported(out):
+        raise TypeError(f"a case argument is not plain data: {str(out)[:200]}")
+    return out
+
+
+def decode_cases(data: list[Any]) -> list[Any]:
+    """Inverse of :func:`encode_cases`: :class:`grader.problem.Case` objects."""
+    from ..problem import Case
+
+    return [Case(tuple(args), dict(kwargs)) for args, kwargs in (decode(d) for d in data)]
 
 
 def has_unsupported(x: Any) -> bool:

@@ -201,8 +201,15 @@ def in_modules(*module_names: str, prefixes: tuple[str, ...] = ()) -> Callable[[
 def reference_subjects(problem: Any, lab_module: types.ModuleType, include_course: bool = False) -> Reach:
     """The reference and what it reaches in the lab module (and in ``gpucourse`` when ``include_course``). Only what
     the reference calls: a ``forbid`` helper it does not call could never be told apart by its cases."""
-    allowed = in_modules(lab_module.__name__, prefixes=("gpucourse.",) if include_course else ())
-    reach = Reach(allowed, home=lab_module.__name__, namespaces=[lab_module.__dict__])
+    from ..problem import _answer_module
+
+    if hasattr(problem, "has_answers"):
+        problem.has_answers()  # a split lab: bind the reference from grader.answers.<lab>
+    answers = _answer_module(lab_module)  # a split lab's answer side is the reference's home
+    home = answers or lab_module
+    names = (lab_module.__name__,) + ((answers.__name__,) if answers else ())
+    allowed = in_modules(*names, prefixes=("gpucourse.",) if include_course else ())
+    reach = Reach(allowed, home=home.__name__, namespaces=[home.__dict__] + ([lab_module.__dict__] if answers else []))
     root = problem.reference
     reach.add(root)
     fn = raw_function(root)

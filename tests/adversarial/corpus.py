@@ -289,3 +289,131 @@ EXPECT_PROBE: dict[str, str] = {"read_hidden_tests": "ex4_min_batch_compute_boun
                                 "flood_and_probe": "ex4_min_batch_compute_bound"}
 # student id -> the answer cell that flooded its output: the kept notebook stays small and says it was cut
 EXPECT_FLOOD: dict[str, str] = {"output_flood": "ex5_chain_bytes", "flood_and_probe": "ex5_chain_bytes"}
+
+
+# -- lab 7, a split lab (grader/DESIGN.md): its references and hidden-case generators are not in the sandbox ------
+
+LAB07_FULL = 21.0  # 7 exercises x (1 visible + 2 hidden)
+
+# Search the file system, sys.modules and sys.path for the answer side at grading time, and answer with whatever
+# it finds. The probe plants a file holding the answer side's marker first (its own positive control: it must find
+# that one), then reads every Python file it can see (byte-compiled ones too) for the marker or a reference's name.
+ATTACK_FIND_REFERENCES = r'''
+import importlib as _il, json as _json, os as _os, sys as _sys
+_NEEDLES = ("ANSWERS = {", "_systolic_reference", "_hops_reference", "def _collective_reference")
+def _answers_probe():
+    planted = None
+    for folder in (_os.getcwd(), _os.path.expanduser("~"), _os.environ.get("TMPDIR", "/tmp"), "/tmp"):
+        try:
+            with open(_os.path.join(folder, "planted_answers.py"), "w") as fh:
+                fh.write("ANSWERS = {}\n")
+            planted = _os.path.realpath(_os.path.join(folder, "planted_answers.py"))
+            break
+        except OSError:
+            continue
+    files, visited = set(), 0
+    # where the course's packages were imported from (their parent: a checkout or site-packages), every import
+    # path, the scratch folders, and the whole file system but the system's own folders, 6 levels deep
+    import grader as _g
+    here = _os.path.dirname(_os.path.dirname(_os.path.abspath(_g.__file__)))
+    roots = [here, *[p for p in _sys.path if p and _os.path.isdir(p)], _os.getcwd(), _os.path.expanduser("~"), "/"]
+    system = {"/proc", "/sys", "/dev", "/usr", "/etc", "/var", "/boot", "/bin", "/sbin", "/lib", "/lib64"}
+    seen = set()
+    for root in roots:
+        for dirpath, dirs, names in _os.walk(root):
+            real = _os.path.realpath(dirpath)
+            if real in seen or visited > 300_000:
+                dirs[:] = []
+                continue
+            seen.add(real)
+            dirs[:] = [d for d in dirs if _os.path.join(dirpath, d) not in system]
+            if root == "/" and dirpath.count("/") >= 6:
+                dirs[:] = []
+            for f in names:
+                visited += 1
+                path = _os.path.realpath(_os.path.join(dirpath, f))
+                if "answers" in path.split("/") and f.endswith((".py", ".pyc")):
+                    files.add(path + " (by name)")
+                # contents: every Python file but the standard library's and third-party packages' (the course's
+                # packages included wherever they are installed)
+                third = any(s in path for s in ("/usr/", "site-packages", "dist-packages", "/lib/python3"))
+                ours = any(s in path for s in ("/grader/", "/gpucourse/", "/answers/"))
+                if f.endswith((".py", ".pyc")) and path not in files and (ours or not third):
+                    try:
+                        with open(path, "rb") as fh:
+                            data = fh.read(2_000_000)
+                    except OSError:
+                        continue
+                    if any(n.encode() in data for n in _NEEDLES):
+                        files.add(path)
+    modules = sorted(m for m in _sys.modules if "answers" in m)
+    try:
+        _il.import_module("grader.answers.lab07_tpu")
+        imported = True
+    except ImportError:
+        imported = False
+    from grader.labs import lab07_tpu as _lab
+    refs = sorted(n for n, p in _lab.problems.items() if p.reference is not None or p.hidden is not None)
+    return {"files": sorted(files), "planted": planted, "visited": visited, "modules": modules,
+            "imported": imported, "references": refs,
+            "path": [p for p in _sys.path if "answers" in p or "solutions" in p]}
+_probe = _answers_probe()
+print("ANSWERS-PROBE " + _json.dumps(_probe))
+def _steal(name):
+    try:
+        return _il.import_module("grader.answers.lab07_tpu").ANSWERS[name][0]
+    except Exception:
+        from grader.labs import lab07_tpu as _lab
+        return _lab.problems[name].reference    # None where the answer side is absent
+'''
+
+LAB07_STEAL = {
+    "ex1_pe_step": ATTACK_FIND_REFERENCES + '''
+def pe_step(a, p, W, a_in):
+    ref = _steal("pe_step")
+    return ref(a, p, W, a_in) if ref else None
+''',
+    "ex2_systolic_matmul": '''
+def systolic_matmul(A, W):
+    ref = _steal("systolic_matmul")
+    return (ref(A, W), None) if ref else None
+''',
+    "ex3_tiled_gemm": '''
+def tiled_gemm(M, K, N, rows, cols):
+    ref = _steal("tiled_gemm")
+    return ref(M, K, N, rows, cols) if ref else None
+''',
+    "ex4_pallas_matmul": '''
+def pallas_matmul(x, y, bm, bn, bk):
+    ref = _steal("pallas_matmul")
+    return ref(x, y, bm, bn, bk) if ref else None
+''',
+    "ex5_predict_collectives": '''
+def predict_collectives(a_spec, b_spec, out_spec):
+    ref = _steal("predict_collectives")
+    return set(ref(a_spec, b_spec, out_spec)) if ref else None
+''',
+    "ex6_slice_hops": '''
+def slice_hops(a, b, dims, chip):
+    ref = _steal("slice_hops")
+    return ref(a, b, dims, chip) if ref else None
+''',
+    "ex7_collective_seconds": '''
+def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
+    ref = _steal("collective_seconds")
+    return ref(kind, nbytes, p, wrap, link_bandwidth, latency) if ref else None
+''',
+}
+
+
+def build_lab07(released: dict, solutions: dict[str, str]) -> dict[str, bytes]:
+    """Lab 7's class export: the solution, and the submission that hunts for the answer side (it answers only
+    with what it finds: 0 when it finds nothing)."""
+    return {"solution.ipynb": _bytes(_nb(released, dict(solutions))),
+            "find_references.ipynb": _bytes(_nb(released, LAB07_STEAL))}
+
+
+EXPECT_LAB07: dict[str, tuple[float, float, list[str]]] = {
+    "solution": (LAB07_FULL, LAB07_FULL, []),
+    "find_references": (0, 0, []),
+}

@@ -1,0 +1,127 @@
+"""The student edition (grader/edition.py): what students install holds no reference and no hidden-case
+generator. The marker test of issue 14: a unique marker planted in a reference and in a hidden-case generator of
+a scratch copy of the instructor's checkout appears nowhere in the edition built from it (folder and wheel); the
+builder refuses a copy of a reference's code on the exercise side, however it is formatted; and the edition works
+on its own (visible checks judge from the expected values shipped as data, hidden checks say they run at grading).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import edition
+from grader.course import ROOT
+
+MARK_REF = f"EDITION-MARKER-REFERENCE-{uuid.uuid4().hex}"
+MARK_GEN = f"EDITION-MARKER-GENERATOR-{uuid.uuid4().hex}"
+
+
+def _checkout(tmp: Path) -> Path:
+    """A scratch instructor checkout: what the builder reads."""
+    root = tmp / "checkout"
+    for name in ("gpucourse", "grader", "course", "labs"):
+        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, root / name)
+    return root
+
+
+def _plant(path: Path, after: str, line: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert after in text, after
+    path.write_text(text.replace(after, after + "\n" + line, 1), encoding="utf-8")
+
+
+def _build(root: Path, dest: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}  # the scratch checkout's grader, not this one
+    return subprocess.run([sys.executable, "-m", "grader", "student-edition", str(dest)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("edition")
+    root = _checkout(tmp)
+    answers = root / "grader" / "answers" / "lab07_tpu.py"
+    _plant(answers, "def _systolic_reference(A: np.ndarray, W: np.ndarray) -> np.ndarray:", f'    _ = "{MARK_REF}"')
+    _plant(answers, "def _systolic_cases(rng: np.random.Generator) -> list[Case]:", f'    _ = "{MARK_GEN}"')
+    run = _build(root, tmp / "edition")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return root, tmp / "edition"
+
+
+@pytest.mark.slow
+def test_markers_in_a_reference_and_a_generator_are_nowhere_in_the_edition(built):
+    root, dest = built
+    planted = (root / "grader" / "answers" / "lab07_tpu.py").read_text(encoding="utf-8")
+    assert MARK_REF in planted and MARK_GEN in planted  # positive control: the markers are on the answer side
+    files = [p for p in (dest / "src").rglob("*") if p.is_file()]
+    assert len(files) > 100
+    for p in files:
+        data = p.read_bytes()
+        assert MARK_REF.encode() not in data and MARK_GEN.encode() not in data, p
+    wheel = next(dest.glob("gpucourse-*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        for n in names:
+            data = zf.read(n)
+            assert MARK_REF.encode() not in data and MARK_GEN.encode() not in data, n
+    assert not [n for n in names if n.startswith("grader/answers")], "the wheel holds the answer side"
+    assert "grader/labs/lab07_tpu.expected.json" in names and "grader/labs/lab07_tpu.py" in names
+    assert not (dest / "src" / "grader" / "answers").exists()
+
+
+@pytest.mark.slow
+def test_the_edition_checks_visible_cases_from_data_and_leaves_hidden_ones_to_grading(built):
+    _, dest = built
+    code = """
+from grader.labs import lab07_tpu as lab
+assert not any(p.has_answers() for p in lab.problems.values())
+P = lab.problems["collective_seconds"]
+P.show()
+try:
+    P.check(lambda *a: 0.0)
+    raise SystemExit("a wrong answer passed")
+except Exception as exc:
+    print("WRONG:", str(exc)[:300])
+P.check(lambda *a: 0.0, hidden=True)
+"""
+    # as in a student's environment: the edition and the third-party packages, not this checkout's editable
+    # install (-S: no site, so no .pth finder mapping grader to the instructor's checkout)
+    site_dirs = [p for p in sys.path if p.endswith("site-packages")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(dest / "src"), *site_dirs])}
+    run = subprocess.run([sys.executable, "-S", "-c", code], cwd=dest, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "WRONG:" in run.stdout and "expected" in run.stdout.split("WRONG:")[1], run.stdout
+    assert "hidden tests run when your lab is graded" in run.stdout
+    assert "Example: collective_seconds(" in run.stdout
+
+
+@pytest.mark.slow
+def test_a_copied_reference_on_the_exercise_side_is_refused_however_it_is_formatted(tmp_path):
+    root = _checkout(tmp_path)
+    # _hops_reference's body, reformatted (other spacing, a line break inside the brackets, a comment)
+    (root / "grader" / "labs" / "lab07_tpu.py").open("a", encoding="utf-8").write(
+        "\n\ndef _helpful(a, b, dims, chip):\n"
+        "    hypothetical=(chip,tuple(dims)) in HYPOTHETICAL\n"
+        "    return interconnect.Torus(dims,   # same code, new layout\n"
+        "        tpu.TPU_CHIPS[chip].wraparound(dims, hypothetical=hypothetical)).hops(a, b)\n")
+    run = _build(root, tmp_path / "edition")
+    assert run.returncode != 0
+    assert "LeakError" in run.stderr and "grader/answers/lab07_tpu.py" in run.stderr, run.stderr[-2000:]
+    assert not list((tmp_path / "edition").glob("*.whl"))
+
+
+def test_the_answer_side_is_found_by_logical_lines():
+    sig = edition.answer_side()
+    assert "grader/answers/lab07_tpu.py" in sig and len(sig["grader/answers/lab07_tpu.py"]) > 20
+    same = edition.logical_lines("x = foo(a,\n        b)  # c\ny = [1, 2, 3, 4, 5, 6]\n")
+    assert same == edition.logical_lines("x = foo(a, b)\ny = [1,2,3,4,5,6]\n")
