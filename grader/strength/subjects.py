@@ -137,6 +137,7 @@ class Reach:
 
     allowed: Callable[[types.FunctionType], bool]
     home: str = ""  # functions of this module are named bare; others as module.function
+    also_home: tuple[str, ...] = ()  # a split lab: its exercise side is named bare too (as before the split)
     namespaces: list[dict] = field(default_factory=list)  # besides modules: where functions may be held
     subjects: list[Subject] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -148,7 +149,8 @@ class Reach:
             return
         self._seen.add(id(fn))
         qualname = f"{cls.__name__}.{attr}" if cls is not None else fn.__name__
-        if fn.__module__ != self.home and fn.__globals__.get("__name__") != self.home:
+        homes = (self.home, *self.also_home)
+        if fn.__module__ not in homes and fn.__globals__.get("__name__") not in homes:
             qualname = f"{(fn.__module__ or '?').rsplit('.', 1)[-1]}.{qualname}"
         source = _function_source(fn, qualname)
         if source is None:
@@ -209,7 +211,8 @@ def reference_subjects(problem: Any, lab_module: types.ModuleType, include_cours
     home = answers or lab_module
     names = (lab_module.__name__,) + ((answers.__name__,) if answers else ())
     allowed = in_modules(*names, prefixes=("gpucourse.",) if include_course else ())
-    reach = Reach(allowed, home=home.__name__, namespaces=[home.__dict__] + ([lab_module.__dict__] if answers else []))
+    reach = Reach(allowed, home=home.__name__, also_home=(lab_module.__name__,) if answers else (),
+                  namespaces=[home.__dict__] + ([lab_module.__dict__] if answers else []))
     root = problem.reference
     reach.add(root)
     fn = raw_function(root)
