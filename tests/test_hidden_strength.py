@@ -262,8 +262,6 @@ TODAY = {  # measured on main c2ea47d (labs 3, 4 after train-fix) + this branch,
         "lab06_xla_sass": "chain_function's relu branch (line 172) never runs",
     },
     "families": {
-        "lab01_blas_roofline": "axpy_cost n=1, predict_time 'compute', chain_bytes float32, blocked_matmul square "
-                               "missing",
         "lab03_datapath": "warp_execution: all True, whole warps only missing",
         "lab06_xla_sass": "count_opcode: 'HGMMA', 'LDG', result=1 missing",
     },
