@@ -49,11 +49,13 @@ def test_workloads_behave_like_asynchronous_calls():
     gc.block(c)
     w.reset()
     assert w.calls == 0 and w.unwaited() == 0
-    sync = lab.Workload(0.01, spikes=(1,))
+    sync = lab.Workload(0.01, spikes=(1,), lucky=(2,))
     t2 = time.perf_counter()
     sync(), sync()
     assert time.perf_counter() - t2 >= 0.01 + 0.2  # the second call is a 20× spike
-    assert "asynchronous" in repr(w) and "slowed 20×" in repr(sync)
+    t3 = time.perf_counter()
+    assert sync() == pytest.approx(0.002) and time.perf_counter() - t3 >= 0.002  # the third is lucky: 0.2× the work
+    assert "asynchronous" in repr(w) and "slowed 20×" in repr(sync) and "lucky" in repr(sync)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -63,9 +65,20 @@ def test_a_correct_timer_passes_and_the_classic_mistakes_fail(seed):
                           lambda rng: cases, TIME_CALL.compare, TIME_CALL.after)
     problem.check(timer(), hidden=True)
     for wrong, why in ((timer(wait=False), "wait for the result"), (timer(warmup=False), "compilation"),
-                       (timer(stat=np.mean), "expected about")):
+                       (timer(stat=np.mean), "expected about"), (timer(stat=np.min), "not the minimum")):
         with pytest.raises(CheckFailure, match=why):
             problem.check(wrong, hidden=True)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_minimum_fails_visibly_and_hidden(seed):
+    """Review r2 finding 6: sleep never runs short, so without a lucky run the minimum of the runs passed as a
+    "median". Every visible and hidden set holds a run faster than the true time: the minimum lands on it."""
+    assert any(c.args[0].lucky for c in TIME_CALL.visible)
+    assert sum(bool(c.args[0].lucky) for c in TIME_CALL.hidden(np.random.default_rng(seed))) >= 3
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="not the minimum"):
+            TIME_CALL.check(timer(stat=np.min), hidden=hidden)
 
 
 def test_the_method_check_needs_a_warm_up_and_every_result_waited_for():
