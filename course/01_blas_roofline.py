@@ -224,7 +224,8 @@ gemv_big, gemv_small = verdicts[f"gemv n={n_gemv}"], verdicts[f"gemv n=512 ×{SM
 gemv_cold = verdicts["gemv n=512 ×1 (evicted)"]
 gemm64, gemm512 = verdicts["gemm n=64"], verdicts["gemm n=512"]
 assert axpy.flops / axpy.bytes < roof.ridge and gemv_big.point.intensity < roof.ridge < gemm512.point.intensity
-assert gemm512.point.intensity == 8 * gemm64.point.intensity  # intensity n/6: the 64³ GEMM is 8× closer to the ridge
+# intensity n/6: the 64³ GEMM (an eighth of the 512³'s) is nearer the ridge, measured as a factor on the log axis
+assert abs(math.log(gemm64.point.intensity / roof.ridge)) < abs(math.log(gemm512.point.intensity / roof.ridge))
 assert gemv_small.fits_in_cache and not gemv_big.fits_in_cache
 if not be.is_gpu:  # the cache beats DRAM: the in-cache gemv lands above the DRAM roof, and is explained by the cache
     assert gemv_small.above and not gemv_cold.above, "the in-cache gemv did not beat DRAM: re-run when the machine is idle"
