@@ -294,3 +294,17 @@ def test_ties_are_graded_on_every_seed(seed):
     for wrong, name in ((tie_to_memory, "predict_time"), (strictly_past, "min_batch_compute_bound")):
         with pytest.raises(CheckFailure):
             lab.problems[name].check(wrong)  # the visible cases show the rule too
+
+
+def test_the_your_machine_cache_gemv_is_timed_as_in_section_1():
+    """Review r2 finding 5: a single 512² gemv (~25 µs) flips between roofs with load; the lab's ungraded "Your
+    machine" cell times it as §1 does, 32 calls back to back in one run (gemv_op's calls)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    lab_src = (root / "solutions/lab01_blas_roofline/lab01_blas_roofline.py").read_text()
+    course_src = (root / "course/01_blas_roofline.py").read_text()
+    small_calls = int(re.search(r"^SMALL_CALLS = (\d+)", course_src, re.M).group(1))
+    calls = [int(c) for c in re.findall(r"gemv_op\(512,[^\n]*calls=(\d+)\)", lab_src)]
+    assert lab_src.count("gemv_op(512") == len(calls) >= 1 and all(c >= small_calls for c in calls), calls
