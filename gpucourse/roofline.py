@@ -458,12 +458,15 @@ def measure_roofline(ops: Iterable[Op] = (), *, dtype: str = "float32", rounds: 
 class StoreKind:
     """One way of writing n bytes, and what its time says about write-allocate.
 
-    The memory roof it is judged against is a *read* roof (§1.2: the fastest read stream; on one CPU core, set by how
-    many loads the core keeps in flight). With write-allocate every stored line is first read (a read for
-    ownership), so the reads the core must wait for are the program's own reads plus the bytes it writes; the
-    write-backs of dirty lines leave later, evicted by the caches, and the core does not wait for them. So only the
-    *read side* can be held against a read roof: write-allocate is ruled out when its reads alone would need more
-    bandwidth than the roof (the total, write-backs included, may exceed a one-core read roof either way)."""
+    Which bytes write-allocate would add that a roof can bound depends on what limits the roof:
+    - one CPU core (§1.2's read roof): the limit is how many loads the core keeps in flight. With write-allocate
+      every stored line is first read (a read for ownership), so the reads the core waits for are the program's own
+      reads plus the bytes it writes; the write-backs of dirty lines leave later, evicted by the caches, and the
+      core does not wait for them. Only the *read side* can be held against that roof (the total, write-backs
+      included, may exceed a one-core read roof either way).
+    - a GPU, or any roof set by DRAM bandwidth: reads and write-backs share the same memory bus, so the *total*
+      write-allocate traffic (reads + reads for ownership + write-backs) must fit under the memory roof.
+    Write-allocate is ruled out when the test that applies is exceeded (by more than the margin)."""
 
     label: str
     requested: float  # bytes the program asks to move (STREAM's count): its reads + its writes
@@ -483,11 +486,20 @@ class StoreKind:
     def bandwidth(self, nbytes: float) -> float:
         return nbytes / self.timing.best
 
-    def verdict(self, roof_bandwidth: float, margin: float = 0.15) -> str:
-        """'no write-allocate' when the reads write-allocate needs would take more than the read roof allows."""
-        if self.bandwidth(self.reads_if_allocate) > (1 + margin) * roof_bandwidth:
-            return "no write-allocate (its reads alone would beat the read roof)"
-        return "cannot tell (the reads fit under the read roof either way)"
+    def allocate_test(self, dram_limited: bool) -> tuple[float, str]:
+        """(bytes write-allocate would need the roof to carry, which test that is), by what limits the roof."""
+        if dram_limited:
+            return self.allocate, "total vs the DRAM-limited memory roof"
+        return self.reads_if_allocate, "reads vs the one-core read roof"
+
+    def verdict(self, roof_bandwidth: float, dram_limited: bool = False, margin: float = 0.15) -> str:
+        """'no write-allocate' when the bytes write-allocate needs past this roof (the read side on one CPU core,
+        the total where DRAM bandwidth limits the roof, as on a GPU) would take more than the roof allows; the test
+        that applied is named in brackets."""
+        need, test = self.allocate_test(dram_limited)
+        if self.bandwidth(need) > (1 + margin) * roof_bandwidth:
+            return f"no write-allocate [{test}: would beat the roof]"
+        return f"cannot tell [{test}: fits either way]"
 
 
 def store_kinds(nbytes: int | None = None, rounds: int = 9) -> list[StoreKind]:

@@ -49,11 +49,13 @@ def test_workloads_behave_like_asynchronous_calls():
     gc.block(c)
     w.reset()
     assert w.calls == 0 and w.unwaited() == 0
-    sync = lab.Workload(0.01, spikes=(1,))
+    sync = lab.Workload(0.01, spikes=(1,), lucky=(2,))
     t2 = time.perf_counter()
     sync(), sync()
     assert time.perf_counter() - t2 >= 0.01 + 0.2  # the second call is a 20× spike
-    assert "asynchronous" in repr(w) and "slowed 20×" in repr(sync)
+    t3 = time.perf_counter()
+    assert sync() == pytest.approx(0.002) and time.perf_counter() - t3 >= 0.002  # the third is lucky: 0.2× the work
+    assert "asynchronous" in repr(w) and "slowed 20×" in repr(sync) and "lucky" in repr(sync)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -63,9 +65,20 @@ def test_a_correct_timer_passes_and_the_classic_mistakes_fail(seed):
                           lambda rng: cases, TIME_CALL.compare, TIME_CALL.after)
     problem.check(timer(), hidden=True)
     for wrong, why in ((timer(wait=False), "wait for the result"), (timer(warmup=False), "compilation"),
-                       (timer(stat=np.mean), "expected about")):
+                       (timer(stat=np.mean), "expected about"), (timer(stat=np.min), "not the minimum")):
         with pytest.raises(CheckFailure, match=why):
             problem.check(wrong, hidden=True)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_minimum_fails_visibly_and_hidden(seed):
+    """Review r2 finding 6: sleep never runs short, so without a lucky run the minimum of the runs passed as a
+    "median". Every visible and hidden set holds a run faster than the true time: the minimum lands on it."""
+    assert any(c.args[0].lucky for c in TIME_CALL.visible)
+    assert sum(bool(c.args[0].lucky) for c in TIME_CALL.hidden(np.random.default_rng(seed))) >= 3
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="not the minimum"):
+            TIME_CALL.check(timer(stat=np.min), hidden=hidden)
 
 
 def test_the_method_check_needs_a_warm_up_and_every_result_waited_for():
@@ -281,3 +294,17 @@ def test_ties_are_graded_on_every_seed(seed):
     for wrong, name in ((tie_to_memory, "predict_time"), (strictly_past, "min_batch_compute_bound")):
         with pytest.raises(CheckFailure):
             lab.problems[name].check(wrong)  # the visible cases show the rule too
+
+
+def test_the_your_machine_cache_gemv_is_timed_as_in_section_1():
+    """Review r2 finding 5: a single 512² gemv (~25 µs) flips between roofs with load; the lab's ungraded "Your
+    machine" cell times it as §1 does, 32 calls back to back in one run (gemv_op's calls)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    lab_src = (root / "solutions/lab01_blas_roofline/lab01_blas_roofline.py").read_text()
+    course_src = (root / "course/01_blas_roofline.py").read_text()
+    small_calls = int(re.search(r"^SMALL_CALLS = (\d+)", course_src, re.M).group(1))
+    calls = [int(c) for c in re.findall(r"gemv_op\(512,[^\n]*calls=(\d+)\)", lab_src)]
+    assert lab_src.count("gemv_op(512") == len(calls) >= 1 and all(c >= small_calls for c in calls), calls

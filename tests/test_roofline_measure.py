@@ -115,10 +115,28 @@ def test_store_kind_verdicts():
     assert copy.reads_if_allocate == 2 * n and copy.writes == n and copy.verdict(roof_bw).startswith("no write")
     slow_copy = rl.StoreKind("memcpy", 2 * n, 3 * n, Timing((0.2,), True, "host"), reads=n)
     assert slow_copy.verdict(roof_bw).startswith("cannot tell")
+    assert "[reads vs the one-core read roof" in fill.verdict(roof_bw)
     kinds = rl.store_kinds(nbytes=2**22, rounds=2)
     assert [k.label for k in kinds] == ["fill", "memcpy", "elementwise copy"]
     assert [k.allocate / k.requested for k in kinds] == [2.0, 1.5, 1.5]
     assert [k.reads / k.requested for k in kinds] == [0.0, 0.5, 0.5]
+
+
+def test_store_kind_verdict_on_a_dram_limited_roof():
+    """Review r2 finding 1: on a GPU (a DRAM-bandwidth roof) reads and write-backs share the bus, so the total is
+    judged. A CuPy fill of 1 GB in 0.33 ms (~3 TB/s on an H100's 3.35 TB/s roof) would move ~6 TB/s under
+    write-allocate: impossible, so ruled out — where the one-core read-side test says "cannot tell"."""
+    roof_bw = 3.35e12  # bytes/s, H100 SXM HBM3
+    n = 1e9
+    fill = rl.StoreKind("fill", n, 2 * n, Timing((n / 3.0e12,), True, "cuda"), reads=0.0)  # 3 TB/s requested
+    assert fill.verdict(roof_bw).startswith("cannot tell")  # read side only: 3 TB/s of reads for ownership fit
+    ruled = fill.verdict(roof_bw, dram_limited=True)
+    assert ruled.startswith("no write-allocate") and "[total vs the DRAM-limited memory roof" in ruled
+    assert fill.bandwidth(fill.allocate_test(True)[0]) == pytest.approx(6.0e12)
+    copy = rl.StoreKind("memcpy", 2 * n, 3 * n, Timing((2 * n / 2.8e12,), True, "cuda"), reads=n)  # 4.2 TB/s w-a
+    assert copy.verdict(roof_bw, dram_limited=True).startswith("no write-allocate")
+    slow_fill = rl.StoreKind("fill", n, 2 * n, Timing((n / 1.5e12,), True, "cuda"), reads=0.0)  # 3 TB/s w-a: fits
+    assert slow_fill.verdict(roof_bw, dram_limited=True).startswith("cannot tell")
 
 
 def test_datasheet_lookup_by_device_name():
