@@ -65,6 +65,7 @@ be = gc.setup()
 cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt.cuda), numba-cuda's API
 BLOCK = lab.REDUCE_BLOCK  # 128 threads per block in exercise 3
 TILE = lab.TILE  # 8×8 tiles in exercise 4
+REGROUP_BLOCK = lab.REGROUP_BLOCK  # 256 threads per block, one tile of 256 elements, in exercise 6
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — A map with a guard
@@ -266,72 +267,85 @@ lab.problems["occupancy"].check(occupancy, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 6 — Diagnose and fix a divergent kernel
+# ## Exercise 6 — Diagnose and fix a divergent loop
 #
-# The kernel below is correct, but in every warp the even lanes take the `if` and the odd lanes the `else`: the
-# warp runs both paths one after the other, each with half its lanes masked off. Run it through the instrumented
-# executor to see its SIMT efficiency, then write `parity_fixed`: same output, same launch, but each warp only
-# ever sees one parity. (Hint: a warp is threads `32w … 32w+31`; let warp `2p` take the even elements and warp
-# `2p+1` the odd elements of the 64-element chunk `p`.)
+# A short `if/else` is often no divergence at all on a real GPU: the compiler if-converts it into both sides plus a
+# select (`FSEL`/`SEL`), with no branch. A loop whose trip count depends on the data cannot be if-converted: the
+# warp keeps issuing the loop body until its *last* lane is done, finished lanes masked off, and the SASS shows the
+# branch and the reconvergence (`BSSY`/`BSYNC`) around it. The kernel below halves each element until it is at
+# most 1 and counts the halvings: elements around 2 take one or two trips, elements around 10⁴ take fourteen.
+# When a warp mixes both, its short lanes idle through the long ones' trips. Run it through the instrumented
+# executor to see its SIMT efficiency and its sectors per request, then write `halvings_regrouped`: same output,
+# same launch, each warp's lanes given elements of similar work — without giving up the contiguous global
+# accesses (the checker counts the sectors of `x` and `out` too). `lab.tile_order(x)` is the per-tile sort by
+# work the host prepared for you; shared memory is the place to regroup.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @cuda.jit
-def parity_divergent(x, out):
+def halvings_divergent(x, order, out):
     i = cuda.grid(1)
     if i < x.size:
         v = x[i]
-        if i % 2 == 0:
-            v = v * v
-            v = v + 1.0
+        n = 0
+        while v > 1.0:  # trip count ceil(log2 x[i]): data-dependent, so a real branch
             v = v * 0.5
-        else:
-            v = -v
-            v = v * 3.0
-            v = v - 2.0
-        out[i] = v
+            n += 1
+        out[i] = n + v
 
 
-x_demo = np.linspace(-2, 2, 500)
-out_demo = np.zeros_like(x_demo)
-report = simt.run(parity_divergent, math.ceil(x_demo.size / lab.FIX_BLOCK), lab.FIX_BLOCK, x_demo, out_demo)
+x_demo = lab.problems["halvings_regrouped"].visible[0].args[0]
+order_demo = lab.tile_order(x_demo)
+report = simt.run(halvings_divergent, math.ceil(x_demo.size / REGROUP_BLOCK), REGROUP_BLOCK,
+                  x_demo, order_demo, np.zeros_like(x_demo))
 print(report)
-lab.problems["parity_fixed"].show()
+print(f"sectors per request: x {report.sectors_per_request('x'):.2f}, out {report.sectors_per_request('out'):.2f}")
+assert report.simt_efficiency < lab.MIN_EFFICIENCY - 0.15, report.simt_efficiency  # far below the budget
+lab.problems["halvings_regrouped"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_parity_fixed", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "ex6_halvings_regrouped", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
-def parity_fixed(x, out):
-    """Same result as parity_divergent, with warp-uniform branches."""
-    # roughly 14 lines
+def halvings_regrouped(x, order, out):
+    """Same result as halvings_divergent; each warp runs elements of similar trip count; x and out contiguous."""
+    # roughly 20 lines
     ### BEGIN SOLUTION
-    t = cuda.grid(1)
-    warp, lane = t // 32, t % 32
-    i = 2 * ((warp // 2) * 32 + lane) + warp % 2  # even warps: even elements; odd warps: odd elements
+    tile = cuda.shared.array(REGROUP_BLOCK, np.float64)  # this block's elements, then their results
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * REGROUP_BLOCK + t
     if i < x.size:
-        v = x[i]
-        if i % 2 == 0:
-            v = v * v
-            v = v + 1.0
+        tile[t] = x[i]  # coalesced load, as the given kernel
+    cuda.syncthreads()
+    j = 0
+    res = 0.0
+    if i < x.size:
+        j = order[i]  # thread t works on the tile's t-th shortest loop: neighbouring lanes, similar trip counts
+        v = tile[j]
+        n = 0
+        while v > 1.0:
             v = v * 0.5
-        else:
-            v = -v
-            v = v * 3.0
-            v = v - 2.0
-        out[i] = v
+            n += 1
+        res = n + v
+    cuda.syncthreads()  # everyone has read its input before results overwrite the tile
+    if i < x.size:
+        tile[j] = res
+    cuda.syncthreads()
+    if i < x.size:
+        out[i] = tile[t]  # coalesced store
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_parity_fixed_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["parity_fixed"].check(parity_fixed)
+# %% nbgrader={"grade": true, "grade_id": "ex6_halvings_regrouped_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["halvings_regrouped"].check(halvings_regrouped)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_parity_fixed_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex6_halvings_regrouped_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["parity_fixed"].check(parity_fixed, hidden=True)
+lab.problems["halvings_regrouped"].check(halvings_regrouped, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pictures_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## What your kernels did
 #
-# Which block wrote each element (exercise 1 and 2), which warp wrote each output of the fixed kernel (exercise 6:
-# every warp now covers one parity), and which block computed each element of `C` (exercise 4).
+# Which block wrote each element (exercise 1 and 2), which warp wrote each output of the regrouped kernel (exercise 6:
+# warps still write contiguous runs — the regrouping happened in shared memory), and which block computed each element
+# of `C` (exercise 4).
 
 # %% nbgrader={"grade": false, "grade_id": "pictures", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import matplotlib.pyplot as plt
@@ -341,7 +355,7 @@ runs = [
     ("scale_shift", lambda: (scale_shift, 3, 32, [np.ones(70, np.float32), np.zeros(70, np.float32), 2.0, 1.0]), "out", "block"),
     ("ramp_2d", lambda: (ramp_2d, (2, 2), (16, 8), [np.ones((13, 21), np.float32), np.zeros((13, 21), np.float32)]), "out", "block"),
     ("tiled_matmul", lambda: (tiled_matmul, (2, 2), (TILE, TILE), [np.ones((13, 10), np.float32), np.ones((10, 11), np.float32), np.zeros((13, 11), np.float32)]), "C", "block"),
-    ("parity_fixed", lambda: (parity_fixed, 2, 64, [np.ones(100), np.zeros(100)]), "out", "warp"),
+    ("halvings_regrouped", lambda: (halvings_regrouped, 2, REGROUP_BLOCK, [x_demo[:300], lab.tile_order(x_demo[:300]), np.zeros(300)]), "out", "warp"),
 ]
 fig, axs = plt.subplots(2, 2, figsize=(12, 7))
 for ax, (name, make, array, by) in zip(axs.flat, runs):
