@@ -475,4 +475,59 @@ REGROUP = KernelProblem(
     require=_regroup_require,
 )
 
-problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, OCCUPANCY, REGROUP)}
+# -- Exercise 7: predict wave quantization ---------------------------------------------------------------------------
+#
+# The block scheduler keeps at most sms × blocks_per_sm blocks resident; a grid larger than that runs in waves, and a
+# last wave that fills only part of the GPU costs a whole wave's time (the "tail effect", NVIDIA's "wave
+# quantization" in its Matrix Multiplication Background guide). Model: every block takes the same time and resident
+# blocks do not slow each other down.
+
+H100_SMS = hardware.H100_SXM.sm_count  # 132
+
+
+def wave_reference(blocks: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:
+    capacity = sms * blocks_per_sm  # blocks resident at once: one wave
+    waves = -(-blocks // capacity)
+    return waves, waves * capacity / blocks  # time in waves / the work measured in waves
+
+
+def _compare_waves(what: str, got: Any, expected: tuple, case: Case) -> None:
+    expect_tuple(what, got, "waves, slowdown")
+    blocks, per_sm, sms = case.args
+    expect_int(f"{what} → waves", got[0], expected[0],
+               f"one wave holds sms × blocks_per_sm = {sms * per_sm} blocks; a partial last wave still counts")
+    expect_close(f"{what} → slowdown", got[1], expected[1], rtol=1e-9,
+                 hint="waves taken / (blocks / blocks per wave): 1.0 when the grid fills every wave")
+
+
+def _wave_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(2):
+        per_sm = int(rng.integers(1, 9))
+        cap = H100_SMS * per_sm
+        cases.append(Case((cap * int(rng.integers(1, 6)), per_sm, H100_SMS)))  # an exact multiple: no tail
+        cases.append(Case((cap * int(rng.integers(1, 6)) + 1, per_sm, H100_SMS)))  # one block over a wave
+    cases.append(Case((int(rng.integers(1, H100_SMS)), 1, H100_SMS)))  # fewer blocks than SMs
+    cases.append(Case((int(rng.integers(1, H100_SMS)), int(rng.integers(2, 9)), H100_SMS)))
+    cases.append(Case((int(rng.integers(1, 5000)), int(rng.integers(1, 33)), int(rng.choice([108, 132])))))
+    return cases
+
+
+WAVES = Problem(
+    name="wave_prediction",
+    spec=f"""
+        wave_prediction(blocks, blocks_per_sm, sms) -> (waves, slowdown)
+        A grid of `blocks` equal blocks runs on a GPU of `sms` SMs (H100 SXM: {H100_SMS}) that holds
+        `blocks_per_sm` of them resident per SM (the occupancy of exercise 5). Every block takes the same time,
+        and resident blocks do not slow each other down.
+        - waves:    how many rounds of resident blocks the grid needs (an int; the last one may be partial).
+        - slowdown: the time the grid takes divided by the time the same work would take if it could be split
+                    evenly over every slot (blocks / blocks-per-wave waves): 1.0 when nothing is idle.
+    """,
+    reference=wave_reference,
+    visible=[Case((264, 1, H100_SMS)), Case((133, 1, H100_SMS)), Case((1000, 4, H100_SMS))],
+    hidden=_wave_cases,
+    compare=_compare_waves,
+)
+
+problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, OCCUPANCY, REGROUP, WAVES)}

@@ -340,6 +340,60 @@ lab.problems["halvings_regrouped"].check(halvings_regrouped)
 lab.problems["halvings_regrouped"].check(halvings_regrouped, hidden=True)
 ### END HIDDEN TESTS
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 7 — Predict, measure, explain: wave quantization
+#
+# Occupancy (exercise 5) says how many blocks one SM holds at once; an H100 SXM has 132 SMs, so one *wave* is
+# 132 × blocks-per-SM blocks. A grid that needs one block more than a whole number of waves runs a last wave with
+# almost every SM idle — and that wave costs as long as a full one (NVIDIA calls this wave quantization, the tail
+# effect). **Predict** first: write `wave_prediction` from the spec below.
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_spec", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["wave_prediction"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_wave_prediction", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def wave_prediction(blocks, blocks_per_sm, sms):
+    """(waves, slowdown) of a grid of equal blocks on `sms` SMs holding `blocks_per_sm` each."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    per_wave = sms * blocks_per_sm
+    waves = math.ceil(blocks / per_wave)
+    return waves, waves * per_wave / blocks
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_wave_prediction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["wave_prediction"].check(wave_prediction)
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_wave_prediction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["wave_prediction"].check(wave_prediction, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_measure_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# **Measure.** This machine may have no GPU, but the quantization belongs to any pool of slots that each run one
+# block at a time and take the next when free — the block scheduler's rule. `waves.measured_waves` runs `n` equal
+# blocks (each a 50 ms sleep, so a busy CPU does not distort it) on 4 worker threads, a toy GPU of 4 SMs × 1
+# block, and prints the time in units of one block, best of 3, next to your prediction.
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_measure", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from gpucourse import waves
+
+SLOTS = 4  # a toy GPU: 4 SMs, 1 block resident on each
+for n in (3, 4, 5, 8, 9):
+    measured = waves.measured_waves(n, SLOTS)
+    try:
+        predicted = wave_prediction(n, 1, SLOTS)
+    except Exception as exc:  # an unfinished exercise: say so instead of failing
+        predicted = f"not done yet ({exc.__class__.__name__})"
+    print(f"{n} blocks on {SLOTS} slots: measured {measured:.2f} waves; your prediction (waves, slowdown): {predicted}")
+    assert abs(measured - math.ceil(n / SLOTS)) < 0.5, (n, measured)  # whole waves, ±0.5
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# **Explain.** 5 blocks take as long as 8 (the printed waves above): the fifth block runs alone while three slots
+# idle. On an H100 the same happens at 132 × blocks-per-SM: a GEMM or a grid sized one block over a wave pays
+# almost 2× in its last wave (your slowdown for 133 blocks at 1 block per SM). The cure is to size the grid (or the
+# tile, or a persistent kernel's loop) to a whole number of waves — or so many waves that the tail is small.
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pictures_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## What your kernels did
 #

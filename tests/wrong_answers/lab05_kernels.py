@@ -122,4 +122,17 @@ def tiled_matmul(A, B, C):
         _HALVINGS.replace("PICK", "i = cuda.grid(1)").replace(
             "J]", "cuda.blockIdx.x * REGROUP_BLOCK + order[i]]"),
     ],
+    "ex7_wave_prediction": [
+        # counts a partial wave with floor + 1: one wave too many when the grid fills whole waves
+        '''def wave_prediction(blocks, blocks_per_sm, sms):
+    per_wave = sms * blocks_per_sm
+    waves = blocks // per_wave + 1
+    return waves, waves * per_wave / blocks
+''',
+        # one block per SM whatever the occupancy
+        '''def wave_prediction(blocks, blocks_per_sm, sms):
+    waves = math.ceil(blocks / sms)
+    return waves, waves * sms / blocks
+''',
+    ],
 }
