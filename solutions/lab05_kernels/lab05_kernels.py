@@ -18,7 +18,7 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab05_kernels/lab05_kernels.ipynb)
 #
-# Companion of `course/05_grids_blocks_warps.ipynb`. Six exercises, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/05_grids_blocks_warps.ipynb`. Seven exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -27,7 +27,8 @@
 # | 3 | implement | a block-level reduction in shared memory whose warps don't diverge |
 # | 4 | implement | a tiled matrix multiply in shared memory, race-free |
 # | 5 | compute | an occupancy calculator that agrees with NVIDIA's own (`cuda_occupancy.h`) |
-# | 6 | diagnose | raise a divergent kernel's SIMT efficiency above 85 % |
+# | 6 | diagnose | regroup a data-dependent loop so each warp's lanes do similar work: SIMT efficiency ≥ 80 %, accesses still coalesced |
+# | 7 | predict, measure | waves and the tail-effect slowdown of a grid on an H100's 132 SMs, then measured on a pool of slots |
 #
 # **How kernels are graded.** You write `@cuda.jit` kernels (`cuda` is numba-cuda on a GPU; without one, the
 # course's executor with numba-cuda's API). The checker runs your kernel on the course's *instrumented* SIMT executor
