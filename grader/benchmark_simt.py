@@ -100,10 +100,11 @@ def solution_kernels() -> dict[str, object]:
     out = {}
     for lab, names in (("lab05_kernels", {"ex1_scale_shift": "scale_shift", "ex2_ramp_2d": "ramp_2d",
                                           "ex3_block_sum": "block_sum", "ex4_tiled_matmul": "tiled_matmul",
-                                          "ex6_parity_fixed": "parity_fixed"}),
+                                          "ex6_halvings_regrouped": "halvings_regrouped"}),
                        ("lab06_xla_sass", {"ex5_scale_bias_relu_kernel": "scale_bias_relu_kernel"})):
         cells = solution_cells(load_notebook(ROOT / "solutions" / lab / f"{lab}.ipynb"))
-        ns = {"np": np, "math": math, "BLOCK": lab5.REDUCE_BLOCK, "TILE": lab5.TILE}
+        ns = {"np": np, "math": math, "BLOCK": lab5.REDUCE_BLOCK, "TILE": lab5.TILE,
+              "REGROUP_BLOCK": lab5.REGROUP_BLOCK}
         for gid, name in names.items():
             if gid in cells:
                 out[name] = kernels.load_kernel(cells[gid], name, ns, cuda)

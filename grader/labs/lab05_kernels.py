@@ -22,7 +22,6 @@ from ..problem import Case, Problem
 BLOCK_2D = (16, 8)  # (x, y) threads: x runs along columns (the contiguous axis of a row-major array)
 REDUCE_BLOCK = 128  # threads per block of the reduction
 TILE = 8  # tile edge of the shared-memory matmul
-FIX_BLOCK = 64  # threads per block of the divergence exercise
 
 
 def _blocks(n: int, b: int) -> int:
@@ -359,66 +358,176 @@ OCCUPANCY = Problem(
     compare=_compare_occupancy,
 )
 
-# -- Exercise 6: raise a divergent kernel's SIMT efficiency ----------------------------------------------------------
+# -- Exercise 6: regroup data-dependent loops so each warp's lanes run alike ---------------------------------------
+#
+# A loop whose trip count depends on the element's value cannot be if-converted into predicated FSEL/SEL code (as a
+# short if/else is on sm_90): the warp keeps issuing the loop body until its LAST active lane is done, the finished
+# lanes masked off (BSSY/BSYNC reconverge them on sm_70+). The fix keeps every global access contiguous — the tile
+# is loaded and stored coalesced — and regroups the WORK inside the block, in shared memory, in an order that puts
+# elements with similar trip counts in the same warp (the "sort by work, then process" of ray tracers and sparse
+# kernels).
 
-MIN_EFFICIENCY = 0.85  # the given kernel reaches ~0.70 on these sizes; a warp-uniform branch reaches > 0.9
+REGROUP_BLOCK = 256  # threads per block (and elements per tile) of the divergence exercise: 8 warps per tile
+MIN_EFFICIENCY = 0.80  # the given kernel reaches ~0.6 on mixed inputs; regrouping within the tile reaches ~0.9
+SHORT, LONG = (1, 3), (12, 16)  # loop trip counts (halvings) of the two classes of element the hidden cases mix
 
 
-def parity_reference(x: np.ndarray) -> np.ndarray:
-    even, odd = (x * x + 1.0) * 0.5, -x * 3.0 - 2.0
-    return np.where(np.arange(x.size) % 2 == 0, even, odd)
+def halvings(x: np.ndarray) -> np.ndarray:
+    """Trip count of the loop `while v > 1: v *= 0.5` for each element (0 for v <= 1): ceil(log2 v)."""
+    n = np.zeros(x.shape, dtype=np.int64)
+    v = np.asarray(x, dtype=np.float64).copy()
+    while (m := v > 1.0).any():
+        v[m] *= 0.5
+        n[m] += 1
+    return n
 
 
-def _parity_launch(case: Case):
-    (x,) = case.args
-    return _blocks(x.size, FIX_BLOCK), FIX_BLOCK, [x, np.zeros_like(x)], [1]
+def halvings_reference(x: np.ndarray, order: np.ndarray) -> np.ndarray:
+    v = np.asarray(x, dtype=np.float64).copy()
+    n = halvings(v)
+    return n + v / 2.0 ** n
 
 
-def _parity_require(r: simt.KernelReport, case: Case, what: str) -> None:
-    (x,) = case.args
+def tile_order(x: np.ndarray, tile: int = REGROUP_BLOCK) -> np.ndarray:
+    """For each tile of ``tile`` consecutive elements, the tile's LOCAL indices (0 … tile-1) sorted by loop trip
+    count (stable); the last, partial tile lists only its own elements. int32, same length as x."""
+    work = halvings(x)
+    order = np.empty(x.size, dtype=np.int32)
+    for start in range(0, x.size, tile):
+        order[start:start + tile] = np.argsort(work[start:start + tile], kind="stable")
+    return order
+
+
+def contiguous_sectors(n: int, itemsize: int) -> float:
+    """Mean 32-byte sectors per warp-wide access when warp w's lanes read elements 32w … 32w+31 of an n-element
+    array (the given kernel's x[i] and out[i]): the budget the fix must meet."""
+    per_warp = [len({(i * itemsize) // 32 for i in range(w, min(w + 32, n))}) for w in range(0, n, 32)]
+    return float(np.mean(per_warp))
+
+
+def _regroup_launch(case: Case):
+    x, order = case.args
+    return _blocks(x.size, REGROUP_BLOCK), REGROUP_BLOCK, [x, order, np.zeros_like(x)], [2]
+
+
+def _regroup_require(r: simt.KernelReport, case: Case, what: str) -> None:
+    x, _ = case.args
     if r.total("global", "w") != x.size:
         raise CheckFailure(f"{what}: expected each of the {x.size:,} outputs written once, got "
                            f"{r.total('global', 'w'):,} writes")
+    for array in ("x", "out"):
+        budget = contiguous_sectors(x.size, x.itemsize)
+        got = r.sectors_per_request(array)
+        if got > budget + 1e-9:
+            raise CheckFailure(
+                f"{what}: each warp-wide access of `{array}` touched {got:.1f} 32-byte sectors on average; budget "
+                f"{budget:.1f} (the given kernel's contiguous access), {got - budget:.1f} over. Regrouping through "
+                "global memory scatters a warp's addresses: load and store the tile contiguously, regroup on chip")
     if r.simt_efficiency < MIN_EFFICIENCY:
         raise CheckFailure(
-            f"{what}: SIMT efficiency {r.simt_efficiency:.1%} is below {MIN_EFFICIENCY:.0%} ({r.divergent_steps} "
-            "divergent warp steps). Hint: give each warp elements of ONE parity, so its 32 threads take the same branch")
-    # The executor counts issued steps per source line, so a one-line `a if even else b` would hide the split
-    # from it; the spec's fix is a mapping in which every warp's branch is uniform — read it from what each warp wrote.
-    tpb = r.threads_per_block
-    parities: dict[tuple[int, int], set[int]] = {}
-    for tid, _step, _name, flat, kind in r.accesses:
-        if kind == "w":
-            parities.setdefault((tid // tpb, tid % tpb // simt.WARP_SIZE), set()).add(flat % 2)
-    mixed = sorted(w for w, ps in parities.items() if len(ps) > 1)
-    if mixed:
-        b, w = mixed[0]
-        raise CheckFailure(
-            f"{what}: {len(mixed)} warp(s) wrote both even and odd elements (first: block {b}, warp {w}), so their "
-            "threads still take both sides of the if/else. Expected every warp to write elements of ONE parity")
+            f"{what}: SIMT efficiency {r.simt_efficiency:.1%} is below the budget {MIN_EFFICIENCY:.0%} "
+            f"({MIN_EFFICIENCY - r.simt_efficiency:.1%} short; {r.divergent_steps} divergent warp steps). "
+            "Lanes of one warp still run loops of very different lengths: give each warp elements of similar work")
 
 
-def _parity_cases(rng: np.random.Generator) -> list[Case]:
-    return [Case((rng.standard_normal(int(FIX_BLOCK * rng.integers(4, 10) + rng.integers(1, FIX_BLOCK))),))
-            for _ in range(3)]
+def _regroup_case(x: np.ndarray) -> Case:
+    return Case((x, tile_order(x)))
 
 
-PARITY = KernelProblem(
-    name="parity_fixed",
+def _classes(rng: np.random.Generator, long_mask: np.ndarray) -> np.ndarray:
+    """Values whose loop runs SHORT trips where long_mask is False and LONG trips where True."""
+    trips = np.where(long_mask, rng.integers(LONG[0], LONG[1] + 1, long_mask.size),
+                     rng.integers(SHORT[0], SHORT[1] + 1, long_mask.size))
+    return 2.0 ** (trips - 1) * rng.uniform(1.01, 1.99, long_mask.size)  # ceil(log2 v) == trips
+
+
+def _regroup_cases(rng: np.random.Generator) -> list[Case]:
+    def n_odd() -> int:
+        return int(REGROUP_BLOCK * rng.integers(1, 3) + rng.integers(1, REGROUP_BLOCK // 32) * 32
+                   + rng.integers(1, 32))  # never a multiple of 32
+    cases = [_regroup_case(_classes(rng, rng.random(n := n_odd()) < 0.5)) for _ in range(2)]
+    n = n_odd()
+    cases.append(_regroup_case(_classes(rng, np.arange(n) % 2 == 1)))  # alternating classes
+    cases.append(_regroup_case(_classes(rng, np.ones(n_odd(), dtype=bool))))  # every element long
+    cases.append(_regroup_case(_classes(rng, np.zeros(n_odd(), dtype=bool))))  # every element short
+    return cases
+
+
+REGROUP = KernelProblem(
+    name="halvings_regrouped",
     spec=f"""
-        parity_fixed(x, out): the same result as the divergent kernel `parity_divergent` shown above —
-            out[i] = (x[i]*x[i] + 1) * 0.5   for even i,     out[i] = -x[i]*3 - 2   for odd i
-        — launched the same way, parity_fixed[ceil(n / {FIX_BLOCK}), {FIX_BLOCK}](x, out), but with SIMT efficiency
-        of at least {MIN_EFFICIENCY:.0%}. The given kernel splits every warp in two at `if i % 2 == 0`.
-        Keep the if/else (real kernels have real branches): change which element each thread handles, so that
-        every warp writes elements of one parity only (the checker reads that from what each warp wrote).
+        halvings_regrouped(x, order, out): the same result as the given kernel `halvings_divergent` —
+            out[i] = k + v, where v starts at x[i] and is halved k times until v <= 1 (x: float64, n elements)
+        — launched as halvings_regrouped[ceil(n / {REGROUP_BLOCK}), {REGROUP_BLOCK}](x, order, out), with
+          * SIMT efficiency of at least {MIN_EFFICIENCY:.0%} (the given kernel is far below on mixed inputs), and
+          * no more 32-byte sectors per warp-wide access of x and of out than the given kernel's contiguous
+            x[i] / out[i] (a failing check prints what it measured, the budget and the excess).
+        Keep the data-dependent while loop (that is the divergence a compiler cannot remove). Each block owns one
+        tile of {REGROUP_BLOCK} consecutive elements; `order` (int32, from lab.tile_order(x)) lists, tile by tile,
+        the tile's local indices 0 … {REGROUP_BLOCK - 1} from the shortest loop to the longest (a partial last tile
+        lists only its own elements). Which thread computes which element is yours to choose.
     """,
-    reference=parity_reference,
-    visible=[Case((np.linspace(-2, 2, 500),))],
-    hidden=_parity_cases,
+    reference=halvings_reference,
+    visible=[_regroup_case(_classes(np.random.default_rng(5), np.random.default_rng(6).random(600) < 0.5))],
+    hidden=_regroup_cases,
     compare=lambda *a: None,
-    launch=_parity_launch,
-    require=_parity_require,
+    launch=_regroup_launch,
+    require=_regroup_require,
 )
 
-problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, OCCUPANCY, PARITY)}
+# -- Exercise 7: predict wave quantization ---------------------------------------------------------------------------
+#
+# The block scheduler keeps at most sms × blocks_per_sm blocks resident; a grid larger than that runs in waves, and a
+# last wave that fills only part of the GPU costs a whole wave's time (the "tail effect", NVIDIA's "wave
+# quantization" in its Matrix Multiplication Background guide). Model: every block takes the same time and resident
+# blocks do not slow each other down.
+
+H100_SMS = hardware.H100_SXM.sm_count  # 132
+
+
+def wave_reference(blocks: int, blocks_per_sm: int, sms: int) -> tuple[int, float]:
+    capacity = sms * blocks_per_sm  # blocks resident at once: one wave
+    waves = -(-blocks // capacity)
+    return waves, waves * capacity / blocks  # time in waves / the work measured in waves
+
+
+def _compare_waves(what: str, got: Any, expected: tuple, case: Case) -> None:
+    expect_tuple(what, got, "waves, slowdown")
+    blocks, per_sm, sms = case.args
+    expect_int(f"{what} → waves", got[0], expected[0],
+               f"one wave holds sms × blocks_per_sm = {sms * per_sm} blocks; a partial last wave still counts")
+    expect_close(f"{what} → slowdown", got[1], expected[1], rtol=1e-9,
+                 hint="waves taken / (blocks / blocks per wave): 1.0 when the grid fills every wave")
+
+
+def _wave_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(2):
+        per_sm = int(rng.integers(1, 9))
+        cap = H100_SMS * per_sm
+        cases.append(Case((cap * int(rng.integers(1, 6)), per_sm, H100_SMS)))  # an exact multiple: no tail
+        cases.append(Case((cap * int(rng.integers(1, 6)) + 1, per_sm, H100_SMS)))  # one block over a wave
+    cases.append(Case((int(rng.integers(1, H100_SMS)), 1, H100_SMS)))  # fewer blocks than SMs
+    cases.append(Case((int(rng.integers(1, H100_SMS)), int(rng.integers(2, 9)), H100_SMS)))
+    cases.append(Case((int(rng.integers(1, 5000)), int(rng.integers(1, 33)), int(rng.choice([108, 132])))))
+    return cases
+
+
+WAVES = Problem(
+    name="wave_prediction",
+    spec=f"""
+        wave_prediction(blocks, blocks_per_sm, sms) -> (waves, slowdown)
+        A grid of `blocks` equal blocks runs on a GPU of `sms` SMs (H100 SXM: {H100_SMS}) that holds
+        `blocks_per_sm` of them resident per SM (the occupancy of exercise 5). Every block takes the same time,
+        and resident blocks do not slow each other down.
+        - waves:    how many rounds of resident blocks the grid needs (an int; the last one may be partial).
+        - slowdown: the time the grid takes divided by the time the same work would take if it could be split
+                    evenly over every slot (blocks / blocks-per-wave waves): 1.0 when nothing is idle.
+    """,
+    reference=wave_reference,
+    visible=[Case((264, 1, H100_SMS)), Case((133, 1, H100_SMS)), Case((1000, 4, H100_SMS))],
+    hidden=_wave_cases,
+    compare=_compare_waves,
+)
+
+problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, OCCUPANCY, REGROUP, WAVES)}

@@ -18,7 +18,7 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab05_kernels/lab05_kernels.ipynb)
 #
-# Companion of `course/05_grids_blocks_warps.ipynb`. Six exercises, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/05_grids_blocks_warps.ipynb`. Seven exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -27,7 +27,8 @@
 # | 3 | implement | a block-level reduction in shared memory whose warps don't diverge |
 # | 4 | implement | a tiled matrix multiply in shared memory, race-free |
 # | 5 | compute | an occupancy calculator that agrees with NVIDIA's own (`cuda_occupancy.h`) |
-# | 6 | diagnose | raise a divergent kernel's SIMT efficiency above 85 % |
+# | 6 | diagnose | regroup a data-dependent loop so each warp's lanes do similar work: SIMT efficiency ≥ 80 %, accesses still coalesced |
+# | 7 | predict, measure | waves and the tail-effect slowdown of a grid on an H100's 132 SMs, then measured on a pool of slots |
 #
 # **How kernels are graded.** You write `@cuda.jit` kernels (`cuda` is numba-cuda on a GPU; without one, the
 # course's executor with numba-cuda's API). The checker runs your kernel on the course's *instrumented* SIMT executor
@@ -65,6 +66,7 @@ be = gc.setup()
 cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt.cuda), numba-cuda's API
 BLOCK = lab.REDUCE_BLOCK  # 128 threads per block in exercise 3
 TILE = lab.TILE  # 8×8 tiles in exercise 4
+REGROUP_BLOCK = lab.REGROUP_BLOCK  # 256 threads per block, one tile of 256 elements, in exercise 6
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — A map with a guard
@@ -266,72 +268,139 @@ lab.problems["occupancy"].check(occupancy, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 6 — Diagnose and fix a divergent kernel
+# ## Exercise 6 — Diagnose and fix a divergent loop
 #
-# The kernel below is correct, but in every warp the even lanes take the `if` and the odd lanes the `else`: the
-# warp runs both paths one after the other, each with half its lanes masked off. Run it through the instrumented
-# executor to see its SIMT efficiency, then write `parity_fixed`: same output, same launch, but each warp only
-# ever sees one parity. (Hint: a warp is threads `32w … 32w+31`; let warp `2p` take the even elements and warp
-# `2p+1` the odd elements of the 64-element chunk `p`.)
+# A short `if/else` is often no divergence at all on a real GPU: the compiler if-converts it into both sides plus a
+# select (`FSEL`/`SEL`), with no branch. A loop whose trip count depends on the data cannot be if-converted: the
+# warp keeps issuing the loop body until its *last* lane is done, finished lanes masked off, and the SASS shows the
+# branch and the reconvergence (`BSSY`/`BSYNC`) around it. The kernel below halves each element until it is at
+# most 1 and counts the halvings: elements around 2 take one or two trips, elements around 10⁴ take fourteen.
+# When a warp mixes both, its short lanes idle through the long ones' trips. Run it through the instrumented
+# executor to see its SIMT efficiency and its sectors per request, then write `halvings_regrouped`: same output,
+# same launch, each warp's lanes given elements of similar work — without giving up the contiguous global
+# accesses (the checker counts the sectors of `x` and `out` too). `lab.tile_order(x)` is the per-tile sort by
+# work the host prepared for you; shared memory is the place to regroup.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @cuda.jit
-def parity_divergent(x, out):
+def halvings_divergent(x, order, out):
     i = cuda.grid(1)
     if i < x.size:
         v = x[i]
-        if i % 2 == 0:
-            v = v * v
-            v = v + 1.0
+        n = 0
+        while v > 1.0:  # trip count ceil(log2 x[i]): data-dependent, so a real branch
             v = v * 0.5
-        else:
-            v = -v
-            v = v * 3.0
-            v = v - 2.0
-        out[i] = v
+            n += 1
+        out[i] = n + v
 
 
-x_demo = np.linspace(-2, 2, 500)
-out_demo = np.zeros_like(x_demo)
-report = simt.run(parity_divergent, math.ceil(x_demo.size / lab.FIX_BLOCK), lab.FIX_BLOCK, x_demo, out_demo)
+x_demo = lab.problems["halvings_regrouped"].visible[0].args[0]
+order_demo = lab.tile_order(x_demo)
+report = simt.run(halvings_divergent, math.ceil(x_demo.size / REGROUP_BLOCK), REGROUP_BLOCK,
+                  x_demo, order_demo, np.zeros_like(x_demo))
 print(report)
-lab.problems["parity_fixed"].show()
+print(f"sectors per request: x {report.sectors_per_request('x'):.2f}, out {report.sectors_per_request('out'):.2f}")
+assert report.simt_efficiency < lab.MIN_EFFICIENCY - 0.15, report.simt_efficiency  # far below the budget
+lab.problems["halvings_regrouped"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_parity_fixed", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "ex6_halvings_regrouped", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
-def parity_fixed(x, out):
-    """Same result as parity_divergent, with warp-uniform branches."""
-    # roughly 14 lines
+def halvings_regrouped(x, order, out):
+    """Same result as halvings_divergent; each warp runs elements of similar trip count; x and out contiguous."""
+    # roughly 20 lines
     ### BEGIN SOLUTION
-    t = cuda.grid(1)
-    warp, lane = t // 32, t % 32
-    i = 2 * ((warp // 2) * 32 + lane) + warp % 2  # even warps: even elements; odd warps: odd elements
+    tile = cuda.shared.array(REGROUP_BLOCK, np.float64)  # this block's elements, then their results
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * REGROUP_BLOCK + t
     if i < x.size:
-        v = x[i]
-        if i % 2 == 0:
-            v = v * v
-            v = v + 1.0
+        tile[t] = x[i]  # coalesced load, as the given kernel
+    cuda.syncthreads()
+    j = 0
+    res = 0.0
+    if i < x.size:
+        j = order[i]  # thread t works on the tile's t-th shortest loop: neighbouring lanes, similar trip counts
+        v = tile[j]
+        n = 0
+        while v > 1.0:
             v = v * 0.5
-        else:
-            v = -v
-            v = v * 3.0
-            v = v - 2.0
-        out[i] = v
+            n += 1
+        res = n + v
+    cuda.syncthreads()  # everyone has read its input before results overwrite the tile
+    if i < x.size:
+        tile[j] = res
+    cuda.syncthreads()
+    if i < x.size:
+        out[i] = tile[t]  # coalesced store
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_parity_fixed_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["parity_fixed"].check(parity_fixed)
+# %% nbgrader={"grade": true, "grade_id": "ex6_halvings_regrouped_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["halvings_regrouped"].check(halvings_regrouped)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_parity_fixed_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex6_halvings_regrouped_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["parity_fixed"].check(parity_fixed, hidden=True)
+lab.problems["halvings_regrouped"].check(halvings_regrouped, hidden=True)
 ### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 7 — Predict, measure, explain: wave quantization
+#
+# Occupancy (exercise 5) says how many blocks one SM holds at once; an H100 SXM has 132 SMs, so one *wave* is
+# 132 × blocks-per-SM blocks. A grid that needs one block more than a whole number of waves runs a last wave with
+# almost every SM idle — and that wave costs as long as a full one (NVIDIA calls this wave quantization, the tail
+# effect). **Predict** first: write `wave_prediction` from the spec below.
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_spec", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["wave_prediction"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_wave_prediction", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def wave_prediction(blocks, blocks_per_sm, sms):
+    """(waves, slowdown) of a grid of equal blocks on `sms` SMs holding `blocks_per_sm` each."""
+    # roughly 3 lines
+    ### BEGIN SOLUTION
+    per_wave = sms * blocks_per_sm
+    waves = math.ceil(blocks / per_wave)
+    return waves, waves * per_wave / blocks
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_wave_prediction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["wave_prediction"].check(wave_prediction)
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_wave_prediction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["wave_prediction"].check(wave_prediction, hidden=True)
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_measure_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# **Measure.** This machine may have no GPU, but the quantization belongs to any pool of slots that each run one
+# block at a time and take the next when free — the block scheduler's rule. `waves.measured_waves` runs `n` equal
+# blocks (each a 50 ms sleep, so a busy CPU does not distort it) on 4 worker threads, a toy GPU of 4 SMs × 1
+# block, and prints the time in units of one block, best of 3, next to your prediction.
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_measure", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from gpucourse import waves
+
+SLOTS = 4  # a toy GPU: 4 SMs, 1 block resident on each
+for n in (3, 4, 5, 8, 9):
+    measured = waves.measured_waves(n, SLOTS)
+    try:
+        predicted = wave_prediction(n, 1, SLOTS)
+    except Exception as exc:  # an unfinished exercise: say so instead of failing
+        predicted = f"not done yet ({exc.__class__.__name__})"
+    print(f"{n} blocks on {SLOTS} slots: measured {measured:.2f} waves; your prediction (waves, slowdown): {predicted}")
+    assert abs(measured - math.ceil(n / SLOTS)) < 0.5, (n, measured)  # whole waves, ±0.5
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# **Explain.** 5 blocks take as long as 8 (the printed waves above): the fifth block runs alone while three slots
+# idle. On an H100 the same happens at 132 × blocks-per-SM: a GEMM or a grid sized one block over a wave pays
+# almost 2× in its last wave (your slowdown for 133 blocks at 1 block per SM). The cure is to size the grid (or the
+# tile, or a persistent kernel's loop) to a whole number of waves — or so many waves that the tail is small.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pictures_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## What your kernels did
 #
-# Which block wrote each element (exercise 1 and 2), which warp wrote each output of the fixed kernel (exercise 6:
-# every warp now covers one parity), and which block computed each element of `C` (exercise 4).
+# Which block wrote each element (exercise 1 and 2), which warp wrote each output of the regrouped kernel (exercise 6:
+# warps still write contiguous runs — the regrouping happened in shared memory), and which block computed each element
+# of `C` (exercise 4).
 
 # %% nbgrader={"grade": false, "grade_id": "pictures", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import matplotlib.pyplot as plt
@@ -341,7 +410,7 @@ runs = [
     ("scale_shift", lambda: (scale_shift, 3, 32, [np.ones(70, np.float32), np.zeros(70, np.float32), 2.0, 1.0]), "out", "block"),
     ("ramp_2d", lambda: (ramp_2d, (2, 2), (16, 8), [np.ones((13, 21), np.float32), np.zeros((13, 21), np.float32)]), "out", "block"),
     ("tiled_matmul", lambda: (tiled_matmul, (2, 2), (TILE, TILE), [np.ones((13, 10), np.float32), np.ones((10, 11), np.float32), np.zeros((13, 11), np.float32)]), "C", "block"),
-    ("parity_fixed", lambda: (parity_fixed, 2, 64, [np.ones(100), np.zeros(100)]), "out", "warp"),
+    ("halvings_regrouped", lambda: (halvings_regrouped, 2, REGROUP_BLOCK, [x_demo[:300], lab.tile_order(x_demo[:300]), np.zeros(300)]), "out", "warp"),
 ]
 fig, axs = plt.subplots(2, 2, figsize=(12, 7))
 for ax, (name, make, array, by) in zip(axs.flat, runs):

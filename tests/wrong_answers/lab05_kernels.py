@@ -24,6 +24,19 @@ _OCCUPANCY_SMEM = '''def occupancy(threads_per_block, registers_per_thread, shar
     return blocks, blocks * warps / limits["max_warps"], limiter
 '''
 
+# the given halvings loop; PICK: how a thread picks its index i, J: the element it works on
+_HALVINGS = '''@cuda.jit
+def halvings_regrouped(x, order, out):
+    PICK
+    if i < x.size:
+        v = x[J]
+        n = 0
+        while v > 1.0:
+            v = v * 0.5
+            n += 1
+        out[J] = n + v
+'''
+
 WRONG = {
     # forgets the guard: the last block's extra threads index past the end
     "ex1_scale_shift": '''@cuda.jit
@@ -97,21 +110,29 @@ def tiled_matmul(A, B, C):
         # right registers and reserve, but no rounding up to the 128-byte allocation unit
         _OCCUPANCY_SMEM.replace("SMEM", 'shared_bytes_per_block + limits["shared_reserved_per_block"]'),
     ],
-    # a branchless-looking rewrite that still splits every warp by parity
-    "ex6_parity_fixed": '''@cuda.jit
-def parity_fixed(x, out):
-    i = cuda.grid(1)
-    if i < x.size:
-        v = x[i]
-        odd = i % 2
-        if odd == 0:
-            v = v * v
-            v = v + 1.0
-            v = v * 0.5
-        if odd == 1:
-            v = -v
-            v = v * 3.0
-            v = v - 2.0
-        out[i] = v
+    "ex6_halvings_regrouped": [
+        # the old parity trick (even warps take the even elements, odd warps the odd ones): it groups alternating
+        # inputs, but reads and writes at stride 2 (about 15 sectors per request instead of 8) and does not help
+        # on random mixes
+        _HALVINGS.replace("PICK", "t = cuda.grid(1)\n    warp, lane = t // 32, t % 32\n"
+                          "    i = 2 * ((warp // 2) * 32 + lane) + warp % 2").replace("J", "i"),
+        # no fix: the given kernel, order ignored (every warp mixes short and long loops)
+        _HALVINGS.replace("PICK", "i = cuda.grid(1)").replace("J", "i"),
+        # regroups through global memory: uniform warps, but each warp gathers from the whole 256-element tile
+        _HALVINGS.replace("PICK", "i = cuda.grid(1)").replace(
+            "J]", "cuda.blockIdx.x * REGROUP_BLOCK + order[i]]"),
+    ],
+    "ex7_wave_prediction": [
+        # counts a partial wave with floor + 1: one wave too many when the grid fills whole waves
+        '''def wave_prediction(blocks, blocks_per_sm, sms):
+    per_wave = sms * blocks_per_sm
+    waves = blocks // per_wave + 1
+    return waves, waves * per_wave / blocks
 ''',
+        # one block per SM whatever the occupancy
+        '''def wave_prediction(blocks, blocks_per_sm, sms):
+    waves = math.ceil(blocks / sms)
+    return waves, waves * sms / blocks
+''',
+    ],
 }
