@@ -411,6 +411,11 @@ class Pending:
     def __init__(self, workload: "Workload", ready_at: float):
         self._workload, self._ready_at, self.ready = workload, ready_at, False
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(out)`` and ``jax.device_get(out)`` copy the result to the host: they wait for it first."""
+        self.block_until_ready()
+        return np.asarray(self._ready_at, dtype=dtype)
+
     def block_until_ready(self) -> "Pending":
         delay = self._ready_at - time.perf_counter()
         if delay > 0:
@@ -430,7 +435,7 @@ class Pending:
 class Workload:
     """A call whose true duration is known, for grading a timing function on any machine, however busy:
     ``work_s`` of work per call (``time.sleep``: the host's load can only lengthen it, by little), an extra
-    ``first_s`` on the first call (compilation), asynchronous dispatch (the call returns a :class:`Pending` at once
+    ``first_s`` on the first call (compilation, which blocks the caller), asynchronous dispatch (the call returns a :class:`Pending` at once
     and the work runs in order in the background, as on a GPU stream), load ``spikes``: the calls (counted from
     0) that take ``spike_factor`` times longer, and ``lucky`` calls that take only ``lucky_factor`` of the work (a
     run whose data were still in a cache, or that ran at a boost clock: faster than the call really is, so the
@@ -448,17 +453,18 @@ class Workload:
     def reset(self) -> None:
         self.calls, self._blocked, self._busy_until, self._open = 0, 0, 0.0, []
 
-    def _duration(self) -> float:
-        d = self.work_s * (self.spike_factor if self.calls in self.spikes else
-                           self.lucky_factor if self.calls in self.lucky else 1.0)
-        return d + (self.first_s if self.calls == 0 else 0.0)
+    def _work(self) -> float:
+        return self.work_s * (self.spike_factor if self.calls in self.spikes else
+                              self.lucky_factor if self.calls in self.lucky else 1.0)
 
     def __call__(self, *args: Any) -> Any:
-        d = self._duration()
+        d, compile_s = self._work(), (self.first_s if self.calls == 0 else 0.0)
         self.calls += 1
+        if compile_s:  # tracing and compiling block the caller (JAX, CuPy): only the kernel's work is queued
+            time.sleep(compile_s)
         if not self.asynchronous:
             time.sleep(d)
-            return float(d)
+            return float(d + compile_s)
         now = time.perf_counter()
         self._busy_until = max(now, self._busy_until) + d  # queued work runs in order, one call after another
         result = Pending(self, self._busy_until)
