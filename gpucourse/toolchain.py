@@ -10,7 +10,8 @@ Three real NVIDIA tools run on any Linux/Windows machine, GPU or not:
   ``nvidia-cuda-runtime`` and ``nvidia-cuda-crt`` wheels.
 - **cubin → SASS**: ``nvdisasm`` (``nvidia-cuda-nvdisasm`` wheel) prints the machine code the GPU executes.
 - **PTX → cubin**: ``ptxas`` (``nvidia-cuda-nvcc`` wheel), the assembler XLA and the driver run on PTX: it turns the
-  PTX that numba-cuda or XLA generated into machine code (:func:`assemble_ptx`, :func:`numba_sass`).
+  PTX that numba-cuda or XLA generated into machine code (:func:`assemble_ptx`, :func:`numba_sass`; several kernels
+  in one child process: :func:`numba_sass_many`).
 
 :func:`sass_of` chains NVRTC and nvdisasm; :class:`Sass` counts instructions by opcode (``FFMA``, ``HMMA``, ...).
 
@@ -365,6 +366,62 @@ def numba_sass(fn: Callable | str, signature: str, cc: tuple[int, int] = (9, 0))
     """SASS of a numba-cuda kernel: :func:`numba_ptx` (NVVM) then ``ptxas`` and ``nvdisasm`` for ``sm_<cc>``."""
     arch = f"sm_{cc[0]}{cc[1]}"
     return sass_of_ptx(numba_ptx(fn, signature, cc), arch)
+
+
+# -- several numba-cuda kernels in one child process (one numba import, one NVVM load) ------------------------------
+
+_CHILD_MANY = r"""
+import json, os, sys
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+job = json.loads(sys.stdin.read())
+from numba import cuda
+out = []
+for src, name, sig in job["kernels"]:
+    namespace = {}
+    exec(compile("from numba import cuda\nimport numba, math\nimport numpy as np\n" + src, "<" + name + ">", "exec"),
+         namespace)
+    ptx, _ = cuda.compile_ptx(namespace[name], sig, cc=tuple(job["cc"]), lineinfo=False)
+    out.append(ptx)
+sys.stdout.write(json.dumps(out))
+"""
+
+
+def numba_ptx_many(kernels, cc: tuple[int, int] = (9, 0), timeout: float = 120) -> list[str]:
+    """PTX of several numba-cuda kernels, compiled in **one** child process (numba's import and NVVM's start are
+    paid once: the bulk of :func:`numba_ptx`'s seconds). ``kernels`` holds ``(fn, signature)`` or
+    ``(fn, signature, constants)`` tuples; ``constants`` (name -> int/float) are defined before the kernel's source,
+    so a notebook kernel that names module constants (a tile edge ``TT``) compiles here, and the same kernel can be
+    compiled with other values (``TT_PAD = TT`` against ``TT + 1``). ``np``, ``math``, ``numba``, ``cuda`` are
+    imported for every kernel. Returns the PTX texts in the order given."""
+    import json
+
+    jobs = []
+    for entry in kernels:
+        fn, signature, constants = (*entry, {})[:3]
+        src, name = _function_source(fn)
+        for key, value in dict(constants).items():
+            if not key.isidentifier() or not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ValueError(f"constant {key}={value!r}: expected an identifier bound to an int or a float")
+        prelude = "".join(f"{key} = {value!r}\n" for key, value in dict(constants).items())
+        jobs.append([prelude + src, name, signature])
+    if not jobs:
+        return []
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", _CHILD_MANY], input=json.dumps({"kernels": jobs, "cc": list(cc)}),
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+        if "nvvm" in done.stderr.lower():
+            raise ToolchainMissing(f"numba-cuda found no NVVM (nvidia-nvvm wheel): {tail[0]}; install with: {PIP_HINT}")
+        raise RuntimeError(f"numba-cuda could not compile {', '.join(j[1] for j in jobs)}: {tail[0]}")
+    return json.loads(done.stdout)
+
+
+def numba_sass_many(kernels, cc: tuple[int, int] = (9, 0)) -> list[Sass]:
+    """:func:`numba_ptx_many`, then ``ptxas`` and ``nvdisasm`` of each PTX for ``sm_<cc>``: one :class:`Sass` per
+    kernel, in order."""
+    arch = f"sm_{cc[0]}{cc[1]}"
+    return [sass_of_ptx(ptx, arch) for ptx in numba_ptx_many(kernels, cc)]
 
 
 def ptx_instructions(ptx: str) -> Counter:

@@ -188,9 +188,11 @@ def test_every_puzzle_runs_on_the_gpu():
 
 
 def test_padding_the_transpose_tile_changes_its_sass_addressing():
-    """What the student changed in the machine code by removing the bank conflict: numba-cuda -> PTX -> ptxas ->
-    nvdisasm (sm_90) of the solution and of the unpadded wrong answer. The tile's row stride is the multiplier of
-    the shared-memory index: 0x21 (33 floats) padded, 0x20 (32) unpadded."""
+    """What the student changed in the machine code by removing the bank conflict, as the notebook's ungraded
+    cell shows it (lab.machine_code: numba-cuda -> PTX -> ptxas -> nvdisasm, sm_90, three kernels in one child):
+    the solution's transpose with TT_PAD = TT + 1 and = TT, and its warp_sum. The tile's row stride is the
+    multiplier of the shared-memory index: 0x21 (33 floats) padded, 0x20 (32) unpadded; the shuffles are five
+    SHFL.DOWN with offsets 16..1."""
     import re
 
     from gpucourse import toolchain
@@ -200,12 +202,12 @@ def test_padding_the_transpose_tile_changes_its_sass_addressing():
     if not toolchain.available():
         pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
     cells = solution_cells(load_notebook(ROOT / "solutions" / "lab05b_kernel_puzzles" / "lab05b_kernel_puzzles.ipynb"))
-    gid = _gid(lab.problems["transpose"])
-    prefix = f"import numpy as np\nTT = {lab.TT}\nTROWS = {lab.TROWS}\nTT_PAD = {lab.TT_PAD}\n"
-    sig = "void(float32[:, ::1], float32[:, ::1])"
-    padded = toolchain.numba_sass(prefix + cells[gid], sig)
-    plain = toolchain.numba_sass(prefix + WRONG[gid][0], sig)
-    stride = re.compile(r"IMAD(?:\.U32)? R\d+, R\d+, (0x2[01]), R\d+")
+    code = lab.machine_code(cells[_gid(lab.problems["transpose"])], cells[_gid(lab.problems["warp_sum"])])
+    padded, plain = code["transpose, TT_PAD = TT + 1"][1], code["transpose, TT_PAD = TT"][1]
     assert padded.count("STS") and padded.count("LDS") and padded.count("BAR")
-    assert set(stride.findall(padded.text)) == {"0x21"}, padded.excerpt(("STS", "LDS", "IMAD"))
-    assert set(stride.findall(plain.text)) == {"0x20"}, plain.excerpt(("STS", "LDS", "IMAD"))
+    assert set(re.findall(lab.TILE_STRIDE, padded.text)) == {"0x21"}, padded.excerpt(("STS", "LDS", "IMAD"))
+    assert set(re.findall(lab.TILE_STRIDE, plain.text)) == {"0x20"}, plain.excerpt(("STS", "LDS", "IMAD"))
+    ptx, shfl = code["warp_sum"]
+    assert shfl.variants("SHFL") == {"SHFL.DOWN": 5} and ptx.count("shfl.sync.down.b32") == 5
+    offsets = re.findall(r"SHFL\.DOWN PT, R\d+, R\d+, (0x[0-9a-f]+), 0x1f", shfl.text)
+    assert sorted(int(o, 16) for o in offsets) == [1, 2, 4, 8, 16]

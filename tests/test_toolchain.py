@@ -145,3 +145,21 @@ def test_ptxas_assembles_ptx_to_the_same_sass_as_nvrtc():
     with pytest.raises(RuntimeError, match="ptxas"):
         toolchain.assemble_ptx(".version 8.0\n.target sm_90\n.address_size 64\nnot ptx at all", "sm_90")
     assert toolchain.cuda_data_dir() is not None  # bin/ptxas and nvvm/libdevice side by side (XLA's CUDA dir)
+
+
+@needs_toolchain
+def test_numba_ptx_many_compiles_several_kernels_in_one_child_with_their_constants():
+    """One child process, results in order; the same source with two values of a constant gives two programs."""
+    src = "def scale(x, out):\n    i = cuda.grid(1)\n    if i < out.size:\n        out[i] = x[i] * np.float32(K)\n"
+    sig = "void(float32[::1], float32[::1])"
+    three, five = toolchain.numba_ptx_many([(src, sig, {"K": 3.0}), (src, sig, {"K": 5.0})])
+    assert three != five and ".target sm_90" in three
+    assert "0f40400000" in three and "0f40A00000" in five  # 3.0f and 5.0f as PTX hex immediates
+    (sass,) = toolchain.numba_sass_many([(src, sig, {"K": 3.0})])
+    assert sass.count("FMUL") == 1 and sass.count("STG") == 1
+
+
+def test_numba_ptx_many_refuses_a_constant_that_is_not_a_number():
+    with pytest.raises(ValueError, match="expected an identifier bound to an int or a float"):
+        toolchain.numba_ptx_many([("def k(a):\n    a[0] = K\n", "void(float32[::1])", {"K": "1; import os"})])
+    assert toolchain.numba_ptx_many([]) == []

@@ -529,3 +529,26 @@ SOFTMAX = puzzle(
 ORDER = (MAP, ZIP, GUARD, MAP2D, BROADCAST, BLOCKS, BLOCKS2D, SHARED, POOL, DOT, CONV, SCAN, AXIS, TRANSPOSE,
          WARP_SUM, COMPACT, HISTOGRAM, SOFTMAX)
 problems: dict[str, Any] = {p.name: p for p in ORDER}
+
+
+# -- what the compiler made of the student's kernels (ungraded; numba-cuda -> PTX -> ptxas -> nvdisasm, sm_90) ------
+
+TRANSPOSE_SIG = "void(float32[:, ::1], float32[:, ::1])"
+WARP_SUM_SIG = "void(float32[::1], float32[::1])"
+# the tile's row stride is the constant multiplier of the shared-memory index: IMAD Rd, row, 0x21 (33 floats), col
+# (0x20 for 32 floats; other IMADs multiply by 0x4, the bytes of a float, or are 64-bit global address arithmetic)
+TILE_STRIDE = r"IMAD(?:\.U32)? R\d+, R\d+, (0x2[01]), R\d+ ;"
+
+
+def machine_code(transpose: Callable, warp_sum: Callable) -> dict[str, tuple[str, Any]]:
+    """(PTX, SASS) of the student's ``transpose`` compiled with the padded tile (``TT_PAD = TT + 1``) and with
+    ``TT_PAD = TT`` (the bank-conflicting tile), and of ``warp_sum``: three kernels, one child process
+    (:func:`gpucourse.toolchain.numba_ptx_many`), then ptxas and nvdisasm for sm_90."""
+    from gpucourse import toolchain
+
+    const = {"TT": TT, "TROWS": TROWS}
+    jobs = {"transpose, TT_PAD = TT + 1": (transpose, TRANSPOSE_SIG, {**const, "TT_PAD": TT + 1}),
+            "transpose, TT_PAD = TT": (transpose, TRANSPOSE_SIG, {**const, "TT_PAD": TT}),
+            "warp_sum": (warp_sum, WARP_SUM_SIG, {})}
+    ptxs = toolchain.numba_ptx_many(list(jobs.values()))
+    return {name: (ptx, toolchain.sass_of_ptx(ptx, "sm_90")) for name, ptx in zip(jobs, ptxs)}

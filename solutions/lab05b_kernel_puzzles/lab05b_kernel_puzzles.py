@@ -53,7 +53,8 @@
 # wrote each element — from the executor's log, beside the elements the answer needs.
 #
 # **GPU.** `cuda` is numba-cuda on a GPU; without one, the executor with numba-cuda's API. On a GPU every check
-# also runs your kernel on the device and compares.
+# also runs your kernel on the device and compares. At the end, the PTX and SASS of *your* transpose and warp
+# reduction (no GPU needed): what padding the tile changed in the machine code.
 #
 # Replace `raise NotImplementedError()` with your code. Use **Validate** before you submit.
 
@@ -716,6 +717,67 @@ lab.problems["softmax_rows"].check(softmax_rows, hidden=True)
 
 # %% nbgrader={"grade": false, "grade_id": "ex18_softmax_rows_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["softmax_rows"].diagram(softmax_rows)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "machine_code_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## What the compiler made of your kernels (not graded)
+#
+# Your `transpose` and `warp_sum` are real numba-cuda kernels: the cell below compiles **your** code the way a GPU
+# run would — numba-cuda's `compile_ptx` (NVVM) to PTX, then NVIDIA's `ptxas` to an sm_90 (Hopper) cubin and
+# `nvdisasm` to SASS, the machine code the GPU executes — with no GPU needed (`gpucourse.toolchain`; the three
+# kernels share one child process). It skips itself while nbgrader grades, and when NVIDIA's compiler wheels are
+# missing.
+#
+# - **Transpose, padding.** Your kernel is compiled twice: as written (`TT_PAD = TT + 1`) and with `TT_PAD = TT`,
+#   the tile that bank-conflicts. Removing the conflict changes the shared-memory address arithmetic, not the
+#   accesses: the `IMAD` before each `STS` (store to shared) multiplies the tile row by the row stride, printed
+#   `0x21` (33 floats) against `0x20` (32); on the `LDS` (load from shared) side only the padded kernel lists an
+#   `IMAD` by `0x21` — the compiler forms `tx * 32` without a multiply. Lane `tx` reading column `tx` of the tile
+#   reads word `tx * stride + j`: bank `(tx * 33 + j) mod 32` differs for each of the 32 lanes,
+#   `(tx * 32 + j) mod 32` is the same bank for all 32. The counts of `LDS` and `STS` printed are equal in both:
+#   a bank conflict is not an extra instruction, it is the hardware replaying one `LDS` per distinct address in a
+#   bank — the executor's conflict count in your check line is the number that differs.
+# - **Warp reduction.** Each `cuda.shfl_down_sync(0xFFFFFFFF, v, offset)` is one PTX `shfl.sync.down.b32` and one
+#   SASS `SHFL.DOWN` (PTX keeps the offset in a register; SASS shows it as an immediate, `0x10` … `0x1`, and
+#   `0x1f` is the lane clamp): your loop was unrolled into five straight-line shuffles — no shared memory, no
+#   barrier.
+
+# %% nbgrader={"grade": false, "grade_id": "machine_code", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import os
+import re
+
+if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades or validates: not graded, skip
+    print("skipped while nbgrader grades: this cell is not graded (it compiles for seconds)")
+elif not gc.toolchain.available():
+    print(f"skipped: NVIDIA's compiler wheels are missing ({gc.toolchain.describe()})")
+else:
+    code = lab.machine_code(transpose, warp_sum)
+    strides = {}
+    for name in ("transpose, TT_PAD = TT + 1", "transpose, TT_PAD = TT"):
+        ptx, sass = code[name]
+        strides[name] = set(re.findall(lab.TILE_STRIDE, sass.text))
+        print(f"--- {name}: SASS (sm_90), shared-memory address arithmetic and accesses")
+        print("\n".join(line for line in sass.text.splitlines() if re.search(lab.TILE_STRIDE + "|LDS|STS|BAR", line)))
+        assert sass.count("STS") >= 1 and sass.count("LDS") >= 1 and sass.count("BAR") >= 1, \
+            f"{name}: expected shared stores, loads and a barrier in the SASS, got {dict(sass.opcodes())}"
+    print("tile row stride:", {k: sorted(v) for k, v in strides.items()})
+    assert strides["transpose, TT_PAD = TT + 1"] == {"0x21"} and strides["transpose, TT_PAD = TT"] == {"0x20"}, \
+        f"expected row stride 0x21 padded and 0x20 unpadded, got {strides}: does your tile have shape (TT, TT_PAD)?"
+    padded, plain = code["transpose, TT_PAD = TT + 1"][1], code["transpose, TT_PAD = TT"][1]
+    n_padded, n_plain = len(re.findall(lab.TILE_STRIDE, padded.text)), len(re.findall(lab.TILE_STRIDE, plain.text))
+    print(f"IMADs by the row stride: {n_padded} padded (stores and loads), {n_plain} unpadded (stores only)")
+    assert n_padded > n_plain >= 1  # unpadded, the loads' tx * 32 is formed without a multiply
+    print("LDS, STS per kernel:", {k: (v[1].count("LDS"), v[1].count("STS")) for k, v in code.items() if "transpose" in k})
+    assert (padded.count("LDS"), padded.count("STS")) == (plain.count("LDS"), plain.count("STS"))  # same instructions
+
+    ptx, sass = code["warp_sum"]
+    shfl_ptx = [line.strip() for line in ptx.splitlines() if "shfl.sync" in line]
+    print("--- warp_sum: PTX (numba-cuda compile_ptx)", *shfl_ptx, sep="\n")
+    print("--- warp_sum: SASS (sm_90)", sass.excerpt(("SHFL",)), sep="\n")
+    offsets = re.findall(r"SHFL\.DOWN PT, R\d+, R\d+, (0x[0-9a-f]+), 0x1f", sass.text)
+    assert len(shfl_ptx) == 5 and all("shfl.sync.down.b32" in line for line in shfl_ptx), shfl_ptx
+    assert sorted(int(o, 16) for o in offsets) == [1, 2, 4, 8, 16] and sass.count("SHFL") == 5, \
+        f"expected 5 SHFL.DOWN with offsets 16, 8, 4, 2, 1, got {offsets}"
+    assert sass.count("LDS") == sass.count("STS") == sass.count("BAR") == 0  # registers only
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
