@@ -253,6 +253,20 @@ def measure_times(slow, fast, *args):
         return statistics.median(runs)
     return med(slow), med(fast)
 """,
+    # a top-level helper (another cell) that bound the clock as a default argument when it was defined
+    "helper bench(fn, *args, clock=time.perf_counter) at the top level": """
+import time, jax
+def bench(fn, *args, clock=time.perf_counter, runs=5):
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(runs):
+        t0 = clock()
+        jax.block_until_ready(fn(*args))
+        times.append(clock() - t0)
+    return min(times)
+def measure_times(slow, fast, *args):
+    return bench(slow, *args), bench(fast, *args)
+""",
     "perf_counter_ns bound as a default argument": """
 import time, jax
 def measure_times(slow, fast, *args, clock=time.perf_counter_ns):
@@ -325,6 +339,15 @@ def measure_times(slow, fast, *args):
     with pytest.raises(CheckFailure, match="read no clock the checker can replace") as info:
         lab.MEASURE.check(fn)
     assert "block_until_ready" not in str(info.value)
+
+
+def test_a_helpers_default_clock_is_restored_afterwards():
+    import time
+
+    fn = _cell(CORRECT_TIMERS["helper bench(fn, *args, clock=time.perf_counter) at the top level"])
+    bench = fn.__globals__["bench"]
+    lab.MEASURE.check(fn)
+    assert bench.__kwdefaults__["clock"] is time.perf_counter
 
 
 def test_the_clock_swaps_are_undone():

@@ -667,6 +667,7 @@ import contextlib as _contextlib  # noqa: E402
 import sys as _sys  # noqa: E402
 import time as _time  # noqa: E402
 import timeit as _timeit  # noqa: E402
+import types as _types  # noqa: E402
 
 _CLOCKS = ("perf_counter", "monotonic", "time")  # the wall clocks a timer may read (and their _ns forms)
 
@@ -695,8 +696,9 @@ class VirtualClock:
     def installed(self, *functions: Callable[..., Any]):
         """Replace every clock a timer may read by this one while the block runs: ``time.perf_counter``,
         ``monotonic``, ``time`` and their ``_ns`` forms; ``timeit.default_timer`` and the ``timer`` that
-        ``timeit.Timer``, ``timeit.timeit`` and ``timeit.repeat`` bound as a default argument; and, in the globals and
-        default arguments of ``functions``, names bound to one of those clocks (``from time import perf_counter``)."""
+        ``timeit.Timer``, ``timeit.timeit`` and ``timeit.repeat`` bound as a default argument; and, in the globals of
+        ``functions`` and the default arguments of ``functions`` and of every function in those globals (a helper
+        defined in another cell), names bound to one of those clocks (``from time import perf_counter``)."""
         real = {getattr(_time, n): self._reader(getattr(_time, n), False) for n in _CLOCKS} | \
                {getattr(_time, n + "_ns"): self._reader(getattr(_time, n + "_ns"), True) for n in _CLOCKS}
         real.setdefault(_timeit.default_timer, self._reader(_timeit.default_timer, False))
@@ -728,8 +730,12 @@ class VirtualClock:
                     if id(value) in ids:
                         g[key] = real[value]
                         undo.append(lambda g=g, key=key, value=value: g.__setitem__(key, value))
-                swap_defaults(fn, "__defaults__")
-                swap_defaults(fn, "__kwdefaults__")
+                # the function itself and the helpers it may call from its module (a notebook's other cells):
+                # ``def bench(fn, *args, clock=time.perf_counter)`` bound the real clock when it was defined
+                helpers = [v for v in (g or {}).values() if isinstance(v, _types.FunctionType) and v is not fn]
+                for f in (fn, *(getattr(h, "__wrapped__", h) for h in helpers)):
+                    swap_defaults(f, "__defaults__")
+                    swap_defaults(f, "__kwdefaults__")
             yield self
         finally:
             for u in reversed(undo):
