@@ -201,7 +201,9 @@ else:
     print("[XLA:GPU] skipped: " + xla_gpu.describe())
 
 # %% [markdown]
-# Three different answers to "what is a `dot` on a GPU?", printed above (deviceless, for an H100):
+# Three different answers to "what is a `dot` on a GPU?" — what the cell above prints, and asserts, when XLA:GPU
+# is available (deviceless for an H100 with the XLA:GPU plugin installed, or on a GPU backend); without it the cell
+# prints only why it skipped:
 #
 # - the seed's tiny 2×3·3×2 product is not worth a GEMM kernel: XLA wraps it in a loop of its own (`wrapped_dot`,
 #   kind `kLoop`: CUDA-core arithmetic);
@@ -239,7 +241,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# `HMMA.1688.F32.TF32`: a tensor-core multiply-accumulate (m16n8k8) whose inputs are **TF32** — float32 values
+# When XLA:GPU and NVIDIA's toolchain are available, the deviceless listing above (for an H100) is
+# `HMMA.1688.F32.TF32` (otherwise the cell printed only why it skipped): a tensor-core multiply-accumulate (m16n8k8) whose inputs are **TF32** — float32 values
 # rounded to a 10-bit mantissa (`cvt.rna.tf32.f32` in the PTX) — accumulating in float32. TF32 is what a float32
 # `jnp.dot` gets on Ampere and Hopper GPUs by default (JAX's default matmul precision); the *instruction* depends
 # on the tile: this `HMMA.1688` (warp `mma.sync`) comes from XLA's untuned deviceless tile (16×8, 2 warps), while

@@ -340,8 +340,9 @@ assert len(plain.fusions) == 1
 # %% [markdown]
 # A GEMM is the most common fusion "breaker" — and the most interesting, because each backend fuses its
 # *epilogue* (bias, activation) its own way. On this CPU the GEMM is a YNNPACK `kCustom` fusion and the bias and
-# relu stay in a separate `kLoop` fusion. XLA:GPU has two ways, both shown below for an H100 (deviceless, or this
-# GPU on a GPU backend): the bias and relu go **into the Triton GEMM fusion** (`kCustom`: one kernel XLA
+# relu stay in a separate `kLoop` fusion. XLA:GPU has two ways, which the next cell prints for an H100 when XLA:GPU
+# is available (deviceless with the XLA:GPU plugin installed, or this GPU on a GPU backend; otherwise it prints
+# only why it skipped): the bias and relu go **into the Triton GEMM fusion** (`kCustom`: one kernel XLA
 # generates), or, when the GEMM is a cuBLASLt call, into **cuBLASLt's epilogue** (`epilogue` in the call's
 # `backend_config`). Neither is a `kOutput` fusion.
 
@@ -396,8 +397,9 @@ else:
 # fused multiply-add: one rounding instead of two), one `max.f32`, one store: the seed's "load x, y, z → mul,
 # add, relu in registers → store", as the compiler wrote it.
 #
-# XLA writes that kernel itself for the `kLoop` fusion of 6.2. Here is its PTX for an H100 (2²⁶ elements;
-# deviceless, or this GPU's), and the SASS `ptxas` makes of it:
+# XLA writes that kernel itself for the `kLoop` fusion of 6.2. When XLA:GPU and NVIDIA's toolchain are available,
+# the next cell prints its PTX for an H100 (2²⁶ elements; deviceless, or this GPU's), and the SASS `ptxas` makes
+# of it (otherwise, why it skipped):
 
 # %%
 if GPU_XLA and toolchain.available():
@@ -415,7 +417,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# Two differences from the hand-written kernel, both visible above. XLA **vectorizes**: each thread loads four
+# Two differences from the hand-written kernel, both in the listing above when it was printed (deviceless, for an
+# H100; the asserts check them there). XLA **vectorizes**: each thread loads four
 # consecutive floats with one 128-bit load (`ld.global.nc.v4.b32` → `LDG.E.128`), so a warp moves 512 bytes per
 # instruction — same bytes, a quarter of the load instructions. And XLA **does not contract** `x·y + z` into an
 # FMA: it emits `mul.rn` and `add.rn` (the explicit rounding mode forbids `ptxas` from fusing them), keeping the
@@ -521,7 +524,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# Same `jnp.dot`, same GPU: with the small default tile Triton emits Ampere's `mma.sync` (`HMMA.16816`); with a
+# When XLA:GPU is available the cell above shows it (otherwise it printed why it skipped). Same `jnp.dot`, same
+# GPU: with the small default tile Triton emits Ampere's `mma.sync` (`HMMA.16816`); with a
 # warpgroup-sized tile it emits `wgmma` (`HGMMA.64x128x16`: each warpgroup computes 64 rows × 128 columns per
 # instruction, bf16 in, fp32 accumulated). On a real H100 the autotuner times such tiles against cuBLAS and
 # keeps the fastest.
@@ -553,7 +557,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# Default precision is **TF32** (inputs rounded by `cvt.rna.tf32.f32`, tensor cores); the *instruction* depends
+# In the listing above (printed, and asserted, when XLA:GPU is available; deviceless, for an H100), default
+# precision is **TF32** (inputs rounded by `cvt.rna.tf32.f32`, tensor cores); the *instruction* depends
 # on the tile: `HMMA.1688.F32.TF32` (warp `mma.sync`) with the untuned deviceless tile, `HGMMA.64x128x8.F32.TF32`
 # (warpgroup `wgmma`) with the tuned one — what an autotuned H100 runs (or cuBLAS's sm90 kernels, also `HGMMA`).
 # Highest: no tensor-core instruction, `FFMA`s on the CUDA cores. What
@@ -609,8 +614,8 @@ assert h100.boost_clock_hz == 1.98e9 and implied_hz < h100.boost_clock_hz and pe
 # %% [markdown]
 # 512 dense fp16/bf16 multiply-adds per clock per tensor core, 8× Volta's 64: the "4×4×4 per cycle" is outdated
 # as a rate, and as a shape — no Hopper instruction is 4×4×4; the instructions the compilers emit are the warp's
-# 16×8×K (`HMMA`) and the warpgroup's 64×N×K (`HGMMA`), with K = 16 for fp16/bf16, 8 for TF32 (the
-# `HMMA.1688` and `HGMMA.64x128x8` of the float32 dot above) and 32 for FP8 (PTX ISA: `mma` and `wgmma` shapes);
+# 16×8×K (`HMMA`) and the warpgroup's 64×N×K (`HGMMA`), with K = 16 for fp16/bf16, 8 for TF32 (the float32
+# dot's `HMMA.1688` and `HGMMA.64x128x8`, when XLA:GPU is available above) and 32 for FP8 (PTX ISA: `mma` and `wgmma` shapes);
 # only the warpgroup's approaches that rate.
 #
 # ## 6.8 On a GPU: the same kernels, run and timed
