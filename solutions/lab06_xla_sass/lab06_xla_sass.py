@@ -419,8 +419,8 @@ except NotImplementedError:
     print("finish exercises 2, 8 and 9 first")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "on_this_machine_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# **Reading the three lines above.** Your `measure_times` ratio is taken first, right after compilation, with
-# the runs of the unfused chain all before those of the fused call (not alternating): the caches, the
+# **Reading the three lines above.** Your `measure_times` ratio is taken first, right after compilation, and
+# (unless your timer alternates them) with the runs of one version all before those of the other: the caches, the
 # allocator and the other processes on the machine have not settled, and a burst of load may hit one side only —
 # so it can land far from the second measured ratio, and it is not what the model is judged against. The second
 # one (`gc.fusion.best_run`: 2 warm-ups, fastest of 9 runs, each time paired with the page faults of that same
