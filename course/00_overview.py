@@ -201,7 +201,9 @@ else:
     print("[XLA:GPU] skipped: " + xla_gpu.describe())
 
 # %% [markdown]
-# Three different answers to "what is a `dot` on a GPU?", printed above (deviceless, for an H100):
+# Three different answers to "what is a `dot` on a GPU?" — what the cell above prints, and asserts, when XLA:GPU
+# is available (deviceless for an H100 with the XLA:GPU plugin installed, or on a GPU backend); without it the cell
+# prints only why it skipped:
 #
 # - the seed's tiny 2×3·3×2 product is not worth a GEMM kernel: XLA wraps it in a loop of its own (`wrapped_dot`,
 #   kind `kLoop`: CUDA-core arithmetic);
@@ -239,7 +241,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# `HMMA.1688.F32.TF32`: a tensor-core multiply-accumulate (m16n8k8) whose inputs are **TF32** — float32 values
+# When XLA:GPU and NVIDIA's toolchain are available, the deviceless listing above (for an H100) is
+# `HMMA.1688.F32.TF32` (otherwise the cell printed only why it skipped): a tensor-core multiply-accumulate (m16n8k8) whose inputs are **TF32** — float32 values
 # rounded to a 10-bit mantissa (`cvt.rna.tf32.f32` in the PTX) — accumulating in float32. TF32 is what a float32
 # `jnp.dot` gets on Ampere and Hopper GPUs by default (JAX's default matmul precision); the *instruction* depends
 # on the tile: this `HMMA.1688` (warp `mma.sync`) comes from XLA's untuned deviceless tile (16×8, 2 warps), while
@@ -327,11 +330,13 @@ print(f"an H100 has {h100.sm_count} SMs, each holding up to {h100.per_sm['max_wa
 # 64 fp16 multiply-adds per clock per tensor core. Hopper has two tensor-core instructions, both compiled above:
 #
 # - `HMMA.16816` (PTX `mma.sync` / `wmma`): one **warp** multiplies 16×16 by 16×8 from registers — 2,048
-#   multiply-adds, synchronously. Ampere's instruction; on Hopper it still works, but the FlashAttention-3 paper
+#   multiply-adds, synchronously (fp16/bf16; a TF32 one is `HMMA.1688`, K = 8). Ampere's instruction; on Hopper it still works, but the FlashAttention-3 paper
 #   (Shah et al. 2024, arXiv:2407.08608, §2) reports that `mma.sync` reaches only about two thirds of the H100's
 #   tensor-core peak.
-# - `HGMMA.64xNx16` (PTX `wgmma.mma_async`, target `sm_90a` only): a **warpgroup** — 4 warps, one per SM
-#   sub-partition, so all four tensor cores of an SM — multiplies a 64×16 tile by a 16×N tile (N up to 256);
+# - `HGMMA.64xNxK` (PTX `wgmma.mma_async`, target `sm_90a` only): a **warpgroup** — 4 warps, one per SM
+#   sub-partition, so all four tensor cores of an SM — multiplies a 64×K tile by a K×N tile (N up to 256; K is
+#   32 bytes of input: 16 for fp16/bf16 — the `HGMMA.64x8x16.F32` above —, 8 for TF32 — the
+#   `HGMMA.64x128x8.F32.TF32` of a tuned float32 dot —, 32 for FP8; PTX ISA, `wgmma` shapes);
 #   B is read straight from shared memory (filled by the TMA copy engine), A from shared memory or from
 #   registers (FlashAttention-3 keeps P in registers for P·V), *asynchronously*: issued after
 #   `WARPGROUP.ARRIVE`, waited for with `WARPGROUP.DEPBAR`. This is the path that approaches the datasheet peak

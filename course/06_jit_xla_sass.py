@@ -231,11 +231,12 @@ if not be.is_gpu:  # on a GPU, these arrays take microseconds: dispatch, overlap
 # every call) the faults column shows them and the model charges them at the cost measured on this machine; a GPU's
 # caching allocator reuses device memory and takes none. Five independent rounds are measured and **all five are
 # printed**; the table is the median round (not the round that agrees best), and the assert checks that it lies
-# between ½ and 3 times the model. That band is wide, and the printed rounds show why: on an idle machine at
-# 64 MiB per array an independent reviewer measured measured/model = 0.96–1.07, but on a shared 2-core machine
-# the rounds of one run spread from about 0.4 to 3 — the unfused side (three calls, fresh intermediates) suffers
-# more from other processes, so the error leans high. (At 4 MiB per array, a working set inside a 32 MiB L3, the
-# gap was a systematic ≈ 1.9×: the cache, not the model — hence the out-of-cache sizes.) A 10× "speed-up" fails.
+# between ½ and 3 times the model. That band is wide because on a machine shared with other processes the
+# rounds of one run can spread far apart (compare the smallest and the largest of the five printed above): the
+# unfused side (three calls, fresh intermediates) suffers more from other processes, so when they spread, the
+# error leans high. (With arrays small enough for the whole working set to sit in the last-level cache, the
+# memory term would be cache bandwidth, not DRAM, and the DRAM-calibrated model would be off for a reason that
+# is not noise — hence the out-of-cache sizes.) A 10× "speed-up" fails.
 #
 # **On a GPU** the question is about HBM, so the arrays must not fit in the 50 MB L2 cache of an H100: the next
 # cell uses 2²⁶ float32 elements (256 MiB per array). JAX runs on its own CUDA streams, which CuPy's CUDA
@@ -339,8 +340,9 @@ assert len(plain.fusions) == 1
 # %% [markdown]
 # A GEMM is the most common fusion "breaker" — and the most interesting, because each backend fuses its
 # *epilogue* (bias, activation) its own way. On this CPU the GEMM is a YNNPACK `kCustom` fusion and the bias and
-# relu stay in a separate `kLoop` fusion. XLA:GPU has two ways, both shown below for an H100 (deviceless, or this
-# GPU on a GPU backend): the bias and relu go **into the Triton GEMM fusion** (`kCustom`: one kernel XLA
+# relu stay in a separate `kLoop` fusion. XLA:GPU has two ways, which the next cell prints for an H100 when XLA:GPU
+# is available (deviceless with the XLA:GPU plugin installed, or this GPU on a GPU backend; otherwise it prints
+# only why it skipped): the bias and relu go **into the Triton GEMM fusion** (`kCustom`: one kernel XLA
 # generates), or, when the GEMM is a cuBLASLt call, into **cuBLASLt's epilogue** (`epilogue` in the call's
 # `backend_config`). Neither is a `kOutput` fusion.
 
@@ -395,8 +397,9 @@ else:
 # fused multiply-add: one rounding instead of two), one `max.f32`, one store: the seed's "load x, y, z → mul,
 # add, relu in registers → store", as the compiler wrote it.
 #
-# XLA writes that kernel itself for the `kLoop` fusion of 6.2. Here is its PTX for an H100 (2²⁶ elements;
-# deviceless, or this GPU's), and the SASS `ptxas` makes of it:
+# XLA writes that kernel itself for the `kLoop` fusion of 6.2. When XLA:GPU and NVIDIA's toolchain are available,
+# the next cell prints its PTX for an H100 (2²⁶ elements; deviceless, or this GPU's), and the SASS `ptxas` makes
+# of it (otherwise, why it skipped):
 
 # %%
 if GPU_XLA and toolchain.available():
@@ -414,7 +417,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# Two differences from the hand-written kernel, both visible above. XLA **vectorizes**: each thread loads four
+# Two differences from the hand-written kernel, both in the listing above when it was printed (deviceless, for an
+# H100; the asserts check them there). XLA **vectorizes**: each thread loads four
 # consecutive floats with one 128-bit load (`ld.global.nc.v4.b32` → `LDG.E.128`), so a warp moves 512 bytes per
 # instruction — same bytes, a quarter of the load instructions. And XLA **does not contract** `x·y + z` into an
 # FMA: it emits `mul.rn` and `add.rn` (the explicit rounding mode forbids `ptxas` from fusing them), keeping the
@@ -520,7 +524,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# Same `jnp.dot`, same GPU: with the small default tile Triton emits Ampere's `mma.sync` (`HMMA.16816`); with a
+# When XLA:GPU is available the cell above shows it (otherwise it printed why it skipped). Same `jnp.dot`, same
+# GPU: with the small default tile Triton emits Ampere's `mma.sync` (`HMMA.16816`); with a
 # warpgroup-sized tile it emits `wgmma` (`HGMMA.64x128x16`: each warpgroup computes 64 rows × 128 columns per
 # instruction, bf16 in, fp32 accumulated). On a real H100 the autotuner times such tiles against cuBLAS and
 # keeps the fastest.
@@ -552,7 +557,8 @@ else:
     print("[XLA:GPU] skipped: " + (xla_gpu.describe() if toolchain.available() else toolchain.describe()))
 
 # %% [markdown]
-# Default precision is **TF32** (inputs rounded by `cvt.rna.tf32.f32`, tensor cores); the *instruction* depends
+# In the listing above (printed, and asserted, when XLA:GPU is available; deviceless, for an H100), default
+# precision is **TF32** (inputs rounded by `cvt.rna.tf32.f32`, tensor cores); the *instruction* depends
 # on the tile: `HMMA.1688.F32.TF32` (warp `mma.sync`) with the untuned deviceless tile, `HGMMA.64x128x8.F32.TF32`
 # (warpgroup `wgmma`) with the tuned one — what an autotuned H100 runs (or cuBLAS's sm90 kernels, also `HGMMA`).
 # Highest: no tensor-core instruction, `FFMA`s on the CUDA cores. What
@@ -608,7 +614,9 @@ assert h100.boost_clock_hz == 1.98e9 and implied_hz < h100.boost_clock_hz and pe
 # %% [markdown]
 # 512 dense fp16/bf16 multiply-adds per clock per tensor core, 8× Volta's 64: the "4×4×4 per cycle" is outdated
 # as a rate, and as a shape — no Hopper instruction is 4×4×4; the instructions the compilers emit are the warp's
-# 16×8×16 (`HMMA`) and the warpgroup's 64×N×16 (`HGMMA`), and only the latter approaches that rate.
+# 16×8×K (`HMMA`) and the warpgroup's 64×N×K (`HGMMA`), with K = 16 for fp16/bf16, 8 for TF32 (the float32
+# dot's `HMMA.1688` and `HGMMA.64x128x8`, when XLA:GPU is available above) and 32 for FP8 (PTX ISA: `mma` and `wgmma` shapes);
+# only the warpgroup's approaches that rate.
 #
 # ## 6.8 On a GPU: the same kernels, run and timed
 #
@@ -658,9 +666,9 @@ else:
 #
 # | ID | claim (seed 000) | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C12 | unfused ops each round-trip global memory; a fused kernel loads once, computes in registers, stores once | §6.3: XLA's cost model: 8 arrays of traffic unfused vs 4 fused (byte ratio 2); arrays sized out of the last-level cache, the measured time ratio (5 rounds, all printed, median kept), printed beside a model of dispatch + bytes (DRAM) + page faults, agrees with the model within the stated band (½–3× on a shared machine; 0.96–1.07 measured on an idle one at 64 MiB per array); §6.6–6.7: the fused kernel's PTX/SASS loads x, y, z once, computes in registers, stores once (numba: 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`) | **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates (large arrays, a GPU's HBM); for small arrays per-call dispatch dominates, and on a CPU page faults of fresh intermediates can add more |
+# | C12 | unfused ops each round-trip global memory; a fused kernel loads once, computes in registers, stores once | §6.3: XLA's cost model: 8 arrays of traffic unfused vs 4 fused (byte ratio 2); arrays sized out of the last-level cache, the measured time ratio (5 rounds, all printed, median kept), printed beside a model of dispatch + bytes (DRAM) + page faults, agrees with the model within the stated band (½–3×, asserted on the median round; the five rounds printed show how far this run's spread); §6.6–6.7: the fused kernel's PTX/SASS loads x, y, z once, computes in registers, stores once (numba: 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`) | **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates (large arrays, a GPU's HBM); for small arrays per-call dispatch dominates, and on a CPU page faults of fresh intermediates can add more |
 # | C20 | XLA's buffer assignment fixes memory locations and lifetimes at compile time and prevents fragmentation | §6.4: XLA's buffer-assignment dump for a stack of k layers: 2k intermediate values placed in 2 allocations (one output, one temporary) at fixed offsets, for every k ≥ 2; `memory_analysis` agrees | **qualified**: true *inside one compiled program*; arguments, outputs and arrays that live between programs are allocated at run time by the device allocator (JAX's BFC allocator on GPU), where fragmentation remains possible |
-# | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | §6.7: H100 datasheet → 512 dense fp16/bf16 FMA per clock per tensor core (8× the 4×4×4 = 64); the instructions compiled here are `HMMA.16816` (warp, m16n8k16) and `HGMMA.64xNx16` (warpgroup, sm_90a), and FlashAttention-3 reports `mma.sync` reaching only about 2/3 of Hopper's peak | **outdated**: 4×4×4 per clock is Volta's (2017) tensor core; Hopper's does 8× that rate, and its full-rate instruction is the warpgroup-wide, asynchronous `wgmma` (HGMMA) fed from shared memory |
+# | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | §6.7: A100 whitepaper (256 dense fp16 FMA per clock per tensor core) × 2 (H100 whitepaper: Hopper's SM has 2× A100's tensor-core rate clock for clock) → 512 dense fp16/bf16 FMA per clock per tensor core (8× the 4×4×4 = 64), which with the H100 datasheet's dense bf16 peak implies the 1.83 GHz printed above; the instructions compiled here are `HMMA.16816` (warp, m16n8k16; TF32: `HMMA.1688`, K = 8) and `HGMMA.64xNxK` (warpgroup, sm_90a; K = 16 fp16/bf16, 8 TF32, 32 FP8), and FlashAttention-3 reports `mma.sync` reaching only about 2/3 of Hopper's peak | **outdated**: 4×4×4 per clock is Volta's (2017) tensor core; Hopper's does 8× that rate, and its full-rate instruction is the warpgroup-wide, asynchronous `wgmma` (HGMMA) fed from shared memory |
 # | C22 | matmuls compile to tensor-core HMMA instructions instead of FFMA when conditions allow | §6.7: the elementwise kernel compiles to `FFMA`, the fp16 wmma kernel to `HMMA.16816.F32`, the wgmma kernel to `HGMMA.64x8x16.F32`; XLA:GPU compiles a float32 `jnp.dot` to TF32 tensor-core instructions by default — `HMMA.1688.F32.TF32` with the untuned tile, `HGMMA.64x128x8.F32.TF32` with a tuned one — and to `FFMA` with `precision="highest"`, and a bf16 one to `HMMA` or `HGMMA` depending on the tile | **qualified** — the conditions: a tensor-core dtype (fp16, bf16, fp8, or float32 *rounded to TF32* by default), shapes worth a GEMM kernel (XLA runs a tiny dot as a loop on CUDA cores, §0), and on Hopper a warpgroup-sized tile for `HGMMA`; and the GEMM is usually not compiled by XLA at all but run by cuBLAS, or generated by Triton |
 #
 # On a GPU the §6.3 and §6.8 cells also run the kernels and time them.

@@ -17,8 +17,8 @@ Three real NVIDIA tools run on any Linux/Windows machine, GPU or not:
 
 Two tensor-core paths exist on Hopper, and both compile here (:data:`WMMA` kernels via :func:`wmma_cu`,
 :data:`WGMMA_CU`): the warp-level ``mma.sync``/wmma (SASS ``HMMA.16816``, Ampere's instruction, any sm_80+ target)
-and the warpgroup-level asynchronous ``wgmma.mma_async`` (SASS ``HGMMA.64xNx16``), which exists only for the
-architecture-specific target ``sm_90a``: ``compile_error(WGMMA_CU, "sm_90")`` returns ptxas's refusal.
+and the warpgroup-level asynchronous ``wgmma.mma_async`` (SASS ``HGMMA.64xNxK``, K = 16 for fp16/bf16, 8 for
+TF32, 32 for FP8), which exists only for the architecture-specific target ``sm_90a``: ``compile_error(WGMMA_CU, "sm_90")`` returns ptxas's refusal.
 Every entry point raises :class:`ToolchainMissing` (with the pip line to fix it) when a wheel is absent;
 :func:`missing` says what is absent without raising, for notebooks and tests that skip.
 """

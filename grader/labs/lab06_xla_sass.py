@@ -667,6 +667,7 @@ import contextlib as _contextlib  # noqa: E402
 import sys as _sys  # noqa: E402
 import time as _time  # noqa: E402
 import timeit as _timeit  # noqa: E402
+import types as _types  # noqa: E402
 
 _CLOCKS = ("perf_counter", "monotonic", "time")  # the wall clocks a timer may read (and their _ns forms)
 
@@ -677,6 +678,7 @@ class VirtualClock:
 
     def __init__(self) -> None:
         self.now, self.busy_until, self.reads = 1000.0, 0.0, 0
+        self.workloads: list[Any] = []  # told of each read (Workload.saw_read)
 
     def _reader(self, real: Callable[[], Any], ns: bool) -> Callable[[], Any]:
         """A stand-in for the clock ``real``: virtual seconds (or nanoseconds) for the student's code; the real
@@ -685,6 +687,8 @@ class VirtualClock:
             if _sys._getframe(1).f_globals.get("__name__", "").startswith("grader."):
                 return real()
             self.reads += 1
+            for w in self.workloads:
+                w.saw_read()
             return int(round(self.now * 1e9)) if ns else self.now
         return read
 
@@ -692,8 +696,9 @@ class VirtualClock:
     def installed(self, *functions: Callable[..., Any]):
         """Replace every clock a timer may read by this one while the block runs: ``time.perf_counter``,
         ``monotonic``, ``time`` and their ``_ns`` forms; ``timeit.default_timer`` and the ``timer`` that
-        ``timeit.Timer``, ``timeit.timeit`` and ``timeit.repeat`` bound as a default argument; and, in the globals and
-        default arguments of ``functions``, names bound to one of those clocks (``from time import perf_counter``)."""
+        ``timeit.Timer``, ``timeit.timeit`` and ``timeit.repeat`` bound as a default argument; and, in the globals of
+        ``functions`` and the default arguments of ``functions`` and of every function in those globals (a helper
+        defined in another cell), names bound to one of those clocks (``from time import perf_counter``)."""
         real = {getattr(_time, n): self._reader(getattr(_time, n), False) for n in _CLOCKS} | \
                {getattr(_time, n + "_ns"): self._reader(getattr(_time, n + "_ns"), True) for n in _CLOCKS}
         real.setdefault(_timeit.default_timer, self._reader(_timeit.default_timer, False))
@@ -725,8 +730,12 @@ class VirtualClock:
                     if id(value) in ids:
                         g[key] = real[value]
                         undo.append(lambda g=g, key=key, value=value: g.__setitem__(key, value))
-                swap_defaults(fn, "__defaults__")
-                swap_defaults(fn, "__kwdefaults__")
+                # the function itself and the helpers it may call from its module (a notebook's other cells):
+                # ``def bench(fn, *args, clock=time.perf_counter)`` bound the real clock when it was defined
+                helpers = [v for v in (g or {}).values() if isinstance(v, _types.FunctionType) and v is not fn]
+                for f in (fn, *(getattr(h, "__wrapped__", h) for h in helpers)):
+                    swap_defaults(f, "__defaults__")
+                    swap_defaults(f, "__kwdefaults__")
             yield self
         finally:
             for u in reversed(undo):
@@ -744,8 +753,14 @@ class Pending:
         self.clock.now = max(self.clock.now, self.done_at)
         return self
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """Reading the value on the host waits for it, as ``np.asarray(jax_array)`` does (``jax.device_get``
+        calls this too): the other right way to synchronize."""
+        self.block_until_ready()
+        return np.zeros(4, dtype or np.float32)
+
     def __repr__(self) -> str:
-        return "<Pending result: jax.block_until_ready(it) waits for it>"
+        return ("<Pending result: jax.block_until_ready(it), np.asarray(it) or jax.device_get(it) waits for it>")
 
 
 DISPATCH = 10e-6  # seconds a call takes to return (enqueue only)
@@ -754,23 +769,44 @@ DISPATCH = 10e-6  # seconds a call takes to return (enqueue only)
 class Workload:
     """A stand-in for a jitted JAX function: returns after ``DISPATCH`` seconds, and its work (``seconds``) runs on
     the clock's one in-order queue, after everything queued before it; the first call also compiles, on the host
-    (``compile_s``); timed run number ``spike`` (1-based, counting after the first call) takes ``spike_factor`` times
-    longer, as when another process takes the machine."""
+    (``compile_s``); the calls numbered in ``spikes`` (1-based, counting after the first call) take ``spike_factor``
+    times longer, as when another process takes the machine.
+
+    It also records how it was timed: ``timed`` counts the calls made after a clock read that followed its first
+    call (the timed runs; a batch of N counts N), and ``leftover`` is True when that first clock read came while
+    the first call's work was still queued (a warm-up not waited for: its work lands in the first timed run)."""
 
     def __init__(self, name: str, seconds: float, clock: VirtualClock, compile_s: float = 0.3,
-                 spike: int | None = None, spike_factor: float = 6.0) -> None:
+                 spikes: tuple[int, ...] = (), spike_factor: float = 6.0) -> None:
         self.name, self.seconds, self.clock, self.compile_s = name, seconds, clock, compile_s
-        self.spike, self.spike_factor, self.calls = spike, spike_factor, 0
+        self.spikes, self.spike_factor = tuple(spikes), spike_factor
+        self.reset()
+
+    def reset(self) -> None:
+        self.calls = self.timed = 0
+        self.first: Pending | None = None
+        self.reads_at_first, self.leftover = 0, False
+
+    def saw_read(self) -> None:
+        """Called by the clock on each of the timer's reads: the first read after the first call decides
+        ``leftover``."""
+        if self.first is not None and self.clock.reads == self.reads_at_first + 1:
+            self.leftover = self.clock.now < self.first.done_at
 
     def __call__(self, *args: Any) -> Pending:
         self.calls += 1
         if self.calls == 1:
             self.clock.now += self.compile_s  # tracing and compiling block the caller
+        elif self.clock.reads > self.reads_at_first:
+            self.timed += 1
         self.clock.now += DISPATCH
-        work = self.seconds * (self.spike_factor if self.calls - 1 == self.spike else 1.0)
+        work = self.seconds * (self.spike_factor if self.calls - 1 in self.spikes else 1.0)
         start = max(self.clock.now, self.clock.busy_until)  # in order: after the work queued before it
         self.clock.busy_until = start + work
-        return Pending(self.clock, self.clock.busy_until)
+        out = Pending(self.clock, self.clock.busy_until)
+        if self.calls == 1:
+            self.first, self.reads_at_first = out, self.clock.reads
+        return out
 
     def __repr__(self) -> str:
         return f"<{self.name}: {self.seconds * 1e3:g} ms of work per call, asynchronous, not yet compiled>"
@@ -778,7 +814,8 @@ class Workload:
 
 def _workloads(slow_s: float, fast_s: float, **kw: Any) -> tuple[Workload, Workload, Any]:
     clock = VirtualClock()
-    return (Workload("slow", slow_s, clock, **kw), Workload("fast", fast_s, clock, **kw),
+    clock.workloads = [Workload("slow", slow_s, clock, **kw), Workload("fast", fast_s, clock, **kw)]
+    return (*clock.workloads,
             np.zeros(4, np.float32))
 
 
@@ -798,7 +835,8 @@ class _MeasureProblem(Problem):
         for case in cases:
             slow, fast, a = case.args
             clock = slow.clock
-            slow.calls = fast.calls = 0
+            slow.reset()
+            fast.reset()
             clock.now, clock.busy_until, clock.reads = 1000.0, 0.0, 0
             what = case.call_text(self.name)
             with clock.installed(fn):
@@ -821,14 +859,33 @@ class _MeasureProblem(Problem):
                     "(not your synchronization). Read the wall clock when you time: time.perf_counter(), "
                     "time.perf_counter_ns(), time.monotonic(), or timeit with its default timer — not "
                     "time.process_time() (CPU time of this process only) or a clock stored somewhere else")
+            for w in (slow, fast):
+                if w.leftover:
+                    raise CheckFailure(
+                        f"{what}: when you first read the clock after {w.name}'s warm-up call, its work was still "
+                        "running (the call returns before its work is done): that leftover work lands in your "
+                        "first timed run. Wait for the warm-up's result (jax.block_until_ready) before you time")
+            for w in (slow, fast):
+                if w.timed == 0 and w.reads_at_first > 0:
+                    raise CheckFailure(
+                        f"{what}: the first call of {w.name} (it compiles) is inside your timing, and no call after "
+                        "it is timed on its own: warm up first — call it once and wait for the result — then time "
+                        "3 or more runs")
+                if w.timed < 3:
+                    raise CheckFailure(
+                        f"{what}: you timed {w.timed} call{'s' * (w.timed != 1)} of {w.name} (calls made after "
+                        "you first read the clock following its warm-up); time at least 3 runs and keep the best "
+                        "(or the median): one run alone may be the one another process slowed down")
             for name, t, w in (("t_slow", t_slow, slow), ("t_fast", t_fast, fast)):
                 if abs(t - w.seconds) <= 0.1 * w.seconds:
                     continue
                 hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
                         "jax.block_until_ready before stopping the clock (when you time a batch of calls, wait for "
                         "the last one and divide by the number of calls)" if t < 0.2 * w.seconds else
-                        "too long: is the first call (compilation) in your timing, or did one slow run pull a mean "
-                        "up? Warm up first, then keep the best (or the median) of several runs")
+                        "too long: is the first call (compilation) in your timing, is work left over from an "
+                        "earlier call (one not waited for) in it, or did one slow run pull a mean up — or is it a "
+                        "single run that another process slowed down? Warm up and wait, then keep the best (or "
+                        "the median) of 3 or more runs")
                 raise CheckFailure(f"{what} → {name}: expected {w.seconds * 1e3:g} ms per call, you measured "
                                    f"{t * 1e3:.4g} ms — {hint}")
         kind = "hidden" if hidden else "visible"
@@ -837,11 +894,13 @@ class _MeasureProblem(Problem):
 
 
 def _measure_hidden(rng: np.random.Generator) -> list[Case]:
-    """A spike inside the timed runs, a long compile with close times, a short run list hit early (all drawn)."""
+    """One load spike on timed run 3, 4, 5 and 6 (one case each, on every seed: the last of 3 to 6 runs is hit,
+    while the best or the median of 3 or more runs or batches never is: one spike per case); a long compile with
+    close times; a milder spike on the first timed run (sizes drawn)."""
     ms = lambda lo, hi: float(rng.integers(lo, hi + 1)) / 1e3  # noqa: E731
-    return [Case(_workloads(ms(25, 40), ms(8, 15), spike=int(rng.integers(1, 4)))),
+    return [*(Case(_workloads(ms(12, 40), ms(4, 15), spikes=(run,))) for run in (3, 4, 5, 6)),
             Case(_workloads(ms(7, 9), ms(5, 6), compile_s=1.0)),
-            Case(_workloads(ms(200, 300), ms(40, 60), spike=1, spike_factor=3.0))]
+            Case(_workloads(ms(200, 300), ms(40, 60), spikes=(1,), spike_factor=3.0))]
 
 
 MEASURE = _MeasureProblem(
@@ -852,11 +911,14 @@ MEASURE = _MeasureProblem(
         fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls return BEFORE the work is
         done (asynchronous dispatch): the work runs later, in call order, one call after another; and the first
         call compiles. Use time.perf_counter() (or timeit) and:
-          - warm up: call each function once before timing (the first call compiles);
-          - synchronize: jax.block_until_ready(result) before you stop the clock (timing a batch of N calls,
+          - warm up: call each function once before timing (the first call compiles), and wait for its result
+            (its work would otherwise still be running when your first timed run starts);
+          - synchronize: jax.block_until_ready(result) (or read it: np.asarray(result)) before you stop the
+            clock (timing a batch of N calls,
             waiting for the last result and dividing by N is right too: the work runs in order);
-          - repeat: at least 3 timed runs each, and keep the best (or the median): one run may be slowed down
-            by another process, and a mean lets it pull your number up.
+          - repeat: at least 3 timed runs (or batches) each, and keep the best (or the median): any run
+            may be slowed down by another process, a mean lets it pull your number up, and one run alone (the
+            last, or a single run after more warm-ups) may be the slow one.
         The checker hands you stand-ins that run on a virtual clock (while your function runs it replaces
         time.perf_counter, perf_counter_ns, monotonic and time, timeit's timer, and such clocks imported into
         your notebook), so it knows the right answer exactly: within 10 %. The cell after exercise 9 runs your

@@ -54,8 +54,9 @@ def scale_bias_relu_kernel(x, w, b, out):
     ptx = toolchain.compile_cuda(source, arch=arch.replace("sm_", "compute_"), output="ptx").decode()
     return {"FFMA": ptx.count("fma.rn.f32"), "HMMA": ptx.count("mma.sync"), "HGMMA": ptx.count("wgmma.mma_async")}
 ''',
-    # times the call without waiting for the result: it measures the enqueue (dispatch), not the work
-    "ex8_measure_times": '''import time
+    "ex8_measure_times": [
+        # times the call without waiting for the result: it measures the enqueue (dispatch), not the work
+        '''import time
 
 
 def measure_times(slow, fast, *args):
@@ -70,6 +71,23 @@ def measure_times(slow, fast, *args):
 
     return best(slow), best(fast)
 ''',
+        # warms up and waits, times 4 runs, but returns the last one: a load spike on it goes straight into the
+        # answer (passes the visible case, fails the hidden ones on every seed)
+        '''import time
+
+
+def measure_times(slow, fast, *args):
+    def last(fn):
+        jax.block_until_ready(fn(*args))
+        for _ in range(4):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            t = time.perf_counter() - t0
+        return t
+
+    return last(slow), last(fast)
+''',
+    ],
     # the byte ratio alone: forgets dispatch and page faults, and calls memory dominant whatever the sizes
     "ex9_fusion_time_ratio": '''def fusion_time_ratio(calls, nbytes, faults, machine):
     return nbytes[0] / nbytes[1], "memory"
