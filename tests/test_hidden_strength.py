@@ -289,7 +289,7 @@ def _measure_selected_labs(request):
     """The labs this session's selected tests need, measured side by side up front (one worker per lab and depth:
     mutation, coverage and families together), so that every check of a lab reads the same run."""
     labs = sorted({item.callspec.params["lab"] for item in request.session.items
-                   if item.module is request.module and hasattr(item, "callspec") and "lab" in item.callspec.params})
+                   if getattr(item, "module", None) is request.module and hasattr(item, "callspec") and "lab" in item.callspec.params})
     if labs and any("slow" in item.keywords for item in request.session.items if item.module is request.module):
         from grader.mutation import reports
 
