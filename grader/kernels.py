@@ -194,7 +194,8 @@ class Budget:
 
     ``reads``/``writes``: the most global reads/writes any one thread may make; ``total_writes``: global writes of
     the whole launch; ``shared``: bytes of shared memory per block (static + dynamic); ``sectors``: array -> most
-    32-byte sectors per warp-wide access; ``efficiency``: least SIMT efficiency; ``conflicts``: shared array -> most
+    32-byte sectors per warp-wide access; ``efficiency``: least SIMT efficiency; ``branches``: most divergent
+    branches per block (:attr:`KernelReport.divergent_branches`); ``conflicts``: shared array -> most
     ways of bank conflict; ``atomics``: global array -> most atomic updates per block."""
 
     reads: int | None = None
@@ -203,6 +204,7 @@ class Budget:
     shared: int | None = None
     sectors: tuple = ()  # ((array, most sectors per request), ...)
     efficiency: float | None = None
+    branches: float | None = None  # most divergent branches per block (a warp split, once however long its body)
     conflicts: tuple = ()  # ((shared array, most ways), ...)
     atomics: tuple = ()  # ((global array, most atomic updates per block), ...)
 
@@ -220,6 +222,8 @@ class Budget:
         lines += [f"sectors per request on {a} ≤ {s:g} (coalesced)" for a, s in self.sectors]
         if self.efficiency is not None:
             lines.append(f"SIMT efficiency          ≥ {self.efficiency:.0%}")
+        if self.branches is not None:
+            lines.append(f"divergent branches per block ≤ {self.branches:g} (a warp split by an if or a loop)")
         lines += [f"bank conflicts on {a} ≤ {w:g}-way" for a, w in self.conflicts]
         lines += [f"atomic updates of {a} per block ≤ {n}" for a, n in self.atomics]
         lines.append("no data races, no barrier only part of a block reaches, no read of memory nobody wrote")
@@ -260,6 +264,12 @@ class Budget:
                 f"{what}: SIMT efficiency {r.simt_efficiency:.1%}; the budget is at least {self.efficiency:.0%} "
                 f"({r.divergent_steps} divergent warp steps): choose which threads work so that whole warps take the "
                 "same branch")
+        if self.branches is not None and r.divergent_branches / r.n_blocks > self.branches:
+            per_block = r.divergent_branches / r.n_blocks
+            raise CheckFailure(
+                f"{what}: {per_block:.1f} divergent branches per block (a warp's threads split by an if or a loop); "
+                f"the budget is {self.branches:g} ({per_block - self.branches:.1f} over): choose which threads work so "
+                "that whole warps take the same branch")
         for array, most in self.conflicts:
             w = r.bank_conflicts(array) if array in r.arrays else 0.0
             if w > most:

@@ -112,3 +112,73 @@ def test_a_broadcast_float64_is_conflict_free():
     out = np.zeros(32)
     r = simt.run(k, 1, 32, out)
     assert r.bank_conflicts("s", "r") == 1.0
+
+
+# -- divergent branches: one per warp split, however many lines the branch's body has (kernel review, finding 1) --
+TREE = 128
+
+
+@cuda.jit
+def tree_one_line(x, out):
+    s = cuda.shared.array(TREE, np.float64)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    stride = TREE // 2
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        out[0] = s[0]
+
+
+@cuda.jit
+def tree_three_lines(x, out):
+    s = cuda.shared.array(TREE, np.float64)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    stride = TREE // 2
+    while stride > 0:
+        if t < stride:
+            left = s[t]
+            right = s[t + stride]
+            s[t] = left + right
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        out[0] = s[0]
+
+
+@cuda.jit
+def tree_interleaved(x, out):
+    s = cuda.shared.array(TREE, np.float64)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    stride = 1
+    while stride < TREE:
+        if t % (2 * stride) == 0:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride *= 2
+    if t == 0:
+        out[0] = s[0]
+
+
+def test_a_branch_counts_once_however_many_lines_its_body_has():
+    """On a GPU `s[t] += s[t + stride]` and `left = …; right = …; s[t] = left + right` are the same instructions under
+    one mask: the stride-halving tree splits warp 0 at strides 16, 8, 4, 2, 1 (5 branches) either way, while the
+    per-line count of divergent steps triples; the interleaved tree splits every warp at nearly every level."""
+    x = np.arange(TREE, dtype=np.float64)
+    counts = {}
+    for k in (tree_one_line, tree_three_lines, tree_interleaved):
+        out = np.zeros(1)
+        k[1, TREE](x, out)
+        assert out[0] == x.sum()
+        counts[k.__name__] = (k.last_report.divergent_branches, k.last_report.divergent_steps)
+    assert counts["tree_one_line"][0] == counts["tree_three_lines"][0] == 5
+    assert counts["tree_three_lines"][1] == 3 * counts["tree_one_line"][1]
+    assert counts["tree_interleaved"][0] >= 4 * counts["tree_one_line"][0]

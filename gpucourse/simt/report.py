@@ -92,6 +92,7 @@ class WarpStats:
     steps: int  # issued steps (one per distinct statement the warp's threads execute, in lockstep)
     active: int  # sum over steps of the lanes that executed it
     divergent: int = 0  # steps that ran while other not-yet-finished lanes of the warp waited masked off
+    branches: int = 0  # divergent branches: runs of divergent steps by the same lanes, one per split however long
 
     @property
     def efficiency(self) -> float:
@@ -218,17 +219,17 @@ class KernelReport:
                     groups.setdefault(tuple(traces[t]), []).append(t)
                 if len(groups) == 1:
                     (trace, lanes), = groups.items()
-                    steps, active, divergent = len(trace), len(trace) * len(lanes), 0
+                    steps, active, divergent, branches = len(trace), len(trace) * len(lanes), 0, 0
                     m = np.arange(base, base + steps, dtype=np.int64)
                     for t in lanes:
                         maps[t] = m
                 else:
-                    steps, active, divergent, posmaps = self._merge(list(groups), [len(v) for v in groups.values()],
-                                                                    base)
+                    steps, active, divergent, branches, posmaps = self._merge(
+                        list(groups), [len(v) for v in groups.values()], base)
                     for pm, lanes in zip(posmaps, groups.values()):
                         for t in lanes:
                             maps[t] = pm
-                warps.append(WarpStats(b, w0 // WARP_SIZE, len(tids), steps, active, divergent))
+                warps.append(WarpStats(b, w0 // WARP_SIZE, len(tids), steps, active, divergent, branches))
                 base += steps
         offsets = np.zeros(self.n_threads + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(m) for m in maps])
@@ -239,7 +240,8 @@ class KernelReport:
         keys = [event_keys(list(t), self._loops, self._header) for t in traces]
         pos = [0] * len(traces)
         posmaps = [np.empty(len(t), dtype=np.int64) for t in traces]
-        steps = active = divergent = 0
+        steps = active = divergent = branches = 0
+        previous: tuple | None = None  # the lanes (trace groups) of the last divergent step; None after a full one
         while True:
             live = [g for g in range(len(traces)) if pos[g] < len(keys[g])]
             if not live:
@@ -252,8 +254,12 @@ class KernelReport:
                 pos[g] += 1
             active += n_here
             divergent += n_here < n_live
+            # a branch splits the warp once however many statements its body has (a GPU issues the body's
+            # instructions under one mask): a new divergent branch starts where the set of running lanes changes
+            branches += n_here < n_live and tuple(here) != previous
+            previous = tuple(here) if n_here < n_live else None
             steps += 1
-        return steps, active, divergent, posmaps
+        return steps, active, divergent, branches, posmaps
 
     @property
     def warps(self) -> list[WarpStats]:
@@ -262,6 +268,13 @@ class KernelReport:
     @property
     def issued_steps(self) -> int:
         return sum(w.steps for w in self.warps)
+
+    @property
+    def divergent_branches(self) -> int:
+        """Times a warp split: runs of divergent steps executed by the same lanes, each counted once, so that a
+        branch costs the same whether its body is one source line or three (as on a GPU, where both compile to
+        the same instructions under one mask)."""
+        return sum(w.branches for w in self.warps)
 
     @property
     def divergent_steps(self) -> int:

@@ -148,7 +148,8 @@ def _sum_launch(case: Case):
     return nb, REDUCE_BLOCK, [x, np.zeros(nb, dtype=np.float64)], [1]
 
 
-MAX_DIVERGENT_PER_BLOCK = 10  # sequential addressing: ~6 per block; interleaved (tid % (2*stride)): ~23
+MAX_DIVERGENT_PER_BLOCK = 10  # divergent branches: sequential addressing 5 per block; interleaved (tid % (2*stride)) 23
+# (counted once per warp split, however many lines its body has: report.divergent_branches)
 
 
 def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
@@ -158,10 +159,10 @@ def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
     if r.total("global", "r") != x.size:
         raise CheckFailure(f"{what}: expected {x.size:,} global reads of x in total (each element once, the rest in "
                            f"shared memory), got {r.total('global', 'r'):,}")
-    per_block = r.divergent_steps / r.n_blocks
+    per_block = r.divergent_branches / r.n_blocks
     if per_block > MAX_DIVERGENT_PER_BLOCK:
         raise CheckFailure(
-            f"{what}: {per_block:.1f} divergent warp steps per block (allowed: {MAX_DIVERGENT_PER_BLOCK}); SIMT "
+            f"{what}: {per_block:.1f} divergent branches per block (allowed: {MAX_DIVERGENT_PER_BLOCK}); SIMT "
             f"efficiency {r.simt_efficiency:.1%}. Hint: let threads tid < stride do the adds (stride halving), so "
             "whole warps are either all active or all idle until stride < 32")
 
@@ -179,8 +180,9 @@ BLOCK_SUM = KernelProblem(
             block_sum[ceil(n / {REDUCE_BLOCK}), {REDUCE_BLOCK}](x, partial)
         Each thread loads ONE element into a shared array of {REDUCE_BLOCK} float64s, then the block reduces it in
         shared memory as a tree, with cuda.syncthreads() between levels; thread 0 writes the result.
-        Requirements: x read once per element; no races; at most {MAX_DIVERGENT_PER_BLOCK} divergent warp
-        steps per block (pick which threads work at each level so that warps don't split).
+        Requirements: x read once per element; no races; at most {MAX_DIVERGENT_PER_BLOCK} divergent
+        branches per block — times a warp's threads split at an if or a loop, each split counted once however many
+        lines its body has (pick which threads work at each level so that warps don't split).
     """,
     reference=block_sum_reference,
     visible=[Case((np.arange(300, dtype=np.float64),))],

@@ -216,7 +216,7 @@ def block_scan(a, out):
 ''',
     ],
     "ex13_row_sum": [
-        # interleaved tree tid % (2*stride): SIMT efficiency budget
+        # interleaved tree tid % (2*stride): divergent-branches budget
         '''@cuda.jit
 def row_sum(a, out):
     t = cuda.threadIdx.x
@@ -232,6 +232,20 @@ def row_sum(a, out):
         stride *= 2
     if t == 0:
         out[r] = s[0]
+''',
+        # one thread sums the whole row: right, but 63 of 64 threads idle — SIMT efficiency budget
+        '''@cuda.jit
+def row_sum(a, out):
+    t = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    s = cuda.shared.array(AB, np.float32)
+    s[t] = a[r, t] if t < a.shape[1] else 0.0
+    cuda.syncthreads()
+    if t == 0:
+        acc = 0.0
+        for j in range(AB):
+            acc += s[j]
+        out[r] = acc
 ''',
     ],
     "ex14_transpose": [
