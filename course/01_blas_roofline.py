@@ -435,7 +435,9 @@ else:
     print(f"→ the {batch}-column GEMM is memory-bound here ({gemm_flops / gemm_bytes:.1f} FLOP/byte < ridge "
           f"{roof.ridge:.1f}): its fraction is of the memory roof, and FMA units are not what limits it")
 gc.record("§1 one GEMM vs gemvs speed-up", measured, "×", note=f"predicted {predicted:.1f}×, W {n}², batch {batch}")
-assert gemv_eff < 1.2 and gemm_eff < 1.2  # neither beats its roof (by more than the 20 % noise margin)
+# neither beats its roof: these runs are timed apart from the roofs' rounds (load between the two timings moves either
+# side), so the margin here is 50 %, not the 20 % of points timed in the roofs' own rounds
+assert gemv_eff < 1.5 and gemm_eff < 1.5
 assert predicted > 3 and measured > 1.5 and 0.33 < measured / predicted < 3.0
 
 # %% [markdown]

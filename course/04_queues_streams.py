@@ -110,12 +110,17 @@ x = jnp.asarray(rng.standard_normal((1024, 1024)).astype(np.float32), device=be.
 f = jax.jit(lambda a: jnp.tanh(a @ a) @ a)  # two 1024³ matmuls: 4.3 GFLOP
 f(x).block_until_ready()  # compile once
 
-sw = gc.timing.Stopwatch()  # timestamps within one call, not a measurement
-y = f(x)
-t_return = sw.elapsed()
-ready_at_return = y.is_ready()
-y.block_until_ready()
-t_done = sw.elapsed()
+def one_call():
+    sw = gc.timing.Stopwatch()  # timestamps within one call, not a measurement
+    y = f(x)
+    t_return = sw.elapsed()
+    ready_at_return = y.is_ready()
+    y.block_until_ready()
+    return t_return, ready_at_return, sw.elapsed()
+
+
+# five calls, the one that returned soonest shown: on a busy machine the host thread itself can be descheduled
+t_return, ready_at_return, t_done = min(one_call() for _ in range(5))
 print(f"f(x) returned after {t_return * 1e6:8.0f} µs; ready then? {ready_at_return}")
 print(f"result ready after  {t_done * 1e6:8.0f} µs")
 assert not ready_at_return and t_done > 10 * t_return

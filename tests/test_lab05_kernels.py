@@ -125,3 +125,23 @@ def test_sass_data_dependent_loop_branches_where_a_short_if_else_is_predicated()
     assert parity.count("BRA") == 1, parity.excerpt()  # only the self-branch after EXIT: no branch in the code
     assert loop.count("BRA") >= 2, loop.excerpt()  # the loop's back edge besides the final self-branch
     assert loop.count("BSSY") >= 1 and loop.count("BSYNC") >= 1, loop.excerpt()
+
+
+def test_a_closed_form_that_drops_the_loop_fails_the_regroup_exercise():
+    """Kernel review, finding 3: ceil(log2 v) gives the right numbers without the loop the exercise regroups."""
+    import math
+
+    cuda = gc.get_backend().cuda
+
+    @cuda.jit
+    def halvings_regrouped(x, order, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            v = x[i]
+            n = 0
+            if v > 1.0:
+                n = int(math.ceil(math.log2(v)))
+            out[i] = n + v / 2.0 ** n
+
+    with pytest.raises(CheckFailure, match="no while loop"):
+        lab.problems["halvings_regrouped"].check(halvings_regrouped)

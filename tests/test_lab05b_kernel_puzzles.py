@@ -239,3 +239,25 @@ def test_a_correct_tree_passes_however_its_add_is_written():
     """The divergence budget counts warp splits, not source lines (kernel review, finding 1)."""
     lab.problems["row_sum"].check(_row_sum_two_line_body)
     lab.problems["row_sum"].check(_row_sum_two_line_body, hidden=True)
+
+
+@cuda.jit
+def _softmax_pad_zero(a, out):  # wrong: lanes past cols hold 0, so the "max" of a row of -1000s is 0
+    r, c = cuda.blockIdx.x, cuda.threadIdx.x
+    v = a[r, c] if c < a.shape[1] else 0.0
+    m = v
+    for off in (16, 8, 4, 2, 1):
+        m = max(m, cuda.shfl_xor_sync(0xFFFFFFFF, m, off))
+    e = math.exp(v - m) if c < a.shape[1] else 0.0
+    s = e
+    for off in (16, 8, 4, 2, 1):
+        s += cuda.shfl_xor_sync(0xFFFFFFFF, s, off)
+    if c < a.shape[1]:
+        out[r, c] = e / s
+
+
+def test_softmax_padding_with_zero_fails_on_a_row_far_below_zero():
+    """Kernel review, finding 2: rows of values near -1000 (cols < 32) are among the hidden cases."""
+    with pytest.raises(Exception):
+        with contextlib.redirect_stdout(io.StringIO()):
+            lab.problems["softmax_rows"].check(_softmax_pad_zero, hidden=True)

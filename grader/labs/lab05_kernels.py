@@ -432,6 +432,23 @@ def _regroup_require(r: simt.KernelReport, case: Case, what: str) -> None:
             "Lanes of one warp still run loops of very different lengths: give each warp elements of similar work")
 
 
+def _keeps_the_loop(fn: Any, hidden: bool) -> str:
+    """The spec keeps the data-dependent while loop: a closed form (ceil(log2 v), frexp) has no divergence to
+    regroup and skips what the exercise teaches (kernel review, finding 3). Read from the kernel's own source."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(fn, "py_func", fn))))
+    except (OSError, TypeError, SyntaxError):
+        return ""  # no source to read (e.g. built from a string): the executor's checks above still hold
+    if not any(isinstance(node, ast.While) for node in ast.walk(tree)):
+        raise CheckFailure("halvings_regrouped: your kernel has no while loop: keep the given kernel's data-dependent "
+                           "loop (halve until v <= 1) — the exercise regroups that work, it does not replace it")
+    return ""
+
+
 def _regroup_case(x: np.ndarray) -> Case:
     return Case((x, tile_order(x)))
 
@@ -475,6 +492,7 @@ REGROUP = KernelProblem(
     compare=lambda *a: None,
     launch=_regroup_launch,
     require=_regroup_require,
+    after=_keeps_the_loop,
 )
 
 # -- Exercise 7: predict wave quantization ---------------------------------------------------------------------------
