@@ -121,13 +121,13 @@ def test_a_time_limit_bounds_a_launch():
         def slow(out):
             i = cuda.grid(1)
             acc = 0
-            for k in range(10**9):
+            for k in range(900_000):  # under the per-thread loop limit (1,000,000): only the time limit can stop it
                 acc += k
             out[i] = acc
         """, "slow")
     t0 = time.perf_counter()
     with pytest.raises(simt.KernelError, match="more than 0.5 s"):
-        simt.run(kernel, 1, 2, np.zeros(2), time_limit=0.5)
+        simt.run(kernel, 1, 256, np.zeros(256), time_limit=0.5)  # 256 threads × 900,000 iterations: minutes
     assert time.perf_counter() - t0 < 10
 
 
