@@ -162,9 +162,10 @@ for op in ("axpy", "gemv", "gemm"):
 #   of a quiet moment. On a GPU every run is timed with CUDA events. If some point still lands above a roof with
 #   nothing to explain it (below), the roofs' kernels are timed again — a roof is a maximum, and more runs can only
 #   raise it — until no point does, or for at most 20 s.
-# - **Against a stated peak.** On a GPU, the datasheet. On a CPU: cores × FMA units × SIMD lanes × 2 FLOP ×
-#   clock — here for the one core measured — each factor read from the operating system where it can be (printed
-#   below with where it came from). A CPU's DRAM peak (channels × transfers/s × 8 bytes) is not visible from
+# - **Against a stated peak.** On a GPU, the datasheet. On a CPU: cores × FMA units × lanes per FMA unit × 2 FLOP
+#   × clock — here for the one core measured — each factor read from the operating system where it can be (printed
+#   below with where it came from). The lanes are the FMA unit's width, not the register's: AMD's Zen 4 runs
+#   AVX-512 on 256-bit FMA units, a 512-bit FMA in two halves, so it counts 8 float32 lanes, not 16. A CPU's DRAM peak (channels × transfers/s × 8 bytes) is not visible from
 #   inside the OS, so its memory roof is the measured read alone.
 
 # %%
@@ -276,8 +277,8 @@ plt.show()
 # - **The small gemv** (n = 512, a 1 MiB matrix) fits in the cache. The memory roof is *DRAM's* bandwidth, and a
 #   cache feeds an op faster than DRAM can: on a CPU this point lands *above* the memory roof, the table flags it
 #   and names the cache (asserted: above by more than the 20 % margin). It is 32 calls back to back in each timed
-#   run, and that matters: every op is timed once per round, between the 64 MiB read streams and the GEMMs, which
-#   evict the matrix. The same gemv timed as a single call (the "×1" row) reads it from DRAM every time and does
+#   run, and that matters: every op is timed once per round, between the DRAM-sized read streams and the GEMMs,
+#   which evict the matrix. The same gemv timed as a single call (the "×1" row) reads it from DRAM every time and does
 #   *not* land above the roof; the back-to-back calls move bytes over 1.2× faster than it and than the large gemv
 #   (asserted). On a GPU each call is microseconds of launch for 1 MiB that HBM moves in 0.3 µs, so there both
 #   points sit far below the roof, whatever the cache does.
@@ -439,6 +440,15 @@ gc.record("§1 one GEMM vs gemvs speed-up", measured, "×", note=f"predicted {pr
 # side), so the margin here is 50 %, not the 20 % of points timed in the roofs' own rounds
 assert gemv_eff < 1.5 and gemm_eff < 1.5
 assert predicted > 3 and measured > 1.5 and 0.33 < measured / predicted < 3.0
+# on an H100, W is sized by the same rule (2× the last-level cache) from the L2 the device reports, 52,428,800 B
+# (XLA's h100_sxm.txtpb): is that 32-column GEMM compute-bound there?
+h100 = gc.hardware.H100_SXM
+n_h100 = int(math.sqrt(2 * 52_428_800 / 4)) // 256 * 256
+i_h100 = 2 * n_h100 * n_h100 * batch / ((n_h100 * n_h100 + 2 * n_h100 * batch) * 4)
+ridge_h100 = h100.peak_flops["fp32"] / h100.memory_bandwidth
+print(f"on an H100: W {n_h100}², {batch} columns: {i_h100:.1f} FLOP/byte, left of the fp32 ridge {ridge_h100:.1f}: "
+      "memory-bound")
+assert n_h100 == 5120 and round(i_h100, 1) == 15.8 and i_h100 < ridge_h100
 
 # %% [markdown]
 # One GEMM beats the 32 gemvs (asserted: by more than 1.5×), and the roofline predicts the speed-up to within the
@@ -449,8 +459,8 @@ assert predicted > 3 and measured > 1.5 and 0.33 < measured / predicted < 3.0
 # rounds, next to the gemvs' fraction, and says "slowed by other programs" when the gemvs here fall below 0.7× of
 # it. Shape: only where the GEMM is compute-bound (the cell prints which roof bounds it) does a GEMM 32 columns wide
 # keep fewer FMA units busy than the square GEMM that set the compute roof; on an H100, W of 5120² with 32 columns
-# is 15.8 FLOP/byte, left of the fp32 ridge (~20), so there it is memory-bound and its fraction is of the memory
-# roof.
+# is 15.8 FLOP/byte, left of the fp32 ridge (20.0; both printed and asserted above), so there it is memory-bound and
+# its fraction is of the memory roof.
 
 # %% [markdown]
 # ## 1.4 Why compilers fuse elementwise chains

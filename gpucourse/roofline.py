@@ -204,7 +204,8 @@ def physical_cores() -> tuple[int, str]:
 def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedPeak:
     """cores × FMA units × SIMD lanes × 2 FLOP × clock for an x86-64 Linux CPU, each factor read from the OS
     except the number of FMA units per core, which no interface reports: 2 (Intel since Haswell, AMD since Zen 2;
-    a few Xeon SKUs have one 512-bit unit). None, with the reason, elsewhere."""
+    a few Xeon SKUs have one 512-bit unit). The lanes are the FMA units' width: on Zen 4 (AMD family 19h with
+    AVX-512) 256 bits, AVX-512 instructions being executed in two 256-bit halves. None, with the reason, elsewhere."""
     info = _cpuinfo()
     flags = set(info.get("flags", "").split())
     if platform.machine() not in ("x86_64", "AMD64") or not flags:
@@ -212,6 +213,10 @@ def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedP
                                 f"{platform.machine()}); the measured GEMM is the only compute roof")
     bits = 512 if "avx512f" in flags else 256 if "avx2" in flags and "fma" in flags else 128
     isa = {512: "AVX-512", 256: "AVX2+FMA", 128: "SSE2 (no FMA: mul and add count as 2 FLOP in 2 units)"}[bits]
+    if bits == 512 and info.get("vendor_id") == "AuthenticAMD" and info.get("cpu family") == "25":
+        # AMD family 19h with AVX-512 is Zen 4: its FMA units are 256 bits wide and a 512-bit FMA occupies two
+        # cycles' worth of them ("double-pumped"), so it does the FLOPs of AVX2 per clock, not twice them
+        bits, isa = 256, "AVX-512 on Zen 4's 256-bit FMA units: a 512-bit FMA is two 256-bit halves"
     lanes = bits // (8 * np.dtype(dtype).itemsize)
     if cores is None:
         cores, cores_how = physical_cores()

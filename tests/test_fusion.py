@@ -62,3 +62,14 @@ def test_interleaved_runs_alternate_the_two_functions():
     order = []
     gc.fusion._best_interleaved(lambda: order.append("a"), lambda: order.append("b"), (), repeat=3, warmup=1)
     assert order == ["a", "b"] * 4
+
+
+def test_table_says_when_the_bandwidth_is_not_calibrated():
+    # the fused call's 4,000 faults at 5 µs each (20 ms) exceed its 13 ms: explain's memory term is the 5 % floor,
+    # and the table must not print the floor as a bandwidth
+    floor = FusionModel(Side(3, 134e6, 12_000, 31e-3), Side(1, 67e6, 4_000, 13e-3), dispatch=7e-6,
+                        bandwidth=67e6 / (0.05 * 13e-3), fault_cost=5e-6)
+    assert not floor.calibrated and "not calibrated" in floor.table() and "GB/s" not in floor.table()
+    ok = FusionModel(Side(3, 134e6, 0, 31e-3), Side(1, 67e6, 0, 13e-3), dispatch=7e-6, bandwidth=67e6 / 13e-3,
+                     fault_cost=5e-6)
+    assert ok.calibrated and "bandwidth 5.2 GB/s" in ok.table()

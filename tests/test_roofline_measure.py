@@ -205,3 +205,20 @@ def test_gemv_op_calls_back_to_back_counts_every_call():
     assert many.label == "gemv n=64 ×8"
     with pytest.raises(ValueError, match="calls"):
         rl.gemv_op(64, calls=0)
+
+
+def test_cpu_stated_peak_counts_zen4_avx512_at_its_256_bit_fma_width(monkeypatch):
+    # Zen 4 (AMD family 19h with AVX-512) executes a 512-bit FMA on its 256-bit FMA units in two halves: per clock
+    # it does the FLOPs of AVX2, half what 2 FMA units x 16 float32 lanes would claim; Intel's AVX-512 keeps 16 lanes
+    base = {"flags": "fma avx2 avx512f", "cpu MHz": "2600.000"}
+    monkeypatch.setattr(rl.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(rl, "_read", lambda path: None)
+    peaks = {}
+    for name, extra in (("zen4", {"vendor_id": "AuthenticAMD", "cpu family": "25"}),
+                        ("intel", {"vendor_id": "GenuineIntel", "cpu family": "6"})):
+        monkeypatch.setattr(rl, "_cpuinfo", lambda extra=extra: {**base, **extra})
+        rl.cpu_stated_peak.cache_clear()
+        peaks[name] = rl.cpu_stated_peak("float32", cores=1)
+    rl.cpu_stated_peak.cache_clear()
+    assert peaks["zen4"].flops == pytest.approx(2 * 8 * 2 * 2.6e9) and "Zen 4" in peaks["zen4"].how
+    assert peaks["intel"].flops == pytest.approx(2 * 16 * 2 * 2.6e9)
