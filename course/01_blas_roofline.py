@@ -492,24 +492,41 @@ assert len(fused.fusions) == 1 and fused.bytes_accessed == 4 * n * 4 and unfused
 # the next cell measures both: every JAX call is a **dispatch** (Python, tracing cache, launching the computation:
 # microseconds), and every op's result is a **fresh buffer** — op by op makes three, fused one. On a CPU a fresh
 # buffer this large comes straight from the operating system, whose pages are mapped on first touch: a page
-# fault per 4 KiB page (on a GPU, JAX's allocator reuses device memory: no such cost). The model:
+# fault per 4 KiB page of JAX's buffers (printed below; NumPy, which asks for 2 MiB huge pages for large arrays,
+# takes far fewer — so the first-touch cost is measured on JAX's own buffers: a fresh output against a donated one
+# it reuses). On a GPU, JAX's allocator reuses device memory: no such cost. The model:
 # time = traffic / bandwidth + buffers × (first-touch cost) + calls × (dispatch).
 
 # %%
 jit_fn = jax.jit(seed_fn)
 x_np, y_np, z_np = (np.asarray(a) for a in xs)
-t = gc.roofline.measure_interleaved({  # JAX queues work on its own streams: host clock + block_until_ready
+# first touch, on JAX's own buffers (the ones these calls allocate): the same jitted `a + 1` (read n floats, write n)
+# into a fresh output vs into its donated input, which it reuses; timed in the same rounds as the chain, same load
+add_fresh = jax.jit(lambda a: a + 1.0)
+add_reuse = jax.jit(lambda a: a + 1.0, donate_argnums=0)
+held = [jnp.zeros(n, f32, device=be.jax_device)]
+
+
+def add_reused():
+    held[0] = add_reuse(held[0])  # the output takes the donated buffer: no new allocation
+    return held[0]
+
+
+rounds = gc.roofline.measure_interleaved({  # JAX queues work on its own streams: host clock + block_until_ready
     "NumPy, op by op": lambda: np.maximum(x_np * y_np + z_np, 0.0),
     "JAX, op by op": lambda: jnp.maximum(xs[0] * xs[1] + xs[2], 0.0),
-    "JAX, jit (fused)": lambda: jit_fn(*xs)}, rounds=5, clock_="host")
+    "JAX, jit (fused)": lambda: jit_fn(*xs),
+    "fresh": lambda: add_fresh(xs[0]), "reused": add_reused}, rounds=5, clock_="host")
+t = {k: rounds[k] for k in ("NumPy, op by op", "JAX, op by op", "JAX, jit (fused)")}
 tiny = [jnp.ones(8, f32, device=be.jax_device)] * 3
 t_dispatch = gc.roofline.measure_interleaved({"op": lambda: tiny[0] * tiny[1]}, rounds=30, clock_="host")["op"].best
-# first touch: writing into a fresh buffer vs into one already mapped, same bytes (NumPy on CPU, CuPy on a GPU)
-warm = xp.empty(n, f32)
-warm.fill(1.0)
-touch = gc.roofline.measure_interleaved({"fresh": lambda: xp.empty(n, f32).fill(2.0), "reused": lambda: warm.fill(2.0)},
-                                        rounds=5)
-t_fresh_extra = max(0.0, touch["fresh"].best - touch["reused"].best)  # s per fresh n-element buffer
+t_fresh_extra = max(0.0, rounds["fresh"].best - rounds["reused"].best)  # s per fresh n-element buffer
+pages = n * 4 / 4096
+faults_jax = gc.fusion.page_faults(add_fresh, xs[0], repeat=2)  # None where the OS does not count them
+faults_np = gc.fusion.page_faults(lambda: np.empty(n, f32).fill(2.0), repeat=2)
+if faults_jax is not None:
+    print(f"page faults per 4 KiB page of a fresh {n * 4 / 2**20:.0f} MiB buffer: JAX {faults_jax / pages:.2f}, "
+          f"NumPy {faults_np / pages:.2f} (NumPy asks the kernel for 2 MiB huge pages)")
 t_ops, t_fused = t["JAX, op by op"].best, t["JAX, jit (fused)"].best
 t_traffic = max(t_fused - t_fresh_extra - t_dispatch, 1e-9)  # the fused call's own traffic time
 model = (2 * t_traffic + 3 * t_fresh_extra + 3 * t_dispatch) / (t_traffic + t_fresh_extra + t_dispatch)
