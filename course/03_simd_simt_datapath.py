@@ -654,17 +654,17 @@ assert hbm / max(host_bw, host_add) > 3
 # A roof is a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32 GEMM — large enough for
 # every core's vector units to run flat out, warmed up, the best of several runs (other programs only ever slow a
 # run down) — and its memory roof is the faster of the two bandwidths measured in §3.6. The nominal peak
-# (physical cores × 2 FMA pipes × fp32 lanes × 2 FLOP × the clock the kernel reports) is printed beside it for
-# scale. It counts *physical* cores (§3.1's printout gives both counts): with SMT (Hyper-Threading) two logical CPUs
+# (physical cores × 2 FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel reports, computed as §1 does:
+# a pipe's lanes are its width, 8 on AMD's Zen 4, whose 256-bit pipes run AVX-512 in two halves) is printed beside
+# it for scale. It counts *physical* cores (§3.1's printout gives both counts): with SMT (Hyper-Threading) two logical CPUs
 # share one core's FMA pipes, and counting logical CPUs would double the nominal peak.
 
 # %%
 cpu_peak, t_peak = datapath.measure_host_peak_flops(n=1536, repeat=4)  # NumPy's BLAS, warmed, best of several
-clock = simd_simt.cpu_clock_hz()
-nominal = cores * 2 * simd_simt.lanes(vector_bits) * 2 * clock if clock and vector_bits else None
+stated = gc.roofline.cpu_stated_peak("float32", cores=cores)  # §1's nominal peak: lanes = the FMA pipes' width
+nominal = stated.flops
 print(f"this CPU's GEMM peak: {cpu_peak / 1e9:.1f} GFLOP/s (1536² float32, best of {len(t_peak.times)}: "
-      f"{gc.timing.format_seconds(t_peak.best)})" + (f"; nominal {nominal / 1e9:.0f} GFLOP/s = {cores} physical cores × 2 "
-      f"FMA pipes × {simd_simt.lanes(vector_bits)} lanes × 2 FLOP × {clock / 1e9:.2f} GHz "
+      f"{gc.timing.format_seconds(t_peak.best)})" + (f"; nominal {nominal / 1e9:.0f} GFLOP/s = {stated.how} "
       f"(measured / nominal = {cpu_peak / nominal:.0%})" if nominal else ""))
 here = gc.roofline.Roofline("this CPU (measured)", cpu_peak, max(host_bw, host_add))
 # Ryzen 9 9950X: 16 cores × 2 FMA pipes × 16 fp32 lanes × 2 FLOP × 5.0 GHz (an assumed all-core clock; its boost
