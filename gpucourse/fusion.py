@@ -122,9 +122,9 @@ class FusionModel:
     def calibrated(self) -> bool:
         """Whether the fused call left time for its bytes once its dispatch and page faults (at ``fault_cost`` each)
         are taken off: only then is ``bandwidth`` a calibration. Where they already take (nearly) all of it — the
-        fault cost, measured by touching pages from one thread, can exceed what a call's faults cost when the
-        compiled loop runs on several threads that fault in parallel — :func:`explain` sets the memory time to 5 %
-        of the fused time, and ``bandwidth`` is that floor, not a measurement."""
+        fault cost is measured once, apart from the timed runs and by touching pages from one thread, so on a
+        shared machine it can exceed what the run's faults took — :func:`explain` sets the memory time to 5 % of
+        the fused time, and ``bandwidth`` is that floor, not a measurement."""
         f = self.fused
         return f.seconds - f.calls * self.dispatch - f.faults * self.fault_cost > 0.05 * f.seconds
 
