@@ -225,3 +225,21 @@ def test_matmul_exercise_is_not_the_course_kernel():
 
     with pytest.raises(CheckFailure, match="out of bounds"):
         MATMUL.check(load_kernel(body, "matmul_tiled", {"np": np, "TILE": 8}, cuda))
+
+
+def test_matmul_sass_register_blocking_and_the_float64_accumulator():
+    """The notebook's machine-code cell, as a test: the solution's unrolled k step is 16 FFMA fed by 8 LDS + 4 LDS.128
+    (24 words, the executor's 3 shared reads per k); §5.7's is 8 FMUL + 8 DADD (acc = 0.0 is a float64 in numba)
+    fed by 8 LDS + 2 LDS.128 (16 words)."""
+    from gpucourse import toolchain
+
+    if not toolchain.available():
+        pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
+    mine, square = toolchain.numba_sass_many([
+        (_cells()["ex4_tiled_matmul"], lab.MATMUL_SIG, {"TM": lab.TILE_M, "TN": lab.TILE_N, "TK": lab.TILE_K}),
+        (lab.SQUARE_MATMUL, lab.MATMUL_SIG, {"TILE": 8})])
+    m, s = lab.inner_loop(mine), lab.inner_loop(square)
+    assert (m["FFMA"], m["FMUL"], m["DADD"]) == (2 * lab.TILE_K, 0, 0), m
+    assert m["LDS (32-bit)"] + 2 * m["LDS.64"] + 4 * m["LDS.128"] == 3 * lab.TILE_K, m
+    assert (s["FFMA"], s["FMUL"], s["DADD"]) == (0, 8, 8) and s["F2F.F64.F32"] >= 8, s
+    assert s["LDS (32-bit)"] + 2 * s["LDS.64"] + 4 * s["LDS.128"] == 16, s
