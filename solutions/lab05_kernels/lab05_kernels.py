@@ -325,7 +325,7 @@ lab.problems["halvings_regrouped"].show()
 @cuda.jit
 def halvings_regrouped(x, order, out):
     """Same result as halvings_divergent; each warp runs elements of similar trip count; x and out contiguous."""
-    # roughly 20 lines
+    # roughly 16 lines
     ### BEGIN SOLUTION
     tile = cuda.shared.array(REGROUP_BLOCK, np.float64)  # this block's elements, then their results
     t = cuda.threadIdx.x
