@@ -103,7 +103,7 @@ def solution_kernels() -> dict[str, object]:
                                           "ex6_halvings_regrouped": "halvings_regrouped"}),
                        ("lab06_xla_sass", {"ex5_scale_bias_relu_kernel": "scale_bias_relu_kernel"})):
         cells = solution_cells(load_notebook(ROOT / "solutions" / lab / f"{lab}.ipynb"))
-        ns = {"np": np, "math": math, "BLOCK": lab5.REDUCE_BLOCK, "TILE": lab5.TILE,
+        ns = {"np": np, "math": math, "BLOCK": lab5.REDUCE_BLOCK, "TM": lab5.TILE_M, "TN": lab5.TILE_N, "TK": lab5.TILE_K,
               "REGROUP_BLOCK": lab5.REGROUP_BLOCK}
         for gid, name in names.items():
             if gid in cells:

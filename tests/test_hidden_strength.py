@@ -250,8 +250,6 @@ TODAY = {  # measured on main c2ea47d (labs 3, 4 after train-fix) + this branch,
         "lab04_streams": "28: launches_to_dominate 12 (n = 1 at the boundary, guard loops), chunked_overlap 8 "
                          "(nbytes unchecked), time_call 6 (clock starting at 0, f(None)), predict_makespan 1, "
                          "schedule_dag 1",
-        "lab05_kernels": "5: tiled_matmul 3 (untyped shared tiles accepted, k % TILE == 1 never drawn), block_sum 2 "
-                         "(dtype-less shared array accepted, tid != 0)",
         "lab06_xla_sass": "17: fusion_bytes 12 (relu never drawn), scale_bias_relu_kernel 1, sass_counts 2, "
                           "measure_times 2 (warm-up unchecked)",
     },

@@ -16,7 +16,7 @@ from grader.labs import lab05_kernels as lab5
 from tests import grading
 
 cuda = simt.cuda
-NS = {"np": np, "BLOCK": lab5.REDUCE_BLOCK, "TILE": lab5.TILE}
+NS = {"np": np, "BLOCK": lab5.REDUCE_BLOCK, "TM": lab5.TILE_M, "TN": lab5.TILE_N, "TK": lab5.TILE_K}
 
 
 def kernel(source: str, name: str):
@@ -33,7 +33,7 @@ def test_a_missing_syncthreads_reports_the_race_with_lines_and_a_hint():
     msg = str(info.value)
     assert "data races" in msg and "elements are wrong" not in msg
     assert "race on shared sA[" in msg or "race on shared sB[" in msg
-    assert "at line 12 of the cell" in msg or "at line 13 of the cell" in msg  # the tile load, as the cell numbers it
+    assert "at line 16 of the cell" in msg or "at line 17 of the cell" in msg  # the slab load, as the cell numbers it
     assert "Hint: a cuda.syncthreads() between the write and the read" in msg
 
 

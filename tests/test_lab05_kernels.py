@@ -52,7 +52,7 @@ def test_tile_order_sorts_each_tile_locally_and_classes_have_their_trip_counts()
     for start in range(0, x.size, lab.REGROUP_BLOCK):
         local = order[start:start + lab.REGROUP_BLOCK]
         assert sorted(local.tolist()) == list(range(local.size))
-        assert (np.diff(trips[start + local]) >= 0).all()
+        assert (np.diff(trips[start + local]) <= 0).all()  # longest first: a partial last warp gets short loops
 
 
 def test_sector_budget_is_the_divergent_kernels_measured_contiguous_access():
@@ -145,3 +145,101 @@ def test_a_closed_form_that_drops_the_loop_fails_the_regroup_exercise():
 
     with pytest.raises(CheckFailure, match="no while loop"):
         lab.problems["halvings_regrouped"].check(halvings_regrouped)
+
+
+# -- exercise 4: the register-blocked matmul -----------------------------------------------------------------------
+
+MATMUL = lab.MATMUL
+
+
+def _matmul(source: str):
+    from grader.kernels import load_kernel
+
+    ns = {"np": np, "TM": lab.TILE_M, "TN": lab.TILE_N, "TK": lab.TILE_K}
+    return load_kernel(source, "tiled_matmul", ns, cuda)
+
+
+def test_matmul_hidden_cases_draw_the_boundaries():
+    """k % TILE_K == 1 (a last slab of one column), a last row tile with and without its second half (rows ty + 8),
+    and a matrix smaller than one tile; never a multiple of a tile."""
+    for seed in range(5):
+        shapes = [(c.args[0].shape[0], c.args[0].shape[1], c.args[1].shape[1])
+                  for c in MATMUL.hidden(np.random.default_rng(seed))]
+        assert any(k % lab.TILE_K == 1 for _, k, _ in shapes)
+        assert any(0 < m % lab.TILE_M <= lab.TILE_M // 2 and m > lab.TILE_M for m, _, _ in shapes)
+        assert any(m % lab.TILE_M > lab.TILE_M // 2 for m, _, _ in shapes)
+        assert any(m < lab.TILE_M and k < lab.TILE_K and n < lab.TILE_N for m, k, n in shapes)
+        assert all(m % lab.TILE_M and k % lab.TILE_K and n % lab.TILE_N for m, k, n in shapes)
+
+
+def test_matmul_reference_is_numpys_float64_product():
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((7, 3)).astype(np.float32)
+    np.testing.assert_allclose(lab.matmul_reference(A, B), A.astype(np.float64) @ B.astype(np.float64), rtol=0)
+    ref = np.array([[sum(float(A[i, p]) * float(B[p, j]) for p in range(7)) for j in range(3)] for i in range(5)])
+    np.testing.assert_allclose(lab.matmul_reference(A, B), ref, rtol=1e-12)
+
+
+def test_matmul_solution_meets_every_budget_exactly():
+    """The budgets are what the solution's register blocking needs, measured: 2 global reads per slab, 3 shared
+    reads per k, 1,024 bytes of float32 tiles."""
+    k = _matmul(_cells()["ex4_tiled_matmul"])
+    MATMUL.check(k)
+    MATMUL.check(k, hidden=True)
+    for case in MATMUL.visible + MATMUL.hidden(np.random.default_rng(0)):
+        r = MATMUL.run_case(k, case)
+        steps = -(-case.args[0].shape[1] // lab.TILE_K)
+        assert r.counts[:, 0].max() == 2 * steps and r.counts[:, 2].max() == 3 * lab.TILE_K * steps
+        assert r.shared_bytes == lab.MM_SHARED_BYTES == 1024
+        assert r.sectors_per_request("A") <= lab.MM_SECTORS and r.sectors_per_request("B") <= lab.MM_SECTORS
+
+
+def test_matmul_wrong_answers_fail_for_their_own_reasons():
+    from tests.wrong_answers.lab05_kernels import MATMUL_SLIPS
+
+    no_sync, course_57, no_reuse = WRONG["ex4_tiled_matmul"]
+    transposed, one_guard, wide = MATMUL_SLIPS
+    reasons = [(no_sync, r"data races"),
+               (course_57, r"sA\[0, 8\] is out of bounds for shape \(8, 8\)"),  # §5.7 verbatim does not fit the spec
+               (no_reuse, r"64 shared reads; the budget is 48 \(16 over\)"),
+               (transposed, r"load of `A` touched .* sectors on average \(budget 8\)"),
+               (one_guard, r"C\[\d+, \d+\] is out of bounds"),
+               (wide, r"shared array sA \(8-byte elements\), sB \(8-byte elements\)")]
+    for source, reason in reasons:
+        for hidden in (False, True):
+            with pytest.raises(CheckFailure, match=reason):
+                MATMUL.check(_matmul(source), hidden=hidden)
+
+
+def test_matmul_exercise_is_not_the_course_kernel():
+    """Kernel review: "none is solved by copying a cell of the course notebook" — §5.7's matmul_tiled, as the
+    course defines it (barriers on), fails the exercise."""
+    import re
+
+    from grader.course import ROOT
+
+    src = (ROOT / "course" / "05_grids_blocks_warps.py").read_text()
+    body = re.search(r"(@cuda\.jit\ndef matmul_tiled\(A, B, C, barriers\):\n(?:    .*\n|\n)+?)\n\n", src).group(1)
+    body = body.replace("(A, B, C, barriers)", "(A, B, C)").replace("if barriers:\n            ", "")
+    from grader.kernels import load_kernel
+
+    with pytest.raises(CheckFailure, match="out of bounds"):
+        MATMUL.check(load_kernel(body, "matmul_tiled", {"np": np, "TILE": 8}, cuda))
+
+
+def test_matmul_sass_register_blocking_and_the_float64_accumulator():
+    """The notebook's machine-code cell, as a test: the solution's unrolled k step is 16 FFMA fed by 8 LDS + 4 LDS.128
+    (24 words, the executor's 3 shared reads per k); §5.7's is 8 FMUL + 8 DADD (acc = 0.0 is a float64 in numba)
+    fed by 8 LDS + 2 LDS.128 (16 words)."""
+    from gpucourse import toolchain
+
+    if not toolchain.available():
+        pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
+    mine, square = toolchain.numba_sass_many([
+        (_cells()["ex4_tiled_matmul"], lab.MATMUL_SIG, {"TM": lab.TILE_M, "TN": lab.TILE_N, "TK": lab.TILE_K}),
+        (lab.SQUARE_MATMUL, lab.MATMUL_SIG, {"TILE": 8})])
+    m, s = lab.inner_loop(mine), lab.inner_loop(square)
+    assert (m["FFMA"], m["FMUL"], m["DADD"]) == (2 * lab.TILE_K, 0, 0), m
+    assert m["LDS (32-bit)"] + 2 * m["LDS.64"] + 4 * m["LDS.128"] == 3 * lab.TILE_K, m
+    assert (s["FFMA"], s["FMUL"], s["DADD"]) == (0, 8, 8) and s["F2F.F64.F32"] >= 8, s
+    assert s["LDS (32-bit)"] + 2 * s["LDS.64"] + 4 * s["LDS.128"] == 16, s

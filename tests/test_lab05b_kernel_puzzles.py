@@ -261,3 +261,32 @@ def test_softmax_padding_with_zero_fails_on_a_row_far_below_zero():
     with pytest.raises(Exception):
         with contextlib.redirect_stdout(io.StringIO()):
             lab.problems["softmax_rows"].check(_softmax_pad_zero, hidden=True)
+
+
+HISTOGRAM_PLAIN_FLUSH = '''@cuda.jit
+def histogram(x, counts):
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    h = cuda.shared.array(HIST_BINS, np.int32)
+    if t < HIST_BINS:
+        h[t] = 0
+    cuda.syncthreads()
+    if i < x.size:
+        cuda.atomic.add(h, x[i], 1)
+    cuda.syncthreads()
+    if t < HIST_BINS:
+        counts[t] += h[t]
+'''
+
+
+def test_a_non_atomic_flush_is_named_as_such_in_one_block_and_a_race_in_two():
+    """Kernel review 5f: with one block `counts[t] += h[t]` races with nothing; it used to surface only as a second
+    global read against the reads budget. Now the message names the non-atomic read-add-write; with two blocks the
+    executor reports the race between the blocks' flushes."""
+    p = lab.problems["histogram"]
+    k = kernels.load_kernel(HISTOGRAM_PLAIN_FLUSH, "histogram", NS, cuda)
+    one_block = lab.Case((np.arange(lab.HB, dtype=np.int32) % lab.HIST_BINS,))
+    with pytest.raises(CheckFailure, match=r"non-atomic read-add-write .* 1 block nothing else wrote that bin"):
+        p.run_case(k, one_block)
+    with pytest.raises(CheckFailure, match=r"data race"):
+        p.check(k)  # the visible case: 100 elements, 2 blocks

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import math as math_module
 import os
 import re
 import sys
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from . import gpumath
 
 TRACE, LOOP = "__simt_t__", "__simt_L__"
 
@@ -301,6 +304,8 @@ class _NumbaProxy(types.ModuleType):
 
 def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any]) -> Any:
     """What a kernel's global or closure value ``v`` must become here (``v`` itself when nothing changes)."""
+    if v is math_module or (isinstance(v, types.BuiltinFunctionType) and getattr(v, "__module__", None) == "math"):
+        return gpumath.replace(v)  # IEEE inf/nan where CPython's math raises, numba-cuda's float32 results
     if isinstance(v, types.ModuleType):
         if is_numba_cuda_module(v):
             sub = v.__name__.split(".")[2:]

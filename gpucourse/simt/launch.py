@@ -400,7 +400,7 @@ class Launch(Barriers, WarpOps):
         if arr is not None:
             return arr
         self._constant_shape(site, "a dynamic size: cuda.shared.array(0, dtype) with kernel[grid, block, 0, nbytes]")
-        dt = as_dtype(dtype)
+        dt = _element_type(dtype, "shared")
         shape = _shape(shape)
         name = self._array_name(site)
         if shape == (0,) or (len(shape) == 1 and shape[0] == 0):
@@ -450,7 +450,7 @@ class Launch(Barriers, WarpOps):
         arr = t.locals_.get(site)
         if arr is None:
             self._constant_shape(site, "the largest size any thread needs, as a global constant")
-            dt = as_dtype(dtype)
+            dt = _element_type(dtype, "local")
             shape = _shape(shape)
             name = self._array_name(site)
             root = Root(None, name, "local", shape, dt, logged=False, initialised=False)
@@ -593,6 +593,15 @@ def _shape(shape: Any) -> tuple[int, ...]:
         return tuple(int(s) for s in shape)
     except TypeError:
         raise TypeError(f"an array shape must be an int or a tuple of ints, got {shape!r}") from None
+
+
+def _element_type(dtype: Any, space: str) -> np.dtype:
+    """A shared or local array's element type. ``None`` is not one: NumPy reads ``np.dtype(None)`` as float64, but
+    numba-cuda's typing of ``cuda.{space}.array(shape, None)`` fails and the kernel does not compile."""
+    if dtype is None:
+        raise TypeError(f"cuda.{space}.array(shape, None): an array needs an element type (np.float32, np.int32, ...); "
+                        "numba-cuda does not compile it without one")
+    return as_dtype(dtype)
 
 
 def caller_site() -> tuple:

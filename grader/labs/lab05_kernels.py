@@ -8,7 +8,7 @@ kernel also runs on the device and must give the same result there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -21,7 +21,6 @@ from ..problem import Case, Problem
 
 BLOCK_2D = (16, 8)  # (x, y) threads: x runs along columns (the contiguous axis of a row-major array)
 REDUCE_BLOCK = 128  # threads per block of the reduction
-TILE = 8  # tile edge of the shared-memory matmul
 
 
 def _blocks(n: int, b: int) -> int:
@@ -159,6 +158,10 @@ def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
     if r.total("global", "r") != x.size:
         raise CheckFailure(f"{what}: expected {x.size:,} global reads of x in total (each element once, the rest in "
                            f"shared memory), got {r.total('global', 'r'):,}")
+    if r.total("global", "w") != r.n_blocks:
+        raise CheckFailure(f"{what}: {r.total('global', 'w'):,} global writes for {r.n_blocks} blocks: one thread per "
+                           "block writes its sum, once (after the last barrier every thread sees s[0]; let thread 0 "
+                           "store it)")
     per_block = r.divergent_branches / r.n_blocks
     if per_block > MAX_DIVERGENT_PER_BLOCK:
         raise CheckFailure(
@@ -182,7 +185,8 @@ BLOCK_SUM = KernelProblem(
         shared memory as a tree, with cuda.syncthreads() between levels; thread 0 writes the result.
         Requirements: x read once per element; no races; at most {MAX_DIVERGENT_PER_BLOCK} divergent
         branches per block — times a warp's threads split at an if or a loop, each split counted once however many
-        lines its body has (pick which threads work at each level so that warps don't split).
+        lines its body has (pick which threads work at each level so that, while the stride is 32 or more, whole
+        warps work or idle; below 32 a split is unavoidable).
     """,
     reference=block_sum_reference,
     visible=[Case((np.arange(300, dtype=np.float64),))],
@@ -192,7 +196,20 @@ BLOCK_SUM = KernelProblem(
     require=_sum_require,
 )
 
-# -- Exercise 4: tiled matmul in shared memory ---------------------------------------------------------------------
+# -- Exercise 4: a register-blocked matmul with rectangular shared-memory tiles -----------------------------------
+#
+# Course §5.7 tiles C in TILE×TILE squares, one output per thread, and reads sA and sB once per product. The next
+# step real GEMM kernels take: a block owns a TILE_M × TILE_N tile of C with half as many threads, each thread
+# keeps TWO outputs in registers and reuses every sB value it loads from shared memory for both (register
+# blocking: 3 shared reads per 2 products instead of 4), and the k axis is cut into TILE_K-wide slabs, so the A
+# tile (TILE_M × TILE_K) has another shape than the thread block and must be loaded with its own index mapping.
+
+TILE_M, TILE_N, TILE_K = 16, 16, 8  # rows and columns of C per block, k per shared-memory step
+MM_BLOCK = (TILE_N, TILE_M // 2)  # (x, y) = (16, 8) threads: each computes rows ty and ty + 8 of its column
+MM_SHARED_BYTES = (TILE_M * TILE_K + TILE_K * TILE_N) * 4  # the two float32 tiles: 1,024 bytes per block
+MM_SECTORS = 8.0  # a warp's tile load: A as 4 rows × 8 floats (4–8 sectors), B as 2 rows × 16 (2–6); A read
+# down its columns (sA[tx, ty] = A[row0 + tx, p + ty]) touches 16 or more
+
 
 def matmul_reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return A.astype(np.float64) @ B.astype(np.float64)
@@ -201,44 +218,83 @@ def matmul_reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 def _mm_launch(case: Case):
     A, B = case.args
     m, n = A.shape[0], B.shape[1]
-    return (_blocks(n, TILE), _blocks(m, TILE)), (TILE, TILE), [A, B, np.zeros((m, n), np.float32)], [2]
+    return (_blocks(n, TILE_N), _blocks(m, TILE_M)), MM_BLOCK, [A, B, np.zeros((m, n), np.float32)], [2]
 
 
 def _mm_require(r: simt.KernelReport, case: Case, what: str) -> None:
     A, _ = case.args
-    k = A.shape[1]
-    most = 2 * _blocks(k, TILE)
-    g = r.per_thread("global")
-    if r.total("shared", "r") == 0:
-        raise CheckFailure(f"{what}: no shared-memory reads: load tiles into cuda.shared.array and compute from them")
-    if g["max_reads"] > most:
-        raise CheckFailure(f"{what}: a thread made {g['max_reads']} global reads; with {TILE}×{TILE} tiles each "
-                           f"thread loads one element of A and one of B per tile: at most {most}")
+    steps = _blocks(A.shape[1], TILE_K)
+    shared = [name for name, space in r.spaces.items() if space == "shared"]
+    if not shared or r.total("shared", "r") == 0:
+        raise CheckFailure(f"{what}: no shared-memory reads: stage the tiles in cuda.shared.array and compute from them")
+    wide = [f"{name} ({r.itemsize[name]}-byte elements)" for name in shared if r.itemsize[name] != 4]
+    if wide:
+        raise CheckFailure(f"{what}: shared array {', '.join(wide)}: A and B are float32; declare the tiles "
+                           "cuda.shared.array(shape, np.float32) — wider elements double the shared memory per block "
+                           "and the bytes every LDS moves")
+    limits = (("global", 0, 2 * steps, "global reads", f"one element of A and one of B per TILE_K step ({steps} "
+               "steps): each element of a tile is loaded by exactly one thread"),
+              ("global", 1, 2, "global writes", "its two outputs, each written once"),
+              ("shared", 0, 3 * TILE_K * steps, "shared reads",
+               f"3 per k in each step (sA for both rows, sB once): read sB[j, tx] into a register and use it for both "
+               "outputs — reading it again for the second row is 4 per k"))
+    c = r.counts
+    for space, col, most, label, fix in limits:
+        col += 2 if space == "shared" else 0
+        got = int(c[:, col].max())
+        if got > most:
+            raise CheckFailure(f"{what}: a thread made {got} {label}; the budget is {most} ({got - most} over): {fix}")
+    if r.shared_bytes + r.dynamic_shared_bytes > MM_SHARED_BYTES:
+        raise CheckFailure(f"{what}: {r.shared_bytes + r.dynamic_shared_bytes} bytes of shared memory per block; "
+                           f"the budget is {MM_SHARED_BYTES} (a ({TILE_M}, {TILE_K}) and a ({TILE_K}, {TILE_N}) "
+                           "float32 tile)")
+    for array in ("A", "B"):
+        s = r.sectors_per_request(array)
+        if s > MM_SECTORS:
+            raise CheckFailure(
+                f"{what}: each warp-wide load of `{array}` touched {s:.1f} 32-byte sectors on average (budget "
+                f"{MM_SECTORS:g}): neighbouring threads must load neighbouring elements of a row — number the "
+                f"block's threads t = ty * {TILE_N} + tx and give thread t the tile element (t // {TILE_K}, "
+                f"t % {TILE_K}) of A")
+
+
+def _mm_case(rng: np.random.Generator, m: int, k: int, n: int) -> Case:
+    return Case((rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)))
 
 
 def _mm_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(2):
-        m, k, n = (int(TILE * rng.integers(1, 3) + rng.integers(1, TILE)) for _ in range(3))
-        cases.append(Case((rng.standard_normal((m, k)).astype(np.float32),
-                           rng.standard_normal((k, n)).astype(np.float32))))
-    return cases
+    def odd(tile: int, low: int = 1, high: int | None = None) -> int:
+        return int(tile * rng.integers(1, 3) + rng.integers(low, (high or tile - 1) + 1))
+    return [
+        # k % TILE_K == 1: the last step holds one column of A; the last row tile has no second half (rows ty + 8)
+        _mm_case(rng, odd(TILE_M, 1, TILE_M // 2), TILE_K * int(rng.integers(1, 4)) + 1, odd(TILE_N)),
+        # the last row tile's second half is partly inside C; k % TILE_K in 2 … 7
+        _mm_case(rng, odd(TILE_M, TILE_M // 2 + 1), odd(TILE_K, 2), odd(TILE_N)),
+        # smaller than one tile in every direction: a single, partial k step
+        _mm_case(rng, int(rng.integers(1, TILE_M // 2)), int(rng.integers(1, TILE_K)), int(rng.integers(2, TILE_N))),
+    ]
 
 
 MATMUL = KernelProblem(
     name="tiled_matmul",
     spec=f"""
-        tiled_matmul(A, B, C): C = A @ B for float32 A (m, k) and B (k, n), none a multiple of TILE = {TILE}.
-        Launched as  tiled_matmul[(ceil(n/{TILE}), ceil(m/{TILE})), ({TILE}, {TILE})](A, B, C):
-        thread (tx, ty) of block (bx, by) computes C[by*{TILE} + ty, bx*{TILE} + tx].
-        For each tile step along k: every thread loads ONE element of A and ONE of B into two shared
-        ({TILE}, {TILE}) float32 arrays (0.0 outside the matrices), all threads wait, each accumulates {TILE}
-        products from shared memory, all threads wait again before the next load.
-        The checker reports races: forgetting either cuda.syncthreads() fails every time, on every backend.
+        tiled_matmul(A, B, C): C = A @ B for float32 A (m, k) and B (k, n); m, k, n are any sizes (not multiples
+        of the tiles). Launched as
+            tiled_matmul[(ceil(n/{TILE_N}), ceil(m/{TILE_M})), ({MM_BLOCK[0]}, {MM_BLOCK[1]})](A, B, C)
+        Block (bx, by) owns the {TILE_M}×{TILE_N} tile of C at rows by*{TILE_M} …, columns bx*{TILE_N} …, with
+        {MM_BLOCK[0]}×{MM_BLOCK[1]} threads: thread (tx, ty) computes TWO outputs, kept in two registers:
+            C[by*{TILE_M} + ty, bx*{TILE_N} + tx]  and  C[by*{TILE_M} + ty + {TILE_M // 2}, bx*{TILE_N} + tx]
+        k is walked in steps of TILE_K = {TILE_K}. Each step: the block stages A's ({TILE_M}, {TILE_K}) slab and B's
+        ({TILE_K}, {TILE_N}) slab in two float32 shared arrays (0.0 outside the matrices), each thread loading ONE
+        element of each; all threads wait; each thread accumulates its {TILE_K} × 2 products; all wait again.
+        Budget per thread (checked by the executor): global reads ≤ 2 per step, global writes ≤ 2, shared reads
+        ≤ 3 per k (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for both outputs);
+        shared memory ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of A and B coalesced (≤
+        {MM_SECTORS:g} sectors per warp-wide load); no races.
     """,
     reference=matmul_reference,
-    visible=[Case((np.arange(13 * 10, dtype=np.float32).reshape(13, 10) / 50,
-                   np.linspace(-1, 1, 110, dtype=np.float32).reshape(10, 11)))],
+    visible=[Case((np.arange(20 * 13, dtype=np.float32).reshape(20, 13) / 50,
+                   np.linspace(-1, 1, 13 * 18, dtype=np.float32).reshape(13, 18)))],
     hidden=_mm_cases,
     compare=lambda *a: None,
     launch=_mm_launch,
@@ -370,7 +426,8 @@ OCCUPANCY = Problem(
 # kernels).
 
 REGROUP_BLOCK = 256  # threads per block (and elements per tile) of the divergence exercise: 8 warps per tile
-MIN_EFFICIENCY = 0.80  # the given kernel reaches ~0.6 on mixed inputs; regrouping within the tile reaches ~0.9
+MIN_EFFICIENCY = 0.80  # the given kernel: 52–55 % on the mixed cases (53.5 % on the visible one, as the notebook
+# prints), 79 % when every loop is long, 86 % when all are short; the regrouped solution 87–96 % (public seed)
 SHORT, LONG = (1, 3), (12, 16)  # loop trip counts (halvings) of the two classes of element the hidden cases mix
 
 
@@ -392,11 +449,15 @@ def halvings_reference(x: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 def tile_order(x: np.ndarray, tile: int = REGROUP_BLOCK) -> np.ndarray:
     """For each tile of ``tile`` consecutive elements, the tile's LOCAL indices (0 … tile-1) sorted by loop trip
-    count (stable); the last, partial tile lists only its own elements. int32, same length as x."""
+    count, longest first (stable); the last, partial tile lists only its own elements. int32, same length as x.
+
+    Longest first, so that a tile's last warp — partly empty when the tile is (n not a multiple of 32) — gets the
+    tile's shortest loops: its few lanes then idle through 0–3 trips, not 16 (ascending order put the tile's longest
+    loop on a lone lane and cost a right regrouping up to 3 points of SIMT efficiency, under the budget)."""
     work = halvings(x)
     order = np.empty(x.size, dtype=np.int32)
     for start in range(0, x.size, tile):
-        order[start:start + tile] = np.argsort(work[start:start + tile], kind="stable")
+        order[start:start + tile] = np.argsort(-work[start:start + tile], kind="stable")
     return order
 
 
@@ -469,6 +530,10 @@ def _regroup_cases(rng: np.random.Generator) -> list[Case]:
     cases.append(_regroup_case(_classes(rng, np.arange(n) % 2 == 1)))  # alternating classes
     cases.append(_regroup_case(_classes(rng, np.ones(n_odd(), dtype=bool))))  # every element long
     cases.append(_regroup_case(_classes(rng, np.zeros(n_odd(), dtype=bool))))  # every element short
+    x = _classes(rng, rng.random(n := n_odd()) < 0.5)
+    exact = rng.random(n) < 0.25
+    x[exact] = 2.0 ** rng.integers(-2, 15, int(exact.sum()))  # exact powers of two: the loop ends at v == 1.0 (and
+    cases.append(_regroup_case(x))  # v <= 1 from the start: no trip); `while v >= 1.0` is one trip off on each
     return cases
 
 
@@ -483,7 +548,7 @@ REGROUP = KernelProblem(
             x[i] / out[i] (a failing check prints what it measured, the budget and the excess).
         Keep the data-dependent while loop (that is the divergence a compiler cannot remove). Each block owns one
         tile of {REGROUP_BLOCK} consecutive elements; `order` (int32, from lab.tile_order(x)) lists, tile by tile,
-        the tile's local indices 0 … {REGROUP_BLOCK - 1} from the shortest loop to the longest (a partial last tile
+        the tile's local indices 0 … {REGROUP_BLOCK - 1} from the longest loop to the shortest (a partial last tile
         lists only its own elements). Which thread computes which element is yours to choose.
     """,
     reference=halvings_reference,
@@ -541,8 +606,12 @@ WAVES = Problem(
         `blocks_per_sm` of them resident per SM (the occupancy of exercise 5). Every block takes the same time,
         and resident blocks do not slow each other down.
         - waves:    how many rounds of resident blocks the grid needs (an int; the last one may be partial).
-        - slowdown: the time the grid takes divided by the time the same work would take if it could be split
-                    evenly over every slot (blocks / blocks-per-wave waves): 1.0 when nothing is idle.
+        - slowdown: under this model, the time the grid takes divided by the time the same work would take if
+                    it could be split evenly over every slot (blocks / blocks-per-wave waves): 1.0 when nothing is
+                    idle. A grid smaller than one wave takes 1 wave and its slowdown is blocks-per-wave / blocks
+                    (13.2 for 10 blocks on 132 SMs at 1 per SM): the share of slots left idle, not time this grid
+                    could win back — its blocks cannot finish sooner than one block time; only a grid of more,
+                    smaller blocks would use the idle slots.
     """,
     reference=wave_reference,
     visible=[Case((264, 1, H100_SMS)), Case((133, 1, H100_SMS)), Case((1000, 4, H100_SMS))],
@@ -551,3 +620,71 @@ WAVES = Problem(
 )
 
 problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, OCCUPANCY, REGROUP, WAVES)}
+
+# -- What the compiler made of the kernels (not graded; the notebook's last cell) -------------------------------------
+
+MATMUL_SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
+HALVINGS_SIG = "void(float64[::1], int32[::1], float64[::1])"
+PARITY_SIG = "void(float64[::1], float64[::1])"
+
+# course §5.7's kernel (barriers always on): one output per thread, 8×8 tiles, the accumulator a float64 (acc = 0.0)
+SQUARE_MATMUL = '''
+def matmul_square(A, B, C):
+    sA = cuda.shared.array((TILE, TILE), np.float32)
+    sB = cuda.shared.array((TILE, TILE), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    col, row = cuda.grid(2)
+    m, k = A.shape
+    acc = 0.0
+    for t in range((k + TILE - 1) // TILE):
+        p = t * TILE
+        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else 0.0
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else 0.0
+        cuda.syncthreads()
+        for j in range(TILE):
+            acc += sA[ty, j] * sB[j, tx]
+        cuda.syncthreads()
+    if row < m and col < B.shape[1]:
+        C[row, col] = acc
+'''
+
+# a short if/else on the thread index: both sides are cheap, so the compiler computes both and selects (FSEL)
+PARITY_IF_ELSE = '''
+def parity_divergent(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        if i % 2 == 0:
+            v = v * v
+            v = v + 1.0
+            v = v * 0.5
+        else:
+            v = -v
+            v = v * 3.0
+            v = v - 2.0
+        out[i] = v
+'''
+
+
+def machine_code(tiled_matmul: Callable, halvings_divergent: Callable, halvings_regrouped: Callable) -> dict:
+    """SASS (sm_90) of the student's ``tiled_matmul`` and of §5.7's one-output kernel, of the given divergent loop,
+    of the student's regrouped kernel and of a short if/else: numba-cuda's ``compile_ptx`` in one child process
+    (:func:`gpucourse.toolchain.numba_ptx_many`), then ptxas and nvdisasm."""
+    from gpucourse import toolchain
+
+    jobs = {"tiled_matmul (yours)": (tiled_matmul, MATMUL_SIG, {"TM": TILE_M, "TN": TILE_N, "TK": TILE_K}),
+            "§5.7 one output per thread": (SQUARE_MATMUL, MATMUL_SIG, {"TILE": 8}),
+            "halvings_divergent (given)": (halvings_divergent, HALVINGS_SIG, {}),
+            "halvings_regrouped (yours)": (halvings_regrouped, HALVINGS_SIG, {"REGROUP_BLOCK": REGROUP_BLOCK}),
+            "parity if/else": (PARITY_IF_ELSE, PARITY_SIG, {})}
+    return dict(zip(jobs, toolchain.numba_sass_many(list(jobs.values()))))
+
+
+def inner_loop(sass: Any) -> dict[str, int]:
+    """Shared loads (by width), multiply-adds and the float64 path's instructions of a matmul's SASS: with a constant
+    tile the j loop is unrolled, and the k loop (a run-time trip count) is not, so these are one k step's."""
+    lds = sass.variants("LDS")
+    out = {"LDS (32-bit)": lds.get("LDS", 0), "LDS.64": lds.get("LDS.64", 0), "LDS.128": lds.get("LDS.128", 0)}
+    out.update({op: sass.count(op) for op in ("FFMA", "FMUL", "DADD")})
+    out["F2F.F64.F32"] = sass.variants("F2F").get("F2F.F64.F32", 0)
+    return out

@@ -495,6 +495,29 @@ HISTOGRAM = puzzle(
     + [Case((np.full(int(rng.integers(HB, 3 * HB)), int(rng.integers(HIST_BINS)), np.int32),))],  # one hot bin
     Budget(reads=1, shared=HIST_BINS * 4, atomics=(("counts", HIST_BINS),)), extra=_uses_shared)
 
+
+def _flush_is_atomic(require: Callable) -> Callable:
+    """Before the budget: a plain read of `counts` is a non-atomic flush (`counts[b] += s[b]`). With one block
+    nothing else writes counts, so no race shows and the read would only surface as a second global read per
+    thread against the budget's 1: say what it is instead."""
+    def check(r, case, what):
+        read = np.flatnonzero(r.access_map("counts", "r").ravel() >= 0)
+        if read.size:
+            from ..checks import CheckFailure
+
+            raise CheckFailure(
+                f"{what}: your kernel read counts[{int(read[0])}] (and {read.size - 1} more bins) with a plain load: "
+                "`counts[b] += ...` is a non-atomic read-add-write of a global counter. In this launch of "
+                f"{r.n_blocks} block{'s' * (r.n_blocks != 1)} " + ("nothing else wrote that bin in between, so no "
+                "race shows, but with two or more blocks each block's flush races with the others'"
+                if r.n_blocks == 1 else "it races with the other blocks' flushes") + ": add with "
+                "cuda.atomic.add(counts, b, s[b]), once per bin per block")
+        require(r, case, what)
+    return check
+
+
+HISTOGRAM.require = _flush_is_atomic(HISTOGRAM.require)
+
 # -- 18. softmax rows ----------------------------------------------------------------------------------------------
 
 

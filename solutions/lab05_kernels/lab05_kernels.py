@@ -25,7 +25,7 @@
 # | 1 | implement | a map kernel with a guard (1-D, n not a multiple of the block) |
 # | 2 | implement | a 2-D kernel on a non-square shape, indexed so that warps read coalesced |
 # | 3 | implement | a block-level reduction in shared memory whose warps don't diverge |
-# | 4 | implement | a tiled matrix multiply in shared memory, race-free |
+# | 4 | implement | a register-blocked matmul: rectangular shared-memory tiles, two outputs per thread, race-free |
 # | 5 | compute | an occupancy calculator that agrees with NVIDIA's own (`cuda_occupancy.h`) |
 # | 6 | diagnose | regroup a data-dependent loop so each warp's lanes do similar work: SIMT efficiency ≥ 80 %, accesses still coalesced |
 # | 7 | predict, measure | waves and the tail-effect slowdown of a grid on an H100's 132 SMs, then measured on a pool of slots |
@@ -65,7 +65,7 @@ from grader.labs import lab05_kernels as lab
 be = gc.setup()
 cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt.cuda), numba-cuda's API
 BLOCK = lab.REDUCE_BLOCK  # 128 threads per block in exercise 3
-TILE = lab.TILE  # 8×8 tiles in exercise 4
+TM, TN, TK = lab.TILE_M, lab.TILE_N, lab.TILE_K  # exercise 4: 16×16 tiles of C, k in steps of 8
 REGROUP_BLOCK = lab.REGROUP_BLOCK  # 256 threads per block, one tile of 256 elements, in exercise 6
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -132,9 +132,11 @@ lab.problems["ramp_2d"].check(ramp_2d, hidden=True)
 #
 # Shared memory (공유 메모리) is per block and fast; `cuda.syncthreads()` makes every thread of the block wait
 # until all have arrived, so what one thread wrote before the barrier is visible to all after it. The classic
-# tree halves the number of working threads each level. *Which* threads work matters: `if tid % (2*stride) == 0`
-# keeps a few lanes busy in *every* warp (all warps diverge at every level), while `if tid < stride` keeps whole
-# warps busy or idle until `stride < 32`.
+# tree halves the number of working threads each level. *Which* threads work matters. `if tid % (2*stride) == 0`
+# (interleaved) keeps a few lanes busy in *every* warp while `stride < 32`: all four warps split at each of those five
+# levels; at stride 32 one lane each of warps 0 and 2 works, at stride 64 one lane of warp 0 (those warps split,
+# the others idle whole) — 20 + 2 + 1 = 23 warp splits per block of 128. `if tid < stride` (sequential) keeps whole warps busy or idle while
+# `stride >= 32` (no warp splits), and only below 32 does the one remaining warp split: 5 per block.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_sum"].show()
@@ -169,14 +171,20 @@ lab.problems["block_sum"].check(block_sum, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 4 — Tiled matrix multiply in shared memory
+# ## Exercise 4 — A register-blocked matmul with rectangular tiles
 #
-# The naive kernel reads a whole row of `A` and a whole column of `B` from global memory per output: `2k`
-# reads per thread. With tiles, a block loads a TILE×TILE piece of each into shared memory once and every thread
-# of the block reuses it: `2·ceil(k/TILE)` global reads per thread. Two barriers per step: after the loads (so
-# nobody reads a tile before it is complete) and after the products (so nobody overwrites a tile someone is still
-# reading). GPU-Puzzles' checker passes a kernel missing them when the threads happen to run in a lucky order;
-# this one reports the race every time.
+# §5.7's tiled kernel cut global reads from `2k` to `2·ceil(k/TILE)` per thread, but each product still costs two
+# shared-memory reads (`sA[ty, j]` and `sB[j, tx]`): two loads from shared memory per multiply-add, and the
+# loads, not the FMAs, fill the instruction stream. Real GEMM kernels take the next step, **register blocking**: each thread computes several outputs and reuses each value it loaded from shared memory for all of
+# them. Here a thread computes *two* outputs of one column, rows `ty` and `ty + 8`: per `j` it reads `sA[ty, j]`,
+# `sA[ty + 8, j]` and `sB[j, tx]` once — 3 shared reads for 2 products instead of 4 — and the block needs half
+# the threads (16 × 8 for a 16 × 16 tile of `C`). The k axis is cut into slabs of `TK = 8`, so the A tile is
+# 16 × 8 and the B tile 8 × 16: neither has the block's shape. The B slab maps onto the threads as is; for the A
+# slab, number the threads `t = ty * 16 + tx` and let thread `t` load element `(t // 8, t % 8)`, so a warp's 32
+# loads are 4 runs of 8 neighbouring floats (coalesced; `sA[tx, ty]` would read down 16 rows). Keep both
+# `cuda.syncthreads()`, guard every load (0.0 outside A and B) and both stores — `m`, `k` and `n` are not
+# multiples of the tiles, and the second row `ty + 8` can fall outside `C` when the first does not. Start the two
+# accumulators at `np.float32(0.0)`: the last cell shows what `0.0` (a float64 in numba) costs in the machine code.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["tiled_matmul"].show()
@@ -184,26 +192,35 @@ lab.problems["tiled_matmul"].show()
 # %% nbgrader={"grade": false, "grade_id": "ex4_tiled_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def tiled_matmul(A, B, C):
-    """C = A @ B with TILE x TILE shared-memory tiles; any shapes."""
-    # roughly 16 lines
+    """C = A @ B: (TM, TK) and (TK, TN) float32 tiles in shared memory, two outputs per thread; any shapes."""
+    # roughly 25 lines
     ### BEGIN SOLUTION
-    sA = cuda.shared.array((TILE, TILE), np.float32)
-    sB = cuda.shared.array((TILE, TILE), np.float32)
+    sA = cuda.shared.array((TM, TK), np.float32)
+    sB = cuda.shared.array((TK, TN), np.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    col, row = cuda.grid(2)
+    row0 = cuda.blockIdx.y * TM  # first row of this block's tile of C
+    r0, r1 = row0 + ty, row0 + TM // 2 + ty  # this thread's two rows of C
+    col = cuda.blockIdx.x * TN + tx
     m, k = A.shape
     n = B.shape[1]
-    acc = 0.0
-    for t in range((k + TILE - 1) // TILE):
-        p = t * TILE
-        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else 0.0
+    t = ty * TN + tx
+    ar, ac = t // TK, t % TK  # this thread's element of the A slab: 8 neighbouring threads read one row of A
+    acc0 = np.float32(0.0)  # float32 registers: one FFMA per product (0.0 would make them float64)
+    acc1 = np.float32(0.0)
+    for p in range(0, k, TK):
+        sA[ar, ac] = A[row0 + ar, p + ac] if row0 + ar < m and p + ac < k else 0.0
         sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else 0.0
-        cuda.syncthreads()
-        for j in range(TILE):
-            acc += sA[ty, j] * sB[j, tx]
-        cuda.syncthreads()
-    if row < m and col < n:
-        C[row, col] = acc
+        cuda.syncthreads()  # both slabs complete before anyone reads them
+        for j in range(TK):
+            b = sB[j, tx]  # one shared read, used for both outputs
+            acc0 += sA[ty, j] * b
+            acc1 += sA[TM // 2 + ty, j] * b
+        cuda.syncthreads()  # nobody overwrites a slab someone is still reading
+    if col < n:
+        if r0 < m:
+            C[r0, col] = acc0
+        if r1 < m:
+            C[r1, col] = acc1
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex4_tiled_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -279,7 +296,8 @@ lab.problems["occupancy"].check(occupancy, hidden=True)
 # executor to see its SIMT efficiency and its sectors per request, then write `halvings_regrouped`: same output,
 # same launch, each warp's lanes given elements of similar work — without giving up the contiguous global
 # accesses (the checker counts the sectors of `x` and `out` too). `lab.tile_order(x)` is the per-tile sort by
-# work the host prepared for you; shared memory is the place to regroup.
+# work the host prepared for you, longest loop first (so the partly empty last warp of a tile gets the shortest
+# loops); shared memory is the place to regroup.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @cuda.jit
@@ -307,7 +325,7 @@ lab.problems["halvings_regrouped"].show()
 @cuda.jit
 def halvings_regrouped(x, order, out):
     """Same result as halvings_divergent; each warp runs elements of similar trip count; x and out contiguous."""
-    # roughly 20 lines
+    # roughly 16 lines
     ### BEGIN SOLUTION
     tile = cuda.shared.array(REGROUP_BLOCK, np.float64)  # this block's elements, then their results
     t = cuda.threadIdx.x
@@ -315,19 +333,14 @@ def halvings_regrouped(x, order, out):
     if i < x.size:
         tile[t] = x[i]  # coalesced load, as the given kernel
     cuda.syncthreads()
-    j = 0
-    res = 0.0
     if i < x.size:
-        j = order[i]  # thread t works on the tile's t-th shortest loop: neighbouring lanes, similar trip counts
+        j = order[i]  # thread t works on the tile's t-th longest loop: neighbouring lanes, similar trip counts
         v = tile[j]
         n = 0
         while v > 1.0:
             v = v * 0.5
             n += 1
-        res = n + v
-    cuda.syncthreads()  # everyone has read its input before results overwrite the tile
-    if i < x.size:
-        tile[j] = res
+        tile[j] = n + v  # only this thread reads or writes slot j in this phase: no barrier needed before it
     cuda.syncthreads()
     if i < x.size:
         out[i] = tile[t]  # coalesced store
@@ -388,12 +401,20 @@ for n in (3, 4, 5, 8, 9):
         predicted = f"not done yet ({exc.__class__.__name__})"
     print(f"{n} blocks on {SLOTS} slots: measured {measured:.2f} waves; your prediction (waves, slowdown): {predicted}")
     assert abs(measured - math.ceil(n / SLOTS)) < 0.5, (n, measured)  # whole waves, ±0.5
+H100 = 132  # SMs of an H100 SXM; the model's numbers quoted below
+print(f"133 blocks at 1 per SM: {math.ceil(133 / H100)} waves for {133 / H100:.3f} waves of work: "
+      f"{math.ceil(133 / H100) * H100 / 133:.3f}x; 10 blocks: {H100 / 10:.1f}x, {1 - 10 / H100:.0%} of the slots idle")
+assert round(2 * H100 / 133, 3) == 1.985 and round(1 - 10 / H100, 2) == 0.92
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # **Explain.** 5 blocks take as long as 8 (the printed waves above): the fifth block runs alone while three slots
-# idle. On an H100 the same happens at 132 × blocks-per-SM: a GEMM or a grid sized one block over a wave pays
-# almost 2× in its last wave (your slowdown for 133 blocks at 1 block per SM). The cure is to size the grid (or the
-# tile, or a persistent kernel's loop) to a whole number of waves — or so many waves that the tail is small.
+# idle. Under the model of the spec (equal blocks, resident blocks not slowing each other), an H100 does the same
+# at 132 × blocks-per-SM: a grid of 133 blocks at 1 block per SM takes 2 waves for 133/132 waves of work, a
+# slowdown of 2 × 132 / 133 = 1.985 (your answer for 133 blocks) — a prediction of the model, which real blocks
+# of unequal length only approximate. A grid smaller than one wave is different: 10 blocks take one block time whatever happens, and its slowdown of
+# 132 / 10 = 13.2 says that 92 % of the slots idle — only more, smaller blocks would use them. The cure for the
+# tail is to size the grid (or the tile, or a persistent kernel's loop) to a whole number of waves — or so many
+# waves that the tail is small.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pictures_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## What your kernels did
@@ -409,7 +430,7 @@ rng = np.random.default_rng(0)
 runs = [
     ("scale_shift", lambda: (scale_shift, 3, 32, [np.ones(70, np.float32), np.zeros(70, np.float32), 2.0, 1.0]), "out", "block"),
     ("ramp_2d", lambda: (ramp_2d, (2, 2), (16, 8), [np.ones((13, 21), np.float32), np.zeros((13, 21), np.float32)]), "out", "block"),
-    ("tiled_matmul", lambda: (tiled_matmul, (2, 2), (TILE, TILE), [np.ones((13, 10), np.float32), np.ones((10, 11), np.float32), np.zeros((13, 11), np.float32)]), "C", "block"),
+    ("tiled_matmul", lambda: (tiled_matmul, (2, 2), lab.MM_BLOCK, [np.ones((20, 13), np.float32), np.ones((13, 18), np.float32), np.zeros((20, 18), np.float32)]), "C", "block"),
     ("halvings_regrouped", lambda: (halvings_regrouped, 2, REGROUP_BLOCK, [x_demo[:300], lab.tile_order(x_demo[:300]), np.zeros(300)]), "out", "warp"),
 ]
 fig, axs = plt.subplots(2, 2, figsize=(12, 7))
@@ -421,6 +442,70 @@ for ax, (name, make, array, by) in zip(axs.flat, runs):
         ax.set_title(f"{name}: not done yet ({exc.__class__.__name__})")
 plt.tight_layout()
 plt.show()
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "machine_code_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## What the compiler made of your kernels (not graded)
+#
+# The cell below compiles **your** `tiled_matmul` and `halvings_regrouped` the way a GPU run would — numba-cuda's
+# `compile_ptx` (NVVM) to PTX, NVIDIA's `ptxas` to an sm_90 (Hopper) cubin, `nvdisasm` to SASS — next to §5.7's
+# one-output kernel, the given `halvings_divergent` and a short if/else, with no GPU needed (`gpucourse.toolchain`,
+# one child process, ~15 s). It skips itself while nbgrader grades, and when NVIDIA's compiler wheels are missing.
+#
+# - **Register blocking in the machine code.** The `j` loop has a constant trip count (`TK`), so it is unrolled;
+#   the `k` loop's trip count is known only at run time, so it is not: the counts below are one k step's. Your
+#   kernel issues `2·TK` multiply-adds per step for `3·TK` words read from shared memory (the executor's 3 shared
+#   reads per k); §5.7's issues `TILE` multiply-adds for `2·TILE` words. The compiler also *vectorizes*: a row of
+#   `sA` is contiguous, so `sA[ty, 0..7]` becomes two 128-bit `LDS.128` loads (four floats each), while
+#   `sB[j, tx]` walks down a column, one 32-bit `LDS` per element. Fewer shared-memory instructions per FMA is the
+#   point of register blocking.
+# - **The accumulator's type.** `acc = 0.0` in §5.7 makes numba type the accumulator float64: each product is a
+#   float32 `FMUL`, a conversion `F2F.F64.F32` and a float64 `DADD` (FP64 runs at half the FP32 rate on an H100
+#   SXM, and a fraction of it on consumer GPUs); `np.float32(0.0)` keeps it one `FFMA`.
+# - **A divergent branch the compiler removes, and one it cannot.** The short if/else on `i % 2` has no branch
+#   left: both sides are computed and `FSEL`/`SEL` pick per lane. The data-dependent loop of `halvings_divergent`
+#   keeps a conditional back edge (`@P0 BRA`) inside a `BSSY`/`BSYNC` pair, where the warp's lanes reconverge
+#   (sm_70+). Your regrouped kernel still has that loop and that branch: regrouping removed the divergence at run
+#   time — which lanes share a warp — not an instruction. The executor's SIMT efficiency in your check line is the
+#   number that changed.
+
+# %% nbgrader={"grade": false, "grade_id": "machine_code", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import os
+import re
+
+if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades or validates: not graded, skip
+    print("skipped while nbgrader grades: this cell is not graded (it compiles for seconds)")
+elif not gc.toolchain.available():
+    print(f"skipped: NVIDIA's compiler wheels are missing ({gc.toolchain.describe()})")
+else:
+    code = lab.machine_code(tiled_matmul, halvings_divergent, halvings_regrouped)
+    loops = {name: lab.inner_loop(code[name]) for name in ("tiled_matmul (yours)", "§5.7 one output per thread")}
+    for name, c in loops.items():
+        products = c["FFMA"] + c["FMUL"]  # one FFMA, or one FMUL (then a DADD), per product
+        words = c["LDS (32-bit)"] + 2 * c["LDS.64"] + 4 * c["LDS.128"]
+        lds = c["LDS (32-bit)"] + c["LDS.64"] + c["LDS.128"]
+        print(f"--- {name}: one k step: {c}\n    {products} products, {lds} shared-load instructions moving {words} "
+              f"words: {lds / products:.2f} LDS and {words / products:.2f} words per product")
+        c.update(products=products, words=words, lds=lds)
+    mine, square = loops["tiled_matmul (yours)"], loops["§5.7 one output per thread"]
+    print(code["tiled_matmul (yours)"].excerpt(("LDS", "FFMA", "FMUL", "DADD", "BAR"), limit=48))
+    assert square["products"] == 8 and square["words"] == 16 and square["DADD"] == 8 and square["F2F.F64.F32"] >= 8
+    assert mine["products"] == 2 * TK and mine["words"] == 3 * TK, \
+        f"expected {2 * TK} products and {3 * TK} words from shared memory per k step, got {mine}"
+    assert mine["lds"] / mine["products"] < square["lds"] / square["products"]  # fewer LDS per FMA than §5.7
+    if mine["DADD"]:
+        print(f"your accumulators are float64: {mine['DADD']} DADD and {mine['F2F.F64.F32']} conversions per step; "
+              "start them at np.float32(0.0) for one FFMA per product")
+
+    flow = {name: {op: code[name].count(op) for op in ("BRA", "BSSY", "BSYNC", "FSEL", "SEL")}
+            for name in ("parity if/else", "halvings_divergent (given)", "halvings_regrouped (yours)")}
+    for name, counts in flow.items():
+        print(f"--- {name}: {counts}")
+        print(code[name].excerpt(("BRA", "BSSY", "BSYNC", "FSEL", "SEL", "DSETP", "DMUL")))
+    parity, given, yours = flow.values()
+    assert parity["BRA"] == 1 and parity["BSSY"] == parity["BSYNC"] == 0 and parity["FSEL"] + parity["SEL"] >= 1
+    assert given["BRA"] >= 2 and given["BSSY"] >= 1 and given["BSYNC"] >= 1  # the loop's back edge, reconvergence
+    assert re.search(r"@!?P\d BRA", code["halvings_divergent (given)"].text)  # a conditional branch
+    assert yours["BRA"] >= 2 and yours["BSSY"] >= 1, "your kernel should keep the given kernel's while loop"
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?

@@ -573,7 +573,7 @@ lab.problems["transpose"].diagram(transpose)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex15_warp_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 15 — Warp reduction with shuffles
 #
-# Inside a warp, lanes can read each other's registers: `cuda.shfl_down_sync(mask, v, offset)` returns lane `laneid + offset`'s `v`. No shared memory, no barrier. Every lane named in the mask must execute the shuffle.
+# Inside a warp, lanes can read each other's registers: `cuda.shfl_down_sync(mask, v, offset)` returns lane `laneid + offset`'s `v`; a lane whose `laneid + offset` is 32 or more gets its own `v` back (the source lane does not wrap around: the top `offset` lanes keep their value). No shared memory, no barrier. Every lane named in the mask must execute the shuffle.
 
 # %% nbgrader={"grade": false, "grade_id": "ex15_warp_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_sum"].show()
@@ -731,11 +731,12 @@ lab.problems["softmax_rows"].diagram(softmax_rows)
 #   the tile that bank-conflicts. Removing the conflict changes the shared-memory address arithmetic, not the
 #   accesses: the `IMAD` before each `STS` (store to shared) multiplies the tile row by the row stride, printed
 #   `0x21` (33 floats) against `0x20` (32); on the `LDS` (load from shared) side only the padded kernel lists an
-#   `IMAD` by `0x21` — the compiler forms `tx * 32` without a multiply. Lane `tx` reading column `tx` of the tile
-#   reads word `tx * stride + j`: bank `(tx * 33 + j) mod 32` differs for each of the 32 lanes,
-#   `(tx * 32 + j) mod 32` is the same bank for all 32. The counts of `LDS` and `STS` printed are equal in both:
-#   a bank conflict is not an extra instruction, it is the hardware replaying one `LDS` per distinct address in a
-#   bank — the executor's conflict count in your check line is the number that differs.
+#   `IMAD` by `0x21` — the compiler forms `tx * 32` without a multiply. On the write side (`tile[tx, j]`) a warp
+#   reads column `j` of the tile, lane `tx` its row `tx`: word `tx * stride + j`, in bank `(tx * stride + j) mod 32`.
+#   With stride 33 that bank differs for each of the 32 lanes; with stride 32 it is the same bank for all 32. The
+#   counts of `LDS` and `STS` printed are equal in both: a bank conflict is not an extra instruction — the hardware
+#   splits the warp's one `LDS` into conflict-free requests (wavefronts), one per distinct address in the busiest
+#   bank: 32 unpadded, 1 padded. The executor's conflict count in your check line is the number that differs.
 # - **Warp reduction.** Each `cuda.shfl_down_sync(0xFFFFFFFF, v, offset)` is one PTX `shfl.sync.down.b32` and one
 #   SASS `SHFL.DOWN` (PTX keeps the offset in a register; SASS shows it as an immediate, `0x10` … `0x1`, and
 #   `0x1f` is the lane clamp): your loop was unrolled into five straight-line shuffles — no shared memory, no

@@ -37,6 +37,37 @@ def halvings_regrouped(x, order, out):
         out[J] = n + v
 '''
 
+# the solution's register-blocked matmul; the wrong answers below change one thing each
+_MATMUL = '''@cuda.jit
+def tiled_matmul(A, B, C):
+    sA = cuda.shared.array((TM, TK), np.float32)
+    sB = cuda.shared.array((TK, TN), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row0 = cuda.blockIdx.y * TM
+    r0, r1 = row0 + ty, row0 + TM // 2 + ty
+    col = cuda.blockIdx.x * TN + tx
+    m, k = A.shape
+    n = B.shape[1]
+    t = ty * TN + tx
+    ar, ac = t // TK, t % TK
+    acc0 = np.float32(0.0)
+    acc1 = np.float32(0.0)
+    for p in range(0, k, TK):
+        sA[ar, ac] = A[row0 + ar, p + ac] if row0 + ar < m and p + ac < k else 0.0
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else 0.0
+        cuda.syncthreads()  # loaded
+        for j in range(TK):
+            b = sB[j, tx]
+            acc0 += sA[ty, j] * b
+            acc1 += sA[TM // 2 + ty, j] * b
+        cuda.syncthreads()
+    if col < n:
+        if r0 < m:
+            C[r0, col] = acc0
+        if r1 < m:
+            C[r1, col] = acc1
+'''
+
 WRONG = {
     # forgets the guard: the last block's extra threads index past the end
     "ex1_scale_shift": '''@cuda.jit
@@ -68,26 +99,36 @@ def block_sum(x, partial):
     if tid == 0:
         partial[cuda.blockIdx.x] = s[0]
 ''',
-    # forgets the barrier after loading the tiles: threads read tile elements nobody has written yet
-    "ex4_tiled_matmul": '''@cuda.jit
+    "ex4_tiled_matmul": [
+        # forgets the barrier after loading the slabs: threads read tile elements nobody has written yet
+        _MATMUL.replace("        cuda.syncthreads()  # loaded\n", ""),
+        # course §5.7's kernel pasted (its TILE with it): square 8×8 tiles, one output per thread
+        '''TILE = 8
+
+
+@cuda.jit
 def tiled_matmul(A, B, C):
     sA = cuda.shared.array((TILE, TILE), np.float32)
     sB = cuda.shared.array((TILE, TILE), np.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col, row = cuda.grid(2)
     m, k = A.shape
-    n = B.shape[1]
     acc = 0.0
     for t in range((k + TILE - 1) // TILE):
         p = t * TILE
         sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else 0.0
-        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else 0.0
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else 0.0
+        cuda.syncthreads()
         for j in range(TILE):
             acc += sA[ty, j] * sB[j, tx]
         cuda.syncthreads()
-    if row < m and col < n:
+    if row < m and col < B.shape[1]:
         C[row, col] = acc
 ''',
+        # two outputs, but sB[j, tx] read from shared memory once per output: 4 shared reads per k, not 3
+        _MATMUL.replace("            b = sB[j, tx]\n            acc0 += sA[ty, j] * b\n            acc1 += sA[TM // 2 + ty, j] * b\n",
+                        "            acc0 += sA[ty, j] * sB[j, tx]\n            acc1 += sA[TM // 2 + ty, j] * sB[j, tx]\n"),
+    ],
     "ex5_occupancy": [
         # the per-SM division: all 65,536 registers as one pool, no sub-partitions, no per-block check
         '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
@@ -136,3 +177,14 @@ def tiled_matmul(A, B, C):
 ''',
     ],
 }
+
+# more slips of the matmul, checked directly by tests/test_lab05_kernels.py (each nbgrader submission costs a whole
+# autograde, so WRONG keeps three per exercise at most)
+MATMUL_SLIPS = [
+    # loads the A slab with the block's own (tx, ty) transposed onto it: a warp reads 16 rows of A, 2 floats each
+    _MATMUL.replace("    ar, ac = t // TK, t % TK\n", "    ar, ac = tx, ty\n"),
+    # guards the second output with the first one's row: rows past m are written when m % 16 <= 8
+    _MATMUL.replace("        if r1 < m:\n", "        if r0 < m:\n"),
+    # float64 tiles: right values, twice the shared memory per block
+    _MATMUL.replace("np.float32)", "np.float64)"),
+]
