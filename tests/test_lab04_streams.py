@@ -207,3 +207,77 @@ def test_launches_a_kernel_by_kernel_simulation_passes_in_time():
     for seed in range(50):
         for case in lab.LAUNCHES.hidden_cases(seed):
             assert lab.launches_to_dominate(*case.args)[0] <= lab.MAX_LAUNCHES
+
+
+def test_launch_draws_keep_the_spec_promise_and_the_boundaries_are_drawn():
+    """Issue 13: random draws keep T(N) and T(N − 1) clear of 2·work (so a kernel-by-kernel simulation, which adds
+    in another order, decides as the formula does); N = 1 and the work == launch boundary are always there."""
+    for seed in range(40):
+        cases = lab.LAUNCHES.hidden_cases(seed)
+        assert all(lab._clear_of_ties(c) for c in cases[:7])
+        answers = [lab.launches_to_dominate(*c.args)[0] for c in cases]
+        assert 1 in answers and lab.launches_to_dominate(6.5, 6.5)[0] == 2
+        for case in cases:
+            lab.LAUNCHES.compare("launches", _simulated_launches(*case.args), lab.launches_to_dominate(*case.args),
+                                 case)
+
+
+def test_time_call_hidden_cases_catch_a_clock_read_as_a_duration_and_a_call_on_another_argument():
+    def clock_from_zero(f, x, repeat, clock):  # takes clock() itself for the first call's duration
+        f(x).block_until_ready()
+        first = clock()
+        times = []
+        for _ in range(repeat):
+            t0 = clock()
+            f(x).block_until_ready()
+            times.append(clock() - t0)
+        return first, float(np.median(times))
+
+    def warms_up_on_none(f, x, repeat, clock):  # the first call on something else: the timed calls compile again
+        t0 = clock()
+        f(None).block_until_ready()
+        first = clock() - t0
+        times = []
+        for _ in range(repeat):
+            t0 = clock()
+            f(x).block_until_ready()
+            times.append(clock() - t0)
+        return first, float(np.median(times))
+
+    for wrong, message in ((clock_from_zero, "first call"), (warms_up_on_none, "steady state")):
+        with pytest.raises(CheckFailure, match=message):
+            lab.TIMING.check(wrong, hidden=True)
+
+
+def test_chunked_overlap_copies_must_say_their_bytes():
+    def no_nbytes(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):  # right durations, no nbytes
+        base, extra = divmod(nbytes, n_chunks)
+        ops = []
+        for i in range(n_chunks):
+            size, s = base + (i < extra), f"s{i % n_streams}"
+            ops += [st.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d"), st.Op(f"k{i}", s, size / compute_Bps * 1e6, sms=132),
+                    st.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h")]
+        return ops
+
+    with pytest.raises(CheckFailure, match="nbytes"):
+        lab.CHUNKS.check(no_nbytes)
+    lab.CHUNKS.check(lab.chunked_overlap, hidden=True)
+
+
+def test_predict_makespan_hidden_cases_run_more_streams_than_hardware_queues():
+    def on_a_real_gpu(streams, durations, waits):  # the default model: 8 hardware queues, as CUDA's default
+        ops = [st.Op(n, s, float(durations[n]), waits=tuple(waits.get(n, ()))) for s, c in streams.items() for n in c]
+        return st.simulate(ops).makespan
+
+    def verdicts(cases):  # judged directly: the check itself refuses a call of simulate (the exercise's forbid)
+        out = []
+        for case in cases:
+            try:
+                lab.MAKESPAN.compare("m", on_a_real_gpu(*case.args), lab.predict_makespan(*case.args), case)
+                out.append(True)
+            except CheckFailure:
+                out.append(False)
+        return out
+
+    assert all(verdicts(lab.MAKESPAN.visible))  # the visible cases have at most 3 streams: no difference
+    assert not all(verdicts(lab.MAKESPAN.hidden_cases()))

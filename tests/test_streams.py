@@ -99,6 +99,11 @@ def test_simulated_jit_compiles_once():
     f(0).block_until_ready()
     assert q.host_us == 1104
     assert lab.time_call(st.SimulatedJit(q, 50, 1000), None, 3, st.VirtualClock(q)) == pytest.approx((1052e-6, 52e-6))
+    f(np.ones(3)).block_until_ready()  # another argument type: traced and compiled again, as jax.jit does
+    assert q.host_us == 1104 + 1052 + 3 * 52 + 1052
+    f(np.ones(3, np.float32)).block_until_ready()  # another dtype: again
+    f(np.zeros(3)).block_until_ready()  # the same shape and dtype: cached
+    assert q.host_us == 1104 + 1052 + 3 * 52 + 1052 + 1052 + 52
 
 
 def test_chunked_pipeline_beats_one_stream_and_respects_dependencies():

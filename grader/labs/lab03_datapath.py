@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -77,7 +78,11 @@ BREAK_EVEN_TIE_3 = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33}
 
 
 def _decision_cases(rng: np.random.Generator) -> list[Case]:
-    cases = [DECISION_TIE, DECISION_TIE_NO_OUTPUT]
+    """The exact ties, a streaming workload that writes as much as it reads (memory-bound on both processors: the
+    output bytes count in both roofline times and in the copy back), then random draws."""
+    n = float(10 ** rng.uniform(5, 8))
+    cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
+    cases = [DECISION_TIE, DECISION_TIE_NO_OUTPUT, Case((n / 8, 4 * n, 4 * n, cpu, gpu, link))]
     for _ in range(10):
         n = float(10 ** rng.uniform(2, 9))
         intensity = float(2 ** rng.uniform(-3, 11))  # FLOP per byte read
@@ -116,19 +121,11 @@ def break_even_elements(flops_per_element: float, in_per_element: float, out_per
     traffic = in_per_element + out_per_element
     a = _roofline(flops_per_element, traffic, cpu)  # CPU seconds per element
     b = traffic / link["bandwidth"] + _roofline(flops_per_element, traffic, gpu)  # GPU seconds per element
-    if b >= a:
+    if b >= a:  # per element the GPU path is no faster: 2·latency is never recovered
         return None
-
-    def pays(n: int) -> bool:
-        _, g, _ = offload_decision(n * flops_per_element, n * in_per_element, n * out_per_element, cpu, gpu, link)
-        return g < n * a
-
-    n = max(1, math.floor(2 * link["latency"] / (a - b)) + 1)
-    while n > 1 and pays(n - 1):  # guard the closed form against float rounding
-        n -= 1
-    while not pays(n):
-        n += 1
-    return n
+    # n·a > 2·latency + n·b  <=>  n > 2·latency / (a − b): exact in floating point on every case the spec allows
+    # (no n has its two times within 1e-12 of each other unless they are exactly equal; _clear_of_ties)
+    return math.floor(2 * link["latency"] / (a - b)) + 1
 
 
 def _compare_break_even(what: str, got: Any, expected: int | None, case: Case) -> None:
@@ -140,13 +137,64 @@ def _compare_break_even(what: str, got: Any, expected: int | None, case: Case) -
     expect_int(what, got, expected, "cost(n) is linear on both sides: CPU n·a, GPU 2·latency + n·b; solve n·a > 2·latency + n·b")
 
 
+def _exact_times(n: int, case: Case) -> tuple[Fraction, Fraction]:
+    """CPU and GPU seconds of n elements in exact arithmetic (the spec's formulas on the floats as given)."""
+    fpe, ipe, ope, cpu, gpu, link = (({k: Fraction(v) for k, v in x.items()} if isinstance(x, dict) else Fraction(x))
+                                     for x in case.args)
+    traffic = n * (ipe + ope)
+    cpu_s = max(n * fpe / cpu["flops"], traffic / cpu["bandwidth"])
+    gpu_s = (2 * link["latency"] + traffic / link["bandwidth"]
+             + max(n * fpe / gpu["flops"], traffic / gpu["bandwidth"]))
+    return cpu_s, gpu_s
+
+
+def _clear_of_ties(case: Case, rtol: float = 1e-12) -> bool:
+    """A random draw keeps the spec's promise: per element, and at the answer n and the n before it, the two times
+    are more than ``rtol`` apart in exact arithmetic (on the floats as given), and the reference's answer is the
+    exact one. Exact ties are left to the deliberate cases, whose numbers are powers of two: a draw with round
+    decimal rates can tie exactly in rational arithmetic where floating point cannot represent the tie, and then
+    rounding — the order a correct answer adds in — would decide (1.5 % of the draws did, before this filter)."""
+    a, gpu_one = _exact_times(1, case)
+    b = gpu_one - 2 * Fraction(case.args[5]["latency"])  # per element: CPU a, GPU path b (copies' bytes included)
+    if abs(a - b) <= rtol * a:
+        return False
+    n = break_even_elements(*case.args)
+    if b > a:
+        return n is None
+    if n != math.floor(2 * Fraction(case.args[5]["latency"]) / (a - b)) + 1:
+        return False
+    for k in (n, n - 1):
+        cpu_s, gpu_s = _exact_times(k, case) if k >= 1 else (1, 0)
+        if abs(cpu_s - gpu_s) <= rtol * max(cpu_s, gpu_s):
+            return False
+    return True
+
+
+# Per element the GPU path costs exactly what the CPU does (2^-30 s: memory-bound on both, 8 B at 2^33 B/s on the
+# CPU; 8 B over a 2^34 B/s link plus 8 B at 2^34 B/s on the GPU): offloading never pays, it only adds 2·latency
+BREAK_EVEN_PER_ELEMENT_TIE = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33},
+                                   {"flops": 2.0**50, "bandwidth": 2.0**34}, {"bandwidth": 2.0**34, "latency": 1e-5}))
+
+
 def _break_even_cases(rng: np.random.Generator) -> list[Case]:
-    cases = [BREAK_EVEN_TIE_3]
-    for _ in range(10):
+    """Deliberate boundaries first: an exact tie at an integer n (the answer is the next n), an exact tie per
+    element (never pays), workloads that write outputs and pay (the outputs' bytes count on every side), one that
+    pays from n = 1; then random draws kept clear of ties (the spec's promise)."""
+    cases = [BREAK_EVEN_TIE_3, BREAK_EVEN_PER_ELEMENT_TIE]
+    # compute-heavy with outputs (an H100 over PCIe 5), memory-bound with outputs over NVLink 4 (pays only because
+    # the link beats the CPU's memory), and a large FLOP count with no latency worth a copy (pays at once)
+    paying = [(float(2 ** rng.uniform(8, 12)), 8.0, 4.0, CPUS[0], GPUS[1], LINKS[1]),
+              (0.25, 8.0, 8.0, CPUS[0], GPUS[3], LINKS[2]),
+              (float(2 ** rng.uniform(14, 15)), 4.0, 2.0, CPUS[int(rng.integers(len(CPUS)))], GPUS[1],
+               {"bandwidth": LINKS[2]["bandwidth"], "latency": 1e-9})]
+    cases += [Case(args) for args in paying]
+    while len(cases) < 14:
         dtype_bytes = int(rng.choice([2, 4, 8]))
         cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
-        cases.append(Case((float(2 ** rng.uniform(-1, 13)), 2 * dtype_bytes, float(dtype_bytes * rng.choice([0, 1])),
-                           cpu, gpu, link)))
+        case = Case((float(2 ** rng.uniform(-1, 13)), 2 * dtype_bytes, float(dtype_bytes * rng.choice([0, 1])),
+                     cpu, gpu, link))
+        if _clear_of_ties(case):
+            cases.append(case)
     return cases
 
 
@@ -158,6 +206,12 @@ BREAK_EVEN = Problem(
         A workload of n elements does n·flops_per_element FLOPs, reads n·in_per_element bytes and writes
         n·out_per_element bytes. Return the smallest n >= 1 for which offload_decision(...) chooses "gpu"
         (GPU time, both copies included, strictly below CPU time), or None if no n ever does.
+        Ties: at an n where both times are exactly equal the CPU is chosen, so the answer is the next n; when one
+        element costs exactly as much on the GPU path (its copies included) as on the CPU, offloading never pays
+        (the two copy latencies are never recovered): None.
+        Every test case keeps its times either exactly equal (exactly representable: floating point computes the
+        tie exactly, in any order) or more than a relative 1e-12 apart at the answer and the n before it, so
+        rounding never decides.
     """,
     reference=break_even_elements,
     visible=[Case((1000.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])), Case((1.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])),
@@ -299,7 +353,13 @@ def _compare_warp(what: str, got: Any, expected: tuple[int, float], case: Case) 
 
 
 def _warp_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
+    """Deliberate classes first: whole warps only and a partial last warp, each all True, all False and mixed
+    (one lane of the last warp off); a single thread; then random patterns."""
+    whole, partial = 32 * int(rng.integers(1, 5)), 32 * int(rng.integers(0, 4)) + int(rng.integers(1, 32))
+    cost = lambda: int(rng.integers(1, 30))  # noqa: E731
+    cases = [Case((np.ones(whole, bool), cost(), cost())), Case((np.zeros(whole, bool), cost(), cost())),
+             Case((np.ones(partial, bool), cost(), cost())), Case((np.zeros(partial, bool), cost(), cost())),
+             Case((np.arange(partial) != partial - 1, cost(), cost())), Case((np.array([bool(rng.integers(2))]), cost(), cost()))]
     for kind in ("random", "modulo", "threshold", "aligned", "random", "modulo", "threshold"):
         n = int(rng.integers(1, 400))
         tid = np.arange(n)
@@ -320,7 +380,8 @@ WARP_EXEC = Problem(
     forbid=("gpucourse.simd_simt.warp_masks",),
     spec="""
         warp_execution(cond, cost_if, cost_else) -> (issued_instructions, utilization)
-        Thread t runs   if cond[t]: <cost_if instructions>  else: <cost_else instructions>.
+        cond: a 1-D NumPy array of bool, one entry per thread. Thread t runs
+            if cond[t]: <cost_if instructions>  else: <cost_else instructions>.
         Threads 0..31 form warp 0, 32..63 warp 1, and so on; the last warp may be partial (len(cond) need not be
         a multiple of 32: its missing lanes exist but are never active). A warp issues the if-path (cost_if
         instructions) if at least one of its threads takes it and the else-path if at least one takes that;

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -66,6 +67,17 @@ def _random_schedule(rng: np.random.Generator) -> Case:
     return Case((streams, durations, waits))
 
 
+def _many_streams(rng: np.random.Generator) -> Case:
+    """Ten streams: more than a real GPU's 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS). On such a GPU the 9th
+    stream shares the 1st one's queue, and its ops would wait behind the 1st stream's second op, itself waiting for
+    a long first op (a false dependency). The spec's GPU runs every stream side by side: nothing waits for it."""
+    streams = {f"s{k}": [f"Q{k}"] for k in range(10)}
+    streams["s0"], streams["s8"] = ["long", "after"], ["first", "second"]
+    durations = {op: float(rng.integers(2, 20)) for chain in streams.values() for op in chain}
+    durations["long"], durations["second"] = float(rng.integers(100, 200)), float(rng.integers(100, 200))
+    return Case((streams, durations, {}))
+
+
 MAKESPAN = Problem(
     name="predict_makespan",
     forbid=("gpucourse.streams.simulate",),
@@ -82,7 +94,7 @@ MAKESPAN = Problem(
     visible=[Case((SEED_STREAMS, SEED_DURATIONS, {})),
              Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]})),
              Case(({"s0": ["x", "y"]}, {"x": 1.5, "y": 2.0}, {}))],
-    hidden=lambda rng: [_random_schedule(rng) for _ in range(8)],
+    hidden=lambda rng: [_random_schedule(rng) for _ in range(8)] + [_many_streams(rng)],
     compare=lambda what, got, expected, case: expect_close(
         what, got, expected, rtol=1e-9,
         hint="an op's end = max(end of the previous op in its stream, ends of the ops it waits for) + duration"),
@@ -258,11 +270,12 @@ def time_call(f: Callable, x: Any, repeat: int, clock: Callable[[], float]) -> t
 
 
 def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int,
-                 factors: dict[int, float] | None = None) -> FreshCase:
+                 factors: dict[int, float] | None = None, start_us: float = 0.0) -> FreshCase:
     """``factors``: call number (1 = the first timed call) -> work multiplier: calls on a shared machine differ
-    from one another, and load spikes (another program took the machine) make some calls many times slower."""
+    from one another, and load spikes (another program took the machine) make some calls many times slower.
+    ``start_us``: what the clock reads when time_call starts (time.perf_counter never starts at 0)."""
     def make() -> tuple:
-        q = st.CommandQueue(launch_us=launch_us)
+        q = st.CommandQueue(launch_us=launch_us, host_us=start_us)
         return (st.SimulatedJit(q, work_us, compile_us, "f", factors=factors), np.ones(4, np.float32), repeat,
                 st.VirtualClock(q))
 
@@ -349,6 +362,9 @@ TIMING = Problem(
         _timing_case(60.0, 900.0, 3.0, 9, {1: 5.0, 2: 1.2, 3: 0.9, 4: 1.05, 5: 1.0, 6: 0.85, 7: 1.15, 8: 7.0, 9: 0.4}),
         _timing_case(80.0, 700.0, 3.0, 1, {1: 1.25}),  # one timed call: its time, not the compiling call's
         _timing_case(80.0, 700.0, 3.0, 2, {1: 0.9, 2: 3.0}),  # two: their mean (the median of two)
+        # the clock reads 12.5 s at the start (first = clock() − t0, not clock() alone); the first timed call is the
+        # fastest, so a call that compiles again (f called on something other than x) moves the median
+        _timing_case(150.0, 2000.0, 4.0, 5, {1: 0.8, 2: 1.1, 3: 0.9, 4: 1.3, 5: 1.0}, start_us=12.5e6),
     ],
     compare=_compare_timing,
     after=_real_jax_timing,
@@ -363,19 +379,10 @@ def launched_makespan(work_us: float, launch_us: float, n: int) -> float:
 
 
 def launches_to_dominate(work_us: float, launch_us: float) -> tuple[int, list[float]]:
-    def dominated(n: int) -> bool:
-        return launched_makespan(work_us, launch_us, n) > 2 * work_us
-
-    if dominated(1):
-        n = 1
-    else:
-        root = (work_us + math.sqrt(max(work_us * work_us - launch_us * work_us, 0.0))) / launch_us
-        n = max(1, math.floor(root) + 1)
-        while n > 1 and dominated(n - 1):  # guard the closed form against rounding
-            n -= 1
-        while not dominated(n):
-            n += 1
-    return n, [launched_makespan(work_us, launch_us, k) for k in range(1, n + 1)]
+    makespans = [launched_makespan(work_us, launch_us, 1)]
+    while makespans[-1] <= 2 * work_us:  # the spec's definition, N by N: N <= MAX_LAUNCHES on every case
+        makespans.append(launched_makespan(work_us, launch_us, len(makespans) + 1))
+    return len(makespans), makespans
 
 
 def _compare_launches(what: str, got: Any, expected: tuple[int, list[float]], case: Case) -> None:
@@ -408,10 +415,28 @@ LAUNCH_TIES = [Case((1024.0, 124.0)), Case((96.0, 42.0))]
 MAX_LAUNCHES = 2000  # the spec's bound on N: a kernel-by-kernel simulation of T(1..N) (O(N²)) stays fast
 
 
+def _clear_of_ties(case: Case, rtol: float = 1e-12) -> bool:
+    """A random draw keeps the spec's promise: T(N) and T(N − 1) are more than ``rtol`` away from 2·work_us in exact
+    arithmetic (on the floats as given), and N is the exact answer, so that floating point decides as exact
+    arithmetic does however a correct answer computes T (a formula, or kernel by kernel). Exact ties are left to the
+    deliberate cases (LAUNCH_TIES: integers, exact in any order)."""
+    work, launch = (Fraction(v) for v in case.args)
+    n = launches_to_dominate(*case.args)[0]
+    if n > MAX_LAUNCHES:
+        return False
+    exact = {k: max(launch + work, k * launch + work / k) for k in (n - 1, n) if k >= 1}
+    if any(abs(t - 2 * work) <= rtol * 2 * work for t in exact.values()):
+        return False
+    return exact[n] > 2 * work and (n == 1 or exact[n - 1] <= 2 * work)
+
+
 def _launch_case(rng: np.random.Generator) -> Case:
-    """work/launch between 0.3 and 900: N ≈ 2·work/launch stays below MAX_LAUNCHES."""
-    launch = float(np.round(rng.uniform(1, 20), 2))
-    return Case((float(np.round(launch * 10 ** rng.uniform(-0.5, np.log10(900)), 2)), launch))
+    """work/launch between 0.3 and 900: N ≈ 2·work/launch stays below MAX_LAUNCHES; kept clear of ties."""
+    while True:
+        launch = float(np.round(rng.uniform(1, 20), 2))
+        case = Case((float(np.round(launch * 10 ** rng.uniform(-0.5, np.log10(900)), 2)), launch))
+        if _clear_of_ties(case):
+            return case
 
 
 LAUNCHES = Problem(
@@ -424,10 +449,15 @@ LAUNCHES = Problem(
         N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
         makespans: the list [T(1), T(2), …, T(N)] in µs.
         On every test case N ≤ 2,000 (so even simulating the N kernels one by one for each N is fast enough).
+        Ties: where T(N) equals 2·work_us exactly, the GPU idles exactly as long as it works, not longer: that N
+        does not count, the answer is a later one. Every test case keeps T(N) and T(N − 1) either exactly equal to
+        2·work_us (exactly representable: floating point computes the tie exactly) or more than a relative 1e-12
+        away from it, so rounding never decides.
     """,
     reference=launches_to_dominate,
     visible=[Case((1000.0, 4.0)), Case((30.0, 5.0)), Case((3.0, 4.0)), LAUNCH_TIES[0]],
-    hidden=lambda rng: [_launch_case(rng) for _ in range(7)] + [Case((2.5, 3.0))] + LAUNCH_TIES,
+    # N = 1 (a launch longer than the work) and its boundary, work == launch (T(1) = 2·work exactly: N = 2)
+    hidden=lambda rng: [_launch_case(rng) for _ in range(7)] + [Case((2.5, 3.0)), Case((6.5, 6.5))] + LAUNCH_TIES,
     compare=_compare_launches,
     after=_launch_report,
 )
@@ -469,6 +499,9 @@ def _compare_chunks(what: str, got: Any, expected: list[st.Op], case: Case) -> N
                      hint="chunk i has nbytes // n_chunks bytes, plus one for the first nbytes % n_chunks chunks")
         if op.engine == "compute" and g.sms != op.sms:
             raise CheckFailure(f"{what}: kernel {name} must occupy all {op.sms} SMs, got sms={g.sms}")
+        if op.engine != "compute" and g.nbytes != op.nbytes:
+            raise CheckFailure(f"{what}: copy {name} must say how many bytes it moves, nbytes={op.nbytes} (the "
+                               f"chunk's size), got nbytes={g.nbytes!r}: on a GPU that is what it copies")
     if len({op.stream for op in got}) > n_streams:
         raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len({op.stream for op in got})}")
     timeline = st.simulate(got)
