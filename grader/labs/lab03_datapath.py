@@ -6,14 +6,18 @@ Conventions the specs share (the course notebook derives them):
 - a link is a dict {"bandwidth": bytes/s, "latency": seconds per copy}; a copy of b bytes takes
   latency + b / bandwidth;
 - offloading = copy the inputs to the GPU, process there, copy the outputs back (seed 002's program).
+
+This module is the lab's *exercise side* (specs, visible cases, comparisons, checks: what students install); the
+references and hidden-case generators are its answer side, grader/answers/lab03_datapath.py (the instructor's
+only; grader/DESIGN.md). The visible cases' expected values ship as data: lab03_datapath.expected.json.
+chunked_map is not split yet (its cases are not plain data, and its check reads the device's counters): its
+reference and generator are still here.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -31,20 +35,7 @@ LINKS = [{"bandwidth": 31.5e9, "latency": 10e-6}, {"bandwidth": 63.0e9, "latency
          {"bandwidth": 450e9, "latency": 2e-6}]
 
 
-def _roofline(flops: float, nbytes: float, proc: dict) -> float:
-    return max(flops / proc["flops"], nbytes / proc["bandwidth"])
-
-
-def _copy(nbytes: float, link: dict) -> float:
-    return link["latency"] + nbytes / link["bandwidth"]
-
-
 # -- Exercise 1: offload or not? --------------------------------------------------------------------------------
-
-def offload_decision(flops: float, bytes_in: float, bytes_out: float, cpu: dict, gpu: dict, link: dict):
-    cpu_s = _roofline(flops, bytes_in + bytes_out, cpu)
-    gpu_s = _copy(bytes_in, link) + _roofline(flops, bytes_in + bytes_out, gpu) + _copy(bytes_out, link)
-    return cpu_s, gpu_s, ("gpu" if gpu_s < cpu_s else "cpu")
 
 
 def _compare_decision(what: str, got: Any, expected: tuple, case: Case) -> None:
@@ -72,25 +63,6 @@ DECISION_TIE_NO_OUTPUT = Case((73.0 * 2**21, 2.0**21, 0.0, TIE_CPU, TIE_GPU,  # 
 # latency 95·2^-23 s (≈ 11 µs) puts the tie at n = 2·latency / (a − b) = 2^15 exactly: the answer is 2^15 + 1
 BREAK_EVEN_TIE = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33}, TIE_GPU,
                        {"bandwidth": 2.0**35, "latency": 95.0 * 2**-23}))
-# the same with a 3× longer latency: tie at 3·2^15
-BREAK_EVEN_TIE_3 = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33}, TIE_GPU,
-                         {"bandwidth": 2.0**35, "latency": 285.0 * 2**-23}))
-
-
-def _decision_cases(rng: np.random.Generator) -> list[Case]:
-    """The exact ties, a streaming workload that writes as much as it reads (memory-bound on both processors: the
-    output bytes count in both roofline times and in the copy back), then random draws."""
-    n = float(10 ** rng.uniform(5, 8))
-    cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
-    cases = [DECISION_TIE, DECISION_TIE_NO_OUTPUT, Case((n / 8, 4 * n, 4 * n, cpu, gpu, link))]
-    for _ in range(10):
-        n = float(10 ** rng.uniform(2, 9))
-        intensity = float(2 ** rng.uniform(-3, 11))  # FLOP per byte read
-        bytes_in = n * 4
-        bytes_out = float(n * 4 * rng.choice([0.0, 0.25, 1.0]))
-        cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
-        cases.append(Case((bytes_in * intensity, bytes_in, bytes_out, cpu, gpu, link)))
-    return cases
 
 
 DECISION = Problem(
@@ -106,26 +78,13 @@ DECISION = Problem(
           even a copy of 0 bytes.
         choice is "gpu" when gpu_seconds < cpu_seconds, else "cpu".
     """,
-    reference=offload_decision,
     visible=[Case((2e9, 4e6, 4e6, CPUS[0], GPUS[0], LINKS[1])),  # 500 FLOP/byte: offloading pays
              Case((1e6, 8e6, 4e6, CPUS[0], GPUS[0], LINKS[1])),  # vector add: the copies alone cost more
              DECISION_TIE],  # exactly equal times: not strictly faster, so "cpu"
-    hidden=_decision_cases,
     compare=_compare_decision,
 )
 
 # -- Exercise 2: the break-even size -----------------------------------------------------------------------------
-
-def break_even_elements(flops_per_element: float, in_per_element: float, out_per_element: float,
-                        cpu: dict, gpu: dict, link: dict) -> int | None:
-    traffic = in_per_element + out_per_element
-    a = _roofline(flops_per_element, traffic, cpu)  # CPU seconds per element
-    b = traffic / link["bandwidth"] + _roofline(flops_per_element, traffic, gpu)  # GPU seconds per element
-    if b >= a:  # per element the GPU path is no faster: 2·latency is never recovered
-        return None
-    # n·a > 2·latency + n·b  <=>  n > 2·latency / (a − b): exact in floating point on every case the spec allows
-    # (no n has its two times within 1e-12 of each other unless they are exactly equal; _clear_of_ties)
-    return math.floor(2 * link["latency"] / (a - b)) + 1
 
 
 def _compare_break_even(what: str, got: Any, expected: int | None, case: Case) -> None:
@@ -135,67 +94,6 @@ def _compare_break_even(what: str, got: Any, expected: int | None, case: Case) -
                                f"work are slower than the CPU), got {got!r}")
         return
     expect_int(what, got, expected, "cost(n) is linear on both sides: CPU n·a, GPU 2·latency + n·b; solve n·a > 2·latency + n·b")
-
-
-def _exact_times(n: int, case: Case) -> tuple[Fraction, Fraction]:
-    """CPU and GPU seconds of n elements in exact arithmetic (the spec's formulas on the floats as given)."""
-    fpe, ipe, ope, cpu, gpu, link = (({k: Fraction(v) for k, v in x.items()} if isinstance(x, dict) else Fraction(x))
-                                     for x in case.args)
-    traffic = n * (ipe + ope)
-    cpu_s = max(n * fpe / cpu["flops"], traffic / cpu["bandwidth"])
-    gpu_s = (2 * link["latency"] + traffic / link["bandwidth"]
-             + max(n * fpe / gpu["flops"], traffic / gpu["bandwidth"]))
-    return cpu_s, gpu_s
-
-
-def _clear_of_ties(case: Case, rtol: float = 1e-12) -> bool:
-    """A random draw keeps the spec's promise: per element, and at the answer n and the n before it, the two times
-    are more than ``rtol`` apart in exact arithmetic (on the floats as given), and the reference's answer is the
-    exact one. Exact ties are left to the deliberate cases, whose numbers are powers of two: a draw with round
-    decimal rates can tie exactly in rational arithmetic where floating point cannot represent the tie, and then
-    rounding — the order a correct answer adds in — would decide (1.5 % of the draws did, before this filter)."""
-    a, gpu_one = _exact_times(1, case)
-    b = gpu_one - 2 * Fraction(case.args[5]["latency"])  # per element: CPU a, GPU path b (copies' bytes included)
-    if abs(a - b) <= rtol * a:
-        return False
-    n = break_even_elements(*case.args)
-    if b > a:
-        return n is None
-    if n != math.floor(2 * Fraction(case.args[5]["latency"]) / (a - b)) + 1:
-        return False
-    for k in (n, n - 1):
-        cpu_s, gpu_s = _exact_times(k, case) if k >= 1 else (1, 0)
-        if abs(cpu_s - gpu_s) <= rtol * max(cpu_s, gpu_s):
-            return False
-    return True
-
-
-# Per element the GPU path costs exactly what the CPU does (2^-30 s: memory-bound on both, 8 B at 2^33 B/s on the
-# CPU; 8 B over a 2^34 B/s link plus 8 B at 2^34 B/s on the GPU): offloading never pays, it only adds 2·latency
-BREAK_EVEN_PER_ELEMENT_TIE = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33},
-                                   {"flops": 2.0**50, "bandwidth": 2.0**34}, {"bandwidth": 2.0**34, "latency": 1e-5}))
-
-
-def _break_even_cases(rng: np.random.Generator) -> list[Case]:
-    """Deliberate boundaries first: an exact tie at an integer n (the answer is the next n), an exact tie per
-    element (never pays), workloads that write outputs and pay (the outputs' bytes count on every side), one that
-    pays from n = 1; then random draws kept clear of ties (the spec's promise)."""
-    cases = [BREAK_EVEN_TIE_3, BREAK_EVEN_PER_ELEMENT_TIE]
-    # compute-heavy with outputs (an H100 over PCIe 5), memory-bound with outputs over NVLink 4 (pays only because
-    # the link beats the CPU's memory), and a large FLOP count with no latency worth a copy (pays at once)
-    paying = [(float(2 ** rng.uniform(8, 12)), 8.0, 4.0, CPUS[0], GPUS[1], LINKS[1]),
-              (0.25, 8.0, 8.0, CPUS[0], GPUS[3], LINKS[2]),
-              (float(2 ** rng.uniform(14, 15)), 4.0, 2.0, CPUS[int(rng.integers(len(CPUS)))], GPUS[1],
-               {"bandwidth": LINKS[2]["bandwidth"], "latency": 1e-9})]
-    cases += [Case(args) for args in paying]
-    while len(cases) < 14:
-        dtype_bytes = int(rng.choice([2, 4, 8]))
-        cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
-        case = Case((float(2 ** rng.uniform(-1, 13)), 2 * dtype_bytes, float(dtype_bytes * rng.choice([0, 1])),
-                     cpu, gpu, link))
-        if _clear_of_ties(case):
-            cases.append(case)
-    return cases
 
 
 BREAK_EVEN = Problem(
@@ -213,10 +111,8 @@ BREAK_EVEN = Problem(
         tie exactly, in any order) or more than a relative 1e-12 apart at the answer and the n before it, so
         rounding never decides.
     """,
-    reference=break_even_elements,
     visible=[Case((1000.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])), Case((1.0, 8, 4, CPUS[0], GPUS[0], LINKS[1])),
              BREAK_EVEN_TIE],  # equal at n = 2^15 exactly: the answer is the next n
-    hidden=_break_even_cases,
     compare=_compare_break_even,
 )
 
@@ -334,45 +230,12 @@ CHUNKED = Problem(
 WARP = 32
 
 
-def warp_execution(cond: np.ndarray, cost_if: int, cost_else: int) -> tuple[int, float]:
-    cond = np.asarray(cond, dtype=bool)
-    issued = useful = 0
-    for start in range(0, len(cond), WARP):
-        w = cond[start:start + WARP]
-        issued += cost_if * bool(w.any()) + cost_else * bool((~w).any())
-        useful += cost_if * int(w.sum()) + cost_else * int((~w).sum())
-    return issued, useful / (WARP * issued)
-
-
 def _compare_warp(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
     expect_tuple(what, got, "issued_instructions, utilization")
     expect_int(f"{what} → issued instructions", got[0], expected[0],
                "per warp: the if-path is issued if any lane takes it, the else-path if any lane takes it")
     expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
                  hint="useful lane-instructions / (32 · issued); lanes past the last thread are never useful")
-
-
-def _warp_cases(rng: np.random.Generator) -> list[Case]:
-    """Deliberate classes first: whole warps only and a partial last warp, each all True, all False and mixed
-    (one lane of the last warp off); a single thread; then random patterns."""
-    whole, partial = 32 * int(rng.integers(1, 5)), 32 * int(rng.integers(0, 4)) + int(rng.integers(1, 32))
-    cost = lambda: int(rng.integers(1, 30))  # noqa: E731
-    cases = [Case((np.ones(whole, bool), cost(), cost())), Case((np.zeros(whole, bool), cost(), cost())),
-             Case((np.ones(partial, bool), cost(), cost())), Case((np.zeros(partial, bool), cost(), cost())),
-             Case((np.arange(partial) != partial - 1, cost(), cost())), Case((np.array([bool(rng.integers(2))]), cost(), cost()))]
-    for kind in ("random", "modulo", "threshold", "aligned", "random", "modulo", "threshold"):
-        n = int(rng.integers(1, 400))
-        tid = np.arange(n)
-        if kind == "random":
-            cond = rng.random(n) < rng.uniform(0.02, 0.98)
-        elif kind == "modulo":
-            cond = tid % int(rng.integers(2, 70)) == 0
-        elif kind == "threshold":
-            cond = tid < int(rng.integers(0, n + 1))
-        else:
-            cond = (tid // 32) % 2 == 0
-        cases.append(Case((cond, int(rng.integers(1, 30)), int(rng.integers(1, 30)))))
-    return cases
 
 
 WARP_EXEC = Problem(
@@ -389,9 +252,7 @@ WARP_EXEC = Problem(
         issued_instructions: total over all warps. utilization: useful lane-instructions (each thread's own
         path length, summed over threads) divided by 32 × issued_instructions.
     """,
-    reference=warp_execution,
     visible=[Case((np.arange(64) % 2 == 0, 10, 10)), Case((np.arange(64) < 32, 10, 10)), Case((np.arange(40) < 40, 4, 9))],
-    hidden=_warp_cases,
     compare=_compare_warp,
 )
 
@@ -407,12 +268,6 @@ def huber_loop(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray
         else:
             out[i] = delta * (abs(r) - 0.5 * delta)
     return out
-
-
-def _huber_reference(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray:
-    r = pred.astype(np.float64) - target.astype(np.float64)
-    a = np.abs(r)
-    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
 
 
 class _TooManySteps(Exception):
@@ -461,17 +316,6 @@ def _vectorized(fn: Callable[..., Any], hidden: bool) -> str:
     return f"\n  {steps} Python steps for {n:,} elements; about {speedup:,.0f}× faster than the loop on this machine"
 
 
-def _huber_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(6):
-        n = int(rng.integers(1, 5000))
-        dtype = str(rng.choice(["float32", "float64"]))
-        scale = float(10 ** rng.uniform(-1, 1))
-        pred, target = ((scale * rng.standard_normal(n)).astype(dtype) for _ in range(2))
-        cases.append(Case((pred, target, float(rng.uniform(0.05, 3.0) * scale))))
-    return cases
-
-
 HUBER = Problem(
     name="huber_vectorized",
     spec="""
@@ -483,10 +327,8 @@ HUBER = Problem(
         The checker traces your function on 40,000 elements: a vectorized answer runs a few dozen Python lines
         whatever n is; a loop runs n of them.
     """,
-    reference=_huber_reference,
     visible=[Case((np.array([0.0, 0.5, -0.5, 3.0, -3.0]), np.zeros(5), 1.0)),
              Case((np.linspace(-4, 4, 101, dtype=np.float32), np.full(101, 0.5, dtype=np.float32), 1.5))],
-    hidden=_huber_cases,
     compare=lambda what, got, expected, case: expect_array_close(what, got, expected,
                                                                  rtol=1e-5 if case.args[0].dtype == np.float32 else 1e-9),
     after=_vectorized,
@@ -510,13 +352,6 @@ class TransferCase(Case):
     truth: tuple[float, float] = (0.0, 0.0)  # (latency [s], bandwidth [B/s]) the measurements were drawn from
 
 
-def fit_transfer(sizes: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
-    """Least squares on the relative errors: each residual divided by its own time (weights 1/t)."""
-    sizes, seconds = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
-    slope, intercept = np.polyfit(sizes, seconds, 1, w=1.0 / seconds)
-    return float(intercept), float(1.0 / slope)
-
-
 def _compare_fit(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
     latency, bandwidth = case.truth
     got = expect_tuple(what, got, "latency_seconds, bandwidth_bytes_per_second")
@@ -537,15 +372,6 @@ def transfer_series(rng: np.random.Generator, latency: float, bandwidth: float, 
     return TransferCase((sizes, seconds), truth=(latency, bandwidth))
 
 
-def _fit_cases(rng: np.random.Generator) -> list[Case]:
-    cases = [transfer_series(rng, float(rng.uniform(2e-6, 30e-6)), float(rng.uniform(5e9, 60e9)),
-                             (int(rng.integers(8, 14)), int(rng.integers(24, 31)))) for _ in range(6)]
-    # the hard corners: few small copies (latency barely resolved) with the largest sizes, and a fast, low-latency link
-    cases.append(transfer_series(rng, 2e-6, 5e9, (13, 31)))
-    cases.append(transfer_series(rng, 2e-6, 60e9, (8, 31)))
-    return cases
-
-
 FIT = Problem(
     name="fit_transfer",
     spec=f"""
@@ -558,11 +384,9 @@ FIT = Problem(
         {BANDWIDTH_RTOL:.0%} for the bandwidth. (Small copies are all latency, large ones all bandwidth; think about
         which points an ordinary least-squares line listens to when the errors grow with the time.)
     """,
-    reference=fit_transfer,
     visible=[TransferCase((np.array([1e3, 1e6, 1e9]), np.array([10e-6 + 1e3 / 25e9, 10e-6 + 1e6 / 25e9,
                                                                   10e-6 + 1e9 / 25e9])), truth=(10e-6, 25e9)),
              transfer_series(np.random.default_rng(6), 8e-6, 50e9, (10, 28))],
-    hidden=_fit_cases,
     compare=_compare_fit,
 )
 
