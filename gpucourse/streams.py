@@ -132,22 +132,36 @@ class CommandQueue:
         return sum(end - start for (_, _, start, end) in self.log)
 
 
+def _signature(x: Any) -> tuple:
+    """What ``jax.jit`` keys its compile cache on, for one argument: an array's shape and dtype, else its type."""
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ("array", tuple(x.shape), str(x.dtype))
+    return (type(x).__name__,)
+
+
 class SimulatedJit:
     """A stand-in for a ``jax.jit`` function on a :class:`CommandQueue`: the first call traces and compiles on
     the host (``compile_us``, synchronous, like XLA's compile), every call then enqueues ``work_us`` of device
     work and returns a :class:`Pending` at once — exactly what a real jitted function does, on a clock that
-    makes every timing exact."""
+    makes every timing exact. As with ``jax.jit``, a call whose arguments differ in shape, dtype or type from
+    every earlier call traces and compiles again."""
 
     def __init__(self, queue: CommandQueue, work_us: float, compile_us: float = 0.0, name: str = "f",
                  factors: dict[int, float] | None = None):
         self.queue, self.work_us, self.compile_us, self.__name__ = queue, work_us, compile_us, name
         self.factors = dict(factors or {})  # call number (0 = the first, compiling call) -> work multiplier
-        self.compiled, self.calls = False, 0
+        self.calls = 0
+        self.signatures: set[tuple] = set()  # argument signatures compiled so far (jax.jit's cache)
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.signatures)
 
     def __call__(self, *args: Any) -> Pending:
-        if not self.compiled:
+        signature = tuple(_signature(a) for a in args)
+        if signature not in self.signatures:
             self.queue.host_work(self.compile_us)
-            self.compiled = True
+            self.signatures.add(signature)
         work = self.work_us * self.factors.get(self.calls, 1.0)  # a load spike (> 1) or a lucky call (< 1)
         self.calls += 1
         return self.queue.launch(work, self.__name__)

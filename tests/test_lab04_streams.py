@@ -8,6 +8,7 @@ import pytest
 
 from gpucourse import streams as st
 from grader.checks import CheckFailure
+from grader.answers import lab04_streams as answers  # the instructor's side: references, hidden-case generators
 from grader.labs import lab04_streams as lab
 
 DAG = lab.problems["schedule_dag"]
@@ -39,11 +40,11 @@ def follow_last_dependency(tasks, deps):  # another correct greedy: prefers the 
 
 
 def test_sound_schedules_pass_every_case():
-    assert all(v is True for v in _judge(lab.schedule_dag))
+    assert all(v is True for v in _judge(answers.schedule_dag))
     assert all(v is True for v in _judge(follow_last_dependency))
 
     def with_redundant_waits(tasks, deps):  # waits that stream order already implies change nothing
-        ops = lab.schedule_dag(tasks, deps)
+        ops = answers.schedule_dag(tasks, deps)
         return [st.Op(o.name, o.stream, o.duration, o.engine, sms=o.sms, waits=tuple(deps.get(o.name, ())))
                 for o in ops]
 
@@ -53,14 +54,14 @@ def test_sound_schedules_pass_every_case():
 def test_plausible_wrong_schedules_fail_some_cases_with_a_reason():
     per_engine = _judge(lambda t, d: [st.Op(n, e, us, e, sms=s, waits=tuple(d.get(n, ()))) for n, e, us, s in t])
     assert sum(v is not True for v in per_engine) >= 5 and any("too few streams" in str(v) for v in per_engine)
-    per_task = _judge(lab.one_stream_per_task)
+    per_task = _judge(answers.one_stream_per_task)
     assert any("hardware queues" in str(v) for v in per_task)
     assert all(v is not True for v in per_task[-3:])  # the three false-dependency hidden cases
     one = _judge(lambda t, d: [st.Op(n, "s", us, e, sms=s) for n, e, us, s in t])
     assert all(v is not True for v in one)
 
     def forgets_cross_events(tasks, deps):  # follows the pipelines, but no events at all
-        return [st.Op(o.name, o.stream, o.duration, o.engine, sms=o.sms) for o in lab.schedule_dag(tasks, deps)]
+        return [st.Op(o.name, o.stream, o.duration, o.engine, sms=o.sms) for o in answers.schedule_dag(tasks, deps)]
 
     assert any("race" in str(v) for v in _judge(forgets_cross_events))
 
@@ -68,19 +69,19 @@ def test_plausible_wrong_schedules_fail_some_cases_with_a_reason():
 def test_events_on_tasks_issued_later_are_refused():
     case = DAG.visible[0]
     tasks, deps = case.args
-    rest = [o for o in lab.schedule_dag(tasks, deps) if o.name not in ("in0", "k0")]
+    rest = [o for o in answers.schedule_dag(tasks, deps) if o.name not in ("in0", "k0")]
     k0_first = [st.Op("k0", "b", 50.0, sms=40, waits=("in0",)), st.Op("in0", "a", 20.0, "h2d")] + rest
     with pytest.raises(CheckFailure, match="issued after it"):
         DAG.compare("schedule_dag", k0_first, None, case)
     with pytest.raises(CheckFailure, match="expected every task once"):
-        DAG.compare("schedule_dag", lab.schedule_dag(tasks, deps)[:-1], None, case)
+        DAG.compare("schedule_dag", answers.schedule_dag(tasks, deps)[:-1], None, case)
 
 
 def test_reference_reaches_the_ideal_on_many_random_graphs():
     rng = np.random.default_rng(7)
     for _ in range(300):
-        tasks, deps = lab.random_dag(rng, int(rng.integers(2, 5))).args
-        ref = lab.schedule_dag(tasks, deps)
+        tasks, deps = answers.random_dag(rng, int(rng.integers(2, 5))).args
+        ref = answers.schedule_dag(tasks, deps)
         assert not st.races([st.Op(o.name, o.stream, o.duration, o.engine, sms=o.sms, waits=o.waits,
                                    writes=(o.name,), reads=tuple(deps.get(o.name, ()))) for o in ref])
         assert len({o.stream for o in ref}) <= 8
@@ -139,7 +140,7 @@ def test_launches_catch_ties_and_the_missing_busy_regime():
         with pytest.raises(CheckFailure, match=r"→ T\("):
             lab.LAUNCHES.check(_launches_with(lambda t, limit: t > limit, busy_regime=False), hidden=hidden)
     for case in lab.LAUNCH_TIES:  # the ties are exact: T(N) == 2·work at the N before the answer
-        n, makespans = lab.launches_to_dominate(*case.args)
+        n, makespans = answers.launches_to_dominate(*case.args)
         assert makespans[-2] == 2 * case.args[0]
 
 
@@ -206,4 +207,78 @@ def test_launches_a_kernel_by_kernel_simulation_passes_in_time():
     lab.LAUNCHES.check(_simulated_launches, hidden=True)
     for seed in range(50):
         for case in lab.LAUNCHES.hidden_cases(seed):
-            assert lab.launches_to_dominate(*case.args)[0] <= lab.MAX_LAUNCHES
+            assert answers.launches_to_dominate(*case.args)[0] <= lab.MAX_LAUNCHES
+
+
+def test_launch_draws_keep_the_spec_promise_and_the_boundaries_are_drawn():
+    """Issue 13: random draws keep T(N) and T(N − 1) clear of 2·work (so a kernel-by-kernel simulation, which adds
+    in another order, decides as the formula does); N = 1 and the work == launch boundary are always there."""
+    for seed in range(40):
+        cases = lab.LAUNCHES.hidden_cases(seed)
+        assert all(answers._clear_of_ties(c) for c in cases[:7])
+        found = [answers.launches_to_dominate(*c.args)[0] for c in cases]
+        assert 1 in found and answers.launches_to_dominate(6.5, 6.5)[0] == 2
+        for case in cases:
+            lab.LAUNCHES.compare("launches", _simulated_launches(*case.args), answers.launches_to_dominate(*case.args),
+                                 case)
+
+
+def test_time_call_hidden_cases_catch_a_clock_read_as_a_duration_and_a_call_on_another_argument():
+    def clock_from_zero(f, x, repeat, clock):  # takes clock() itself for the first call's duration
+        f(x).block_until_ready()
+        first = clock()
+        times = []
+        for _ in range(repeat):
+            t0 = clock()
+            f(x).block_until_ready()
+            times.append(clock() - t0)
+        return first, float(np.median(times))
+
+    def warms_up_on_none(f, x, repeat, clock):  # the first call on something else: the timed calls compile again
+        t0 = clock()
+        f(None).block_until_ready()
+        first = clock() - t0
+        times = []
+        for _ in range(repeat):
+            t0 = clock()
+            f(x).block_until_ready()
+            times.append(clock() - t0)
+        return first, float(np.median(times))
+
+    for wrong, message in ((clock_from_zero, "first call"), (warms_up_on_none, "steady state")):
+        with pytest.raises(CheckFailure, match=message):
+            lab.TIMING.check(wrong, hidden=True)
+
+
+def test_chunked_overlap_copies_must_say_their_bytes():
+    def no_nbytes(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):  # right durations, no nbytes
+        base, extra = divmod(nbytes, n_chunks)
+        ops = []
+        for i in range(n_chunks):
+            size, s = base + (i < extra), f"s{i % n_streams}"
+            ops += [st.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d"), st.Op(f"k{i}", s, size / compute_Bps * 1e6, sms=132),
+                    st.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h")]
+        return ops
+
+    with pytest.raises(CheckFailure, match="nbytes"):
+        lab.CHUNKS.check(no_nbytes)
+    lab.CHUNKS.check(answers.chunked_overlap, hidden=True)
+
+
+def test_predict_makespan_hidden_cases_run_more_streams_than_hardware_queues():
+    def on_a_real_gpu(streams, durations, waits):  # the default model: 8 hardware queues, as CUDA's default
+        ops = [st.Op(n, s, float(durations[n]), waits=tuple(waits.get(n, ()))) for s, c in streams.items() for n in c]
+        return st.simulate(ops).makespan
+
+    def verdicts(cases):  # judged directly: the check itself refuses a call of simulate (the exercise's forbid)
+        out = []
+        for case in cases:
+            try:
+                lab.MAKESPAN.compare("m", on_a_real_gpu(*case.args), answers.predict_makespan(*case.args), case)
+                out.append(True)
+            except CheckFailure:
+                out.append(False)
+        return out
+
+    assert all(verdicts(lab.MAKESPAN.visible))  # the visible cases have at most 3 streams: no difference
+    assert not all(verdicts(lab.MAKESPAN.hidden_cases()))

@@ -9,6 +9,7 @@ import pytest
 
 import gpucourse as gc
 from gpucourse import streams as st
+from grader.answers import lab04_streams as answers  # the instructor's side: references, hidden-case generators
 from grader.labs import lab04_streams as lab
 
 SEED = {"1": [("A", 30), ("B", 20), ("C", 25)], "2": [("D", 40), ("E", 15)],
@@ -56,10 +57,10 @@ def test_launch_cost_issue_order_and_graphs():
 def test_lab_closed_form_matches_the_simulation(work, launch):
     for n in (1, 2, 3, 7, 20, 60):
         ops = [st.Op(f"k{i}", "s", work / n) for i in range(n)]
-        assert math.isclose(st.simulate(ops, launch_us=launch).makespan, lab.launched_makespan(work, launch, n))
-    n, makespans = lab.launches_to_dominate(work, launch)
-    assert lab.launched_makespan(work, launch, n) > 2 * work
-    assert n == 1 or lab.launched_makespan(work, launch, n - 1) <= 2 * work
+        assert math.isclose(st.simulate(ops, launch_us=launch).makespan, answers.launched_makespan(work, launch, n))
+    n, makespans = answers.launches_to_dominate(work, launch)
+    assert answers.launched_makespan(work, launch, n) > 2 * work
+    assert n == 1 or answers.launched_makespan(work, launch, n - 1) <= 2 * work
     assert len(makespans) == n and all(  # T(k) as the simulation runs it, busy regime included
         math.isclose(t, st.simulate([st.Op(f"k{i}", "s", work / k) for i in range(k)], launch_us=launch).makespan)
         for k, t in enumerate(makespans[:60], start=1))
@@ -99,10 +100,15 @@ def test_simulated_jit_compiles_once():
     f(0).block_until_ready()
     assert q.host_us == 1104
     assert lab.time_call(st.SimulatedJit(q, 50, 1000), None, 3, st.VirtualClock(q)) == pytest.approx((1052e-6, 52e-6))
+    f(np.ones(3)).block_until_ready()  # another argument type: traced and compiled again, as jax.jit does
+    assert q.host_us == 1104 + 1052 + 3 * 52 + 1052
+    f(np.ones(3, np.float32)).block_until_ready()  # another dtype: again
+    f(np.zeros(3)).block_until_ready()  # the same shape and dtype: cached
+    assert q.host_us == 1104 + 1052 + 3 * 52 + 1052 + 1052 + 52
 
 
 def test_chunked_pipeline_beats_one_stream_and_respects_dependencies():
-    ops = lab.chunked_overlap(10**8, 6, 3, 25e9, 50e9, 25e9)
+    ops = answers.chunked_overlap(10**8, 6, 3, 25e9, 50e9, 25e9)
     tl, serial = st.simulate(ops), st.simulate(st.on_one_stream(ops))
     assert tl.makespan < 0.7 * serial.makespan
     for i in range(6):
@@ -136,7 +142,7 @@ def test_gpu_streams_run_concurrently_and_in_order():
 
 @pytest.mark.gpu
 def test_gpu_copy_compute_overlap_matches_the_model_direction():
-    ops = lab.chunked_overlap(128 * 2**20, 8, 4, 25e9, 50e9, 25e9)
+    ops = answers.chunked_overlap(128 * 2**20, 8, 4, 25e9, 50e9, 25e9)
     overlapped, serial = st.measure_on_gpu(ops), st.measure_on_gpu(st.on_one_stream(ops))
     assert overlapped.makespan < 0.9 * serial.makespan
 
@@ -164,13 +170,13 @@ def test_gpu_stream_sync_returns_before_device_sync():
 def test_random_schedules_never_deadlock_and_match_the_lab_reference():
     rng = np.random.default_rng(3)
     for _ in range(20):
-        streams, durations, waits = lab._random_schedule(rng).args
+        streams, durations, waits = answers._random_schedule(rng).args
         ops = [st.Op(n, s, durations[n], waits=tuple(waits.get(n, ()))) for s, c in streams.items() for n in c]
-        tl = st.simulate(ops, lab.WIDE)
+        tl = st.simulate(ops, answers.WIDE)
         for op in ops:
             for w in op.waits:
                 assert tl.span(op.name).start >= tl.span(w).end
-        assert tl.makespan == lab.predict_makespan(streams, durations, waits)
+        assert tl.makespan == answers.predict_makespan(streams, durations, waits)
 
 
 def test_legacy_default_stream_synchronizes_with_blocking_streams_only():

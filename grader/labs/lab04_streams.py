@@ -3,11 +3,16 @@
 Every schedule is judged by the course's stream/engine model (``gpucourse.streams.simulate``): in order within
 a stream, events across streams, kernels sharing the SMs, one copy engine per direction, times in µs. On a GPU
 the chunked-overlap exercise is also run for real with CuPy streams and timed with CUDA events.
+
+This module is the lab's *exercise side* (specs, visible cases, comparisons, checks: what students install); the
+references and hidden-case generators are its answer side, grader/answers/lab04_streams.py (the instructor's only;
+grader/DESIGN.md). The visible cases' expected values ship as data: lab04_streams.expected.json. time_call is not
+split yet: its cases hold a simulated jitted function and a clock that share one command queue (not plain data),
+so its reference and generator are still here.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Callable
 
@@ -20,7 +25,6 @@ from ..problem import Case, Problem
 
 SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
 SEED_DURATIONS = {"A": 30.0, "B": 20.0, "C": 25.0, "D": 40.0, "E": 15.0, "F": 10.0, "G": 20.0, "H": 15.0, "I": 30.0}
-WIDE = st.Machine(sms=10**6, connections=None, name="unlimited SMs and queues")
 
 
 class FreshCase(Case):
@@ -38,33 +42,6 @@ class FreshCase(Case):
 
 # -- Exercise 1: predict the makespan of a multi-stream schedule -------------------------------------------------
 
-def predict_makespan(streams: dict, durations: dict, waits: dict) -> float:
-    ops = [st.Op(name, s, float(durations[name]), waits=tuple(waits.get(name, ()))) for s, chain in streams.items()
-           for name in chain]
-    return st.simulate(ops, WIDE).makespan
-
-
-def _random_schedule(rng: np.random.Generator) -> Case:
-    n_streams = int(rng.integers(2, 6))
-    lengths = [int(rng.integers(1, 6)) for _ in range(n_streams)]
-    streams = {f"s{k}": [f"{chr(65 + k)}{j}" for j in range(n)] for k, n in enumerate(lengths)}
-    durations = {op: float(rng.integers(2, 200)) / 2 for chain in streams.values() for op in chain}
-    # a random interleaving of the streams is a global order; an op may wait only for ops earlier in it
-    order = [s for s, chain in streams.items() for _ in chain]
-    rng.shuffle(order)
-    position = {s: 0 for s in streams}
-    earlier: list[tuple[str, str]] = []
-    waits: dict[str, list[str]] = {}
-    for s in order:
-        op = streams[s][position[s]]
-        position[s] += 1
-        others = [o for (o, os) in earlier if os != s]
-        if others and rng.random() < 0.45:
-            k = int(rng.integers(1, min(2, len(others)) + 1))
-            waits[op] = [str(o) for o in rng.choice(others, size=k, replace=False)]
-        earlier.append((op, s))
-    return Case((streams, durations, waits))
-
 
 MAKESPAN = Problem(
     name="predict_makespan",
@@ -78,11 +55,9 @@ MAKESPAN = Problem(
         Everything is queued at t = 0. An op starts as soon as the previous op of its stream and every op it
         waits for have finished. Return when the last op finishes.
     """,
-    reference=predict_makespan,
     visible=[Case((SEED_STREAMS, SEED_DURATIONS, {})),
              Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]})),
              Case(({"s0": ["x", "y"]}, {"x": 1.5, "y": 2.0}, {}))],
-    hidden=lambda rng: [_random_schedule(rng) for _ in range(8)],
     compare=lambda what, got, expected, case: expect_close(
         what, got, expected, rtol=1e-9,
         hint="an op's end = max(end of the previous op in its stream, ends of the ops it waits for) + duration"),
@@ -104,22 +79,6 @@ def dag_ideal(tasks: list, deps: dict) -> list[st.Op]:
 
 def dag_target(tasks: list, deps: dict) -> float:
     return st.simulate(dag_ideal(tasks, deps), st.Machine(connections=None)).makespan
-
-
-def schedule_dag(tasks: list, deps: dict) -> list[st.Op]:
-    """Chains on streams: a task follows one of its dependencies on that dependency's stream when it is the
-    stream's last task; its other dependencies become events; a task with no such dependency opens a stream."""
-    tail: dict[str, str] = {}  # stream -> its last task
-    ops = []
-    for name, engine, us, sms in tasks:
-        needs = list(deps.get(name, ()))
-        stream = next((s for s, last in tail.items() if last in needs), None)
-        if stream is None:
-            stream = f"s{len(tail)}"
-        waits = tuple(d for d in needs if d != tail.get(stream))
-        ops.append(st.Op(name, stream, float(us), engine, sms=int(sms), waits=waits))
-        tail[stream] = name
-    return ops
 
 
 def _compare_dag(what: str, got: Any, expected: list[st.Op], case: Case) -> None:
@@ -164,60 +123,17 @@ def _compare_dag(what: str, got: Any, expected: list[st.Op], case: Case) -> None
                                                    "run side by side"))
 
 
-def random_dag(rng: np.random.Generator, n_chains: int) -> Case:
-    """Pipelines (copy in → kernels → copy out) with cross-pipeline dependencies, issued interleaved."""
-    chains: list[list[tuple[str, str, float, int]]] = []
-    for c in range(n_chains):
-        chain = [(f"in{c}", "h2d", float(rng.integers(5, 60)), 1)]
-        for j in range(int(rng.integers(1, 4))):
-            chain.append((f"k{c}{'abc'[j]}", "compute", float(rng.integers(5, 120)), int(rng.choice([20, 44, 66, 132]))))
-        if rng.random() < 0.7:
-            chain.append((f"out{c}", "d2h", float(rng.integers(5, 60)), 1))
-        chains.append(chain)
-    order = [c for c, chain in enumerate(chains) for _ in chain]
-    rng.shuffle(order)
-    position = [0] * n_chains
-    tasks, deps, issued = [], {}, []
-    for c in order:
-        task = chains[c][position[c]]
-        needs = [chains[c][position[c] - 1][0]] if position[c] else []
-        kernels_before = [t for t in issued if t[1] == "compute" and not t[0].startswith(f"k{c}")]
-        if task[1] == "compute" and kernels_before and rng.random() < 0.45:  # needs another pipeline's result
-            needs.append(kernels_before[int(rng.integers(len(kernels_before)))][0])
-        position[c] += 1
-        tasks.append(task)
-        issued.append(task)
-        if needs:
-            deps[task[0]] = needs
-    return Case((tasks, deps))
-
-
-def one_stream_per_task(tasks: list, deps: dict) -> list[st.Op]:
-    """The DAG transcribed task by task: correct, but each task opens a stream — beyond 8 they share queues."""
-    return [st.Op(name, f"t{i}", float(us), engine, sms=int(sms), waits=tuple(deps.get(name, ())))
-            for i, (name, engine, us, sms) in enumerate(tasks)]
-
-
-def false_dependency_dag(rng: np.random.Generator) -> Case:
-    """A DAG where one stream per task (12 streams on 8 hardware queues) picks up a false dependency and finishes
-    late, while following the pipelines (5 streams) reaches the ideal: the 10th task, a kernel on the critical
-    path, shares a hardware queue with the 2nd, which waits for a long kernel."""
-    r = lambda lo, hi: float(rng.integers(lo, hi))  # noqa: E731  (µs)
-    tasks = [("kLong", "compute", r(150, 220), 44), ("kTail", "compute", r(5, 20), 44),  # kTail waits for kLong
-             ("in0", "h2d", r(5, 15), 1), ("in1", "h2d", r(5, 15), 1), ("inC", "h2d", r(5, 15), 1),
-             ("k0", "compute", r(5, 30), 20), ("k1", "compute", r(5, 30), 20),
-             ("out0", "d2h", r(5, 15), 1), ("out1", "d2h", r(5, 15), 1),
-             ("kC1", "compute", r(80, 120), 44), ("kC2", "compute", r(80, 120), 44), ("outC", "d2h", r(10, 30), 1)]
-    deps = {"kTail": ["kLong"], "k0": ["in0"], "k1": ["in1"], "out0": ["k0"], "out1": ["k1"],
-            "kC1": ["inC"], "kC2": ["kC1"], "outC": ["kC2"]}
-    target = dag_target(tasks, deps)
-    assert st.simulate(schedule_dag(tasks, deps)).makespan <= target < st.simulate(one_stream_per_task(tasks, deps)).makespan
-    return Case((tasks, deps))
-
-
 _DAG_VISIBLE_TASKS = [("in0", "h2d", 20.0, 1), ("in1", "h2d", 20.0, 1), ("k0", "compute", 50.0, 40),
                       ("k1", "compute", 50.0, 40), ("sum", "compute", 10.0, 132), ("out", "d2h", 20.0, 1)]
 _DAG_VISIBLE_DEPS = {"k0": ["in0"], "k1": ["in1"], "sum": ["k0", "k1"], "out": ["sum"]}
+# the answer side's false_dependency_dag(np.random.default_rng(4)): one stream per task (12 streams on 8 hardware
+# queues) picks up a false dependency here; following the pipelines reaches the ideal (tests/test_lab04_streams.py)
+_DAG_FALSE_DEPENDENCY_TASKS = [
+    ("kLong", "compute", 200.0, 44), ("kTail", "compute", 19.0, 44), ("in0", "h2d", 13.0, 1), ("in1", "h2d", 10.0, 1),
+    ("inC", "h2d", 14.0, 1), ("k0", "compute", 29.0, 20), ("k1", "compute", 29.0, 20), ("out0", "d2h", 5.0, 1),
+    ("out1", "d2h", 9.0, 1), ("kC1", "compute", 104.0, 44), ("kC2", "compute", 91.0, 44), ("outC", "d2h", 17.0, 1)]
+_DAG_FALSE_DEPENDENCY_DEPS = {"kTail": ["kLong"], "k0": ["in0"], "k1": ["in1"], "out0": ["k0"], "out1": ["k1"],
+                              "kC1": ["inC"], "kC2": ["kC1"], "outC": ["kC2"]}
 
 DAG = Problem(
     name="schedule_dag",
@@ -236,9 +152,7 @@ DAG = Problem(
           direction, and 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS: a 9th stream shares a queue with the
           1st) — finishes no later than the ideal, where every task waits for exactly its dependencies.
     """,
-    reference=schedule_dag,
-    visible=[Case((_DAG_VISIBLE_TASKS, _DAG_VISIBLE_DEPS)), false_dependency_dag(np.random.default_rng(4))],
-    hidden=lambda rng: [random_dag(rng, n) for n in (2, 3, 4, 4, 3)] + [false_dependency_dag(rng) for _ in range(3)],
+    visible=[Case((_DAG_VISIBLE_TASKS, _DAG_VISIBLE_DEPS)), Case((_DAG_FALSE_DEPENDENCY_TASKS, _DAG_FALSE_DEPENDENCY_DEPS))],
     compare=_compare_dag,
 )
 
@@ -258,11 +172,12 @@ def time_call(f: Callable, x: Any, repeat: int, clock: Callable[[], float]) -> t
 
 
 def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int,
-                 factors: dict[int, float] | None = None) -> FreshCase:
+                 factors: dict[int, float] | None = None, start_us: float = 0.0) -> FreshCase:
     """``factors``: call number (1 = the first timed call) -> work multiplier: calls on a shared machine differ
-    from one another, and load spikes (another program took the machine) make some calls many times slower."""
+    from one another, and load spikes (another program took the machine) make some calls many times slower.
+    ``start_us``: what the clock reads when time_call starts (time.perf_counter never starts at 0)."""
     def make() -> tuple:
-        q = st.CommandQueue(launch_us=launch_us)
+        q = st.CommandQueue(launch_us=launch_us, host_us=start_us)
         return (st.SimulatedJit(q, work_us, compile_us, "f", factors=factors), np.ones(4, np.float32), repeat,
                 st.VirtualClock(q))
 
@@ -349,6 +264,9 @@ TIMING = Problem(
         _timing_case(60.0, 900.0, 3.0, 9, {1: 5.0, 2: 1.2, 3: 0.9, 4: 1.05, 5: 1.0, 6: 0.85, 7: 1.15, 8: 7.0, 9: 0.4}),
         _timing_case(80.0, 700.0, 3.0, 1, {1: 1.25}),  # one timed call: its time, not the compiling call's
         _timing_case(80.0, 700.0, 3.0, 2, {1: 0.9, 2: 3.0}),  # two: their mean (the median of two)
+        # the clock reads 12.5 s at the start (first = clock() − t0, not clock() alone); the first timed call is the
+        # fastest, so a call that compiles again (f called on something other than x) moves the median
+        _timing_case(150.0, 2000.0, 4.0, 5, {1: 0.8, 2: 1.1, 3: 0.9, 4: 1.3, 5: 1.0}, start_us=12.5e6),
     ],
     compare=_compare_timing,
     after=_real_jax_timing,
@@ -356,26 +274,6 @@ TIMING = Problem(
 
 
 # -- Exercise 4: how many tiny launches make overhead dominate? ------------------------------------------------------
-
-def launched_makespan(work_us: float, launch_us: float, n: int) -> float:
-    """µs to run ``work_us`` of GPU work as ``n`` equal kernels issued by a host that needs ``launch_us`` each."""
-    return max(launch_us + work_us, n * launch_us + work_us / n)
-
-
-def launches_to_dominate(work_us: float, launch_us: float) -> tuple[int, list[float]]:
-    def dominated(n: int) -> bool:
-        return launched_makespan(work_us, launch_us, n) > 2 * work_us
-
-    if dominated(1):
-        n = 1
-    else:
-        root = (work_us + math.sqrt(max(work_us * work_us - launch_us * work_us, 0.0))) / launch_us
-        n = max(1, math.floor(root) + 1)
-        while n > 1 and dominated(n - 1):  # guard the closed form against rounding
-            n -= 1
-        while not dominated(n):
-            n += 1
-    return n, [launched_makespan(work_us, launch_us, k) for k in range(1, n + 1)]
 
 
 def _compare_launches(what: str, got: Any, expected: tuple[int, list[float]], case: Case) -> None:
@@ -408,12 +306,6 @@ LAUNCH_TIES = [Case((1024.0, 124.0)), Case((96.0, 42.0))]
 MAX_LAUNCHES = 2000  # the spec's bound on N: a kernel-by-kernel simulation of T(1..N) (O(N²)) stays fast
 
 
-def _launch_case(rng: np.random.Generator) -> Case:
-    """work/launch between 0.3 and 900: N ≈ 2·work/launch stays below MAX_LAUNCHES."""
-    launch = float(np.round(rng.uniform(1, 20), 2))
-    return Case((float(np.round(launch * 10 ** rng.uniform(-0.5, np.log10(900)), 2)), launch))
-
-
 LAUNCHES = Problem(
     name="launches_to_dominate",
     spec="""
@@ -424,31 +316,18 @@ LAUNCHES = Problem(
         N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
         makespans: the list [T(1), T(2), …, T(N)] in µs.
         On every test case N ≤ 2,000 (so even simulating the N kernels one by one for each N is fast enough).
+        Ties: where T(N) equals 2·work_us exactly, the GPU idles exactly as long as it works, not longer: that N
+        does not count, the answer is a later one. Every test case keeps T(N) and T(N − 1) either exactly equal to
+        2·work_us (exactly representable: floating point computes the tie exactly) or more than a relative 1e-12
+        away from it, so rounding never decides.
     """,
-    reference=launches_to_dominate,
     visible=[Case((1000.0, 4.0)), Case((30.0, 5.0)), Case((3.0, 4.0)), LAUNCH_TIES[0]],
-    hidden=lambda rng: [_launch_case(rng) for _ in range(7)] + [Case((2.5, 3.0))] + LAUNCH_TIES,
     compare=_compare_launches,
     after=_launch_report,
 )
 
 
 # -- Exercise 5: chunked copy/compute overlap ------------------------------------------------------------------------
-
-def chunk_sizes(nbytes: int, n_chunks: int) -> list[int]:
-    base, extra = divmod(nbytes, n_chunks)
-    return [base + (i < extra) for i in range(n_chunks)]
-
-
-def chunked_overlap(nbytes: int, n_chunks: int, n_streams: int, h2d_Bps: float, compute_Bps: float,
-                    d2h_Bps: float) -> list[st.Op]:
-    ops = []
-    for i, size in enumerate(chunk_sizes(nbytes, n_chunks)):
-        s = f"s{i % n_streams}"
-        ops += [st.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size),
-                st.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=st.Machine().sms),
-                st.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size)]
-    return ops
 
 
 def _compare_chunks(what: str, got: Any, expected: list[st.Op], case: Case) -> None:
@@ -469,6 +348,9 @@ def _compare_chunks(what: str, got: Any, expected: list[st.Op], case: Case) -> N
                      hint="chunk i has nbytes // n_chunks bytes, plus one for the first nbytes % n_chunks chunks")
         if op.engine == "compute" and g.sms != op.sms:
             raise CheckFailure(f"{what}: kernel {name} must occupy all {op.sms} SMs, got sms={g.sms}")
+        if op.engine != "compute" and g.nbytes != op.nbytes:
+            raise CheckFailure(f"{what}: copy {name} must say how many bytes it moves, nbytes={op.nbytes} (the "
+                               f"chunk's size), got nbytes={g.nbytes!r}: on a GPU that is what it copies")
     if len({op.stream for op in got}) > n_streams:
         raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len({op.stream for op in got})}")
     timeline = st.simulate(got)
@@ -483,15 +365,6 @@ def _compare_chunks(what: str, got: Any, expected: list[st.Op], case: Case) -> N
         raise CheckFailure(f"{what}: makespan {timeline.makespan:g} µs, expected at most {target:g} µs (one stream: "
                            f"{serial:g} µs). Hint: spread the chunks round-robin over the streams so that copies "
                            "and kernels of different chunks overlap")
-
-
-def _chunk_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(6):
-        n_chunks, n_streams = int(rng.integers(2, 9)), int(rng.integers(2, 5))
-        rates = [float(10 ** rng.uniform(9.5, 11)) for _ in range(3)]
-        cases.append(Case((int(rng.integers(10**6, 10**9)), n_chunks, n_streams, *rates)))
-    return cases
 
 
 def _gpu_overlap(fn: Callable, hidden: bool) -> str:
@@ -523,9 +396,7 @@ CHUNKS = Problem(
         The checker simulates your list (issue order = list order) and wants a makespan no worse than the
         classic pattern: chunk i on stream i % n_streams, issued chunk by chunk.
     """,
-    reference=chunked_overlap,
     visible=[Case((2 * 10**6, 2, 2, 25e9, 50e9, 25e9)), Case((100 * 10**6 + 3, 4, 3, 25e9, 40e9, 20e9))],
-    hidden=_chunk_cases,
     compare=_compare_chunks,
     after=_gpu_overlap,
 )

@@ -99,6 +99,10 @@ lab.problems["offload_decision"].check(offload_decision, hidden=True)
 # Both costs grow linearly with the number of elements `n`, but the GPU path starts with a fixed cost (two copy
 # latencies). If, per element, the GPU path (copy + work) is cheaper than the CPU, there is a size past which
 # offloading pays; if not, it never does — however large the problem. Find that size.
+#
+# Ties: "pays" means strictly faster. At an `n` where both paths take exactly the same time the CPU keeps the work,
+# so the answer is the next `n`; and when one element costs exactly as much on the GPU path as on the CPU, the two
+# copy latencies are never won back: `None`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["break_even_elements"].show()

@@ -194,7 +194,8 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # host queues launches while the GPU works, and as long as each kernel runs longer than a launch takes, the queue
 # never runs dry. Split a fixed amount of work into more and more kernels, compute the makespan for each split
 # (both regimes: the GPU is the bottleneck, or the host is), and find where the GPU starts idling more than it
-# works.
+# works. Ties: where T(N) is exactly 2·work_us the GPU idles exactly as long as it works — not *more*, so that N
+# does not count yet.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].show()

@@ -1,0 +1,214 @@
+"""Lab 4's answer side: the reference of every exercise and its hidden-case generator (instructor only).
+
+Never installed for students, never present in a grading sandbox (grader/sandbox.py hides ``grader/answers``):
+the student edition (``python -m grader student-edition``) leaves it out and checks that none of its source is
+in what it ships. The exercise side, grader/labs/lab04_streams.py, is the rest of the lab; this module imports it,
+never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
+
+time_call is not split yet: its cases hold a SimulatedJit and a VirtualClock sharing one CommandQueue, which the
+wire format cannot carry as data (it has no shared references); its reference and generator stay on the
+exercise side.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from gpucourse import streams as st
+
+from ..labs.lab04_streams import LAUNCH_TIES, MAX_LAUNCHES, dag_target
+from ..problem import Case
+
+
+WIDE = st.Machine(sms=10**6, connections=None, name="unlimited SMs and queues")
+
+
+def predict_makespan(streams: dict, durations: dict, waits: dict) -> float:
+    ops = [st.Op(name, s, float(durations[name]), waits=tuple(waits.get(name, ()))) for s, chain in streams.items()
+           for name in chain]
+    return st.simulate(ops, WIDE).makespan
+
+
+def _random_schedule(rng: np.random.Generator) -> Case:
+    n_streams = int(rng.integers(2, 6))
+    lengths = [int(rng.integers(1, 6)) for _ in range(n_streams)]
+    streams = {f"s{k}": [f"{chr(65 + k)}{j}" for j in range(n)] for k, n in enumerate(lengths)}
+    durations = {op: float(rng.integers(2, 200)) / 2 for chain in streams.values() for op in chain}
+    # a random interleaving of the streams is a global order; an op may wait only for ops earlier in it
+    order = [s for s, chain in streams.items() for _ in chain]
+    rng.shuffle(order)
+    position = {s: 0 for s in streams}
+    earlier: list[tuple[str, str]] = []
+    waits: dict[str, list[str]] = {}
+    for s in order:
+        op = streams[s][position[s]]
+        position[s] += 1
+        others = [o for (o, os) in earlier if os != s]
+        if others and rng.random() < 0.45:
+            k = int(rng.integers(1, min(2, len(others)) + 1))
+            waits[op] = [str(o) for o in rng.choice(others, size=k, replace=False)]
+        earlier.append((op, s))
+    return Case((streams, durations, waits))
+
+
+def _many_streams(rng: np.random.Generator) -> Case:
+    """Ten streams: more than a real GPU's 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS). On such a GPU the 9th
+    stream shares the 1st one's queue, and its ops would wait behind the 1st stream's second op, itself waiting for
+    a long first op (a false dependency). The spec's GPU runs every stream side by side: nothing waits for it."""
+    streams = {f"s{k}": [f"Q{k}"] for k in range(10)}
+    streams["s0"], streams["s8"] = ["long", "after"], ["first", "second"]
+    durations = {op: float(rng.integers(2, 20)) for chain in streams.values() for op in chain}
+    durations["long"], durations["second"] = float(rng.integers(100, 200)), float(rng.integers(100, 200))
+    return Case((streams, durations, {}))
+
+
+def schedule_dag(tasks: list, deps: dict) -> list[st.Op]:
+    """Chains on streams: a task follows one of its dependencies on that dependency's stream when it is the
+    stream's last task; its other dependencies become events; a task with no such dependency opens a stream."""
+    tail: dict[str, str] = {}  # stream -> its last task
+    ops = []
+    for name, engine, us, sms in tasks:
+        needs = list(deps.get(name, ()))
+        stream = next((s for s, last in tail.items() if last in needs), None)
+        if stream is None:
+            stream = f"s{len(tail)}"
+        waits = tuple(d for d in needs if d != tail.get(stream))
+        ops.append(st.Op(name, stream, float(us), engine, sms=int(sms), waits=waits))
+        tail[stream] = name
+    return ops
+
+
+def random_dag(rng: np.random.Generator, n_chains: int) -> Case:
+    """Pipelines (copy in → kernels → copy out) with cross-pipeline dependencies, issued interleaved."""
+    chains: list[list[tuple[str, str, float, int]]] = []
+    for c in range(n_chains):
+        chain = [(f"in{c}", "h2d", float(rng.integers(5, 60)), 1)]
+        for j in range(int(rng.integers(1, 4))):
+            chain.append((f"k{c}{'abc'[j]}", "compute", float(rng.integers(5, 120)), int(rng.choice([20, 44, 66, 132]))))
+        if rng.random() < 0.7:
+            chain.append((f"out{c}", "d2h", float(rng.integers(5, 60)), 1))
+        chains.append(chain)
+    order = [c for c, chain in enumerate(chains) for _ in chain]
+    rng.shuffle(order)
+    position = [0] * n_chains
+    tasks, deps, issued = [], {}, []
+    for c in order:
+        task = chains[c][position[c]]
+        needs = [chains[c][position[c] - 1][0]] if position[c] else []
+        kernels_before = [t for t in issued if t[1] == "compute" and not t[0].startswith(f"k{c}")]
+        if task[1] == "compute" and kernels_before and rng.random() < 0.45:  # needs another pipeline's result
+            needs.append(kernels_before[int(rng.integers(len(kernels_before)))][0])
+        position[c] += 1
+        tasks.append(task)
+        issued.append(task)
+        if needs:
+            deps[task[0]] = needs
+    return Case((tasks, deps))
+
+
+def one_stream_per_task(tasks: list, deps: dict) -> list[st.Op]:
+    """The DAG transcribed task by task: correct, but each task opens a stream — beyond 8 they share queues."""
+    return [st.Op(name, f"t{i}", float(us), engine, sms=int(sms), waits=tuple(deps.get(name, ())))
+            for i, (name, engine, us, sms) in enumerate(tasks)]
+
+
+def false_dependency_dag(rng: np.random.Generator) -> Case:
+    """A DAG where one stream per task (12 streams on 8 hardware queues) picks up a false dependency and finishes
+    late, while following the pipelines (5 streams) reaches the ideal: the 10th task, a kernel on the critical
+    path, shares a hardware queue with the 2nd, which waits for a long kernel."""
+    r = lambda lo, hi: float(rng.integers(lo, hi))  # noqa: E731  (µs)
+    tasks = [("kLong", "compute", r(150, 220), 44), ("kTail", "compute", r(5, 20), 44),  # kTail waits for kLong
+             ("in0", "h2d", r(5, 15), 1), ("in1", "h2d", r(5, 15), 1), ("inC", "h2d", r(5, 15), 1),
+             ("k0", "compute", r(5, 30), 20), ("k1", "compute", r(5, 30), 20),
+             ("out0", "d2h", r(5, 15), 1), ("out1", "d2h", r(5, 15), 1),
+             ("kC1", "compute", r(80, 120), 44), ("kC2", "compute", r(80, 120), 44), ("outC", "d2h", r(10, 30), 1)]
+    deps = {"kTail": ["kLong"], "k0": ["in0"], "k1": ["in1"], "out0": ["k0"], "out1": ["k1"],
+            "kC1": ["inC"], "kC2": ["kC1"], "outC": ["kC2"]}
+    target = dag_target(tasks, deps)
+    assert st.simulate(schedule_dag(tasks, deps)).makespan <= target < st.simulate(one_stream_per_task(tasks, deps)).makespan
+    return Case((tasks, deps))
+
+
+def launched_makespan(work_us: float, launch_us: float, n: int) -> float:
+    """µs to run ``work_us`` of GPU work as ``n`` equal kernels issued by a host that needs ``launch_us`` each."""
+    return max(launch_us + work_us, n * launch_us + work_us / n)
+
+
+def launches_to_dominate(work_us: float, launch_us: float) -> tuple[int, list[float]]:
+    makespans = [launched_makespan(work_us, launch_us, 1)]
+    while makespans[-1] <= 2 * work_us:  # the spec's definition, N by N: N <= MAX_LAUNCHES on every case
+        makespans.append(launched_makespan(work_us, launch_us, len(makespans) + 1))
+    return len(makespans), makespans
+
+
+def _clear_of_ties(case: Case, rtol: float = 1e-12) -> bool:
+    """A random draw keeps the spec's promise: T(N) and T(N − 1) are more than ``rtol`` away from 2·work_us in exact
+    arithmetic (on the floats as given), and N is the exact answer, so that floating point decides as exact
+    arithmetic does however a correct answer computes T (a formula, or kernel by kernel). Exact ties are left to the
+    deliberate cases (LAUNCH_TIES: integers, exact in any order)."""
+    work, launch = (Fraction(v) for v in case.args)
+    n = launches_to_dominate(*case.args)[0]
+    if n > MAX_LAUNCHES:
+        return False
+    exact = {k: max(launch + work, k * launch + work / k) for k in (n - 1, n) if k >= 1}
+    if any(abs(t - 2 * work) <= rtol * 2 * work for t in exact.values()):
+        return False
+    return exact[n] > 2 * work and (n == 1 or exact[n - 1] <= 2 * work)
+
+
+def _launch_case(rng: np.random.Generator) -> Case:
+    """work/launch between 0.3 and 900: N ≈ 2·work/launch stays below MAX_LAUNCHES; kept clear of ties."""
+    while True:
+        launch = float(np.round(rng.uniform(1, 20), 2))
+        case = Case((float(np.round(launch * 10 ** rng.uniform(-0.5, np.log10(900)), 2)), launch))
+        if _clear_of_ties(case):
+            return case
+
+
+def chunk_sizes(nbytes: int, n_chunks: int) -> list[int]:
+    base, extra = divmod(nbytes, n_chunks)
+    return [base + (i < extra) for i in range(n_chunks)]
+
+
+def chunked_overlap(nbytes: int, n_chunks: int, n_streams: int, h2d_Bps: float, compute_Bps: float,
+                    d2h_Bps: float) -> list[st.Op]:
+    ops = []
+    for i, size in enumerate(chunk_sizes(nbytes, n_chunks)):
+        s = f"s{i % n_streams}"
+        ops += [st.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size),
+                st.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=st.Machine().sms),
+                st.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size)]
+    return ops
+
+
+def _chunk_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        n_chunks, n_streams = int(rng.integers(2, 9)), int(rng.integers(2, 5))
+        rates = [float(10 ** rng.uniform(9.5, 11)) for _ in range(3)]
+        cases.append(Case((int(rng.integers(10**6, 10**9)), n_chunks, n_streams, *rates)))
+    return cases
+
+
+def _makespan_cases(rng: np.random.Generator) -> list[Case]:
+    return [_random_schedule(rng) for _ in range(8)] + [_many_streams(rng)]
+
+
+def _dag_cases(rng: np.random.Generator) -> list[Case]:
+    return [random_dag(rng, n) for n in (2, 3, 4, 4, 3)] + [false_dependency_dag(rng) for _ in range(3)]
+
+
+def _launch_cases(rng: np.random.Generator) -> list[Case]:
+    # N = 1 (a launch longer than the work) and its boundary, work == launch (T(1) = 2·work exactly: N = 2)
+    return [_launch_case(rng) for _ in range(7)] + [Case((2.5, 3.0)), Case((6.5, 6.5))] + LAUNCH_TIES
+
+
+# exercise -> (reference, hidden-case generator)
+ANSWERS = {
+    "predict_makespan": (predict_makespan, _makespan_cases),
+    "schedule_dag": (schedule_dag, _dag_cases),
+    "launches_to_dominate": (launches_to_dominate, _launch_cases),
+    "chunked_overlap": (chunked_overlap, _chunk_cases),
+}
