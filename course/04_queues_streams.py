@@ -37,12 +37,15 @@
 # The lab for this section is `labs/lab04_streams/`.
 
 # %%
-# Colab set-up (does nothing outside Google Colab): install the course and pick the backend.
+# Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
 import os, shutil, subprocess, sys
-COURSE = "git+https://github.com/gpu-course/gpu-course@main"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ["--no-deps", "--force-reinstall", os.environ.get("GPUCOURSE_INSTALL") or COURSE], check=True)
+    if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
+        raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
     subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"

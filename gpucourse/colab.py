@@ -1,15 +1,21 @@
 """"Open in Colab" support: the badge every notebook carries and the first code cell that, in Google Colab only,
-installs the course package from GitHub and selects the GPU backend (Runtime → Change runtime type → GPU).
+installs the course's *student edition* and selects the GPU backend (Runtime → Change runtime type → GPU).
 
     python -m gpucourse.colab cell                      # print the first-cell code (for this checkout's repo)
     python -m gpucourse.colab badge course/01_blas_roofline.ipynb
     python -m gpucourse.colab retarget me/my-fork@spring # point every notebook's badge and cell at a fork
 
+What Colab installs is the wheel that ``python -m grader student-edition DEST`` builds (``gpucourse`` and the
+exercise side of ``grader``: no reference answer, no hidden-case generator), published as an asset of the
+repository's release ``student-edition``:  ``gh release create student-edition DEST/gpucourse-*.whl``. Never the
+repository itself, which holds the answer side: after installing, the cell checks that ``grader.answers`` cannot
+be imported, and otherwise uninstalls what it installed and stops (a full build published by mistake).
+
 The cell has to run *before* the package exists in Colab, so it is plain text here (never imports gpucourse).
 It installs with ``--no-deps`` plus the few packages Colab lacks: Colab ships NumPy, JAX with CUDA, CuPy,
 Matplotlib and Numba, and upgrading its Jupyter packages (``notebook``, ``jupyterlab``) would break the runtime.
 ``GPUCOURSE_INSTALL`` (a pip requirement or a wheel path) overrides the source: tests/test_colab.py uses it to
-run the cell against a wheel built from this checkout, since Colab cannot be reached from CI.
+run the cell against an edition built from this checkout, since Colab cannot be reached from CI.
 """
 
 from __future__ import annotations
@@ -21,28 +27,40 @@ from pathlib import Path
 
 REPO = "gpu-course/gpu-course"  # owner/name on GitHub; an instructor's fork: `python -m gpucourse.colab retarget`
 BRANCH = "main"
+RELEASE = "student-edition"  # the GitHub release whose asset is the student edition's wheel
+VERSION = "0.1.0"  # gpucourse.__version__ (a test keeps them equal): the wheel's file name holds it
 COLAB_DEPS = ["numba-cuda>=0.20"]  # runtime dependencies Colab does not preinstall
 MARK = "# Colab set-up"  # first line of the cell: how retarget (and the lead's insertion) finds it
 
-CELL_TEMPLATE = '''{mark} (does nothing outside Google Colab): install the course and pick the backend.
+CELL_TEMPLATE = '''{mark} (does nothing outside Google Colab): install the course (student edition), pick the backend.
 import os, shutil, subprocess, sys
-COURSE = "git+https://github.com/{repo}@{branch}"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
+COURSE = "{url}"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["--no-deps", os.environ.get("GPUCOURSE_INSTALL") or "gpucourse @ " + COURSE], check=True)
+    subprocess.run(pip + ["--no-deps", "--force-reinstall", os.environ.get("GPUCOURSE_INSTALL") or COURSE], check=True)
+    if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
+        raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
     subprocess.run(pip + {deps!r}, check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")'''
 
+WHEEL_URL = "https://github.com/{repo}/releases/download/{release}/gpucourse-{version}-py3-none-any.whl"
+
 BADGE_TEMPLATE = ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
                   "(https://colab.research.google.com/github/{repo}/blob/{branch}/{path})")
 
 
+def wheel_url(repo: str = REPO) -> str:
+    """Where Colab installs the course from: the student edition's wheel, an asset of ``repo``'s release."""
+    return WHEEL_URL.format(repo=repo, release=RELEASE, version=VERSION)
+
+
 def install_cell(repo: str = REPO, branch: str = BRANCH) -> str:
-    """The first code cell of every notebook (Python source)."""
-    return CELL_TEMPLATE.format(mark=MARK, repo=repo, branch=branch, deps=COLAB_DEPS)
+    """The first code cell of every notebook (Python source). ``branch`` is the badges' (the wheel is the release's)."""
+    return CELL_TEMPLATE.format(mark=MARK, url=wheel_url(repo), deps=COLAB_DEPS)
 
 
 def badge(path: str, repo: str = REPO, branch: str = BRANCH) -> str:
@@ -59,13 +77,13 @@ def parse_target(target: str) -> tuple[str, str]:
 
 
 _LINK = re.compile(r"(colab\.research\.google\.com/github/)[\w.-]+/[\w.-]+/blob/[\w./-]+?/((?:course|solutions|labs)/)")
-_COURSE = re.compile(r'(COURSE = "git\+https://github\.com/)[\w.-]+/[\w.-]+@[\w./-]+(")')
+_COURSE = re.compile(r'(COURSE = "https://github\.com/)[\w.-]+/[\w.-]+(/releases/download/)')
 
 
 def retarget_text(text: str, repo: str, branch: str) -> str:
     """Point every Colab badge and install cell in `text` at repo@branch."""
     text = _LINK.sub(lambda m: f"{m.group(1)}{repo}/blob/{branch}/{m.group(2)}", text)
-    return _COURSE.sub(lambda m: f"{m.group(1)}{repo}@{branch}{m.group(2)}", text)
+    return _COURSE.sub(lambda m: f"{m.group(1)}{repo}{m.group(2)}", text)
 
 
 def retarget(root: Path, repo: str, branch: str) -> list[Path]:

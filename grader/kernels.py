@@ -79,7 +79,7 @@ def report_name(kernel: Any, i: int) -> str:
 def first_problem(report: simt.KernelReport) -> str | None:
     """The most serious finding of a launch, as one message with a hint; None when there is none."""
     if report.sync_errors:
-        more = len(report.sync_errors) - 1
+        more = getattr(report, "sync_error_count", len(report.sync_errors)) - 1
         return str(report.sync_errors[0]) + (f" (and {more} more)" if more else "")
     if report.race_count:
         race = report.races[0]
@@ -91,6 +91,14 @@ def first_problem(report: simt.KernelReport) -> str | None:
                 "and local arrays (and cuda.device_array) start with whatever was there: write every element before "
                 "any thread reads it, with a cuda.syncthreads() between the writes and the reads")
     return None
+
+
+def _judge_device(what: str, device: list, names: list[str], expected: tuple) -> None:
+    """The GPU's outputs against the expected ones (after the instrumented run passed)."""
+    if len(device) != len(expected):
+        raise CheckFailure(f"{what} on the GPU: {len(device)} outputs came back for {len(expected)} expected")
+    for name, got, e in zip(names, device, expected):
+        expect_array_close(f"{what} on the GPU → {name}", got, e)
 
 
 @dataclass
@@ -108,9 +116,15 @@ class KernelProblem(Problem):
             py = python_function(fn)
         except TypeError:
             raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel, got {type(fn).__name__}") from None
+        answers = self.has_answers()
+        if hidden and not answers:
+            self._observe_hidden_kernel(fn, py)
+            return
         cases = self.hidden_cases() if hidden else self.visible
+        stored = None if answers else self.visible_expected()  # a split lab without its answer side: data
         t0 = time.perf_counter()
-        reports = [self.run_case(fn, case, py) for case in cases]
+        reports = [self.run_case(fn, case, py, expected=None if stored is None else stored[k])
+                   for k, case in enumerate(cases)]
         seconds = time.perf_counter() - t0
         extra = self.after(fn, hidden) if self.after else ""
         kind = "hidden" if hidden else "visible"
@@ -122,6 +136,96 @@ class KernelProblem(Problem):
               f"{g['writes']:.2f} global writes, {r.per_thread('shared')['reads']:.2f} shared reads; "
               f"SIMT efficiency {r.simt_efficiency:.1%}; {r.divergent_steps} divergent warp steps; no races, "
               f"no synchronisation errors, no uninitialised reads used{extra}")
+
+    def _observe_hidden_kernel(self, fn: Any, py: Any) -> None:
+        """A hidden check where the answer side is absent (grader/DESIGN.md, "Observe here, judge there"). In a
+        grading sandbox: run the kernel on this student's hidden cases, which the grader wrote as data, and judge
+        nothing but whether it could run — the grader judges the re-check's observations. Elsewhere: say so."""
+        from .seeding import installed_cases
+
+        cases = installed_cases(self.name)
+        if cases is None:
+            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
+                  "with your instructor)")
+            return
+        for case in cases:
+            seen = self._launch(fn, case, py)
+            if seen["error"]:
+                raise CheckFailure(seen["error"])
+        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
+              "grader")
+
+    # -- observe here, judge there (grader/DESIGN.md) --------------------------------------------------------------
+
+    def what(self, case: Case) -> str:
+        """The launch of ``case`` as the messages name it: ``name[grid, block](<float32 (4,)>, ...)``."""
+        grid, block, args, *_ = self.launch(case)
+        return f"{self.name}[{grid}, {block}]({', '.join(_short(a) for a in args)})"
+
+    def _launch(self, fn: Any, case: Case, py: Any = None) -> dict[str, Any]:
+        """Run ``fn`` on ``case`` on the executor, answers locked: {"outputs": the output arrays, "names": their
+        parameter names, "report": the live KernelReport, "error": why the kernel could not finish, or None}."""
+        grid, block, args, outputs, *rest = self.launch(case)
+        sharedmem = int(rest[0]) if rest else 0
+        what = self.what(case)
+        host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+        seen: dict[str, Any] = {"outputs": None, "names": [report_name(fn, i) for i in outputs], "report": None,
+                                "error": None}
+        try:
+            with self.locked(py or python_function(fn)):  # the lab's answers are off limits while the kernel runs
+                report = simt.run(fn, grid, block, *host_args, sharedmem=sharedmem, time_limit=self.time_limit)
+        except simt.KernelError as exc:
+            seen["error"] = f"{what} failed: {exc}"
+            return seen
+        except (simt.NotModelled, TypeError, ValueError) as exc:
+            seen["error"] = f"{what}: {exc}"
+            return seen
+        seen["outputs"], seen["report"] = [host_args[i] for i in outputs], report
+        return seen
+
+    def observe(self, fn: Any, case: Case) -> dict[str, Any]:
+        """What the grader needs to judge ``fn`` on ``case``, as plain data (runs where the student's code runs):
+        the output arrays, the executor's report (:class:`gpucourse.simt.ReportData`), the error if the kernel
+        could not finish, and on a GPU the device's outputs. Nothing of the reference is needed here."""
+        seen = self._launch(fn, case)
+        device = None
+        if seen["error"] is None:
+            grid, block, args, outputs, *rest = self.launch(case)
+            with self.locked(python_function(fn)):
+                device = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
+        return {"outputs": seen["outputs"], "names": seen["names"], "error": seen["error"], "device": device,
+                "report": None if seen["report"] is None else seen["report"].to_data()}
+
+    def judge(self, seen: dict[str, Any], expected: Any, case: Case) -> None:
+        """Raise CheckFailure unless the observation ``seen`` (:meth:`observe`'s, decoded; or a live one) is right
+        for ``case``: the kernel finished, no synchronisation error, race or uninitialised use, every output equal
+        to ``expected`` (the reference's), the exercise's requirement met, and the GPU's outputs equal too."""
+        what = self.what(case)
+        if not isinstance(seen, dict):
+            raise CheckFailure(f"{what}: no observation of the kernel came back")
+        if seen.get("error"):
+            raise CheckFailure(str(seen["error"]))
+        report = seen.get("report")
+        if not hasattr(report, "per_thread"):
+            raise CheckFailure(f"{what}: the executor's report did not come back")
+        problem = first_problem(report)
+        if problem:
+            raise CheckFailure(f"{what}: {problem}")
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        got, names = list(seen.get("outputs") or []), list(seen.get("names") or [])
+        if len(got) != len(expected):
+            raise CheckFailure(f"{what}: {len(got)} outputs came back for {len(expected)} expected")
+        names += [f"output {k}" for k in range(len(names), len(got))]
+        for name, g, e in zip(names, got, expected):
+            try:
+                expect_array_close(f"{what} → {name}", g, e)
+            except CheckFailure as exc:
+                truncated = [w for w in report.warnings if "truncat" in w]
+                raise CheckFailure(f"{exc}" + (f". Note: {truncated[0]}" if truncated else "")) from None
+        if self.require:
+            self.require(report, case, what)
+        if seen.get("device") is not None:
+            _judge_device(what, seen["device"], names, expected)
 
     def show(self) -> None:
         """The spec, then the first visible case as a launch: grid, block and every argument by its name (from
@@ -146,43 +250,21 @@ class KernelProblem(Problem):
         """Draw which thread of which block read and wrote each element, from the executor's log of ``fn``."""
         diagram(self, fn, case)
 
-    def run_case(self, fn: Any, case: Case, py: Any = None) -> simt.KernelReport:
+    def run_case(self, fn: Any, case: Case, py: Any = None, expected: Any = None) -> simt.KernelReport:
         """One case: launch on the executor, then the findings in order of seriousness, then values, then
-        the exercise's requirement, then (on a GPU) the device. Returns the report."""
+        the exercise's requirement, then (on a GPU) the device. ``expected``: the outputs (default: the
+        reference's). Returns the report."""
+        if expected is None:
+            expected = self.reference(*case.args, **case.kwargs)
+        seen = self._launch(fn, case, py)
+        self.judge(seen, expected, case)  # the instrumented run first: its message is the clearer one
         grid, block, args, outputs, *rest = self.launch(case)
-        sharedmem = int(rest[0]) if rest else 0
-        what = f"{self.name}[{grid}, {block}]({', '.join(_short(a) for a in args)})"
-        expected = self.reference(*case.args, **case.kwargs)
-        expected = expected if isinstance(expected, tuple) else (expected,)
-        host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
-        try:
-            with self.locked(py or python_function(fn)):  # the lab's answers are off limits while the kernel runs
-                report = simt.run(fn, grid, block, *host_args, sharedmem=sharedmem, time_limit=self.time_limit)
-        except simt.KernelError as exc:
-            raise CheckFailure(f"{what} failed: {exc}") from None
-        except simt.NotModelled as exc:
-            raise CheckFailure(f"{what}: {exc}") from None
-        except (TypeError, ValueError) as exc:
-            raise CheckFailure(f"{what}: {exc}") from None
-        problem = first_problem(report)
-        if problem:
-            raise CheckFailure(f"{what}: {problem}")
-        for i, e in zip(outputs, expected):
-            name = report_name(fn, i)
-            got = host_args[i]
-            try:
-                expect_array_close(f"{what} → {name}", got, e)
-            except CheckFailure as exc:
-                truncated = [w for w in report.warnings if "truncat" in w]
-                raise CheckFailure(f"{exc}" + (f". Note: {truncated[0]}" if truncated else "")) from None
-        if self.require:
-            self.require(report, case, what)
         with self.locked(py or python_function(fn)):
-            on_device = device_run(fn, grid, block, args, outputs, sharedmem)
+            on_device = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
         if on_device is not None:
-            for i, got, e in zip(outputs, on_device, expected):
-                expect_array_close(f"{what} on the GPU → {report_name(fn, i)}", got, e)
-        return report
+            _judge_device(self.what(case), on_device, seen["names"],
+                          expected if isinstance(expected, tuple) else (expected,))
+        return seen["report"]
 
 
 # -- budgets: what a puzzle allows, enforced on the executor's report -------------------------------------------
@@ -280,7 +362,7 @@ class Budget:
         for array, most in self.atomics:
             if array not in r.arrays:
                 continue
-            n = int(r._select(array, "a").sum())
+            n = r.atomic_updates(array)
             per_block = n / r.n_blocks
             if per_block > most:
                 raise CheckFailure(
@@ -300,15 +382,20 @@ def budgeted(budget: Budget, extra: Callable[[simt.KernelReport, Case, str], Non
     return require
 
 
-def _diagram_maps(problem: KernelProblem, fn: Any, case: Case) -> tuple[simt.KernelReport, dict[str, np.ndarray]]:
+def _diagram_maps(problem: KernelProblem, fn: Any, k: int | Case) -> tuple[simt.KernelReport, dict[str, np.ndarray]]:
+    """The report and access maps of ``fn`` on a visible case (its index, or the Case itself)."""
     from gpucourse import kernel_diagram
 
+    case = k if isinstance(k, Case) else problem.visible[k]
     grid, block, args, outputs, *rest = problem.launch(case)
     host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
     with problem.locked(python_function(fn)):
         report = simt.run(fn, grid, block, *host_args, sharedmem=int(rest[0]) if rest else 0,
                           time_limit=problem.time_limit)
-    expected = problem.reference(*case.args, **case.kwargs)
+    if problem.has_answers():
+        expected = problem.reference(*case.args, **case.kwargs)
+    else:  # the student edition: the stored expected values of the visible cases
+        expected = problem.visible_expected()[next(i for i, c in enumerate(problem.visible) if c is case)]
     expected = expected if isinstance(expected, tuple) else (expected,)
     outs = {report_name(fn, i): (host_args[i], e) for i, e in zip(outputs, expected)}
     return report, kernel_diagram.access_maps(report, outs)
@@ -316,7 +403,7 @@ def _diagram_maps(problem: KernelProblem, fn: Any, case: Case) -> tuple[simt.Ker
 
 def diagram_maps(problem: KernelProblem, fn: Any, case: int = 0) -> dict[str, np.ndarray]:
     """The maps :meth:`KernelProblem.diagram` draws for the ``case``-th visible case (for tests)."""
-    return _diagram_maps(problem, fn, problem.visible[case])[1]
+    return _diagram_maps(problem, fn, case)[1]
 
 
 def diagram(problem: KernelProblem, fn: Any, case: int = 0) -> None:
@@ -325,7 +412,7 @@ def diagram(problem: KernelProblem, fn: Any, case: int = 0) -> None:
     import matplotlib.pyplot as plt
 
     try:
-        report, maps = _diagram_maps(problem, fn, problem.visible[case])
+        report, maps = _diagram_maps(problem, fn, case)
     except NotImplementedError:
         print(f"{problem.name}: not written yet — nothing to draw")
         return

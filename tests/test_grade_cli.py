@@ -370,3 +370,48 @@ def test_a_submission_searching_for_references_at_grading_time_finds_none(graded
     assert probe["files"] == [probe["planted"]], f"the kernel can read the answer side: {probe['files']}"
     assert probe["visited"] > 1000, probe
     assert probe["modules"] == [] and not probe["imported"] and probe["references"] == [] and probe["path"] == [], probe
+
+
+# -- a split kernel lab (lab 5b): kernels observed in the sandbox, judged in the grader ------------------------------
+
+LAB05B = "lab05b_kernel_puzzles"
+
+
+@pytest.fixture(scope="module")
+def graded_lab05b(tmp_path_factory, grading_secret):
+    tmp = tmp_path_factory.mktemp("class05b")
+    lab = grade.Lab.find(LAB05B)
+    released = json.loads((course.ROOT / "labs" / LAB05B / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    solutions = grading.solution_cells(lab.source())
+    export = tmp / "export"
+    export.mkdir()
+    subs = {"solution": grading.fill(released, solutions), "blank": released,
+            "wrong": grading.fill(released, {**solutions, **grading.wrong_submissions(LAB05B)[0]})}
+    for name, nb in subs.items():
+        (export / f"{name}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    ws = tmp / "grading"
+    assert cli.main(["grade", LAB05B, str(export), "--dir", str(ws), "--jobs", "2", "--wall-timeout", "300"]) == 0
+    return {r["student"]: r for r in grade.load_results(lab, grade.Workspace(ws))}
+
+
+@pytest.mark.slow
+def test_split_kernel_lab_is_judged_outside_the_kernel(graded_lab05b):
+    """Every test cell of lab 5b — kernels on the executor, "kernel-only" before the split — is judged in the
+    grader's process from the re-check's observations (outputs + the executor's report as data): the solution
+    earns full marks, the blank zero, the first wrong answer of every puzzle less on every puzzle, with the
+    judge's message."""
+    results = graded_lab05b
+    sol, blank, wrong = results["solution"], results["blank"], results["wrong"]
+    full = sum(c["points"] for c in sol["cells"].values())
+    assert full > 0 and sol["score"] == full, {k: c["message"] for k, c in sol["cells"].items() if c["message"]}
+    assert blank["score"] == 0
+    for r in (sol, blank, wrong):
+        assert {c["checked"] for c in r["cells"].values()} <= {"kernel and outside", "checked outside the kernel"}, \
+            {k: c["checked"] for k, c in r["cells"].items()}
+    lost = {k: c["message"] for k, c in wrong["cells"].items() if c["score"] < c["points"]}
+    def puzzle(cell: str) -> str:  # ex01_map_add_visible -> map_add
+        return cell.split("_", 1)[1].rsplit("_", 1)[0]
+
+    kept = {puzzle(k) for k in sol["cells"]} - {puzzle(k) for k in lost}
+    assert not kept, f"wrong answers that kept all their points: {sorted(kept)}"
+    assert all(m for m in lost.values()), lost

@@ -53,6 +53,9 @@ def built(tmp_path_factory):
     answers = root / "grader" / "answers" / "lab07_tpu.py"
     _plant(answers, "def _systolic_reference(A: np.ndarray, W: np.ndarray) -> np.ndarray:", f'    _ = "{MARK_REF}"')
     _plant(answers, "def _systolic_cases(rng: np.random.Generator) -> list[Case]:", f'    _ = "{MARK_GEN}"')
+    kernels = root / "grader" / "answers" / "lab05b_kernel_puzzles.py"  # a kernel lab's reference and generator too
+    _plant(kernels, "def _warp_ref(a: np.ndarray) -> np.ndarray:", f'    _ = "{MARK_REF}"')
+    _plant(kernels, "def _softmax_cases(rng: np.random.Generator) -> list[Case]:", f'    _ = "{MARK_GEN}"')
     run = _build(root, tmp / "edition")
     assert run.returncode == 0, run.stderr[-3000:]
     return root, tmp / "edition"
@@ -61,8 +64,9 @@ def built(tmp_path_factory):
 @pytest.mark.slow
 def test_markers_in_a_reference_and_a_generator_are_nowhere_in_the_edition(built):
     root, dest = built
-    planted = (root / "grader" / "answers" / "lab07_tpu.py").read_text(encoding="utf-8")
-    assert MARK_REF in planted and MARK_GEN in planted  # positive control: the markers are on the answer side
+    for lab in ("lab07_tpu", "lab05b_kernel_puzzles"):
+        planted = (root / "grader" / "answers" / f"{lab}.py").read_text(encoding="utf-8")
+        assert MARK_REF in planted and MARK_GEN in planted  # positive control: the markers are on the answer side
     files = [p for p in (dest / "src").rglob("*") if p.is_file()]
     assert len(files) > 100
     for p in files:
@@ -75,7 +79,8 @@ def test_markers_in_a_reference_and_a_generator_are_nowhere_in_the_edition(built
             data = zf.read(n)
             assert MARK_REF.encode() not in data and MARK_GEN.encode() not in data, n
     assert not [n for n in names if n.startswith("grader/answers")], "the wheel holds the answer side"
-    assert "grader/labs/lab07_tpu.expected.json" in names and "grader/labs/lab07_tpu.py" in names
+    for lab in ("lab07_tpu", "lab05b_kernel_puzzles"):
+        assert f"grader/labs/{lab}.expected.json" in names and f"grader/labs/{lab}.py" in names
     assert not (dest / "src" / "grader" / "answers").exists()
 
 
@@ -103,6 +108,41 @@ P.check(lambda *a: 0.0, hidden=True)
     assert "WRONG:" in run.stdout and "expected" in run.stdout.split("WRONG:")[1], run.stdout
     assert "hidden tests run when your lab is graded" in run.stdout
     assert "Example: collective_seconds(" in run.stdout
+
+
+KERNEL_PROGRAM = '''
+import numpy as np
+from gpucourse import simt
+from grader.kernels import load_kernel
+from grader.labs import lab05b_kernel_puzzles as lab
+assert not any(p.has_answers() for p in lab.problems.values())
+P = lab.problems["map_add"]
+src = "@cuda.jit\\ndef map_add(a, out):\\n    i = cuda.threadIdx.x\\n    out[i] = a[i] + OFFSET\\n"
+for offset, label in ((10.0, "RIGHT"), (11.0, "WRONG")):
+    k = load_kernel(src, "map_add", {"np": np, "OFFSET": offset}, simt.cuda)
+    try:
+        P.check(k)
+        print(label, "passed")
+    except Exception as exc:
+        print(label, "failed:", str(exc)[:300])
+P.check(k, hidden=True)
+'''
+
+
+@pytest.mark.slow
+def test_the_edition_judges_a_kernel_from_data_and_leaves_hidden_ones_to_grading(built):
+    """Lab 5b in the edition: no reference, no generator; a right kernel passes its visible check against the
+    stored expected outputs, one within budget but with wrong values fails with "expected", and the hidden check
+    says it runs at grading."""
+    _, dest = built
+    site_dirs = [p for p in sys.path if p.endswith("site-packages")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(dest / "src"), *site_dirs])}
+    run = subprocess.run([sys.executable, "-S", "-c", KERNEL_PROGRAM], cwd=dest, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "RIGHT passed" in run.stdout, run.stdout
+    assert "WRONG failed:" in run.stdout and "expected" in run.stdout.split("WRONG failed:")[1], run.stdout
+    assert "hidden tests run when your lab is graded" in run.stdout
 
 
 @pytest.mark.slow

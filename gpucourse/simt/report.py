@@ -204,6 +204,10 @@ class KernelReport:
     def atomics(self) -> int:
         return int(self.counts[:, 4].sum())
 
+    def atomic_updates(self, array: str) -> int:
+        """Atomic updates of ``array`` by the whole launch (0 for an array the kernel never met)."""
+        return int(self._select(array, "a").sum()) if array in self.arrays else 0
+
     # -- warps --------------------------------------------------------------------------------------------------
     @cached_property
     def _steps(self) -> tuple[list[WarpStats], np.ndarray, np.ndarray]:
@@ -449,6 +453,115 @@ class KernelReport:
 
     def __repr__(self) -> str:
         return f"<KernelReport {self.name} grid {tuple(self.grid)} block {tuple(self.block)}>"
+
+    def to_data(self, examples: int = 3) -> ReportData:
+        """What checks read of this launch, as plain data (:class:`ReportData`): it travels from the process
+        that ran the student's kernel to the grader, which judges it without the executor's log."""
+        kinds = (None, "r", "w")
+        arrays = dict(self.arrays)
+        spaces = dict(self.spaces)
+        return ReportData(
+            name=self.name, grid=tuple(self.grid), block=tuple(self.block), n_threads=self.n_threads,
+            n_blocks=self.n_blocks, threads_per_block=self.threads_per_block, counts=self.counts.copy(),
+            shared_bytes=int(self.shared_bytes), dynamic_shared_bytes=int(self.dynamic_shared_bytes),
+            local_bytes=int(self.local_bytes), simt_efficiency=float(self.simt_efficiency),
+            issued_steps=int(self.issued_steps), divergent_steps=int(self.divergent_steps),
+            divergent_branches=int(self.divergent_branches), arrays=arrays, spaces=spaces,
+            itemsize=dict(self.itemsize),
+            sectors={a: tuple(self.sectors_per_request(a, k) for k in kinds) for a in arrays},
+            conflicts={a: tuple(self.bank_conflicts(a, k) for k in kinds) for a in arrays if spaces[a] == "shared"},
+            atomic_counts={a: self.atomic_updates(a) for a in arrays},
+            races=tuple(self.races[:examples]), race_count=int(self.race_count), benign_races=int(self.benign_races),
+            sync_errors=tuple(self.sync_errors[:examples]), sync_error_count=len(self.sync_errors),
+            uninitialized=tuple(str(u) for u in self.uninitialized[:examples]),
+            uninitialized_count=int(self.uninitialized_count), uninitialized_reads=int(self.uninitialized_reads),
+            warnings=tuple(str(w) for w in self.warnings), complete=bool(self.complete))
+
+
+_KINDS = {None: 0, "r": 1, "w": 2}
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """A :class:`KernelReport` as plain data (:meth:`KernelReport.to_data`): counts, warp statistics, coalescing
+    and bank conflicts per array (any access, reads, writes), atomics per array, and the findings (counts with up
+    to three examples each). It answers the questions checks ask with the report's own method names
+    (``per_thread``, ``total``, ``sectors_per_request``, ``bank_conflicts``, ``atomic_updates``, ``problems``), so
+    a requirement written against the report reads the data the same way; the per-access log stays where the
+    kernel ran (what needs it, such as the access diagrams, runs there)."""
+
+    name: str
+    grid: tuple
+    block: tuple
+    n_threads: int
+    n_blocks: int
+    threads_per_block: int
+    counts: np.ndarray  # (threads, 5): global reads, global writes, shared reads, shared writes, atomics
+    shared_bytes: int
+    dynamic_shared_bytes: int
+    local_bytes: int
+    simt_efficiency: float
+    issued_steps: int
+    divergent_steps: int
+    divergent_branches: int
+    arrays: dict  # name -> shape (global and shared arrays)
+    spaces: dict  # name -> "global" | "shared"
+    itemsize: dict  # name -> bytes per tracked position
+    sectors: dict  # name -> (any access, reads, writes): mean 32-byte sectors per warp-wide request
+    conflicts: dict  # shared name -> (any, reads, writes): mean ways of bank conflict
+    atomic_counts: dict  # name -> atomic updates by the launch
+    races: tuple  # up to three Race examples
+    race_count: int
+    benign_races: int
+    sync_errors: tuple  # up to three SyncIssue examples
+    sync_error_count: int
+    uninitialized: tuple  # up to three, as text
+    uninitialized_count: int
+    uninitialized_reads: int
+    warnings: tuple
+    complete: bool = True
+
+    def per_thread(self, space: str = "global") -> dict[str, float]:
+        c = np.asarray(self.counts)
+        r, w = c[:, _COL[space, "r"]], c[:, _COL[space, "w"]]
+        return {"reads": float(r.mean()), "writes": float(w.mean()), "max_reads": int(r.max()),
+                "max_writes": int(w.max())}
+
+    def total(self, space: str, kind: str) -> int:
+        return int(np.asarray(self.counts)[:, _COL[space, kind]].sum())
+
+    @property
+    def atomics(self) -> int:
+        return int(np.asarray(self.counts)[:, 4].sum())
+
+    def atomic_updates(self, array: str) -> int:
+        return int(self.atomic_counts.get(array, 0))
+
+    def _known(self, array: str) -> None:
+        if array not in self.arrays:
+            raise KeyError(f"{self.name} has no array {array!r}; it has {', '.join(self.arrays) or 'none'}")
+
+    def sectors_per_request(self, array: str, kind: str | None = None) -> float:
+        self._known(array)
+        return float(self.sectors[array][_KINDS[kind]])
+
+    def bank_conflicts(self, array: str, kind: str | None = None) -> float:
+        if self.spaces.get(array) != "shared":
+            raise KeyError(f"{array!r} is not a shared array of {self.name}")
+        return float(self.conflicts[array][_KINDS[kind]])
+
+    def problems(self) -> list[str]:
+        out = [str(s) for s in self.sync_errors]
+        if self.race_count:
+            out.append(f"{self.race_count} data race{'s' * (self.race_count != 1)}, e.g. {self.races[0]}")
+        if self.uninitialized_count:
+            n = self.uninitialized_count
+            out.append(f"{n} use{'s' * (n != 1)} of uninitialised memory, e.g. {self.uninitialized[0]}")
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not (self.sync_errors or self.race_count or self.uninitialized_count)
 
 
 def group_ranges(ids: list[int]) -> str:

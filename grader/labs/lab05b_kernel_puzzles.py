@@ -8,6 +8,11 @@ is a :class:`grader.kernels.KernelProblem` with a :class:`grader.kernels.Budget`
 draw sizes that are not multiples of the block (one element, exactly one block, many blocks, square and not) and
 adversarial values (all equal, negative, huge, −inf). Written for this course after srush/GPU-Puzzles' list of
 puzzles; no code of it is used.
+
+This module is the lab's *exercise side* (grader/DESIGN.md): specs, launches, budgets, visible cases. The
+references and hidden-case generators are in grader/answers/lab05b_kernel_puzzles.py (instructor only); the
+visible cases' expected outputs ship as data (lab05b_kernel_puzzles.expected.json). A kernel is observed where
+it runs (its outputs and the executor's report as data) and judged by the grader (``KernelProblem.judge``).
 """
 
 from __future__ import annotations
@@ -34,30 +39,12 @@ def _blocks(n: int, b: int) -> int:
     return -(-n // b)
 
 
-def _vec(rng: np.random.Generator, n: int, kind: str | None = None) -> np.ndarray:
-    """n float32 values of a kind the hidden cases cycle through: random, all equal, all negative, integers."""
-    kind = kind or str(rng.choice(["normal", "equal", "negative", "ints"]))
-    if kind == "equal":
-        return np.full(n, rng.standard_normal(), F32)
-    if kind == "negative":
-        return -np.abs(rng.standard_normal(n)).astype(F32) - 1
-    if kind == "positive":
-        return np.abs(rng.standard_normal(n)).astype(F32) + 1
-    if kind == "ints":
-        return rng.integers(-5, 6, n).astype(F32)
-    return rng.standard_normal(n).astype(F32)
-
-
-def _sizes(rng: np.random.Generator, block: int, many: int = 4) -> list[int]:
-    """1 element, exactly one block, one past it, and a random non-multiple spanning several blocks."""
-    return [1, block, block + 1, int(block * rng.integers(2, many) + rng.integers(1, block))]
-
-
-def puzzle(name: str, spec: str, reference: Callable, launch: Callable, visible: list[Case],
-           hidden: Callable, budget: Budget, extra: Callable | None = None) -> KernelProblem:
-    return KernelProblem(name=name, spec=spec.rstrip() + "\n" + budget.text(), reference=reference,
-                         visible=visible, hidden=hidden, compare=lambda *a: None, launch=launch,
-                         require=budgeted(budget, extra))
+def puzzle(name: str, spec: str, launch: Callable, visible: list[Case], budget: Budget,
+           extra: Callable | None = None) -> KernelProblem:
+    """A puzzle of the exercise side: its reference and hidden-case generator live in
+    grader/answers/lab05b_kernel_puzzles.py (instructor only), bound by ``Problem.has_answers``."""
+    return KernelProblem(name=name, spec=spec.rstrip() + "\n" + budget.text(), visible=visible,
+                         compare=lambda *a: None, launch=launch, require=budgeted(budget, extra))
 
 
 def _uses_shared(r, case, what):
@@ -80,9 +67,8 @@ MAP = puzzle(
         Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  — thread i handles element i.
         Example: a = [0, 1, 2] (float32)  ->  out = [10, 11, 12] (float32).
     """,
-    lambda a: a + F32(10), _one_block_launch,
+    _one_block_launch,
     [Case((np.arange(4, dtype=F32),))],
-    lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, int(rng.integers(2, 64)))],
     Budget(reads=1, writes=1, shared=0))
 
 # -- 2. zip ------------------------------------------------------------------------------------------------------
@@ -99,9 +85,8 @@ ZIP = puzzle(
         Launched as  zip_add[1, n](a, b, out): thread i handles element i.
         Example: a = [0, 1], b = [5, 5] (float32)  ->  out = [5, 6].
     """,
-    lambda a, b: a + b, _zip_launch,
+    _zip_launch,
     [Case((np.arange(4, dtype=F32), np.arange(4, dtype=F32) * 2))],
-    lambda rng: [Case((_vec(rng, n), _vec(rng, n))) for n in (1, 33, int(rng.integers(2, 64)))],
     Budget(reads=2, writes=1, shared=0))
 
 # -- 3. guard ----------------------------------------------------------------------------------------------------
@@ -119,9 +104,8 @@ GUARD = puzzle(
         Threads with i >= a.size must do nothing (no read, no write).
         Example: a = [0, 1, 2] (float32), 64 threads  ->  out = [10, 11, 12]; threads 3..63 idle.
     """,
-    lambda a: a + F32(10), _guard_launch,
+    _guard_launch,
     [Case((np.arange(5, dtype=F32),))],
-    lambda rng: [Case((_vec(rng, n),)) for n in (1, 63, 64, int(rng.integers(2, 63)))],
     Budget(reads=1, writes=1, shared=0))
 
 # -- 4. map 2-D --------------------------------------------------------------------------------------------------
@@ -140,10 +124,8 @@ MAP2D = puzzle(
         x runs along the columns (the contiguous axis), y along the rows; guard both.
         Example: a = [[0, 1, 2], [3, 4, 5]] (float32, shape (2, 3))  ->  out = [[10, 11, 12], [13, 14, 15]].
     """,
-    lambda a: a + F32(10), _map2d_launch,
+    _map2d_launch,
     [Case((np.arange(6, dtype=F32).reshape(2, 3),))],
-    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
-                 ((1, 1), (B2[1], B2[0]), (B2[1], 3), (int(rng.integers(1, B2[1])), int(rng.integers(1, B2[0]))))],
     Budget(reads=1, writes=1, shared=0))
 
 # -- 5. broadcast ------------------------------------------------------------------------------------------------
@@ -161,10 +143,8 @@ BROADCAST = puzzle(
         with x along the columns and y along the rows.
         Example: a = [0, 10], b = [1, 2, 3] (float32)  ->  out = [[1, 2, 3], [11, 12, 13]].
     """,
-    lambda a, b: a[:, None] + b[None, :], _bcast_launch,
+    _bcast_launch,
     [Case((np.array([0, 10], F32), np.array([1, 2, 3], F32)))],
-    lambda rng: [Case((_vec(rng, r), _vec(rng, c))) for r, c in
-                 ((1, 1), (B2[1], B2[0]), (int(rng.integers(1, B2[1])), int(rng.integers(2, B2[0]))))],
     Budget(reads=2, writes=1, shared=0))
 
 # -- 6. blocks ---------------------------------------------------------------------------------------------------
@@ -182,9 +162,8 @@ BLOCKS = puzzle(
         Element i belongs to thread threadIdx.x of block blockIdx.x with i = blockIdx.x * blockDim.x + threadIdx.x.
         Example: n = 40 (float32): 2 blocks; block 1's threads 8..31 have no element.
     """,
-    lambda a: a + F32(10), _blocks_launch,
+    _blocks_launch,
     [Case((np.arange(40, dtype=F32),))],
-    lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, B1)],
     Budget(reads=1, writes=1, shared=0))
 
 # -- 7. blocks 2-D (coalesced) -------------------------------------------------------------------------------------
@@ -205,10 +184,8 @@ BLOCKS2D = puzzle(
         A warp is {BK2[0]} neighbouring x by 2 y: map x to the column so that it reads neighbouring addresses.
         Example: a = ones((2, 3), float32)  ->  out = [[2, 2, 2], [1, 1, 1]].
     """,
-    lambda a: a * F32(2) - np.arange(a.shape[0], dtype=F32)[:, None], _blocks2d_launch,
+    _blocks2d_launch,
     [Case((np.arange(9 * 37, dtype=F32).reshape(9, 37) / 7,))],
-    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
-                 ((1, 1), (BK2[1], BK2[0]), (23, 23), (int(rng.integers(5, 12)), int(rng.integers(33, 60))))],
     Budget(reads=1, writes=1, shared=0, sectors=(("a", 6.0), ("out", 6.0))))
 
 # -- 8. shared -----------------------------------------------------------------------------------------------------
@@ -221,12 +198,6 @@ def _shared_launch(case: Case):
     return _blocks(a.size, SB), SB, [a, np.zeros_like(a)], [1]
 
 
-def _shared_ref(a: np.ndarray) -> np.ndarray:
-    """out[i] = a[i] + a[the block's first element]."""
-    first = a[(np.arange(a.size) // SB) * SB]
-    return a + first
-
-
 SHARED = puzzle(
     "shared_first", f"""
         shared_first(a, out): out[i] = a[i] + a[f], where f is the first element of i's block
@@ -235,17 +206,11 @@ SHARED = puzzle(
         cuda.syncthreads() every thread reads the block's first element from shared memory, not from a.
         Example: a = [1, 2, 3, ..., 9, 10] (float32, n = 10)  ->  out = [2, 3, ..., 9, 18, 19].
     """,
-    _shared_ref, _shared_launch,
+    _shared_launch,
     [Case((np.arange(1, 11, dtype=F32),))],
-    lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SB)],
     Budget(reads=1, writes=1, shared=SB * 4), extra=_uses_shared)
 
 # -- 9. pooling ----------------------------------------------------------------------------------------------------
-
-
-def _pool_ref(a: np.ndarray) -> np.ndarray:
-    p = np.concatenate([np.zeros(2), a])  # the output's dtype is the launch's (float32), not the reference's
-    return p[:-2] + p[1:-1] + p[2:]
 
 
 POOL = puzzle(
@@ -256,9 +221,8 @@ POOL = puzzle(
         waits, then sums from shared memory.
         Example: a = [1, 2, 3, 4] (float32)  ->  out = [1, 3, 6, 9].
     """,
-    _pool_ref, _shared_launch,
+    _shared_launch,
     [Case((np.arange(1, 12, dtype=F32),))],
-    lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SB)],
     Budget(reads=2, writes=1, shared=(SB + 2) * 4), extra=_uses_shared)
 
 # -- 10. dot product -----------------------------------------------------------------------------------------------
@@ -279,22 +243,13 @@ DOT = puzzle(
         cuda.syncthreads() (a barrier inside `if i < n` is barrier divergence).
         Example: a = [1, 2, 3], b = [4, 5, 6] (float32)  ->  out = [32].
     """,
-    lambda a, b: np.array([np.dot(a.astype(np.float64), b)], F32), _dot_launch,
+    _dot_launch,
     [Case((np.arange(1, 21, dtype=F32), np.full(20, 0.5, F32)))],
-    lambda rng: [Case((_vec(rng, n), _vec(rng, n))) for n in (1, DOT_THREADS, int(rng.integers(33, DOT_THREADS)))],
     Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4), extra=_uses_shared)
 
 # -- 11. 1-D convolution -------------------------------------------------------------------------------------------
 CB = 16  # threads per block of the convolution
 CONV_SLOTS = CB + MAXK - 1  # the convolution block's elements and its right halo
-
-
-def _conv_ref(a: np.ndarray, k: np.ndarray) -> np.ndarray:
-    n = a.size
-    out = np.zeros(n)
-    for j in range(k.size):
-        out[:n - j] += a[j:] * k[j]
-    return out
 
 
 def _conv_launch(case: Case):
@@ -311,22 +266,12 @@ CONV = puzzle(
         computes its output from shared memory only.
         Example: a = [1, 2, 3, 4], k = [1, 10] (float32)  ->  out = [21, 32, 43, 4].
     """,
-    _conv_ref, _conv_launch,
+    _conv_launch,
     [Case((np.arange(1, 21, dtype=F32), np.array([1, 10, 100], F32)))],
-    lambda rng: [Case((_vec(rng, n), _vec(rng, int(rng.integers(1, MAXK + 1)), "normal")))
-                 for n in _sizes(rng, CB)] + [Case((_vec(rng, 5), _vec(rng, MAXK, "normal"))),
-                                              Case((_vec(rng, CB + MAXK + 3), _vec(rng, MAXK, "normal")))],
     Budget(reads=3, writes=1, shared=(CB + MAXK - 1 + MAXK) * 4), extra=_uses_shared)
 
 # -- 12. prefix sum ------------------------------------------------------------------------------------------------
 PB = 16  # threads per block of the scan
-
-
-def _scan_ref(a: np.ndarray) -> np.ndarray:
-    out = np.zeros(a.size)
-    for s in range(0, a.size, PB):
-        out[s:s + PB] = np.cumsum(a[s:s + PB])
-    return out
 
 
 def _scan_launch(case: Case):
@@ -344,9 +289,8 @@ SCAN = puzzle(
         has not read yet (the checker reports that race).
         Example: a = [1, 1, 1, 1, 1] (float32)  ->  out = [1, 2, 3, 4, 5].
     """,
-    _scan_ref, _scan_launch,
+    _scan_launch,
     [Case((np.ones(20, F32),))],
-    lambda rng: [Case((_vec(rng, n, "ints"),)) for n in _sizes(rng, PB)],
     Budget(reads=1, writes=1, shared=2 * PB * 4), extra=_uses_shared)
 
 # -- 13. axis sum --------------------------------------------------------------------------------------------------
@@ -368,9 +312,8 @@ AXIS = puzzle(
         split only where they must (the divergent-branches budget).
         Example: a = [[1, 2, 3], [4, 5, 6]] (float32)  ->  out = [6, 15].
     """,
-    lambda a: a.astype(np.float64).sum(axis=1).astype(F32), _axis_launch,
+    _axis_launch,
     [Case((np.arange(3 * 50, dtype=F32).reshape(3, 50) / 10,))],
-    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in ((1, 1), (2, AB), (3, int(rng.integers(2, AB))))],
     # divergent branches per block: the stride-halving tree splits warp 0 at strides 16…1 (5), plus the load guard
     # and thread 0's write; the interleaved tree (t % (2*stride)) splits both warps at nearly every level (11).
     # SIMT efficiency ≥ 80 %: every tree passes (93 % with a one-line add, 85 % with three lines: efficiency counts
@@ -397,22 +340,13 @@ TRANSPOSE = puzzle(
         float32 tile lies in one bank: pad the tile to (TT, TT_PAD) = ({TT}, {TT + 1}).
         (numba-cuda needs shared-array shapes as constants: TT_PAD, not TT + 1.)
     """,
-    lambda a: np.ascontiguousarray(a.T), _tr_launch,
+    _tr_launch,
     [Case((np.arange(20 * 40, dtype=F32).reshape(20, 40),))],
-    lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
-                 ((1, 1), (TT, TT), (int(rng.integers(33, 45)), int(rng.integers(5, 31))))],
     Budget(reads=TT // TROWS, writes=TT // TROWS, shared=TT * (TT + 1) * 4, sectors=(("a", 4.5), ("out", 4.5)),
            conflicts=(("tile", 1.0),)))
 
 # -- 15. warp reduction with shuffles -------------------------------------------------------------------------------
 WB = 64  # threads per block: two warps
-
-
-def _warp_ref(a: np.ndarray) -> np.ndarray:
-    w = _blocks(a.size, 32)
-    p = np.zeros(w * 32)
-    p[:a.size] = a
-    return p.reshape(w, 32).sum(axis=1).astype(F32)
 
 
 def _warp_launch(case: Case):
@@ -429,23 +363,11 @@ WARP_SUM = puzzle(
         warp takes part in every shuffle (the full mask), including the lanes past the end of a.
         Only warps that own at least one element write.
     """,
-    _warp_ref, _warp_launch,
+    _warp_launch,
     [Case((np.arange(70, dtype=F32),))],
-    lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, 33, WB, int(rng.integers(WB + 1, 4 * WB)))],
     Budget(reads=1, writes=1, shared=0))
 
 # -- 16. stream compaction with ballot -----------------------------------------------------------------------------
-
-
-def _compact_ref(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    w = _blocks(a.size, 32)
-    out = np.zeros(w * 32)
-    count = np.zeros(w)
-    for i in range(w):
-        keep = [v for v in a[32 * i:32 * i + 32] if v > 0]
-        out[32 * i:32 * i + len(keep)] = keep
-        count[i] = len(keep)
-    return out, count
 
 
 def _compact_launch(case: Case):
@@ -464,11 +386,8 @@ COMPACT = puzzle(
         calls ballot_sync (lanes past the end with keep = False).
         Example: a = [3, -1, 0, 5] (float32)  ->  out[:32] = [3, 5, 0, ...], count = [2].
     """,
-    _compact_ref, _compact_launch,
+    _compact_launch,
     [Case((np.array([3, -1, 0, 5] * 10, F32),))],
-    lambda rng: [Case((np.array([1.5], F32),))] + [Case((_vec(rng, n, k),)) for n, k in (
-        (32, "ints"), (33, "negative"), (WB, "normal"), (3 * 32 + 5, "positive"),
-                                                          (int(rng.integers(WB + 1, 3 * WB)), "ints"))],
     Budget(reads=1, writes=2, shared=0))
 
 # -- 17. histogram with atomics ------------------------------------------------------------------------------------
@@ -489,10 +408,8 @@ HISTOGRAM = puzzle(
         (contention): count into a block-private cuda.shared.array({HIST_BINS}, int32) with shared atomics, then
         add it to global counts once per bin per block.
     """,
-    lambda x: np.bincount(x, minlength=HIST_BINS).astype(np.int32), _hist_launch,
+    _hist_launch,
     [Case((np.arange(100, dtype=np.int32) % HIST_BINS,))],
-    lambda rng: [Case((rng.integers(0, HIST_BINS, n).astype(np.int32),)) for n in (1, HB, int(rng.integers(HB + 1, 4 * HB)))]
-    + [Case((np.full(int(rng.integers(HB, 3 * HB)), int(rng.integers(HIST_BINS)), np.int32),))],  # one hot bin
     Budget(reads=1, shared=HIST_BINS * 4, atomics=(("counts", HIST_BINS),)), extra=_uses_shared)
 
 
@@ -521,25 +438,9 @@ HISTOGRAM.require = _flush_is_atomic(HISTOGRAM.require)
 # -- 18. softmax rows ----------------------------------------------------------------------------------------------
 
 
-def _softmax_ref(a: np.ndarray) -> np.ndarray:
-    e = np.exp(a - a.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
 def _softmax_launch(case: Case):
     (a,) = case.args
     return a.shape[0], 32, [a, np.zeros_like(a)], [1]
-
-
-def _softmax_cases(rng: np.random.Generator) -> list[Case]:
-    big = (rng.standard_normal((3, 20)) * 3 + 1000).astype(F32)  # exp(1000) overflows: subtract the max
-    big[1] -= 1000  # a row far below the others: the max is per row, not of the whole array
-    neg = rng.standard_normal((2, 7)).astype(F32)
-    neg[:, 1] = -np.inf  # exp(-inf) = 0: a masked position
-    low = (rng.standard_normal((2, int(rng.integers(3, 32)))) - 1000).astype(F32)  # every exp(v) underflows to 0:
-    # padding lanes must hold -inf, not 0 (a max of 0 would make every exp(v - 0) vanish and the sum 0)
-    return [Case((rng.standard_normal((1, 1)).astype(F32),)), Case((big,)), Case((neg,)), Case((low,)),
-            Case((np.full((3, 32), -2.5, F32),)), Case((rng.standard_normal((int(rng.integers(2, 5)), 32)).astype(F32),))]
 
 
 SOFTMAX = puzzle(
@@ -552,9 +453,8 @@ SOFTMAX = puzzle(
         rows of values near 1000 overflow exp otherwise; -inf entries (masked positions) must give 0.
         Example: a = [[0, 0], [0, ln 3]] (float32)  ->  out = [[0.5, 0.5], [0.25, 0.75]].
     """,
-    _softmax_ref, _softmax_launch,
+    _softmax_launch,
     [Case((np.array([[0, 0, 0], [0, 1, 2]], F32),))],
-    _softmax_cases,
     Budget(reads=1, writes=1, shared=0))
 
 ORDER = (MAP, ZIP, GUARD, MAP2D, BROADCAST, BLOCKS, BLOCKS2D, SHARED, POOL, DOT, CONV, SCAN, AXIS, TRANSPOSE,

@@ -8,9 +8,11 @@ instructor's locked cells and the student's cells again, outside IPython, and fo
 The expected answers are computed here, in the grader's process, with the reference and the student's own
 hidden-case seeds; :mod:`grader.pipeline.verdict` compares.
 
-A test cell of another form, or whose problem judges in its own way (a ``check`` override: a kernel launched on
-the simulator, a toolchain), is *kernel-only*: nbgrader's verdict stands, unless the re-check saw tampering
-before it. (The student edition removes this category: see grader/DESIGN.md.)
+A problem of a split lab that observes and judges apart (``observe``/``judge``: a kernel on the executor,
+grader/DESIGN.md "Observe here, judge there") is re-checked the same way: the worker returns its observation as
+data, the grader judges it against the reference. A test cell of another form, or whose problem judges in its own
+way (a ``check`` override: a kernel of a lab not split yet, a toolchain), is *kernel-only*: nbgrader's verdict
+stands, unless the re-check saw tampering before it. (The student edition removes this category.)
 """
 
 from __future__ import annotations
@@ -104,6 +106,12 @@ def _problem_check():
     return Problem.check
 
 
+def _observed(problem: Any, split: bool) -> bool:
+    """Whether a problem whose ``check`` is its own is re-checked by observation (``observe`` in the worker,
+    ``judge`` here): only in a split lab, whose requirements are written against the report as data."""
+    return split and callable(getattr(problem, "observe", None)) and callable(getattr(problem, "judge", None))
+
+
 def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[dict], dict[int, tuple[Check, Any, Any]]]:
     """Steps for the worker, and for each call step the (check, case, expected answer) kept in the grader.
     ``seeds``: problem -> this student's hidden-case seed (None: the public seeds, as outside grading)."""
@@ -121,17 +129,20 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
     for cell in order:
         meta = nbgrader_meta(cell)
         gid = meta.get("grade_id")
-        if gid in checks and all(type(module.problems[c.problem]).check is _problem_check() for c in checks[gid]):
+        if gid in checks and all(type(module.problems[c.problem]).check is _problem_check()
+                                 or _observed(module.problems[c.problem], c.problem in split) for c in checks[gid]):
             for chk in checks[gid]:
                 problem = module.problems[chk.problem]
                 cases = problem.hidden_cases(seed=(seeds or {}).get(chk.problem)) if chk.hidden else problem.visible
                 data = encode_cases(cases) if chk.problem in split else None
+                observe = type(problem).check is not _problem_check()  # observe/judge (a kernel), not a call
                 for k, case in enumerate(cases):
                     expected[len(steps)] = (chk, case, problem.reference(*case.args, **case.kwargs))
                     # a split lab's case travels as plain data (its generator is not in the sandbox); else the
                     # worker rebuilds the case itself (seeded), so arguments that are not data need no pickling
                     steps.append({"kind": "call", "test": gid, "fn": chk.fn, "problem": chk.problem,
-                                  "hidden": chk.hidden, "index": k, **({"case": data[k]} if data else {})})
+                                  "hidden": chk.hidden, "index": k, **({"case": data[k]} if data else {}),
+                                  **({"observe": True} if observe else {})})
                 if problem.after:
                     steps.append({"kind": "after", "test": gid, "problem": chk.problem, "fn": chk.fn,
                                   "hidden": chk.hidden})

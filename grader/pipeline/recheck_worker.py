@@ -6,7 +6,8 @@ of plain data (:mod:`grader.pipeline.wire`), one per step, and the grader compar
 
 Steps (from :func:`grader.pipeline.recheck.plan`): ``exec`` a cell (the instructor's locked cells from the lab's
 source, the student's cells as submitted; IPython magics become no-ops); ``call`` the student's function on
-one case, answers locked; ``after`` a problem's extra check; ``end`` of a test cell. Before the first student
+one case, answers locked (``observe``: a kernel run on the executor, its outputs and report returned as data);
+``after`` a problem's extra check; ``end`` of a test cell. Before the first student
 cell it builds every case (hidden ones from this student's seeds) and snapshots what the checks rely on (the
 check functions, ``Problem``, NumPy, JAX, the lab module, the seeds); a student cell that replaces any of it is
 reported as tampering. A step that runs past its time limit raises TimeoutError (SIGALRM); code that swallows
@@ -145,7 +146,9 @@ def worker(job_path: str, out_path: str) -> int:
                 else:
                     build_cases()  # (no student cell ran before: nothing could have changed the lab yet)
                     case = cases[(step["problem"], bool(step["hidden"]))][step["index"]]
-                    value = encode(problem_of[step["problem"]].call(fn, case))  # answers locked while fn runs
+                    p = problem_of[step["problem"]]
+                    # answers locked while fn runs; a kernel is observed (outputs + the executor's report as data)
+                    value = encode(p.observe(fn, case) if step.get("observe") else p.call(fn, case))
                     emit(step=i, ok=True, value=value)
             elif step["kind"] == "after":
                 problem_obj = sys.modules[job["lab_module"]].problems[step["problem"]]

@@ -82,6 +82,15 @@ def verdicts(steps: list[dict], expected: dict, lines: list[str], problems: dict
                 cause = f" (earlier, {failed_cells[-1]})" if failed_cells else ""
                 cell.update(ok=False, message=f"{what} raised {rec.get('error')}{cause}")
                 continue
+            if step.get("observe"):  # a kernel's observation: the problem's own judge, any failure is a failure
+                try:
+                    problems[chk.problem].judge(decode(rec.get("value")), want, case)
+                except CheckFailure as exc:
+                    cell.update(ok=False, message=str(exc))
+                except Exception as exc:  # noqa: BLE001 - an observation that cannot be judged is a wrong one
+                    cell.update(ok=False, message=f"{what}: could not judge the observation "
+                                                  f"({type(exc).__name__}: {exc})")
+                continue
             try:
                 problems[chk.problem].compare(what, decode(rec.get("value")), want, case)
             except Exception as exc:  # a comparison that chokes on a strange answer is a wrong answer

@@ -5,10 +5,17 @@ project's grading command run as the instructor.
 
 Facts relied on (../shared/notes/jupyterlab-and-hub-facts.md): the hub runs as root; the users' Python must be
 readable by them — the project's venv usually is not (its interpreter lives in root's home), so the users get a
-*view* of it: a venv made from an identical interpreter they can run (this one, /usr/bin/python3 if its version
-is the same to the patch level, else a private copy of this one's binary and standard library) whose .pth adds
-the project venv's site-packages (nothing is downloaded; a different patch level broke soupsieve, hence
-"identical"); the exchange root must exist, mode 0777; `useradd` homes are 0755, so they are set to 0700.
+venv made from an identical interpreter they can run (this one, /usr/bin/python3 if its version is the same to
+the patch level, else a private copy of this one's binary and standard library) whose .pth adds the project
+venv's site-packages for the third-party packages (nothing is downloaded; a different patch level broke
+soupsieve, hence "identical"); the exchange root must exist, mode 0777; `useradd` homes are 0755, so they are set
+to 0700.
+
+The course itself is installed as deploy/local says: the *student edition* (``python -m grader student-edition``,
+built from the instructor's checkout) in the users' venv — never this checkout's editable install, whose import
+hook would map ``grader`` (answers included) to the checkout. The instructor grades in their own checkout, in
+their 0700 home. While the hub runs, this checkout (solutions/, grader/answers/, ...) is closed to other users
+except the way to the venv (:func:`close_checkout`), as an instructor's checkout is on a class machine.
 """
 
 from __future__ import annotations
@@ -52,23 +59,53 @@ def missing_tools() -> str | None:
         return "JupyterHub is not installed (pip install -e '.[e2e]')"
     if users_python() is None and not (Path(sys.base_prefix) / "lib").is_dir():
         return "no interpreter other users can run, and this one cannot be copied"
-    if not _readable_by_others(ROOT / "gpucourse") or not _readable_by_others(Path(sysconfig.get_paths()["purelib"])):
-        return f"{ROOT} or the venv's site-packages is not readable by other users"
+    if not _readable_by_others(Path(sysconfig.get_paths()["purelib"])):
+        return "the venv's site-packages is not readable by other users"
     return None
 
 
 def grant_traversal() -> list[tuple[Path, int]]:
-    """Let other users *traverse* (o+x, not list) the folders above this checkout and its venv's site-packages,
-    so the hub's real users can import the project's packages; CI clones into a 0700 temporary folder.
+    """Let other users *traverse* (o+x, not list) the folders above this venv's site-packages, so the hub's real
+    users can import the third-party packages; CI clones into a 0700 temporary folder.
     Returns what to restore with :func:`restore_modes`."""
     changed = []
-    for target in (ROOT, Path(sysconfig.get_paths()["purelib"])):
+    for target in (Path(sysconfig.get_paths()["purelib"]),):
         for p in [target.resolve(), *target.resolve().parents]:
             mode = p.stat().st_mode
             if not mode & 0o001:
                 changed.append((p, mode))
                 p.chmod((mode & 0o7777) | 0o001)
     return changed
+
+
+def close_checkout() -> list[tuple[Path, int]]:
+    """Close this checkout to other users for the hub's run, but for the way to the venv's site-packages (when the
+    venv lives inside it): the checkout itself keeps only o+x (no listing), every other entry of it (solutions/,
+    grader/ with its answers, labs/, tests/, ...) loses o+rwx. Root (the test) is not affected. Returns what to
+    restore with :func:`restore_modes`."""
+    keep = Path(sysconfig.get_paths()["purelib"]).resolve()
+    root = ROOT.resolve()
+    changed = []
+    for p in [root, *sorted(root.iterdir())]:
+        if p.is_symlink() or p == keep or p in keep.parents and p != root:
+            continue
+        mode = p.stat().st_mode
+        new = mode & ~(0o006 if p == root else 0o007)
+        if new != mode:
+            changed.append((p, mode))
+            p.chmod(new & 0o7777)
+    return changed
+
+
+def build_edition(checkout: Path, dest: Path) -> Path:
+    """The student edition built from the instructor's checkout, as the administrator does before installing it
+    (``python -m grader student-edition DEST``, run with that checkout's grader). Returns the wheel."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    run = subprocess.run([sys.executable, "-m", "grader", "student-edition", str(dest)], cwd=checkout, env=env,
+                         capture_output=True, text=True, timeout=900)
+    if run.returncode != 0:
+        raise RuntimeError(f"python -m grader student-edition failed:\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}")
+    return next(dest.glob("gpucourse-*.whl"))
 
 
 def restore_modes(changed: list[tuple[Path, int]]) -> None:
@@ -119,10 +156,12 @@ def private_python_copy(dest: Path) -> tuple[Path, Path]:
     return dest / "bin" / ver, dest / "lib"
 
 
-def make_users_venv(dest: Path) -> tuple[Path, Path | None]:
-    """A venv for the users: made from an interpreter they can run, identical to this one, whose .pth adds this
-    venv's site-packages (nothing is downloaded). Returns (its python, the LD_LIBRARY_PATH it needs or None).
-    nbgrader calls `alembic` from PATH, so bin/ gets an alembic script."""
+def make_users_venv(dest: Path, wheel: Path) -> tuple[Path, Path | None]:
+    """A venv for the users: made from an interpreter they can run, identical to this one, with the student
+    edition's ``wheel`` installed in it and a .pth that adds this venv's site-packages for the third-party packages
+    (nothing is downloaded). That folder is added as a plain path, and its .pth files are copied but for the
+    editable install's, whose import hook would map ``grader`` to this checkout. Returns (its python, the
+    LD_LIBRARY_PATH it needs or None). nbgrader calls `alembic` from PATH, so bin/ gets an alembic script."""
     python, libdir = users_python(), None
     if python is None:
         python, libdir = private_python_copy(dest.parent / "python")
@@ -131,8 +170,16 @@ def make_users_venv(dest: Path) -> tuple[Path, Path | None]:
     site = Path(subprocess.run([str(dest / "bin" / "python"), "-c",
                                 "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True, env=env).stdout.strip())
-    project_site = sysconfig.get_paths()["purelib"]
-    (site / "gpucourse_project_venv.pth").write_text(f"import site; site.addsitedir({project_site!r})\n")
+    project_site = Path(sysconfig.get_paths()["purelib"])
+    (site / "00-gpucourse-project-site.pth").write_text(f"{project_site}\n")  # first: the others import from it
+    for pth in sorted(project_site.glob("*.pth")):
+        if not pth.name.startswith("__editable__"):
+            shutil.copy2(pth, site / pth.name)
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                                "--target", str(site), str(wheel)], capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    if installed.returncode != 0:
+        raise RuntimeError(f"installing the student edition failed: {installed.stderr[-3000:]}")
     python = dest / "bin" / "python"
     for script, module in (("alembic", "alembic.config"), ("jupyter", "jupyter_core.command")):
         path = dest / "bin" / script
@@ -180,10 +227,13 @@ class Hub:
         self.keep = keep
         self.python: Path | None = None
         self.libdir: Path | None = None  # LD_LIBRARY_PATH of a private interpreter copy
+        self.marker = f"HUB-ANSWER-SIDE-MARKER-{secrets.token_hex(12)}"  # planted in the instructor's answers
+
+    def checkout(self) -> Path:
+        return self.home(self.instructor) / "gpu-course"
 
     # -- set-up ------------------------------------------------------------------------------------------
     def setup(self) -> None:
-        self.python, self.libdir = make_users_venv(self.tmp / "venv")
         self.exchange.mkdir()
         self.exchange.chmod(0o777)  # nbgrader won't create it; it makes <course>/inbound write-only itself
         (self.tmp / "home").mkdir(mode=0o755)
@@ -193,18 +243,35 @@ class Hub:
                             "--user-group", user], check=True, capture_output=True, timeout=30)
             self.created.append(user)
             home.chmod(0o700)  # useradd made it 0755: students could read each other's work
-        # the instructor's checkout of the course (nbgrader's course root is its folder)
-        checkout = self.home(self.instructor) / "gpu-course"
+        # the instructor's checkout of the course (nbgrader's course root is its folder), with a marker planted in a
+        # reference module and a solution: the end-to-end test looks for it wherever a student can read
+        checkout = self.checkout()
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "gradebook.db")
         for part in CHECKOUT_PARTS:
             shutil.copytree(ROOT / part, checkout / part, ignore=ignore)
+        for name in ("pyproject.toml", "README.md"):  # the edition's wheel is built from them
+            shutil.copy2(ROOT / name, checkout / name)
+        for planted in (checkout / "grader" / "answers" / "lab05b_kernel_puzzles.py",
+                        checkout / "solutions" / LAB / f"{LAB}.py"):
+            with open(planted, "a", encoding="utf-8") as fh:
+                fh.write(f'\n_MARKER = "{self.marker}"\n')
+        # what the administrator installs for everyone: the student edition built from that checkout
+        edition = self.tmp / "edition"
+        wheel = build_edition(checkout, edition)
+        shutil.rmtree(edition / "src", ignore_errors=True)
         subprocess.run(["chown", "-R", f"{self.instructor}:{self.instructor}", str(checkout)], check=True)
+        self.python, self.libdir = make_users_venv(self.tmp / "venv", wheel)
         (self.tmp / "students.txt").write_text("\n".join(self.students) + "\n")
+        # the hub's config where every user's server can read its per-role Jupyter config (deploy/README.md copies
+        # deploy/ to /opt/gpucourse/deploy): not in this checkout, which is closed to them
+        shutil.copytree(ROOT / "deploy", self.tmp / "deploy", ignore=shutil.ignore_patterns("__pycache__"))
+        for p in (self.tmp / "deploy", *(self.tmp / "deploy").rglob("*")):  # readable by all (copied modes may not be)
+            p.chmod(0o755 if p.is_dir() else 0o644)
         hubdir = self.tmp / "hub"
         hubdir.mkdir(mode=0o700)
         (hubdir / "jupyterhub_config.py").write_text(f"""
 c = get_config()
-load_subconfig({str(DEPLOY_CONFIG)!r})
+load_subconfig({str(self.tmp / "deploy" / DEPLOY_CONFIG.relative_to(ROOT / "deploy"))!r})
 # loopback test overrides: dummy passwords instead of PAM, free ports, a driver service
 c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = {self.token!r}

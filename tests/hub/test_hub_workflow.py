@@ -1,15 +1,18 @@
 """A class on one machine, for real: JupyterHub (deploy/local/jupyterhub_config.py) + configurable-http-proxy +
 nbgrader's exchange on loopback, an instructor and three real Linux users. The lab is released, fetched, filled
 (one right, one wrong in exercise 1, one blank), submitted, collected, autograded and exported; the grades must
-be exactly what the answers deserve. Students cannot read each other's work or the exchange's inbound, and
-Formgrader renders under the hub. Timings go to <artifacts>/hub-timings.json."""
+be exactly what the answers deserve. Students cannot read each other's work or the exchange's inbound, nor any
+reference, hidden-case generator or solution (the users' venv holds the student edition only), and Formgrader
+renders under the hub. Timings go to <artifacts>/hub-timings.json."""
 
 from __future__ import annotations
 
 import json
 import os
 import pwd
+import shlex
 import stat
+import subprocess
 import time
 
 import pytest
@@ -23,7 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.hub]
 
 @pytest.fixture(scope="module")
 def class_run():
-    modes = harness.grant_traversal() if os.geteuid() == 0 else []
+    modes = harness.grant_traversal() + harness.close_checkout() if os.geteuid() == 0 else []
     reason = harness.missing_tools()
     if reason:
         harness.restore_modes(modes)
@@ -78,6 +81,62 @@ def test_students_cannot_read_each_others_work_or_the_inbound(class_run):
     assert status in (403, 404), f"alice's token read bob's notebook through the hub (HTTP {status})"
     status, _ = hub.api("GET", f"/user/{alice}/api/contents", token=token)
     assert status == 200, f"alice's token cannot open her own server (HTTP {status}): the check above proves nothing"
+
+
+PROBE = r"""
+import importlib, importlib.util, json, os, sys
+import gpucourse, grader
+from grader.labs import lab05b_kernel_puzzles as lab05b
+found = []  # any file of the answer side or of the solutions reachable from the import path
+for entry in sys.path:
+    for d, dirs, files in os.walk(entry) if os.path.isdir(entry) else ():
+        parts = d.split(os.sep)
+        if ("grader" in parts and "answers" in parts[parts.index("grader"):]
+                or "solutions" in parts and any(f.endswith((".ipynb", ".py")) for f in files)):
+            found.append(d)
+print("PROBE " + json.dumps({
+    "gpucourse": gpucourse.__file__, "grader": grader.__file__, "answers": repr(importlib.util.find_spec("grader.answers")),
+    "has_answers": [p.has_answers() for p in lab05b.problems.values()],
+    "references": [p.name for p in lab05b.problems.values() if p.reference is not None or p.hidden is not None],
+    "found": found[:20]}))
+"""
+
+
+def test_a_students_server_cannot_read_any_reference_generator_or_solution(class_run):
+    """As a student (the Linux user their server runs as, with its Python): the course comes from the student
+    edition installed in the users' venv; grader.answers does not exist there, lab 5b's problems hold no reference
+    or generator, nothing under the import path is an answer module or a solution; the instructor's checkout and
+    this checkout's grader/answers and solutions/ cannot be read; and the marker planted in the instructor's
+    reference module and solution is in no file the student can read (positive controls: it is in the checkout,
+    and the student's own lab is readable)."""
+    hub, _, _ = class_run
+    student = hub.students[0]
+    checkout = hub.checkout()
+    planted = [checkout / "grader" / "answers" / "lab05b_kernel_puzzles.py",
+               checkout / "solutions" / harness.LAB / f"{harness.LAB}.py"]
+    assert all(hub.marker in p.read_text(encoding="utf-8") for p in planted)
+    out = hub.as_user(student, f"cd && python -c {shlex.quote(PROBE)}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    probe = json.loads(out.stdout.split("PROBE ", 1)[1])
+    site = str(hub.tmp / "venv")
+    assert probe["gpucourse"].startswith(site) and probe["grader"].startswith(site), probe
+    assert probe["answers"] == "None" and probe["references"] == [] and probe["found"] == [], probe
+    assert len(probe["has_answers"]) == 18 and not any(probe["has_answers"]), probe
+    for path in [*planted, checkout / "solutions", harness.ROOT / "grader" / "answers" / "lab05b_kernel_puzzles.py",
+                 harness.ROOT / "grader" / "answers" / "lab07_tpu.py", harness.ROOT / "solutions",
+                 harness.ROOT / "solutions" / harness.LAB / f"{harness.LAB}.ipynb"]:
+        assert path.exists(), path
+        peek = hub.as_user(student, f"cat {shlex.quote(str(path))} || ls {shlex.quote(str(path))}")
+        assert peek.returncode != 0 and "Permission denied" in peek.stderr, f"{student} read {path}"
+    own = hub.as_user(student, f"cat {shlex.quote(str(hub.home(student) / harness.notebook_path()))} > /dev/null")
+    assert own.returncode == 0, own.stderr  # the student can read their own work: the checks above mean something
+    grep = hub.as_user(student, f"grep -rlF {hub.marker} {hub.tmp} {harness.ROOT} 2>/dev/null; true", timeout=900)
+    assert grep.stdout.strip() == "", f"the marker is readable by a student in: {grep.stdout[:2000]}"
+    # positive control: as root, grep finds it where it is (the planted files, their bytecode), all of it in the
+    # instructor's checkout
+    control = subprocess.run(["grep", "-rlF", hub.marker, str(hub.tmp)], capture_output=True, text=True, timeout=900)
+    found = set(control.stdout.split())
+    assert {str(p) for p in planted} <= found and all(f.startswith(f"{checkout}/") for f in found), control.stdout
 
 
 def test_grading_secret_is_the_instructors_alone(class_run):

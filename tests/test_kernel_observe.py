@@ -1,0 +1,171 @@
+"""Observe here, judge there (grader/DESIGN.md) for kernels: ``KernelProblem.observe`` runs the student's kernel
+where their code runs and returns plain data (the outputs and the executor's report as
+:class:`gpucourse.simt.ReportData`); ``KernelProblem.judge`` decides in the grader, against the reference. The
+data form must judge exactly as the live report does: every lab 5b solution passes from data on its visible and
+hidden cases, every plausible wrong answer fails from data with the same message as the live check, and an
+observation that is incomplete or forged is a failure, never a pass."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+
+import gpucourse as gc
+from gpucourse import simt
+from grader import kernels
+from grader.checks import CheckFailure
+from grader.labs import lab05b_kernel_puzzles as lab
+from grader.pipeline.wire import decode, encode
+from tests.grading import wrong_answer_lists
+
+gc.quiet_warnings()
+cuda = gc.get_backend().cuda
+NS = {"np": np, "math": math, **{k: getattr(lab, k) for k in dir(lab) if k.isupper()}}
+WRONG = wrong_answer_lists("lab05b_kernel_puzzles")
+
+
+def _gid(p) -> str:
+    return f"ex{lab.ORDER.index(p) + 1:02d}_{p.name}"
+
+
+def _over_the_wire(observation: dict) -> dict:
+    """What the grader receives: JSON text of the wire format, decoded (no object crosses)."""
+    return decode(json.loads(json.dumps(encode(observation), allow_nan=True)))
+
+
+def _verdict(fn) -> str | None:
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            fn()
+    except CheckFailure as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture(scope="module")
+def solutions() -> dict:
+    from grader.benchmark_simt import puzzle_kernels
+
+    return puzzle_kernels(cuda)
+
+
+def test_report_data_answers_as_the_live_report(solutions):
+    """Every question a requirement asks, asked of the report and of its data form after the wire: equal."""
+    asked = 0
+    for name in ("transpose", "histogram", "row_sum", "conv1d", "compact"):
+        p = lab.problems[name]
+        case = p.visible[0]
+        live = p._launch(solutions[name], case)["report"]
+        data = _over_the_wire({"r": live.to_data()})["r"]
+        assert isinstance(data, simt.ReportData), type(data)
+        assert np.array_equal(data.counts, live.counts)
+        for space in ("global", "shared"):
+            assert data.per_thread(space) == live.per_thread(space)
+            for kind in ("r", "w"):
+                assert data.total(space, kind) == live.total(space, kind)
+        for attr in ("n_threads", "n_blocks", "threads_per_block", "shared_bytes", "dynamic_shared_bytes",
+                     "simt_efficiency", "divergent_steps", "divergent_branches", "issued_steps", "race_count",
+                     "uninitialized_count", "atomics", "ok"):
+            assert getattr(data, attr) == getattr(live, attr), (name, attr)
+        assert data.arrays == {k: tuple(v) for k, v in live.arrays.items()}
+        for array, space in live.spaces.items():
+            assert data.atomic_updates(array) == live.atomic_updates(array)
+            for kind in (None, "r", "w"):
+                assert data.sectors_per_request(array, kind) == live.sectors_per_request(array, kind)
+                if space == "shared":
+                    assert data.bank_conflicts(array, kind) == live.bank_conflicts(array, kind)
+                asked += 1
+    assert asked >= 30, asked
+
+
+def test_solutions_pass_from_data_on_visible_and_hidden_cases(solutions):
+    judged = 0
+    for name, p in lab.problems.items():
+        assert p.has_answers()
+        for case in [*p.visible, *p.hidden_cases(seed=7)]:
+            seen = _over_the_wire(p.observe(solutions[name], case))
+            assert isinstance(seen["report"], simt.ReportData)
+            p.judge(seen, p.reference(*case.args, **case.kwargs), case)  # raises if wrong
+            judged += 1
+    assert judged > 80, judged
+
+
+def test_every_wrong_answer_fails_from_data_with_the_live_message():
+    """The wrong-answer corpus of lab 5b (every budget kind, races, barrier divergence, wrong values, a kernel
+    that cannot finish): judged from data after the wire, the first failing case's message equals the live
+    check's."""
+    compared = 0
+    for p in lab.ORDER:
+        for source in WRONG[_gid(p)]:
+            fn = kernels.load_kernel(source, p.name, NS, cuda)
+            live = _verdict(lambda: p.check(fn))
+            if live is None:  # a wrong answer the visible cases cannot tell apart: the hidden ones must
+                cases = p.hidden_cases(seed=11)
+                live = _verdict(lambda: p.check(fn, hidden=True))
+                assert live is not None, f"{p.name}: a wrong answer passes visible and hidden checks"
+            else:
+                cases = p.visible
+            from_data = None
+            for case in cases:
+                seen = _over_the_wire(p.observe(fn, case))
+                from_data = _verdict(lambda: p.judge(seen, p.reference(*case.args, **case.kwargs), case))
+                if from_data:
+                    break
+            assert from_data == live, f"{p.name}:\n live: {live}\n data: {from_data}"
+            compared += 1
+    assert compared >= 18, compared
+
+
+def test_an_incomplete_or_forged_observation_fails(solutions):
+    p = lab.problems["compact"]  # two outputs
+    case = p.visible[0]
+    want = p.reference(*case.args)
+    good = _over_the_wire(p.observe(solutions["compact"], case))
+    p.judge(good, want, case)
+    forged = [
+        ({**good, "outputs": good["outputs"][:1]}, "1 outputs came back for 2 expected"),
+        ({**good, "outputs": []}, "0 outputs came back"),
+        ({**good, "report": None}, "the executor's report did not come back"),
+        ({**good, "report": decode({"__unsupported__": "KernelReport", "course": True})}, "report did not come back"),
+        ("not an observation", "no observation of the kernel came back"),
+        ({**good, "error": "compact[...] failed: index 40 out of bounds"}, "index 40 out of bounds"),
+        ({**good, "device": [good["outputs"][0] + 1, good["outputs"][1]]}, "on the GPU"),
+    ]
+    for seen, words in forged:
+        with pytest.raises(CheckFailure, match=words.replace("[", r"\[").replace("]", r"\]")):
+            p.judge(seen, want, case)
+    # a race in the report fails before the values are even looked at, whatever the outputs say
+    race = simt.Race("shared", "s", (3,), "read-after-write", (0, 1), (0, 2))
+    raced = {**good, "report": good["report"].__class__(**{**vars(good["report"]), "races": (race,), "race_count": 1})}
+    with pytest.raises(CheckFailure, match="1 data race: read-after-write race on shared s"):
+        p.judge(raced, want, case)
+
+
+def test_without_the_answer_side_visible_checks_use_the_stored_values_and_hidden_ones_only_observe(
+        solutions, monkeypatch, capsys):
+    """As in the student edition and the grading sandbox: no reference, no generator. The visible check judges
+    against lab05b_kernel_puzzles.expected.json (a wrong kernel still fails); the hidden check outside grading
+    says it runs at grading, and inside (cases installed as data) runs the kernel and judges nothing."""
+    import grader.problem as problem_mod
+    import grader.seeding as seeding
+
+    monkeypatch.setattr(problem_mod, "_answer_module", lambda lab_module: None)
+    p = lab.problems["warp_sum"]
+    monkeypatch.setattr(p, "reference", None)
+    monkeypatch.setattr(p, "hidden", None)
+    assert not p.has_answers()
+    p.check(solutions["warp_sum"])
+    assert "✓ warp_sum: 1 visible case passed" in capsys.readouterr().out
+    wrong = kernels.load_kernel(WRONG[_gid(p)][0], "warp_sum", NS, cuda)
+    assert _verdict(lambda: p.check(wrong))
+    p.check(solutions["warp_sum"], hidden=True)
+    assert "the hidden tests run when your lab is graded" in capsys.readouterr().out
+    cases = [problem_mod.Case((np.arange(n, dtype=np.float32),)) for n in (5, 100)]
+    monkeypatch.setattr(seeding, "installed_cases", lambda name: cases if name == "warp_sum" else None)
+    p.check(wrong, hidden=True)  # a wrong kernel that finishes: nothing is judged here
+    assert "ran on 2 hidden cases; they are judged by the grader" in capsys.readouterr().out
