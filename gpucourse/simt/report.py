@@ -19,7 +19,7 @@ to global and shared memory. The report turns those into what a GPU performance 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -454,6 +454,12 @@ class KernelReport:
     def __repr__(self) -> str:
         return f"<KernelReport {self.name} grid {tuple(self.grid)} block {tuple(self.block)}>"
 
+    def elements_accessed(self, array: str, kind: str | None = None) -> tuple[int, int]:
+        """(how many distinct elements of ``array`` were accessed — ``kind`` "r"/"w" plain loads/stores, None
+        either —, the flat index of the lowest of them, -1 when none)."""
+        touched = np.flatnonzero(self.access_map(array, kind).ravel() >= 0)
+        return int(touched.size), int(touched[0]) if touched.size else -1
+
     def to_data(self, examples: int = 3) -> ReportData:
         """What checks read of this launch, as plain data (:class:`ReportData`): it travels from the process
         that ran the student's kernel to the grader, which judges it without the executor's log."""
@@ -475,7 +481,8 @@ class KernelReport:
             sync_errors=tuple(self.sync_errors[:examples]), sync_error_count=len(self.sync_errors),
             uninitialized=tuple(str(u) for u in self.uninitialized[:examples]),
             uninitialized_count=int(self.uninitialized_count), uninitialized_reads=int(self.uninitialized_reads),
-            warnings=tuple(str(w) for w in self.warnings), complete=bool(self.complete))
+            warnings=tuple(str(w) for w in self.warnings), complete=bool(self.complete),
+            touched={a: tuple(self.elements_accessed(a, k) for k in kinds) for a in arrays})
 
 
 _KINDS = {None: 0, "r": 1, "w": 2}
@@ -520,6 +527,11 @@ class ReportData:
     uninitialized_reads: int
     warnings: tuple
     complete: bool = True
+    touched: dict = field(default_factory=dict)  # name -> per kind (any, reads, writes): (elements, lowest flat index)
+
+    def elements_accessed(self, array: str, kind: str | None = None) -> tuple[int, int]:
+        self._known(array)
+        return tuple(self.touched[array][_KINDS[kind]])
 
     def per_thread(self, space: str = "global") -> dict[str, float]:
         c = np.asarray(self.counts)

@@ -418,12 +418,12 @@ def _flush_is_atomic(require: Callable) -> Callable:
     nothing else writes counts, so no race shows and the read would only surface as a second global read per
     thread against the budget's 1: say what it is instead."""
     def check(r, case, what):
-        read = np.flatnonzero(r.access_map("counts", "r").ravel() >= 0)
-        if read.size:
+        n_read, first = r.elements_accessed("counts", "r")  # plain loads only (atomics are not "r")
+        if n_read:
             from ..checks import CheckFailure
 
             raise CheckFailure(
-                f"{what}: your kernel read counts[{int(read[0])}] (and {read.size - 1} more bins) with a plain load: "
+                f"{what}: your kernel read counts[{first}] (and {n_read - 1} more bins) with a plain load: "
                 "`counts[b] += ...` is a non-atomic read-add-write of a global counter. In this launch of "
                 f"{r.n_blocks} block{'s' * (r.n_blocks != 1)} " + ("nothing else wrote that bin in between, so no "
                 "race shows, but with two or more blocks each block's flush races with the others'"
