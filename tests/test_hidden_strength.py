@@ -252,24 +252,19 @@ TODAY = {  # measured on main c2ea47d (labs 3, 4 after train-fix) + this branch,
                          "schedule_dag 1",
         "lab05_kernels": "5: tiled_matmul 3 (untyped shared tiles accepted, k % TILE == 1 never drawn), block_sum 2 "
                          "(dtype-less shared array accepted, tid != 0)",
-        "lab06_xla_sass": "17: fusion_bytes 12 (relu never drawn), scale_bias_relu_kernel 1, sass_counts 2, "
-                          "measure_times 2 (warm-up unchecked)",
     },
     "coverage": {
         "lab01_blas_roofline": "min_batch_compute_bound's guard loops (lines 152, 154) never run",
         "lab03_datapath": "break_even_elements's guard loops (lines 128, 130) never run",
         "lab04_streams": "launches_to_dominate's guard loops (lines 355, 357) never run",
-        "lab06_xla_sass": "chain_function's relu branch (line 172) never runs",
     },
     "families": {
         "lab03_datapath": "warp_execution: all True, whole warps only missing",
-        "lab06_xla_sass": "count_opcode: 'HGMMA', 'LDG', result=1 missing",
     },
     "weaker": {
         "lab01_blas_roofline": "predict_time 4 and chain_bytes 1 mutants killed by visible only",
         "lab03_datapath": "break_even_elements 2 mutants (in - out traffic) killed by visible only",
         "lab04_streams": "time_call 2 mutants (f(None)) killed by the visible test's real-JAX check only",
-        "lab06_xla_sass": "fusion_bytes 11 (relu) killed by visible only",
     },
 }
 

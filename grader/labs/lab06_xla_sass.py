@@ -202,12 +202,21 @@ def fusion_bytes_xla(m: int, n: int, dtype: str, ops: list[str]) -> tuple[int, i
 
 
 def _bytes_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(4):
-        m, n = (int(v) for v in rng.integers(2, 2000, size=2))
-        ops = [str(o) for o in rng.choice(OPS, size=int(rng.integers(1, 5)))]
-        cases.append(Case((m, n, str(rng.choice(["float32", "bfloat16", "float16"])), ops)))
-    return cases
+    """Every op of OPS in some chain (a permutation split over the first three cases) and every dtype (one each);
+    a row and a full operand in a 2-byte dtype; a chain of one op; the shapes deliberately: one row, one column,
+    square, and general non-square ones."""
+    ops = [str(o) for o in rng.permutation(OPS)]
+    dtypes = [str(d) for d in rng.permutation(["float32", "bfloat16", "float16"])]
+    side = int(rng.integers(3, 300))
+    shapes = [(1, int(rng.integers(3, 2000))), (int(rng.integers(3, 2000)), 1), (side, side),
+              tuple(int(v) for v in rng.choice(np.arange(2, 2000), size=2, replace=False))]
+    # a row vector and a full operand in a 2-byte dtype (an operand built in float32 is caught there); one op alone
+    chains = [ops[0:2], ops[2:4], ops[4:7], [str(o) for o in rng.permutation([rng.choice(["mul_row", "add_row"]),
+                                                                              rng.choice(["mul_full", "add_full"])])],
+              [str(rng.choice(OPS))]]
+    dtypes += [str(rng.choice(["bfloat16", "float16"])), str(rng.choice(dtypes))]
+    shapes.append(tuple(int(v) for v in rng.choice(np.arange(2, 300), size=2, replace=False)))
+    return [Case((m, n, d, c)) for (m, n), d, c in zip(shapes, dtypes, chains)]
 
 
 def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
@@ -229,6 +238,8 @@ FUSION_BYTES = Problem(
           'relu', 'tanh', 'exp'  unary, no new operand
         unfused = the sum over ops of the bytes one op jitted ALONE accesses (it reads its operands and writes
         an (m, n) result); fused = the bytes the whole chain accesses under one jax.jit.
+        m, n ≥ 1 but never both 1 (on a one-element x, XLA's count for relu depends on the dtype); one row
+        (m = 1) and one column (n = 1) are asked about.
         The checker computes the expected numbers by compiling the functions and asking XLA.
     """,
     reference=fusion_bytes_xla,
@@ -502,9 +513,12 @@ _OPS_POOL += ["LDGSTS.E.BYPASS.128", "LDGDEPBAR", "FFMA2", "MOVM.16.MT88"]
 _OPERANDS = ["R0, R4, R3, R7", "R16, R4.reuse, R12, RZ", "R2, desc[UR4][R2.64]", "P0, PT, R11, UR4, PT", "R1, 0x4"]
 
 
-def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k", must: tuple[str, ...] = ()) -> str:
+def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k", must: tuple[str, ...] = (),
+                   exclude: str = "") -> str:
     """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes; every
-    opcode of ``must`` appears at least once (at a random place)."""
+    opcode of ``must`` appears at least once (at a random place); no random instruction has the base opcode
+    ``exclude`` (so ``must`` alone decides how many there are)."""
+    pool = [op for op in _OPS_POOL if op.split(".")[0] != exclude] if exclude else _OPS_POOL
     out = [f"//--------------------- .text.{kernel}  --------------------------",
            f"        .section  .text.{kernel},\"ax\",@progbits", f"        .global  {kernel}", f"{kernel}:",
            "        /* FFMA-heavy kernel, HMMA in the epilogue */"]
@@ -512,7 +526,7 @@ def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k",
         if rng.random() < 0.08:
             out.append(f".L_x_{i}:")
         pred = str(rng.choice(["", "", "", "@P0 ", "@!P1 ", "@UP0 "]))
-        op = must[i] if i < len(must) else str(rng.choice(_OPS_POOL))
+        op = must[i] if i < len(must) else str(rng.choice(pool))
         out.append(f"        /*{16 * i:04x}*/                   {pred}{op} {rng.choice(_OPERANDS)} ;")
     out.append(f"        /*{16 * lines:04x}*/                   EXIT ;")
     return "\n".join(out) + "\n"
@@ -557,11 +571,19 @@ def _count_hidden(rng: np.random.Generator) -> list[Case]:
                            str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA", "HGMMA", "WARPGROUP"])))))
     for short in ("LDG", "FFMA", "MOV"):  # an opcode that is a prefix of another one in the same text
         cases.append(_prefix_case(rng, short))
+    # exactly one HGMMA (beside WARPGROUP.*, in a kernel named after it), and an opcode that is absent: 1 and 0
+    one = synthetic_sass(rng, int(rng.integers(20, 60)), "HGMMA_tile", ("HGMMA.64x128x16.F32.BF16",
+                                                                         "WARPGROUP.ARRIVE"), exclude="HGMMA")
+    cases.append(Case((_Sass(one, "synthetic, one HGMMA"), "HGMMA")))
+    none = synthetic_sass(rng, int(rng.integers(20, 60)), "DFMA_kernel", ("DFMA",), exclude="HMMA")
+    cases.append(Case((_Sass(none, "synthetic, no HMMA"), "HMMA")))
     if toolchain.available():
         t = int(rng.integers(3, 12))
         cases.append(Case((_Sass(toolchain.sass_of(unrolled_fma_cu(t)).text, f"Horner, {t} terms, sm_90"), "FFMA")))
         k = int(rng.integers(2, 5))
         cases.append(Case((_Sass(toolchain.sass_of(wmma_cu(k)).text, f"wmma, k_steps={k}, sm_90"), "HMMA")))
+        cases.append(Case((_Sass(toolchain.sass_of(WGMMA_CU, arch="sm_90a").text, "64×8×16 wgmma kernel, sm_90a"),
+                           "HGMMA")))
     return cases
 
 
@@ -597,8 +619,11 @@ def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
 
 
 def _counts_hidden(rng: np.random.Generator) -> list[Case]:
-    t, k = int(rng.integers(4, 16)), int(rng.integers(2, 6))
-    return [Case((unrolled_fma_cu(t), "sm_90")), Case((wmma_cu(k), "sm_90")), Case((WGMMA_CU, "sm_90a"))]
+    """A Horner polynomial and a wmma GEMM of random sizes, the wgmma kernel for sm_90a, and one call that leaves
+    ``arch`` at its default ('sm_90')."""
+    t, k, t2 = int(rng.integers(4, 16)), int(rng.integers(2, 6)), int(rng.integers(3, 12))
+    return [Case((unrolled_fma_cu(t), "sm_90")), Case((wmma_cu(k), "sm_90")), Case((WGMMA_CU, "sm_90a")),
+            Case((unrolled_fma_cu(t2),))]
 
 
 class _ToolchainProblem(Problem):
@@ -627,7 +652,8 @@ def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -
     if not isinstance(got, dict) or set(got) != set(KEYS):
         raise CheckFailure(f"{what}: expected a dict with keys 'FFMA', 'HMMA' and 'HGMMA', got {got!r}")
     for key in KEYS:
-        expect_int(f"{what} → {key}", got[key], expected[key], f"compile for {case.args[1]}, then count base opcodes")
+        arch = case.args[1] if len(case.args) > 1 else "sm_90 (the default)"
+        expect_int(f"{what} → {key}", got[key], expected[key], f"compile for {arch}, then count base opcodes")
 
 
 class _Src(str):
@@ -641,7 +667,8 @@ SASS_COUNTS = _ToolchainProblem(
     forbid=("gpucourse.toolchain.Sass.count", "gpucourse.toolchain.Sass.opcodes"),
     spec="""
         sass_counts(source, arch) -> {'FFMA': int, 'HMMA': int, 'HGMMA': int}: compile the CUDA C `source` for
-        the Hopper target `arch` ('sm_90', or 'sm_90a' for kernels that use wgmma) with gpucourse.toolchain
+        the Hopper target `arch` ('sm_90', the default when arch is not given, or 'sm_90a' for kernels that use
+        wgmma) with gpucourse.toolchain
         (NVRTC → cubin → nvdisasm), and count in the SASS the FP32 fused multiply-adds (FFMA), the warp-level
         tensor-core MMAs (HMMA, from mma.sync/wmma) and the warpgroup-level ones (HGMMA, from wgmma) — with your
         count_opcode.
@@ -650,7 +677,7 @@ SASS_COUNTS = _ToolchainProblem(
     reference=sass_counts,
     visible=[Case((_Src(ELEMENTWISE_CU), "sm_90")), Case((_Src(wmma_cu(1)), "sm_90")),
              Case((_Src(WGMMA_CU), "sm_90a"))],
-    hidden=lambda rng: [Case((_Src(c.args[0]), c.args[1])) for c in _counts_hidden(rng)],
+    hidden=lambda rng: [Case((_Src(c.args[0]), *c.args[1:])) for c in _counts_hidden(rng)],
     compare=_compare_counts,
 )
 
@@ -948,6 +975,9 @@ def _machine(kind: str, rng: np.random.Generator) -> dict[str, float]:
     if kind == "gpu":  # launch a few µs, HBM TB/s, a caching allocator: no page faults
         return {"dispatch": float(rng.uniform(3e-6, 8e-6)), "bandwidth": float(rng.uniform(2e12, 4.8e12)),
                 "fault": 0.0}
+    if kind == "cpu, costly faults":  # page faults dominate on every draw (3x the memory term or more)
+        return {"dispatch": float(rng.uniform(8e-6, 30e-6)), "bandwidth": float(rng.uniform(30e9, 40e9)),
+                "fault": float(rng.uniform(3e-6, 4e-6))}
     return {"dispatch": float(rng.uniform(8e-6, 30e-6)), "bandwidth": float(rng.uniform(8e9, 40e9)),
             "fault": float(rng.uniform(0.2e-6, 4e-6))}
 
@@ -955,12 +985,19 @@ def _machine(kind: str, rng: np.random.Generator) -> dict[str, float]:
 def _time_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for kind, elements, k, faults in (("gpu", 1 << 26, 3, 0), ("gpu", 1 << 10, 3, 0), ("cpu", 1 << 22, 4, 3),
-                                      ("cpu", 1 << 20, 2, 0), ("cpu", 1 << 8, 5, 0)):
+                                      ("cpu", 1 << 20, 2, 0), ("cpu", 1 << 8, 5, 0),
+                                      ("cpu, costly faults", 1 << 22, 4, 3)):
         e = int(elements * rng.uniform(0.8, 1.2))
         per_array = 4 * e
         unf_bytes, fused_bytes = (3 * k - 1) * per_array, (k + 1) * per_array  # k binary ops on fresh operands
         pages = math.ceil(per_array / 4096)
         cases.append(Case(((k, 1), (unf_bytes, fused_bytes), (faults * pages, 0), _machine(kind, rng))))
+    # exact ties (powers of two: no rounding) — the first of the tied terms in the order of TERMS is the answer
+    k, e = int(rng.integers(2, 6)), int(rng.integers(14, 18))
+    tie = {"dispatch": 2.0**-e, "bandwidth": 2.0**34, "fault": 2.0**-22}  # dispatch == memory, faults below
+    cases.append(Case(((k, 1), (k * 2**(34 - e), 2**(33 - e)), (3, 0), tie)))
+    tie = {"dispatch": 2.0**-19, "bandwidth": 2.0**33, "fault": 2.0**-18}  # memory == page faults > dispatch
+    cases.append(Case(((k, 1), (k * 2**20, 2**18), (k * 32, 0), tie)))
     return cases
 
 
@@ -982,7 +1019,8 @@ TIME_MODEL = Problem(
         "bandwidth": bytes per second, "fault": seconds per page fault}.
         The time of one side is  calls·dispatch + nbytes/bandwidth + faults·fault.
         Return ratio = time(unfused) / time(fused), and dominant = the name of the largest of the three terms of
-        the UNFUSED time: "dispatch", "memory" or "page faults".
+        the UNFUSED time: "dispatch", "memory" or "page faults". On a tie (two terms exactly equal and largest),
+        the first of them in that order: dispatch before memory before page faults.
     """,
     reference=fusion_time_ratio,
     visible=[Case(((3, 1), (8 * 2**22, 4 * 2**22), (2048, 0), {"dispatch": 12e-6, "bandwidth": 20e9, "fault": 1e-6}))],
