@@ -21,7 +21,7 @@ from .ingest import origin_of
 from .lab import Lab
 from .preflight import preflight, review_flags
 from .publish import publish, write_result
-from .recheck import answers_split, lab_problems, parse_checks, plan, run_recheck
+from .recheck import lab_problems, parse_checks, plan, run_recheck, split_problems
 from .wire import encode_cases
 from .secret import Secret, write_seed_file
 from .verdict import cell_messages, combine, verdicts
@@ -61,8 +61,8 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
     problems = lab_problems(lab)
     seeds = secret.seeds(lab.name, student, sorted(problems))
     # a split lab's generators stay here: its sandboxes get this student's hidden cases as data, not seeds
-    split = answers_split(lab)
-    cases = {n: encode_cases(p.hidden_cases(seed=seeds[n])) for n, p in problems.items() if split}
+    split = split_problems(lab)
+    cases = {n: encode_cases(p.hidden_cases(seed=seeds[n])) for n, p in problems.items() if n in split}
     seed_file = write_seed_file(job / "seeds" / "hidden-seeds.json", lab.name, student,
                                 {n: s for n, s in seeds.items() if n not in cases}, sandbox.uid, cases)
     inputs, env = [seed_file], {FILE_ENV: str(seed_file)}

@@ -85,6 +85,17 @@ def answers_split(lab: Lab) -> bool:
     return bool(module_name) and _answer_module(importlib.import_module(module_name)) is not None
 
 
+def split_problems(lab: Lab) -> set[str]:
+    """The problems whose answer side is in ``grader.answers`` (their generators are not in the sandbox: their
+    cases travel as data). A lab may keep some problems whole on its exercise side (lab 6: those whose checker
+    judges inside the student's kernel); those keep their seeds, as before the split."""
+    from ..problem import _answer_module
+
+    module_name, _, _ = parse_checks(lab)
+    answers = _answer_module(importlib.import_module(module_name)) if module_name else None
+    return set(getattr(answers, "ANSWERS", {}))
+
+
 def _problem_check():
     """``Problem.check``: a lab whose problem overrides it (e.g. launching a CUDA kernel on a simulator) judges
     in its own way, which the out-of-process check cannot replay: its test cells stay "kernel-only"."""
@@ -98,7 +109,7 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
     ``seeds``: problem -> this student's hidden-case seed (None: the public seeds, as outside grading)."""
     module_name, _, checks = parse_checks(lab)
     module = importlib.import_module(module_name) if module_name else None
-    as_data = answers_split(lab)
+    as_data = split_problems(lab)
     source = lab.cells()
     steps: list[dict] = []
     expected: dict[int, tuple[Check, Any, Any]] = {}
@@ -114,7 +125,7 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
             for chk in checks[gid]:
                 problem = module.problems[chk.problem]
                 cases = problem.hidden_cases(seed=(seeds or {}).get(chk.problem)) if chk.hidden else problem.visible
-                data = encode_cases(cases) if as_data else None
+                data = encode_cases(cases) if chk.problem in as_data else None
                 for k, case in enumerate(cases):
                     expected[len(steps)] = (chk, case, problem.reference(*case.args, **case.kwargs))
                     # a split lab's case travels as plain data (its generator is not in the sandbox); else the
