@@ -3,6 +3,8 @@ instrumented executor), the hidden cases' coverage, the measurement exercise's m
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -229,6 +231,8 @@ def measure_times(slow, fast, *args):
     # §0 step 10: reading the value on the host (np.asarray, jax.device_get) waits for the queued work too
     "synchronized with np.asarray(result), best of 5": """
 import time
+import importlib
+
 import numpy as np
 def measure_times(slow, fast, *args):
     def best(fn):
@@ -534,3 +538,22 @@ def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
     cell = source[source.index('"grade_id": "on_this_machine"'):].split("# %%", 1)[0]
     assert "gc.fusion.best_run" in cell and "page_faults(" not in cell  # not the mean faults beside the min time
     assert "measured / ratio" in cell  # measured/model printed
+
+
+def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbox():
+    """Lab 6 is split in part: fusion_bytes, breaking_op and fusion_time_ratio's answers live in grader/answers (their
+    hidden cases travel to the sandbox as data, and must be data); the exercises judged inside the student's kernel
+    keep theirs on the exercise side, with their seeds (measure_times' stand-ins are not data)."""
+    from grader import grade
+    from grader.pipeline.recheck import split_problems
+    from grader.pipeline.wire import encode_cases
+
+    assert split_problems(grade.Lab.find("lab06_xla_sass")) == set(answers.ANSWERS) == {
+        "fusion_bytes", "breaking_op", "fusion_time_ratio"}
+    for name in answers.ANSWERS:
+        assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
+        assert encode_cases(lab.problems[name].hidden_cases())
+    with pytest.raises(TypeError, match="not plain data"):
+        encode_cases(lab.MEASURE.hidden_cases())
+    lab7 = grade.Lab.find("lab07_tpu")
+    assert split_problems(lab7) == set(importlib.import_module("grader.labs.lab07_tpu").problems)
