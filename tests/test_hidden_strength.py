@@ -245,19 +245,14 @@ TODAY = {  # measured on main c2ea47d (labs 3, 4 after train-fix) + this branch,
                                "explain_point 2 (ties on the roofs)",
         "lab02_backprop": "6: mlp_backward 2 (relu'(0)), pick_policy 1 (tie), is_correct_backward 3 (no near-miss "
                           "candidate: looser tolerances pass)",
-        "lab06_xla_sass": "17: fusion_bytes 12 (relu never drawn), scale_bias_relu_kernel 1, sass_counts 2, "
-                          "measure_times 2 (warm-up unchecked)",
     },
     "coverage": {
         "lab01_blas_roofline": "min_batch_compute_bound's guard loops (lines 152, 154) never run",
-        "lab06_xla_sass": "chain_function's relu branch (line 172) never runs",
     },
     "families": {
-        "lab06_xla_sass": "count_opcode: 'HGMMA', 'LDG', result=1 missing",
     },
     "weaker": {
         "lab01_blas_roofline": "predict_time 4 and chain_bytes 1 mutants killed by visible only",
-        "lab06_xla_sass": "fusion_bytes 11 (relu) killed by visible only",
     },
 }
 

@@ -3,11 +3,14 @@ instrumented executor), the hidden cases' coverage, the measurement exercise's m
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
 import gpucourse as gc
 from grader.checks import CheckFailure
+from grader.answers import lab06_xla_sass as answers
 from grader.labs import lab06_xla_sass as lab
 
 cuda = gc.get_backend().cuda
@@ -94,9 +97,9 @@ def test_hidden_kernel_cases_cover_the_boundaries():
 
 
 def test_time_model_hidden_cases_reach_every_dominant_term():
-    answers = [lab.fusion_time_ratio(*c.args) for c in lab.TIME_MODEL.hidden_cases()]
-    assert {d for _, d in answers} == set(lab.TERMS)
-    visible = lab.fusion_time_ratio(*lab.TIME_MODEL.visible[0].args)
+    results = [answers.fusion_time_ratio(*c.args) for c in lab.TIME_MODEL.hidden_cases()]
+    assert {d for _, d in results} == set(lab.TERMS)
+    visible = answers.fusion_time_ratio(*lab.TIME_MODEL.visible[0].args)
     assert visible[0] == pytest.approx((3 * 12e-6 + 8 * 2**22 / 20e9 + 2048e-6) / (12e-6 + 4 * 2**22 / 20e9))
 
 
@@ -144,9 +147,9 @@ def test_the_virtual_clock_is_removed_afterwards():
     assert 0 <= time.perf_counter() - before < 60  # the real clock is back
 
 
-def test_sass_counts_cases_include_the_sm90a_target():
-    assert ("sm_90a" in {c.args[1] for c in lab.SASS_COUNTS.visible}
-            and "sm_90a" in {c.args[1] for c in lab.SASS_COUNTS.hidden_cases()})
+def test_sass_counts_cases_include_the_sm90a_target_and_the_default_arch():
+    hidden = {c.args[1] if len(c.args) > 1 else "default" for c in lab.SASS_COUNTS.hidden_cases()}
+    assert "sm_90a" in {c.args[1] for c in lab.SASS_COUNTS.visible} and {"sm_90a", "default"} <= hidden
 
 
 # Correct timing methods that a student may write, as notebook cells (their own globals): each must get full marks.
@@ -228,6 +231,8 @@ def measure_times(slow, fast, *args):
     # §0 step 10: reading the value on the host (np.asarray, jax.device_get) waits for the queued work too
     "synchronized with np.asarray(result), best of 5": """
 import time
+import importlib
+
 import numpy as np
 def measure_times(slow, fast, *args):
     def best(fn):
@@ -496,11 +501,11 @@ def test_breaking_op_cases_tell_the_first_breaker_from_the_last():
         return [op for op in lab.entry_ops(hlo) if op not in lab.BOOKKEEPING][-1]
 
     visible = [c.args[0] for c in lab.BREAKING_OP.visible]
-    assert any(lab.breaking_op(h) != last(h) for h in visible)
+    assert any(answers.breaking_op(h) != last(h) for h in visible)
     for seed in range(3):
         hidden = [c.args[0] for c in lab.BREAKING_OP.hidden_cases(seed)]
-        assert sum(lab.breaking_op(h) != last(h) for h in hidden) >= 2
-    lab.BREAKING_OP.check(lab.breaking_op, hidden=True)
+        assert sum(answers.breaking_op(h) != last(h) for h in hidden) >= 2
+    lab.BREAKING_OP.check(answers.breaking_op, hidden=True)
     with pytest.raises(CheckFailure, match="expected"):
         lab.BREAKING_OP.check(last)
 
@@ -533,3 +538,22 @@ def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
     cell = source[source.index('"grade_id": "on_this_machine"'):].split("# %%", 1)[0]
     assert "gc.fusion.best_run" in cell and "page_faults(" not in cell  # not the mean faults beside the min time
     assert "measured / ratio" in cell  # measured/model printed
+
+
+def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbox():
+    """Lab 6 is split in part: fusion_bytes, breaking_op and fusion_time_ratio's answers live in grader/answers (their
+    hidden cases travel to the sandbox as data, and must be data); the exercises judged inside the student's kernel
+    keep theirs on the exercise side, with their seeds (measure_times' stand-ins are not data)."""
+    from grader import grade
+    from grader.pipeline.recheck import split_problems
+    from grader.pipeline.wire import encode_cases
+
+    assert split_problems(grade.Lab.find("lab06_xla_sass")) == set(answers.ANSWERS) == {
+        "fusion_bytes", "breaking_op", "fusion_time_ratio"}
+    for name in answers.ANSWERS:
+        assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
+        assert encode_cases(lab.problems[name].hidden_cases())
+    with pytest.raises(TypeError, match="not plain data"):
+        encode_cases(lab.MEASURE.hidden_cases())
+    lab7 = grade.Lab.find("lab07_tpu")
+    assert split_problems(lab7) == set(importlib.import_module("grader.labs.lab07_tpu").problems)

@@ -352,7 +352,8 @@ lab.problems["measure_times"].check(measure_times, hidden=True)
 # §6.3's model of one evaluation: `calls · dispatch + bytes / bandwidth + page faults · cost per fault`. Compute
 # the ratio it predicts and name the term that dominates the unfused time. On a GPU with large arrays, memory
 # dominates and the time ratio follows the byte ratio; with tiny arrays, dispatch dominates and it follows the
-# ratio of kernel counts; on a CPU, freshly allocated intermediates can make page faults dominate.
+# ratio of kernel counts; on a CPU, freshly allocated intermediates can make page faults dominate. On an exact
+# tie between the largest terms, name the first of them in the order dispatch, memory, page faults.
 
 # %% nbgrader={"grade": false, "grade_id": "ex9_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_time_ratio"].show()
