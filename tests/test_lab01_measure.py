@@ -61,7 +61,7 @@ def test_workloads_behave_like_asynchronous_calls():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_correct_timer_passes_and_the_classic_mistakes_fail(seed):
     cases = TIME_CALL.hidden(np.random.default_rng(seed))
-    problem = lab.Problem(TIME_CALL.name, TIME_CALL.spec, TIME_CALL.reference, TIME_CALL.visible,
+    problem = type(TIME_CALL)(TIME_CALL.name, TIME_CALL.spec, TIME_CALL.reference, TIME_CALL.visible,  # resets workloads
                           lambda rng: cases, TIME_CALL.compare, TIME_CALL.after)
     problem.check(timer(), hidden=True)
     for wrong, why in ((timer(wait=False), "wait for the result"), (timer(warmup=False), "compilation"),

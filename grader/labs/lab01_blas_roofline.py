@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -58,7 +59,8 @@ AXPY = Problem(
     """,
     reference=axpy_cost,
     visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8"))],
-    hidden=lambda rng: [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(6)]
+    hidden=lambda rng: [Case((int(rng.integers(1, 10**9)), dtype)) for dtype in DTYPES]  # every dtype
+    + [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(2)]
     + [Case((1, str(rng.choice(DTYPES))))],  # one element
     compare=_pair("axpy_cost", "2 FLOPs per element (multiply + add)", "count x, y read and y written"),
 )
@@ -71,9 +73,10 @@ GEMV = Problem(
     """,
     reference=gemv_cost,
     visible=[Case((4, 3, "float32")), Case((1024, 512, "float16"))],
-    hidden=lambda rng: [
-        Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), str(rng.choice(DTYPES)))) for _ in range(6)
-    ],
+    hidden=lambda rng: [  # every dtype, non-square (m ≠ n almost surely), then a square A
+        Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), dtype)) for dtype in DTYPES
+    ] + [Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), str(rng.choice(DTYPES)))),
+         Case((m := int(rng.integers(1, 50_000)), m, str(rng.choice(DTYPES))))],
     compare=_pair("gemv_cost", "a dot product of length n is n multiplies and n adds", "A, x read; y written"),
 )
 
@@ -91,9 +94,10 @@ GEMM = Problem(
     """,
     reference=gemm_cost,
     visible=[Case((64, 32, 16, "float32")), Case((5, 7, 3, "float16"))],
-    hidden=lambda rng: [
-        Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),)) for _ in range(6)
-    ],
+    hidden=lambda rng: [  # every dtype with m, n, k drawn apart, then all three equal (square)
+        Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,)) for dtype in DTYPES
+    ] + [Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),)),
+         Case((m := int(rng.integers(1, 20_000)), m, m, str(rng.choice(DTYPES))))],
     compare=_pair("gemm_cost", "m·n outputs, each a length-k dot product (multiply + add)",
                   "A is m×k, B is k×n, C is m×n elements"),
 )
@@ -146,21 +150,15 @@ PREDICT = Problem(
 # -- Exercise 4: the ridge point and batch size -------------------------------------------------------------------
 
 def min_batch_compute_bound(d_in: int, d_out: int, dtype: str, peak_flops: float, bandwidth: float) -> int | None:
-    """Smallest batch B making (B×d_in)·(d_in×d_out) compute-bound; None when no batch can."""
-    s, ridge = _size(dtype), peak_flops / bandwidth
-
-    def compute_bound(b: int) -> bool:
-        return 2 * b * d_in * d_out / (s * (b * d_in + d_in * d_out + b * d_out)) >= ridge
-
+    """Smallest batch B making (B×d_in)·(d_in×d_out) compute-bound; None when no batch can. Exact rational
+    arithmetic: a tie (intensity == ridge point) is decided by no rounding.
+    intensity(B) = 2·B·d_in·d_out / (s·(B·d_in + d_in·d_out + B·d_out)) >= ridge
+               <=>  B · (2·d_in·d_out − ridge·s·(d_in + d_out)) >= ridge·s·d_in·d_out"""
+    s, ridge = _size(dtype), Fraction(peak_flops) / Fraction(bandwidth)
     coef = 2 * d_in * d_out - ridge * s * (d_in + d_out)
-    if coef <= 0:
+    if coef <= 0:  # even B → ∞ (intensity → 2·d_in·d_out / (s·(d_in + d_out))) stays below the ridge
         return None
-    b = max(1, math.ceil(ridge * s * d_in * d_out / coef))
-    while b > 1 and compute_bound(b - 1):  # guard the closed form against float rounding
-        b -= 1
-    while not compute_bound(b):
-        b += 1
-    return b
+    return math.ceil(ridge * s * d_in * d_out / coef)  # >= 1: the quotient is positive
 
 
 def _compare_batch(what: str, got: Any, expected: int | None, case: Case) -> None:
@@ -183,6 +181,15 @@ def _batch_cases(rng: np.random.Generator) -> list[Case]:
     cases.append(Case((1024, 1024, "float16", 256e12, 1e12)))
     # the limit itself: as B grows, intensity -> 2·1024² / (2·2048) = 512 FLOP/byte but never reaches it: None
     cases.append(Case((1024, 1024, "float16", 512e12, 1e12)))
+    # a ridge below 1 FLOP/byte: the smallest batch, B = 1, is already compute-bound (intensity ≈ 1 >= 0.5)
+    cases.append(Case((4096, 4096, "float16", 2.0**39, 2.0**40)))
+    # a layer that only just can: the limit 2·2·2 / (1·4) = 2 FLOP/byte is barely above the ridge 1.875, and B = 15
+    # lands exactly on it (2·15·4 / (15·2 + 4 + 15·2) = 120/64 = 1.875, exact in binary floating point)
+    cases.append(Case((2, 2, "int8", 1.875e12, 1e12)))
+    # a tie that is NOT exact in binary: B = 966 gives 2·966·3072·1536 / (2·(966·3072 + 3072·1536 + 966·1536)) =
+    # 494592/995 FLOP/byte = peak / bandwidth exactly. The intensity and the ridge each round to the same double, so
+    # comparing them finds 966; the closed form evaluated in floating point lands just above 966 and its ceil on 967
+    cases.append(Case((3072, 1536, "float16", 494.592e12, 0.995e12)))
     return cases
 
 
@@ -193,6 +200,8 @@ MIN_BATCH = Problem(
         A dense layer Y = X·W with X: (B, d_in), W: (d_in, d_out) is one GEMM. Return the smallest batch size
         B ≥ 1 whose arithmetic intensity reaches the machine's ridge point (peak_flops / bandwidth), so that the
         layer is compute-bound; return None if no batch size ever reaches it. Compulsory traffic as in gemm_cost.
+        A tie counts: an intensity exactly equal to the ridge point reaches it. (Decide with the intensity itself:
+        a closed form evaluated in floating point can land one above the answer at such a tie.)
     """,
     reference=min_batch_compute_bound,
     visible=[Case((8192, 8192, "float16", 989.4e12, 3.35e12)), Case((4096, 1024, "float32", 67e12, 3.35e12)),
@@ -214,9 +223,9 @@ def chain_bytes(n: int, dtype: str, arities: list[int], fused: bool) -> int:
 
 def _chain_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for _ in range(8):
+    for k in range(8):  # every dtype, fused and not
         arities = [int(a) for a in rng.integers(1, 4, size=int(rng.integers(1, 7)))]
-        cases.append(Case((int(rng.integers(1, 10**8)), str(rng.choice(DTYPES)), arities, bool(rng.integers(2)))))
+        cases.append(Case((int(rng.integers(1, 10**8)), DTYPES[k % len(DTYPES)], arities, bool(k % 2))))
     # float32, and a chain whose every later op (the second included) takes new inputs, fused and not
     n = int(rng.integers(1, 10**8))
     cases += [Case((n, "float32", [2, 3, 2, 1], True)), Case((n, "float32", [2, 3, 2, 1], False))]
@@ -487,12 +496,18 @@ class Workload:
         return "<workload: " + ", ".join(parts) + ">"
 
 
-def time_call_reference(fn: Callable[..., Any], *args: Any, repeat: int = 5) -> float:
-    """The spec's answer, for a Workload: the time one call of its work takes. (``Problem.check`` asks the reference
-    just before the student's function runs on the case: the workload starts afresh, its first call compiling
-    again, however often the check cell is re-run.)"""
-    fn.reset()
+def time_call_reference(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
+    """The spec's answer, for a Workload: the time one call of its work takes, whatever ``repeat`` is."""
     return fn.work_s
+
+
+class _TimingProblem(Problem):
+    """time_call's Problem: every call of the student's function gets its workload afresh (its first call compiling
+    again, no calls counted), however often the check cell is re-run — the visible cases are made once."""
+
+    def call(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
+        case.args[0].reset()
+        return super().call(fn, case, limit)
 
 
 # measured / true: sleep never undershoots, but on a busy machine a process may wake late by tens of ms; the slack
@@ -561,10 +576,18 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
         raise CheckFailure(f"time_call(..., repeat={repeat}) never waited for {w.unwaited()} of the {w.calls} results "
                            "(nor for any result queued after them): wait for the result (gc.block(out)) before "
                            "stopping the clock")
+    if hidden:  # repeat's default is 5: called without it, fn must make the calls time_call(..., repeat=5) makes
+        default, five = Workload(0.002, asynchronous=True), Workload(0.002, asynchronous=True)
+        with TIME_CALL.locked(fn):
+            fn(default)
+            fn(five, repeat=5)
+        if default.calls != five.calls:
+            raise CheckFailure(f"time_call(fn) called fn {default.calls} times, time_call(fn, repeat=5) {five.calls} "
+                               "times: repeat's default is 5")
     return f"\n  method: {w.calls} calls (warm-up + {repeat} timed), every result waited for"
 
 
-TIME_CALL = Problem(
+TIME_CALL = _TimingProblem(
     name="time_call",
     forbid=("gpucourse.timing.measure", "gpucourse.measure", "gpucourse.timing.confirm_faster",
             "gpucourse.confirm_faster", "gpucourse.roofline.measure_interleaved"),
@@ -610,7 +633,7 @@ def explain_point(flops: float, nbytes: float, seconds: float, peak_flops: float
 
 def _explain_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for kind in EXPLANATIONS * 2:
+    for k, kind in enumerate(EXPLANATIONS * 2):
         peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
         ridge = peak / bw
         cache = float(2 ** int(rng.integers(20, 27)))  # 1 MiB … 64 MiB
@@ -628,8 +651,8 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
         elif kind == "cache":
             ws = cache * float(rng.uniform(0.1, 0.95))
             achieved = min(intensity * bw * float(rng.uniform(1.2, 4.0)), peak * 0.99)
-        else:  # above the DRAM roof without fitting, or above the compute roof
-            if rng.integers(2):
+        else:  # above the DRAM roof without fitting (the first time), above the compute roof (the second)
+            if k < len(EXPLANATIONS):
                 ws = cache * float(rng.uniform(1.5, 20))
                 achieved = min(intensity * bw * float(rng.uniform(1.2, 4.0)), peak * 0.99)
             else:
