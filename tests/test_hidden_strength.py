@@ -240,11 +240,6 @@ def test_the_equivalents_file_names_real_labs_and_functions():
 # phase of issue 13 strengthens the hidden cases, and then these entries are deleted.
 TODAY = {  # measured on main c2ea47d (labs 3, 4 after train-fix) + this branch, 2026-12-03 (python -m grader.mutation)
     "survivors": {
-        "lab01_blas_roofline": "29: predict_time 5 (no compute-bound case, no tie), min_batch_compute_bound 16 (ties, "
-                               "guard loops), chain_bytes 1, blocked_matmul 1, roof_fraction 1 (tie), time_call 3, "
-                               "explain_point 2 (ties on the roofs)",
-        "lab02_backprop": "6: mlp_backward 2 (relu'(0)), pick_policy 1 (tie), is_correct_backward 3 (no near-miss "
-                          "candidate: looser tolerances pass)",
         "lab03_datapath": "21: break_even_elements 14 (a tie, guard loops, no case with outputs that pays), "
                           "warp_execution 2 (bool cond only), fit_transfer 5 (equivalents not yet listed)",
         "lab04_streams": "28: launches_to_dominate 12 (n = 1 at the boundary, guard loops), chunked_overlap 8 "
@@ -256,7 +251,6 @@ TODAY = {  # measured on main c2ea47d (labs 3, 4 after train-fix) + this branch,
                           "measure_times 2 (warm-up unchecked)",
     },
     "coverage": {
-        "lab01_blas_roofline": "min_batch_compute_bound's guard loops (lines 152, 154) never run",
         "lab03_datapath": "break_even_elements's guard loops (lines 128, 130) never run",
         "lab04_streams": "launches_to_dominate's guard loops (lines 355, 357) never run",
         "lab06_xla_sass": "chain_function's relu branch (line 172) never runs",
@@ -266,7 +260,6 @@ TODAY = {  # measured on main c2ea47d (labs 3, 4 after train-fix) + this branch,
         "lab06_xla_sass": "count_opcode: 'HGMMA', 'LDG', result=1 missing",
     },
     "weaker": {
-        "lab01_blas_roofline": "predict_time 4 and chain_bytes 1 mutants killed by visible only",
         "lab03_datapath": "break_even_elements 2 mutants (in - out traffic) killed by visible only",
         "lab04_streams": "time_call 2 mutants (f(None)) killed by the visible test's real-JAX check only",
         "lab06_xla_sass": "fusion_bytes 11 (relu) killed by visible only",
