@@ -164,6 +164,8 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
     skip = {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".egg-info"))}
     if Path(folder).name == "grader":
         skip.add("answers")
+        # mutation testing's reviewed equivalents quote reference lines (original/mutated): instructor-only
+        skip.add("equivalent_mutants.toml")
     return skip
 
 

@@ -233,7 +233,7 @@ def _outputs(nb_path: Path, grade_id: str) -> str:
 def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypatch):
     from grader import __main__ as cli
     from grader import grade
-    from grader.labs import lab01_blas_roofline as lab1
+    from grader.answers.lab01_blas_roofline import axpy_cost  # lab 1 is split: its references are answer-side
     from tests import grading
 
     secret_value = "classroom-secret-" + "x" * 24
@@ -274,7 +274,7 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
 
     # 2. a table of alice's leaked arguments, answered right: under alice's name it passes (her hidden cases are
     #    the same on regrade), under bob's it fails his hidden test
-    table = {f"{n}/{d}": list(lab1.axpy_cost(n, d)) for n, d in calls}
+    table = {f"{n}/{d}": list(axpy_cost(n, d)) for n, d in calls}
     cheat = grading.fill(released, {**full, "ex1_axpy_cost": TABLE.format(table=table)})
     second = tmp_path / "export2"
     second.mkdir()

@@ -55,7 +55,16 @@ def _mlp_case(rng: np.random.Generator, b: int, d_in: int, h: int, d_out: int) -
 
 
 def _mlp_hidden(rng: np.random.Generator) -> list[Case]:
-    return [_mlp_case(rng, *(int(v) for v in rng.integers(1, 40, size=4))) for _ in range(6)]
+    cases = [_mlp_case(rng, *(int(v) for v in rng.integers(1, 40, size=4))) for _ in range(6)]
+    # Z = 0 exactly, where relu'(0) = 0 decides (the spec's rule; a mask Z >= 0 lets the gradient through):
+    # an all-zero example (a padding row of X: its row of dX) and a dead hidden unit (a zero column of W1: its
+    # column of dW1)
+    b, d_in, h, d_out = (int(v) for v in rng.integers(2, 12, size=4))
+    padded = _mlp_case(rng, b, d_in, h, d_out)
+    padded.args[0][int(rng.integers(b))] = 0.0
+    dead = _mlp_case(rng, b, d_in, h, d_out)
+    dead.args[1][:, int(rng.integers(h))] = 0.0
+    return cases + [padded, dead]
 
 
 def _compare_mlp(what: str, got: Any, expected: tuple[np.ndarray, ...], case: Case, rtol: float = 1e-6) -> None:
@@ -280,7 +289,10 @@ def _policy_case(rng: np.random.Generator, layers: int, batch: int, width: int, 
 def _policy_hidden(rng: np.random.Generator) -> list[Case]:
     # one random shape (compiling is the slow part), budgets in every gap between the policies' needs
     layers, batch, width = int(rng.integers(2, 7)), int(rng.integers(20, 300)), int(rng.integers(8, 64))
-    return [_policy_case(rng, layers, batch, width, between) for between in ("nothing", "dots", "none", "everything")]
+    cases = [_policy_case(rng, layers, batch, width, between) for between in ("nothing", "dots", "none", "everything")]
+    # ties: a budget exactly equal to a policy's working memory fits it (the spec: "at most budget_bytes")
+    need = {p: grad_temp_bytes(p, layers, batch, width) for p in POLICIES}
+    return cases + [Case((layers, batch, width, need["dots"])), Case((layers, batch, width, need["nothing"]))]
 
 
 def _compare_policy(what: str, got: Any, expected: str | None, case: Case) -> None:
@@ -303,7 +315,8 @@ PICK_POLICY = Problem(
         input (recomputes the matmul too). lab.grad_of(name) is jax.jit(jax.grad(lab.stack_loss(name))).
         The gradient's working memory is what XLA reserves for temporaries:
         lab.grad_of(name).lower(Ws, X).compile().memory_analysis().temp_size_in_bytes.
-        Return the policy that recomputes least among those whose working memory fits budget_bytes, or None.
+        Return the policy that recomputes least among those whose working memory fits budget_bytes (at most
+        budget_bytes: a working memory equal to the budget fits), or None.
         (jax.ShapeDtypeStruct((…), jnp.float32) lets you compile without making arrays.)
     """,
     reference=pick_policy,
@@ -348,8 +361,18 @@ def swapped_outputs(X, W, dY):  # returns (dX, dW): right only when X and W have
     return dY @ W.T, X.T @ dY
 
 
+def weight_decay_in_dW(X, W, dY):  # adds an L2 penalty's gradient 0.01·W to dW: another loss's gradient, off by a
+    return X.T @ dY + 0.01 * W, dY @ W.T  # little (|error| ≈ 0.01, below a loose test's tolerance)
+
+
+def dropout_scale_in_dX(X, W, dY):  # divides dX by the keep probability 0.9 of a dropout layer that is not there:
+    return X.T @ dY, dY @ W.T / 0.9  # 11 % too large everywhere
+
+
 CORRECT = (textbook, transposed_products, einsum_form)
-BUGGY = (forgot_transpose_of_W, transposed_dW, mean_not_sum, first_example_only, swapped_outputs)
+# near misses too (right shapes, values off by a little): a test whose tolerance is loose passes them
+BUGGY = (forgot_transpose_of_W, transposed_dW, mean_not_sum, first_example_only, swapped_outputs, weight_decay_in_dW,
+         dropout_scale_in_dX)
 
 
 _TRUTH: dict[Callable[..., Any], bool] = {}

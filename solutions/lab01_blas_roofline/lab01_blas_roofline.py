@@ -148,7 +148,8 @@ lab.problems["gemm_cost"].check(gemm_cost, hidden=True)
 # ## Exercise 3 — Predict with the roofline
 #
 # An op needs `flops / peak_flops` seconds of arithmetic and `nbytes / bandwidth` seconds of memory traffic.
-# The two overlap on a GPU, so the slower one sets the time — and names the roof the op sits under.
+# The two overlap on a GPU, so the slower one sets the time — and names the roof the op sits under. When the two
+# times are exactly equal (the op sits on the ridge point), the answer is `'compute'`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["predict_time"].show()
@@ -176,7 +177,9 @@ lab.problems["predict_time"].check(predict_time, hidden=True)
 #
 # A dense layer's weight matrix is read once per batch, however large the batch: a bigger batch reuses
 # it more, so intensity grows with `B` — up to a limit. Find the first batch size that reaches the ridge point
-# (`peak_flops / bandwidth`). A closed form exists; a loop is fine too.
+# (`peak_flops / bandwidth`). A closed form exists; a loop is fine too. A tie counts: a batch whose intensity
+# equals the ridge point exactly is compute-bound. Decide that with the intensity itself — a closed form evaluated
+# in floating point can land one batch too high at such a tie.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_batch_compute_bound"].show()
@@ -278,7 +281,8 @@ lab.problems["blocked_matmul"].check(blocked_matmul, hidden=True)
 # ## Exercise 7 — Diagnose: how far below its roof?
 #
 # "gemv reached 2 % of peak FLOP/s, the BLAS must be slow" is a wrong diagnosis: a Level-2 op can never get
-# near the compute roof. Judge a measurement against the roof *at its own intensity*.
+# near the compute roof. Judge a measurement against the roof *at its own intensity*. An op exactly at the ridge
+# point is `'compute'`-bound (as in exercise 3).
 
 # %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["roof_fraction"].show()
@@ -347,7 +351,9 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # faster than its peak, so the measurement is wrong. Above the memory roof one thing can: the roof is DRAM's
 # bandwidth, and an op whose data all fit in the cache is fed faster than DRAM can. If the data do not fit, the
 # point is impossible too — usually a clock stopped before the work finished (exercise 8), or bytes counted
-# wrong. Sort a measurement into the four cases.
+# wrong. Sort a measurement into the four cases. On the boundaries: a point exactly *on* a roof is on or under
+# the roofline (not above it), a working set exactly the size of the cache fits, and an intensity exactly at the
+# ridge point is compute-bound.
 
 # %% nbgrader={"grade": false, "grade_id": "ex9_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["explain_point"].show()

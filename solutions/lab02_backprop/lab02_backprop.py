@@ -69,7 +69,8 @@ be = gc.setup()
 # Every dense layer's backward pass is two GEMMs: one for the weight gradient, one for the gradient that flows
 # on to the layer below. Write them by hand for `Y = relu(X @ W1) @ W2` — recompute the forward pass first,
 # you need `Z` (for the relu mask) and `H` (for `dW2`). Check your shapes: each gradient has the shape of the
-# thing it is the gradient of.
+# thing it is the gradient of. Where `Z` is exactly 0 (an all-zero example, a dead unit), relu's derivative is 0:
+# the mask is `Z > 0`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["mlp_backward"].show()
@@ -172,7 +173,8 @@ lab.problems["largest_batch"].check(largest_batch, hidden=True)
 # Activation checkpointing (활성화 체크포인트) saves less in the forward pass and recomputes the rest in the
 # backward pass. Don't guess what it saves: ask the compiler. `lab.grad_of(name)` is the jitted gradient of a
 # stack of layers under each policy; compile it for the given shapes and read how much scratch memory XLA
-# reserves. Prefer the policy that recomputes least.
+# reserves. Prefer the policy that recomputes least. A policy fits when its working memory is at most the budget
+# (exactly the budget fits).
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pick_policy"].show()

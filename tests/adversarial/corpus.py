@@ -280,8 +280,14 @@ EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
 }
 
 # student id -> {test cell: a substring its failure message must contain}, for attacks whose cells must say why
-_LOCKED = {f"{ex}_{kind}": "does this exercise for you" for ex in ATTACK_CALL_REFERENCE for kind in ("visible", "hidden")}
-EXPECT_MESSAGES: dict[str, dict[str, str]] = {"call_reference": _LOCKED, "resource_abuse": _LOCKED}
+# lab 1 is split (grader/answers): in the sandbox its references are not there at all — the module has no
+# gemv_cost, a Problem's reference is None — so the attack fails on that; where the answer side is present (a
+# sandbox without file-system isolation), the answer lock stops it instead. Either message is a pass.
+_ABSENT = {"ex1b_gemv_cost": "has no attribute 'gemv_cost'", "ex2_gemm_cost": "'NoneType' object is not callable",
+           "ex7_roof_fraction": "'NoneType' object is not callable"}
+_LOCKED = {f"{ex}_{kind}": ("does this exercise for you", _ABSENT[ex])
+           for ex in ATTACK_CALL_REFERENCE for kind in ("visible", "hidden")}
+EXPECT_MESSAGES: dict[str, dict[str, str | tuple[str, ...]]] = {"call_reference": _LOCKED, "resource_abuse": _LOCKED}
 
 # student id -> the answer cell whose kept output holds the hidden-test probe's report (HIDDEN-TESTS-PROBE {...}):
 # it must have found its own planted file and nothing else

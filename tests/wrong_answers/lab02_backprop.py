@@ -1,8 +1,9 @@
-"""Plausible wrong answers to lab 2, one per solution cell: each must score less than full marks."""
+"""Plausible wrong answers to lab 2, one or a list per solution cell: each must score less than full marks."""
 
 WRONG = {
-    # the classic missing transposes: dW2 = G·H and dX = dZ·W1 — shapes only work out when they are square
-    "ex1_mlp_backward": '''def mlp_backward(X, W1, W2, G):
+    "ex1_mlp_backward": [
+        # the classic missing transposes: dW2 = G·H and dX = dZ·W1 — shapes only work out when they are square
+        '''def mlp_backward(X, W1, W2, G):
     Z = X @ W1
     H = np.maximum(Z, 0.0)
     dW2 = H.T @ G
@@ -10,6 +11,14 @@ WRONG = {
     dZ = dH * (Z > 0)
     return X.T @ dZ, dW2, dZ @ W1
 ''',
+        # relu'(0) = 1: the mask Z >= 0 lets the gradient through where Z is exactly 0 (a zero example, a dead unit)
+        '''def mlp_backward(X, W1, W2, G):
+    Z = X @ W1
+    H = np.maximum(Z, 0.0)
+    dZ = (G @ W2.T) * (Z >= 0)
+    return X.T @ dZ, H.T @ G, dZ @ W1.T
+''',
+    ],
     # computes dX for the first layer too: 3 GEMMs per layer, exactly 3x the forward FLOPs
     "ex2_step_gemms": '''def step_gemms(batch, widths):
     gemms = fwd = 0
@@ -31,8 +40,10 @@ WRONG = {
     per_example = (widths[0] + widths[-1] + widths[0] + sum(widths[1:])) * value
     return max(0, (budget_bytes - params * per_param) // per_example)
 ''',
-    # budgets only the saved residuals (print_saved_residuals), not XLA's working memory: picks policies that don't fit
-    "ex4_pick_policy": '''def pick_policy(layers, batch, width, budget_bytes):
+    "ex4_pick_policy": [
+        # budgets only the saved residuals (print_saved_residuals), not XLA's working memory: picks policies that
+        # don't fit
+        '''def pick_policy(layers, batch, width, budget_bytes):
     from gpucourse import training_memory
     Ws = jnp.zeros((layers, width, width), jnp.float32)
     X = jnp.zeros((batch, width), jnp.float32)
@@ -41,8 +52,19 @@ WRONG = {
             return name
     return None
 ''',
-    # tests with one random example and a square W: a mean over the batch and a lost batch sum slip through
-    "ex5_is_correct_backward": '''def is_correct_backward(backward):
+        # a working memory exactly equal to the budget counted as not fitting (< instead of <=)
+        '''def pick_policy(layers, batch, width, budget_bytes):
+    Ws = jax.ShapeDtypeStruct((layers, width, width), jnp.float32)
+    X = jax.ShapeDtypeStruct((batch, width), jnp.float32)
+    for name in ("everything", "dots", "nothing"):
+        if lab.grad_of(name).lower(Ws, X).compile().memory_analysis().temp_size_in_bytes < budget_bytes:
+            return name
+    return None
+''',
+    ],
+    "ex5_is_correct_backward": [
+        # tests with one random example and a square W: a mean over the batch and a lost batch sum slip through
+        '''def is_correct_backward(backward):
     rng = np.random.default_rng(0)
     X, W, dY = rng.standard_normal((1, 3)), rng.standard_normal((3, 3)), rng.standard_normal((1, 3))
     try:
@@ -51,4 +73,18 @@ WRONG = {
         return False
     return np.allclose(dW, X.T @ dY) and np.allclose(dX, dY @ W.T)
 ''',
+        # the right shapes (B, d_in, d_out all different), but a tolerance loose enough "for float32": near misses
+        # (an L2 term 0.01·W in dW, dX 11 % too large) pass
+        '''def is_correct_backward(backward):
+    rng = np.random.default_rng(0)
+    X, W, dY = rng.standard_normal((5, 3)), rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    try:
+        dW, dX = backward(X, W, dY)
+        if np.shape(dW) != W.shape or np.shape(dX) != X.shape:
+            return False
+    except Exception:
+        return False
+    return bool(np.allclose(dW, X.T @ dY, rtol=0.2, atol=0.1) and np.allclose(dX, dY @ W.T, rtol=0.2, atol=0.1))
+''',
+    ],
 }
