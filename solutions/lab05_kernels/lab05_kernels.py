@@ -174,17 +174,19 @@ lab.problems["block_sum"].check(block_sum, hidden=True)
 # ## Exercise 4 — A register-blocked matmul with rectangular tiles
 #
 # §5.7's tiled kernel cut global reads from `2k` to `2·ceil(k/TILE)` per thread, but each product still costs two
-# shared-memory reads (`sA[ty, j]` and `sB[j, tx]`): two loads from shared memory per multiply-add, and the
-# loads, not the FMAs, fill the instruction stream. Real GEMM kernels take the next step, **register blocking**: each thread computes several outputs and reuses each value it loaded from shared memory for all of
-# them. Here a thread computes *two* outputs of one column, rows `ty` and `ty + 8`: per `j` it reads `sA[ty, j]`,
-# `sA[ty + 8, j]` and `sB[j, tx]` once — 3 shared reads for 2 products instead of 4 — and the block needs half
-# the threads (16 × 8 for a 16 × 16 tile of `C`). The k axis is cut into slabs of `TK = 8`, so the A tile is
-# 16 × 8 and the B tile 8 × 16: neither has the block's shape. The B slab maps onto the threads as is; for the A
-# slab, number the threads `t = ty * 16 + tx` and let thread `t` load element `(t // 8, t % 8)`, so a warp's 32
-# loads are 4 runs of 8 neighbouring floats (coalesced; `sA[tx, ty]` would read down 16 rows). Keep both
-# `cuda.syncthreads()`, guard every load (0.0 outside A and B) and both stores — `m`, `k` and `n` are not
-# multiples of the tiles, and the second row `ty + 8` can fall outside `C` when the first does not. Start the two
-# accumulators at `np.float32(0.0)`: the last cell shows what `0.0` (a float64 in numba) costs in the machine code.
+# shared-memory reads (`sA[ty, j]` and `sB[j, tx]`): two words loaded from shared memory per multiply-add, and in
+# its machine code more shared-memory load instructions than multiply-adds (the last cell counts 10 for 8). Real
+# GEMM kernels take the next step, **register blocking**: each thread computes several outputs and reuses each value
+# it loaded from shared memory for all of them. Here a thread computes *two* outputs of one column, rows `ty` and
+# `ty + 8`: per `j` it reads `sA[ty, j]`, `sA[ty + 8, j]` and `sB[j, tx]` once — 3 shared reads for 2 products
+# instead of 4 — and the block needs half the threads (16 × 8 for a 16 × 16 tile of `C`). The k axis is cut into
+# slabs of `TK = 8`, so the A tile is 16 × 8 and the B tile 8 × 16: neither has the block's shape. The B slab maps
+# onto the threads as is; for the A slab, number the threads `t = ty * 16 + tx` and let thread `t` load element
+# `(t // 8, t % 8)`, so a warp's 32 loads are 4 runs of 8 neighbouring floats (coalesced; `sA[tx, ty]` would read
+# down 16 rows). Keep both `cuda.syncthreads()`, guard every load (0.0 outside A and B) and both stores — `m`, `k` and `n`
+# are not multiples of the tiles, and the second row `ty + 8` can fall outside `C` when the first does not. Start
+# the two accumulators at `np.float32(0.0)`: the last cell shows what `0.0` (a float64 in numba) costs in the
+# machine code.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["tiled_matmul"].show()
@@ -495,6 +497,7 @@ else:
     mine, square = loops["tiled_matmul (yours)"], loops["§5.7 one output per thread"]
     print(code["tiled_matmul (yours)"].excerpt(("LDS", "FFMA", "FMUL", "DADD", "BAR"), limit=48))
     assert square["products"] == 8 and square["words"] == 16 and square["DADD"] == 8 and square["F2F.F64.F32"] >= 8
+    assert square["lds"] > square["products"]  # §5.7: more shared-load instructions than multiply-adds
     assert mine["products"] == 2 * TK and mine["words"] == 3 * TK, \
         f"expected {2 * TK} products and {3 * TK} words from shared memory per k step, got {mine}"
     assert mine["lds"] / mine["products"] < square["lds"] / square["products"]  # fewer LDS per FMA than §5.7
