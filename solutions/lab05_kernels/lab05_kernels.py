@@ -498,10 +498,13 @@ else:
     print(code["tiled_matmul (yours)"].excerpt(("LDS", "FFMA", "FMUL", "DADD", "BAR"), limit=48))
     assert square["products"] == 8 and square["words"] == 16 and square["DADD"] == 8 and square["F2F.F64.F32"] >= 8
     assert square["lds"] > square["products"]  # §5.7: more shared-load instructions than multiply-adds
-    assert mine["products"] == 2 * TK and mine["words"] == 3 * TK, \
-        f"expected {2 * TK} products and {3 * TK} words from shared memory per k step, got {mine}"
-    assert mine["lds"] / mine["products"] < square["lds"] / square["products"]  # fewer LDS per FMA than §5.7
     assert square["F2F.F64.F32"] == square["DADD"] + 2  # one per product, and the two loads' `else 0.0`
+    if mine["products"] == 2 * TK and mine["words"] == 3 * TK:  # the j loop unrolled: one k step, as the spec's
+        assert mine["lds"] / mine["products"] < square["lds"] / square["products"]  # fewer LDS per FMA than §5.7
+    else:  # a correct kernel can compile otherwise (e.g. range(min(TK, k - p)): a run-time trip count, not unrolled)
+        print(f"your loop is not the {2 * TK} products on {3 * TK} words of one unrolled k step (got {mine['products']} "
+              f"and {mine['words']}): a j loop whose trip count is known only at run time is not fully unrolled, so "
+              "these counts are of its compiled body; range(TK) over the zero-padded slab unrolls")
     if mine["DADD"]:
         print(f"your accumulators are float64: {mine['DADD']} DADD and {mine['F2F.F64.F32']} conversions per step; "
               "start them at np.float32(0.0) for one FFMA per product")
