@@ -195,16 +195,20 @@ def test_matmul_solution_meets_every_budget_exactly():
 
 
 def test_matmul_wrong_answers_fail_for_their_own_reasons():
-    from tests.wrong_answers.lab05_kernels import MATMUL_SLIPS
+    from tests.wrong_answers.lab05_kernels import _MATMUL, MATMUL_SLIPS
 
     no_sync, course_57, no_reuse = WRONG["ex4_tiled_matmul"]
-    transposed, one_guard, wide = MATMUL_SLIPS
+    transposed, one_guard, wide, grid_row, b_by_k = MATMUL_SLIPS
+    assert all(source != _MATMUL for source in (no_sync, no_reuse, *MATMUL_SLIPS))  # each .replace() took
     reasons = [(no_sync, r"data races"),
                (course_57, r"sA\[0, 8\] is out of bounds for shape \(8, 8\)"),  # §5.7 verbatim does not fit the spec
                (no_reuse, r"64 shared reads; the budget is 48 \(16 over\)"),
-               (transposed, r"load of `A` touched .* sectors on average \(budget 8\)"),
+               (transposed, r"load of `A` touched .* sectors on average \(budget 8\).*\(t // 8, t % 8\) of A"),
                (one_guard, r"C\[\d+, \d+\] is out of bounds"),
-               (wide, r"shared array sA \(8-byte elements\), sB \(8-byte elements\)")]
+               (wide, r"shared array sA \(8-byte elements\), sB \(8-byte elements\)"),
+               # visible: every value right (the overlapping tiles agree), caught by the count of writes to C
+               (grid_row, r"\d+ writes to C for its \d+ elements|elements are wrong"),
+               (b_by_k, r"load of `B` touched .* sectors on average \(budget 8\).*loads B\[p \+ ty, col\]")]
     for source, reason in reasons:
         for hidden in (False, True):
             with pytest.raises(CheckFailure, match=reason):
@@ -235,11 +239,21 @@ def test_matmul_sass_register_blocking_and_the_float64_accumulator():
 
     if not toolchain.available():
         pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
-    mine, square = toolchain.numba_sass_many([
-        (_cells()["ex4_tiled_matmul"], lab.MATMUL_SIG, {"TM": lab.TILE_M, "TN": lab.TILE_N, "TK": lab.TILE_K}),
-        (lab.SQUARE_MATMUL, lab.MATMUL_SIG, {"TILE": 8})])
+    from tests.wrong_answers.lab05_kernels import WRONG as _WRONG
+
+    tiles = {"TM": lab.TILE_M, "TN": lab.TILE_N, "TK": lab.TILE_K}
+    no_reuse = _WRONG["ex4_tiled_matmul"][2]  # sB[j, tx] read once per output in the source: 4 shared reads per k
+    mine, square, twice = toolchain.numba_sass_many([
+        (_cells()["ex4_tiled_matmul"], lab.MATMUL_SIG, tiles),
+        (lab.SQUARE_MATMUL, lab.MATMUL_SIG, {"TILE": 8}),
+        (no_reuse, lab.MATMUL_SIG, tiles)])
     m, s = lab.inner_loop(mine), lab.inner_loop(square)
     assert (m["FFMA"], m["FMUL"], m["DADD"]) == (2 * lab.TILE_K, 0, 0), m
+    # the budget's failure message says so: nvcc merges the source's second load of sB[j, tx] (no store between)
+    assert lab.inner_loop(twice) == m
+    # the loads' `else 0.0` (a float64 literal) widens and narrows each loaded float once per step, as the notebook
+    # explains; §5.7's kernel has the same 2 on top of one conversion per product
+    assert m["F2F.F64.F32"] == 2 and mine.variants("F2F").get("F2F.F32.F64") == 2 and s["F2F.F64.F32"] == 8 + 2, (m, s)
     assert m["LDS (32-bit)"] + 2 * m["LDS.64"] + 4 * m["LDS.128"] == 3 * lab.TILE_K, m
     assert (s["FFMA"], s["FMUL"], s["DADD"]) == (0, 8, 8) and s["F2F.F64.F32"] >= 8, s
     assert s["LDS (32-bit)"] + 2 * s["LDS.64"] + 4 * s["LDS.128"] == 16, s

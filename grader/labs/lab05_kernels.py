@@ -207,8 +207,8 @@ BLOCK_SUM = KernelProblem(
 TILE_M, TILE_N, TILE_K = 16, 16, 8  # rows and columns of C per block, k per shared-memory step
 MM_BLOCK = (TILE_N, TILE_M // 2)  # (x, y) = (16, 8) threads: each computes rows ty and ty + 8 of its column
 MM_SHARED_BYTES = (TILE_M * TILE_K + TILE_K * TILE_N) * 4  # the two float32 tiles: 1,024 bytes per block
-MM_SECTORS = 8.0  # a warp's tile load: A as 4 rows × 8 floats (4–8 sectors), B as 2 rows × 16 (2–6); A read
-# down its columns (sA[tx, ty] = A[row0 + tx, p + ty]) touches 16 or more
+MM_SECTORS = 8.0  # a warp's tile load: A as 4 rows × 8 floats (4–8 sectors), B as 2 rows × 16 (4–6, fewer at C's
+# edge); A read down its columns (sA[tx, ty] = A[row0 + tx, p + ty]) touches 16 or more
 
 
 def matmul_reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -232,12 +232,22 @@ def _mm_require(r: simt.KernelReport, case: Case, what: str) -> None:
         raise CheckFailure(f"{what}: shared array {', '.join(wide)}: A and B are float32; declare the tiles "
                            "cuda.shared.array(shape, np.float32) — wider elements double the shared memory per block "
                            "and the bytes every LDS moves")
+    m, n = A.shape[0], case.args[1].shape[1]
+    if r.total("global", "w") != m * n:
+        raise CheckFailure(
+            f"{what}: {r.total('global', 'w'):,} writes to C for its {m * n:,} elements: each element is written once, by "
+            f"the one block whose {TILE_M}×{TILE_N} tile holds it. Block (bx, by) starts at row by * {TILE_M}: "
+            f"row0 = cuda.blockIdx.y * {TILE_M}, not cuda.grid(2)'s y, which steps by the block's {MM_BLOCK[1]} rows of "
+            f"threads, so neighbouring blocks' tiles overlap (rows written twice) and the last rows of C are left out")
     limits = (("global", 0, 2 * steps, "global reads", f"one element of A and one of B per TILE_K step ({steps} "
                "steps): each element of a tile is loaded by exactly one thread"),
               ("global", 1, 2, "global writes", "its two outputs, each written once"),
               ("shared", 0, 3 * TILE_K * steps, "shared reads",
                f"3 per k in each step (sA for both rows, sB once): read sB[j, tx] into a register and use it for both "
-               "outputs — reading it again for the second row is 4 per k"))
+               "outputs — reading it again for the second row is 4 per k. The executor counts the reads your code asks "
+               "for: here nvcc happens to merge the two loads of one address (nothing stores to sB between them), but "
+               "register blocking means writing the reuse yourself, as the compiler cannot once a store or a barrier "
+               "sits between the uses"))
     c = r.counts
     for space, col, most, label, fix in limits:
         col += 2 if space == "shared" else 0
@@ -248,14 +258,16 @@ def _mm_require(r: simt.KernelReport, case: Case, what: str) -> None:
         raise CheckFailure(f"{what}: {r.shared_bytes + r.dynamic_shared_bytes} bytes of shared memory per block; "
                            f"the budget is {MM_SHARED_BYTES} (a ({TILE_M}, {TILE_K}) and a ({TILE_K}, {TILE_N}) "
                            "float32 tile)")
+    fixes = {"A": f"number the block's threads t = ty * {TILE_N} + tx and give thread t the tile element "
+                  f"(t // {TILE_K}, t % {TILE_K}) of A",
+             "B": f"the ({TILE_K}, {TILE_N}) slab of B has the block's shape: thread (tx, ty) loads B[p + ty, col], "
+                  "tx along the row"}
     for array in ("A", "B"):
         s = r.sectors_per_request(array)
         if s > MM_SECTORS:
             raise CheckFailure(
                 f"{what}: each warp-wide load of `{array}` touched {s:.1f} 32-byte sectors on average (budget "
-                f"{MM_SECTORS:g}): neighbouring threads must load neighbouring elements of a row — number the "
-                f"block's threads t = ty * {TILE_N} + tx and give thread t the tile element (t // {TILE_K}, "
-                f"t % {TILE_K}) of A")
+                f"{MM_SECTORS:g}): neighbouring threads must load neighbouring elements of a row — {fixes[array]}")
 
 
 def _mm_case(rng: np.random.Generator, m: int, k: int, n: int) -> Case:
@@ -287,10 +299,11 @@ MATMUL = KernelProblem(
         k is walked in steps of TILE_K = {TILE_K}. Each step: the block stages A's ({TILE_M}, {TILE_K}) slab and B's
         ({TILE_K}, {TILE_N}) slab in two float32 shared arrays (0.0 outside the matrices), each thread loading ONE
         element of each; all threads wait; each thread accumulates its {TILE_K} × 2 products; all wait again.
-        Budget per thread (checked by the executor): global reads ≤ 2 per step, global writes ≤ 2, shared reads
-        ≤ 3 per k (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for both outputs);
-        shared memory ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of A and B coalesced (≤
-        {MM_SECTORS:g} sectors per warp-wide load); no races.
+        Budget per thread (checked by the executor): global reads ≤ 2 per step, global writes ≤ 2 (and each
+        element of C written once in all, by the block whose tile holds it), shared reads ≤ 3 per k
+        (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for both outputs); shared memory
+        ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of A and B coalesced (≤ {MM_SECTORS:g} sectors
+        per warp-wide load); no races.
     """,
     reference=matmul_reference,
     visible=[Case((np.arange(20 * 13, dtype=np.float32).reshape(20, 13) / 50,
@@ -545,7 +558,8 @@ REGROUP = KernelProblem(
         — launched as halvings_regrouped[ceil(n / {REGROUP_BLOCK}), {REGROUP_BLOCK}](x, order, out), with
           * SIMT efficiency of at least {MIN_EFFICIENCY:.0%} (the given kernel is far below on mixed inputs), and
           * no more 32-byte sectors per warp-wide access of x and of out than the given kernel's contiguous
-            x[i] / out[i] (a failing check prints what it measured, the budget and the excess).
+            x[i] / out[i] (a failing check prints what it measured, the budget and the excess), and
+          * each out[i] written once.
         Keep the data-dependent while loop (that is the divergence a compiler cannot remove). Each block owns one
         tile of {REGROUP_BLOCK} consecutive elements; `order` (int32, from lab.tile_order(x)) lists, tile by tile,
         the tile's local indices 0 … {REGROUP_BLOCK - 1} from the longest loop to the shortest (a partial last tile

@@ -734,8 +734,9 @@ lab.problems["softmax_rows"].diagram(softmax_rows)
 #   the tile that bank-conflicts. Removing the conflict changes the shared-memory address arithmetic, not the
 #   accesses: the `IMAD` before each `STS` (store to shared) multiplies the tile row by the row stride, printed
 #   `0x21` (33 floats) against `0x20` (32); on the `LDS` (load from shared) side only the padded kernel lists an
-#   `IMAD` by `0x21` — the compiler forms `tx * 32` without a multiply. On the write side (`tile[tx, j]`) a warp
-#   reads column `j` of the tile, lane `tx` its row `tx`: word `tx * stride + j`, in bank `(tx * stride + j) mod 32`.
+#   `IMAD` by `0x21` — the compiler forms `tx * 32` without a multiply. On the store side of `out`
+#   (`out[bx + j, by + tx] = tile[tx, j]`) a warp reads column `j` of the tile, lane `tx` its row `tx`: word
+#   `tx * stride + j`, in bank `(tx * stride + j) mod 32`.
 #   With stride 33 that bank differs for each of the 32 lanes; with stride 32 it is the same bank for all 32. The
 #   counts of `LDS` and `STS` printed are equal in both: a bank conflict is not an extra instruction — the hardware
 #   splits the warp's one `LDS` into conflict-free requests (wavefronts), one per distinct address in the busiest

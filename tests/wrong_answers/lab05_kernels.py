@@ -187,4 +187,13 @@ MATMUL_SLIPS = [
     _MATMUL.replace("        if r1 < m:\n", "        if r0 < m:\n"),
     # float64 tiles: right values, twice the shared memory per block
     _MATMUL.replace("np.float32)", "np.float64)"),
+    # the tile's first row from cuda.grid(2)'s y, which steps by the block's 8 thread rows, not the tile's 16: the
+    # row tiles overlap (right values where they do, rows written twice) and C's last rows are never written — the
+    # visible case (m = 20, two row tiles covering rows 0 … 23) has every value right
+    _MATMUL.replace("    row0 = cuda.blockIdx.y * TM\n", "    row0 = cuda.grid(2)[1] - ty\n"),
+    # the B slab loaded with tx as its k index (the A slab's habit): a warp reads 8 rows of B, 4 floats each
+    _MATMUL.replace("        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else 0.0\n",
+                    "        bk, bc = tx % TK, ty + TK * (tx // TK)\n"
+                    "        sB[bk, bc] = B[p + bk, cuda.blockIdx.x * TN + bc] "
+                    "if p + bk < k and cuda.blockIdx.x * TN + bc < n else 0.0\n"),
 ]
