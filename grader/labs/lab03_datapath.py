@@ -107,6 +107,8 @@ BREAK_EVEN = Problem(
         Ties: at an n where both times are exactly equal the CPU is chosen, so the answer is the next n; when one
         element costs exactly as much on the GPU path (its copies included) as on the CPU, offloading never pays
         (the two copy latencies are never recovered): None.
+        Answers can exceed 10^8 (a small saving per element pays back the copies late): solve for n; a loop
+        over n = 1, 2, 3, ... runs out of the check's time limit.
         Every test case keeps its times either exactly equal (exactly representable: floating point computes the
         tie exactly, in any order) or more than a relative 1e-12 apart at the answer and the n before it, so
         rounding never decides.

@@ -106,6 +106,10 @@ lab.problems["offload_decision"].check(offload_decision, hidden=True)
 # Ties: "pays" means strictly faster. At an `n` where both paths take exactly the same time the CPU keeps the work,
 # so the answer is the next `n`; and when one element costs exactly as much on the GPU path as on the CPU, the two
 # copy latencies are never won back: `None`.
+#
+# Size: when the GPU saves only a little per element, the copies pay back only after hundreds of millions of
+# elements (hidden answers reach 10⁸ and more): solve the linear inequality for `n` — a loop that tries
+# `n = 1, 2, 3, …` runs out of the check's time limit.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["break_even_elements"].show()
