@@ -73,8 +73,8 @@ _MIXED = {"params": 2, "grads": 2, "master": 4, "optimizer": 4, "activations": 2
 def _sizes(dtype: str) -> dict[str, int]:
     if dtype == "mixed-bf16":
         return _MIXED
-    s = np.dtype(dtype).itemsize
-    return {"params": s, "grads": s, "master": 0, "optimizer": s, "activations": s}
+    per_value = np.dtype(dtype).itemsize
+    return {"params": per_value, "grads": per_value, "master": 0, "optimizer": per_value, "activations": per_value}
 
 
 def _fixed_and_per_example(widths: list[int], dtype: str, optimizer: str) -> tuple[int, int]:
