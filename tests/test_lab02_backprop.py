@@ -77,7 +77,7 @@ def test_every_candidate_verdict_agrees_with_jax_vjp_on_non_square_inputs():
         assert answer_side.is_correct_backward(c) == right, (form, answer_side.WHY[form])
         verdicts[form] = right
     assert sum(verdicts.values()) == 3 and len(verdicts) == 10 == len(answer_side.WHY)
-    assert set(answer_side.CORRECT) == {f for f, ok in verdicts.items() if ok}
+    assert answer_side.VERDICT == verdicts and set(answer_side.CORRECT) == {f for f, ok in verdicts.items() if ok}
 
 
 def test_every_wrong_candidate_is_right_on_the_inputs_its_trap_names():
