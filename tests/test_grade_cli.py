@@ -19,6 +19,7 @@ import pytest
 
 from grader import __main__ as cli
 from grader import course, grade
+from grader.edition import split_labs
 from grader.sandbox import bwrap_path
 from tests import grading
 from tests.adversarial import corpus
@@ -372,6 +373,52 @@ def test_a_submission_searching_for_references_at_grading_time_finds_none(graded
     assert probe["files"] == [probe["planted"]], f"the kernel can read the answer side: {probe['files']}"
     assert probe["visited"] > 1000, probe
     assert probe["modules"] == [] and not probe["imported"] and probe["references"] == [] and probe["path"] == [], probe
+
+
+# -- every other split lab: the same hunt for its answer side, one submission per lab ------------------------------
+
+SPLIT_LABS = [name for name in split_labs() if name != LAB07]  # lab 7: above, next to its solution
+
+
+@pytest.fixture(scope="module", params=SPLIT_LABS)
+def hunted(request, tmp_path_factory, grading_secret):
+    """A split lab graded (a process of its own, as an instructor runs it) with the one submission of
+    ``corpus.build_find_references``: (its result, the probe's report). One lab at a time: parallel grading
+    commands would share slot 0's sandbox user, and its process limit."""
+    name = request.param
+    tmp = tmp_path_factory.mktemp(f"hunt-{name}")
+    lab = grade.Lab.find(name)
+    released = json.loads((course.ROOT / "labs" / name / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    data, probe_cell = corpus.build_find_references(name, released)
+    (tmp / "export").mkdir()
+    (tmp / "export" / "find_references.ipynb").write_bytes(data)
+    ws = tmp / "ws"
+    run = subprocess.run([sys.executable, "-m", "grader", "grade", name, str(tmp / "export"), "--dir", str(ws),
+                          "--jobs", "1", "--wall-timeout", "300"], cwd=course.ROOT, capture_output=True, text=True,
+                         timeout=1200)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    result = {r["student"]: r for r in grade.load_results(lab, grade.Workspace(ws))}["find_references"]
+    nb = json.loads((ws / "autograded" / "find_references" / name / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == probe_cell)
+    text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+    m = re.search(r"ANSWERS-PROBE (\{.*\})", text)
+    assert m, f"{name}: the probe printed no report: {text[:2000]}"
+    return name, result, json.loads(m.group(1))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bwrap_path() is None, reason="the unshare fallback has no file-system isolation")
+def test_no_split_lab_shows_its_answer_side_to_a_submission_that_hunts_for_it(hunted):
+    """As lab 7's probe above, for every other split lab (one submission each): the kernel finds no file of the
+    lab's answer side (its own planted file is its positive control), no module, no import path, no reference or
+    generator of a split problem on its Problems — and the submission, which answers only with what it finds,
+    scores 0."""
+    name, result, probe = hunted
+    assert probe["files"] == [probe["planted"]], f"{name}: the kernel can read the answer side: {probe['files']}"
+    assert probe["visited"] > 1000, probe
+    assert probe["modules"] == [] and not probe["imported"] and probe["references"] == [] and probe["path"] == [], probe
+    earned = {k: c["score"] for k, c in result["cells"].items() if c["score"]}
+    assert result["score"] == 0, f"{name}: scored {result['score']} with what it found: {earned}"
 
 
 # -- a split kernel lab (lab 5b): kernels observed in the sandbox, judged in the grader ------------------------------

@@ -5,6 +5,7 @@ file or an environment variable); only the derived seeds enter a sandbox."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -83,7 +84,7 @@ def test_seeds_are_per_lab_student_and_problem_and_stable():
 # problems whose hidden cases are a fixed pool that the seed only reorders: per-student seeds cannot hide them
 # (a lab design matter, for the lab's owner: draw the hidden candidates, or their inputs, from the rng)
 FIXED_POOLS = {
-    "is_correct_backward": "lab02's _diagnose_hidden permutes a fixed pool of 8 candidate backward functions",
+    "is_correct_backward": "lab02's _diagnose_hidden permutes a fixed pool of 10 candidate backward passes",
 }
 
 
@@ -107,6 +108,9 @@ def _key(v):
         return (type(v).__name__, tuple(_key(x) for x in v))
     if isinstance(v, dict):
         return ("d", tuple(sorted((str(k), _key(x)) for k, x in v.items())))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):  # by the fields it compares (lab 2's Candidate:
+        # its form; the name only labels it in messages)
+        return ("dc", type(v).__qualname__, tuple(_key(getattr(v, f.name)) for f in dataclasses.fields(v) if f.compare))
     if callable(v) and hasattr(v, "__code__"):
         cells = tuple(_key(c.cell_contents) for c in (v.__closure__ or ()) if not isinstance(c.cell_contents, str))
         return ("fn", v.__code__.co_filename, v.__code__.co_firstlineno, cells)

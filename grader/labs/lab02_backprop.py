@@ -1,15 +1,21 @@
-"""Lab 2 — backprop as GEMMs, training FLOPs and training memory: the problems and their references.
+"""Lab 2 — backprop as GEMMs, training FLOPs and training memory: the problems.
 
 Conventions the specs share (the course notebook derives them):
 - Row convention: a batch X has shape (B, d_in), a weight W has shape (d_in, d_out), Y = X @ W.
   Then dW = Xᵀ·dY and dX = dY·Wᵀ.
 - FLOPs: one multiply-add = 2 FLOPs; a GEMM (m, k)·(k, n) costs 2·m·k·n. Elementwise work is not counted.
 - Bytes: ``np.dtype(dtype).itemsize`` per element.
+
+This module is the lab's *exercise side* (specs, visible cases, comparisons, checks, the course helpers the specs
+name: what students install); the references and hidden-case generators are its answer side,
+grader/answers/lab02_backprop.py (the instructor's only; grader/DESIGN.md). The visible cases' expected values
+ship as data: lab02_backprop.expected.json.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -23,13 +29,6 @@ OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}
 
 
 # -- Exercise 1: the backward pass of a 2-layer MLP, by hand ----------------------------------------------------------
-
-def _mlp_reference(X, W1, W2, G):
-    """∂L/∂W1, ∂L/∂W2, ∂L/∂X by the chain rule (the ``after`` check also holds the answer against jax.vjp)."""
-    Z = X @ W1
-    dZ = (G @ W2.T) * (Z > 0)
-    return X.T @ dZ, np.maximum(Z, 0.0).T @ G, dZ @ W1.T
-
 
 def _against_jax(fn: Callable[..., Any], hidden: bool) -> str:
     """Run the student's function on one more non-square case and compare with jax.vjp (float32)."""
@@ -46,25 +45,13 @@ def _against_jax(fn: Callable[..., Any], hidden: bool) -> str:
                  case, rtol=2e-4)
     return "\n  and agrees with jax.vjp"
 
+
 def _mlp_case(rng: np.random.Generator, b: int, d_in: int, h: int, d_out: int) -> Case:
     X = rng.standard_normal((b, d_in))
     W1 = rng.standard_normal((d_in, h)) / np.sqrt(d_in)
     W2 = rng.standard_normal((h, d_out)) / np.sqrt(h)
     G = rng.standard_normal((b, d_out))
     return Case((X, W1, W2, G))
-
-
-def _mlp_hidden(rng: np.random.Generator) -> list[Case]:
-    cases = [_mlp_case(rng, *(int(v) for v in rng.integers(1, 40, size=4))) for _ in range(6)]
-    # Z = 0 exactly, where relu'(0) = 0 decides (the spec's rule; a mask Z >= 0 lets the gradient through):
-    # an all-zero example (a padding row of X: its row of dX) and a dead hidden unit (a zero column of W1: its
-    # column of dW1)
-    b, d_in, h, d_out = (int(v) for v in rng.integers(2, 12, size=4))
-    padded = _mlp_case(rng, b, d_in, h, d_out)
-    padded.args[0][int(rng.integers(b))] = 0.0
-    dead = _mlp_case(rng, b, d_in, h, d_out)
-    dead.args[1][:, int(rng.integers(h))] = 0.0
-    return cases + [padded, dead]
 
 
 def _compare_mlp(what: str, got: Any, expected: tuple[np.ndarray, ...], case: Case, rtol: float = 1e-6) -> None:
@@ -83,33 +70,13 @@ MLP_BACKWARD = Problem(
         matrix products (@) and one elementwise mask — no JAX. relu'(z) = 1 where z > 0, else 0.
         The checker compares with jax.vjp on shapes that are never square.
     """,
-    reference=_mlp_reference,
     visible=[_mlp_case(np.random.default_rng(0), 4, 3, 5, 2), _mlp_case(np.random.default_rng(1), 7, 6, 4, 9)],
-    hidden=_mlp_hidden,
     compare=_compare_mlp,
     after=_against_jax,
 )
 
 
 # -- Exercise 2: GEMMs and FLOPs of one training step -----------------------------------------------------------------
-
-def step_gemms(batch: int, widths: list[int]) -> tuple[int, int, int]:
-    gemms = fwd = bwd = 0
-    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:])):
-        f = 2 * batch * d_in * d_out
-        gemms += 1 + 1 + (i > 0)  # forward; dW; dX unless the layer's input is the data
-        fwd += f
-        bwd += f * (1 + (i > 0))
-    return gemms, fwd, bwd
-
-
-def _gemm_hidden(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(7):
-        widths = [int(w) for w in rng.integers(1, 5000, size=int(rng.integers(2, 9)))]
-        cases.append(Case((int(rng.integers(1, 4096)), widths)))
-    return cases
-
 
 def _compare_gemms(what: str, got: Any, expected: tuple[int, int, int], case: Case) -> None:
     expect_tuple(what, got, "gemms, forward_flops, backward_flops")
@@ -129,62 +96,14 @@ STEP_GEMMS = Problem(
         ∂L/∂W. Count the GEMMs of the step and the FLOPs of each pass (2 FLOPs per multiply-add).
         The data X is an input, not a parameter: its gradient is never computed.
     """,
-    reference=step_gemms,
     visible=[Case((32, [784, 256, 10])), Case((5, [3, 4])), Case((64, [10, 20, 30, 40]))],
-    hidden=_gemm_hidden,
     compare=_compare_gemms,
 )
 
 
 # -- Exercise 3: the largest batch that fits ------------------------------------------------------------------------
-# The memory model counts every array once (course §2.5's minimum): the batch's input row X and target row, and
-# each layer's output. A layer's input is not counted again — the first layer's input IS X, every other layer's is
-# the previous layer's output. (Counting X a second time as "layer 0's saved input" was this exercise's old
-# reference; it is now the plausible wrong answer.)
 
-DTYPES = ("float16", "float32", "float64", "mixed-bf16")
-# mixed-bf16: bf16 params and grads, fp32 master params and fp32 optimizer state (ZeRO §3.1), bf16 activations
-_MIXED = {"params": 2, "grads": 2, "master": 4, "optimizer": 4, "activations": 2}
-
-
-def _sizes(dtype: str) -> dict[str, int]:
-    if dtype == "mixed-bf16":
-        return _MIXED
-    s = np.dtype(dtype).itemsize
-    return {"params": s, "grads": s, "master": 0, "optimizer": s, "activations": s}
-
-
-def _fixed_and_per_example(widths: list[int], dtype: str, optimizer: str) -> tuple[int, int]:
-    """(bytes independent of the batch, bytes per example) of the exercise's memory model."""
-    size = _sizes(dtype)
-    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
-    fixed = params * (size["params"] + size["grads"] + size["master"] + OPTIMIZER_SLOTS[optimizer] * size["optimizer"])
-    values = widths[0] + widths[-1] + sum(widths[1:])  # X, target, every layer's output
-    return fixed, values * size["activations"]
-
-
-def largest_batch(widths: list[int], budget_bytes: int, dtype: str, optimizer: str) -> int:
-    fixed, per_example = _fixed_and_per_example(widths, dtype, optimizer)
-    return max(0, (budget_bytes - fixed) // per_example)
-
-
-def _batch_hidden(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for k in range(12):
-        n_layers = int(rng.integers(1, 6))
-        widths = [int(w) for w in rng.integers(8, 8192, size=n_layers + 1)]
-        if k % 3 == 0:  # a wide input and narrow layers: counting X twice is far off
-            widths[0] = int(rng.integers(4096, 16384))
-        dtype, opt = DTYPES[k % len(DTYPES)], tuple(OPTIMIZER_SLOTS)[k % len(OPTIMIZER_SLOTS)]
-        fixed, per = _fixed_and_per_example(widths, dtype, opt)
-        b = int(rng.integers(2, 5000))
-        budget = {0: fixed + b * per,  # exactly b examples fit: a tie
-                  1: fixed + b * per - 1,  # one byte short of b
-                  2: fixed + per - 1,  # not even one example
-                  3: int(fixed * rng.uniform(0.3, 0.99)),  # the model alone does not fit
-                  }.get(k % 6, int(fixed + per * rng.uniform(1, 20_000)))
-        cases.append(Case((widths, int(budget), dtype, opt)))
-    return cases
+DTYPES = ("float16", "float32", "float64", "mixed-bf16")  # mixed-bf16: see the spec
 
 
 LARGEST_BATCH = Problem(
@@ -207,12 +126,10 @@ LARGEST_BATCH = Problem(
         Return the largest batch size whose total fits in budget_bytes (a total equal to the budget fits; 0 if
         not even one example fits).
     """,
-    reference=largest_batch,
     visible=[Case(([784, 512, 10], 10_000_000, "float32", "adam")),
              Case(([4096, 4096, 4096], 80 * 2**20, "float16", "sgd")),
              Case(([1024, 256, 256, 10], 64 * 2**20, "mixed-bf16", "adam")),
              Case(([10, 10], 100, "float32", "adam"))],
-    hidden=_batch_hidden,
     compare=lambda what, got, expected, case: expect_int(
         what, got, expected,
         "fixed = params · (bytes of param + grad (+ fp32 master) + optimizer slots); per example = (input row + "
@@ -262,39 +179,6 @@ def grad_of(policy_name: str) -> Callable[..., Any]:
     return jax.jit(jax.grad(stack_loss(policy_name)))
 
 
-def grad_temp_bytes(policy_name: str, layers: int, batch: int, width: int) -> int:
-    """temp_size_in_bytes of grad_of(policy_name) compiled for these shapes (float32)."""
-    import jax
-    import jax.numpy as jnp
-
-    Ws = jax.ShapeDtypeStruct((layers, width, width), jnp.float32)
-    X = jax.ShapeDtypeStruct((batch, width), jnp.float32)
-    return int(grad_of(policy_name).lower(Ws, X).compile().memory_analysis().temp_size_in_bytes)
-
-
-def pick_policy(layers: int, batch: int, width: int, budget_bytes: int) -> str | None:
-    for name in POLICIES:
-        if grad_temp_bytes(name, layers, batch, width) <= budget_bytes:
-            return name
-    return None
-
-
-def _policy_case(rng: np.random.Generator, layers: int, batch: int, width: int, between: str) -> Case:
-    t = [grad_temp_bytes(p, layers, batch, width) for p in POLICIES]
-    lo, hi = {"everything": (t[0], t[0] * 1.5), "dots": (t[1], t[0] - 1), "nothing": (t[2], t[1] - 1),
-              "none": (t[2] // 2, t[2] - 1)}[between]
-    return Case((layers, batch, width, int(rng.uniform(lo, hi))))
-
-
-def _policy_hidden(rng: np.random.Generator) -> list[Case]:
-    # one random shape (compiling is the slow part), budgets in every gap between the policies' needs
-    layers, batch, width = int(rng.integers(2, 7)), int(rng.integers(20, 300)), int(rng.integers(8, 64))
-    cases = [_policy_case(rng, layers, batch, width, between) for between in ("nothing", "dots", "none", "everything")]
-    # ties: a budget exactly equal to a policy's working memory fits it (the spec: "at most budget_bytes")
-    need = {p: grad_temp_bytes(p, layers, batch, width) for p in POLICIES}
-    return cases + [Case((layers, batch, width, need["dots"])), Case((layers, batch, width, need["nothing"]))]
-
-
 def _compare_policy(what: str, got: Any, expected: str | None, case: Case) -> None:
     if expected is None:
         if got is not None:
@@ -319,84 +203,74 @@ PICK_POLICY = Problem(
         budget_bytes: a working memory equal to the budget fits), or None.
         (jax.ShapeDtypeStruct((…), jnp.float32) lets you compile without making arrays.)
     """,
-    reference=pick_policy,
     visible=[Case((4, 128, 32, 10**9)), Case((4, 128, 32, 200_000)), Case((4, 128, 32, 1_000))],
-    hidden=_policy_hidden,
     compare=_compare_policy,
 )
 
 
 # -- Exercise 5: diagnose — a gradient test that catches transposes -------------------------------------------------
-# Candidate backward passes of a linear layer Y = X @ W: each returns (dW, dX) given (X, W, dY).
+# A pool of candidate backward passes of a linear layer Y = X @ W, each (X, W, dY) -> (dW, dX), under neutral
+# letters. Some are right and some are not: telling them apart is the exercise (the verdicts are the answer
+# side's).
 
-def textbook(X, W, dY):
-    return X.T @ dY, dY @ W.T
-
-
-def transposed_products(X, W, dY):  # correct, written the other way round: (dYᵀ X)ᵀ = Xᵀ dY
-    return (dY.T @ X).T, (W @ dY.T).T
-
-
-def einsum_form(X, W, dY):  # correct
+def _form_a(X, W, dY):
     return np.einsum("bi,bo->io", X, dY), np.einsum("bo,io->bi", dY, W)
 
 
-def forgot_transpose_of_W(X, W, dY):  # right only when W is square and symmetric
-    return X.T @ dY, dY @ W
-
-
-def transposed_dW(X, W, dY):  # shape (d_out, d_in): right only when W is square and Xᵀ·dY symmetric
+def _form_b(X, W, dY):
     return dY.T @ X, dY @ W.T
 
 
-def mean_not_sum(X, W, dY):  # divides by the batch: right only for a batch of one
-    return X.T @ dY / X.shape[0], dY @ W.T
-
-
-def first_example_only(X, W, dY):  # forgets to sum over the batch: right only for a batch of one
+def _form_c(X, W, dY):
     return np.outer(X[0], dY[0]), dY @ W.T
 
 
-def swapped_outputs(X, W, dY):  # returns (dX, dW): right only when X and W have the same shape and values
+def _form_d(X, W, dY):
+    return X.T @ dY, dY @ W.T
+
+
+def _form_e(X, W, dY):
+    return X.T @ dY + 0.01 * W, dY @ W.T
+
+
+def _form_f(X, W, dY):
+    return X.T @ dY, dY @ W
+
+
+def _form_g(X, W, dY):
     return dY @ W.T, X.T @ dY
 
 
-def weight_decay_in_dW(X, W, dY):  # adds an L2 penalty's gradient 0.01·W to dW: another loss's gradient, off by a
-    return X.T @ dY + 0.01 * W, dY @ W.T  # little (|error| ≈ 0.01, below a loose test's tolerance)
+def _form_h(X, W, dY):
+    return (dY.T @ X).T, (W @ dY.T).T
 
 
-def dropout_scale_in_dX(X, W, dY):  # divides dX by the keep probability 0.9 of a dropout layer that is not there:
-    return X.T @ dY, dY @ W.T / 0.9  # 11 % too large everywhere
+def _form_i(X, W, dY):
+    return X.T @ dY, dY @ W.T / 0.9
 
 
-CORRECT = (textbook, transposed_products, einsum_form)
-# near misses too (right shapes, values off by a little): a test whose tolerance is loose passes them
-BUGGY = (forgot_transpose_of_W, transposed_dW, mean_not_sum, first_example_only, swapped_outputs, weight_decay_in_dW,
-         dropout_scale_in_dX)
+def _form_j(X, W, dY):
+    return X.T @ dY / X.shape[0], dY @ W.T
 
 
-_TRUTH: dict[Callable[..., Any], bool] = {}
+FORMS: dict[str, Callable[..., Any]] = {f.__name__[-1]: f for f in (
+    _form_a, _form_b, _form_c, _form_d, _form_e, _form_f, _form_g, _form_h, _form_i, _form_j)}
 
 
-def candidate(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
-    """A fresh function that runs ``fn``; hidden cases get neutral names so that the verdict must be tested."""
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate backward pass, one case of is_correct_backward: call it as ``backward(X, W, dY) -> (dW, dX)``.
+    Plain data — which form of the pool it runs, and the name messages show — so that a hidden case travels to a
+    grading sandbox as data (grader/pipeline/wire.py). Two candidates of the same form are the same candidate."""
 
-    def backward(X, W, dY):
-        return fn(X, W, dY)
+    form: str
+    name: str = field(default="", compare=False)
 
-    backward.__name__ = backward.__qualname__ = name or fn.__name__
-    _TRUTH[backward] = fn in CORRECT
-    return backward
+    def __call__(self, X: Any, W: Any, dY: Any) -> Any:
+        return FORMS[self.form](X, W, dY)
 
-
-def is_correct_backward(backward: Callable[..., Any]) -> bool:
-    return _TRUTH[backward]
-
-
-def _diagnose_hidden(rng: np.random.Generator) -> list[Case]:
-    pool = list(CORRECT + BUGGY)
-    order = rng.permutation(len(pool))
-    return [Case((candidate(pool[int(i)], f"candidate_{k}"),)) for k, i in enumerate(order)]
+    def __repr__(self) -> str:
+        return f"<backward {self.name or self.form}>"
 
 
 def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
@@ -416,9 +290,8 @@ IS_CORRECT_BACKWARD = Problem(
         square, symmetric or batch-of-one inputs — your test must not be fooled. Never raise: a candidate that
         crashes or returns the wrong shape is simply wrong.
     """,
-    reference=is_correct_backward,
-    visible=[Case((candidate(textbook),)), Case((candidate(forgot_transpose_of_W),)), Case((candidate(mean_not_sum),))],
-    hidden=_diagnose_hidden,
+    visible=[Case((Candidate("d", "textbook"),)), Case((Candidate("f", "forgot_transpose_of_W"),)),
+             Case((Candidate("j", "mean_not_sum"),))],
     compare=_compare_verdict,
 )
 

@@ -304,9 +304,10 @@ LAB07_FULL = 21.0  # 7 exercises x (1 visible + 2 hidden)
 # Search the file system, sys.modules and sys.path for the answer side at grading time, and answer with whatever
 # it finds. The probe plants a file holding the answer side's marker first (its own positive control: it must find
 # that one), then reads every Python file it can see (byte-compiled ones too) for the marker or a reference's name.
-ATTACK_FIND_REFERENCES = r'''
+_FIND_REFERENCES = r'''
 import importlib as _il, json as _json, os as _os, sys as _sys
-_NEEDLES = ("ANSWERS = {", "_systolic_reference", "_hops_reference", "def _collective_reference")
+_NEEDLES = @NEEDLES@
+_SPLIT = @SPLIT@
 def _answers_probe():
     planted = None
     for folder in (_os.getcwd(), _os.path.expanduser("~"), _os.environ.get("TMPDIR", "/tmp"), "/tmp"):
@@ -354,12 +355,13 @@ def _answers_probe():
                         files.add(path)
     modules = sorted(m for m in _sys.modules if "answers" in m)
     try:
-        _il.import_module("grader.answers.lab07_tpu")
+        _il.import_module("grader.answers.@LAB@")
         imported = True
     except ImportError:
         imported = False
-    from grader.labs import lab07_tpu as _lab
-    refs = sorted(n for n, p in _lab.problems.items() if p.reference is not None or p.hidden is not None)
+    _lab = _il.import_module("grader.labs.@LAB@")
+    refs = sorted(n for n, p in _lab.problems.items()
+                  if (_SPLIT is None or n in _SPLIT) and (p.reference is not None or p.hidden is not None))
     return {"files": sorted(files), "planted": planted, "visited": visited, "modules": modules,
             "imported": imported, "references": refs,
             "path": [p for p in _sys.path if "answers" in p or "solutions" in p]}
@@ -367,11 +369,21 @@ _probe = _answers_probe()
 print("ANSWERS-PROBE " + _json.dumps(_probe))
 def _steal(name):
     try:
-        return _il.import_module("grader.answers.lab07_tpu").ANSWERS[name][0]
+        return _il.import_module("grader.answers.@LAB@").ANSWERS[name][0]
     except Exception:
-        from grader.labs import lab07_tpu as _lab
-        return _lab.problems[name].reference    # None where the answer side is absent
+        return _il.import_module("grader.labs.@LAB@").problems[name].reference    # None where the answer side is absent
 '''
+
+
+def find_references_probe(lab: str, needles: tuple[str, ...], split: list[str] | None = None) -> str:
+    """The probe for ``lab``: ``needles`` are strings only its answer side holds; ``split`` the problems whose
+    answer side is in grader/answers (None: all of them), the only ones whose ``reference`` must be absent."""
+    return (_FIND_REFERENCES.replace("@NEEDLES@", repr(tuple(needles))).replace("@SPLIT@", repr(split))
+            .replace("@LAB@", lab))
+
+
+ATTACK_FIND_REFERENCES = find_references_probe(
+    "lab07_tpu", ("ANSWERS = {", "_systolic_reference", "_hops_reference", "def _collective_reference"))
 
 LAB07_STEAL = {
     "ex1_pe_step": ATTACK_FIND_REFERENCES + '''
@@ -423,3 +435,68 @@ EXPECT_LAB07: dict[str, tuple[float, float, list[str]]] = {
     "solution": (LAB07_FULL, LAB07_FULL, []),
     "find_references": (0, 0, []),
 }
+
+
+# -- every other split lab: the same hunt, one submission per lab ---------------------------------------------------
+
+def split_answers(lab: str) -> tuple[list[str], tuple[str, ...]]:
+    """(the problems whose answer side is in grader/answers, needles only that answer side holds): its ``ANSWERS``
+    line and the ``def`` line of every reference and hidden-case generator defined there, less any that a file of
+    the exercise side (``gpucourse``, ``grader`` without ``answers``) also holds."""
+    import importlib
+
+    from grader.course import ROOT
+
+    module = f"grader.answers.{lab}"
+    answers = importlib.import_module(module).ANSWERS
+    defs = {f"def {f.__name__}(" for pair in answers.values() for f in pair
+            if getattr(f, "__module__", None) == module and f.__name__.isidentifier()}
+    exercise = [p.read_text(encoding="utf-8") for folder in ("gpucourse", "grader") for p in (ROOT / folder).rglob("*.py")
+                if "answers" not in p.relative_to(ROOT).parts]
+    needles = sorted(d for d in defs if not any(d in text for text in exercise))
+    return sorted(answers), ("ANSWERS = {", *needles)
+
+
+def _defined(source: str) -> set[str]:
+    """Top-level names a cell defines (functions, kernels, assignments); none if it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return out
+
+
+def build_find_references(lab: str, released: dict) -> tuple[bytes, str]:
+    """A submission for a split lab that hunts for its answer side at grading time (the probe) and answers every
+    split problem with the reference it finds (None where it finds none); the lab's other cells stay blank. Returns
+    the notebook and the grade_id of the cell whose output holds the probe's report."""
+    split, needles = split_answers(lab)
+    cells: dict[str, str] = {}
+    probe_cell = None
+    for cell in released["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] != "code" or not meta.get("solution"):
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        mine = sorted(_defined(src) & set(split))
+        if not mine:
+            continue
+        code = "".join(f'''
+def {name}(*args, **kwargs):
+    ref = _steal("{name}")
+    return ref(*args, **kwargs) if ref else None
+''' for name in mine)
+        if probe_cell is None:
+            probe_cell = meta["grade_id"]
+            code = find_references_probe(lab, needles, split) + code
+        cells[meta["grade_id"]] = code
+    assert probe_cell is not None and len(cells) >= 1, f"{lab}: no solution cell defines a split problem's function"
+    return _bytes(_nb(released, cells)), probe_cell

@@ -1,0 +1,187 @@
+"""Lab 2's answer side: the reference of every exercise and its hidden-case generator (instructor only).
+
+Never installed for students, never present in a grading sandbox (grader/sandbox.py hides ``grader/answers``):
+the student edition (``python -m grader student-edition``) leaves it out and checks that none of its source is
+in what it ships. The exercise side, grader/labs/lab02_backprop.py, is the rest of the lab; this module imports it,
+never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
+
+is_correct_backward's cases are candidate backward passes: on the exercise side they are plain data
+(``Candidate(form, name)``, a neutral letter that picks one function of the exercise side's pool, ``FORMS``), so
+they travel to a sandbox as data; which forms are right is kept here (``CORRECT``, ``WHY``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..labs.lab02_backprop import DTYPES, FORMS, OPTIMIZER_SLOTS, POLICIES, Candidate, _mlp_case, grad_of
+from ..problem import Case
+
+
+# -- Exercise 1: the backward pass of a 2-layer MLP, by hand ----------------------------------------------------------
+
+def _mlp_reference(X, W1, W2, G):
+    """∂L/∂W1, ∂L/∂W2, ∂L/∂X by the chain rule (the ``after`` check also holds the answer against jax.vjp)."""
+    Z = X @ W1
+    dZ = (G @ W2.T) * (Z > 0)
+    return X.T @ dZ, np.maximum(Z, 0.0).T @ G, dZ @ W1.T
+
+
+def _mlp_hidden(rng: np.random.Generator) -> list[Case]:
+    cases = [_mlp_case(rng, *(int(v) for v in rng.integers(1, 40, size=4))) for _ in range(6)]
+    # Z = 0 exactly, where relu'(0) = 0 decides (the spec's rule; a mask Z >= 0 lets the gradient through):
+    # an all-zero example (a padding row of X: its row of dX) and a dead hidden unit (a zero column of W1: its
+    # column of dW1)
+    b, d_in, h, d_out = (int(v) for v in rng.integers(2, 12, size=4))
+    padded = _mlp_case(rng, b, d_in, h, d_out)
+    padded.args[0][int(rng.integers(b))] = 0.0
+    dead = _mlp_case(rng, b, d_in, h, d_out)
+    dead.args[1][:, int(rng.integers(h))] = 0.0
+    return cases + [padded, dead]
+
+
+# -- Exercise 2: GEMMs and FLOPs of one training step -----------------------------------------------------------------
+
+def step_gemms(batch: int, widths: list[int]) -> tuple[int, int, int]:
+    gemms = fwd = bwd = 0
+    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:])):
+        f = 2 * batch * d_in * d_out
+        gemms += 1 + 1 + (i > 0)  # forward; dW; dX unless the layer's input is the data
+        fwd += f
+        bwd += f * (1 + (i > 0))
+    return gemms, fwd, bwd
+
+
+def _gemm_hidden(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(7):
+        widths = [int(w) for w in rng.integers(1, 5000, size=int(rng.integers(2, 9)))]
+        cases.append(Case((int(rng.integers(1, 4096)), widths)))
+    return cases
+
+
+# -- Exercise 3: the largest batch that fits ------------------------------------------------------------------------
+# The memory model counts every array once (course §2.5's minimum): the batch's input row X and target row, and
+# each layer's output. A layer's input is not counted again — the first layer's input IS X, every other layer's is
+# the previous layer's output. (Counting X a second time as "layer 0's saved input" was this exercise's old
+# reference; it is now the plausible wrong answer.)
+
+# mixed-bf16: bf16 params and grads, fp32 master params and fp32 optimizer state (ZeRO §3.1), bf16 activations
+_MIXED = {"params": 2, "grads": 2, "master": 4, "optimizer": 4, "activations": 2}
+
+
+def _sizes(dtype: str) -> dict[str, int]:
+    if dtype == "mixed-bf16":
+        return _MIXED
+    per_value = np.dtype(dtype).itemsize
+    return {"params": per_value, "grads": per_value, "master": 0, "optimizer": per_value, "activations": per_value}
+
+
+def _fixed_and_per_example(widths: list[int], dtype: str, optimizer: str) -> tuple[int, int]:
+    """(bytes independent of the batch, bytes per example) of the exercise's memory model."""
+    size = _sizes(dtype)
+    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+    fixed = params * (size["params"] + size["grads"] + size["master"] + OPTIMIZER_SLOTS[optimizer] * size["optimizer"])
+    values = widths[0] + widths[-1] + sum(widths[1:])  # X, target, every layer's output
+    return fixed, values * size["activations"]
+
+
+def largest_batch(widths: list[int], budget_bytes: int, dtype: str, optimizer: str) -> int:
+    fixed, per_example = _fixed_and_per_example(widths, dtype, optimizer)
+    return max(0, (budget_bytes - fixed) // per_example)
+
+
+def _batch_hidden(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for k in range(12):
+        n_layers = int(rng.integers(1, 6))
+        widths = [int(w) for w in rng.integers(8, 8192, size=n_layers + 1)]
+        if k % 3 == 0:  # a wide input and narrow layers: counting X twice is far off
+            widths[0] = int(rng.integers(4096, 16384))
+        dtype, opt = DTYPES[k % len(DTYPES)], tuple(OPTIMIZER_SLOTS)[k % len(OPTIMIZER_SLOTS)]
+        fixed, per = _fixed_and_per_example(widths, dtype, opt)
+        b = int(rng.integers(2, 5000))
+        budget = {0: fixed + b * per,  # exactly b examples fit: a tie
+                  1: fixed + b * per - 1,  # one byte short of b
+                  2: fixed + per - 1,  # not even one example
+                  3: int(fixed * rng.uniform(0.3, 0.99)),  # the model alone does not fit
+                  }.get(k % 6, int(fixed + per * rng.uniform(1, 20_000)))
+        cases.append(Case((widths, int(budget), dtype, opt)))
+    return cases
+
+
+# -- Exercise 4: pick a checkpointing policy ------------------------------------------------------------------------
+
+def grad_temp_bytes(policy_name: str, layers: int, batch: int, width: int) -> int:
+    """temp_size_in_bytes of grad_of(policy_name) compiled for these shapes (float32)."""
+    import jax
+    import jax.numpy as jnp
+
+    weights = jax.ShapeDtypeStruct((layers, width, width), jnp.float32)
+    inputs = jax.ShapeDtypeStruct((batch, width), jnp.float32)
+    return int(grad_of(policy_name).lower(weights, inputs).compile().memory_analysis().temp_size_in_bytes)
+
+
+def pick_policy(layers: int, batch: int, width: int, budget_bytes: int) -> str | None:
+    for name in POLICIES:
+        if grad_temp_bytes(name, layers, batch, width) <= budget_bytes:
+            return name
+    return None
+
+
+def _policy_case(rng: np.random.Generator, layers: int, batch: int, width: int, between: str) -> Case:
+    t = [grad_temp_bytes(p, layers, batch, width) for p in POLICIES]
+    lo, hi = {"everything": (t[0], t[0] * 1.5), "dots": (t[1], t[0] - 1), "nothing": (t[2], t[1] - 1),
+              "none": (t[2] // 2, t[2] - 1)}[between]
+    return Case((layers, batch, width, int(rng.uniform(lo, hi))))
+
+
+def _policy_hidden(rng: np.random.Generator) -> list[Case]:
+    # one random shape (compiling is the slow part), budgets in every gap between the policies' needs
+    layers, batch, width = int(rng.integers(2, 7)), int(rng.integers(20, 300)), int(rng.integers(8, 64))
+    cases = [_policy_case(rng, layers, batch, width, between) for between in ("nothing", "dots", "none", "everything")]
+    # ties: a budget exactly equal to a policy's working memory fits it (the spec: "at most budget_bytes")
+    need = {p: grad_temp_bytes(p, layers, batch, width) for p in POLICIES}
+    return cases + [Case((layers, batch, width, need["dots"])), Case((layers, batch, width, need["nothing"]))]
+
+
+# -- Exercise 5: diagnose — a gradient test that catches transposes -------------------------------------------------
+# The exercise side's pool FORMS holds candidate backward passes of a linear layer Y = X @ W under neutral letters;
+# these are the right ones (tests/test_lab02_backprop.py holds every verdict against jax.vjp, and each wrong one
+# against the inputs it is right on).
+
+VERDICT = {"a": True, "b": False, "c": False, "d": True, "e": False, "f": False, "g": False, "h": True, "i": False,
+           "j": False}
+CORRECT = tuple(form for form, right in VERDICT.items() if right)
+WHY = {  # what each form is (the right ones, then the traps: right shapes, right on special inputs only)
+    "d": "textbook: Xᵀ·dY, dY·Wᵀ",
+    "h": "the products the other way round, transposed: (dYᵀ·X)ᵀ = Xᵀ·dY, (W·dYᵀ)ᵀ = dY·Wᵀ",
+    "a": "einsum",
+    "f": "dX = dY·W, a forgotten transpose of W: right only when W is square and symmetric",
+    "b": "dW = dYᵀ·X, shape (d_out, d_in): right only when W is square and Xᵀ·dY symmetric",
+    "j": "dW divided by the batch (a mean): right only for a batch of one",
+    "c": "dW from the first example only (no sum over the batch): right only for a batch of one",
+    "g": "returns (dX, dW): right only when X and W have the same shape and values",
+    "e": "dW + 0.01·W, an L2 penalty's gradient (another loss's): off by a little, below a loose test's tolerance",
+    "i": "dX / 0.9, the keep probability of a dropout layer that is not there: 11 % too large everywhere",
+}
+
+
+def is_correct_backward(backward: Candidate) -> bool:
+    # a lookup, with nothing to mutate: mutation testing mutates the notebook's solution instead (grader/strength)
+    return VERDICT[backward.form]
+
+
+def _diagnose_hidden(rng: np.random.Generator) -> list[Case]:
+    pool = sorted(FORMS)
+    order = rng.permutation(len(pool))
+    return [Case((Candidate(pool[int(i)], f"candidate_{k}"),)) for k, i in enumerate(order)]
+
+
+ANSWERS = {
+    "mlp_backward": (_mlp_reference, _mlp_hidden),
+    "step_gemms": (step_gemms, _gemm_hidden),
+    "largest_batch": (largest_batch, _batch_hidden),
+    "pick_policy": (pick_policy, _policy_hidden),
+    "is_correct_backward": (is_correct_backward, _diagnose_hidden),
+}
