@@ -110,8 +110,8 @@ RAMP = KernelProblem(
 
 def _sum_launch(case: Case):
     (x,) = case.args
-    nb = _blocks(x.size, REDUCE_BLOCK)
-    return nb, REDUCE_BLOCK, [x, np.zeros(nb, dtype=np.float64)], [1]
+    blocks = _blocks(x.size, REDUCE_BLOCK)
+    return blocks, REDUCE_BLOCK, [x, np.zeros(blocks, dtype=np.float64)], [1]
 
 
 MAX_DIVERGENT_PER_BLOCK = 10  # divergent branches: sequential addressing 5 per block; interleaved (tid % (2*stride)) 23
