@@ -255,3 +255,56 @@ def test_lab5_every_wrong_answer_fails_from_data_with_the_live_message():
             assert from_data == live, f"{p.name}:\n live: {live}\n data: {from_data}"
             compared += 1
     assert compared >= 13, compared
+
+
+# -- lab 6: scale_bias_relu_kernel observed here, judged there ------------------------------------------------------
+
+def test_lab6_kernel_judged_from_data_as_live():
+    """Lab 6's fused kernel: its requirement reads per-array traffic (distinct elements and accesses) and who wrote
+    `out` — ReportData carries both (``array_traffic``, ``writers``), equal to the live report's after the wire. The
+    solution passes from data on visible and hidden cases; each wrong kernel (two passes, a warp-row of threads
+    looping over rows, rows on x, a column-major walk, a missing guard) fails from data with the live check's message."""
+    from grader.benchmark_simt import solution_kernels
+    from grader.labs import lab06_xla_sass as lab6
+    from tests import test_lab06_xla_sass as t6
+
+    p = lab6.KERNEL
+    assert p.has_answers()
+    good = solution_kernels()["scale_bias_relu_kernel"]
+    cases = [*p.visible, *p.hidden_cases(seed=7)]
+    for case in cases:
+        live = p._launch(good, case)["report"]
+        data = _over_the_wire({"r": live.to_data()})["r"]
+        assert list(data.arrays) == list(live.arrays)  # the requirement names x and out by position
+        for array in live.arrays:
+            assert data.array_traffic(array) == live.array_traffic(array), array
+            assert data.writers(array) == live.writers(array), array
+        x = case.args[0]
+        assert live.writers("out") == (x.size, 1) and live.array_traffic("out") == (0, x.size, 0, x.size)
+        p.judge(_over_the_wire(p.observe(good, case)), p.reference(*case.args), case)
+    wrong = [kernels.load_kernel(s, p.name, NS, cuda) for s in wrong_answer_lists("lab06_xla_sass")[
+        "ex5_scale_bias_relu_kernel"]]
+    column_major = (  # right values, one thread per element, but a warp's lanes walk down a column: uncoalesced
+        "@cuda.jit\ndef scale_bias_relu_kernel(x, w, b, out):\n    c, r = cuda.grid(2)\n    m, n = out.shape\n"
+        "    g = r * cuda.gridDim.x * cuda.blockDim.x + c\n    if g < m * n:\n        i, j = g % m, g // m\n"
+        "        out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)\n")
+    wrong += [t6._two_pass, t6._one_row_of_threads_loops, t6._rows_on_x, kernels.load_kernel(column_major, p.name, NS,
+                                                                                              cuda), kernels.load_kernel(
+        "@cuda.jit\ndef scale_bias_relu_kernel(x, w, b, out):\n    j, i = cuda.grid(2)\n"
+        "    out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)\n", p.name, NS, cuda)]
+    messages = []
+    for fn in wrong:
+        live, hidden = _verdict(lambda: p.check(fn)), False
+        if live is None:
+            live, hidden = _verdict(lambda: p.check(fn, hidden=True)), True
+        assert live is not None
+        from_data = None
+        for case in (p.hidden_cases() if hidden else p.visible):
+            seen = _over_the_wire(p.observe(fn, case))
+            from_data = _verdict(lambda: p.judge(seen, p.reference(*case.args), case))
+            if from_data:
+                break
+        assert from_data == live, f"\n live: {live}\n data: {from_data}"
+        messages.append(live)
+    assert any("reads `out` back" in m for m in messages) and any("one thread per element" in m for m in messages)
+    assert any("sectors" in m for m in messages) and any("out of bounds" in m for m in messages)
