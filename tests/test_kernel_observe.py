@@ -169,3 +169,142 @@ def test_without_the_answer_side_visible_checks_use_the_stored_values_and_hidden
     monkeypatch.setattr(seeding, "installed_cases", lambda name: cases if name == "warp_sum" else None)
     p.check(wrong, hidden=True)  # a wrong kernel that finishes: nothing is judged here
     assert "ran on 2 hidden cases; they are judged by the grader" in capsys.readouterr().out
+
+
+# -- lab 5: every kernel exercise observed here, judged there ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lab5_solutions() -> dict:
+    from grader.benchmark_simt import solution_kernels
+
+    from grader.labs import lab05_kernels as lab5
+
+    kernels_ = solution_kernels()
+    return {name: kernels_[name] for name, p in lab5.problems.items() if isinstance(p, kernels.KernelProblem)}
+
+
+def _lab5_kernel_problems():
+    from grader.labs import lab05_kernels as lab5
+
+    return {name: p for name, p in lab5.problems.items() if isinstance(p, kernels.KernelProblem)}
+
+
+def test_lab5_requirements_read_only_what_report_data_carries(lab5_solutions):
+    """Lab 5's requirements (traffic per thread, sectors per request, divergent branches, SIMT efficiency, shared
+    bytes and element widths) asked of the data form after the wire: the same answers as the live report, and a
+    requirement run on the data form of a report must not need the per-access log (ReportData has none)."""
+    problems = _lab5_kernel_problems()
+    assert set(lab5_solutions) == set(problems) == {"scale_shift", "ramp_2d", "block_sum", "tiled_matmul",
+                                                    "halvings_regrouped"}
+    for name, p in problems.items():
+        case = p.visible[0]
+        live = p._launch(lab5_solutions[name], case)["report"]
+        data = _over_the_wire({"r": live.to_data()})["r"]
+        assert isinstance(data, simt.ReportData) and not hasattr(data, "accesses") and not hasattr(data, "_log")
+        for attr in ("n_blocks", "shared_bytes", "dynamic_shared_bytes", "simt_efficiency", "divergent_steps",
+                     "divergent_branches", "spaces", "itemsize"):
+            assert getattr(data, attr) == getattr(live, attr), (name, attr)
+        for array in live.arrays:
+            assert data.sectors_per_request(array) == live.sectors_per_request(array), (name, array)
+        p.require(data, case, p.what(case))  # the solution meets its requirement from data alone
+
+
+def test_lab5_solutions_pass_from_data_on_visible_and_hidden_cases(lab5_solutions):
+    judged = 0
+    for name, p in _lab5_kernel_problems().items():
+        assert p.has_answers()
+        for case in [*p.visible, *p.hidden_cases(seed=7)]:
+            seen = _over_the_wire(p.observe(lab5_solutions[name], case))
+            assert isinstance(seen["report"], simt.ReportData)
+            p.judge(seen, p.reference(*case.args, **case.kwargs), case)  # raises if wrong
+            judged += 1
+    assert judged >= 20, judged
+
+
+def test_lab5_every_wrong_answer_fails_from_data_with_the_live_message():
+    """tests/wrong_answers/lab05_kernels.py (WRONG and the matmul slips: a missing guard, uncoalesced reads, the
+    interleaved tree, a missing barrier, §5.7 pasted, too many shared reads, a transposed A load, a wrong guard,
+    float64 tiles, a right but uncoalesced 2-D walk, parity regrouping, no regrouping, regrouping through global memory), judged from data after the
+    wire: the first failing case's message equals the live check's."""
+    from grader.labs import lab05_kernels as lab5
+    from tests.wrong_answers.lab05_kernels import MATMUL_SLIPS, RAMP_SLIPS
+
+    wrong = wrong_answer_lists("lab05_kernels")
+    ns = {"np": np, "math": math, "BLOCK": lab5.REDUCE_BLOCK, "TM": lab5.TILE_M, "TN": lab5.TILE_N,
+          "TK": lab5.TILE_K, "REGROUP_BLOCK": lab5.REGROUP_BLOCK}
+    compared = 0
+    for gid, sources in wrong.items():
+        name = gid.split("_", 1)[1]
+        p = lab5.problems[name]
+        if not isinstance(p, kernels.KernelProblem):
+            continue
+        for source in sources + {"tiled_matmul": MATMUL_SLIPS, "ramp_2d": RAMP_SLIPS}.get(name, []):
+            fn = kernels.load_kernel(source, p.name, ns, cuda)
+            live, hidden = _verdict(lambda: p.check(fn)), False
+            if live is None:  # the visible cases cannot tell it apart: the hidden ones (public seed) must
+                live, hidden = _verdict(lambda: p.check(fn, hidden=True)), True
+                assert live is not None, f"{p.name}: a wrong answer passes visible and hidden checks"
+            from_data = None
+            for case in (p.hidden_cases() if hidden else p.visible):
+                seen = _over_the_wire(p.observe(fn, case))
+                from_data = _verdict(lambda: p.judge(seen, p.reference(*case.args, **case.kwargs), case))
+                if from_data:
+                    break
+            if from_data is None and p.after:  # the worker's `after` step (exercise side, where the kernel is)
+                from_data = _verdict(lambda: p.after(fn, hidden))
+            assert from_data == live, f"{p.name}:\n live: {live}\n data: {from_data}"
+            compared += 1
+    assert compared >= 13, compared
+
+
+# -- lab 6: scale_bias_relu_kernel observed here, judged there ------------------------------------------------------
+
+def test_lab6_kernel_judged_from_data_as_live():
+    """Lab 6's fused kernel: its requirement reads per-array traffic (distinct elements and accesses) and who wrote
+    `out` — ReportData carries both (``array_traffic``, ``writers``), equal to the live report's after the wire. The
+    solution passes from data on visible and hidden cases; each wrong kernel (two passes, a warp-row of threads
+    looping over rows, rows on x, a column-major walk, a missing guard) fails from data with the live check's message."""
+    from grader.benchmark_simt import solution_kernels
+    from grader.labs import lab06_xla_sass as lab6
+    from tests import test_lab06_xla_sass as t6
+
+    p = lab6.KERNEL
+    assert p.has_answers()
+    good = solution_kernels()["scale_bias_relu_kernel"]
+    cases = [*p.visible, *p.hidden_cases(seed=7)]
+    for case in cases:
+        live = p._launch(good, case)["report"]
+        data = _over_the_wire({"r": live.to_data()})["r"]
+        assert list(data.arrays) == list(live.arrays)  # the requirement names x and out by position
+        for array in live.arrays:
+            assert data.array_traffic(array) == live.array_traffic(array), array
+            assert data.writers(array) == live.writers(array), array
+        x = case.args[0]
+        assert live.writers("out") == (x.size, 1) and live.array_traffic("out") == (0, x.size, 0, x.size)
+        p.judge(_over_the_wire(p.observe(good, case)), p.reference(*case.args), case)
+    wrong = [kernels.load_kernel(s, p.name, NS, cuda) for s in wrong_answer_lists("lab06_xla_sass")[
+        "ex5_scale_bias_relu_kernel"]]
+    column_major = (  # right values, one thread per element, but a warp's lanes walk down a column: uncoalesced
+        "@cuda.jit\ndef scale_bias_relu_kernel(x, w, b, out):\n    c, r = cuda.grid(2)\n    m, n = out.shape\n"
+        "    g = r * cuda.gridDim.x * cuda.blockDim.x + c\n    if g < m * n:\n        i, j = g % m, g // m\n"
+        "        out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)\n")
+    wrong += [t6._two_pass, t6._one_row_of_threads_loops, t6._rows_on_x, kernels.load_kernel(column_major, p.name, NS,
+                                                                                              cuda), kernels.load_kernel(
+        "@cuda.jit\ndef scale_bias_relu_kernel(x, w, b, out):\n    j, i = cuda.grid(2)\n"
+        "    out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)\n", p.name, NS, cuda)]
+    messages = []
+    for fn in wrong:
+        live, hidden = _verdict(lambda: p.check(fn)), False
+        if live is None:
+            live, hidden = _verdict(lambda: p.check(fn, hidden=True)), True
+        assert live is not None
+        from_data = None
+        for case in (p.hidden_cases() if hidden else p.visible):
+            seen = _over_the_wire(p.observe(fn, case))
+            from_data = _verdict(lambda: p.judge(seen, p.reference(*case.args), case))
+            if from_data:
+                break
+        assert from_data == live, f"\n live: {live}\n data: {from_data}"
+        messages.append(live)
+    assert any("reads `out` back" in m for m in messages) and any("one thread per element" in m for m in messages)
+    assert any("sectors" in m for m in messages) and any("out of bounds" in m for m in messages)

@@ -12,6 +12,7 @@ import pytest
 from gpucourse import simt
 from grader.checks import CheckFailure
 from grader.kernels import load_kernel
+from grader.answers import lab05_kernels as answers5
 from grader.labs import lab05_kernels as lab5
 from tests import grading
 
@@ -125,7 +126,7 @@ def test_solution_checks_stay_within_the_budget():
 
 
 def test_a_kernel_whose_device_function_holds_an_answer_is_refused():
-    ns = {**NS, "answer": lab5.scale_shift_reference}
+    ns = {**NS, "answer": answers5.scale_shift_reference}
     src = ("@cuda.jit(device=True)\n"
            "def helper(v):\n"
            "    return answer(v, 2.0, 1.0, 32)\n"

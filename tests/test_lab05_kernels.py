@@ -9,6 +9,7 @@ import pytest
 import gpucourse as gc
 from gpucourse import simt
 from grader.checks import CheckFailure
+from grader.answers import lab05_kernels as answers
 from grader.labs import lab05_kernels as lab
 from tests.wrong_answers.lab05_kernels import WRONG
 
@@ -38,7 +39,7 @@ def test_halvings_reference_matches_the_loop():
     x = np.array([0.5, 1.0, 1.5, 2.0, 3.0, 1e4])
     n = lab.halvings(x)
     assert n.tolist() == [0, 0, 1, 1, 2, 14]
-    np.testing.assert_allclose(lab.halvings_reference(x, None), n + x / 2.0 ** n)
+    np.testing.assert_allclose(answers.halvings_reference(x, None), n + x / 2.0 ** n)
 
 
 def test_tile_order_sorts_each_tile_locally_and_classes_have_their_trip_counts():
@@ -57,7 +58,7 @@ def test_tile_order_sorts_each_tile_locally_and_classes_have_their_trip_counts()
 
 def test_sector_budget_is_the_divergent_kernels_measured_contiguous_access():
     """The budget is computed, not trusted: it equals what the executor measures for the given kernel."""
-    for case in REGROUP.visible + REGROUP.hidden(np.random.default_rng(3)):
+    for case in REGROUP.visible + answers._regroup_cases(np.random.default_rng(3)):
         x, order = case.args
         r = simt.run(_kernel(NO_FIX), -(-x.size // lab.REGROUP_BLOCK), lab.REGROUP_BLOCK, x, order, np.zeros_like(x))
         for array in ("x", "out"):
@@ -66,7 +67,7 @@ def test_sector_budget_is_the_divergent_kernels_measured_contiguous_access():
 
 
 def test_hidden_cases_are_odd_sized_and_include_the_adversarial_mixes():
-    cases = REGROUP.hidden(np.random.default_rng(1))
+    cases = answers._regroup_cases(np.random.default_rng(1))
     assert all(c.args[0].size % 32 for c in cases)
     long = [lab.halvings(c.args[0]) >= lab.LONG[0] for c in cases]
     assert any(m.all() for m in long) and any((~m).all() for m in long)
@@ -164,7 +165,7 @@ def test_matmul_hidden_cases_draw_the_boundaries():
     and a matrix smaller than one tile; never a multiple of a tile."""
     for seed in range(5):
         shapes = [(c.args[0].shape[0], c.args[0].shape[1], c.args[1].shape[1])
-                  for c in MATMUL.hidden(np.random.default_rng(seed))]
+                  for c in answers._mm_cases(np.random.default_rng(seed))]
         assert any(k % lab.TILE_K == 1 for _, k, _ in shapes)
         assert any(0 < m % lab.TILE_M <= lab.TILE_M // 2 and m > lab.TILE_M for m, _, _ in shapes)
         assert any(m % lab.TILE_M > lab.TILE_M // 2 for m, _, _ in shapes)
@@ -175,9 +176,9 @@ def test_matmul_hidden_cases_draw_the_boundaries():
 def test_matmul_reference_is_numpys_float64_product():
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((7, 3)).astype(np.float32)
-    np.testing.assert_allclose(lab.matmul_reference(A, B), A.astype(np.float64) @ B.astype(np.float64), rtol=0)
+    np.testing.assert_allclose(answers.matmul_reference(A, B), A.astype(np.float64) @ B.astype(np.float64), rtol=0)
     ref = np.array([[sum(float(A[i, p]) * float(B[p, j]) for p in range(7)) for j in range(3)] for i in range(5)])
-    np.testing.assert_allclose(lab.matmul_reference(A, B), ref, rtol=1e-12)
+    np.testing.assert_allclose(answers.matmul_reference(A, B), ref, rtol=1e-12)
 
 
 def test_matmul_solution_meets_every_budget_exactly():
@@ -186,7 +187,7 @@ def test_matmul_solution_meets_every_budget_exactly():
     k = _matmul(_cells()["ex4_tiled_matmul"])
     MATMUL.check(k)
     MATMUL.check(k, hidden=True)
-    for case in MATMUL.visible + MATMUL.hidden(np.random.default_rng(0)):
+    for case in MATMUL.visible + answers._mm_cases(np.random.default_rng(0)):
         r = MATMUL.run_case(k, case)
         steps = -(-case.args[0].shape[1] // lab.TILE_K)
         assert r.counts[:, 0].max() == 2 * steps and r.counts[:, 2].max() == 3 * lab.TILE_K * steps

@@ -51,7 +51,7 @@ def test_a_kernel_whose_threads_loop_over_rows_is_not_one_thread_per_element():
     case = lab.KERNEL.visible[0]
     grid, block, args, _ = lab._kernel_launch(case)
     r = gc.simt.run(_one_row_of_threads_loops, grid, block, *args)
-    assert np.allclose(args[3], lab.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
+    assert np.allclose(args[3], answers.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
     assert r.sectors_per_request(list(r.arrays)[0]) <= lab.MAX_SECTORS  # ... coalesced, one pass ...
     with pytest.raises(CheckFailure, match="one thread per element"):  # ... but not one thread per element
         lab.KERNEL.check(_one_row_of_threads_loops)
@@ -84,12 +84,13 @@ def test_uncoalesced_kernel_fails_on_sectors():
                  rng.standard_normal(45).astype(np.float32)))
     grid, block, args, _ = lab._kernel_launch(case)
     r = gc.simt.run(_rows_on_x, grid, block, *args)
-    assert np.allclose(args[3], lab.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
+    assert np.allclose(args[3], answers.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
     with pytest.raises(CheckFailure, match="sectors"):  # ... the access pattern is not
         lab._kernel_require(r, case, "rows on x")
 
 
 def test_hidden_kernel_cases_cover_the_boundaries():
+    assert lab.KERNEL.has_answers()  # the generator: grader/answers/lab06_xla_sass.py
     shapes = [c.args[0].shape for c in lab.KERNEL.hidden_cases()]
     assert any(m == 1 for m, _ in shapes) and any(n < 32 for _, n in shapes) and any(m == n for m, n in shapes)
     assert all(n % 32 and m % 4 for m, n in shapes if m > 1)  # never multiples of the block
@@ -541,15 +542,16 @@ def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
 
 
 def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbox():
-    """Lab 6 is split in part: fusion_bytes, breaking_op and fusion_time_ratio's answers live in grader/answers (their
-    hidden cases travel to the sandbox as data, and must be data); the exercises judged inside the student's kernel
-    keep theirs on the exercise side, with their seeds (measure_times' stand-ins are not data)."""
+    """Lab 6 is split in part: fusion_bytes, breaking_op, fusion_time_ratio and scale_bias_relu_kernel's answers live
+    in grader/answers (their hidden cases travel to the sandbox as data, and must be data; the kernel is observed
+    there and judged in the grader); the exercises judged inside the student's kernel keep theirs on the exercise
+    side, with their seeds (measure_times' stand-ins are not data)."""
     from grader import grade
     from grader.pipeline.recheck import split_problems
     from grader.pipeline.wire import encode_cases
 
     assert split_problems(grade.Lab.find("lab06_xla_sass")) == set(answers.ANSWERS) == {
-        "fusion_bytes", "breaking_op", "fusion_time_ratio"}
+        "fusion_bytes", "breaking_op", "fusion_time_ratio", "scale_bias_relu_kernel"}
     for name in answers.ANSWERS:
         assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
         assert encode_cases(lab.problems[name].hidden_cases())

@@ -86,6 +86,7 @@ def test_lab5_hidden_cases_make_the_reserve_and_the_allocation_unit_decide(seed)
     from grader.labs import lab05_kernels as lab5
 
     problem = lab5.problems["occupancy"]
+    assert problem.has_answers()  # the reference and generator: grader/answers/lab05_kernels.py
     cases = problem.hidden(np.random.default_rng(seed))
 
     def answers(**override):

@@ -119,6 +119,7 @@ def test_lab5_reference_and_every_case_agree_with_the_header(nvidia):
     from grader.labs import lab05_kernels as lab5
 
     problem = lab5.problems["occupancy"]
+    assert problem.has_answers()  # the reference and generator: grader/answers/lab05_kernels.py
     cases = list(problem.visible)
     for seed in range(25):
         cases += problem.hidden(np.random.default_rng(seed))
@@ -145,6 +146,7 @@ def test_lab5_reference_and_every_case_agree_with_the_header(nvidia):
 def test_hidden_cases_cover_what_the_spec_names():
     from grader.labs import lab05_kernels as lab5
 
+    assert lab5.problems["occupancy"].has_answers()
     cases = lab5.problems["occupancy"].hidden(np.random.default_rng(0))
     threads = [c.args[0] for c in cases]
     assert any(t % 32 for t in threads), "a block size that is not a multiple of 32"

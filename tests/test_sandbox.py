@@ -422,6 +422,9 @@ def test_lab05_kernel_submission_grades_fully_at_the_tight_cap(tmp_path, monkeyp
     (r,) = grade.load_results(lab, grade.Workspace(ws))
     failed = {k: c["message"] for k, c in r["cells"].items() if c["score"] < c["points"]}
     assert r["score"] == r["max_score"] > 0, f"lab 5 at {TIGHT_PROCESSES} processes: {r['issues']} {failed}"
+    # lab 5 is split (grader/answers/lab05_kernels.py): every cell, kernels included, is judged in the grader
+    assert {c["checked"] for c in r["cells"].values()} <= {"kernel and outside", "checked outside the kernel"}, \
+        {k: c["checked"] for k, c in r["cells"].items()}
 
 
 def _gone(uid: int, within_s: float = 5.0) -> bool:

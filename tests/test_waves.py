@@ -22,8 +22,11 @@ def test_wave_hidden_cases_hold_the_boundaries():
 
     from grader.labs import lab05_kernels as lab
 
+    from grader.answers.lab05_kernels import wave_reference
+
+    assert lab.WAVES.has_answers()
     cases = [c.args for c in lab.WAVES.hidden(np.random.default_rng(7))]
     assert any(b % (s * p) == 0 for b, p, s in cases)  # an exact multiple: slowdown 1.0
     assert any(b % (s * p) == 1 and b > s * p for b, p, s in cases)  # one block over a wave
     assert any(b < s for b, p, s in cases)  # fewer blocks than SMs
-    assert lab.wave_reference(133, 1, 132) == (2, 264 / 133) and lab.wave_reference(66, 1, 132) == (1, 2.0)
+    assert wave_reference(133, 1, 132) == (2, 264 / 133) and wave_reference(66, 1, 132) == (1, 2.0)

@@ -460,6 +460,26 @@ class KernelReport:
         touched = np.flatnonzero(self.access_map(array, kind).ravel() >= 0)
         return int(touched.size), int(touched[0]) if touched.size else -1
 
+    def array_traffic(self, array: str) -> tuple[int, int, int, int]:
+        """Plain loads and stores of ``array`` by the whole launch: (distinct elements read, distinct elements
+        written, reads, writes); atomics are not counted (``atomic_updates``)."""
+        out = []
+        for kind in ("r", "w"):
+            mask = self._select(array, kind)
+            out.append((int(np.unique(self._log[mask, 3]).size), int(mask.sum())))
+        (read, reads), (written, writes) = out
+        return read, written, reads, writes
+
+    def writers(self, array: str) -> tuple[int, int]:
+        """(how many threads stored to ``array``, the most distinct elements one thread stored): one thread per
+        element is (elements, 1)."""
+        mask = self._select(array, "w")
+        if not mask.any():
+            return 0, 0
+        pairs = np.unique(self._log[mask][:, [0, 3]], axis=0)  # (thread, element), each once
+        _, per_thread = np.unique(pairs[:, 0], return_counts=True)
+        return int(per_thread.size), int(per_thread.max())
+
     def to_data(self, examples: int = 3) -> ReportData:
         """What checks read of this launch, as plain data (:class:`ReportData`): it travels from the process
         that ran the student's kernel to the grader, which judges it without the executor's log."""
@@ -482,7 +502,8 @@ class KernelReport:
             uninitialized=tuple(str(u) for u in self.uninitialized[:examples]),
             uninitialized_count=int(self.uninitialized_count), uninitialized_reads=int(self.uninitialized_reads),
             warnings=tuple(str(w) for w in self.warnings), complete=bool(self.complete),
-            touched={a: tuple(self.elements_accessed(a, k) for k in kinds) for a in arrays})
+            touched={a: tuple(self.elements_accessed(a, k) for k in kinds) for a in arrays},
+            traffic={a: self.array_traffic(a) for a in arrays}, writer_counts={a: self.writers(a) for a in arrays})
 
 
 _KINDS = {None: 0, "r": 1, "w": 2}
@@ -528,6 +549,16 @@ class ReportData:
     warnings: tuple
     complete: bool = True
     touched: dict = field(default_factory=dict)  # name -> per kind (any, reads, writes): (elements, lowest flat index)
+    traffic: dict = field(default_factory=dict)  # name -> (distinct read, distinct written, reads, writes)
+    writer_counts: dict = field(default_factory=dict)  # name -> (threads that stored to it, most elements per thread)
+
+    def array_traffic(self, array: str) -> tuple[int, int, int, int]:
+        self._known(array)
+        return tuple(int(v) for v in self.traffic[array])
+
+    def writers(self, array: str) -> tuple[int, int]:
+        self._known(array)
+        return tuple(int(v) for v in self.writer_counts[array])
 
     def elements_accessed(self, array: str, kind: str | None = None) -> tuple[int, int]:
         self._known(array)

@@ -7,8 +7,8 @@ in what it ships. The exercise side, grader/labs/lab06_xla_sass.py, is the rest 
 it, never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
 Not here yet (they stay on the exercise side, see its docstring): the exercises whose checker judges inside the
-student's kernel (``check`` overridden: the jitted structure checks, the kernel on the instrumented executor, the
-toolchain exercise, the virtual-clock timer) and ``count_opcode`` (its visible cases depend on whether NVIDIA's
+student's kernel (``check`` overridden: the jitted structure checks, the toolchain exercise, the virtual-clock
+timer; the kernel on the instrumented executor is here: observed in the sandbox, judged by the grader) and ``count_opcode`` (its visible cases depend on whether NVIDIA's
 toolchain is installed, so their expected values cannot ship as one data file).
 """
 
@@ -135,9 +135,29 @@ def _time_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+# -- Exercise 5: the fused kernel (observed on the instrumented executor, judged here) --
+
+def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.maximum(x.astype(np.float64) * w + b, 0.0)
+
+
+def _kernel_cases(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    def not_multiple(lo: int, hi: int, of: int) -> int:
+        return int(of * rng.integers(lo, hi) + rng.integers(1, of))
+
+    # one row; fewer columns than a warp; wide; square — rows never a multiple of 4, columns never of 32
+    for m, n in [(1, not_multiple(1, 2, 32)), (not_multiple(1, 4, 4), int(rng.integers(3, 30))),
+                 (not_multiple(2, 4, 4), not_multiple(2, 3, 32)), (37, 37)]:
+        x = rng.standard_normal((m, n)).astype(np.float32)
+        cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))))
+    return cases
+
+
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
     "fusion_bytes": (fusion_bytes_xla, _bytes_cases),
     "breaking_op": (breaking_op, _tagged),
     "fusion_time_ratio": (fusion_time_ratio, _time_cases),
+    "scale_bias_relu_kernel": (scale_bias_relu_reference, _kernel_cases),
 }

@@ -5,12 +5,14 @@ What the checks read is what the compiler produced: optimized HLO, XLA's cost an
 cases are random and never multiples of a block size.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, structure checks: what students
-install). The references and hidden-case generators of fusion_bytes, breaking_op and fusion_time_ratio are its
-answer side, grader/answers/lab06_xla_sass.py (the instructor's only; grader/DESIGN.md); their visible cases'
-expected values ship as data: lab06_xla_sass.expected.json. Still here, with their references and generators:
-the exercises whose checker overrides ``check`` and judges inside the student's kernel ("kernel-only" in the
-grading pipeline, until their observe/judge split exists): fused_bias_gelu and fixed_scale_tanh (jitted, then
-HLO structure), scale_bias_relu_kernel (the instrumented executor), sass_counts (the toolchain) and measure_times
+install). The references and hidden-case generators of fusion_bytes, breaking_op, fusion_time_ratio and
+scale_bias_relu_kernel are its answer side, grader/answers/lab06_xla_sass.py (the instructor's only;
+grader/DESIGN.md); their visible cases' expected values ship as data: lab06_xla_sass.expected.json. The kernel
+is observed where it runs (outputs and the executor's report as :class:`gpucourse.simt.ReportData`, which carries
+the per-array traffic and writers its requirement reads) and judged in the grader (``KernelProblem.judge``).
+Still here, with their references and generators: the exercises whose checker overrides ``check`` and judges
+inside the student's kernel ("kernel-only" in the grading pipeline, until their observe/judge split exists):
+fused_bias_gelu and fixed_scale_tanh (jitted, then HLO structure), sass_counts (the toolchain) and measure_times
 (the virtual clock) — moving their answers out would leave nothing to judge their hidden cells where they run —
 and count_opcode, whose visible cases depend on whether NVIDIA's toolchain is installed (its reference is
 gpucourse's own Sass.count, which ships anyway).
@@ -343,10 +345,6 @@ KERNEL_BLOCK = (32, 4)  # (x, y): one warp = 32 neighbouring columns of one row
 MAX_SECTORS = 5.0  # a warp reading 32 consecutive float32: 128 B = 4 sectors (5 when the row start is unaligned)
 
 
-def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.maximum(x.astype(np.float64) * w + b, 0.0)
-
-
 def _kernel_launch(case: Case):
     x, w, b = case.args
     m, n = x.shape
@@ -363,16 +361,13 @@ def _xla_bytes(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> int:
 
 
 def traffic(report: simt.KernelReport) -> dict[str, dict[str, int]]:
-    """Per argument array: distinct elements read and written, and total reads and writes."""
-    names = list(report.arrays)
-    out = {name: {"read": set(), "written": set(), "reads": 0, "writes": 0} for name in names}
-    for _tid, _step, name, flat, kind in report.accesses:
-        if name in out and kind in ("r", "w"):
-            distinct, total = ("read", "reads") if kind == "r" else ("written", "writes")
-            out[name][distinct].add(flat)
-            out[name][total] += 1
-    return {n: {"read": len(v["read"]), "written": len(v["written"]), "reads": v["reads"], "writes": v["writes"]}
-            for n, v in out.items()}
+    """Per argument array: distinct elements read and written, and total reads and writes (from the live report
+    or its data form, :class:`gpucourse.simt.ReportData`: ``array_traffic``)."""
+    out = {}
+    for name in report.arrays:
+        read, written, reads, writes = report.array_traffic(name)
+        out[name] = {"read": read, "written": written, "reads": reads, "writes": writes}
+    return out
 
 
 def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
@@ -386,14 +381,10 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
                 f"{what}: each warp-wide access of `{name}` touched {sectors:.1f} 32-byte sectors on average "
                 f"(coalesced: at most {MAX_SECTORS:g}). threadIdx.x must walk the columns, the contiguous axis: "
                 "cuda.grid(2) returns (x, y) = (column, row)")
-    per_thread: dict[Any, set] = {}  # elements of `out` each thread wrote (one thread per element)
-    for tid, _step, name, flat, kind in r.accesses:
-        if name == outs and kind == "w":
-            per_thread.setdefault(tid, set()).add(flat)
-    most = max(map(len, per_thread.values()), default=0)
-    if per_thread and (most > 1 or len(per_thread) != x.size):
+    writers, most = r.writers(outs)  # threads that wrote `out`, the most elements one of them wrote
+    if writers and (most > 1 or writers != x.size):
         raise CheckFailure(
-            f"{what}: {len(per_thread):,} threads wrote `{outs}`, up to {most:,} elements each; "
+            f"{what}: {writers:,} threads wrote `{outs}`, up to {most:,} elements each; "
             f"one thread per element means {x.size:,} threads writing one element each — no thread loops over "
             "rows or columns (a GPU runs the loop's iterations one after another in that thread)")
     t = traffic(r)
@@ -409,19 +400,6 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
     if moved != xla_bytes:
         raise CheckFailure(f"{what}: your kernel touches {moved:,} distinct bytes of global memory; XLA's fused "
                            f"kernel for the same jnp code moves {xla_bytes:,} (its cost analysis)")
-
-
-def _kernel_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    def not_multiple(lo: int, hi: int, of: int) -> int:
-        return int(of * rng.integers(lo, hi) + rng.integers(1, of))
-
-    # one row; fewer columns than a warp; wide; square — rows never a multiple of 4, columns never of 32
-    for m, n in [(1, not_multiple(1, 2, 32)), (not_multiple(1, 4, 4), int(rng.integers(3, 30))),
-                 (not_multiple(2, 4, 4), not_multiple(2, 3, 32)), (37, 37)]:
-        x = rng.standard_normal((m, n)).astype(np.float32)
-        cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))))
-    return cases
 
 
 _rk = np.random.default_rng(5)
@@ -441,10 +419,8 @@ KERNEL = KernelProblem(
             bytes your kernel touches must equal what XLA's cost analysis charges the fused jnp version
             jnp.maximum(x * w + b, 0) — your kernel is that fusion, written by hand.
     """,
-    reference=scale_bias_relu_reference,
     visible=[Case((_rk.standard_normal((5, 45)).astype(np.float32), _rk.standard_normal(45).astype(np.float32),
                    _rk.standard_normal(45).astype(np.float32)))],
-    hidden=_kernel_cases,
     compare=lambda *a: None,
     launch=_kernel_launch,
     require=_kernel_require,

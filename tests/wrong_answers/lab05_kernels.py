@@ -197,3 +197,18 @@ MATMUL_SLIPS = [
                     "        sB[bk, bc] = B[p + bk, cuda.blockIdx.x * TN + bc] "
                     "if p + bk < k and cuda.blockIdx.x * TN + bc < n else 0.0\n"),
 ]
+
+# more slips of the 2-D map, checked directly (tests/test_kernel_observe.py)
+RAMP_SLIPS = [
+    # right values, column-major walk: thread g of the grid takes element (g % rows, g // rows), so the 16
+    # neighbouring threads of a warp read down a column (one sector each): uncoalesced
+    '''@cuda.jit
+def ramp_2d(a, out):
+    x, y = cuda.grid(2)
+    rows, cols = a.shape
+    g = y * cuda.gridDim.x * cuda.blockDim.x + x
+    if g < rows * cols:
+        r, c = g % rows, g // rows
+        out[r, c] = a[r, c] * (r + 1) - c
+''',
+]
