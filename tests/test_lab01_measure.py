@@ -39,7 +39,12 @@ def test_workloads_behave_like_asynchronous_calls():
     w = lab.Workload(0.02, first_s=0.05, asynchronous=True)
     t0 = time.perf_counter()
     pending = w()
-    assert 0.05 <= time.perf_counter() - t0 < 0.05 + 0.02 and w.unwaited() == 1  # compiling blocks; work queued
+    returned = time.perf_counter() - t0
+    # compiling blocks (>= 50 ms); the 20 ms of work is only queued: not done when the call returns (unwaited), and
+    # on a quiet machine the call returns well before compile + work would have ended (a loaded one can stretch
+    # any sleep, so the upper bound is only printed)
+    assert returned >= 0.05 and w.unwaited() == 1, returned
+    print(f"first call returned after {returned * 1e3:.1f} ms (compile 50 ms; the 20 ms of work queued)")
     gc.block(pending)
     assert time.perf_counter() - t0 >= 0.07 and w.unwaited() == 0  # compile + work, in order
     a, b = w(), w()  # queued back to back: waiting for the second waits for both
