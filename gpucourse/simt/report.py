@@ -125,7 +125,27 @@ class ArrayInfo:
     unit: int  # bytes per tracked position
 
 
-class KernelReport:
+class _Findings:
+    """The correctness findings, read the same way from the live report and from its data form (both hold
+    ``sync_errors``, ``races``/``race_count`` and ``uninitialized``/``uninitialized_count``)."""
+
+    def problems(self) -> list[str]:
+        """Every correctness finding, most serious first: synchronisation errors, races, uses of uninitialised
+        values (with counts and the first example of each)."""
+        out = [str(s) for s in self.sync_errors]
+        if self.race_count:
+            out.append(f"{self.race_count} data race{'s' * (self.race_count != 1)}, e.g. {self.races[0]}")
+        if self.uninitialized_count:
+            n = self.uninitialized_count
+            out.append(f"{n} use{'s' * (n != 1)} of uninitialised memory, e.g. {self.uninitialized[0]}")
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not (self.sync_errors or self.race_count or self.uninitialized_count)
+
+
+class KernelReport(_Findings):
     """What one instrumented launch did. Per-thread counts are indexed by global linear thread id
     (block id × threads per block + thread id in block)."""
 
@@ -407,22 +427,6 @@ class KernelReport:
             out = np.array([ids.get(v, -1) for v in out.tolist()], dtype=np.int64)
         return out.reshape(shape)
 
-    # -- findings ------------------------------------------------------------------------------------------------
-    def problems(self) -> list[str]:
-        """Every correctness finding, most serious first: synchronisation errors, races, uses of uninitialised
-        values (with counts and the first example of each)."""
-        out = [str(s) for s in self.sync_errors]
-        if self.race_count:
-            out.append(f"{self.race_count} data race{'s' * (self.race_count != 1)}, e.g. {self.races[0]}")
-        if self.uninitialized_count:
-            n = self.uninitialized_count
-            out.append(f"{n} use{'s' * (n != 1)} of uninitialised memory, e.g. {self.uninitialized[0]}")
-        return out
-
-    @property
-    def ok(self) -> bool:
-        return not (self.sync_errors or self.race_count or self.uninitialized_count)
-
     def summary(self) -> str:
         g, s = self.per_thread("global"), self.per_thread("shared")
         lines = [
@@ -510,7 +514,7 @@ _KINDS = {None: 0, "r": 1, "w": 2}
 
 
 @dataclass(frozen=True)
-class ReportData:
+class ReportData(_Findings):
     """A :class:`KernelReport` as plain data (:meth:`KernelReport.to_data`): counts, warp statistics, coalescing
     and bank conflicts per array (any access, reads, writes), atomics per array, and the findings (counts with up
     to three examples each). It answers the questions checks ask with the report's own method names
@@ -593,18 +597,6 @@ class ReportData:
             raise KeyError(f"{array!r} is not a shared array of {self.name}")
         return float(self.conflicts[array][_KINDS[kind]])
 
-    def problems(self) -> list[str]:
-        out = [str(s) for s in self.sync_errors]
-        if self.race_count:
-            out.append(f"{self.race_count} data race{'s' * (self.race_count != 1)}, e.g. {self.races[0]}")
-        if self.uninitialized_count:
-            n = self.uninitialized_count
-            out.append(f"{n} use{'s' * (n != 1)} of uninitialised memory, e.g. {self.uninitialized[0]}")
-        return out
-
-    @property
-    def ok(self) -> bool:
-        return not (self.sync_errors or self.race_count or self.uninitialized_count)
 
 
 def group_ranges(ids: list[int]) -> str:
