@@ -34,7 +34,7 @@ def coloured_fraction(png: bytes) -> float:
 
 def test_course_notebook_runs_with_figures(page, lab_server):
     harness.open_notebook(page, lab_server, COURSE_NOTEBOOK)
-    harness.run_all_and_wait(page, timeout_ms=180_000)
+    harness.run_all_and_wait(page)
     path = lab_server.checkout / COURSE_NOTEBOOK
     before = path.stat().st_mtime_ns
     harness.menu_command(page, "File", "docmanager:save")
