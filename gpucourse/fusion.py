@@ -41,6 +41,19 @@ def _minor_faults() -> int | None:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+def thp_mode() -> str | None:
+    """Linux's transparent-huge-page mode: "always" (any large enough anonymous mapping may get 2 MiB pages),
+    "madvise" (only regions that ask with madvise(MADV_HUGEPAGE), as NumPy does for arrays of 4 MiB and more),
+    "never"; None where the file does not exist (not Linux, or THP compiled out)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return None
+    chosen = [w[1:-1] for w in text.split() if w.startswith("[") and w.endswith("]")]
+    return chosen[0] if chosen else None
+
+
 def page_faults(fn: Callable[..., Any], *args: Any, repeat: int = 5) -> float | None:
     """Minor page faults per call of ``fn(*args)`` (after one warm-up call), or None where the OS doesn't count them."""
     block(fn(*args))
