@@ -1029,6 +1029,26 @@ assert {c.name: c.ici_link_bytes_per_s for c in tpu.TPU_CHIPS.values()} == {
 # TPU v6e:   800 GB/s per chip both ways / 4 ports / 2 = 100 GB/s per link and direction
 
 # %% [markdown]
+# The JAX scaling book's table ("How to think about TPUs", current revision) lists less per link and direction —
+# 45 GB/s for v4 and v5e, 90 GB/s for v5p and v6e (an earlier revision listed 50 and 100 for v5e, v5p and v6e, the
+# figures above) — without saying how it got them. Google publishes the per-chip figures this course divides, so it
+# keeps them; with the book's, every bandwidth term of this section would be longer by the factor printed here:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+scaling_book = {"TPU v4": 45e9, "TPU v5e": 45e9, "TPU v5p": 90e9, "TPU v6e": 90e9}  # B/s, one link, one direction
+for chip in tpu.TPU_CHIPS.values():
+    ratio = scaling_book[chip.name] / chip.ici_link_bytes_per_s
+    print(f"{chip.name}: scaling book {scaling_book[chip.name] / 1e9:3.0f} GB/s = {ratio:.0%} of "
+          f"{chip.ici_link_bytes_per_s / 1e9:3.0f} GB/s: bandwidth terms × {1 / ratio:.2f}")
+    assert abs(ratio - 0.9) < 1e-12
+# Expected output:
+# TPU v4: scaling book  45 GB/s = 90% of  50 GB/s: bandwidth terms × 1.11
+# TPU v5e: scaling book  45 GB/s = 90% of  50 GB/s: bandwidth terms × 1.11
+# TPU v5p: scaling book  90 GB/s = 90% of 100 GB/s: bandwidth terms × 1.11
+# TPU v6e: scaling book  90 GB/s = 90% of 100 GB/s: bandwidth terms × 1.11
+
+# %% [markdown]
 # ## 7.9 A pod on one machine: sharded matmuls, the collectives XLA inserts, and what they cost
 #
 # The eight CPU devices form a 2×4 mesh with axes `x` (2) and `y` (4), standing in for eight chips of a pod
