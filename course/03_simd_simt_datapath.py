@@ -659,7 +659,7 @@ assert hbm / max(host_bw, host_add) > 3
 # run down) — and its memory roof is the faster of the two bandwidths measured in §3.6. The nominal peak
 # (physical cores × FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel reports, computed as §1 does:
 # 2 pipes on most cores, 1 of 512 bits on Intel's client cores with AVX-512; a pipe's lanes are its width, 8 on
-# AMD's Zen 4, whose 256-bit pipes run AVX-512 in two halves) is printed beside
+# AMD's Zen 4 and mobile Zen 5, whose 256-bit pipes run AVX-512 in two halves) is printed beside
 # it for scale. It counts *physical* cores (§3.1's printout gives both counts): with SMT (Hyper-Threading) two logical CPUs
 # share one core's FMA pipes, and counting logical CPUs would double the nominal peak.
 

@@ -1199,7 +1199,7 @@ for chip in tpu.TPU_CHIPS.values():
     print(f"{chip.name}: C/W = {chip.ici_intensity():5.0f} FLOP/byte -> FSDP needs > {chip.ici_intensity():5.0f} "
           f"tokens per chip on one axis, > {chip.ici_intensity(n_axes):4.0f} on all {n_axes}; "
           f"TP up to Y = {32768 / chip.ici_intensity():4.1f} (one axis), {32768 / chip.ici_intensity(n_axes):4.1f} ({n_axes} axes)")
-assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 uses its 9e10 B/s "achievable" links
+assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 uses its 9e10 B/s per link (§7.8)
 # Expected output:
 # TPU v4: C/W =  2750 FLOP/byte -> FSDP needs >  2750 tokens per chip on one axis, >  917 on all 3; TP up to Y = 11.9 (one axis), 35.7 (3 axes)
 # TPU v5e: C/W =  1970 FLOP/byte -> FSDP needs >  1970 tokens per chip on one axis, >  985 on all 2; TP up to Y = 16.6 (one axis), 33.3 (2 axes)
@@ -1209,7 +1209,7 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # %% [markdown]
 # The pattern across generations: v6e's FLOPs grew faster than its links, so its ICI intensity is the highest and
 # it tolerates the least tensor parallelism; FSDP on any of them wants on the order of a thousand or more tokens
-# per chip. (With the scaling book's ≈ 10 % lower "achievable" link figures the thresholds rise by ≈ 10 %, e.g.
+# per chip. (With the scaling book's link figures, 10 % lower (§7.8), the thresholds rise by 1/0.9 ≈ 11 %, e.g.
 # 2550 for v5p.) The CPU mesh above confirms which collectives each layout needs; their cost is a model, and its
 # inputs are published figures.
 #

@@ -204,6 +204,9 @@ def physical_cores() -> tuple[int, str]:
 # AVX-512 is not fused off). They fuse ports 0 and 1 into ONE 512-bit FMA unit and lack the server cores' second
 # one on port 5, so AVX-512 gives them the FLOPs per clock of AVX2 on two 256-bit units.
 INTEL_CLIENT_AVX512_MODELS = {0x66, 0x7D, 0x7E, 0x8C, 0x8D, 0xA7, 0x97, 0x9A}
+# AMD family 1Ah (Zen 5) models with 256-bit FP datapaths: Strix Point (0x20-0x2F) and Krackan Point (0x60-0x6F);
+# keyed on the model number, since names differ (a Ryzen Z2 Extreme is a Strix Point without "Ryzen AI" in it)
+ZEN5_MOBILE_256_MODELS = set(range(0x20, 0x30)) | set(range(0x60, 0x70))
 
 
 def fma_units_of(info: dict[str, str], flags: set[str]) -> tuple[int, int, str]:
@@ -212,17 +215,17 @@ def fma_units_of(info: dict[str, str], flags: set[str]) -> tuple[int, int, str]:
     optimisation manuals and microarchitecture disclosures say: 2 units (Intel since Haswell, AMD since Zen 2),
     as wide as the widest FMA instructions, except
     - Intel client cores with AVX-512 (INTEL_CLIENT_AVX512_MODELS): 1 unit of 512 bits;
-    - AMD Zen 4 (family 19h) and the mobile Zen 5 of the Ryzen AI 300 series (family 1Ah, "Ryzen AI" without
-      "Max"): 2 units of 256 bits, a 512-bit FMA executed as two 256-bit halves ("double-pumped"); desktop and
-      server Zen 5 (and Strix Halo, "Ryzen AI Max") have the full 512-bit units;
+    - AMD Zen 4 (family 19h) and the mobile Zen 5 of Strix Point (Ryzen AI 300, Ryzen Z2 Extreme) and Krackan
+      Point (ZEN5_MOBILE_256_MODELS): 2 units of 256 bits, a 512-bit FMA executed as two 256-bit halves
+      ("double-pumped"); desktop and server Zen 5 and Strix Halo (Ryzen AI Max, model 0x70) have the full
+      512-bit units;
     - Skylake-SP / Cascade Lake Xeons (model 0x55) are ambiguous: Platinum and most Gold 6xxx have 2 units of
       512 bits, Bronze, Silver and most Gold 5xxx (and the Core i7-78xxX) 1 — counted as 2, and the text says so."""
-    vendor, name = info.get("vendor_id", ""), info.get("model name", "")
+    vendor = info.get("vendor_id", "")
     family = int(info.get("cpu family", "0") or 0)
     model = int(info.get("model", "0") or 0)
     if "avx512f" in flags:
-        if vendor == "AuthenticAMD" and (family == 0x19 or (family == 0x1A and "Ryzen AI" in name
-                                                            and "Max" not in name)):
+        if vendor == "AuthenticAMD" and (family == 0x19 or (family == 0x1A and model in ZEN5_MOBILE_256_MODELS)):
             zen = "Zen 4" if family == 0x19 else "mobile Zen 5"
             return 2, 256, f"AVX-512 on {zen}'s 256-bit FMA units: a 512-bit FMA is two 256-bit halves"
         if vendor == "GenuineIntel" and family == 6 and model in INTEL_CLIENT_AVX512_MODELS:
@@ -239,7 +242,7 @@ def fma_units_of(info: dict[str, str], flags: set[str]) -> tuple[int, int, str]:
 @lru_cache(maxsize=None)
 def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedPeak:
     """cores × FMA units × SIMD lanes × 2 FLOP × clock for an x86-64 Linux CPU, each factor read from the OS
-    except the FMA units' number and width, which no interface reports (:func:`fma_units`). None, with the reason,
+    except the FMA units' number and width, which no interface reports (:func:`fma_units_of`). None, with the reason,
     elsewhere."""
     info = _cpuinfo()
     flags = set(info.get("flags", "").split())

@@ -220,6 +220,8 @@ def test_cpu_stated_peak_counts_each_core_at_its_fma_units_width(monkeypatch):
         "zen5 mobile": ({**amd, "cpu family": "26", "model": "36", "model name": "AMD Ryzen AI 9 HX 370"}, 32,
                         "mobile Zen 5"),
         "zen5 desktop": ({**amd, "cpu family": "26", "model": "68", "model name": "AMD Ryzen 9 9950X"}, 64, "AVX-512"),
+        "z2 extreme": ({**amd, "cpu family": "26", "model": "36", "model name": "AMD Ryzen Z2 Extreme"}, 32,
+                       "mobile Zen 5"),
         "strix halo": ({**amd, "cpu family": "26", "model": "112", "model name": "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S"},
                        64, "AVX-512"),
         "tiger lake": ({**intel, "model": "140", "model name": "11th Gen Intel(R) Core(TM) i7-1165G7"}, 32,
