@@ -149,6 +149,44 @@ def test_time_call_cases_travel_as_data_and_every_call_gets_a_fresh_queue():
     assert all(t == 0.0 and not compiled for _, t, compiled in seen)
 
 
+def test_time_call_is_judged_in_the_grader_from_plain_data():
+    """Issue 14: the re-check sends time_call's cases to the worker as data (no seed, no generator there); the worker
+    step (``Problem.call`` on the decoded case: built afresh) returns (first, steady) as plain numbers, and the grader
+    judges them against its own fresh build — a wrong answer fails there with the check's message (while the cases
+    were objects, such a failure was opaque to the grader and nbgrader's kernel decided)."""
+    import json
+
+    from grader import course, grade
+    from grader.pipeline import recheck, verdict
+    from grader.pipeline.wire import decode_cases, encode
+
+    name = "lab04_streams"
+    released = json.loads((course.ROOT / "labs" / name / f"{name}.ipynb").read_text(encoding="utf-8"))
+    for p in lab.problems.values():
+        p.has_answers()
+    steps, expected = recheck.plan(grade.Lab.find(name), released, {"time_call": 11})
+    calls = {i: s for i, s in enumerate(steps) if s["kind"] == "call" and s["problem"] == "time_call"}
+    assert len(calls) == 3 + 11 and all("case" in s and not s.get("observe") for s in calls.values())
+    sent = decode_cases([s["case"] for s in calls.values()])
+    assert [c.args for c in sent] == [c.args for c in lab.TIMING.visible + lab.TIMING.hidden_cases(seed=11)]
+
+    def judged(fn):
+        lines = [json.dumps({"step": i, "ok": True, "value": encode(lab.TIMING.call(fn, case))})  # the worker's part
+                 for i, case in zip(calls, sent)]
+        lines += [json.dumps({"step": i, "ok": True, "value": ""}) for i, s in enumerate(steps)
+                  if s.get("problem") == "time_call" and s["kind"] == "after"]
+        lines += [json.dumps({"step": i, "ok": True}) for i, s in enumerate(steps)
+                  if s["kind"] == "end" and s["test"].startswith("ex3_time_call")] + [json.dumps({"done": True})]
+        checked = verdict.verdicts(steps, expected, lines, lab.problems)[0]
+        return {k: v for k, v in checked.items() if k.startswith("ex3_time_call")}
+
+    assert judged(_time_call_with(np.median)) == {"ex3_time_call_visible": {"ok": True, "message": ""},
+                                                   "ex3_time_call_hidden": {"ok": True, "message": ""}}
+    wrong = judged(_time_call_with(np.mean))
+    assert set(wrong) == {"ex3_time_call_visible", "ex3_time_call_hidden"}
+    assert all(not v["ok"] and "→ steady state [s]" in v["message"] for v in wrong.values()), wrong
+
+
 def _launches_with(dominated, busy_regime=True):
     def launches_to_dominate(work_us, launch_us):
         def makespan(n):
