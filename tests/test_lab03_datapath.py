@@ -156,6 +156,20 @@ def test_chunked_map_cases_travel_as_data():
     assert "DeviceMemory(budget=" in cases[0].call_text("chunked_map")
 
 
+def test_device_functions_compute_what_their_names_say():
+    """The bodies a DeviceFn names (a case carries only the name): by hand, on NumPy and on the device."""
+    from gpucourse import devmem
+
+    x = np.array([-2.0, -0.5, 0.0, 1.0, 3.0])
+    by_hand = {"scale_shift": [-5.0, -0.5, 1.0, 4.0, 10.0], "hypot1": np.sqrt([6.0, 2.25, 2.0, 3.0, 11.0]),
+               "relu": [0.0, 0.0, 0.0, 1.0, 3.0]}
+    assert {f.name: f.copies for f in lab.KERNELS} == {"scale_shift": 3, "hypot1": 3, "relu": 2}
+    for f in lab.KERNELS:
+        assert np.allclose(f(x), by_hand[f.name], rtol=1e-15, atol=0), f.name
+        mem = devmem.DeviceMemory(x.nbytes * f.copies, xp=np)
+        assert np.array_equal(mem.to_host(f(mem.to_device(x))), f(x))  # fits in `copies` arrays the size of x
+
+
 def _chunked_answers() -> dict:
     """Right and wrong answers, each wrong in one way the judge names."""
     def tiny_chunks(x, mem, fn, copies):
@@ -268,6 +282,48 @@ def test_chunked_map_without_the_answer_side(monkeypatch, capsys):
     p.check(_chunked_answers()["tiny_chunks"], hidden=True)  # wrong, but it runs: judged by the grader
     assert "ran on 2 hidden cases; they are judged by the grader" in capsys.readouterr().out
     assert "OutOfMemoryError" in _message(lambda: p.check(_chunked_answers()["never_frees"], hidden=True))
+
+
+def test_chunked_map_cells_are_rechecked_by_observation():
+    """The grader's re-check plans chunked_map's test cells as observations of cases sent as data (never
+    "kernel-only"), and judges the worker's lines: the right answer passes, a wrong one fails with its message."""
+    import json
+
+    from grader import grade
+    from grader.pipeline import recheck, verdict
+    from grader.pipeline.wire import decode_cases, encode
+
+    source = grade.Lab.find("lab03_datapath")
+    for q in lab.problems.values():  # as the grading job does first: this student's hidden cases, drawn here
+        q.hidden_cases(seed=11)
+    steps, expected = recheck.plan(source, source.source(), seeds={"chunked_map": 11})
+    mine = [i for i, st in enumerate(steps) if st.get("test", "").startswith("ex3_chunked_map")]
+    assert {steps[i]["test"] for i in mine} == {"ex3_chunked_map_visible", "ex3_chunked_map_hidden"}
+    calls = [i for i in mine if steps[i]["kind"] == "call"]
+    assert len(calls) == 8 and all(steps[i].get("observe") and "case" in steps[i] for i in calls)
+    assert not any(steps[i].get("kernel_only") for i in mine)
+    hidden = [expected[i][1] for i in calls if steps[i]["hidden"]]
+    assert [c.args[0].size for c in hidden] == [c.args[0].size for c in lab.CHUNKED.hidden_cases(seed=11)]
+    tests = {"ex3_chunked_map_visible", "ex3_chunked_map_hidden"}
+    for name, fn in _chunked_answers().items():
+        lines = []
+        for i in mine:
+            rec = {"step": i, "ok": True}
+            if steps[i]["kind"] == "call":
+                case = decode_cases([_as_json(steps[i]["case"])])[0]  # what the worker rebuilds
+                try:
+                    rec["value"] = encode(lab.CHUNKED.observe(fn, case))
+                except Exception as exc:  # noqa: BLE001
+                    rec = {"step": i, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            lines.append(json.dumps(rec))
+        lines.append(json.dumps({"done": True}))
+        cells, _, _ = verdict.verdicts(steps, expected, lines, lab.problems)
+        cells = {k: v for k, v in cells.items() if k in tests}
+        assert set(cells) == tests, (name, cells)
+        if name == "right":
+            assert all(c["ok"] for c in cells.values()), cells
+        else:
+            assert not cells["ex3_chunked_map_visible"]["ok"] and cells["ex3_chunked_map_visible"]["message"], name
 
 
 def test_break_even_closed_form_and_loop_answers_agree():
