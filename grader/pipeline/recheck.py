@@ -133,6 +133,9 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
                                  or _observed(module.problems[c.problem], c.problem in split) for c in checks[gid]):
             for chk in checks[gid]:
                 problem = module.problems[chk.problem]
+                if not problem.has_answers():  # binds a split problem's answer side (before any case is drawn)
+                    raise RuntimeError(f"{module_name}.{chk.problem}: its answer side (grader/answers) is not "
+                                       "installed here; grading needs the instructor's checkout")
                 cases = problem.hidden_cases(seed=(seeds or {}).get(chk.problem)) if chk.hidden else problem.visible
                 data = encode_cases(cases) if chk.problem in split else None
                 observe = type(problem).check is not _problem_check()  # observe/judge (a kernel), not a call
