@@ -6,10 +6,10 @@ the student edition (``python -m grader student-edition``) leaves it out and che
 in what it ships. The exercise side, grader/labs/lab06_xla_sass.py, is the rest of the lab; this module imports
 it, never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
-Not here yet (they stay on the exercise side, see its docstring): the exercises whose checker judges inside the
-student's kernel (``check`` overridden: the jitted structure checks, the toolchain exercise, the virtual-clock
-timer; the kernel on the instrumented executor is here: observed in the sandbox, judged by the grader) and ``count_opcode`` (its visible cases depend on whether NVIDIA's
-toolchain is installed, so their expected values cannot ship as one data file).
+The jitted exercises (fused_bias_gelu, fixed_scale_tanh) are observed where the student's code runs (values and
+the compiled structure as data) and judged by the grader against the references here. Not here yet (they stay on
+the exercise side, see its docstring): the exercises whose checker judges inside the student's kernel (``check``
+overridden: the toolchain exercise, the virtual-clock timer).
 """
 
 from __future__ import annotations
@@ -196,12 +196,13 @@ def _kernel_cases(rng: np.random.Generator) -> list[Case]:
 # -- Exercise 6: count instructions in SASS ---------------------------------------------------------------------------
 # Written from the syntax of nvdisasm's listing (NVIDIA, CUDA Binary Utilities), not from the course's Sass.count
 # (which the lab forbids and which this reference is tested against: tests/test_lab06_xla_sass.py). An instruction
-# line: the address as a comment /*0160*/; on Maxwell and Pascal listings, "{" opening a dual-issued pair; an
-# optional guard predicate @P0…@P6, @PT, @UP0…@UPT (negated with "!"); the opcode; its modifiers after dots (.F32,
-# .64x128x16); the operands; ";". Anything else — section headers, directives, labels (.L_x_0:), the kernel's name,
-# comments such as the /* 0x… */ encodings — is not an instruction.
+# line: the address as a comment, /*0160*/; an optional guard predicate, @P0…@P6, @PT, @UP0…@UP6 or @UPT, negated
+# with "!"; the opcode; its modifiers after dots (.F32, .64x128x16); the operands; ";". Anything else — section
+# headers, directives, labels (.L_x_0:), the kernel's name, comments such as /* 0x… */ encodings — is not an
+# instruction. (Pre-Volta listings mark dual-issued pairs with braces; the sm_90 listings of this lab have none, and
+# the exercise's spec does not ask for them.)
 
-SASS_INSTRUCTION = re.compile(r"^[ \t]*/\*[0-9a-f]+\*/[ \t]+(?:\{[ \t]*)?(?:@!?U?P(?:[0-6]|T)[ \t]+)?([A-Z][A-Z0-9_]*)[.\s;]",
+SASS_INSTRUCTION = re.compile(r"^[ \t]*/\*[0-9a-f]+\*/[ \t]+(?:@!?U?P(?:[0-6]|T)[ \t]+)?([A-Z][A-Z0-9_]*)[.\s;]",
                               re.M)
 
 

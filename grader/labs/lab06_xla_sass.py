@@ -5,17 +5,19 @@ What the checks read is what the compiler produced: optimized HLO, XLA's cost an
 cases are random and never multiples of a block size.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, structure checks: what students
-install). The references and hidden-case generators of fusion_bytes, breaking_op, fusion_time_ratio and
-scale_bias_relu_kernel are its answer side, grader/answers/lab06_xla_sass.py (the instructor's only;
-grader/DESIGN.md); their visible cases' expected values ship as data: lab06_xla_sass.expected.json. The kernel
-is observed where it runs (outputs and the executor's report as :class:`gpucourse.simt.ReportData`, which carries
-the per-array traffic and writers its requirement reads) and judged in the grader (``KernelProblem.judge``).
+install). The references and hidden-case generators of fused_bias_gelu, fusion_bytes, breaking_op, fixed_scale_tanh,
+scale_bias_relu_kernel, count_opcode and fusion_time_ratio are its answer side, grader/answers/lab06_xla_sass.py
+(the instructor's only; grader/DESIGN.md); their visible cases' expected values ship as data:
+lab06_xla_sass.expected.json. The jitted functions (fused_bias_gelu, fixed_scale_tanh) and the kernel are observed
+where they run — the jitted function's values and its compiled program's structure (fusions, entry ops, XLA's byte
+counts) as plain data; the kernel's outputs and the executor's report as :class:`gpucourse.simt.ReportData`, which
+carries the per-array traffic and writers its requirement reads — and judged in the grader (``_JitProblem.judge``,
+``KernelProblem.judge``). count_opcode's visible cases are fixed data (nvdisasm listings saved in
+lab06_xla_sass.sass, and synthetic SASS), the same with or without NVIDIA's toolchain.
 Still here, with their references and generators: the exercises whose checker overrides ``check`` and judges
 inside the student's kernel ("kernel-only" in the grading pipeline, until their observe/judge split exists):
-fused_bias_gelu and fixed_scale_tanh (jitted, then HLO structure), sass_counts (the toolchain) and measure_times
-(the virtual clock) — moving their answers out would leave nothing to judge their hidden cells where they run —
-and count_opcode, whose visible cases depend on whether NVIDIA's toolchain is installed (its reference is
-gpucourse's own Sass.count, which ships anyway).
+sass_counts (the toolchain) and measure_times (the virtual clock) — moving their answers out would leave nothing to
+judge their hidden cells where they run.
 """
 
 from __future__ import annotations
@@ -534,7 +536,8 @@ def _count_visible() -> list[Case]:
             Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "LDG")),
             Case((_Sass(wg, "64×8×16 wgmma kernel, sm_90a"), "HGMMA")),
             Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel", ("FFMA2", "FFMA")), "synthetic, 30 lines"), "FFMA")),
-            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA")), _prefix_case(rng, "LDG")]
+            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA")),
+            _prefix_case(rng, "LDG")]
 
 
 def _prefix_case(rng: np.random.Generator, short: str) -> Case:
