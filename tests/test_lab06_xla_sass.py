@@ -560,6 +560,11 @@ def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbo
     # nor do the solutions of the jitted exercises and of count_opcode ship with the exercise side
     for name in ("fused_bias_gelu", "fixed_scale_tanh", "count_opcode", "gelu_tanh"):
         assert not hasattr(lab, name), name
+    # the re-check observes the jitted exercises (their own check) and calls count_opcode: none is kernel-only
+    from grader.pipeline.recheck import _observed, _problem_check
+
+    assert all(_observed(p, True) and type(p).check is not _problem_check() for p in (lab.BIAS_GELU, lab.FIX_SCALE))
+    assert type(lab.COUNT_OPCODE).check is _problem_check()
     with pytest.raises(TypeError, match="not plain data"):
         encode_cases(lab.MEASURE.hidden_cases())
     lab7 = grade.Lab.find("lab07_tpu")
