@@ -518,7 +518,7 @@ def test_count_opcode_cases_hold_opcodes_that_begin_with_the_one_counted():
         return sum(op.startswith(opcode) for op in ops)
 
     for cases in (lab.COUNT_OPCODE.visible, lab.COUNT_OPCODE.hidden_cases(0), lab.COUNT_OPCODE.hidden_cases(1)):
-        assert any(startswith_count(*c.args) != lab.count_opcode(*c.args) for c in cases)
+        assert any(startswith_count(*c.args) != answers.count_opcode_reference(*c.args) for c in cases)
     queried = {c.args[1] for c in lab.COUNT_OPCODE.hidden_cases(0)}
     assert {"LDG", "FFMA", "MOV"} <= queried
     with pytest.raises(CheckFailure):
@@ -542,20 +542,242 @@ def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
 
 
 def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbox():
-    """Lab 6 is split in part: fusion_bytes, breaking_op, fusion_time_ratio and scale_bias_relu_kernel's answers live
-    in grader/answers (their hidden cases travel to the sandbox as data, and must be data; the kernel is observed
-    there and judged in the grader); the exercises judged inside the student's kernel keep theirs on the exercise
-    side, with their seeds (measure_times' stand-ins are not data)."""
+    """Lab 6 is split in part: the answers of fused_bias_gelu, fusion_bytes, breaking_op, fixed_scale_tanh,
+    scale_bias_relu_kernel, count_opcode and fusion_time_ratio live in grader/answers (their hidden cases travel to
+    the sandbox as data, and must be data; the jitted functions and the kernel are observed there and judged in the
+    grader); the exercises judged inside the student's kernel keep theirs on the exercise side, with their seeds
+    (measure_times' stand-ins are not data)."""
     from grader import grade
     from grader.pipeline.recheck import split_problems
     from grader.pipeline.wire import encode_cases
 
     assert split_problems(grade.Lab.find("lab06_xla_sass")) == set(answers.ANSWERS) == {
-        "fusion_bytes", "breaking_op", "fusion_time_ratio", "scale_bias_relu_kernel"}
+        "fused_bias_gelu", "fusion_bytes", "breaking_op", "fixed_scale_tanh", "scale_bias_relu_kernel",
+        "count_opcode", "fusion_time_ratio"}
     for name in answers.ANSWERS:
         assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
         assert encode_cases(lab.problems[name].hidden_cases())
+    # nor do the solutions of the jitted exercises and of count_opcode ship with the exercise side
+    for name in ("fused_bias_gelu", "fixed_scale_tanh", "count_opcode", "gelu_tanh"):
+        assert not hasattr(lab, name), name
+    # the re-check observes the jitted exercises (their own check) and calls count_opcode: none is kernel-only
+    from grader.pipeline.recheck import _observed, _problem_check
+
+    assert all(_observed(p, True) and type(p).check is not _problem_check() for p in (lab.BIAS_GELU, lab.FIX_SCALE))
+    assert type(lab.COUNT_OPCODE).check is _problem_check()
     with pytest.raises(TypeError, match="not plain data"):
         encode_cases(lab.MEASURE.hidden_cases())
     lab7 = grade.Lab.find("lab07_tpu")
     assert split_problems(lab7) == set(importlib.import_module("grader.labs.lab07_tpu").problems)
+
+
+# -- exercises 1 and 4: the jitted functions, observed here and judged there --------------------------------------
+
+def _gelu(x, b, r):
+    import math
+
+    import jax.numpy as jnp
+
+    u = x + b
+    return r + 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+
+def _gelu_row_loop(x, b, r):  # right values; a while loop over rows: more than one fusion
+    import math
+
+    import jax
+    import jax.numpy as jnp
+
+    def row(xr):
+        u = xr + b
+        return 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+    return r + jax.lax.map(row, x)
+
+
+def _gelu_f32(x, b, r):  # right values, computed and returned in float32: the bfloat16 cases want bfloat16
+    import jax.numpy as jnp
+
+    return _gelu(x.astype(jnp.float32), b.astype(jnp.float32), r.astype(jnp.float32))
+
+
+def _scale(x, d, b):
+    import jax.numpy as jnp
+
+    return jnp.tanh(x * d + b)
+
+
+def _scale_einsum(x, d, b):  # right values; still a dot against the diagonal matrix
+    import jax.numpy as jnp
+
+    return jnp.tanh(jnp.einsum("ij,jk->ik", x, jnp.diag(d)) + b)
+
+
+def _scale_materialized(x, d, b):  # right values, one dot-free program, but the scaled x is written out and returned
+    import jax.numpy as jnp
+
+    y = x * d
+    return jnp.tanh(y + b), y
+
+
+JIT_WRONG = {"fused_bias_gelu": [(_gelu_row_loop, "expected exactly 1 fusion"), (_gelu_f32, "expected dtype bfloat16")],
+             "fixed_scale_tanh": [(_scale_einsum, "expected exactly 1 fusion"),
+                                  (_scale_materialized, "expected|outputs|shape")]}
+
+
+def test_jitted_exercises_are_judged_from_plain_data_as_the_live_check_judges():
+    """observe → wire → judge in another process gives the live check's verdict: the solutions pass every visible
+    and hidden case (values and structure), each wrong answer fails with the same message either way."""
+    from grader.pipeline.wire import decode, encode, has_unsupported
+
+    for name, right in (("fused_bias_gelu", _gelu), ("fixed_scale_tanh", _scale)):
+        p = lab.problems[name]
+        assert isinstance(p, lab._JitProblem) and p.after is None
+        for case in [*p.visible, *p.hidden_cases()]:
+            seen = p.observe(right, case)
+            data = json_roundtrip(encode(seen))
+            assert not has_unsupported(data) and seen["error"] is None
+            p.judge(decode(data), p.reference(*case.args), case)
+        for wrong, words in JIT_WRONG[name]:
+            case = next(c for c in p.visible if "bfloat16" in str(c.args[0].dtype)) \
+                if words.startswith("expected dtype") else p.visible[-1]
+            want = p.reference(*case.args)
+            with pytest.raises(CheckFailure, match=words) as live:
+                p.judge(p.observe(wrong, case), want, case)
+            with pytest.raises(CheckFailure) as outside:
+                p.judge(decode(json_roundtrip(encode(p.observe(wrong, case)))), want, case)
+            assert str(outside.value) == str(live.value)
+            with pytest.raises(CheckFailure, match=words):
+                p.check(wrong)
+
+
+def json_roundtrip(data):
+    import json
+
+    return json.loads(json.dumps(data))
+
+
+def test_jitted_exercise_structure_rules_and_incomplete_observations():
+    """The rules read only the data: a forged or partial observation is refused, each rule has its message."""
+    p = lab.FIX_SCALE
+    case = p.visible[-1]
+    want = p.reference(*case.args)
+    good = p.observe(_scale, case)
+    p.judge(good, want, case)
+    s = good["structure"]
+    assert s["fusions"] == ["kLoop"] and s["has_op"] == {"dot": False} and s["temp_bytes"] == 0
+    assert s["bytes_accessed"] == good["input_bytes"] + s["output_bytes"] == (8 * 12 + 12 + 12 + 8 * 12) * 4
+    bad = {"fusions": {"fusions": ["kLoop", "kLoop"]}, "entry_ops": {"entry_ops": ["parameter", "fusion", "sort"]},
+           "has_op": {"has_op": {"dot": True}}, "bytes_accessed": {"bytes_accessed": s["bytes_accessed"] + 4},
+           "temp_bytes": {"temp_bytes": 64}}
+    words = {"fusions": "expected exactly 1 fusion", "entry_ops": r"ops outside the fusion: \['sort'\]",
+             "has_op": "still contains a `dot`", "bytes_accessed": "bytes accessed", "temp_bytes": "64 temporary"}
+    for key, change in bad.items():
+        with pytest.raises(CheckFailure, match=words[key]):
+            p.judge({**good, "structure": {**s, **change}}, want, case)
+    for seen in (None, {**good, "structure": None}, {**good, "structure": {"fusions": ["kLoop"]}}):
+        with pytest.raises(CheckFailure, match="did not come back|no observation"):
+            p.judge(seen, want, case)
+    with pytest.raises(CheckFailure, match="raised ZeroDivisionError"):
+        p.judge(p.observe(lambda x, d, b: 1 / 0, case), want, case)
+    with pytest.raises(CheckFailure, match="expected"):  # wrong values fail before the structure is looked at
+        p.judge({**good, "value": np.asarray(good["value"]) + 1}, want, case)
+
+
+def test_jitted_exercises_without_the_answer_side(monkeypatch, capsys):
+    """As in the student edition and the grading sandbox: the visible check judges against the stored values (a
+    wrong answer still fails); the hidden check outside grading says it runs at grading, and inside (cases
+    installed as data) jits and observes the student's function and judges nothing but whether it ran."""
+    import grader.problem as problem_mod
+    import grader.seeding as seeding
+    from grader.pipeline.wire import decode_cases, encode_cases
+
+    p = lab.BIAS_GELU
+    cases = decode_cases(json_roundtrip(encode_cases(p.hidden_cases())))
+    monkeypatch.setattr(problem_mod, "_answer_module", lambda lab_module: None)
+    monkeypatch.setattr(p, "reference", None)
+    monkeypatch.setattr(p, "hidden", None)
+    assert not p.has_answers()
+    p.check(_gelu)
+    out = capsys.readouterr().out
+    assert "✓ fused_bias_gelu: 3 visible cases passed" in out and "(16, 24) float32: 1 kLoop fusion" in out
+    with pytest.raises(CheckFailure, match="expected dtype bfloat16"):
+        p.check(_gelu_f32)
+    p.check(_gelu, hidden=True)
+    assert "the hidden tests run when your lab is graded" in capsys.readouterr().out
+    monkeypatch.setattr(seeding, "installed_cases", lambda name: cases if name == "fused_bias_gelu" else None)
+    p.check(_gelu_row_loop, hidden=True)  # runs: judged by the grader, not here
+    assert "ran on 4 hidden cases; they are judged by the grader" in capsys.readouterr().out
+    with pytest.raises(CheckFailure, match="raised ZeroDivisionError"):
+        p.check(lambda x, b, r: 1 / 0, hidden=True)
+
+
+# -- exercise 6: count_opcode's reference, checked against the course's Sass.count ---------------------------------
+
+def test_count_opcode_reference_agrees_with_sass_count():
+    """The answer side's reference (written from nvdisasm's syntax) and gpucourse's Sass.count (which the course
+    uses and the exercise forbids) count the same on real nvdisasm listings of the course's kernels (saved, and
+    compiled now where NVIDIA's toolchain is installed) and on synthetic SASS, for every opcode present and for
+    the ones asked about."""
+    from gpucourse import toolchain
+    from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu
+
+    texts = list(lab.saved_sass().values())
+    assert len(texts) == 3
+    if toolchain.available():
+        texts += [toolchain.sass_of(ELEMENTWISE_CU).text, toolchain.sass_of(wmma_cu(3)).text,
+                  toolchain.sass_of(unrolled_fma_cu(7)).text, toolchain.sass_of(WGMMA_CU, arch="sm_90a").text]
+    rng = np.random.default_rng(0)
+    texts += [lab.synthetic_sass(rng, 200, kernel, must) for kernel, must in
+              (("FFMA_kernel", ("FFMA2",)), ("HMMA_gemm", ("HGMMA.64x128x16.F32.BF16",)), ("k", ()))]
+    texts += [c.args[0] for seed in range(3) for c in lab.COUNT_OPCODE.hidden_cases(seed)]
+    compared = 0
+    for text in texts:
+        found = toolchain.Sass(text).opcodes()
+        assert sum(found.values()) > 10
+        for op in {*found, "FFMA", "HMMA", "HGMMA", "LDG", "FFMA2", "HFMA2", "DFMA", "WARPGROUP", "k"}:
+            assert answers.count_opcode_reference(text, op) == found[op], (op, text[:200])
+            compared += 1
+    assert compared > 200
+
+
+def test_count_opcode_reference_on_hand_counted_lines():
+    """Ground truth counted by hand, line by line: guards (@P0, @!PT, @UP0), modifiers, a kernel name and comments
+    full of opcodes, labels, directives and the encodings' comments are told apart."""
+    sass = """
+//--------------------- .text.FFMA_HMMA_kernel --------------------------
+        .section  .text.FFMA_HMMA_kernel,"ax",@progbits
+FFMA_HMMA_kernel:
+        /* FFMA x2, HMMA x1 below */
+        /*0000*/                   FFMA R0, R4, R3, R7 ;                 /* 0x0000000304007223 */
+                                                                          /* 0x004fe20000000007 */
+        /*0010*/               @P0 FFMA.FTZ R1, R4, R3, R7 ;
+        /*0020*/              @!PT FFMA2 R2, R4, R3, R7 ;
+.L_x_0:
+        /*0030*/              @UP0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
+        /*0040*/                   HFMA2 R2, -RZ, RZ, 0, 0 ;
+        /*0050*/             @!P1 EXIT ;
+"""
+    counts = {"FFMA": 2, "FFMA2": 1, "HMMA": 1, "HFMA2": 1, "EXIT": 1, "FFMA_HMMA_kernel": 0, "HGMMA": 0}
+    assert {op: answers.count_opcode_reference(sass, op) for op in counts} == counts
+
+
+def test_count_opcode_visible_cases_are_fixed_data(monkeypatch):
+    """The visible cases (and so their expected values in lab06_xla_sass.expected.json) do not depend on whether
+    NVIDIA's toolchain is installed: no compile when they are built; where it is installed, the saved listings
+    count what a fresh compile counts."""
+    from gpucourse import toolchain
+    from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, wmma_cu
+
+    before = [(str(c.args[0]), c.args[1]) for c in lab.COUNT_OPCODE.visible]
+    monkeypatch.setattr(toolchain, "available", lambda: False)
+    monkeypatch.setattr(toolchain, "sass_of", lambda *a, **k: pytest.fail("a visible case compiled CUDA"))
+    assert [(str(c.args[0]), c.args[1]) for c in lab._count_visible()] == before
+    monkeypatch.undo()
+    saved = lab.saved_sass()
+    assert set(saved) == {"wmma_cu(1) sm_90", "ELEMENTWISE_CU sm_90", "WGMMA_CU sm_90a"}
+    if toolchain.available():
+        for name, (src, arch) in {"wmma_cu(1) sm_90": (wmma_cu(1), "sm_90"), "ELEMENTWISE_CU sm_90": (ELEMENTWISE_CU,
+                                  "sm_90"), "WGMMA_CU sm_90a": (WGMMA_CU, "sm_90a")}.items():
+            fresh = toolchain.sass_of(src, arch=arch)
+            for op in ("FFMA", "HMMA", "HGMMA", "LDG"):
+                assert toolchain.Sass(saved[name]).count(op) == fresh.count(op), (name, op)

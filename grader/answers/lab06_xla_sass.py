@@ -6,23 +6,46 @@ the student edition (``python -m grader student-edition``) leaves it out and che
 in what it ships. The exercise side, grader/labs/lab06_xla_sass.py, is the rest of the lab; this module imports
 it, never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
-Not here yet (they stay on the exercise side, see its docstring): the exercises whose checker judges inside the
-student's kernel (``check`` overridden: the jitted structure checks, the toolchain exercise, the virtual-clock
-timer; the kernel on the instrumented executor is here: observed in the sandbox, judged by the grader) and ``count_opcode`` (its visible cases depend on whether NVIDIA's
-toolchain is installed, so their expected values cannot ship as one data file).
+The jitted exercises (fused_bias_gelu, fixed_scale_tanh) are observed where the student's code runs (values and
+the compiled structure as data) and judged by the grader against the references here. Not here yet (they stay on
+the exercise side, see its docstring): the exercises whose checker judges inside the student's kernel (``check``
+overridden: the toolchain exercise, the virtual-clock timer).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
 
-from ..labs.lab06_xla_sass import (OPS, _Hlo, _jnp, broken_chain_hlo, chain_function, on_cpu,
-                                   twice_broken_chain_hlo)
+from gpucourse import toolchain
+from gpucourse.toolchain import WGMMA_CU, unrolled_fma_cu, wmma_cu
+
+from ..labs.lab06_xla_sass import (OPS, _Hlo, _jnp, _prefix_case, _rand, _Sass, broken_chain_hlo, chain_function,
+                                   on_cpu, saved_sass, synthetic_sass, twice_broken_chain_hlo)
 from ..problem import Case
+
+
+# -- Exercise 1: one fusion, nothing materialized (observed where the student's code runs, judged here) ----------
+
+def _bias_gelu_reference(x, b, r):
+    xf, bf, rf = (np.asarray(a, dtype=np.float64) for a in (x, b, r))
+    u = xf + bf
+    return rf + 0.5 * u * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+
+def _bias_gelu_cases(rng: np.random.Generator) -> list[Case]:
+    """Three random shapes and dtypes, then a bfloat16 37×129 (the structure in bfloat16 on every seed)."""
+    cases = []
+    for _ in range(3):
+        m, n = (int(v) for v in rng.integers(3, 300, size=2))
+        dtype = str(rng.choice(["float32", "bfloat16"]))
+        cases.append(Case((_rand(rng, (m, n), dtype), _rand(rng, (n,), dtype), _rand(rng, (m, n), dtype))))
+    m, n, d = 37, 129, "bfloat16"
+    return cases + [Case((_rand(rng, (m, n), d), _rand(rng, (n,), d), _rand(rng, (m, n), d)))]
 
 
 # -- Exercise 2: the bytes fusion saves, as XLA counts them ------------------------------------------------------
@@ -135,6 +158,22 @@ def _time_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+# -- Exercise 4: fix a fusion breaker (observed where the student's code runs, judged here) -----------------------
+
+def _scale_reference(x, d, b):
+    return np.tanh(np.asarray(x, np.float64) * np.asarray(d, np.float64) + np.asarray(b, np.float64))
+
+
+def _scale_cases(rng: np.random.Generator) -> list[Case]:
+    """Three random shapes, then 33×65 and a wide 2×300 (the structure on shapes that are not multiples of a
+    block)."""
+    out = []
+    for _ in range(3):
+        m, n = (int(v) for v in rng.integers(2, 200, size=2))
+        out.append(Case((_rand(rng, (m, n)), _rand(rng, (n,)), _rand(rng, (n,)))))
+    return out + [Case((_rand(rng, (m, n)), _rand(rng, (n,)), _rand(rng, (n,)))) for m, n in ((33, 65), (2, 300))]
+
+
 # -- Exercise 5: the fused kernel (observed on the instrumented executor, judged here) --
 
 def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -154,8 +193,59 @@ def _kernel_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+# -- Exercise 6: count instructions in SASS ---------------------------------------------------------------------------
+# Written from the syntax of nvdisasm's listing (NVIDIA, CUDA Binary Utilities), not from the course's Sass.count
+# (which the lab forbids and which this reference is tested against: tests/test_lab06_xla_sass.py). An instruction
+# line: the address as a comment, /*0160*/; an optional guard predicate, @P0…@P6, @PT, @UP0…@UP6 or @UPT, negated
+# with "!"; the opcode; its modifiers after dots (.F32, .64x128x16); the operands; ";". Anything else — section
+# headers, directives, labels (.L_x_0:), the kernel's name, comments such as /* 0x… */ encodings — is not an
+# instruction. (Pre-Volta listings mark dual-issued pairs with braces; the sm_90 listings of this lab have none, and
+# the exercise's spec does not ask for them.)
+
+SASS_INSTRUCTION = re.compile(r"^[ \t]*/\*[0-9a-f]+\*/[ \t]+(?:@!?U?P(?:[0-6]|T)[ \t]+)?([A-Z][A-Z0-9_]*)[.\s;]",
+                              re.M)
+
+
+def count_opcode_reference(sass: str, opcode: str) -> int:
+    """How many instructions of ``sass`` have the base opcode ``opcode`` (the name before the first dot)."""
+    return sum(base == opcode for base in SASS_INSTRUCTION.findall(sass))
+
+
+def _count_hidden(rng: np.random.Generator) -> list[Case]:
+    """Synthetic kernels (kernel names and comments full of opcodes), an opcode that begins another one in the same
+    text (LDG/LDGSTS, FFMA/FFMA2, MOV/MOVM), exactly one HGMMA and no HMMA at all; a saved real listing; and where
+    the grader has NVIDIA's toolchain, kernels of random sizes compiled now."""
+    cases = []
+    for i in range(4):
+        name = str(rng.choice(["FFMA_loop", "HMMA_gemm", "dfma_IMAD", "k"]))
+        text = synthetic_sass(rng, int(rng.integers(20, 120)), name)
+        cases.append(Case((_Sass(text, f"synthetic kernel {i}"),
+                           str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA", "HGMMA", "WARPGROUP"])))))
+    for short in ("LDG", "FFMA", "MOV"):  # an opcode that is a prefix of another one in the same text
+        cases.append(_prefix_case(rng, short))
+    # exactly one HGMMA (beside WARPGROUP.*, in a kernel named after it), and an opcode that is absent: 1 and 0
+    one = synthetic_sass(rng, int(rng.integers(20, 60)), "HGMMA_tile", ("HGMMA.64x128x16.F32.BF16",
+                                                                         "WARPGROUP.ARRIVE"), exclude="HGMMA")
+    cases.append(Case((_Sass(one, "synthetic, one HGMMA"), "HGMMA")))
+    none = synthetic_sass(rng, int(rng.integers(20, 60)), "DFMA_kernel", ("DFMA",), exclude="HMMA")
+    cases.append(Case((_Sass(none, "synthetic, no HMMA"), "HMMA")))
+    name, text = sorted(saved_sass().items())[int(rng.integers(0, 3))]
+    cases.append(Case((_Sass(text, name), str(rng.choice(["IMAD", "MOV", "LDG", "STG", "EXIT"])))))
+    if toolchain.available():
+        t = int(rng.integers(3, 12))
+        cases.append(Case((_Sass(toolchain.sass_of(unrolled_fma_cu(t)).text, f"Horner, {t} terms, sm_90"), "FFMA")))
+        k = int(rng.integers(2, 5))
+        cases.append(Case((_Sass(toolchain.sass_of(wmma_cu(k)).text, f"wmma, k_steps={k}, sm_90"), "HMMA")))
+        cases.append(Case((_Sass(toolchain.sass_of(WGMMA_CU, arch="sm_90a").text, "64×8×16 wgmma kernel, sm_90a"),
+                           "HGMMA")))
+    return cases
+
+
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
+    "count_opcode": (count_opcode_reference, _count_hidden),
+    "fused_bias_gelu": (_bias_gelu_reference, _bias_gelu_cases),
+    "fixed_scale_tanh": (_scale_reference, _scale_cases),
     "fusion_bytes": (fusion_bytes_xla, _bytes_cases),
     "breaking_op": (breaking_op, _tagged),
     "fusion_time_ratio": (fusion_time_ratio, _time_cases),

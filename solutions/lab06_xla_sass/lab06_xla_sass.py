@@ -246,7 +246,7 @@ lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True
 # SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it. Whether a matrix multiply used the
 # tensor cores is one question: are there `HMMA` (warp-level, `mma.sync`) or `HGMMA` (warpgroup-level, `wgmma`,
 # Hopper's full-rate path) instructions, or only `FFMA`? Write the counter the next exercise uses. The first
-# visible case is a real 16×16×16 wmma kernel compiled for sm_90 (when the toolchain is installed):
+# visible case is a real 16×16×16 wmma kernel compiled for sm_90 (nvdisasm's listing, saved with the lab):
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["count_opcode"]
