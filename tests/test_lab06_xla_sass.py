@@ -542,20 +542,18 @@ def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
 
 
 def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbox():
-    """Lab 6 is split in part: fusion_bytes, breaking_op, fusion_time_ratio and scale_bias_relu_kernel's answers live
-    in grader/answers (their hidden cases travel to the sandbox as data, and must be data; the kernel is observed
-    there and judged in the grader); the exercises judged inside the student's kernel keep theirs on the exercise
-    side, with their seeds (measure_times' stand-ins are not data)."""
+    """Lab 6 is split in part: fusion_bytes, breaking_op, fusion_time_ratio, scale_bias_relu_kernel, sass_counts and
+    measure_times's answers live in grader/answers (their hidden cases travel to the sandbox as data, and must be
+    data; the kernel, the toolchain exercise and the timer are observed there and judged in the grader); the
+    exercises judged inside the student's kernel keep theirs on the exercise side, with their seeds."""
     from grader import grade
     from grader.pipeline.recheck import split_problems
     from grader.pipeline.wire import encode_cases
 
     assert split_problems(grade.Lab.find("lab06_xla_sass")) == set(answers.ANSWERS) == {
-        "fusion_bytes", "breaking_op", "fusion_time_ratio", "scale_bias_relu_kernel"}
+        "fusion_bytes", "breaking_op", "fusion_time_ratio", "scale_bias_relu_kernel", "sass_counts", "measure_times"}
     for name in answers.ANSWERS:
         assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
         assert encode_cases(lab.problems[name].hidden_cases())
-    with pytest.raises(TypeError, match="not plain data"):
-        encode_cases(lab.MEASURE.hidden_cases())
     lab7 = grade.Lab.find("lab07_tpu")
     assert split_problems(lab7) == set(importlib.import_module("grader.labs.lab07_tpu").problems)
