@@ -676,7 +676,7 @@ ELEMENTWISE_SASS_13_5 = """\
         /*0180*/                   BRA `(.L_x_0);
 """
 EYE_COUNTS = [{"FFMA": 1, "HMMA": 0, "HGMMA": 0},  # the SASS above
-              {"FFMA": 0, "HMMA": 2, "HGMMA": 0},  # wmma 16×16×16: two HMMA.16816.F32 (m16n8k16 each), at 0x0160, 0x0170
+              {"FFMA": 0, "HMMA": 2, "HGMMA": 0},  # wmma 16×16×16: two HMMA.16816.F32 at 0x0160, 0x0170
               {"FFMA": 0, "HMMA": 0, "HGMMA": 1}]  # wgmma m64n8k16: one HGMMA.64x8x16.F32 between the WARPGROUP pair
 
 

@@ -17,8 +17,8 @@ counters the judge reads).
 Still here, with their references and generators: the exercises whose checker overrides ``check`` and judges
 inside the student's kernel ("kernel-only" in the grading pipeline, until their observe/judge split exists):
 fused_bias_gelu and fixed_scale_tanh (jitted, then HLO structure) — moving their answers out would leave nothing
-to judge their hidden cells where they run — and count_opcode, whose visible cases depend on whether NVIDIA's toolchain is installed (its reference is
-gpucourse's own Sass.count, which ships anyway).
+to judge their hidden cells where they run — and count_opcode, whose visible cases depend on whether NVIDIA's
+toolchain is installed (its reference is gpucourse's own Sass.count, which ships anyway).
 """
 
 from __future__ import annotations
