@@ -587,6 +587,8 @@ def test_measure_times_is_judged_from_data_as_live():
 
     p = lab.MEASURE
     timers = {**{k: _cell(v) for k, v in CORRECT_TIMERS.items()}, **{k: _cell(v[0]) for k, v in WRONG_TIMERS.items()}}
+    best = _timer()
+    timers["best of 5, as NumPy float32"] = lambda slow, fast, *args: tuple(np.float32(t) for t in best(slow, fast, *args))
     cases = [*p.visible, *p.hidden_cases(seed=0), *p.hidden_cases(seed=5)]
     sent = decode_cases(_over_the_wire(encode_cases(cases)))
     assert [repr(c.args[:2]) for c in sent] == [repr(c.args[:2]) for c in cases]  # messages name them the same

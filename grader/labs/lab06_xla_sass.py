@@ -969,7 +969,7 @@ class _MeasureProblem(Problem):
             raise CheckFailure(f"{what}: no observation of your timer came back")
         t_slow, t_fast = expect_tuple(what, seen.get("result"), "t_slow, t_fast")
         for name, t in (("t_slow", t_slow), ("t_fast", t_fast)):
-            if not isinstance(t, (int, float)) or not _math.isfinite(t) or t < 0:
+            if not isinstance(t, (int, float, np.integer, np.floating)) or not _math.isfinite(t) or t < 0:
                 raise CheckFailure(f"{what} → {name}: expected seconds (a finite number ≥ 0), got {t!r}")
         slow, fast = ({**c, "name": w.name} for c, w in zip(counters, case.args[:2]))
         if slow["calls"] < 4 or fast["calls"] < 4:
