@@ -167,9 +167,12 @@ for op in ("axpy", "gemv", "gemm"):
 #   raise it — until no point does, or for at most 20 s.
 # - **Against a stated peak.** On a GPU, the datasheet. On a CPU: cores × FMA units × lanes per FMA unit × 2 FLOP
 #   × clock — here for the one core measured — each factor read from the operating system where it can be (printed
-#   below with where it came from). The lanes are the FMA unit's width, not the register's: AMD's Zen 4 runs
-#   AVX-512 on 256-bit FMA units, a 512-bit FMA in two halves, so it counts 8 float32 lanes, not 16. A CPU's DRAM peak (channels × transfers/s × 8 bytes) is not visible from
-#   inside the OS, so its memory roof is the measured read alone.
+#   below with where it came from) except the FMA units, which no interface reports (a table of the vendors'
+#   disclosures: `gc.roofline.fma_units_of`). The lanes are the FMA unit's width, not the register's: AMD's Zen 4
+#   (and mobile Zen 5) runs AVX-512 on 256-bit FMA units, a 512-bit FMA in two halves, so it counts 8 float32
+#   lanes, not 16; Intel's client cores with AVX-512 have one 512-bit FMA unit, not two. A CPU's DRAM peak
+#   (channels × transfers/s × 8 bytes) is not visible from inside the OS, so its memory roof is the measured read
+#   alone.
 
 # %%
 cache, cache_source = gc.roofline.cache_bytes()
@@ -443,10 +446,11 @@ gc.record("§1 one GEMM vs gemvs speed-up", measured, "×", note=f"predicted {pr
 # side), so the margin here is 50 %, not the 20 % of points timed in the roofs' own rounds
 assert gemv_eff < 1.5 and gemm_eff < 1.5
 assert predicted > 3 and measured > 1.5 and 0.33 < measured / predicted < 3.0
-# on an H100, W is sized by the same rule (2× the last-level cache) from the L2 the device reports, 52,428,800 B
-# (XLA's h100_sxm.txtpb): is that 32-column GEMM compute-bound there?
+# on an H100, W is sized by the same rule (2× the last-level cache) from the L2 the device reports, 50 MiB =
+# 52,428,800 B (the datasheet's "50 MB"; XLA's h100_sxm.txtpb): is that 32-column GEMM compute-bound there?
 h100 = gc.hardware.H100_SXM
-n_h100 = int(math.sqrt(2 * 52_428_800 / 4)) // 256 * 256
+assert h100.l2_bytes == 52_428_800
+n_h100 = int(math.sqrt(2 * h100.l2_bytes / 4)) // 256 * 256
 i_h100 = 2 * n_h100 * n_h100 * batch / ((n_h100 * n_h100 + 2 * n_h100 * batch) * 4)
 ridge_h100 = h100.peak_flops["fp32"] / h100.memory_bandwidth
 print(f"on an H100: W {n_h100}², {batch} columns: {i_h100:.1f} FLOP/byte, left of the fp32 ridge {ridge_h100:.1f}: "
@@ -494,10 +498,15 @@ assert len(fused.fusions) == 1 and fused.bytes_accessed == 4 * n * 4 and unfused
 # If bytes were all that mattered, fusion would be 2× faster. The clock adds two costs the byte count omits, and
 # the next cell measures both: every JAX call is a **dispatch** (Python, tracing cache, launching the computation:
 # microseconds), and every op's result is a **fresh buffer** — op by op makes three, fused one. On a CPU a fresh
-# buffer this large comes straight from the operating system, whose pages are mapped on first touch: a page
-# fault per 4 KiB page of JAX's buffers (printed below; NumPy, which asks for 2 MiB huge pages for large arrays,
-# takes far fewer — so the first-touch cost is measured on JAX's own buffers: a fresh output against a donated one
-# it reuses). On a GPU, JAX's allocator reuses device memory: no such cost. The model:
+# buffer this large (the size is printed below: 64 MiB or more, above the 32 MiB past which glibc's `malloc` always
+# maps memory from the operating system and returns it on `free`) comes straight from the OS, whose pages are
+# mapped on first touch. How many page faults that takes depends on Linux's transparent-huge-page (THP) settings,
+# printed below with the counts: with THP in `madvise` mode JAX's buffers fault once per base page (4 KiB on
+# x86-64) while NumPy, which asks for huge pages (2 MiB) for arrays of 4 MiB and more, takes far fewer; with
+# `never` both fault once per base page; with `always` both may get huge pages (Linux 6.8 and later also sets
+# each huge-page size apart: the cell reads those settings too). So the first-touch cost is measured on JAX's own
+# buffers: a fresh
+# output against a donated one it reuses. On a GPU, JAX's allocator reuses device memory: no such cost. The model:
 # time = traffic / bandwidth + buffers × (first-touch cost) + calls × (dispatch).
 
 # %%
@@ -524,19 +533,30 @@ t = {k: rounds[k] for k in ("NumPy, op by op", "JAX, op by op", "JAX, jit (fused
 tiny = [jnp.ones(8, f32, device=be.jax_device)] * 3
 t_dispatch = gc.roofline.measure_interleaved({"op": lambda: tiny[0] * tiny[1]}, rounds=30, clock_="host")["op"].best
 t_fresh_extra = max(0.0, rounds["fresh"].best - rounds["reused"].best)  # s per fresh n-element buffer
-pages = n * 4 / 4096
+pages = n * 4 / gc.fusion.PAGE  # base pages per buffer
 faults_jax = gc.fusion.page_faults(add_fresh, xs[0], repeat=2)  # None where the OS does not count them
 faults_np = gc.fusion.page_faults(lambda: np.empty(n, f32).fill(2.0), repeat=2)
-if faults_jax is not None:
-    print(f"page faults per 4 KiB page of a fresh {n * 4 / 2**20:.0f} MiB buffer: JAX {faults_jax / pages:.2f}, "
-          f"NumPy {faults_np / pages:.2f} (NumPy asks the kernel for 2 MiB huge pages)")
+# the largest huge page (KiB) a buffer gets on first touch, 0 if none: JAX does not ask for huge pages, NumPy does
+jax_huge = gc.fusion.huge_page_kib(madvised=False)
+np_huge = gc.fusion.huge_page_kib(madvised=True) if gc.fusion.numpy_asks_for_huge_pages() else jax_huge
+if faults_jax is not None and not be.is_gpu:  # on a GPU, JAX's buffers are device memory: no host page faults
+    jax_per_page, np_per_page = faults_jax / pages, faults_np / pages
+    print(f"page faults per {gc.fusion.PAGE // 1024} KiB page of a fresh {n * 4 / 2**20:.0f} MiB buffer: "
+          f"JAX {jax_per_page:.2f}, NumPy {np_per_page:.2f} (THP mode {gc.fusion.thp_mode()}: huge pages of "
+          f"{jax_huge} KiB for JAX's buffers, {np_huge} KiB for NumPy's; 0 = none)")
+    if jax_huge == 0:
+        assert 0.8 < jax_per_page < 1.3, "without huge pages, a fresh JAX buffer faults once per base page"
+    if np_huge == 0:
+        assert np_per_page > 0.8, "without huge pages NumPy faults once per base page too"
+    elif np_huge >= 2048:  # one fault per 2 MiB, plus base pages at the unaligned ends of the array
+        assert np_per_page < 0.1, "NumPy's huge pages take far fewer faults"
 t_ops, t_fused = t["JAX, op by op"].best, t["JAX, jit (fused)"].best
 t_traffic = max(t_fused - t_fresh_extra - t_dispatch, 1e-9)  # the fused call's own traffic time
 model = (2 * t_traffic + 3 * t_fresh_extra + 3 * t_dispatch) / (t_traffic + t_fresh_extra + t_dispatch)
 measured = t_ops / t_fused
 print(f"JAX op by op {t_ops * 1e3:7.1f} ms, fused {t_fused * 1e3:7.1f} ms: measured {measured:.2f}×")
 print(f"dispatch: {t_dispatch * 1e6:.0f} µs per call; a fresh {n * 4 / 2**20:.0f} MiB buffer costs "
-      f"{t_fresh_extra * 1e3:.1f} ms more than a reused one ({t_fresh_extra / (n * 4 / 4096) * 1e6:.2f} µs per 4 KiB page)")
+      f"{t_fresh_extra * 1e3:.1f} ms more than a reused one ({t_fresh_extra / pages * 1e6:.2f} µs per {gc.fusion.PAGE // 1024} KiB page)")
 print(f"predicted: traffic alone 2.00×; with 3 fresh buffers and 3 dispatches against 1 and 1: {model:.2f}×")
 gc.record("§1 fusion speed-up (JAX op by op / jit)", measured, "×", note=f"model {model:.2f}×, traffic 2×")
 assert measured > 1.3 and 0.6 < measured / model < 1.6, "the fused/unfused ratio is outside the model's band"

@@ -259,14 +259,19 @@ t_tanh = gc.measure(tanh4, hs, repeat=5)
 tanh_share = t_tanh.best / t_fwd.best
 print(f"the forward's 4 tanh alone: {gc.timing.format_seconds(t_tanh.best)} = {tanh_share:.0%} of the forward's best time")
 if not be.is_gpu:  # on a GPU a tiny elementwise kernel is mostly launch cost, a larger share of a short forward
-    assert tanh_share < 0.3, "on a CPU the forward is mostly its GEMMs"
+    print("→ a small share (under 10 %): the elementwise work is not why the time ratio differs from the FLOP ratio"
+          if tanh_share < 0.1 else "→ a noticeable share (10 % or more): on this machine the elementwise work is part "
+          "of why the time ratio differs from the FLOP ratio")
+    if gc.roofline.physical_cores()[0] <= 8:  # measured: ~2 % on 2 cores; more cores shrink the GEMMs, not the tanh
+        assert tanh_share < 0.1, "on a CPU of a few cores the forward is mostly its GEMMs"
 
 # %% [markdown]
 # The band asserted is wide on purpose (a shared CPU is noisy). Where the printed time ratio falls below the FLOP
-# ratio, the forward's elementwise work is not why on a CPU: its four $\tanh$ take the small share printed above
-# (asserted under 30 %). What remains is how efficiently XLA runs each call's GEMMs — the backward's products have
-# other shapes and operand layouts than the forward's — and the noise of a shared machine; this cell does not
-# separate the two, which is why only the band is asserted.
+# ratio, is the forward's elementwise work why? On a CPU of a few cores, no: its four $\tanh$ take the small share
+# printed above (asserted under 10 % on up to 8 cores). On many cores the GEMMs may shrink more than the small
+# $\tanh$ call, and the line printed above says which case this machine is. What remains is how efficiently XLA
+# runs each call's GEMMs — the backward's products have other shapes and operand layouts than the forward's — and
+# the noise of a shared machine; this cell does not separate the two, which is why only the band is asserted.
 #
 # ## 2.5 What the forward pass saves for the backward pass
 #

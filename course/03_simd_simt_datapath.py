@@ -657,8 +657,9 @@ assert hbm / max(host_bw, host_add) > 3
 # A roof is a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32 GEMM — large enough for
 # every core's vector units to run flat out, warmed up, the best of several runs (other programs only ever slow a
 # run down) — and its memory roof is the faster of the two bandwidths measured in §3.6. The nominal peak
-# (physical cores × 2 FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel reports, computed as §1 does:
-# a pipe's lanes are its width, 8 on AMD's Zen 4, whose 256-bit pipes run AVX-512 in two halves) is printed beside
+# (physical cores × FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel reports, computed as §1 does:
+# 2 pipes on most cores, 1 of 512 bits on Intel's client cores with AVX-512; a pipe's lanes are its width, 8 on
+# AMD's Zen 4 and mobile Zen 5, whose 256-bit pipes run AVX-512 in two halves) is printed beside
 # it for scale. It counts *physical* cores (§3.1's printout gives both counts): with SMT (Hyper-Threading) two logical CPUs
 # share one core's FMA pipes, and counting logical CPUs would double the nominal peak.
 

@@ -1029,6 +1029,26 @@ assert {c.name: c.ici_link_bytes_per_s for c in tpu.TPU_CHIPS.values()} == {
 # TPU v6e:   800 GB/s per chip both ways / 4 ports / 2 = 100 GB/s per link and direction
 
 # %% [markdown]
+# The JAX scaling book's table ("How to think about TPUs", current revision) lists less per link and direction —
+# 45 GB/s for v4 and v5e, 90 GB/s for v5p and v6e (an earlier revision listed 50 and 100 for v5e, v5p and v6e, the
+# figures above) — without saying how it got them. Google publishes the per-chip figures this course divides, so it
+# keeps them; with the book's, every bandwidth term of this section would be longer by the factor printed here:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+scaling_book = {"TPU v4": 45e9, "TPU v5e": 45e9, "TPU v5p": 90e9, "TPU v6e": 90e9}  # B/s, one link, one direction
+for chip in tpu.TPU_CHIPS.values():
+    ratio = scaling_book[chip.name] / chip.ici_link_bytes_per_s
+    print(f"{chip.name}: scaling book {scaling_book[chip.name] / 1e9:3.0f} GB/s = {ratio:.0%} of "
+          f"{chip.ici_link_bytes_per_s / 1e9:3.0f} GB/s: bandwidth terms × {1 / ratio:.2f}")
+    assert abs(ratio - 0.9) < 1e-12
+# Expected output:
+# TPU v4: scaling book  45 GB/s = 90% of  50 GB/s: bandwidth terms × 1.11
+# TPU v5e: scaling book  45 GB/s = 90% of  50 GB/s: bandwidth terms × 1.11
+# TPU v5p: scaling book  90 GB/s = 90% of 100 GB/s: bandwidth terms × 1.11
+# TPU v6e: scaling book  90 GB/s = 90% of 100 GB/s: bandwidth terms × 1.11
+
+# %% [markdown]
 # ## 7.9 A pod on one machine: sharded matmuls, the collectives XLA inserts, and what they cost
 #
 # The eight CPU devices form a 2×4 mesh with axes `x` (2) and `y` (4), standing in for eight chips of a pod
@@ -1179,7 +1199,7 @@ for chip in tpu.TPU_CHIPS.values():
     print(f"{chip.name}: C/W = {chip.ici_intensity():5.0f} FLOP/byte -> FSDP needs > {chip.ici_intensity():5.0f} "
           f"tokens per chip on one axis, > {chip.ici_intensity(n_axes):4.0f} on all {n_axes}; "
           f"TP up to Y = {32768 / chip.ici_intensity():4.1f} (one axis), {32768 / chip.ici_intensity(n_axes):4.1f} ({n_axes} axes)")
-assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 uses its 9e10 B/s "achievable" links
+assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 uses its 9e10 B/s per link (§7.8)
 # Expected output:
 # TPU v4: C/W =  2750 FLOP/byte -> FSDP needs >  2750 tokens per chip on one axis, >  917 on all 3; TP up to Y = 11.9 (one axis), 35.7 (3 axes)
 # TPU v5e: C/W =  1970 FLOP/byte -> FSDP needs >  1970 tokens per chip on one axis, >  985 on all 2; TP up to Y = 16.6 (one axis), 33.3 (2 axes)
@@ -1189,7 +1209,7 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # %% [markdown]
 # The pattern across generations: v6e's FLOPs grew faster than its links, so its ICI intensity is the highest and
 # it tolerates the least tensor parallelism; FSDP on any of them wants on the order of a thousand or more tokens
-# per chip. (With the scaling book's ≈ 10 % lower "achievable" link figures the thresholds rise by ≈ 10 %, e.g.
+# per chip. (With the scaling book's link figures, 10 % lower (§7.8), the thresholds rise by 1/0.9 ≈ 11 %, e.g.
 # 2550 for v5p.) The CPU mesh above confirms which collectives each layout needs; their cost is a model, and its
 # inputs are published figures.
 #

@@ -21,8 +21,10 @@ time, which is measured too.
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
+import mmap
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -30,7 +32,7 @@ import numpy as np
 
 from .timing import block, measure
 
-PAGE = 4096  # bytes per page on x86-64 / most arm64 Linux
+PAGE = mmap.PAGESIZE  # bytes per base page: 4 KiB on x86-64, 4 or 64 KiB on arm64 Linux
 
 
 def _minor_faults() -> int | None:
@@ -39,6 +41,67 @@ def _minor_faults() -> int | None:
     except ImportError:  # Windows
         return None
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+THP = "/sys/kernel/mm/transparent_hugepage"
+
+
+def _thp_read(path: str) -> str | None:
+    """The [bracketed] choice of a THP sysfs file, or None where it does not exist."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    chosen = [w[1:-1] for w in text.split() if w.startswith("[") and w.endswith("]")]
+    return chosen[0] if chosen else None
+
+
+def thp_mode() -> str | None:
+    """Linux's top-level transparent-huge-page mode: "always" (any large enough anonymous mapping may get huge
+    pages), "madvise" (only regions that ask with madvise(MADV_HUGEPAGE), as NumPy does for arrays of 4 MiB and
+    more), "never"; None where the file does not exist (not Linux, or THP compiled out)."""
+    return _thp_read(f"{THP}/enabled")
+
+
+def huge_page_kib(madvised: bool) -> int | None:
+    """The largest huge page (KiB) an anonymous region gets on first touch — one that asked for huge pages with
+    madvise(MADV_HUGEPAGE) (``madvised``) or not — 0 when none, None where THP is not readable. Reads the
+    per-size controls of Linux >= 6.8 (hugepages-<size>kB/enabled: always, madvise, never, or inherit the
+    top-level mode) where they exist, else the top-level mode for the PMD size (2 MiB on x86-64)."""
+    top = thp_mode()
+    if top is None:
+        return None
+    on = lambda mode: mode == "always" or (mode == "madvise" and madvised)  # noqa: E731
+    sizes = {}
+    try:
+        names = os.listdir(THP)
+    except OSError:
+        names = []
+    for name in names:
+        if name.startswith("hugepages-") and name.endswith("kB"):
+            mode = _thp_read(f"{THP}/{name}/enabled")
+            sizes[int(name[len("hugepages-"):-2])] = top if mode == "inherit" else mode
+    if not sizes:
+        try:
+            with open(f"{THP}/hpage_pmd_size") as f:
+                sizes = {int(f.read()) // 1024: top}
+        except (OSError, ValueError):
+            sizes = {2048: top}
+    return max([kib for kib, mode in sizes.items() if on(mode)], default=0)
+
+
+def numpy_asks_for_huge_pages() -> bool | None:
+    """Whether NumPy madvises its large allocations (>= 4 MiB) for huge pages: on by default on Linux >= 4.6,
+    off with NUMPY_MADVISE_HUGEPAGE=0; None where this NumPy does not say."""
+    try:
+        from numpy._core.multiarray import _get_madvise_hugepage
+    except ImportError:
+        try:
+            from numpy.core.multiarray import _get_madvise_hugepage
+        except ImportError:
+            return None
+    return bool(_get_madvise_hugepage())
 
 
 def page_faults(fn: Callable[..., Any], *args: Any, repeat: int = 5) -> float | None:
@@ -223,4 +286,5 @@ def dominant(terms: dict[str, float]) -> str:
     return max(terms, key=terms.get)
 
 
-__all__ = ["PAGE", "FusionModel", "Side", "best_run", "dispatch_cost", "dominant", "explain", "fault_cost", "page_faults"]
+__all__ = ["PAGE", "FusionModel", "Side", "best_run", "dispatch_cost", "dominant", "explain", "fault_cost",
+           "huge_page_kib", "numpy_asks_for_huge_pages", "page_faults", "thp_mode"]

@@ -61,7 +61,9 @@ H100_SXM = Accelerator(
            "CUDA C++ Programming Guide, compute capability 9.0",
     compute_capability=(9, 0),
     boost_clock_hz=1.98e9,
-    l2_bytes=50 * 10**6,
+    # the datasheet's "50 MB" is 50 MiB: the device reports 52,428,800 B (cudaDevAttrL2CacheSize; XLA's
+    # h100_sxm.txtpb device description, l2_cache_size)
+    l2_bytes=50 * 2**20,
 )
 
 H200_SXM = Accelerator(
@@ -74,7 +76,7 @@ H200_SXM = Accelerator(
     source="NVIDIA H200 Tensor Core GPU datasheet (2024)",
     compute_capability=(9, 0),
     boost_clock_hz=1.98e9,
-    l2_bytes=50 * 10**6,
+    l2_bytes=50 * 2**20,  # the same GH100 L2 as the H100 SXM
 )
 
 A100_SXM = Accelerator(
@@ -90,7 +92,7 @@ A100_SXM = Accelerator(
            "CUDA C++ Programming Guide, compute capability 8.0",
     compute_capability=(8, 0),
     boost_clock_hz=1.41e9,
-    l2_bytes=40 * 10**6,
+    l2_bytes=40 * 2**20,  # "40 MB": the device reports 41,943,040 B (XLA's a100 device descriptions)
 )
 
 ACCELERATORS = {a.name: a for a in (A100_SXM, H100_SXM, H200_SXM)}

@@ -200,23 +200,56 @@ def physical_cores() -> tuple[int, str]:
     return logical, f"{logical} CPUs available to this process, no SMT"
 
 
+# Intel client cores with AVX-512 (family 6): Cannon Lake, Ice Lake, Tiger Lake, Rocket Lake, Alder Lake (where
+# AVX-512 is not fused off). They fuse ports 0 and 1 into ONE 512-bit FMA unit and lack the server cores' second
+# one on port 5, so AVX-512 gives them the FLOPs per clock of AVX2 on two 256-bit units.
+INTEL_CLIENT_AVX512_MODELS = {0x66, 0x7D, 0x7E, 0x8C, 0x8D, 0xA7, 0x97, 0x9A}
+# AMD family 1Ah (Zen 5) models with 256-bit FP datapaths: Strix Point (0x20-0x2F) and Krackan Point (0x60-0x6F);
+# keyed on the model number, since names differ (a Ryzen Z2 Extreme is a Strix Point without "Ryzen AI" in it)
+ZEN5_MOBILE_256_MODELS = set(range(0x20, 0x30)) | set(range(0x60, 0x70))
+
+
+def fma_units_of(info: dict[str, str], flags: set[str]) -> tuple[int, int, str]:
+    """(FMA units per core, their width in bits, how) for an x86-64 core, from /proc/cpuinfo's vendor, family,
+    model, model name and flags. No interface reports the units, so this is a table of what the vendors' own
+    optimisation manuals and microarchitecture disclosures say: 2 units (Intel since Haswell, AMD since Zen 2),
+    as wide as the widest FMA instructions, except
+    - Intel client cores with AVX-512 (INTEL_CLIENT_AVX512_MODELS): 1 unit of 512 bits;
+    - AMD Zen 4 (family 19h) and the mobile Zen 5 of Strix Point (Ryzen AI 300, Ryzen Z2 Extreme) and Krackan
+      Point (ZEN5_MOBILE_256_MODELS): 2 units of 256 bits, a 512-bit FMA executed as two 256-bit halves
+      ("double-pumped"); desktop and server Zen 5 and Strix Halo (Ryzen AI Max, model 0x70) have the full
+      512-bit units;
+    - Skylake-SP / Cascade Lake Xeons (model 0x55) are ambiguous: Platinum and most Gold 6xxx have 2 units of
+      512 bits, Bronze, Silver and most Gold 5xxx (and the Core i7-78xxX) 1 — counted as 2, and the text says so."""
+    vendor = info.get("vendor_id", "")
+    family = int(info.get("cpu family", "0") or 0)
+    model = int(info.get("model", "0") or 0)
+    if "avx512f" in flags:
+        if vendor == "AuthenticAMD" and (family == 0x19 or (family == 0x1A and model in ZEN5_MOBILE_256_MODELS)):
+            zen = "Zen 4" if family == 0x19 else "mobile Zen 5"
+            return 2, 256, f"AVX-512 on {zen}'s 256-bit FMA units: a 512-bit FMA is two 256-bit halves"
+        if vendor == "GenuineIntel" and family == 6 and model in INTEL_CLIENT_AVX512_MODELS:
+            return 1, 512, "AVX-512 on an Intel client core: one 512-bit FMA unit (ports 0 and 1 fused)"
+        if vendor == "GenuineIntel" and family == 6 and model == 0x55:
+            return 2, 512, ("AVX-512; a Skylake-SP/Cascade Lake part: Bronze, Silver and most Gold 5xxx have ONE "
+                            "512-bit FMA unit, half this peak")
+        return 2, 512, "AVX-512"
+    if "avx2" in flags and "fma" in flags:
+        return 2, 256, "AVX2+FMA"
+    return 2, 128, "SSE2 (no FMA: mul and add count as 2 FLOP in 2 units)"
+
+
 @lru_cache(maxsize=None)
 def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedPeak:
     """cores × FMA units × SIMD lanes × 2 FLOP × clock for an x86-64 Linux CPU, each factor read from the OS
-    except the number of FMA units per core, which no interface reports: 2 (Intel since Haswell, AMD since Zen 2;
-    a few Xeon SKUs have one 512-bit unit). The lanes are the FMA units' width: on Zen 4 (AMD family 19h with
-    AVX-512) 256 bits, AVX-512 instructions being executed in two 256-bit halves. None, with the reason, elsewhere."""
+    except the FMA units' number and width, which no interface reports (:func:`fma_units_of`). None, with the reason,
+    elsewhere."""
     info = _cpuinfo()
     flags = set(info.get("flags", "").split())
     if platform.machine() not in ("x86_64", "AMD64") or not flags:
         return StatedPeak(None, f"no stated peak: this needs /proc/cpuinfo on x86-64 (here: {platform.system()} "
                                 f"{platform.machine()}); the measured GEMM is the only compute roof")
-    bits = 512 if "avx512f" in flags else 256 if "avx2" in flags and "fma" in flags else 128
-    isa = {512: "AVX-512", 256: "AVX2+FMA", 128: "SSE2 (no FMA: mul and add count as 2 FLOP in 2 units)"}[bits]
-    if bits == 512 and info.get("vendor_id") == "AuthenticAMD" and info.get("cpu family") == "25":
-        # AMD family 19h with AVX-512 is Zen 4: its FMA units are 256 bits wide and a 512-bit FMA occupies two
-        # cycles' worth of them ("double-pumped"), so it does the FLOPs of AVX2 per clock, not twice them
-        bits, isa = 256, "AVX-512 on Zen 4's 256-bit FMA units: a 512-bit FMA is two 256-bit halves"
+    fma_units, bits, isa = fma_units_of(info, flags)
     lanes = bits // (8 * np.dtype(dtype).itemsize)
     if cores is None:
         cores, cores_how = physical_cores()
@@ -230,9 +263,9 @@ def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedP
         clock_how = "'cpu MHz' in /proc/cpuinfo (in a VM: the nominal clock; cores may boost above it)"
     else:
         return StatedPeak(None, "no stated peak: the clock is not readable here")
-    fma_units = 2
     peak = cores * fma_units * lanes * 2 * hz
-    how = (f"{cores} cores ({cores_how}) × {fma_units} FMA units (assumed) × {lanes} {dtype} lanes ({isa}) "
+    how = (f"{cores} cores ({cores_how}) × {fma_units} FMA unit{'s' * (fma_units != 1)} (assumed) × {lanes} {dtype} "
+           f"lanes ({isa}) "
            f"× 2 FLOP per FMA × {hz / 1e9:.2f} GHz ({clock_how})")
     return StatedPeak(peak, how)
 

@@ -34,7 +34,8 @@ refuses them unless asked for ``hypothetical=True``, and refuses anything larger
 
 The per-link bandwidth below is Google's per-chip bidirectional figure divided by ports and directions; the
 published pod bisection and all-reduce bandwidths, which are independent figures, agree with it
-(tests/test_tpu.py). The scaling book's tables use ~10 % lower, "achievable" link figures (4.5e10 / 9e10 B/s).
+(tests/test_tpu.py). The scaling book's current table uses 10 % lower link figures (4.5e10 / 9e10 B/s one way), without saying how it
+got them (an earlier revision had 5e10 / 1e11 for v5e, v5p and v6e).
 
 **Unverified:** v6e's MXU count. Google's two 256×256 MXUs per TensorCore (and JAX's ``num_mxus = 2``) with the
 published 918 TFLOP/s imply a 3.5 GHz clock (:meth:`TpuChip.implied_clock_hz`), far above v5e's 1.5 GHz; Google

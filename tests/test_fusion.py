@@ -73,3 +73,36 @@ def test_table_says_when_the_bandwidth_is_not_calibrated():
     ok = FusionModel(Side(3, 134e6, 0, 31e-3), Side(1, 67e6, 0, 13e-3), dispatch=7e-6, bandwidth=67e6 / 13e-3,
                      fault_cost=5e-6)
     assert ok.calibrated and "bandwidth 5.2 GB/s" in ok.table()
+
+
+def _sysfs(root, top: str, sizes: dict[str, str]) -> str:
+    """A fake /sys/kernel/mm/transparent_hugepage: the top-level mode, and per-size modes (Linux >= 6.8)."""
+    choices = ["always", "inherit", "madvise", "never"]
+    (root / "enabled").write_text(" ".join(f"[{c}]" if c == top else c for c in choices if c != "inherit") + "\n")
+    (root / "hpage_pmd_size").write_text("2097152\n")
+    for kib, mode in sizes.items():
+        (root / f"hugepages-{kib}kB").mkdir()
+        (root / f"hugepages-{kib}kB" / "enabled").write_text(" ".join(f"[{c}]" if c == mode else c for c in choices))
+    return str(root)
+
+
+@pytest.mark.parametrize("top, sizes, plain, madvised", [
+    ("madvise", {}, 0, 2048),  # before Linux 6.8: the top-level mode, for the PMD size
+    ("never", {}, 0, 0),
+    ("always", {}, 2048, 2048),
+    ("madvise", {"2048": "inherit", "64": "never", "16": "never"}, 0, 2048),  # this machine's kind of settings
+    ("never", {"2048": "inherit", "64": "always"}, 64, 64),  # a small size set to always: JAX's buffers get them
+    ("never", {"2048": "madvise", "64": "never"}, 0, 2048),  # the 2 MiB size on its own, for madvised regions
+    ("always", {"2048": "never", "64": "inherit"}, 64, 64),
+])
+def test_huge_page_kib_reads_the_top_level_and_per_size_thp_settings(tmp_path, monkeypatch, top, sizes, plain,
+                                                                    madvised):
+    monkeypatch.setattr(gc.fusion, "THP", _sysfs(tmp_path, top, sizes))
+    assert gc.fusion.thp_mode() == top
+    assert gc.fusion.huge_page_kib(madvised=False) == plain
+    assert gc.fusion.huge_page_kib(madvised=True) == madvised
+
+
+def test_huge_page_kib_is_none_without_thp(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc.fusion, "THP", str(tmp_path / "absent"))
+    assert gc.fusion.thp_mode() is None and gc.fusion.huge_page_kib(madvised=True) is None

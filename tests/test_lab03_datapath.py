@@ -114,6 +114,218 @@ def test_chunked_map_hidden_cases_need_several_chunks_and_remainders():
                for c in lab.CHUNKED.hidden_cases())
 
 
+def _message(fn) -> str | None:
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            fn()
+    except CheckFailure as exc:
+        return str(exc)
+    return None
+
+
+def _over_the_wire(x):
+    """What crosses between the sandbox and the grader: JSON text of the wire format, decoded."""
+    from grader.pipeline.wire import decode, encode
+
+    return decode(_as_json(encode(x)))
+
+
+def _as_json(data):
+    import json
+
+    return json.loads(json.dumps(data, allow_nan=True))
+
+
+def test_chunked_map_cases_travel_as_data():
+    """Visible and hidden cases are plain data (x, a Device, a DeviceFn by name, copies): encoded for a sandbox
+    and decoded there, they are the same cases, and the decoded DeviceFn computes what the original does."""
+    from grader.pipeline.wire import decode_cases, encode_cases
+
+    cases = list(lab.CHUNKED.visible) + lab.CHUNKED.hidden_cases()
+    back = decode_cases(_as_json(encode_cases(cases)))
+    assert len(back) == len(cases) == 8
+    for case, again in zip(cases, back):
+        x, device, fn, copies = again.args
+        assert np.array_equal(x, case.args[0]) and x.dtype == case.args[0].dtype
+        assert (device, fn, copies) == case.args[1:] and isinstance(device, lab.Device)
+        assert np.array_equal(fn(x), case.args[2](case.args[0]))
+        assert again.call_text("chunked_map") == case.call_text("chunked_map")
+    assert "DeviceMemory(budget=" in cases[0].call_text("chunked_map")
+
+
+def test_device_functions_compute_what_their_names_say():
+    """The bodies a DeviceFn names (a case carries only the name): by hand, on NumPy and on the device."""
+    from gpucourse import devmem
+
+    x = np.array([-2.0, -0.5, 0.0, 1.0, 3.0])
+    by_hand = {"scale_shift": [-5.0, -0.5, 1.0, 4.0, 10.0], "hypot1": np.sqrt([6.0, 2.25, 2.0, 3.0, 11.0]),
+               "relu": [0.0, 0.0, 0.0, 1.0, 3.0]}
+    assert {f.name: f.copies for f in lab.KERNELS} == {"scale_shift": 3, "hypot1": 3, "relu": 2}
+    for f in lab.KERNELS:
+        assert np.allclose(f(x), by_hand[f.name], rtol=1e-15, atol=0), f.name
+        mem = devmem.DeviceMemory(x.nbytes * f.copies, xp=np)
+        assert np.array_equal(mem.to_host(f(mem.to_device(x))), f(x))  # fits in `copies` arrays the size of x
+
+
+def _chunked_answers() -> dict:
+    """Right and wrong answers, each wrong in one way the judge names."""
+    def tiny_chunks(x, mem, fn, copies):
+        out = np.empty_like(x)
+        for s in range(0, x.size, 100):
+            d = mem.to_device(x[s:s + 100])
+            r = fn(d)
+            out[s:s + 100] = mem.to_host(r)
+            del d, r
+        return out
+
+    def never_frees(x, mem, fn, copies):
+        out, keep = np.empty_like(x), []
+        chunk = mem.budget // (copies * x.itemsize)
+        for s in range(0, x.size, chunk):
+            keep.append(mem.to_device(x[s:s + chunk]))
+            out[s:s + chunk] = mem.to_host(fn(keep[-1]))
+        return out
+
+    def twice_back(x, mem, fn, copies):
+        out = np.empty_like(x)
+        chunk = mem.budget // (copies * x.itemsize)
+        for s in range(0, x.size, chunk):
+            d = mem.to_device(x[s:s + chunk])
+            r = fn(d)
+            out[s:s + chunk] = mem.to_host(r)
+            mem.to_host(r)
+            del d, r
+        return out
+
+    def off_by_one(x, mem, fn, copies):
+        out = chunked_ok(x, mem, fn, copies)
+        out[-1] += 1
+        return out
+
+    return {
+        "right": chunked_ok,
+        "tiny_chunks": tiny_chunks,
+        "never_frees": never_frees,
+        "twice_back": twice_back,
+        "off_by_one": off_by_one,
+        "float64": lambda x, mem, fn, copies: chunked_ok(x, mem, fn, copies).astype(np.float64),
+        "host_only": lambda x, mem, fn, copies: fn(x),
+        "device_array": lambda x, mem, fn, copies: fn(mem.to_device(x[:1])),
+        "a_list": lambda x, mem, fn, copies: list(chunked_ok(x, mem, fn, copies)),
+    }
+
+
+def test_chunked_map_judged_from_data_as_the_live_check():
+    """Observe here, judge there: an observation that crossed the wire judges as the live check does — the right
+    answer passes every visible and hidden case, every wrong one fails with the same message; a forged or empty
+    observation is a failure."""
+    p = lab.CHUNKED
+    cases = list(p.visible) + p.hidden_cases()
+    failed = set()
+    for name, fn in _chunked_answers().items():
+        for case in cases:
+            expected = p.reference(*case.args)
+            live = _message(lambda: p.judge(p._observe_checked(fn, case), expected, case))
+            try:
+                seen = _over_the_wire(p.observe(fn, case))
+            except Exception as exc:  # the worker reports what fn raised: "<what> raised <error>"
+                data = f"{case.call_text(p.name)} raised {type(exc).__name__}: {exc}"
+            else:
+                data = _message(lambda: p.judge(seen, expected, case))
+            assert live == data, (name, live, data)
+            if live:
+                failed.add(name)
+    assert failed == set(_chunked_answers()) - {"right"}, failed
+    case = p.visible[0]
+    for forged in (None, {}, [1, 2], {"result": p.reference(*case.args)}):
+        with pytest.raises(CheckFailure, match="no observation"):
+            p.judge(forged, p.reference(*case.args), case)
+
+
+def test_chunked_map_messages_name_the_rule_broken():
+    p = lab.CHUNKED
+    answers = _chunked_answers()
+    expect = {"tiny_chunks": "number of chunks", "never_frees": "OutOfMemoryError", "twice_back": "device→host",
+              "off_by_one": "elements differ from fn", "float64": "dtype float64", "host_only": "exactly once",
+              "device_array": "got a DeviceArray", "a_list": "expected a NumPy array, got list"}
+    for name, words in expect.items():
+        assert words in (_message(lambda: p.check(answers[name])) or ""), name
+
+
+def test_chunked_map_without_the_answer_side(monkeypatch, capsys):
+    """As in the student edition and the grading sandbox: no reference, no generator. The visible check judges
+    against lab03_datapath.expected.json (from a fresh device on every run; a wrong answer still fails); the hidden
+    check outside grading says it runs at grading, and inside (cases installed as data) calls the function on
+    fresh devices and judges nothing but whether it ran."""
+    import grader.problem as problem_mod
+    import grader.seeding as seeding
+    from grader.pipeline.wire import decode_cases, encode_cases
+
+    several = [c for c in lab.CHUNKED.hidden_cases()  # cases that need several chunks: never_frees runs out
+               if lab.min_chunks(c.args[0].size, c.args[0].itemsize, c.args[1].budget, c.args[3]) > 1][:2]
+    cases = decode_cases(_as_json(encode_cases(several)))
+    p = lab.CHUNKED
+    monkeypatch.setattr(problem_mod, "_answer_module", lambda lab_module: None)
+    monkeypatch.setattr(p, "reference", None)
+    monkeypatch.setattr(p, "hidden", None)
+    assert not p.has_answers()
+    p.check(chunked_ok)
+    p.check(chunked_ok)
+    assert capsys.readouterr().out.count("✓ chunked_map: 2 visible cases passed") == 2
+    assert "number of chunks" in _message(lambda: p.check(_chunked_answers()["tiny_chunks"]))
+    p.check(chunked_ok, hidden=True)
+    assert "the hidden tests run when your lab is graded" in capsys.readouterr().out
+    monkeypatch.setattr(seeding, "installed_cases", lambda name: cases if name == "chunked_map" else None)
+    p.check(_chunked_answers()["tiny_chunks"], hidden=True)  # wrong, but it runs: judged by the grader
+    assert "ran on 2 hidden cases; they are judged by the grader" in capsys.readouterr().out
+    assert "OutOfMemoryError" in _message(lambda: p.check(_chunked_answers()["never_frees"], hidden=True))
+
+
+def test_chunked_map_cells_are_rechecked_by_observation():
+    """The grader's re-check plans chunked_map's test cells as observations of cases sent as data (never
+    "kernel-only"), and judges the worker's lines: the right answer passes, a wrong one fails with its message."""
+    import json
+
+    from grader import grade
+    from grader.pipeline import recheck, verdict
+    from grader.pipeline.wire import decode_cases, encode
+
+    source = grade.Lab.find("lab03_datapath")
+    for q in lab.problems.values():  # as the grading job does first: this student's hidden cases, drawn here
+        q.hidden_cases(seed=11)
+    steps, expected = recheck.plan(source, source.source(), seeds={"chunked_map": 11})
+    mine = [i for i, st in enumerate(steps) if st.get("test", "").startswith("ex3_chunked_map")]
+    assert {steps[i]["test"] for i in mine} == {"ex3_chunked_map_visible", "ex3_chunked_map_hidden"}
+    calls = [i for i in mine if steps[i]["kind"] == "call"]
+    assert len(calls) == 8 and all(steps[i].get("observe") and "case" in steps[i] for i in calls)
+    assert not any(steps[i].get("kernel_only") for i in mine)
+    hidden = [expected[i][1] for i in calls if steps[i]["hidden"]]
+    assert [c.args[0].size for c in hidden] == [c.args[0].size for c in lab.CHUNKED.hidden_cases(seed=11)]
+    tests = {"ex3_chunked_map_visible", "ex3_chunked_map_hidden"}
+    for name, fn in _chunked_answers().items():
+        lines = []
+        for i in mine:
+            rec = {"step": i, "ok": True}
+            if steps[i]["kind"] == "call":
+                case = decode_cases([_as_json(steps[i]["case"])])[0]  # what the worker rebuilds
+                try:
+                    rec["value"] = encode(lab.CHUNKED.observe(fn, case))
+                except Exception as exc:  # noqa: BLE001
+                    rec = {"step": i, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            lines.append(json.dumps(rec))
+        lines.append(json.dumps({"done": True}))
+        cells, _, _ = verdict.verdicts(steps, expected, lines, lab.problems)
+        cells = {k: v for k, v in cells.items() if k in tests}
+        assert set(cells) == tests, (name, cells)
+        if name == "right":
+            assert all(c["ok"] for c in cells.values()), cells
+        else:
+            assert not cells["ex3_chunked_map_visible"]["ok"] and cells["ex3_chunked_map_visible"]["message"], name
+
+
 def test_break_even_closed_form_and_loop_answers_agree():
     decide = as_student(answers.offload_decision)  # the student's exercise 1
 

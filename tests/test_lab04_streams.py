@@ -113,6 +113,80 @@ def test_time_call_median_is_told_from_mean_and_min():
     lab.TIMING.check(_time_call_with(np.median), hidden=True)
 
 
+def test_time_call_cases_travel_as_data_and_every_call_gets_a_fresh_queue():
+    """Issue 14: time_call's cases are data (TimingSetup, no shared objects): they go to a sandbox and come back as
+    equal setups with the same reference answer, nothing in them is opaque to the grader's verdict, every call of
+    the student's function gets a new queue and a function not compiled yet (a re-run cell sees the same), and the
+    visible expected values are the hand-worked ones: first = compile + launch + work, steady = launch + work·factor."""
+    from grader.pipeline.wire import decode_cases, encode, encode_cases, has_unsupported
+
+    cases = lab.TIMING.visible + lab.TIMING.hidden_cases()
+    back = decode_cases(encode_cases(cases))
+    assert len(back) == len(cases) == 3 + 3 + 4 + 4
+    for case, again in zip(cases, back):
+        assert isinstance(again.args[0], lab.TimingSetup) and again.args[0] == case.args[0]
+        assert answers.time_call_reference(*again.args) == answers.time_call_reference(*case.args)
+        assert not has_unsupported(encode((case.args, case.kwargs)))
+        assert again.call_text("time_call") == case.call_text("time_call")
+    assert lab.TIMING.visible[0].call_text("time_call") == (
+        "time_call(<jit f: compiles in 800 µs, 250 µs of device work per call, launch 4 µs>, <float32 array (4,)>, 5, "
+        "<virtual clock [s]>)")
+    expected = lab.TIMING.visible_expected()
+    assert expected[0] == pytest.approx((1054e-6, 254e-6), rel=1e-12)
+    assert expected[1] == pytest.approx((345e-6, 45e-6), rel=1e-12)
+    assert expected[2] == pytest.approx((604e-6, 114e-6), rel=1e-12)  # median factor 1.1 of TIMING_SPREAD
+
+    seen = []
+
+    def records_its_arguments(f, x, repeat, clock):
+        if isinstance(f, st.SimulatedJit):  # (the visible check's last call times a real jax.jit function)
+            seen.append((f, clock(), f.compiled))
+        return _time_call_with(np.median)(f, x, repeat, clock)
+
+    for _ in range(2):  # the visible cell run twice
+        lab.TIMING.check(records_its_arguments)
+    assert len({id(f) for f, _, _ in seen}) == len(seen) == 6
+    assert all(t == 0.0 and not compiled for _, t, compiled in seen)
+
+
+def test_time_call_is_judged_in_the_grader_from_plain_data():
+    """Issue 14: the re-check sends time_call's cases to the worker as data (no seed, no generator there); the worker
+    step (``Problem.call`` on the decoded case: built afresh) returns (first, steady) as plain numbers, and the grader
+    judges them against its own fresh build — a wrong answer fails there with the check's message (while the cases
+    were objects, such a failure was opaque to the grader and nbgrader's kernel decided)."""
+    import json
+
+    from grader import course, grade
+    from grader.pipeline import recheck, verdict
+    from grader.pipeline.wire import decode_cases, encode
+
+    name = "lab04_streams"
+    released = json.loads((course.ROOT / "labs" / name / f"{name}.ipynb").read_text(encoding="utf-8"))
+    for p in lab.problems.values():
+        p.has_answers()
+    steps, expected = recheck.plan(grade.Lab.find(name), released, {"time_call": 11})
+    calls = {i: s for i, s in enumerate(steps) if s["kind"] == "call" and s["problem"] == "time_call"}
+    assert len(calls) == 3 + 11 and all("case" in s and not s.get("observe") for s in calls.values())
+    sent = decode_cases([s["case"] for s in calls.values()])
+    assert [c.args for c in sent] == [c.args for c in lab.TIMING.visible + lab.TIMING.hidden_cases(seed=11)]
+
+    def judged(fn):
+        lines = [json.dumps({"step": i, "ok": True, "value": encode(lab.TIMING.call(fn, case))})  # the worker's part
+                 for i, case in zip(calls, sent)]
+        lines += [json.dumps({"step": i, "ok": True, "value": ""}) for i, s in enumerate(steps)
+                  if s.get("problem") == "time_call" and s["kind"] == "after"]
+        lines += [json.dumps({"step": i, "ok": True}) for i, s in enumerate(steps)
+                  if s["kind"] == "end" and s["test"].startswith("ex3_time_call")] + [json.dumps({"done": True})]
+        checked = verdict.verdicts(steps, expected, lines, lab.problems)[0]
+        return {k: v for k, v in checked.items() if k.startswith("ex3_time_call")}
+
+    assert judged(_time_call_with(np.median)) == {"ex3_time_call_visible": {"ok": True, "message": ""},
+                                                   "ex3_time_call_hidden": {"ok": True, "message": ""}}
+    wrong = judged(_time_call_with(np.mean))
+    assert set(wrong) == {"ex3_time_call_visible", "ex3_time_call_hidden"}
+    assert all(not v["ok"] and "→ steady state [s]" in v["message"] for v in wrong.values()), wrong
+
+
 def _launches_with(dominated, busy_regime=True):
     def launches_to_dominate(work_us, launch_us):
         def makespan(n):
@@ -183,7 +257,7 @@ def test_spread_factors_are_distinct_with_spikes_and_a_median_off_the_first_call
     for _ in range(200):
         repeat = int(rng.choice([5, 7, 9]))
         spikes = int(rng.integers(2, (repeat - 1) // 2 + 1))
-        f = lab.spread_factors(rng, repeat, spikes)
+        f = answers.spread_factors(rng, repeat, spikes)
         values = [f[k] for k in range(1, repeat + 1)]
         assert len(set(values)) == repeat and sum(v >= 3 for v in values) == spikes
         assert values[0] != np.median(values)

@@ -207,18 +207,33 @@ def test_gemv_op_calls_back_to_back_counts_every_call():
         rl.gemv_op(64, calls=0)
 
 
-def test_cpu_stated_peak_counts_zen4_avx512_at_its_256_bit_fma_width(monkeypatch):
-    # Zen 4 (AMD family 19h with AVX-512) executes a 512-bit FMA on its 256-bit FMA units in two halves: per clock
-    # it does the FLOPs of AVX2, half what 2 FMA units x 16 float32 lanes would claim; Intel's AVX-512 keeps 16 lanes
+def test_cpu_stated_peak_counts_each_core_at_its_fma_units_width(monkeypatch):
+    # per clock and core, float32 FLOPs = FMA units x lanes x 2. Zen 4 and mobile Zen 5 execute a 512-bit FMA on
+    # 256-bit units in two halves (the FLOPs of AVX2); Intel client cores with AVX-512 have ONE 512-bit unit (the
+    # same FLOPs again); Intel server cores, desktop/server Zen 5 and Strix Halo have two 512-bit units
     base = {"flags": "fma avx2 avx512f", "cpu MHz": "2600.000"}
     monkeypatch.setattr(rl.platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(rl, "_read", lambda path: None)
-    peaks = {}
-    for name, extra in (("zen4", {"vendor_id": "AuthenticAMD", "cpu family": "25"}),
-                        ("intel", {"vendor_id": "GenuineIntel", "cpu family": "6"})):
-        monkeypatch.setattr(rl, "_cpuinfo", lambda extra=extra: {**base, **extra})
+    amd, intel = {"vendor_id": "AuthenticAMD"}, {"vendor_id": "GenuineIntel", "cpu family": "6"}
+    machines = {  # name: (cpuinfo fields, FLOP per clock and core, a word the explanation must hold)
+        "zen4": ({**amd, "cpu family": "25", "model": "97", "model name": "AMD Ryzen 9 7950X"}, 32, "Zen 4"),
+        "zen5 mobile": ({**amd, "cpu family": "26", "model": "36", "model name": "AMD Ryzen AI 9 HX 370"}, 32,
+                        "mobile Zen 5"),
+        "zen5 desktop": ({**amd, "cpu family": "26", "model": "68", "model name": "AMD Ryzen 9 9950X"}, 64, "AVX-512"),
+        "z2 extreme": ({**amd, "cpu family": "26", "model": "36", "model name": "AMD Ryzen Z2 Extreme"}, 32,
+                       "mobile Zen 5"),
+        "strix halo": ({**amd, "cpu family": "26", "model": "112", "model name": "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S"},
+                       64, "AVX-512"),
+        "tiger lake": ({**intel, "model": "140", "model name": "11th Gen Intel(R) Core(TM) i7-1165G7"}, 32,
+                       "one 512-bit FMA unit"),
+        "sapphire rapids": ({**intel, "model": "143", "model name": "Intel(R) Xeon(R) Platinum 8480+"}, 64, "AVX-512"),
+        "cascade lake": ({**intel, "model": "85", "model name": "Intel(R) Xeon(R) Silver 4214"}, 64, "ONE"),
+        "haswell": ({**intel, "model": "63", "flags": "fma avx2"}, 32, "AVX2+FMA"),
+    }
+    for name, (fields, flop_per_clock, word) in machines.items():
+        monkeypatch.setattr(rl, "_cpuinfo", lambda fields=fields: {**base, **fields})
         rl.cpu_stated_peak.cache_clear()
-        peaks[name] = rl.cpu_stated_peak("float32", cores=1)
+        got = rl.cpu_stated_peak("float32", cores=1)
+        assert got.flops == pytest.approx(flop_per_clock * 2.6e9), name
+        assert word in got.how, (name, got.how)
     rl.cpu_stated_peak.cache_clear()
-    assert peaks["zen4"].flops == pytest.approx(2 * 8 * 2 * 2.6e9) and "Zen 4" in peaks["zen4"].how
-    assert peaks["intel"].flops == pytest.approx(2 * 16 * 2 * 2.6e9)

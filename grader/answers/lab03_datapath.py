@@ -5,9 +5,10 @@ the student edition (``python -m grader student-edition``) leaves it out and che
 in what it ships. The exercise side, grader/labs/lab03_datapath.py, is the rest of the lab; this module imports it,
 never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
-chunked_map is not split yet: its cases hold a DeviceMemory and a device function (not plain data) and its check
-reads the device's copy counters after the student's call, which needs an observe/judge pair (grader/DESIGN.md);
-its reference and generator stay on the exercise side.
+chunked_map's reference is fn(x) (the spec's "exactly fn(x)"); its hidden cases are plain data (x, a ``Device``, a
+``DeviceFn`` by name, copies), and its check observes the device's counters where the student's code runs and
+judges them with the rest (``DeviceProblem``, exercise side). ``min_chunks`` stays on the exercise side: the spec
+gives its formula, and the visible check needs it where the answer side is absent.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..labs.lab03_datapath import (CPUS, DECISION_TIE, DECISION_TIE_NO_OUTPUT, GPUS, LINKS, TIE_GPU, WARP,
-                                   transfer_series)
+from ..labs.lab03_datapath import (CPUS, DECISION_TIE, DECISION_TIE_NO_OUTPUT, GPUS, KERNELS, LINKS, TIE_GPU, WARP,
+                                   Device, DeviceFn, _chunk_case, transfer_series)
 from ..problem import Case
 
 
@@ -130,6 +131,19 @@ def _break_even_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+def _chunked_reference(x: np.ndarray, device: Device, fn: DeviceFn, copies: int) -> np.ndarray:
+    return fn(x)
+
+
+def _chunked_hidden(rng: np.random.Generator) -> list[Case]:
+    cases = []
+    for _ in range(6):
+        fn = KERNELS[int(rng.integers(len(KERNELS)))]
+        cases.append(_chunk_case(rng, int(rng.integers(3_000, 150_000)), str(rng.choice(["float32", "float64"])),
+                                 float(rng.uniform(0.05, 1.5)), fn))
+    return cases
+
+
 def warp_execution(cond: np.ndarray, cost_if: int, cost_else: int) -> tuple[int, float]:
     cond = np.array(cond, dtype=bool)
     issued = useful = 0
@@ -200,6 +214,7 @@ def _fit_cases(rng: np.random.Generator) -> list[Case]:
 ANSWERS = {
     "offload_decision": (offload_decision, _decision_cases),
     "break_even_elements": (break_even_elements, _break_even_cases),
+    "chunked_map": (_chunked_reference, _chunked_hidden),
     "warp_execution": (warp_execution, _warp_cases),
     "huber_vectorized": (_huber_reference, _huber_cases),
     "fit_transfer": (fit_transfer, _fit_cases),

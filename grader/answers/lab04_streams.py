@@ -5,20 +5,21 @@ the student edition (``python -m grader student-edition``) leaves it out and che
 in what it ships. The exercise side, grader/labs/lab04_streams.py, is the rest of the lab; this module imports it,
 never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
-time_call is not split yet: its cases hold a SimulatedJit and a VirtualClock sharing one CommandQueue, which the
-wire format cannot carry as data (it has no shared references); its reference and generator stay on the
-exercise side.
+time_call's cases are :class:`~grader.labs.lab04_streams.TimingSetup` data (a SimulatedJit and a VirtualClock
+sharing one CommandQueue are built from it afresh, on whichever side calls): its reference,
+:func:`time_call_reference`, runs :func:`time_call` on a fresh build, here in the grader.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any, Callable
 
 import numpy as np
 
 from gpucourse import streams as st
 
-from ..labs.lab04_streams import LAUNCH_TIES, MAX_LAUNCHES, dag_target
+from ..labs.lab04_streams import LAUNCH_TIES, MAX_LAUNCHES, TimingSetup, dag_target, timing_case
 from ..problem import Case
 
 
@@ -167,6 +168,64 @@ def _launch_case(rng: np.random.Generator) -> Case:
             return case
 
 
+def time_call(f: Any, x: Any, repeat: int, clock: Callable[[], float]) -> tuple[float, float]:
+    t0 = clock()
+    f(x).block_until_ready()
+    first = clock() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        f(x).block_until_ready()
+        times.append(clock() - t0)
+    return first, float(np.median(times))
+
+
+def time_call_reference(setup: TimingSetup) -> tuple[float, float]:
+    """The reference on a case: :func:`time_call` on the case's arguments built afresh (a new command queue, a
+    function not compiled yet), as the student's function gets them."""
+    return time_call(*setup.build())
+
+
+def spread_factors(rng: np.random.Generator, repeat: int, spikes: int) -> dict[int, float]:
+    """A distinct work multiplier for every one of ``repeat`` (odd, >= 5) timed calls: ordinary calls spread over
+    0.75–1.35, ``spikes`` (2 .. (repeat-1)/2) calls 3–8× slower, shuffled, and the first timed call never the
+    median. Then only the median of exactly the ``repeat`` timed calls fits: a trimmed or interquartile mean keeps
+    a spike, the second-smallest or first value, the mode, the median of times[1:] or of the calls with the
+    compiling one all land on another value."""
+    assert repeat >= 5 and repeat % 2 == 1 and 2 <= spikes <= (repeat - 1) // 2
+    ordinary = rng.choice(np.arange(75, 136), size=repeat - spikes, replace=False) / 100
+    values = np.concatenate([ordinary, rng.uniform(3, 8, size=spikes)])
+    rng.shuffle(values)
+    if values[0] == np.median(values):  # a mode that returns the first value would hit the median
+        values[[0, 1]] = values[[1, 0]]
+    return {k + 1: float(v) for k, v in enumerate(values)}
+
+
+def _noisy_timing_cases(rng: np.random.Generator) -> list[Case]:
+    """Every timed call with its own work multiplier, two or more load spikes, an odd number of calls."""
+    cases = []
+    for repeat in (5, 7, 9, int(rng.choice([5, 7, 9]))):
+        spikes = int(rng.integers(2, (repeat - 1) // 2 + 1))
+        cases.append(timing_case(float(rng.integers(20, 2000)), float(rng.integers(100, 50_000)),
+                                 float(rng.integers(2, 20)), repeat, spread_factors(rng, repeat, spikes)))
+    return cases
+
+
+def _timing_cases(rng: np.random.Generator) -> list[Case]:
+    return [
+        timing_case(float(rng.integers(1, 2000)), float(rng.integers(100, 50_000)), float(rng.integers(2, 20)),
+                    int(rng.integers(1, 9)))
+        for _ in range(3)
+    ] + _noisy_timing_cases(rng) + [
+        timing_case(60.0, 900.0, 3.0, 9, {1: 5.0, 2: 1.2, 3: 0.9, 4: 1.05, 5: 1.0, 6: 0.85, 7: 1.15, 8: 7.0, 9: 0.4}),
+        timing_case(80.0, 700.0, 3.0, 1, {1: 1.25}),  # one timed call: its time, not the compiling call's
+        timing_case(80.0, 700.0, 3.0, 2, {1: 0.9, 2: 3.0}),  # two: their mean (the median of two)
+        # the clock reads 12.5 s at the start (first = clock() − t0, not clock() alone); the first timed call is the
+        # fastest, so a call that compiles again (f called on something other than x) moves the median
+        timing_case(150.0, 2000.0, 4.0, 5, {1: 0.8, 2: 1.1, 3: 0.9, 4: 1.3, 5: 1.0}, start_us=12.5e6),
+    ]
+
+
 def chunk_sizes(nbytes: int, n_chunks: int) -> list[int]:
     base, extra = divmod(nbytes, n_chunks)
     return [base + (i < extra) for i in range(n_chunks)]
@@ -209,6 +268,7 @@ def _launch_cases(rng: np.random.Generator) -> list[Case]:
 ANSWERS = {
     "predict_makespan": (predict_makespan, _makespan_cases),
     "schedule_dag": (schedule_dag, _dag_cases),
+    "time_call": (time_call_reference, _timing_cases),
     "launches_to_dominate": (launches_to_dominate, _launch_cases),
     "chunked_overlap": (chunked_overlap, _chunk_cases),
 }

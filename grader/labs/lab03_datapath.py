@@ -10,13 +10,15 @@ Conventions the specs share (the course notebook derives them):
 This module is the lab's *exercise side* (specs, visible cases, comparisons, checks: what students install); the
 references and hidden-case generators are its answer side, grader/answers/lab03_datapath.py (the instructor's
 only; grader/DESIGN.md). The visible cases' expected values ship as data: lab03_datapath.expected.json.
-chunked_map is not split yet (its cases are not plain data, and its check reads the device's counters): its
-reference and generator are still here.
+chunked_map's cases are plain data too (x, a ``Device`` of some budget, a ``DeviceFn`` by name, copies): every call
+gets a fresh DeviceMemory, and its check is observed here and judged there (``DeviceProblem``: the result and the
+device's counters come back as data).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,7 +27,7 @@ import numpy as np
 from gpucourse import devmem
 
 from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
-from ..problem import Case, Problem
+from ..problem import REFERENCE_FACTOR, Case, Problem
 
 CPUS = [{"flops": 0.6e12, "bandwidth": 60e9}, {"flops": 3.0e12, "bandwidth": 400e9}, {"flops": 1.5e12, "bandwidth": 90e9}]
 GPUS = [{"flops": 67e12, "bandwidth": 3.35e12}, {"flops": 989.4e12, "bandwidth": 3.35e12},
@@ -120,65 +122,103 @@ BREAK_EVEN = Problem(
 
 # -- Exercise 3: bigger than device memory ------------------------------------------------------------------------
 
+# the device functions' bodies, by name: a case names its function (DeviceFn), so that it travels as data
+_BODIES: dict[str, Callable[[Any], Any]] = {
+    "scale_shift": lambda a: a * 3.0 + 1.0,
+    "hypot1": lambda a: np.sqrt(a * a + 2.0),
+    "relu": lambda a: np.maximum(a, 0.0),
+}
+
+
+@dataclass(frozen=True)
 class DeviceFn:
     """An elementwise "kernel" whose working set is at most `copies` arrays the size of its input (input included).
-    It works on DeviceArrays and, for the reference, on NumPy arrays."""
+    It works on DeviceArrays and, for the reference, on NumPy arrays. Plain data (its name picks its body in
+    ``_BODIES``): a case holding one travels to a sandbox as data (grader/pipeline/wire.py)."""
 
-    def __init__(self, name: str, fn: Callable[[Any], Any], copies: int):
-        self.name, self.fn, self.copies = name, fn, copies
+    name: str
+    copies: int
 
     def __call__(self, a: Any) -> Any:
-        return self.fn(a)
+        return _BODIES[self.name](a)
 
     def __repr__(self) -> str:
         return self.name
 
 
-KERNELS = [
-    DeviceFn("scale_shift", lambda a: a * 3.0 + 1.0, 3),
-    DeviceFn("hypot1", lambda a: np.sqrt(a * a + 2.0), 3),
-    DeviceFn("relu", lambda a: np.maximum(a, 0.0), 2),
-]
+KERNELS = [DeviceFn("scale_shift", 3), DeviceFn("hypot1", 3), DeviceFn("relu", 2)]
 
 
-def _chunked_reference(x: np.ndarray, mem: devmem.DeviceMemory, fn: DeviceFn, copies: int) -> np.ndarray:
-    mem.reset()  # the checker calls the reference first: each case starts on an empty device with zero counters
-    return fn(x)
+@dataclass(frozen=True)
+class Device:
+    """A case's device: its budget in bytes, as plain data. Every call of the student's function gets a fresh
+    ``gpucourse.devmem.DeviceMemory`` built from it (empty, counters at zero), in the kernel and in the grader's
+    worker alike: re-running the visible test cell starts from a fresh device. Messages show it as the
+    DeviceMemory the function receives."""
+
+    budget: int
+    name: str = "lab GPU"
+
+    def memory(self) -> devmem.DeviceMemory:
+        return devmem.DeviceMemory(self.budget, name=self.name, xp=np)
+
+    def __repr__(self) -> str:
+        return f"DeviceMemory(budget={self.budget:,} bytes)"
 
 
 def min_chunks(n: int, itemsize: int, budget: int, copies: int) -> int:
+    """The fewest chunks the spec allows: chunks of budget // (copies · itemsize) elements (the spec's own formula,
+    so it stays here, where the visible check judges without the answer side)."""
     return -(-n // (budget // (copies * itemsize)))
 
 
-def _compare_chunked(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
-    x, mem, fn, copies = case.args
-    if isinstance(got, devmem.DeviceArray):
+def _observation(got: Any, mem: devmem.DeviceMemory) -> dict[str, Any]:
+    """What the judge reads after a call, as plain data: what came back (the array if it is a host array) and the
+    device's counters."""
+    host = isinstance(got, np.ndarray)
+    return {"returned": type(got).__name__, "device_array": isinstance(got, devmem.DeviceArray),
+            "shape": tuple(int(d) for d in got.shape) if host else None, "dtype": str(got.dtype) if host else None,
+            "result": got if host else None, "h2d_bytes": mem.h2d_bytes, "d2h_bytes": mem.d2h_bytes,
+            "h2d_copies": mem.h2d_copies, "peak": mem.peak}
+
+
+def _compare_chunked(what: str, seen: Any, expected: np.ndarray, case: Case) -> None:
+    """Judge an observation (``_observation``'s, live or decoded from the worker's data) against fn(x)."""
+    x, device, fn, copies = case.args
+    if not isinstance(seen, dict) or "h2d_copies" not in seen:
+        raise CheckFailure(f"{what}: no observation of the call (its result and the device's counters) came back")
+    if seen["device_array"]:
         raise CheckFailure(f"{what}: expected a host (NumPy) array, got a DeviceArray: copy results back with mem.to_host")
-    if not isinstance(got, np.ndarray):
-        raise CheckFailure(f"{what}: expected a NumPy array, got {type(got).__name__}")
-    if got.shape != expected.shape or got.dtype != expected.dtype:
+    if seen["shape"] is None:
+        raise CheckFailure(f"{what}: expected a NumPy array, got {seen['returned']}")
+    shape, dtype = tuple(seen["shape"]), seen["dtype"]
+    if shape != expected.shape or dtype != str(expected.dtype):
         raise CheckFailure(f"{what}: expected shape {expected.shape} and dtype {expected.dtype}, "
-                           f"got shape {got.shape} and dtype {got.dtype}")
+                           f"got shape {shape} and dtype {dtype}")
+    got = seen["result"]
+    if not isinstance(got, np.ndarray):
+        raise CheckFailure(f"{what}: the array it returned did not come back as data")
     if not np.array_equal(got, expected):
         bad = np.flatnonzero(got != expected)
         raise CheckFailure(f"{what}: {bad.size} of {got.size} elements differ from fn(x); first at index {bad[0]}: "
                            f"expected {expected[bad[0]]!r}, got {got[bad[0]]!r}")
-    if mem.h2d_bytes != x.nbytes:
+    if seen["h2d_bytes"] != x.nbytes:
         raise CheckFailure(f"{what}: every input byte must cross to the device exactly once: expected "
-                           f"{x.nbytes:,} bytes host→device, got {mem.h2d_bytes:,}")
-    if mem.d2h_bytes != expected.nbytes:
-        raise CheckFailure(f"{what}: expected {expected.nbytes:,} bytes device→host (the result, once), got {mem.d2h_bytes:,}")
-    need = min_chunks(x.size, x.itemsize, mem.budget, copies)
-    expect_int(f"{what} → number of chunks (host→device copies)", mem.h2d_copies, need,
+                           f"{x.nbytes:,} bytes host→device, got {seen['h2d_bytes']:,}")
+    if seen["d2h_bytes"] != expected.nbytes:
+        raise CheckFailure(f"{what}: expected {expected.nbytes:,} bytes device→host (the result, once), "
+                           f"got {seen['d2h_bytes']:,}")
+    need = min_chunks(x.size, x.itemsize, device.budget, copies)
+    expect_int(f"{what} → number of chunks (host→device copies)", seen["h2d_copies"], need,
                "use the largest chunk that fits: budget // (copies · itemsize) elements")
-    if mem.peak > mem.budget:  # the tracker raises before this can happen; kept as the stated contract
-        raise CheckFailure(f"{what}: peak device memory {mem.peak:,} bytes exceeds the budget {mem.budget:,}")
+    if seen["peak"] > device.budget:  # the tracker raises before this can happen; kept as the stated contract
+        raise CheckFailure(f"{what}: peak device memory {seen['peak']:,} bytes exceeds the budget {device.budget:,}")
 
 
 def _chunk_case(rng: np.random.Generator, n: int, dtype: str, ratio: float, fn: DeviceFn) -> Case:
     x = rng.standard_normal(n).astype(dtype)
     budget = max(fn.copies * x.itemsize, int(x.nbytes * ratio) + int(rng.integers(0, 97)))
-    return Case((x, devmem.DeviceMemory(budget, name="lab GPU", xp=np), fn, fn.copies))
+    return Case((x, Device(budget), fn, fn.copies))
 
 
 def _chunked_visible() -> list[Case]:
@@ -186,26 +226,67 @@ def _chunked_visible() -> list[Case]:
     return [_chunk_case(rng, 10_000, "float32", 0.25, KERNELS[0]), _chunk_case(rng, 1_000, "float64", 4.0, KERNELS[2])]
 
 
-def _chunked_hidden(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(6):
-        fn = KERNELS[int(rng.integers(len(KERNELS)))]
-        cases.append(_chunk_case(rng, int(rng.integers(3_000, 150_000)), str(rng.choice(["float32", "float64"])),
-                                 float(rng.uniform(0.05, 1.5)), fn))
-    return cases
+@dataclass
+class DeviceProblem(Problem):
+    """A Problem whose answer works on a device: each call gets a fresh DeviceMemory (``Device.memory``), and the
+    check reads the device's counters after it. Observed here, judged there (grader/DESIGN.md): ``observe`` calls
+    the student's function and returns its result and the counters as plain data; ``judge`` (``compare`` on that
+    data) decides, in the student's kernel for visible cases and in the grader for every case."""
+
+    def observe(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
+        """Call ``fn`` on ``case`` (answers locked, time-limited) with a copy of x and a fresh DeviceMemory; the
+        observation as plain data. Raises what ``fn`` raises."""
+        x, device, dfn, copies = case.args
+        mem = device.memory()
+        got = self.call(fn, Case((np.array(x, copy=True), mem, dfn, copies)), limit)
+        return _observation(got, mem)
+
+    def judge(self, seen: Any, expected: Any, case: Case) -> None:
+        self.compare(case.call_text(self.name), seen, expected, case)
+
+    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
+        if not callable(fn):
+            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+        answers = self.has_answers()
+        if hidden and not answers:
+            self._observe_hidden_device(fn)
+            return
+        cases = self.hidden_cases() if hidden else self.visible
+        stored = None if answers else self.visible_expected()  # a split lab without its answer side: data
+        for k, case in enumerate(cases):
+            start = time.perf_counter()
+            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
+            limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
+            self.judge(self._observe_checked(fn, case, limit), expected, case)
+        kind = "hidden" if hidden else "visible"
+        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed")
+
+    def _observe_checked(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
+        try:
+            return self.observe(fn, case, limit)
+        except (NotImplementedError, CheckFailure):
+            raise
+        except Exception as exc:
+            raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
+
+    def _observe_hidden_device(self, fn: Callable[..., Any]) -> None:
+        """A hidden check where the answer side is absent. In a grading sandbox: run ``fn`` on this student's
+        hidden cases (written by the grader as data) and judge nothing: the grader judges the re-check's
+        observations. Elsewhere (a student's Validate): say so."""
+        from ..seeding import installed_cases
+
+        cases = installed_cases(self.name)
+        if cases is None:
+            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
+                  "with your instructor)")
+            return
+        for case in cases:
+            self._observe_checked(fn, case)
+        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
+              "grader")
 
 
-class _FreshVisible(list):
-    """Visible cases rebuilt on every check, so that re-running the test cell starts from a fresh device."""
-
-    def __iter__(self):
-        return iter(_chunked_visible())
-
-    def __getitem__(self, i):
-        return _chunked_visible()[i]
-
-
-CHUNKED = Problem(
+CHUNKED = DeviceProblem(
     name="chunked_map",
     spec="""
         chunked_map(x, mem, fn, copies) -> fn(x) as a NumPy array, computed on a device too small for x.
@@ -221,9 +302,7 @@ CHUNKED = Problem(
         Memory returns to the device only when the last reference to an array goes (as in CuPy): `del` your
         device arrays before you copy the next chunk.
     """,
-    reference=_chunked_reference,
-    visible=_FreshVisible([None, None]),
-    hidden=_chunked_hidden,
+    visible=_chunked_visible(),
     compare=_compare_chunked,
 )
 

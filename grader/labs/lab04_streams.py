@@ -6,14 +6,15 @@ the chunked-overlap exercise is also run for real with CuPy streams and timed wi
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, checks: what students install); the
 references and hidden-case generators are its answer side, grader/answers/lab04_streams.py (the instructor's only;
-grader/DESIGN.md). The visible cases' expected values ship as data: lab04_streams.expected.json. time_call is not
-split yet: its cases hold a simulated jitted function and a clock that share one command queue (not plain data),
-so its reference and generator are still here.
+grader/DESIGN.md). The visible cases' expected values ship as data: lab04_streams.expected.json. time_call's cases
+are data too (:class:`TimingSetup`: durations, repeat, per-call factors), built afresh into a simulated jitted
+function and the clock of its command queue wherever the student's function runs.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -21,23 +22,10 @@ import numpy as np
 from gpucourse import streams as st
 
 from ..checks import CheckFailure, expect_close, expect_int, expect_tuple
-from ..problem import Case, Problem
+from ..problem import Case, Problem, _short
 
 SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
 SEED_DURATIONS = {"A": 30.0, "B": 20.0, "C": 25.0, "D": 40.0, "E": 15.0, "F": 10.0, "G": 20.0, "H": 15.0, "I": 30.0}
-
-
-class FreshCase(Case):
-    """A case whose arguments are built anew every time they are read (for arguments with state, such as a
-    function that compiles on its first call): re-running a test cell then sees the same situation."""
-
-    def __init__(self, make: Callable[[], tuple]):
-        object.__setattr__(self, "make", make)
-        object.__setattr__(self, "kwargs", {})
-
-    @property
-    def args(self) -> tuple:  # type: ignore[override]
-        return self.make()
 
 
 # -- Exercise 1: predict the makespan of a multi-stream schedule -------------------------------------------------
@@ -159,54 +147,53 @@ DAG = Problem(
 
 # -- Exercise 3: fix a broken timing snippet --------------------------------------------------------------------
 
-def time_call(f: Callable, x: Any, repeat: int, clock: Callable[[], float]) -> tuple[float, float]:
-    t0 = clock()
-    f(x).block_until_ready()
-    first = clock() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = clock()
-        f(x).block_until_ready()
-        times.append(clock() - t0)
-    return first, float(np.median(times))
+@dataclass(frozen=True)
+class TimingSetup:
+    """One case of time_call, as data (it travels to a grading sandbox as these fields): :meth:`build` makes the
+    arguments afresh — a simulated jitted function on a new command queue, not compiled yet, and that queue's
+    virtual clock — every time the student's function is called, so re-running a test cell sees the same situation.
 
-
-def _timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int,
-                 factors: dict[int, float] | None = None, start_us: float = 0.0) -> FreshCase:
-    """``factors``: call number (1 = the first timed call) -> work multiplier: calls on a shared machine differ
+    ``factors``: call number (1 = the first timed call) -> work multiplier: calls on a shared machine differ
     from one another, and load spikes (another program took the machine) make some calls many times slower.
     ``start_us``: what the clock reads when time_call starts (time.perf_counter never starts at 0)."""
-    def make() -> tuple:
-        q = st.CommandQueue(launch_us=launch_us, host_us=start_us)
-        return (st.SimulatedJit(q, work_us, compile_us, "f", factors=factors), np.ones(4, np.float32), repeat,
-                st.VirtualClock(q))
 
-    return FreshCase(make)
+    work_us: float
+    compile_us: float
+    launch_us: float
+    repeat: int
+    factors: dict[int, float] = field(default_factory=dict)
+    start_us: float = 0.0
 
+    def build(self) -> tuple:
+        """(f, x, repeat, clock): time_call's arguments, on a fresh CommandQueue."""
+        q = st.CommandQueue(launch_us=self.launch_us, host_us=self.start_us)
+        return (st.SimulatedJit(q, self.work_us, self.compile_us, "f", factors=dict(self.factors or {})),
+                np.ones(4, np.float32), self.repeat, st.VirtualClock(q))
 
-def spread_factors(rng: np.random.Generator, repeat: int, spikes: int) -> dict[int, float]:
-    """A distinct work multiplier for every one of ``repeat`` (odd, >= 5) timed calls: ordinary calls spread over
-    0.75–1.35, ``spikes`` (2 .. (repeat-1)/2) calls 3–8× slower, shuffled, and the first timed call never the
-    median. Then only the median of exactly the ``repeat`` timed calls fits: a trimmed or interquartile mean keeps
-    a spike, the second-smallest or first value, the mode, the median of times[1:] or of the calls with the
-    compiling one all land on another value."""
-    assert repeat >= 5 and repeat % 2 == 1 and 2 <= spikes <= (repeat - 1) // 2
-    ordinary = rng.choice(np.arange(75, 136), size=repeat - spikes, replace=False) / 100
-    values = np.concatenate([ordinary, rng.uniform(3, 8, size=spikes)])
-    rng.shuffle(values)
-    if values[0] == np.median(values):  # a mode that returns the first value would hit the median
-        values[[0, 1]] = values[[1, 0]]
-    return {k + 1: float(v) for k, v in enumerate(values)}
+    def __repr__(self) -> str:  # a message names a case by the arguments time_call is called with
+        return ", ".join(_short(a) for a in self.build())
 
 
-def _noisy_timing_cases(rng: np.random.Generator) -> list[FreshCase]:
-    """Every timed call with its own work multiplier, two or more load spikes, an odd number of calls."""
-    cases = []
-    for repeat in (5, 7, 9, int(rng.choice([5, 7, 9]))):
-        spikes = int(rng.integers(2, (repeat - 1) // 2 + 1))
-        cases.append(_timing_case(float(rng.integers(20, 2000)), float(rng.integers(100, 50_000)),
-                                  float(rng.integers(2, 20)), repeat, spread_factors(rng, repeat, spikes)))
-    return cases
+def timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int,
+                factors: dict[int, float] | None = None, start_us: float = 0.0) -> Case:
+    return Case((TimingSetup(float(work_us), float(compile_us), float(launch_us), int(repeat), dict(factors or {}),
+                             float(start_us)),))
+
+
+def built(case: Case) -> Case:
+    """A time_call case with its arguments built afresh (a case of another form unchanged)."""
+    if len(case.args) == 1 and isinstance(case.args[0], TimingSetup):
+        return Case(case.args[0].build())
+    return case
+
+
+class _TimingProblem(Problem):
+    """time_call's Problem: a case is a :class:`TimingSetup` (data); every call of the student's function gets its
+    arguments built afresh (in the student's kernel, in the grading sandbox's worker), so no state carries over
+    from one call, or one run of a test cell, to the next. The reference (answer side) takes the TimingSetup."""
+
+    def call(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
+        return super().call(fn, built(case), limit)
 
 
 # sorted 0.8, 0.95, 1.0, [1.1], 1.3, 4.0, 6.0: the median is the 4th call, neither the first nor the second-smallest
@@ -242,7 +229,7 @@ def _real_jax_timing(fn: Callable, hidden: bool) -> str:
             f"steady {steady * 1e3:.2f} ms; gc.measure says {truth * 1e3:.2f} ms")
 
 
-TIMING = Problem(
+TIMING = _TimingProblem(
     name="time_call",
     spec="""
         time_call(f, x, repeat, clock) -> (first_seconds, steady_seconds)
@@ -253,21 +240,8 @@ TIMING = Problem(
         steady_seconds: the median of `repeat` more calls, each timed until its result is ready (on a shared
                         machine no two calls take quite the same time).
     """,
-    reference=time_call,
-    visible=[_timing_case(250.0, 800.0, 4.0, 5), _timing_case(40.0, 300.0, 5.0, 3),
-             _timing_case(100.0, 500.0, 4.0, 7, TIMING_SPREAD)],  # only the median of the 7 timed calls fits
-    hidden=lambda rng: [
-        _timing_case(float(rng.integers(1, 2000)), float(rng.integers(100, 50_000)), float(rng.integers(2, 20)),
-                     int(rng.integers(1, 9)))
-        for _ in range(3)
-    ] + _noisy_timing_cases(rng) + [
-        _timing_case(60.0, 900.0, 3.0, 9, {1: 5.0, 2: 1.2, 3: 0.9, 4: 1.05, 5: 1.0, 6: 0.85, 7: 1.15, 8: 7.0, 9: 0.4}),
-        _timing_case(80.0, 700.0, 3.0, 1, {1: 1.25}),  # one timed call: its time, not the compiling call's
-        _timing_case(80.0, 700.0, 3.0, 2, {1: 0.9, 2: 3.0}),  # two: their mean (the median of two)
-        # the clock reads 12.5 s at the start (first = clock() − t0, not clock() alone); the first timed call is the
-        # fastest, so a call that compiles again (f called on something other than x) moves the median
-        _timing_case(150.0, 2000.0, 4.0, 5, {1: 0.8, 2: 1.1, 3: 0.9, 4: 1.3, 5: 1.0}, start_us=12.5e6),
-    ],
+    visible=[timing_case(250.0, 800.0, 4.0, 5), timing_case(40.0, 300.0, 5.0, 3),
+             timing_case(100.0, 500.0, 4.0, 7, TIMING_SPREAD)],  # only the median of the 7 timed calls fits
     compare=_compare_timing,
     after=_real_jax_timing,
 )

@@ -342,6 +342,59 @@ c.Spawner.start_timeout = 120
         except ValueError:
             return status, raw.decode("utf-8", "replace")
 
+    def run_in_kernel(self, user: str, code: str, token: str, timeout: float = 180) -> str:
+        """Run ``code`` as a notebook would: a new kernel on ``user``'s own server, started through the hub's proxy
+        with Jupyter's REST API, the code sent over the kernel's websocket; returns its stdout (an error raised in
+        the kernel fails with its traceback). The kernel is shut down afterwards."""
+        import asyncio
+
+        prefix = f"/user/{user}"
+        status, kernel = self.api("POST", f"{prefix}/api/kernels", {"name": "python3"}, token=token)
+        assert status in (200, 201), f"starting a kernel on {user}'s server: HTTP {status} {kernel}"
+        try:
+            return asyncio.run(asyncio.wait_for(self._execute(prefix, kernel["id"], code, token), timeout))
+        finally:
+            self.api("DELETE", f"{prefix}/api/kernels/{kernel['id']}", token=token, timeout=30)
+
+    async def _execute(self, prefix: str, kernel_id: str, code: str, token: str) -> str:
+        """One execute_request on the kernel's channels websocket (Jupyter's JSON message format); collects the
+        stream output of that request until the kernel reports idle for it."""
+        import uuid
+
+        from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
+
+        url = "ws" + self.base[len("http"):] + f"{prefix}/api/kernels/{kernel_id}/channels"
+        ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
+        msg_id = uuid.uuid4().hex
+        ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "session": uuid.uuid4().hex, "username": "course-test",
+                       "msg_type": "execute_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        out, error = [], None
+        try:
+            while True:
+                raw = await ws.read_message()
+                if raw is None:
+                    raise RuntimeError("the kernel's websocket closed before the code finished")
+                msg = json.loads(raw)
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = msg.get("msg_type"), msg.get("content", {})
+                if kind == "stream":
+                    out.append(content.get("text", ""))
+                elif kind == "error":
+                    error = "\n".join(content.get("traceback", [])) or f"{content.get('ename')}: {content.get('evalue')}"
+                elif kind == "status" and content.get("execution_state") == "idle":
+                    break
+        finally:
+            ws.close()
+        if error:
+            raise AssertionError(f"the code raised in {prefix}'s kernel:\n{error[-3000:]}")
+        return "".join(out)
+
     def spawn_all(self, timeout: float = 180) -> float:
         """Start every user's server (in parallel, as the hub does); seconds until all are ready."""
         from concurrent.futures import ThreadPoolExecutor

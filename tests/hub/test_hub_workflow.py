@@ -103,7 +103,8 @@ print("PROBE " + json.dumps({
 
 
 def test_a_students_server_cannot_read_any_reference_generator_or_solution(class_run):
-    """As a student (the Linux user their server runs as, with its Python): the course comes from the student
+    """As a student — code run in a kernel of their own server through the hub and Jupyter's REST/websocket API,
+    and a shell as their Linux user with their venv's Python: the course comes from the student
     edition installed in the users' venv; grader.answers does not exist there, lab 5b's problems hold no reference
     or generator, nothing under the import path is an answer module or a solution; the instructor's checkout and
     this checkout's grader/answers and solutions/ cannot be read; and the marker planted in the instructor's
@@ -115,16 +116,30 @@ def test_a_students_server_cannot_read_any_reference_generator_or_solution(class
     planted = [checkout / "grader" / "answers" / "lab05b_kernel_puzzles.py",
                checkout / "solutions" / harness.LAB / f"{harness.LAB}.py"]
     assert all(hub.marker in p.read_text(encoding="utf-8") for p in planted)
-    out = hub.as_user(student, f"cd && python -c {shlex.quote(PROBE)}")
-    assert out.returncode == 0, out.stderr[-3000:]
-    probe = json.loads(out.stdout.split("PROBE ", 1)[1])
+    closed = [*planted, checkout / "solutions", harness.ROOT / "grader" / "answers" / "lab05b_kernel_puzzles.py",
+              harness.ROOT / "grader" / "answers" / "lab07_tpu.py", harness.ROOT / "solutions",
+              harness.ROOT / "solutions" / harness.LAB / f"{harness.LAB}.ipynb"]
     site = str(hub.tmp / "venv")
+    # 1. where a student's code really runs: a kernel of their own server, through the hub and Jupyter's API
+    peek_code = (PROBE + "\nimport os\nseen = {}\nfor p in " + repr([str(p) for p in closed]) + ":\n"
+                 "    try:\n        seen[p] = 'read' if os.path.isfile(p) and open(p).read(1) is not None "
+                 "else 'listed: ' + str(len(os.listdir(p)))\n"
+                 "    except OSError as e:\n        seen[p] = type(e).__name__\n"
+                 "print('PEEK ' + json.dumps(seen))\n")
+    own = str(hub.home(student) / harness.notebook_path())  # positive control: the student's own lab
+    peek_code = peek_code.replace("for p in [", f"for p in [{own!r}, ", 1)
+    kernel_out = hub.run_in_kernel(student, peek_code, token=hub.user_token(student))
+    probe = json.loads(kernel_out.split("PROBE ", 1)[1].split("\n", 1)[0])
     assert probe["gpucourse"].startswith(site) and probe["grader"].startswith(site), probe
     assert probe["answers"] == "None" and probe["references"] == [] and probe["found"] == [], probe
     assert len(probe["has_answers"]) == 18 and not any(probe["has_answers"]), probe
-    for path in [*planted, checkout / "solutions", harness.ROOT / "grader" / "answers" / "lab05b_kernel_puzzles.py",
-                 harness.ROOT / "grader" / "answers" / "lab07_tpu.py", harness.ROOT / "solutions",
-                 harness.ROOT / "solutions" / harness.LAB / f"{harness.LAB}.ipynb"]:
+    seen = json.loads(kernel_out.split("PEEK ", 1)[1])
+    assert seen == {own: "read", **{str(p): "PermissionError" for p in closed}}, f"the student's kernel: {seen}"
+    # 2. the same as the student's Linux user from a shell (their venv's Python, no server in between)
+    out = hub.as_user(student, f"cd && python -c {shlex.quote(PROBE)}")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.split("PROBE ", 1)[1]) == probe
+    for path in closed:
         assert path.exists(), path
         peek = hub.as_user(student, f"cat {shlex.quote(str(path))} || ls {shlex.quote(str(path))}")
         assert peek.returncode != 0 and "Permission denied" in peek.stderr, f"{student} read {path}"
