@@ -218,6 +218,25 @@ def ptxas_version() -> str | None:
     return lines[-1] if lines else None
 
 
+@lru_cache(maxsize=1)
+def versions() -> str | None:
+    """The versions that decide the SASS :func:`sass_of` prints, e.g. "NVRTC 13.0 (nvidia-cuda-nvrtc 13.0.88),
+    nvdisasm V13.0.85": counts of instructions computed with one toolchain may differ under another (NVRTC
+    compiles straight to a cubin; ``nvdisasm`` prints it). None where the toolchain is incomplete."""
+    if not available():
+        return None
+    from importlib import metadata
+
+    major, minor = _nvrtc_version()
+    try:
+        wheel = f" (nvidia-cuda-nvrtc {metadata.version('nvidia-cuda-nvrtc')})"
+    except metadata.PackageNotFoundError:  # a system CUDA's libnvrtc
+        wheel = ""
+    done = subprocess.run([str(nvdisasm_path()), "--version"], capture_output=True, text=True, timeout=60)
+    release = re.search(r"V(\d+(?:\.\d+)+)", done.stdout)
+    return f"NVRTC {major}.{minor}{wheel}, nvdisasm {'V' + release.group(1) if release else 'of unknown version'}"
+
+
 @lru_cache(maxsize=64)
 def assemble_ptx(ptx: str, arch: str = "sm_90a") -> bytes:
     """Assemble PTX text into a cubin for ``arch`` with ``ptxas`` (what XLA and the driver do with the PTX that LLVM

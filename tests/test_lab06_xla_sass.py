@@ -542,31 +542,28 @@ def test_the_on_this_machine_cell_pairs_each_time_with_its_own_page_faults():
 
 
 def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbox():
-    """Lab 6 is split in part: the answers of fused_bias_gelu, fusion_bytes, breaking_op, fixed_scale_tanh,
-    scale_bias_relu_kernel, count_opcode and fusion_time_ratio live in grader/answers (their hidden cases travel to
-    the sandbox as data, and must be data; the jitted functions and the kernel are observed there and judged in the
-    grader); the exercises judged inside the student's kernel keep theirs on the exercise side, with their seeds
-    (measure_times' stand-ins are not data)."""
+    """Lab 6 is split: every exercise's answers live in grader/answers (their hidden cases travel to the sandbox as
+    data, and must be data; the jitted functions, the kernel, the toolchain exercise and the timer are observed there
+    and judged in the grader)."""
     from grader import grade
     from grader.pipeline.recheck import split_problems
     from grader.pipeline.wire import encode_cases
 
     assert split_problems(grade.Lab.find("lab06_xla_sass")) == set(answers.ANSWERS) == {
         "fused_bias_gelu", "fusion_bytes", "breaking_op", "fixed_scale_tanh", "scale_bias_relu_kernel",
-        "count_opcode", "fusion_time_ratio"}
+        "count_opcode", "sass_counts", "measure_times", "fusion_time_ratio"} == set(lab.problems)
     for name in answers.ANSWERS:
         assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
         assert encode_cases(lab.problems[name].hidden_cases())
-    # nor do the solutions of the jitted exercises and of count_opcode ship with the exercise side
-    for name in ("fused_bias_gelu", "fixed_scale_tanh", "count_opcode", "gelu_tanh"):
+    # nor do the solutions of the jitted exercises, of count_opcode and of sass_counts ship with the exercise side
+    for name in ("fused_bias_gelu", "fixed_scale_tanh", "count_opcode", "gelu_tanh", "sass_counts"):
         assert not hasattr(lab, name), name
-    # the re-check observes the jitted exercises (their own check) and calls count_opcode: none is kernel-only
+    # the re-check observes the exercises with a check of their own and calls count_opcode: none is kernel-only
     from grader.pipeline.recheck import _observed, _problem_check
 
-    assert all(_observed(p, True) and type(p).check is not _problem_check() for p in (lab.BIAS_GELU, lab.FIX_SCALE))
+    assert all(_observed(p, True) and type(p).check is not _problem_check()
+               for p in (lab.BIAS_GELU, lab.FIX_SCALE, lab.SASS_COUNTS, lab.MEASURE))
     assert type(lab.COUNT_OPCODE).check is _problem_check()
-    with pytest.raises(TypeError, match="not plain data"):
-        encode_cases(lab.MEASURE.hidden_cases())
     lab7 = grade.Lab.find("lab07_tpu")
     assert split_problems(lab7) == set(importlib.import_module("grader.labs.lab07_tpu").problems)
 
@@ -781,3 +778,239 @@ def test_count_opcode_visible_cases_are_fixed_data(monkeypatch):
             fresh = toolchain.sass_of(src, arch=arch)
             for op in ("FFMA", "HMMA", "HGMMA", "LDG"):
                 assert toolchain.Sass(saved[name]).count(op) == fresh.count(op), (name, op)
+
+
+# -- sass_counts and measure_times: observed where the student's code runs, judged in the grader ---------------------
+
+def _over_the_wire(x):
+    """What crosses between a sandbox and the grader: JSON text of the wire format, decoded (no object crosses)."""
+    import json
+
+    from grader.pipeline.wire import decode, encode
+
+    return decode(json.loads(json.dumps(encode(x), allow_nan=True)))
+
+
+def _message(run):
+    try:
+        run()
+    except CheckFailure as exc:
+        return str(exc)
+    return None
+
+
+def test_measure_times_is_judged_from_data_as_live():
+    """Every timer of this file, right or wrong, on the visible case and two students' hidden cases: the case sent
+    as data (its stand-ins rebuilt from their parameters on one new clock), observed, the observation sent back as
+    data and judged against the true times gives the verdict and message of the in-process check — and that
+    observation reads the counters the rules need."""
+    from grader.pipeline.wire import decode_cases, encode_cases
+
+    p = lab.MEASURE
+    timers = {**{k: _cell(v) for k, v in CORRECT_TIMERS.items()}, **{k: _cell(v[0]) for k, v in WRONG_TIMERS.items()}}
+    best = _timer()
+    timers["best of 5, as NumPy float32"] = lambda slow, fast, *args: tuple(np.float32(t) for t in best(slow, fast, *args))
+    cases = [*p.visible, *p.hidden_cases(seed=0), *p.hidden_cases(seed=5)]
+    sent = decode_cases(_over_the_wire(encode_cases(cases)))
+    assert [repr(c.args[:2]) for c in sent] == [repr(c.args[:2]) for c in cases]  # messages name them the same
+    failed = set()
+    for name, fn in timers.items():
+        for case, there in zip(cases, sent):
+            want = p.reference(*case.args)
+            live = _message(lambda: p.judge(p.observe(fn, case), want, case))
+            seen = _over_the_wire(p.observe(fn, there))
+            assert set(seen) == {"result", "reads", "workloads"} and len(seen["workloads"]) == 2
+            assert _message(lambda: p.judge(seen, want, case)) == live, (name, case)
+            failed |= {name} if live else set()
+    assert failed == set(WRONG_TIMERS)  # every wrong timer fails on some case, no right one on any
+    with pytest.raises(CheckFailure, match="no observation of your timer came back"):
+        p.judge({"result": (0.04, 0.02)}, (0.04, 0.02), cases[0])
+
+
+def test_a_case_sent_as_data_starts_from_fresh_stand_ins_on_one_clock():
+    slow, fast, a = lab.MEASURE.visible[0].args
+    slow(a), fast(a)  # used once (as a check run twice would): the next run must not inherit it
+    again = lab.fresh_workloads(slow, fast)
+    assert [w.calls for w in again] == [0, 0] and again[0].clock is again[1].clock is not slow.clock
+    assert again[0].clock.workloads == again and again[0].clock.reads == 0
+    assert (again[0].seconds, again[1].seconds, again[0].compile_s) == (0.04, 0.02, 0.3)
+
+
+def _without_answers(monkeypatch, *problems):
+    """As in the student edition and a grading sandbox: no reference, no hidden-case generator."""
+    import grader.problem as problem_mod
+
+    monkeypatch.setattr(problem_mod, "_answer_module", lambda lab_module: None)
+    for p in problems:
+        monkeypatch.setattr(p, "reference", None)
+        monkeypatch.setattr(p, "hidden", None)
+        assert not p.has_answers()
+
+
+def test_without_the_answer_side_the_timer_is_judged_on_stored_times_and_hidden_cases_only_run(monkeypatch, capsys):
+    import grader.seeding as seeding
+    from grader.pipeline.wire import decode_cases, encode_cases
+
+    hidden = lab.MEASURE.hidden_cases(seed=3)
+    _without_answers(monkeypatch, lab.MEASURE)
+    assert lab.MEASURE.visible_expected() == [(0.04, 0.02)]  # lab06_xla_sass.expected.json
+    lab.MEASURE.check(_timer())
+    assert "✓ measure_times: 1 visible case passed" in capsys.readouterr().out
+    with pytest.raises(CheckFailure, match="block_until_ready"):
+        lab.MEASURE.check(_timer(sync=False))
+    lab.MEASURE.check(_timer(), hidden=True)
+    assert "the hidden tests run when your lab is graded" in capsys.readouterr().out
+    data = decode_cases(_over_the_wire(encode_cases(hidden)))
+    monkeypatch.setattr(seeding, "installed_cases", lambda name: data if name == "measure_times" else None)
+    lab.MEASURE.check(_timer(stat=lambda t: sum(t) / len(t)), hidden=True)  # wrong (a mean), but judged outside
+    assert "ran on 6 hidden cases; they are judged by the grader" in capsys.readouterr().out
+    with pytest.raises(CheckFailure, match="raised ZeroDivisionError"):
+        lab.MEASURE.check(_cell("def measure_times(slow, fast, *args):\n    return 1 / 0\n"), hidden=True)
+
+
+# nvdisasm's SASS of toolchain.ELEMENTWISE_CU (out[i] = fmaxf(x[i] * y[i] + z[i], 0)) for sm_90, as NVRTC 13.5 and
+# nvdisasm V13.5.37 print it (the trailing NOP padding left out). Read by eye: x*y + z is the one FFMA at 0x0140,
+# the relu the FMNMX after it; three LDG.E, one STG.E; no tensor-core instruction (no HMMA, no HGMMA).
+ELEMENTWISE_SASS_13_5 = """\
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/                   S2UR UR4, SR_CTAID.X ;
+        /*0030*/                   LDC R11, c[0x0][RZ] ;
+        /*0040*/                   IMAD R11, R11, UR4, R0 ;
+        /*0050*/                   ULDC UR4, c[0x0][0x230] ;
+        /*0060*/                   ISETP.GE.AND P0, PT, R11, UR4, PT ;
+        /*0070*/               @P0 EXIT ;
+        /*0080*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0090*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*00a0*/                   LDC.64 R4, c[0x0][0x218] ;
+        /*00b0*/                   LDC.64 R6, c[0x0][0x220] ;
+        /*00c0*/                   IMAD.WIDE R2, R11, 0x4, R2 ;
+        /*00d0*/                   LDC.64 R8, c[0x0][0x228] ;
+        /*00e0*/                   LDG.E R3, desc[UR4][R2.64] ;
+        /*00f0*/                   IMAD.WIDE R4, R11, 0x4, R4 ;
+        /*0100*/                   LDG.E R4, desc[UR4][R4.64] ;
+        /*0110*/                   IMAD.WIDE R6, R11, 0x4, R6 ;
+        /*0120*/                   LDG.E R7, desc[UR4][R6.64] ;
+        /*0130*/                   IMAD.WIDE R8, R11, 0x4, R8 ;
+        /*0140*/                   FFMA R0, R4, R3, R7 ;
+        /*0150*/                   FMNMX R11, RZ, R0, !PT ;
+        /*0160*/                   STG.E desc[UR4][R8.64], R11 ;
+        /*0170*/                   EXIT ;
+        /*0180*/                   BRA `(.L_x_0);
+"""
+EYE_COUNTS = [{"FFMA": 1, "HMMA": 0, "HGMMA": 0},  # the SASS above
+              {"FFMA": 0, "HMMA": 2, "HGMMA": 0},  # wmma 16×16×16: two HMMA.16816.F32 at 0x0160, 0x0170
+              {"FFMA": 0, "HMMA": 0, "HGMMA": 1}]  # wgmma m64n8k16: one HGMMA.64x8x16.F32 between the WARPGROUP pair
+
+
+def test_the_stored_visible_counts_are_what_nvdisasm_printed_read_by_eye():
+    """The visible counts ship as data (lab06_xla_sass.expected.json) with the toolchain that computed them; they
+    are the counts read by eye in nvdisasm's output (above, and the HMMA/HGMMA lines of the other two kernels
+    printed by that toolchain). Where that toolchain is installed, it still prints exactly that SASS."""
+    from gpucourse import toolchain
+    from grader.problem import _expected_data
+
+    stored = _expected_data(lab)["sass_counts"]
+    assert [s["counts"] for s in stored] == EYE_COUNTS
+    made_with = {s["toolchain"] for s in stored}
+    assert made_with == {"NVRTC 13.5 (nvidia-cuda-nvrtc 13.5.37), nvdisasm V13.5.37"}
+    lines = ELEMENTWISE_SASS_13_5.splitlines()
+    words = [ln.split("*/")[1].split() for ln in lines]  # by hand, not with Sass.count: skip a predicate (@P0)
+    opcodes = [w[1] if w[0].startswith("@") else w[0] for w in words]
+    assert opcodes[7] == "EXIT" and len(opcodes) == 25
+    assert opcodes.count("FFMA") == 1 and opcodes.count("FMNMX") == 1 and opcodes.count("LDG.E") == 3
+    assert not any(op.startswith(("HMMA", "HGMMA")) for op in opcodes)
+    if toolchain.versions() in made_with:
+        text = toolchain.sass_of(lab.ELEMENTWISE_CU).text
+        printed = [ln for ln in text.splitlines() if ln.strip().startswith("/*") and not ln.strip().endswith("NOP;")]
+        assert printed == lines
+
+
+def _right_counts(source, arch="sm_90"):
+    """A student's sass_counts: the toolchain's steps, then a count by base opcode (the student's count_opcode)."""
+    import re
+
+    from gpucourse import toolchain
+
+    sass = toolchain.disassemble(toolchain.compile_cuda(source, arch=arch))
+    ops = re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", sass)
+    return {key: sum(op.split(".")[0] == key for op in ops) for key in lab.KEYS}
+
+
+def test_sass_counts_without_the_answer_side_and_with_another_toolchain(monkeypatch, capsys):
+    """Without the answer side the visible check judges against the stored counts; where the installed toolchain
+    is not the one that computed them, a disagreement is said to be the versions', not called a wrong answer."""
+    from gpucourse import toolchain
+
+    if not toolchain.available():
+        pytest.skip(f"needs NVIDIA's compiler wheels: {toolchain.describe()}")
+    p = lab.SASS_COUNTS
+
+    right = _right_counts
+
+    def no_arch(source, arch="sm_90"):  # forgets the target: wgmma does not compile for sm_90
+        return _right_counts(source)
+
+    def plus_one(source, arch="sm_90"):
+        return {k: v + 1 for k, v in _right_counts(source, arch).items()}
+
+    _without_answers(monkeypatch, p)
+    p.check(right)
+    assert "✓ sass_counts: 3 visible cases passed (NVRTC" in capsys.readouterr().out
+    with pytest.raises(CheckFailure, match="raised RuntimeError"):
+        p.check(no_arch)
+    with pytest.raises(CheckFailure, match=r"→ FFMA: expected 1, got 2"):
+        p.check(plus_one)
+    monkeypatch.setattr(toolchain, "versions", lambda: "NVRTC 99.0, nvdisasm V99.0.0")
+    p.check(right)  # the same counts under another version: right
+    with pytest.raises(CheckFailure, match="cannot be judged with this toolchain") as info:
+        p.check(plus_one)
+    assert "computed with NVRTC 13.5" in str(info.value) and "NVRTC 99.0" in str(info.value)
+
+
+def test_sass_counts_is_judged_from_data_as_live():
+    """The hidden cases travel as plain strings and are shown by their kernel's name again; the observation (counts
+    and versions) judged in the grader gives the in-process verdict; a reference count off by one is caught."""
+    from gpucourse import toolchain
+    from grader.pipeline.wire import decode_cases, encode_cases
+
+    if not toolchain.available():
+        pytest.skip(f"needs NVIDIA's compiler wheels: {toolchain.describe()}")
+    p = lab.SASS_COUNTS
+    cases = p.hidden_cases(seed=1)
+    sent = decode_cases(_over_the_wire(encode_cases(cases)))
+    assert all(type(c.args[0]) is str for c in sent)
+    assert [p.readable(c).call_text(p.name) for c in sent] == [c.call_text(p.name) for c in cases]
+    assert "<CUDA C: poly>" in cases[0].call_text(p.name)
+
+    right = _right_counts
+
+    for case, there in zip(cases, sent):
+        want = p.reference(*case.args)
+        seen = _over_the_wire(p.observe(right, there))
+        assert seen == {"result": want, "toolchain": toolchain.versions()}
+        p.judge(seen, want, case)
+        off = {**want, "FFMA": want["FFMA"] + 1}
+        with pytest.raises(CheckFailure, match="→ FFMA"):
+            p.judge({**seen, "result": off}, want, case)
+
+
+def test_without_the_toolchain_sass_counts_must_raise_toolchain_missing_and_stays_with_the_kernel(monkeypatch,
+                                                                                                  capsys):
+    from gpucourse import toolchain
+    from grader.pipeline.recheck import _observed, _problem_check
+
+    p = lab.SASS_COUNTS
+    assert type(p).check is not _problem_check()  # its own check: re-checked only by observation
+    assert _observed(p, True) == toolchain.available()
+    monkeypatch.setattr(toolchain, "missing", lambda: ["nvdisasm (nvidia-cuda-nvdisasm)"])
+    assert p.observe is None and not _observed(p, True)  # the re-check leaves its cells to the kernel's verdict
+
+    def compiles(source, arch="sm_90"):
+        toolchain.require()
+
+    p.check(compiles)
+    p.check(compiles, hidden=True)
+    assert "[toolchain missing]" in capsys.readouterr().out
+    with pytest.raises(CheckFailure, match="should have raised ToolchainMissing"):
+        p.check(lambda source, arch="sm_90": {"FFMA": 1, "HMMA": 0, "HGMMA": 0})

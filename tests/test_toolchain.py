@@ -163,3 +163,16 @@ def test_numba_ptx_many_refuses_a_constant_that_is_not_a_number():
     with pytest.raises(ValueError, match="expected an identifier bound to an int or a float"):
         toolchain.numba_ptx_many([("def k(a):\n    a[0] = K\n", "void(float32[::1])", {"K": "1; import os"})])
     assert toolchain.numba_ptx_many([]) == []
+
+
+def test_versions_name_the_compiler_and_disassembler_or_nothing(monkeypatch):
+    """What the stored SASS counts of lab 6 record: the NVRTC and nvdisasm that computed them (None without them)."""
+    v = toolchain.versions()
+    if toolchain.available():
+        assert v.startswith(f"NVRTC {'.'.join(map(str, toolchain._nvrtc_version()))}") and ", nvdisasm V" in v
+    else:
+        assert v is None
+    toolchain.versions.cache_clear()
+    monkeypatch.setattr(toolchain, "missing", lambda: ["nvdisasm (nvidia-cuda-nvdisasm)"])
+    assert toolchain.versions() is None
+    toolchain.versions.cache_clear()

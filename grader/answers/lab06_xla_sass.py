@@ -6,10 +6,10 @@ the student edition (``python -m grader student-edition``) leaves it out and che
 in what it ships. The exercise side, grader/labs/lab06_xla_sass.py, is the rest of the lab; this module imports
 it, never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
-The jitted exercises (fused_bias_gelu, fixed_scale_tanh) are observed where the student's code runs (values and
-the compiled structure as data) and judged by the grader against the references here. Not here yet (they stay on
-the exercise side, see its docstring): the exercises whose checker judges inside the student's kernel (``check``
-overridden: the toolchain exercise, the virtual-clock timer).
+Every exercise's reference and hidden-case generator is here. The exercises whose checker is its own are observed
+where the student's code runs and judged by the grader against the references here: the jitted exercises
+(fused_bias_gelu, fixed_scale_tanh: values and the compiled structure as data), the kernel on the instrumented
+executor, the toolchain exercise (sass_counts) and the virtual-clock timer (measure_times).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import re
 
 import numpy as np
 
-from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
-
 from gpucourse import toolchain
 from gpucourse.toolchain import WGMMA_CU, unrolled_fma_cu, wmma_cu
+from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
 
-from ..labs.lab06_xla_sass import (OPS, _Hlo, _jnp, _prefix_case, _rand, _Sass, broken_chain_hlo, chain_function,
-                                   on_cpu, saved_sass, synthetic_sass, twice_broken_chain_hlo)
+from ..labs.lab06_xla_sass import (KEYS, OPS, _Hlo, _jnp, _prefix_case, _rand, _Sass, _Src, _workloads,
+                                   broken_chain_hlo, chain_function, on_cpu, saved_sass, synthetic_sass,
+                                   twice_broken_chain_hlo)
 from ..problem import Case
 
 
@@ -241,6 +241,39 @@ def _count_hidden(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+# -- Exercise 7: compile CUDA C to sm_90 and count what it became (observed where the student's code runs) ------
+
+def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
+    """The counts in the SASS that NVRTC and nvdisasm make of ``source`` (raises ToolchainMissing without them)."""
+    s = toolchain.sass_of(source, arch=arch)
+    return {k: s.count(k) for k in KEYS}
+
+
+def _counts_hidden(rng: np.random.Generator) -> list[Case]:
+    """A Horner polynomial and a wmma GEMM of random sizes, the wgmma kernel for sm_90a, and one call that leaves
+    ``arch`` at its default ('sm_90')."""
+    t, k, t2 = int(rng.integers(4, 16)), int(rng.integers(2, 6)), int(rng.integers(3, 12))
+    return [Case((_Src(unrolled_fma_cu(t)), "sm_90")), Case((_Src(wmma_cu(k)), "sm_90")),
+            Case((_Src(WGMMA_CU), "sm_90a")), Case((_Src(unrolled_fma_cu(t2)),))]
+
+
+# -- Exercise 8: measure — the true times of the stand-in workloads (observed where the timer runs, judged here) --
+
+def _true_times(slow, fast, a) -> tuple[float, float]:
+    """The seconds of work per call of each stand-in: what a right timer measures on the virtual clock."""
+    return slow.seconds, fast.seconds
+
+
+def _measure_hidden(rng: np.random.Generator) -> list[Case]:
+    """One load spike on timed run 3, 4, 5 and 6 (one case each, on every seed: the last of 3 to 6 runs is hit,
+    while the best or the median of 3 or more runs or batches never is: one spike per case); a long compile with
+    close times; a milder spike on the first timed run (sizes drawn)."""
+    ms = lambda lo, hi: float(rng.integers(lo, hi + 1)) / 1e3  # noqa: E731
+    return [*(Case(_workloads(ms(12, 40), ms(4, 15), spikes=(run,))) for run in (3, 4, 5, 6)),
+            Case(_workloads(ms(7, 9), ms(5, 6), compile_s=1.0)),
+            Case(_workloads(ms(200, 300), ms(40, 60), spikes=(1,), spike_factor=3.0))]
+
+
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
     "count_opcode": (count_opcode_reference, _count_hidden),
@@ -250,4 +283,6 @@ ANSWERS = {
     "breaking_op": (breaking_op, _tagged),
     "fusion_time_ratio": (fusion_time_ratio, _time_cases),
     "scale_bias_relu_kernel": (scale_bias_relu_reference, _kernel_cases),
+    "sass_counts": (sass_counts, _counts_hidden),
+    "measure_times": (_true_times, _measure_hidden),
 }

@@ -5,25 +5,25 @@ What the checks read is what the compiler produced: optimized HLO, XLA's cost an
 cases are random and never multiples of a block size.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, structure checks: what students
-install). The references and hidden-case generators of fused_bias_gelu, fusion_bytes, breaking_op, fixed_scale_tanh,
-scale_bias_relu_kernel, count_opcode and fusion_time_ratio are its answer side, grader/answers/lab06_xla_sass.py
-(the instructor's only; grader/DESIGN.md); their visible cases' expected values ship as data:
-lab06_xla_sass.expected.json. The jitted functions (fused_bias_gelu, fixed_scale_tanh) and the kernel are observed
-where they run — the jitted function's values and its compiled program's structure (fusions, entry ops, XLA's byte
-counts) as plain data; the kernel's outputs and the executor's report as :class:`gpucourse.simt.ReportData`, which
-carries the per-array traffic and writers its requirement reads — and judged in the grader (``_JitProblem.judge``,
-``KernelProblem.judge``). count_opcode's visible cases are fixed data (nvdisasm listings saved in
-lab06_xla_sass.sass, and synthetic SASS), the same with or without NVIDIA's toolchain.
-Still here, with their references and generators: the exercises whose checker overrides ``check`` and judges
-inside the student's kernel ("kernel-only" in the grading pipeline, until their observe/judge split exists):
-sass_counts (the toolchain) and measure_times (the virtual clock) — moving their answers out would leave nothing to
-judge their hidden cells where they run.
+install). The references and hidden-case generators of every exercise are its answer side,
+grader/answers/lab06_xla_sass.py (the instructor's only; grader/DESIGN.md); the visible cases' expected values ship
+as data: lab06_xla_sass.expected.json. Exercises whose checker is its own are observed where the student's code
+runs and judged in the grader: the jitted functions (fused_bias_gelu, fixed_scale_tanh) — their values and their
+compiled program's structure (fusions, entry ops, XLA's byte counts) as plain data (``_JitProblem.judge``); the
+kernel — its outputs and the executor's report as :class:`gpucourse.simt.ReportData`, which carries the per-array
+traffic and writers its requirement reads (``KernelProblem.judge``); sass_counts — its counts and the toolchain's
+versions (the stored visible counts name the toolchain that computed them); measure_times — its stand-in workloads
+travel as their parameters and are rebuilt on one virtual clock, observed: the timer's result and the counters the
+judge reads. count_opcode's visible cases are fixed data (nvdisasm listings saved in lab06_xla_sass.sass, and
+synthetic SASS), the same with or without NVIDIA's toolchain.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -32,7 +32,7 @@ import numpy as np
 
 from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
 from ..kernels import KernelProblem
-from ..problem import Case, Problem
+from ..problem import REFERENCE_FACTOR, Case, Problem, _expected_data, _lab_of
 from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
 
@@ -571,25 +571,52 @@ COUNT_OPCODE = Problem(
 KEYS = ("FFMA", "HMMA", "HGMMA")
 
 
-def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
-    s = toolchain.sass_of(source, arch=arch)
-    return {k: s.count(k) for k in KEYS}
+class _Src(str):
+    """A CUDA C source that prints as its kernel's name in messages (a Case shows its arguments). A hidden case's
+    source travels to a sandbox as a plain string and is wrapped again there (:meth:`_ToolchainProblem.readable`)."""
+
+    def __repr__(self) -> str:
+        m = re.search(r"void (\w+)\(", self)
+        return f"<CUDA C: {m.group(1) if m else 'kernel'}>"
 
 
-def _counts_hidden(rng: np.random.Generator) -> list[Case]:
-    """A Horner polynomial and a wmma GEMM of random sizes, the wgmma kernel for sm_90a, and one call that leaves
-    ``arch`` at its default ('sm_90')."""
-    t, k, t2 = int(rng.integers(4, 16)), int(rng.integers(2, 6)), int(rng.integers(3, 12))
-    return [Case((unrolled_fma_cu(t), "sm_90")), Case((wmma_cu(k), "sm_90")), Case((WGMMA_CU, "sm_90a")),
-            Case((unrolled_fma_cu(t2),))]
+def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -> None:
+    if not isinstance(got, dict) or set(got) != set(KEYS):
+        raise CheckFailure(f"{what}: expected a dict with keys 'FFMA', 'HMMA' and 'HGMMA', got {got!r}")
+    for key in KEYS:
+        arch = case.args[1] if len(case.args) > 1 else "sm_90 (the default)"
+        expect_int(f"{what} → {key}", got[key], expected[key], f"compile for {arch}, then count base opcodes")
 
 
 class _ToolchainProblem(Problem):
-    """Graded where NVIDIA's compiler wheels are installed; elsewhere the function must at least be written."""
+    """Graded where NVIDIA's compiler wheels are installed: the student's function runs where it is written
+    (:meth:`observe`: its counts, as data, and the toolchain they came from) and its counts are judged against the
+    reference's (:meth:`judge`: in the grader for hidden cases). The visible cases' counts ship as data together with
+    the toolchain that computed them (``{"counts": ..., "toolchain": toolchain.versions()}``): counts depend on the
+    compiler's version, so where another version is installed a visible check that disagrees says so instead of
+    calling the answer wrong. Elsewhere the function must at least be written: it must raise ToolchainMissing
+    (then the cells are judged in the kernel only: the grader, on the same machine, has no toolchain either)."""
 
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
-        if toolchain.available():
-            return super().check(fn, hidden)
+        if not toolchain.available():
+            return self._without_toolchain(fn)
+        if not callable(fn):
+            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+        answers = self.has_answers()
+        if hidden and not answers:
+            self._observe_hidden_counts(fn)
+            return
+        cases = self.hidden_cases() if hidden else self.visible
+        stored = None if answers else self.visible_expected()  # without the answer side: the data
+        for k, case in enumerate(cases):
+            start = time.perf_counter()
+            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
+            limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
+            self.judge(self._observed(fn, case, limit), expected, case)
+        kind = "hidden" if hidden else "visible"
+        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed ({toolchain.versions()})")
+
+    def _without_toolchain(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):
             raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
         try:
@@ -605,19 +632,90 @@ class _ToolchainProblem(Problem):
         raise CheckFailure(f"{self.name}: this machine has no NVIDIA toolchain, so your function should have raised "
                            "ToolchainMissing from gpucourse.toolchain; did it compile anything?")
 
+    @staticmethod
+    def readable(case: Case) -> Case:
+        """``case`` with its source shown by its kernel's name in messages (a hidden case came as plain data)."""
+        return Case((_Src(case.args[0]), *case.args[1:]), dict(case.kwargs))
 
-def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -> None:
-    if not isinstance(got, dict) or set(got) != set(KEYS):
-        raise CheckFailure(f"{what}: expected a dict with keys 'FFMA', 'HMMA' and 'HGMMA', got {got!r}")
-    for key in KEYS:
-        arch = case.args[1] if len(case.args) > 1 else "sm_90 (the default)"
-        expect_int(f"{what} → {key}", got[key], expected[key], f"compile for {arch}, then count base opcodes")
+    def _observed(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
+        """:meth:`observe`, with an error of the student's function said as a check failure."""
+        try:
+            return self.observe(fn, case, limit)
+        except (NotImplementedError, CheckFailure):
+            raise
+        except Exception as exc:
+            raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
 
+    def _observe_hidden_counts(self, fn: Callable[..., Any]) -> None:
+        """A hidden check where the answer side is absent (grader/DESIGN.md, "Observe here, judge there"): in a
+        grading sandbox, count on this student's hidden cases (written as data by the grader) and judge nothing
+        but whether the function ran; elsewhere, say that the hidden tests run at grading."""
+        from ..seeding import installed_cases
 
-class _Src(str):
-    def __repr__(self) -> str:
-        m = re.search(r"void (\w+)\(", self)
-        return f"<CUDA C: {m.group(1) if m else 'kernel'}>"
+        cases = installed_cases(self.name)
+        if cases is None:
+            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
+                  "with your instructor)")
+            return
+        for case in cases:
+            self._observed(fn, self.readable(case))
+        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
+              "grader")
+
+    @property
+    def observe(self) -> Callable[..., dict[str, Any]] | None:
+        """What the judge reads, as plain data (runs where the student's code runs): ``{"result": the function's
+        answer, "toolchain": the versions it compiled with}``; an error of the function propagates. None where
+        NVIDIA's toolchain is missing: then nothing can be counted (nor, on the same machine, the reference
+        computed), and the re-check leaves these cells to the kernel's verdict (the ToolchainMissing rule)."""
+        if not toolchain.available():
+            return None
+
+        def observe(fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
+            return {"result": self.call(fn, self.readable(case), limit), "toolchain": toolchain.versions()}
+
+        return observe
+
+    def judge(self, seen: Any, expected: Any, case: Case) -> None:
+        """Raise CheckFailure unless the counts observed (``seen``) are ``expected``: the reference's counts, or a
+        visible case's stored ``{"counts", "toolchain"}`` — then, where the function ran with another toolchain
+        and the counts differ, the failure says that the versions differ rather than that the answer is wrong."""
+        what = self.readable(case).call_text(self.name)
+        if not isinstance(seen, dict) or "result" not in seen:
+            raise CheckFailure(f"{what}: no observation of your function came back")
+        made_with = None
+        if isinstance(expected, dict) and "counts" in expected:
+            expected, made_with = expected["counts"], expected.get("toolchain")
+        try:
+            _compare_counts(what, seen["result"], expected, case)
+        except CheckFailure as exc:
+            if made_with is None or seen.get("toolchain") == made_with:
+                raise
+            raise CheckFailure(
+                f"{what}: cannot be judged with this toolchain. The expected counts {expected} were computed with "
+                f"{made_with}; your function compiled with {seen.get('toolchain')}, and another compiler version "
+                f"may emit other instructions, so the difference ({exc}) may not be your mistake. Install the "
+                f"versions above (or ask your instructor); when your lab is graded, the grader counts with its own "
+                f"toolchain") from None
+
+    def visible_expected(self) -> list[Any]:
+        """Each visible case's counts with the toolchain that computed them (the data the student edition ships:
+        ``python -m grader expected`` writes this); the reference's where the answer side is here (it raises
+        ToolchainMissing without the toolchain: no counts are made up)."""
+        if self.has_answers():
+            made_with = toolchain.versions()
+            return [{"counts": self.reference(*c.args, **c.kwargs), "toolchain": made_with} for c in self.visible]
+        return super().visible_expected()
+
+    def show(self) -> None:
+        print(f"Exercise: {self.name}\n")
+        print(textwrap.dedent(self.spec).strip())
+        case = self.visible[0]
+        try:
+            first = self.visible_expected()[0]
+        except toolchain.ToolchainMissing:
+            first = _expected_data(_lab_of(self))[self.name][0]
+        print(f"\nExample: {case.call_text(self.name)}  ->  {first['counts']}  (counted with {first['toolchain']})")
 
 
 SASS_COUNTS = _ToolchainProblem(
@@ -632,10 +730,8 @@ SASS_COUNTS = _ToolchainProblem(
         count_opcode.
         (Without NVIDIA's toolchain wheels the toolchain raises ToolchainMissing: let it propagate.)
     """,
-    reference=sass_counts,
     visible=[Case((_Src(ELEMENTWISE_CU), "sm_90")), Case((_Src(wmma_cu(1)), "sm_90")),
              Case((_Src(WGMMA_CU), "sm_90a"))],
-    hidden=lambda rng: [Case((_Src(c.args[0]), *c.args[1:])) for c in _counts_hidden(rng)],
     compare=_compare_counts,
 )
 
@@ -653,6 +749,7 @@ import sys as _sys  # noqa: E402
 import time as _time  # noqa: E402
 import timeit as _timeit  # noqa: E402
 import types as _types  # noqa: E402
+from dataclasses import dataclass as _dataclass  # noqa: E402
 
 _CLOCKS = ("perf_counter", "monotonic", "time")  # the wall clocks a timer may read (and their _ns forms)
 
@@ -751,6 +848,7 @@ class Pending:
 DISPATCH = 10e-6  # seconds a call takes to return (enqueue only)
 
 
+@_dataclass(eq=False, repr=False)
 class Workload:
     """A stand-in for a jitted JAX function: returns after ``DISPATCH`` seconds, and its work (``seconds``) runs on
     the clock's one in-order queue, after everything queued before it; the first call also compiles, on the host
@@ -759,12 +857,21 @@ class Workload:
 
     It also records how it was timed: ``timed`` counts the calls made after a clock read that followed its first
     call (the timed runs; a batch of N counts N), and ``leftover`` is True when that first clock read came while
-    the first call's work was still queued (a warm-up not waited for: its work lands in the first timed run)."""
+    the first call's work was still queued (a warm-up not waited for: its work lands in the first timed run).
 
-    def __init__(self, name: str, seconds: float, clock: VirtualClock, compile_s: float = 0.3,
-                 spikes: tuple[int, ...] = (), spike_factor: float = 6.0) -> None:
-        self.name, self.seconds, self.clock, self.compile_s = name, seconds, clock, compile_s
-        self.spikes, self.spike_factor = tuple(spikes), spike_factor
+    A dataclass of its parameters: a case's workloads travel to a sandbox as these fields (grader/pipeline/wire.py)
+    and the check rebuilds them fresh, on one new shared :class:`VirtualClock`, each time a timer gets them
+    (:func:`fresh_workloads`); ``clock`` and the counters are not fields."""
+
+    name: str
+    seconds: float
+    compile_s: float = 0.3
+    spikes: tuple[int, ...] = ()
+    spike_factor: float = 6.0
+
+    def __post_init__(self) -> None:
+        self.spikes = tuple(self.spikes)
+        self.clock: VirtualClock | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -797,95 +904,134 @@ class Workload:
         return f"<{self.name}: {self.seconds * 1e3:g} ms of work per call, asynchronous, not yet compiled>"
 
 
-def _workloads(slow_s: float, fast_s: float, **kw: Any) -> tuple[Workload, Workload, Any]:
+def fresh_workloads(*workloads: Workload) -> list[Workload]:
+    """New workloads with the parameters of ``workloads`` (their fields: what a case carries, as data or not),
+    sharing one new :class:`VirtualClock`: no call made, no clock read."""
     clock = VirtualClock()
-    clock.workloads = [Workload("slow", slow_s, clock, **kw), Workload("fast", fast_s, clock, **kw)]
-    return (*clock.workloads,
+    clock.workloads = [Workload(w.name, w.seconds, w.compile_s, w.spikes, w.spike_factor) for w in workloads]
+    for w in clock.workloads:
+        w.clock = clock
+    return clock.workloads
+
+
+def _workloads(slow_s: float, fast_s: float, **kw: Any) -> tuple[Workload, Workload, Any]:
+    """A case's arguments: the two stand-ins (on one shared clock) and the argument they are called with."""
+    return (*fresh_workloads(Workload("slow", slow_s, **kw), Workload("fast", fast_s, **kw)),
             np.zeros(4, np.float32))
 
 
-def _true_times(slow: Workload, fast: Workload, a: Any) -> tuple[float, float]:
-    return slow.seconds, fast.seconds
-
-
 class _MeasureProblem(Problem):
-    """Runs the student's timer with the virtual clock installed; checks call counts and both times (±10 %)."""
+    """Runs the student's timer with the virtual clock installed (:meth:`observe`, where the student's code runs)
+    and judges its call counts, clock reads and both times (±10 %) against the true times (:meth:`judge`: in the
+    grader for hidden cases, their true times being the answer side's)."""
 
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
         if not callable(fn):
             raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
-        import math as _math
-
+        answers = self.has_answers()
+        if hidden and not answers:
+            self._observe_hidden_timer(fn)
+            return
         cases = self.hidden_cases() if hidden else self.visible
-        for case in cases:
-            slow, fast, a = case.args
-            clock = slow.clock
-            slow.reset()
-            fast.reset()
-            clock.now, clock.busy_until, clock.reads = 1000.0, 0.0, 0
-            what = case.call_text(self.name)
-            with clock.installed(fn):
-                try:
-                    got = self.call(fn, case)
-                except (NotImplementedError, CheckFailure):
-                    raise
-                except Exception as exc:
-                    raise CheckFailure(f"{what} raised {exc.__class__.__name__}: {exc}") from exc
-            t_slow, t_fast = expect_tuple(what, got, "t_slow, t_fast")
-            for name, t in (("t_slow", t_slow), ("t_fast", t_fast)):
-                if not isinstance(t, (int, float)) or not _math.isfinite(t) or t < 0:
-                    raise CheckFailure(f"{what} → {name}: expected seconds (a finite number ≥ 0), got {t!r}")
-            if slow.calls < 4 or fast.calls < 4:
-                raise CheckFailure(f"{what}: called slow {slow.calls} and fast {fast.calls} times; call each at "
-                                   "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
-            if clock.reads == 0:
-                raise CheckFailure(
-                    f"{what}: your function read no clock the checker can replace, so it cannot grade the times "
-                    "(not your synchronization). Read the wall clock when you time: time.perf_counter(), "
-                    "time.perf_counter_ns(), time.monotonic(), or timeit with its default timer — not "
-                    "time.process_time() (CPU time of this process only) or a clock stored somewhere else")
-            for w in (slow, fast):
-                if w.leftover:
-                    raise CheckFailure(
-                        f"{what}: when you first read the clock after {w.name}'s warm-up call, its work was still "
-                        "running (the call returns before its work is done): that leftover work lands in your "
-                        "first timed run. Wait for the warm-up's result (jax.block_until_ready) before you time")
-            for w in (slow, fast):
-                if w.timed == 0 and w.reads_at_first > 0:
-                    raise CheckFailure(
-                        f"{what}: the first call of {w.name} (it compiles) is inside your timing, and no call after "
-                        "it is timed on its own: warm up first — call it once and wait for the result — then time "
-                        "3 or more runs")
-                if w.timed < 3:
-                    raise CheckFailure(
-                        f"{what}: you timed {w.timed} call{'s' * (w.timed != 1)} of {w.name} (calls made after "
-                        "you first read the clock following its warm-up); time at least 3 runs and keep the best "
-                        "(or the median): one run alone may be the one another process slowed down")
-            for name, t, w in (("t_slow", t_slow, slow), ("t_fast", t_fast, fast)):
-                if abs(t - w.seconds) <= 0.1 * w.seconds:
-                    continue
-                hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
-                        "jax.block_until_ready before stopping the clock (when you time a batch of calls, wait for "
-                        "the last one and divide by the number of calls)" if t < 0.2 * w.seconds else
-                        "too long: is the first call (compilation) in your timing, is work left over from an "
-                        "earlier call (one not waited for) in it, or did one slow run pull a mean up — or is it a "
-                        "single run that another process slowed down? Warm up and wait, then keep the best (or "
-                        "the median) of 3 or more runs")
-                raise CheckFailure(f"{what} → {name}: expected {w.seconds * 1e3:g} ms per call, you measured "
-                                   f"{t * 1e3:.4g} ms — {hint}")
+        stored = None if answers else self.visible_expected()  # without the answer side: the data
+        for k, case in enumerate(cases):
+            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
+            self.judge(self._observed(fn, case), expected, case)
         kind = "hidden" if hidden else "visible"
         print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (warm-up, synchronization "
               "and a robust statistic checked on stand-in workloads with a virtual clock)")
 
+    def _observed(self, fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+        """:meth:`observe`, with an error of the student's function said as a check failure."""
+        try:
+            return self.observe(fn, case)
+        except (NotImplementedError, CheckFailure):
+            raise
+        except Exception as exc:
+            raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
 
-def _measure_hidden(rng: np.random.Generator) -> list[Case]:
-    """One load spike on timed run 3, 4, 5 and 6 (one case each, on every seed: the last of 3 to 6 runs is hit,
-    while the best or the median of 3 or more runs or batches never is: one spike per case); a long compile with
-    close times; a milder spike on the first timed run (sizes drawn)."""
-    ms = lambda lo, hi: float(rng.integers(lo, hi + 1)) / 1e3  # noqa: E731
-    return [*(Case(_workloads(ms(12, 40), ms(4, 15), spikes=(run,))) for run in (3, 4, 5, 6)),
-            Case(_workloads(ms(7, 9), ms(5, 6), compile_s=1.0)),
-            Case(_workloads(ms(200, 300), ms(40, 60), spikes=(1,), spike_factor=3.0))]
+    def _observe_hidden_timer(self, fn: Callable[..., Any]) -> None:
+        """A hidden check where the answer side is absent (grader/DESIGN.md, "Observe here, judge there"): in a
+        grading sandbox, run the timer on this student's hidden cases (written as data by the grader) and judge
+        nothing but whether it ran; elsewhere, say that the hidden tests run at grading."""
+        from ..seeding import installed_cases
+
+        cases = installed_cases(self.name)
+        if cases is None:
+            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
+                  "with your instructor)")
+            return
+        for case in cases:
+            self._observed(fn, case)
+        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
+              "grader")
+
+    def observe(self, fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+        """What the judge reads, as plain data (runs where the student's code runs): the case's workloads rebuilt
+        fresh on one shared virtual clock, the timer called on them with the clock installed (answers locked, time
+        limit), then its result, the clock's reads, and per workload its calls, timed calls, the clock reads
+        before its first call and whether its warm-up's work was left over. An error of ``fn`` propagates."""
+        slow, fast = fresh_workloads(*case.args[:2])
+        run = Case((slow, fast, *case.args[2:]), dict(case.kwargs))
+        with slow.clock.installed(fn):
+            got = self.call(fn, run)
+        return {"result": got, "reads": slow.clock.reads,
+                "workloads": [{"name": w.name, "calls": w.calls, "timed": w.timed, "reads_at_first": w.reads_at_first,
+                               "leftover": w.leftover} for w in (slow, fast)]}
+
+    def judge(self, seen: Any, expected: tuple[float, float], case: Case) -> None:
+        """Raise CheckFailure unless the observation ``seen`` (:meth:`observe`'s) shows a right method and times
+        within 10 % of ``expected`` (the true seconds per call of slow and fast)."""
+        import math as _math
+
+        what = case.call_text(self.name)
+        counters = seen.get("workloads") if isinstance(seen, dict) else None
+        if not (isinstance(counters, list) and len(counters) == 2 and all(isinstance(c, dict) for c in counters)
+                and isinstance(seen.get("reads"), int)):
+            raise CheckFailure(f"{what}: no observation of your timer came back")
+        t_slow, t_fast = expect_tuple(what, seen.get("result"), "t_slow, t_fast")
+        for name, t in (("t_slow", t_slow), ("t_fast", t_fast)):
+            if not isinstance(t, (int, float, np.integer, np.floating)) or not _math.isfinite(t) or t < 0:
+                raise CheckFailure(f"{what} → {name}: expected seconds (a finite number ≥ 0), got {t!r}")
+        slow, fast = ({**c, "name": w.name} for c, w in zip(counters, case.args[:2]))
+        if slow["calls"] < 4 or fast["calls"] < 4:
+            raise CheckFailure(f"{what}: called slow {slow['calls']} and fast {fast['calls']} times; call each at "
+                               "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
+        if seen["reads"] == 0:
+            raise CheckFailure(
+                f"{what}: your function read no clock the checker can replace, so it cannot grade the times "
+                "(not your synchronization). Read the wall clock when you time: time.perf_counter(), "
+                "time.perf_counter_ns(), time.monotonic(), or timeit with its default timer — not "
+                "time.process_time() (CPU time of this process only) or a clock stored somewhere else")
+        for w in (slow, fast):
+            if w["leftover"]:
+                raise CheckFailure(
+                    f"{what}: when you first read the clock after {w['name']}'s warm-up call, its work was still "
+                    "running (the call returns before its work is done): that leftover work lands in your "
+                    "first timed run. Wait for the warm-up's result (jax.block_until_ready) before you time")
+        for w in (slow, fast):
+            if w["timed"] == 0 and w["reads_at_first"] > 0:
+                raise CheckFailure(
+                    f"{what}: the first call of {w['name']} (it compiles) is inside your timing, and no call after "
+                    "it is timed on its own: warm up first — call it once and wait for the result — then time "
+                    "3 or more runs")
+            if w["timed"] < 3:
+                raise CheckFailure(
+                    f"{what}: you timed {w['timed']} call{'s' * (w['timed'] != 1)} of {w['name']} (calls made after "
+                    "you first read the clock following its warm-up); time at least 3 runs and keep the best "
+                    "(or the median): one run alone may be the one another process slowed down")
+        for name, t, true in (("t_slow", t_slow, expected[0]), ("t_fast", t_fast, expected[1])):
+            if abs(t - true) <= 0.1 * true:
+                continue
+            hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
+                    "jax.block_until_ready before stopping the clock (when you time a batch of calls, wait for "
+                    "the last one and divide by the number of calls)" if t < 0.2 * true else
+                    "too long: is the first call (compilation) in your timing, is work left over from an "
+                    "earlier call (one not waited for) in it, or did one slow run pull a mean up — or is it a "
+                    "single run that another process slowed down? Warm up and wait, then keep the best (or "
+                    "the median) of 3 or more runs")
+            raise CheckFailure(f"{what} → {name}: expected {true * 1e3:g} ms per call, you measured "
+                               f"{t * 1e3:.4g} ms — {hint}")
 
 
 MEASURE = _MeasureProblem(
@@ -909,9 +1055,7 @@ MEASURE = _MeasureProblem(
         your notebook), so it knows the right answer exactly: within 10 %. The cell after exercise 9 runs your
         function on real work on this machine.
     """,
-    reference=_true_times,
     visible=[Case(_workloads(0.040, 0.020))],
-    hidden=_measure_hidden,
     compare=lambda *a: None,
 )
 
