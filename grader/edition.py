@@ -27,7 +27,7 @@ ANSWERS = ROOT / "grader" / "answers"
 
 
 def split_labs() -> list[str]:
-    """Labs whose answer side lives in grader/answers (the others are not split yet)."""
+    """Labs whose answer side lives in grader/answers (every lab today)."""
     return sorted(p.stem for p in ANSWERS.glob("lab*.py"))
 
 

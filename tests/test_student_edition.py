@@ -165,3 +165,30 @@ def test_the_answer_side_is_found_by_logical_lines():
     assert "grader/answers/lab07_tpu.py" in sig and len(sig["grader/answers/lab07_tpu.py"]) > 20
     same = edition.logical_lines("x = foo(a,\n        b)  # c\ny = [1, 2, 3, 4, 5, 6]\n")
     assert same == edition.logical_lines("x = foo(a, b)\ny = [1,2,3,4,5,6]\n")
+
+
+def test_every_exercise_of_every_lab_keeps_its_answers_on_the_answer_side():
+    """No exercise ships its reference or hidden-case generator: every problem of every lab module is in its answer
+    module's ANSWERS, and a freshly imported exercise side (a process of its own, as in the student edition) holds
+    neither before the answer side binds them."""
+    from grader.course import labs
+
+    assert edition.unsplit_labs() == [] and edition.split_labs() == sorted(labs()) and len(labs()) == 8
+    probe = (
+        "import importlib, json, sys\n"
+        "out = {}\n"
+        "for name in sys.argv[1:]:\n"
+        "    lab = importlib.import_module(f'grader.labs.{name}')\n"
+        "    shipped = [p.name for p in lab.problems.values() if p.reference is not None or p.hidden is not None]\n"
+        "    answers = importlib.import_module(f'grader.answers.{name}')\n"
+        "    out[name] = {'shipped': shipped, 'problems': sorted(lab.problems), 'answers': sorted(answers.ANSWERS)}\n"
+        "print(json.dumps(out))\n")
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    run = subprocess.run([sys.executable, "-c", probe, *labs()], cwd=ROOT, capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    import json
+
+    for name, seen in json.loads(run.stdout.strip().splitlines()[-1]).items():
+        assert seen["shipped"] == [], f"{name}: {seen['shipped']} hold a reference or generator on the exercise side"
+        assert seen["problems"] == seen["answers"], (name, set(seen["problems"]) ^ set(seen["answers"]))
