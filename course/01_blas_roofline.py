@@ -503,10 +503,10 @@ assert len(fused.fusions) == 1 and fused.bytes_accessed == 4 * n * 4 and unfused
 # mapped on first touch. How many page faults that takes depends on Linux's transparent-huge-page (THP) settings,
 # printed below with the counts: with THP in `madvise` mode JAX's buffers fault once per base page (4 KiB on
 # x86-64) while NumPy, which asks for huge pages (2 MiB) for arrays of 4 MiB and more, takes far fewer; with
-# `never` both fault once per base page; with `always` both may get huge pages (Linux 6.8 and later also sets
-# each huge-page size apart: the cell reads those settings too). So the first-touch cost is measured on JAX's own
-# buffers: a fresh
-# output against a donated one it reuses. On a GPU, JAX's allocator reuses device memory: no such cost. The model:
+# `never` (and no huge-page size set apart) both fault once per base page; with `always` both may get huge pages.
+# Linux 6.8 and later also sets each huge-page size apart, and the kernel falls back to base pages when it finds
+# no free huge page: the cell reads those settings and counts the fallbacks too. So the first-touch cost is
+# measured on JAX's own buffers: a fresh output against a donated one it reuses. On a GPU, JAX's allocator reuses device memory: no such cost. The model:
 # time = traffic / bandwidth + buffers × (first-touch cost) + calls × (dispatch).
 
 # %%
@@ -534,21 +534,25 @@ tiny = [jnp.ones(8, f32, device=be.jax_device)] * 3
 t_dispatch = gc.roofline.measure_interleaved({"op": lambda: tiny[0] * tiny[1]}, rounds=30, clock_="host")["op"].best
 t_fresh_extra = max(0.0, rounds["fresh"].best - rounds["reused"].best)  # s per fresh n-element buffer
 pages = n * 4 / gc.fusion.PAGE  # base pages per buffer
+fallbacks_before = gc.fusion.thp_fallbacks()  # times the kernel wanted a huge page and could not get one
 faults_jax = gc.fusion.page_faults(add_fresh, xs[0], repeat=2)  # None where the OS does not count them
 faults_np = gc.fusion.page_faults(lambda: np.empty(n, f32).fill(2.0), repeat=2)
-# the largest huge page (KiB) a buffer gets on first touch, 0 if none: JAX does not ask for huge pages, NumPy does
-jax_huge = gc.fusion.huge_page_kib(madvised=False)
-np_huge = gc.fusion.huge_page_kib(madvised=True) if gc.fusion.numpy_asks_for_huge_pages() else jax_huge
-if faults_jax is not None and not be.is_gpu:  # on a GPU, JAX's buffers are device memory: no host page faults
+fell_back = (gc.fusion.thp_fallbacks() or 0) - (fallbacks_before or 0)
+# what the THP settings allow each buffer (largest huge page in KiB, 0 = none) and the most faults per base page
+# that allows: JAX's buffers do not ask for huge pages (unless glibc's malloc is tuned to), NumPy's do
+jax_kib, jax_bound = gc.fusion.fault_bound(n * 4, madvised=gc.fusion.glibc_madvises_malloc())
+np_kib, np_bound = gc.fusion.fault_bound(n * 4, madvised=bool(gc.fusion.numpy_asks_for_huge_pages()))
+if faults_jax is not None and be.jax_device.platform == "cpu":  # on a GPU, JAX's buffers are device memory
     jax_per_page, np_per_page = faults_jax / pages, faults_np / pages
     print(f"page faults per {gc.fusion.PAGE // 1024} KiB page of a fresh {n * 4 / 2**20:.0f} MiB buffer: "
-          f"JAX {jax_per_page:.2f}, NumPy {np_per_page:.2f} (THP mode {gc.fusion.thp_mode()}: huge pages of "
-          f"{jax_huge} KiB for JAX's buffers, {np_huge} KiB for NumPy's; 0 = none)")
-    if jax_huge == 0:
+          f"JAX {jax_per_page:.2f}, NumPy {np_per_page:.2f}; THP mode {gc.fusion.thp_mode()}: the settings allow "
+          f"huge pages up to {jax_kib} KiB for JAX's buffers, {np_kib} KiB for NumPy's (0 = none); "
+          f"fallbacks to base pages meanwhile: {fell_back}")
+    if jax_kib == 0:
         assert 0.8 < jax_per_page < 1.3, "without huge pages, a fresh JAX buffer faults once per base page"
-    if np_huge == 0:
+    if np_kib == 0:
         assert np_per_page > 0.8, "without huge pages NumPy faults once per base page too"
-    elif np_huge >= 2048:  # one fault per 2 MiB, plus base pages at the unaligned ends of the array
+    elif fell_back == 0 and np_bound < 0.1:  # one fault per huge page, plus base pages at the unaligned ends
         assert np_per_page < 0.1, "NumPy's huge pages take far fewer faults"
 t_ops, t_fused = t["JAX, op by op"].best, t["JAX, jit (fused)"].best
 t_traffic = max(t_fused - t_fresh_extra - t_dispatch, 1e-9)  # the fused call's own traffic time

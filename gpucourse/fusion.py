@@ -72,6 +72,8 @@ def huge_page_kib(madvised: bool) -> int | None:
     top = thp_mode()
     if top is None:
         return None
+    if thp_disabled_for_this_process():
+        return 0
     on = lambda mode: mode == "always" or (mode == "madvise" and madvised)  # noqa: E731
     sizes = {}
     try:
@@ -89,6 +91,48 @@ def huge_page_kib(madvised: bool) -> int | None:
         except (OSError, ValueError):
             sizes = {2048: top}
     return max([kib for kib, mode in sizes.items() if on(mode)], default=0)
+
+
+def thp_disabled_for_this_process() -> bool:
+    """Whether prctl(PR_SET_THP_DISABLE) switched THP off for this process (``THP_enabled: 0`` in /proc/self/status),
+    whatever the system settings say."""
+    try:
+        with open("/proc/self/status") as f:
+            return any(line.split() == ["THP_enabled:", "0"] for line in f)
+    except OSError:
+        return False
+
+
+def glibc_madvises_malloc() -> bool:
+    """Whether glibc's malloc asks for huge pages itself (the glibc.malloc.hugetlb tunable set to 1 or 2 in
+    GLIBC_TUNABLES): then buffers that never ask, such as XLA:CPU's, are madvised too."""
+    tunables = dict(kv.split("=", 1) for kv in os.environ.get("GLIBC_TUNABLES", "").replace(":", " ").split()
+                    if "=" in kv)
+    return tunables.get("glibc.malloc.hugetlb", "0") in ("1", "2")
+
+
+def fault_bound(nbytes: int, madvised: bool) -> tuple[int | None, float]:
+    """For a fresh anonymous buffer of ``nbytes``, first touched: (the largest huge page, KiB, that the THP settings
+    allow it, 0 if none, None where THP is not readable; the most page faults per base page it can then take — 1
+    without huge pages, else one per huge page plus base pages at its two unaligned ends). The settings say what is
+    *allowed*: the kernel still falls back to base pages when it cannot find or charge a huge page
+    (:func:`thp_fallbacks` counts that)."""
+    kib = huge_page_kib(madvised)
+    if not kib:
+        return kib, 1.0
+    huge = kib * 1024
+    return kib, min(1.0, PAGE / huge + 2 * huge / nbytes)
+
+
+def thp_fallbacks() -> int | None:
+    """How often the kernel wanted a huge page on a fault and fell back to base pages (no free huge page, or a
+    memory cgroup could not charge it): thp_fault_fallback + thp_fault_fallback_charge in /proc/vmstat."""
+    try:
+        with open("/proc/vmstat") as f:
+            counts = dict(line.split() for line in f if line.startswith("thp_fault_fallback"))
+    except OSError:
+        return None
+    return sum(int(v) for v in counts.values()) if counts else None
 
 
 def numpy_asks_for_huge_pages() -> bool | None:
@@ -287,4 +331,5 @@ def dominant(terms: dict[str, float]) -> str:
 
 
 __all__ = ["PAGE", "FusionModel", "Side", "best_run", "dispatch_cost", "dominant", "explain", "fault_cost",
-           "huge_page_kib", "numpy_asks_for_huge_pages", "page_faults", "thp_mode"]
+           "fault_bound", "glibc_madvises_malloc", "huge_page_kib", "numpy_asks_for_huge_pages", "page_faults",
+           "thp_disabled_for_this_process", "thp_fallbacks", "thp_mode"]

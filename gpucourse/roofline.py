@@ -264,8 +264,8 @@ def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedP
     else:
         return StatedPeak(None, "no stated peak: the clock is not readable here")
     peak = cores * fma_units * lanes * 2 * hz
-    how = (f"{cores} cores ({cores_how}) × {fma_units} FMA unit{'s' * (fma_units != 1)} (assumed) × {lanes} {dtype} "
-           f"lanes ({isa}) "
+    how = (f"{cores} core{'s' * (cores != 1)} ({cores_how}) × {fma_units} FMA unit{'s' * (fma_units != 1)} "
+           f"(vendor table: gc.roofline.fma_units_of) × {lanes} {dtype} lanes ({isa}) "
            f"× 2 FLOP per FMA × {hz / 1e9:.2f} GHz ({clock_how})")
     return StatedPeak(peak, how)
 

@@ -106,3 +106,31 @@ def test_huge_page_kib_reads_the_top_level_and_per_size_thp_settings(tmp_path, m
 def test_huge_page_kib_is_none_without_thp(tmp_path, monkeypatch):
     monkeypatch.setattr(gc.fusion, "THP", str(tmp_path / "absent"))
     assert gc.fusion.thp_mode() is None and gc.fusion.huge_page_kib(madvised=True) is None
+
+
+def test_fault_bound_allows_for_the_huge_page_size_and_the_buffer(tmp_path, monkeypatch):
+    # x86-64 defaults: 2 MiB pages on a 64 MiB buffer -> at most 4 KiB/2 MiB + 2 * 2 MiB / 64 MiB faults per page
+    monkeypatch.setattr(gc.fusion, "THP", _sysfs(tmp_path, "madvise", {"2048": "inherit"}))
+    monkeypatch.setattr(gc.fusion, "PAGE", 4096)
+    monkeypatch.setattr(gc.fusion, "thp_disabled_for_this_process", lambda: False)
+    assert gc.fusion.fault_bound(64 * 2**20, madvised=False) == (0, 1.0)
+    kib, bound = gc.fusion.fault_bound(64 * 2**20, madvised=True)
+    assert kib == 2048 and bound == pytest.approx(1 / 512 + 1 / 16)
+    # an arm64 kernel with 64 KiB pages: the PMD huge page is 512 MiB, larger than half the buffer -> no useful bound
+    arm = tmp_path / "arm"
+    arm.mkdir()
+    monkeypatch.setattr(gc.fusion, "THP", _sysfs(arm, "madvise", {"524288": "inherit"}))
+    monkeypatch.setattr(gc.fusion, "PAGE", 65536)
+    assert gc.fusion.fault_bound(64 * 2**20, madvised=True) == (524288, 1.0)
+    # prctl(PR_SET_THP_DISABLE): no huge pages for this process, whatever the settings
+    monkeypatch.setattr(gc.fusion, "thp_disabled_for_this_process", lambda: True)
+    assert gc.fusion.fault_bound(64 * 2**20, madvised=True) == (0, 1.0)
+
+
+def test_glibc_tunable_that_madvises_malloc_is_read(monkeypatch):
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1")
+    assert gc.fusion.glibc_madvises_malloc()
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0")
+    assert not gc.fusion.glibc_madvises_malloc()
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    assert not gc.fusion.glibc_madvises_malloc()
