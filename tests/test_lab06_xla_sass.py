@@ -497,18 +497,56 @@ def test_every_wrong_timing_method_fails_and_is_named(method):
             _check_with_seed(fn, seed)
 
 
+def _entry_opcodes(hlo):  # written here: the check locks gpucourse.xla.entry_ops while breaking_op runs
+    import re
+
+    entry = re.search(r"^ENTRY .*?^}", hlo, re.S | re.M).group(0)
+    return re.findall(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\([^=]*?\)|\S+)\s+([\w\-]+)\(", entry, re.M)
+
+
 def test_breaking_op_cases_tell_the_first_breaker_from_the_last():
     def last(hlo):
-        return [op for op in lab.entry_ops(hlo) if op not in lab.BOOKKEEPING][-1]
+        return [op for op in _entry_opcodes(hlo) if op not in lab.BOOKKEEPING][-1]
 
     visible = [c.args[0] for c in lab.BREAKING_OP.visible]
     assert any(answers.breaking_op(h) != last(h) for h in visible)
     for seed in range(3):
         hidden = [c.args[0] for c in lab.BREAKING_OP.hidden_cases(seed)]
         assert sum(answers.breaking_op(h) != last(h) for h in hidden) >= 2
-    lab.BREAKING_OP.check(answers.breaking_op, hidden=True)
+    def first(hlo):  # right, and written without the course's HLO readers (the check locks those)
+        return [op for op in _entry_opcodes(hlo) if op not in lab.BOOKKEEPING][0]
+
+    lab.BREAKING_OP.check(first, hidden=True)
     with pytest.raises(CheckFailure, match="expected"):
         lab.BREAKING_OP.check(last)
+
+
+def test_breaking_op_refuses_the_course_hlo_readers():
+    """The one-liner through gpucourse.xla.entry_ops is the reference itself: the check names the helper and refuses
+    it (called through the module or imported beforehand), as it refuses the other HLO readers; they work again
+    afterwards, and the lab module itself holds no alias of them a student could reach."""
+    def one_liner(hlo):
+        return next(op for op in gc.xla.entry_ops(hlo) if op not in gc.xla.BOOKKEEPING)
+
+    from gpucourse.xla import entry_ops
+
+    def imported(hlo):
+        return next(op for op in entry_ops(hlo) if op not in gc.xla.BOOKKEEPING)
+
+    def via_computations(hlo):
+        return next(op for op in _entry_opcodes(gc.xla.computations(hlo)["ENTRY"]) if op not in lab.BOOKKEEPING)
+
+    assert all(one_liner(c.args[0]) == answers.breaking_op(c.args[0]) for c in lab.BREAKING_OP.visible)
+    with pytest.raises(CheckFailure, match="calls gpucourse.xla.entry_ops, which does this exercise for you"):
+        lab.BREAKING_OP.check(one_liner)
+    with pytest.raises(CheckFailure, match="keeps a reference to gpucourse.xla.entry_ops"):
+        lab.BREAKING_OP.check(imported)
+    with pytest.raises(CheckFailure, match="calls gpucourse.xla.computations, which does this exercise for you"):
+        lab.BREAKING_OP.check(via_computations)
+    for name in ("entry_ops", "computations", "fusion_breakers"):
+        assert name in lab.BREAKING_OP.forbid[["entry_ops", "computations", "fusion_breakers"].index(name)]
+        assert not any(v is getattr(gc.xla, name) for v in vars(lab).values())
+    assert one_liner(lab.BREAKING_OP.visible[0].args[0]) == "sort"  # restored
 
 
 def test_count_opcode_cases_hold_opcodes_that_begin_with_the_one_counted():
