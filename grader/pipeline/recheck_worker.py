@@ -11,8 +11,8 @@ one case, answers locked (``observe``: a kernel run on the executor, its outputs
 cell it builds every case (hidden ones from this student's seeds) and snapshots what the checks rely on (the
 check functions, ``Problem``, NumPy, JAX, the lab module, the seeds, and the functions and classes of the modules
 an observation relies on: ``OBSERVATION_MODULES``, the classes they define and every class of each problem's MRO);
-a student cell that replaces any of it is reported as tampering. A step that runs past its time limit raises TimeoutError (SIGALRM); code that swallows
-it is ended by a watchdog 3 s later.
+a student cell that replaces any of it is reported as tampering. A step that runs past its time limit raises
+TimeoutError (SIGALRM); code that swallows it is ended by a watchdog 3 s later.
 """
 
 from __future__ import annotations
