@@ -284,6 +284,49 @@ def test_tampering_fails_the_kernel_only_cells_after_it():
     assert grade.verdicts(steps, {}, clean, {})[0] == {}, "without tampering, kernel-only cells keep nbgrader's verdict"
 
 
+FORGED_COMPILED = """
+import gpucourse.xla
+class _Fake:  # one loop fusion, the right bytes, no temp: what fixed_scale_tanh's structure check reads
+    pass
+def _fake_compiled(fn, *args):
+    return _Fake()
+gpucourse.xla.compiled = _fake_compiled
+"""
+
+
+@pytest.mark.parametrize("forgery, names", [
+    (FORGED_COMPILED, ["gpucourse.xla.compiled"]),
+    ("from grader.labs import lab06_xla_sass as l6\nl6._JitProblem.observe = lambda self, fn, case: {}",
+     ["grader.labs.lab06_xla_sass._JitProblem.observe"]),
+    ("import grader.kernels\ngrader.kernels.KernelProblem.observe = lambda self, fn, case: {}",
+     ["grader.kernels.KernelProblem.observe"]),
+    ("import grader.labs.lab06_xla_sass as l6\nl6._MeasureProblem.observe = lambda *a: {}\n"
+     "l6._ToolchainProblem.observe = lambda *a: {}",
+     ["grader.labs.lab06_xla_sass._MeasureProblem.observe", "grader.labs.lab06_xla_sass._ToolchainProblem.observe"]),
+    ("import sys\nsys.modules['gpucourse.simt.run'].run = lambda *a, **k: None", ["gpucourse.simt.run.run"]),
+], ids=["xla.compiled", "JitProblem.observe", "KernelProblem.observe", "Measure+Toolchain.observe", "simt.run"])
+def test_replacing_what_an_observation_relies_on_is_tampering(tmp_path, forgery, names):
+    """Issue 14: a student cell that replaces a function or class an observation relies on (gpucourse.xla's
+    compiled-program reader, a problem class's observe, the executor) is reported as tampering by the re-check's
+    worker — so the cells after it fail — while an honest cell next to it is not."""
+    import pickle
+
+    steps = [{"kind": "exec", "cell": "setup", "source": "import numpy as np", "student": False},
+             {"kind": "exec", "cell": "honest", "source": "def f(x):\n    return np.tanh(2.0 * x)", "student": True},
+             {"kind": "exec", "cell": "forged", "source": forgery, "student": True},
+             {"kind": "exec", "cell": "after", "source": "y = 1", "student": True}]
+    job = {"steps": steps, "lab_module": "grader.labs.lab06_xla_sass", "seeds": {}, "step_timeout": 60}
+    (tmp_path / "job.pickle").write_bytes(pickle.dumps(job))
+    subprocess.run([sys.executable, "-m", "grader.pipeline.recheck_worker", str(tmp_path / "job.pickle"),
+                    str(tmp_path / "out.jsonl")], check=True, timeout=300, cwd=course.ROOT)
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert {"done": True} in records
+    assert all(r.get("ok", True) for r in records), records  # every cell ran
+    tampered = [r for r in records if "tampered" in r]
+    assert [r["step"] for r in tampered] == [2], records  # the forged cell only: not the honest one, not after
+    assert set(names) <= set(tampered[0]["tampered"]), tampered
+
+
 def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_answers():
     from grader.pipeline.preflight import review_flags
 
@@ -298,6 +341,17 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
     flags = "\n".join(review_flags(nb))
     assert "reach into the grading process: ex1_axpy_cost (sys.argv)" in flags
     assert "use the grader's own objects: ex2_gemm_cost" in flags
+    # issue 14: the instrumentation an observation reads (device counters, the virtual clock, a workload's
+    # seconds) written or read by hand, attributes set by name, the course's modules rebound
+    for code, shown in [("mem.h2d_bytes = x.nbytes", ".h2d_bytes ="), ("w.calls, w.timed = 4, 3", ".timed ="),
+                        ("slow.clock.reads += 1", ".reads +="), ("return slow.seconds, fast.seconds", ".seconds"),
+                        ("setattr(mem, 'peak', 0)", "setattr("), ("mem.__dict__.update(d)", "__dict__"),
+                        ("vars(w)['timed'] = 3", "vars("),
+                        ("gpucourse.xla.compiled = fake", "gpucourse.xla.compiled =")]:
+        flags = "\n".join(review_flags(grading.fill(released, {"ex1_axpy_cost": code})))
+        assert f"write the instrumentation the checks read: ex1_axpy_cost ({shown})" in flags, code
+    for honest in ("if clock.now == t0:", "best = min(best, t.peak)", "assert mem.peak <= mem.budget"):
+        assert review_flags(grading.fill(released, {"ex1_axpy_cost": honest})) == [], honest
 
 
 @pytest.mark.slow

@@ -88,10 +88,18 @@ def test_chunked_map_rejects_too_small_chunks_missing_frees_and_device_results()
         lab.CHUNKED.check(tiny_chunks)
 
     def host_only(x, mem, fn, copies):
-        return fn(x)  # never touches the device
+        return fn(x)  # never touches the device: fn refuses a host array
 
-    with pytest.raises(CheckFailure, match="exactly once"):
+    with pytest.raises(CheckFailure, match="runs on the device: pass it a DeviceArray"):
         lab.CHUNKED.check(host_only)
+
+    def forged_counters(x, mem, fn, copies):  # fn(x) on the host, counters set by hand: fn refuses it too
+        out = np.asarray(fn(x))
+        mem.h2d_bytes, mem.d2h_bytes = x.nbytes, out.nbytes
+        return out
+
+    with pytest.raises(CheckFailure, match="runs on the device"):
+        lab.CHUNKED.check(forged_counters)
 
     def whole(x, mem, fn, copies):
         return mem.to_host(fn(mem.to_device(x)))
@@ -151,7 +159,7 @@ def test_chunked_map_cases_travel_as_data():
         x, device, fn, copies = again.args
         assert np.array_equal(x, case.args[0]) and x.dtype == case.args[0].dtype
         assert (device, fn, copies) == case.args[1:] and isinstance(device, lab.Device)
-        assert np.array_equal(fn(x), case.args[2](case.args[0]))
+        assert fn == case.args[2] and np.array_equal(lab._BODIES[fn.name](x), lab._BODIES[fn.name](case.args[0]))
         assert again.call_text("chunked_map") == case.call_text("chunked_map")
     assert "DeviceMemory(budget=" in cases[0].call_text("chunked_map")
 
@@ -165,9 +173,11 @@ def test_device_functions_compute_what_their_names_say():
                "relu": [0.0, 0.0, 0.0, 1.0, 3.0]}
     assert {f.name: f.copies for f in lab.KERNELS} == {"scale_shift": 3, "hypot1": 3, "relu": 2}
     for f in lab.KERNELS:
-        assert np.allclose(f(x), by_hand[f.name], rtol=1e-15, atol=0), f.name
+        assert np.allclose(lab._BODIES[f.name](x), by_hand[f.name], rtol=1e-15, atol=0), f.name
         mem = devmem.DeviceMemory(x.nbytes * f.copies, xp=np)
-        assert np.array_equal(mem.to_host(f(mem.to_device(x))), f(x))  # fits in `copies` arrays the size of x
+        assert np.array_equal(mem.to_host(f(mem.to_device(x))), lab._BODIES[f.name](x))  # fits in `copies` arrays
+        with pytest.raises(TypeError, match=f"{f.name} runs on the device: pass it a DeviceArray"):
+            f(x)  # a host array is refused: the result must come from the device
 
 
 def _chunked_answers() -> dict:
@@ -249,7 +259,7 @@ def test_chunked_map_messages_name_the_rule_broken():
     p = lab.CHUNKED
     answers = _chunked_answers()
     expect = {"tiny_chunks": "number of chunks", "never_frees": "OutOfMemoryError", "twice_back": "device→host",
-              "off_by_one": "elements differ from fn", "float64": "dtype float64", "host_only": "exactly once",
+              "off_by_one": "elements differ from fn", "float64": "dtype float64", "host_only": "runs on the device",
               "device_array": "got a DeviceArray", "a_list": "expected a NumPy array, got list"}
     for name, words in expect.items():
         assert words in (_message(lambda: p.check(answers[name])) or ""), name

@@ -133,13 +133,17 @@ _BODIES: dict[str, Callable[[Any], Any]] = {
 @dataclass(frozen=True)
 class DeviceFn:
     """An elementwise "kernel" whose working set is at most `copies` arrays the size of its input (input included).
-    It works on DeviceArrays and, for the reference, on NumPy arrays. Plain data (its name picks its body in
-    ``_BODIES``): a case holding one travels to a sandbox as data (grader/pipeline/wire.py)."""
+    It works on DeviceArrays only: a host array is refused, so the result must come from the device (the
+    reference calls the bodies directly). Plain data (its name picks its body in ``_BODIES``): a case holding one
+    travels to a sandbox as data (grader/pipeline/wire.py)."""
 
     name: str
     copies: int
 
     def __call__(self, a: Any) -> Any:
+        if not isinstance(a, devmem.DeviceArray):
+            raise TypeError(f"{self.name} runs on the device: pass it a DeviceArray (d = mem.to_device(chunk)), "
+                            f"not a {type(a).__module__}.{type(a).__name__}")
         return _BODIES[self.name](a)
 
     def __repr__(self) -> str:

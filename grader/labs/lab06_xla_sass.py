@@ -904,7 +904,8 @@ class Workload:
         return out
 
     def __repr__(self) -> str:
-        return f"<{self.name}: {self.seconds * 1e3:g} ms of work per call, asynchronous, not yet compiled>"
+        # not its seconds: that is what the timer must measure
+        return f"<{self.name}: a jitted function's stand-in, asynchronous, compiles on its first call>"
 
 
 def fresh_workloads(*workloads: Workload) -> list[Workload]:

@@ -17,6 +17,13 @@ MAX_SOURCE_BYTES = 2 << 20
 SUSPICIOUS = re.compile(r"\.reference\b|grader\.labs|grader\.checks|grader\.problem|\bproblems\[")
 PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctypes\b|\bos\._exit\b|results\.jsonl|"
                              r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self")
+# answer cells that write what an observation reads: the instrumentation the student's own process holds (the
+# device tracker's counters, the virtual clock and its workloads), attributes set by name or through __dict__,
+# the course's modules rebound, or a workload's true seconds read. The tamper snapshot of the re-check catches
+# replaced functions and classes; plain counters are protected by this flag (grader/DESIGN.md, threat model)
+INSTRUMENT_WRITES = re.compile(r"\.(?:h2d_bytes|d2h_bytes|h2d_copies|peak|calls|timed|reads|leftover|reads_at_first|"
+                               r"seconds|busy_until|now)\s*[-+*/]?=(?!=)|\bsetattr\s*\(|__setattr__|__dict__|"
+                               r"\bvars\s*\(|\bgpucourse(?:\.\w+)+\s*=(?!=)|\.seconds\b")
 
 
 def decode_notebook(data: bytes) -> tuple[str, list[str]]:
@@ -101,7 +108,8 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
 
 def review_flags(nb: dict) -> list[str]:
     """Report lines for answer cells a human should read: they use the grader's own objects (references,
-    problems, check functions) or reach into the grading process (its arguments, frames, exit, result files)."""
+    problems, check functions), reach into the grading process (its arguments, frames, exit, result files) or
+    write the instrumentation an observation reads (counters, the virtual clock, attributes set by name)."""
     answers = [(nbgrader_meta(c).get("grade_id"), source_text(c["source"])) for c in nb["cells"]
                if nbgrader_meta(c).get("solution")]
     out = []
@@ -111,4 +119,8 @@ def review_flags(nb: dict) -> list[str]:
     escapes = [f"{gid} ({PROCESS_ESCAPES.search(src).group(0)})" for gid, src in answers if PROCESS_ESCAPES.search(src)]
     if escapes:
         out.append(f"REVIEW: answer cells reach into the grading process: {', '.join(escapes)}")
+    writes = [f"{gid} ({INSTRUMENT_WRITES.search(src).group(0).strip()})" for gid, src in answers
+              if INSTRUMENT_WRITES.search(src)]
+    if writes:
+        out.append(f"REVIEW: answer cells write the instrumentation the checks read: {', '.join(writes)}")
     return out

@@ -9,9 +9,10 @@ source, the student's cells as submitted; IPython magics become no-ops); ``call`
 one case, answers locked (``observe``: a kernel run on the executor, its outputs and report returned as data);
 ``after`` a problem's extra check; ``end`` of a test cell. Before the first student
 cell it builds every case (hidden ones from this student's seeds) and snapshots what the checks rely on (the
-check functions, ``Problem``, NumPy, JAX, the lab module, the seeds); a student cell that replaces any of it is
-reported as tampering. A step that runs past its time limit raises TimeoutError (SIGALRM); code that swallows
-it is ended by a watchdog 3 s later.
+check functions, ``Problem``, NumPy, JAX, the lab module, the seeds, and the functions and classes of the modules
+an observation relies on: ``OBSERVATION_MODULES``, the classes they define and every class of each problem's MRO);
+a student cell that replaces any of it is reported as tampering. A step that runs past its time limit raises
+TimeoutError (SIGALRM); code that swallows it is ended by a watchdog 3 s later.
 """
 
 from __future__ import annotations
@@ -41,6 +42,61 @@ def _snapshot(modules: list[Any]) -> dict[str, int]:
     return snap
 
 
+# the modules an observation relies on (``observe``: the executor, the device tracker, XLA's compiled-program
+# readers, the toolchain, the stream timeline, the problem classes): their functions and classes are watched,
+# and so is every class they define (its methods, properties), so that a student cell that replaces
+# ``gpucourse.xla.compiled`` or ``DeviceProblem.observe`` on the class is reported as tampering
+OBSERVATION_MODULES = ("gpucourse.xla", "gpucourse.devmem", "gpucourse.toolchain", "gpucourse.simt",
+                       "gpucourse.streams", "grader.kernels", "grader.problem", "grader.checks")
+_WATCHED_TYPES = (type, property, staticmethod, classmethod)
+
+
+def _watched_value(value: Any) -> bool:
+    import types
+
+    return isinstance(value, _WATCHED_TYPES + (types.FunctionType, types.BuiltinFunctionType, types.MethodType))
+
+
+def _deep_snapshot(modules: list[Any], classes: list[type]) -> dict[str, int]:
+    """ids of the functions and classes of the modules observation relies on, of the attributes (methods,
+    properties) of the classes those modules define, and of ``classes``' own attributes (a problem's MRO)."""
+    snap: dict[str, int] = {}
+    seen: set[int] = set()
+
+    def watch_class(cls: type) -> None:
+        if id(cls) in seen:
+            return
+        seen.add(id(cls))
+        for k, v in list(vars(cls).items()):
+            if _watched_value(v):
+                snap[f"{cls.__module__}.{cls.__qualname__}.{k}"] = id(v)
+
+    for mod in modules:
+        for name, value in list(vars(mod).items()):
+            if name.startswith("__") or not _watched_value(value):
+                continue
+            snap[f"{mod.__name__}.{name}"] = id(value)
+            if isinstance(value, type) and getattr(value, "__module__", "") == mod.__name__:
+                watch_class(value)
+    for cls in classes:
+        watch_class(cls)
+    return snap
+
+
+def _observation_modules(lab_module: str | None) -> list[Any]:
+    """The loaded modules of OBSERVATION_MODULES (``gpucourse.simt`` with its submodules) and the lab module."""
+    names = [m for m in sys.modules if m in OBSERVATION_MODULES or m.startswith("gpucourse.simt.")]
+    if lab_module:
+        names.append(lab_module)
+    return [sys.modules[m] for m in sorted(set(names)) if m in sys.modules and sys.modules[m] is not None]
+
+
+def _problem_classes(problems: dict[str, Any]) -> list[type]:
+    """Every class in each problem's MRO that the course defines (grader, gpucourse): not ``object``."""
+    return [cls for p in problems.values() for cls in type(p).__mro__
+            if getattr(cls, "__module__", "").split(".")[0] in ("grader", "gpucourse")]
+
+
 def worker(job_path: str, out_path: str) -> int:
     """Runs INSIDE the sandbox: execute the cells, call the student's functions, write results as JSON lines."""
     import builtins
@@ -65,6 +121,7 @@ def worker(job_path: str, out_path: str) -> int:
     transform = TransformerManager().transform_cell
     ns: dict[str, Any] = {"__name__": "__main__", "get_ipython": lambda: _Shell()}
     watched: list[Any] = []
+    deep: tuple[list[Any], list[type]] = ([], [])
     baseline: dict[str, int] = {}
 
     def alarm(*_: Any) -> None:
@@ -119,8 +176,11 @@ def worker(job_path: str, out_path: str) -> int:
                     watched = [builtins, math, np, np.linalg, np.random, checks, problem, problem.Problem, seeding]
                     watched += [sys.modules[m] for m in (job["lab_module"], "jax", "jax.numpy", "gpucourse")
                                 if m and m in sys.modules]
-                    baseline = _snapshot(watched)
                     lab_module = sys.modules.get(job["lab_module"] or "")
+                    deep = (_observation_modules(job["lab_module"]),
+                            _problem_classes(getattr(lab_module, "problems", {})))
+                    baseline = _snapshot(watched)
+                    baseline.update(_deep_snapshot(*deep))
                     for name, p in getattr(lab_module, "problems", {}).items():
                         baseline.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
                 try:
@@ -130,6 +190,7 @@ def worker(job_path: str, out_path: str) -> int:
                     emit(step=i, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
                 if watched:
                     now = _snapshot(watched)
+                    now.update(_deep_snapshot(*deep))
                     lab_module = sys.modules.get(job["lab_module"] or "")
                     for name, p in getattr(lab_module, "problems", {}).items():
                         now.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
