@@ -272,7 +272,12 @@ def _cost(analysis: Any) -> dict:
 def compiled(f: Callable[..., Any], *args: Any, **jit_kwargs: Any) -> Compiled:
     import jax
 
-    c = jax.jit(f, **jit_kwargs).lower(*args).compile()
+    return of_executable(jax.jit(f, **jit_kwargs).lower(*args).compile())
+
+
+def of_executable(c: Any) -> Compiled:
+    """What :func:`compiled` reads, from an executable already compiled (``jitted.lower(*args).compile()``: for a
+    function that ``jitted(*args)`` just ran, JAX's caches hand back the same executable without compiling again)."""
     cost = _cost(c.cost_analysis())
     mem = c.memory_analysis()
     return Compiled(

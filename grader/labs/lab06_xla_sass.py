@@ -53,6 +53,8 @@ def _compiled(fn: Callable, *args: Any):
     from gpucourse import xla
 
     try:
+        if hasattr(fn, "lower"):  # already jitted (and usually just run): its own executable, not a second compile
+            return xla.of_executable(fn.lower(*args).compile())
         return xla.compiled(fn, *args)
     except Exception as exc:  # not traceable (NumPy on a tracer, Python control flow on values, ...)
         raise CheckFailure(f"jax.jit could not compile your function: {exc.__class__.__name__}: "
