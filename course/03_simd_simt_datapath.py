@@ -627,22 +627,27 @@ assert hbm / bw["PCIe 5.0 x16"] > 50
 
 # %% [markdown]
 # And against this machine. The memcpy rate above counts every byte twice, read and written, which is how STREAM
-# and every memory datasheet count bandwidth; a STREAM-style add (`c = a + b`, 3 bytes moved per byte of `c`)
-# measures the same memory another way, and the two should agree within a factor of 2 (caches, write-allocate
-# traffic and prefetchers treat them differently):
+# and every memory datasheet count bandwidth; a STREAM-style add (`c = a + b`, 3 bytes counted per byte of `c`)
+# measures the same memory another way. Both run on **one core** (NumPy does not spread them over threads), so
+# they show what one core sustains, usually less than the memory's peak that all cores together can draw. And one
+# core sustains different rates for different access patterns: the add reads two streams and writes a third, and
+# each of its stores that misses the cache first reads the line it lands in (*write-allocate*: a 4th byte per
+# byte of `c` that STREAM's count leaves out), while a large memcpy usually writes with non-temporal stores that
+# skip that read. So the two need not match (the ratio is printed; about 0.4 on the 2-core cloud VM this was
+# tested on); they agree in order of magnitude (asserted within a factor of 4):
 
 # %%
 copies, adds = [host_bw], []
-for _ in range(3):  # back to back, best of each: a busy machine slows some runs, never speeds one up
+for _ in range(5):  # back to back, best of each: a busy machine slows some runs, never speeds one up
     adds.append(datapath.measure_host_add(nbytes=64 * 2**20)[0])
     copies.append(datapath.measure_host_copy(nbytes=64 * 2**20)[0])
-    if 0.5 < max(adds) / max(copies) < 2:
+    if 1 / 4 < max(adds) / max(copies) < 4:
         break
 host_bw, host_add = max(copies), max(adds)
-print(f"this machine: memcpy {datapath.fmt_rate(host_bw)}, STREAM add {datapath.fmt_rate(host_add)} "
-      f"(bytes read + written per second; ratio {host_add / host_bw:.2f})")
+print(f"this machine, one core: memcpy {datapath.fmt_rate(host_bw)}, STREAM add {datapath.fmt_rate(host_add)} "
+      f"(bytes read + written per second, as STREAM counts them; add / memcpy = {host_add / host_bw:.2f})")
 print(f"HBM3 (H100) / this machine's memory bandwidth = {hbm / max(host_bw, host_add):.0f}× (the faster of the two)")
-assert 0.5 < host_add / host_bw < 2, "two ways of measuring the same memory agree within 2×"
+assert 1 / 4 < host_add / host_bw < 4, "two ways of measuring the same memory agree in order of magnitude"
 assert hbm / max(host_bw, host_add) > 3
 
 # %% [markdown]
@@ -900,7 +905,7 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # |---|---|---|---|
 # | C05 | AVX-512 computes 16 fp32 values with one instruction (seed 000) | §3.2 prints this CPU's widest vector extension and the widest packed instruction numba compiled: `vfmadd…ps` on `zmm` registers (512 bits = 16 fp32 lanes) on an AVX-512 CPU, on `ymm` (8 lanes) on an AVX2-only one; the compiled loop runs more than 20× faster per element than the Python loop (asserted; the ratio is printed). A plain `sum` stays scalar (`vaddss`) unless reordering is allowed | **qualified**: true of the instruction; but many CPUs lack AVX-512 (Intel client CPUs since Alder Lake have AVX2 only: 8 lanes), some execute a 512-bit op as two 256-bit halves (AMD Zen 4), and compilers use it only for loops whose lanes are independent |
 # | C06 | desktop CPUs have about 4–16 cores; GPUs thousands (seed 000) | §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores". Counted in fp32 vector lanes, the CPU has 16 × 2 × 16 = 512, so the gap is 33×, not 1000×; the GPU's FLOPs are mostly in its tensor cores (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes) | **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core; compare SMs with cores (132 vs 16) or lanes with lanes (16,896 vs 512), and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16). Desktop CPUs now reach 24 cores (Core i9-14900K) |
-# | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (seed 000) | §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×, vs a 12-channel server 460.8 GB/s = 7.3× (datasheet peaks, each counting bytes read + written); this machine's memory, measured the same way (memcpy counting read + write, and a STREAM add, agreeing within 2×), gives the ratio printed in §3.6 | **confirmed** (several times against a server CPU, tens of times against a desktop) |
+# | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (seed 000) | §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×, vs a 12-channel server 460.8 GB/s = 7.3× (datasheet peaks, each counting bytes read + written); this machine's memory, measured the same way on one core (memcpy counting read + write, and a STREAM add, agreeing within 4×; one core draws less than the memory's peak, so the ratio is an upper bound), gives the ratio printed in §3.6 | **confirmed** (several times against a server CPU, tens of times against a desktop) |
 # | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (seed 000) | §3.6: HBM3 / PCIe 5.0 ×16 = 53×, / PCIe 4.0 ×16 = 106× (PCIe after its 128b/130b encoding: 63.0 and 31.5 GB/s per direction; the datasheets' 64 and 32 GB/s are raw rates); §3.4 timeline: the copies dominate a memory-bound op; §3.7: a vector add never pays for its transfer; on a GPU the pinned/pageable cell measures the link | **confirmed** |
 # | C09 | DMA moves the bytes; the CPU only starts and confirms the transfer (seed 000) | §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends (measured there); CUDA Best Practices Guide: pageable transfers are first copied by the CPU into a pinned staging buffer | **qualified**: true for pinned memory; from ordinary pageable memory the CPU does copy every byte once (the staging copy), which is why pinned transfers are faster |
 # | C26 | CPU and GPU have separate memories; each device's units reach only their own (seed 002) | §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU): a kernel writes mapped host memory directly | **qualified**: true for a discrete GPU and ordinary allocations; zero-copy mapped memory and Unified Memory let a GPU reach CPU memory over PCIe; Grace Hopper keeps two physical memories (LPDDR5X, HBM3 or HBM3e) in one coherent address space, the GPU reading CPU memory at NVLink-C2C speed (450 GB/s each way, about 1/9 of the shipping GH200's 4 TB/s HBM3 and 1/11 of its HBM3e, §3.9; GH200 datasheet); only integrated GPUs share one physical memory |
