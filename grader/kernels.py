@@ -17,7 +17,6 @@ While the kernel runs, the lab's answers are locked (:meth:`grader.problem.Probl
 from __future__ import annotations
 
 import linecache
-import time
 import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -28,7 +27,7 @@ from gpucourse import simt
 from gpucourse.simt.instrument import python_function
 
 from .checks import CheckFailure, expect_array_close
-from .problem import Case, Problem
+from .problem import Case, ObservedProblem
 
 LAUNCH_TIME_LIMIT = 10.0  # seconds one instrumented launch may take: an endless loop ends with an error here
 
@@ -102,7 +101,7 @@ def _judge_device(what: str, device: list, names: list[str], expected: tuple) ->
 
 
 @dataclass
-class KernelProblem(Problem):
+class KernelProblem(ObservedProblem):
     """A Problem whose answer is a kernel. ``launch(case)`` gives ``(grid, block, args, output indices)`` (or with
     a fifth item, the dynamic shared memory in bytes); ``require(report, case, what)`` raises CheckFailure when
     the instrumented run misses the exercise's goal."""
@@ -111,49 +110,15 @@ class KernelProblem(Problem):
     require: Callable[[simt.KernelReport, Case, str], None] | None = None
     time_limit: float = LAUNCH_TIME_LIMIT
 
-    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
+    def accepts(self, fn: Any) -> None:
         try:
-            py = python_function(fn)
+            python_function(fn)
         except TypeError:
             raise CheckFailure(f"{self.name}: expected a @cuda.jit kernel, got {type(fn).__name__}") from None
-        answers = self.has_answers()
-        if hidden and not answers:
-            self._observe_hidden_kernel(fn, py)
-            return
-        cases = self.hidden_cases() if hidden else self.visible
-        stored = None if answers else self.visible_expected()  # a split lab without its answer side: data
-        t0 = time.perf_counter()
-        reports = [self.run_case(fn, case, py, expected=None if stored is None else stored[k])
-                   for k, case in enumerate(cases)]
-        seconds = time.perf_counter() - t0
-        extra = self.after(fn, hidden) if self.after else ""
-        kind = "hidden" if hidden else "visible"
-        r = reports[-1]
-        g = r.per_thread("global")
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (instrumented run"
-              f"{', and on the GPU' if _on_gpu() else ''}, {seconds:.1f} s)\n"
-              f"  last case: {r.n_threads} threads in {r.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
-              f"{g['writes']:.2f} global writes, {r.per_thread('shared')['reads']:.2f} shared reads; "
-              f"SIMT efficiency {r.simt_efficiency:.1%}; {r.divergent_steps} divergent warp steps; no races, "
-              f"no synchronisation errors, no uninitialised reads used{extra}")
 
-    def _observe_hidden_kernel(self, fn: Any, py: Any) -> None:
-        """A hidden check where the answer side is absent (grader/DESIGN.md, "Observe here, judge there"). In a
-        grading sandbox: run the kernel on this student's hidden cases, which the grader wrote as data, and judge
-        nothing but whether it could run — the grader judges the re-check's observations. Elsewhere: say so."""
-        from .seeding import installed_cases
-
-        cases = installed_cases(self.name)
-        if cases is None:
-            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
-                  "with your instructor)")
-            return
-        for case in cases:
-            seen = self._launch(fn, case, py)
-            if seen["error"]:
-                raise CheckFailure(seen["error"])
-        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
-              "grader")
+    def passed_note(self, notes: list[str | None], seconds: float) -> str:
+        return (f" (instrumented run{', and on the GPU' if _on_gpu() else ''}, {seconds:.1f} s)\n"
+                f"  last case: {notes[-1]}")
 
     # -- observe here, judge there (grader/DESIGN.md) --------------------------------------------------------------
 
@@ -162,7 +127,7 @@ class KernelProblem(Problem):
         grid, block, args, *_ = self.launch(case)
         return f"{self.name}[{grid}, {block}]({', '.join(_short(a) for a in args)})"
 
-    def _launch(self, fn: Any, case: Case, py: Any = None) -> dict[str, Any]:
+    def _launch(self, fn: Any, case: Case) -> dict[str, Any]:
         """Run ``fn`` on ``case`` on the executor, answers locked: {"outputs": the output arrays, "names": their
         parameter names, "report": the live KernelReport, "error": why the kernel could not finish, or None}."""
         grid, block, args, outputs, *rest = self.launch(case)
@@ -172,7 +137,7 @@ class KernelProblem(Problem):
         seen: dict[str, Any] = {"outputs": None, "names": [report_name(fn, i) for i in outputs], "report": None,
                                 "error": None}
         try:
-            with self.locked(py or python_function(fn)):  # the lab's answers are off limits while the kernel runs
+            with self.locked(python_function(fn)):  # the lab's answers are off limits while the kernel runs
                 report = simt.run(fn, grid, block, *host_args, sharedmem=sharedmem, time_limit=self.time_limit)
         except simt.KernelError as exc:
             seen["error"] = f"{what} failed: {exc}"
@@ -183,23 +148,30 @@ class KernelProblem(Problem):
         seen["outputs"], seen["report"] = [host_args[i] for i in outputs], report
         return seen
 
-    def observe(self, fn: Any, case: Case) -> dict[str, Any]:
-        """What the grader needs to judge ``fn`` on ``case``, as plain data (runs where the student's code runs):
-        the output arrays, the executor's report (:class:`gpucourse.simt.ReportData`), the error if the kernel
-        could not finish, and on a GPU the device's outputs. Nothing of the reference is needed here."""
+    def _observation(self, fn: Any, case: Case, limit: float | None = None) -> dict[str, Any]:
+        """The live observation, in the kernel where ``fn`` runs (what :meth:`observed` gives the check):
+        :meth:`_launch`'s (the executor's report itself), and where the kernel finished and a GPU is here, the
+        device's outputs (``"device"``, else None). The kernel's time limit is :attr:`time_limit`, the executor's."""
         seen = self._launch(fn, case)
-        device = None
+        seen["device"] = None
         if seen["error"] is None:
             grid, block, args, outputs, *rest = self.launch(case)
             with self.locked(python_function(fn)):
-                device = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
-        return {"outputs": seen["outputs"], "names": seen["names"], "error": seen["error"], "device": device,
-                "report": None if seen["report"] is None else seen["report"].to_data()}
+                seen["device"] = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
+        return seen
 
-    def judge(self, seen: dict[str, Any], expected: Any, case: Case) -> None:
+    def observe(self, fn: Any, case: Case, limit: float | None = None) -> dict[str, Any]:
+        """What the grader needs to judge ``fn`` on ``case``, as plain data (runs where the student's code runs):
+        the output arrays, the executor's report (:class:`gpucourse.simt.ReportData`), the error if the kernel
+        could not finish, and on a GPU the device's outputs. Nothing of the reference is needed here."""
+        seen = self._observation(fn, case, limit)
+        return {**seen, "report": None if seen["report"] is None else seen["report"].to_data()}
+
+    def judge(self, seen: dict[str, Any], expected: Any, case: Case) -> str:
         """Raise CheckFailure unless the observation ``seen`` (:meth:`observe`'s, decoded; or a live one) is right
         for ``case``: the kernel finished, no synchronisation error, race or uninitialised use, every output equal
-        to ``expected`` (the reference's), the exercise's requirement met, and the GPU's outputs equal too."""
+        to ``expected`` (the reference's), the exercise's requirement met, and the GPU's outputs equal too. Returns
+        what the launch did, for the passing line."""
         what = self.what(case)
         if not isinstance(seen, dict):
             raise CheckFailure(f"{what}: no observation of the kernel came back")
@@ -226,6 +198,11 @@ class KernelProblem(Problem):
             self.require(report, case, what)
         if seen.get("device") is not None:
             _judge_device(what, seen["device"], names, expected)
+        g = report.per_thread("global")
+        return (f"{report.n_threads} threads in {report.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
+                f"{g['writes']:.2f} global writes, {report.per_thread('shared')['reads']:.2f} shared reads; "
+                f"SIMT efficiency {report.simt_efficiency:.1%}; {report.divergent_steps} divergent warp steps; no "
+                "races, no synchronisation errors, no uninitialised reads used")
 
     def show(self) -> None:
         """The spec, then the first visible case as a launch: grid, block and every argument by its name (from
@@ -250,20 +227,14 @@ class KernelProblem(Problem):
         """Draw which thread of which block read and wrote each element, from the executor's log of ``fn``."""
         diagram(self, fn, case)
 
-    def run_case(self, fn: Any, case: Case, py: Any = None, expected: Any = None) -> simt.KernelReport:
-        """One case: launch on the executor, then the findings in order of seriousness, then values, then
-        the exercise's requirement, then (on a GPU) the device. ``expected``: the outputs (default: the
-        reference's). Returns the report."""
+    def run_case(self, fn: Any, case: Case, expected: Any = None) -> simt.KernelReport:
+        """One case, judged as the check judges it (:meth:`observed`, then :meth:`judge`: the findings in order of
+        seriousness, then values, then the exercise's requirement, then on a GPU the device). ``expected``: the
+        outputs (default: the reference's). Returns the executor's live report (with its per-access log)."""
         if expected is None:
             expected = self.reference(*case.args, **case.kwargs)
-        seen = self._launch(fn, case, py)
-        self.judge(seen, expected, case)  # the instrumented run first: its message is the clearer one
-        grid, block, args, outputs, *rest = self.launch(case)
-        with self.locked(py or python_function(fn)):
-            on_device = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
-        if on_device is not None:
-            _judge_device(self.what(case), on_device, seen["names"],
-                          expected if isinstance(expected, tuple) else (expected,))
+        seen = self.observed(fn, case)
+        self.judge(seen, expected, case)
         return seen["report"]
 
 

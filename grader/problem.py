@@ -175,39 +175,84 @@ class Problem:
 
     @_feedback_frame
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
-        if not callable(fn):
-            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+        """The one check loop of every exercise: each case observed (:meth:`observed`: the student's function
+        called, answers locked, time-limited) and judged (:meth:`judged`) against the reference's answer or, where
+        the answer side is absent, the visible cases' stored expected values. A hidden check without the answer
+        side observes only (:meth:`_observe_hidden`)."""
+        self.accepts(fn)
         answers = self.has_answers()
         if hidden and not answers:
             self._observe_hidden(fn)
             return
         cases = self.hidden_cases() if hidden else self.visible
         stored = None if answers else self.visible_expected()
+        t0, notes = time.perf_counter(), []
         for k, case in enumerate(cases):
-            what = case.call_text(self.name)
             start = time.perf_counter()
             expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
             limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
-            try:
-                got = self.call(fn, case, limit)
-            except (NotImplementedError, CheckFailure):
-                raise
-            except Exception as exc:
-                raise CheckFailure(f"{what} raised {exc.__class__.__name__}: {exc}") from exc
-            try:
-                self.compare(what, got, expected, case)
-            except CheckFailure:
-                raise
-            except Exception as exc:  # a comparison that chokes on a strange answer: the answer is wrong
-                raise CheckFailure(f"{what}: your answer could not be compared with the expected "
-                                   f"{_short(expected)} ({exc.__class__.__name__}: {exc}); "
-                                   f"you returned {type(got).__name__} {_short(got)}") from None
+            notes.append(self.judged(self.observed(fn, case, limit), expected, case))
+        seconds = time.perf_counter() - t0
         extra = self._after(fn, hidden) if self.after else ""
         kind = "hidden" if hidden else "visible"
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed{extra}")
+        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed"
+              f"{self.passed_note(notes, seconds)}{extra}")
+
+    # -- the check's steps, which an observed problem (ObservedProblem) fills in its own way -------------------
+
+    def accepts(self, fn: Any) -> None:
+        """Raise CheckFailure unless ``fn`` is the kind of answer this exercise takes (here: a function)."""
+        if not callable(fn):
+            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
+
+    def what(self, case: Case) -> str:
+        """``case`` as the messages name it: ``name(<float32 array (3, 4)>, 'sort')``."""
+        return case.call_text(self.name)
+
+    def observed(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
+        """What the student's function gives on ``case`` (answers locked, time-limited; :meth:`_observation`). An
+        error it raises becomes a CheckFailure that names the case."""
+        try:
+            return self._observation(fn, case, limit)
+        except (NotImplementedError, CheckFailure):
+            raise
+        except Exception as exc:
+            raise CheckFailure(f"{self.what(case)} raised {exc.__class__.__name__}: {exc}") from exc
+
+    def _observation(self, fn: Callable[..., Any], case: Case, limit: float | None) -> Any:
+        """Here: the function's return value."""
+        return self.call(fn, case, limit)
+
+    def judged(self, got: Any, expected: Any, case: Case) -> str | None:
+        """Raise CheckFailure unless ``got`` (:meth:`observed`'s) is right for ``case``: here :meth:`compared`.
+        Returns a note on the case for the passing line, or None."""
+        self.compared(got, expected, case)
+        return None
+
+    def compared(self, got: Any, expected: Any, case: Case) -> None:
+        """``compare`` on the student's answer ``got``; a comparison that chokes on a strange answer is a wrong
+        answer (CheckFailure), not an error of the checker."""
+        what = self.what(case)
+        try:
+            self.compare(what, got, expected, case)
+        except CheckFailure:
+            raise
+        except Exception as exc:
+            raise CheckFailure(f"{what}: your answer could not be compared with the expected "
+                               f"{_short(expected)} ({exc.__class__.__name__}: {exc}); "
+                               f"you returned {type(got).__name__} {_short(got)}") from None
+
+    def ran(self, seen: Any) -> None:
+        """Raise CheckFailure if an observation made without judging (a grading sandbox's hidden cells) shows that
+        the student's function could not run. Here an error has already been raised by :meth:`observed`."""
+
+    def passed_note(self, notes: list[str | None], seconds: float) -> str:
+        """What the passing line adds after "N cases passed" (the notes :meth:`judged` returned, the seconds the
+        cases took)."""
+        return ""
 
     def _observe_hidden(self, fn: Callable[..., Any]) -> None:
-        """A hidden check where the answer side is absent. In a grading sandbox: call ``fn`` on this student's
+        """A hidden check where the answer side is absent. In a grading sandbox: observe ``fn`` on this student's
         hidden cases, which the grader wrote as plain data (:mod:`grader.seeding`), and judge nothing — the grader
         judges the re-check's observations in its own process. Elsewhere (a student's Validate): say so."""
         from .seeding import installed_cases
@@ -218,12 +263,7 @@ class Problem:
                   "with your instructor)")
             return
         for case in cases:
-            try:
-                self.call(fn, case)
-            except (NotImplementedError, CheckFailure):
-                raise
-            except Exception as exc:
-                raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
+            self.ran(self.observed(fn, case))
         extra = self._after(fn, True) if self.after else ""
         print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
               f"grader{extra}")
@@ -311,6 +351,35 @@ class Problem:
                         delattr(owner, attr)
                 else:
                     setattr(owner, attr, old)
+
+
+@dataclass
+class ObservedProblem(Problem):
+    """A Problem judged from an *observation* (grader/DESIGN.md, "Observe here, judge there"): :meth:`observe` runs
+    where the student's code runs and returns plain data (outputs, counters, a compiled program's structure, an
+    executor's report); :meth:`judge` decides from that data and the reference's answer — in the student's kernel
+    for visible cases, and in the grader's own process for every case of a graded submission, where the
+    observations come back from the sandboxed re-check (grader.pipeline.recheck / verdict). Subclasses write the
+    two (and may override :meth:`accepts`, :meth:`what`, :meth:`passed_note`); the check loop is Problem's.
+
+    ``observe(fn, case, limit=None)`` may raise (the error of the student's function, said by :meth:`observed`) or
+    return a dict whose ``"error"`` says why there is nothing to judge (:meth:`ran` raises it)."""
+
+    def observe(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
+        raise TypeError(f"{type(self).__name__} must define observe(fn, case, limit=None)")
+
+    def judge(self, seen: Any, expected: Any, case: Case) -> str | None:
+        raise TypeError(f"{type(self).__name__} must define judge(seen, expected, case)")
+
+    def _observation(self, fn: Callable[..., Any], case: Case, limit: float | None) -> Any:
+        return self.observe(fn, case, limit)
+
+    def judged(self, seen: Any, expected: Any, case: Case) -> str | None:
+        return self.judge(seen, expected, case)
+
+    def ran(self, seen: Any) -> None:
+        if isinstance(seen, dict) and seen.get("error"):
+            raise CheckFailure(str(seen["error"]))
 
 
 _MISSING = object()

@@ -238,7 +238,7 @@ def test_chunked_map_judged_from_data_as_the_live_check():
     for name, fn in _chunked_answers().items():
         for case in cases:
             expected = p.reference(*case.args)
-            live = _message(lambda: p.judge(p._observe_checked(fn, case), expected, case))
+            live = _message(lambda: p.judge(p.observed(fn, case), expected, case))
             try:
                 seen = _over_the_wire(p.observe(fn, case))
             except Exception as exc:  # the worker reports what fn raised: "<what> raised <error>"

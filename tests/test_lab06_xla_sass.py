@@ -597,11 +597,11 @@ def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbo
     for name in ("fused_bias_gelu", "fixed_scale_tanh", "count_opcode", "gelu_tanh", "sass_counts"):
         assert not hasattr(lab, name), name
     # the re-check observes the exercises with a check of their own and calls count_opcode: none is kernel-only
-    from grader.pipeline.recheck import _observed, _problem_check
+    from grader.pipeline.recheck import _called, _observed
 
-    assert all(_observed(p, True) and type(p).check is not _problem_check()
+    assert all(_observed(p, True) and not _called(p)
                for p in (lab.BIAS_GELU, lab.FIX_SCALE, lab.SASS_COUNTS, lab.MEASURE))
-    assert type(lab.COUNT_OPCODE).check is _problem_check()
+    assert _called(lab.COUNT_OPCODE)
     lab7 = grade.Lab.find("lab07_tpu")
     assert split_problems(lab7) == set(importlib.import_module("grader.labs.lab07_tpu").problems)
 
@@ -1036,10 +1036,10 @@ def test_sass_counts_is_judged_from_data_as_live():
 def test_without_the_toolchain_sass_counts_must_raise_toolchain_missing_and_stays_with_the_kernel(monkeypatch,
                                                                                                   capsys):
     from gpucourse import toolchain
-    from grader.pipeline.recheck import _observed, _problem_check
+    from grader.pipeline.recheck import _called, _observed
 
     p = lab.SASS_COUNTS
-    assert type(p).check is not _problem_check()  # its own check: re-checked only by observation
+    assert not _called(p)  # observed: re-checked only by observation
     assert _observed(p, True) == toolchain.available()
     monkeypatch.setattr(toolchain, "missing", lambda: ["nvdisasm (nvidia-cuda-nvdisasm)"])
     assert p.observe is None and not _observed(p, True)  # the re-check leaves its cells to the kernel's verdict

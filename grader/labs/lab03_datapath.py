@@ -18,7 +18,6 @@ device's counters come back as data).
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,7 +26,7 @@ import numpy as np
 from gpucourse import devmem
 
 from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
-from ..problem import REFERENCE_FACTOR, Case, Problem
+from ..problem import Case, ObservedProblem, Problem
 
 CPUS = [{"flops": 0.6e12, "bandwidth": 60e9}, {"flops": 3.0e12, "bandwidth": 400e9}, {"flops": 1.5e12, "bandwidth": 90e9}]
 GPUS = [{"flops": 67e12, "bandwidth": 3.35e12}, {"flops": 989.4e12, "bandwidth": 3.35e12},
@@ -231,7 +230,7 @@ def _chunked_visible() -> list[Case]:
 
 
 @dataclass
-class DeviceProblem(Problem):
+class DeviceProblem(ObservedProblem):
     """A Problem whose answer works on a device: each call gets a fresh DeviceMemory (``Device.memory``), and the
     check reads the device's counters after it. Observed here, judged there (grader/DESIGN.md): ``observe`` calls
     the student's function and returns its result and the counters as plain data; ``judge`` (``compare`` on that
@@ -246,48 +245,7 @@ class DeviceProblem(Problem):
         return _observation(got, mem)
 
     def judge(self, seen: Any, expected: Any, case: Case) -> None:
-        self.compare(case.call_text(self.name), seen, expected, case)
-
-    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
-        if not callable(fn):
-            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
-        answers = self.has_answers()
-        if hidden and not answers:
-            self._observe_hidden_device(fn)
-            return
-        cases = self.hidden_cases() if hidden else self.visible
-        stored = None if answers else self.visible_expected()  # a split lab without its answer side: data
-        for k, case in enumerate(cases):
-            start = time.perf_counter()
-            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
-            limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
-            self.judge(self._observe_checked(fn, case, limit), expected, case)
-        kind = "hidden" if hidden else "visible"
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed")
-
-    def _observe_checked(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
-        try:
-            return self.observe(fn, case, limit)
-        except (NotImplementedError, CheckFailure):
-            raise
-        except Exception as exc:
-            raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
-
-    def _observe_hidden_device(self, fn: Callable[..., Any]) -> None:
-        """A hidden check where the answer side is absent. In a grading sandbox: run ``fn`` on this student's
-        hidden cases (written by the grader as data) and judge nothing: the grader judges the re-check's
-        observations. Elsewhere (a student's Validate): say so."""
-        from ..seeding import installed_cases
-
-        cases = installed_cases(self.name)
-        if cases is None:
-            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
-                  "with your instructor)")
-            return
-        for case in cases:
-            self._observe_checked(fn, case)
-        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
-              "grader")
+        self.compare(self.what(case), seen, expected, case)
 
 
 CHUNKED = DeviceProblem(

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -32,7 +31,7 @@ import numpy as np
 
 from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
 from ..kernels import KernelProblem
-from ..problem import REFERENCE_FACTOR, Case, Problem, _expected_data, _lab_of
+from ..problem import Case, ObservedProblem, Problem, _expected_data, _lab_of
 from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse import xla as _xla  # called through the module: breaking_op's lock swaps entry_ops & co. there
 from gpucourse.xla import BOOKKEEPING
@@ -123,7 +122,7 @@ def judge_structure(what: str, s: Any, input_bytes: int, no_ops: tuple[str, ...]
 
 
 @dataclass
-class _JitProblem(Problem):
+class _JitProblem(ObservedProblem):
     """Checked through ``jax.jit(fn)`` (one compile per shape instead of one per op, as eager JAX would), on every
     case: first the values, then the compiled program's structure (:func:`judge_structure`; ``no_ops``: ops that
     must not be left in the optimized HLO). Observed where the student's code runs, judged apart (grader/DESIGN.md,
@@ -131,7 +130,7 @@ class _JitProblem(Problem):
 
     no_ops: tuple[str, ...] = ()
 
-    def observe(self, fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    def observe(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
         """``jax.jit(fn)`` on ``case`` (answers locked, time-limited) and its compiled structure, as plain data:
         {"value": the result, "structure": :func:`structure_facts`, "input_bytes": bytes of the arguments, "error":
         why there is no value or structure, or None}."""
@@ -147,7 +146,7 @@ class _JitProblem(Problem):
         # the structure is read from the jitted function too: jit of a jitted function is the same HLO
         jitted = functools.wraps(fn)(jax.jit(fn))
         try:
-            seen["value"] = self.call(jitted, case)
+            seen["value"] = self.call(jitted, case, limit)
         except NotImplementedError:
             raise
         except CheckFailure as exc:
@@ -171,44 +170,12 @@ class _JitProblem(Problem):
             raise CheckFailure(f"{what}: no observation of your function came back")
         if seen.get("error"):
             raise CheckFailure(str(seen["error"]))
-        got = seen.get("value")
-        try:
-            self.compare(what, got, expected, case)
-        except CheckFailure:
-            raise
-        except Exception as exc:  # a comparison that chokes on a strange answer: the answer is wrong
-            raise CheckFailure(f"{what}: your answer could not be compared with the expected value "
-                               f"({exc.__class__.__name__}: {exc}); you returned {type(got).__name__}") from None
+        self.compared(seen.get("value"), expected, case)
         summary = judge_structure(f"{what} compiled", seen.get("structure"), _nbytes(*case.args), self.no_ops)
         return f"{tuple(case.args[0].shape)} {case.args[0].dtype}: {summary}"
 
-    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
-        if not callable(fn):
-            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
-        answers = self.has_answers()
-        if hidden and not answers:  # a grading sandbox (the grader's cases, as data) or a student's machine
-            from ..seeding import installed_cases
-
-            cases = installed_cases(self.name)
-            if cases is None:
-                print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
-                      "with your instructor)")
-                return
-            for case in cases:
-                seen = self.observe(fn, case)
-                if seen["error"]:
-                    raise CheckFailure(seen["error"])
-            print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
-                  "grader")
-            return
-        cases = self.hidden_cases() if hidden else self.visible
-        stored = None if answers else self.visible_expected()  # a split lab without its answer side: data
-        report = []
-        for k, case in enumerate(cases):
-            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
-            report.append(self.judge(self.observe(fn, case), expected, case))
-        kind = "hidden" if hidden else "visible"
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed\n  " + "\n  ".join(report))
+    def passed_note(self, notes: list[str | None], seconds: float) -> str:
+        return "\n  " + "\n  ".join(n or "" for n in notes)
 
 
 def _gelu_visible() -> list[Case]:
@@ -593,7 +560,7 @@ def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -
         expect_int(f"{what} → {key}", got[key], expected[key], f"compile for {arch}, then count base opcodes")
 
 
-class _ToolchainProblem(Problem):
+class _ToolchainProblem(ObservedProblem):
     """Graded where NVIDIA's compiler wheels are installed: the student's function runs where it is written
     (:meth:`observe`: its counts, as data, and the toolchain they came from) and its counts are judged against the
     reference's (:meth:`judge`: in the grader for hidden cases). The visible cases' counts ship as data together with
@@ -605,21 +572,10 @@ class _ToolchainProblem(Problem):
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
         if not toolchain.available():
             return self._without_toolchain(fn)
-        if not callable(fn):
-            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
-        answers = self.has_answers()
-        if hidden and not answers:
-            self._observe_hidden_counts(fn)
-            return
-        cases = self.hidden_cases() if hidden else self.visible
-        stored = None if answers else self.visible_expected()  # without the answer side: the data
-        for k, case in enumerate(cases):
-            start = time.perf_counter()
-            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
-            limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
-            self.judge(self._observed(fn, case, limit), expected, case)
-        kind = "hidden" if hidden else "visible"
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed ({toolchain.versions()})")
+        return super().check(fn, hidden)
+
+    def passed_note(self, notes: list[str | None], seconds: float) -> str:
+        return f" ({toolchain.versions()})"
 
     def _without_toolchain(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):
@@ -642,30 +598,8 @@ class _ToolchainProblem(Problem):
         """``case`` with its source shown by its kernel's name in messages (a hidden case came as plain data)."""
         return Case((_Src(case.args[0]), *case.args[1:]), dict(case.kwargs))
 
-    def _observed(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
-        """:meth:`observe`, with an error of the student's function said as a check failure."""
-        try:
-            return self.observe(fn, case, limit)
-        except (NotImplementedError, CheckFailure):
-            raise
-        except Exception as exc:
-            raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
-
-    def _observe_hidden_counts(self, fn: Callable[..., Any]) -> None:
-        """A hidden check where the answer side is absent (grader/DESIGN.md, "Observe here, judge there"): in a
-        grading sandbox, count on this student's hidden cases (written as data by the grader) and judge nothing
-        but whether the function ran; elsewhere, say that the hidden tests run at grading."""
-        from ..seeding import installed_cases
-
-        cases = installed_cases(self.name)
-        if cases is None:
-            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
-                  "with your instructor)")
-            return
-        for case in cases:
-            self._observed(fn, self.readable(case))
-        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
-              "grader")
+    def what(self, case: Case) -> str:
+        return self.readable(case).call_text(self.name)
 
     @property
     def observe(self) -> Callable[..., dict[str, Any]] | None:
@@ -685,7 +619,7 @@ class _ToolchainProblem(Problem):
         """Raise CheckFailure unless the counts observed (``seen``) are ``expected``: the reference's counts, or a
         visible case's stored ``{"counts", "toolchain"}`` — then, where the function ran with another toolchain
         and the counts differ, the failure says that the versions differ rather than that the answer is wrong."""
-        what = self.readable(case).call_text(self.name)
+        what = self.what(case)
         if not isinstance(seen, dict) or "result" not in seen:
             raise CheckFailure(f"{what}: no observation of your function came back")
         made_with = None
@@ -926,53 +860,15 @@ def _workloads(slow_s: float, fast_s: float, **kw: Any) -> tuple[Workload, Workl
             np.zeros(4, np.float32))
 
 
-class _MeasureProblem(Problem):
+class _MeasureProblem(ObservedProblem):
     """Runs the student's timer with the virtual clock installed (:meth:`observe`, where the student's code runs)
     and judges its call counts, clock reads and both times (±10 %) against the true times (:meth:`judge`: in the
     grader for hidden cases, their true times being the answer side's)."""
 
-    def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:  # type: ignore[override]
-        if not callable(fn):
-            raise CheckFailure(f"{self.name}: expected a function, got {type(fn).__name__}")
-        answers = self.has_answers()
-        if hidden and not answers:
-            self._observe_hidden_timer(fn)
-            return
-        cases = self.hidden_cases() if hidden else self.visible
-        stored = None if answers else self.visible_expected()  # without the answer side: the data
-        for k, case in enumerate(cases):
-            expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
-            self.judge(self._observed(fn, case), expected, case)
-        kind = "hidden" if hidden else "visible"
-        print(f"✓ {self.name}: {len(cases)} {kind} case{'s' * (len(cases) != 1)} passed (warm-up, synchronization "
-              "and a robust statistic checked on stand-in workloads with a virtual clock)")
+    def passed_note(self, notes: list[str | None], seconds: float) -> str:
+        return " (warm-up, synchronization and a robust statistic checked on stand-in workloads with a virtual clock)"
 
-    def _observed(self, fn: Callable[..., Any], case: Case) -> dict[str, Any]:
-        """:meth:`observe`, with an error of the student's function said as a check failure."""
-        try:
-            return self.observe(fn, case)
-        except (NotImplementedError, CheckFailure):
-            raise
-        except Exception as exc:
-            raise CheckFailure(f"{case.call_text(self.name)} raised {exc.__class__.__name__}: {exc}") from exc
-
-    def _observe_hidden_timer(self, fn: Callable[..., Any]) -> None:
-        """A hidden check where the answer side is absent (grader/DESIGN.md, "Observe here, judge there"): in a
-        grading sandbox, run the timer on this student's hidden cases (written as data by the grader) and judge
-        nothing but whether it ran; elsewhere, say that the hidden tests run at grading."""
-        from ..seeding import installed_cases
-
-        cases = installed_cases(self.name)
-        if cases is None:
-            print(f"{self.name}: the hidden tests run when your lab is graded (their cases and answers stay "
-                  "with your instructor)")
-            return
-        for case in cases:
-            self._observed(fn, case)
-        print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
-              "grader")
-
-    def observe(self, fn: Callable[..., Any], case: Case) -> dict[str, Any]:
+    def observe(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
         """What the judge reads, as plain data (runs where the student's code runs): the case's workloads rebuilt
         fresh on one shared virtual clock, the timer called on them with the clock installed (answers locked, time
         limit), then its result, the clock's reads, and per workload its calls, timed calls, the clock reads
@@ -980,7 +876,7 @@ class _MeasureProblem(Problem):
         slow, fast = fresh_workloads(*case.args[:2])
         run = Case((slow, fast, *case.args[2:]), dict(case.kwargs))
         with slow.clock.installed(fn):
-            got = self.call(fn, run)
+            got = self.call(fn, run, limit)
         return {"result": got, "reads": slow.clock.reads,
                 "workloads": [{"name": w.name, "calls": w.calls, "timed": w.timed, "reads_at_first": w.reads_at_first,
                                "leftover": w.leftover} for w in (slow, fast)]}

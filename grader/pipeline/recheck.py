@@ -98,18 +98,24 @@ def split_problems(lab: Lab) -> set[str]:
     return set(getattr(answers, "ANSWERS", {})) if answers is not None else set()
 
 
-def _problem_check():
-    """``Problem.check``: a lab whose problem overrides it (e.g. launching a CUDA kernel on a simulator) judges
-    in its own way, which the out-of-process check cannot replay: its test cells stay "kernel-only"."""
-    from ..problem import Problem
+def _called(problem: Any) -> bool:
+    """Whether a problem is checked by calls (``Problem.check``: the worker calls the student's function, the
+    grader compares what it returned). An :class:`grader.problem.ObservedProblem` judges an observation instead,
+    and any other problem with a check of its own judges in a way the out-of-process check cannot replay: its test
+    cells stay "kernel-only"."""
+    from ..problem import ObservedProblem, Problem
 
-    return Problem.check
+    return not isinstance(problem, ObservedProblem) and type(problem).check is Problem.check
 
 
 def _observed(problem: Any, split: bool) -> bool:
-    """Whether a problem whose ``check`` is its own is re-checked by observation (``observe`` in the worker,
-    ``judge`` here): only in a split lab, whose requirements are written against the report as data."""
-    return split and callable(getattr(problem, "observe", None)) and callable(getattr(problem, "judge", None))
+    """Whether a problem is re-checked by observation (``observe`` in the worker, ``judge`` here): an
+    ObservedProblem of a split lab (its requirements are written against the observation as data) whose
+    ``observe`` is there (a toolchain exercise has none where the toolchain is missing)."""
+    from ..problem import ObservedProblem
+
+    return (split and isinstance(problem, ObservedProblem) and callable(getattr(problem, "observe", None))
+            and callable(getattr(problem, "judge", None)))
 
 
 def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[dict], dict[int, tuple[Check, Any, Any]]]:
@@ -129,7 +135,7 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
     for cell in order:
         meta = nbgrader_meta(cell)
         gid = meta.get("grade_id")
-        if gid in checks and all(type(module.problems[c.problem]).check is _problem_check()
+        if gid in checks and all(_called(module.problems[c.problem])
                                  or _observed(module.problems[c.problem], c.problem in split) for c in checks[gid]):
             for chk in checks[gid]:
                 problem = module.problems[chk.problem]
@@ -138,7 +144,7 @@ def plan(lab: Lab, nb: dict, seeds: dict[str, int] | None = None) -> tuple[list[
                                        "installed here; grading needs the instructor's checkout")
                 cases = problem.hidden_cases(seed=(seeds or {}).get(chk.problem)) if chk.hidden else problem.visible
                 data = encode_cases(cases) if chk.problem in split else None
-                observe = type(problem).check is not _problem_check()  # observe/judge (a kernel), not a call
+                observe = not _called(problem)  # observe/judge (a kernel, a compiled program), not a call
                 for k, case in enumerate(cases):
                     expected[len(steps)] = (chk, case, problem.reference(*case.args, **case.kwargs))
                     # a split lab's case travels as plain data (its generator is not in the sandbox); else the
