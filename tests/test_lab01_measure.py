@@ -36,33 +36,55 @@ def timer(warmup=True, wait=True, stat=np.median):
 
 
 def test_workloads_behave_like_asynchronous_calls():
+    """On the workload's virtual clock, exactly: compiling blocks the caller, the work is only queued (the call
+    returns after DISPATCH), waiting runs the clock to the result, the queue runs in order; nothing sleeps."""
     w = lab.Workload(0.02, first_s=0.05, asynchronous=True)
-    t0 = time.perf_counter()
+    clock = w.clock
+    t0, real0 = clock.now, time.perf_counter()
     pending = w()
-    returned = time.perf_counter() - t0
-    # compiling blocks (>= 50 ms); the 20 ms of work is only queued: not done when the call returns (unwaited), and
-    # on a quiet machine the call returns well before compile + work would have ended (a loaded one can stretch
-    # any sleep, so the upper bound is only printed)
-    assert returned >= 0.05 and w.unwaited() == 1, returned
-    print(f"first call returned after {returned * 1e3:.1f} ms (compile 50 ms; the 20 ms of work queued)")
+    assert clock.now - t0 == pytest.approx(0.05 + lab.DISPATCH) and w.unwaited() == 1  # compiled; work queued
     gc.block(pending)
-    assert time.perf_counter() - t0 >= 0.07 and w.unwaited() == 0  # compile + work, in order
+    assert clock.now - t0 == pytest.approx(0.05 + lab.DISPATCH + 0.02) and w.unwaited() == 0  # compile + work
     a, b = w(), w()  # queued back to back: waiting for the second waits for both
-    t1 = time.perf_counter()
+    t1 = clock.now
     b.block_until_ready()
-    assert time.perf_counter() - t1 >= 0.035 and w.calls == 3 and w.unwaited() == 0  # a is done too: in order
+    assert clock.now - t1 == pytest.approx(2 * 0.02 - lab.DISPATCH) and w.calls == 3 and w.unwaited() == 0
     c = w()
     assert w.unwaited() == 1  # queued after b: waiting for b did not wait for it
-    gc.block(c)
+    np.asarray(c)  # reading the value on the host waits for it too
+    assert w.unwaited() == 0
     w.reset()
-    assert w.calls == 0 and w.unwaited() == 0
+    assert w.calls == 0 and w.unwaited() == 0 and w.clock is not clock  # a fresh clock
     sync = lab.Workload(0.01, spikes=(1,), lucky=(2,))
-    t2 = time.perf_counter()
-    sync(), sync()
-    assert time.perf_counter() - t2 >= 0.01 + 0.2  # the second call is a 20× spike
-    t3 = time.perf_counter()
-    assert sync() == pytest.approx(0.002) and time.perf_counter() - t3 >= 0.002  # the third is lucky: 0.2× the work
+    t2 = sync.clock.now
+    assert (sync(), sync()) == pytest.approx((0.01, 0.2)) and sync.clock.now - t2 == pytest.approx(0.21)  # a spike
+    assert sync() == pytest.approx(0.002) and sync.clock.now - t2 == pytest.approx(0.212)  # lucky: 0.2× the work
+    assert time.perf_counter() - real0 < 0.05  # nothing slept
     assert "asynchronous" in repr(w) and "slowed 20×" in repr(sync) and "lucky" in repr(sync)
+
+
+def test_the_timer_reads_the_virtual_clock_however_it_imports_it_and_a_cpu_clock_is_named():
+    """The check puts the workload's clock behind time.perf_counter, `from time import perf_counter` and timeit;
+    a timer that reads the process's CPU time measures ~0 and is told which clock to read."""
+    import timeit
+
+    def with_timeit(fn, *args, repeat=5):
+        gc.block(fn(*args))
+        return float(np.median(timeit.repeat(lambda: gc.block(fn(*args)), number=1, repeat=repeat)))
+
+    TIME_CALL.check(with_timeit)
+
+    def cpu_clock(fn, *args, repeat=5):
+        gc.block(fn(*args))
+        times = []
+        for _ in range(repeat):
+            start = time.process_time()
+            gc.block(fn(*args))
+            times.append(time.process_time() - start)
+        return float(np.median(times))
+
+    with pytest.raises(CheckFailure, match=r"never read the wall clock.*time\.process_time"):
+        TIME_CALL.check(cpu_clock)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

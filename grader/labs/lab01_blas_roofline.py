@@ -14,7 +14,6 @@ ship as data: lab01_blas_roofline.expected.json.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -24,6 +23,7 @@ from ..checks import (
     CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple, show,
 )
 from ..problem import Case, Problem
+from ..virtual_clock import VirtualClock
 
 DTYPES = ("float16", "float32", "float64", "int8")
 ROOFS = [  # (peak FLOP/s, bytes/s): H100 bf16, H100 fp32, A100 bf16, H200 bf16, a laptop CPU
@@ -267,9 +267,13 @@ ROOF_FRACTION = Problem(
 
 # -- Exercise 8: measure — a timing function you can trust ----------------------------------------------------------
 
+DISPATCH = 10e-6  # seconds an asynchronous call takes to return (it only enqueues its work)
+
+
 class Pending:
     """What an asynchronous call returns (like a JAX or CuPy array): the work is queued, not done.
-    ``block_until_ready()`` waits until it is; ``jax.block_until_ready`` and ``gc.block`` call it."""
+    ``block_until_ready()`` waits until it is (on the workload's virtual clock); ``jax.block_until_ready`` and
+    ``gc.block`` call it."""
 
     def __init__(self, workload: "Workload", ready_at: float):
         self._workload, self._ready_at, self.ready = workload, ready_at, False
@@ -280,9 +284,8 @@ class Pending:
         return np.asarray(self._ready_at, dtype=dtype)
 
     def block_until_ready(self) -> "Pending":
-        delay = self._ready_at - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
+        clock = self._workload.clock
+        clock.now = max(clock.now, self._ready_at)
         # one in-order queue (a CUDA stream, a JAX device): once this result exists, so does every result queued
         # before it — waiting for the last call of a batch waits for the whole batch
         for earlier in self._workload._open:
@@ -298,7 +301,9 @@ class Pending:
 @dataclass(eq=False)
 class Workload:
     """A call whose true duration is known, for grading a timing function on any machine, however busy:
-    ``work_s`` of work per call (``time.sleep``: the host's load can only lengthen it, by little), an extra
+    ``work_s`` of work per call, on a :class:`grader.virtual_clock.VirtualClock` (``clock``: it advances by the
+    work, not by the host's time, so a busy machine changes nothing; the check installs it behind the wall clocks
+    the student's timer reads), an extra
     ``first_s`` on the first call (compilation, which blocks the caller), asynchronous dispatch (the call returns a :class:`Pending` at once
     and the work runs in order in the background, as on a GPU stream), load ``spikes``: the calls (counted from
     0) that take ``spike_factor`` times longer, and ``lucky`` calls that take only ``lucky_factor`` of the work (a
@@ -321,7 +326,9 @@ class Workload:
         self.reset()
 
     def reset(self) -> None:
+        """No call made, a fresh clock (a case that came as data was rebuilt from its fields without __init__)."""
         self.calls, self._blocked, self._busy_until, self._open = 0, 0, 0.0, []
+        self.clock = VirtualClock()
 
     def _work(self) -> float:
         return self.work_s * (self.spike_factor if self.calls in self.spikes else
@@ -330,13 +337,12 @@ class Workload:
     def __call__(self, *args: Any) -> Any:
         d, compile_s = self._work(), (self.first_s if self.calls == 0 else 0.0)
         self.calls += 1
-        if compile_s:  # tracing and compiling block the caller (JAX, CuPy): only the kernel's work is queued
-            time.sleep(compile_s)
+        self.clock.now += compile_s  # tracing and compiling block the caller (JAX, CuPy): only the work is queued
         if not self.asynchronous:
-            time.sleep(d)
+            self.clock.now += d
             return float(d + compile_s)
-        now = time.perf_counter()
-        self._busy_until = max(now, self._busy_until) + d  # queued work runs in order, one call after another
+        self.clock.now += DISPATCH
+        self._busy_until = max(self.clock.now, self._busy_until) + d  # queued work runs in order, one call after another
         result = Pending(self, self._busy_until)
         self._open.append(result)
         return result
@@ -362,15 +368,20 @@ class _TimingProblem(Problem):
     again, no calls counted), however often the check cell is re-run — the visible cases are made once."""
 
     def call(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
-        case.args[0].reset()
-        return super().call(fn, case, limit)
+        """``fn`` on the case's workload, reset (no call made, a fresh virtual clock), with that clock behind every
+        wall clock ``fn`` may read."""
+        w = case.args[0]
+        w.reset()
+        with w.clock.installed(fn):
+            return super().call(fn, case, limit)
 
 
-# measured / true: sleep never undershoots, but on a busy machine a process may wake late by tens of ms; the slack
-# absorbs that, and the wrong methods (no wait, no warm-up, the mean over 20× spikes, the minimum over a lucky 0.2×
-# run) still land far outside
+# measured / true: on the virtual clock a right method measures the true time plus dispatch (10 µs a call); a warm-up
+# whose result is not waited for leaves its work in the first timed run (2× the true time, plus dispatch), which the
+# median absorbs and the band tolerates when a spike sits among few runs (SLACK_S: the dispatch). The wrong methods
+# (no wait, no warm-up, the mean over 20× spikes, the minimum over a lucky 0.2× run) land far outside
 BAND = (0.8, 2.0)
-SLACK_S = 0.025
+SLACK_S = 1e-3
 
 
 def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
@@ -380,7 +391,10 @@ def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
         return
     hint = "time `repeat` calls after one warm-up call, wait for each result, return the median"
     if isinstance(got, (int, float)) and not isinstance(got, bool):
-        if got < lo and w.lucky and got >= 0.5 * w.lucky_factor * expected:
+        if got < lo and w.calls and not w.clock.reads:  # judged where the call ran: its clock saw no read
+            hint = ("your function never read the wall clock, which is what sees the wait: time.perf_counter(), "
+                    "time.monotonic() or timeit's default timer — not time.process_time() (this process's CPU time)")
+        elif got < lo and w.lucky and got >= 0.5 * w.lucky_factor * expected:
             hint = ("one run was lucky (its data still in a cache), faster than the call really is: the median "
                     "(not the minimum) ignores it")
         elif got < lo and w.asynchronous:
@@ -402,7 +416,7 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
     together and waited for once is a correct method too)."""
     repeat = 4 if hidden else 3
     w = Workload(0.004, first_s=0.02, asynchronous=True)
-    with TIME_CALL.locked(fn):
+    with TIME_CALL.locked(fn), w.clock.installed(fn):
         fn(w, repeat=repeat)
     if w.calls < repeat + 1:
         raise CheckFailure(f"time_call(..., repeat={repeat}) called fn {w.calls} times: expected one warm-up call "
@@ -413,8 +427,9 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
                            "stopping the clock")
     if hidden:  # repeat's default is 5: called without it, fn must make the calls time_call(..., repeat=5) makes
         default, five = Workload(0.002, asynchronous=True), Workload(0.002, asynchronous=True)
-        with TIME_CALL.locked(fn):
+        with TIME_CALL.locked(fn), default.clock.installed(fn):
             fn(default)
+        with TIME_CALL.locked(fn), five.clock.installed(fn):
             fn(five, repeat=5)
         if default.calls != five.calls:
             raise CheckFailure(f"time_call(fn) called fn {default.calls} times, time_call(fn, repeat=5) {five.calls} "

@@ -43,11 +43,12 @@ def _snapshot(modules: list[Any]) -> dict[str, int]:
 
 
 # the modules an observation relies on (``observe``: the executor, the device tracker, XLA's compiled-program
-# readers, the toolchain, the stream timeline, the problem classes): their functions and classes are watched,
+# readers, the toolchain, the stream timeline, the virtual clock, the problem classes): their functions and classes are watched,
 # and so is every class they define (its methods, properties), so that a student cell that replaces
 # ``gpucourse.xla.compiled`` or ``DeviceProblem.observe`` on the class is reported as tampering
 OBSERVATION_MODULES = ("gpucourse.xla", "gpucourse.devmem", "gpucourse.toolchain", "gpucourse.simt",
-                       "gpucourse.streams", "grader.kernels", "grader.problem", "grader.checks")
+                       "gpucourse.streams", "grader.kernels", "grader.problem", "grader.checks",
+                       "grader.virtual_clock")
 _WATCHED_TYPES = (type, property, staticmethod, classmethod)
 
 
