@@ -131,7 +131,7 @@ cores = simd_simt.physical_cores() or logical  # SMT siblings share a core's FMA
 host_bw, t_copy = datapath.measure_host_copy(nbytes=64 * 2**20)  # bytes read + bytes written per second
 print(f"this CPU: {cores} physical cores ({logical} logical CPUs), widest vector extension {isa} ({vector_bits}-bit registers = "
       f"{simd_simt.lanes(vector_bits)} fp32 lanes per instruction)")
-print(f"host memory bandwidth from a 64 MiB memcpy: {datapath.fmt_rate(host_bw)} read + written "
+print(f"host memory bandwidth from a 64 MiB memcpy on one core: {datapath.fmt_rate(host_bw)} read + written "
       f"(best copy {gc.timing.format_seconds(t_copy.best)}; {t_copy})")
 assert 1 <= cores <= logical and vector_bits in (0, 128, 256, 512)
 
@@ -484,7 +484,7 @@ def hop_color(name):
 
 names = list(datapath.BANDWIDTHS)
 values = [datapath.BANDWIDTHS[k][0] for k in names]
-names.append("this machine: host memcpy\n(measured, read + written)")
+names.append("this machine: host memcpy\n(measured on one core, read + written)")
 values.append(host_bw)
 order = np.argsort(values)
 ax = gc.plotting.axes("bandwidth [GB/s]", "path [-]", "Every hop from disk to the GPU's cores (log scale)", figsize=(9, 5))
@@ -632,9 +632,10 @@ assert hbm / bw["PCIe 5.0 x16"] > 50
 # they show what one core sustains, usually less than the memory's peak that all cores together can draw. And one
 # core sustains different rates for different access patterns: the add reads two streams and writes a third, and
 # each of its stores that misses the cache first reads the line it lands in (*write-allocate*: a 4th byte per
-# byte of `c` that STREAM's count leaves out), while a large memcpy usually writes with non-temporal stores that
-# skip that read. So the two need not match (the ratio is printed; about 0.4 on the 2-core cloud VM this was
-# tested on); they agree in order of magnitude (asserted within a factor of 4):
+# byte of `c` that STREAM's count leaves out), while a large memcpy usually skips that read (glibc copies with
+# non-temporal stores above a cache-size threshold, below it with `rep movsb`, whose fast-string stores skip it too
+# on Intel CPUs). So the two need not match (the ratio is printed; between 0.3 and 0.7 on the 2-core cloud VM this
+# was tested on); they agree in order of magnitude (asserted within a factor of 4):
 
 # %%
 copies, adds = [host_bw], []
@@ -646,7 +647,8 @@ for _ in range(5):  # back to back, best of each: a busy machine slows some runs
 host_bw, host_add = max(copies), max(adds)
 print(f"this machine, one core: memcpy {datapath.fmt_rate(host_bw)}, STREAM add {datapath.fmt_rate(host_add)} "
       f"(bytes read + written per second, as STREAM counts them; add / memcpy = {host_add / host_bw:.2f})")
-print(f"HBM3 (H100) / this machine's memory bandwidth = {hbm / max(host_bw, host_add):.0f}× (the faster of the two)")
+print(f"HBM3 (H100) / one core's memory rate here = {hbm / max(host_bw, host_add):.0f}× (the faster of the two; an "
+      "upper bound on HBM / this machine's memory, which all cores together can draw harder)")
 assert 1 / 4 < host_add / host_bw < 4, "two ways of measuring the same memory agree in order of magnitude"
 assert hbm / max(host_bw, host_add) > 3
 
@@ -661,7 +663,8 @@ assert hbm / max(host_bw, host_add) > 3
 # The GPU is an H100 over PCIe 5.0; the CPU is a published desktop CPU, and this machine with its roofs measured.
 # A roof is a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32 GEMM — large enough for
 # every core's vector units to run flat out, warmed up, the best of several runs (other programs only ever slow a
-# run down) — and its memory roof is the faster of the two bandwidths measured in §3.6. The nominal peak
+# run down) — and its memory roof is the faster of the two bandwidths measured in §3.6 (one core's: all cores
+# together draw more, so this machine's true ridge point lies left of the one drawn). The nominal peak
 # (physical cores × FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel reports, computed as §1 does:
 # 2 pipes on most cores, 1 of 512 bits on Intel's client cores with AVX-512; a pipe's lanes are its width, 8 on
 # AMD's Zen 4 and mobile Zen 5, whose 256-bit pipes run AVX-512 in two halves) is printed beside

@@ -192,7 +192,8 @@ def break_even(workload: Callable[[int], Workload], cpu: Roofline, gpu: Roofline
 
 
 def measure_host_copy(nbytes: int = 64 * 2**20, repeat: int = 7) -> tuple[float, Timing]:
-    """This machine's host memory bandwidth from a memcpy (``np.copyto``) of ``nbytes`` (larger than the caches).
+    """This machine's host memory bandwidth from a memcpy (``np.copyto``, one core) of ``nbytes`` (larger than
+    most CPUs' caches).
 
     Returns (bytes/s, timing). A copy **reads** ``nbytes`` and **writes** ``nbytes``: the rate counts both
     (2 × ``nbytes`` per copy), as STREAM's Copy kernel does, so it compares with other memory bandwidths. Extra

@@ -148,17 +148,29 @@ class KernelProblem(ObservedProblem):
         seen["outputs"], seen["report"] = [host_args[i] for i in outputs], report
         return seen
 
-    def _observation(self, fn: Any, case: Case, limit: float | None = None) -> dict[str, Any]:
+    def _observation(self, fn: Any, case: Case, limit: float | None = None, to_judge: bool = True) -> dict[str, Any]:
         """The live observation, in the kernel where ``fn`` runs (what :meth:`observed` gives the check):
-        :meth:`_launch`'s (the executor's report itself), and where the kernel finished and a GPU is here, the
-        device's outputs (``"device"``, else None). The kernel's time limit is :attr:`time_limit`, the executor's."""
+        :meth:`_launch`'s (the executor's report itself), and — where a GPU is here, the kernel finished on the
+        executor without a race, barrier divergence or uninitialised use (such a kernel may hang a GPU; the judge
+        rejects it anyway), and the observation is to be judged — the device's outputs (``"device"``, else None;
+        ``"device_error"``: what the device launch raised). The kernel's time limit is :attr:`time_limit`, the
+        executor's."""
         seen = self._launch(fn, case)
-        seen["device"] = None
-        if seen["error"] is None:
+        seen["device"] = seen["device_error"] = None
+        if to_judge and seen["error"] is None and first_problem(seen["report"]) is None:
             grid, block, args, outputs, *rest = self.launch(case)
-            with self.locked(python_function(fn)):
-                seen["device"] = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
+            try:
+                with self.locked(python_function(fn)):
+                    seen["device"] = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
+            except CheckFailure:
+                raise
+            except Exception as exc:  # a numba-cuda compile error, a CUDA error: said after the executor's verdict
+                seen["device_error"] = f"{type(exc).__name__}: {exc}"
         return seen
+
+    def _after(self, fn: Any, hidden: bool) -> str:
+        """The extra check, outside the check's time budget: every launch has the executor's own time limit."""
+        return self.after(fn, hidden)
 
     def observe(self, fn: Any, case: Case, limit: float | None = None) -> dict[str, Any]:
         """What the grader needs to judge ``fn`` on ``case``, as plain data (runs where the student's code runs):
@@ -196,6 +208,8 @@ class KernelProblem(ObservedProblem):
                 raise CheckFailure(f"{exc}" + (f". Note: {truncated[0]}" if truncated else "")) from None
         if self.require:
             self.require(report, case, what)
+        if seen.get("device_error"):
+            raise CheckFailure(f"{what} on the GPU raised {seen['device_error']}")
         if seen.get("device") is not None:
             _judge_device(what, seen["device"], names, expected)
         g = report.per_thread("global")

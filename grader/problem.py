@@ -209,17 +209,18 @@ class Problem:
         """``case`` as the messages name it: ``name(<float32 array (3, 4)>, 'sort')``."""
         return case.call_text(self.name)
 
-    def observed(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
+    def observed(self, fn: Callable[..., Any], case: Case, limit: float | None = None, to_judge: bool = True) -> Any:
         """What the student's function gives on ``case`` (answers locked, time-limited; :meth:`_observation`). An
-        error it raises becomes a CheckFailure that names the case."""
+        error it raises becomes a CheckFailure that names the case. ``to_judge=False``: only whether it runs
+        matters (a grading sandbox's hidden cells; the grader judges the re-check's own observations)."""
         try:
-            return self._observation(fn, case, limit)
+            return self._observation(fn, case, limit, to_judge)
         except (NotImplementedError, CheckFailure):
             raise
         except Exception as exc:
             raise CheckFailure(f"{self.what(case)} raised {exc.__class__.__name__}: {exc}") from exc
 
-    def _observation(self, fn: Callable[..., Any], case: Case, limit: float | None) -> Any:
+    def _observation(self, fn: Callable[..., Any], case: Case, limit: float | None, to_judge: bool = True) -> Any:
         """Here: the function's return value."""
         return self.call(fn, case, limit)
 
@@ -263,7 +264,7 @@ class Problem:
                   "with your instructor)")
             return
         for case in cases:
-            self.ran(self.observed(fn, case))
+            self.ran(self.observed(fn, case, to_judge=False))
         extra = self._after(fn, True) if self.after else ""
         print(f"{self.name}: ran on {len(cases)} hidden case{'s' * (len(cases) != 1)}; they are judged by the "
               f"grader{extra}")
@@ -371,7 +372,7 @@ class ObservedProblem(Problem):
     def judge(self, seen: Any, expected: Any, case: Case) -> str | None:
         raise TypeError(f"{type(self).__name__} must define judge(seen, expected, case)")
 
-    def _observation(self, fn: Callable[..., Any], case: Case, limit: float | None) -> Any:
+    def _observation(self, fn: Callable[..., Any], case: Case, limit: float | None, to_judge: bool = True) -> Any:
         return self.observe(fn, case, limit)
 
     def judged(self, seen: Any, expected: Any, case: Case) -> str | None:

@@ -304,7 +304,12 @@ gpucourse.xla.compiled = _fake_compiled
      "l6._ToolchainProblem.observe = lambda *a: {}",
      ["grader.labs.lab06_xla_sass._MeasureProblem.observe", "grader.labs.lab06_xla_sass._ToolchainProblem.observe"]),
     ("import sys\nsys.modules['gpucourse.simt.run'].run = lambda *a, **k: None", ["gpucourse.simt.run.run"]),
-], ids=["xla.compiled", "JitProblem.observe", "KernelProblem.observe", "Measure+Toolchain.observe", "simt.run"])
+    ("from grader.labs import lab06_xla_sass as l6\nl6.problems['fused_bias_gelu'].observe = lambda fn, case: {}",
+     ["problems['fused_bias_gelu'].observe"]),
+    ("import grader.virtual_clock as vc\nvc.VirtualClock.installed = lambda self, *f: None",
+     ["grader.virtual_clock.VirtualClock.installed"]),
+], ids=["xla.compiled", "JitProblem.observe", "KernelProblem.observe", "Measure+Toolchain.observe", "simt.run",
+        "an instance's observe", "VirtualClock.installed"])
 def test_replacing_what_an_observation_relies_on_is_tampering(tmp_path, forgery, names):
     """Issue 14: a student cell that replaces a function or class an observation relies on (gpucourse.xla's
     compiled-program reader, a problem class's observe, the executor) is reported as tampering by the re-check's

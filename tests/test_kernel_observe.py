@@ -171,6 +171,50 @@ def test_without_the_answer_side_visible_checks_use_the_stored_values_and_hidden
     assert "ran on 2 hidden cases; they are judged by the grader" in capsys.readouterr().out
 
 
+def test_the_gpu_runs_only_kernels_the_executor_passed_and_only_when_judged(solutions, monkeypatch, capsys):
+    """On a GPU machine (device_run stood in for here): a kernel the executor found racy or barrier-divergent is
+    never launched on the device (it may hang it; the executor's message is the one to show), a sandbox's hidden
+    cell (observed, not judged) launches nothing on the device, and an error of the device launch is said as one."""
+    import grader.seeding as seeding
+
+    launched = []
+
+    def fake_device_run(fn, grid, block, args, outputs, sharedmem=0):
+        launched.append(fn)
+        host = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+        simt.run(fn, grid, block, *host, sharedmem=sharedmem)  # a faithful device: the executor's own outputs
+        return [host[i] for i in outputs]
+
+    monkeypatch.setattr(kernels, "device_run", fake_device_run)
+    with_findings = 0
+    for p in lab.ORDER:
+        for source in WRONG[_gid(p)]:
+            fn = kernels.load_kernel(source, p.name, NS, cuda)
+            seen = p.observe(fn, p.visible[0])
+            if seen["error"] is None and kernels.first_problem(seen["report"]):
+                assert seen["device"] is None, f"{p.name}: a kernel with findings ran on the GPU"
+                with_findings += 1
+    assert with_findings >= 3 and launched, (with_findings, len(launched))  # races, divergence; clean ones ran
+    p = lab.problems["warp_sum"]
+    launched.clear()
+    p.check(solutions["warp_sum"])
+    assert len(launched) == len(p.visible)  # a right kernel: on the executor, then on the device
+    launched.clear()
+    cases = [lab.Case((np.arange(n, dtype=np.float32),)) for n in (5, 100)]
+    monkeypatch.setattr(p, "has_answers", lambda: False)
+    monkeypatch.setattr(seeding, "installed_cases", lambda name: cases if name == "warp_sum" else None)
+    p.check(solutions["warp_sum"], hidden=True)
+    assert launched == [] and "ran on 2 hidden cases" in capsys.readouterr().out
+
+    def failing_device_run(*a, **k):
+        raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    monkeypatch.undo()  # has_answers and installed_cases back (device_run too: set below)
+    monkeypatch.setattr(kernels, "device_run", failing_device_run)
+    with pytest.raises(CheckFailure, match=r"on the GPU raised RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"):
+        p.check(solutions["warp_sum"])
+
+
 # -- lab 5: every kernel exercise observed here, judged there ---------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -196,6 +196,11 @@ def worker(job_path: str, out_path: str) -> int:
                     for name, p in getattr(lab_module, "problems", {}).items():
                         now.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
                     changed = sorted(k for k in baseline if now.get(k) != baseline[k])
+                    # a method set on a problem *instance* shadows its class's, which the snapshot above watches
+                    changed += sorted(f"problems[{name!r}].{k}" for name, p in getattr(lab_module, "problems",
+                                                                                       {}).items()
+                                      for k in vars(p) if f"problems[{name!r}].{k}" not in baseline
+                                      and hasattr(type(p), k))
                     if changed:
                         emit(step=i, tampered=changed[:20])
                         baseline = now
