@@ -352,7 +352,8 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
                         ("slow.clock.reads += 1", ".reads +="), ("return slow.seconds, fast.seconds", ".seconds"),
                         ("setattr(mem, 'peak', 0)", "setattr("), ("mem.__dict__.update(d)", "__dict__"),
                         ("vars(w)['timed'] = 3", "vars("),
-                        ("gpucourse.xla.compiled = fake", "gpucourse.xla.compiled =")]:
+                        ("gpucourse.xla.compiled = fake", "gpucourse.xla.compiled ="),
+                        ("return fn.work_s", ".work_s"), ("t = fn.clock.now", ".clock")]:
         flags = "\n".join(review_flags(grading.fill(released, {"ex1_axpy_cost": code})))
         assert f"write the instrumentation the checks read: ex1_axpy_cost ({shown})" in flags, code
     for honest in ("if clock.now == t0:", "best = min(best, t.peak)", "assert mem.peak <= mem.budget"):

@@ -19,11 +19,14 @@ PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctype
                              r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self")
 # answer cells that write what an observation reads: the instrumentation the student's own process holds (the
 # device tracker's counters, the virtual clock and its workloads), attributes set by name or through __dict__,
-# the course's modules rebound, or a workload's true seconds read. The tamper snapshot of the re-check catches
-# replaced functions and classes; plain counters are protected by this flag (grader/DESIGN.md, threat model)
+# the course's modules rebound, or a workload's true seconds (lab 1: work_s, first_s) or its clock read. The tamper
+# snapshot of the re-check catches replaced functions and classes; plain counters are protected by this flag
+# (grader/DESIGN.md, threat model)
 INSTRUMENT_WRITES = re.compile(r"\.(?:h2d_bytes|d2h_bytes|h2d_copies|peak|calls|timed|reads|leftover|reads_at_first|"
                                r"seconds|busy_until|now)\s*[-+*/]?=(?!=)|\bsetattr\s*\(|__setattr__|__dict__|"
-                               r"\bvars\s*\(|\bgpucourse(?:\.\w+)+\s*=(?!=)|\.seconds\b")
+                               r"\bvars\s*\(|\bgpucourse(?:\.\w+)+\s*=(?!=)|\.seconds\b|"
+                               # lab 1's workload: its true times, its clock (a counter written through it: shown as such)
+                               r"\.(?:work_s|first_s|_ready_at)\b|\.clock\b(?!\.(?:reads|now|busy_until)\s*[-+*/]?=(?!=))")
 
 
 def decode_notebook(data: bytes) -> tuple[str, list[str]]:
