@@ -109,7 +109,28 @@ def _breaker_cases(rng: np.random.Generator) -> list[Case]:
     for k in range(2):  # two different breakers: "first" is not "last"
         a, b = (distinct[int(i)] for i in rng.choice(len(distinct), size=2, replace=False))
         cases.append(Case((twice_broken_chain_hlo(a, b, int(rng.integers(3, 40)), int(rng.integers(3, 40)), k),)))
+    # bookkeeping before the breaker: a bitcast, with the breaker itself the ROOT line (sort and custom-call return
+    # one array), and a copy; a reader that skips neither, or misses the ROOT line, answers wrong
+    root = str(rng.choice(["sort", "custom-call"]))
+    cases.append(Case((bookkeeping_first_hlo(root, "bitcast", int(rng.integers(3, 40)), int(rng.integers(3, 40))),)))
+    other = str(rng.choice(distinct))
+    cases.append(Case((bookkeeping_first_hlo(other, "copy", int(rng.integers(3, 40)), int(rng.integers(3, 40))),)))
     return cases
+
+
+def bookkeeping_first_hlo(breaker: str, kind: str, m: int, n: int) -> str:
+    """Optimized HLO whose ENTRY holds bookkeeping before ``breaker``: ``"bitcast"`` — the breaker applied to a
+    reshaped parameter (XLA reshapes by a bitcast); ``"copy"`` — a parameter returned beside the broken chain (XLA
+    copies it into the output)."""
+    import jax
+
+    brk = fusion_breakers()[breaker]
+    x, y = on_cpu(_rand(np.random.default_rng(m * n), (m, n)), _rand(np.random.default_rng(m + n), (m, n)))
+    f = (lambda x, y: brk(x.reshape(n, m))) if kind == "bitcast" else (lambda x, y: (y, brk(x * y + 1.0)))
+    hlo = jax.jit(f).lower(x, y).compile().as_text()
+    ops = entry_ops(hlo)
+    assert kind in ops[:ops.index(breaking_op(hlo))], (kind, ops)  # the bookkeeping comes first, as built for
+    return hlo
 
 
 def _tagged(rng: np.random.Generator) -> list[Case]:

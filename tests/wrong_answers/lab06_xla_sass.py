@@ -24,14 +24,30 @@ WRONG = {
             unfused += 2 * full
     return unfused * size, fused * size
 ''',
-    # returns the first op that is not a fusion, forgetting parameters and the other bookkeeping
-    "ex3_breaking_op": '''def breaking_op(hlo):
+    "ex3_breaking_op": [
+        # returns the first op that is not a fusion, forgetting parameters and the other bookkeeping
+        '''def breaking_op(hlo):
     import re
     entry = hlo[hlo.index("ENTRY"):]
     for op in re.findall(r"=\\s*\\S+\\s+([\\w\\-]+)\\(", entry):
         if op != "fusion":
             return op
 ''',
+        # reads only lines that start with an instruction's %name: the ROOT line is never read (a breaker that is
+        # the program's result, on a bitcast parameter, goes unseen)
+        '''def breaking_op(hlo):
+    import re
+    skip = {"parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast"}
+    lines = hlo.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY"))
+    for line in lines[start + 1:]:
+        if line.startswith("}"):
+            break
+        m = re.match(r"\\s*%\\S+\\s*=\\s*(?:\\(.*?\\)|\\S+)\\s+([\\w\\-]+)\\(", line)
+        if m and m.group(1) not in skip:
+            return m.group(1)
+''',
+    ],
     # same values, but an einsum against the diagonal matrix is still a dot
     "ex4_fixed_scale_tanh": '''def fixed_scale_tanh(x, d, b):
     return jnp.tanh(jnp.einsum("ij,jk->ik", x, jnp.diag(d)) + b)
