@@ -32,7 +32,7 @@
 #   the two differ;
 # - how activation checkpointing (활성화 체크포인트) trades recompute for memory — measured per policy;
 # - why a GPU runs out of memory (OOM) at a certain batch size, in fp32 and in mixed precision (16 bytes per
-#   parameter either way), with an estimate XLA confirms;
+#   parameter either way), with a memory model XLA confirms (lab 2 has you write it);
 # - a transformer layer: training FLOPs = 6·N per token plus an attention term, and the activation formula of
 #   Korthikanti et al., both checked against XLA.
 #
@@ -596,9 +596,15 @@ if cpu_rows:
 # | working gradients in flight | $\approx 4 B \cdot 2 d$ | linear |
 #
 # The fixed part is set by the model; the rest grows with $B$ until it meets the device's memory. That meeting
-# point is the batch size at which training runs out of memory. `gc.training_memory.estimate` adds it up; XLA's
-# buffer assignment for a real Adam step — parameters and optimizer state **donated** (`donate_argnums`), so
-# that the updated values are written over the old ones, as in any training loop — checks it:
+# point is the batch size at which training runs out of memory. The saved activations are what JAX really keeps:
+# for this network (a `scan` of tanh layers with biases, a mean-squared-error loss) `print_saved_residuals` lists 3
+# arrays of width $d$ per layer (§2.5) plus one for the loss's gradient $2(y - \text{target})$, and the working
+# gradients are about two arrays of the width. Writing this model — and inverting it for the largest batch — is
+# exercise 3 of lab 2, so the course does not ship it as code: its numbers, term by term, come from
+# `gpucourse/data/training_memory.json` (`tm.course_memory_data()`), computed by the lab's instructor-side reference
+# of that exercise. The cell below checks that the stored saved-activation count is what JAX saves here, then checks
+# the model against XLA's buffer assignment for a real Adam step — parameters and optimizer state **donated**
+# (`donate_argnums`), so that the updated values are written over the old ones, as in any training loop:
 
 # %%
 def stack_with_bias(params, X, Y):
@@ -623,11 +629,20 @@ params = (put(rng.standard_normal((L, d, d)) / np.sqrt(d)), put(np.zeros((L, d))
 shapes = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, p.dtype), params)  # compile without arrays
 n_params = sum(p.size for p in jax.tree.leaves(params))
 per_example_saved = tm.saved_bytes(stack_with_bias, params, put(np.ones((1, d))), put(np.ones((1, d)))) // 4
+memory_model = tm.course_memory_data()  # §2.7's model of each network, term by term (stored: see above)
+fp32_net = memory_model["tanh 6x512, fp32"]
+assert (fp32_net["layers"], fp32_net["width"], fp32_net["n_params"]) == (L, d, n_params)
+assert fp32_net["saved_elems_per_example"] == per_example_saved == (3 * L + 1) * d, "3 per layer + the loss's"
+FIXED_TERMS, GROWING_TERMS = ("params", "grads", "master", "optimizer"), ("batch", "activations", "workspace")
 
 
-def estimate(b):
-    return tm.estimate(n_params, per_example_saved, b, optimizer="adam", io_elems_per_example=2 * d,
-                       workspace_elems_per_example=2 * d)
+def estimate(net, b):
+    """The stored model of ``net`` at batch size b, term by term [bytes]: the fixed terms, and the growing ones × b."""
+    return {**{k: net[k] for k in FIXED_TERMS}, **{k: b * net[k + " per example"] for k in GROWING_TERMS}}
+
+
+def total(net, b):
+    return sum(estimate(net, b).values())
 
 
 def xla_peak(step, b, x_dtype=jnp.float32):
@@ -636,20 +651,28 @@ def xla_peak(step, b, x_dtype=jnp.float32):
 
 
 batches = [256, 8192]
-est = [estimate(b).total for b in batches]
+est = [total(fp32_net, b) for b in batches]
 xla = [tm.xla_peak_bytes(xla_peak(adam_step, b)) for b in batches]
 for b, e, x_ in zip(batches, est, xla):
     print(f"B = {b:5}: estimate {e / 2**20:7.1f} MiB, XLA buffer assignment {x_ / 2**20:7.1f} MiB ({e / x_ - 1:+.1%})")
     assert abs(e / x_ - 1) < 0.12, "the estimate is within 12 % of XLA's numbers"
-print("breakdown at B = 8192 [MiB]:", {k: round(v / 2**20, 1) for k, v in estimate(8192).as_dict().items()})
+print("breakdown at B = 8192 [MiB]:", {k: round(v / 2**20, 1) for k, v in estimate(fp32_net, 8192).items() if v})
 
 # %% [markdown]
 # So the batch that fits a budget follows from two numbers XLA confirms: the fixed bytes and the bytes per
 # example. Say this model had 256 MiB to train in:
 
 # %%
+def batch_room(net, budget):
+    """How many examples of ``net`` the stored model fits in ``budget`` after its fixed bytes: (fixed, per example,
+    batch)."""
+    fixed, step = total(net, 0), total(net, 1) - total(net, 0)
+    return fixed, step, int(np.floor((budget - fixed) / step)) if budget >= fixed else 0
+
+
 budget = 256 * 2**20
-b_est = tm.largest_batch(budget, estimate)
+_, _, b_est = batch_room(fp32_net, budget)
+assert total(fp32_net, b_est) <= budget < total(fp32_net, b_est + 1)
 slope, intercept = np.polyfit(batches, xla, 1)  # XLA's memory is linear in the batch too
 b_xla = int((budget - intercept) // slope)
 print(f"largest batch in {budget / 2**20:.0f} MiB: estimate {b_est}, XLA (linear in B) {b_xla}")
@@ -657,8 +680,9 @@ assert abs(b_est / b_xla - 1) < 0.15
 
 bs = np.linspace(1, 1.3 * b_xla, 50)
 ax = gc.plotting.axes("batch size B [examples]", "memory [MiB]", f"Adam step, {L}×{d}² tanh stack, float32")
-parts = np.array([[estimate(int(b)).fixed, estimate(int(b)).batch + estimate(int(b)).workspace,
-                   estimate(int(b)).activations] for b in bs]) / 2**20
+parts = np.array([[sum(estimate(fp32_net, int(b))[k] for k in FIXED_TERMS),
+                   estimate(fp32_net, int(b))["batch"] + estimate(fp32_net, int(b))["workspace"],
+                   estimate(fp32_net, int(b))["activations"]] for b in bs]) / 2**20
 ax.stackplot(bs, parts.T, labels=["params + grads + Adam state", "batch + working gradients", "saved activations"],
              colors=gc.plotting.PALETTE[:3], alpha=0.8)
 ax.plot(batches, np.array(xla) / 2**20, "kx", markersize=9, label="XLA buffer assignment")
@@ -675,18 +699,15 @@ plt.show()
 # the batch: activations, the batch itself and the working gradients, now 2 bytes per value.
 
 # %%
-def estimate_mixed(b):
-    return tm.estimate(n_params, per_example_saved, b, optimizer="adam", io_elems_per_example=2 * d,
-                       workspace_elems_per_example=2 * d, mixed=True)
-
-
-for name, e in (("fp32", estimate(8192)), ("mixed bf16", estimate_mixed(8192))):
-    print(f"{name:10}: fixed {e.fixed / n_params:.0f} bytes/param = {e.fixed / 2**20:5.1f} MiB; "
-          f"per example {e.per_example // 8192:,} bytes; {({k: round(v / 2**20, 1) for k, v in e.as_dict().items()})}")
-b_mixed = tm.largest_batch(budget, estimate_mixed)
+mixed_net = memory_model["tanh 6x512, mixed bf16"]
+for name, net in (("fp32", fp32_net), ("mixed bf16", mixed_net)):
+    fixed, per, _ = batch_room(net, budget)
+    print(f"{name:10}: fixed {fixed / n_params:.0f} bytes/param = {fixed / 2**20:5.1f} MiB; per example {per:,} "
+          f"bytes; at B = 8192 {({k: round(v / 2**20, 1) for k, v in estimate(net, 8192).items() if v})}")
+_, _, b_mixed = batch_room(mixed_net, budget)
 print(f"largest batch in {budget / 2**20:.0f} MiB: fp32 {b_est}, mixed precision {b_mixed} ({b_mixed / b_est:.2f}×)")
-assert estimate_mixed(1).fixed == estimate(1).fixed == 16 * n_params
-assert 2 * estimate_mixed(8192).per_example == estimate(8192).per_example
+assert total(mixed_net, 0) == total(fp32_net, 0) == 16 * n_params
+assert 2 * (total(mixed_net, 8192) - total(mixed_net, 0)) == total(fp32_net, 8192) - total(fp32_net, 0)
 assert abs(b_mixed - 2 * b_est) <= 1, "2×: the same fixed bytes leave the same room, at half the bytes per example"
 
 # %% [markdown]
@@ -708,10 +729,10 @@ def mixed_adam_step(master, m, v, X, Y, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
     return master, m, v, loss_value
 
 
-assert estimate(8192).per_example > 0.9 * estimate(8192).total
+assert total(fp32_net, 8192) - total(fp32_net, 0) > 0.9 * total(fp32_net, 8192)
 mixed_c = xla_peak(mixed_adam_step, 8192, bf16)
 ratio_xla = tm.xla_peak_bytes(mixed_c) / xla[-1]
-ratio_est = estimate_mixed(8192).total / estimate(8192).total
+ratio_est = total(mixed_net, 8192) / total(fp32_net, 8192)
 dots = re.findall(r"= (\w+)\[[\d,]*\]\{[\d,]*\} dot\(", mixed_c.as_text())
 print(f"B = 8192, mixed / fp32: estimate {ratio_est:.2f}, XLA's buffer assignment on {be.name} {ratio_xla:.2f} "
       f"({tm.xla_peak_bytes(mixed_c) / 2**20:.1f} vs {xla[-1] / 2**20:.1f} MiB)")
@@ -748,16 +769,16 @@ if gc.require_gpu("bracket the predicted OOM batch: a step at 0.85× fits, at 1.
     small = (jnp.zeros((L_gpu, d_gpu, d_gpu), jnp.float32, device=dev), jnp.zeros((L_gpu, d_gpu), jnp.float32, device=dev))
     saved1 = tm.saved_bytes(stack_with_bias, small, one, one) // 4
     del small
-    est_gpu = lambda b: tm.estimate(n_gpu, saved1, b, io_elems_per_example=2 * d_gpu,  # noqa: E731
-                                    workspace_elems_per_example=2 * d_gpu)
-    b_fit = tm.largest_batch(capacity, est_gpu)
+    gpu_net = memory_model["tanh 8x4096, fp32"]  # §2.7's model of this network (stored)
+    assert (gpu_net["n_params"], gpu_net["saved_elems_per_example"]) == (n_gpu, saved1), "what JAX saves here"
+    _, _, b_fit = batch_room(gpu_net, capacity)
     step = jax.jit(adam_step, donate_argnums=(0, 1, 2))  # the estimate's assumption: state updated in place
     bracket = {"fits": int(0.85 * b_fit), "OOM": int(1.15 * b_fit)}
     print(f"device memory for JAX: {capacity / 2**30:.1f} GiB; predicted largest batch: {b_fit:,}")
     for label, b in bracket.items():
         XY = jax.ShapeDtypeStruct((b, d_gpu), jnp.float32)
         peak = tm.xla_peak_bytes(step.lower(gshapes, gshapes, gshapes, XY, XY).compile())
-        print(f"B = {b:,} ({label}): estimate {est_gpu(b).total / 2**30:.1f} GiB, XLA {peak / 2**30:.1f} GiB")
+        print(f"B = {b:,} ({label}): estimate {total(gpu_net, b) / 2**30:.1f} GiB, XLA {peak / 2**30:.1f} GiB")
         assert (peak < capacity) == (label == "fits"), "XLA's buffer assignment brackets the capacity too"
     outcome = {}
     for label, b in bracket.items():
@@ -776,14 +797,12 @@ if gc.require_gpu("bracket the predicted OOM batch: a step at 0.85× fits, at 1.
     assert "RESOURCE_EXHAUSTED" in outcome["OOM"] or "memory" in outcome["OOM"].lower(), "and the one above must OOM"
 else:
     h200 = gc.hardware.H200_SXM
-    for name, (Lh, dh) in {"8 × 4096² layers": (8, 4096), "32 × 8192² layers": (32, 8192)}.items():
-        n_h = Lh * (dh * dh + dh)
-        est_h = lambda b: tm.estimate(n_h, 3 * Lh * dh, b, io_elems_per_example=2 * dh,  # noqa: E731
-                                      workspace_elems_per_example=2 * dh)
-        b_h = tm.largest_batch(h200.memory_bytes, est_h)
-        print(f"{name} ({n_h / 1e6:,.0f} M params) on an {h200.name}: fixed {est_h(0).total / 1e9:.1f} GB, "
-              f"{est_h(1).total - est_h(0).total:,} bytes per example -> OOM above B ≈ {b_h:,}")
-        assert est_h(b_h).total <= h200.memory_bytes < est_h(b_h + 1).total
+    for name, key in {"8 × 4096² layers": "tanh 8x4096, fp32", "32 × 8192² layers": "tanh 32x8192, fp32"}.items():
+        net = memory_model[key]  # §2.7's model of this network (stored), fp32 Adam, 3 saved arrays per layer
+        fixed_h, per_h, b_h = batch_room(net, h200.memory_bytes)
+        print(f"{name} ({net['n_params'] / 1e6:,.0f} M params) on an {h200.name}: fixed {fixed_h / 1e9:.1f} GB, "
+              f"{per_h:,} bytes per example -> OOM above B ≈ {b_h:,}")
+        assert total(net, b_h) <= h200.memory_bytes < total(net, b_h + 1)
 
 # %% [markdown]
 # ## 2.8 A transformer layer: FLOPs and activations

@@ -306,23 +306,29 @@ else:  # a GPU may split a path further (independent thread scheduling), but nev
 # `0x11111111` has every fourth bit set: the 8 lanes with `t % 4 == 0` ran path A together while the other 24 were
 # masked off; `0xeeeeeeee` is the complement, path B. (On a GPU since Volta, threads of a warp may also be
 # scheduled independently, so the hardware is allowed to split a path further; `activemask` reports what it did.)
-# `simd_simt.warp_masks` models the cost of this: one warp issuing `if t % 4 == 0: A else: B` with path A
-# 6 instructions long and path B 4: each row is one issued instruction, each column a lane, dark = active.
+# The cost of this, as a model: one warp issuing `if t % 4 == 0: A else: B` with path A 6 instructions long and
+# path B 4. A path is issued if at least one lane takes it; while it runs, only the lanes that took it are active.
+# Below, each row is one issued instruction, each column a lane, dark = active. Writing that model is lab 3's
+# exercise 4, so the course does not install it: these masks were computed by the course's reference model
+# (`grader/answers/lab03_datapath.py`, `warp_masks`) and ship as data, `gpucourse/data/warp_masks.json`
+# (`simd_simt.stored_warp_masks()` reads it; a test recomputes it). The cell checks them against what the rule
+# above says: every active lane-slot is useful work, and a path is issued only if some lane takes it.
 
 # %%
 # NBVAL_CHECK_OUTPUT
+cost_if, cost_else, stored = simd_simt.stored_warp_masks()
 lanes_ = np.arange(32)
-patterns = {
-    "t % 4 == 0 (divergent)": lanes_ % 4 == 0,
-    "t < 32 (uniform)": lanes_ < 32,
-    "t < 12 (divergent)": lanes_ < 12,
-}
+assert {title: cond.tolist() for title, (cond, _) in stored.items()} == {
+    "t % 4 == 0 (divergent)": (lanes_ % 4 == 0).tolist(), "t < 32 (uniform)": (lanes_ < 32).tolist(),
+    "t < 12 (divergent)": (lanes_ < 12).tolist()}
 masks = {}
-for title, cond in patterns.items():
-    masks[title] = m = simd_simt.warp_masks(cond, cost_if=6, cost_else=4)
-    useful = 6 * cond.sum() + 4 * (~cond).sum()
+for title, (cond, m) in stored.items():
+    masks[title] = m
+    useful = cost_if * cond.sum() + cost_else * (~cond).sum()
     assert m.sum() == useful  # every active lane-slot is useful work
     print(f"{title:24} issued {m.shape[0]:2} instructions, lane utilization {m.mean():.1%}")
+# the uniform warp issues path A only; a divergent one issues both, one after the other
+assert [m.shape[0] for m in masks.values()] == [cost_if + cost_else, cost_if, cost_if + cost_else]
 # Expected output:
 # t % 4 == 0 (divergent)   issued 10 instructions, lane utilization 45.0%
 # t < 32 (uniform)         issued  6 instructions, lane utilization 100.0%
@@ -343,7 +349,8 @@ plt.show()
 # %% [markdown]
 # A divergent warp pays for both paths: 10 issue slots instead of 6 or 4, and most lane-slots idle. A branch
 # costs nothing when all 32 threads of a warp agree (`t < 32`), whatever other warps do — so arranging data so
-# that warps agree is a real optimization (section 5 measures it). Lab exercise 4 counts this for whole grids.
+# that warps agree is a real optimization (section 5 measures it). Lab exercise 4 writes the model and counts this
+# for whole grids.
 #
 # The CPU's vector units face the same problem and solve it the same way: a vectorized loop with an `if` computes
 # both sides for all lanes and **blends** them under a mask (AVX-512 even has mask registers `k0–k7`). That is
@@ -807,7 +814,8 @@ assert np.isclose(rms, np.sqrt(np.mean(data.astype(np.float64) ** 2)), rtol=1e-6
 # %% [markdown]
 # `del` matters: like CuPy, the tracker frees memory when the last reference goes, and `dchunk = …` rebinds the
 # name only *after* the new chunk is allocated — without the `del`, two chunks would be alive at once. A real
-# pipeline also overlaps the copy of chunk *i + 1* with the work on chunk *i* (streams, section 4).
+# pipeline also overlaps the copy of chunk *i + 1* with the work on chunk *i* (streams, section 4): then two chunks
+# *are* alive at once by design, so each must be smaller — the budget, not one chunk size, is the rule.
 #
 # **Qualifications.** CUDA *Unified Memory* (`cudaMallocManaged`) lets a GPU oversubscribe its memory on Linux
 # since Pascal: pages migrate between device and *host memory* on demand (CUDA Programming Guide, "Unified Memory
@@ -919,5 +927,6 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even, OOM,
 # zero-copy) on the device itself.
 #
-# **Next:** the lab, `labs/lab03_datapath/lab03_datapath.ipynb` — offload decisions, break-even sizes, streaming
-# within a memory budget, warp utilization, vectorizing a branch, and fitting a transfer path.
+# **Next:** the lab, `labs/lab03_datapath/lab03_datapath.ipynb` — placing a pipeline's steps on CPU or GPU, the
+# slowest link at which offloading pays, streaming within a memory budget, warp utilization, vectorizing a branch,
+# and fitting a transfer path.

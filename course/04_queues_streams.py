@@ -594,42 +594,50 @@ assert streams.races(hazard) == [("use a", "copy b", "block 0")] and streams.rac
 # 2. the work must be cut into **chunks** in different streams: copy-in of chunk *i+1*, the kernel of chunk *i*
 #    and the copy-out of chunk *i−1* then run at the same time.
 #
-# The model, for 256 MB at 25 GB/s each way (a PCIe 4.0 x16 link in practice) and a kernel processing 50 GB/s:
+# Two classic ways to spread the chunks: a stream per *chunk* (chunk *i* on stream *i* mod *k*, each stream
+# doing copy-in, kernel, copy-out in order — lab 4's exercise 5 builds this one), or a stream per *engine* — one
+# for copies in, one for kernels, one for copies out — with events handing each chunk from one to the next. The
+# model of the second, for 256 MB at 25 GB/s each way (a PCIe 4.0 x16 link in practice) and a kernel processing
+# 50 GB/s:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-def pipeline(nbytes, n_chunks, n_streams, h2d=25e9, compute=50e9, d2h=25e9):
+def engine_streams(nbytes, n_chunks, gbps_in=25, gbps_kernel=50, gbps_out=25):
+    """Copy in, compute, copy out in n_chunks chunks: a stream per engine, events carry each chunk along."""
+    chunk = nbytes // n_chunks
+    us = lambda gbps: chunk / (gbps * 1e3)  # noqa: E731  (bytes / (GB/s) in µs)
     ops = []
-    for i in range(n_chunks):
-        size, s = nbytes // n_chunks, f"s{i % n_streams}"
-        ops += [streams.Op(f"h2d{i}", s, size / h2d * 1e6, "h2d", nbytes=size),
-                streams.Op(f"k{i}", s, size / compute * 1e6, "compute", sms=132),
-                streams.Op(f"d2h{i}", s, size / d2h * 1e6, "d2h", nbytes=size)]
+    for c in range(n_chunks):
+        ops.append(streams.Op(f"h2d{c}", "copy in", us(gbps_in), "h2d", nbytes=chunk))
+        ops.append(streams.Op(f"k{c}", "kernels", us(gbps_kernel), sms=132, waits=(f"h2d{c}",)))
+        ops.append(streams.Op(f"d2h{c}", "copy out", us(gbps_out), "d2h", nbytes=chunk, waits=(f"k{c}",)))
     return ops
 
 
-one = streams.simulate(pipeline(256 * 10**6, 1, 1))
-chunked = streams.simulate(pipeline(256 * 10**6, 8, 3))
-print(f"one chunk, one stream:   {one.makespan / 1e3:6.2f} ms")
-print(f"8 chunks over 3 streams: {chunked.makespan / 1e3:6.2f} ms  ({one.makespan / chunked.makespan:.2f}× faster)")
+one = streams.simulate(streams.on_one_stream(engine_streams(256 * 10**6, 1)))
+chunked = streams.simulate(engine_streams(256 * 10**6, 8))
+print(f"one chunk, one stream:          {one.makespan / 1e3:6.2f} ms")
+print(f"8 chunks, a stream per engine:  {chunked.makespan / 1e3:6.2f} ms  ({one.makespan / chunked.makespan:.2f}× faster)")
 print(f"busy: h2d engine {chunked.busy('h2d') / chunked.makespan:.0%}, d2h engine {chunked.busy('d2h') / chunked.makespan:.0%}, "
       f"SMs {chunked.busy('compute') / chunked.makespan:.0%} of the time")
 assert chunked.makespan < 0.6 * one.makespan
 assert chunked.makespan >= 256 * 10**6 / 25e9 * 1e6, "never faster than copying everything in at 25 GB/s"
 # Expected output:
-# one chunk, one stream:    25.60 ms
-# 8 chunks over 3 streams:  12.16 ms  (2.11× faster)
+# one chunk, one stream:           25.60 ms
+# 8 chunks, a stream per engine:   12.16 ms  (2.11× faster)
 # busy: h2d engine 84%, d2h engine 84%, SMs 42% of the time
 
 # %%
 fig, axs = plt.subplots(2, 1, figsize=(9, 5), layout="constrained")
 streams.plot_timeline(one, ax=axs[0], title="copy in, compute, copy out: one stream (model)", xmax=one.makespan * 1.02)
-streams.plot_timeline(chunked, ax=axs[1], title="8 chunks over 3 streams (model)", xmax=one.makespan * 1.02)
+streams.plot_timeline(chunked, ax=axs[1], title="8 chunks, a stream per engine (model)", xmax=one.makespan * 1.02)
 plt.show()
 
 # %% [markdown]
 # The limit is the slowest engine: with both directions at 25 GB/s, 256 MB can never take less than 10.24 ms of
-# copying in. Chunking approaches that bound; more chunks shrink the ramp at both ends but add launches.
+# copying in. Chunking approaches that bound; more chunks shrink the ramp at both ends but add launches. A stream
+# per engine lets the copies in run ahead of the kernels, so every chunk may sit in device memory at once; a stream
+# per chunk, round-robin over *k* streams, keeps at most *k* there (a stream's next copy-in waits for its copy-out).
 #
 # On a GPU: pinned vs pageable copy bandwidth, and the chunked pipeline measured beside the model.
 
@@ -645,7 +653,7 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
     t_pinned = gc.measure(lambda: dev.set(pinned), repeat=5)
     print(f"H2D from pageable memory: {nbytes / t_pageable.median / 1e9:5.1f} GB/s")
     print(f"H2D from pinned memory:   {nbytes / t_pinned.median / 1e9:5.1f} GB/s")
-    ops = pipeline(nbytes, 8, 3)
+    ops = engine_streams(nbytes, 8)
     measured, predicted = streams.measure_on_gpu(ops), streams.simulate(ops)
     serial = streams.measure_on_gpu(streams.on_one_stream(ops))
     fig, axs = plt.subplots(2, 1, figsize=(9, 5.5), layout="constrained")
@@ -683,6 +691,6 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 # | C11 | the GPU runs queued commands asynchronously; the CPU must synchronize before using results (seed 000) | §4.2: a jitted call returned with `is_ready() == False` and the unsynchronized timing was orders of magnitude too small (both printed); §4.3: event, stream and device synchronization wait for different amounts of work (model; real CuPy streams on a GPU), and many calls synchronize implicitly (`.item()`, `print`, synchronous `cudaMemcpy`, `cudaMalloc`, the legacy default stream) — a synchronous copy in the middle of a program idles the GPU (model) | **confirmed** (and true of JAX on a CPU too); reading a result through JAX or `.get()` synchronizes implicitly, an explicit synchronize is needed for timing and for raw pointers |
 # | C29 | kernels that must run in order share a stream; independent kernels in different streams run concurrently (seed 002) | §4.5: in order within each stream (asserted); the seed's example finishes in 75 µs on three streams vs 205 µs on one — but also 205 µs when every kernel fills the GPU's SMs; one kernel on the legacy default stream serializes blocking streams (makespan printed), a ninth stream shares a hardware queue and inherits a false dependency; events add cross-stream order; §4.6: correctness needs happens-before, not a lucky timeline (the caching allocator's cross-stream race) | **qualified**: streams *allow* concurrency, they never guarantee it: kernels overlap only when SMs (and copy engines) are free, when no command on the legacy default stream or implicit synchronization sits between them, and when their streams do not share a hardware queue (8 by default, `CUDA_DEVICE_MAX_CONNECTIONS`; at most 128 resident kernels); "as far as resources allow" is the rule, not a footnote |
 #
-# **Next:** the lab, `labs/lab04_streams/lab04_streams.ipynb` — predict a schedule, give a graph of copies and
-# kernels its streams and events, fix a broken timing, find where launches dominate, build a chunked copy/compute
-# pipeline.
+# **Next:** the lab, `labs/lab04_streams/lab04_streams.ipynb` — find how long one kernel of a schedule may run,
+# give a graph of copies and kernels its streams and events, fix a broken timing, find where launches dominate,
+# build a chunked copy/compute pipeline with the fewest chunks that meet a deadline.

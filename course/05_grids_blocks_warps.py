@@ -668,5 +668,6 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # | C31 | blocks of a kernel are independent and spread over the SMs (002) | CUDA guarantees no order between blocks; §5.3 runs blocks backwards with identical results; on a GPU the `%smid` readout of §5.1 lists the SMs that ran them | **confirmed** |
 # | C32 | each SM has its own registers, shared memory, read-only memory and L1; L2 and global memory are shared (002) | Hopper whitepaper: per SM 256 KB registers, 256 KB combined L1/shared (up to 228 KB shared), plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3) | **confirmed** (on Hopper, thread-block clusters can also read other SMs' shared memory: distributed shared memory) |
 #
-# **Next:** the lab, `labs/lab05_kernels/lab05_kernels.ipynb` — guard, index, reduce, tile, compute occupancy,
-# and fix a divergent kernel, all graded by the instrumented executor.
+# **Next:** the lab, `labs/lab05_kernels/lab05_kernels.ipynb` — guard, index, reduce, tile, budget registers for an
+# occupancy target with this section's model, and fix a divergent kernel, the kernels graded by the instrumented
+# executor.

@@ -476,8 +476,9 @@ else:
     print("skipped: " + toolchain.describe())
 
 # %% [markdown]
-# Now the tensor cores. Hopper has two matrix instructions, and the course compiles a kernel for each — its own
-# kernels, written to show the instruction, not what `jnp.dot` becomes (that comes after). First one warp
+# Now the tensor cores. Hopper feeds them through two levels of instruction, and the course compiles an fp16 kernel
+# for each — its own kernels, written to show the instruction, not what `jnp.dot` becomes (that comes after). The
+# SASS opcode also names the data type (lab 6 reads the int8, fp8 and fp64 ones too). First one warp
 # multiplying 16×16 half-precision tiles with the wmma API (`mma.h`), accumulating in fp32 — the PTX
 # `mma.sync` path, Ampere's:
 

@@ -11,7 +11,7 @@ Modules, by what they hold:
 - ``roofline`` the roofline model and measurements of a machine's roofs
 - ``datapath`` disk → RAM → PCIe → VRAM: published bandwidths, transfer/offload models, pinned copies
 - ``devmem``   a device-memory budget that tracks allocations, peaks and copies, and raises OOM
-- ``simd_simt`` CPU vector width and compiled vector instructions; the warp active-mask model
+- ``simd_simt`` CPU vector width and compiled vector instructions; one warp's active masks (stored data)
 - ``simt``     the instrumented SIMT executor with numba-cuda's API (the CPU backend's kernel runner): traffic,
                SIMT efficiency, races, barrier divergence, uninitialised reads
 - ``occupancy`` blocks/warps per SM as NVIDIA's cuda_occupancy.h computes them; Little's law

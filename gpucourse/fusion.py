@@ -325,11 +325,6 @@ def explain(unfused: Callable[..., Any], fused: Callable[..., Any], args: tuple,
     return dataclasses.replace(median, rounds=offs)
 
 
-def dominant(terms: dict[str, float]) -> str:
-    """The name of the largest term."""
-    return max(terms, key=terms.get)
-
-
-__all__ = ["PAGE", "FusionModel", "Side", "best_run", "dispatch_cost", "dominant", "explain", "fault_cost",
+__all__ = ["PAGE", "FusionModel", "Side", "best_run", "dispatch_cost", "explain", "fault_cost",
            "fault_bound", "glibc_madvises_malloc", "huge_page_kib", "numpy_asks_for_huge_pages", "page_faults",
            "thp_disabled_for_this_process", "thp_fallbacks", "thp_mode"]

@@ -8,19 +8,24 @@ CPU side — what this machine's vector units can do, read from the machine itse
   instructions in compiled x86 assembly (e.g. numba's ``inspect_asm()``), with the register each one used:
   ``zmm`` = 512-bit (16 fp32 lanes), ``ymm`` = 256-bit (8), ``xmm`` = 128-bit (4, or 1 for a scalar op).
 
-GPU side — a model of one warp, no backend needed:
+GPU side — one warp's active masks, as data:
 
-- ``warp_masks(cond, cost_if, cost_else)``: the active mask of each instruction a warp issues for
-  ``if cond: <cost_if instructions> else: <cost_else instructions>`` — one row per issued instruction,
-  one column per lane. A warp issues one instruction for all its lanes; lanes whose branch is not the one being
-  executed are masked off (they idle). ``mask.mean()`` is the warp's lane utilization.
+- ``stored_warp_masks()``: the active mask of each instruction one warp issues for
+  ``if cond: <6 instructions> else: <4 instructions>``, for the three branch patterns of the course's section 3.3 —
+  one row per issued instruction, one column per lane. A warp issues one instruction for all its lanes; lanes whose
+  branch is not the one being executed are masked off (they idle). ``mask.mean()`` is the warp's lane utilization.
+  The model that computes them is lab 3's exercise 4, so it is not installed: the masks were computed by the
+  course's reference (``grader/answers/lab03_datapath.py``, instructor only) and ship as
+  ``gpucourse/data/warp_masks.json``.
 """
 
 from __future__ import annotations
 
+import json
 import platform
 import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -127,24 +132,14 @@ def widest_packed(asm: str) -> int:
     return max(widths, default=0)
 
 
-def warp_masks(cond: np.ndarray, cost_if: int, cost_else: int) -> np.ndarray:
-    """Active masks of one warp running ``if cond[lane]: A (cost_if instr.) else: B (cost_else instr.)``.
+WARP_MASKS_PATH = Path(__file__).resolve().parent / "data" / "warp_masks.json"
 
-    Returns a bool array (issued instructions, lanes). Path A is issued only if some lane takes it, path B only
-    if some lane takes it; when both are taken they run one after the other (divergence), each with only its
-    own lanes active. ``cond`` shorter than a warp = a partial last warp: the missing lanes are never active.
-    """
-    cond = np.asarray(cond, dtype=bool)
-    if cond.ndim != 1 or len(cond) > WARP_SIZE:
-        raise ValueError(f"cond must be 1-D with at most {WARP_SIZE} lanes")
-    lanes_present = np.zeros(WARP_SIZE, dtype=bool)
-    lanes_present[: len(cond)] = True
-    take_if = np.zeros(WARP_SIZE, dtype=bool)
-    take_if[: len(cond)] = cond
-    take_else = lanes_present & ~take_if
-    rows = []
-    if take_if.any():
-        rows += [take_if] * cost_if
-    if take_else.any():
-        rows += [take_else] * cost_else
-    return np.array(rows, dtype=bool).reshape(len(rows), WARP_SIZE)
+
+def stored_warp_masks() -> tuple[int, int, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """(cost_if, cost_else, {pattern: (cond, masks)}) from ``gpucourse/data/warp_masks.json``: ``cond`` a bool array
+    of the 32 lanes' branch conditions, ``masks`` a bool array (issued instructions, 32 lanes)."""
+    data = json.loads(WARP_MASKS_PATH.read_text(encoding="utf-8"))
+    bits = lambda text: np.array([c == "1" for c in text], dtype=bool)  # noqa: E731
+    patterns = {title: (bits(p["cond"]), np.array([bits(row) for row in p["masks"]], dtype=bool).reshape(-1, WARP_SIZE))
+                for title, p in data["patterns"].items()}
+    return data["cost_if"], data["cost_else"], patterns

@@ -14,6 +14,11 @@ Row ``m`` of the activations ``A`` (``M × K``) enters *skewed*: ``A[m, k]`` ent
 ``(M − 1) + (K − 1) + (N − 1)``, hence the cycle count :func:`cycles` ``= M + K + N − 2`` (cycles numbered
 from 0, the first activation entering at cycle 0; weight loading is counted separately).
 
+What this module installs: the array seen from its edges (:class:`WeightStationaryArray`, a delay line that lab 7's
+exercise 2 clocks), the schedule, the tiled array with weight shift chains (:func:`run_tiled`) and its closed form
+(:class:`TiledGemm`), and the figures. The PE registers' clock edge and the skewed matmul loop are lab 7's exercises
+1 and 2: their register-level model is the instructor's, and the course shows its runs as data (:func:`stored_runs`).
+
 This module knows no backend (pure NumPy) and no timing: cycles are the hardware's clock, not seconds.
 The real MXU is 128 × 128 (TPU v2–v5) or 256 × 256 (TPU v6e, "Trillium"); see :mod:`gpucourse.tpu`. A large GEMM
 is cut into weight tiles that stream through the array with double-buffered weights (:func:`run_tiled`, checked
@@ -22,9 +27,11 @@ against the closed form :class:`TiledGemm`).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,27 +41,6 @@ def cycles(M: int, K: int, N: int) -> int:
     """Clock cycles from the first activation entering to the last result leaving, for ``(M×K)·(K×N)``
     on a weight-stationary array exactly ``K × N`` large: fill (K−1) + drain (N−1) + stream (M)."""
     return M + K + N - 2
-
-
-def pe_step(a: np.ndarray, p: np.ndarray, W: np.ndarray, a_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One clock edge of the whole array: the PE registers after this cycle.
-
-    a:    (K, N) activation register of each PE (the value it received last cycle)
-    p:    (K, N) partial-sum register of each PE (what it sent down last cycle)
-    W:    (K, N) stationary weights
-    a_in: (K,)   activations entering at the left edge this cycle (0 where no row is valid)
-
-    Every PE at once: take the activation from the left (``a_in`` for column 0), the partial sum from above
-    (0 for row 0), multiply-accumulate with its own weight. Returns ``(a_new, p_new)``; the bottom row of
-    ``p_new`` is what leaves the array this cycle.
-    """
-    a_new = np.empty_like(a)
-    a_new[:, 0] = a_in
-    a_new[:, 1:] = a[:, :-1]  # activations move one PE to the right
-    p_above = np.zeros_like(p)
-    p_above[1:, :] = p[:-1, :]  # partial sums move one PE down
-    p_new = p_above + a_new * W  # K·N MACs in one cycle
-    return a_new, p_new
 
 
 @dataclass
@@ -70,7 +56,7 @@ class Frame:
 
 
 class WeightStationaryArray:
-    """A ``rows × cols`` weight-stationary array, clocked by :meth:`tick`.
+    """A ``rows × cols`` weight-stationary array, clocked by :meth:`tick`: what leaves its bottom edge, cycle by cycle.
 
     Usage (what the compiler's schedule does)::
 
@@ -78,11 +64,17 @@ class WeightStationaryArray:
         for t in range(cycles(M, K, N)):
             out = hw.tick(a_in)                 # a_in: (K,) activations for the left edge this cycle
             # out: (N,) partial sums leaving the bottom edge this cycle
+
+    This is the array seen from outside, as the compiler sees it: a *delay line*. It keeps what entered the left
+    edge and returns, at cycle t, what the PE registers would deliver at the bottom of column n — the sum over rows k
+    of ``W[k, n]`` times the activation that entered row k at cycle ``t − (rows − 1 − k) − n`` (it reaches column n
+    after n cycles, and its product then travels down the remaining rows). It keeps no PE registers: writing the
+    registers' clock edge is lab 7's exercise 1 (the course notebook shows the register-level array's frames as data).
     """
 
     __wire__ = "state"  # grading sends a clocked array to the grader as its attributes (grader.pipeline.wire)
 
-    def __init__(self, W: Any, rows: int | None = None, cols: int | None = None, record: bool = False):
+    def __init__(self, W: Any, rows: int | None = None, cols: int | None = None):
         W = np.asarray(W, dtype=np.float64)
         if W.ndim != 2:
             raise ValueError(f"W must be a matrix, got shape {W.shape}")
@@ -93,54 +85,35 @@ class WeightStationaryArray:
         self.K, self.N = K, N
         self.W = np.zeros((self.rows, self.cols))
         self.W[:K, :N] = W  # unused PEs hold weight 0
-        self.a = np.zeros((self.rows, self.cols))
-        self.p = np.zeros((self.rows, self.cols))
-        self._tag = np.full((self.rows, self.cols), -1)  # activation row each PE holds (-1 = bubble)
+        self.entered: list[np.ndarray] = []  # (rows,) what entered the left edge, one per cycle clocked
         self.cycle = 0
-        self.useful_macs = 0  # MACs on real data in occupied PEs
         self.weight_loads = K * N  # weights fetched from memory: once per tile
-        self.activation_loads = 0  # activations fetched from memory (entering the left edge)
-        self.record = record
-        self.frames: list[Frame] = []
         self.outputs: list[np.ndarray] = []  # (N,) values that left the bottom edge, one per cycle clocked
 
-    def tick(self, a_in: Any, rows_in: Any = None) -> np.ndarray:
-        """Advance one clock cycle. ``a_in``: (K,) activations entering rows 0..K−1 (use 0 for bubbles);
-        ``rows_in``: optional (K,) activation-row index of each entry (-1 = bubble), for bookkeeping only.
+    def tick(self, a_in: Any) -> np.ndarray:
+        """Advance one clock cycle. ``a_in``: (K,) activations entering rows 0..K−1 (use 0 for bubbles).
         Returns the (N,) values leaving the bottom of columns 0..N−1."""
         a_in = np.asarray(a_in, dtype=np.float64).reshape(-1)
         if a_in.shape[0] != self.K:
             raise ValueError(f"a_in must hold {self.K} values (one per weight row), got {a_in.shape[0]}")
-        col0 = np.zeros(self.rows)
-        col0[: self.K] = a_in
-        tags_in = np.full(self.rows, -1)
-        if rows_in is not None:
-            tags_in[: self.K] = np.asarray(rows_in).reshape(-1)
-        if rows_in is not None:  # activations fetched from memory: the real (non-bubble) entries
-            self.activation_loads += int(np.count_nonzero(tags_in >= 0))
-        self.a, self.p = pe_step(self.a, self.p, self.W, col0)
-        tag = np.empty_like(self._tag)
-        tag[:, 0] = tags_in
-        tag[:, 1:] = self._tag[:, :-1]
-        self._tag = tag
-        active = (tag >= 0) & (np.arange(self.rows)[:, None] < self.K) & (np.arange(self.cols)[None, :] < self.N)
-        self.useful_macs += int(active.sum())
-        bottom = self.p[self.rows - 1, : self.N].copy()
+        edge = np.zeros(self.rows)
+        edge[: self.K] = a_in
+        self.entered.append(edge)
+        history = np.vstack([np.zeros((1, self.rows))] + self.entered)  # row 0: nothing entered yet
+        k = np.arange(self.rows)[:, None]
+        when = self.cycle - (self.rows - 1 - k) - np.arange(self.cols)[None, :]  # (rows, cols) entry cycle
+        seen = history[np.maximum(when, -1) + 1, np.broadcast_to(k, when.shape)]  # 0 before cycle 0
+        bottom = (self.W * seen).sum(axis=0)[: self.N]
         self.outputs.append(bottom.copy())
-        if self.record:
-            # column n's result for activation row m leaves the bottom at cycle m + (rows - 1) + n
-            out = {n: (self.cycle - (self.rows - 1) - n, float(bottom[n])) for n in range(self.N)
-                   if self.cycle - (self.rows - 1) - n >= 0}
-            self.frames.append(Frame(self.cycle, self.a.copy(), self.p.copy(), active, tag.copy(), out))
         self.cycle += 1
         return bottom
 
 
 @dataclass
 class SystolicRun:
-    """What one weight-stationary matmul did on the array."""
+    """What one weight-stationary matmul did on the register-level array (stored runs: :func:`stored_runs`)."""
 
-    C: np.ndarray  # (M, N) result
+    C: np.ndarray | None  # (M, N) result (None where only its error was stored)
     cycles: int  # clock cycles used (first input to last output)
     shape: tuple[int, int, int]  # (M, K, N)
     array: tuple[int, int]  # (rows, cols)
@@ -149,6 +122,9 @@ class SystolicRun:
     activation_loads: int  # elements of A fetched from memory
     output_stores: int  # elements of C written to memory
     frames: list[Frame] = field(default_factory=list, repr=False)
+    A: np.ndarray | None = None  # (M, K) the activations that streamed through
+    W: np.ndarray | None = None  # (K, N) the stationary weights
+    max_error: float = 0.0  # max |C − A @ W| (float64 NumPy), computed where the run was made
 
     @property
     def utilization(self) -> float:
@@ -161,43 +137,28 @@ class SystolicRun:
         return self.weight_loads + self.activation_loads + self.output_stores
 
 
-def skewed_inputs(A: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """The left-edge inputs at cycle t: ``A[t − k, k]`` enters row k (0 outside the matrix) and its row index."""
-    M, K = A.shape
-    m = t - np.arange(K)
-    valid = (m >= 0) & (m < M)
-    values = np.where(valid, A[np.clip(m, 0, M - 1), np.arange(K)], 0.0)
-    return values, np.where(valid, m, -1)
+DATA = Path(__file__).parent / "data" / "systolic_runs.json"
 
 
-def matmul(A: Any, W: Any, rows: int | None = None, cols: int | None = None, record: bool = False) -> SystolicRun:
-    """``A @ W`` on a weight-stationary array, cycle by cycle (``A``: M×K, ``W``: K×N ≤ rows×cols).
+def _run(d: dict[str, Any]) -> SystolicRun:
+    arr = lambda v: None if v is None else np.asarray(v, dtype=np.float64)  # noqa: E731
+    frames = [Frame(f["cycle"], arr(f.get("a")), arr(f.get("p")), np.asarray(f["active"], dtype=bool),
+                    None if f.get("row_of") is None else np.asarray(f["row_of"], dtype=int),
+                    {int(n): (int(m), float(v)) for n, m, v in f["out"]})
+              for f in d.get("frames", [])]
+    return SystolicRun(arr(d.get("C")), int(d["cycles"]), tuple(d["shape"]), tuple(d["array"]), int(d["useful_macs"]),
+                       int(d["weight_loads"]), int(d["activation_loads"]), int(d["output_stores"]), frames,
+                       arr(d.get("A")), arr(d.get("W")), float(d["max_error"]))
 
-    With ``rows``/``cols`` larger than the tile, the tile sits in the top-left corner and partial sums still
-    travel to the bottom edge: the cycle count is then ``cycles(M, rows, cols)``.
-    """
-    A = np.asarray(A, dtype=np.float64)
-    W = np.asarray(W, dtype=np.float64)
-    M, K = A.shape
-    if W.shape[0] != K:
-        raise ValueError(f"inner dimensions differ: A is {A.shape}, W is {W.shape}")
-    N = W.shape[1]
-    hw = WeightStationaryArray(W, rows, cols, record=record)
-    R, Cc = hw.rows, hw.cols
-    total = cycles(M, R, Cc)
-    C = np.zeros((M, N))
-    for t in range(total):
-        a_in, rows_in = skewed_inputs(A, t)
-        bottom = hw.tick(a_in, rows_in)
-        # column n's result for row m leaves at cycle m + (R - 1) + n: de-skew it into C
-        m = t - (R - 1) - np.arange(N)
-        ok = (m >= 0) & (m < M)
-        C[m[ok], np.arange(N)[ok]] = bottom[ok]
-    if record:  # keep only results of real rows in the frames' output lists
-        for f in hw.frames:
-            f.out = {n: v for n, v in f.out.items() if 0 <= v[0] < M}
-    return SystolicRun(C, total, (M, K, N), (R, Cc), hw.useful_macs, hw.weight_loads, hw.activation_loads,
-                       M * N, hw.frames)
+
+def stored_runs(path: Path = DATA) -> dict[str, list[SystolicRun]]:
+    """The register-level array's runs the course notebook shows (§7.1, §7.2, §7.5), as data.
+
+    They were computed by the instructor's register-level model (every PE's activation and partial-sum registers,
+    clocked edge by edge: the rule lab 7's exercise 1 asks for), which the course does not install; a test checks that
+    this file is what that model gives today. Returns ``{name: [run, ...]}``."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {name: [_run(d) for d in runs] for name, runs in data["runs"].items()}
 
 
 def schedule(M: int, K: int, N: int) -> np.ndarray:
@@ -333,7 +294,8 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
     a = np.zeros((R, Cn))  # activation registers
     a_tile = np.full((R, Cn), -1)  # tile of the activation each PE holds (-1: bubble)
     a_row = np.full((R, Cn), -1)  # its row m
-    p = np.zeros((R, Cn))  # partial sums
+    macs = np.zeros((R, R, Cn))  # the products of the last R cycles (ring buffer, by cycle mod R)
+    rows_up = np.arange(R)
     C = np.zeros((M, N))
     last = sched[-1].start + (M - 1) + (R - 1) + (Cn - 1)
     first = min(0, min(s.latch for s in sched) - L + 1)  # the first tile's weights shift in before cycle 0
@@ -365,9 +327,10 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
             t, h = int(a_tile[r, n]), int(have[r, n])
             why = "is not latched yet" if h < t else f"was overwritten by tile {h} before tile {t}'s last activation passed"
             raise ScheduleHazard(f"cycle {c}: PE ({r}, {n}) needs tile {t}'s weight, which {why}")
-        p[1:] = p[:-1].copy()  # partial sums move one PE down; row 0 starts from zero
-        p[0] = 0.0
-        p += a * _pick(slot, regs)
+        # every PE's product this cycle; what leaves the bottom of column n at cycle c is the sum, over array rows k,
+        # of the product PE (k, n) made at cycle c − (R − 1 − k) (the array seen from its edges, as a delay line)
+        macs[c % R] = a * _pick(slot, regs)
+        leaving = macs[(c - (R - 1) + rows_up) % R, rows_up].sum(axis=0)
         if c >= 0:
             tt = np.where(live, a_tile, 0)
             useful_now = live & (r_idx < k_len[tt]) & (n_idx < n_len[tt])
@@ -376,7 +339,7 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
             # results leaving the bottom row: accumulate into C (K tiles of the same N tile add up)
             tb = a_tile[R - 1]
             out = (tb >= 0) & (np.arange(Cn) < n_len[np.maximum(tb, 0)])
-            np.add.at(C, (a_row[R - 1][out], n_start[tb[out]] + np.arange(Cn)[out]), p[R - 1][out])
+            np.add.at(C, (a_row[R - 1][out], n_start[tb[out]] + np.arange(Cn)[out]), leaving[out])
         # weight chains shift down kw rows; the top kw take the group of rows the column's port feeds this cycle
         feed = np.zeros((kw, Cn))
         fed = np.zeros(Cn, bool)

@@ -29,7 +29,7 @@ bytes, Hz. Sources:
 **Which slices wrap.** The rule used here (whole 4×4×4 cubes wrap on every axis, anything smaller on none) is the
 scaling book's; Google states it for v5p. For v4 Google's wording is narrower (tori only for 2A=B=C or 2A=2B=C): the
 v4 shapes the two sources judge differently (4x4x4, 8x8x8, 8x8x12, 16x16x16, …) are *disputed*
-(:meth:`TpuChip.torus_disputed`). Shapes a version does not list are *hypothetical*: :meth:`TpuChip.wraparound`
+(:meth:`TpuChip.torus_disputed`). Shapes a version does not list are *hypothetical*: :meth:`TpuChip.check_slice`
 refuses them unless asked for ``hypothetical=True``, and refuses anything larger than the largest schedulable slice.
 
 The per-link bandwidth below is Google's per-chip bidirectional figure divided by ports and directions; the
@@ -69,7 +69,7 @@ class TpuChip:
     pod: tuple[int, ...]  # the whole pod's shape
     max_slice: tuple[int, ...]  # the largest slice that can be scheduled as one job
     listed_slices: tuple[tuple[int, ...], ...] | None  # shapes Google lists (None: v4, where a rule decides)
-    wrap_rule: str  # "whole cubes" (v4, v5p) or "full axis" (v5e, v6e); see wraparound()
+    wrap_rule: str  # "whole cubes" (v4, v5p) or "full axis" (v5e, v6e): the rule above
     cmem_bytes: int  # per chip (TPU v4's CMEM; 0 where JAX's table has none)
     pod_bisection_bytes_per_s: float | None  # published
     pod_allreduce_bytes_per_s: float | None  # published
@@ -112,17 +112,10 @@ class TpuChip:
         whole = all(d % 4 == 0 for d in (a, b, c))
         return whole and not (2 * a == b == c or 2 * a == 2 * b == c)
 
-    def wraparound(self, dims: Sequence[int], hypothetical: bool = False) -> tuple[bool, ...]:
-        """Which axes of a slice of shape ``dims`` have wraparound links (are rings, not lines).
-
-        v4 and v5p ("whole cubes"): the wraparound links go through the optical circuit switches, which connect
-        whole 4×4×4 cubes: a slice whose every side is a multiple of 4 is a torus on every axis; any smaller or
-        other slice (2×2×1, 2×2×4, 2×4×4) has none. v5e and v6e ("full axis"): an axis wraps only when it spans
-        the pod's full 16 chips (a 16×16 slice is a 2D torus, 8×16 wraps on its 16 axis only, 4×4 is a mesh).
-
-        Raises ValueError for a shape larger than the largest schedulable slice, and for a shape Google does not
-        list unless ``hypothetical=True`` (the rule then answers for a slice no one can order).
-        """
+    def check_slice(self, dims: Sequence[int], hypothetical: bool = False) -> tuple[int, ...]:
+        """``dims`` as a tuple, if it is a slice of this chip: raises ValueError for a shape larger than the largest
+        schedulable slice, and for a shape Google does not list unless ``hypothetical=True``. (Which axes of a
+        slice wrap around — ``wrap_rule`` — is lab 7's exercise 6; the course shows the answers from stored data.)"""
         dims = tuple(int(d) for d in dims)
         if len(dims) != len(self.pod) or any(d < 1 for d in dims):
             raise ValueError(f"{self.name} slices have {len(self.pod)} axes of at least 1 chip, got {dims}")
@@ -131,10 +124,7 @@ class TpuChip:
         if not hypothetical and not self.listed(dims):
             raise ValueError(f"Google does not list a {'x'.join(map(str, dims))} {self.name} slice; "
                              "pass hypothetical=True to apply the rule anyway")
-        if self.wrap_rule == "whole cubes":
-            whole = all(d % 4 == 0 for d in dims)
-            return tuple(whole for _ in dims)
-        return tuple(d == 16 for d in dims)
+        return dims
 
     def implied_clock_hz(self) -> float:
         """The clock at which the published MXUs would reach the published bf16 peak."""

@@ -2,12 +2,11 @@
 
 Section 2 of the course uses this to explain *why a GPU runs out of memory at a certain batch size*: the
 first terms are fixed by the model, the activations saved for the backward pass grow linearly with the
-batch. The estimates are checked in the notebook against XLA's own buffer assignment (``memory_analysis``) on
-CPU and against the device's memory on a GPU.
+batch. The memory model itself (params + grads (+ fp32 master weights) + optimizer state + activations + batch +
+gradients in flight) is lab 2's exercise 3: the course teaches it in prose and shows its numbers from stored data
+(``gpucourse/data/training_memory.json``), and checks them against XLA's own buffer assignment
+(``memory_analysis``) with the helpers here.
 
-- ``estimate``: params + grads (+ fp32 master weights) + optimizer state + activations + batch, in fp32 or
-  mixed precision (bf16 params and grads, fp32 master weights and Adam state: 2 + 2 + 4 + 4 + 4 = 16 bytes per
-  parameter, Rajbhandari et al. 2020, "ZeRO", §3.1);
 - ``saved_residuals`` / ``saved_bytes``: what JAX's reverse mode really keeps (``print_saved_residuals``);
 - ``tanh_stack``: a stack of tanh layers whose backward pass keeps the *minimum* (each layer's output, once);
 - ``transformer_block``, ``transformer_activation_bytes`` (Korthikanti et al. 2022) and
@@ -24,100 +23,18 @@ import io
 import math
 import re
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Callable
 
 import numpy as np
 
-# optimizer state per parameter, in parameter-sized slots: SGD keeps none, momentum one velocity, Adam m and v
-OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}
+def course_memory_data() -> dict[str, dict[str, int]]:
+    """The numbers of course §2.7's memory model for the networks it sizes, term by term (bytes; the terms that
+    grow with the batch per example), as stored in ``gpucourse/data/training_memory.json`` (computed by the
+    instructor's reference of lab 2's exercise 3)."""
+    import json
 
-# Mixed precision as ZeRO (Rajbhandari et al. 2020, §3.1) and NVIDIA's mixed-precision training describe it:
-# bf16 (or fp16) parameters and gradients for the GEMMs, an fp32 master copy of the parameters and fp32
-# optimizer state for the update, 16-bit activations. Bytes per value of each kind:
-MIXED_BF16 = {"params": 2, "grads": 2, "master": 4, "optimizer": 4, "activations": 2}
-
-
-@dataclass(frozen=True)
-class TrainingMemory:
-    """Bytes one training step needs, by what they hold (all bytes)."""
-
-    params: int
-    grads: int
-    optimizer: int
-    activations: int  # residuals saved by the forward pass for the backward pass (grow with the batch)
-    batch: int  # the input and target arrays of the step (grow with the batch)
-    workspace: int = 0  # gradients in flight during the backward pass (grow with the batch)
-    master: int = 0  # fp32 master copy of the parameters (mixed precision only)
-
-    @property
-    def fixed(self) -> int:
-        """Bytes that do not depend on the batch size."""
-        return self.params + self.grads + self.master + self.optimizer
-
-    @property
-    def per_example(self) -> int:
-        """Bytes that each example of the batch adds (the estimate is linear in the batch)."""
-        return self.activations + self.batch + self.workspace
-
-    @property
-    def total(self) -> int:
-        return self.fixed + self.per_example
-
-    def as_dict(self) -> dict[str, int]:
-        out = {"params": self.params, "grads": self.grads, "optimizer state": self.optimizer,
-               "activations": self.activations, "batch": self.batch, "workspace": self.workspace}
-        if self.master:
-            out["fp32 master params"] = self.master
-        return out
-
-
-def estimate(n_params: int, saved_elems_per_example: int, batch_size: int, *, dtype: str = "float32",
-             optimizer: str = "adam", io_elems_per_example: int = 0, workspace_elems_per_example: int = 0,
-             mixed: bool = False) -> TrainingMemory:
-    """Training memory of one step of a model with ``n_params`` parameters.
-
-    ``saved_elems_per_example``: elements the forward pass saves for the backward pass, per example
-    (read them off ``saved_bytes`` at batch size 1, or count them: a dense layer saves its input).
-    ``io_elems_per_example``: elements of the step's inputs and targets per example.
-    ``workspace_elems_per_example``: gradient buffers alive at once during the backward pass, per example
-    (about two activations of the widest layer: the incoming and the outgoing gradient).
-    ``mixed=False``: everything is stored in ``dtype``. ``mixed=True``: bf16 parameters, gradients,
-    activations, batch and workspace; fp32 master parameters and fp32 optimizer state (``MIXED_BF16``) —
-    ``dtype`` is then ignored.
-    """
-    if optimizer not in OPTIMIZER_SLOTS:
-        raise ValueError(f"optimizer {optimizer!r} is not one of {', '.join(OPTIMIZER_SLOTS)}")
-    if mixed:
-        size = MIXED_BF16
-    else:
-        s = np.dtype(dtype).itemsize
-        size = {"params": s, "grads": s, "master": 0, "optimizer": s, "activations": s}
-    act = size["activations"]
-    return TrainingMemory(
-        params=n_params * size["params"],
-        grads=n_params * size["grads"],
-        optimizer=OPTIMIZER_SLOTS[optimizer] * n_params * size["optimizer"],
-        activations=saved_elems_per_example * batch_size * act,
-        batch=io_elems_per_example * batch_size * act,
-        workspace=workspace_elems_per_example * batch_size * act,
-        master=n_params * size["master"],
-    )
-
-
-def largest_batch(budget_bytes: float, memory_at: Callable[[int], TrainingMemory], limit: int = 1 << 40) -> int:
-    """Largest batch size whose ``memory_at(batch).total`` fits ``budget_bytes`` (0 when even 1 does not).
-
-    Works for any ``memory_at`` that grows with the batch (binary search, no closed form assumed).
-    """
-    if memory_at(1).total > budget_bytes:
-        return 0
-    lo, hi = 1, 2
-    while hi < limit and memory_at(hi).total <= budget_bytes:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if memory_at(mid).total <= budget_bytes else (lo, mid)
-    return lo
+    return json.loads(resources.files("gpucourse").joinpath("data/training_memory.json").read_text(encoding="utf-8"))
 
 
 # -- what JAX saves for the backward pass -------------------------------------------------------------------------

@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("check", help="check pairs and labs/ (exit 1 when stale)")
     ed = sub.add_parser("student-edition", help="build what students install (folder + wheel), without the answer side")
     ed.add_argument("dest", type=Path)
+    sl = sub.add_parser("solution-leaks", help="list the solutions of solutions/ that the student edition would hold "
+                        "(exit 1 if any)")
+    sl.add_argument("labs", nargs="*", help="only the solutions of these labs (default: all)")
     exp = sub.add_parser("expected", help="write a split lab's visible expected values as data (from its references)")
     exp.add_argument("labs", nargs="*", help="labs (default: every split lab)")
     exp.add_argument("--check", action="store_true", help="only compare with the stored values (exit 1 if stale)")
@@ -95,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: not split yet, their references and generators ship with it: "
                   f"{', '.join(edition.unsplit_labs())}")
         return 0
+    if args.cmd == "solution-leaks":
+        from . import edition
+
+        found = [f for f in edition.solution_leaks(edition.edition_files())
+                 if not args.labs or any(f"the solution {lab}/" in f for lab in args.labs)]
+        print("\n".join(found) or "no solution of solutions/ in the student edition")
+        return 1 if found else 0
     if args.cmd == "expected":
         from . import edition
 

@@ -3,13 +3,18 @@
 - :func:`write_expected` / :func:`stale_expected`: a split lab's visible expected values as data
   (``grader/labs/<lab>.expected.json``), computed by the references of ``grader/answers/<lab>.py``;
 - :func:`build`: ``python -m grader student-edition DEST`` — the exercise side (``gpucourse``, ``grader`` without
-  ``grader/answers``, ``labs/``) copied into ``DEST/src`` and a wheel of it into ``DEST``, verified before it is
-  kept: no answer-side module, and no line of answer-side source (compared token by token, so a reformatted copy
-  is caught too) in any file of the folder or member of the wheel.
+  ``grader/answers`` and the instructor's tooling, ``course/``, ``labs/``) copied into ``DEST/src`` and a wheel of it
+  into ``DEST``, verified before it is kept: no answer-side module, and no line of answer-side source (compared
+  token by token, so a reformatted copy is caught too) in any file of the folder or member of the wheel;
+- :func:`solution_leaks`: ``python -m grader solution-leaks`` — no solution of ``solutions/`` in what students
+  install: no function of a solution cell whose normalised syntax tree (names renamed in order of first
+  appearance, docstrings and annotations dropped) equals a function or lambda of the edition, and no logical line
+  of 8 or more tokens of a solution block in any of its files. :func:`build` refuses an edition that has either.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import io
 import json
@@ -47,7 +52,7 @@ def _stored(module: Any) -> dict[str, Any]:
 
 
 def _expected(lab: str) -> str:
-    from .pipeline.wire import encode
+    from .wire import encode
 
     module = importlib.import_module(f"grader.labs.{lab}")
     data = {name: p.visible_expected() for name, p in _stored(module).items()}
@@ -65,7 +70,7 @@ def write_expected(lab: str) -> Path:
 def stale_expected(lab: str, recompute: bool = False) -> list[str]:
     """What is wrong with a split lab's stored expected values: missing, a problem or case missing, and (with
     ``recompute``: runs every reference on the visible cases) values the references no longer give."""
-    from .pipeline.wire import decode
+    from .wire import decode
     from .problem import expected_path
 
     module = importlib.import_module(f"grader.labs.{lab}")
@@ -86,6 +91,10 @@ def stale_expected(lab: str, recompute: bool = False) -> list[str]:
 # -- building the edition -----------------------------------------------------------------------------------------
 
 COPIED = ("gpucourse", "grader", "course", "labs", "README.md", "LICENSE", "pyproject.toml")
+# the instructor's tooling: mutation testing and its machinery, the benchmarks (they import the answer side, and a
+# student has no use for them)
+INSTRUCTOR_ONLY = ("answers", "strength", "mutation.py", "equivalent_mutants.toml", "benchmark.py",
+                   "benchmark_grading.py", "benchmark_simt.py")
 MIN_TOKENS = 10 # a logical line this long is specific enough to say "this is the answer side's code"
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
          tokenize.ENDMARKER}
@@ -95,22 +104,22 @@ class LeakError(RuntimeError):
     """The edition would contain answer-side source: nothing is kept."""
 
 
-def logical_lines(source: str) -> set[tuple[str, ...]]:
-    """Token strings of every logical line of ``source`` with at least MIN_TOKENS tokens, imports excepted:
+def logical_lines(source: str, min_tokens: int = MIN_TOKENS) -> set[tuple[str, ...]]:
+    """Token strings of every logical line of ``source`` with at least ``min_tokens`` tokens, imports excepted:
     the same code reformatted (spacing, line breaks inside brackets, comments) gives the same tuples."""
     out: set[tuple[str, ...]] = set()
     line: list[str] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             if tok.type == tokenize.NEWLINE or tok.type == tokenize.ENDMARKER:
-                if len(line) >= MIN_TOKENS and line[0] not in ("import", "from"):
+                if len(line) >= min_tokens and line[0] not in ("import", "from"):
                     out.add(tuple(line))
                 line = []
             elif tok.type not in _SKIP:
                 line.append(tok.string)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         # not Python: one "line" per physical line, split on whitespace
-        out |= {tuple(ln.split()) for ln in source.splitlines() if len(ln.split()) >= MIN_TOKENS}
+        out |= {tuple(ln.split()) for ln in source.splitlines() if len(ln.split()) >= min_tokens}
     return out
 
 
@@ -163,9 +172,9 @@ def _wheel_files(wheel: Path) -> dict[str, bytes]:
 def _ignore(folder: str, names: list[str]) -> set[str]:
     skip = {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".egg-info"))}
     if Path(folder).name == "grader":
-        skip.add("answers")
-        # mutation testing's reviewed equivalents quote reference lines (original/mutated): instructor-only
-        skip.add("equivalent_mutants.toml")
+        # the answer side, and the instructor's tooling (mutation testing's reviewed equivalents quote reference
+        # lines, original and mutated)
+        skip.update(n for n in names if n in INSTRUCTOR_ONLY)
     return skip
 
 
@@ -187,7 +196,8 @@ def build(dest: Path, root: Path = ROOT, markers: tuple[str, ...] = ()) -> Path:
             shutil.copy2(path, src / name)
     # the edition's pyproject: the answer side is not a package of it
     pp = src / "pyproject.toml"
-    pp.write_text(pp.read_text(encoding="utf-8").replace(', "grader.answers"', ""), encoding="utf-8")
+    pp.write_text(pp.read_text(encoding="utf-8").replace(', "grader.answers"', "").replace(', "grader.strength"', ""),
+                  encoding="utf-8")
     # visible expected values as data, computed now by the references (the committed ones may be stale)
     for lab in split_labs():
         from .problem import expected_path
@@ -195,7 +205,7 @@ def build(dest: Path, root: Path = ROOT, markers: tuple[str, ...] = ()) -> Path:
         rel = expected_path(importlib.import_module(f"grader.labs.{lab}")).relative_to(ROOT)
         (src / rel).write_text(_expected(lab), encoding="utf-8")
     answers = answer_side(root)
-    found = leaks(_folder_files(src), answers, markers)
+    found = leaks(_folder_files(src), answers, markers) + solution_leaks(_folder_files(src), root)
     if found:
         shutil.rmtree(src, ignore_errors=True)
         raise LeakError("the student edition would contain the answer side:\n  " + "\n  ".join(found[:20]))
@@ -207,8 +217,201 @@ def build(dest: Path, root: Path = ROOT, markers: tuple[str, ...] = ()) -> Path:
     for info in src.glob("*.egg-info"):
         shutil.rmtree(info, ignore_errors=True)
     wheel = next(dest.glob("gpucourse-*.whl"))
-    found = leaks(_wheel_files(wheel), answers, markers)
+    found = leaks(_wheel_files(wheel), answers, markers) + solution_leaks(_wheel_files(wheel), root)
     if found:
         wheel.unlink()
         raise LeakError("the student edition's wheel would contain the answer side:\n  " + "\n  ".join(found[:20]))
     return wheel
+
+
+# -- no solution in the edition -------------------------------------------------------------------------------------
+
+SOLUTION_TOKENS = 8  # a logical line of a solution block this long, found in the edition, is the solution's code
+SOLUTION_NODES = 16  # a function this small (syntax nodes) says nothing: ``lambda X, W: X @ W`` is 9
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+# Lines of 8+ tokens that solution blocks share with the course's own cells because the course teaches them as
+# idioms, not answers: a CUDA thread's index, the guard of a 2-D kernel, the seeded RNG, waiting for JAX's result.
+# A loop header ``for i in range(n):`` is never specific either (skipped by its shape).
+IDIOMS = (
+    "rng = np.random.default_rng(0)",
+    "i = cuda.grid(1)",
+    "c, r = cuda.grid(2)",
+    "tx, ty = cuda.threadIdx.x, cuda.threadIdx.y",
+    "if r < a.shape[0] and c < a.shape[1]:",
+    "f(x).block_until_ready()",
+)
+
+
+def _idiom(line: tuple[str, ...]) -> bool:
+    loop = len(line) == 8 and line[0] == "for" and line[2:5] == ("in", "range", "(") and line[6:] == (")", ":")
+    return loop or line in _IDIOM_LINES
+
+
+def _size(fn: ast.AST) -> int:
+    return sum(1 for n in ast.walk(fn) if not isinstance(n, ast.expr_context))
+
+
+def _cells(nb_text: str) -> list[dict[str, Any]]:
+    try:
+        return json.loads(nb_text).get("cells", [])
+    except (ValueError, AttributeError):
+        return []
+
+
+def solution_cells(root: Path = ROOT) -> dict[str, str]:
+    """``"<lab>/<grade_id>"`` -> the code of every solution cell of ``solutions/`` (the cells an instructor fills;
+    what lies between BEGIN and END SOLUTION is what students must write)."""
+    out = {}
+    for nb in sorted((root / "solutions").glob("*/*.ipynb")):
+        for k, cell in enumerate(_cells(nb.read_text(encoding="utf-8"))):
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            src = "".join(cell.get("source", ""))
+            if cell.get("cell_type") == "code" and (meta.get("solution") or BEGIN in src):
+                out[f"{nb.parent.name}/{meta.get('grade_id', f'cell{k}')}"] = src
+    return out
+
+
+def _python(source: str) -> ast.Module | None:
+    """A notebook cell's or a file's code as a tree (IPython's ``%magic`` and ``!shell`` lines blanked), or None."""
+    lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+
+
+class _Normalised(ast.NodeTransformer):
+    """A function's tree with every name renamed in order of first appearance (v0, v1, ...) and its docstrings,
+    bare strings and annotations dropped: the same code with other names, comments or types gives the same dump.
+    Attribute names, keywords and constants stay (they are what the code *does*)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def _rename(self, name: str) -> str:
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = self._rename(node.id)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg, node.annotation = self._rename(node.arg), None
+        return node
+
+    def _function(self, node: Any) -> ast.AST:
+        node.name, node.returns = self._rename(node.name), None
+        node.body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+                                                   and isinstance(b.value.value, str))] or [ast.Pass()]
+        return self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        if node.value is None:
+            return ast.Pass()
+        return self.visit(ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno))
+
+
+def normalised(fn: ast.AST) -> str:
+    """The dump of a function's (or lambda's) normalised tree (:class:`_Normalised`)."""
+    import copy
+
+    return ast.dump(_Normalised().visit(copy.deepcopy(fn)), annotate_fields=False, include_attributes=False)
+
+
+def functions(tree: ast.AST) -> list[ast.AST]:
+    """Every function definition and lambda in a tree, nested ones included."""
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+
+
+def _block_lines(source: str) -> set[int]:
+    """Line numbers (1-based) strictly between BEGIN and END SOLUTION."""
+    inside, out = False, set()
+    for no, line in enumerate(source.splitlines(), 1):
+        if BEGIN in line:
+            inside = True
+        elif END in line:
+            inside = False
+        elif inside:
+            out.add(no)
+    return out
+
+
+def solution_token_lines(source: str, min_tokens: int = SOLUTION_TOKENS) -> set[tuple[str, ...]]:
+    """The token strings of every logical line that starts inside a solution block of a cell and has at least
+    ``min_tokens`` tokens (comments and layout ignored)."""
+    block, out, line, start = _block_lines(source), set(), [], 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                if len(line) >= min_tokens and start in block:
+                    out.add(tuple(line))
+                line = []
+            elif tok.type not in _SKIP:
+                if not line:
+                    start = tok.start[0]
+                line.append(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return out
+
+
+def _edition_code(files: dict[str, bytes]) -> dict[str, list[str]]:
+    """name -> the code texts of one file of the edition: a Python file whole, a notebook's code cells."""
+    out = {}
+    for name, data in files.items():
+        if name.endswith((".py", ".ipynb")):
+            out[name] = _texts(name, data)
+    return out
+
+
+def solution_leaks(files: dict[str, bytes], root: Path = ROOT) -> list[str]:
+    """Where a solution of ``solutions/`` appears among ``files`` (name -> bytes: an edition's folder or wheel):
+    a function or lambda whose normalised tree equals one of a solution cell's functions, or a logical line of 8+
+    tokens of a solution block in any text file. Each finding names the file, the solution cell and the code."""
+    solutions = solution_cells(root)
+    wanted: dict[str, str] = {}  # normalised dump -> "<lab>/<grade_id>: def name"
+    lines: dict[tuple[str, ...], str] = {}
+    for where, src in solutions.items():
+        tree = _python(src)
+        for fn in functions(tree) if tree is not None else []:
+            if _size(fn) >= SOLUTION_NODES and _block_lines(src) & set(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)):
+                label = getattr(fn, "name", "lambda")
+                wanted.setdefault(normalised(fn), f"{where}: {label}")
+        for tl in solution_token_lines(src):
+            if not _idiom(tl):
+                lines.setdefault(tl, where)
+    found = []
+    for name, texts in sorted(_edition_code(files).items()):
+        for text in texts:
+            tree = _python(text)
+            for fn in functions(tree) if tree is not None else []:
+                hit = wanted.get(normalised(fn)) if _size(fn) >= SOLUTION_NODES else None
+                if hit:
+                    found.append(f"{name}:{fn.lineno}: the solution {hit} (same code, other names)")
+    for name, data in sorted(files.items()):
+        for text in _texts(name, data):
+            for tl in sorted(logical_lines(text, SOLUTION_TOKENS) & set(lines))[:3]:
+                found.append(f"{name}: a line of the solution {lines[tl]}: {' '.join(tl)[:120]}")
+    return found
+
+
+def edition_files(root: Path = ROOT) -> dict[str, bytes]:
+    """What :func:`build` copies into the edition's folder, read from the checkout (before the build runs)."""
+    out = {}
+    for name in COPIED:
+        path = root / name
+        if path.is_file():
+            out[name] = path.read_bytes()
+        elif path.is_dir():
+            for sub in sorted(path.rglob("*")):
+                rel = sub.relative_to(root)
+                if sub.is_file() and not any(_ignore(str(root / Path(*rel.parts[:i])), [part])
+                                             for i, part in enumerate(rel.parts)):
+                    out[str(rel)] = sub.read_bytes()
+    return out
+
+
+_IDIOM_LINES = set().union(*(logical_lines(line + ("\n    pass" if line.endswith(":") else ""), 1)
+                              for line in IDIOMS)) - {("pass",)}

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import course
-from .strength.report import LabReport, score_table
+from .strength.report import LabReport, exercise_table, score_table
 
 STALL_S = 600.0  # a worker silent this long while it judges one mutant is stuck on it
 QUIET_S = 1800.0  # … and this long between mutants (setting up a lab, drawing cases, compiling, coverage)
@@ -252,6 +252,7 @@ def print_scores(labs: list[str] | None = None, jobs: int = 1) -> list[LabReport
     """The benchmark's section: the mutation score per lab (survivors are listed by ``python -m grader.mutation``)."""
     done = reports(labs or course.labs(), jobs, coverage=False, families=False)
     print(score_table(done), flush=True)
+    print("\nper exercise:\n" + exercise_table(done), flush=True)
     return done
 
 
@@ -296,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         print(r.render(args.verbose) + "\n", flush=True)
     if not args.no_mutation:
         print(score_table(done))
+        print("\nper exercise:\n" + exercise_table(done))
     print(f"\n{time.perf_counter() - t0:.0f} s in all")
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in done], indent=1, default=str), encoding="utf-8")

@@ -48,7 +48,8 @@ import numpy as np
 from gpucourse.simt import code_names
 
 from . import feedback
-from .checks import CheckFailure, shape_text, show
+from .case import Case, _short  # noqa: F401  (Case and _short are part of this module's API)
+from .checks import CheckFailure
 from .timelimit import CallTimeout, time_limit
 
 HIDDEN_NOTE = "  These were the visible cases only: hidden tests with other inputs run when your lab is graded."
@@ -85,26 +86,6 @@ def _feedback_frame(check: Callable[..., None]) -> Callable[..., None]:
 
     framed.__wrapped_check__ = check  # type: ignore[attr-defined]
     return framed
-
-
-@dataclass(frozen=True)
-class Case:
-    args: tuple
-    kwargs: dict = field(default_factory=dict)
-
-    def call_text(self, name: str) -> str:
-        parts = [_short(a) for a in self.args] + [f"{k}={_short(v)}" for k, v in self.kwargs.items()]
-        return f"{name}({', '.join(parts)})"
-
-
-def _short(v: Any) -> str:
-    """An argument or value in a message: ``<float32 array (3, 4)>``, ``'sort'``, ``37_125`` (an argument list
-    would make ``37,125`` read as two numbers)."""
-    if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic):
-        return f"<{v.dtype} array {shape_text(v.shape)}>"
-    if isinstance(v, str):
-        return repr(v)
-    return show(v, sep="_")
 
 
 # compare(what, got, expected, case) raises CheckFailure when `got` is wrong
@@ -417,7 +398,7 @@ def expected_path(lab: types.ModuleType) -> Path:
 
 
 def _expected_data(lab: types.ModuleType | None) -> dict[str, list[Any]]:
-    from .pipeline.wire import decode
+    from .wire import decode
 
     if lab is None:
         raise LookupError("a Problem outside a lab module has no stored expected values")

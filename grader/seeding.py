@@ -55,6 +55,6 @@ def installed_cases(problem: str) -> list | None:
     text = _CASES.get(problem)
     if text is None:
         return None
-    from .pipeline.wire import decode_cases
+    from .wire import decode_cases
 
     return decode_cases(json.loads(text))

@@ -23,10 +23,10 @@ def own_gemm_cost(m, n, k, dtype):
 
 def test_an_honest_answer_passes_and_nothing_stays_locked():
     p = lab1.problems["gemm_cost"]
-    reference, module_fn, hops = p.reference, answers1.gemm_cost, gc.interconnect.Torus.hops
+    reference, module_fn, compiled = p.reference, answers1.gemm_cost, gc.xla.compiled
     p.check(own_gemm_cost)
     p.check(own_gemm_cost, hidden=True)
-    assert p.reference is reference and answers1.gemm_cost is module_fn and gc.interconnect.Torus.hops is hops
+    assert p.reference is reference and answers1.gemm_cost is module_fn and gc.xla.compiled is compiled
 
 
 def test_calling_the_lab_reference_fails():
@@ -65,18 +65,16 @@ def test_holding_the_reference_fails_before_anything_runs():
 
 
 def test_course_helpers_that_do_the_exercise_are_locked():
-    def occupancy(threads, regs, smem, limits):
-        o = gc.occupancy.occupancy(threads, regs, smem, limits)
-        return o.blocks_per_sm, o.occupancy, o.limiter
+    from grader.labs import lab06_xla_sass as lab6
 
-    def slice_hops(a, b, dims, chip):
-        return gc.interconnect.Torus(dims).hops(a, b)
+    compiled = gc.xla.compiled
 
-    with pytest.raises(CheckFailure, match=f"gpucourse.occupancy.occupancy, which {LOCKED}"):
-        lab5.problems["occupancy"].check(occupancy)
-    with pytest.raises(CheckFailure, match=f"gpucourse.interconnect.Torus.hops, which {LOCKED}"):
-        lab7.problems["slice_hops"].check(slice_hops)
-    assert gc.interconnect.Torus((4, 4)).hops((0, 0), (3, 3)) == 2  # restored
+    def fusion_bytes(m, n, dtype, ops):
+        return gc.xla.compiled(lambda x: x, np.zeros((m, n), dtype))
+
+    with pytest.raises(CheckFailure, match=f"gpucourse.xla.compiled, which {LOCKED}"):
+        lab6.problems["fusion_bytes"].check(fusion_bytes)
+    assert gc.xla.compiled is compiled  # restored
 
 
 def test_every_forbidden_name_exists():

@@ -131,6 +131,32 @@ def test_imports_run_one_way():
                 f"{path.name} imports CuPy at module level: ask gpucourse.backend for it"
 
 
+# the exercise side (what a student's notebook imports) and the grading pipeline are two sides of the imports
+EXERCISE_SIDE = ("grader.problem", "grader.seeding", "grader.checks", "grader.kernels", "grader.wire", "grader.case")
+
+
+def test_the_exercise_side_never_imports_the_grading_pipeline():
+    """Importing the exercise side (the check machinery and every lab module) loads no module of grader.pipeline,
+    no answer-side module, and no instructor tooling; and grader.problem, grader.wire, grader.case and
+    grader.seeding import without a circle (each imported alone, first, in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    labs = [f"grader.labs.{lab}" for lab in LABS]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {list(EXERCISE_SIDE) + labs!r}: importlib.import_module(name)\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(('grader.pipeline', 'grader.answers', "
+        "'grader.strength', 'grader.mutation', 'grader.benchmark')))\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, f"the exercise side imports {run.stdout.strip()} {run.stderr[-2000:]}"
+    for first in ("grader.wire", "grader.case", "grader.seeding", "grader.problem"):
+        run = subprocess.run([sys.executable, "-c", f"import {first}"], capture_output=True, text=True, cwd=ROOT)
+        assert run.returncode == 0, f"import {first} alone fails (an import circle?): {run.stderr[-1500:]}"
+
+
 @pytest.mark.parametrize("nb", COURSE, ids=lambda p: p.stem)
 def test_no_notebook_says_numbas_simulator_runs_kernels_by_default(nb):
     """Without a GPU the course's SIMT executor runs @cuda.jit kernels (numba's simulator only on request):

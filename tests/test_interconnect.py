@@ -1,12 +1,34 @@
 """Tori and meshes: hop counts with per-axis wraparound, and the α–β prices of collectives checked against real
-arrays moved message by message."""
+arrays moved message by message. The models are lab 7's answer side (grader/answers/ici.py: exercises 6 and 7 ask
+students to write them); the grid description, the textbook ring and the HLO reader are gpucourse.interconnect; the
+course notebook shows the models' results from gpucourse/data/ici.json, which must be what they compute now."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
 from gpucourse import interconnect as ic
+from grader.answers import ici
+
+
+def test_course_data_is_what_the_models_compute():
+    assert ic.DATA == ici.DATA
+    assert ic.stored() == json.loads(ici.data_text()), "stale: run python -m grader.answers.ici"
+
+
+def test_nothing_installed_computes_hops_or_prices_collectives():
+    """Exercises 6 and 7 are the students' to write: the installed package has no such model (issue 20)."""
+    for name in ("hops", "hop_counts", "diameter", "average_hops", "neighbors"):
+        assert not hasattr(ic.Torus, name), name
+    for name in ("collective_seconds", "axis_seconds", "axis_rounds", "axis_link_bytes", "simulate_collective", "Axis",
+                 "allreduce_bytes_per_chip"):
+        assert not hasattr(ic, name), name
+    from gpucourse import tpu
+
+    assert not hasattr(tpu.TpuChip, "wraparound")
 
 
 @pytest.mark.parametrize("dims, wrap", [((4, 4, 4), True), ((4, 4, 4), False), ((3, 5), True), ((2, 3, 4), False),
@@ -14,28 +36,29 @@ from gpucourse import interconnect as ic
                                         ((4, 3, 5), (True, False, True))])
 def test_hop_histogram_matches_brute_force(dims, wrap):
     t = ic.Torus(dims, wrap)
-    brute = [t.hops(i, j) for i in range(t.size) for j in range(t.size) if i != j]
-    assert t.average_hops == pytest.approx(np.mean(brute))
-    assert max(brute) == t.diameter
-    assert sum(t.hop_counts().values()) == t.size * (t.size - 1)
+    brute = [ici.hops(t, t.coords(i), t.coords(j)) for i in range(t.size) for j in range(t.size) if i != j]
+    assert ici.average_hops(t) == pytest.approx(np.mean(brute))
+    assert max(brute) == ici.diameter(t)
+    assert sum(ici.hop_counts(t).values()) == t.size * (t.size - 1)
+    assert t.links == sum(len(ici.neighbors(t, i)) for i in range(t.size)) // 2  # the closed form counts every link
 
 
 def test_hops_use_the_wraparound_only_where_it_exists():
     t = ic.Torus((4, 4, 4))
-    assert t.hops((0, 0, 0), (3, 0, 0)) == 1
-    assert t.hops((0, 0, 0), (3, 3, 3)) == 3
-    assert ic.Torus((4, 4, 4), wrap=False).hops((0, 0, 0), (3, 3, 3)) == 9
-    assert t.hops(0, t.index((2, 2, 2))) == 6 == t.diameter
+    assert ici.hops(t, (0, 0, 0), (3, 0, 0)) == 1
+    assert ici.hops(t, (0, 0, 0), (3, 3, 3)) == 3
+    assert ici.hops(ic.Torus((4, 4, 4), wrap=False), (0, 0, 0), (3, 3, 3)) == 9
+    assert ici.hops(t, t.coords(0), (2, 2, 2)) == 6 == ici.diameter(t)
     half = ic.Torus((8, 16), wrap=(False, True))  # a v5e 8×16: wraps on its 16 axis only
-    assert half.hops((0, 0), (7, 15)) == 7 + 1
-    assert half.diameter == 7 + 8
+    assert ici.hops(half, (0, 0), (7, 15)) == 7 + 1
+    assert ici.diameter(half) == 7 + 8
     with pytest.raises(ValueError):
         ic.Torus((4, 4), wrap=(True,))
 
 
 def test_links_and_neighbours():
     t = ic.Torus((4, 4, 4))
-    assert all(len(t.neighbors(i)) == 6 for i in range(t.size))
+    assert all(len(ici.neighbors(t, i)) == 6 for i in range(t.size))
     assert t.links == 3 * 64  # 6 per chip, each shared by two chips
     assert ic.Torus((4, 4, 4), wrap=False).links == 3 * 4 * 4 * 3
     assert ic.Torus((2, 2)).links == 4  # a size-2 ring has one link, not two
@@ -62,28 +85,28 @@ def test_one_axis_closed_forms_match_the_simulation(kind, ring, p):
     n = 8 if kind == "all-gather" else 8 * p
     bufs = [rng.standard_normal(n) for _ in range(p)]
     V = 8 * n * (p if kind in ("all-gather", "all-to-all") else 1)  # bytes of the whole array
-    trace = ic.simulate_collective(kind, bufs, (p,), ring)
+    trace = ici.simulate_collective(kind, bufs, (p,), ring)
     assert all(np.allclose(got, want) for got, want in zip(trace.result, _expected(kind, bufs, p)))
-    assert trace.rounds == ic.axis_rounds(kind, p, ring)
-    assert trace.busiest_link_bytes == pytest.approx(ic.axis_link_bytes(kind, V, p, ring))
-    axis = ic.Axis(p, ring, 3e9)
-    assert trace.seconds(2e-6, 3e9) == pytest.approx(ic.collective_seconds(kind, V, axis, 2e-6))
+    assert trace.rounds == ici.axis_rounds(kind, p, ring)
+    assert trace.busiest_link_bytes == pytest.approx(ici.axis_link_bytes(kind, V, p, ring))
+    axis = ici.Axis(p, ring, 3e9)
+    assert trace.seconds(2e-6, 3e9) == pytest.approx(ici.collective_seconds(kind, V, axis, 2e-6))
 
 
 def test_textbook_figures():
     V = 1e9
     # bidirectional ring: all-gather moves (p−1)/p · V through two links; a line needs one link for the far end
-    assert ic.axis_link_bytes("all-gather", V, 8, ring=True) == pytest.approx(7 / 8 * V / 2)
-    assert ic.axis_link_bytes("all-gather", V, 8, ring=False) == pytest.approx(7 / 8 * V)
-    assert ic.axis_link_bytes("all-reduce", V, 8, True) == 2 * ic.axis_link_bytes("reduce-scatter", V, 8, True)
+    assert ici.axis_link_bytes("all-gather", V, 8, ring=True) == pytest.approx(7 / 8 * V / 2)
+    assert ici.axis_link_bytes("all-gather", V, 8, ring=False) == pytest.approx(7 / 8 * V)
+    assert ici.axis_link_bytes("all-reduce", V, 8, True) == 2 * ici.axis_link_bytes("reduce-scatter", V, 8, True)
     # all-to-all on a bidirectional ring is a quarter of an all-gather (the scaling book's "AllGather / 4")
-    assert ic.axis_link_bytes("all-to-all", V, 16, True) / ic.axis_link_bytes("all-gather", V, 16, True) \
+    assert ici.axis_link_bytes("all-to-all", V, 16, True) / ici.axis_link_bytes("all-gather", V, 16, True) \
         == pytest.approx(1 / 4 * 16 / 15)
-    assert ic.axis_rounds("all-gather", 16, True) == 8 and ic.axis_rounds("all-gather", 16, False) == 15
-    assert ic.axis_rounds("all-reduce", 2, True) == 2 == ic.axis_rounds("all-reduce", 2, False)  # no 2-chip ring
-    assert ic.collective_seconds("all-reduce", V, [], 1e-6) == 0.0
+    assert ici.axis_rounds("all-gather", 16, True) == 8 and ici.axis_rounds("all-gather", 16, False) == 15
+    assert ici.axis_rounds("all-reduce", 2, True) == 2 == ici.axis_rounds("all-reduce", 2, False)  # no 2-chip ring
+    assert ici.collective_seconds("all-reduce", V, [], 1e-6) == 0.0
     with pytest.raises(ValueError):
-        ic.axis_rounds("broadcast", 4, True)
+        ici.collective_seconds("broadcast", V, ici.Axis(4, True, 1e9), 0.0)
 
 
 @pytest.mark.parametrize("dims, wrap", [((4, 4), True), ((4, 4), False), ((3, 5), (True, False)),
@@ -97,7 +120,7 @@ def test_several_axes_match_the_simulation(dims, wrap, kind, concurrent):
     n = 2 * k * 4 if kind == "all-gather" else P * 2 * k * 4
     bufs = [rng.standard_normal(n) for _ in range(P)]
     V = 8 * n * (P if kind == "all-gather" else 1)
-    trace = ic.simulate_collective(kind, bufs, dims, wrap, concurrent=concurrent)
+    trace = ici.simulate_collective(kind, bufs, dims, wrap, concurrent=concurrent)
     total = np.sum(bufs, axis=0)
     if kind == "all-reduce":
         assert all(np.allclose(r, total) for r in trace.result)
@@ -106,21 +129,21 @@ def test_several_axes_match_the_simulation(dims, wrap, kind, concurrent):
     else:  # every chip holds a different 1/P of the sum
         assert all(r.size == n // P for r in trace.result)
         assert np.allclose(np.sort(np.concatenate(trace.result)), np.sort(total))
-    axes = [ic.Axis(d, w, 1e9) for d, w in zip(dims, ic.Torus(dims, wrap).wrap)]
-    assert trace.seconds(1e-6, 1e9) == pytest.approx(ic.collective_seconds(kind, V, axes, 1e-6, concurrent))
+    axes = [ici.Axis(d, w, 1e9) for d, w in zip(dims, ic.Torus(dims, wrap).wrap)]
+    assert trace.seconds(1e-6, 1e9) == pytest.approx(ici.collective_seconds(kind, V, axes, 1e-6, concurrent))
 
 
 def test_all_axes_at_once_divide_the_bandwidth_term_by_the_axes():
     V, bw = 1e9, 50e9
     for dims in ((4, 4, 4), (16, 16, 16), (16, 16)):
-        axes = [ic.Axis(d, True, bw) for d in dims]
+        axes = [ici.Axis(d, True, bw) for d in dims]
         P = int(np.prod(dims))
-        at_once = ic.collective_seconds("all-gather", V, axes, 0.0)
+        at_once = ici.collective_seconds("all-gather", V, axes, 0.0)
         assert at_once == pytest.approx((P - 1) / P * V / (len(dims) * 2 * bw))
-        one_by_one = ic.collective_seconds("all-gather", V, axes, 0.0, concurrent=False)
+        one_by_one = ici.collective_seconds("all-gather", V, axes, 0.0, concurrent=False)
         assert one_by_one == pytest.approx(len(dims) * at_once)
     with pytest.raises(ValueError):
-        ic.collective_seconds("all-to-all", V, [ic.Axis(4, True, bw)] * 2, 0.0)
+        ici.collective_seconds("all-to-all", V, [ici.Axis(4, True, bw)] * 2, 0.0)
 
 
 def test_unidirectional_textbook_ring():
@@ -129,7 +152,9 @@ def test_unidirectional_textbook_ring():
     trace = ic.simulate_ring_allreduce(bufs)
     assert all(np.allclose(b, np.sum(bufs, axis=0)) for b in trace.result)
     assert trace.steps == 2 * 7
-    assert sum(trace.sent_elements) == pytest.approx(8 * ic.allreduce_bytes_per_chip(1000, 8))
+    assert sum(trace.sent_elements) == pytest.approx(8 * 2 * 7 / 8 * 1000)  # 2(p − 1)/p of the buffer per chip
+    line = ici.simulate_collective("all-reduce", bufs, (8,), wrap=False)  # one direction of a ring = a line
+    assert trace.sent_elements[0] * 8 == line.busiest_link_bytes and trace.steps == line.rounds
 
 
 def test_collectives_read_from_hlo_in_every_replica_group_format():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -106,6 +105,60 @@ def test_chunked_map_rejects_too_small_chunks_missing_frees_and_device_results()
 
     with pytest.raises(CheckFailure, match="OutOfMemoryError"):
         lab.CHUNKED.check(whole)
+
+
+def chunked_double_buffered(x, mem, fn, copies):
+    """Issue 21: the next chunk is copied in before fn runs on the current one (a pipeline's prefetch): room for
+    copies + 1 chunk-sized arrays, so chunks are smaller and more numerous than the fewest the budget allows."""
+    out = np.empty_like(x)
+    chunk = mem.budget // ((copies + 1) * x.itemsize)
+    starts = list(range(0, x.size, chunk))
+    nxt = mem.to_device(x[:chunk])
+    for i, s in enumerate(starts):
+        cur = nxt
+        nxt = mem.to_device(x[starts[i + 1]:starts[i + 1] + chunk]) if i + 1 < len(starts) else None
+        r = fn(cur)
+        out[s:s + chunk] = mem.to_host(r)
+        del cur, r
+    return out
+
+
+def test_chunked_map_grades_the_budget_not_one_design():
+    """Issue 21 (review 2026-12-06, B2): a double-buffered answer (more chunks than the fewest) and one with half-size
+    chunks pass; one that holds a chunk more than the budget allows fails (the tracker raises), as does one whose
+    chunks are needlessly small."""
+    def half_chunks(x, mem, fn, copies):
+        out = np.empty_like(x)
+        chunk = max(1, mem.budget // (2 * copies * x.itemsize))
+        for s in range(0, x.size, chunk):
+            d = mem.to_device(x[s:s + chunk])
+            r = fn(d)
+            out[s:s + chunk] = mem.to_host(r)
+            del d, r
+        return out
+
+    def double_buffered_too_big(x, mem, fn, copies):  # prefetches, but with single-buffer chunks: over budget
+        out = np.empty_like(x)
+        chunk = mem.budget // (copies * x.itemsize)
+        starts = list(range(0, x.size, chunk))
+        nxt = mem.to_device(x[:chunk])
+        for i, s in enumerate(starts):
+            cur = nxt
+            nxt = mem.to_device(x[starts[i + 1]:starts[i + 1] + chunk]) if i + 1 < len(starts) else None
+            out[s:s + chunk] = mem.to_host(fn(cur))
+            del cur
+        return out
+
+    for answer in (chunked_double_buffered, half_chunks):
+        lab.CHUNKED.check(answer)
+        lab.CHUNKED.check(answer, hidden=True)
+    seen = [lab.CHUNKED.observe(chunked_double_buffered, c) for c in lab.CHUNKED.hidden_cases()]
+    fewest = [lab.min_chunks(c.args[0].size, c.args[0].itemsize, c.args[1].budget, c.args[3])
+              for c in lab.CHUNKED.hidden_cases()]
+    assert any(o["h2d_copies"] > f for o, f in zip(seen, fewest))  # really more chunks than the fewest
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="OutOfMemoryError"):
+            lab.CHUNKED.check(double_buffered_too_big, hidden=hidden)
 
 
 def test_chunked_map_visible_cases_are_fresh_on_every_run():
@@ -336,29 +389,6 @@ def test_chunked_map_cells_are_rechecked_by_observation():
             assert not cells["ex3_chunked_map_visible"]["ok"] and cells["ex3_chunked_map_visible"]["message"], name
 
 
-def test_break_even_closed_form_and_loop_answers_agree():
-    decide = as_student(answers.offload_decision)  # the student's exercise 1
-
-    def by_search(fpe, ipe, ope, cpu, gpu, link):
-        n, hi = 1, 1
-        if decide(1e30 * fpe, 1e30 * ipe, 1e30 * ope, cpu, gpu, link)[2] != "gpu":
-            return None
-        while decide(hi * fpe, hi * ipe, hi * ope, cpu, gpu, link)[2] != "gpu":
-            hi *= 2
-        lo = hi // 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if decide(mid * fpe, mid * ipe, mid * ope, cpu, gpu, link)[2] == "gpu":
-                hi = mid
-            else:
-                lo = mid
-        return hi
-
-    lab.BREAK_EVEN.check(by_search, hidden=True)
-    kinds = [answers.break_even_elements(*c.args) for c in lab.BREAK_EVEN.hidden_cases()]
-    assert None in kinds and any(k is not None for k in kinds)  # both outcomes are graded
-
-
 def _unweighted(sizes, seconds):
     (slope, intercept), *_ = np.linalg.lstsq(np.c_[sizes, np.ones_like(sizes)], seconds, rcond=None)
     return intercept, 1 / slope
@@ -428,90 +458,128 @@ def test_hidden_cases_are_deterministic():
         assert [c.call_text(p.name) for c in a] == [c.call_text(p.name) for c in b]
 
 
-def _offload_le(flops, bytes_in, bytes_out, cpu, gpu, link):  # offloads on a tie: "<=" where the spec says "strictly"
-    traffic = bytes_in + bytes_out
-    cpu_s = max(flops / cpu["flops"], traffic / cpu["bandwidth"])
-    gpu_s = (2 * link["latency"] + traffic / link["bandwidth"]) + max(flops / gpu["flops"], traffic / gpu["bandwidth"])
-    return cpu_s, gpu_s, ("gpu" if gpu_s <= cpu_s else "cpu")
+def _pipeline_dp(steps, nbytes, cpu, gpu, link):
+    """Another correct design: dynamic programming over the side the array is on after each step."""
+    copy = link["latency"] + nbytes / link["bandwidth"]
+    roof = lambda s, p: max(s["flops"] / p["flops"], s["bytes"] / p["bandwidth"])  # noqa: E731
+    best = {"cpu": (0.0, []), "gpu": (copy, [])}  # the array starts on the host; being on the GPU costs a copy
+    for s in steps:
+        nxt = {}
+        for side, proc in (("cpu", cpu), ("gpu", gpu)):
+            if side == "gpu" and not s["gpu_ok"]:
+                nxt[side] = (float("inf"), [])
+                continue
+            other = "gpu" if side == "cpu" else "cpu"
+            t, path = min(best[side], (best[other][0] + copy, best[other][1]), key=lambda tp: tp[0])
+            nxt[side] = (t + roof(s, proc), path + [side])
+        best = nxt
+    return min(best["cpu"], (best["gpu"][0] + copy, best["gpu"][1]), key=lambda tp: tp[0])
 
 
-def _break_even_ceil(flops_per_element, in_per_element, out_per_element, cpu, gpu, link):  # the tie itself, not past it
-    traffic = in_per_element + out_per_element
-    a = max(flops_per_element / cpu["flops"], traffic / cpu["bandwidth"])
-    b = traffic / link["bandwidth"] + max(flops_per_element / gpu["flops"], traffic / gpu["bandwidth"])
-    return None if b >= a else max(1, math.ceil(2 * link["latency"] / (a - b)))
+def _pipeline_per_step(steps, nbytes, cpu, gpu, link):
+    """The attack's design: each step offloaded on its own (gc.datapath.offload_times + gpu_total per step)."""
+    from gpucourse import datapath, roofline
+
+    c = roofline.Roofline("cpu", cpu["flops"], cpu["bandwidth"])
+    g = roofline.Roofline("gpu", gpu["flops"], gpu["bandwidth"])
+    ln = datapath.Link("link", link["bandwidth"], link["latency"])
+    total, placement = 0.0, []
+    for s in steps:
+        t = datapath.offload_times(datapath.Workload("step", s["flops"], nbytes, nbytes), c, g, ln)
+        t["process"] = max(s["flops"] / gpu["flops"], s["bytes"] / gpu["bandwidth"])  # the step's own bytes
+        on_cpu = max(s["flops"] / cpu["flops"], s["bytes"] / cpu["bandwidth"])
+        go = s["gpu_ok"] and datapath.gpu_total(t) < on_cpu
+        total += datapath.gpu_total(t) if go else on_cpu
+        placement.append("gpu" if go else "cpu")
+    return total, placement
 
 
-def test_exact_ties_catch_non_strict_answers():
-    """Review finding 4: with "<=" (exercise 1) or ceil(2L/(a − b)) (exercise 2) a tie is decided the wrong way; the
-    exactly representable tie cases make both fail, visibly and hidden, while the references pass."""
-    for wrong, problem in ((_offload_le, lab.DECISION), (_break_even_ceil, lab.BREAK_EVEN)):
-        for hidden in (False, True):
-            with pytest.raises(CheckFailure):
-                problem.check(wrong, hidden=hidden)
-    assert answers.offload_decision(*lab.DECISION_TIE.args)[:2] == answers.offload_decision(*lab.DECISION_TIE.args)[1::-1]
-    assert answers.break_even_elements(*lab.BREAK_EVEN_TIE.args) == 2**15 + 1
-    assert answers.break_even_elements(*answers.BREAK_EVEN_TIE_3.args) == 3 * 2**15 + 1
-    assert any(c is answers.BREAK_EVEN_TIE_3 for c in lab.BREAK_EVEN.hidden_cases())
+def test_place_pipeline_accepts_another_design_and_rejects_per_step_offloads():
+    lab.PIPELINE.check(_pipeline_dp)
+    lab.PIPELINE.check(_pipeline_dp, hidden=True)
+    with pytest.raises(CheckFailure, match="placement"):
+        lab.PIPELINE.check(_pipeline_per_step)
+    with pytest.raises(CheckFailure, match="placement"):
+        lab.PIPELINE.check(_pipeline_per_step, hidden=True)
 
 
-def _offload_other_order(flops, bytes_in, bytes_out, cpu, gpu, link):  # correct, summed in another order
-    traffic = bytes_out + bytes_in
-    cpu_s = max(traffic / cpu["bandwidth"], flops / cpu["flops"])
-    gpu_s = max(flops / gpu["flops"], traffic / gpu["bandwidth"]) + 2 * link["latency"] + traffic / link["bandwidth"]
-    return cpu_s, gpu_s, ("gpu" if gpu_s < cpu_s else "cpu")
+def test_place_pipeline_hidden_cases_hold_every_family_and_a_unique_best():
+    for seed in range(12):
+        cases = lab.PIPELINE.hidden_cases(seed)
+        assert all(answers._unique_best(c) for c in cases)
+        bests = [answers._ranked(c)[0][1] for c in cases]
+        for name, family in answers._PIPELINE_FAMILIES.items():
+            assert any(family(c, b) for c, b in zip(cases, bests)), (seed, name)
+        assert any(not any(s["gpu_ok"] for s in c.args[0]) for c in cases)
+    for case in lab.PIPELINE.visible:
+        assert answers._unique_best(case)
+    assert answers._ranked(lab.PIPELINE_RUN)[0][1] != answers._per_step_round_trips(lab.PIPELINE_RUN)
 
 
-def _break_even_by_decisions(offload):
-    def break_even(fpe, ipe, ope, cpu, gpu, link):  # the spec's definition, searched with a student's exercise 1
-        d = lambda n: offload(n * fpe, n * ipe, n * ope, cpu, gpu, link)[2] == "gpu"  # noqa: E731
-        if not d(10**18):
-            return None
-        hi = 1
-        while not d(hi):
-            hi *= 2
-        lo = hi // 2
-        while hi - lo > 1:
-            lo, hi = ((lo + hi) // 2, hi) if not d((lo + hi) // 2) else (lo, (lo + hi) // 2)
-        return hi
-    return break_even
+def test_place_pipeline_messages():
+    def off_limits(steps, nbytes, cpu, gpu, link):
+        return 0.0, ["gpu"] * len(steps)
+
+    assert "needs the CPU" in (_message(lambda: lab.PIPELINE.check(off_limits)) or "")
+    assert "expected a list of 3 entries" in (_message(lambda: lab.PIPELINE.check(lambda *a: (0.0, ["cpu"]))) or "")
+
+    def right_placement_no_copy_back(steps, nbytes, cpu, gpu, link):
+        seconds, placement = _pipeline_dp(steps, nbytes, cpu, gpu, link)
+        return seconds - (link["latency"] + nbytes / link["bandwidth"]) * (placement[-1] == "gpu"), placement
+
+    assert "seconds" in (_message(lambda: lab.PIPELINE.check(right_placement_no_copy_back)) or "")
 
 
-def test_break_even_draws_keep_the_spec_promise_so_any_order_of_additions_passes():
-    """Issue 13: random draws are clear of ties (a rational tie with round decimal rates used to be decided by
-    rounding: 1.5 % of the draws); exact ties come only from the deliberate power-of-two cases. So the float
-    closed form (the reference) is exact, and a correct answer that adds in another order passes every seed."""
-    deliberate = {id(answers.BREAK_EVEN_TIE_3), id(answers.BREAK_EVEN_PER_ELEMENT_TIE)}
-    for seed in range(40):
-        cases = lab.BREAK_EVEN.hidden_cases(seed)
-        assert all(answers._clear_of_ties(c) for c in cases if id(c) not in deliberate)
-        found = [answers.break_even_elements(*c.args) for c in cases]
-        assert found[1] is None and found[0] == 3 * 2**15 + 1
-        assert 1 in found  # pays from one element on
-        assert any(a not in (None, 1) and c.args[2] > 0 for a, c in zip(found, cases))  # outputs, and it pays
-        assert None in found[2:] and any(a is not None for a in found[2:])
-    by_decisions = _break_even_by_decisions(_offload_other_order)
-    for seed in range(8):
-        for case in lab.BREAK_EVEN.hidden_cases(seed):
-            lab.BREAK_EVEN.compare("break_even", by_decisions(*case.args), answers.break_even_elements(*case.args), case)
-    lab.BREAK_EVEN.check(by_decisions)
-    lab.BREAK_EVEN.check(by_decisions, hidden=True)
+def _link_by_search(flops, bytes_in, bytes_out, cpu, gpu, latency):
+    """A search over the course's model (allowed: using the model backwards), bracketed and with None detected."""
+    from gpucourse import datapath, roofline
+
+    c = roofline.Roofline("cpu", cpu["flops"], cpu["bandwidth"])
+    g = roofline.Roofline("gpu", gpu["flops"], gpu["bandwidth"])
+    w = datapath.Workload("w", flops, bytes_in, bytes_out)
+
+    def pays(b):
+        t = datapath.offload_times(w, c, g, datapath.Link("l", b, latency))
+        return datapath.gpu_total(t) < t["cpu"]
+
+    if not pays(1e300):
+        return None
+    lo, hi = 1e-300, 1e300
+    for _ in range(3000):
+        mid = (lo * hi) ** 0.5 if hi / lo > 4 else (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (lo, mid) if pays(mid) else (mid, hi)
+    return hi
 
 
-def test_break_even_per_element_tie_never_pays():
-    cpu, gpu = answers._exact_times(1, answers.BREAK_EVEN_PER_ELEMENT_TIE)
-    latency = answers.BREAK_EVEN_PER_ELEMENT_TIE.args[5]["latency"]
-    assert gpu - cpu == 2 * Fraction(latency)  # per element exactly equal: only the two latencies differ
-    assert answers.break_even_elements(*answers.BREAK_EVEN_PER_ELEMENT_TIE.args) is None
+def test_min_link_bandwidth_other_forms_pass_and_the_tie_is_none():
+    lab.LINK.check(_link_by_search)
+    lab.LINK.check(_link_by_search, hidden=True)
+    assert answers.min_link_bandwidth(*lab.LINK_TIE.args) is None
+    assert answers._slack(lab.LINK_TIE) == 0
 
-    def strict_per_element(fpe, ipe, ope, cpu, gpu, link):  # "b > a" where the spec says a tie never pays
-        t = ipe + ope
-        a = max(fpe / cpu["flops"], t / cpu["bandwidth"])
-        b = t / link["bandwidth"] + max(fpe / gpu["flops"], t / gpu["bandwidth"])
-        return None if b > a else math.floor(2 * link["latency"] / (a - b)) + 1 if a != b else 10**18
+    def non_strict(flops, bytes_in, bytes_out, cpu, gpu, latency):  # "<" where a tie never pays
+        moved = bytes_in + bytes_out
+        left = max(flops / cpu["flops"], moved / cpu["bandwidth"]) - 2 * latency - max(
+            flops / gpu["flops"], moved / gpu["bandwidth"])
+        return None if left < 0 else (moved / left if left else float("inf"))
 
-    with pytest.raises(CheckFailure):
-        lab.BREAK_EVEN.check(strict_per_element, hidden=True)
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="expected None"):
+            lab.LINK.check(non_strict, hidden=hidden)
+
+
+def test_min_link_bandwidth_hidden_cases_are_clear_of_the_tie_and_hold_both_outcomes():
+    for seed in range(20):
+        cases = lab.LINK.hidden_cases(seed)
+        found = [answers.min_link_bandwidth(*c.args) for c in cases]
+        assert found[0] is None and found[1] is None and None in found[5:] and any(f is not None for f in found)
+        for c in cases[1:]:
+            cpu_s = Fraction(max(c.args[0] / c.args[3]["flops"], (c.args[1] + c.args[2]) / c.args[3]["bandwidth"]))
+            assert abs(answers._slack(c)) > Fraction(1, 10**6) * cpu_s
+        assert any(c.args[2] > 0 and f is not None for c, f in zip(cases, found))
+        assert any(c.args[2] == 0 and f is not None for c, f in zip(cases, found))
 
 
 def test_warp_execution_hidden_cases_hold_every_class():
@@ -522,3 +590,30 @@ def test_warp_execution_hidden_cases_hold_every_class():
                 (False, False, True)} <= kinds
         assert any(len(c.args[0]) == 1 for c in cases)
         assert all(c.args[0].dtype == bool for c in cases)  # the spec: cond is a bool array
+
+
+def test_stored_warp_masks_are_the_reference_models():
+    """gpucourse/data/warp_masks.json (what course section 3.3 shows) is what the answer side's warp model computes:
+    rewrite it with python -m grader.answers.lab03_datapath. The model itself is not installed (exercise 4)."""
+    from gpucourse import simd_simt
+
+    assert simd_simt.WARP_MASKS_PATH.read_text(encoding="utf-8") == answers.course_data_text()
+    assert not hasattr(simd_simt, "warp_masks")
+    cost_if, cost_else, stored = simd_simt.stored_warp_masks()
+    for cond, masks in stored.values():
+        assert np.array_equal(masks, answers.warp_masks(cond, cost_if, cost_else))
+        issued, utilization = answers.warp_execution(cond, cost_if, cost_else)
+        assert masks.shape[0] == issued and masks.mean() == pytest.approx(utilization)
+
+
+def test_warp_masks_divergent_uniform_and_partial():
+    lanes = np.arange(32)
+    m = answers.warp_masks(lanes % 2 == 0, 3, 5)
+    assert m.shape == (8, 32)
+    assert m[:3].sum(axis=1).tolist() == [16] * 3 and m[3:].sum(axis=1).tolist() == [16] * 5
+    assert answers.warp_masks(lanes >= 0, 3, 5).shape == (3, 32)  # uniform: only the taken path
+    assert answers.warp_masks(lanes < 0, 3, 5).shape == (5, 32)
+    part = answers.warp_masks(np.ones(20, bool), 4, 4)
+    assert part.shape == (4, 32) and part.sum() == 80  # 12 missing lanes never active
+    with pytest.raises(ValueError):
+        answers.warp_masks(np.ones(33, bool), 1, 1)

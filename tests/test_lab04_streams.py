@@ -1,5 +1,6 @@
-"""Lab 4's DAG exercise: the checker accepts every schedule that guarantees the dependencies without extra
-ordering, and catches races, premature events, serialised engines and false dependencies in shared queues."""
+"""Lab 4: the DAG exercise's checker accepts every schedule that guarantees the dependencies without extra
+ordering, and catches races, premature events, serialised engines and false dependencies in shared queues; the
+inverse exercises (max_duration, fewest_chunks) have exact answers that the forward model alone does not give."""
 
 from __future__ import annotations
 
@@ -340,35 +341,122 @@ def test_time_call_hidden_cases_catch_a_clock_read_as_a_duration_and_a_call_on_a
             lab.TIMING.check(wrong, hidden=True)
 
 
-def test_chunked_overlap_copies_must_say_their_bytes():
-    def no_nbytes(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):  # right durations, no nbytes
-        base, extra = divmod(nbytes, n_chunks)
-        ops = []
-        for i in range(n_chunks):
-            size, s = base + (i < extra), f"s{i % n_streams}"
-            ops += [st.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d"), st.Op(f"k{i}", s, size / compute_Bps * 1e6, sms=132),
-                    st.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h")]
-        return ops
+def _spec_pipeline(nbytes, n, n_streams, h2d_Bps, compute_Bps, d2h_Bps, nbytes_field=True):
+    base, extra = divmod(nbytes, n)
+    ops = []
+    for i in range(n):
+        size, s = base + (i < extra), f"s{i % n_streams}"
+        copy = {"nbytes": size} if nbytes_field else {}
+        ops += [st.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", **copy), st.Op(f"k{i}", s, size / compute_Bps * 1e6, sms=132),
+                st.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", **copy)]
+    return ops
+
+
+def test_fewest_chunks_copies_must_say_their_bytes():
+    def no_nbytes(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):  # right durations, no nbytes
+        for n in range(1, 33):
+            ops = _spec_pipeline(nbytes, n, n_streams, h2d_Bps, compute_Bps, d2h_Bps, nbytes_field=False)
+            if st.simulate(ops, launch_us=launch_us).makespan <= target_us:
+                return n, ops
+        return None, []
 
     with pytest.raises(CheckFailure, match="nbytes"):
         lab.CHUNKS.check(no_nbytes)
-    lab.CHUNKS.check(answers.chunked_overlap, hidden=True)
+    lab.CHUNKS.check(answers.fewest_chunks, hidden=True)
 
 
-def test_predict_makespan_hidden_cases_run_more_streams_than_hardware_queues():
-    def on_a_real_gpu(streams, durations, waits):  # the default model: 8 hardware queues, as CUDA's default
-        ops = [st.Op(n, s, float(durations[n]), waits=tuple(waits.get(n, ()))) for s, c in streams.items() for n in c]
-        return st.simulate(ops).makespan
+def test_fewest_chunks_answer_is_the_first_count_and_the_cases_are_clear_of_ties():
+    """Issue 20: the answer is the smallest count whose makespan (launches included) is within the target, every
+    makespan up to the answer (and the 33rd for the "none" case) keeps a relative 1e-6 from the target, the hidden
+    cases hold n = 1, a count past which the makespan rises above the target again (a bisection misses it), a
+    target that only 33 chunks would meet, 31 or 32 chunks, and a target equal to a makespan."""
+    n, _ = answers.fewest_chunks(*answers.CHUNK_TIE.args)
+    assert n == 4 and answers.pipeline_makespan(*answers.CHUNK_TIE.args[:1], 4, *answers.CHUNK_TIE.args[1:6]) == 23445.5
+    for seed in range(6):
+        kinds = {"one": False, "u": False, "none": False, "last": False}
+        cases = lab.CHUNKS.hidden_cases(seed)
+        assert answers.CHUNK_TIE in cases
+        for case in lab.CHUNKS.visible + [c for c in cases if c != answers.CHUNK_TIE]:
+            nbytes, n_streams, h, k, d, launch, target = case.args
+            n, ops = answers.fewest_chunks(*case.args)
+            m = [answers.pipeline_makespan(nbytes, c, n_streams, h, k, d, launch) for c in range(1, (n or 33) + 1)]
+            assert all(abs(t - target) > 1e-6 * target for t in m)
+            if n is None:
+                assert min(m[:32]) > target and (seed > 0 or case in lab.CHUNKS.visible or m[32] < target)
+                kinds["none"] = True
+                continue
+            assert m[-1] <= target and all(t > target for t in m[:-1])
+            assert st.simulate(ops, launch_us=launch).makespan == m[-1]
+            kinds["one"] |= n == 1
+            kinds["last"] |= n >= 31
+            kinds["u"] |= any(answers.pipeline_makespan(nbytes, c, n_streams, h, k, d, launch) > target
+                              for c in range(n + 1, 33))
+        assert all(kinds.values()), (seed, kinds)
 
-    def verdicts(cases):  # judged directly: the check itself refuses a call of simulate (the exercise's forbid)
-        out = []
-        for case in cases:
-            try:
-                lab.MAKESPAN.compare("m", on_a_real_gpu(*case.args), answers.predict_makespan(*case.args), case)
-                out.append(True)
-            except CheckFailure:
-                out.append(False)
-        return out
 
-    assert all(verdicts(lab.MAKESPAN.visible))  # the visible cases have at most 3 streams: no difference
-    assert not all(verdicts(lab.MAKESPAN.hidden_cases()))
+def test_fewest_chunks_a_stream_per_engine_is_another_pipeline():
+    """The course's §4.7 shape (a stream per engine, events between) fails: the check wants the spec's pipeline."""
+    def per_engine(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
+        for n in range(1, 33):
+            ops = []
+            for o in _spec_pipeline(nbytes, n, n_streams, h2d_Bps, compute_Bps, d2h_Bps):
+                i = o.name.split("h2d")[-1].split("k")[-1].split("d2h")[-1]
+                waits = {"h2d": (), "compute": (f"h2d{i}",), "d2h": (f"k{i}",)}[o.engine]
+                ops.append(st.Op(o.name, o.engine, o.duration, o.engine, sms=o.sms, nbytes=o.nbytes, waits=waits))
+            if st.simulate(ops, launch_us=launch_us).makespan <= target_us:
+                return n, ops
+        return None, []
+
+    with pytest.raises(CheckFailure):
+        lab.CHUNKS.check(per_engine, hidden=True)
+
+
+def test_max_duration_is_the_inverse_the_model_does_not_give():
+    """Issue 20: the makespan (the old exercise's answer, one call of simulate) fails; the spec's two ways pass — a
+    search with simulate on unlimited SMs and queues, and the chains through the op — while the same search on the
+    default machine (8 hardware queues) fails the hidden case with ten streams."""
+    wide = st.Machine(sms=10**6, connections=None)
+
+    def searched(machine):
+        def max_duration(streams, durations, waits, op, deadline_us):
+            def makespan(d):
+                ops = [st.Op(n, s, float(d if n == op else durations[n]), waits=tuple(waits.get(n, ())))
+                       for s, c in streams.items() for n in c]
+                return st.simulate(ops, machine).makespan
+            if makespan(0.0) > deadline_us:
+                return None
+            lo, hi = 0.0, deadline_us
+            for _ in range(80):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if makespan(mid) <= deadline_us else (lo, mid)
+            return lo
+        return max_duration
+
+    lab.MAX_DURATION.check(searched(wide))
+    lab.MAX_DURATION.check(searched(wide), hidden=True)
+    with pytest.raises(CheckFailure):
+        lab.MAX_DURATION.check(searched(st.Machine()), hidden=True)
+
+    def the_makespan(streams, durations, waits, op, deadline_us):
+        return answers.schedule_end(streams, durations, waits)
+
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure):
+            lab.MAX_DURATION.check(the_makespan, hidden=hidden)
+    expected = lab.MAX_DURATION.visible_expected()
+    assert expected == [45.0, 45.0, None, 2.0]  # worked by hand: 100 − A − C; 90 − (H + I); I's stream alone is 75
+
+
+def test_max_duration_hidden_cases_hold_every_kind():
+    """Critical and non-critical ops, None, a deadline met exactly with the op at 0 µs (None's boundary), and the
+    ten-stream case."""
+    for seed in range(10):
+        cases = lab.MAX_DURATION.hidden_cases(seed)
+        results = [answers.max_duration(*c.args) for c in cases]
+        assert None in results
+        critical = [r is not None and r == c.args[1][c.args[3]] + c.args[4] - answers.schedule_end(*c.args[:3])
+                    for c, r in zip(cases, results)]
+        assert any(critical) and not all(r is None or k for r, k in zip(results, critical))
+        exact = [c for c in cases if answers.schedule_end(c.args[0], {**c.args[1], c.args[3]: 0.0}, c.args[2]) == c.args[4]]
+        grown = [answers.max_duration(*c.args) for c in exact]  # the boundary of None, from both sides of 1 µs
+        assert None not in grown and any(g >= 1 for g in grown) and any(g < 1 for g in grown)

@@ -258,3 +258,65 @@ def test_matmul_sass_register_blocking_and_the_float64_accumulator():
     assert m["LDS (32-bit)"] + 2 * m["LDS.64"] + 4 * m["LDS.128"] == 3 * lab.TILE_K, m
     assert (s["FFMA"], s["FMUL"], s["DADD"]) == (0, 8, 8) and s["F2F.F64.F32"] >= 8, s
     assert s["LDS (32-bit)"] + 2 * s["LDS.64"] + 4 * s["LDS.128"] == 16, s
+
+
+# -- exercise 5: the register budget of an occupancy target ------------------------------------------------------------
+
+MAX_REGISTERS = lab.problems["max_registers"]
+
+
+def _function(source: str, name: str = "max_registers"):
+    """A function defined as the notebook defines it: its cell, run after the setup cell's imports."""
+    import math
+
+    namespace = {"math": math, "np": np, "gc": gc, "simt": simt, "lab": lab}
+    exec(source, namespace)
+    return namespace[name]
+
+
+def test_max_registers_solution_passes_and_each_wrong_answer_fails_for_its_own_reason():
+    solution = _function(_cells()["ex5_max_registers"])
+    MAX_REGISTERS.check(solution)
+    MAX_REGISTERS.check(solution, hidden=True)
+    per_sm, granules, limiter_at_top = (_function(src) for src in WRONG["ex5_max_registers"])
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match=r"registers_per_thread: expected \d+, got \d+\. Hint: at \d+ registers "
+                                               r"per thread the model gives \d+ blocks? per SM, fewer than \d+ \(regis"):
+            MAX_REGISTERS.check(per_sm, hidden=hidden)
+        with pytest.raises(CheckFailure, match=r"expected 255, got 248\. Hint: 249 registers per thread still keep .* "
+                                               r"the largest count allowed is 255"):
+            MAX_REGISTERS.check(granules, hidden=hidden)
+        with pytest.raises(CheckFailure, match=r"limiter: expected 'shared_memory', got 'registers'"):
+            MAX_REGISTERS.check(limiter_at_top, hidden=hidden)
+
+
+def test_max_registers_one_past_and_one_granule_below_are_named():
+    def shifted(by):
+        solution = _function(_cells()["ex5_max_registers"])
+
+        def max_registers(*args, **kwargs):
+            regs, limiter = solution(*args, **kwargs)
+            return (regs + by if regs is not None and regs < 255 else regs), limiter
+        return max_registers
+
+    with pytest.raises(CheckFailure, match=r"expected 128, got 129\. Hint: .* where occupancy drops, one past"):
+        MAX_REGISTERS.check(shifted(1))
+    with pytest.raises(CheckFailure, match=r"expected 128, got 121\. Hint: 122 registers .* units of 256 \(8 per "
+                                           r"thread\)[^—]*$"):
+        MAX_REGISTERS.check(shifted(-7))
+
+
+def test_max_registers_is_not_one_call_of_an_installed_helper():
+    """tests/attacks/lab05_kernels.py: the installed model once, loaded a second time, or its source pasted — each
+    gives one forward answer, and each fails (the search over the model is the exercise)."""
+    from tests.attacks.lab05_kernels import ATTACKS
+
+    for source in ATTACKS["ex5_max_registers"]:
+        fn = _function(source)
+        failed = 0
+        for hidden in (False, True):
+            try:
+                MAX_REGISTERS.check(fn, hidden=hidden)
+            except CheckFailure:
+                failed += 1
+        assert failed, source

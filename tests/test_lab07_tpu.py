@@ -19,41 +19,52 @@ def _fails(name, fn):
         p.check(fn, hidden=True)
 
 
-def tiled_ok(M, K, N, rows, cols):
-    tiles = -(-K // rows) * -(-N // cols)
-    cycles = (tiles - 1) * max(M, rows) + M + rows + cols - 2
-    return cycles, M * K * N / (cycles * rows * cols)
+def array_ok(M, K, N, pes):
+    from gpucourse import systolic
+
+    shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())]
+    cycles = [systolic.TiledGemm(M, K, N, r, c).cycles for r, c in shapes]
+    return shapes[cycles.index(min(cycles))]
 
 
-def test_tiled_gemm_accepts_the_model_and_rejects_its_neighbours():
-    lab.problems["tiled_gemm"].check(tiled_ok)
-    lab.problems["tiled_gemm"].check(tiled_ok, hidden=True)
+def test_best_array_accepts_the_model_and_rejects_its_neighbours():
+    from gpucourse import systolic
 
-    def drain_every_tile(M, K, N, rows, cols):  # the model this course used to teach
-        tiles = -(-K // rows) * -(-N // cols)
-        cycles = tiles * (M + rows + cols - 2)
-        return cycles, M * K * N / (cycles * rows * cols)
+    lab.problems["best_array"].check(array_ok)
+    lab.problems["best_array"].check(array_ok, hidden=True)
 
-    def no_weight_load(M, K, N, rows, cols):  # tiles back to back every M cycles: forgets the weight load
-        tiles = -(-K // rows) * -(-N // cols)
-        cycles = (tiles - 1) * M + M + rows + cols - 2
-        return cycles, M * K * N / (cycles * rows * cols)
+    def square(M, K, N, pes):  # the square array whatever the workload
+        side = 2 ** (pes.bit_length() // 2)
+        return side, pes // side
 
-    def square_only(M, K, N, rows, cols):  # uses rows for both sides of the array
-        return tiled_ok(M, K, N, rows, rows)
+    def fewest_tiles(M, K, N, pes):  # padding only: forgets the weight load and the fill and drain
+        shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())]
+        return min(shapes, key=lambda s: -(-K // s[0]) * -(-N // s[1]))
 
-    def single_buffered(M, K, N, rows, cols):  # one weight register: a latch waits for the column to drain
-        tiles = -(-K // rows) * -(-N // cols)
-        cycles = (tiles - 1) * (M + rows - 1) + M + rows + cols - 2
-        return cycles, M * K * N / (cycles * rows * cols)
+    def most_rows_on_ties(M, K, N, pes):
+        shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())][::-1]
+        cycles = [systolic.TiledGemm(M, K, N, r, c).cycles for r, c in shapes]
+        return shapes[cycles.index(min(cycles))]
 
-    for wrong in (drain_every_tile, no_weight_load, square_only, single_buffered):
-        _fails("tiled_gemm", wrong)
-    # the hidden cases reach every regime the spec names
-    cases = [c.args for c in lab.problems["tiled_gemm"].hidden_cases()]
-    assert {M < r for M, _, _, r, _ in cases} == {True, False} and any(M == r for M, _, _, r, _ in cases)
-    assert any(-(-K // r) * -(-N // c) == 1 for _, K, N, r, c in cases) and any(r != c for *_, r, c in cases)
-    assert any(K % r for _, K, _, r, _ in cases) and any(K % r == 0 for _, K, _, r, _ in cases)
+    def no_weight_load(M, K, N, pes):  # tiles every M cycles: the weight load never limits
+        shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())]
+        cost = [(-(-K // r) * -(-N // c) - 1) * M + M + r + c - 2 for r, c in shapes]
+        return shapes[cost.index(min(cost))]
+
+    def single_buffered(M, K, N, pes):  # one weight register per PE
+        shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())]
+        cycles = [systolic.TiledGemm(M, K, N, r, c, buffers=1).cycles for r, c in shapes]
+        return shapes[cycles.index(min(cycles))]
+
+    for wrong in (square, fewest_tiles, most_rows_on_ties, no_weight_load, single_buffered):
+        _fails("best_array", wrong)
+    # the hidden cases reach the ends of the candidates and a tie at the optimum
+    cases = [c.args for c in lab.problems["best_array"].hidden_cases()]
+    best = [array_ok(*c) for c in cases]
+    assert any(r == 1 for r, _ in best) and any(c == 1 for _, c in best) and any(r == c for r, c in best)
+    assert any(r < c for r, c in best) and any(r > c > 1 for r, c in best)
+    assert any(systolic.TiledGemm(M, K, N, r, c).cycles == systolic.TiledGemm(M, K, N, c, r).cycles and r < c
+               for (M, K, N, _), (r, c) in zip(cases, best))
 
 
 def slice_ok(a, b, dims, chip):
@@ -100,14 +111,16 @@ def test_slice_hops_grades_listed_or_declared_hypothetical_slices_only():
         c = tpu.TPU_CHIPS[chip]
         assert c.listed(dims) or (chip, tuple(dims)) in lab.HYPOTHETICAL, (chip, dims)
         assert not c.torus_disputed(dims), (chip, dims)
-        c.wraparound(dims, hypothetical=(chip, tuple(dims)) in lab.HYPOTHETICAL)  # within the largest slice
+        c.check_slice(dims, hypothetical=(chip, tuple(dims)) in lab.HYPOTHETICAL)  # within the largest slice
 
 
 def _pallas(order):
-    """A blocked Pallas matmul with its grid in another order: 'ijk' (reduction last) or 'kij' (reduction first)."""
+    """The blocked bf16 Pallas matmul (f32 scratch accumulator) with its grid in another order: 'ijk' (reduction
+    last) or 'kij' (reduction first)."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
 
     def pallas_matmul(x, y, bm, bn, bk):
         m, k = x.shape
@@ -115,20 +128,21 @@ def _pallas(order):
         sizes = {"i": m // bm, "j": n // bn, "k": k // bk}
         pos = {a: order.index(a) for a in "ijk"}
 
-        def kernel(x_ref, y_ref, o_ref):
+        def kernel(x_ref, y_ref, o_ref, acc_ref):
             @pl.when(pl.program_id(pos["k"]) == 0)
             def _():
-                o_ref[...] = jnp.zeros_like(o_ref)
+                acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
 
-            o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+            acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)  # every step: the last one's value stays
 
         def spec(shape, pick):
             return pl.BlockSpec(shape, lambda *g: tuple(g[pos[a]] for a in pick))
 
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
                               grid=tuple(sizes[a] for a in order),
                               in_specs=[spec((bm, bk), "ik"), spec((bk, bn), "kj")], out_specs=spec((bm, bn), "ij"),
-                              interpret=True)(x, y)
+                              scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, y)
 
     return pallas_matmul
 
@@ -137,32 +151,77 @@ def _overwrites_each_k_step(x, y, bm, bn, bk):  # keeps only the last k block's 
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    m, k = x.shape
+    n = y.shape[1]
+
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        acc_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, y)
+
+
+def _accumulates_in_bf16(x, y, bm, bn, bk):  # no scratch: the running sum is rounded to bf16 every k step
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
 
     m, k = x.shape
     n = y.shape[1]
 
     def kernel(x_ref, y_ref, o_ref):
-        o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
 
     return pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(m // bm, n // bn, k // bk),
+        kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // bm, n // bn, k // bk),
         in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)), interpret=True)(x, y)
 
 
+def test_pallas_matmul_needs_an_f32_accumulator_and_legal_blocks():
+    """Accumulating into the bf16 output fails twice over: the structure check finds no f32 scratch, and the hidden
+    case whose first k block gives 256 and the seven others 0.5 each ends at 256 instead of 260. Every graded block
+    is legal on a TPU: last two dimensions multiples of (8, 128), or the whole array dimension."""
+    p = lab.problems["pallas_matmul"]
+    with pytest.raises(CheckFailure, match="scratch"):
+        p.check(_accumulates_in_bf16)
+    case = next(c for c in p.hidden_cases() if c.args[0].shape[1] == 1024)
+    with pytest.raises(CheckFailure, match="expected -?260, got -?256"):
+        p.compare("x", p.call(_accumulates_in_bf16, case), p.reference(*case.args), case)
+    for c in p.visible + p.hidden_cases():
+        x, y, bm, bn, bk = c.args
+        (m, k), n = x.shape, y.shape[1]
+        for block, full in (((bm, bk), (m, k)), ((bk, bn), (k, n)), ((bm, bn), (m, n))):
+            assert (block[0] % 8 == 0 or block[0] == full[0]) and (block[1] % 128 == 0 or block[1] == full[1])
+        assert str(x.dtype) == str(y.dtype) == "bfloat16"
+
+
 def test_pallas_matmul_must_visit_each_output_block_in_one_run():
-    """Reduction axis first (grid (k, i, j), zeroing at program_id(0) == 0): interpret mode computes the right
-    numbers, but on a TPU every output block would be left and revisited with a stale buffer. It must fail, with a
-    message that says why; the kernel with the reduction last passes."""
+    """Reduction axis first (grid (k, i, j), zeroing at program_id(0) == 0): on a TPU every output block would be
+    left and revisited with a stale buffer. It must fail, and the structure check says why; the kernel with the
+    reduction last passes."""
     p = lab.problems["pallas_matmul"]
     p.check(_pallas("ijk"))
     p.check(_pallas("ijk"), hidden=True)
     _fails("pallas_matmul", _overwrites_each_k_step)
-    for order in ("kij", "ikj"):
-        with pytest.raises(CheckFailure, match="consecutive"):
+    for order in ("kij", "ikj"):  # with a scratch accumulator shared by the grid, interpret mode gets wrong numbers too
+        with pytest.raises(CheckFailure):
             p.check(_pallas(order))
-        with pytest.raises(CheckFailure, match="consecutive"):
+        with pytest.raises(CheckFailure):
             p.check(_pallas(order), hidden=True)
+        for hidden in (False, True):  # and the structure check says why a TPU would
+            with pytest.raises(CheckFailure, match="consecutive"):
+                p.after(_pallas(order), hidden)
 
 
 def collective_ok(kind, nbytes, p, wrap, link_bandwidth, latency):
@@ -206,9 +265,9 @@ def test_collective_seconds_accepts_the_model_and_rejects_its_neighbours():
 
 
 def test_reference_agrees_with_the_message_level_simulation():
-    """The lab's reference is the course model; the model is checked against real arrays in test_interconnect, and
-    here once more on the lab's own visible cases scaled down to simulable sizes."""
-    from gpucourse import interconnect as ic
+    """The lab's reference is the answer side's model; the model is checked against real arrays in
+    test_interconnect, and here once more on the lab's own visible cases scaled down to simulable sizes."""
+    from grader.answers import ici as ic
 
     for kind, p, wrap in (("all-gather", 16, True), ("all-reduce", 4, False), ("all-to-all", 8, True)):
         n = 8 if kind == "all-gather" else 8 * p
@@ -234,8 +293,47 @@ def test_hidden_cases_hold_every_boundary_family_for_any_student(seed):
     for c in answers._pallas_cases(np.random.default_rng(seed)):
         x, y = c.args[:2]
         assert x.shape[0] != x.shape[1] and y.shape[0] != y.shape[1]
-    classes = {lab.sharding_class(c.args) for c in answers._collectives_cases(np.random.default_rng(seed))}
-    assert classes == {lab.sharding_class(f) for f in lab.sharding_family()}
+    cases = [c.args for c in answers._collectives_cases(np.random.default_rng(seed))]
+    assert {lab.sharding_class(c[:3]) for c in cases if min(c[3]) > 1} == {lab.sharding_class(f) for f in lab.sharding_family()}
+    assert any(np.prod(c[3]) > 8 for c in cases), "a mesh larger than a student's machine: no compiling there"
+    ones = [c for c in cases if min(c[3]) == 1]  # a 1-device axis that changes the answer, on every such mesh
+    assert {c[3] for c in ones} == {m for m in lab.MESHES if min(m) == 1}
+    assert all(answers._collectives_reference(*c) != answers._collectives_reference(*c[:3], (2, 4)) for c in ones)
     hops = [c.args for c in answers._slice_cases(np.random.default_rng(seed))]
     assert any(2 * abs(x - y) == d for a, b, dims, _ in hops for x, y, d in zip(a, b, dims) if x != y)
     assert {0, 1} <= {answers._hops_reference(*args) for args in hops}  # the same chip; one hop over the wraparound
+
+
+_COMPILE_FAMILY = """
+import json, os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=16"
+from grader.answers.lab07_tpu import compiled_collectives
+from grader.labs.lab07_tpu import MESHES, sharding_family
+out = {}
+for mesh_shape in MESHES:
+    for case in sharding_family():
+        for m, k, n in ((64, 32, 16), (48, 96, 80)):
+            out[repr((case, mesh_shape, (m, k, n)))] = compiled_collectives(*case, mesh_shape, m, k, n)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_predict_collectives_reference_is_what_xla_compiles():
+    """Exercise 5's reference is a rule; XLA is the truth: every sharding of the family on every mesh the cases use
+    (16 devices: a subprocess), at two sets of matrix sizes, compiles to exactly the rule's collectives."""
+    import ast
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _COMPILE_FAMILY], capture_output=True, text=True, timeout=900,
+                         check=True)
+    compiled = json.loads(run.stdout.splitlines()[-1])
+    assert len(compiled) == 2 * len(lab.MESHES) * len(lab.sharding_family())
+    wrong = {key: (got, answers._collectives_reference(*ast.literal_eval(key)[0], ast.literal_eval(key)[1]))
+             for key, got in compiled.items()
+             if got != answers._collectives_reference(*ast.literal_eval(key)[0], ast.literal_eval(key)[1])}
+    assert not wrong
+    for case in lab.problems["predict_collectives"].visible:  # the visible cases too, of course
+        assert repr((case.args[:3], case.args[3], (64, 32, 16))) in compiled

@@ -80,25 +80,25 @@ def test_datasheet_peak_implies_the_boost_clock():
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_lab5_hidden_cases_make_the_reserve_and_the_allocation_unit_decide(seed):
-    """On every student's seed, some hidden case changes its answer if the 1 KiB per-block reserve is forgotten, and
-    some if shared memory is not rounded up to 128 bytes (both passed 27-30 of 30 seeds before these cases)."""
+def test_lab5_hidden_cases_make_the_rules_decide(seed):
+    """On every student's seed, lab 5's answers (the most registers per thread that keep a target of resident
+    blocks) change if the model forgets the sub-partitions, the 256-register granule, the 1 KiB per-block reserve
+    or the 48 KiB limit without the opt-in: a student who inverts a half-right rule fails some hidden case."""
     from grader.labs import lab05_kernels as lab5
 
-    problem = lab5.problems["occupancy"]
+    problem = lab5.problems["max_registers"]
     assert problem.has_answers()  # the reference and generator: grader/answers/lab05_kernels.py
     cases = problem.hidden(np.random.default_rng(seed))
 
     def answers(**override):
-        out = []
-        for c in cases:
-            threads, regs, smem, limits = c.args
-            out.append(problem.reference(threads, regs, smem, {**limits, **override}, **c.kwargs)[0])
-        return out
+        return [problem.reference(c.args[0], c.args[1], c.args[2], {**c.args[3], **override}, **c.kwargs)
+                for c in cases]
 
     right = answers()
+    assert answers(sub_partitions=1) != right, "no case where the sub-partitions decide"
+    assert answers(register_alloc_unit=32) != right, "no case where the 256-register granule decides"
     assert answers(shared_reserved_per_block=0) != right, "no case where the 1 KiB reserve decides"
-    assert answers(shared_alloc_unit=1) != right, "no case where the 128-byte allocation unit decides"
+    assert answers(shared_per_block=10**9) != right, "no case where the 48 KiB default limit decides"
 
 
 def test_no_shared_memory_and_no_reserve_sets_no_limit():

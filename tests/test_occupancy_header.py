@@ -1,6 +1,6 @@
 """Ground truth for occupancy: NVIDIA's own calculator, ``cuda_occupancy.h``, compiled with g++ (no GPU needed).
 
-``gpucourse.occupancy`` and lab 5's reference must agree with the header on every configuration tested here —
+``gpucourse.occupancy`` and lab 5's graded answers must agree with the header on every configuration tested here —
 blocks per SM, the block count each limit allows, every limiting factor, and the registers and shared memory
 allocated per block — for compute capability 8.0 (A100) and 9.0 (H100/H200): every warp count with every register
 count 0…255, every block size 1…1024 (most not multiples of 32), shared memory up to the opt-in maximum, with and without the
@@ -113,44 +113,68 @@ def test_a_per_sm_division_disagrees_with_the_header(nvidia):
     assert wrong > 300, wrong
 
 
-def test_lab5_reference_and_every_case_agree_with_the_header(nvidia):
-    """Lab 5's graded reference, on its visible cases and on the hidden cases of many seeds (students' seeds
-    differ), against the header — and the hidden cases must include the sub-partition and 0-block cases."""
+def _lab5_cases(seeds):
     from grader.labs import lab05_kernels as lab5
 
-    problem = lab5.problems["occupancy"]
+    problem = lab5.problems["max_registers"]
     assert problem.has_answers()  # the reference and generator: grader/answers/lab05_kernels.py
     cases = list(problem.visible)
-    for seed in range(25):
+    for seed in seeds:
         cases += problem.hidden(np.random.default_rng(seed))
+    return lab5, problem, cases
+
+
+def test_lab5_reference_and_every_case_agree_with_the_header(nvidia):
+    """Lab 5's graded answer (the largest register count keeping a target of resident blocks), on its visible cases
+    and the hidden cases of many seeds (students' seeds differ), checked against the header itself: at the answer
+    the header holds the target, one register more it does not (unless the answer is the top count, 255), and for
+    None not even 1 register per thread holds it; the limiter is the header's there."""
+    lab5, problem, cases = _lab5_cases(range(25))
     by_device = {"sm_90": [], "sm_80": []}
     for case in cases:
-        threads, regs, smem, limits = case.args
+        threads, smem, target, limits = case.args
         device = "sm_90" if limits == lab5.LIMITS["H100"] else "sm_80"
-        by_device[device].append((case, (threads, regs, smem, bool(case.kwargs.get("opt_in")), None)))
-    subpartition = zero = 0
+        regs, limiter = problem.reference(*case.args, **case.kwargs)
+        opt_in = bool(case.kwargs.get("opt_in"))
+        at = regs or 1
+        probes = [(threads, at, smem, opt_in, None)]
+        if regs and regs < 255:  # one register more must lose the target
+            probes.append((threads, regs + 1, smem, opt_in, None))
+        by_device[device].append((case, target, regs, limiter, probes))
+    seen = {"None": 0, "255": 0, "granule": 0}
     for device, items in by_device.items():
-        header = nvidia.run(occupancy_nvidia.DEVICES[device], [cfg for _, cfg in items])
-        for (case, cfg), h in zip(items, header):
-            blocks, occ_fraction, limiter = problem.reference(*case.args, **case.kwargs)
-            warps = -(-cfg[0] // 32)
-            assert blocks == h.blocks, f"{device} {cfg}: reference {blocks}, cuda_occupancy.h {h.blocks}"
-            assert occ_fraction == h.blocks * warps / 64
-            assert limiter == next(k for k in occupancy.LIMITERS if k in h.limiters)
-            per_warp = -(-cfg[1] * 32 // 256) * 256
-            subpartition += bool(h.blocks) and h.by["registers"] != 65536 // (per_warp * warps)
-            zero += h.blocks == 0
-    assert subpartition >= 25 * 6 and zero >= 25 * 4
+        header = iter(nvidia.run(occupancy_nvidia.DEVICES[device], [cfg for *_, probes in items for cfg in probes]))
+        for case, target, regs, limiter, probes in items:
+            there = next(header)
+            assert (there.blocks >= target) == (regs is not None), f"{device} {case.args[:3]}: {regs}, header {there}"
+            assert limiter == next(k for k in occupancy.LIMITERS if k in there.limiters), (device, case.args[:3])
+            if len(probes) == 2:
+                assert next(header).blocks < target, f"{device} {case.args[:3]}: {regs + 1} registers still fit"
+            seen["None" if regs is None else "255" if regs == 255 else "granule"] += 1
+            assert regs is None or regs == 255 or regs % 8 == 0
+    assert min(seen.values()) >= 25 * 3, seen
 
 
 def test_hidden_cases_cover_what_the_spec_names():
-    from grader.labs import lab05_kernels as lab5
+    from gpucourse import occupancy as occ
+    from grader.answers.lab05_kernels import per_sm_division
 
-    assert lab5.problems["occupancy"].has_answers()
-    cases = lab5.problems["occupancy"].hidden(np.random.default_rng(0))
+    lab5, problem, cases = _lab5_cases([0])
+    cases = cases[len(problem.visible):]
     threads = [c.args[0] for c in cases]
     assert any(t % 32 for t in threads), "a block size that is not a multiple of 32"
     assert {id(c.args[3]) for c in cases} == {id(v) for v in lab5.LIMITS.values()}, "both GPUs"
-    assert any(c.kwargs.get("opt_in") for c in cases) and any(c.args[2] == 48 * 1024 for c in cases)
-    results = [lab5.problems["occupancy"].reference(*c.args, **c.kwargs) for c in cases]
-    assert {r[2] for r in results} >= {"warps", "registers", "shared_memory", "blocks"}, "every limiter"
+    assert any(c.kwargs.get("opt_in") for c in cases) and any(c.args[1] == 48 * 1024 for c in cases)
+    results = [problem.reference(*c.args, **c.kwargs) for c in cases]
+    assert {r[1] for r in results} >= {"warps", "registers", "shared_memory", "blocks"}, "every limiter"
+    assert {r[1] for r, c in zip(results, cases) if r[0] is None} >= {"warps", "shared_memory", "blocks"}
+    assert any(r[0] == 255 for r in results) and any(r[0] is not None and r[0] % 8 == 0 for r in results)
+    # a single forward call of the model (at the top count) and the per-SM register division both fail some case
+    top = [(255 if occ.occupancy(c.args[0], 255, c.args[1], c.args[3], **c.kwargs).blocks_per_sm >= c.args[2]
+            else None) for c in cases]
+    assert top != [r[0] for r in results]
+    assert sum(r[0] is not None and r[0] < per_sm_division(c.args[0], c.args[2], c.args[3])
+               for r, c in zip(results, cases)) >= 3
+    # the same kernel with and without the opt-in, and on sm_80 and sm_90
+    assert any(a.args == b.args and a.kwargs != b.kwargs for a in cases for b in cases)
+    assert any(a.args[:3] == b.args[:3] and a.args[3] is not b.args[3] for a in cases for b in cases)

@@ -217,13 +217,13 @@ try:
     out["import"] = "imported"
 except ImportError as exc:
     out["import"] = type(exc).__name__
-p = lab.problems["tiled_gemm"]
+p = lab.problems["best_array"]
 try:  # the visible check judges from the expected values shipped as data: a wrong answer fails with the message
-    p.check(lambda M, K, N, rows, cols: (1, 0.5))
+    p.check(lambda M, K, N, pes: (1, pes))
     out["wrong"] = "passed"
 except Exception as exc:
     out["wrong"] = str(exc)[:200]
-p.check(lambda M, K, N, rows, cols: (1, 0.5), hidden=True)  # no case file here: says hidden tests run when graded
+p.check(lambda M, K, N, pes: (1, pes), hidden=True)  # no case file here: says hidden tests run when graded
 print(json.dumps(out))
 """
 

@@ -51,17 +51,18 @@ def test_numba_vectorizes_an_independent_loop_on_this_cpu():
     assert 128 <= simd_simt.widest_packed(asm) <= max(bits, 128)
 
 
-def test_warp_masks_divergent_uniform_and_partial():
-    lanes = np.arange(32)
-    m = simd_simt.warp_masks(lanes % 2 == 0, 3, 5)
-    assert m.shape == (8, 32) and m[:3].sum(axis=1).tolist() == [16] * 3 and not (m[:3] & m[3:4]).any()
-    assert m.mean() == pytest.approx((16 * 3 + 16 * 5) / (32 * 8))
-    assert simd_simt.warp_masks(lanes >= 0, 3, 5).shape == (3, 32)  # uniform: only the taken path
-    assert simd_simt.warp_masks(lanes < 0, 3, 5).shape == (5, 32)
-    part = simd_simt.warp_masks(np.ones(20, bool), 4, 4)
-    assert part.shape == (4, 32) and part.sum() == 80 and not part[:, 20:].any()
-    with pytest.raises(ValueError):
-        simd_simt.warp_masks(np.ones(33, bool), 1, 1)
+def test_stored_warp_masks_read_back_as_masks():
+    """The course's section 3.3 masks ship as data (the model is lab 3's exercise 4; the data's staleness test is in
+    tests/test_lab03_datapath.py): three patterns, 32 lanes, a row per issued instruction, active lanes on their
+    path."""
+    cost_if, cost_else, stored = simd_simt.stored_warp_masks()
+    assert (cost_if, cost_else) == (6, 4) and list(stored) == ["t % 4 == 0 (divergent)", "t < 32 (uniform)",
+                                                                "t < 12 (divergent)"]
+    for cond, m in stored.values():
+        assert cond.shape == (32,) and m.dtype == bool and m.shape[1] == 32
+        assert all((row == cond).all() or (row == ~cond).all() for row in m)
+    cond, m = stored["t % 4 == 0 (divergent)"]
+    assert m.shape == (10, 32) and m.mean() == pytest.approx((8 * 6 + 24 * 4) / (32 * 10))
 
 
 def test_physical_cores_counts_cores_not_smt_siblings(tmp_path):

@@ -107,7 +107,7 @@ def test_simulated_jit_compiles_once():
 
 
 def test_chunked_pipeline_beats_one_stream_and_respects_dependencies():
-    ops = answers.chunked_overlap(10**8, 6, 3, 25e9, 50e9, 25e9)
+    ops = answers.chunked_pipeline(10**8, 6, 3, 25e9, 50e9, 25e9)
     tl, serial = st.simulate(ops), st.simulate(st.on_one_stream(ops))
     assert tl.makespan < 0.7 * serial.makespan
     for i in range(6):
@@ -141,7 +141,7 @@ def test_gpu_streams_run_concurrently_and_in_order():
 
 @pytest.mark.gpu
 def test_gpu_copy_compute_overlap_matches_the_model_direction():
-    ops = answers.chunked_overlap(128 * 2**20, 8, 4, 25e9, 50e9, 25e9)
+    ops = answers.chunked_pipeline(128 * 2**20, 8, 4, 25e9, 50e9, 25e9)
     overlapped, serial = st.measure_on_gpu(ops), st.measure_on_gpu(st.on_one_stream(ops))
     assert overlapped.makespan < 0.9 * serial.makespan
 
@@ -175,7 +175,7 @@ def test_random_schedules_never_deadlock_and_match_the_lab_reference():
         for op in ops:
             for w in op.waits:
                 assert tl.span(op.name).start >= tl.span(w).end
-        assert tl.makespan == answers.predict_makespan(streams, durations, waits)
+        assert tl.makespan == answers.schedule_end(streams, durations, waits)
 
 
 def test_legacy_default_stream_synchronizes_with_blocking_streams_only():

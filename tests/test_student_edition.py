@@ -27,7 +27,7 @@ MARK_GEN = f"EDITION-MARKER-GENERATOR-{uuid.uuid4().hex}"
 def _checkout(tmp: Path) -> Path:
     """A scratch instructor checkout: what the builder reads."""
     root = tmp / "checkout"
-    for name in ("gpucourse", "grader", "course", "labs"):
+    for name in ("gpucourse", "grader", "course", "labs", "solutions"):  # solutions/: what the edition must not hold
         shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, root / name)
@@ -82,6 +82,11 @@ def test_markers_in_a_reference_and_a_generator_are_nowhere_in_the_edition(built
     for lab in ("lab07_tpu", "lab05b_kernel_puzzles"):
         assert f"grader/labs/{lab}.expected.json" in names and f"grader/labs/{lab}.py" in names
     assert not (dest / "src" / "grader" / "answers").exists()
+    # the instructor's tooling stays with the instructor (it imports the answer side; students have no use for it)
+    for tool in ("grader/mutation.py", "grader/strength/", "grader/benchmark.py", "grader/benchmark_grading.py",
+                 "grader/benchmark_simt.py", "grader/equivalent_mutants.toml"):
+        assert not [n for n in names if n.startswith(tool)], f"the wheel holds {tool}"
+        assert not (dest / "src" / tool).exists(), f"the edition holds {tool}"
 
 
 @pytest.mark.slow
@@ -152,8 +157,8 @@ def test_a_copied_reference_on_the_exercise_side_is_refused_however_it_is_format
     (root / "grader" / "labs" / "lab07_tpu.py").open("a", encoding="utf-8").write(
         "\n\ndef _helpful(a, b, dims, chip):\n"
         "    hypothetical=(chip,tuple(dims)) in HYPOTHETICAL\n"
-        "    return interconnect.Torus(dims,   # same code, new layout\n"
-        "        tpu.TPU_CHIPS[chip].wraparound(dims, hypothetical=hypothetical)).hops(a, b)\n")
+        "    return hops(interconnect.Torus(dims,   # same code, new layout\n"
+        "        wraparound(tpu.TPU_CHIPS[chip], dims, hypothetical=hypothetical)), a, b)\n")
     run = _build(root, tmp_path / "edition")
     assert run.returncode != 0
     assert "LeakError" in run.stderr and "grader/answers/lab07_tpu.py" in run.stderr, run.stderr[-2000:]
@@ -192,3 +197,77 @@ def test_every_exercise_of_every_lab_keeps_its_answers_on_the_answer_side():
     for name, seen in json.loads(run.stdout.strip().splitlines()[-1]).items():
         assert seen["shipped"] == [], f"{name}: {seen['shipped']} hold a reference or generator on the exercise side"
         assert seen["problems"] == seen["answers"], (name, set(seen["problems"]) ^ set(seen["answers"]))
+
+
+# -- no solution of solutions/ in the edition (issue 20) ---------------------------------------------------------
+
+
+def test_the_edition_holds_no_solution():
+    """What students install holds no function of a solution cell (normalised syntax tree) and no line of 8+ tokens
+    of a solution block: no course notebook, helper or exercise-side module answers an exercise. The list of what
+    it found is the fix list."""
+    found = edition.solution_leaks(edition.edition_files())
+    assert not found, "the student edition holds solutions:\n  " + "\n  ".join(found[:40])
+
+
+def test_a_solution_is_found_however_it_is_renamed():
+    """The normalised tree: other names, a docstring, annotations and comments change nothing; other code does."""
+    import ast
+
+    one = ast.parse("def f(x, n):\n    s = 0\n    for i in range(n):\n        s += x[i] * 2\n    return s\n").body[0]
+    two = ast.parse("def total(values: list, count: int) -> int:\n    'Doubled sum.'\n    acc = 0  # start\n"
+                    "    for k in range(count):\n        acc += values[k] * 2\n    return acc\n").body[0]
+    other = ast.parse("def f(x, n):\n    s = 0\n    for i in range(n):\n        s += x[i] * 3\n    return s\n").body[0]
+    assert edition.normalised(one) == edition.normalised(two)
+    assert edition.normalised(one) != edition.normalised(other)
+    lam = ast.parse("g = lambda a, b: (a @ b).sum(axis=0) + 1").body[0].value
+    assert edition.normalised(lam) == edition.normalised(ast.parse("h = lambda p, q: (p @ q).sum(axis=0) + 1").body[0].value)
+
+
+def _a_solution(root: Path) -> tuple[str, str]:
+    """A solution function of the scratch checkout's solutions/ big enough to be compared: (grade id, its code)."""
+    import ast
+
+    for where, src in sorted(edition.solution_cells(root).items()):
+        tree = edition._python(src)
+        for fn in edition.functions(tree) if tree is not None else []:
+            if isinstance(fn, ast.FunctionDef) and edition._size(fn) >= 40 and "cuda" not in src:
+                return where, ast.get_source_segment(src, fn)
+    raise AssertionError("no solution function found")
+
+
+@pytest.mark.slow
+def test_a_solution_pasted_into_a_course_notebook_or_helper_is_refused(tmp_path):
+    """The build refuses (and keeps nothing) when a solution of solutions/ sits in a course notebook with its names
+    changed, or when a solution block's line sits in a helper module."""
+    import ast
+    import json
+    import re
+
+    root = _checkout(tmp_path)
+    where, code = _a_solution(root)
+    tree = ast.parse(code).body[0]
+    renamed = code
+    for k, name in enumerate(sorted({a.arg for a in tree.args.args}, key=len, reverse=True)):
+        renamed = re.sub(rf"\b{name}\b", f"arg_{k}", renamed)
+    renamed = renamed.replace(f"def {tree.name}(", "def handy_helper(", 1)
+    nb_path = root / "course" / "01_blas_roofline.ipynb"
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "source": renamed, "outputs": [], "execution_count": None})
+    nb_path.write_text(json.dumps(nb), encoding="utf-8")
+    found = edition.solution_leaks(edition.edition_files(root), root)
+    assert [f for f in found if f.startswith("course/01_blas_roofline.ipynb") and f"the solution {where}" in f], found
+    run = _build(root, tmp_path / "edition")
+    assert run.returncode != 0 and "LeakError" in run.stderr, run.stderr[-2000:]
+    assert not list((tmp_path / "edition").glob("*.whl")) and not (tmp_path / "edition" / "src").exists()
+    # a line of a solution block, alone, in a helper module
+    nb_path.write_text((ROOT / "course" / "01_blas_roofline.ipynb").read_text(encoding="utf-8"), encoding="utf-8")
+    src = edition.solution_cells(root)[where]
+    line = max((ln.strip() for k, ln in enumerate(src.splitlines(), 1) if k in edition._block_lines(src)
+                and not ln.strip().startswith(("#", "return", "if", "for", "elif", "else"))), key=len)
+    with (root / "gpucourse" / "timing.py").open("a", encoding="utf-8") as fh:
+        fh.write("\n\ndef _unrelated(" + ", ".join(sorted(set(re.findall(r"\b[a-z_]\w*\b", line)) - {
+            "np", "jnp", "math", "int", "float", "min", "max", "sum", "len", "range", "abs", "round"})) + "):\n"
+                 f"    {line}\n")
+    found = edition.solution_leaks(edition.edition_files(root), root)
+    assert [f for f in found if f.startswith("gpucourse/timing.py: a line of the solution")], (line, found)

@@ -1,18 +1,26 @@
-"""The cycle-stepped weight-stationary systolic array: results, cycle counts, traffic, tiling, schedules."""
+"""The cycle-stepped weight-stationary systolic array: results, cycle counts, traffic, tiling, schedules.
+
+The register-level array (PE registers, lab 7's exercises 1 and 2) is the answer side's,
+grader/answers/systolic_course.py; the course installs the array seen from its edges (a delay line), the tiled array
+and the course's stored runs of the register-level one."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
 from gpucourse import systolic
+from grader.answers import systolic_course as registers
+from grader.answers.lab07_tpu import pe_step
 
 
 @pytest.mark.parametrize("M, K, N", [(1, 1, 1), (4, 3, 3), (7, 2, 5), (1, 8, 3), (9, 6, 1), (5, 5, 5)])
 def test_matmul_is_exact_and_takes_the_formula_cycles(M, K, N):
     rng = np.random.default_rng(M * 100 + K * 10 + N)
     A, W = rng.integers(-5, 6, (M, K)).astype(float), rng.integers(-5, 6, (K, N)).astype(float)
-    run = systolic.matmul(A, W)
+    run = registers.matmul(A, W)
     assert np.array_equal(run.C, A @ W)
     assert run.cycles == systolic.cycles(M, K, N) == M + K + N - 2
     assert run.useful_macs == M * K * N
@@ -24,7 +32,7 @@ def test_one_cycle_fewer_loses_the_last_result():
     rng = np.random.default_rng(1)
     A, W = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
     hw = systolic.WeightStationaryArray(W)
-    outs = [hw.tick(systolic.skewed_inputs(A, t)[0]) for t in range(systolic.cycles(3, 4, 2))]
+    outs = [hw.tick(registers.skewed_inputs(A, t)[0]) for t in range(systolic.cycles(3, 4, 2))]
     assert np.isclose(outs[-1][1], (A @ W)[2, 1])  # C[M-1, N-1] leaves at cycle (M-1)+(K-1)+(N-1)
     assert not np.isclose(outs[-2][1], (A @ W)[2, 1])
 
@@ -33,7 +41,7 @@ def test_pe_step_moves_activations_right_and_sums_down():
     a = np.array([[1.0, 2.0], [3.0, 4.0]])
     p = np.array([[10.0, 20.0], [30.0, 40.0]])
     W = np.array([[1.0, 2.0], [3.0, 4.0]])
-    a_new, p_new = systolic.pe_step(a, p, W, np.array([5.0, 6.0]))
+    a_new, p_new = pe_step(a, p, W, np.array([5.0, 6.0]))
     assert np.array_equal(a_new, [[5.0, 1.0], [6.0, 3.0]])
     assert np.array_equal(p_new, [[5.0, 2.0], [10.0 + 18.0, 20.0 + 12.0]])
     assert np.array_equal(a, [[1.0, 2.0], [3.0, 4.0]]) and np.array_equal(p, [[10.0, 20.0], [30.0, 40.0]])
@@ -41,7 +49,7 @@ def test_pe_step_moves_activations_right_and_sums_down():
 
 def test_frames_follow_the_static_schedule():
     A, W = np.ones((4, 3)), np.ones((3, 2))
-    run = systolic.matmul(A, W, record=True)
+    run = registers.matmul(A, W, record=True)
     sched = systolic.schedule(4, 3, 2)
     assert len(run.frames) == run.cycles
     for f in run.frames:
@@ -54,8 +62,8 @@ def test_frames_follow_the_static_schedule():
 
 def test_schedule_is_data_independent():
     W = np.arange(12.0).reshape(3, 4)
-    r1 = systolic.matmul(np.zeros((5, 3)), W, record=True)
-    r2 = systolic.matmul(np.random.default_rng(0).standard_normal((5, 3)) * 1e9, W, record=True)
+    r1 = registers.matmul(np.zeros((5, 3)), W, record=True)
+    r2 = registers.matmul(np.random.default_rng(0).standard_normal((5, 3)) * 1e9, W, record=True)
     assert r1.cycles == r2.cycles
     assert all(np.array_equal(f1.active, f2.active) for f1, f2 in zip(r1.frames, r2.frames))
 
@@ -63,7 +71,7 @@ def test_schedule_is_data_independent():
 def test_tile_in_a_larger_array_matches_the_tiling_model():
     rng = np.random.default_rng(3)
     A, W = rng.standard_normal((10, 5)), rng.standard_normal((5, 3))
-    run = systolic.matmul(A, W, rows=8, cols=8)
+    run = registers.matmul(A, W, rows=8, cols=8)
     model = systolic.TiledGemm(10, 5, 3, 8, 8)
     assert np.allclose(run.C, A @ W)
     assert run.cycles == model.cycles == 10 + 8 + 8 - 2
@@ -206,11 +214,43 @@ def test_figures_draw_without_error():
     import matplotlib
 
     matplotlib.use("Agg")
-    run = systolic.matmul(np.ones((2, 2)), np.eye(2), record=True)
+    run = registers.matmul(np.ones((2, 2)), np.eye(2), record=True)
     fig = systolic.frame_grid(run, np.eye(2), ncols=2)
     assert len(fig.axes) == 4
     html = systolic.animate(run, np.eye(2), interval_ms=100).to_jshtml()
     assert "<script" in html and html.count("data:image/png") >= run.cycles
+
+
+@pytest.mark.parametrize("K, N, M, rows, cols", [(1, 1, 3, None, None), (3, 4, 5, None, None), (4, 2, 1, None, None),
+                                                  (2, 3, 6, 5, 4), (5, 5, 2, 5, 7)])
+def test_the_installed_array_delivers_what_the_registers_deliver(K, N, M, rows, cols):
+    """The course's WeightStationaryArray (a delay line: no PE registers) and the register-level array clocked with
+    pe_step deliver the same values at the bottom edge in every cycle, for any input stream (bubbles included)."""
+    rng = np.random.default_rng(K * 100 + N * 10 + M)
+    W = rng.integers(-4, 5, (K, N)).astype(float)
+    edge = systolic.WeightStationaryArray(W, rows, cols)
+    regs = registers.RegisterArray(W, rows, cols)
+    for t in range(M + (rows or K) + (cols or N) + 3):
+        a_in = rng.integers(-4, 5, K).astype(float) * (rng.random(K) < 0.8)
+        assert np.array_equal(edge.tick(a_in), regs.tick(a_in, np.full(K, -1)))
+    assert edge.cycle == regs.cycle and not hasattr(edge, "p")
+
+
+def test_the_course_data_is_what_the_register_level_array_gives_today():
+    """gpucourse/data/systolic_runs.json (the runs course/07 shows) against the answer side's model, recomputed."""
+    stored = json.loads(systolic.DATA.read_text(encoding="utf-8"))
+    fresh = json.loads(registers.course_data_text())
+    errors = lambda d: [r.pop("max_error") for runs in d["runs"].values() for r in runs]  # noqa: E731
+    assert errors(stored) == pytest.approx(errors(fresh), abs=1e-12), "run python -m grader.answers.systolic_course"
+    assert stored == fresh, "gpucourse/data/systolic_runs.json is stale: run python -m grader.answers.systolic_course"
+    runs = systolic.stored_runs()
+    one = runs["cycle_by_cycle"][0]
+    assert np.array_equal(one.C, one.A @ one.W) and len(one.frames) == one.cycles == 8
+
+
+def test_the_register_level_model_is_not_installed():
+    for name in ("pe_step", "matmul", "skewed_inputs"):
+        assert not hasattr(systolic, name), name
 
 
 # -- lab 7's systolic_matmul checker: the result must come out of the array ------------------------------------------

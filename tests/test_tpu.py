@@ -7,6 +7,7 @@ import pytest
 
 from gpucourse import interconnect as ic
 from gpucourse import tpu
+from grader.answers import ici  # the wraparound rule: lab 7's exercise 6, answer side
 
 
 def test_ridge_points_are_peak_over_hbm_bandwidth():
@@ -28,12 +29,12 @@ def test_link_figures_agree_with_the_published_pod_bisection_and_allreduce_bandw
     """Independent published numbers: the bisection of a 16×16 torus cuts 32 links (16 rows, each crossing the cut
     twice); a pod's all-reduce bandwidth is every chip's ports in one direction."""
     for chip in (tpu.TPU_V5E, tpu.TPU_V6E):
-        t = ic.Torus(chip.pod, chip.wraparound(chip.pod))
+        t = ic.Torus(chip.pod, ici.wraparound(chip, chip.pod))
         assert t.bisection_links * chip.ici_link_bytes_per_s == pytest.approx(chip.pod_bisection_bytes_per_s)
         assert chip.chips_per_pod * chip.ici_ports * chip.ici_link_bytes_per_s == \
             pytest.approx(chip.pod_allreduce_bytes_per_s)
     v4 = tpu.TPU_V4
-    cut = ic.Torus(v4.pod, v4.wraparound(v4.pod)).bisection_links
+    cut = ic.Torus(v4.pod, ici.wraparound(v4, v4.pod)).bisection_links
     assert cut == 512
     assert cut * v4.ici_link_bytes_per_s == pytest.approx(v4.pod_bisection_bytes_per_s, rel=0.1)  # 25.6 vs 24 TB/s
     assert v4.chips_per_pod * v4.ici_ports * v4.ici_link_bytes_per_s == pytest.approx(
@@ -43,32 +44,32 @@ def test_link_figures_agree_with_the_published_pod_bisection_and_allreduce_bandw
 
 def test_wraparound_rules():
     v4, v5p, v5e, v6e = tpu.TPU_V4, tpu.TPU_V5P, tpu.TPU_V5E, tpu.TPU_V6E
-    assert v4.wraparound((4, 4, 8)) == (True, True, True)
-    assert v5p.wraparound((4, 4, 4)) == (True, True, True)  # Google's v5p page: "All 4x4x4 and larger slices"
-    assert v5p.wraparound((16, 16, 24)) == (True, True, True)  # the largest schedulable slice
-    assert v5p.wraparound((2, 4, 4)) == (False, False, False)  # smaller than a cube: no optical switch, no wrap
-    assert v4.wraparound((2, 2, 4)) == (False, False, False)
-    assert v5e.wraparound((16, 16)) == (True, True)
-    assert v5e.wraparound((8, 16)) == (False, True)  # wraps on the full 16-chip axis only
-    assert v6e.wraparound((4, 4)) == (False, False)
+    assert ici.wraparound(v4, (4, 4, 8)) == (True, True, True)
+    assert ici.wraparound(v5p, (4, 4, 4)) == (True, True, True)  # Google's v5p page: "All 4x4x4 and larger slices"
+    assert ici.wraparound(v5p, (16, 16, 24)) == (True, True, True)  # the largest schedulable slice
+    assert ici.wraparound(v5p, (2, 4, 4)) == (False, False, False)  # smaller than a cube: no optical switch, no wrap
+    assert ici.wraparound(v4, (2, 2, 4)) == (False, False, False)
+    assert ici.wraparound(v5e, (16, 16)) == (True, True)
+    assert ici.wraparound(v5e, (8, 16)) == (False, True)  # wraps on the full 16-chip axis only
+    assert ici.wraparound(v6e, (4, 4)) == (False, False)
     with pytest.raises(ValueError):
-        v5e.wraparound((4, 4, 4))
+        ici.wraparound(v5e, (4, 4, 4))
     with pytest.raises(ValueError):
-        v5e.wraparound((32, 8))
+        ici.wraparound(v5e, (32, 8))
 
 
 def test_slices_are_the_listed_ones_and_no_larger_than_a_schedulable_slice():
     v4, v5p, v5e, v6e = tpu.TPU_V4, tpu.TPU_V5P, tpu.TPU_V5E, tpu.TPU_V6E
     assert v5p.chips_per_pod == 8960 and v5p.max_slice == (16, 16, 24)  # "The maximum v5p shape is 16x16x24"
     with pytest.raises(ValueError, match="larger than the largest"):
-        v5p.wraparound(v5p.pod, hypothetical=True)  # the 8,960-chip pod is not one slice
+        ici.wraparound(v5p, v5p.pod, hypothetical=True)  # the 8,960-chip pod is not one slice
     with pytest.raises(ValueError, match="does not list"):
-        v5p.wraparound((2, 4, 8))  # not in Google's v5p table
-    assert v5p.wraparound((2, 4, 8), hypothetical=True) == (False,) * 3  # the rule still answers when asked
+        ici.wraparound(v5p, (2, 4, 8))  # not in Google's v5p table
+    assert ici.wraparound(v5p, (2, 4, 8), hypothetical=True) == (False,) * 3  # the rule still answers when asked
     for chip in (v5e, v6e):
         assert chip.listed((8, 16)) and chip.listed((16, 8)) and not chip.listed((4, 16)) and not chip.listed((2, 8))
         with pytest.raises(ValueError, match="does not list"):
-            chip.wraparound((16, 4))
+            ici.wraparound(chip, (16, 4))
     # v4: Google's rule — all sides ≤ 4 or all multiples of 4
     assert v4.listed((2, 2, 1)) and v4.listed((2, 4, 4)) and v4.listed((8, 8, 12)) and v4.listed((16, 16, 16))
     assert not v4.listed((2, 8, 8)) and not v4.listed((4, 4, 6)) and not v4.listed((16, 16, 20))
@@ -88,6 +89,15 @@ def test_v4_shapes_where_google_and_the_scaling_book_disagree_are_marked():
     hops = lab.problems["slice_hops"]
     graded = [c.args for c in hops.hidden_cases()] + [c.args for c in hops.visible]
     assert not any(tpu.TPU_CHIPS[chip].torus_disputed(dims) for _, _, dims, chip in graded)
+
+
+def test_check_slice_refuses_what_the_rule_refuses():
+    v5p, v5e = tpu.TPU_V5P, tpu.TPU_V5E
+    assert v5p.check_slice([4, 4, 8]) == (4, 4, 8) and v5p.check_slice((2, 4, 8), hypothetical=True) == (2, 4, 8)
+    for chip, dims, why in ((v5p, v5p.pod, "larger than the largest"), (v5e, (16, 4), "does not list"),
+                            (v5e, (4, 4, 4), "axes")):
+        with pytest.raises(ValueError, match=why):
+            chip.check_slice(dims)
 
 
 def test_cmem_and_the_mxu_clock_each_peak_implies():

@@ -1,48 +1,58 @@
-"""Unit tests of gpucourse.training_memory: the estimate's arithmetic, the batch search, and the residual
-reader checked against JAX and XLA."""
+"""Unit tests of gpucourse.training_memory (the residual reader checked against JAX and XLA) and of course §2.7's
+memory model, which lives on the answer side (lab 2 exercise 3's reference) and reaches the course as stored data."""
 
 from __future__ import annotations
+
+import json
 
 import jax
 import jax.numpy as jnp
 import pytest
 
 from gpucourse import training_memory as tm
+from grader.answers import lab02_backprop as answer_side
 
 
-def test_estimate_terms():
-    m = tm.estimate(1000, 50, 8, dtype="float32", optimizer="adam", io_elems_per_example=3,
-                    workspace_elems_per_example=2)
-    assert (m.params, m.grads, m.optimizer) == (4000, 4000, 8000)
-    assert (m.activations, m.batch, m.workspace) == (50 * 8 * 4, 3 * 8 * 4, 2 * 8 * 4)
-    assert m.fixed == 16000 and m.total == 16000 + 1600 + 96 + 64
-    assert tm.estimate(10, 0, 1, dtype="float16", optimizer="sgd").total == 40
-    assert tm.estimate(10, 0, 1, optimizer="momentum").optimizer == 40
-    with pytest.raises(ValueError):
-        tm.estimate(10, 1, 1, optimizer="lion")
+# -- course §2.7's memory model: lab 2 exercise 3's reference (answer side), shown by the course from stored data --
+
+def test_memory_model_terms():
+    m = answer_side.training_memory(2, 10, "float32", "adam", 3)
+    params = 2 * (10 * 10 + 10)
+    assert (m["params"], m["grads"], m["master"], m["optimizer"]) == (4 * params, 4 * params, 0, 8 * params)
+    assert (m["batch"], m["activations"], m["workspace"]) == (2 * 10 * 4, (3 * 2 + 1) * 10 * 4, 2 * 10 * 4)
+    assert answer_side.training_memory(1, 4, "float16", "sgd", 1)["optimizer"] == 0
+    assert answer_side.training_memory(1, 4, "float64", "momentum", 1)["optimizer"] == 8 * 20
+    with pytest.raises(KeyError):
+        answer_side.training_memory(1, 4, "float32", "lion", 1)
 
 
 def test_mixed_precision_is_16_bytes_per_parameter_with_adam():
     """ZeRO §3.1: bf16 params (2) + bf16 grads (2) + fp32 master (4) + fp32 m and v (8) = 16 bytes/param — the
     same as plain fp32 Adam; only the activations (and batch, workspace) shrink to 2 bytes per value."""
-    fp32 = tm.estimate(1000, 50, 8, optimizer="adam", io_elems_per_example=3)
-    mixed = tm.estimate(1000, 50, 8, optimizer="adam", io_elems_per_example=3, mixed=True)
-    assert (mixed.params, mixed.grads, mixed.master, mixed.optimizer) == (2000, 2000, 4000, 8000)
-    assert mixed.fixed == fp32.fixed == 16 * 1000
-    assert mixed.activations == 50 * 8 * 2 and mixed.batch == 3 * 8 * 2
-    assert mixed.per_example == fp32.per_example // 2
-    assert "fp32 master params" in mixed.as_dict() and "fp32 master params" not in fp32.as_dict()
-    assert tm.estimate(1000, 0, 1, optimizer="sgd", mixed=True).fixed == 8000  # 2 + 2 + 4
+    fp32 = answer_side._fixed_and_per_example(3, 64, "float32", "adam", 3)
+    mixed = answer_side._fixed_and_per_example(3, 64, "mixed-bf16", "adam", 3)
+    assert mixed[0] == fp32[0] == 16 * 3 * (64 * 64 + 64) and 2 * mixed[1] == fp32[1]
+    assert answer_side._fixed_and_per_example(1, 10, "mixed-bf16", "sgd", 1)[0] == 8 * 110  # 2 + 2 + 4
 
 
-@pytest.mark.parametrize("budget", [0, 15_999, 16_000, 16_321, 10**6, 10**9])
+@pytest.mark.parametrize("budget", [0, 15_999, 28_159, 28_160, 28_161, 10**6, 10**9])
 def test_largest_batch_matches_brute_force(budget):
-    at = lambda b: tm.estimate(1000, 37, b, io_elems_per_example=5)  # noqa: E731
-    got = tm.largest_batch(budget, at)
-    brute = max([b for b in range(0, 200_000) if b == 0 or at(b).total <= budget][-1:] or [0])
-    if budget < 10**8:
-        assert got == brute
-    assert got == 0 or at(got).total <= budget < at(got + 1).total
+    fixed, per = answer_side._fixed_and_per_example(2, 10, "float32", "adam", 3)  # 3520 + 440 per example
+    got = answer_side.largest_batch(2, 10, budget, "float32", "adam", 3)
+    fits = [b for b in range(0, 3_000_000) if fixed + b * per <= budget]
+    assert got == (fits[-1] if fits else 0)
+
+
+def test_course_memory_data_is_not_stale():
+    """gpucourse/data/training_memory.json (what course §2.7 shows) is what the answer side's model gives now: if
+    this fails, run python -c "from grader.answers.lab02_backprop import write_course_memory_data as w; w()"."""
+    assert tm.course_memory_data() == json.loads(json.dumps(answer_side.course_memory_data()))
+
+
+def test_the_course_package_does_not_ship_the_memory_model():
+    """Lab 2 exercise 3 is to write it: no installed helper computes it (issue 20)."""
+    for name in ("estimate", "largest_batch", "TrainingMemory", "MIXED_BF16", "OPTIMIZER_SLOTS"):
+        assert not hasattr(tm, name), name
 
 
 def _mlp(Ws, X):
@@ -170,6 +180,6 @@ def test_estimate_brackets_xla_buffers_on_the_gpu():
 
     step = jax.jit(lambda ws, x: [w - 1e-3 * g for w, g in zip(ws, jax.grad(loss)(ws, x))])
     xla = tm.xla_peak_bytes(step.lower(ws, x).compile())
-    est = tm.estimate(layers * d * d, saved_elems_per_example=2 * layers * d, batch_size=b, optimizer="sgd",
-                      io_elems_per_example=d)
-    assert est.params + est.grads <= xla <= 4 * est.total, (xla, est.as_dict())
+    params_and_grads = 2 * 4 * layers * d * d
+    est_total = params_and_grads + 4 * b * (2 * layers * d + d)  # saved: input and tanh output per layer; the batch
+    assert params_and_grads <= xla <= 4 * est_total, (xla, est_total)

@@ -29,4 +29,7 @@ def test_wave_hidden_cases_hold_the_boundaries():
     assert any(b % (s * p) == 0 for b, p, s in cases)  # an exact multiple: slowdown 1.0
     assert any(b % (s * p) == 1 and b > s * p for b, p, s in cases)  # one block over a wave
     assert any(b < s for b, p, s in cases)  # fewer blocks than SMs
+    # a grid of millions of blocks: predicted, since running it on gpucourse.waves' pool of 50 ms slots would take
+    # far longer than a check's time limit (tests/attacks/lab05_kernels.py measures instead of predicting)
+    assert any(math.ceil(b / (s * p)) * 0.05 > 10 * lab.WAVES.time_limit for b, p, s in cases)
     assert wave_reference(133, 1, 132) == (2, 264 / 133) and wave_reference(66, 1, 132) == (1, 2.0)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..labs.lab01_blas_roofline import DTYPES, EXPLANATIONS, MAX_BATCH, ROOFS, Workload
+from ..labs.lab01_blas_roofline import DTYPES, EXPLANATIONS, MAX_BATCH, MAX_SIZE, ROOFS, Workload
 from ..problem import Case
 
 
@@ -30,8 +30,9 @@ def gemv_cost(m: int, n: int, dtype: str) -> tuple[int, int]:
     return 2 * m * n, (m * n + n + m) * _size(dtype)  # y = A x: read A (m×n) and x (n), write y (m)
 
 
-def gemm_cost(m: int, n: int, k: int, dtype: str) -> tuple[int, int]:
-    return 2 * m * n * k, (m * k + k * n + m * n) * _size(dtype)
+def gemm_cost(m: int, n: int, k: int, dtype: str, accumulate: bool = False) -> tuple[int, int]:
+    c_passes = 2 if accumulate else 1  # C written; with accumulate (β = 1) read first
+    return 2 * m * n * k, (m * k + k * n + c_passes * m * n) * _size(dtype)
 
 
 def _axpy_cases(rng: np.random.Generator) -> list[Case]:
@@ -49,30 +50,75 @@ def _gemv_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _gemm_cases(rng: np.random.Generator) -> list[Case]:
-    """Every dtype with m, n, k drawn apart, one more at random, then all three equal (square)."""
+    """Every dtype with m, n, k drawn apart, one more at random, then all three equal (square); then accumulating
+    (every dtype, and accumulate=False said explicitly once)."""
     return ([Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,)) for dtype in DTYPES]
             + [Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),)),
-               Case((m := int(rng.integers(1, 20_000)), m, m, str(rng.choice(DTYPES))))])
+               Case((m := int(rng.integers(1, 20_000)), m, m, str(rng.choice(DTYPES))))]
+            + [Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,), {"accumulate": True})
+               for dtype in DTYPES]
+            + [Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),),
+                    {"accumulate": False})])
 
 
-def predict_time(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> tuple[str, float]:
-    compute, memory = flops / peak_flops, nbytes / bandwidth
-    return ("compute" if compute >= memory else "memory"), max(compute, memory)
+def max_batch_within(d_in: int, d_out: int, act_dtype: str, weight_dtype: str, peak_flops: float, bandwidth: float,
+                     budget_s: float) -> tuple[int, str] | None:
+    """The largest B whose layer's roofline time max(2·B·d_in·d_out / peak, s·(B·d_in + d_in·d_out + B·d_out) / bw)
+    is at most the budget (s: act_dtype's size for X and Y, weight_dtype's for W), and the roof that limits it
+    there; None when B = 1 is over. Exact rational arithmetic: both times are linear in B, so each gives a bound, and
+    the answer is the floor of the smaller."""
+    s, w = _size(act_dtype), _size(weight_dtype)
+    peak, bw, budget = Fraction(peak_flops), Fraction(bandwidth), Fraction(budget_s)
+    by_compute = budget * peak / (2 * d_in * d_out)
+    by_memory = (budget * bw - w * d_in * d_out) / (s * (d_in + d_out))
+    b = math.floor(min(by_compute, by_memory))
+    if b < 1:
+        return None
+    compute = Fraction(2 * b * d_in * d_out) / peak
+    memory = Fraction(s * (b * d_in + b * d_out) + w * d_in * d_out) / bw
+    return b, ("compute" if compute >= memory else "memory")
 
 
-def _prediction_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(8):
+def _layer_time(d_in: int, d_out: int, s: int, w: int, peak: float, bw: float, b: float) -> float:
+    return max(2 * b * d_in * d_out / peak, (s * (b * d_in + b * d_out) + w * d_in * d_out) / bw)
+
+
+def _budget_cases(rng: np.random.Generator) -> list[Case]:
+    """Random layers on random machines, each budget strictly between the times of two consecutive batches (no
+    tie by rounding): answers limited by the memory roof, by the compute roof, and None; then ties exact in
+    binary floating point."""
+    cases: list[Case] = []
+    want = ["memory", "memory", "compute", "compute", "compute", None]
+    while want:
         peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
-        nbytes = float(10 ** rng.uniform(3, 10))
-        intensity = float(2 ** rng.uniform(-3, 10))
-        cases.append(Case((nbytes * intensity, nbytes, peak, bw)))
-    # a compute-bound case on every seed (the time is the FLOPs', not the bytes')
-    peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
-    nbytes = float(10 ** rng.uniform(3, 10))
-    cases.append(Case((nbytes * peak / bw * float(rng.uniform(2, 50)), nbytes, peak, bw)))
-    # a tie, exact in binary floating point: both roofs take 2^-10 s (the spec says 'compute')
-    cases.append(Case((2.0**30, 2.0**20, 2.0**40, 2.0**30)))
+        d_in, d_out = (int(2 ** rng.uniform(7, 14)) for _ in range(2))
+        act = str(rng.choice(["float16", "float32"]))
+        weight = str(rng.choice(["int8", act])) if len(want) % 2 else "int8"  # weight-only quantized, or not
+        s, w = _size(act), _size(weight)
+        if want[0] is None:
+            budget = _layer_time(d_in, d_out, s, w, peak, bw, 1) * float(rng.uniform(0.3, 0.95))
+        else:
+            b = int(10 ** rng.uniform(0, 5))
+            budget = _layer_time(d_in, d_out, s, w, peak, bw, b + float(rng.uniform(0.1, 0.9)))
+        case = Case((d_in, d_out, act, weight, peak, bw, budget))
+        got = max_batch_within(*case.args)
+        if (got is None) == (want[0] is None) and (got is None or (got[1] == want[0] and got[0] <= MAX_BATCH)):
+            cases.append(case)
+            want.pop(0)
+    # the memory time exactly the budget at B = 512: (512·2^12 + 2^21) / 2^30 = 2^-8 — "at most" includes it
+    cases.append(Case((1024, 1024, "float16", "float16", 2.0**40, 2.0**30, 2.0**-8)))
+    # int8 weights, float16 activations: (B·2^12 + 2^20) / 2^30 = 2^-8 at B = 768 (float16 weights: 512)
+    cases.append(Case((1024, 1024, "float16", "int8", 2.0**40, 2.0**30, 2.0**-8)))
+    # the compute time exactly the budget at B = 64: 2·64·2^20 / 2^32 = 2^-5 (the memory time far below)
+    cases.append(Case((1024, 1024, "float16", "float16", 2.0**32, 2.0**30, 2.0**-5)))
+    # both times exactly the budget at B = 3: 2·3·4 / (3·2^32) = (3·4 + 4) / 2^33 = 2^-29 — 'compute' on a tie
+    cases.append(Case((2, 2, "int8", "int8", 3 * 2.0**32, 2.0**33, 2.0**-29)))
+    # one input feature, 1024 outputs: the activations' traffic dominates, memory-bound at B = 100 (2050·100 + 1024
+    # bytes), its FLOPs (2048·100) just below at a ridge of 1 FLOP/byte; the budget 1000 bytes' time past that
+    cases.append(Case((1, 1024, "float16", "int8", 2.0**30, 2.0**30, 207_024 * 2.0**-30)))
+    # a budget B = 1 meets exactly (memory: (4 + 4) / 2^33 = 2^-30; compute 8 / 2^36 below)
+    cases.append(Case((2, 2, "int8", "int8", 2.0**36, 2.0**33, 2.0**-30)))
+    rng.shuffle(cases)
     return cases
 
 
@@ -172,21 +218,57 @@ def _rand(rng: np.random.Generator, shape: tuple[int, int], dtype: str) -> Any:
         return a
 
 
-def roof_fraction(flops: float, nbytes: float, seconds: float, peak_flops: float, bandwidth: float) -> tuple[str, float]:
-    intensity = flops / nbytes
-    attainable = min(peak_flops, intensity * bandwidth)
-    return ("memory" if intensity < peak_flops / bandwidth else "compute"), (flops / seconds) / attainable
+_GEMV_GEMM = {  # op -> (FLOPs, elements of compulsory traffic) of its n-sized square instance
+    "gemv": lambda n: (2 * n * n, n * n + 2 * n),
+    "gemm": lambda n: (2 * n**3, 3 * n * n),
+}
 
 
-def _fraction_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(8):
+def _roof_time(op: str, n: int, dtype: str, peak: float, bw: float) -> float:
+    flops, elements = _GEMV_GEMM[op](n)
+    return max(flops / peak, elements * _size(dtype) / bw)
+
+
+def min_size_for_fraction(op: str, dtype: str, peak_flops: float, bandwidth: float, overhead_s: float,
+                          fraction: float) -> int:
+    """The smallest n with t(n) / (overhead + t(n)) >= fraction, t(n) the roofline time max(FLOPs / peak,
+    bytes / bandwidth): t(n)·(1 − fraction) >= fraction·overhead, i.e. FLOPs >= fraction·overhead·peak / (1 −
+    fraction) or bytes >= fraction·overhead·bandwidth / (1 − fraction). Exact rational arithmetic; both grow with n,
+    so a scan from n = 1 finds it (integers against two fixed fractions: fast)."""
+    f, t0 = Fraction(fraction), Fraction(overhead_s)
+    need = f * t0 / (1 - f)  # seconds of roofline time that amortise the overhead
+    by_flops, by_bytes = need * Fraction(peak_flops), need * Fraction(bandwidth)
+    s = _size(dtype)
+    n = 1
+    while _GEMV_GEMM[op](n)[0] < by_flops and _GEMV_GEMM[op](n)[1] * s < by_bytes:
+        n += 1
+    return n
+
+
+def _size_cases(rng: np.random.Generator) -> list[Case]:
+    """gemv and gemm on random machines, overheads and fractions, answers kept within MAX_SIZE and off ties (the
+    fraction drawn between those of two consecutive sizes); then exact ties in binary floating point."""
+    cases: list[Case] = []
+    ops = ["gemv", "gemv", "gemv", "gemm", "gemm", "gemm"]
+    while ops:
         peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
-        nbytes = float(10 ** rng.uniform(4, 10))
-        flops = nbytes * float(2 ** rng.uniform(-3, 10))
-        ideal = max(flops / peak, nbytes / bw)
-        cases.append(Case((flops, nbytes, ideal / float(rng.uniform(0.05, 1.0)), peak, bw)))
-    cases.append(Case((2.0**36, 2.0**30, 2.0**-1, 2.0**40, 2.0**34)))  # exactly at the ridge (64 FLOP/B): 'compute'
+        dtype = str(rng.choice(DTYPES))
+        t0 = float(10 ** rng.uniform(-6, -4))
+        n = int(10 ** rng.uniform(1, 4.5))
+        lo, hi = (_roof_time(ops[0], k, dtype, peak, bw) for k in (n - 1, n))
+        frac_lo, frac_hi = lo / (t0 + lo), hi / (t0 + hi)
+        if not 0.3 < frac_hi < 0.99 or frac_hi - frac_lo < 1e-9:
+            continue
+        case = Case((ops[0], dtype, peak, bw, t0, frac_lo + (frac_hi - frac_lo) * float(rng.uniform(0.2, 0.8))))
+        if min_size_for_fraction(*case.args) <= MAX_SIZE:
+            cases.append(case)
+            ops.pop(0)
+    # ties: the roofline time exactly t0·fraction / (1 − fraction) at the answer
+    cases.append(Case(("gemm", "float32", 2.0**40, 2.0**30, 2.0**-16, 0.75)))  # 3·2^-16 at n = 64 (memory-bound)
+    cases.append(Case(("gemv", "float32", 2.0**40, 2.0**30, 4_008_000 * 2.0**-30, 0.5)))  # n = 1000
+    cases.append(Case(("gemm", "int8", 2.0**30, 2.0**40, 2.0**-11, 0.5)))  # compute-bound: 2·64³ / 2^30 = 2^-11
+    cases.append(Case(("gemv", "float16", 2.0**40, 2.0**30, 1e-12, 0.5)))  # a negligible overhead: n = 1
+    rng.shuffle(cases)
     return cases
 
 
@@ -201,15 +283,12 @@ def _timing_cases(rng: np.random.Generator) -> list[Case]:
 
     spike = int(rng.integers(1, 4))
     cases = [
-        # one lucky run among >= 3 timed ones (calls 1..repeat; 0 is the warm-up): the median stays the true time,
-        # the minimum lands on the lucky one
-        Case((Workload(ms(8, 12), asynchronous=True, lucky=(int(rng.integers(1, 4)),)),),
-             {"repeat": int(rng.integers(3, 6))}),
+        Case((Workload(ms(8, 12), asynchronous=True),), {"repeat": int(rng.integers(3, 6))}),
         Case((Workload(ms(8, 12), first_s=ms(200, 300)),), {"repeat": 1}),  # one timed run: the warm-up must go
         Case((Workload(ms(8, 12), first_s=ms(200, 300), asynchronous=True),), {"repeat": 2}),
-        Case((Workload(ms(8, 12), spikes=(2, 4), lucky=(int(rng.choice([1, 3, 5])),)),), {"repeat": 5}),
-        # one spike and one lucky run among 4: the middle two are true
-        Case((Workload(ms(8, 12), asynchronous=True, spikes=(spike,), lucky=(spike + 1,)),), {"repeat": 4}),
+        Case((Workload(ms(8, 12), spikes=(2, 4)),), {"repeat": 5}),
+        # one spike among 4 (the median of the other three, or the minimum, is the true time)
+        Case((Workload(ms(8, 12), asynchronous=True, spikes=(spike,)),), {"repeat": 4}),
         Case((Workload(ms(10, 15), first_s=ms(200, 300), asynchronous=True, spikes=(3,)),), {"repeat": 3}),
     ]
     rng.shuffle(cases)
@@ -218,12 +297,21 @@ def _timing_cases(rng: np.random.Generator) -> list[Case]:
 
 def explain_point(flops: float, nbytes: float, seconds: float, peak_flops: float, bandwidth: float,
                   working_set: float, cache_bytes: float) -> str:
-    intensity, achieved = flops / nbytes, flops / seconds
-    if achieved > peak_flops:
+    """Exact rational arithmetic. Above the DRAM roof, a working set larger than the cache is explained up to a
+    factor 1 / (1 − cache / working_set): whatever the replacement policy (LRU or not), at most cache_bytes of it
+    can still be cached when the op starts, so DRAM delivers at least the rest — a margin near the cache size
+    (non-LRU retention) where a hard cut at the cache size would call a right measurement impossible."""
+    flops_, nbytes_, seconds_ = Fraction(flops), Fraction(nbytes), Fraction(seconds)
+    intensity, achieved = flops_ / nbytes_, flops_ / seconds_
+    if achieved > Fraction(peak_flops):
         return "impossible"  # nothing computes faster than the compute roof
-    if achieved > intensity * bandwidth:  # above the DRAM roof (only possible left of the ridge)
-        return "cache" if working_set <= cache_bytes else "impossible"
-    return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+    dram = intensity * Fraction(bandwidth)
+    if achieved > dram:  # above the DRAM roof (only possible left of the ridge)
+        # DRAM delivers at least (1 − cache / working set) of the bytes (nothing, when it fits: the factor is <= 0)
+        if achieved * (1 - Fraction(cache_bytes) / Fraction(working_set)) <= dram:
+            return "cache"
+        return "impossible"
+    return "memory-bound" if intensity < Fraction(peak_flops) / Fraction(bandwidth) else "compute-bound"
 
 
 def _explain_cases(rng: np.random.Generator) -> list[Case]:
@@ -236,7 +324,7 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
         if kind == "compute-bound":
             intensity = ridge * float(rng.uniform(1.5, 50))
         else:
-            intensity = ridge * float(rng.uniform(0.01, 0.7))
+            intensity = ridge * float(rng.uniform(0.01, 0.1))
         flops = nbytes * intensity
         attainable = min(peak, intensity * bw)
         fits = bool(rng.integers(2))
@@ -244,12 +332,17 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
         if kind in ("memory-bound", "compute-bound"):
             achieved = attainable * float(rng.uniform(0.05, 0.99))
         elif kind == "cache":
-            ws = cache * float(rng.uniform(0.1, 0.95))
-            achieved = min(intensity * bw * float(rng.uniform(1.2, 4.0)), peak * 0.99)
-        else:  # above the DRAM roof without fitting (the first time), above the compute roof (the second)
+            if k < len(EXPLANATIONS):  # fits: any factor above the DRAM roof
+                ws = cache * float(rng.uniform(0.1, 0.95))
+                factor = float(rng.uniform(1.2, 4.0))
+            else:  # does not fit, but by little: under the bound 1 / (1 − cache / ws)
+                ws = cache * float(rng.uniform(1.1, 2.5))
+                factor = 1 + (1 / (1 - cache / ws) - 1) * float(rng.uniform(0.2, 0.9))
+            achieved = intensity * bw * factor
+        else:  # above the bound without fitting (the first time), above the compute roof (the second)
             if k < len(EXPLANATIONS):
-                ws = cache * float(rng.uniform(1.5, 20))
-                achieved = min(intensity * bw * float(rng.uniform(1.2, 4.0)), peak * 0.99)
+                ws = cache * float(rng.uniform(1.1, 3.0))
+                achieved = intensity * bw / (1 - cache / ws) * float(rng.uniform(1.1, 2.0))
             else:
                 achieved = peak * float(rng.uniform(1.1, 3.0))
         cases.append(Case((flops, nbytes, flops / achieved, peak, bw, ws, cache)))
@@ -263,11 +356,19 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
         flops = nbytes * peak / bw * factor
         cases.append(Case((flops, nbytes, flops / (peak * float(rng.uniform(1.1, 3.0))), peak, bw,
                            cache * float(rng.uniform(0.1, 0.9)), cache)))
+    # a working set 4× the cache at 2× the DRAM roof: above the bound 4/3, 'impossible'; one 1.25× the cache at 3×
+    # the DRAM roof: under the bound 5, 'cache' (a fixed margin — "within 1.5× or 2× of the cache" — gets one wrong)
+    cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**27, 2.0**25)))
+    cases.append(Case((2.0**33, 2.0**30, 1 / 3, 2.0**36, 2.0**30, 5 * 2.0**23, 2.0**25)))
     # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge (compute-bound)
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))  # 2× the DRAM roof: cache
     cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))  # at the ridge, under
     cases.append(Case((2.0**36, 2.0**26, 1.0, 2.0**36, 2.0**30, 2.0**20, 2.0**25)))  # exactly at the peak: on it
     cases.append(Case((2.0**33, 2.0**30, 1.0, 2.0**36, 2.0**30, 2.0**31, 2.0**25)))  # exactly on the DRAM roof
+    # working set 2× the cache: the bound is exactly 2×; at exactly 2× the DRAM roof: explained (a tie counts)
+    cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**26, 2.0**25)))
+    # the same a hair above 2×: impossible
+    cases.append(Case((2.0**33, 2.0**30, 0.5 * (1 - 2.0**-20), 2.0**36, 2.0**30, 2.0**26, 2.0**25)))
     rng.shuffle(cases)
     return cases
 
@@ -277,11 +378,11 @@ ANSWERS = {
     "axpy_cost": (axpy_cost, _axpy_cases),
     "gemv_cost": (gemv_cost, _gemv_cases),
     "gemm_cost": (gemm_cost, _gemm_cases),
-    "predict_time": (predict_time, _prediction_cases),
+    "max_batch_within": (max_batch_within, _budget_cases),
     "min_batch_compute_bound": (min_batch_compute_bound, _batch_cases),
     "chain_bytes": (chain_bytes, _chain_cases),
     "blocked_matmul": (_matmul_reference, _matmul_cases),
-    "roof_fraction": (roof_fraction, _fraction_cases),
+    "min_size_for_fraction": (min_size_for_fraction, _size_cases),
     "time_call": (time_call_reference, _timing_cases),
     "explain_point": (explain_point, _explain_cases),
 }

@@ -61,10 +61,11 @@ def _gemm_hidden(rng: np.random.Generator) -> list[Case]:
 
 
 # -- Exercise 3: the largest batch that fits ------------------------------------------------------------------------
-# The memory model counts every array once (course §2.5's minimum): the batch's input row X and target row, and
-# each layer's output. A layer's input is not counted again — the first layer's input IS X, every other layer's is
-# the previous layer's output. (Counting X a second time as "layer 0's saved input" was this exercise's old
-# reference; it is now the plausible wrong answer.)
+# Course §2.7's memory model (the one its cell checks against XLA's buffer assignment, within 12 %): fixed bytes
+# (params, grads, fp32 master, optimizer state) and bytes per example (the batch's input and target rows; the saved
+# activations, ``saved_per_layer`` arrays per layer plus the loss's one; two working gradients). This is the only
+# implementation of the model: the course shows its numbers from gpucourse/data/training_memory.json, written by
+# ``course_memory_data`` below (tests/test_training_memory.py fails when the file is stale).
 
 # mixed-bf16: bf16 params and grads, fp32 master params and fp32 optimizer state (ZeRO §3.1), bf16 activations
 _MIXED = {"params": 2, "grads": 2, "master": 4, "optimizer": 4, "activations": 2}
@@ -77,37 +78,74 @@ def _sizes(dtype: str) -> dict[str, int]:
     return {"params": per_value, "grads": per_value, "master": 0, "optimizer": per_value, "activations": per_value}
 
 
-def _fixed_and_per_example(widths: list[int], dtype: str, optimizer: str) -> tuple[int, int]:
-    """(bytes independent of the batch, bytes per example) of the exercise's memory model."""
+def training_memory(layers: int, width: int, dtype: str, optimizer: str, saved_per_layer: int) -> dict[str, int]:
+    """§2.7's model of one training step of the tanh stack, term by term: the fixed terms in bytes, the terms that
+    grow with the batch in bytes *per example*."""
     size = _sizes(dtype)
-    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
-    fixed = params * (size["params"] + size["grads"] + size["master"] + OPTIMIZER_SLOTS[optimizer] * size["optimizer"])
-    values = widths[0] + widths[-1] + sum(widths[1:])  # X, target, every layer's output
-    return fixed, values * size["activations"]
+    params = layers * (width * width + width)
+    value = size["activations"]
+    return {"params": params * size["params"], "grads": params * size["grads"], "master": params * size["master"],
+            "optimizer": OPTIMIZER_SLOTS[optimizer] * params * size["optimizer"],
+            "batch": 2 * width * value,  # input and target rows
+            "activations": (saved_per_layer * layers + 1) * width * value,  # + the loss's 2·(y − target)
+            "workspace": 2 * width * value}  # the gradients in flight
 
 
-def largest_batch(widths: list[int], budget_bytes: int, dtype: str, optimizer: str) -> int:
-    fixed, per_example = _fixed_and_per_example(widths, dtype, optimizer)
+FIXED_TERMS = ("params", "grads", "master", "optimizer")
+PER_EXAMPLE_TERMS = ("batch", "activations", "workspace")
+
+
+def _fixed_and_per_example(layers: int, width: int, dtype: str, optimizer: str, saved_per_layer: int) -> tuple[int, int]:
+    """(bytes independent of the batch, bytes per example) of the exercise's memory model."""
+    m = training_memory(layers, width, dtype, optimizer, saved_per_layer)
+    return sum(m[k] for k in FIXED_TERMS), sum(m[k] for k in PER_EXAMPLE_TERMS)
+
+
+def largest_batch(layers: int, width: int, budget_bytes: int, dtype: str, optimizer: str, saved_per_layer: int) -> int:
+    fixed, per_example = _fixed_and_per_example(layers, width, dtype, optimizer, saved_per_layer)
     return max(0, (budget_bytes - fixed) // per_example)
 
 
 def _batch_hidden(rng: np.random.Generator) -> list[Case]:
     cases = []
     for k in range(12):
-        n_layers = int(rng.integers(1, 6))
-        widths = [int(w) for w in rng.integers(8, 8192, size=n_layers + 1)]
-        if k % 3 == 0:  # a wide input and narrow layers: counting X twice is far off
-            widths[0] = int(rng.integers(4096, 16384))
+        layers, width = int(rng.integers(1, 49)), int(rng.integers(8, 8192))
+        saved = (3, 1, 2, 4)[k % 4] if k < 8 else int(rng.integers(1, 6))
         dtype, opt = DTYPES[k % len(DTYPES)], tuple(OPTIMIZER_SLOTS)[k % len(OPTIMIZER_SLOTS)]
-        fixed, per = _fixed_and_per_example(widths, dtype, opt)
+        fixed, per = _fixed_and_per_example(layers, width, dtype, opt, saved)
         b = int(rng.integers(2, 5000))
         budget = {0: fixed + b * per,  # exactly b examples fit: a tie
                   1: fixed + b * per - 1,  # one byte short of b
                   2: fixed + per - 1,  # not even one example
                   3: int(fixed * rng.uniform(0.3, 0.99)),  # the model alone does not fit
                   }.get(k % 6, int(fixed + per * rng.uniform(1, 20_000)))
-        cases.append(Case((widths, int(budget), dtype, opt)))
+        cases.append(Case((layers, width, int(budget), dtype, opt, saved)))
     return cases
+
+
+def course_memory_data() -> dict[str, dict[str, int]]:
+    """The numbers course §2.7 shows (gpucourse/data/training_memory.json): §2.7's model, term by term, of each
+    network the section sizes, fp32 or mixed-precision Adam with JAX's 3 saved arrays per layer."""
+    nets = {"tanh 6x512, fp32": (6, 512, "float32"), "tanh 6x512, mixed bf16": (6, 512, "mixed-bf16"),
+            "tanh 8x4096, fp32": (8, 4096, "float32"), "tanh 32x8192, fp32": (32, 8192, "float32")}
+    out = {}
+    for name, (layers, width, dtype) in nets.items():
+        terms = training_memory(layers, width, dtype, "adam", 3)
+        out[name] = {"layers": layers, "width": width, "n_params": layers * (width * width + width),
+                     "saved_elems_per_example": (3 * layers + 1) * width,
+                     **{f"{k} per example" if k in PER_EXAMPLE_TERMS else k: v for k, v in terms.items()}}
+    return out
+
+
+def write_course_memory_data(path=None):
+    """Write course_memory_data() as JSON (default: gpucourse/data/training_memory.json); returns the path."""
+    import json
+    from pathlib import Path
+
+    path = Path(path) if path else Path(__file__).resolve().parents[2] / "gpucourse" / "data" / "training_memory.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(course_memory_data(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
 
 
 # -- Exercise 4: pick a checkpointing policy ------------------------------------------------------------------------

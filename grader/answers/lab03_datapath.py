@@ -9,17 +9,22 @@ chunked_map's reference is fn(x) (the spec's "exactly fn(x)"); its hidden cases 
 ``DeviceFn`` by name, copies), and its check observes the device's counters where the student's code runs and
 judges them with the rest (``DeviceProblem``, exercise side). ``min_chunks`` stays on the exercise side: the spec
 gives its formula, and the visible check needs it where the answer side is absent.
+
+Exercise 4's warp model is here only (``warp_masks``: writing it is the exercise); the course shows its results for
+one warp from ``gpucourse/data/warp_masks.json``, which ``python -m grader.answers.lab03_datapath`` rewrites
+(``tests/test_lab03_datapath.py`` fails when it is stale).
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
-from ..labs.lab03_datapath import (CPUS, DECISION_TIE, DECISION_TIE_NO_OUTPUT, GPUS, KERNELS, LINKS, TIE_GPU, WARP,
-                                   _BODIES, Device, DeviceFn, _chunk_case, transfer_series)
+from ..labs.lab03_datapath import (CPUS, GPUS, KERNELS, LINK_TIE, LINKS, WARP, _BODIES, Device, DeviceFn, _chunk_case,
+                                   transfer_series)
 from ..problem import Case
 
 
@@ -27,106 +32,126 @@ def _roofline(flops: float, nbytes: float, proc: dict) -> float:
     return max(flops / proc["flops"], nbytes / proc["bandwidth"])
 
 
-def _copy(nbytes: float, link: dict) -> float:
-    return link["latency"] + nbytes / link["bandwidth"]
+def _pipeline_seconds(steps: list, placement: tuple, nbytes: float, cpu: dict, gpu: dict, link: dict) -> float:
+    """Seconds of one placement: every step at its roofline time where it runs, plus one copy of the array each time
+    it changes sides (it starts and ends on the host)."""
+    copy = link["latency"] + nbytes / link["bandwidth"]
+    total, where = 0.0, "cpu"
+    for step, place in zip(steps, placement):
+        if place != where:
+            total += copy
+            where = place
+        total += _roofline(step["flops"], step["bytes"], gpu if place == "gpu" else cpu)
+    return total + (copy if where == "gpu" else 0.0)
 
 
-def offload_decision(flops: float, bytes_in: float, bytes_out: float, cpu: dict, gpu: dict, link: dict):
-    cpu_s = _roofline(flops, bytes_in + bytes_out, cpu)
-    gpu_s = _copy(bytes_in, link) + _roofline(flops, bytes_in + bytes_out, gpu) + _copy(bytes_out, link)
-    return cpu_s, gpu_s, ("gpu" if gpu_s < cpu_s else "cpu")
+def _placements(steps: list) -> list[tuple]:
+    return list(itertools.product(*[("cpu", "gpu") if s["gpu_ok"] else ("cpu",) for s in steps]))
 
 
-# the same with a 3× longer latency: tie at 3·2^15
-BREAK_EVEN_TIE_3 = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33}, TIE_GPU,
-                         {"bandwidth": 2.0**35, "latency": 285.0 * 2**-23}))
+def place_pipeline(steps: list, nbytes: float, cpu: dict, gpu: dict, link: dict):
+    best = min(_placements(steps), key=lambda p: _pipeline_seconds(steps, p, nbytes, cpu, gpu, link))
+    return _pipeline_seconds(steps, best, nbytes, cpu, gpu, link), list(best)
 
 
-def _decision_cases(rng: np.random.Generator) -> list[Case]:
-    """The exact ties, a streaming workload that writes as much as it reads (memory-bound on both processors: the
-    output bytes count in both roofline times and in the copy back), then random draws."""
-    n = float(10 ** rng.uniform(5, 8))
+def _ranked(case: Case) -> list[tuple[float, tuple]]:
+    return sorted((_pipeline_seconds(case.args[0], p, *case.args[1:]), p) for p in _placements(case.args[0]))
+
+
+def _unique_best(case: Case, rtol: float = 1e-6) -> bool:
+    """The spec's promise: one best placement, more than ``rtol`` faster than the next best."""
+    ranked = _ranked(case)
+    return len(ranked) == 1 or ranked[0][0] < (1 - rtol) * ranked[1][0]
+
+
+def _per_step_round_trips(case: Case) -> tuple:
+    """What offloading each step on its own decides (a round trip per GPU step): the plausible wrong design."""
+    steps, nbytes, cpu, gpu, link = case.args
+    copy = link["latency"] + nbytes / link["bandwidth"]
+    return tuple("gpu" if s["gpu_ok"] and 2 * copy + _roofline(s["flops"], s["bytes"], gpu)
+                 < _roofline(s["flops"], s["bytes"], cpu) else "cpu" for s in steps)
+
+
+def _pipeline_draw(rng: np.random.Generator, k: int) -> Case:
+    nbytes = float(2 ** rng.uniform(12, 30))
+    steps = [{"flops": 0.0, "bytes": 0.0, "gpu_ok": bool(rng.random() < 0.75)} for _ in range(k)]
+    for s in steps:
+        s["bytes"] = nbytes * float(rng.choice([1.0, 2.0, 3.0]))
+        s["flops"] = s["bytes"] * float(2 ** rng.uniform(-3, 9))
     cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
-    cases = [DECISION_TIE, DECISION_TIE_NO_OUTPUT, Case((n / 8, 4 * n, 4 * n, cpu, gpu, link))]
-    for _ in range(10):
-        n = float(10 ** rng.uniform(2, 9))
-        intensity = float(2 ** rng.uniform(-3, 11))  # FLOP per byte read
-        bytes_in = n * 4
-        bytes_out = float(n * 4 * rng.choice([0.0, 0.25, 1.0]))
-        cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
-        cases.append(Case((bytes_in * intensity, bytes_in, bytes_out, cpu, gpu, link)))
+    return Case((steps, nbytes, cpu, gpu, link))
+
+
+# what each deliberate family of hidden cases shows, as a test of the best placement (and of the wrong design)
+_PIPELINE_FAMILIES = {
+    # GPU steps that pay only together: one round trip for a run of steps, not one per step
+    "a run pays, its steps alone do not": lambda c, best: best != _per_step_round_trips(c) and "gpu" in best,
+    # seed 002's complicated case: the array goes back to the CPU in the middle and returns
+    "back and forth": lambda c, best: "".join(p[0] for p in best).strip("c").count("c") > 0,
+    "all on the CPU though a step could offload": lambda c, best: "gpu" not in best and any(
+        s["gpu_ok"] for s in c.args[0]),
+    "ends on the GPU": lambda c, best: best[-1] == "gpu" and best[0] == "cpu",
+    "starts on the GPU": lambda c, best: best[0] == "gpu" and best[-1] == "cpu",
+    "one step, offloaded": lambda c, best: len(best) == 1 and best[0] == "gpu",
+}
+
+
+def _pipeline_cases(rng: np.random.Generator) -> list[Case]:
+    """One draw of every family above (drawn until one has the family's property and a unique best placement),
+    a pipeline the CPU must run alone, then random pipelines of 1 to 6 steps."""
+    cases = []
+    for family in _PIPELINE_FAMILIES.values():
+        while True:
+            case = _pipeline_draw(rng, 1 if family is _PIPELINE_FAMILIES["one step, offloaded"]
+                                  else int(rng.integers(2, 7)))
+            if _unique_best(case) and family(case, _ranked(case)[0][1]):
+                cases.append(case)
+                break
+    cpu_only = _pipeline_draw(rng, int(rng.integers(1, 5)))
+    for s in cpu_only.args[0]:
+        s["gpu_ok"] = False
+    cases.append(cpu_only)
+    while len(cases) < 14:
+        case = _pipeline_draw(rng, int(rng.integers(1, 7)))
+        if _unique_best(case):
+            cases.append(case)
     return cases
 
 
-def break_even_elements(flops_per_element: float, in_per_element: float, out_per_element: float,
-                        cpu: dict, gpu: dict, link: dict) -> int | None:
-    traffic = in_per_element + out_per_element
-    a = _roofline(flops_per_element, traffic, cpu)  # CPU seconds per element
-    b = traffic / link["bandwidth"] + _roofline(flops_per_element, traffic, gpu)  # GPU seconds per element
-    if b >= a:  # per element the GPU path is no faster: 2·latency is never recovered
+def min_link_bandwidth(flops: float, bytes_in: float, bytes_out: float, cpu: dict, gpu: dict,
+                       latency: float) -> float | None:
+    traffic = bytes_in + bytes_out
+    # offloading pays when latency + bytes_in/B + GPU time + latency + bytes_out/B < CPU time: solve for B
+    slack = _roofline(flops, traffic, cpu) - 2 * latency - _roofline(flops, traffic, gpu)
+    if slack <= 0:  # the latencies and the GPU's own work alone take the CPU's time: no link is fast enough
         return None
-    # n·a > 2·latency + n·b  <=>  n > 2·latency / (a − b): exact in floating point on every case the spec allows
-    # (no n has its two times within 1e-12 of each other unless they are exactly equal; _clear_of_ties)
-    return math.floor(2 * link["latency"] / (a - b)) + 1
+    return traffic / slack
 
 
-def _exact_times(n: int, case: Case) -> tuple[Fraction, Fraction]:
-    """CPU and GPU seconds of n elements in exact arithmetic (the spec's formulas on the floats as given)."""
-    fpe, ipe, ope, cpu, gpu, link = (({k: Fraction(v) for k, v in x.items()} if isinstance(x, dict) else Fraction(x))
-                                     for x in case.args)
-    traffic = n * (ipe + ope)
-    cpu_s = max(n * fpe / cpu["flops"], traffic / cpu["bandwidth"])
-    gpu_s = (2 * link["latency"] + traffic / link["bandwidth"]
-             + max(n * fpe / gpu["flops"], traffic / gpu["bandwidth"]))
-    return cpu_s, gpu_s
+def _slack(case: Case) -> Fraction:
+    """CPU time − 2·latency − GPU time, exactly (on the floats as given)."""
+    flops, bytes_in, bytes_out, cpu, gpu, latency = case.args
+    traffic = Fraction(bytes_in) + Fraction(bytes_out)
+    roof = lambda p: max(Fraction(flops) / Fraction(p["flops"]), traffic / Fraction(p["bandwidth"]))  # noqa: E731
+    return roof(cpu) - 2 * Fraction(latency) - roof(gpu)
 
 
-def _clear_of_ties(case: Case, rtol: float = 1e-12) -> bool:
-    """A random draw keeps the spec's promise: per element, and at the answer n and the n before it, the two times
-    are more than ``rtol`` apart in exact arithmetic (on the floats as given), and the reference's answer is the
-    exact one. Exact ties are left to the deliberate cases, whose numbers are powers of two: a draw with round
-    decimal rates can tie exactly in rational arithmetic where floating point cannot represent the tie, and then
-    rounding — the order a correct answer adds in — would decide (1.5 % of the draws did, before this filter)."""
-    a, gpu_one = _exact_times(1, case)
-    b = gpu_one - 2 * Fraction(case.args[5]["latency"])  # per element: CPU a, GPU path b (copies' bytes included)
-    if abs(a - b) <= rtol * a:
-        return False
-    n = break_even_elements(*case.args)
-    if b > a:
-        return n is None
-    if n != math.floor(2 * Fraction(case.args[5]["latency"]) / (a - b)) + 1:
-        return False
-    for k in (n, n - 1):
-        cpu_s, gpu_s = _exact_times(k, case) if k >= 1 else (1, 0)
-        if abs(cpu_s - gpu_s) <= rtol * max(cpu_s, gpu_s):
-            return False
-    return True
-
-
-# Per element the GPU path costs exactly what the CPU does (2^-30 s: memory-bound on both, 8 B at 2^33 B/s on the
-# CPU; 8 B over a 2^34 B/s link plus 8 B at 2^34 B/s on the GPU): offloading never pays, it only adds 2·latency
-BREAK_EVEN_PER_ELEMENT_TIE = Case((1.0, 8.0, 0.0, {"flops": 2.0**40, "bandwidth": 2.0**33},
-                                   {"flops": 2.0**50, "bandwidth": 2.0**34}, {"bandwidth": 2.0**34, "latency": 1e-5}))
-
-
-def _break_even_cases(rng: np.random.Generator) -> list[Case]:
-    """Deliberate boundaries first: an exact tie at an integer n (the answer is the next n), an exact tie per
-    element (never pays), workloads that write outputs and pay (the outputs' bytes count on every side), one that
-    pays from n = 1; then random draws kept clear of ties (the spec's promise)."""
-    cases = [BREAK_EVEN_TIE_3, BREAK_EVEN_PER_ELEMENT_TIE]
-    # compute-heavy with outputs (an H100 over PCIe 5), memory-bound with outputs over NVLink 4 (pays only because
-    # the link beats the CPU's memory), and a large FLOP count with no latency worth a copy (pays at once)
-    paying = [(float(2 ** rng.uniform(8, 12)), 8.0, 4.0, CPUS[0], GPUS[1], LINKS[1]),
-              (0.25, 8.0, 8.0, CPUS[0], GPUS[3], LINKS[2]),
-              (float(2 ** rng.uniform(14, 15)), 4.0, 2.0, CPUS[int(rng.integers(len(CPUS)))], GPUS[1],
-               {"bandwidth": LINKS[2]["bandwidth"], "latency": 1e-9})]
-    cases += [Case(args) for args in paying]
+def _link_cases(rng: np.random.Generator) -> list[Case]:
+    """The exact tie (never pays), a latency too long to recover (never pays), compute-bound and memory-bound
+    workloads with and without outputs, then random draws kept clear of the tie (|slack| more than 1e-6 of the
+    CPU time: rounding never decides None, and the answer is not amplified rounding)."""
+    cases = [LINK_TIE,
+             Case((2e12, 2e8, 0.0, CPUS[0], GPUS[1], 2.0)),  # 3.3 s on the CPU, but 2 × 2 s of latency
+             Case((float(2 ** rng.uniform(38, 42)), 4e8, 4e8, CPUS[int(rng.integers(3))], GPUS[1], 8e-6)),
+             Case((1e8, 8e8, 4e8, CPUS[1], GPUS[3], float(10 ** rng.uniform(-6, -5)))),  # a vector add: NVLink-class
+             Case((1e8, 8e8, 0.0, CPUS[0], GPUS[0], 1e-5))]
     while len(cases) < 14:
-        dtype_bytes = int(rng.choice([2, 4, 8]))
-        cpu, gpu, link = (x[int(rng.integers(len(x)))] for x in (CPUS, GPUS, LINKS))
-        case = Case((float(2 ** rng.uniform(-1, 13)), 2 * dtype_bytes, float(dtype_bytes * rng.choice([0, 1])),
-                     cpu, gpu, link))
-        if _clear_of_ties(case):
+        nbytes = float(10 ** rng.uniform(3, 9))
+        case = Case((nbytes * float(2 ** rng.uniform(-3, 12)), nbytes, float(nbytes * rng.choice([0.0, 0.5, 1.0])),
+                     CPUS[int(rng.integers(len(CPUS)))], GPUS[int(rng.integers(len(GPUS)))],
+                     float(10 ** rng.uniform(-7, -3.5))))
+        cpu_s = _roofline(case.args[0], case.args[1] + case.args[2], case.args[3])
+        if abs(_slack(case)) > 1e-6 * Fraction(cpu_s):
             cases.append(case)
     return cases
 
@@ -177,6 +202,53 @@ def _warp_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+# -- the warp model of the course's section 3.3, kept here: writing it is exercise 4 -----------------------------------
+
+def warp_masks(cond: np.ndarray, cost_if: int, cost_else: int) -> np.ndarray:
+    """Active masks of one warp running ``if cond[lane]: A (cost_if instr.) else: B (cost_else instr.)``: a bool
+    array (issued instructions, 32 lanes). A path is issued only if some lane takes it; when both are taken they
+    run one after the other, each with only its own lanes active; lanes past len(cond) are never active."""
+    cond = np.asarray(cond, dtype=bool)
+    if cond.ndim != 1 or len(cond) > WARP:
+        raise ValueError(f"cond must be 1-D with at most {WARP} lanes")
+    take_if, take_else = np.zeros(WARP, dtype=bool), np.zeros(WARP, dtype=bool)
+    take_if[: len(cond)], take_else[: len(cond)] = cond, ~cond
+    rows = [take_if] * (cost_if if take_if.any() else 0) + [take_else] * (cost_else if take_else.any() else 0)
+    return np.array(rows, dtype=bool).reshape(len(rows), WARP)
+
+
+# the course's figure: one warp, path A 6 instructions, path B 4 (course/03_simd_simt_datapath.py, section 3.3)
+_T = np.arange(WARP)
+COURSE_WARP = {"cost_if": 6, "cost_else": 4,
+               "patterns": {"t % 4 == 0 (divergent)": _T % 4 == 0, "t < 32 (uniform)": _T < 32,
+                            "t < 12 (divergent)": _T < 12}}
+
+
+def course_warp_masks() -> dict:
+    """The data the course shows in section 3.3 (gpucourse/data/warp_masks.json): per pattern, the lanes' condition
+    and the active mask of every issued instruction, one string of 32 '0'/'1' per row."""
+    out = {"source": "grader/answers/lab03_datapath.py: warp_masks (python -m grader.answers.lab03_datapath)",
+           "cost_if": COURSE_WARP["cost_if"], "cost_else": COURSE_WARP["cost_else"], "patterns": {}}
+    for title, cond in COURSE_WARP["patterns"].items():
+        m = warp_masks(cond, COURSE_WARP["cost_if"], COURSE_WARP["cost_else"])
+        out["patterns"][title] = {"cond": "".join("1" if c else "0" for c in cond),
+                                  "masks": ["".join("1" if v else "0" for v in row) for row in m]}
+    return out
+
+
+def course_data_text() -> str:
+    import json
+
+    return json.dumps(course_warp_masks(), indent=1) + "\n"
+
+
+def write_course_data() -> Path:
+    from gpucourse.simd_simt import WARP_MASKS_PATH
+
+    WARP_MASKS_PATH.write_text(course_data_text(), encoding="utf-8")
+    return WARP_MASKS_PATH
+
+
 def _huber_reference(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray:
     r = pred.astype(np.float64) - target.astype(np.float64)
     a = np.abs(r)
@@ -212,10 +284,14 @@ def _fit_cases(rng: np.random.Generator) -> list[Case]:
 
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
-    "offload_decision": (offload_decision, _decision_cases),
-    "break_even_elements": (break_even_elements, _break_even_cases),
+    "place_pipeline": (place_pipeline, _pipeline_cases),
+    "min_link_bandwidth": (min_link_bandwidth, _link_cases),
     "chunked_map": (_chunked_reference, _chunked_hidden),
     "warp_execution": (warp_execution, _warp_cases),
     "huber_vectorized": (_huber_reference, _huber_cases),
     "fit_transfer": (fit_transfer, _fit_cases),
 }
+
+
+if __name__ == "__main__":  # rewrite the course's stored warp masks (gpucourse/data/warp_masks.json)
+    print(write_course_data())

@@ -19,17 +19,31 @@ import numpy as np
 
 from gpucourse import streams as st
 
-from ..labs.lab04_streams import LAUNCH_TIES, MAX_LAUNCHES, TimingSetup, timing_case
+from ..labs.lab04_streams import LAUNCH_TIES, MAX_CHUNKS, MAX_LAUNCHES, TimingSetup, timing_case
 from ..problem import Case
 
 
 WIDE = st.Machine(sms=10**6, connections=None, name="unlimited SMs and queues")
 
 
-def predict_makespan(streams: dict, durations: dict, waits: dict) -> float:
-    ops = [st.Op(name, s, float(durations[name]), waits=tuple(waits.get(name, ()))) for s, chain in streams.items()
-           for name in chain]
-    return st.simulate(ops, WIDE).makespan
+def _ops(streams: dict, durations: dict, waits: dict) -> list[st.Op]:
+    return [st.Op(name, s, float(durations[name]), waits=tuple(waits.get(name, ()))) for s, chain in streams.items()
+            for name in chain]
+
+
+def schedule_end(streams: dict, durations: dict, waits: dict) -> float:
+    """The schedule's makespan on the spec's GPU (no SM limit, a hardware queue per stream)."""
+    return st.simulate(_ops(streams, durations, waits), WIDE).makespan
+
+
+def max_duration(streams: dict, durations: dict, waits: dict, op: str, deadline_us: float) -> float | None:
+    """With ``op`` at 0 µs the rest must meet the deadline; beyond that the makespan is max(rest, the longest chain
+    through op), and that chain grows µs for µs with op's duration: with op longer than every other op together,
+    it is the longest, so makespan − that duration is the chain's length without op."""
+    if schedule_end(streams, {**durations, op: 0.0}, waits) > deadline_us:
+        return None
+    big = sum(durations.values())
+    return deadline_us - (schedule_end(streams, {**durations, op: big}, waits) - big)
 
 
 def _random_schedule(rng: np.random.Generator) -> Case:
@@ -57,12 +71,62 @@ def _random_schedule(rng: np.random.Generator) -> Case:
 def _many_streams(rng: np.random.Generator) -> Case:
     """Ten streams: more than a real GPU's 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS). On such a GPU the 9th
     stream shares the 1st one's queue, and its ops would wait behind the 1st stream's second op, itself waiting for
-    a long first op (a false dependency). The spec's GPU runs every stream side by side: nothing waits for it."""
+    a long first op (a false dependency). The spec's GPU runs every stream side by side: nothing waits for it. The
+    op asked about is the 9th stream's second: on 8 queues it starts late."""
     streams = {f"s{k}": [f"Q{k}"] for k in range(10)}
     streams["s0"], streams["s8"] = ["long", "after"], ["first", "second"]
     durations = {op: float(rng.integers(2, 20)) for chain in streams.values() for op in chain}
     durations["long"], durations["second"] = float(rng.integers(100, 200)), float(rng.integers(100, 200))
-    return Case((streams, durations, {}))
+    deadline = schedule_end(streams, durations, {}) + float(rng.integers(0, 20))
+    return Case((streams, durations, {}, "second", deadline))
+
+
+def _slack_cases(rng: np.random.Generator) -> list[Case]:
+    """Random schedules with an op and a deadline of every kind: the op on the critical path or off it (it may
+    grow by more than the deadline's margin), a deadline missed whatever op takes (None), one met exactly with op
+    at 0 µs (the boundary of None), an op whose only successors wait for it through events, or whose start an
+    event delays; and a deadline met exactly by the rest with op on its longest chain (op may take 0 or 0.5 µs:
+    1 µs already misses it)."""
+    cases = []
+    kinds = ["critical", "slack", "slack", "missed", "exact", "zero", "event_tail", "event_head", "slack"]
+    for kind in kinds:
+        while True:
+            streams, durations, waits = _random_schedule(rng).args
+            ops = [o for chain in streams.values() for o in chain]
+            total = schedule_end(streams, durations, waits)
+            waited = {w for ws in waits.values() for w in ws}
+            if kind == "event_tail":  # the last op of its stream, waited for by another stream
+                pool = [chain[-1] for chain in streams.values() if chain[-1] in waited]
+            elif kind == "event_head":  # waits for an op of another stream that ends after its predecessor
+                pool = [o for o in waits if o in ops]
+            else:
+                pool = ops
+            if not pool:
+                continue
+            op = str(pool[int(rng.integers(len(pool)))])
+            rest = schedule_end(streams, {**durations, op: 0.0}, waits)
+            answer_at = lambda deadline: max_duration(streams, durations, waits, op, deadline)  # noqa: E731
+            if kind == "missed":
+                if rest <= 1.0:
+                    continue
+                deadline = float(rng.integers(1, int(rest)))
+            elif kind == "exact":
+                deadline = rest
+                if answer_at(deadline) in (None, 0.0):
+                    continue
+            elif kind == "zero":  # the deadline met exactly with op at 0 µs, op on the longest chain: 0 or 0.5 µs
+                deadline = rest
+                if not 0.0 <= answer_at(deadline) < 1.0:
+                    continue
+            else:
+                deadline = total + float(rng.integers(0, 40)) / 2
+            grown = answer_at(deadline)
+            critical = grown is not None and grown == durations[op] + deadline - total
+            if kind == "critical" and not critical or kind in ("slack", "event_tail", "event_head") and critical:
+                continue
+            cases.append(Case((streams, durations, waits, op, deadline)))
+            break
+    return cases
 
 
 def dag_ideal(tasks: list, deps: dict) -> list[st.Op]:
@@ -243,8 +307,9 @@ def chunk_sizes(nbytes: int, n_chunks: int) -> list[int]:
     return [base + (i < extra) for i in range(n_chunks)]
 
 
-def chunked_overlap(nbytes: int, n_chunks: int, n_streams: int, h2d_Bps: float, compute_Bps: float,
-                    d2h_Bps: float) -> list[st.Op]:
+def chunked_pipeline(nbytes: int, n_chunks: int, n_streams: int, h2d_Bps: float, compute_Bps: float,
+                     d2h_Bps: float) -> list[st.Op]:
+    """The spec's classic pipeline: chunk i on stream i % n_streams, issued chunk by chunk."""
     ops = []
     for i, size in enumerate(chunk_sizes(nbytes, n_chunks)):
         s = f"s{i % n_streams}"
@@ -254,17 +319,87 @@ def chunked_overlap(nbytes: int, n_chunks: int, n_streams: int, h2d_Bps: float, 
     return ops
 
 
-def _chunk_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for _ in range(6):
-        n_chunks, n_streams = int(rng.integers(2, 9)), int(rng.integers(2, 5))
+def pipeline_makespan(nbytes: int, n_chunks: int, n_streams: int, h2d_Bps: float, compute_Bps: float,
+                      d2h_Bps: float, launch_us: float) -> float:
+    ops = chunked_pipeline(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps)
+    return st.simulate(ops, launch_us=launch_us).makespan
+
+
+def fewest_chunks(nbytes: int, n_streams: int, h2d_Bps: float, compute_Bps: float, d2h_Bps: float,
+                  launch_us: float, target_us: float) -> tuple[int | None, list[st.Op]]:
+    for n in range(1, MAX_CHUNKS + 1):
+        ops = chunked_pipeline(nbytes, n, n_streams, h2d_Bps, compute_Bps, d2h_Bps)
+        if st.simulate(ops, launch_us=launch_us).makespan <= target_us:
+            return n, ops
+    return None, []
+
+
+def _clear(target: float, makespans: list[float]) -> bool:
+    """No makespan within a relative 1e-6 of the target: rounding (µs computed in another order) never decides."""
+    return all(abs(m - target) > 1e-6 * target for m in makespans)
+
+
+def _chunk_case(rng: np.random.Generator, kind: str) -> Case:
+    """kind "first": the answer is n = 1; "record": a chunk count 2..24 that beats every smaller one; "u": as
+    "record", with a larger count that misses the target again (launches dominate: the predicate is not
+    monotonic, a bisection fails); "none": no count up to 32 reaches it, while 33 would (no launch cost); "last":
+    31 or 32 chunks, the largest counts allowed (no launch cost)."""
+    while True:
+        nbytes, n_streams = int(rng.integers(10**6, 10**9)), int(rng.integers(2, 5))
         rates = [float(10 ** rng.uniform(9.5, 11)) for _ in range(3)]
-        cases.append(Case((int(rng.integers(10**6, 10**9)), n_chunks, n_streams, *rates)))
-    return cases
+        size_us = nbytes / min(rates) * 1e6  # the slowest engine's time for everything
+        launch = 0.0 if kind in ("none", "last") else float(np.round(size_us * 10 ** rng.uniform(-3.5, -1.5), 1))
+        top = {"first": 1, "none": MAX_CHUNKS + 1, "last": MAX_CHUNKS}.get(kind, 25)  # the makespans that matter
+        m = [pipeline_makespan(nbytes, n, n_streams, *rates, launch) for n in range(1, top + 1)]
+        if kind == "first":
+            target = m[0] * float(rng.uniform(1.001, 1.2))
+        elif kind == "none":
+            if not m[-1] < min(m[:-1]) * (1 - 1e-5):
+                continue
+            target = (m[-1] + min(m[:-1])) / 2
+        else:
+            first = MAX_CHUNKS - 1 if kind == "last" else 2
+            records = [n for n in range(first, top + (kind == "last")) if m[n - 1] < min(m[:n - 1]) * (1 - 1e-5)]
+            if kind == "u":
+                records = [n for n in records if max(m[n:]) > m[n - 1] * 1.01]
+            if not records:
+                continue
+            n = records[int(rng.integers(len(records)))]
+            target = m[n - 1] + float(rng.uniform(0.1, 0.9)) * (min(m[:n - 1]) - m[n - 1])
+            if kind == "u" and not max(m[n:]) > target:
+                continue
+        case = Case((nbytes, n_streams, *rates, launch, float(target)))
+        if _clear(target, m):
+            return case
 
 
-def _makespan_cases(rng: np.random.Generator) -> list[Case]:
-    return [_random_schedule(rng) for _ in range(8)] + [_many_streams(rng)]
+# a target equal to a makespan (every duration a dyadic number of µs: exact whatever order a µs is computed in):
+# 4 chunks take 23,445.5 µs exactly, fewer take longer, 5 take 23,445.500931…: "within" includes the target
+CHUNK_TIE = Case((2**24, 2, 2.0**30, 2.0**31, 2.0**30, 8.0, 23445.5))
+
+
+def _chunk_cases(rng: np.random.Generator) -> list[Case]:
+    return [_chunk_case(rng, kind) for kind in ("first", "record", "record", "u", "u", "none", "last")] + [CHUNK_TIE]
+
+
+def _seed_cases(rng: np.random.Generator) -> list[Case]:
+    """The visible cases' schedules with other durations and deadlines: the seed's three streams (with and without
+    its two events) and two ops in one stream."""
+    from ..labs.lab04_streams import SEED_STREAMS
+
+    cases = []
+    for op, waits in (("B", {"E": ["B"], "H": ["D"]}), ("D", {"E": ["B"], "H": ["D"]}), ("I", {})):
+        durations = {o: float(rng.integers(10, 90)) / 2 for chain in SEED_STREAMS.values() for o in chain}
+        deadline = schedule_end(SEED_STREAMS, durations, waits) + float(rng.integers(0, 30))
+        if op == "I":  # missed whatever I takes
+            deadline = float(rng.integers(5, int(schedule_end(SEED_STREAMS, {**durations, "I": 0.0}, waits))))
+        cases.append(Case((SEED_STREAMS, durations, waits, op, deadline)))
+    x, y = float(rng.integers(1, 20)) / 2, float(rng.integers(1, 20)) / 2
+    return cases + [Case(({"s0": ["x", "y"]}, {"x": x, "y": y}, {}, "x", x + y + float(rng.integers(0, 9))))]
+
+
+def _max_duration_cases(rng: np.random.Generator) -> list[Case]:
+    return _slack_cases(rng) + [_many_streams(rng)] + _seed_cases(rng)
 
 
 def _dag_cases(rng: np.random.Generator) -> list[Case]:
@@ -278,9 +413,9 @@ def _launch_cases(rng: np.random.Generator) -> list[Case]:
 
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
-    "predict_makespan": (predict_makespan, _makespan_cases),
+    "max_duration": (max_duration, _max_duration_cases),
     "schedule_dag": (schedule_dag, _dag_cases),
     "time_call": (time_call_reference, _timing_cases),
     "launches_to_dominate": (launches_to_dominate, _launch_cases),
-    "chunked_overlap": (chunked_overlap, _chunk_cases),
+    "fewest_chunks": (fewest_chunks, _chunk_cases),
 }

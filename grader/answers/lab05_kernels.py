@@ -84,58 +84,71 @@ def _mm_cases(rng: np.random.Generator) -> list[Case]:
     ]
 
 
-def occupancy_reference(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
-                        limits: dict, opt_in: bool = False) -> tuple[int, float, str]:
-    o = occ.occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=opt_in)
-    return o.blocks_per_sm, o.occupancy, o.limiter
+def max_registers_reference(threads_per_block: int, shared_bytes_per_block: int, target_blocks: int, limits: dict,
+                            opt_in: bool = False) -> tuple[int | None, str]:
+    for registers in range(limits["max_registers_per_thread"], 0, -1):  # the most first: the first that fits wins
+        o = occ.occupancy(threads_per_block, registers, shared_bytes_per_block, limits, opt_in=opt_in)
+        if o.blocks_per_sm >= target_blocks:
+            return registers, o.limiter
+    return None, o.limiter  # at 1 register per thread: what keeps the target out of reach whatever the registers
 
 
-def _subpartition_regs(rng: np.random.Generator, warps: int, limits: dict) -> int:
-    """Registers per thread for which the per-sub-partition count differs from a per-SM division."""
-    good = []
-    for regs in range(1, 256):
-        per_warp = -(-regs * 32 // 256) * 256
-        o = occ.occupancy(32 * warps, regs, 0, limits)
-        if o.blocks_per_sm and o.by["registers"] != limits["registers"] // (per_warp * warps):
-            good.append(regs)
-    return int(rng.choice(good))
+def per_sm_division(threads_per_block: int, target_blocks: int, limits: dict) -> int:
+    """The wrong inverse of the register rule: all of the SM's registers as one pool (no sub-partitions), the
+    register cap of the largest 256-register granule per warp that fits ``target_blocks`` blocks."""
+    warps = -(-threads_per_block // 32)
+    unit = limits["register_alloc_unit"]
+    per_warp = limits["registers"] // (target_blocks * warps) // unit * unit
+    return min(limits["max_registers_per_thread"], per_warp // 32)
 
 
-def _occupancy_cases(rng: np.random.Generator) -> list[Case]:
+def _ragged(rng: np.random.Generator, warps: int) -> int:
+    """A block of ``warps`` warps whose last warp is usually not full (it still counts as a whole warp)."""
+    return 32 * warps - int(rng.integers(0, 32 if warps > 1 else 20))
+
+
+def _max_registers_cases(rng: np.random.Generator) -> list[Case]:
+    H, A = LIMITS["H100"], LIMITS["A100"]
+    KiB = 1024
     cases = []
-    # the sub-partition rule, deliberately: 1, 2, 3, 5, 6 and 7 warps, where a per-SM division over-counts
-    for warps in (1, 2, 3, 5, 6, 7):
-        gpu = str(rng.choice(list(LIMITS)))
-        regs = _subpartition_regs(rng, warps, LIMITS[gpu])
-        threads = 32 * warps - int(rng.integers(0, 20))  # a ragged last warp counts as a whole warp
-        cases.append(Case((threads, regs, 0, LIMITS[gpu])))
-    # launches that fail the per-block register check only because the warps round up to 4 sub-partitions
-    cases.append(Case((257, 200, 0, LIMITS["H100"])))
-    # 13 warps round up to 16: 16 × (4,352 … 4,864) > 65,536, though 13 × 4,864 = 63,232 would fit
-    cases.append(Case((int(rng.integers(385, 417)), int(rng.integers(129, 153)), 0, LIMITS["A100"])))
-    # shared memory: the 48 KiB default limit (exactly 48 KiB fits, one byte more needs the opt-in) and the opt-in
-    cases.append(Case((128, 32, 48 * 1024, LIMITS["H100"])))
-    cases.append(Case((128, 32, 48 * 1024 + 1, LIMITS["H100"])))
-    cases.append(Case((256, 40, int(rng.integers(49, 100)) * 1024 + int(rng.integers(0, 1024)), LIMITS["A100"]),
-                      {"opt_in": True}))
-    cases.append(Case((96, 24, 227 * 1024, LIMITS["H100"]), {"opt_in": True}))  # the largest block H100 allows
-    cases.append(Case((64, 24, 164 * 1024, LIMITS["A100"]), {"opt_in": True}))  # over A100's 163 KiB
-    # the 1 KiB the driver reserves per block decides: 32,330…33,280 B + 1 KiB > 228 KiB / 7, so 6 blocks (7 without)
-    cases.append(Case((128, 32, int(rng.integers(32_330, 33_281)), LIMITS["H100"])))
-    # the 128-byte allocation unit decides: smem + 1 KiB in (46,592, 46,694] rounds up past 228 KiB / 5: 4 blocks, not
-    # 5; on A100 (opt-in), smem + 1 KiB in (55,936, 55,978] rounds past 164 KiB / 3: 2 blocks, not 3
-    cases.append(Case((64, 32, int(rng.integers(45_569, 45_671)), LIMITS["H100"])))
-    cases.append(Case((64, 32, int(rng.integers(54_913, 54_955)), LIMITS["A100"]), {"opt_in": True}))
-    # a tie (warps and registers both allow 8 blocks) and the 32-blocks cap
-    cases.append(Case((256, 32, 0, LIMITS["A100"])))
-    cases.append(Case((int(rng.integers(1, 33)), int(rng.integers(1, 33)), 0, LIMITS["H100"])))
+    # the sub-partition rule decides: a per-SM division of the 65,536 registers allows a larger granule
+    for _ in range(3):
+        limits = LIMITS[str(rng.choice(list(LIMITS)))]
+        pairs = [(w, t) for w in range(1, 9) for t in range(1, 64 // w + 1)
+                 if max_registers_reference(32 * w, 0, t, limits)[0] not in (None, per_sm_division(32 * w, t, limits))]
+        warps, target = pairs[int(rng.integers(len(pairs)))]
+        cases.append(Case((_ragged(rng, warps), 0, target, limits)))
+    # every count up to the top fits: 255, which is not a multiple of 8 (a granule-stepping search misses it)
+    cases.append(Case((int(rng.integers(1, 257)), 0, 1, LIMITS[str(rng.choice(list(LIMITS)))])))
+    # ... and shared memory (opted in) limits the one resident block there, not the registers
+    cases.append(Case((int(rng.integers(33, 65)), int(rng.integers(115, 227)) * KiB, 1, H), {"opt_in": True}))
+    cases.append(Case((int(rng.integers(33, 65)), int(rng.integers(83, 163)) * KiB, 1, A), {"opt_in": True}))
+    # opted-in shared memory leaves room for the target; registers decide. The same kernel without the opt-in cannot
+    # launch (None, shared_memory); on sm_80, with 64 KiB less shared memory per SM, 100 KiB blocks fit only once
+    smem = int(rng.integers(50, 70)) * KiB + int(rng.integers(0, KiB))
+    cases.append(Case((256, smem, 3, H), {"opt_in": True}))
+    cases.append(Case((256, smem, 3, H)))
+    cases.append(Case((128, 100 * KiB, 2, H), {"opt_in": True}))
+    cases.append(Case((128, 100 * KiB, 2, A), {"opt_in": True}))
+    # exactly 48 KiB needs no opt-in: 228 KiB // 49 KiB = 4 blocks reach a target of 4, not 5
+    cases.append(Case((128, 48 * KiB, 4, H)))
+    cases.append(Case((128, 48 * KiB, 5, H)))
+    # the 1 KiB reserved per block decides: without it 228 KiB holds 4 blocks of (56, 57] KiB, with it 3
+    cases.append(Case((128, int(rng.integers(56 * KiB + 1, 57 * KiB + 1)), 4, H), {"opt_in": True}))
+    # a tie at the answer: warps and registers both allow the target, and warps come first
+    warps = int(rng.choice([2, 4, 8, 16, 32]))
+    cases.append(Case((_ragged(rng, warps), 0, 64 // warps, LIMITS[str(rng.choice(list(LIMITS)))])))
+    # targets no register count reaches: too many warps, more than 32 blocks
+    warps = int(rng.integers(17, 33))
+    cases.append(Case((_ragged(rng, warps), 0, 64 // warps + 1, H)))
+    cases.append(Case((int(rng.integers(1, 33)), 0, int(rng.integers(33, 65)), A)))
     # anything else
-    for _ in range(4):
-        gpu = str(rng.choice(list(LIMITS)))
+    for _ in range(3):
+        limits = LIMITS[str(rng.choice(list(LIMITS)))]
         threads = int(rng.integers(1, 1025))
-        regs = int(rng.integers(1, 256))
-        smem = int(rng.choice([0, int(rng.integers(1, 48 * 1024)), int(rng.integers(1, 2000)) * 8]))
-        cases.append(Case((threads, regs, smem, LIMITS[gpu])))
+        smem = int(rng.choice([0, int(rng.integers(1, 48 * KiB)), int(rng.integers(48 * KiB, 120 * KiB))]))
+        target = int(rng.integers(1, 64 // -(-threads // 32) + 2))
+        cases.append(Case((threads, smem, target, limits), {"opt_in": smem > 48 * KiB}))
     return cases
 
 
@@ -178,6 +191,8 @@ def _wave_cases(rng: np.random.Generator) -> list[Case]:
     cases.append(Case((int(rng.integers(1, H100_SMS)), 1, H100_SMS)))  # fewer blocks than SMs
     cases.append(Case((int(rng.integers(1, H100_SMS)), int(rng.integers(2, 9)), H100_SMS)))
     cases.append(Case((int(rng.integers(1, 5000)), int(rng.integers(1, 33)), int(rng.choice([108, 132])))))
+    # a grid of millions of blocks, as a large elementwise kernel launches: a prediction, not a run of the grid
+    cases.append(Case((int(rng.integers(10**6, 10**7)), int(rng.integers(1, 33)), H100_SMS)))
     return cases
 
 
@@ -186,7 +201,7 @@ ANSWERS = {
     "ramp_2d": (ramp_reference, _ramp_cases),
     "block_sum": (block_sum_reference, _sum_cases),
     "tiled_matmul": (matmul_reference, _mm_cases),
-    "occupancy": (occupancy_reference, _occupancy_cases),
+    "max_registers": (max_registers_reference, _max_registers_cases),
     "halvings_regrouped": (halvings_reference, _regroup_cases),
     "wave_prediction": (wave_reference, _wave_cases),
 }

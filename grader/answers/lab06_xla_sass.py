@@ -23,9 +23,9 @@ from gpucourse import toolchain
 from gpucourse.toolchain import WGMMA_CU, unrolled_fma_cu, wmma_cu
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
 
-from ..labs.lab06_xla_sass import (KEYS, OPS, _Hlo, _jnp, _prefix_case, _rand, _Sass, _Src, _workloads,
+from ..labs.lab06_xla_sass import (ELEMENT_BYTES, OPS, TENSOR_CORE, _Hlo, _jnp, _rand, _Sass, _Src, _workloads,
                                    broken_chain_hlo, chain_function, on_cpu, saved_sass, synthetic_sass,
-                                   twice_broken_chain_hlo)
+                                   tensor_core_cu, twice_broken_chain_hlo)
 from ..problem import Case
 
 
@@ -95,9 +95,16 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
 
 # -- Exercise 3: what breaks the fusion ------------------------------------------------------------------------------
 
-def breaking_op(hlo: str) -> str:
-    """The first ENTRY instruction that is neither a fusion nor bookkeeping."""
-    return next(op for op in entry_ops(hlo) if op not in BOOKKEEPING)
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(\([^=]*?\)|\S+)\s+([\w\-]+)\(")
+_ARRAY_TYPE = re.compile(r"([a-z][a-z0-9]*)\[([\d,]*)\]")
+
+
+def breaking_op(hlo: str) -> tuple[str, int]:
+    """The first ENTRY instruction that is neither a fusion nor bookkeeping, and the bytes of its result type."""
+    entry = re.search(r"^ENTRY .*?^}", hlo, re.S | re.M).group(0)
+    m = next(m for m in map(_INSTRUCTION.match, entry.splitlines()) if m and m.group(2) not in BOOKKEEPING)
+    return m.group(2), sum(ELEMENT_BYTES[dtype] * math.prod(int(d) for d in re.findall(r"\d+", dims))
+                           for dtype, dims in _ARRAY_TYPE.findall(m.group(1)))
 
 
 def _breaker_cases(rng: np.random.Generator) -> list[Case]:
@@ -115,6 +122,11 @@ def _breaker_cases(rng: np.random.Generator) -> list[Case]:
     cases.append(Case((bookkeeping_first_hlo(root, "bitcast", int(rng.integers(3, 40)), int(rng.integers(3, 40))),)))
     other = str(rng.choice(distinct))
     cases.append(Case((bookkeeping_first_hlo(other, "copy", int(rng.integers(3, 40)), int(rng.integers(3, 40))),)))
+    # bfloat16 chains: XLA:CPU sorts in float32 (the breaker's TYPE, not the inputs' dtype, says what it writes),
+    # while a host callback or a conditional keeps bfloat16
+    for brk in ("sort", str(rng.choice(["custom-call", "conditional"]))):
+        cases.append(Case((broken_chain_hlo(brk, int(rng.integers(3, 40)), int(rng.integers(3, 40)), 9,
+                                            "bfloat16"),)))
     return cases
 
 
@@ -129,7 +141,7 @@ def bookkeeping_first_hlo(breaker: str, kind: str, m: int, n: int) -> str:
     f = (lambda x, y: brk(x.reshape(n, m))) if kind == "bitcast" else (lambda x, y: (y, brk(x * y + 1.0)))
     hlo = jax.jit(f).lower(x, y).compile().as_text()
     ops = entry_ops(hlo)
-    assert kind in ops[:ops.index(breaking_op(hlo))], (kind, ops)  # the bookkeeping comes first, as built for
+    assert kind in ops[:ops.index(breaking_op(hlo)[0])], (kind, ops)  # the bookkeeping comes first, as built for
     return hlo
 
 
@@ -138,45 +150,69 @@ def _tagged(rng: np.random.Generator) -> list[Case]:
 
 
 
-# -- Exercise 9: explain — the time ratio from dispatch, bytes and page faults ---------------------------------------
+# -- Exercise 9: design — up to which size fusion saves a given factor -------------------------------------------------
 
-def fusion_time_ratio(calls, nbytes, faults, machine) -> tuple[float, str]:
-    def terms(i):
-        return {"dispatch": calls[i] * machine["dispatch"], "memory": nbytes[i] / machine["bandwidth"],
-                "page faults": faults[i] * machine["fault"]}
-
-    unfused, fused = terms(0), terms(1)
-    return sum(unfused.values()) / sum(fused.values()), max(unfused, key=unfused.get)
+def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target) -> tuple[int, str]:
+    d, bw, f = machine["dispatch"], machine["bandwidth"], machine["fault"]
+    unfused_row, fused_row = (row_bytes[i] / bw + row_faults[i] * f for i in (0, 1))
+    rows = math.floor((calls[0] - target * calls[1]) * d / (target * fused_row - unfused_row))
+    terms = {"dispatch": calls[0] * d, "memory": rows * row_bytes[0] / bw, "page faults": rows * row_faults[0] * f}
+    return rows, max(terms, key=terms.get)
 
 
 def _machine(kind: str, rng: np.random.Generator) -> dict[str, float]:
     if kind == "gpu":  # launch a few µs, HBM TB/s, a caching allocator: no page faults
         return {"dispatch": float(rng.uniform(3e-6, 8e-6)), "bandwidth": float(rng.uniform(2e12, 4.8e12)),
                 "fault": 0.0}
-    if kind == "cpu, costly faults":  # page faults dominate on every draw (3x the memory term or more)
+    if kind == "cpu, costly faults":  # page faults dominate the per-row time (3x the memory term or more)
         return {"dispatch": float(rng.uniform(8e-6, 30e-6)), "bandwidth": float(rng.uniform(30e9, 40e9)),
                 "fault": float(rng.uniform(3e-6, 4e-6))}
     return {"dispatch": float(rng.uniform(8e-6, 30e-6)), "bandwidth": float(rng.uniform(8e9, 40e9)),
             "fault": float(rng.uniform(0.2e-6, 4e-6))}
 
 
+def _payoff_case(rng: np.random.Generator, kind: str, k: int, breaks: int, faults: bool, where: float) -> Case:
+    """k binary ops on fresh (m, n) float32 operands: unfused k kernels, each reading 2 rows and writing 1; fused
+    1 + ``breaks`` kernels (a breaker splits the chain: each split writes and reads back one more row); on a CPU
+    (``faults``) every fresh output row of 4n bytes takes 4n/4096 page faults. The target lies ``where`` (0..1) of
+    the way from the large-m limit up to ratio(1)."""
+    n = int(rng.integers(16, 2048))
+    row = 4 * n
+    calls = (k, 1 + breaks)
+    row_bytes = (3 * k * row, (k + 2 + 2 * breaks) * row)
+    pages = row / 4096
+    row_faults = (k * pages, (1 + breaks) * pages) if faults else (0, 0)
+    machine = _machine(kind, rng)
+    time = lambda i, m: (calls[i] * machine["dispatch"] + m * row_bytes[i] / machine["bandwidth"]  # noqa: E731
+                         + m * row_faults[i] * machine["fault"])
+    low, high = time(0, 1e12) / time(1, 1e12), time(0, 1) / time(1, 1)
+    assert high > low, (kind, k, breaks)
+    return Case((calls, row_bytes, row_faults, machine, float(low + where * (high - low))))
+
+
+def _narrow_dispatch_case(rng: np.random.Generator) -> Case:
+    """A GPU case where dispatch dominates the unfused time at rows by less than the number of unfused kernels: the
+    memory term lies between the fused side's dispatch and the unfused side's (a dominant term computed with the
+    wrong side's kernel count gets it wrong)."""
+    while True:
+        case = _payoff_case(rng, "gpu", int(rng.integers(3, 6)), 0, False, float(rng.uniform(0.2, 0.9)))
+        calls, row_bytes, _, machine, _ = case.args
+        rows = fusion_payoff_rows(*case.args)[0]
+        if calls[1] * machine["dispatch"] < rows * row_bytes[0] / machine["bandwidth"] < calls[0] * machine["dispatch"]:
+            return case
+
+
 def _time_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
-    for kind, elements, k, faults in (("gpu", 1 << 26, 3, 0), ("gpu", 1 << 10, 3, 0), ("cpu", 1 << 22, 4, 3),
-                                      ("cpu", 1 << 20, 2, 0), ("cpu", 1 << 8, 5, 0),
-                                      ("cpu, costly faults", 1 << 22, 4, 3)):
-        e = int(elements * rng.uniform(0.8, 1.2))
-        per_array = 4 * e
-        unf_bytes, fused_bytes = (3 * k - 1) * per_array, (k + 1) * per_array  # k binary ops on fresh operands
-        pages = math.ceil(per_array / 4096)
-        cases.append(Case(((k, 1), (unf_bytes, fused_bytes), (faults * pages, 0), _machine(kind, rng))))
-    # exact ties (powers of two: no rounding) — the first of the tied terms in the order of TERMS is the answer
-    k, e = int(rng.integers(2, 6)), int(rng.integers(14, 18))
-    tie = {"dispatch": 2.0**-e, "bandwidth": 2.0**34, "fault": 2.0**-22}  # dispatch == memory, faults below
-    cases.append(Case(((k, 1), (k * 2**(34 - e), 2**(33 - e)), (3, 0), tie)))
-    tie = {"dispatch": 2.0**-19, "bandwidth": 2.0**33, "fault": 2.0**-18}  # memory == page faults > dispatch
-    cases.append(Case(((k, 1), (k * 2**20, 2**18), (k * 32, 0), tie)))
-    return cases
+    """On a GPU a target near the dispatch ratio (few rows: dispatch dominates) and near the byte ratio (hundreds of
+    millions of rows: memory dominates; a loop over m, one at a time, runs out of time); a chain that a breaker splits into 2 fused kernels; CPUs with cheap and with costly
+    page faults (memory, page faults dominate)."""
+    u = lambda lo, hi: float(rng.uniform(lo, hi))  # noqa: E731
+    return [_payoff_case(rng, "gpu", int(rng.integers(2, 6)), 0, False, u(0.9, 0.97)),
+            _payoff_case(rng, "gpu", int(rng.integers(2, 6)), 0, False, u(2e-6, 5e-6)),
+            _payoff_case(rng, "gpu", int(rng.integers(5, 8)), 1, False, u(0.05, 0.5)),
+            _payoff_case(rng, "cpu", int(rng.integers(2, 6)), 0, True, u(0.02, 0.3)),
+            _payoff_case(rng, "cpu, costly faults", int(rng.integers(3, 6)), 0, True, u(0.02, 0.3)),
+            _payoff_case(rng, "cpu", int(rng.integers(5, 8)), 1, True, u(0.3, 0.8)), _narrow_dispatch_case(rng)]
 
 
 # -- Exercise 4: fix a fusion breaker (observed where the student's code runs, judged here) -----------------------
@@ -198,7 +234,7 @@ def _scale_cases(rng: np.random.Generator) -> list[Case]:
 # -- Exercise 5: the fused kernel (observed on the instrumented executor, judged here) --
 
 def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.maximum(x.astype(np.float64) * w + b, 0.0)
+    return np.maximum(x * w + b, np.float32(0.0))  # float32 throughout, as the kernel computes
 
 
 def _kernel_cases(rng: np.random.Generator) -> list[Case]:
@@ -214,68 +250,76 @@ def _kernel_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-# -- Exercise 6: count instructions in SASS ---------------------------------------------------------------------------
-# Written from the syntax of nvdisasm's listing (NVIDIA, CUDA Binary Utilities), not from the course's Sass.count
-# (which the lab forbids and which this reference is tested against: tests/test_lab06_xla_sass.py). An instruction
-# line: the address as a comment, /*0160*/; an optional guard predicate, @P0…@P6, @PT, @UP0…@UP6 or @UPT, negated
-# with "!"; the opcode; its modifiers after dots (.F32, .64x128x16); the operands; ";". Anything else — section
-# headers, directives, labels (.L_x_0:), the kernel's name, comments such as /* 0x… */ encodings — is not an
-# instruction. (Pre-Volta listings mark dual-issued pairs with braces; the sm_90 listings of this lab have none, and
-# the exercise's spec does not ask for them.)
+# -- Exercise 6: the tensor-core work in SASS -------------------------------------------------------------------------
+# Written from the syntax of nvdisasm's listing (NVIDIA, CUDA Binary Utilities): an instruction line is the address
+# as a comment, /*0160*/; an optional guard predicate, @P0…@P6, @PT, @UP0…@UP6 or @UPT, negated with "!"; the opcode;
+# its modifiers after dots (.16816, .64x128x16, .F32); the operands; ";". Anything else — section headers,
+# directives, labels (.L_x_0:), the kernel's name, comments such as /* 0x… */ encodings — is not an instruction.
 
-SASS_INSTRUCTION = re.compile(r"^[ \t]*/\*[0-9a-f]+\*/[ \t]+(?:@!?U?P(?:[0-6]|T)[ \t]+)?([A-Z][A-Z0-9_]*)[.\s;]",
+SASS_INSTRUCTION = re.compile(r"^[ \t]*/\*[0-9a-f]+\*/[ \t]+(?:@!?U?P(?:[0-6]|T)[ \t]+)?([A-Z][A-Z0-9_]*)((?:\.\w+)*)",
                               re.M)
 
 
-def count_opcode_reference(sass: str, opcode: str) -> int:
-    """How many instructions of ``sass`` have the base opcode ``opcode`` (the name before the first dot)."""
-    return sum(base == opcode for base in SASS_INSTRUCTION.findall(sass))
+def mma_flops_reference(sass: str) -> int:
+    """2·m·n·k summed over the tensor-core instructions of ``sass`` (every level and data type), each once."""
+    total = 0
+    for base, modifiers in SASS_INSTRUCTION.findall(sass):
+        if base in TENSOR_CORE:
+            shape = modifiers.split(".")[1]
+            if "x" in shape:
+                mnk = [int(v) for v in shape.split("x")]
+            elif shape.startswith("16"):  # warp level, run together: m is 16 or 8, n is 8
+                mnk = [16, 8, int(shape[3:])]
+            else:
+                mnk = [8, 8, int(shape[2:])]
+            total += 2 * math.prod(mnk)
+    return total
 
 
-def _count_hidden(rng: np.random.Generator) -> list[Case]:
-    """Synthetic kernels (kernel names and comments full of opcodes), an opcode that begins another one in the same
-    text (LDG/LDGSTS, FFMA/FFMA2, MOV/MOVM), exactly one HGMMA and no HMMA at all; a saved real listing; and where
-    the grader has NVIDIA's toolchain, kernels of random sizes compiled now."""
+def _mma_hidden(rng: np.random.Generator) -> list[Case]:
+    """Synthetic kernels (kernel names and comments full of opcodes) with every family member in random numbers;
+    one kernel per tensor-core opcode alone (a function that misses one of the family gets it wrong), an 8-row
+    IMMA.8816 and a 16-row IMMA.16832 beside each other; no tensor-core instruction at all; the saved real listings
+    of the other data types (fp64 DMMA, int8 IMMA and IGMMA); and where the grader has NVIDIA's toolchain, wmma
+    kernels of random sizes compiled now."""
     cases = []
-    for i in range(4):
-        name = str(rng.choice(["FFMA_loop", "HMMA_gemm", "dfma_IMAD", "k"]))
-        text = synthetic_sass(rng, int(rng.integers(20, 120)), name)
-        cases.append(Case((_Sass(text, f"synthetic kernel {i}"),
-                           str(rng.choice(["FFMA", "HMMA", "IMAD", "DFMA", "HGMMA", "WARPGROUP"])))))
-    for short in ("LDG", "FFMA", "MOV"):  # an opcode that is a prefix of another one in the same text
-        cases.append(_prefix_case(rng, short))
-    # exactly one HGMMA (beside WARPGROUP.*, in a kernel named after it), and an opcode that is absent: 1 and 0
-    one = synthetic_sass(rng, int(rng.integers(20, 60)), "HGMMA_tile", ("HGMMA.64x128x16.F32.BF16",
-                                                                         "WARPGROUP.ARRIVE"), exclude="HGMMA")
-    cases.append(Case((_Sass(one, "synthetic, one HGMMA"), "HGMMA")))
-    none = synthetic_sass(rng, int(rng.integers(20, 60)), "DFMA_kernel", ("DFMA",), exclude="HMMA")
-    cases.append(Case((_Sass(none, "synthetic, no HMMA"), "HMMA")))
-    name, text = sorted(saved_sass().items())[int(rng.integers(0, 3))]
-    cases.append(Case((_Sass(text, name), str(rng.choice(["IMAD", "MOV", "LDG", "STG", "EXIT"])))))
+    for i in range(3):
+        name = str(rng.choice(["FFMA_loop", "HMMA_gemm", "QGMMA_fp8", "k"]))
+        cases.append(Case((_Sass(synthetic_sass(rng, int(rng.integers(40, 120)), name), f"synthetic kernel {i}"),)))
+    for op in ("DMMA.8x8x4", "IGMMA.64x32x32.S8.S8", "QGMMA.64x64x32.F32.E4M3.E4M3", "HGMMA.64x8x8.F32.TF32"):
+        text = synthetic_sass(rng, int(rng.integers(20, 60)), "k", (op,) * int(rng.integers(1, 4)), TENSOR_CORE)
+        cases.append(Case((_Sass(text, f"synthetic, {op.split('.')[0]} only"),)))
+    text = synthetic_sass(rng, int(rng.integers(20, 60)), "IMMA_s8", ("IMMA.8816.S8.S8", "IMMA.16832.S8.S8"),
+                          TENSOR_CORE)
+    cases.append(Case((_Sass(text, "synthetic, IMMA.8816 and IMMA.16832"),)))
+    none = synthetic_sass(rng, int(rng.integers(20, 60)), "HMMA_kernel", ("HFMA2", "MOVM.16.MT88"), TENSOR_CORE)
+    cases.append(Case((_Sass(none, "synthetic, no tensor-core instruction"),)))
+    saved = saved_sass()
+    for kind in ("fp64 mma", "int8 mma", "int8 wgmma"):
+        cases.append(Case((_Sass(saved[f"{kind} {tensor_core_cu(kind)[1]}"], f"{kind} kernel"),)))
     if toolchain.available():
-        t = int(rng.integers(3, 12))
-        cases.append(Case((_Sass(toolchain.sass_of(unrolled_fma_cu(t)).text, f"Horner, {t} terms, sm_90"), "FFMA")))
         k = int(rng.integers(2, 5))
-        cases.append(Case((_Sass(toolchain.sass_of(wmma_cu(k)).text, f"wmma, k_steps={k}, sm_90"), "HMMA")))
-        cases.append(Case((_Sass(toolchain.sass_of(WGMMA_CU, arch="sm_90a").text, "64×8×16 wgmma kernel, sm_90a"),
-                           "HGMMA")))
+        cases.append(Case((_Sass(toolchain.sass_of(wmma_cu(k)).text, f"wmma, k_steps={k}, sm_90"),)))
     return cases
 
 
 # -- Exercise 7: compile CUDA C to sm_90 and count what it became (observed where the student's code runs) ------
 
 def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
-    """The counts in the SASS that NVRTC and nvdisasm make of ``source`` (raises ToolchainMissing without them)."""
+    """The FFMA count and the tensor-core operations in the SASS that NVRTC and nvdisasm make of ``source`` (raises
+    ToolchainMissing without them)."""
     s = toolchain.sass_of(source, arch=arch)
-    return {k: s.count(k) for k in KEYS}
+    return {"FFMA": s.count("FFMA"), "tensor_flops": mma_flops_reference(s.text)}
 
 
 def _counts_hidden(rng: np.random.Generator) -> list[Case]:
-    """A Horner polynomial and a wmma GEMM of random sizes, the wgmma kernel for sm_90a, and one call that leaves
-    ``arch`` at its default ('sm_90')."""
+    """A Horner polynomial and a wmma GEMM of random sizes, the fp16 wgmma kernel and the int8 one for sm_90a, the
+    fp64 and int8 mma.sync kernels, and one call that leaves ``arch`` at its default ('sm_90')."""
     t, k, t2 = int(rng.integers(4, 16)), int(rng.integers(2, 6)), int(rng.integers(3, 12))
     return [Case((_Src(unrolled_fma_cu(t)), "sm_90")), Case((_Src(wmma_cu(k)), "sm_90")),
-            Case((_Src(WGMMA_CU), "sm_90a")), Case((_Src(unrolled_fma_cu(t2)),))]
+            Case((_Src(WGMMA_CU), "sm_90a")), Case((_Src(tensor_core_cu("int8 wgmma")[0]), "sm_90a")),
+            Case((_Src(tensor_core_cu("fp64 mma")[0]), "sm_90")), Case((_Src(tensor_core_cu("int8 mma")[0]), "sm_90")),
+            Case((_Src(unrolled_fma_cu(t2)),))]
 
 
 # -- Exercise 8: measure — the true times of the stand-in workloads (observed where the timer runs, judged here) --
@@ -297,12 +341,12 @@ def _measure_hidden(rng: np.random.Generator) -> list[Case]:
 
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
-    "count_opcode": (count_opcode_reference, _count_hidden),
+    "mma_flops": (mma_flops_reference, _mma_hidden),
     "fused_bias_gelu": (_bias_gelu_reference, _bias_gelu_cases),
     "fixed_scale_tanh": (_scale_reference, _scale_cases),
     "fusion_bytes": (fusion_bytes_xla, _bytes_cases),
     "breaking_op": (breaking_op, _tagged),
-    "fusion_time_ratio": (fusion_time_ratio, _time_cases),
+    "fusion_payoff_rows": (fusion_payoff_rows, _time_cases),
     "scale_bias_relu_kernel": (scale_bias_relu_reference, _kernel_cases),
     "sass_counts": (sass_counts, _counts_hidden),
     "measure_times": (_true_times, _measure_hidden),

@@ -8,13 +8,14 @@ never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where 
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Sequence
 
 import numpy as np
 
 from gpucourse import interconnect, systolic, tpu
 
-from ..labs.lab07_tpu import HYPOTHETICAL, _step_case, compiled_collectives, sharding_class, sharding_family
+from ..labs.lab07_tpu import COLLECTIVES, HYPOTHETICAL, MESHES, _step_case, sharding_class, sharding_family
 from ..problem import Case
 
 def _array_shapes(rng: np.random.Generator, low: int = 2, high: int = 9) -> list[tuple[int, int]]:
@@ -23,6 +24,17 @@ def _array_shapes(rng: np.random.Generator, low: int = 2, high: int = 9) -> list
     s, k, n = (int(v) for v in rng.integers(low, high, size=3))
     wide, tall = sorted(rng.choice(np.arange(low, high), size=2, replace=False).tolist())
     return [(1, 1), (1, n), (k, 1), (s, s), (int(wide), int(tall)), (int(tall), int(wide))]
+
+
+def pe_step(a: np.ndarray, p: np.ndarray, W: np.ndarray, a_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One clock edge of the whole array (the registers after this cycle); the register-level array of
+    ``grader.answers.systolic_course`` clocks with it."""
+    a_new = np.empty_like(a)
+    a_new[:, 0] = a_in
+    a_new[:, 1:] = a[:, :-1]  # activations move one PE to the right
+    p_above = np.zeros_like(p)
+    p_above[1:, :] = p[:-1, :]  # partial sums move one PE down
+    return a_new, p_above + a_new * W  # K·N MACs in one cycle
 
 
 def _step_cases(rng: np.random.Generator) -> list[Case]:
@@ -51,58 +63,147 @@ def _systolic_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(Case((A, W)))
     return cases
 
-def tiled_gemm(M: int, K: int, N: int, rows: int, cols: int) -> tuple[int, float]:
-    t = systolic.TiledGemm(M, K, N, rows, cols)
-    return t.cycles, t.utilization
+def best_array(M: int, K: int, N: int, pes: int) -> tuple[int, int]:
+    shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())]  # 1 × pes … pes × 1, fewest rows first
+    cycles = [systolic.TiledGemm(M, K, N, rows, cols).cycles for rows, cols in shapes]
+    return shapes[cycles.index(min(cycles))]  # the first minimum: the fewest rows
 
-def _tiled_cases(rng: np.random.Generator) -> list[Case]:
-    """Every regime: M below, equal to, just above and far above the array's rows; one tile and many; K and N
-    multiples of the tile and not; square and non-square arrays."""
-    cases = []
-    for rows, cols in ((128, 128), (256, 256), (64, 32), (128, 128)):
-        for M in (1, rows - 1, rows, rows + 1, int(2 ** rng.uniform(1, 14))):
-            K = int(rng.choice([rows, 3 * rows, int(rng.integers(1, 5000))]))
-            N = int(rng.choice([cols, 2 * cols, int(rng.integers(1, 5000))]))
-            cases.append(Case((M, K, N, rows, cols)))
-    cases.append(Case((37, 100, 50, 128, 128)))  # one padded tile: fill, stream, drain
+
+def _array_cases(rng: np.random.Generator) -> list[Case]:
+    """Every kind of optimum: one row (K = 1: an outer product), one column (N = 1: a matrix-vector product), a
+    square array and both non-square sides; decode batches (M below the rows of the square array) and prefill ones;
+    exact ties between an array and its transpose (the fewest rows wins), one padded tile (fill and drain decide)."""
+    cases = [Case((1, 1, int(rng.integers(2000, 9000)), 16)),  # K = 1, one row at a time: 1 × pes
+             Case((int(rng.integers(600, 3000)), int(rng.integers(3000, 9000)), 1, 512)),  # N = 1: pes × 1
+             Case((int(rng.integers(1, 5)), 4096, 4096, 16384)),  # decode: few rows
+             Case((8192, 4096, 4096, 8192)),  # prefill: 64 × 128 and 128 × 64 tie, the fewest rows wins
+             Case((int(rng.integers(20, 40)), 2048, 2048, 1024)),
+             Case((int(rng.integers(1, 3)), int(rng.integers(2, 7)), int(rng.integers(2, 7)), 16)),  # one small tile
+             Case((int(rng.integers(100, 300)), 100, 120, 4096)),  # one padded tile: fill and drain decide
+             Case((64, 128, 16384, 1024))]  # many columns
+    for _ in range(4):
+        pes = int(2 ** rng.integers(4, 15))
+        cases.append(Case((int(2 ** rng.uniform(0, 13)), int(rng.integers(1, 6000)), int(rng.integers(1, 6000)), pes)))
     return cases
 
 def _pallas_reference(x: Any, y: Any, bm: int, bn: int, bk: int) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64) @ np.asarray(y, dtype=np.float64)
+    """The exact product rounded once to bfloat16 (what an f32 accumulator gives, to within one bf16 rounding)."""
+    exact = np.asarray(x, dtype=np.float64) @ np.asarray(y, dtype=np.float64)
+    return _bf16(exact).astype(np.float32)
 
 
-def _rand32(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    return rng.standard_normal(shape).astype(np.float32)
+def _bf16(values: np.ndarray) -> np.ndarray:
+    import ml_dtypes
+
+    return np.asarray(values).astype(ml_dtypes.bfloat16)
 
 
 def _pallas_cases(rng: np.random.Generator) -> list[Case]:
+    """Legal TPU blocks (the last two dimensions multiples of 8 and 128, or the whole array dimension); x and y
+    non-square (m, k or k, n read the wrong way round shows only there); one output block spanning n = 200 (not a
+    multiple of 128); and a sum that bf16 accumulation loses: the first k block gives 256 and each of the seven
+    others adds 0.5 (an f32 accumulator ends at 259.5 -> 260 in bf16; adding in bf16 stays at 256)."""
     cases = []
-    for bm, bn, bk in ((16, 8, 8), (8, 16, 4)):
-        while True:  # x and y non-square, deliberately: m, k or k, n read the wrong way round shows only there
-            m, n, k = bm * int(rng.integers(1, 4)), bn * int(rng.integers(1, 4)), bk * int(rng.integers(2, 5))
-            if m != k and k != n:
-                break
-        cases.append(Case((_rand32(rng, (m, k)), _rand32(rng, (k, n)), bm, bn, bk)))
+    for bm, bn, bk, k_blocks, n in ((16, 128, 128, 3, None), (32, 128, 128, 2, 200)):
+        m = bm * int(rng.integers(1, 3))
+        n = n or bn * int(rng.integers(1, 3))
+        x = rng.standard_normal((m, bk * k_blocks))
+        y = rng.standard_normal((bk * k_blocks, n))
+        cases.append(Case((_bf16(x), _bf16(y), bm, n if n % 128 else bn, bk)))
+    m, n, k = 16, 128, 1024
+    x = np.ones((m, k)) * rng.choice([-1.0, 1.0], size=(m, 1))
+    y = np.full((k, n), 1 / 256)
+    y[:128] = 2.0
+    cases.append(Case((_bf16(x), _bf16(y), 16, 128, 128)))
     return cases
 
-def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple) -> list[str]:
-    return compiled_collectives(a_spec, b_spec, out_spec)
+
+def collectives_in(hlo: str) -> list[str]:
+    """Sorted names of the collective ops in optimized HLO text (async '-start' forms count as the op)."""
+    found = re.findall(r"\s(" + "|".join(COLLECTIVES) + r")(?:-start)?\(", hlo)
+    return sorted(set(found))
+
+
+def compiled_collectives(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple = (2, 4), m: int = 64,
+                         k: int = 32, n: int = 16) -> list[str]:
+    """Compile ``a @ b`` with these shardings on a mesh of ``mesh_shape`` ('x', 'y') and read the collectives from
+    the HLO. Needs as many JAX devices as the mesh has (tests/test_lab07_tpu.py runs it in a subprocess with 16)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    size = int(np.prod(mesh_shape))
+    msh = Mesh(np.array(jax.devices()[:size]).reshape(mesh_shape), ("x", "y"))
+    a = jax.ShapeDtypeStruct((m, k), jnp.float32, sharding=NamedSharding(msh, P(*a_spec)))
+    b = jax.ShapeDtypeStruct((k, n), jnp.float32, sharding=NamedSharding(msh, P(*b_spec)))
+    f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(msh, P(*out_spec)))
+    return collectives_in(f.lower(a, b).compile().as_text())
+
+
+def _effective(spec: tuple, mesh_shape: tuple) -> tuple:
+    """A spec with every axis of one device dropped: sharding over it is replication."""
+    size = dict(zip(("x", "y"), mesh_shape))
+    return tuple(ax if ax is not None and size[ax] > 1 else None for ax in spec)
+
+
+def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple) -> list[str]:
+    """XLA's answer, as a rule: tests/test_lab07_tpu.py compiles the whole family on every mesh of MESHES and finds
+    the same collectives."""
+    (am, ak), (_, bn), (om, on) = (_effective(s, mesh_shape) for s in (a_spec, b_spec, out_spec))
+    found = set()
+    if ak is not None:  # partial sums
+        found.add("all-reduce")
+    if (am is not None and om is None) or (bn is not None and on is None):  # pieces joined
+        found.add("all-gather")
+    return sorted(found)
+
 
 def _collectives_cases(rng: np.random.Generator) -> list[Case]:
     """One configuration of every sharding class (11 of them; some hold 2 of the 45 configurations, so a random
-    draw of 8 would miss them), then three more at random."""
+    draw of 8 would miss them) on meshes whose axes all have 2 or more devices, 16-device meshes among them (more
+    than a student's machine has: the compiler there cannot answer them); then, on every mesh with a 1-device axis,
+    a configuration where that axis changes the answer (splitting over it splits nothing)."""
     family = sharding_family()
     by_class: dict[tuple, list[int]] = {}
     for i, case in enumerate(family):
         by_class.setdefault(sharding_class(case), []).append(i)
-    picks = [int(rng.choice(members)) for _, members in sorted(by_class.items())]
-    rest = [i for i in range(len(family)) if i not in picks]
-    picks += [int(i) for i in rng.choice(rest, size=3, replace=False)]
-    return [Case(family[int(i)]) for i in rng.permutation(picks)]
+    full = [m for m in MESHES if min(m) > 1]
+    offset = int(rng.integers(len(full)))
+    cases = [Case(family[int(rng.choice(members))] + (full[(j + offset) % len(full)],))
+             for j, (_, members) in enumerate(sorted(by_class.items()))]
+    for mesh_shape in (m for m in MESHES if min(m) == 1):
+        differs = [c for c in family if _collectives_reference(*c, mesh_shape) != _collectives_reference(*c, (2, 4))]
+        cases.append(Case(differs[int(rng.integers(len(differs)))] + (mesh_shape,)))
+    return [cases[int(i)] for i in rng.permutation(len(cases))]
+
+
+def wraparound(chip: tpu.TpuChip, dims: Sequence[int], hypothetical: bool) -> tuple[bool, ...]:
+    """Which axes of a ``chip`` slice of shape ``dims`` have wraparound links (are rings, not lines).
+
+    v4 and v5p ("whole cubes"): the wraparound links go through the optical circuit switches, which connect
+    whole 4×4×4 cubes: a slice whose every side is a multiple of 4 is a torus on every axis; any smaller or
+    other slice (2×2×1, 2×2×4, 2×4×4) has none. v5e and v6e ("full axis"): an axis wraps only when it spans
+    the pod's full 16 chips. Refuses what :meth:`TpuChip.check_slice` refuses.
+    """
+    dims = chip.check_slice(dims, hypothetical)
+    if chip.wrap_rule == "whole cubes":
+        whole = all(d % 4 == 0 for d in dims)
+        return tuple(whole for _ in dims)
+    return tuple(d == 16 for d in dims)
+
+
+def hops(t: interconnect.Torus, a: Sequence[int], b: Sequence[int]) -> int:
+    """Fewest links a message crosses from the chip at coordinates ``a`` to the chip at ``b``."""
+    total = 0
+    for x, y, d, w in zip(a, b, t.dims, t.wrap):
+        delta = abs(x - y)
+        total += min(delta, d - delta) if w else delta
+    return total
+
 
 def _hops_reference(a: tuple, b: tuple, dims: tuple, chip: str) -> int:
     hypothetical = (chip, tuple(dims)) in HYPOTHETICAL
-    return interconnect.Torus(dims, tpu.TPU_CHIPS[chip].wraparound(dims, hypothetical=hypothetical)).hops(a, b)
+    return hops(interconnect.Torus(dims, wraparound(tpu.TPU_CHIPS[chip], dims, hypothetical=hypothetical)), a, b)
 
 
 def _slice_cases(rng: np.random.Generator) -> list[Case]:
@@ -133,17 +234,35 @@ def _slice_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(Case((tuple(0 for _ in dims), tuple(d - 1 for d in dims), dims, chip)))
     return cases
 
+def axis_rounds(kind: str, p: int, ring: bool) -> int:
+    """Communication rounds (each a hop, paying the latency α once) of one collective over one axis (a 2-chip ring
+    takes p // 2 = p − 1 = 1 round either way; one chip, 0)."""
+    one = p // 2 if ring else p - 1
+    return 2 * one if kind == "all-reduce" else one
+
+
+def axis_link_bytes(kind: str, nbytes: float, p: int, ring: bool) -> float:
+    """Bytes on the busiest link, in one direction, of one collective of a ``nbytes`` array over one axis (one chip:
+    every formula gives 0)."""
+    ring = ring and p > 2
+    if kind == "all-to-all":
+        crossings = (p * p / 8 if p % 2 == 0 else (p * p - 1) / 8) if ring else (p // 2) * ((p + 1) // 2)
+        return crossings * nbytes / p**2
+    one = (p - 1) / p * nbytes / (2 if ring else 1)  # all-gather or reduce-scatter
+    return 2 * one if kind == "all-reduce" else one
+
+
 def _collective_reference(kind: str, nbytes: float, p: int, wrap: bool, link_bandwidth: float,
                           latency: float) -> float:
-    return interconnect.collective_seconds(kind, nbytes, interconnect.Axis(p, wrap, link_bandwidth), latency)
+    return axis_rounds(kind, p, wrap) * latency + axis_link_bytes(kind, nbytes, p, wrap) / link_bandwidth
 
 
 def _collective_cases(rng: np.random.Generator) -> list[Case]:
     """Every collective on rings and lines; even and odd p (the opposite chip's block splits only for even p);
-    p = 1 and 2 (no ring possible); latency zero and not."""
+    p = 1 and 2 (no ring possible) and 3 (the smallest ring); latency zero and not."""
     cases = []
     for kind in interconnect.COLLECTIVES:
-        for p, wrap in ((16, True), (7, True), (6, True), (5, False), (8, False), (2, True), (1, False)):
+        for p, wrap in ((16, True), (7, True), (6, True), (3, True), (5, False), (8, False), (2, True), (1, False)):
             bw = float(rng.choice([45e9, 50e9, 90e9, 100e9]))
             lat = float(rng.choice([0.0, 1e-6, 2.5e-6]))
             cases.append(Case((kind, float(2 ** rng.uniform(12, 32)), p, wrap, bw, lat)))
@@ -152,9 +271,9 @@ def _collective_cases(rng: np.random.Generator) -> list[Case]:
 
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
-    "pe_step": (systolic.pe_step, _step_cases),
+    "pe_step": (pe_step, _step_cases),
     "systolic_matmul": (_systolic_reference, _systolic_cases),
-    "tiled_gemm": (tiled_gemm, _tiled_cases),
+    "best_array": (best_array, _array_cases),
     "pallas_matmul": (_pallas_reference, _pallas_cases),
     "predict_collectives": (_collectives_reference, _collectives_cases),
     "slice_hops": (_hops_reference, _slice_cases),

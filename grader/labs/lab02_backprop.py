@@ -60,14 +60,56 @@ def _compare_mlp(what: str, got: Any, expected: tuple[np.ndarray, ...], case: Ca
         expect_array_close(f"{what} → {name}", g, e, rtol=rtol)
 
 
-MLP_BACKWARD = Problem(
+# JAX's automatic differentiation, which computes a backward pass for you: off limits while mlp_backward runs — the
+# public names, and the internals JAX's reverse- and forward-mode paths go through (jax._src.api.vjp and friends),
+# those that exist in the installed JAX version
+AUTODIFF = ("jax.vjp", "jax.grad", "jax.value_and_grad", "jax.linear_transpose", "jax.jacrev", "jax.jacfwd",
+            "jax.linearize", "jax.jvp", "jax.hessian")
+AUTODIFF_INTERNALS = tuple(f"jax._src.interpreters.ad.{name}" for name in (
+    "linearize", "backward_pass", "backward_pass3", "jvp", "linearize_jaxpr", "vjp"))
+
+
+@dataclass
+class ByHand(Problem):
+    """A Problem whose ``forbid`` helpers are a library's way of doing the exercise: the lock's message says why
+    they are off limits (``why``: the exercise is to write that computation by hand). ``forbid_internals``: more
+    names to lock, each only where the installed library has it (a library's internals move between versions)."""
+
+    why: str = ""
+    forbid_internals: tuple[str, ...] = ()
+
+    def answer_sites(self) -> list[tuple[Any, str, Any, str]]:
+        from ..problem import _resolve_owner
+
+        sites = super().answer_sites()
+        if not self.__dict__.get("_why_labelled"):
+            forbidden = set(self.forbid)
+            sites[:] = [(o, a, obj, f"{label} ({self.why})" if label in forbidden else label)
+                        for o, a, obj, label in sites]
+            for dotted in self.forbid_internals:
+                try:
+                    owner, attr = _resolve_owner(dotted)
+                except (ImportError, AttributeError):
+                    continue
+                sites.append((owner, attr, getattr(owner, attr), f"{dotted} ({self.why})"))
+            self.__dict__["_why_labelled"] = True
+        return sites
+
+
+MLP_BACKWARD = ByHand(
     name="mlp_backward",
+    forbid=AUTODIFF,
+    forbid_internals=AUTODIFF_INTERNALS,
+    why="automatic differentiation: this exercise is to write the backward pass by hand, two GEMMs per layer and "
+        "relu's mask with @ and NumPy",
     spec="""
         mlp_backward(X, W1, W2, G) -> (dW1, dW2, dX)
         A 2-layer MLP without biases, row convention:   Z = X @ W1,   H = relu(Z),   Y = H @ W2.
         X: (B, d_in), W1: (d_in, h), W2: (h, d_out). G = ∂L/∂Y has Y's shape (B, d_out).
         Return ∂L/∂W1, ∂L/∂W2 and ∂L/∂X (NumPy float64 arrays with the shapes of W1, W2, X), computed with
-        matrix products (@) and one elementwise mask — no JAX. relu'(z) = 1 where z > 0, else 0.
+        matrix products (@) and one elementwise mask — by hand: JAX's autodiff (jax.vjp, jax.grad,
+        jax.value_and_grad, jax.linear_transpose, jax.jacrev/jacfwd, jax.linearize, jax.jvp) is refused while
+        your function runs. relu'(z) = 1 where z > 0, else 0.
         The checker compares with jax.vjp on shapes that are never square.
     """,
     visible=[_mlp_case(np.random.default_rng(0), 4, 3, 5, 2), _mlp_case(np.random.default_rng(1), 7, 6, 4, 9)],
@@ -102,23 +144,27 @@ STEP_GEMMS = Problem(
 
 
 # -- Exercise 3: the largest batch that fits ------------------------------------------------------------------------
+# The memory model of course §2.7, the one it checks against XLA's buffer assignment: the student writes it (the
+# course teaches it in prose and a table and shows its numbers from stored data; no installed helper computes it).
 
 DTYPES = ("float16", "float32", "float64", "mixed-bf16")  # mixed-bf16: see the spec
 
 
 LARGEST_BATCH = Problem(
     name="largest_batch",
-    forbid=("gpucourse.training_memory.largest_batch", "gpucourse.training_memory.estimate"),
     spec="""
-        largest_batch(widths, budget_bytes, dtype, optimizer) -> int
-        An MLP of dense layers widths[0] → … → widths[-1], each with a weight (d_in × d_out) and a bias (d_out),
-        trained with `optimizer` ('sgd', 'momentum' or 'adam'). Memory model, counting every array once:
+        largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer) -> int
+        Course §2.7's network: `layers` tanh layers of width `width`, each with a weight (width × width) and a bias
+        (width), stacked with lax.scan, a mean-squared-error loss against a target of width `width`, trained with
+        `optimizer` ('sgd', 'momentum' or 'adam'). §2.7's memory model, the one it checks against XLA:
           fixed:       parameters + their gradients + optimizer state (sgd: none, momentum: 1 copy, adam: 2).
-          per example: the batch's input row (widths[0] values) and target row (widths[-1] values), plus what
-                       the backward pass needs: every layer's output (d_out values; its activation function's
-                       derivative comes from the output, like tanh's 1 − y²). A layer's input is not counted
-                       again: the first layer's input is the input row, every other layer's is the previous
-                       layer's output.
+          per example: the batch: input row + target row (width values each);
+                       the saved activations: `saved_per_layer` arrays of width values per layer, plus one for
+                       the loss (its gradient 2·(y − target), saved in the forward pass);
+                       the working gradients in flight in the backward pass: 2 arrays of width values.
+        saved_per_layer is what the backward pass keeps per layer: 3 for JAX's reverse mode under lax.scan
+        (§2.5 prints them: the layer's input, its tanh output and 1 − y), 1 for a hand-written backward pass
+        (tm.tanh_stack: the minimum), other values for other choices.
         dtype 'float16', 'float32' or 'float64': everything is stored in dtype (np.dtype(dtype).itemsize bytes).
         dtype 'mixed-bf16' (mixed precision): parameters and gradients in bf16 (2 bytes each), plus an fp32 master
           copy of the parameters (4 bytes) and fp32 optimizer state (4 bytes per slot); per-example values in
@@ -126,14 +172,14 @@ LARGEST_BATCH = Problem(
         Return the largest batch size whose total fits in budget_bytes (a total equal to the budget fits; 0 if
         not even one example fits).
     """,
-    visible=[Case(([784, 512, 10], 10_000_000, "float32", "adam")),
-             Case(([4096, 4096, 4096], 80 * 2**20, "float16", "sgd")),
-             Case(([1024, 256, 256, 10], 64 * 2**20, "mixed-bf16", "adam")),
-             Case(([10, 10], 100, "float32", "adam"))],
+    visible=[Case((6, 512, 256 * 2**20, "float32", "adam", 3)),
+             Case((6, 512, 256 * 2**20, "float32", "adam", 1)),
+             Case((8, 1024, 512 * 2**20, "mixed-bf16", "momentum", 3)),
+             Case((2, 10, 5000, "float32", "adam", 3))],
     compare=lambda what, got, expected, case: expect_int(
         what, got, expected,
-        "fixed = params · (bytes of param + grad (+ fp32 master) + optimizer slots); per example = (input row + "
-        "target row + every layer's output) · bytes per value — each array once"),
+        "fixed = params · (bytes of param + grad (+ fp32 master) + optimizer slots); per example = (input and "
+        "target rows + saved_per_layer·layers + 1 saved arrays + 2 working gradients) · width · bytes per value"),
 )
 
 
@@ -201,6 +247,7 @@ PICK_POLICY = Problem(
         lab.grad_of(name).lower(Ws, X).compile().memory_analysis().temp_size_in_bytes.
         Return the policy that recomputes least among those whose working memory fits budget_bytes (at most
         budget_bytes: a working memory equal to the budget fits), or None.
+        This exercise is about using the compiler's measurement: compile, read, decide.
         (jax.ShapeDtypeStruct((…), jnp.float32) lets you compile without making arrays.)
     """,
     visible=[Case((4, 128, 32, 10**9)), Case((4, 128, 32, 200_000)), Case((4, 128, 32, 1_000))],

@@ -2,7 +2,13 @@
 
 Every schedule is judged by the course's stream/engine model (``gpucourse.streams.simulate``): in order within
 a stream, events across streams, kernels sharing the SMs, one copy engine per direction, times in µs. On a GPU
-the chunked-overlap exercise is also run for real with CuPy streams and timed with CUDA events.
+the chunked pipeline of exercise 5 is also run for real with CuPy streams and timed with CUDA events.
+
+No installed code answers an exercise (issue 20): the model predicts a makespan for given ops, and exercises 1 and 5
+ask its inverses — how long one op may run before a deadline is missed, the fewest chunks whose pipeline meets a
+deadline — which a student answers by reasoning about the schedule or by using the model as a tool (the specs say
+so). The course's §4.7 pipeline is another shape (a stream per engine) than exercise 5's (a stream per chunk).
+tests/attacks/lab04_streams.py holds what a student could assemble from installed code; each scores less than full.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, checks: what students install); the
 references and hidden-case generators are its answer side, grader/answers/lab04_streams.py (the instructor's only;
@@ -28,27 +34,44 @@ SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]
 SEED_DURATIONS = {"A": 30.0, "B": 20.0, "C": 25.0, "D": 40.0, "E": 15.0, "F": 10.0, "G": 20.0, "H": 15.0, "I": 30.0}
 
 
-# -- Exercise 1: predict the makespan of a multi-stream schedule -------------------------------------------------
+# -- Exercise 1: how long may one op take? (the inverse of predicting a makespan) --------------------------------
 
 
-MAKESPAN = Problem(
-    name="predict_makespan",
-    forbid=("gpucourse.streams.simulate",),
+def _compare_max_duration(what: str, got: Any, expected: float | None, case: Case) -> None:
+    if expected is None:
+        if got is not None:
+            raise CheckFailure(f"{what}: expected None (even with {case.args[3]!r} taking 0 µs the schedule ends after "
+                               f"the deadline), got {got!r}"[:400])
+        return
+    if got is None:
+        raise CheckFailure(f"{what}: expected {expected:g} µs, got None: the other ops alone meet the deadline "
+                           f"(None only when even a duration of 0 misses it)")
+    expect_close(what, got, expected, rtol=1e-9, atol=1e-6,  # µs: a search with the model ends near 0 µs, not at it
+                 hint="deadline − (when op can start at the earliest) − (the longest chain of ops that must follow "
+                      "it: its stream's later ops and the ops that wait for it, through events, transitively); a "
+                      "non-critical op may grow by more than the deadline's margin")
+
+
+MAX_DURATION = Problem(
+    name="max_duration",
     spec="""
-        predict_makespan(streams, durations, waits) -> the makespan in µs.
+        max_duration(streams, durations, waits, op, deadline_us) -> µs, or None
         streams:   {stream: [op, op, ...]}   ops of one stream run in this order, one after another
         durations: {op: µs}
         waits:     {op: [other ops]}         events: op may start only after these ops (of other streams) ended
-        Every kernel is small: the GPU runs any number of them at once (no SM limit), and queuing costs nothing.
-        Everything is queued at t = 0. An op starts as soon as the previous op of its stream and every op it
-        waits for have finished. Return when the last op finishes.
+        Every kernel is small: the GPU runs any number of them at once (no SM limit, a hardware queue per stream),
+        and queuing costs nothing. Everything is queued at t = 0. An op starts as soon as the previous op of its
+        stream and every op it waits for have finished; the schedule ends when its last op finishes.
+        Return the largest duration of `op` (every other op as given) for which the schedule still ends by
+        deadline_us; None when it misses the deadline even with `op` taking 0 µs.
+        You may use gc.streams.simulate to try durations (on gc.streams.Machine(sms=10**6, connections=None): the
+        default machine has 132 SMs and 8 hardware queues), or reason about the chains of ops through `op`.
     """,
-    visible=[Case((SEED_STREAMS, SEED_DURATIONS, {})),
-             Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]})),
-             Case(({"s0": ["x", "y"]}, {"x": 1.5, "y": 2.0}, {}))],
-    compare=lambda what, got, expected, case: expect_close(
-        what, got, expected, rtol=1e-9,
-        hint="an op's end = max(end of the previous op in its stream, ends of the ops it waits for) + duration"),
+    visible=[Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]}, "B", 100.0)),
+             Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]}, "D", 90.0)),
+             Case((SEED_STREAMS, SEED_DURATIONS, {}, "I", 30.0)),
+             Case(({"s0": ["x", "y"]}, {"x": 1.5, "y": 2.0}, {}, "x", 4.0))],
+    compare=_compare_max_duration,
 )
 
 
@@ -283,6 +306,9 @@ LAUNCHES = Problem(
         N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
         makespans: the list [T(1), T(2), …, T(N)] in µs.
         On every test case N ≤ 2,000 (so even simulating the N kernels one by one for each N is fast enough).
+        gc.streams.simulate gives one T(N) (the course's §4.4 does so), but it is a general simulator, O(N²) for one
+        N: calling it for every N up to hundreds takes minutes. Find T(N)'s two regimes (or run this one queue
+        yourself, kernel after kernel).
         Ties: where T(N) equals 2·work_us exactly, the GPU idles exactly as long as it works, not longer: that N
         does not count, the answer is a later one. Every test case keeps T(N) and T(N − 1) either exactly equal to
         2·work_us (exactly representable: floating point computes the tie exactly) or more than a relative 1e-12
@@ -294,78 +320,102 @@ LAUNCHES = Problem(
 )
 
 
-# -- Exercise 5: chunked copy/compute overlap ------------------------------------------------------------------------
+# -- Exercise 5: the fewest chunks that meet a deadline ---------------------------------------------------------
+
+MAX_CHUNKS = 32  # the spec's bound on the chunk count: a search over every count stays fast
 
 
-def _compare_chunks(what: str, got: Any, expected: list[st.Op], case: Case) -> None:
-    nbytes, n_chunks, n_streams = case.args[:3]
-    if not isinstance(got, (list, tuple)) or not all(isinstance(op, st.Op) for op in got):
-        raise CheckFailure(f"{what}: expected a list of gc.streams.Op, got {type(got).__name__}")
-    want = {op.name: op for op in expected}
-    have = {op.name: op for op in got}
-    if sorted(have) != sorted(want) or len(have) != len(got):
+def _compare_chunks(what: str, got: Any, expected: tuple[int | None, list[st.Op]], case: Case) -> None:
+    nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us = case.args
+    n_want, want_ops = expected
+    expect_tuple(what, got, "n_chunks, ops")
+    n_got, ops = got
+    if n_want is None:
+        if n_got is not None or len(ops):
+            raise CheckFailure(f"{what}: expected (None, []): no chunk count up to {MAX_CHUNKS} finishes within "
+                               f"{target_us:g} µs, got n_chunks = {n_got!r} and {len(ops)} ops")
+        return
+    expect_int(f"{what} → n_chunks", n_got, n_want,
+               "try every chunk count from 1 up and keep the first whose pipeline's makespan, launches included "
+               "(simulate(ops, launch_us=launch_us)), is within target_us: more chunks overlap more but each one "
+               "costs three launches, so the makespan falls, then rises again")
+    if not isinstance(ops, (list, tuple)) or not all(isinstance(op, st.Op) for op in ops):
+        raise CheckFailure(f"{what} → ops: expected a list of gc.streams.Op, got {type(ops).__name__}")
+    want = {op.name: op for op in want_ops}
+    have = {op.name: op for op in ops}
+    if sorted(have) != sorted(want) or len(have) != len(ops):
         missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
-        raise CheckFailure(f"{what}: expected ops h2d<i>, k<i>, d2h<i> for i = 0..{n_chunks - 1}, once each; "
+        raise CheckFailure(f"{what} → ops: expected h2d<i>, k<i>, d2h<i> for i = 0..{n_want - 1}, once each; "
                            f"missing {missing[:6]}, unexpected {extra[:6]}")
     for name, op in want.items():
         g = have[name]
         if g.engine != op.engine:
             raise CheckFailure(f"{what}: op {name} must use engine {op.engine!r}, got {g.engine!r}")
         expect_close(f"{what} → duration of {name} [µs]", g.duration, op.duration, rtol=1e-9,
-                     hint="chunk i has nbytes // n_chunks bytes, plus one for the first nbytes % n_chunks chunks")
+                     hint="chunk i has nbytes // n bytes, plus one for the first nbytes % n chunks")
         if op.engine == "compute" and g.sms != op.sms:
             raise CheckFailure(f"{what}: kernel {name} must occupy all {op.sms} SMs, got sms={g.sms}")
         if op.engine != "compute" and g.nbytes != op.nbytes:
             raise CheckFailure(f"{what}: copy {name} must say how many bytes it moves, nbytes={op.nbytes} (the "
                                f"chunk's size), got nbytes={g.nbytes!r}: on a GPU that is what it copies")
-    if len({op.stream for op in got}) > n_streams:
-        raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len({op.stream for op in got})}")
-    timeline = st.simulate(got)
-    for i in range(n_chunks):
+    if len({op.stream for op in ops}) > n_streams:
+        raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len({op.stream for op in ops})}")
+    timeline = st.simulate(ops, launch_us=launch_us)
+    for i in range(n_want):
         h, k, d = (timeline.span(f"{p}{i}") for p in ("h2d", "k", "d2h"))
         if k.start < h.end or d.start < k.end:
             raise CheckFailure(f"{what}: chunk {i} is computed or copied back before its data arrived: keep h2d{i}, "
                                f"k{i}, d2h{i} in order (same stream, or events)")
-    target = st.simulate(expected).makespan
-    if timeline.makespan > target * (1 + 1e-9):
-        serial = st.simulate(st.on_one_stream(expected)).makespan
-        raise CheckFailure(f"{what}: makespan {timeline.makespan:g} µs, expected at most {target:g} µs (one stream: "
-                           f"{serial:g} µs). Hint: spread the chunks round-robin over the streams so that copies "
-                           "and kernels of different chunks overlap")
+    limit = min(target_us, st.simulate(want_ops, launch_us=launch_us).makespan * (1 + 1e-9))
+    if timeline.makespan > limit:
+        raise CheckFailure(f"{what}: the right chunk count, but your ops finish at {timeline.makespan:g} µs (launches "
+                           f"of {launch_us:g} µs included), expected at most {limit:g} µs: chunk i on stream "
+                           "i % n_streams, issued chunk by chunk (h2d, kernel, d2h)")
 
 
 def _gpu_overlap(fn: Callable, hidden: bool) -> str:
-    """On a GPU (visible test): the student's schedule run for real, against the same ops on one stream."""
+    """On a GPU (visible test): the student's pipeline run for real, against the same ops on one stream."""
     import gpucourse as gc
 
     if hidden or not gc.gpu_available():
         return ""
-    ops = fn(256 * 2**20, 8, 4, 25e9, 50e9, 25e9)
+    n, ops = fn(256 * 2**20, 4, 25e9, 50e9, 25e9, 5.0, 15_000.0)
+    if n is None or not ops:
+        return ""
     overlapped, serial = st.measure_on_gpu(ops), st.measure_on_gpu(st.on_one_stream(ops))
     predicted = st.simulate(st.on_one_stream(ops)).makespan / st.simulate(ops).makespan
     measured = serial.makespan / overlapped.makespan
     if predicted > 1.4 and measured < 1.1:
-        raise CheckFailure(f"chunked_overlap on the GPU: the model predicts {predicted:.2f}× over one stream, the "
+        raise CheckFailure(f"fewest_chunks on the GPU: the model predicts {predicted:.2f}× over one stream, the "
                            f"GPU measured only {measured:.2f}× (CUDA events)")
-    return f"\n  on this GPU: {measured:.2f}× faster than one stream (model: {predicted:.2f}×)"
+    return (f"\n  on this GPU: your {n} chunks ran {measured:.2f}× faster than the same ops on one stream "
+            f"(model: {predicted:.2f}×)")
 
 
 CHUNKS = Problem(
-    name="chunked_overlap",
+    name="fewest_chunks",
     spec="""
-        chunked_overlap(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps) -> list of gc.streams.Op
-        Process nbytes in n_chunks chunks: copy chunk i to the GPU, run a kernel on it, copy it back.
-        Chunk i has nbytes // n_chunks bytes, one more for the first nbytes % n_chunks chunks.
-        Per chunk i, three ops:  Op(f"h2d{i}", stream, µs, "h2d", nbytes=size)      size / h2d_Bps seconds
-                                 Op(f"k{i}", stream, µs, "compute", sms=132)        size / compute_Bps seconds
-                                 Op(f"d2h{i}", stream, µs, "d2h", nbytes=size)      size / d2h_Bps seconds
-        (durations in µs; the kernel fills all 132 SMs). Use at most n_streams streams (any names).
-        The checker simulates your list (issue order = list order) and wants a makespan no worse than the
-        classic pattern: chunk i on stream i % n_streams, issued chunk by chunk.
+        fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us) -> (n_chunks, ops)
+        The classic chunked pipeline with n chunks: chunk i has nbytes // n bytes, one more for the first
+        nbytes % n chunks, and runs on stream i % n_streams; per chunk three ops, issued chunk by chunk:
+            Op(f"h2d{i}", stream, µs, "h2d", nbytes=size)      size / h2d_Bps seconds
+            Op(f"k{i}", stream, µs, "compute", sms=132)        size / compute_Bps seconds
+            Op(f"d2h{i}", stream, µs, "d2h", nbytes=size)      size / d2h_Bps seconds
+        (durations in µs; the kernel fills all 132 SMs). Each op costs the host launch_us to issue: the pipeline's
+        makespan is gc.streams.simulate(ops, launch_us=launch_us).makespan. (A stream's next copy-in waits for
+        its copy-out, so at most n_streams chunks occupy device memory at once.)
+        Return the smallest n (1 ≤ n ≤ 32) whose pipeline finishes within target_us (makespan ≤ target_us: a
+        makespan equal to the target counts), and that pipeline's ops in issue order; (None, []) when no n up to
+        32 does.
     """,
-    visible=[Case((2 * 10**6, 2, 2, 25e9, 50e9, 25e9)), Case((100 * 10**6 + 3, 4, 3, 25e9, 40e9, 20e9))],
+    # no launch cost; a remainder of 3 bytes; launches that make the makespan rise again from 5 chunks on (only
+    # the smallest count fits: a bisection over 1..32 misses it); a target no count reaches
+    visible=[Case((2 * 10**6, 2, 25e9, 50e9, 25e9, 0.0, 130.0)),
+             Case((100 * 10**6 + 3, 3, 25e9, 40e9, 20e9, 5.0, 8000.0)),
+             Case((8 * 10**6, 2, 25e9, 50e9, 25e9, 30.0, 540.0)),
+             Case((8 * 10**6, 3, 25e9, 50e9, 25e9, 20.0, 400.0))],
     compare=_compare_chunks,
     after=_gpu_overlap,
 )
 
-problems = {p.name: p for p in (MAKESPAN, DAG, TIMING, LAUNCHES, CHUNKS)}
+problems = {p.name: p for p in (MAX_DURATION, DAG, TIMING, LAUNCHES, CHUNKS)}

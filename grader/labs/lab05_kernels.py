@@ -21,7 +21,7 @@ import numpy as np
 from gpucourse import hardware, simt
 from gpucourse import occupancy as occ
 
-from ..checks import CheckFailure, expect_choice, expect_close, expect_int, expect_tuple
+from ..checks import CheckFailure, expect_choice, expect_close, expect_int, expect_tuple, fail
 from ..kernels import KernelProblem
 from ..problem import Case, Problem
 
@@ -251,62 +251,90 @@ MATMUL = KernelProblem(
     require=_mm_require,
 )
 
-# -- Exercise 5: an occupancy calculator -----------------------------------------------------------------------------
-# The reference is gpucourse.occupancy, which follows NVIDIA's cuda_occupancy.h rule by rule;
-# tests/test_occupancy_header.py requires it (and every case below) to agree with the header compiled by g++.
+# -- Exercise 5: the register budget of an occupancy target (the inverse of the occupancy model) ---------------------
+# gpucourse.occupancy.occupancy (course §5.3; it follows NVIDIA's cuda_occupancy.h rule by rule, which
+# tests/test_occupancy_header.py checks) answers "how many blocks fit with r registers per thread?". The exercise
+# asks the question it does not answer: the most registers a thread may use while the SM keeps a target number of
+# blocks — what `__launch_bounds__(threads, min_blocks)` asks the compiler for. Using the model is the point (the spec
+# says so); the hidden cases make a single forward call, a per-SM register division, a count one granule off and a
+# missing "no register count reaches it" wrong (tests/test_occupancy_header.py checks every case against the header).
 
 LIMITS = {"H100": occ.sm_limits(hardware.H100_SXM), "A100": occ.sm_limits(hardware.A100_SXM)}
 
 
-def _compare_occupancy(what: str, got: Any, expected: tuple, case: Case) -> None:
-    expect_tuple(what, got, "blocks_per_sm, occupancy, limiter")
-    threads, regs, smem, limits = case.args
-    warps = -(-threads // 32)
-    per_warp = -(-regs * 32 // limits["register_alloc_unit"]) * limits["register_alloc_unit"]
-    per_sm_division = limits["registers"] // (per_warp * warps) if per_warp else None
-    hint = "the smallest of the four limits"
-    if per_sm_division is not None and got[0] == per_sm_division != expected[0]:
-        hint = ("registers are allocated per SM sub-partition: each of the sub_partitions holds "
-                "(registers // sub_partitions) // registers-per-warp whole warps; dividing the whole SM's "
-                "registers by a block's registers counts warps that straddle two sub-partitions")
-    elif expected[0] == 0:
-        hint = ("this launch cannot run: check the per-block register limit (with the warps rounded up to a multiple "
-                "of sub_partitions) and the per-block shared-memory limit (48 KiB unless opt_in)")
-    expect_int(f"{what} → blocks per SM", got[0], expected[0], hint)
-    expect_close(f"{what} → occupancy", got[1], expected[1], rtol=1e-9, atol=1e-12,
-                 hint="resident warps / max_warps")
-    expect_choice(f"{what} → limiter", got[2], expected[2], occ.LIMITERS,
-                  "the limit giving the fewest blocks; ties go to the earlier of warps, registers, shared_memory, blocks")
+def _model_at(case: Case, registers: int) -> occ.Occupancy:
+    """The course's model for the case's kernel with ``registers`` per thread (the hints' arithmetic)."""
+    threads, smem, _, limits = case.args
+    return occ.occupancy(threads, registers, smem, limits, opt_in=bool(case.kwargs.get("opt_in", False)))
 
 
-OCCUPANCY = Problem(
-    name="occupancy",
-    forbid=("gpucourse.occupancy.occupancy", "gpucourse.occupancy.register_limit", "gpucourse.occupancy.shared_limit"),
+def _blocks_text(n: int) -> str:
+    return f"{n} block{'' if n == 1 else 's'}"
+
+
+def _registers_hint(case: Case, got: Any, expected: int | None) -> str:
+    threads, _, target, limits = case.args
+    top = limits["max_registers_per_thread"]
+    if expected is None:
+        low = _model_at(case, 1)
+        return (f"even at 1 register per thread the SM holds {_blocks_text(low.blocks_per_sm)} (limited by "
+                f"{low.limiter}), fewer than {target}: no register count reaches the target, so the answer is None")
+    if got is None:
+        return f"some register count in 1 … {top} keeps {_blocks_text(target)}: search them all before giving up"
+    if not isinstance(got, (int, np.integer)) or isinstance(got, bool) or not 1 <= got <= top:
+        return f"a register count is a whole number in 1 … {top} (limits['max_registers_per_thread'])"
+    there = _model_at(case, int(got))
+    if there.blocks_per_sm < target:
+        return (f"at {got} registers per thread the model gives {_blocks_text(there.blocks_per_sm)} per SM, fewer "
+                f"than {target}" + (": that is where occupancy drops, one past the answer" if got == expected + 1 else
+                                    " (registers are split among the SM's 4 sub-partitions: dividing the whole SM's "
+                                    "registers over-counts)"))
+    above = _model_at(case, int(got) + 1) if got < top else None
+    if above is not None and above.blocks_per_sm >= target:
+        return (f"{got + 1} registers per thread still keep {_blocks_text(above.blocks_per_sm)}: registers are "
+                "granted per warp in units of 256 (8 per thread), so every count of one granule gives the same "
+                "blocks" + (f" — and the largest count allowed is {top}, not a multiple of 8" if expected == top else ""))
+    return ""
+
+
+def _compare_max_registers(what: str, got: Any, expected: tuple, case: Case) -> None:
+    expect_tuple(what, got, "registers_per_thread, limiter")
+    regs, want = got[0], expected[0]
+    if want is None or regs is None:
+        if regs is not want:
+            fail(f"{what} → registers_per_thread", want, regs, _registers_hint(case, regs, want))
+    else:
+        expect_int(f"{what} → registers_per_thread", regs, want, _registers_hint(case, regs, want))
+    expect_choice(f"{what} → limiter", got[1], expected[1], occ.LIMITERS,
+                  "the model's .limiter at that register count (at 1 register per thread when no count reaches the "
+                  "target): the resource giving the fewest blocks, ties to the earlier of warps, registers, "
+                  "shared_memory, blocks")
+
+
+MAX_REGISTERS = Problem(
+    name="max_registers",
     spec="""
-        occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False)
-            -> (blocks_per_sm, occupancy, limiter)
-        `limits` holds one SM's limits (gpucourse.occupancy.sm_limits(gc.hardware.H100_SXM)). The rules are
-        those of NVIDIA's occupancy calculator (cuda_occupancy.h); a block needs warps = ceil(threads / 32).
-        - warps:     max_warps // warps.
-        - registers: granted per warp: registers_per_thread × 32 rounded UP to a multiple of
-                     register_alloc_unit (= regs_per_warp). The launch fails (0 blocks) if
-                     regs_per_warp × warps > registers_per_block, or if regs_per_warp × (warps rounded UP to a
-                     multiple of sub_partitions) > registers_per_block. Otherwise registers are split evenly
-                     among the SM's sub_partitions: each holds (registers // sub_partitions) // regs_per_warp
-                     whole warps, and blocks = (that × sub_partitions) // warps.
-        - shared:    each block takes shared_bytes_per_block + shared_reserved_per_block, rounded UP to a
-                     multiple of shared_alloc_unit. The launch fails (0 blocks) if shared_bytes_per_block exceeds
-                     shared_per_block (shared_per_block_optin when opt_in). Otherwise
-                     blocks = shared_memory_bytes // (the rounded bytes).
-        - blocks:    max_blocks.
-        Blocks per SM = the smallest of the four; occupancy = blocks × warps / max_warps; limiter = 'warps',
-        'registers', 'shared_memory' or 'blocks', the one giving the smallest count (on a tie, the first in
-        that order).
+        max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False)
+            -> (registers_per_thread, limiter)
+        A kernel of `threads_per_block` threads using `shared_bytes_per_block` bytes of shared memory per block
+        (`opt_in`: it raised its dynamic shared-memory limit above 48 KiB) must keep at least `target_blocks`
+        blocks resident per SM — what `__launch_bounds__(threads, target_blocks)` asks the compiler for. How many
+        registers may each thread use?
+        - registers_per_thread: the LARGEST count r in 1 … limits["max_registers_per_thread"] (255) at which the
+          SM still holds >= target_blocks blocks; None when even 1 register per thread gives fewer (then no
+          register cap helps: warps, shared memory or the block limit stand in the way).
+        - limiter: what limits the resident blocks at that count (at 1 register per thread when None): 'warps',
+          'registers', 'shared_memory' or 'blocks', as the occupancy model's .limiter names it.
+        `limits` is one SM's limits: lab.LIMITS["H100"] (sm_90) or lab.LIMITS["A100"] (sm_80).
+        This exercise is about USING the course's occupancy model (§5.3) for the question it does not answer:
+        gc.occupancy.occupancy(threads, registers, shared_bytes, limits, opt_in=...) gives the blocks for ONE
+        register count; you find the count. Its rules decide the answer: registers are granted per warp in units of
+        256 (8 per thread) and split among the SM's 4 sub-partitions, shared memory per block is capped at 48 KiB
+        without the opt-in, and an SM holds at most 64 warps and 32 blocks.
     """,
-    visible=[Case((256, 32, 0, LIMITS["H100"])), Case((256, 64, 0, LIMITS["H100"])),
-             Case((32, 81, 0, LIMITS["H100"])), Case((128, 32, 48 * 1024, LIMITS["H100"])),
-             Case((32, 16, 0, LIMITS["H100"]))],
-    compare=_compare_occupancy,
+    visible=[Case((256, 0, 2, LIMITS["H100"])), Case((32, 0, 21, LIMITS["H100"])),
+             Case((64, 0, 1, LIMITS["H100"])), Case((128, 40 * 1024, 5, LIMITS["A100"]))],
+    compare=_compare_max_registers,
 )
 
 # -- Exercise 6: regroup data-dependent loops so each warp's lanes run alike ---------------------------------------
@@ -454,8 +482,8 @@ WAVES = Problem(
     spec=f"""
         wave_prediction(blocks, blocks_per_sm, sms) -> (waves, slowdown)
         A grid of `blocks` equal blocks runs on a GPU of `sms` SMs (H100 SXM: {H100_SMS}) that holds
-        `blocks_per_sm` of them resident per SM (the occupancy of exercise 5). Every block takes the same time,
-        and resident blocks do not slow each other down.
+        `blocks_per_sm` of them resident per SM (the occupancy model of §5.3 and exercise 5). Every block takes
+        the same time, and resident blocks do not slow each other down.
         - waves:    how many rounds of resident blocks the grid needs (an int; the last one may be partial).
         - slowdown: under this model, the time the grid takes divided by the time the same work would take if
                     it could be split evenly over every slot (blocks / blocks-per-wave waves): 1.0 when nothing is
@@ -468,7 +496,7 @@ WAVES = Problem(
     compare=_compare_waves,
 )
 
-problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, OCCUPANCY, REGROUP, WAVES)}
+problems = {p.name: p for p in (MAP, RAMP, BLOCK_SUM, MATMUL, MAX_REGISTERS, REGROUP, WAVES)}
 
 # -- What the compiler made of the kernels (not graded; the notebook's last cell) -------------------------------------
 

@@ -14,8 +14,12 @@ kernel — its outputs and the executor's report as :class:`gpucourse.simt.Repor
 traffic and writers its requirement reads (``KernelProblem.judge``); sass_counts — its counts and the toolchain's
 versions (the stored visible counts name the toolchain that computed them); measure_times — its stand-in workloads
 travel as their parameters and are rebuilt on one virtual clock, observed: the timer's result and the counters the
-judge reads. count_opcode's visible cases are fixed data (nvdisasm listings saved in lab06_xla_sass.sass, and
+judge reads. mma_flops' visible cases are fixed data (nvdisasm listings saved in lab06_xla_sass.sass, and
 synthetic SASS), the same with or without NVIDIA's toolchain.
+
+No installed course code answers exercises 3, 6, 7 and 9 (issue 20): breaking_op's bytes are read from the breaker's HLO type, which
+no course helper parses; mma_flops reads the tensor-core shapes that toolchain.Sass lists but never interprets;
+fusion_payoff_rows inverts gpucourse.fusion's forward model (tests/attacks/lab06_xla_sass.py).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from ..checks import CheckFailure, expect_array_close, expect_choice, expect_clo
 from ..kernels import KernelProblem
 from ..problem import Case, ObservedProblem, Problem, _expected_data, _lab_of
 from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
-from gpucourse import xla as _xla  # called through the module: breaking_op's lock swaps entry_ops & co. there
+from gpucourse import xla as _xla
 from gpucourse.xla import BOOKKEEPING
 
 def _jnp():
@@ -257,13 +261,13 @@ FUSION_BYTES = Problem(
 # -- Exercise 3: what breaks the fusion ------------------------------------------------------------------------------
 
 
-def broken_chain_hlo(breaker: str, m: int, n: int, seed: int = 0) -> str:
-    """Optimized HLO of tanh(breaker(x·y + 1)·y − x) on (m, n) float32: an elementwise chain split by ``breaker``."""
+def broken_chain_hlo(breaker: str, m: int, n: int, seed: int = 0, dtype: str = "float32") -> str:
+    """Optimized HLO of tanh(breaker(x·y + 1)·y − x) on (m, n) ``dtype``: an elementwise chain split by ``breaker``."""
     import jax
 
     brk = _xla.fusion_breakers()[breaker]
     rng = np.random.default_rng(seed)
-    x, y = on_cpu(_rand(rng, (m, n)), _rand(rng, (m, n)))
+    x, y = on_cpu(_rand(rng, (m, n), dtype), _rand(rng, (m, n), dtype))
     return jax.jit(lambda x, y: _jnp().tanh(brk(x * y + 1.0) * y - x)).lower(x, y).compile().as_text()
 
 
@@ -290,32 +294,44 @@ class _Hlo(str):
         return f"<optimized HLO: {self.tag}>"
 
 
-def _compare_breaker(what: str, got: Any, expected: str, case: Case) -> None:
-    if not isinstance(got, str):
-        raise CheckFailure(f"{what}: expected an opcode string such as 'sort', got {got!r}")
-    if got != expected:
-        raise CheckFailure(f"{what}: expected {expected!r}, got {got!r}. Hint: look only inside the ENTRY "
-                           "computation, and skip parameter, constant, fusion, tuple, get-tuple-element, copy, bitcast")
+ELEMENT_BYTES = {"f32": 4, "s32": 4, "c64": 8, "bf16": 2}  # the element types of this exercise's HLO texts
+
+
+def _compare_breaker(what: str, got: Any, expected: tuple[str, int], case: Case) -> None:
+    opcode, nbytes = expect_tuple(what, got, "opcode, nbytes")
+    if not isinstance(opcode, str):
+        raise CheckFailure(f"{what} → opcode: expected an opcode string such as 'sort', got {opcode!r}")
+    if opcode != expected[0]:
+        raise CheckFailure(f"{what} → opcode: expected {expected[0]!r}, got {opcode!r}. Hint: look only inside the "
+                           "ENTRY computation (its ROOT line too), and skip parameter, constant, fusion, tuple, "
+                           "get-tuple-element, copy, bitcast")
+    expect_int(f"{what} → bytes of the value {expected[0]} produces", nbytes, expected[1],
+               "read the TYPE on that instruction's own line: elements × bytes per element (c64 is 8: a complex "
+               "number), every array of a tuple type, and f32[] is one element")
 
 
 BREAKING_OP = Problem(
     name="breaking_op",
     spec="""
-        breaking_op(hlo) -> str: the opcode that splits an elementwise chain into several fusions.
+        breaking_op(hlo) -> (opcode, nbytes): the op that splits an elementwise chain into several fusions, and
+        the bytes of the value it produces — the intermediate the break sends through memory (written by the
+        breaker, read back by the next kernel; fused, it would have stayed in registers).
         `hlo` is the optimized HLO text (compiled.as_text(), compiled for the CPU) of a function like
         tanh(BREAK(x*y + 1)*y - x).
         Read the ENTRY computation only (the block that starts with a line beginning 'ENTRY' and ends at the
         matching '}' at the start of a line). Each instruction line looks like
-            %name = TYPE opcode(operands), attributes...      (TYPE may be a tuple: '(f32[4,5], s32[4,5])')
-        and the last one starts with 'ROOT'. Return the opcode of the first instruction that is not one of
+            %name = TYPE opcode(operands), attributes...
+        and the last one starts with 'ROOT'. The breaker is the first instruction whose opcode is not one of
         parameter, constant, fusion, tuple, get-tuple-element, copy, bitcast.
+        nbytes: the bytes of the breaker's TYPE. An array type is DTYPE[d0,d1,...]{layout}: f32[5,7]{1,0} holds
+        35 elements of 4 bytes, f32[] one element; a tuple type '(f32[5,2]{1,0}, s32[5,2]{1,0})' holds the
+        sum of its arrays. Bytes per element: f32, s32: 4; c64 (complex64): 8; bf16: 2.
     """,
     visible=[Case((_Hlo(broken_chain_hlo("sort", 6, 10), "tanh(sort(x*y + 1)*y - x), 6×10"),)),
              Case((_Hlo(broken_chain_hlo("top_k", 5, 7), "tanh((top_k(x*y + 1, 2).sum + x*y + 1)*y - x), 5×7"),)),
-             Case((_Hlo(twice_broken_chain_hlo("sort", "fft", 4, 6), "tanh(fft(sort(x*y + 1)*y) - x), 4×6"),))],
+             Case((_Hlo(twice_broken_chain_hlo("sort", "fft", 4, 6), "tanh(fft(sort(x*y + 1)*y) - x), 4×6"),)),
+             Case((_Hlo(broken_chain_hlo("fft", 3, 9), "tanh(fft(x*y + 1)*y - x), 3×9"),))],
     compare=_compare_breaker,
-    # the course's HLO readers would answer it in one line (entry_ops, then skip BOOKKEEPING)
-    forbid=("gpucourse.xla.entry_ops", "gpucourse.xla.computations", "gpucourse.xla.fusion_breakers"),
 )
 
 # -- Exercise 4: fix a fusion breaker ----------------------------------------------------------------------------------
@@ -438,29 +454,78 @@ KERNEL = KernelProblem(
     require=_kernel_require,
 )
 
-# -- Exercise 6: count instructions in SASS ---------------------------------------------------------------------------
+# -- Exercise 6: the tensor-core work in SASS ----------------------------------------------------------------------
 
 from gpucourse import toolchain  # noqa: E402  (the lab's SASS comes from here)
 
+# Hopper's tensor-core instructions, by level and data type (nvdisasm's spelling): warp-level mma.sync / wmma is HMMA
+# (fp16, bf16, tf32), IMMA (int8) or DMMA (fp64); warpgroup-level wgmma is HGMMA (fp16, bf16, tf32), IGMMA (int8) or
+# QGMMA (fp8). The shape is the first modifier.
+TENSOR_CORE = ("HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA")
+
+_WGMMA_LINE = '"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\\n}\\n"'
+
+DMMA_CU = r'''
+extern "C" __global__ void dmma(const double* a, const double* b, double* c) {
+    double d0 = 0, d1 = 0, a0 = a[threadIdx.x], b0 = b[threadIdx.x];
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+                 : "+d"(d0), "+d"(d1) : "d"(a0), "d"(b0));
+    c[threadIdx.x] = d0 + d1;
+}
+'''
+
+IMMA_CU = r'''
+extern "C" __global__ void imma(const int* a, const int* b, int* c) {
+    int d0 = 0, d1 = 0, d2 = 0, d3 = 0, a0 = a[threadIdx.x], a1 = a[threadIdx.x + 32], b0 = b[threadIdx.x];
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+                 : "+r"(d0), "+r"(d1), "+r"(d2), "+r"(d3) : "r"(a0), "r"(a1), "r"(b0));
+    int e0 = 0, e1 = 0;  // and an 8-row one: m8n8k16
+    asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32 {%0,%1}, {%2}, {%3}, {%0,%1};"
+                 : "+r"(e0), "+r"(e1) : "r"(a0), "r"(b0));
+    c[threadIdx.x] = d0 + d1 + d2 + d3 + e0 + e1;
+}
+'''
+
+
+def tensor_core_cu(kind: str) -> tuple[str, str]:
+    """(CUDA C source, target) of a kernel whose tensor-core instruction is of another data type than the course's
+    fp16 ones: "fp8 wgmma" (QGMMA, m64n8k32), "int8 wgmma" (IGMMA, m64n8k32) — the course's WGMMA_CU with its wgmma
+    line changed, for sm_90a — and "fp64 mma" (DMMA, m8n8k4: one mma.sync), "int8 mma" (IMMA, an m16n8k16 and an
+    m8n8k16 mma.sync), sm_90."""
+    if kind == "fp8 wgmma":
+        return (WGMMA_CU.replace(_WGMMA_LINE, '"wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 '
+                                 '{%0, %1, %2, %3}, %4, %5, p, 1, 1;\\n}\\n"').replace("wgmma_tile", "wgmma_fp8"),
+                "sm_90a")
+    if kind == "int8 wgmma":
+        return (WGMMA_CU.replace(_WGMMA_LINE, '"wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.s8 '
+                                 '{%0, %1, %2, %3}, %4, %5, p;\\n}\\n"')
+                .replace('"+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)', '"+r"(i0), "+r"(i1), "+r"(i2), "+r"(i3)')
+                .replace("float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;",
+                         "float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f; int i0 = 0, i1 = 0, i2 = 0, i3 = 0;")
+                .replace("c[4 * t + 0] = d0;", "c[4 * t + 0] = d0 + i0 + i1 + i2 + i3;")
+                .replace("wgmma_tile", "wgmma_s8"), "sm_90a")
+    return {"fp64 mma": (DMMA_CU, "sm_90"), "int8 mma": (IMMA_CU, "sm_90")}[kind]
+
+
+TENSOR_CORE_KINDS = ("fp8 wgmma", "int8 wgmma", "fp64 mma", "int8 mma")
+
 _OPS_POOL = ["FFMA", "FADD", "FMUL", "HMMA.16816.F32", "HMMA.16816.F32.BF16", "HFMA2", "DFMA", "IMAD", "IMAD.WIDE",
              "FFMA.FTZ", "LDG.E", "STG.E", "FMNMX", "ISETP.GE.AND", "MOV", "HMMA.1688.F32.TF32", "IMMA.16832.S8.S8",
-             "HGMMA.64x128x16.F32.BF16", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE", "LDG.E.128.CONSTANT"]
-# opcodes whose name begins with another opcode of the pool: a startswith() count is wrong on them
-PREFIX_PAIRS = {"LDG": ("LDGSTS.E.BYPASS.128", "LDGDEPBAR"), "FFMA": ("FFMA2",), "MOV": ("MOVM.16.MT88",),
-                "HMMA": ("HMMA.16816.F32",), "IMAD": ("IMAD.WIDE.U32",)}
-_OPS_POOL += ["LDGSTS.E.BYPASS.128", "LDGDEPBAR", "FFMA2", "MOVM.16.MT88"]
+             "IMMA.8816.S8.S8", "DMMA.8x8x4", "HGMMA.64x128x16.F32.BF16", "HGMMA.64x8x8.F32.TF32",
+             "IGMMA.64x32x32.S8.S8", "QGMMA.64x64x32.F32.E4M3.E4M3", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE",
+             "LDG.E.128.CONSTANT", "LDGSTS.E.BYPASS.128", "LDSM.16.M88.4", "MOVM.16.MT88", "FFMA2"]
 _OPERANDS = ["R0, R4, R3, R7", "R16, R4.reuse, R12, RZ", "R2, desc[UR4][R2.64]", "P0, PT, R11, UR4, PT", "R1, 0x4"]
 
 
 def synthetic_sass(rng: np.random.Generator, lines: int = 60, kernel: str = "k", must: tuple[str, ...] = (),
-                   exclude: str = "") -> str:
-    """SASS-formatted text with random instructions, predicates, labels and a kernel name full of opcodes; every
-    opcode of ``must`` appears at least once (at a random place); no random instruction has the base opcode
-    ``exclude`` (so ``must`` alone decides how many there are)."""
-    pool = [op for op in _OPS_POOL if op.split(".")[0] != exclude] if exclude else _OPS_POOL
+                   exclude: tuple[str, ...] = ()) -> str:
+    """SASS-formatted text with random instructions, predicates, labels, a kernel name and a comment full of
+    tensor-core opcodes; every instruction of ``must`` appears once (first); no random instruction has a base
+    opcode of ``exclude`` (so ``must`` alone decides how many of those there are)."""
+    pool = [op for op in _OPS_POOL if op.split(".")[0] not in exclude]
     out = [f"//--------------------- .text.{kernel}  --------------------------",
            f"        .section  .text.{kernel},\"ax\",@progbits", f"        .global  {kernel}", f"{kernel}:",
-           "        /* FFMA-heavy kernel, HMMA in the epilogue */"]
+           "        /* FFMA-heavy kernel, HMMA.16816.F32 and HGMMA.64x128x16 in the epilogue */"]
     for i in range(lines):
         if rng.random() < 0.08:
             out.append(f".L_x_{i}:")
@@ -485,9 +550,10 @@ SASS_FIXTURE = Path(__file__).with_name("lab06_xla_sass.sass")  # real nvdisasm 
 
 
 def saved_sass() -> dict[str, str]:
-    """The SASS listings saved in :data:`SASS_FIXTURE` by name: nvdisasm's output for the course's kernels (the
-    visible cases are the same everywhere, with NVIDIA's toolchain installed or not). The file holds sections
-    ``##### name`` followed by the listing; lines before the first section (starting with ``#``) describe it."""
+    """The SASS listings saved in :data:`SASS_FIXTURE` by name: nvdisasm's output for the course's kernels and
+    :func:`tensor_core_cu`'s (the cases are the same everywhere, with NVIDIA's toolchain installed or not). The file
+    holds sections ``##### name`` followed by the listing; lines before the first section (starting with ``#``)
+    describe it."""
     out: dict[str, list[str]] = {}
     name = None
     for line in SASS_FIXTURE.read_text(encoding="utf-8").splitlines(keepends=True):
@@ -499,48 +565,52 @@ def saved_sass() -> dict[str, str]:
     return {k: "".join(v) for k, v in out.items()}
 
 
-def _count_visible() -> list[Case]:
+# the saved listings: name -> (source, target) that made them (tests/test_lab06_xla_sass.py compiles them again)
+SAVED_SOURCES = {"wmma_cu(1) sm_90": (wmma_cu(1), "sm_90"), "ELEMENTWISE_CU sm_90": (ELEMENTWISE_CU, "sm_90"),
+                 "WGMMA_CU sm_90a": (WGMMA_CU, "sm_90a"),
+                 **{f"{kind} {tensor_core_cu(kind)[1]}": tensor_core_cu(kind) for kind in TENSOR_CORE_KINDS}}
+
+
+def _mma_visible() -> list[Case]:
     """Real listings (saved: :func:`saved_sass`) and synthetic SASS: the same cases with or without the toolchain."""
     real = saved_sass()
-    wm, el, wg = real["wmma_cu(1) sm_90"], real["ELEMENTWISE_CU sm_90"], real["WGMMA_CU sm_90a"]
     rng = np.random.default_rng(7)
-    return [Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "HMMA")), Case((_Sass(el, "fused_relu, sm_90"), "FFMA")),
-            Case((_Sass(wm, "16×16×16 wmma kernel, sm_90"), "LDG")),
-            Case((_Sass(wg, "64×8×16 wgmma kernel, sm_90a"), "HGMMA")),
-            Case((_Sass(synthetic_sass(rng, 30, "FFMA_kernel", ("FFMA2", "FFMA")), "synthetic, 30 lines"), "FFMA")),
-            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile"), "synthetic, 30 lines"), "HMMA")),
-            _prefix_case(rng, "LDG")]
+    return [Case((_Sass(real["wmma_cu(1) sm_90"], "16×16×16 wmma kernel, sm_90"),)),
+            Case((_Sass(real["ELEMENTWISE_CU sm_90"], "fused_relu, sm_90"),)),
+            Case((_Sass(real["WGMMA_CU sm_90a"], "64×8×16 fp16 wgmma kernel, sm_90a"),)),
+            Case((_Sass(real["fp8 wgmma sm_90a"], "64×8×32 fp8 wgmma kernel, sm_90a"),)),
+            Case((_Sass(synthetic_sass(rng, 30, "HMMA_tile", ("HMMA.1688.F32.TF32", "HMMA.16816.F32.BF16"),
+                                       exclude=TENSOR_CORE), "synthetic, 30 lines"),))]
 
 
-def _prefix_case(rng: np.random.Generator, short: str) -> Case:
-    """Count ``short`` in SASS that also holds opcodes beginning with it (LDG beside LDGSTS and LDGDEPBAR)."""
-    must = (short,) + PREFIX_PAIRS[short]
-    return Case((_Sass(synthetic_sass(rng, int(rng.integers(20, 60)), "k", must), f"synthetic, {short} and "
-                       + ", ".join(p.split(".")[0] for p in PREFIX_PAIRS[short])), short))
-
-
-COUNT_OPCODE = Problem(
-    name="count_opcode",
-    forbid=("gpucourse.toolchain.Sass.count", "gpucourse.toolchain.Sass.opcodes"),
+MMA_FLOPS = Problem(
+    name="mma_flops",
     spec="""
-        count_opcode(sass, opcode) -> int: how many instructions in the SASS text (nvdisasm's output) have the
-        base opcode `opcode`, e.g. 'FFMA' or 'HMMA'.
+        mma_flops(sass) -> int: the operations the tensor-core instructions of a SASS listing (nvdisasm's output)
+        perform, each instruction counted once: 2·m·n·k for an m×n×k matrix multiply-accumulate (a multiply and
+        an add per product term; integer and floating point alike). 0 when the kernel never used the tensor cores.
         An instruction line looks like
             /*0160*/                   @!P0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
         : an address comment /*hex*/, an optional predicate (@P0, @!P1, @UP0), then the opcode with its
-        modifiers after dots (modifiers may hold lower-case letters: HGMMA.64x128x16.F32.BF16). The base opcode is
-        the part before the first dot: HMMA.16816.F32 counts as 'HMMA', FFMA.FTZ as 'FFMA', WARPGROUP.ARRIVE as
-        'WARPGROUP'; HFMA2, DFMA and HGMMA are different opcodes from FFMA and HMMA. Section headers, labels,
-        comments and kernel names (which may contain 'FFMA'!) are not instructions.
+        modifiers after dots. The base opcode (before the first dot) says what unit runs it. Hopper's tensor-core
+        opcodes come in two levels and several data types:
+          warp level (mma.sync, wmma):   HMMA (fp16, bf16, tf32), IMMA (int8), DMMA (fp64)
+          warpgroup level (wgmma):       HGMMA (fp16, bf16, tf32), IGMMA (int8), QGMMA (fp8)
+        The first modifier is the shape: m, n, k joined by 'x' (HGMMA.64x128x16.F32.BF16 is 64×128×16;
+        DMMA.8x8x4), or, at warp level, written without separators — m is 16 or 8, n is 8, k the rest:
+        HMMA.16816 is 16×8×16, HMMA.1688 16×8×8, IMMA.16832 16×8×32, IMMA.8816 8×8×16.
+        Section headers, labels, comments and kernel names (which may contain 'HMMA'!) are not instructions;
+        HFMA2, FFMA, MOVM, LDSM are not tensor-core instructions.
     """,
-    visible=_count_visible(),
-    compare=lambda what, got, expected, case: expect_int(what, got, expected,
-                                                         "count instruction lines only, by their base opcode"),
+    visible=_mma_visible(),
+    compare=lambda what, got, expected, case: expect_int(
+        what, got, expected, "every tensor-core opcode of both levels and all data types, 2·m·n·k each, read "
+        "from instruction lines only"),
 )
 
 # -- Exercise 7: compile CUDA C to sm_90 and count what it became -----------------------------------------------------
 
-KEYS = ("FFMA", "HMMA", "HGMMA")
+KEYS = ("FFMA", "tensor_flops")
 
 
 class _Src(str):
@@ -554,10 +624,11 @@ class _Src(str):
 
 def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -> None:
     if not isinstance(got, dict) or set(got) != set(KEYS):
-        raise CheckFailure(f"{what}: expected a dict with keys 'FFMA', 'HMMA' and 'HGMMA', got {got!r}")
+        raise CheckFailure(f"{what}: expected a dict with keys 'FFMA' and 'tensor_flops', got {got!r}")
     for key in KEYS:
         arch = case.args[1] if len(case.args) > 1 else "sm_90 (the default)"
-        expect_int(f"{what} → {key}", got[key], expected[key], f"compile for {arch}, then count base opcodes")
+        expect_int(f"{what} → {key}", got[key], expected[key],
+                   f"compile for {arch}, then count the FFMA instructions and add up your mma_flops")
 
 
 class _ToolchainProblem(ObservedProblem):
@@ -659,18 +730,16 @@ class _ToolchainProblem(ObservedProblem):
 
 SASS_COUNTS = _ToolchainProblem(
     name="sass_counts",
-    forbid=("gpucourse.toolchain.Sass.count", "gpucourse.toolchain.Sass.opcodes"),
     spec="""
-        sass_counts(source, arch) -> {'FFMA': int, 'HMMA': int, 'HGMMA': int}: compile the CUDA C `source` for
-        the Hopper target `arch` ('sm_90', the default when arch is not given, or 'sm_90a' for kernels that use
-        wgmma) with gpucourse.toolchain
-        (NVRTC → cubin → nvdisasm), and count in the SASS the FP32 fused multiply-adds (FFMA), the warp-level
-        tensor-core MMAs (HMMA, from mma.sync/wmma) and the warpgroup-level ones (HGMMA, from wgmma) — with your
-        count_opcode.
+        sass_counts(source, arch) -> {'FFMA': int, 'tensor_flops': int}: compile the CUDA C `source` for the
+        Hopper target `arch` ('sm_90', the default when arch is not given, or 'sm_90a' for kernels that use
+        wgmma) with gpucourse.toolchain (NVRTC → cubin → nvdisasm), and answer "did it use the tensor cores?":
+        the number of FP32 fused multiply-adds (base opcode FFMA) in the SASS, and the operations of its
+        tensor-core instructions — with your mma_flops.
         (Without NVIDIA's toolchain wheels the toolchain raises ToolchainMissing: let it propagate.)
     """,
     visible=[Case((_Src(ELEMENTWISE_CU), "sm_90")), Case((_Src(wmma_cu(1)), "sm_90")),
-             Case((_Src(WGMMA_CU), "sm_90a"))],
+             Case((_Src(WGMMA_CU), "sm_90a")), Case((_Src(tensor_core_cu("fp8 wgmma")[0]), "sm_90a"))],
     compare=_compare_counts,
 )
 
@@ -886,35 +955,40 @@ MEASURE = _MeasureProblem(
     compare=lambda *a: None,
 )
 
-# -- Exercise 9: explain — the time ratio from dispatch, bytes and page faults ---------------------------------------
+# -- Exercise 9: design — up to which size fusion saves a given factor -------------------------------------------------
 
 TERMS = ("dispatch", "memory", "page faults")
 
 
-def _compare_time(what: str, got: Any, expected: tuple[float, str], case: Case) -> None:
-    ratio, dominant = expect_tuple(what, got, "ratio, dominant")
-    expect_close(f"{what} → ratio", ratio, expected[0], rtol=1e-6,
-                 hint="time(side) = calls·dispatch + bytes/bandwidth + faults·fault; ratio = unfused / fused")
-    expect_choice(f"{what} → dominant term of the unfused time", dominant, expected[1], TERMS)
+def _compare_rows(what: str, got: Any, expected: tuple[int, str], case: Case) -> None:
+    rows, dominant = expect_tuple(what, got, "rows, dominant")
+    expect_int(f"{what} → rows", rows, expected[0],
+               "solve ratio(m) ≥ target for m (the ratio falls as m grows): m ≤ (calls_u − target·calls_f)·dispatch "
+               "/ (target·per_row_f − per_row_u), per_row = row_bytes/bandwidth + row_faults·fault; the largest "
+               "integer m")
+    expect_choice(f"{what} → dominant term of the unfused time at m = rows", dominant, expected[1], TERMS)
 
 
 TIME_MODEL = Problem(
-    name="fusion_time_ratio",
-    forbid=("gpucourse.fusion.FusionModel.terms", "gpucourse.fusion.FusionModel.predicted",
-            "gpucourse.fusion.dominant"),
+    name="fusion_payoff_rows",
     spec="""
-        fusion_time_ratio(calls, nbytes, faults, machine) -> (ratio, dominant)
-        calls, nbytes, faults: (unfused, fused) pairs — kernels dispatched per evaluation, bytes moved (XLA's
-        cost analysis), minor page faults per evaluation. machine: {"dispatch": seconds per call,
-        "bandwidth": bytes per second, "fault": seconds per page fault}.
-        The time of one side is  calls·dispatch + nbytes/bandwidth + faults·fault.
-        Return ratio = time(unfused) / time(fused), and dominant = the name of the largest of the three terms of
-        the UNFUSED time: "dispatch", "memory" or "page faults". On a tie (two terms exactly equal and largest),
-        the first of them in that order: dispatch before memory before page faults.
+        fusion_payoff_rows(calls, row_bytes, row_faults, machine, target) -> (rows, dominant)
+        A chain of elementwise ops runs on arrays of m rows. calls, row_bytes, row_faults: (unfused, fused)
+        pairs — kernels dispatched per evaluation, bytes moved PER ROW (XLA's cost analysis, divided by m), minor
+        page faults PER ROW. machine: {"dispatch": seconds per call, "bandwidth": bytes per second,
+        "fault": seconds per page fault}. §6.3's model of one side on m rows:
+            time(m) = calls·dispatch + m·row_bytes/bandwidth + m·row_faults·fault
+        Fusion's gain ratio(m) = time_unfused(m) / time_fused(m) starts near calls_u/calls_f (small arrays:
+        dispatch) and falls towards the per-row ratio (large arrays: bytes and faults). The cases guarantee
+        ratio(1) ≥ target > that large-m limit.
+        Return rows = the LARGEST m ≥ 1 with ratio(m) ≥ target (up to which size fusion saves at least `target`×),
+        and dominant = the largest of the three terms of the UNFUSED time at m = rows: "dispatch", "memory" or
+        "page faults" (the cases never tie). Use the model to answer a design question: rows may be tens or hundreds of
+        millions, so solve for m (or search by halving); trying m one by one runs out of time.
     """,
-    visible=[Case(((3, 1), (8 * 2**22, 4 * 2**22), (2048, 0), {"dispatch": 12e-6, "bandwidth": 20e9, "fault": 1e-6}))],
-    compare=_compare_time,
+    visible=[Case(((3, 1), (36864, 20480), (0, 0), {"dispatch": 5e-6, "bandwidth": 3e12, "fault": 0.0}, 2.0))],
+    compare=_compare_rows,
 )
 
-problems = {p.name: p for p in (BIAS_GELU, FUSION_BYTES, BREAKING_OP, FIX_SCALE, KERNEL, COUNT_OPCODE, SASS_COUNTS,
+problems = {p.name: p for p in (BIAS_GELU, FUSION_BYTES, BREAKING_OP, FIX_SCALE, KERNEL, MMA_FLOPS, SASS_COUNTS,
                                  MEASURE, TIME_MODEL)}

@@ -4,10 +4,11 @@ Conventions the specs share (the course notebook, course/07_tpu.ipynb, derives t
 - Weight-stationary array: PE (k, n) holds W[k, n]; activations move right, partial sums move down, one PE per
   clock cycle; A[m, k] enters array row k at cycle m + k; C[m, n] leaves the bottom of column n at cycle
   m + (K − 1) + n; cycles are numbered from 0.
-- The device mesh is JAX's 8 CPU devices as a 2×4 mesh with axes ('x', 'y') — the lab's first cell sets
-  XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX is imported.
-- Bandwidths are bytes/s per link per direction; times are seconds. Collectives follow the α–β model of
-  gpucourse.interconnect (rounds · latency + bytes on the busiest link in one direction / bandwidth).
+- Device meshes have axes ('x', 'y'); the course's is JAX's 8 CPU devices as a 2×4 mesh — the lab's first cell
+  sets XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX is imported (exercise 5 also asks about
+  larger meshes).
+- Bandwidths are bytes/s per link per direction; times are seconds. Collectives follow the α–β model of the
+  course notebook's §7.8 (rounds · latency + bytes on the busiest link in one direction / bandwidth).
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, structure checks: what students
 install); the references and hidden-case generators are its answer side, grader/answers/lab07_tpu.py (the
@@ -19,12 +20,11 @@ This module imports JAX only inside the functions that need it, so importing it 
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Any, Callable
 
 import numpy as np
 
-from gpucourse import interconnect, pallas_tpu, systolic, tpu
+from gpucourse import pallas_tpu, systolic
 
 from ..checks import CheckFailure, expect_array_close, expect_close, expect_int, expect_tuple
 from ..problem import Case, Problem
@@ -52,7 +52,6 @@ def _step_case(args: tuple) -> Case:
 
 PE_STEP = Problem(
     name="pe_step",
-    forbid=("gpucourse.systolic.pe_step", "gpucourse.systolic.WeightStationaryArray.tick"),
     spec="""
         pe_step(a, p, W, a_in) -> (a_new, p_new): one clock cycle of a K×N weight-stationary array.
         a, p, W are (K, N) arrays: the activation register and the partial-sum register of every PE (what it held
@@ -113,11 +112,10 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
 
 SYSTOLIC = Problem(
     name="systolic_matmul",
-    forbid=("gpucourse.systolic.matmul",),
     spec="""
         systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a weight-stationary array, cycle by cycle.
         A: (M, K), W: (K, N). Make the array with  hw = gc.systolic.WeightStationaryArray(W)  (it loads W and
-        clocks with your pe_step's rule); each call  out = hw.tick(a_in)  is one clock cycle: a_in (K,) enters the
+        delivers what your pe_step's registers would); each call  out = hw.tick(a_in)  is one clock cycle: a_in (K,) enters the
         left edge, out (N,) is what leaves the bottom edge. Feed the rows of A *skewed* (A[m, k] enters row k at
         cycle m + k; 0 where there is nothing to send), collect C[m, n] from out[n] at cycle m + (K − 1) + n, and
         clock exactly as many cycles as the last result needs. Return C and hw (the checker reads hw.cycle and
@@ -128,88 +126,112 @@ SYSTOLIC = Problem(
     compare=_compare_systolic,
 )
 
-# -- Exercise 3: a large GEMM on a 128×128 array, double-buffered weights ------------------------------------------
+# -- Exercise 3: the shape of the matrix unit: using the tiling model -------------------------------------------------
 
-def _compare_tiled(what: str, got: Any, expected: tuple[int, float], case: Case) -> None:
-    expect_tuple(what, got, "cycles, utilization")
-    M, K, N, rows, cols = case.args
-    expect_int(f"{what} → cycles", got[0], expected[0],
-               f"ceil(K/rows)·ceil(N/cols) tiles start max(M, rows) = {max(M, rows)} cycles apart (the stream, or the "
-               f"weight load when M < rows); only the last tile adds the fill and drain: M + rows + cols − 2")
-    expect_close(f"{what} → utilization", got[1], expected[1], rtol=1e-9,
-                 hint="useful MACs M·K·N over what rows·cols PEs could do in those cycles")
+def _compare_array(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
+    expect_tuple(what, got, "rows, cols")
+    M, K, N, pes = case.args
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in got):
+        raise CheckFailure(f"{what}: rows and cols must be integers, got {tuple(got)!r} (pes // rows, not pes / rows)")
+    if tuple(int(v) for v in got) != tuple(expected):
+        rows, cols = (int(v) for v in got)
+        mine = (f"{systolic.TiledGemm(M, K, N, rows, cols).cycles:,} cycles" if rows >= 1 and cols >= 1
+                and rows * cols == pes else f"not an array of {pes} PEs")
+        raise CheckFailure(
+            f"{what}: expected {tuple(expected)}, got {(rows, cols)} ({mine}; the best takes "
+            f"{systolic.TiledGemm(M, K, N, *expected).cycles:,}). Try every power-of-two rows with cols = pes // rows: "
+            "tiles, the weight load (rows cycles per tile when M < rows) and one fill and drain (rows + cols − 2) all "
+            "change with the shape; ties go to the fewest rows")
 
 
-TILED = Problem(
-    name="tiled_gemm",
-    forbid=("gpucourse.systolic.TiledGemm", "gpucourse.systolic.run_tiled", "gpucourse.systolic.tile_schedule"),
+ARRAY = Problem(
+    name="best_array",
     spec="""
-        tiled_gemm(M, K, N, rows, cols) -> (cycles, utilization) of (M×K)·(K×N) on a rows×cols array.
-        W (K×N) is cut into ceil(K/rows) · ceil(N/cols) weight tiles (edge tiles padded with zeros); all M
-        activation rows stream through every tile, one row per cycle, skewed as in exercise 2.
-          - A tile's weights shift into the array one row per cycle: loading a tile takes `rows` cycles (TPU v1's
-            mechanism; for later TPUs the load rate is a parameter of this model, not a published figure).
-          - Weights are double-buffered: the next tile loads while the current one streams, and each PE switches
-            to it when the new tile's first activation arrives. So consecutive tiles start max(M, rows) cycles
-            apart. The first tile's weights are loaded before cycle 0.
-          - Cycles count from cycle 0 (the first activation enters) to the cycle the last tile's last result
-            leaves the bottom-right corner of the array, inclusive; as in exercise 2 a tile's partial sums travel
-            through all `rows` rows and results leave through all `cols` columns.
-        Utilization = useful MACs (M·K·N) divided by cycles · rows · cols.
+        best_array(M, K, N, pes) -> (rows, cols): the shape of a weight-stationary array of `pes` PEs that runs
+        (M×K)·(K×N) in the fewest cycles.
+        Candidates: every rows × cols with rows · cols == pes, rows and cols powers of two (pes is one), from
+        1 × pes to pes × 1. Cycles are those of the course's tiling model (§7.3):
+            gc.systolic.TiledGemm(M, K, N, rows, cols).cycles
+        (W cut into ceil(K/rows)·ceil(N/cols) tiles; double-buffered weights that shift in one row per cycle, so
+        tiles start max(M, rows) cycles apart; one fill and drain, rows + cols − 2, at the end). This exercise is
+        about *using* that model to design: call it for the candidates you need. If several shapes tie, return the
+        one with the fewest rows.
     """,
-    visible=[Case((1024, 128, 128, 128, 128)), Case((8, 4096, 4096, 128, 128)), Case((300, 200, 130, 128, 128))],
-    compare=_compare_tiled,
+    visible=[Case((1, 4096, 4096, 16384)), Case((8192, 4096, 4096, 16384)), Case((512, 8192, 1, 1024))],
+    compare=_compare_array,
 )
 
-# -- Exercise 4: a blocked matmul in Pallas ----------------------------------------------------------------------------
+# -- Exercise 4: a blocked bf16 matmul in Pallas, f32 accumulator in VMEM scratch ---------------------------------
+
+def _bf16(values: Any) -> np.ndarray:
+    import ml_dtypes
+
+    return np.asarray(values).astype(ml_dtypes.bfloat16)
+
 
 def _compare_pallas(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
-    expect_array_close(what, got, expected, rtol=1e-4)
+    dtype = getattr(got, "dtype", None)
+    if str(dtype) != "bfloat16":
+        raise CheckFailure(f"{what}: expected a bfloat16 result (out_shape dtype x.dtype), got dtype {dtype}")
+    # one bf16 rounding of the f32 sum: within one bf16 unit in the last place (2^-7 of the value) of the exact one
+    expect_array_close(what, np.asarray(got, dtype=np.float32), expected, rtol=2.0**-7, atol=1e-6)
 
 
 def _pallas_structure(fn: Callable[..., Any], hidden: bool) -> str:
-    """The result must come from one pallas_call whose BlockSpecs are the requested blocks."""
-    m, n, k, bm, bn, bk = (32, 24, 48, 16, 8, 16) if hidden else (32, 32, 32, 16, 16, 8)
-    x, y = np.ones((m, k), np.float32), np.ones((k, n), np.float32)
+    """The result must come from one pallas_call whose BlockSpecs are the requested blocks, with an f32 VMEM
+    accumulator of one output block, and its output blocks visited in one run each."""
+    m, n, k, bm, bn, bk = (64, 256, 384, 32, 128, 128) if hidden else (32, 256, 512, 16, 128, 128)
+    x, y = _bf16(np.ones((m, k))), _bf16(np.ones((k, n)))
+    call = f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk})"
     calls = pallas_tpu.pallas_calls(lambda a, b: fn(a, b, bm, bn, bk), x, y)
     if len(calls) != 1:
-        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): expected exactly one "
-                           f"pl.pallas_call in the traced function, found {len(calls)}")
+        raise CheckFailure(f"{call}: expected exactly one pl.pallas_call in the traced function, found {len(calls)}")
     plan = pallas_tpu.plan(lambda a, b: fn(a, b, bm, bn, bk), x, y)
     shapes = [o.block for o in plan.operands]
     want = [(bm, bk), (bk, bn), (bm, bn)]
     if shapes != want:
-        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): BlockSpec shapes "
-                           f"(x, y, out): expected {want}, got {shapes}")
+        raise CheckFailure(f"{call}: BlockSpec shapes (x, y, out): expected {want}, got {shapes}")
     need = (m // bm) * (n // bn) * (k // bk)
     if plan.steps != need:
-        raise CheckFailure(f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): the grid {plan.grid} has "
-                           f"{plan.steps} steps; one per (output block, k block) is {need}")
+        raise CheckFailure(f"{call}: the grid {plan.grid} has {plan.steps} steps; one per (output block, k block) is "
+                           f"{need}")
+    if plan.operands[2].itemsize != 2:
+        raise CheckFailure(f"{call}: the output is {plan.operands[2].itemsize} bytes per element; it must be bfloat16")
+    if plan.scratch_bytes != 4 * bm * bn:
+        raise CheckFailure(
+            f"{call}: your kernel's scratch is {plan.scratch_bytes:,} bytes; expected one float32 accumulator of one "
+            f"output block, {4 * bm * bn:,} bytes (scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]). Adding each "
+            "k block's product into the bf16 output rounds the running sum to 8 bits every step")
     out = plan.operands[2]
     if not out.consecutive:  # interpret mode computes the right numbers anyway; a TPU would not
         raise CheckFailure(
-            f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk}): your grid {plan.grid} visits the "
-            f"{out.distinct} output blocks in {out.changes} separate runs of grid steps. On a TPU the grid is a "
-            "sequential loop and an output block is written back to HBM when the next step moves to another block, "
-            "never read back: all steps that write one output block must be consecutive. Put the reduction (k) axis "
-            "last: grid = (m//bm, n//bn, k//bk)")
-    return (f"\n  grid {plan.grid}, blocks {want}: the BlockSpecs move {plan.hbm_bytes // 4:,} elements between HBM "
-            f"and VMEM (the matrices hold {m * k + k * n + m * n:,}); one grid step needs {plan.vmem_bytes:,} bytes of "
-            f"VMEM, every block double-buffered")
+            f"{call}: your grid {plan.grid} visits the {out.distinct} output blocks in {out.changes} separate runs of "
+            "grid steps. On a TPU the grid is a sequential loop and an output block is written back to HBM when the "
+            "next step moves to another block, never read back: all steps that write one output block must be "
+            "consecutive. Put the reduction (k) axis last: grid = (m//bm, n//bn, k//bk)")
+    return (f"\n  grid {plan.grid}, blocks {want}: the BlockSpecs move {plan.hbm_bytes // 2:,} bf16 elements between "
+            f"HBM and VMEM (the matrices hold {m * k + k * n + m * n:,}); one grid step needs {plan.vmem_bytes:,} bytes "
+            f"of VMEM: every block double-buffered, plus the {plan.scratch_bytes:,}-byte f32 accumulator")
 
 
 PALLAS = Problem(
     name="pallas_matmul",
     spec="""
-        pallas_matmul(x, y, bm, bn, bk) -> x @ y as one Pallas kernel (pl.pallas_call, interpret=True).
-        x: (m, k), y: (k, n), float32; bm, bn, bk divide m, n, k. Use grid = (m//bm, n//bn, k//bk), BlockSpecs
-        x: (bm, bk), y: (bk, bn), out: (bm, bn) with index maps that pick block (i, kk) of x, (kk, j) of y and
-        (i, j) of the output; the kernel adds x_block @ y_block to its output block, starting from zero at the
-        first kk (pl.when(pl.program_id(2) == 0)). Output dtype float32. The checker inspects your BlockSpecs
-        and your grid order: on a TPU all grid steps that write one output block must be consecutive.
+        pallas_matmul(x, y, bm, bn, bk) -> x @ y in bfloat16, as one Pallas kernel (pl.pallas_call, interpret=True).
+        x: (m, k), y: (k, n), both bfloat16; bm, bn, bk divide m, n, k. Use grid = (m//bm, n//bn, k//bk), BlockSpecs
+        x: (bm, bk), y: (bk, bn), out: (bm, bn) with index maps that pick block (i, kk) of x, (kk, j) of y and (i, j)
+        of the output; output dtype bfloat16.
+        Accumulate in float32, not in the bf16 output: give the call one VMEM scratch buffer,
+            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]   (the kernel gets it as a 4th Ref, after o_ref),
+        zero it at the first kk (pl.when(pl.program_id(2) == 0)), add x_block @ y_block into it with
+        preferred_element_type=jnp.float32 at every kk, and write it, cast to bf16, into the output block at the last
+        kk (pl.num_programs(2) − 1). The checker reads your BlockSpecs, the scratch, and the grid order: on a TPU all
+        grid steps that write one output block must be consecutive.
+        Legal blocks on a TPU: the last two dimensions of every block are multiples of 8 and 128, unless a block
+        dimension spans the whole array dimension (every case is legal: a (16, 128) block, or n = 200 as one block).
     """,
-    visible=[Case((np.arange(32 * 24, dtype=np.float32).reshape(32, 24) / 100,
-                   np.ones((24, 16), np.float32), 16, 8, 8))],
+    visible=[Case((_bf16(np.arange(32 * 384).reshape(32, 384) % 17 / 8 - 1), _bf16(np.ones((384, 256)) / 4),
+                   16, 128, 128))],
     compare=_compare_pallas,
     after=_pallas_structure,
 )
@@ -218,41 +240,10 @@ PALLAS = Problem(
 
 AXES = (None, "x", "y")
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
-MESH_SHAPE = (2, 4)
-
-
-def mesh():
-    """The 2×4 mesh ('x', 'y') of JAX's CPU devices (needs XLA_FLAGS set before JAX was imported)."""
-    import jax
-    from jax.sharding import Mesh
-
-    devices = jax.devices()
-    if len(devices) < 8:  # pragma: no cover - the set-up, not a case: every process that grades the lab has 8
-        raise CheckFailure(
-            f"JAX sees {len(devices)} device(s), the lab needs 8: restart the kernel and run the first cell "
-            "(it sets XLA_FLAGS before JAX is imported)"
-        )
-    return Mesh(np.array(devices[:8]).reshape(MESH_SHAPE), ("x", "y"))
-
-
-def collectives_in(hlo: str) -> list[str]:
-    """Sorted names of the collective ops in optimized HLO text (async '-start' forms count as the op)."""
-    found = re.findall(r"\s(" + "|".join(COLLECTIVES) + r")(?:-start)?\(", hlo)
-    return sorted(set(found))
-
-
-def compiled_collectives(a_spec: tuple, b_spec: tuple, out_spec: tuple, m: int = 64, k: int = 32,
-                         n: int = 16) -> list[str]:
-    """Compile ``a @ b`` with these shardings on the 2×4 mesh and read the collectives from the HLO."""
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
-
-    msh = mesh()
-    a = jax.ShapeDtypeStruct((m, k), jnp.float32, sharding=NamedSharding(msh, P(*a_spec)))
-    b = jax.ShapeDtypeStruct((k, n), jnp.float32, sharding=NamedSharding(msh, P(*b_spec)))
-    f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(msh, P(*out_spec)))
-    return collectives_in(f.lower(a, b).compile().as_text())
+MESH_SHAPE = (2, 4)  # the course notebook's mesh (§7.9): this machine's 8 CPU devices
+MESHES = ((2, 4), (4, 2), (4, 4), (2, 8), (8, 2), (1, 8), (1, 16), (16, 1), (4, 1))  # what the cases use
+# The answers are XLA's: tests/test_lab07_tpu.py compiles every sharding of the family on every mesh of MESHES
+# (16 devices, in a subprocess) and compares with the answer side's reference.
 
 
 def sharding_family() -> list[tuple[tuple, tuple, tuple]]:
@@ -290,21 +281,24 @@ def _compare_collectives(what: str, got: Any, expected: list[str], case: Case) -
 
 COLLECTIVES_PROBLEM = Problem(
     name="predict_collectives",
-    forbid=("grader.labs.lab07_tpu.compiled_collectives",),
     spec="""
-        predict_collectives(a_spec, b_spec, out_spec) -> set of collective op names
-        C = A @ B with A: (m, k), B: (k, n) on the 2×4 device mesh with axes 'x' (2) and 'y' (4). Each spec is a
-        PartitionSpec as a tuple, e.g. ('x', None): A's rows split over 'x', its columns replicated. b_spec always
-        splits k like a_spec does. out_spec is the sharding jit must return. Predict which collectives XLA's SPMD
-        partitioner inserts — a subset of {'all-reduce', 'all-gather'} for these cases — from what each device
-        can compute locally:
+        predict_collectives(a_spec, b_spec, out_spec, mesh_shape) -> set of collective op names
+        C = A @ B with A: (m, k), B: (k, n) on a device mesh of shape mesh_shape with axes 'x' and 'y' (e.g. (2, 4):
+        'x' has 2 devices, 'y' 4 — the course's mesh; the grader's meshes have up to 16 devices, more than this
+        machine's 8). Each spec is a PartitionSpec as a tuple, e.g. ('x', None): A's rows split over 'x', its
+        columns replicated. b_spec always splits k like a_spec does. out_spec is the sharding jit must return.
+        Predict which collectives XLA's SPMD partitioner inserts — a subset of {'all-reduce', 'all-gather'} for
+        these cases — from what each device can compute locally:
           - k split over an axis: every device holds a partial sum of its C block -> the partials must be summed;
           - the local product is split along a dimension that out_spec wants replicated -> pieces must be joined;
-          - out_spec splits a dimension the product holds whole -> each device just keeps its slice (no traffic).
-        The checker compiles each case on this machine's 8 devices and reads the HLO.
+          - out_spec splits a dimension the product holds whole -> each device just keeps its slice (no traffic);
+          - an axis of 1 device splits nothing: sharding over it is replication.
+        The expected answers are XLA's: each case was compiled on a mesh of that shape and its HLO read.
     """,
-    visible=[Case(((("x", None)), (None, None), ("x", None))), Case(((None, "y"), ("y", None), (None, None))),
-             Case((("x", "y"), ("y", None), (None, None)))],
+    visible=[Case((("x", None), (None, None), ("x", None), (2, 4))),
+             Case(((None, "y"), ("y", None), (None, None), (2, 4))),
+             Case((("x", "y"), ("y", None), (None, None), (4, 4))),
+             Case((("x", "y"), ("y", None), (None, None), (1, 8)))],
     compare=_compare_collectives,
 )
 
@@ -320,8 +314,6 @@ HYPOTHETICAL = {("TPU v5p", (2, 4, 8)), ("TPU v5p", (4, 4, 6))}
 
 HOPS = Problem(
     name="slice_hops",
-    forbid=("gpucourse.interconnect.Torus.hops", "gpucourse.interconnect.Torus.hop_counts",
-            "gpucourse.tpu.TpuChip.wraparound"),
     spec="""
         slice_hops(a, b, dims, chip) -> int: the fewest ICI links a message crosses from chip a to chip b.
         The chips form a slice of shape dims (e.g. (4, 4, 8)) of a TPU pod; a and b are coordinate tuples. Each link
@@ -334,6 +326,7 @@ HOPS = Problem(
             page, which names tori only for 2A=B=C or 2A=2B=C, judges differently).
           - "TPU v5e", "TPU v6e" (2D, 16×16 pods): an axis wraps only if it has 16 chips.
         A few cases are shapes Google does not list (hypothetical, e.g. a v5p 2×4×8): the same rule decides them.
+        gc.tpu knows each chip's slices (TpuChip.listed, .check_slice) but not which axes wrap: that is yours.
     """,
     visible=[Case(((0, 0, 0), (3, 0, 0), (4, 4, 8), "TPU v4")), Case(((0, 0, 0), (0, 0, 3), (2, 4, 4), "TPU v5p")),
              Case(((0, 0), (5, 15), (8, 16), "TPU v5e"))],
@@ -345,8 +338,6 @@ HOPS = Problem(
 
 COLLECTIVE = Problem(
     name="collective_seconds",
-    forbid=("gpucourse.interconnect.collective_seconds", "gpucourse.interconnect.axis_seconds",
-            "gpucourse.interconnect.axis_rounds", "gpucourse.interconnect.axis_link_bytes"),
     spec="""
         collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency) -> seconds
         One collective over one mesh axis of p chips, in the α–β model:
@@ -364,6 +355,8 @@ COLLECTIVE = Problem(
             carries c chunk-hops of V/p² bytes: c = p²/8 (ring, even p), (p²−1)/8 (ring, odd p), ⌊p/2⌋·⌈p/2⌉
             (line, its middle link); rounds as for an all-gather.
         kind is one of 'all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'. One chip (p = 1) costs 0.
+        (The course notebook, §7.8, shows this model's results and the message-by-message simulation that checks
+        it from stored data; neither is installed: writing the model is the exercise.)
     """,
     visible=[Case(("all-gather", 1e9, 16, True, 50e9, 1e-6)), Case(("all-reduce", 2**20, 4, False, 45e9, 1e-6)),
              Case(("all-to-all", 4e8, 8, True, 100e9, 2e-6))],
@@ -372,4 +365,4 @@ COLLECTIVE = Problem(
         hint="rounds · latency + busiest-link bytes / bandwidth; a ring (wrap and p ≥ 3) halves the bytes of a line"),
 )
 
-problems = {p.name: p for p in (PE_STEP, SYSTOLIC, TILED, PALLAS, COLLECTIVES_PROBLEM, HOPS, COLLECTIVE)}
+problems = {p.name: p for p in (PE_STEP, SYSTOLIC, ARRAY, PALLAS, COLLECTIVES_PROBLEM, HOPS, COLLECTIVE)}

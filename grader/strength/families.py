@@ -116,8 +116,12 @@ def _tie_flops_bytes(case: Case, result: Any) -> set[str]:
     return {"tie: flops/peak == bytes/bandwidth"} if flops / peak == nbytes / bw else set()
 
 
-def _tie_offload(case: Case, result: Any) -> set[str]:
-    return {"tie: cpu_seconds == gpu_seconds"} if result[0] == result[1] else set()
+def _tie_link(case: Case, result: Any) -> set[str]:
+    flops, bytes_in, bytes_out, cpu, gpu, latency = case.args  # lab 3's min_link_bandwidth
+    moved = bytes_in + bytes_out
+    left = max(flops / cpu["flops"], moved / cpu["bandwidth"]) - 2 * latency - max(flops / gpu["flops"],
+                                                                                    moved / gpu["bandwidth"])
+    return {"tie: 2·latency + GPU time == CPU time"} if left == 0 else set()
 
 
 def _torus(case: Case, result: Any) -> set[str]:
@@ -142,7 +146,7 @@ SEMANTIC: dict[str, Callable[[Case, Any], set[str]]] = {
     "predict_time": _tie_flops_bytes,
     "roof_fraction": lambda case, result: ({"tie: intensity == ridge point"}
                                            if case.args[0] / case.args[1] == case.args[3] / case.args[4] else set()),
-    "offload_decision": _tie_offload,
+    "min_link_bandwidth": _tie_link,
     "slice_hops": _torus,
     "warp_execution": _warps,
 }

@@ -165,3 +165,16 @@ def score_table(reports: list[LabReport]) -> str:
                     f"{c['equivalent']:7} {c['timeout']:8} {score:>7} {r.seconds:8.0f}"
                     + ("" if r.complete else "  INCOMPLETE"))
     return "\n".join(rows)
+
+
+def exercise_table(reports: list[LabReport]) -> str:
+    """The mutation score of every exercise's hidden tests, one row per exercise (the per-lab score of
+    :func:`score_table`, taken apart): a redesigned exercise shows its own score here."""
+    rows = [f"{'lab':24} {'exercise':30} {'mutants':>8} {'killed':>7} {'survived':>9} {'equiv.':>7} {'score':>7}"]
+    for r in reports:
+        for problem in sorted({m["problem"] for m in r.mutants}):
+            c = r.counts(problem)
+            score = LabReport.score_of(c)
+            rows.append(f"{r.lab:24} {problem:30} {sum(c.values()):8} {c['killed'] + c['timeout']:7} "
+                        f"{c['survived']:9} {c['equivalent']:7} {(f'{score:.1%}' if score is not None else '—'):>7}")
+    return "\n".join(rows)

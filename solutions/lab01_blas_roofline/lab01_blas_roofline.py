@@ -25,16 +25,16 @@
 # |---|---|---|
 # | 1 | compute | FLOPs and bytes of BLAS Level 1 (`axpy`) and Level 2 (`gemv`) |
 # | 2 | compute | FLOPs and bytes of BLAS Level 3 (`gemm`) |
-# | 3 | predict | the roofline's verdict and time for an op |
+# | 3 | predict | the largest batch a dense layer can serve within a latency budget |
 # | 4 | predict | the batch size at which a dense layer becomes compute-bound |
 # | 5 | compute | the bytes an elementwise chain moves, fused and unfused |
 # | 6 | implement | a blocked (tiled) matrix multiply, correct on any shape |
-# | 7 | diagnose | how far below *its own* roof a measured op sits |
-# | 8 | measure | a timing function you can trust (warm-up, wait for the result, median) |
+# | 7 | predict | how large an op must be to reach a fraction of *its own* roof despite a fixed per-call cost |
+# | 8 | measure | a timing function you can trust (warm-up, wait for the result, median or minimum) |
 # | 9 | explain | why a measured point sits where it does — even above its roof |
 #
 # Exercises 8 and 9 end in **predict → measure → explain on your own machine**: you measure its two roofs with
-# your timer, predict ops with your `predict_time` (exercise 3), measure them, and explain each point.
+# your timer, predict ops with the roofline, measure them, and explain each point.
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -122,18 +122,20 @@ lab.problems["gemv_cost"].check(gemv_cost, hidden=True)
 # ## Exercise 2 — BLAS Level 3: gemm
 #
 # Level 3 is matrix–matrix work, `C ← A·B`: O(mnk) FLOPs on O(mk + kn + mn) data — the seed's reason GEMM
-# can be compute-bound.
+# can be compute-bound. BLAS's GEMM is really `C ← α·A·B + β·C`: with β = 1 it accumulates into `C`, which then
+# has to be read as well as written.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["gemm_cost"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_gemm_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def gemm_cost(m, n, k, dtype):
-    """(flops, bytes) of C <- A @ B with A: (m, k), B: (k, n)."""
-    # roughly 3 lines
+def gemm_cost(m, n, k, dtype, accumulate=False):
+    """(flops, bytes) of C <- A @ B (+ C when accumulate) with A: (m, k), B: (k, n)."""
+    # roughly 4 lines
     ### BEGIN SOLUTION
     size = np.dtype(dtype).itemsize
-    return 2 * m * n * k, (m * k + k * n + m * n) * size
+    c_elements = 2 * m * n if accumulate else m * n  # C written; also read when accumulating
+    return 2 * m * n * k, (m * k + k * n + c_elements) * size
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_gemm_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -145,31 +147,44 @@ lab.problems["gemm_cost"].check(gemm_cost, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 3 — Predict with the roofline
+# ## Exercise 3 — Predict with the roofline: a latency budget
 #
 # An op needs `flops / peak_flops` seconds of arithmetic and `nbytes / bandwidth` seconds of memory traffic.
-# The two overlap on a GPU, so the slower one sets the time — and names the roof the op sits under. When the two
-# times are exactly equal (the op sits on the ridge point), the answer is `'compute'`.
+# The two overlap on a GPU, so the slower one sets the time — and names the roof the op sits under. (The course's
+# `gc.roofline.Roofline` and `gc.datapath.roofline_time` make that prediction for you: use them if you like.)
+# Now turn the prediction around, as a server does: a dense layer must answer every call within a latency
+# budget. A bigger batch serves more requests per call but takes longer. How large may the batch be? Its weight
+# matrix is read once per call whatever the batch, so at small batches the call is all weight traffic — which is
+# why servers quantize the weights alone (int8 weights, float16 activations): half the weight bytes.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["predict_time"].show()
+lab.problems["max_batch_within"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_predict_time", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def predict_time(flops, nbytes, peak_flops, bandwidth):
-    """('memory' or 'compute', best time in seconds) for an op on a machine with these roofs."""
-    # roughly 3 lines
+# %% nbgrader={"grade": false, "grade_id": "ex3_max_batch_within", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    """(largest batch B whose layer call the roofline predicts within budget_s, 'memory' or 'compute'), or None."""
+    # roughly 11 lines
     ### BEGIN SOLUTION
-    compute, memory = flops / peak_flops, nbytes / bandwidth
-    bound = "compute" if compute >= memory else "memory"
-    return bound, max(compute, memory)
+    s, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
+
+    def seconds(b):  # (compute, memory) time of one call with batch b
+        return 2 * b * d_in * d_out / peak_flops, (s * (b * d_in + b * d_out) + w * d_in * d_out) / bandwidth
+
+    if max(seconds(1)) > budget_s:
+        return None
+    b = 1
+    while max(seconds(b + 1)) <= budget_s:
+        b += 1
+    compute, memory = seconds(b)
+    return b, ("compute" if compute >= memory else "memory")
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_predict_time_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["predict_time"].check(predict_time)
+# %% nbgrader={"grade": true, "grade_id": "ex3_max_batch_within_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["max_batch_within"].check(max_batch_within)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_predict_time_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex3_max_batch_within_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["predict_time"].check(predict_time, hidden=True)
+lab.problems["max_batch_within"].check(max_batch_within, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -278,32 +293,40 @@ lab.problems["blocked_matmul"].check(blocked_matmul, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 7 — Diagnose: how far below its roof?
+# ## Exercise 7 — How large must an op be to reach its roof?
 #
-# "gemv reached 2 % of peak FLOP/s, the BLAS must be slow" is a wrong diagnosis: a Level-2 op can never get
-# near the compute roof. Judge a measurement against the roof *at its own intensity*. An op exactly at the ridge
-# point is `'compute'`-bound (as in exercise 3).
+# §1.2's 64³ GEMM stays well below the compute roof: every call pays fixed costs (dispatch, launch, set-up) that
+# its little work cannot amortise. With a fixed cost per call, how large must an op be to reach, say, 90 % of its
+# roof? Judge it against the roof *at its own intensity*: "a gemv reached 2 % of peak FLOP/s, the BLAS must be
+# slow" is a wrong diagnosis — a Level-2 op can never get near the compute roof, and its roof is the memory one.
+# Count each call as in exercises 1 and 2 (a square gemv reads its n×n matrix and an n-vector, writes an n-vector).
 
 # %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["roof_fraction"].show()
+lab.problems["min_size_for_fraction"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_roof_fraction", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def roof_fraction(flops, nbytes, seconds, peak_flops, bandwidth):
-    """('memory' or 'compute', achieved FLOP/s as a fraction of the roofline at this op's intensity)."""
-    # roughly 4 lines
+# %% nbgrader={"grade": false, "grade_id": "ex7_min_size_for_fraction", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
+    """Smallest n at which an n-sized 'gemv' or 'gemm' call reaches `fraction` of its roof despite overhead_s."""
+    # roughly 8 lines
     ### BEGIN SOLUTION
-    intensity = flops / nbytes
-    attainable = min(peak_flops, intensity * bandwidth)
-    bound = "memory" if intensity < peak_flops / bandwidth else "compute"
-    return bound, (flops / seconds) / attainable
+    size = np.dtype(dtype).itemsize
+
+    def roof_time(n):  # the roofline's time of one n-sized call, overhead left out
+        flops, elements = (2 * n * n, n * n + 2 * n) if op == "gemv" else (2 * n**3, 3 * n * n)
+        return max(flops / peak_flops, elements * size / bandwidth)
+
+    n = 1
+    while roof_time(n) / (overhead_s + roof_time(n)) < fraction:
+        n += 1
+    return n
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_roof_fraction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["roof_fraction"].check(roof_fraction)
+# %% nbgrader={"grade": true, "grade_id": "ex7_min_size_for_fraction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["min_size_for_fraction"].check(min_size_for_fraction)
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_roof_fraction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex7_min_size_for_fraction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["roof_fraction"].check(roof_fraction, hidden=True)
+lab.problems["min_size_for_fraction"].check(min_size_for_fraction, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -311,8 +334,8 @@ lab.problems["roof_fraction"].check(roof_fraction, hidden=True)
 #
 # Every number on a roofline is a time. Three mistakes make a timing wrong on any machine: timing the first call
 # (it compiles), stopping the clock when the call *returns* (JAX and CuPy queue the work and return at once — the
-# result does not exist yet), and averaging runs that other programs slowed down. Write the course's timing
-# method yourself. It is graded on calls whose true duration is known by construction, so the grade does not
+# result does not exist yet, and a warm-up not waited for is still running when the timing starts), and averaging
+# runs that other programs slowed down. Write the course's timing method yourself. It is graded on calls whose true duration is known by construction, so the grade does not
 # depend on how busy the grading machine is: your answer must land in a band around the true time, and your
 # function must warm up once and wait for every result.
 
@@ -324,7 +347,8 @@ import time
 
 
 def time_call(fn, *args, repeat=5):
-    """Seconds one call of fn(*args) takes: one warm-up call, then the median of `repeat` waited-for calls."""
+    """Seconds one call of fn(*args) takes: one waited-for warm-up call, then the median (or the minimum) of
+    `repeat` waited-for calls."""
     # roughly 7 lines
     ### BEGIN SOLUTION
     gc.block(fn(*args))  # warm-up: compilation, caches; not timed
@@ -350,8 +374,9 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # A measured point can land *above* the roofline. Above the compute roof nothing explains it: no chip computes
 # faster than its peak, so the measurement is wrong. Above the memory roof one thing can: the roof is DRAM's
 # bandwidth, and an op whose data all fit in the cache is fed faster than DRAM can. If the data do not fit, the
-# point is impossible too — usually a clock stopped before the work finished (exercise 8), or bytes counted
-# wrong. Sort a measurement into the four cases. On the boundaries: a point exactly *on* a roof is on or under
+# point can still be fed partly from the cache — but only partly: the spec says how much a cache can explain.
+# Beyond that the point is impossible too — usually a clock stopped before the work finished (exercise 8), or
+# bytes counted wrong. Sort a measurement into the four cases. On the boundaries: a point exactly *on* a roof is on or under
 # the roofline (not above it), a working set exactly the size of the cache fits, and an intensity exactly at the
 # ridge point is compute-bound.
 
@@ -361,14 +386,18 @@ lab.problems["explain_point"].show()
 # %% nbgrader={"grade": false, "grade_id": "ex9_explain_point", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
     """'memory-bound', 'compute-bound', 'cache' or 'impossible' for one measured op (see the spec above)."""
-    # roughly 7 lines
+    # roughly 9 lines
     ### BEGIN SOLUTION
     intensity = flops / nbytes
     achieved = flops / seconds
     if achieved > peak_flops:
         return "impossible"
-    if achieved > intensity * bandwidth:
-        return "cache" if working_set <= cache_bytes else "impossible"
+    dram_roof = intensity * bandwidth
+    if achieved > dram_roof:
+        # at most cache_bytes of the working set can still be cached: DRAM delivers the rest
+        if working_set <= cache_bytes or achieved * (1 - cache_bytes / working_set) <= dram_roof:
+            return "cache"
+        return "impossible"
     return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
     ### END SOLUTION
 
@@ -385,7 +414,7 @@ lab.problems["explain_point"].check(explain_point, hidden=True)
 #
 # Put it together on one core of the machine in front of you (as §1 does). With **your** `time_call`: measure the
 # memory roof (the fastest of §1's read streams over an array larger than the cache: `gc.roofline.read_candidates()`)
-# and the compute roof (the fastest of §1's GEMMs: `gc.roofline.compute_candidates()`); then for each op, **predict** its time with your `predict_time`, **measure** it, and
+# and the compute roof (the fastest of §1's GEMMs: `gc.roofline.compute_candidates()`); then for each op, **predict** its time with the roofline, **measure** it, and
 # **explain** the point with your `explain_point`. The last op is a JAX call timed without waiting for its result:
 # watch what the explanation says about it. As in §1, a roof is the *best* of several timings, and a point counts
 # as above a roof only when it beats it by more than 20 % (noise). Numbers are this machine's, so nothing here is
@@ -424,7 +453,7 @@ else:
               f"cache {cache / 2**20:.0f} MiB ({where})")
         print(f"{'op':44} {'predicted':>10} {'measured':>10} {'ratio':>6}  explanation")
         for op in ops:
-            bound, predicted = predict_time(op.flops, op.bytes, peak, bandwidth)
+            predicted = max(op.flops / peak, op.bytes / bandwidth)  # the roofline's time
             measured = time_call(op.fn, repeat=3)
             # explained against roofs raised by §1's 20 % noise margin: two kernels doing the same work differ by that
             why = explain_point(op.flops, op.bytes, measured, MARGIN * peak, MARGIN * bandwidth, op.working_set, cache)

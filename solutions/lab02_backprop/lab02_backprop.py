@@ -24,7 +24,7 @@
 # |---|---|---|
 # | 1 | implement | the backward pass of a 2-layer MLP as GEMMs, matching `jax.vjp` |
 # | 2 | compute | the GEMMs and FLOPs of one training step of an MLP |
-# | 3 | predict | the largest batch that fits a memory budget, fp32 or mixed precision (why OOM starts at a batch size) |
+# | 3 | predict | the largest batch that fits a memory budget with the memory model that matched XLA, fp32 or mixed precision (why OOM starts at a batch size) |
 # | 4 | measure | the checkpointing policy that fits a budget, read from XLA's `memory_analysis` |
 # | 5 | diagnose | a gradient test that catches transposes that only show on non-square shapes |
 #
@@ -133,18 +133,20 @@ lab.problems["step_gemms"].check(step_gemms, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Why OOM starts at a certain batch size
 #
-# Parameters, gradients and optimizer state cost the same at any batch size; the batch and the activations saved
-# for the backward pass grow with every example. The largest batch that fits is where the growing part meets the
-# budget. Count it (a closed form exists; a loop is fine for small answers but the hidden budgets are large).
-# Count each array once: the course's §2.5 shows that a layer's input is the previous layer's output (or the
-# batch itself), so it costs nothing extra. And in mixed precision the fixed part is *not* smaller (§2.7).
+# Parameters, gradients and optimizer state cost the same at any batch size; the batch, the activations saved
+# for the backward pass and the gradients in flight grow with every example. The largest batch that fits is where
+# the growing part meets the budget. Write course §2.7's memory model — the one its cell checks against XLA's
+# buffer assignment — and invert it (a closed form exists; a loop is fine for small answers but the hidden budgets
+# are large). What the backward pass keeps per layer is an input: JAX's reverse mode keeps 3 arrays per tanh layer
+# where a hand-written backward keeps 1 (§2.5), and that factor moves the answer more than anything else. In mixed
+# precision the fixed part is *not* smaller (§2.7).
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["largest_batch"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_largest_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def largest_batch(widths, budget_bytes, dtype, optimizer):
-    """Largest batch size whose training memory fits budget_bytes (0 if none does)."""
+def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
+    """Largest batch size whose training memory (course §2.7's model) fits budget_bytes (0 if none does)."""
     slots = {"sgd": 0, "momentum": 1, "adam": 2}
     # roughly 10 lines
     ### BEGIN SOLUTION
@@ -153,9 +155,9 @@ def largest_batch(widths, budget_bytes, dtype, optimizer):
     else:
         value = np.dtype(dtype).itemsize
         per_param = (2 + slots[optimizer]) * value
-    params = sum(d_in * d_out + d_out for d_in, d_out in zip(widths[:-1], widths[1:]))
-    fixed = params * per_param
-    per_example = (widths[0] + widths[-1] + sum(widths[1:])) * value  # X, target, each layer's output: once
+    fixed = layers * (width * width + width) * per_param      # weights and biases
+    rows = 2 + (saved_per_layer * layers + 1) + 2              # input + target, saved (+ the loss's), 2 in flight
+    per_example = rows * width * value
     return max(0, (budget_bytes - fixed) // per_example)
     ### END SOLUTION
 

@@ -22,8 +22,8 @@
 #
 # | # | kind | you write |
 # |---|---|---|
-# | 1 | compute | the CPU time and the offloaded time (copies included) of a workload, and the decision |
-# | 2 | predict | the break-even size at which offloading starts to pay — or that it never does |
+# | 1 | design | which steps of a pipeline run on the GPU, copies included, and the total time |
+# | 2 | predict | the slowest link at which offloading starts to pay — or that none does |
 # | 3 | implement | chunked processing of an array larger than device memory, within a memory budget |
 # | 4 | compute | the lane utilization of a warp for a branch pattern (SIMT masks) |
 # | 5 | implement | a vectorized version of a loop with a branch |
@@ -65,79 +65,81 @@ from grader.labs import lab03_datapath as lab
 be = gc.setup()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 1 — Offload or not?
+# ## Exercise 1 — Which steps run on the GPU?
 #
-# [Seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s program is `load → to_gpu → process → to_cpu → print`. The GPU's `process` step may be 50× faster
-# than the CPU's, but `to_gpu` and `to_cpu` cross PCIe, which is far slower than the GPU's HBM (63 GB/s per
-# direction for PCIe 5.0 ×16 against 3.35 TB/s) and only comparable to a desktop CPU's DDR5 (two channels: 90 GB/s).
-# Put numbers on all three steps and decide.
+# [Seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s program is `load → to_gpu → process → to_cpu → print`, and its "complicated case" has a
+# processing step that needs the CPU in the middle. The GPU's steps may be 50× faster than the CPU's, but every
+# crossing of PCIe costs a copy of the whole array, far slower than the GPU's HBM (63 GB/s per direction for PCIe
+# 5.0 ×16 against 3.35 TB/s) and only comparable to a desktop CPU's DDR5 (two channels: 90 GB/s). The course's
+# model (`gc.datapath.offload_times`) prices *one* offload with its two copies; in a pipeline, a run of GPU steps
+# shares one copy in and one copy out. Find the best placement of every step.
 
 # %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["offload_decision"].show()
+lab.problems["place_pipeline"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_offload_decision", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def offload_decision(flops, bytes_in, bytes_out, cpu, gpu, link):
-    """(CPU seconds, GPU seconds including both copies, 'cpu' or 'gpu')."""
-    # roughly 6 lines
+# %% nbgrader={"grade": false, "grade_id": "ex1_place_pipeline", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def place_pipeline(steps, nbytes, cpu, gpu, link):
+    """(total seconds of the best placement, its list of 'cpu'/'gpu' per step)."""
+    # roughly 12 lines (itertools.product lists every placement the gpu_ok flags allow)
     ### BEGIN SOLUTION
-    traffic = bytes_in + bytes_out
-    cpu_s = max(flops / cpu["flops"], traffic / cpu["bandwidth"])
-    copy_in = link["latency"] + bytes_in / link["bandwidth"]
-    copy_out = link["latency"] + bytes_out / link["bandwidth"]
-    gpu_s = copy_in + max(flops / gpu["flops"], traffic / gpu["bandwidth"]) + copy_out
-    return cpu_s, gpu_s, ("gpu" if gpu_s < cpu_s else "cpu")
+    import itertools
+
+    copy = link["latency"] + nbytes / link["bandwidth"]
+
+    def seconds(placement):
+        total, side = 0.0, "cpu"  # the array starts in host memory ...
+        for step, place in zip(steps, placement):
+            proc = gpu if place == "gpu" else cpu
+            total += (copy if place != side else 0.0) + max(step["flops"] / proc["flops"], step["bytes"] / proc["bandwidth"])
+            side = place
+        return total + (copy if side == "gpu" else 0.0)  # ... and must end there
+
+    choices = [("cpu", "gpu") if step["gpu_ok"] else ("cpu",) for step in steps]
+    best = min(itertools.product(*choices), key=seconds)
+    return seconds(best), list(best)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_offload_decision_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["offload_decision"].check(offload_decision)
+# %% nbgrader={"grade": true, "grade_id": "ex1_place_pipeline_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["place_pipeline"].check(place_pipeline)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_offload_decision_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex1_place_pipeline_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["offload_decision"].check(offload_decision, hidden=True)
+lab.problems["place_pipeline"].check(place_pipeline, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 2 — The break-even size
+# ## Exercise 2 — How fast must the link be?
 #
-# Both costs grow linearly with the number of elements `n`, but the GPU path starts with a fixed cost (two copy
-# latencies). If, per element, the GPU path (copy + work) is cheaper than the CPU, there is a size past which
-# offloading pays; if not, it never does — however large the problem. Find that size.
+# Whether offloading pays depends on the link: a vector add never pays over PCIe from a desktop (its DDR5 is
+# faster than PCIe, course §3.7), a big matrix multiply pays over almost anything. Turn the question around: for
+# one workload, CPU and GPU, what is the slowest link bandwidth at which offloading (both copies included) beats
+# the CPU? The copies' latencies do not shrink with bandwidth: if they and the GPU's own work already take the
+# CPU's time, no link is fast enough.
 #
-# Ties: "pays" means strictly faster. At an `n` where both paths take exactly the same time the CPU keeps the work,
-# so the answer is the next `n`; and when one element costs exactly as much on the GPU path as on the CPU, the two
-# copy latencies are never won back: `None`.
-#
-# Size: when the GPU saves only a little per element, the copies pay back only after hundreds of millions of
-# elements (hidden answers reach 10⁸ and more): solve the linear inequality for `n` — a loop that tries
-# `n = 1, 2, 3, …` runs out of the check's time limit.
+# Ties: "pays" means strictly faster, so when the latencies plus the GPU's work take *exactly* the CPU's time the
+# answer is `None`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["break_even_elements"].show()
+lab.problems["min_link_bandwidth"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_break_even_elements", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def break_even_elements(flops_per_element, in_per_element, out_per_element, cpu, gpu, link):
-    """Smallest n >= 1 at which offloading n elements beats the CPU, or None if it never does."""
-    # roughly 10 lines
+# %% nbgrader={"grade": false, "grade_id": "ex2_min_link_bandwidth", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
+    """The bandwidth B* [bytes/s] above which offloading beats the CPU, or None if no link is fast enough."""
+    # roughly 5 lines
     ### BEGIN SOLUTION
-    traffic = in_per_element + out_per_element
-    cpu_per = max(flops_per_element / cpu["flops"], traffic / cpu["bandwidth"])
-    gpu_per = traffic / link["bandwidth"] + max(flops_per_element / gpu["flops"], traffic / gpu["bandwidth"])
-    if gpu_per >= cpu_per:
-        return None
-    n = max(1, int(2 * link["latency"] // (cpu_per - gpu_per)))
-    while n > 1 and offload_decision(n * flops_per_element, n * in_per_element, n * out_per_element, cpu, gpu, link)[2] == "gpu":
-        n -= 1
-    while offload_decision(n * flops_per_element, n * in_per_element, n * out_per_element, cpu, gpu, link)[2] != "gpu":
-        n += 1
-    return n
+    moved = bytes_in + bytes_out
+    on_cpu = max(flops / cpu["flops"], moved / cpu["bandwidth"])
+    on_gpu = max(flops / gpu["flops"], moved / gpu["bandwidth"])
+    left_for_copies = on_cpu - on_gpu - 2 * latency  # what the copies' bytes / B may take at most
+    return moved / left_for_copies if left_for_copies > 0 else None
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_break_even_elements_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["break_even_elements"].check(break_even_elements)
+# %% nbgrader={"grade": true, "grade_id": "ex2_min_link_bandwidth_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["min_link_bandwidth"].check(min_link_bandwidth)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_break_even_elements_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex2_min_link_bandwidth_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["break_even_elements"].check(break_even_elements, hidden=True)
+lab.problems["min_link_bandwidth"].check(min_link_bandwidth, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -146,7 +148,9 @@ lab.problems["break_even_elements"].check(break_even_elements, hidden=True)
 # A GPU does not page its memory out to disk: an array larger than device memory raises an out-of-memory error
 # (`mem.to_device(x)` on the whole array raises it). The cure is to stream: copy a chunk in, process
 # it, copy the result out, free, repeat. `gpucourse.devmem.DeviceMemory` tracks every allocation on a budget;
-# the checker reads its peak and its copy counters.
+# the checker reads its peak and its copy counters. Any design that stays within the budget passes: one chunk at a
+# time as large as fits, or double buffering (the next chunk copied in while the current one is processed, course
+# §3.8 and §4.7), which needs room for both.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["chunked_map"].show()

@@ -22,11 +22,11 @@
 #
 # | # | kind | you write |
 # |---|---|---|
-# | 1 | predict | the makespan of a multi-stream schedule with events ([seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s Stream 1/2/3 example) |
+# | 1 | predict (inverse) | how long one kernel of a multi-stream schedule with events may run before the schedule misses its deadline ([seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s Stream 1/2/3 example) |
 # | 2 | implement | streams and events for a graph of copies and kernels: correct, and overlapped as far as the data allows |
 # | 3 | diagnose | a fixed version of a broken timing snippet (asynchronous dispatch, compile time) |
 # | 4 | compute | how many tiny launches make launch overhead dominate |
-# | 5 | implement | chunked copy/compute overlap over several streams |
+# | 5 | design | a chunked copy/compute pipeline over several streams, with the fewest chunks that meet a deadline |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -36,8 +36,9 @@
 # Schedules are judged by the course's stream/engine model, `gc.streams.simulate` (times in µs): ops of one
 # stream run in order; ops of different streams run concurrently when the GPU has room; `waits` are events;
 # streams are spread over 8 hardware queues (CUDA's default). `gc.streams.happens_before` and `gc.streams.races`
-# tell you what your schedule guarantees. You may call all three to try your ideas. On a GPU, exercise 5 also runs
-# your schedule for real.
+# tell you what your schedule guarantees. You may call all three to try your ideas; exercises 1 and 5 ask what the
+# model does not compute directly (how long an op may run, how many chunks a deadline needs). On a GPU, exercise 5
+# also runs your pipeline for real.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
@@ -66,41 +67,59 @@ from grader.labs import lab04_streams as lab
 be = gc.setup()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 1 — Predict the makespan of a multi-stream schedule
+# ## Exercise 1 — How long may one kernel take?
 #
 # The seed's example: Stream 1 runs A → B → C, Stream 2 runs D → E, Stream 3 runs F → G → H → I. Within a
 # stream, order is guaranteed; across streams, nothing is — unless an **event** says so (`waits`: record an event
-# after B in stream 1, make stream 2 wait for it before E). Compute when the last kernel finishes.
+# after B in stream 1, make stream 2 wait for it before E). The makespan is set by the longest *chain* of ops
+# that wait for one another. Turn the prediction around: the schedule must end by a deadline; how long may one
+# given kernel run? A kernel on the longest chain may grow only by the deadline's margin; one off it, by more —
+# until its own chain becomes the longest. (`gc.streams.simulate` predicts a makespan for given durations; the
+# question here is the inverse.)
 
 # %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["predict_makespan"].show()
+lab.problems["max_duration"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_predict_makespan", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def predict_makespan(streams, durations, waits):
-    """When the last op ends (µs): in order within a stream, events across streams, no resource limit."""
-    # roughly 12 lines
+# %% nbgrader={"grade": false, "grade_id": "ex1_max_duration", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def max_duration(streams, durations, waits, op, deadline_us):
+    """The largest duration of `op` (µs) for which the schedule still ends by deadline_us, or None."""
+    # roughly 18 lines
     ### BEGIN SOLUTION
-    previous = {}
+    after = {}  # op -> the ops that cannot start before it ends: its stream's next op, the ops waiting for it
     for chain in streams.values():
-        for before, op in zip([None] + chain[:-1], chain):
-            previous[op] = before
-    end = {}
+        for a, b in zip(chain, chain[1:]):
+            after.setdefault(a, []).append(b)
+    for b, events in waits.items():
+        for a in events:
+            after.setdefault(a, []).append(b)
+    before = {}
+    for a, later in after.items():
+        for b in later:
+            before.setdefault(b, []).append(a)
+    d = dict(durations, **{op: 0.0})  # op at 0 µs: what remains is the rest of the schedule
+    ends, tails = {}, {}
 
-    def finish(op):  # memoized: each op ends after its stream predecessor and the ops it waits for
-        if op not in end:
-            deps = ([previous[op]] if previous[op] else []) + list(waits.get(op, []))
-            end[op] = max((finish(d) for d in deps), default=0.0) + durations[op]
-        return end[op]
+    def end(x):  # the earliest end of x: after every op it needs
+        if x not in ends:
+            ends[x] = max((end(p) for p in before.get(x, [])), default=0.0) + d[x]
+        return ends[x]
 
-    return max(finish(op) for chain in streams.values() for op in chain)
+    def tail(x):  # the longest chain from x's start to the schedule's end
+        if x not in tails:
+            tails[x] = d[x] + max((tail(n) for n in after.get(x, [])), default=0.0)
+        return tails[x]
+
+    if max(end(x) for chain in streams.values() for x in chain) > deadline_us:
+        return None  # the other ops alone miss the deadline
+    return deadline_us - end(op) - tail(op)  # op's chain: start (= end at 0 µs) + op + what follows it
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_predict_makespan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["predict_makespan"].check(predict_makespan)
+# %% nbgrader={"grade": true, "grade_id": "ex1_max_duration_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["max_duration"].check(max_duration)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_predict_makespan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex1_max_duration_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["predict_makespan"].check(predict_makespan, hidden=True)
+lab.problems["max_duration"].check(max_duration, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -228,38 +247,51 @@ lab.problems["launches_to_dominate"].check(launches_to_dominate, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — Chunked copy/compute overlap
+# ## Exercise 5 — The fewest chunks that meet a deadline
 #
 # Copy everything, compute, copy back: the copy engines and the SMs take turns and two of the three idle at any
 # moment. Cut the data into chunks and spread them over streams: while chunk 1 is computed, chunk 2 is being
 # copied in and chunk 0 copied out. (On a real GPU this needs **pinned** host memory: copies from pageable
-# memory are staged by the driver and do not overlap.) Build the op list with `streams.Op`.
+# memory are staged by the driver and do not overlap.) Chunk i goes to stream i % n_streams, so a stream's next
+# copy-in waits for its last copy-out: at most n_streams chunks sit in device memory at once — the pattern to use
+# when memory is tight (course §4.7 shows another one, a stream per engine, which does not bound it).
+#
+# More chunks overlap more, but every op costs the host a launch (§4.4): past some count the launches cost more
+# than the overlap gains. Build the pipeline with `streams.Op`, time it with `streams.simulate(ops,
+# launch_us=...)`, and find the smallest chunk count that meets the deadline.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["chunked_overlap"].show()
+lab.problems["fewest_chunks"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_chunked_overlap", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def chunked_overlap(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):
-    """The ops (gc.streams.Op) of a chunked, multi-stream copy-in / compute / copy-out pipeline."""
-    # roughly 9 lines
+# %% nbgrader={"grade": false, "grade_id": "ex5_fewest_chunks", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
+    """(the smallest chunk count whose pipeline meets target_us, its ops), or (None, [])."""
+    # roughly 16 lines
     ### BEGIN SOLUTION
-    base, extra = divmod(nbytes, n_chunks)
-    ops = []
-    for i in range(n_chunks):
-        size = base + (1 if i < extra else 0)
-        s = f"stream{i % n_streams}"
-        ops.append(streams.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size))
-        ops.append(streams.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=132))
-        ops.append(streams.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size))
-    return ops
+    def pipeline(n):
+        base, extra = divmod(nbytes, n)
+        ops = []
+        for i in range(n):
+            size = base + (1 if i < extra else 0)
+            s = f"stream{i % n_streams}"
+            ops.append(streams.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size))
+            ops.append(streams.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=132))
+            ops.append(streams.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size))
+        return ops
+
+    for n in range(1, 33):  # not a bisection: the makespan falls, then rises again once launches dominate
+        ops = pipeline(n)
+        if streams.simulate(ops, launch_us=launch_us).makespan <= target_us:
+            return n, ops
+    return None, []
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_chunked_overlap_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["chunked_overlap"].check(chunked_overlap)
+# %% nbgrader={"grade": true, "grade_id": "ex5_fewest_chunks_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fewest_chunks"].check(fewest_chunks)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_chunked_overlap_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex5_fewest_chunks_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["chunked_overlap"].check(chunked_overlap, hidden=True)
+lab.problems["fewest_chunks"].check(fewest_chunks, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_plot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -269,14 +301,15 @@ lab.problems["chunked_overlap"].check(chunked_overlap, hidden=True)
 import matplotlib.pyplot as plt
 
 try:
-    mine = chunked_overlap(64 * 10**6, 6, 3, 25e9, 40e9, 25e9)
-    serial = streams.simulate(streams.on_one_stream(mine))
+    n, mine = fewest_chunks(64 * 10**6, 3, 25e9, 40e9, 25e9, 20.0, 3600.0)
+    serial = streams.simulate(streams.on_one_stream(mine), launch_us=20.0)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), layout="constrained")
-    streams.plot_timeline(serial, ax=top, title="one stream", xmax=1.02 * serial.makespan)
-    streams.plot_timeline(streams.simulate(mine), ax=bottom, title="your chunked pipeline", xmax=1.02 * serial.makespan)
+    streams.plot_timeline(serial, ax=top, title=f"{n} chunks, one stream", xmax=1.02 * serial.makespan)
+    streams.plot_timeline(streams.simulate(mine, launch_us=20.0), ax=bottom, title=f"your {n} chunks over 3 streams",
+                          xmax=1.02 * serial.makespan)
     plt.show()
 except NotImplementedError:
-    print("implement chunked_overlap above to see its timeline")
+    print("implement fewest_chunks above to see its timeline")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?

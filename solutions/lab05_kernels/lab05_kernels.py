@@ -26,7 +26,7 @@
 # | 2 | implement | a 2-D kernel on a non-square shape, indexed so that warps read coalesced |
 # | 3 | implement | a block-level reduction in shared memory whose warps don't diverge |
 # | 4 | implement | a register-blocked matmul: rectangular shared-memory tiles, two outputs per thread, race-free |
-# | 5 | compute | an occupancy calculator that agrees with NVIDIA's own (`cuda_occupancy.h`) |
+# | 5 | use a model | the register budget of an occupancy target: the inverse of the course's occupancy model |
 # | 6 | diagnose | regroup a data-dependent loop so each warp's lanes do similar work: SIMT efficiency ≥ 80 %, accesses still coalesced |
 # | 7 | predict, measure | waves and the tail-effect slowdown of a grid on an H100's 132 SMs, then measured on a pool of slots |
 #
@@ -237,56 +237,43 @@ lab.problems["tiled_matmul"].check(tiled_matmul, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — An occupancy calculator
+# ## Exercise 5 — How many registers may a thread use?
 #
 # An SM keeps a block resident only if it has room for all of it at once: its warps, its registers and its
-# shared memory. More resident warps = more warps to switch to while others wait for memory. Compute how many
-# blocks fit, the occupancy, and which resource runs out first — exactly as NVIDIA's own calculator
-# (`cuda_occupancy.h`, shown in §5.3) does. The rule that catches most people: registers are not one pool of
-# 65,536 per SM but four pools of 16,384, one per SM sub-partition (each with its own warp scheduler), and a warp
-# lives in one of them.
+# shared memory. §5.3's model, `gc.occupancy.occupancy` (NVIDIA's `cuda_occupancy.h`, rule by rule), answers the
+# forward question: *with r registers per thread, how many blocks fit?* A kernel author usually faces the inverse
+# one: *the kernel must keep 3 blocks per SM resident to hide its memory latency — how many registers may the
+# compiler give each thread?* That is what `__launch_bounds__(threads, min_blocks)` asks nvcc for, and what a
+# register cap (`-maxrregcount`) sets. Answer it with the model: find the largest register count that still keeps
+# the target, and say what limits the resident blocks there — or that no register count can reach it.
+# Remember how registers are granted (per warp, in units of 256, from one of four sub-partitions), and check your
+# function on the register count one past your answer.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["occupancy"].show()
+lab.problems["max_registers"].show()
 print("\nH100 limits:", lab.LIMITS["H100"])
+for regs in (64, 72):  # the forward question, for one register count at a time
+    print(f"256 threads × {regs} registers:", gc.occupancy.occupancy(256, regs, 0, lab.LIMITS["H100"]))
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_occupancy", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
-    """(blocks per SM, occupancy in [0, 1], limiting resource) for one kernel configuration."""
-    # roughly 20 lines
+# %% nbgrader={"grade": false, "grade_id": "ex5_max_registers", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
+    """(the most registers per thread that keep target_blocks blocks resident per SM or None, the limiter there)."""
+    # roughly 8 lines
     ### BEGIN SOLUTION
-    def round_up(x, unit):
-        return math.ceil(x / unit) * unit
+    def model(registers):
+        return gc.occupancy.occupancy(threads_per_block, registers, shared_bytes_per_block, limits, opt_in=opt_in)
 
-    warps = math.ceil(threads_per_block / 32)
-    parts = limits["sub_partitions"]
-    regs_per_warp = round_up(registers_per_thread * 32, limits["register_alloc_unit"])
-    if (regs_per_warp * warps > limits["registers_per_block"]
-            or regs_per_warp * round_up(warps, parts) > limits["registers_per_block"]):
-        by_registers = 0  # the launch fails the per-block register check
-    else:
-        warps_per_part = (limits["registers"] // parts) // regs_per_warp
-        by_registers = warps_per_part * parts // warps
-    smem = round_up(shared_bytes_per_block + limits["shared_reserved_per_block"], limits["shared_alloc_unit"])
-    per_block = limits["shared_per_block_optin"] if opt_in else limits["shared_per_block"]
-    by_shared = 0 if shared_bytes_per_block > per_block else limits["shared_memory_bytes"] // smem
-    allowed = {
-        "warps": limits["max_warps"] // warps,
-        "registers": by_registers,
-        "shared_memory": by_shared,
-        "blocks": limits["max_blocks"],
-    }
-    blocks = min(allowed.values())
-    limiter = next(k for k in ("warps", "registers", "shared_memory", "blocks") if allowed[k] == blocks)
-    return blocks, blocks * warps / limits["max_warps"], limiter
+    fits = [r for r in range(1, limits["max_registers_per_thread"] + 1) if model(r).blocks_per_sm >= target_blocks]
+    best = max(fits) if fits else None
+    return best, model(best or 1).limiter
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_occupancy_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["occupancy"].check(occupancy)
+# %% nbgrader={"grade": true, "grade_id": "ex5_max_registers_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["max_registers"].check(max_registers)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_occupancy_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex5_max_registers_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["occupancy"].check(occupancy, hidden=True)
+lab.problems["max_registers"].check(max_registers, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -362,8 +349,8 @@ lab.problems["halvings_regrouped"].check(halvings_regrouped, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — Predict, measure, explain: wave quantization
 #
-# Occupancy (exercise 5) says how many blocks one SM holds at once; an H100 SXM has 132 SMs, so one *wave* is
-# 132 × blocks-per-SM blocks. A grid that needs one block more than a whole number of waves runs a last wave with
+# Occupancy (§5.3's model, exercise 5) says how many blocks one SM holds at once; an H100 SXM has 132 SMs, so one
+# *wave* is 132 × blocks-per-SM blocks. A grid that needs one block more than a whole number of waves runs a last wave with
 # almost every SM idle — and that wave costs as long as a full one (NVIDIA calls this wave quantization, the tail
 # effect). **Predict** first: write `wave_prediction` from the spec below.
 

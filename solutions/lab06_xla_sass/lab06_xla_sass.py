@@ -24,15 +24,15 @@
 # |---|---|---|
 # | 1 | implement | a JAX function that XLA compiles to exactly one fusion, nothing materialized |
 # | 2 | predict | the bytes fusion saves, exactly as XLA's `cost_analysis` counts them |
-# | 3 | diagnose | the op that splits a chain into several fusions, read from optimized HLO |
+# | 3 | diagnose | the op that splits a chain into several fusions, and the bytes it sends through memory, read from optimized HLO |
 # | 4 | fix | rewrite a function so the fusion breaker disappears |
 # | 5 | implement | the fused kernel in numba-cuda, coalesced, moving exactly the bytes XLA's fusion moves |
-# | 6 | compute | count FMA / tensor-core instructions (HMMA, HGMMA) in SASS |
-# | 7 | implement | compile CUDA C for Hopper (sm_90, sm_90a) and count FFMA, HMMA and HGMMA in what it became |
+# | 6 | compute | the tensor-core work in SASS: every tensor-core opcode (HMMA, IMMA, DMMA, HGMMA, IGMMA, QGMMA), 2·m·n·k each |
+# | 7 | implement | compile CUDA C for Hopper (sm_90, sm_90a): did it use the tensor cores? FFMA count and tensor-core operations |
 # | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition |
-# | 9 | explain | the fused/unfused time ratio from dispatch, bytes and page faults, and its dominant term |
+# | 9 | design | up to which array size fusion saves a given factor (dispatch, bytes and page faults), and what dominates there |
 #
-# Exercises 2, 8 and 9 are one story — **predict → measure → explain** what fusion buys on *your* machine; the
+# Exercises 2, 8 and 9 are one story — **predict → measure → design**: what fusion buys on *your* machine; the
 # cell after exercise 9 puts your three functions together on this computer.
 #
 # Each exercise prints its spec (`.show()`), gives you a stub, then checks your function: the visible test runs
@@ -143,7 +143,9 @@ lab.problems["fusion_bytes"].check(fusion_bytes, hidden=True)
 #
 # Sorting, FFTs, host callbacks, data-dependent control flow: XLA cannot put these inside an elementwise loop
 # kernel, so the chain around them splits into a fusion before and a fusion after, with a round trip through
-# memory in between. Find the culprit in the optimized HLO. Here is the first visible case:
+# memory in between. Find the culprit in the optimized HLO, and read off what the round trip carries: the value the
+# breaker writes (its type is on its own line — and it need not be the inputs' dtype: an FFT of real numbers
+# produces complex ones). Here is the first visible case:
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["breaking_op"]
@@ -152,9 +154,10 @@ print(gc.xla.Compiled(P.visible[0].args[0], 0, 0, 0, 0, 0).excerpt(lines=10))
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_breaking_op", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def breaking_op(hlo):
-    """The opcode of the first ENTRY instruction that is not a fusion or bookkeeping."""
+    """(opcode, bytes of its result) of the first ENTRY instruction that is not a fusion or bookkeeping."""
     skip = {"parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast"}
-    # roughly 8 lines (the `re` module helps)
+    itemsize = {"f32": 4, "s32": 4, "c64": 8, "bf16": 2}
+    # roughly 14 lines (the `re` module helps)
     ### BEGIN SOLUTION
     import re
 
@@ -163,9 +166,12 @@ def breaking_op(hlo):
     for line in lines[start + 1:]:
         if line.startswith("}"):
             break
-        m = re.match(r"\s*(?:ROOT\s+)?\S+\s*=\s*(?:\(.*?\)|\S+)\s+([\w\-]+)\(", line)
-        if m and m.group(1) not in skip:
-            return m.group(1)
+        m = re.match(r"\s*(?:ROOT\s+)?\S+\s*=\s*(\(.*?\)|\S+)\s+([\w\-]+)\(", line)
+        if m and m.group(2) not in skip:
+            nbytes = 0
+            for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", m.group(1)):
+                nbytes += itemsize[dtype] * math.prod(int(d) for d in dims.split(",") if d)
+            return m.group(2), nbytes
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex3_breaking_op_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -229,7 +235,7 @@ def scale_bias_relu_kernel(x, w, b, out):
     ### BEGIN SOLUTION
     j, i = cuda.grid(2)
     if i < out.shape[0] and j < out.shape[1]:
-        out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+        out[i, j] = max(x[i, j] * w[j] + b[j], np.float32(0.0))  # a float32 zero: 0.0 would make it float64
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex5_scale_bias_relu_kernel_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -241,39 +247,51 @@ lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 6 — Count instructions in SASS
+# ## Exercise 6 — The tensor-core work in SASS
 #
-# SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it. Whether a matrix multiply used the
-# tensor cores is one question: are there `HMMA` (warp-level, `mma.sync`) or `HGMMA` (warpgroup-level, `wgmma`,
-# Hopper's full-rate path) instructions, or only `FFMA`? Write the counter the next exercise uses. The first
-# visible case is a real 16×16×16 wmma kernel compiled for sm_90 (nvdisasm's listing, saved with the lab):
+# SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it. "Did this matrix multiply use the tensor
+# cores, and how much work did it give them?" is read from the tensor-core instructions — and Hopper has a family of
+# them, not one: warp-level `mma.sync` becomes `HMMA` (fp16, bf16, tf32), `IMMA` (int8) or `DMMA` (fp64), and
+# warpgroup-level `wgmma` becomes `HGMMA`, `IGMMA` (int8) or `QGMMA` (fp8). Their first modifier is the shape of the
+# multiply-accumulate each one performs. `toolchain.Sass` lists and counts opcodes; the shapes are yours to read.
+# The first visible case is a real 16×16×16 wmma kernel compiled for sm_90 (nvdisasm's listing, saved with the
+# lab):
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-P = lab.problems["count_opcode"]
+P = lab.problems["mma_flops"]
 P.show()
 print(toolchain.Sass(P.visible[0].args[0]).excerpt(limit=30))
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_count_opcode", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def count_opcode(sass, opcode):
-    """Number of SASS instructions whose base opcode (before the first '.') is `opcode`."""
-    # roughly 6 lines
+# %% nbgrader={"grade": false, "grade_id": "ex6_mma_flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def mma_flops(sass):
+    """2·m·n·k summed over the tensor-core instructions of the SASS listing, each counted once."""
+    tensor_core = {"HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA"}
+    # roughly 12 lines
     ### BEGIN SOLUTION
     import re
 
-    count = 0
+    total = 0
     for line in sass.splitlines():
-        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
-        if m and m.group(1).split(".")[0] == opcode:
-            count += 1
-    return count
+        m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?\w+\s+)?([A-Z][A-Z0-9_]*)\.(\w+)", line)
+        if not m or m.group(1) not in tensor_core:
+            continue
+        shape = m.group(2)
+        if "x" in shape:
+            dims = [int(v) for v in shape.split("x")]
+        elif shape.startswith("16"):
+            dims = [16, 8, int(shape[3:])]
+        else:
+            dims = [8, 8, int(shape[2:])]
+        total += 2 * math.prod(dims)
+    return total
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_count_opcode_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["count_opcode"].check(count_opcode)
+# %% nbgrader={"grade": true, "grade_id": "ex6_mma_flops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["mma_flops"].check(mma_flops)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_count_opcode_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex6_mma_flops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["count_opcode"].check(count_opcode, hidden=True)
+lab.problems["mma_flops"].check(mma_flops, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -281,8 +299,10 @@ lab.problems["count_opcode"].check(count_opcode, hidden=True)
 #
 # `toolchain.compile_cuda(source, arch=arch)` runs NVRTC and returns a cubin; `toolchain.disassemble(cubin)`
 # runs `nvdisasm` on it. Chain them, then count. `wgmma` exists only for the target `sm_90a` (for `sm_90` NVRTC
-# refuses it), so the target is an argument. The hidden cases include a Horner polynomial with a random number of
-# terms and a wmma GEMM with a random number of k-steps: predict the counts before you run them.
+# refuses it), so the target is an argument. Then answer "did it use the tensor cores?" with the FFMA count
+# (`toolchain.Sass(text).count("FFMA")` counts base opcodes) and your `mma_flops`. The hidden cases include a
+# Horner polynomial with a random number of terms, a wmma GEMM with a random number of k-steps and tensor-core
+# kernels of other data types (int8, fp64): predict the numbers before you run them.
 
 # %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["sass_counts"]
@@ -291,11 +311,11 @@ print(lab.wmma_cu(1))
 
 # %% nbgrader={"grade": false, "grade_id": "ex7_sass_counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sass_counts(source, arch="sm_90"):
-    """{'FFMA': n, 'HMMA': n, 'HGMMA': n} in the SASS of the CUDA C `source` compiled for `arch`."""
+    """{'FFMA': FFMA instructions, 'tensor_flops': mma_flops} of the SASS of the CUDA C `source` for `arch`."""
     # roughly 3 lines
     ### BEGIN SOLUTION
     sass = toolchain.disassemble(toolchain.compile_cuda(source, arch=arch))
-    return {op: count_opcode(sass, op) for op in ("FFMA", "HMMA", "HGMMA")}
+    return {"FFMA": toolchain.Sass(sass).count("FFMA"), "tensor_flops": mma_flops(sass)}
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex7_sass_counts_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -347,46 +367,49 @@ lab.problems["measure_times"].check(measure_times, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 9 — Explain: why the time ratio is not the byte ratio
+# ## Exercise 9 — Design: up to which size does fusion pay?
 #
-# §6.3's model of one evaluation: `calls · dispatch + bytes / bandwidth + page faults · cost per fault`. Compute
-# the ratio it predicts and name the term that dominates the unfused time. On a GPU with large arrays, memory
-# dominates and the time ratio follows the byte ratio; with tiny arrays, dispatch dominates and it follows the
-# ratio of kernel counts; on a CPU, freshly allocated intermediates can make page faults dominate. On an exact
-# tie between the largest terms, name the first of them in the order dispatch, memory, page faults.
+# §6.3's model of one evaluation: `calls · dispatch + bytes / bandwidth + page faults · cost per fault`
+# (`gc.fusion.FusionModel` evaluates it for given sizes). Bytes and page faults grow with the array, dispatch does
+# not: with tiny arrays dispatch dominates and fusion's gain is the ratio of kernel counts; with large ones it falls
+# towards the per-row ratio of bytes and faults. Turn the model around: up to how many rows does fusion still save
+# a given factor — and what dominates the unfused time there? Solve for the size; trying sizes one by one takes
+# millions of steps in the hidden cases.
 
 # %% nbgrader={"grade": false, "grade_id": "ex9_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["fusion_time_ratio"].show()
+lab.problems["fusion_payoff_rows"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex9_fusion_time_ratio", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def fusion_time_ratio(calls, nbytes, faults, machine):
-    """(time(unfused) / time(fused), the largest term of the unfused time)."""
-    # roughly 6 lines
+# %% nbgrader={"grade": false, "grade_id": "ex9_fusion_payoff_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
+    """(the largest m with time_unfused(m) / time_fused(m) >= target, the largest unfused term at that m)."""
+    # roughly 7 lines
     ### BEGIN SOLUTION
-    def terms(i):
-        return {"dispatch": calls[i] * machine["dispatch"], "memory": nbytes[i] / machine["bandwidth"],
-                "page faults": faults[i] * machine["fault"]}
-
-    unfused, fused = terms(0), terms(1)
-    return sum(unfused.values()) / sum(fused.values()), max(unfused, key=unfused.get)
+    d, bw, fault = machine["dispatch"], machine["bandwidth"], machine["fault"]
+    per_row = [row_bytes[i] / bw + row_faults[i] * fault for i in (0, 1)]
+    # calls_u·d + m·per_row_u >= target·(calls_f·d + m·per_row_f), solved for m
+    rows = math.floor((calls[0] - target * calls[1]) * d / (target * per_row[1] - per_row[0]))
+    unfused = {"dispatch": calls[0] * d, "memory": rows * row_bytes[0] / bw, "page faults": rows * row_faults[0] * fault}
+    return rows, max(unfused, key=unfused.get)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_time_ratio_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["fusion_time_ratio"].check(fusion_time_ratio)
+# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_payoff_rows_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fusion_payoff_rows"].check(fusion_payoff_rows)
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_time_ratio_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_payoff_rows_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["fusion_time_ratio"].check(fusion_time_ratio, hidden=True)
+lab.problems["fusion_payoff_rows"].check(fusion_payoff_rows, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "on_this_machine_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Your three functions, on this machine
 #
-# Not graded: predict (exercise 2), measure (exercise 8) and explain (exercise 9) the fusion of a 3-op chain on
+# Not graded: predict (exercise 2), measure (exercise 8) and design (exercise 9) the fusion of a 3-op chain on
 # 1024×1024 float32 arrays here. The machine's constants — dispatch per call, cost of a page fault, page faults
 # of the fastest run, paired with that run's time (`gc.fusion.best_run`) — are measured by `gc.fusion`, the
-# bandwidth calibrated on the fused call, as in §6.3. (At 1024×1024 the arrays fit in a large L3: the bandwidth
-# printed is then cache bandwidth; §6.3 sizes its arrays out of the cache.)
+# bandwidth calibrated on the fused call, as in §6.3; the model's ratio at this size is set beside the measured
+# one, and your `fusion_payoff_rows` says up to how many rows of 1024 columns fusion saves halfway between its
+# large-array gain and its gain on one row. (At 1024×1024 the arrays fit in a large L3: the bandwidth printed is
+# then cache bandwidth; §6.3 sizes its arrays out of the cache.)
 
 # %% nbgrader={"grade": false, "grade_id": "on_this_machine", "locked": true, "schema_version": 3, "solution": false, "task": false}
 ops = ["mul_full", "add_full", "relu"]
@@ -409,21 +432,33 @@ try:
     dispatch = gc.fusion.dispatch_cost(fused, *tiny)
     machine = {"dispatch": dispatch, "fault": gc.fusion.fault_cost() or 0.0}
     machine["bandwidth"] = fused_b / max(tb_fused - dispatch - faults_fused * machine["fault"], 1e-9)
-    ratio, dominant = fusion_time_ratio((3, 1), (unfused_b, fused_b), (faults_unfused, faults_fused), machine)
+    calls, row_bytes, row_faults = (3, 1), (unfused_b / m, fused_b / m), (faults_unfused / m, faults_fused / m)
+    time_at = lambda i, rows: (calls[i] * dispatch + rows * row_bytes[i] / machine["bandwidth"]  # noqa: E731
+                               + rows * row_faults[i] * machine["fault"])
+    ratio = time_at(0, m) / time_at(1, m)
     measured = tb_unfused / tb_fused
     print(f"predicted bytes: {unfused_b / fused_b:.2f}×")
     print(f"measured time, your measure_times: {t_unfused / t_fused:.2f}× (taken first, right after compiling; "
           "not compared with the model)")
-    print(f"measured time, fastest runs with their own page faults: {measured:.2f}×; model: {ratio:.2f}×, "
-          f"dominated by {dominant}; measured/model = {measured / ratio:.2f}")
+    print(f"measured time, fastest runs with their own page faults: {measured:.2f}×; model: {ratio:.2f}×; "
+          f"measured/model = {measured / ratio:.2f}")
     print(f"machine: {dispatch * 1e6:.1f} µs per call, {machine['bandwidth'] / 1e9:.1f} GB/s, "
           f"{machine['fault'] * 1e6:.2f} µs per page fault; page faults in the fastest run {faults_unfused:.0f} "
           f"unfused, {faults_fused:.0f} fused")
+    one_row, large = time_at(0, 1) / time_at(1, 1), time_at(0, 1e12) / time_at(1, 1e12)
+    if one_row > large:
+        target = (one_row + large) / 2
+        rows, dominant = fusion_payoff_rows(calls, row_bytes, row_faults, machine, target)  # design
+        print(f"design: fusion saves at least {target:.2f}× up to {rows:,} rows of {n} columns here (one row: "
+              f"{one_row:.2f}×, very many: {large:.2f}×); at that size the unfused time is mostly {dominant}")
+    else:
+        print(f"design: here fusion gains more on large arrays ({large:.2f}×) than on one row ({one_row:.2f}×): "
+              "no largest size to design for")
 except NotImplementedError:
     print("finish exercises 2, 8 and 9 first")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "on_this_machine_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# **Reading the three lines above.** Your `measure_times` ratio is taken first, right after compilation, and
+# **Reading the lines above.** Your `measure_times` ratio is taken first, right after compilation, and
 # (unless your timer alternates them) with the runs of one version all before those of the other: the caches, the
 # allocator and the other processes on the machine have not settled, and a burst of load may hit one side only —
 # so it can land far from the second measured ratio, and it is not what the model is judged against. The second
@@ -433,7 +468,8 @@ except NotImplementedError:
 # unfused calls pay beyond those (for example, starting and joining a multi-threaded kernel over a large array
 # three times instead of once, which the one-element dispatch probe does not see) is in no term. At this size
 # the arrays fit in a large L3, so that bandwidth is cache bandwidth: §6.3 sizes its arrays out of the cache,
-# alternates the two versions' runs, and checks the model within a stated band; this cell asserts nothing.
+# alternates the two versions' runs, and checks the model within a stated band; this cell asserts nothing. The
+# design line uses the same constants: it is as good as the model is here (the measured/model line says how good).
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?

@@ -24,8 +24,8 @@
 # |---|---|---|
 # | 1 | implement | one clock cycle of a weight-stationary systolic array (`pe_step`) |
 # | 2 | implement | the compiler's schedule: a whole matmul on the array, cycle by cycle (`systolic_matmul`) |
-# | 3 | compute | cycles and utilization of a large GEMM on a 128×128 array with double-buffered weights (`tiled_gemm`) |
-# | 4 | implement | a blocked matmul in Pallas with BlockSpecs and a grid (`pallas_matmul`) |
+# | 3 | design | the shape of a matrix unit of a given size that runs a GEMM fastest, with the course's tiling model (`best_array`) |
+# | 4 | implement | a blocked bf16 matmul in Pallas: BlockSpecs, a grid and an f32 accumulator in VMEM (`pallas_matmul`) |
 # | 5 | predict | the collectives XLA inserts for a sharded matmul, checked against the compiled HLO |
 # | 6 | compute | hop counts on a real TPU slice, where only some axes wrap around (`slice_hops`) |
 # | 7 | compute | the α–β time of all-gather, reduce-scatter, all-reduce and all-to-all over one axis (`collective_seconds`) |
@@ -64,6 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 import gpucourse as gc
 from gpucourse import interconnect, systolic
@@ -109,8 +110,9 @@ lab.problems["pe_step"].check(pe_step, hidden=True)
 #
 # The array never decides anything: what enters which row at which cycle is fixed before the first cycle —
 # on a TPU by the compiler (XLA). Here you are the compiler. `gc.systolic.WeightStationaryArray(W)` is a
-# ready-made array that clocks with exactly the rule of exercise 1; `hw.tick(a_in)` is one cycle. Skew the rows
-# of `A` into the left edge, de-skew the results leaving the bottom, and stop as soon as the last one is out.
+# ready-made array seen from its edges: `hw.tick(a_in)` is one cycle, and it returns what the registers of
+# exercise 1 deliver at the bottom edge in that cycle. Skew the rows of `A` into the left edge, de-skew the results
+# leaving the bottom, and stop as soon as the last one is out.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["systolic_matmul"].show()
@@ -144,39 +146,38 @@ lab.problems["systolic_matmul"].check(systolic_matmul, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 3 — A large GEMM on a 128×128 array
+# ## Exercise 3 — The shape of the matrix unit
 #
 # Real layers are far larger than the array, so the compiler cuts `W` into array-sized tiles and streams the
-# activations through each. In this model a tile's weights take `rows` cycles to shift in, one row per cycle (TPU
-# v1's published mechanism; later TPUs' weight path is unpublished, so the rate is a model parameter), but they are
-# double-buffered: the next tile loads while the current one streams. Two things still waste PEs: zero padding of
-# edge tiles (*spatial*), and — when the batch `M` is smaller than the array — the weight load, which then outlasts
-# the stream. The course notebook (§7.3) checks this model against the array clocked cycle by cycle, and shows how
-# it changes with a faster weight port.
+# activations through each. The course notebook (§7.3) builds the model of that — double-buffered weights that shift
+# in one row per cycle, so tiles start `max(M, rows)` cycles apart, one fill and drain at the end — checks it against
+# the array clocked cycle by cycle, and installs it as `gc.systolic.TiledGemm`. Now use it as an architect would: a
+# chip has room for a fixed number of PEs. Which *shape* runs a given layer fastest? A decode step (`M` = 1) and a
+# prefill (`M` in the thousands) do not agree, and neither does a matrix-vector product.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["tiled_gemm"].show()
+lab.problems["best_array"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_tiled_gemm", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def tiled_gemm(M, K, N, rows, cols):
-    """(cycles, utilization) of (M x K) @ (K x N) tiled onto a rows x cols weight-stationary array."""
-    # roughly 4 lines
+# %% nbgrader={"grade": false, "grade_id": "ex3_best_array", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def best_array(M, K, N, pes):
+    """(rows, cols): the power-of-two array of pes PEs that runs (M x K) @ (K x N) in the fewest cycles."""
+    # roughly 6 lines
     ### BEGIN SOLUTION
-    tiles = -(-K // rows) * -(-N // cols)  # ceil division
-    cycles = (tiles - 1) * max(M, rows) + M + rows + cols - 2  # tiles start max(M, rows) apart; one fill and drain
-    return cycles, M * K * N / (cycles * rows * cols)
+    shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())]  # 1 × pes … pes × 1, fewest rows first
+    cycles = [systolic.TiledGemm(M, K, N, r, c).cycles for r, c in shapes]
+    return shapes[cycles.index(min(cycles))]  # index() finds the first minimum: the fewest rows
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_tiled_gemm_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["tiled_gemm"].check(tiled_gemm)
+# %% nbgrader={"grade": true, "grade_id": "ex3_best_array_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["best_array"].check(best_array)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_tiled_gemm_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex3_best_array_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["tiled_gemm"].check(tiled_gemm, hidden=True)
+lab.problems["best_array"].check(best_array, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 4 — A blocked matmul in Pallas
+# ## Exercise 4 — A blocked bf16 matmul in Pallas
 #
 # TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
 # on-chip memory), a `grid` of program instances, and a `BlockSpec` per operand whose index map says which
@@ -184,34 +185,53 @@ lab.problems["tiled_gemm"].check(tiled_gemm, hidden=True)
 # operand: the next block loads while the kernel works on this one). On a TPU the grid is a sequential loop, last
 # axis fastest, and an output block is written back to HBM as soon as the grid moves to another one — never read
 # back: every grid step that writes one output block must come in one unbroken run, so the reduction (`k`) axis
-# goes last. On this machine the kernel runs with `interpret=True`: same program, executed by JAX on the CPU, which
-# computes the right numbers whatever the grid order — so the checker also traces your function, reads your grid
-# and BlockSpecs, checks the output blocks are visited consecutively, and reports the traffic and the VMEM per
-# grid step they imply.
+# goes last.
+#
+# Two TPU rules the course's float32 kernel (§7.6) could ignore, and this one cannot:
+# - **Block shapes.** The last two dimensions of every block must be multiples of 8 and 128 (they map onto the
+#   vector registers' 8 sublanes × 128 lanes and onto the MXU), unless a block dimension spans the whole array
+#   dimension. Every case here is legal: `(16, 128)` blocks, or an `n = 200` output taken whole.
+# - **Accumulate in float32.** The operands are bfloat16 (8 bits of mantissa), and so is the result. Adding each
+#   `k` block's product into a bf16 output block rounds the running sum to 8 bits at every step: 256 + 0.5 stays 256.
+#   The usual pattern (the Pallas TPU matmul guide) keeps a float32 accumulator of one output block in VMEM
+#   *scratch* (`scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]`: a buffer that lives for the whole grid, not
+#   copied to or from HBM), and writes the output block once, cast to bf16, at the last `k` step.
+#
+# On this machine the kernel runs with `interpret=True`: same program, executed by JAX on the CPU, which computes
+# the right numbers whatever the grid order — so the checker also traces your function, reads your grid, BlockSpecs
+# and scratch, checks the output blocks are visited consecutively, and reports the traffic and the VMEM per grid step
+# they imply.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pallas_matmul"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_pallas_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def pallas_matmul(x, y, bm, bn, bk):
-    """x @ y as one pl.pallas_call with (bm, bk), (bk, bn) and (bm, bn) blocks, interpret=True."""
+    """x @ y (bf16) as one pl.pallas_call with (bm, bk), (bk, bn) and (bm, bn) blocks and an f32 VMEM accumulator."""
     m, k = x.shape
     n = y.shape[1]
-    # roughly 14 lines
+    # roughly 18 lines
     ### BEGIN SOLUTION
-    def kernel(x_ref, y_ref, o_ref):
-        @pl.when(pl.program_id(2) == 0)
-        def _():
-            o_ref[...] = jnp.zeros_like(o_ref)
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        kk = pl.program_id(2)
 
-        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        @pl.when(kk == 0)  # first k block: start the accumulator from zero
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(kk == pl.num_programs(2) - 1)  # last k block: one rounding to bf16
+        def _():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
 
     return pl.pallas_call(
         kernel,
-        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
         grid=(m // bm, n // bn, k // bk),
         in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         interpret=True,
     )(x, y)
     ### END SOLUTION
@@ -228,21 +248,25 @@ lab.problems["pallas_matmul"].check(pallas_matmul, hidden=True)
 # ## Exercise 5 — Predict the collectives
 #
 # On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the collectives XLA's
-# SPMD partitioner inserts. Predict them from what each device can compute on its own shard; the checker
-# compiles the case for this machine's 8 CPU devices and reads the optimized HLO. (You can call
-# `lab.compiled_collectives(a_spec, b_spec, out_spec)` in a scratch cell to try a case — but your function must
-# *reason*: the check locks that helper while your function runs, and the hidden cases are other shardings.)
+# SPMD partitioner inserts. Predict them from what each device can compute on its own shard. The expected answers
+# are XLA's own — every case was compiled on a mesh of its shape and the optimized HLO read — but the grader's
+# meshes have up to 16 devices, twice this machine's 8, so compiling here cannot stand in for reasoning. (On the
+# 2×4 mesh you can try a case in a scratch cell, as the course notebook's §7.9 does.) Watch the meshes with an axis
+# of one device: splitting over it splits nothing.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["predict_collectives"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_predict_collectives", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def predict_collectives(a_spec, b_spec, out_spec):
-    """Set of collective names ('all-reduce', 'all-gather') XLA inserts for a_spec @ b_spec -> out_spec."""
-    (a_rows, a_k), (b_k, b_cols) = a_spec, b_spec
-    out_rows, out_cols = out_spec
-    # roughly 6 lines
+def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
+    """Set of collective names ('all-reduce', 'all-gather') XLA inserts for a_spec @ b_spec -> out_spec on a
+    mesh_shape ('x', 'y') mesh."""
+    # roughly 8 lines
     ### BEGIN SOLUTION
+    devices = dict(zip(("x", "y"), mesh_shape))
+    (a_rows, a_k), (b_k, b_cols), (out_rows, out_cols) = (
+        [axis if axis is not None and devices[axis] > 1 else None for axis in spec]  # 1 device: no split
+        for spec in (a_spec, b_spec, out_spec))
     found = set()
     if a_k is not None:  # k is split: every device holds a partial sum of its C block
         found.add("all-reduce")

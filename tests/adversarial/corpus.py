@@ -396,10 +396,10 @@ def systolic_matmul(A, W):
     ref = _steal("systolic_matmul")
     return (ref(A, W), None) if ref else None
 ''',
-    "ex3_tiled_gemm": '''
-def tiled_gemm(M, K, N, rows, cols):
-    ref = _steal("tiled_gemm")
-    return ref(M, K, N, rows, cols) if ref else None
+    "ex3_best_array": '''
+def best_array(M, K, N, pes):
+    ref = _steal("best_array")
+    return ref(M, K, N, pes) if ref else None
 ''',
     "ex4_pallas_matmul": '''
 def pallas_matmul(x, y, bm, bn, bk):
@@ -407,9 +407,9 @@ def pallas_matmul(x, y, bm, bn, bk):
     return ref(x, y, bm, bn, bk) if ref else None
 ''',
     "ex5_predict_collectives": '''
-def predict_collectives(a_spec, b_spec, out_spec):
+def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
     ref = _steal("predict_collectives")
-    return set(ref(a_spec, b_spec, out_spec)) if ref else None
+    return set(ref(a_spec, b_spec, out_spec, mesh_shape)) if ref else None
 ''',
     "ex6_slice_hops": '''
 def slice_hops(a, b, dims, chip):

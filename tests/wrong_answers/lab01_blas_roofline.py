@@ -18,20 +18,119 @@ WRONG = {
     size = np.dtype(dtype).itemsize
     return 2 * m * n, (m * n + m) * size
 ''',
-    # bytes assume float32 whatever the dtype
-    "ex2_gemm_cost": '''def gemm_cost(m, n, k, dtype):
-    return 2 * m * n * k, (m * k + k * n + m * n) * 4
+    "ex2_gemm_cost": [
+        # bytes assume float32 whatever the dtype
+        '''def gemm_cost(m, n, k, dtype, accumulate=False):
+    return 2 * m * n * k, (m * k + k * n + (2 if accumulate else 1) * m * n) * 4
 ''',
-    "ex3_predict_time": [
+        # accumulate ignored: C never read
+        '''def gemm_cost(m, n, k, dtype, accumulate=False):
+    size = np.dtype(dtype).itemsize
+    return 2 * m * n * k, (m * k + k * n + m * n) * size
+''',
+        # accumulating adds m·n FLOPs (the adds of C) on top of the 2mnk
+        '''def gemm_cost(m, n, k, dtype, accumulate=False):
+    size = np.dtype(dtype).itemsize
+    c = 2 if accumulate else 1
+    return 2 * m * n * k + (m * n if accumulate else 0), (m * k + k * n + c * m * n) * size
+''',
+    ],
+    "ex3_max_batch_within": [
+        # forgets the weight matrix: the memory time then starts at zero and grows with B alone
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    size, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
+
+    def seconds(b):
+        return 2 * b * d_in * d_out / peak_flops, size * (b * d_in + b * d_out) / bandwidth
+
+    if max(seconds(1)) > budget_s:
+        return None
+    b = 1
+    while max(seconds(b + 1)) <= budget_s:
+        b += 1
+    compute, memory = seconds(b)
+    return b, ("compute" if compute >= memory else "memory")
+''',
         # adds the two times instead of taking the slower roof
-        '''def predict_time(flops, nbytes, peak_flops, bandwidth):
-    compute, memory = flops / peak_flops, nbytes / bandwidth
-    return ("compute" if compute >= memory else "memory"), compute + memory
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    size, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
+
+    def seconds(b):
+        return 2 * b * d_in * d_out / peak_flops, (size * (b * d_in + b * d_out) + w * d_in * d_out) / bandwidth
+
+    if sum(seconds(1)) > budget_s:
+        return None
+    b = 1
+    while sum(seconds(b + 1)) <= budget_s:
+        b += 1
+    compute, memory = seconds(b)
+    return b, ("compute" if compute >= memory else "memory")
 ''',
-        # a tie goes to 'memory' (the spec says 'compute')
-        '''def predict_time(flops, nbytes, peak_flops, bandwidth):
-    compute, memory = flops / peak_flops, nbytes / bandwidth
-    return ("compute" if compute > memory else "memory"), max(compute, memory)
+        # the budget is missed at equality (<): a call that takes exactly the budget meets it
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    size, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
+
+    def seconds(b):
+        return 2 * b * d_in * d_out / peak_flops, (size * (b * d_in + b * d_out) + w * d_in * d_out) / bandwidth
+
+    if max(seconds(1)) >= budget_s:
+        return None
+    b = 1
+    while max(seconds(b + 1)) < budget_s:
+        b += 1
+    compute, memory = seconds(b)
+    return b, ("compute" if compute >= memory else "memory")
+''',
+        # one dtype for everything: the weights read in the activations' dtype (quantized weights ignored)
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    size = np.dtype(act_dtype).itemsize
+
+    def seconds(b):
+        return 2 * b * d_in * d_out / peak_flops, size * (b * d_in + d_in * d_out + b * d_out) / bandwidth
+
+    if max(seconds(1)) > budget_s:
+        return None
+    b = 1
+    while max(seconds(b + 1)) <= budget_s:
+        b += 1
+    compute, memory = seconds(b)
+    return b, ("compute" if compute >= memory else "memory")
+''',
+        # only the memory roof: "a layer is memory-bound", whatever the batch
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    size, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
+    b = int((budget_s * bandwidth - w * d_in * d_out) // (size * (d_in + d_out)))
+    return (b, "memory") if b >= 1 else None
+''',
+        # one more than fits: the first batch over the budget
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    size, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
+
+    def seconds(b):
+        return 2 * b * d_in * d_out / peak_flops, (size * (b * d_in + b * d_out) + w * d_in * d_out) / bandwidth
+
+    if max(seconds(1)) > budget_s:
+        return None
+    b = 1
+    while max(seconds(b)) <= budget_s:
+        b += 1
+    compute, memory = seconds(b)
+    return b, ("compute" if compute >= memory else "memory")
+''',
+        # a tie between the roofs goes to 'memory' (the spec says 'compute')
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    size, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
+
+    def seconds(b):
+        return 2 * b * d_in * d_out / peak_flops, (size * (b * d_in + b * d_out) + w * d_in * d_out) / bandwidth
+
+    if max(seconds(1)) > budget_s:
+        return None
+    b = 1
+    while max(seconds(b + 1)) <= budget_s:
+        b += 1
+    compute, memory = seconds(b)
+    return b, ("compute" if compute > memory else "memory")
 ''',
     ],
     "ex4_min_batch_compute_bound": [
@@ -86,12 +185,51 @@ WRONG = {
                 C[i:i + tile, j:j + tile] += A[i:i + tile, p:p + tile] @ B[p:p + tile, j:j + tile]
     return C
 ''',
-    # judges against the peak instead of the roof at this intensity
-    "ex7_roof_fraction": '''def roof_fraction(flops, nbytes, seconds, peak_flops, bandwidth):
-    intensity = flops / nbytes
-    bound = "memory" if intensity < peak_flops / bandwidth else "compute"
-    return bound, (flops / seconds) / peak_flops
+    "ex7_min_size_for_fraction": [
+        # judges against the peak instead of the roof at its intensity: a gemv never gets there
+        '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
+    size = np.dtype(dtype).itemsize
+    for n in range(1, 200_000):
+        flops, elements = (2 * n * n, n * n + 2 * n) if op == "gemv" else (2 * n**3, 3 * n * n)
+        t = max(flops / peak_flops, elements * size / bandwidth)
+        if flops / (overhead_s + t) >= fraction * peak_flops:
+            return n
+    return None
 ''',
+        # the memory time only: a large GEMM is compute-bound, its roofline time is its FLOPs'
+        '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
+    size = np.dtype(dtype).itemsize
+    n = 1
+    while True:
+        elements = n * n + 2 * n if op == "gemv" else 3 * n * n
+        t = elements * size / bandwidth
+        if t / (overhead_s + t) >= fraction:
+            return n
+        n += 1
+''',
+        # strictly above the fraction (>): reaching it exactly counts
+        '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
+    size = np.dtype(dtype).itemsize
+    n = 1
+    while True:
+        flops, elements = (2 * n * n, n * n + 2 * n) if op == "gemv" else (2 * n**3, 3 * n * n)
+        t = max(flops / peak_flops, elements * size / bandwidth)
+        if t / (overhead_s + t) > fraction:
+            return n
+        n += 1
+''',
+        # the overhead as a fraction of the roofline time instead of the total: t / overhead >= fraction
+        '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
+    size = np.dtype(dtype).itemsize
+    n = 1
+    while True:
+        flops, elements = (2 * n * n, n * n + 2 * n) if op == "gemv" else (2 * n**3, 3 * n * n)
+        t = max(flops / peak_flops, elements * size / bandwidth)
+        if t / overhead_s >= fraction:
+            return n
+        n += 1
+''',
+    ],
     "ex8_time_call": [
         # stops the clock when the call returns: asynchronous work is not waited for
         '''import time
@@ -106,7 +244,20 @@ def time_call(fn, *args, repeat=5):
         times.append(time.perf_counter() - start)
     return float(np.median(times))
 ''',
-        # the best run instead of the median: a lucky run (data still in a cache) is faster than the call really is
+        # the warm-up is never waited for: its work is still running when the first timed run starts
+        '''import time
+
+
+def time_call(fn, *args, repeat=5):
+    fn(*args)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        gc.block(fn(*args))
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+''',
+        # the mean: one run slowed by another program pulls it up
         '''import time
 
 
@@ -117,7 +268,19 @@ def time_call(fn, *args, repeat=5):
         start = time.perf_counter()
         gc.block(fn(*args))
         times.append(time.perf_counter() - start)
-    return min(times)
+    return sum(times) / len(times)
+''',
+        # no warm-up: the first timed call compiles
+        '''import time
+
+
+def time_call(fn, *args, repeat=5):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        gc.block(fn(*args))
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
 ''',
     ],
     "ex9_explain_point": [
@@ -134,7 +297,27 @@ def time_call(fn, *args, repeat=5):
     intensity = flops / nbytes
     achieved = flops / seconds
     if achieved > intensity * bandwidth:
+        return "cache" if working_set <= cache_bytes or achieved * (1 - cache_bytes / working_set) <= intensity * bandwidth else "impossible"
+    return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+''',
+        # the hard cut at the cache size: a working set a little larger than the cache is "impossible" above the roof
+        '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    intensity = flops / nbytes
+    achieved = flops / seconds
+    if achieved > peak_flops:
+        return "impossible"
+    if achieved > intensity * bandwidth:
         return "cache" if working_set <= cache_bytes else "impossible"
+    return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
+''',
+        # a fixed margin near the cache size instead of the bound the cache's size sets
+        '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    intensity = flops / nbytes
+    achieved = flops / seconds
+    if achieved > peak_flops:
+        return "impossible"
+    if achieved > intensity * bandwidth:
+        return "cache" if working_set <= 2 * cache_bytes else "impossible"
     return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
 ''',
     ],

@@ -27,19 +27,66 @@ WRONG = {
         fwd += 2 * batch * d_in * d_out
     return gemms, fwd, 2 * fwd
 ''',
-    # counts the input X twice: once as the batch's input row and again as "layer 0's saved input"
-    # (this exercise's old reference did exactly that)
-    "ex3_largest_batch": '''def largest_batch(widths, budget_bytes, dtype, optimizer):
+    "ex3_largest_batch": [
+        # the old model (issue 21, G1): every layer's output once, the batch, no loss residual, no gradients in
+        # flight — the hand-written minimum, not what JAX keeps; ~3x too optimistic for JAX's 3 arrays per layer
+        '''def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
     slots = {"sgd": 0, "momentum": 1, "adam": 2}
     if dtype == "mixed-bf16":
         per_param, value = 2 + 2 + 4 + 4 * slots[optimizer], 2
     else:
         value = np.dtype(dtype).itemsize
         per_param = (2 + slots[optimizer]) * value
-    params = sum(d_in * d_out + d_out for d_in, d_out in zip(widths[:-1], widths[1:]))
-    per_example = (widths[0] + widths[-1] + widths[0] + sum(widths[1:])) * value
-    return max(0, (budget_bytes - params * per_param) // per_example)
+    fixed = layers * (width * width + width) * per_param
+    per_example = (2 + layers) * width * value
+    return max(0, (budget_bytes - fixed) // per_example)
 ''',
+        # JAX's 3 arrays per layer always: saved_per_layer ignored
+        '''def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
+    slots = {"sgd": 0, "momentum": 1, "adam": 2}
+    if dtype == "mixed-bf16":
+        per_param, value = 2 + 2 + 4 + 4 * slots[optimizer], 2
+    else:
+        value = np.dtype(dtype).itemsize
+        per_param = (2 + slots[optimizer]) * value
+    fixed = layers * (width * width + width) * per_param
+    per_example = (2 + 3 * layers + 1 + 2) * width * value
+    return max(0, (budget_bytes - fixed) // per_example)
+''',
+        # no gradients in flight (the saved activations and the batch only)
+        '''def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
+    slots = {"sgd": 0, "momentum": 1, "adam": 2}
+    if dtype == "mixed-bf16":
+        per_param, value = 2 + 2 + 4 + 4 * slots[optimizer], 2
+    else:
+        value = np.dtype(dtype).itemsize
+        per_param = (2 + slots[optimizer]) * value
+    fixed = layers * (width * width + width) * per_param
+    per_example = (2 + saved_per_layer * layers + 1) * width * value
+    return max(0, (budget_bytes - fixed) // per_example)
+''',
+        # mixed precision "halves everything": 16-bit parameters, gradients and optimizer state, no fp32 master
+        '''def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
+    slots = {"sgd": 0, "momentum": 1, "adam": 2}
+    value = 2 if dtype == "mixed-bf16" else np.dtype(dtype).itemsize
+    per_param = (2 + slots[optimizer]) * value
+    fixed = layers * (width * width + width) * per_param
+    per_example = (2 + saved_per_layer * layers + 1 + 2) * width * value
+    return max(0, (budget_bytes - fixed) // per_example)
+''',
+        # the weights without their biases
+        '''def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
+    slots = {"sgd": 0, "momentum": 1, "adam": 2}
+    if dtype == "mixed-bf16":
+        per_param, value = 2 + 2 + 4 + 4 * slots[optimizer], 2
+    else:
+        value = np.dtype(dtype).itemsize
+        per_param = (2 + slots[optimizer]) * value
+    fixed = layers * width * width * per_param
+    per_example = (2 + saved_per_layer * layers + 1 + 2) * width * value
+    return max(0, (budget_bytes - fixed) // per_example)
+''',
+    ],
     "ex4_pick_policy": [
         # budgets only the saved residuals (print_saved_residuals), not XLA's working memory: picks policies that
         # don't fit

@@ -1,21 +1,26 @@
 """Plausible wrong answers to lab 3, one per solution cell: each must score less than full marks."""
 
 WRONG = {
-    # forgets the copy back (to_cpu): only the inputs cross the bus
-    "ex1_offload_decision": '''def offload_decision(flops, bytes_in, bytes_out, cpu, gpu, link):
-    traffic = bytes_in + bytes_out
-    cpu_s = max(flops / cpu["flops"], traffic / cpu["bandwidth"])
-    gpu_s = link["latency"] + bytes_in / link["bandwidth"] + max(flops / gpu["flops"], traffic / gpu["bandwidth"])
-    return cpu_s, gpu_s, ("gpu" if gpu_s < cpu_s else "cpu")
+    # prices every GPU step as its own offload (a round trip per step, as gc.datapath.offload_times does for one
+    # workload): a run of GPU steps that pays only with one shared pair of copies stays on the CPU
+    "ex1_place_pipeline": '''def place_pipeline(steps, nbytes, cpu, gpu, link):
+    copy = link["latency"] + nbytes / link["bandwidth"]
+    total, placement = 0.0, []
+    for s in steps:
+        on_cpu = max(s["flops"] / cpu["flops"], s["bytes"] / cpu["bandwidth"])
+        on_gpu = 2 * copy + max(s["flops"] / gpu["flops"], s["bytes"] / gpu["bandwidth"])
+        place = "gpu" if s["gpu_ok"] and on_gpu < on_cpu else "cpu"
+        total += on_gpu if place == "gpu" else on_cpu
+        placement.append(place)
+    return total, placement
 ''',
-    # compares compute only: the copies' bandwidth cost is forgotten (latency kept)
-    "ex2_break_even_elements": '''def break_even_elements(flops_per_element, in_per_element, out_per_element, cpu, gpu, link):
-    traffic = in_per_element + out_per_element
-    cpu_per = max(flops_per_element / cpu["flops"], traffic / cpu["bandwidth"])
-    gpu_per = max(flops_per_element / gpu["flops"], traffic / gpu["bandwidth"])
-    if gpu_per >= cpu_per:
-        return None
-    return int(2 * link["latency"] // (cpu_per - gpu_per)) + 1
+    # forgets the copy back's latency: one latency instead of two
+    "ex2_min_link_bandwidth": '''def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
+    moved = bytes_in + bytes_out
+    on_cpu = max(flops / cpu["flops"], moved / cpu["bandwidth"])
+    on_gpu = max(flops / gpu["flops"], moved / gpu["bandwidth"])
+    left = on_cpu - on_gpu - latency
+    return moved / left if left > 0 else None
 ''',
     # right chunk size, but never frees: the previous chunk and its result are still alive when the next arrives
     "ex3_chunked_map": '''def chunked_map(x, mem, fn, copies):

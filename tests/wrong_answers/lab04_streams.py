@@ -1,10 +1,30 @@
 """Plausible wrong answers to lab 4, one per solution cell: each must score less than full marks."""
 
 WRONG = {
-    # ignores the events: every stream on its own, the longest stream sets the makespan
-    "ex1_predict_makespan": '''def predict_makespan(streams, durations, waits):
-    return max(sum(durations[op] for op in chain) for chain in streams.values())
+    "ex1_max_duration": [
+        # assumes the op is on the critical path: it may grow only by the deadline's margin
+        '''def max_duration(streams, durations, waits, op, deadline_us):
+    end = {}
+    def finish(x):
+        if x not in end:
+            chain = next(c for c in streams.values() if x in c)
+            deps = chain[:chain.index(x)][-1:] + list(waits.get(x, []))
+            end[x] = max((finish(d) for d in deps), default=0.0) + durations[x]
+        return end[x]
+    total = max(finish(x) for c in streams.values() for x in c)
+    grown = durations[op] + deadline_us - total
+    return grown if grown >= 0 else None
 ''',
+        # follows only op's own stream: the ops that wait for it (events) and the events it waits for are ignored
+        '''def max_duration(streams, durations, waits, op, deadline_us):
+    chain = next(c for c in streams.values() if op in c)
+    rest = sum(durations[x] for x in chain if x != op)
+    others = max((sum(durations[x] for x in c) for c in streams.values() if c is not chain), default=0.0)
+    if others > deadline_us or rest > deadline_us:
+        return None
+    return deadline_us - rest
+''',
+    ],
     # the classic "copy stream + compute stream" pattern, one stream per engine, with an event for every dependency:
     # correct, but kernels that could share the SMs run one after another in the compute stream
     "ex2_schedule_dag": '''def schedule_dag(tasks, deps):
@@ -56,15 +76,56 @@ WRONG = {
         makespans.append(n * launch_us + work_us / n)
     return len(makespans), makespans
 ''',
-    # chunks, but all in one stream: nothing overlaps
-    "ex5_chunked_overlap": '''def chunked_overlap(nbytes, n_chunks, n_streams, h2d_Bps, compute_Bps, d2h_Bps):
-    base, extra = divmod(nbytes, n_chunks)
-    ops = []
-    for i in range(n_chunks):
-        size = base + (1 if i < extra else 0)
-        ops.append(streams.Op(f"h2d{i}", "s0", size / h2d_Bps * 1e6, "h2d", nbytes=size))
-        ops.append(streams.Op(f"k{i}", "s0", size / compute_Bps * 1e6, "compute", sms=132))
-        ops.append(streams.Op(f"d2h{i}", "s0", size / d2h_Bps * 1e6, "d2h", nbytes=size))
-    return ops
+    "ex5_fewest_chunks": [
+        # the right pipeline, but timed without the launches: more chunks always look at least as good
+        '''def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
+    def pipeline(n):
+        base, extra = divmod(nbytes, n)
+        ops = []
+        for i in range(n):
+            size, s = base + (i < extra), f"s{i % n_streams}"
+            ops += [streams.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size),
+                    streams.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=132),
+                    streams.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size)]
+        return ops
+    for n in range(1, 33):
+        if streams.simulate(pipeline(n)).makespan <= target_us:
+            return n, pipeline(n)
+    return None, []
 ''',
+        # a bisection over 1..32: assumes more chunks never hurt, but launches make the makespan rise again
+        '''def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
+    def pipeline(n):
+        base, extra = divmod(nbytes, n)
+        ops = []
+        for i in range(n):
+            size, s = base + (i < extra), f"s{i % n_streams}"
+            ops += [streams.Op(f"h2d{i}", s, size / h2d_Bps * 1e6, "h2d", nbytes=size),
+                    streams.Op(f"k{i}", s, size / compute_Bps * 1e6, "compute", sms=132),
+                    streams.Op(f"d2h{i}", s, size / d2h_Bps * 1e6, "d2h", nbytes=size)]
+        return ops
+    fits = lambda n: streams.simulate(pipeline(n), launch_us=launch_us).makespan <= target_us
+    if not fits(32):
+        return None, []
+    lo, hi = 1, 32
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid + 1, hi)
+    return lo, pipeline(lo)
+''',
+        # chunks, but all in one stream: nothing overlaps, so it needs more chunks (or none is enough)
+        '''def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
+    for n in range(1, 33):
+        base, extra = divmod(nbytes, n)
+        ops = []
+        for i in range(n):
+            size = base + (1 if i < extra else 0)
+            ops.append(streams.Op(f"h2d{i}", "s0", size / h2d_Bps * 1e6, "h2d", nbytes=size))
+            ops.append(streams.Op(f"k{i}", "s0", size / compute_Bps * 1e6, "compute", sms=132))
+            ops.append(streams.Op(f"d2h{i}", "s0", size / d2h_Bps * 1e6, "d2h", nbytes=size))
+        if streams.simulate(ops, launch_us=launch_us).makespan <= target_us:
+            return n, ops
+    return None, []
+''',
+    ],
 }

@@ -1,29 +1,5 @@
 """Plausible wrong answers to lab 5, one per solution cell: each must score less than full marks."""
 
-# a right register rule; SMEM: the bytes one block takes (the two shared-memory slips below)
-_OCCUPANCY_SMEM = '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
-    warps = math.ceil(threads_per_block / 32)
-    regs_per_warp = math.ceil(registers_per_thread * 32 / 256) * 256
-    smem = SMEM
-    per_block = limits["shared_per_block_optin"] if opt_in else limits["shared_per_block"]
-    parts = limits["sub_partitions"]
-    if regs_per_warp * math.ceil(warps / parts) * parts > limits["registers_per_block"]:
-        by_regs = 0
-    elif regs_per_warp == 0:
-        by_regs = limits["max_blocks"]
-    else:
-        by_regs = (limits["registers"] // parts // regs_per_warp) * parts // warps
-    allowed = {
-        "warps": limits["max_warps"] // warps,
-        "registers": by_regs,
-        "shared_memory": 0 if shared_bytes_per_block > per_block else limits["shared_memory_bytes"] // smem,
-        "blocks": limits["max_blocks"],
-    }
-    blocks = min(allowed.values())
-    limiter = next(k for k in ("warps", "registers", "shared_memory", "blocks") if allowed[k] == blocks)
-    return blocks, blocks * warps / limits["max_warps"], limiter
-'''
-
 # the given halvings loop; PICK: how a thread picks its index i, J: the element it works on
 _HALVINGS = '''@cuda.jit
 def halvings_regrouped(x, order, out):
@@ -129,27 +105,34 @@ def tiled_matmul(A, B, C):
         _MATMUL.replace("            b = sB[j, tx]\n            acc0 += sA[ty, j] * b\n            acc1 += sA[TM // 2 + ty, j] * b\n",
                         "            acc0 += sA[ty, j] * sB[j, tx]\n            acc1 += sA[TM // 2 + ty, j] * sB[j, tx]\n"),
     ],
-    "ex5_occupancy": [
-        # the per-SM division: all 65,536 registers as one pool, no sub-partitions, no per-block check
-        '''def occupancy(threads_per_block, registers_per_thread, shared_bytes_per_block, limits, opt_in=False):
+    "ex5_max_registers": [
+        # the per-SM division inverted: all 65,536 registers as one pool, no sub-partitions (32 threads, 21 blocks:
+        # 96 registers, where the model holds only 20 blocks; 80 is the answer)
+        '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
+    low = gc.occupancy.occupancy(threads_per_block, 1, shared_bytes_per_block, limits, opt_in=opt_in)
+    if low.blocks_per_sm < target_blocks:
+        return None, low.limiter
     warps = math.ceil(threads_per_block / 32)
-    regs_per_warp = math.ceil(registers_per_thread * 32 / 256) * 256
-    smem = math.ceil((shared_bytes_per_block + limits["shared_reserved_per_block"]) / 128) * 128
-    per_block = limits["shared_per_block_optin"] if opt_in else limits["shared_per_block"]
-    allowed = {
-        "warps": limits["max_warps"] // warps,
-        "registers": limits["registers"] // (regs_per_warp * warps),
-        "shared_memory": 0 if shared_bytes_per_block > per_block else limits["shared_memory_bytes"] // smem,
-        "blocks": limits["max_blocks"],
-    }
-    blocks = min(allowed.values())
-    limiter = next(k for k in ("warps", "registers", "shared_memory", "blocks") if allowed[k] == blocks)
-    return blocks, blocks * warps / limits["max_warps"], limiter
+    per_warp = limits["registers"] // (target_blocks * warps) // 256 * 256
+    regs = min(limits["max_registers_per_thread"], per_warp // 32)
+    return regs, gc.occupancy.occupancy(threads_per_block, regs, shared_bytes_per_block, limits, opt_in=opt_in).limiter
 ''',
-        # right registers, but forgets the 1 KiB the driver reserves per block (cc >= 8)
-        _OCCUPANCY_SMEM.replace("SMEM", "math.ceil(max(shared_bytes_per_block, 1) / 128) * 128"),
-        # right registers and reserve, but no rounding up to the 128-byte allocation unit
-        _OCCUPANCY_SMEM.replace("SMEM", 'shared_bytes_per_block + limits["shared_reserved_per_block"]'),
+        # searches whole granules of 8 registers only: misses the top count, 255, which is not a multiple of 8
+        '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
+    def model(r):
+        return gc.occupancy.occupancy(threads_per_block, r, shared_bytes_per_block, limits, opt_in=opt_in)
+    fits = [r for r in range(8, 256, 8) if model(r).blocks_per_sm >= target_blocks]
+    return (max(fits), model(max(fits)).limiter) if fits else (None, model(1).limiter)
+''',
+        # right count, but the limiter of a target out of reach read at the most registers, not the fewest
+        '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
+    top = limits["max_registers_per_thread"]
+    def model(r):
+        return gc.occupancy.occupancy(threads_per_block, r, shared_bytes_per_block, limits, opt_in=opt_in)
+    fits = [r for r in range(1, top + 1) if model(r).blocks_per_sm >= target_blocks]
+    best = max(fits) if fits else None
+    return best, model(best or top).limiter
+''',
     ],
     "ex6_halvings_regrouped": [
         # the old parity trick (even warps take the even elements, odd warps the odd ones): it groups alternating

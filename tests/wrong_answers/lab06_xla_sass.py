@@ -25,28 +25,56 @@ WRONG = {
     return unfused * size, fused * size
 ''',
     "ex3_breaking_op": [
-        # returns the first op that is not a fusion, forgetting parameters and the other bookkeeping
-        '''def breaking_op(hlo):
+        # the right opcode, but the bytes of the INPUTS' dtype (4 bytes, float32) times its elements: an FFT writes
+        # complex64 (8 bytes), and a bfloat16 chain's callback writes 2 bytes per element
+        r"""def breaking_op(hlo):
     import re
+    skip = {"parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast"}
+    entry = hlo[hlo.index("\nENTRY"):]
+    for m in re.finditer(r"=\s*(\(.*?\)|\S+)\s+([\w\-]+)\(", entry):
+        if m.group(2) not in skip:
+            return m.group(2), sum(4 * math.prod(int(d) for d in dims.split(",") if d)
+                                   for dims in re.findall(r"\[([\d,]*)\]", m.group(1)))
+""",
+        # returns the first op that is not a fusion, forgetting parameters and the other bookkeeping
+        r"""def breaking_op(hlo):
+    import re
+    sizes = {"f32": 4, "s32": 4, "c64": 8, "bf16": 2}
     entry = hlo[hlo.index("ENTRY"):]
-    for op in re.findall(r"=\\s*\\S+\\s+([\\w\\-]+)\\(", entry):
-        if op != "fusion":
-            return op
-''',
+    for m in re.finditer(r"=\s*(\(.*?\)|\S+)\s+([\w\-]+)\(", entry):
+        if m.group(2) != "fusion":
+            return m.group(2), sum(sizes[t] * math.prod(int(d) for d in dims.split(",") if d)
+                                   for t, dims in re.findall(r"(\w+)\[([\d,]*)\]", m.group(1)))
+""",
+        # reads only the first array of the type: a tuple's other arrays (top_k's int32 indices) are left out
+        r"""def breaking_op(hlo):
+    import re
+    sizes = {"f32": 4, "s32": 4, "c64": 8, "bf16": 2}
+    skip = {"parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast"}
+    lines = hlo.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY"))
+    for line in lines[start + 1:]:
+        m = re.match(r"\s*(?:ROOT\s+)?\S+\s*=\s*(\(.*?\)|\S+)\s+([\w\-]+)\(", line)
+        if m and m.group(2) not in skip:
+            t, dims = re.search(r"(\w+)\[([\d,]*)\]", m.group(1)).groups()
+            return m.group(2), sizes[t] * math.prod(int(d) for d in dims.split(",") if d)
+""",
         # reads only lines that start with an instruction's %name: the ROOT line is never read (a breaker that is
         # the program's result, on a bitcast parameter, goes unseen)
-        '''def breaking_op(hlo):
+        r"""def breaking_op(hlo):
     import re
+    sizes = {"f32": 4, "s32": 4, "c64": 8, "bf16": 2}
     skip = {"parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast"}
     lines = hlo.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY"))
     for line in lines[start + 1:]:
         if line.startswith("}"):
             break
-        m = re.match(r"\\s*%\\S+\\s*=\\s*(?:\\(.*?\\)|\\S+)\\s+([\\w\\-]+)\\(", line)
-        if m and m.group(1) not in skip:
-            return m.group(1)
-''',
+        m = re.match(r"\s*%\S+\s*=\s*(\(.*?\)|\S+)\s+([\w\-]+)\(", line)
+        if m and m.group(2) not in skip:
+            return m.group(2), sum(sizes[t] * math.prod(int(d) for d in dims.split(",") if d)
+                                   for t, dims in re.findall(r"(\w+)\[([\d,]*)\]", m.group(1)))
+""",
     ],
     # same values, but an einsum against the diagonal matrix is still a dot
     "ex4_fixed_scale_tanh": '''def fixed_scale_tanh(x, d, b):
@@ -61,15 +89,60 @@ def scale_bias_relu_kernel(x, w, b, out):
         out[i, j] = x[i, j] * w[j] + b[j]
         out[i, j] = max(out[i, j], 0.0)
 ''',
-    # counts substrings: kernel names, comments and HFMA2/DFMA-like spellings all count
-    "ex6_count_opcode": '''def count_opcode(sass, opcode):
-    return sass.count(opcode)
-''',
-    # counts in the PTX instead of the SASS: one wmma.mma.sync there becomes two HMMA.16816 in the machine code
-    "ex7_sass_counts": '''def sass_counts(source, arch="sm_90"):
-    ptx = toolchain.compile_cuda(source, arch=arch.replace("sm_", "compute_"), output="ptx").decode()
-    return {"FFMA": ptx.count("fma.rn.f32"), "HMMA": ptx.count("mma.sync"), "HGMMA": ptx.count("wgmma.mma_async")}
-''',
+    "ex6_mma_flops": [
+        # the tensor cores as the course's first examples show them: HMMA and HGMMA only (fp8 QGMMA, int8 IMMA and
+        # IGMMA, fp64 DMMA are missed)
+        r"""def mma_flops(sass):
+    import re
+    total = 0
+    for base, shape in re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?\w+\s+)?([A-Z][A-Z0-9_]*)\.(\w+)", sass):
+        if base in ("HMMA", "HGMMA"):
+            dims = [int(v) for v in shape.split("x")] if "x" in shape else [16, 8, int(shape[3:])]
+            total += 2 * math.prod(dims)
+    return total
+""",
+        # m·n·k multiply-accumulates, not 2·m·n·k operations
+        r"""def mma_flops(sass):
+    import re
+    total = 0
+    for base, shape in re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?\w+\s+)?([A-Z][A-Z0-9_]*)\.(\w+)", sass):
+        if base in ("HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA"):
+            if "x" in shape:
+                dims = [int(v) for v in shape.split("x")]
+            else:
+                dims = [16, 8, int(shape[3:])] if shape.startswith("16") else [8, 8, int(shape[2:])]
+            total += math.prod(dims)
+    return total
+""",
+        # reads every warp-level shape as m = 16: IMMA.8816 (8×8×16) becomes 16×8×6
+        r"""def mma_flops(sass):
+    import re
+    total = 0
+    for base, shape in re.findall(r"/\*[0-9a-f]+\*/\s+(?:@!?\w+\s+)?([A-Z][A-Z0-9_]*)\.(\w+)", sass):
+        if base in ("HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA"):
+            dims = [int(v) for v in shape.split("x")] if "x" in shape else [16, 8, int(shape[3:])]
+            total += 2 * math.prod(dims)
+    return total
+""",
+        # searches the whole text: the kernel's name and the comments that mention HMMA.16816 count too
+        r"""def mma_flops(sass):
+    import re
+    total = 0
+    for base, shape in re.findall(r"\b(HMMA|IMMA|DMMA|HGMMA|IGMMA|QGMMA)\.(\w+)", sass):
+        if "x" in shape:
+            dims = [int(v) for v in shape.split("x")]
+        else:
+            dims = [16, 8, int(shape[3:])] if shape.startswith("16") else [8, 8, int(shape[2:])]
+        total += 2 * math.prod(dims)
+    return total
+""",
+    ],
+    # fixed work per HMMA (16×8×16) and per HGMMA (64×8×16) counted with the course's Sass: other shapes and the
+    # other tensor-core opcodes are wrong
+    "ex7_sass_counts": r"""def sass_counts(source, arch="sm_90"):
+    s = toolchain.Sass(toolchain.disassemble(toolchain.compile_cuda(source, arch=arch)))
+    return {"FFMA": s.count("FFMA"), "tensor_flops": 4096 * s.count("HMMA") + 16384 * s.count("HGMMA")}
+""",
     "ex8_measure_times": [
         # times the call without waiting for the result: it measures the enqueue (dispatch), not the work
         '''import time
@@ -104,8 +177,38 @@ def measure_times(slow, fast, *args):
     return last(slow), last(fast)
 ''',
     ],
-    # the byte ratio alone: forgets dispatch and page faults, and calls memory dominant whatever the sizes
-    "ex9_fusion_time_ratio": '''def fusion_time_ratio(calls, nbytes, faults, machine):
-    return nbytes[0] / nbytes[1], "memory"
-''',
+    "ex9_fusion_payoff_rows": [
+        # one past the answer: the smallest m at which fusion no longer saves the target (ceil, not floor)
+        r"""def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
+    d, bw, f = machine["dispatch"], machine["bandwidth"], machine["fault"]
+    per_row = [row_bytes[i] / bw + row_faults[i] * f for i in (0, 1)]
+    rows = math.ceil((calls[0] - target * calls[1]) * d / (target * per_row[1] - per_row[0]))
+    unfused = {"dispatch": calls[0] * d, "memory": rows * row_bytes[0] / bw, "page faults": rows * row_faults[0] * f}
+    return rows, max(unfused, key=unfused.get)
+""",
+        # bytes only: page faults are left out of the per-row time (right on a GPU, wrong on a CPU)
+        r"""def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
+    d, bw = machine["dispatch"], machine["bandwidth"]
+    rows = math.floor((calls[0] - target * calls[1]) * d / ((target * row_bytes[1] - row_bytes[0]) / bw))
+    unfused = {"dispatch": calls[0] * d, "memory": rows * row_bytes[0] / bw,
+               "page faults": rows * row_faults[0] * machine["fault"]}
+    return rows, max(unfused, key=unfused.get)
+""",
+        # the fused side as one kernel always: a chain a breaker splits into two fused kernels is wrong
+        r"""def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
+    d, bw, f = machine["dispatch"], machine["bandwidth"], machine["fault"]
+    per_row = [row_bytes[i] / bw + row_faults[i] * f for i in (0, 1)]
+    rows = math.floor((calls[0] - target) * d / (target * per_row[1] - per_row[0]))
+    unfused = {"dispatch": calls[0] * d, "memory": rows * row_bytes[0] / bw, "page faults": rows * row_faults[0] * f}
+    return rows, max(unfused, key=unfused.get)
+""",
+        # the dominant term of one row's unfused time, not of the unfused time at m = rows
+        r"""def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
+    d, bw, f = machine["dispatch"], machine["bandwidth"], machine["fault"]
+    per_row = [row_bytes[i] / bw + row_faults[i] * f for i in (0, 1)]
+    rows = math.floor((calls[0] - target * calls[1]) * d / (target * per_row[1] - per_row[0]))
+    unfused = {"dispatch": calls[0] * d, "memory": row_bytes[0] / bw, "page faults": row_faults[0] * f}
+    return rows, max(unfused, key=unfused.get)
+""",
+    ],
 }

@@ -40,39 +40,124 @@ WRONG = {
     return C, hw
 ''',
     ],
-    # lets the array fill and drain for every tile, as if the weights were not double-buffered
-    "ex3_tiled_gemm": '''def tiled_gemm(M, K, N, rows, cols):
-    tiles = -(-K // rows) * -(-N // cols)
-    cycles = tiles * (M + rows + cols - 2)
-    return cycles, M * K * N / (cycles * rows * cols)
+    "ex3_best_array": [
+        # the square array whatever the workload (what TPUs build): wrong for decode and for matrix-vector products
+        '''def best_array(M, K, N, pes):
+    side = 1
+    while side * side < pes:
+        side *= 2
+    return side, pes // side
 ''',
-    # reduction axis first: grid (k, i, j). Interpret mode still gives the right numbers, but every output block is
-    # left and revisited — on a TPU the revisit starts from a stale VMEM buffer (Pallas docs, "TPU details")
-    "ex4_pallas_matmul": '''def pallas_matmul(x, y, bm, bn, bk):
+        # fewest tiles, i.e. least padding: forgets the weight load (rows cycles per tile) and the fill and drain
+        '''def best_array(M, K, N, pes):
+    best = None
+    r = 1
+    while r <= pes:
+        c = pes // r
+        tiles = -(-K // r) * -(-N // c)
+        if best is None or tiles < best[0]:
+            best = (tiles, r, c)
+        r *= 2
+    return best[1], best[2]
+''',
+        # the model, but ties go to the most rows (the last minimum)
+        '''def best_array(M, K, N, pes):
+    shapes = [(2**i, pes // 2**i) for i in range(pes.bit_length())]
+    cycles = [systolic.TiledGemm(M, K, N, r, c).cycles for r, c in shapes]
+    return shapes[len(cycles) - 1 - cycles[::-1].index(min(cycles))]
+''',
+    ],
+    "ex4_pallas_matmul": [
+        # reduction axis first: grid (k, i, j). Interpret mode still gives the right numbers, but every output block
+        # is left and revisited — on a TPU the revisit starts from a stale VMEM buffer (Pallas docs, "TPU details")
+        '''def pallas_matmul(x, y, bm, bn, bk):
+    m, k = x.shape
+    n = y.shape[1]
+
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
+        def _():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(k // bk, m // bm, n // bn),
+        in_specs=[pl.BlockSpec((bm, bk), lambda kk, i, j: (i, kk)), pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda kk, i, j: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        interpret=True,
+    )(x, y)
+''',
+        # the float32 kernel of the course, with a bf16 output: accumulates into the bf16 output block (each product
+        # cast to bf16 to be stored), rounding the running sum to 8 bits at every k step (256 + 0.5 stays 256)
+        '''def pallas_matmul(x, y, bm, bn, bk):
     m, k = x.shape
     n = y.shape[1]
 
     def kernel(x_ref, y_ref, o_ref):
-        @pl.when(pl.program_id(0) == 0)
+        @pl.when(pl.program_id(2) == 0)
         def _():
             o_ref[...] = jnp.zeros_like(o_ref)
 
-        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        interpret=True,
+    )(x, y)
+''',
+        # f32 accumulator, but a float32 result (the course's out_shape): the spec asks for bfloat16
+        '''def pallas_matmul(x, y, bm, bn, bk):
+    m, k = x.shape
+    n = y.shape[1]
+
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        o_ref[...] = acc_ref[...]
 
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
-        grid=(k // bk, m // bm, n // bn),
-        in_specs=[pl.BlockSpec((bm, bk), lambda kk, i, j: (i, kk)), pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j))],
-        out_specs=pl.BlockSpec((bm, bn), lambda kk, i, j: (i, j)),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         interpret=True,
     )(x, y)
 ''',
-    # only thinks of partial sums: misses the all-gather a replicated output needs
-    "ex5_predict_collectives": '''def predict_collectives(a_spec, b_spec, out_spec):
+    ],
+    "ex5_predict_collectives": [
+        # only thinks of partial sums: misses the all-gather a replicated output needs
+        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
     (a_rows, a_k), (b_k, b_cols) = a_spec, b_spec
     return {"all-reduce"} if a_k is not None else set()
 ''',
+        # the right rule on the names alone: forgets that an axis of one device splits nothing
+        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
+    (a_rows, a_k), (b_k, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
+    found = set()
+    if a_k is not None:
+        found.add("all-reduce")
+    if (a_rows is not None and out_rows is None) or (b_cols is not None and out_cols is None):
+        found.add("all-gather")
+    return found
+''',
+    ],
     # "a slice of 64 chips or more is a torus": right on every slice Google lists for v4/v5p, wrong on a non-cube one
     "ex6_slice_hops": '''def slice_hops(a, b, dims, chip):
     n = 1

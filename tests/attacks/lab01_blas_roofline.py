@@ -1,0 +1,184 @@
+"""Attacks on lab01_blas_roofline from the student edition alone: what a determined student assembles from installed
+code.
+
+Every cell runs after the lab's setup cell (numpy as np, gpucourse as gc, the lab). Not listed, on purpose (the
+specs say these exercises are about *using* the model, and allow it): max_batch_within and min_batch_compute_bound
+by a loop over B with the layer's time or intensity (gc.datapath.roofline_time, gc.tpu.matmul_seconds with one
+itemsize — right only where the weights are in the activations' dtype — or gc.tpu.matmul_intensity), and
+min_size_for_fraction by a loop over n with Roofline.fraction once the student has counted each op. Also not
+listed: time_call by gc.measure loaded a second time from its file (gc.measure is the course's own timer, used by
+every notebook; writing it is the exercise, and the lock only stops the direct call).
+"""
+
+ATTACKS = {
+    "ex1_axpy_cost": [
+        # §1.2's axpy point, pasted: its counts are float32's (4-byte elements)
+        '''def axpy_cost(n, dtype):
+    return 2 * n, 3 * n * 4
+''',
+    ],
+    "ex1b_gemv_cost": [
+        # gc.roofline.gemv_op's counts, pasted: a square matrix only
+        '''def gemv_cost(m, n, dtype):
+    s = np.dtype(dtype).itemsize
+    return 2 * n * n, int((n * n + 2.0 * n) * s)
+''',
+    ],
+    "ex2_gemm_cost": [
+        # §1.1's square_gemm_counts, pasted and called with one side
+        '''def square_gemm_counts(n, dtype):
+    s = np.dtype(dtype).itemsize
+    return 2 * n**3, 3 * n * n * s
+
+
+def gemm_cost(m, n, k, dtype):
+    return square_gemm_counts(m, dtype)
+''',
+        # gc.tpu.matmul_intensity's traffic (FLOPs / intensity): C written, never read — accumulate=True reads it
+        '''def gemm_cost(m, n, k, dtype, accumulate=False):
+    flops = 2 * m * n * k
+    return flops, round(flops / gc.tpu.matmul_intensity(m, k, n, np.dtype(dtype).itemsize))
+''',
+    ],
+    "ex3_max_batch_within": [
+        # the old exercise's answer (Roofline.bound + roofline_time) on §1.3's layer counts (square W, float32 bytes)
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    roof = gc.roofline.Roofline("r", peak_flops, bandwidth)
+    n = d_in
+    b = 0
+    while gc.datapath.roofline_time(2 * n * n * (b + 1), (n * n + 2 * n * (b + 1)) * 4, roof) <= budget_s:
+        b += 1
+        if b > 200_000:
+            break
+    if b == 0:
+        return None
+    return b, roof.bound(2 * n * n * b / ((n * n + 2 * n * b) * 4))
+''',
+        # gc.tpu.matmul_seconds in a loop, with one itemsize (the activations'): quantized weights ignored
+        '''import types
+
+def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    chip = types.SimpleNamespace(bf16_flops=peak_flops, hbm_bytes_per_s=bandwidth)
+    s = np.dtype(act_dtype).itemsize
+    if gc.tpu.matmul_seconds(chip, 1, d_in, d_out, s)["total"] > budget_s:
+        return None
+    b = 1
+    while gc.tpu.matmul_seconds(chip, b + 1, d_in, d_out, s)["total"] <= budget_s:
+        b += 1
+    t = gc.tpu.matmul_seconds(chip, b, d_in, d_out, s)
+    return b, ("compute" if t["math"] >= t["hbm"] else "memory")
+''',
+    ],
+    "ex4_min_batch_compute_bound": [
+        # §1.2's n_ridge search with square_gemm_counts: the square GEMM's side, not the layer's batch
+        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    s = np.dtype(dtype).itemsize
+    ridge = gc.roofline.Roofline("r", peak_flops, bandwidth).ridge
+    return next((n for n in range(1, 100_001) if 2 * n**3 / (3 * n * n * s) >= ridge), None)
+''',
+        # §1.3's layer bytes (W square, float32) with the ridge from Roofline
+        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    ridge = gc.roofline.Roofline("r", peak_flops, bandwidth).ridge
+    n = d_in
+    return next((b for b in range(1, 100_001) if 2 * n * n * b / ((n * n + 2 * n * b) * 4) >= ridge), None)
+''',
+    ],
+    "ex5_chain_bytes": [
+        # §1.4's XLA byte counts of the seed's chain (fused, and op by op), whatever the arities
+        '''import jax, jax.numpy as jnp
+
+def chain_bytes(n, dtype, arities, fused):
+    x = jax.ShapeDtypeStruct((n,), jnp.dtype(dtype))
+    if fused:
+        return int(gc.xla.compiled(lambda a, b, c: jnp.maximum(a * b + c, 0), x, x, x).bytes_accessed)
+    steps = [gc.xla.compiled(lambda a, b: a * b, x, x), gc.xla.compiled(lambda a, b: a + b, x, x),
+             gc.xla.compiled(lambda a: jnp.maximum(a, 0), x)]
+    return int(sum(s.bytes_accessed for s in steps))
+''',
+    ],
+    "ex6_blocked_matmul": [
+        # course/07's Pallas blocked matmul (square blocks): block counts by floor division drop the edge tiles
+        '''import jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+def _kernel(x_ref, y_ref, out_ref):
+    @pl.when(pl.program_id(axis=2) == 0)
+    def _():
+        out_ref[...] = jnp.zeros(out_ref.shape, out_ref.dtype)
+    out_ref[...] = out_ref[...] + jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+def blocked_matmul(A, B, tile):
+    (m, k), n = A.shape, B.shape[1]
+    spec = lambda f: pl.BlockSpec((tile, tile), f)
+    out = pl.pallas_call(_kernel, grid=(m // tile, n // tile, k // tile),
+                         in_specs=[spec(lambda i, j, s: (i, s)), spec(lambda i, j, s: (s, j))],
+                         out_specs=spec(lambda i, j, s: (i, j)),
+                         out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), interpret=True)(
+        jnp.asarray(np.asarray(A), jnp.float32), jnp.asarray(np.asarray(B), jnp.float32))
+    return np.asarray(out).astype(A.dtype)
+''',
+    ],
+    "ex7_min_size_for_fraction": [
+        # the old exercise's answer, Roofline.fraction of an OpPoint, judged at the size where the op turns
+        # compute-bound (Roofline.bound): the wrong inverse
+        '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
+    roof = gc.roofline.Roofline("r", peak_flops, bandwidth)
+    s = np.dtype(dtype).itemsize
+    for n in range(1, 100_001):
+        flops, nbytes = (2 * n * n, (n * n + 2 * n) * s) if op == "gemv" else (2 * n**3, 3 * n * n * s)
+        if roof.bound(flops / nbytes) == "compute":
+            return n
+    return 100_000
+''',
+        # Roofline.fraction of a point timed at the roofline's time alone (the overhead left out): 100 % at once
+        '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
+    roof = gc.roofline.Roofline("r", peak_flops, bandwidth)
+    s = np.dtype(dtype).itemsize
+    n = 1
+    while True:
+        flops, nbytes = (2 * n * n, (n * n + 2 * n) * s) if op == "gemv" else (2 * n**3, 3 * n * n * s)
+        t = gc.datapath.roofline_time(flops, nbytes, roof)
+        point = gc.roofline.OpPoint("op", flops, nbytes, gc.timing.Timing((t,), True, "host"))
+        if roof.fraction(point) >= fraction:
+            return n
+        n += 1
+''',
+    ],
+    "ex8_time_call": [
+        # the course's own timer, called directly (the lock trips)
+        '''def time_call(fn, *args, repeat=5):
+    return gc.measure(fn, *args, warmup=1, repeat=repeat).median
+''',
+        # the same through gc.timing
+        '''def time_call(fn, *args, repeat=5):
+    return gc.timing.measure(fn, *args, warmup=1, repeat=repeat).best
+''',
+    ],
+    "ex9_explain_point": [
+        # gc.roofline.judge with no noise margin: its strict cut at the cache size, and no peak check for a
+        # memory-bound point whose data fit
+        '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    roof = gc.roofline.Roofline("r", peak_flops, bandwidth)
+    point = gc.roofline.OpPoint("op", flops, nbytes, gc.timing.Timing((seconds,), True, "host"), working_set)
+    v = gc.roofline.judge(point, roof, cache_bytes, margin=0.0)
+    if not v.above:
+        return v.bound + "-bound"
+    return "cache" if v.bound == "memory" and v.fits_in_cache else "impossible"
+''',
+        # the same module loaded a second time from its file
+        '''import importlib.util, sys
+_spec = importlib.util.spec_from_file_location("gpucourse.roofline_again", gc.roofline.__file__)
+_again = importlib.util.module_from_spec(_spec)
+sys.modules["gpucourse.roofline_again"] = _again
+_spec.loader.exec_module(_again)
+
+def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
+    roof = _again.Roofline("r", peak_flops, bandwidth)
+    point = _again.OpPoint("op", flops, nbytes, gc.timing.Timing((seconds,), True, "host"), working_set)
+    v = _again.judge(point, roof, cache_bytes, margin=0.0)
+    if not v.above:
+        return v.bound + "-bound"
+    return "cache" if v.bound == "memory" and v.fits_in_cache else "impossible"
+''',
+    ],
+}

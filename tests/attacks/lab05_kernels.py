@@ -1,0 +1,76 @@
+"""Attacks on lab05_kernels from the student edition alone: what a determined student assembles from installed code.
+
+Exercise 5 asks the inverse of the course's occupancy model (the most registers per thread that keep a target of
+resident blocks); the installed model answers the forward question for one register count. A search over it is the
+intended way to use it (the spec says so) and is the exercise; what installed code gives without that search is one
+forward answer, and each attack below is that, however it is reached. Exercise 7's installed neighbour,
+gpucourse.waves.measured_waves, runs a grid on a pool of threads: a measurement, not a prediction, and a grid of
+millions of blocks (a hidden case) does not finish within the time limit (nor start inside the grading sandbox's
+thread limit). Exercises 1-4 and 6 are kernels observed by the executor; no installed code or course cell holds them.
+"""
+
+ATTACKS = {
+    "ex5_max_registers": [
+        # the installed model, called once, at the most registers a thread may have
+        '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
+    top = limits["max_registers_per_thread"]
+    o = gc.occupancy.occupancy(threads_per_block, top, shared_bytes_per_block, limits, opt_in=opt_in)
+    return (top if o.blocks_per_sm >= target_blocks else None), o.limiter
+''',
+        # the module loaded a second time (a lock on the first copy would not see it), and its register rule asked
+        # for the blocks at the register count of the SM's registers divided evenly over the target's warps
+        '''import importlib.util
+import sys
+import gpucourse.occupancy as _installed
+
+_spec = importlib.util.spec_from_file_location("gpucourse.occupancy_copy", _installed.__file__)
+occupancy_copy = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(occupancy_copy)
+
+
+def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
+    warps = -(-threads_per_block // 32)
+    regs = max(1, min(limits["max_registers_per_thread"], limits["registers"] // (target_blocks * warps * 32)))
+    o = occupancy_copy.occupancy(threads_per_block, regs, shared_bytes_per_block, limits, opt_in=opt_in)
+    return (regs if o.blocks_per_sm >= target_blocks else None), o.limiter
+''',
+        # the helper's source pasted (register_limit, from gpucourse/occupancy.py) and read for the registers of
+        # one block at the target: the per-block check turned into a cap
+        '''def _round_up(x, unit):
+    return -(-x // unit) * unit
+
+
+def register_limit(threads_per_block, registers_per_thread, lim):
+    warps = -(-threads_per_block // 32)
+    per_warp = _round_up(registers_per_thread * 32, lim["register_alloc_unit"])
+    per_block = per_warp * warps
+    parts = lim["sub_partitions"]
+    assumed = per_warp * _round_up(warps, parts)
+    if per_block > lim["registers_per_block"] or assumed > lim["registers_per_block"]:
+        return 0
+    if per_warp == 0:
+        return None
+    warps_per_part = (lim["registers"] // parts) // per_warp
+    return warps_per_part * parts // warps
+
+
+def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
+    top = limits["max_registers_per_thread"]
+    blocks = register_limit(threads_per_block, top, limits)
+    if blocks is not None and blocks >= target_blocks:
+        return top, "registers"
+    regs = top * blocks // target_blocks if blocks else None
+    return regs, "registers"
+''',
+    ],
+    "ex7_wave_prediction": [
+        # measure instead of predict: the grid run on the course's pool of slots, in units of one block's time
+        '''from gpucourse import waves
+
+
+def wave_prediction(blocks, blocks_per_sm, sms):
+    n = round(waves.measured_waves(blocks, blocks_per_sm * sms))
+    return n, n * blocks_per_sm * sms / blocks
+''',
+    ],
+}
