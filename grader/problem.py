@@ -22,10 +22,12 @@ What the student sees (every ``check``, a subclass's own included, runs inside :
 - a visible check that passes says that the hidden tests, with other inputs, run when the lab is graded.
 
 While the student's function runs, the answers are *locked* (:meth:`Problem.locked`): every reference
-implementation of the lab, and the course helpers listed in ``forbid`` (the ones that would do the exercise, e.g.
-``gpucourse.occupancy.occupancy`` for the occupancy calculator), are swapped for tripwires that fail the check
+implementation of the lab, and the library calls listed in ``forbid``, are swapped for tripwires that fail the check
 with a clear message; a function that captured one beforehand (a global alias, a default argument, a closure) is
-refused too. The same lock guards the grader's out-of-process re-check (``grader.grade``).
+refused too. The same lock guards the grader's out-of-process re-check (``grader.grade``). A lock is a last resort,
+not the design: no installed course code computes an exercise's answer (grader/DESIGN.md, "No exercise is answered
+by the course itself"); ``forbid`` says why a library call is not the exercise (lab 2's "by hand" backward pass
+refuses JAX's autodiff), or keeps a measurement from being delegated (lab 1 and 6's timers).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ LOCKED = "does this exercise for you"
 assert all(p.has_answers() for p in lab1.problems.values())  # lab 1 is split: bind its answer side (references)
 
 
-def own_gemm_cost(m, n, k, dtype):
-    return 2 * m * n * k, (m * k + k * n + m * n) * np.dtype(dtype).itemsize
+def own_gemm_cost(m, n, k, dtype, accumulate=False):
+    return 2 * m * n * k, (m * k + k * n + (2 if accumulate else 1) * m * n) * np.dtype(dtype).itemsize
 
 
 def test_an_honest_answer_passes_and_nothing_stays_locked():
@@ -96,12 +96,12 @@ def test_odd_objects_in_the_students_globals_do_not_break_the_check():
     numba = pytest.importorskip("numba")
 
     @numba.njit
-    def jitted_gemm(m, n, k, size):
-        return 2 * m * n * k, (m * k + k * n + m * n) * size
+    def jitted_gemm(m, n, k, size, c_passes):
+        return 2 * m * n * k, (m * k + k * n + c_passes * m * n) * size
 
-    def gemm_cost(m, n, k, dtype):
+    def gemm_cost(m, n, k, dtype, accumulate=False):
         assert weird is not None
-        return jitted_gemm(m, n, k, np.dtype(dtype).itemsize)
+        return jitted_gemm(m, n, k, np.dtype(dtype).itemsize, 2 if accumulate else 1)
 
     lab1.problems["gemm_cost"].check(gemm_cost)
 

@@ -247,10 +247,20 @@ def test_a_solution_pasted_into_a_course_notebook_or_helper_is_refused(tmp_path)
     root = _checkout(tmp_path)
     where, code = _a_solution(root)
     tree = ast.parse(code).body[0]
-    renamed = code
-    for k, name in enumerate(sorted({a.arg for a in tree.args.args}, key=len, reverse=True)):
-        renamed = re.sub(rf"\b{name}\b", f"arg_{k}", renamed)
-    renamed = renamed.replace(f"def {tree.name}(", "def handy_helper(", 1)
+    args = {a.arg: f"arg_{k}" for k, a in enumerate(tree.args.args)}
+
+    class Rename(ast.NodeTransformer):  # what a student does: other names for the function and its arguments
+        def visit_Name(self, node):
+            node.id = args.get(node.id, node.id)
+            return node
+
+        def visit_arg(self, node):
+            node.arg = args.get(node.arg, node.arg)
+            return node
+
+    tree.name = "handy_helper"
+    renamed = '"""A helper, in a course cell."""\n' + ast.unparse(Rename().visit(tree))
+    assert "arg_0" in renamed and "handy_helper" in renamed
     nb_path = root / "course" / "01_blas_roofline.ipynb"
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     nb["cells"].append({"cell_type": "code", "metadata": {}, "source": renamed, "outputs": [], "execution_count": None})

@@ -147,10 +147,10 @@ _answer = lab.problems["gemm_cost"].reference   # captured before the check runs
 def gemm_cost(m, n, k, dtype):
     return _answer(m, n, k, dtype)
 """,
-    "ex7_roof_fraction": """
+    "ex7_min_size_for_fraction": """
 def _helper(*args):
-    return lab.problems["roof_fraction"].reference(*args)
-def roof_fraction(*args, ask=_helper):         # through a default argument and a helper
+    return lab.problems["min_size_for_fraction"].reference(*args)
+def min_size_for_fraction(*args, ask=_helper):  # through a default argument and a helper
     return ask(*args)
 """,
 }
@@ -204,7 +204,7 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     files["patch_numpy.ipynb"] = _bytes(_nb(released, {**full, "ex6_blocked_matmul": ATTACK_PATCH_NUMPY}))
     files["input_transformer.ipynb"] = _bytes(_nb(released, {"ex1_axpy_cost": ATTACK_INPUT_TRANSFORMER}))
     files["exit_kernel.ipynb"] = _bytes(_nb(released, {**full, "ex4_min_batch_compute_bound": ATTACK_EXIT}))
-    files["ignore_interrupt.ipynb"] = _bytes(_nb(released, {**full, "ex3_predict_time": ATTACK_IGNORE_INTERRUPT}))
+    files["ignore_interrupt.ipynb"] = _bytes(_nb(released, {**full, "ex3_max_batch_within": ATTACK_IGNORE_INTERRUPT}))
     files["corrupt_json.ipynb"] = _bytes(_nb(released, full))[:5000]
     files["empty.ipynb"] = b""
     # extra files next to a renamed notebook in nested folders (a numpy.py would shadow NumPy in the kernel)
@@ -213,7 +213,7 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     files["김민지 (Kim)/notes.txt"] = b"my notes"
     if grouped:
         files["resource_abuse.ipynb"] = _bytes(_nb(released, {
-            **full, "ex1_axpy_cost": attack_read, "ex3_predict_time": ATTACK_LOOP,
+            **full, "ex1_axpy_cost": attack_read, "ex3_max_batch_within": ATTACK_LOOP,
             "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["ex5_chain_bytes"],
             **ATTACK_CALL_REFERENCE}))
         # what must be read from the executed notebook needs nbgrader to finish it: no second cell timeout here
@@ -222,7 +222,7 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
             "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD_WIDE + full["ex5_chain_bytes"]}))
         files[kim] = _not_utf8(_messy(released, full, huge=True))
         return files
-    files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "ex3_predict_time": ATTACK_LOOP}))
+    files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "ex3_max_batch_within": ATTACK_LOOP}))
     files["output_flood.ipynb"] = _bytes(_nb(released, {
         **full, "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_OUTPUT_FLOOD_WIDE + full["ex5_chain_bytes"]}))
     files["read_hidden_tests.ipynb"] = _bytes(_nb(released, {
@@ -284,7 +284,7 @@ EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
 # gemv_cost, a Problem's reference is None — so the attack fails on that; where the answer side is present (a
 # sandbox without file-system isolation), the answer lock stops it instead. Either message is a pass.
 _ABSENT = {"ex1b_gemv_cost": "has no attribute 'gemv_cost'", "ex2_gemm_cost": "'NoneType' object is not callable",
-           "ex7_roof_fraction": "'NoneType' object is not callable"}
+           "ex7_min_size_for_fraction": "'NoneType' object is not callable"}
 _LOCKED = {f"{ex}_{kind}": ("does this exercise for you", _ABSENT[ex])
            for ex in ATTACK_CALL_REFERENCE for kind in ("visible", "hidden")}
 EXPECT_MESSAGES: dict[str, dict[str, str | tuple[str, ...]]] = {"call_reference": _LOCKED, "resource_abuse": _LOCKED}
