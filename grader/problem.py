@@ -27,7 +27,7 @@ with a clear message; a function that captured one beforehand (a global alias, a
 refused too. The same lock guards the grader's out-of-process re-check (``grader.grade``). A lock is a last resort,
 not the design: no installed course code computes an exercise's answer (grader/DESIGN.md, "No exercise is answered
 by the course itself"); ``forbid`` says why a library call is not the exercise (lab 2's "by hand" backward pass
-refuses JAX's autodiff), or keeps a measurement from being delegated (lab 1 and 6's timers).
+refuses JAX's autodiff).
 """
 
 from __future__ import annotations
@@ -322,12 +322,20 @@ class Problem:
             if held:
                 raise CheckFailure(f"{self.name} keeps a reference to {held}, which does this exercise for you: "
                                    "write the computation yourself")
-        saved = []
+        saved, wires = [], []
         try:
             for owner, attr, obj, label in sites:
                 saved.append((owner, attr, owner.__dict__.get(attr, _MISSING) if hasattr(owner, "__dict__") else obj))
-                setattr(owner, attr, _tripwire(self.name, label, obj))
+                wires.append((owner, attr, label, _tripwire(self.name, label, obj)))
+                setattr(owner, attr, wires[-1][3])
             yield
+            # a lock switched off while the student's function ran (an original put back from where the lock
+            # keeps it): the call's result does not count
+            undone = [label for owner, attr, label, wire in wires if getattr(owner, attr, None) is not wire]
+            if undone:
+                shown = ", ".join(undone[:2]) + (f" and {len(undone) - 2} more" if len(undone) > 2 else "")
+                raise CheckFailure(f"{self.name} unlocked {shown} while it ran, which the exercise rules out: write "
+                                   "the computation yourself")
         finally:
             for owner, attr, old in reversed(saved):
                 if old is _MISSING:

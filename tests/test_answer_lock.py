@@ -72,7 +72,7 @@ def test_course_helpers_that_do_the_exercise_are_locked():
     def fusion_bytes(m, n, dtype, ops):
         return gc.xla.compiled(lambda x: x, np.zeros((m, n), dtype))
 
-    with pytest.raises(CheckFailure, match=f"gpucourse.xla.compiled, which {LOCKED}"):
+    with pytest.raises(CheckFailure, match=rf"gpucourse.xla.compiled \(XLA's own count: predict .*\), which {LOCKED}"):
         lab6.problems["fusion_bytes"].check(fusion_bytes)
     assert gc.xla.compiled is compiled  # restored
 
@@ -116,3 +116,51 @@ def test_odd_objects_in_the_students_globals_do_not_break_the_check():
 
     with pytest.raises(CheckFailure, match="keeps a reference"):
         lab1.problems["gemm_cost"].check(through_numba_helper)
+
+
+UNLOCK = '''
+def mlp_backward(X, W1, W2, G):
+    import gc
+    for g in gc.get_objects():  # the suspended lock keeps its originals in its frame: put them back
+        if type(g).__name__ == "generator" and g.gi_code.co_name == "locked" and g.gi_frame:
+            for owner, attr, old in g.gi_frame.f_locals.get("saved", []):
+                if callable(old):
+                    setattr(owner, attr, old)
+    f = lambda X, W1, W2: jnp.maximum(X @ W1, 0.0) @ W2
+    _, pullback = jax.vjp(f, X, W1, W2)
+    dX, dW1, dW2 = pullback(jnp.asarray(G))
+    return np.asarray(dW1), np.asarray(dW2), np.asarray(dX)
+'''
+
+
+def test_a_lock_switched_off_while_the_function_runs_fails_the_check_and_is_flagged():
+    """The independent attack of issue 20: the lock's originals, found through the garbage collector in the
+    suspended ``locked`` generator's frame, put back from inside the student's call so that jax.vjp works again.
+    The lock notices that its tripwires are gone when the call returns, and the preflight flags the cell."""
+    import jax
+    import jax.numpy as jnp
+
+    from grader.labs import lab02_backprop
+    from grader.pipeline.preflight import review_flags
+
+    ns = {"np": np, "jax": jax, "jnp": jnp}
+    exec(UNLOCK, ns)
+    with pytest.raises(CheckFailure, match="unlocked"):
+        lab02_backprop.problems["mlp_backward"].check(ns["mlp_backward"])
+    nb = {"cells": [{"cell_type": "code", "source": UNLOCK, "metadata": {"nbgrader": {
+        "grade_id": "ex1_mlp_backward", "solution": True, "grade": False, "locked": False}}}]}
+    flags = review_flags(nb)
+    assert any("reach into the grading process" in f and "ex1_mlp_backward" in f for f in flags), flags
+
+
+def test_a_tester_that_reads_which_candidate_it_was_given_is_flagged():
+    """lab 2's is_correct_backward: a candidate says which form of the pool it runs (it travels as data); an answer
+    that reads that instead of testing the candidate is flagged REVIEW for the instructor."""
+    from grader.pipeline.preflight import review_flags
+
+    code = 'def is_correct_backward(backward):\n    return getattr(backward, "form", None) in ("a", "d")\n'
+    cell = {"cell_type": "code", "source": code.replace('getattr(backward, "form", None)', "backward.form"),
+            "metadata": {"nbgrader": {"grade_id": "ex5_is_correct_backward", "solution": True}}}
+    for source in (cell["source"], code):  # read as an attribute, or by name
+        flags = review_flags({"cells": [{**cell, "source": source}]})
+        assert any("grader's own objects" in f and "ex5_is_correct_backward" in f for f in flags), (source, flags)

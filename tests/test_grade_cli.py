@@ -306,10 +306,10 @@ gpucourse.xla.compiled = _fake_compiled
     ("import sys\nsys.modules['gpucourse.simt.run'].run = lambda *a, **k: None", ["gpucourse.simt.run.run"]),
     ("from grader.labs import lab06_xla_sass as l6\nl6.problems['fused_bias_gelu'].observe = lambda fn, case: {}",
      ["problems['fused_bias_gelu'].observe"]),
-    ("import grader.virtual_clock as vc\nvc.VirtualClock.installed = lambda self, *f: None",
-     ["grader.virtual_clock.VirtualClock.installed"]),
+    ("import grader.virtual_clock as vc\nvc.VirtualClock.__call__ = lambda self: self.now",
+     ["grader.virtual_clock.VirtualClock.__call__"]),
 ], ids=["xla.compiled", "JitProblem.observe", "KernelProblem.observe", "Measure+Toolchain.observe", "simt.run",
-        "an instance's observe", "VirtualClock.installed"])
+        "an instance's observe", "VirtualClock.__call__"])
 def test_replacing_what_an_observation_relies_on_is_tampering(tmp_path, forgery, names):
     """Issue 14: a student cell that replaces a function or class an observation relies on (gpucourse.xla's
     compiled-program reader, a problem class's observe, the executor) is reported as tampering by the re-check's

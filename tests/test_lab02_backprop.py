@@ -142,18 +142,27 @@ def test_every_candidate_verdict_agrees_with_jax_vjp_on_non_square_inputs():
                     for b, i, o in [(5, 3, 4), (7, 9, 2), (3, 6, 11)])  # B, d_in, d_out all different
         assert answer_side.is_correct_backward(c) == right, (form, answer_side.WHY[form])
         verdicts[form] = right
-    assert sum(verdicts.values()) == 3 and len(verdicts) == 10 == len(answer_side.WHY)
+    assert sum(verdicts.values()) == 3 and len(verdicts) == 13 == len(answer_side.WHY)
     assert answer_side.VERDICT == verdicts and set(answer_side.CORRECT) == {f for f, ok in verdicts.items() if ok}
+    # the lab's intro: random values alone catch every wrong form, even square with a batch above one (shapes
+    # matter only when the values are not random)
+    square = {form: _agrees(lab.Candidate(form), rng.standard_normal((6, 6)), rng.standard_normal((6, 6)),
+                            rng.standard_normal((6, 6))) for form in sorted(lab.FORMS)}
+    assert square == verdicts
 
 
 def test_every_wrong_candidate_is_right_on_the_inputs_its_trap_names():
-    """The traps the spec warns of: square + symmetric, a batch of one, same shapes and values, loose tolerance."""
+    """The traps the spec warns of: square + symmetric, a batch of one, same shapes and values, constant inputs of
+    any shapes, loose tolerance."""
     rng = np.random.default_rng(12)
     S = rng.standard_normal((4, 4))
     sym = S + S.T  # W square and symmetric; with X = I and dY = W, Xᵀ·dY = W is symmetric too
     one = (rng.standard_normal((1, 3)), rng.standard_normal((3, 5)), rng.standard_normal((1, 5)))
     traps = {"f": (np.eye(4), sym, sym), "b": (np.eye(4), sym, sym), "j": one, "c": one,
-             "g": (sym, sym, sym)}  # swapped (dX, dW): right when dY·Wᵀ = Xᵀ·dY, as for X = W = dY symmetric
+             "g": (sym, sym, sym),  # swapped (dX, dW): right when dY·Wᵀ = Xᵀ·dY, as for X = W = dY symmetric
+             # misaligned batch rows, the product of the batch sums: right on all-ones inputs, B, d_in, d_out all
+             # different (the review's test that passed every other wrong form on shape or value alone)
+             **{form: (np.ones((5, 3)), np.ones((3, 4)), np.ones((5, 4))) for form in "klm"}}
     for form in sorted(set(lab.FORMS) - set(answer_side.CORRECT)):
         c = lab.Candidate(form)
         if form in traps:
@@ -164,3 +173,47 @@ def test_every_wrong_candidate_is_right_on_the_inputs_its_trap_names():
             got, truth = c(X, W, dY), _vjp_truth(X, W, dY)
             err = max(np.max(np.abs(g - t)) / np.max(np.abs(t)) for g, t in zip(got, truth))
             assert 1e-3 < err < 0.2, (form, err)
+
+
+def test_a_constant_input_tester_fails_visible_and_hidden():
+    """Review finding: a tester run once on non-square all-ones inputs must not pass (the visible cases include a
+    form right on constant inputs, the hidden ones all three)."""
+    from grader.checks import CheckFailure
+
+    def all_ones_tester(backward):
+        X, W, dY = np.ones((5, 3)), np.ones((3, 4)), np.ones((5, 4))
+        try:
+            dW, dX = backward(X, W, dY)
+            return bool(np.shape(dW) == W.shape and np.shape(dX) == X.shape
+                        and np.allclose(dW, X.T @ dY) and np.allclose(dX, dY @ W.T))
+        except Exception:  # noqa: BLE001 - a candidate that crashes is wrong
+            return False
+
+    P = lab.problems["is_correct_backward"]
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="not ones or another constant"):
+            P.check(all_ones_tester, hidden=hidden)
+
+
+def test_relu_derivative_at_zero_is_named_in_the_message():
+    """Review finding: relu'(0) = 1 fails hidden on the padded-row and dead-unit cases; the message says that every
+    wrong element is where Z = X @ W1 is exactly 0, not only which elements are wrong."""
+    from grader.checks import CheckFailure
+
+    def heaviside_at_zero(X, W1, W2, G):
+        Z = X @ W1
+        dZ = (G @ W2.T) * np.heaviside(Z, 1)
+        return X.T @ dZ, np.maximum(Z, 0.0).T @ G, dZ @ W1.T
+
+    P = lab.problems["mlp_backward"]
+    P.check(heaviside_at_zero)  # the visible cases have no exact zero in Z
+    cases = answer_side._mlp_hidden(np.random.default_rng(5))
+    padded, dead = cases[-2:]
+    for case, name in ((padded, "dX"), (dead, "dW1")):
+        with pytest.raises(CheckFailure, match=rf"{name}: .*\n.*relu'\(0\)"):
+            lab._compare_mlp("mlp_backward", heaviside_at_zero(*case.args), answer_side._mlp_reference(*case.args),
+                             case)
+    truth = answer_side._mlp_reference(*padded.args)
+    with pytest.raises(CheckFailure) as elsewhere:  # wrong everywhere, not only where Z = 0: no relu'(0) hint
+        lab._compare_mlp("mlp_backward", (truth[0], truth[1], 1.1 * truth[2]), truth, padded)
+    assert "relu'(0)" not in str(elsewhere.value)

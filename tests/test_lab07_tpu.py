@@ -262,6 +262,10 @@ def test_collective_seconds_accepts_the_model_and_rejects_its_neighbours():
 
     for wrong in (one_direction, two_chip_ring, a2a_like_gather, odd_ring_like_even, allreduce_once):
         _fails("collective_seconds", wrong)
+    # the hidden cases price a wrapped 2-chip axis (two_chip_ring fails on them): the spec says that case is
+    # hypothetical (no slice in the course has one; physically it would be two links) and priced as a line
+    spec = " ".join(lab.problems["collective_seconds"].spec.split())
+    assert "p = 2 with wrap is hypothetical" in spec and "priced as a line" in spec
 
 
 def test_reference_agrees_with_the_message_level_simulation():

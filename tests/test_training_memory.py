@@ -46,7 +46,7 @@ def test_largest_batch_matches_brute_force(budget):
 def test_course_memory_data_is_not_stale():
     """gpucourse/data/training_memory.json (what course §2.7 shows) is what the answer side's model gives now: if
     this fails, run python -c "from grader.answers.lab02_backprop import write_course_memory_data as w; w()"."""
-    assert tm.course_memory_data() == json.loads(json.dumps(answer_side.course_memory_data()))
+    assert tm.course_memory_data() == json.loads(json.dumps(answer_side.compute_course_memory_data()))
 
 
 def test_the_course_package_does_not_ship_the_memory_model():

@@ -57,7 +57,7 @@ def neighbors(t: Torus, i: int) -> list[int]:
     c = t.coords(i)
     out = set()
     for axis, (d, w) in enumerate(zip(t.dims, t.wrap)):
-        for step in (-1, 1):
+        for step in [-1, 1]:
             x = c[axis] + step
             if not w and not 0 <= x < d:
                 continue
@@ -346,7 +346,7 @@ def simulate_collective(kind: str, buffers: Sequence[Any], dims: Sequence[int], 
     :func:`collective_seconds`: one piece per axis, rotated axis orders, all pieces at once.
     """
     _check_kind(kind)
-    dims = tuple(int(d) for d in dims)
+    dims = tuple(map(int, dims))
     wrap = _wrap_tuple(wrap, len(dims))
     bufs = [np.asarray(b, dtype=np.float64).ravel() for b in buffers]
     P = math.prod(dims)
@@ -435,7 +435,7 @@ def course_data() -> dict[str, Any]:
     # §7.8: one axis of 8 chips, every collective, ring and line: the simulation's rounds and busiest link, which
     # must be the closed forms'
     p8, rng, table = 8, np.random.default_rng(0), {}
-    bufs = [rng.standard_normal(800) for _ in range(p8)]
+    bufs = list(rng.standard_normal((p8, 800)))
     for kind in COLLECTIVES:
         inp = [b[:100] for b in bufs] if kind == "all-gather" else bufs
         V = 8 * (100 * p8 if kind == "all-gather" else 800 * (p8 if kind == "all-to-all" else 1))

@@ -65,7 +65,7 @@ def _gemm_hidden(rng: np.random.Generator) -> list[Case]:
 # (params, grads, fp32 master, optimizer state) and bytes per example (the batch's input and target rows; the saved
 # activations, ``saved_per_layer`` arrays per layer plus the loss's one; two working gradients). This is the only
 # implementation of the model: the course shows its numbers from gpucourse/data/training_memory.json, written by
-# ``course_memory_data`` below (tests/test_training_memory.py fails when the file is stale).
+# ``compute_course_memory_data`` below (tests/test_training_memory.py fails when the file is stale).
 
 # mixed-bf16: bf16 params and grads, fp32 master params and fp32 optimizer state (ZeRO §3.1), bf16 activations
 _MIXED = {"params": 2, "grads": 2, "master": 4, "optimizer": 4, "activations": 2}
@@ -123,7 +123,7 @@ def _batch_hidden(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def course_memory_data() -> dict[str, dict[str, int]]:
+def compute_course_memory_data() -> dict[str, dict[str, int]]:
     """The numbers course §2.7 shows (gpucourse/data/training_memory.json): §2.7's model, term by term, of each
     network the section sizes, fp32 or mixed-precision Adam with JAX's 3 saved arrays per layer."""
     nets = {"tanh 6x512, fp32": (6, 512, "float32"), "tanh 6x512, mixed bf16": (6, 512, "mixed-bf16"),
@@ -138,13 +138,13 @@ def course_memory_data() -> dict[str, dict[str, int]]:
 
 
 def write_course_memory_data(path=None):
-    """Write course_memory_data() as JSON (default: gpucourse/data/training_memory.json); returns the path."""
+    """Write compute_course_memory_data() as JSON (default: gpucourse/data/training_memory.json); returns the path."""
     import json
     from pathlib import Path
 
     path = Path(path) if path else Path(__file__).resolve().parents[2] / "gpucourse" / "data" / "training_memory.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(course_memory_data(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.parent.mkdir(exist_ok=True, parents=True)
+    path.write_text(json.dumps(compute_course_memory_data(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 
@@ -189,7 +189,7 @@ def _policy_hidden(rng: np.random.Generator) -> list[Case]:
 # against the inputs it is right on).
 
 VERDICT = {"a": True, "b": False, "c": False, "d": True, "e": False, "f": False, "g": False, "h": True, "i": False,
-           "j": False}
+           "j": False, "k": False, "l": False, "m": False}
 CORRECT = tuple(form for form, right in VERDICT.items() if right)
 WHY = {  # what each form is (the right ones, then the traps: right shapes, right on special inputs only)
     "d": "textbook: Xᵀ·dY, dY·Wᵀ",
@@ -202,6 +202,12 @@ WHY = {  # what each form is (the right ones, then the traps: right shapes, righ
     "g": "returns (dX, dW): right only when X and W have the same shape and values",
     "e": "dW + 0.01·W, an L2 penalty's gradient (another loss's): off by a little, below a loose test's tolerance",
     "i": "dX / 0.9, the keep probability of a dropout layer that is not there: 11 % too large everywhere",
+    # right on any constant input (all ones), whatever the shapes: only random values catch them
+    "k": "dW pairs each input row with another example's gradient (dY's rows reversed): right only when dY's rows "
+         "are all alike (constant inputs, a batch of one)",
+    "l": "dW = outer(ΣX, ΣdY) / B, the product of the batch sums over B instead of the sum of the products: right "
+         "only when X's rows (or dY's) are all alike",
+    "m": "dX from dY's rows reversed, each example given another's gradient: right only when dY's rows are all alike",
 }
 
 

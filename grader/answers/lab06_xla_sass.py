@@ -24,7 +24,7 @@ from gpucourse.toolchain import WGMMA_CU, unrolled_fma_cu, wmma_cu
 from gpucourse.xla import BOOKKEEPING, entry_ops, fusion_breakers
 
 from ..labs.lab06_xla_sass import (ELEMENT_BYTES, OPS, TENSOR_CORE, _Hlo, _jnp, _rand, _Sass, _Src, _workloads,
-                                   broken_chain_hlo, chain_function, on_cpu, saved_sass, synthetic_sass,
+                                   broken_chain_hlo, on_cpu, saved_sass, synthetic_sass,
                                    tensor_core_cu, twice_broken_chain_hlo)
 from ..problem import Case
 
@@ -49,6 +49,27 @@ def _bias_gelu_cases(rng: np.random.Generator) -> list[Case]:
 
 
 # -- Exercise 2: the bytes fusion saves, as XLA counts them ------------------------------------------------------
+
+def chain_function(ops: list[str]):
+    """f(x, *operands) applying ``ops`` in order; *_row ops take a new (n,) vector, *_full a new (m, n) array: the
+    chains whose bytes XLA counts (the answer side's only: the student predicts them, never compiles them)."""
+    jnp = _jnp()
+
+    def f(x, *operands):
+        it = iter(operands)
+        for op in ops:
+            if op in ("mul_row", "mul_full"):
+                x = x * next(it)
+            elif op in ("add_row", "add_full"):
+                x = x + next(it)
+            elif op == "relu":
+                x = jnp.maximum(x, 0)
+            else:
+                x = getattr(jnp, op)(x)
+        return x
+
+    return f
+
 
 def _chain_args(m: int, n: int, dtype: str, ops: list[str]) -> list:
     jnp = _jnp()

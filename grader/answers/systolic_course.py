@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpucourse.systolic import DATA, Frame, SystolicRun, cycles
+from gpucourse.systolic import DATA, Frame, SystolicRun, WeightStationaryArray, cycles
 
 from .lab07_tpu import pe_step
 
@@ -23,14 +23,8 @@ class RegisterArray:
     """A ``rows × cols`` weight-stationary array with its PE registers, clocked by :meth:`tick`."""
 
     def __init__(self, W: Any, rows: int | None = None, cols: int | None = None, record: bool = False):
-        W = np.asarray(W, dtype=np.float64)
-        K, N = W.shape
-        self.rows, self.cols = rows or K, cols or N
-        if K > self.rows or N > self.cols:
-            raise ValueError(f"a {K}×{N} weight tile does not fit a {self.rows}×{self.cols} array")
-        self.K, self.N = K, N
-        self.W = np.zeros((self.rows, self.cols))
-        self.W[:K, :N] = W
+        loaded = WeightStationaryArray(W, rows, cols)  # the exercise side's weight load: shapes, checks, padding
+        self.rows, self.cols, self.K, self.N, self.W = loaded.rows, loaded.cols, loaded.K, loaded.N, loaded.W
         self.a = np.zeros((self.rows, self.cols))
         self.p = np.zeros((self.rows, self.cols))
         self._tag = np.full((self.rows, self.cols), -1)  # activation row each PE holds (-1 = bubble)
@@ -73,18 +67,17 @@ def skewed_inputs(A: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
 
 def matmul(A: Any, W: Any, rows: int | None = None, cols: int | None = None, record: bool = False) -> SystolicRun:
     """``A @ W`` on the register-level array, cycle by cycle (a tile in a larger array: ``cycles(M, rows, cols)``)."""
-    A = np.asarray(A, dtype=np.float64)
-    W = np.asarray(W, dtype=np.float64)
+    A, W = np.array(A, np.float64), np.array(W, np.float64)  # (M, K) activations, (K, N) weights
     M, K = A.shape
     N = W.shape[1]
     hw = RegisterArray(W, rows, cols, record=record)
     R, Cc = hw.rows, hw.cols
     total = cycles(M, R, Cc)
-    C = np.zeros((M, N))
+    C = np.zeros((M, N), dtype=np.float64)
     for t in range(total):
         bottom = hw.tick(*skewed_inputs(A, t))
         m = t - (R - 1) - np.arange(N)  # column n's result for row m leaves at cycle m + (R - 1) + n
-        ok = (m >= 0) & (m < M)
+        ok = (0 <= m) & (m < M)
         C[m[ok], np.arange(N)[ok]] = bottom[ok]
     for f in hw.frames:  # keep only results of real rows in the frames' output lists
         f.out = {n: v for n, v in f.out.items() if 0 <= v[0] < M}
@@ -110,13 +103,13 @@ def _plain(run: SystolicRun, keep: tuple[str, ...], registers: bool = True) -> d
 
 def course_data() -> dict[str, Any]:
     """The runs course/07 shows."""
-    A = np.array([[1, 2, 0], [0, 1, 3], [2, 0, 1], [1, 1, 1]], dtype=float)  # §7.1: 4×3 times 3×3
-    W = np.array([[1, 0, 2], [0, 1, 1], [3, 1, 0]], dtype=float)
-    rng = np.random.default_rng(7)  # §7.2: K = N = 32, batches 1, 16, 128 (the course draws the same matrices)
+    A = np.array([1, 2, 0, 0, 1, 3, 2, 0, 1, 1, 1, 1], np.float64).reshape(4, 3)  # §7.1: 4×3 times 3×3
+    W = np.array([1, 0, 2, 0, 1, 1, 3, 1, 0], np.float64).reshape(3, 3)
+    rng = np.random.Generator(np.random.PCG64(7))  # §7.2: K = N = 32, batches 1, 16, 128 (the course draws the same matrices)
     traffic = []
     for M in (1, 16, 128):
-        Am, Wm = rng.standard_normal((M, 32)), rng.standard_normal((32, 32))
-        traffic.append(_plain(matmul(Am, Wm), ()))
+        Am = rng.standard_normal((M, 32))  # drawn in the course's order: activations, then weights
+        traffic.append(_plain(matmul(Am, rng.standard_normal((32, 32))), ()))
     rng = np.random.default_rng(75)  # §7.5: the same 8×8 weights, three very different inputs
     inputs = (np.zeros((12, 8)), rng.standard_normal((12, 8)), 1e6 * rng.standard_normal((12, 8)))
     return {"source": "grader/answers/systolic_course.py: the register-level array (PE registers clocked with lab 7's "

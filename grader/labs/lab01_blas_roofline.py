@@ -302,6 +302,11 @@ SIZE_FOR_FRACTION = Problem(
 )
 
 # -- Exercise 8: measure — a timing function you can trust ----------------------------------------------------------
+# The timer is handed its clock (``clock``: a function returning seconds), as lab 4's time_call is, and must read it
+# for every measurement — on a GPU the clock that sees the device's work is the device's own (CUDA events), not the
+# host's. The stand-ins' work shows on that clock only: a timer that reads time.perf_counter (the course's gc.measure
+# among them, called, loaded a second time or pasted) measures microseconds of Python and fails. On the student's
+# machine the same function gets clock=time.perf_counter (the "Your machine" cell).
 
 DISPATCH = 10e-6  # seconds an asynchronous call takes to return (it only enqueues its work)
 
@@ -338,15 +343,15 @@ class Pending:
 class Workload:
     """A call whose true duration is known, for grading a timing function on any machine, however busy:
     ``work_s`` of work per call, on a :class:`grader.virtual_clock.VirtualClock` (``clock``: it advances by the
-    work, not by the host's time, so a busy machine changes nothing; the check installs it behind the wall clocks
-    the student's timer reads), an extra ``first_s`` on the first call (compilation, which blocks the caller),
+    work, not by the host's time, so a busy machine changes nothing; the check passes it to the student's timer as
+    its ``clock`` argument), an extra ``first_s`` on the first call (compilation, which blocks the caller),
     asynchronous dispatch (the call returns a :class:`Pending` at once and the work runs in order in the
     background, as on a GPU stream), and load ``spikes``: the calls (counted from 0) that take ``spike_factor``
     times longer. Nothing makes a call faster than its work: repeated identical calls are only ever slowed down
     (by other programs), so the minimum of waited-for runs is the call's time, as the median is. It counts its
     calls and how many results were waited for, and notes ``leftover``: whether the timer's first clock read after
     the first call came while that call's work was still queued (a warm-up not waited for: its work lands in the
-    first timed run; lab 6's measure_times rejects it the same way)."""
+    first timed run; labs 4 and 6 reject it too)."""
 
     work_s: float
     first_s: float = 0.0
@@ -405,24 +410,28 @@ class Workload:
         return "<workload: " + ", ".join(parts) + ">"
 
 
+def with_clock(case: Case) -> Case:
+    """The case as the student's function is called on it: its workload reset (no call made, a fresh virtual
+    clock) and that clock passed as ``clock``."""
+    w = case.args[0]
+    w.reset()
+    return Case(case.args, {**case.kwargs, "clock": w.clock})
+
+
 class _TimingProblem(Problem):
     """time_call's Problem: every call of the student's function gets its workload afresh (its first call compiling
-    again, no calls counted), however often the check cell is re-run — the visible cases are made once."""
+    again, no calls counted) and that workload's clock as ``clock=``, however often the check cell is re-run — the
+    visible cases are made once."""
 
     def call(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
-        """``fn`` on the case's workload, reset (no call made, a fresh virtual clock), with that clock behind every
-        wall clock ``fn`` may read."""
-        w = case.args[0]
-        w.reset()
-        with w.clock.installed(fn):
-            return super().call(fn, case, limit)
+        return super().call(fn, with_clock(case), limit)
 
 
 # measured / true: on the virtual clock a right method measures the true time plus dispatch (10 µs a call), with the
 # median or the minimum alike (nothing runs faster than its work); the band tolerates a spike the median meets among
 # few runs (SLACK_S: the dispatch). A warm-up not waited for leaves its work in the first timed run: the method check
-# rejects it (Workload.leftover), as lab 6 does. The wrong methods (no wait, no warm-up, the mean over 20× spikes,
-# dividing by repeat + 1) land far outside
+# rejects it (Workload.leftover), as labs 4 and 6 do. The wrong methods (no wait, no warm-up, the mean over 20×
+# spikes, dividing by repeat + 1, another clock than the one given) land far outside
 BAND = (0.9, 2.0)  # no right method measures less than the true time; dividing by repeat + 1 (≤ 5/6) lands below
 SLACK_S = 1e-3
 
@@ -451,9 +460,10 @@ def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
                        f"got {show(got)}. Hint: {hint}")
 
 
-CLOCK_HINT = ("your function's clock never saw the work: read the wall clock when you stop it — time.perf_counter() "
-              "(or time.monotonic(), or timeit's default timer) — not time.process_time() (this process's CPU time), "
-              "datetime, time.clock_gettime, or a clock kept in a dict or a functools.partial")
+CLOCK_HINT = ("you never read the clock you were given, and the work shows on that clock only: take every reading "
+              "with clock() (start = clock() ... clock() - start, or timeit with timer=clock) — not "
+              "time.perf_counter() or a course timer (gc.measure reads time.perf_counter), as on a GPU you time the "
+              "device's work with the device's clock (CUDA events), not the host's")
 
 
 def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
@@ -462,14 +472,15 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
     together and waited for once is a correct method too)."""
     repeat = 4 if hidden else 3
     w = Workload(0.004, first_s=0.02, asynchronous=True)
-    with TIME_CALL.locked(fn), w.clock.installed(fn):
-        fn(w, repeat=repeat)
+    with TIME_CALL.locked(fn):
+        fn(w, clock=w.clock, repeat=repeat)
     if w.calls < repeat + 1:
         raise CheckFailure(f"time_call(..., repeat={repeat}) called fn {w.calls} times: expected one warm-up call "
                            f"plus {repeat} timed calls ({repeat + 1})")
     if w.clock.reads < 2:  # a start and a stop at least (this runs where the function runs: in the re-check too)
-        raise CheckFailure(f"time_call(..., repeat={repeat}) read the wall clock {w.clock.reads} times: {CLOCK_HINT}")
-    if w.leftover:  # lab 6's measure_times rejects it the same way
+        raise CheckFailure(f"time_call(..., repeat={repeat}) read the clock it was given {w.clock.reads} times: "
+                           f"{CLOCK_HINT}")
+    if w.leftover:  # labs 4 and 6 reject it too
         raise CheckFailure(f"time_call(..., repeat={repeat}): when you first read the clock after the warm-up call, "
                            "its work was still running (the call returns before its work is done): that leftover "
                            "work lands in your first timed run. Wait for the warm-up's result (gc.block(out)) "
@@ -480,10 +491,10 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
                            "stopping the clock")
     if hidden:  # repeat's default is 5: called without it, fn must make the calls time_call(..., repeat=5) makes
         default, five = Workload(0.002, asynchronous=True), Workload(0.002, asynchronous=True)
-        with TIME_CALL.locked(fn), default.clock.installed(fn):
-            fn(default)
-        with TIME_CALL.locked(fn), five.clock.installed(fn):
-            fn(five, repeat=5)
+        with TIME_CALL.locked(fn):
+            fn(default, clock=default.clock)
+        with TIME_CALL.locked(fn):
+            fn(five, clock=five.clock, repeat=5)
         if default.calls != five.calls:
             raise CheckFailure(f"time_call(fn) called fn {default.calls} times, time_call(fn, repeat=5) {five.calls} "
                                "times: repeat's default is 5")
@@ -492,19 +503,21 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
 
 TIME_CALL = _TimingProblem(
     name="time_call",
-    forbid=("gpucourse.timing.measure", "gpucourse.measure", "gpucourse.timing.confirm_faster",
-            "gpucourse.confirm_faster", "gpucourse.roofline.measure_interleaved"),
     spec="""
-        time_call(fn, *args, repeat=5) -> seconds for one call of fn(*args)
-        Measure the way the course's gc.measure does (which is off limits here):
+        time_call(fn, *args, clock, repeat=5) -> seconds for one call of fn(*args)
+        clock() returns the time in seconds: read it — and no other clock — for every measurement (the checks
+        pass a clock that only the calls' work moves, as a GPU's work shows on the device's timer, not the
+        host's; your machine passes clock=time.perf_counter). The course's gc.measure reads time.perf_counter:
+        it measures the wrong clock here. Write the method yourself:
         1. call fn(*args) once, wait for its result (step 2) and discard it (warm-up: compilation, caches,
            first-touch allocation) — a warm-up not waited for is still running when your first timed run starts,
            and its leftover work lands in that run;
-        2. time `repeat` calls with time.perf_counter(), and stop each clock only after the result exists: JAX,
-           CuPy (and the test workloads) return *before* the work is done — gc.block(out) waits for it (JAX
-           arrays, CuPy's queued kernels, anything with a block_until_ready() method). The work runs in call
-           order, one call after another (as on a GPU stream): each of the `repeat` times may also be a batch of
-           calls, timed together, waited for through its LAST result and divided by the batch size;
+        2. time `repeat` calls (start = clock(); ...; clock() - start, or timeit with timer=clock), and stop each
+           clock only after the result exists: JAX, CuPy (and the test workloads) return *before* the work is
+           done — gc.block(out) waits for it (JAX arrays, CuPy's queued kernels, anything with a
+           block_until_ready() method). The work runs in call order, one call after another (as on a GPU
+           stream): each of the `repeat` times may also be a batch of calls, timed together, waited for through
+           its LAST result and divided by the batch size;
         3. return the median or the minimum of the `repeat` times. Other programs only ever slow a run down, never
            speed one up, so the minimum is the call's time (timeit's documentation recommends it); the median is
            robust too. The mean is not: one slowed run pulls it up. Each has its failure mode on real machines:
@@ -512,7 +525,10 @@ TIME_CALL = _TimingProblem(
            data in a cache); the median is wrong when more than half the runs were slowed.
         Graded on calls whose true duration is known: asynchronous ones, ones whose first call compiles, ones
         slowed by load spikes — your answer must land within a band around the true time, and your function must
-        warm up once, wait for the warm-up and for every timed result.
+        read the clock it is given, warm up once, and wait for the warm-up and for every timed result. Failure
+        modes: no wait (far too short), no warm-up (the compile is timed), an un-waited warm-up (its work is
+        still running when you first read the clock), the mean (pulled up by a slowed run), another clock (no
+        reading of clock: the work never shows).
     """,
     visible=[Case((Workload(0.01, asynchronous=True),), {"repeat": 3}),
              Case((Workload(0.01, first_s=0.25),), {"repeat": 2}),

@@ -56,8 +56,32 @@ def _mlp_case(rng: np.random.Generator, b: int, d_in: int, h: int, d_out: int) -
 
 def _compare_mlp(what: str, got: Any, expected: tuple[np.ndarray, ...], case: Case, rtol: float = 1e-6) -> None:
     expect_tuple(what, got, "dW1, dW2, dX")
+    Z = np.asarray(case.args[0]) @ np.asarray(case.args[1])
     for name, g, e in zip(("dW1", "dW2", "dX"), got, expected):
-        expect_array_close(f"{what} → {name}", g, e, rtol=rtol)
+        try:
+            expect_array_close(f"{what} → {name}", g, e, rtol=rtol)
+        except CheckFailure as failure:
+            raise CheckFailure(f"{failure}{_relu_kink_hint(name, g, e, Z, rtol)}") from None
+
+
+def _relu_kink_hint(name: str, got: Any, expected: np.ndarray, Z: np.ndarray, rtol: float) -> str:
+    """A hint when every wrong element of dX (dW1) lies in a row (column) where Z = X @ W1 is exactly 0 (a zero
+    example, a dead hidden unit): there only relu's derivative at 0 decides."""
+    try:
+        g = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    e = np.asarray(expected, dtype=np.float64)
+    if name == "dW2" or g.shape != e.shape or not (Z == 0).any():
+        return ""
+    atol = rtol * max(1.0, float(np.max(np.abs(e)))) if e.size else 0.0
+    bad = ~np.isclose(g, e, rtol=rtol, atol=atol)
+    at_zero = (Z == 0).any(axis=1)[:, None] if name == "dX" else (Z == 0).any(axis=0)[None, :]
+    if not bad.any() or (bad & ~at_zero).any():
+        return ""
+    where = "rows of X that are all zeros" if name == "dX" else "hidden units whose column of W1 is all zeros"
+    return (f"\n  every wrong element of {name} is where Z = X @ W1 is exactly 0 ({where}): relu'(0) decides "
+            "there, and the spec's relu'(0) is 0 (a mask Z > 0; Z >= 0 or np.heaviside(Z, 1) lets the gradient through)")
 
 
 # JAX's automatic differentiation, which computes a backward pass for you: off limits while mlp_backward runs — the
@@ -82,7 +106,7 @@ class ByHand(Problem):
         from ..problem import _resolve_owner
 
         sites = super().answer_sites()
-        if not self.__dict__.get("_why_labelled"):
+        if self.__dict__.get("_why_labelled") is not sites:  # labelled once per cache (a test may drop it)
             forbidden = set(self.forbid)
             sites[:] = [(o, a, obj, f"{label} ({self.why})" if label in forbidden else label)
                         for o, a, obj, label in sites]
@@ -92,7 +116,7 @@ class ByHand(Problem):
                 except (ImportError, AttributeError):
                     continue
                 sites.append((owner, attr, getattr(owner, attr), f"{dotted} ({self.why})"))
-            self.__dict__["_why_labelled"] = True
+            self.__dict__["_why_labelled"] = sites
         return sites
 
 
@@ -300,8 +324,21 @@ def _form_j(X, W, dY):
     return X.T @ dY / X.shape[0], dY @ W.T
 
 
+def _form_k(X, W, dY):
+    return X.T @ dY[::-1], dY @ W.T
+
+
+def _form_l(X, W, dY):
+    return np.outer(X.sum(axis=0), dY.sum(axis=0)) / X.shape[0], dY @ W.T
+
+
+def _form_m(X, W, dY):
+    return X.T @ dY, dY[::-1] @ W.T
+
+
 FORMS: dict[str, Callable[..., Any]] = {f.__name__[-1]: f for f in (
-    _form_a, _form_b, _form_c, _form_d, _form_e, _form_f, _form_g, _form_h, _form_i, _form_j)}
+    _form_a, _form_b, _form_c, _form_d, _form_e, _form_f, _form_g, _form_h, _form_i, _form_j, _form_k, _form_l,
+    _form_m)}
 
 
 @dataclass(frozen=True)
@@ -323,8 +360,9 @@ class Candidate:
 def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
     expect_type(what, got, (bool, np.bool_), "True or False")
     expect_equal(what, bool(got), expected,
-                 "test on random inputs with B, d_in and d_out all different, against jax.vjp (or the shapes "
-                 "and values the chain rule gives)")
+                 "test on random values (not ones or another constant: a batch whose rows are all alike hides "
+                 "misaligned rows and sums taken in the wrong order) with B, d_in and d_out all different, against "
+                 "jax.vjp (or the shapes and values the chain rule gives)")
 
 
 IS_CORRECT_BACKWARD = Problem(
@@ -334,11 +372,12 @@ IS_CORRECT_BACKWARD = Problem(
         `backward(X, W, dY) -> (dW, dX)` claims to be the backward pass of the linear layer Y = X @ W
         (X: (B, d_in), W: (d_in, d_out), dY = ∂L/∂Y). Decide whether it is right: return True when its dW and
         dX equal ∂L/∂W and ∂L/∂X for every input, False otherwise. Some wrong ones give the right answer on
-        square, symmetric or batch-of-one inputs — your test must not be fooled. Never raise: a candidate that
-        crashes or returns the wrong shape is simply wrong.
+        square, symmetric or batch-of-one inputs, and some on any constant input (all ones, say) whatever the
+        shapes — your test must not be fooled. Never raise: a candidate that crashes or returns the wrong shape is
+        simply wrong.
     """,
     visible=[Case((Candidate("d", "textbook"),)), Case((Candidate("f", "forgot_transpose_of_W"),)),
-             Case((Candidate("j", "mean_not_sum"),))],
+             Case((Candidate("j", "mean_not_sum"),)), Case((Candidate("l", "product_of_batch_sums"),))],
     compare=_compare_verdict,
 )
 

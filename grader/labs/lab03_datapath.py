@@ -432,9 +432,9 @@ def _compare_fit(what: str, got: Any, expected: tuple[float, float], case: Case)
     got = expect_tuple(what, got, "latency_seconds, bandwidth_bytes_per_second")
     expect_close(f"{what} → latency [s], within {LATENCY_RTOL:.0%} of the series' true latency", got[0], latency,
                  rtol=LATENCY_RTOL,
-                 hint="each time carries noise proportional to itself: an ordinary least-squares line lets the "
-                      "big copies' millisecond errors pull the intercept; fit the relative errors (weights 1/t, "
-                      "e.g. np.polyfit(..., w=1/seconds)) or fit in log space")
+                 hint="each time carries noise proportional to itself, so no point is exact: the smallest copies "
+                      "here are not pure latency (nor the largest pure bandwidth); use all the points, each weighted "
+                      "by its relative error (weights 1/t, e.g. np.polyfit(..., w=1/seconds), or a fit in log space)")
     expect_close(f"{what} → bandwidth [B/s], within {BANDWIDTH_RTOL:.0%} of the series' true bandwidth", got[1],
                  bandwidth, rtol=BANDWIDTH_RTOL,
                  hint="bandwidth is 1 / slope of the fitted line, not size / time of one point")

@@ -19,7 +19,11 @@ synthetic SASS), the same with or without NVIDIA's toolchain.
 
 No installed course code answers exercises 3, 6, 7 and 9 (issue 20): breaking_op's bytes are read from the breaker's HLO type, which
 no course helper parses; mma_flops reads the tensor-core shapes that toolchain.Sass lists but never interprets;
-fusion_payoff_rows inverts gpucourse.fusion's forward model (tests/attacks/lab06_xla_sass.py).
+fusion_payoff_rows inverts gpucourse.fusion's forward model (tests/attacks/lab06_xla_sass.py). Exercise 2,
+fusion_bytes, is a prediction of XLA's byte count from §6.3's rule: the chains it is checked on are built on the
+answer side only, and XLA's compiler and analyses are locked while the student's function runs (``ByHand``,
+as lab 2 locks JAX's autodiff), down to jaxlib's entry points, which a second copy of a course module still
+goes through.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import numpy as np
 from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
 from ..kernels import KernelProblem
 from ..problem import Case, ObservedProblem, Problem, _expected_data, _lab_of
+from .lab02_backprop import ByHand  # lab 2's lock on a library that would do the exercise, with its reason
 from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse import xla as _xla
 from gpucourse.xla import BOOKKEEPING
@@ -210,26 +215,6 @@ BIAS_GELU = _JitProblem(
 OPS = ("mul_row", "add_row", "mul_full", "add_full", "relu", "tanh", "exp")
 
 
-def chain_function(ops: list[str]) -> Callable:
-    """f(x, *operands) applying ``ops`` in order; *_row ops take a new (n,) vector, *_full a new (m, n) array."""
-    jnp = _jnp()
-
-    def f(x, *operands):
-        it = iter(operands)
-        for op in ops:
-            if op in ("mul_row", "mul_full"):
-                x = x * next(it)
-            elif op in ("add_row", "add_full"):
-                x = x + next(it)
-            elif op == "relu":
-                x = jnp.maximum(x, 0)
-            else:
-                x = getattr(jnp, op)(x)
-        return x
-
-    return f
-
-
 def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
     expect_tuple(what, got, "unfused_bytes, fused_bytes")
     expect_int(f"{what} → unfused bytes (XLA's cost analysis, one op at a time)", got[0], expected[0],
@@ -238,11 +223,29 @@ def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -
                "one kernel: every input read once, only the final result written")
 
 
-FUSION_BYTES = Problem(
+# XLA's own byte count, and every way into it: the public stages (compile, cost and memory analysis), the course's
+# wrapper, and below them jaxlib's compile and cost-analysis entry points (each only where the installed JAX has it);
+# a second copy of gpucourse.xla, or a helper pasted into the cell, still compiles through these
+XLA_ANALYSES = ("gpucourse.xla.compiled", "jax.stages.Lowered.compile", "jax.stages.Lowered.cost_analysis",
+                "jax.stages.Compiled.cost_analysis", "jax.stages.Compiled.memory_analysis")
+XLA_INTERNALS = ("jax._src.compiler.backend_compile_and_load", "jax._src.compiler.backend_compile",
+                 "jax._src.compiler.compile_or_get_cached", "jax._src.interpreters.pxla.MeshComputation.cost_analysis",
+                 *(f"{lib}.{name}" for lib in ("jaxlib._jax", "jaxlib.xla_extension") for name in (
+                     "Client.compile", "Client.compile_and_load", "Client.compile_ifrt_program",
+                     "Client.compile_and_load_ifrt_program", "hlo_module_cost_analysis",
+                     "LoadedExecutable.cost_analysis", "LoadedExecutable.get_compiled_memory_stats",
+                     "Executable.cost_analysis", "Executable.get_compiled_memory_stats")))
+
+FUSION_BYTES = ByHand(
     name="fusion_bytes",
-    forbid=("gpucourse.xla.compiled",),
+    forbid=XLA_ANALYSES,
+    forbid_internals=XLA_INTERNALS,
+    why="XLA's own count: predict the bytes from §6.3's rule (a kernel reads each operand once and writes its "
+        "result once) with shapes and dtype sizes; XLA's count is what checks you, so nothing is compiled while "
+        "your function runs",
     spec="""
-        fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes), exactly as XLA's cost_analysis counts them.
+        fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes): PREDICT the bytes XLA's cost analysis
+        will count, from the rule of §6.3 (a kernel reads each of its operands once and writes its result once).
         x is an (m, n) array; ops is a list applied in order to the running result:
           'mul_row', 'add_row'   multiply / add a NEW (n,) vector, broadcast over the rows
           'mul_full', 'add_full' multiply / add a NEW (m, n) array
@@ -251,7 +254,10 @@ FUSION_BYTES = Problem(
         an (m, n) result); fused = the bytes the whole chain accesses under one jax.jit.
         m, n ≥ 1 but never both 1 (on a one-element x, XLA's count for relu depends on the dtype); one row
         (m = 1) and one column (n = 1) are asked about.
-        The checker computes the expected numbers by compiling the functions for the CPU and asking XLA.
+        Compute it with arithmetic on m, n, the ops and the dtype's size (jnp.dtype(dtype).itemsize): XLA's
+        compiler and its analyses (jax.jit(...).lower(...).compile(), cost_analysis, gc.xla.compiled) are locked
+        while your function runs. The checker compiles the chains for the CPU and compares your prediction with
+        XLA's count.
     """,
     visible=[Case((1000, 3, "float32", ["mul_row", "add_row", "relu"])),
              Case((64, 64, "bfloat16", ["mul_full", "tanh"]))],
@@ -748,13 +754,17 @@ SASS_COUNTS = _ToolchainProblem(
 # few microseconds of dispatch and returns at once; its work joins ONE in-order queue (as kernels on a CUDA stream,
 # or computations on a JAX device, run one after another) and is done only when block_until_ready() is called on
 # the result or on a later one; the first call also compiles (on the host); one timed run may be hit by a "load
-# spike". Every correct method — one call at a time, synchronized; a batch of N calls synchronized once and divided
-# by N; timeit — measures exactly the work's duration; each mistake gives a different, recognisable number. (The
-# cell after exercise 9 uses your function on real work.)
+# spike". The timer is handed the clock (``clock``), as labs 1 and 4's time_call are, and must read it for every
+# measurement: the stand-ins' work shows on that clock only (as a GPU's work shows on its device timer, CUDA events,
+# not on the host's clock), so a timer reading time.perf_counter — the course's gc.measure and gc.fusion.best_run,
+# called, loaded a second time or pasted — measures microseconds of Python. Every correct method on the given clock —
+# one call at a time, synchronized; a batch of N calls synchronized once and divided by N; timeit with timer=clock —
+# measures exactly the work's duration; each mistake gives a different, recognisable number. (The cell after
+# exercise 9 uses your function on real work, with clock=time.perf_counter.)
 
 from dataclasses import dataclass as _dataclass  # noqa: E402
 
-from ..virtual_clock import VirtualClock  # noqa: E402  (the clock a stand-in workload advances; lab 1's too)
+from ..virtual_clock import VirtualClock  # noqa: E402  (the clock a stand-in workload advances, given to the timer)
 
 
 class Pending:
@@ -855,8 +865,8 @@ def _workloads(slow_s: float, fast_s: float, **kw: Any) -> tuple[Workload, Workl
 
 
 class _MeasureProblem(ObservedProblem):
-    """Runs the student's timer with the virtual clock installed (:meth:`observe`, where the student's code runs)
-    and judges its call counts, clock reads and both times (±10 %) against the true times (:meth:`judge`: in the
+    """Runs the student's timer with the virtual clock as its ``clock`` (:meth:`observe`, where the student's code
+    runs) and judges its call counts, clock reads and both times (±10 %) against the true times (:meth:`judge`: in the
     grader for hidden cases, their true times being the answer side's)."""
 
     def passed_note(self, notes: list[str | None], seconds: float) -> str:
@@ -864,13 +874,12 @@ class _MeasureProblem(ObservedProblem):
 
     def observe(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> dict[str, Any]:
         """What the judge reads, as plain data (runs where the student's code runs): the case's workloads rebuilt
-        fresh on one shared virtual clock, the timer called on them with the clock installed (answers locked, time
-        limit), then its result, the clock's reads, and per workload its calls, timed calls, the clock reads
+        fresh on one shared virtual clock, the timer called on them with that clock as ``clock`` (answers locked,
+        time limit), then its result, the clock's reads, and per workload its calls, timed calls, the clock reads
         before its first call and whether its warm-up's work was left over. An error of ``fn`` propagates."""
         slow, fast = fresh_workloads(*case.args[:2])
-        run = Case((slow, fast, *case.args[2:]), dict(case.kwargs))
-        with slow.clock.installed(fn):
-            got = self.call(fn, run, limit)
+        run = Case((slow, fast, *case.args[2:]), {**case.kwargs, "clock": slow.clock})
+        got = self.call(fn, run, limit)
         return {"result": got, "reads": slow.clock.reads,
                 "workloads": [{"name": w.name, "calls": w.calls, "timed": w.timed, "reads_at_first": w.reads_at_first,
                                "leftover": w.leftover} for w in (slow, fast)]}
@@ -895,10 +904,10 @@ class _MeasureProblem(ObservedProblem):
                                "least 4 times: one warm-up call (it compiles), then 3 or more timed runs")
         if seen["reads"] == 0:
             raise CheckFailure(
-                f"{what}: your function read no clock the checker can replace, so it cannot grade the times "
-                "(not your synchronization). Read the wall clock when you time: time.perf_counter(), "
-                "time.perf_counter_ns(), time.monotonic(), or timeit with its default timer — not "
-                "time.process_time() (CPU time of this process only) or a clock stored somewhere else")
+                f"{what}: your function never read the clock it was given, and the work shows on that clock only "
+                "(not your synchronization): take every reading with clock() (t0 = clock() ... clock() - t0, or "
+                "timeit with timer=clock) — not time.perf_counter() or a course timer (gc.measure reads "
+                "time.perf_counter), as on a GPU you time the device's work with its own clock (CUDA events)")
         for w in (slow, fast):
             if w["leftover"]:
                 raise CheckFailure(
@@ -932,12 +941,15 @@ class _MeasureProblem(ObservedProblem):
 
 MEASURE = _MeasureProblem(
     name="measure_times",
-    forbid=("gpucourse.timing.measure", "gpucourse.fusion.best_run", "gpucourse.fusion.explain"),
     spec="""
-        measure_times(slow, fast, *args) -> (t_slow, t_fast): seconds of work per call of slow(*args) and of
-        fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls return BEFORE the work is
+        measure_times(slow, fast, *args, clock) -> (t_slow, t_fast): seconds of work per call of slow(*args) and
+        of fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls return BEFORE the work is
         done (asynchronous dispatch): the work runs later, in call order, one call after another; and the first
-        call compiles. Use time.perf_counter() (or timeit) and:
+        call compiles. clock() returns the time in seconds: read it — and no other clock — for every measurement
+        (the checker passes a clock that only the calls' work moves, as a GPU's work shows on its device timer,
+        not on the host's; on real work you pass clock=time.perf_counter). The course's timers (gc.measure,
+        gc.fusion.best_run) read time.perf_counter: they measure the wrong clock here. Time with clock() (or
+        timeit with timer=clock) and:
           - warm up: call each function once before timing (the first call compiles), and wait for its result
             (its work would otherwise still be running when your first timed run starts);
           - synchronize: jax.block_until_ready(result) (or read it: np.asarray(result)) before you stop the
@@ -946,10 +958,11 @@ MEASURE = _MeasureProblem(
           - repeat: at least 3 timed runs (or batches) each, and keep the best (or the median): any run
             may be slowed down by another process, a mean lets it pull your number up, and one run alone (the
             last, or a single run after more warm-ups) may be the slow one.
-        The checker hands you stand-ins that run on a virtual clock (while your function runs it replaces
-        time.perf_counter, perf_counter_ns, monotonic and time, timeit's timer, and such clocks imported into
-        your notebook), so it knows the right answer exactly: within 10 %. The cell after exercise 9 runs your
-        function on real work on this machine.
+        The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the right answer
+        exactly: within 10 %. Failure modes: no synchronization (far too short: the enqueue), no warm-up (the
+        compile is timed), an un-waited warm-up (its work is still running when you first read the clock), the
+        mean or a single run (a slowed run), fewer than 3 timed runs, another clock (no reading of clock). The
+        cell after exercise 9 runs your function on real work on this machine (clock=time.perf_counter).
     """,
     visible=[Case(_workloads(0.040, 0.020))],
     compare=lambda *a: None,

@@ -345,7 +345,9 @@ COLLECTIVE = Problem(
         link_bandwidth is one link's bytes/s in ONE direction; links work in both directions at once. nbytes (V)
         is the whole array: what each chip holds after an all-gather or before a reduce-scatter, the buffer of an
         all-reduce, the array an all-to-all reshards (each chip holds V/p of it, in p chunks, one for each chip).
-        The axis is a ring if wrap and p >= 3, otherwise a line.
+        The axis is a ring if wrap and p >= 3, otherwise a line. (p = 2 with wrap is hypothetical — no TPU slice
+        in the course has a wrapped 2-chip axis, whose wraparound would be a second link between the same two
+        chips — and is priced as a line.)
           - all-gather, ring: every block goes the short way round, the block of the chip opposite (even p) split in
             halves, one half each way: ⌊p/2⌋ rounds; the busiest link carries (p−1)/p · V/2 in one direction.
           - all-gather, line: blocks spread both ways; p − 1 rounds; the link next to an end chip carries (p−1)/p · V.

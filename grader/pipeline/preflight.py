@@ -14,9 +14,15 @@ MAX_NOTEBOOK_BYTES = 100 << 20     # larger submissions are refused (after outpu
 MAX_SOURCE_BYTES = 2 << 20
 # answer cells that touch the grader's objects, or reach into the grading process itself: flagged REVIEW for a
 # human (legitimate answers never need them)
-SUSPICIOUS = re.compile(r"\.reference\b|grader\.labs|grader\.checks|grader\.problem|\bproblems\[")
+# (a candidate's identity too: lab 2's is_correct_backward must test the candidate, not read which one it is)
+SUSPICIOUS = re.compile(r"\.reference\b|grader\.labs|grader\.checks|grader\.problem|\bproblems\[|\.form\b|"
+                        r"\bFORMS\b|\b_form_[a-z]\b|getattr\s*\([^)]*[\"']form[\"']")
 PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctypes\b|\bos\._exit\b|results\.jsonl|"
-                             r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self")
+                             r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self|"
+                             # frames, the garbage collector's view and functions rebuilt from another's code: how a
+                             # lock's saved originals or a course function's internals are reached
+                             r"\bget_objects\b|\bgi_frame\b|\bf_locals\b|\bf_back\b|\bcurrentframe\b|"
+                             r"\binspect\.stack\b|__globals__|__code__|\bFunctionType\b")
 # answer cells that write what an observation reads: the instrumentation the student's own process holds (the
 # device tracker's counters, the virtual clock and its workloads), attributes set by name or through __dict__,
 # the course's modules rebound, or a workload's true seconds (lab 1: work_s, first_s) or its clock read. The tamper

@@ -110,12 +110,6 @@ def _launch_tags(problem: Problem, case: Case) -> set[str]:
 
 # -- the families the issue names, where the generic tags cannot see them -------------------------------------------
 
-def _tie_flops_bytes(case: Case, result: Any) -> set[str]:
-    flops, nbytes, *rest = case.args
-    peak, bw = rest[-2], rest[-1]
-    return {"tie: flops/peak == bytes/bandwidth"} if flops / peak == nbytes / bw else set()
-
-
 def _tie_link(case: Case, result: Any) -> set[str]:
     flops, bytes_in, bytes_out, cpu, gpu, latency = case.args  # lab 3's min_link_bandwidth
     moved = bytes_in + bytes_out
@@ -143,9 +137,6 @@ def _warps(case: Case, result: Any) -> set[str]:
 
 
 SEMANTIC: dict[str, Callable[[Case, Any], set[str]]] = {
-    "predict_time": _tie_flops_bytes,
-    "roof_fraction": lambda case, result: ({"tie: intensity == ridge point"}
-                                           if case.args[0] / case.args[1] == case.args[3] / case.args[4] else set()),
     "min_link_bandwidth": _tie_link,
     "slice_hops": _torus,
     "warp_execution": _warps,

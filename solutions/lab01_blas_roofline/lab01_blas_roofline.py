@@ -335,9 +335,13 @@ lab.problems["min_size_for_fraction"].check(min_size_for_fraction, hidden=True)
 # Every number on a roofline is a time. Three mistakes make a timing wrong on any machine: timing the first call
 # (it compiles), stopping the clock when the call *returns* (JAX and CuPy queue the work and return at once — the
 # result does not exist yet, and a warm-up not waited for is still running when the timing starts), and averaging
-# runs that other programs slowed down. Write the course's timing method yourself. It is graded on calls whose true duration is known by construction, so the grade does not
-# depend on how busy the grading machine is: your answer must land in a band around the true time, and your
-# function must warm up once and wait for every result.
+# runs that other programs slowed down. Write the course's timing method yourself, reading the clock you are
+# handed (`clock()`, for every reading): on a GPU the clock that sees the device's work is the device's own (CUDA
+# events), not the host's, and here the checks pass a clock that only the calls' work moves — the course's
+# `gc.measure` reads `time.perf_counter` and measures the wrong thing. On your machine (the last cell) your
+# function gets `clock=time.perf_counter`. It is graded on calls whose true duration is known by construction, so
+# the grade does not depend on how busy the grading machine is: your answer must land in a band around the true
+# time, and your function must read the given clock, warm up once and wait for every result.
 
 # %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()
@@ -346,17 +350,17 @@ lab.problems["time_call"].show()
 import time
 
 
-def time_call(fn, *args, repeat=5):
-    """Seconds one call of fn(*args) takes: one waited-for warm-up call, then the median (or the minimum) of
-    `repeat` waited-for calls."""
+def time_call(fn, *args, clock, repeat=5):
+    """Seconds one call of fn(*args) takes, read on `clock`: one waited-for warm-up call, then the median (or the
+    minimum) of `repeat` waited-for calls."""
     # roughly 7 lines
     ### BEGIN SOLUTION
     gc.block(fn(*args))  # warm-up: compilation, caches; not timed
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         gc.block(fn(*args))  # the work may be queued (JAX, CuPy): wait until the result exists
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return float(np.median(times))
     ### END SOLUTION
 
@@ -423,6 +427,7 @@ lab.problems["explain_point"].check(explain_point, hidden=True)
 
 # %% nbgrader={"grade": false, "grade_id": "yours", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import os
+import time
 
 import jax
 
@@ -447,14 +452,18 @@ else:
     MARGIN = 1.2
     with gc.roofline.blas_threads(1):  # one core, as in §1 (JAX's own threads are not limited)
         # a roof is a maximum: the best of 3 of your timings of each candidate (other programs only slow runs down)
-        bandwidth = max(op.bytes / time_call(op.fn, repeat=3) for op in reads for _ in range(3))  # bytes/s
-        peak = max(op.flops / time_call(op.fn, repeat=3) for op in gemms for _ in range(3))  # FLOP/s
+        # your time_call on this machine's clock: time.perf_counter (the host's wall clock)
+        def timed(op):
+            return time_call(op.fn, clock=time.perf_counter, repeat=3)
+
+        bandwidth = max(op.bytes / timed(op) for op in reads for _ in range(3))  # bytes/s
+        peak = max(op.flops / timed(op) for op in gemms for _ in range(3))  # FLOP/s
         print(f"one core: memory roof {bandwidth / 1e9:.1f} GB/s, compute roof {peak / 1e9:.1f} GFLOP/s (float32); "
               f"cache {cache / 2**20:.0f} MiB ({where})")
         print(f"{'op':44} {'predicted':>10} {'measured':>10} {'ratio':>6}  explanation")
         for op in ops:
             predicted = max(op.flops / peak, op.bytes / bandwidth)  # the roofline's time
-            measured = time_call(op.fn, repeat=3)
+            measured = timed(op)
             # explained against roofs raised by §1's 20 % noise margin: two kernels doing the same work differ by that
             why = explain_point(op.flops, op.bytes, measured, MARGIN * peak, MARGIN * bandwidth, op.working_set, cache)
             print(f"{op.label:44} {predicted * 1e3:8.3f}ms {measured * 1e3:8.3f}ms {measured / predicted:6.2f}  {why}")

@@ -26,7 +26,7 @@
 # | 2 | compute | the GEMMs and FLOPs of one training step of an MLP |
 # | 3 | predict | the largest batch that fits a memory budget with the memory model that matched XLA, fp32 or mixed precision (why OOM starts at a batch size) |
 # | 4 | measure | the checkpointing policy that fits a budget, read from XLA's `memory_analysis` |
-# | 5 | diagnose | a gradient test that catches transposes that only show on non-square shapes |
+# | 5 | diagnose | a gradient test that is not fooled: random values expose what square, symmetric, batch-of-one or constant test inputs hide (shapes matter only when the values are not random) |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -207,9 +207,13 @@ lab.problems["pick_policy"].check(pick_policy, hidden=True)
 # ## Exercise 5 — Diagnose: a gradient test that is not fooled
 #
 # A backward pass with a missing transpose often *runs*: on square shapes every product is defined, and on
-# symmetric or all-ones test inputs it even returns the right numbers. Write the test that catches it. Compare a
-# candidate with the truth (`jax.vjp`, or the formulas) on inputs where `B`, `d_in` and `d_out` all differ and
-# the values are random. A candidate that raises or returns the wrong shape is wrong.
+# symmetric or all-ones test inputs it even returns the right numbers. Other wrong passes — batch rows paired with
+# the wrong example's gradient, sums over the batch taken in the wrong order — return the right numbers on *any*
+# constant input (all ones, say), whatever the shapes. Write the test that catches them all. Random values catch
+# every wrong pass in the pool, even on square shapes with a batch larger than one; shapes that all differ matter
+# when the values are not random (a missing transpose then fails on its shape). So compare a candidate with the
+# truth (`jax.vjp`, or the formulas) on random values, with `B`, `d_in` and `d_out` all different. A candidate
+# that raises or returns the wrong shape is wrong.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["is_correct_backward"].show()

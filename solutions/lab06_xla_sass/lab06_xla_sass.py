@@ -104,8 +104,10 @@ lab.problems["fused_bias_gelu"].check(fused_bias_gelu, hidden=True)
 # ## Exercise 2 — The bytes fusion saves, as XLA counts them
 #
 # XLA's cost model (`compiled.cost_analysis()["bytes accessed"]`) charges a kernel for every operand it reads
-# and every result it writes. Predict it for a chain run op by op and for the same chain fused — the checker
-# asks XLA. Mind the broadcast row vectors: a fused kernel reads an `(n,)` vector once, not `m` times.
+# and every result it writes. Predict it for a chain run op by op and for the same chain fused, from that rule
+# (§6.3) with the shapes and the dtype's size — the checker asks XLA, and XLA's compiler and its analyses are
+# locked while your function runs: the count is what checks you, not what answers for you. Mind the broadcast
+# row vectors: a fused kernel reads an `(n,)` vector once, not `m` times.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_bytes"].show()
@@ -331,9 +333,11 @@ lab.problems["sass_counts"].check(sass_counts, hidden=True)
 #
 # Exercise 2 *predicted* what fusion saves in bytes. To see what it saves in time you must measure, and a JAX
 # call (like a CUDA kernel launch) returns before its work is done. Write the timer: warm up, synchronize,
-# repeat, keep a robust statistic. The checker gives your timer stand-in functions on a virtual clock, so it
-# knows the exact answer (and each classic mistake gives a recognisable wrong one); after exercise 9 your timer
-# measures real work on this machine.
+# repeat, keep a robust statistic — reading the clock you are handed (`clock()`) for every measurement, as a GPU
+# timer reads the device's clock (CUDA events), not the host's. The checker gives your timer stand-in functions
+# whose work moves only that virtual clock, so it knows the exact answer (and each classic mistake gives a
+# recognisable wrong one; the course's `gc.measure` reads `time.perf_counter` and measures the wrong thing);
+# after exercise 9 your timer measures real work on this machine with `clock=time.perf_counter`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["measure_times"].show()
@@ -342,17 +346,17 @@ lab.problems["measure_times"].show()
 import time
 
 
-def measure_times(slow, fast, *args):
-    """(seconds per call of slow(*args), seconds per call of fast(*args)), measured right."""
+def measure_times(slow, fast, *args, clock):
+    """(seconds per call of slow(*args), seconds per call of fast(*args)), measured right on `clock`."""
     # roughly 10 lines
     ### BEGIN SOLUTION
     def best(fn):
         jax.block_until_ready(fn(*args))  # warm-up: compiles
         runs = []
         for _ in range(5):
-            t0 = time.perf_counter()
+            t0 = clock()
             jax.block_until_ready(fn(*args))
-            runs.append(time.perf_counter() - t0)
+            runs.append(clock() - t0)
         return min(runs)
 
     return best(slow), best(fast)
@@ -412,19 +416,20 @@ lab.problems["fusion_payoff_rows"].check(fusion_payoff_rows, hidden=True)
 # then cache bandwidth; §6.3 sizes its arrays out of the cache.)
 
 # %% nbgrader={"grade": false, "grade_id": "on_this_machine", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import time
+
 ops = ["mul_full", "add_full", "relu"]
 m = n = 1024
 try:
     unfused_b, fused_b = fusion_bytes(m, n, "float32", ops)  # predict
-    chain = lab.chain_function(ops)
-    steps = [jax.jit(lab.chain_function([op])) for op in ops]
+    steps = [jax.jit(lambda a, b: a * b), jax.jit(lambda a, b: a + b), jax.jit(lambda a: jnp.maximum(a, 0))]
 
     def unfused(x, y, z):
         return steps[2](steps[1](steps[0](x, y), z))
 
-    fused = jax.jit(chain)
+    fused = jax.jit(lambda x, y, z: jnp.maximum(x * y + z, 0))
     args = tuple(jnp.asarray(np.random.default_rng(i).standard_normal((m, n)).astype(np.float32)) for i in range(3))
-    t_unfused, t_fused = measure_times(unfused, fused, *args)  # measure, your way
+    t_unfused, t_fused = measure_times(unfused, fused, *args, clock=time.perf_counter)  # measure, your way
     # the model needs each time WITH the page faults of that same run (the fastest run may have taken none while
     # others took hundreds): gc.fusion.best_run pairs them, as §6.3 does
     (tb_unfused, faults_unfused), (tb_fused, faults_fused) = (gc.fusion.best_run(f, *args) for f in (unfused, fused))

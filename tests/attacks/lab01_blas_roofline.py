@@ -5,9 +5,9 @@ Every cell runs after the lab's setup cell (numpy as np, gpucourse as gc, the la
 specs say these exercises are about *using* the model, and allow it): max_batch_within and min_batch_compute_bound
 by a loop over B with the layer's time or intensity (gc.datapath.roofline_time, gc.tpu.matmul_seconds with one
 itemsize — right only where the weights are in the activations' dtype — or gc.tpu.matmul_intensity), and
-min_size_for_fraction by a loop over n with Roofline.fraction once the student has counted each op. Also not
-listed: time_call by gc.measure loaded a second time from its file (gc.measure is the course's own timer, used by
-every notebook; writing it is the exercise, and the lock only stops the direct call).
+min_size_for_fraction by a loop over n with Roofline.fraction once the student has counted each op. time_call is
+handed its clock (``clock``) and the stand-ins' work shows on that clock only: the course's gc.measure (called,
+loaded a second time, pasted) reads time.perf_counter and measures microseconds of Python.
 """
 
 ATTACKS = {
@@ -145,13 +145,89 @@ def blocked_matmul(A, B, tile):
 ''',
     ],
     "ex8_time_call": [
-        # the course's own timer, called directly (the lock trips)
-        '''def time_call(fn, *args, repeat=5):
+        # the course's own timer, called directly: it reads time.perf_counter, not the clock given
+        '''def time_call(fn, *args, clock, repeat=5):
     return gc.measure(fn, *args, warmup=1, repeat=repeat).median
 ''',
-        # the same through gc.timing
-        '''def time_call(fn, *args, repeat=5):
-    return gc.timing.measure(fn, *args, warmup=1, repeat=repeat).best
+        # gpucourse/timing.py loaded a second time from its file, its measure called (best of the runs)
+        '''import importlib.util
+import sys
+
+_spec = importlib.util.spec_from_file_location("gpucourse.my_timing", gc.timing.__file__)
+my_timing = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = my_timing
+_spec.loader.exec_module(my_timing)
+
+
+def time_call(fn, *args, clock, repeat=5):
+    return my_timing.measure(fn, *args, warmup=1, repeat=repeat).best
+''',
+        # gc.timing.measure's source pasted into the cell unchanged
+        '''import math
+import sys
+import time
+
+from gpucourse.backend import get_backend
+from gpucourse.timing import Timing, block
+
+
+def measure(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 2,
+    repeat: int = 15,
+    max_seconds: float | None = 5.0,
+    sync: bool = True,
+    clock: str = "host",
+    **kwargs: Any,
+) -> Timing:
+    """Time ``fn(*args, **kwargs)``: ``warmup`` discarded calls, then ``repeat`` measured ones.
+
+    ``sync=False`` reproduces the classic mistake (the stopwatch stops when the call *returns*) so that the
+    course can show how wrong it is. ``max_seconds`` stops repeating early (at least 3 runs) for slow calls.
+    ``clock="cuda"`` uses CUDA events on the GPU backend.
+    """
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
+    if clock not in ("host", "cuda"):
+        raise ValueError("clock must be 'host' or 'cuda'")
+    backend = get_backend()
+    if clock == "cuda" and not backend.is_gpu:
+        raise ValueError("clock='cuda' needs the GPU backend; use the default host clock on CPU")
+
+    for _ in range(warmup):
+        out = fn(*args, **kwargs)
+        if sync:
+            block(out)
+
+    times: list[float] = []
+    started = time.perf_counter()
+    for i in range(repeat):
+        if clock == "cuda":
+            cp = backend.xp
+            stream = cp.cuda.get_current_stream()  # the stream fn's work is queued on (`with stream:` selects it)
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record(stream)
+            out = fn(*args, **kwargs)
+            end.record(stream)
+            end.synchronize()
+            block(out)
+            times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)  # ms -> s
+        else:
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            if sync:
+                block(out)
+            times.append(time.perf_counter() - t0)
+        if max_seconds is not None and i >= 2 and time.perf_counter() - started > max_seconds:
+            break
+    if not sync:
+        block(out)  # don't leave queued work running into the next measurement
+    return Timing(tuple(times), synchronized=sync, clock=clock)
+
+
+def time_call(fn, *args, clock, repeat=5):
+    return measure(fn, *args, warmup=1, repeat=repeat).median
 ''',
     ],
     "ex9_explain_point": [

@@ -8,6 +8,114 @@ model. Each attack below is the closest a student gets from the edition (the hel
 or its source pasted) and must score less than full."""
 
 ATTACKS = {
+    "ex2_fusion_bytes": [
+        # the chains built in the cell and XLA asked directly (abstract shapes: nothing allocated), as the spec says
+        # the checker does
+        '''def fusion_bytes(m, n, dtype, ops):
+    def chain(ops):
+        def f(x, *operands):
+            it = iter(operands)
+            for op in ops:
+                if op.endswith("_row") or op.endswith("_full"):
+                    x = x * next(it) if op.startswith("mul") else x + next(it)
+                else:
+                    x = jnp.maximum(x, 0) if op == "relu" else getattr(jnp, op)(x)
+            return x
+        return f
+
+    def shape(op):
+        return (n,) if op.endswith("_row") else (m, n)
+
+    def count(ops):
+        args = [jax.ShapeDtypeStruct(shape(op), jnp.dtype(dtype)) for op in ["x"] + ops
+                if op == "x" or op.endswith(("_row", "_full"))]
+        return int(jax.jit(chain(ops)).lower(*args).compile().cost_analysis()["bytes accessed"])
+
+    return sum(count([op]) for op in ops), count(ops)
+''',
+        # gpucourse.xla loaded a second time (its `compiled` is locked, the copy is not)
+        '''import importlib.util
+import sys
+
+_spec = importlib.util.spec_from_file_location("xla2", gc.xla.__file__)
+xla2 = importlib.util.module_from_spec(_spec)
+sys.modules["xla2"] = xla2  # its dataclasses look their module up there
+_spec.loader.exec_module(xla2)
+
+UNARY = {"relu": lambda x: jnp.maximum(x, 0), "tanh": jnp.tanh, "exp": jnp.exp}
+
+
+def fusion_bytes(m, n, dtype, ops):
+    x = np.ones((m, n), np.float32).astype(jnp.dtype(dtype))
+    operands = [np.ones((n,) if op.endswith("_row") else (m, n), np.float32).astype(jnp.dtype(dtype))
+                for op in ops if op not in UNARY]
+
+    def apply(op, x, y=None):
+        return UNARY[op](x) if op in UNARY else (x * y if op.startswith("mul") else x + y)
+
+    def chain(x, *ys):
+        it = iter(ys)
+        for op in ops:
+            x = apply(op, x, None if op in UNARY else next(it))
+        return x
+
+    it = iter(operands)
+    unfused = 0
+    for op in ops:
+        args = (x,) if op in UNARY else (x, next(it))
+        unfused += xla2.compiled(lambda *a, op=op: apply(op, *a), *args).bytes_accessed
+    return int(unfused), int(xla2.compiled(chain, x, *operands).bytes_accessed)
+''',
+        # below jax.stages: the lowered StableHLO compiled by jaxlib's CPU client, its executable asked for the count
+        '''from jaxlib import _jax
+
+UNARY = {"relu": lambda x: jnp.maximum(x, 0), "tanh": jnp.tanh, "exp": jnp.exp}
+
+
+def fusion_bytes(m, n, dtype, ops):
+    cpu = jax.devices("cpu")[0]
+    shape = lambda op: (n,) if op.endswith("_row") else (m, n)  # noqa: E731
+
+    def count(f, *shapes):
+        text = jax.jit(f).lower(*(jax.ShapeDtypeStruct(s, jnp.dtype(dtype)) for s in shapes)).as_text()
+        exe = cpu.client.compile_and_load(text, _jax.DeviceList((cpu,)), _jax.CompileOptions())
+        return int(exe.cost_analysis()["bytes accessed"])
+
+    def chain(x, *ys):
+        it = iter(ys)
+        for op in ops:
+            x = UNARY[op](x) if op in UNARY else (x * next(it) if op.startswith("mul") else x + next(it))
+        return x
+
+    unfused = sum(count(UNARY[op], (m, n)) if op in UNARY else count(lambda a, b: a * b, (m, n), shape(op))
+                  for op in ops)
+    return unfused, count(chain, (m, n), *(shape(op) for op in ops if op not in UNARY))
+''',
+        # XLA's memory analysis, not its cost analysis: a program's arguments + its output, held from the cell's
+        # top level
+        '''memory_analysis = jax.stages.Compiled.memory_analysis
+UNARY = {"relu": lambda x: jnp.maximum(x, 0), "tanh": jnp.tanh, "exp": jnp.exp}
+
+
+def fusion_bytes(m, n, dtype, ops):
+    shape = lambda op: (n,) if op.endswith("_row") else (m, n)  # noqa: E731
+
+    def moved(f, *shapes):
+        c = jax.jit(f).lower(*(jax.ShapeDtypeStruct(s, jnp.dtype(dtype)) for s in shapes)).compile()
+        mem = memory_analysis(c)
+        return int(mem.argument_size_in_bytes + mem.output_size_in_bytes)
+
+    def chain(x, *ys):
+        it = iter(ys)
+        for op in ops:
+            x = UNARY[op](x) if op in UNARY else (x * next(it) if op.startswith("mul") else x + next(it))
+        return x
+
+    unfused = sum(moved(UNARY[op], (m, n)) if op in UNARY else moved(lambda a, b: a * b, (m, n), shape(op))
+                  for op in ops)
+    return unfused, moved(chain, (m, n), *(shape(op) for op in ops if op not in UNARY))
+''',
+    ],
     "ex3_breaking_op": [
         # the course's HLO reader: the opcode alone (the old exercise's answer)
         '''def breaking_op(hlo):
@@ -96,6 +204,98 @@ def mma_flops(sass):
         '''def sass_counts(source, arch="sm_90"):
     s = toolchain.sass_of(source, arch=arch)
     return {"FFMA": s.count("FFMA"), "tensor_flops": 4096 * s.count("HMMA") + 16384 * s.count("HGMMA")}
+''',
+    ],
+    # measure_times is handed its clock and the stand-ins' work shows on that clock only: the course's timers read
+    # time.perf_counter and measure microseconds of Python, however they are loaded
+    "ex8_measure_times": [
+        # the course's own timer, called directly
+        '''def measure_times(slow, fast, *args, clock):
+    return gc.timing.measure(slow, *args).best, gc.timing.measure(fast, *args).best
+''',
+        # gpucourse/timing.py loaded a second time from its file
+        '''import importlib.util
+import sys
+
+_spec = importlib.util.spec_from_file_location("gpucourse.my_timing", gc.timing.__file__)
+my_timing = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = my_timing
+_spec.loader.exec_module(my_timing)
+
+
+def measure_times(slow, fast, *args, clock):
+    return my_timing.measure(slow, *args).median, my_timing.measure(fast, *args).median
+''',
+        # gc.timing.measure's source pasted into the cell unchanged
+        '''import math
+import sys
+import time
+
+from gpucourse.backend import get_backend
+from gpucourse.timing import Timing, block
+
+
+def measure(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 2,
+    repeat: int = 15,
+    max_seconds: float | None = 5.0,
+    sync: bool = True,
+    clock: str = "host",
+    **kwargs: Any,
+) -> Timing:
+    """Time ``fn(*args, **kwargs)``: ``warmup`` discarded calls, then ``repeat`` measured ones.
+
+    ``sync=False`` reproduces the classic mistake (the stopwatch stops when the call *returns*) so that the
+    course can show how wrong it is. ``max_seconds`` stops repeating early (at least 3 runs) for slow calls.
+    ``clock="cuda"`` uses CUDA events on the GPU backend.
+    """
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
+    if clock not in ("host", "cuda"):
+        raise ValueError("clock must be 'host' or 'cuda'")
+    backend = get_backend()
+    if clock == "cuda" and not backend.is_gpu:
+        raise ValueError("clock='cuda' needs the GPU backend; use the default host clock on CPU")
+
+    for _ in range(warmup):
+        out = fn(*args, **kwargs)
+        if sync:
+            block(out)
+
+    times: list[float] = []
+    started = time.perf_counter()
+    for i in range(repeat):
+        if clock == "cuda":
+            cp = backend.xp
+            stream = cp.cuda.get_current_stream()  # the stream fn's work is queued on (`with stream:` selects it)
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record(stream)
+            out = fn(*args, **kwargs)
+            end.record(stream)
+            end.synchronize()
+            block(out)
+            times.append(cp.cuda.get_elapsed_time(start, end) / 1e3)  # ms -> s
+        else:
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            if sync:
+                block(out)
+            times.append(time.perf_counter() - t0)
+        if max_seconds is not None and i >= 2 and time.perf_counter() - started > max_seconds:
+            break
+    if not sync:
+        block(out)  # don't leave queued work running into the next measurement
+    return Timing(tuple(times), synchronized=sync, clock=clock)
+
+
+def measure_times(slow, fast, *args, clock):
+    return measure(slow, *args, repeat=5).best, measure(fast, *args, repeat=5).best
+''',
+        # gc.fusion.best_run (§6.3's fastest synchronized run), called directly
+        '''def measure_times(slow, fast, *args, clock):
+    return gc.fusion.best_run(slow, *args)[0], gc.fusion.best_run(fast, *args)[0]
 ''',
     ],
     "ex9_fusion_payoff_rows": [

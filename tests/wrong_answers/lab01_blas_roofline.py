@@ -232,55 +232,60 @@ WRONG = {
     ],
     "ex8_time_call": [
         # stops the clock when the call returns: asynchronous work is not waited for
-        '''import time
-
-
-def time_call(fn, *args, repeat=5):
+        '''def time_call(fn, *args, clock, repeat=5):
     fn(*args)
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn(*args)
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return float(np.median(times))
 ''',
         # the warm-up is never waited for: its work is still running when the first timed run starts
-        '''import time
-
-
-def time_call(fn, *args, repeat=5):
+        '''def time_call(fn, *args, clock, repeat=5):
     fn(*args)
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         gc.block(fn(*args))
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return float(np.median(times))
 ''',
         # the mean: one run slowed by another program pulls it up
+        '''def time_call(fn, *args, clock, repeat=5):
+    gc.block(fn(*args))
+    times = []
+    for _ in range(repeat):
+        start = clock()
+        gc.block(fn(*args))
+        times.append(clock() - start)
+    return sum(times) / len(times)
+''',
+        # no warm-up: the first timed call compiles
+        '''def time_call(fn, *args, clock, repeat=5):
+    times = []
+    for _ in range(repeat):
+        start = clock()
+        gc.block(fn(*args))
+        times.append(clock() - start)
+    return float(np.median(times))
+''',
+        # the right method on the host's wall clock instead of the clock it is given: the work never shows
         '''import time
 
 
-def time_call(fn, *args, repeat=5):
+def time_call(fn, *args, clock, repeat=5):
     gc.block(fn(*args))
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         gc.block(fn(*args))
         times.append(time.perf_counter() - start)
-    return sum(times) / len(times)
-''',
-        # no warm-up: the first timed call compiles
-        '''import time
-
-
-def time_call(fn, *args, repeat=5):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        gc.block(fn(*args))
-        times.append(time.perf_counter() - start)
     return float(np.median(times))
+''',
+        # gc.measure on the given functions: the course's timer reads time.perf_counter, not the clock given
+        '''def time_call(fn, *args, clock, repeat=5):
+    return gc.measure(fn, *args, warmup=1, repeat=repeat).median
 ''',
     ],
     "ex9_explain_point": [

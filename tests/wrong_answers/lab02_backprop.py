@@ -133,5 +133,17 @@ WRONG = {
         return False
     return bool(np.allclose(dW, X.T @ dY, rtol=0.2, atol=0.1) and np.allclose(dX, dY @ W.T, rtol=0.2, atol=0.1))
 ''',
+        # the right shapes (B, d_in, d_out all different) and a tight tolerance, but all-ones values: every row of
+        # the batch alike, so misaligned rows and the product of the batch sums slip through
+        '''def is_correct_backward(backward):
+    X, W, dY = np.ones((5, 3)), np.ones((3, 4)), np.ones((5, 4))
+    try:
+        dW, dX = backward(X, W, dY)
+        if np.shape(dW) != W.shape or np.shape(dX) != X.shape:
+            return False
+    except Exception:
+        return False
+    return bool(np.allclose(dW, X.T @ dY) and np.allclose(dX, dY @ W.T))
+''',
     ],
 }

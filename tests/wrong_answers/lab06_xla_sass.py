@@ -8,8 +8,9 @@ WRONG = {
         return 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
     return r + jax.lax.map(row, x)
 ''',
-    # the fused kernel re-reads the row vectors for every row (m*n instead of n)
-    "ex2_fusion_bytes": '''def fusion_bytes(m, n, dtype, ops):
+    "ex2_fusion_bytes": [
+        # the fused kernel re-reads the row vectors for every row (m*n instead of n)
+        '''def fusion_bytes(m, n, dtype, ops):
     size = jnp.dtype(dtype).itemsize
     full = m * n
     unfused, fused = 0, 2 * full
@@ -24,6 +25,36 @@ WRONG = {
             unfused += 2 * full
     return unfused * size, fused * size
 ''',
+        # an op run alone is charged its row vector broadcast to (m, n) first (the broadcast is fused into the op:
+        # n elements read, not m*n)
+        '''def fusion_bytes(m, n, dtype, ops):
+    size = jnp.dtype(dtype).itemsize
+    full = m * n
+    unfused, fused = 0, 2 * full
+    for op in ops:
+        if op.endswith("_row"):
+            unfused += 3 * full
+            fused += n
+        elif op.endswith("_full"):
+            unfused += 3 * full
+            fused += full
+        else:
+            unfused += 2 * full
+    return unfused * size, fused * size
+''',
+        # the fused chain still writes and reads back an intermediate after every op (XLA's count of a chain that
+        # fusion did not merge)
+        '''def fusion_bytes(m, n, dtype, ops):
+    size = jnp.dtype(dtype).itemsize
+    full = m * n
+    unfused = fused = 0
+    for op in ops:
+        extra = n if op.endswith("_row") else full if op.endswith("_full") else 0
+        unfused += 2 * full + extra
+        fused += 2 * full + extra
+    return unfused * size, fused * size
+''',
+    ],
     "ex3_breaking_op": [
         # the right opcode, but the bytes of the INPUTS' dtype (4 bytes, float32) times its elements: an FFT writes
         # complex64 (8 bytes), and a bfloat16 chain's callback writes 2 bytes per element
@@ -145,36 +176,47 @@ def scale_bias_relu_kernel(x, w, b, out):
 """,
     "ex8_measure_times": [
         # times the call without waiting for the result: it measures the enqueue (dispatch), not the work
-        '''import time
-
-
-def measure_times(slow, fast, *args):
+        '''def measure_times(slow, fast, *args, clock):
     def best(fn):
         fn(*args)
         runs = []
         for _ in range(5):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn(*args)
-            runs.append(time.perf_counter() - t0)
+            runs.append(clock() - t0)
         return min(runs)
 
     return best(slow), best(fast)
 ''',
         # warms up and waits, times 4 runs, but returns the last one: a load spike on it goes straight into the
         # answer (passes the visible case, fails the hidden ones on every seed)
-        '''import time
-
-
-def measure_times(slow, fast, *args):
+        '''def measure_times(slow, fast, *args, clock):
     def last(fn):
         jax.block_until_ready(fn(*args))
         for _ in range(4):
-            t0 = time.perf_counter()
+            t0 = clock()
             jax.block_until_ready(fn(*args))
-            t = time.perf_counter() - t0
+            t = clock() - t0
         return t
 
     return last(slow), last(fast)
+''',
+        # the warm-up is never waited for: its work is still running when the first timed run starts
+        '''def measure_times(slow, fast, *args, clock):
+    def best(fn):
+        fn(*args)
+        runs = []
+        for _ in range(5):
+            t0 = clock()
+            jax.block_until_ready(fn(*args))
+            runs.append(clock() - t0)
+        return min(runs)
+
+    return best(slow), best(fast)
+''',
+        # gc.measure on the given functions: the course's timer reads time.perf_counter, not the clock given
+        '''def measure_times(slow, fast, *args, clock):
+    return gc.measure(slow, *args).best, gc.measure(fast, *args).best
 ''',
     ],
     "ex9_fusion_payoff_rows": [
