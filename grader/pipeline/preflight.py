@@ -22,7 +22,9 @@ PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctype
                              # frames, the garbage collector's view and functions rebuilt from another's code: how a
                              # lock's saved originals or a course function's internals are reached
                              r"\bget_objects\b|\bgi_frame\b|\bf_locals\b|\bf_back\b|\bcurrentframe\b|"
-                             r"\binspect\.stack\b|__globals__|__code__|\bFunctionType\b")
+                             r"\binspect\.stack\b|__globals__|__code__|\bFunctionType\b|"
+                             # another process, where no lock holds (XLA's count run in a child, say)
+                             r"\bsubprocess\b|\bos\.system\b|\bos\.popen\b|\bmultiprocessing\b|\bos\.fork\b")
 # answer cells that write what an observation reads: the instrumentation the student's own process holds (the
 # device tracker's counters, the virtual clock and its workloads), attributes set by name or through __dict__,
 # the course's modules rebound, or a workload's true seconds (lab 1: work_s, first_s) or its clock read. The tamper
@@ -31,6 +33,8 @@ PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctype
 INSTRUMENT_WRITES = re.compile(r"\.(?:h2d_bytes|d2h_bytes|h2d_copies|peak|calls|timed|reads|leftover|reads_at_first|"
                                r"seconds|busy_until|now)\s*[-+*/]?=(?!=)|\bsetattr\s*\(|__setattr__|__dict__|"
                                r"\bvars\s*\(|\bgpucourse(?:\.\w+)+\s*=(?!=)|\.seconds\b|"
+                               # the time module's clocks rebound (the course's timer then reads the given clock)
+                               r"\btime\.(?:perf_counter|monotonic|time|process_time)(?:_ns)?\s*=(?!=)|"
                                # lab 1's workload: its true times, its clock (a counter written through it: shown as such)
                                r"\.(?:work_s|first_s|_ready_at)\b|\.clock\b(?!\.(?:reads|now|busy_until)\s*[-+*/]?=(?!=))")
 

@@ -4,7 +4,9 @@ Exercises 3, 6, 7 and 9 were redesigned (issue 20) so that no installed code ans
 the bytes of the breaker's result, which no course helper reads from an HLO type; mma_flops asks for the operations
 of the whole tensor-core family from the shapes in the opcodes' modifiers, which toolchain.Sass lists but never
 reads; sass_counts asks for those operations too; fusion_payoff_rows is the inverse of gpucourse.fusion's forward
-model. Each attack below is the closest a student gets from the edition (the helper called, loaded a second time,
+model. Exercise 2, fusion_bytes, predicts XLA's byte count from §6.3's rule: its chains are built on the answer
+side only, and XLA's compiler and analyses are locked while the function runs, down to jaxlib's entry points
+(the attacks ask XLA the four ways a student would). Each attack below is the closest a student gets from the edition (the helper called, loaded a second time,
 or its source pasted) and must score less than full."""
 
 ATTACKS = {
