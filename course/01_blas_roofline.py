@@ -124,7 +124,8 @@ print("square GEMM, arithmetic intensity [FLOP/byte]")
 print(f"{'n':>6}" + "".join(f"{d:>10}" for d in ("float64", "float32", "float16", "int8")))
 for n in (64, 512, 4096):
     row = [square_gemm_counts(n, d)[0] / square_gemm_counts(n, d)[1] for d in ("float64", "float32", "float16", "int8")]
-    assert row == [2 * n / (3 * s) for s in (8, 4, 2, 1)]  # 2n/3 FLOP per element, halved per doubling of its size
+    # the counts agree with the closed form 2n/(3·itemsize): a derivation (computed from the formula, not measured)
+    assert row == [2 * n / (3 * s) for s in (8, 4, 2, 1)]
     print(f"{n:>6}" + "".join(f"{v:>10.3g}" for v in row))
 # Expected output:
 # square GEMM, arithmetic intensity [FLOP/byte]
@@ -158,11 +159,12 @@ for n in (64, 512, 4096):
 #   CPU; 4096³, 8192³ on a GPU): the best the machine's BLAS (OpenBLAS here, cuBLAS on a GPU) does in the dtype
 #   of the plotted ops. Random data: constant data (`ones`) switches fewer transistors, draws less power and can
 #   clock higher than real data.
-# - **Best of interleaved rounds.** Other programs only ever slow a run down, so each roof and each op is reported
-#   at its best run; and they are timed in turns (roof, op, op, …, roof, op, …) so that each has the same chances
-#   of a quiet moment. On a GPU every run is timed with CUDA events. If some point still lands above a roof with
-#   nothing to explain it (below), the roofs' kernels are timed again — a roof is a maximum, and more runs can only
-#   raise it — until no point does, or for at most 20 s.
+# - **Best of a fixed number of interleaved rounds.** Other programs only ever slow a run down, so each roof and
+#   each op is reported at its best run; and they are timed in turns (roof, op, op, …, roof, op, …) so that each has
+#   the same chances of a quiet moment. The number of rounds (5) is fixed before anything is timed, and the result
+#   is summarised once: nothing is re-timed because a point looks odd (timing until the answer looks right is
+#   *optional stopping*, and it biases what it reports). On a GPU every run is timed with CUDA events. A point above
+#   the compute roof, which nothing can beat, is reported as such under the table.
 # - **Against a stated peak.** On a GPU, the datasheet. On a CPU: cores × FMA units × lanes per FMA unit × 2 FLOP
 #   × clock — here for the one core measured — each factor read from the operating system where it can be (printed
 #   below with where it came from) except the FMA units, which no interface reports (a table of the vendors'
@@ -233,7 +235,7 @@ assert axpy.flops / axpy.bytes < roof.ridge and gemv_big.point.intensity < roof.
 assert abs(math.log(gemm64.point.intensity / roof.ridge)) < abs(math.log(gemm512.point.intensity / roof.ridge))
 assert gemv_small.fits_in_cache and not gemv_big.fits_in_cache
 if not be.is_gpu:  # the cache beats DRAM: the in-cache gemv lands above the DRAM roof, and is explained by the cache
-    assert gemv_small.above and not gemv_cold.above, "the in-cache gemv did not beat DRAM: re-run when the machine is idle"
+    assert gemv_small.above and not gemv_cold.above, (gemv_small.fraction, gemv_cold.fraction)  # × the DRAM roof
     assert gemv_small.point.achieved_bandwidth > 1.2 * max(gemv_big.point.achieved_bandwidth,
                                                            gemv_cold.point.achieved_bandwidth)
 if m.stated_flops:  # a roof above its stated peak is flagged, and has one possible cause on a CPU
@@ -243,14 +245,14 @@ if m.stated_flops:  # a roof above its stated peak is flagged, and has one possi
     assert 0.03 < roof.peak_flops / m.stated_flops < (1.02 if be.is_gpu else 1.6)
 if m.stated_bandwidth:
     assert 0.5 < roof.bandwidth / m.stated_bandwidth < 1.02
-if m.consistent:  # every point above a roof is memory-bound and fits in the cache; what the text claims besides:
+if m.consistent:  # no point above the compute roof; what the text claims besides:
     assert verdicts[axpy.label].fraction < 0.9  # two passes move >= 5n elements for the 3n counted
     # fixed per-call costs; compared with the best larger GEMM: a busy neighbour can slow any one of them
     assert gemm64.fraction < 0.9 and gemm64.fraction < max(verdicts[f"gemm n={n}"].fraction for n in GEMM_SIZES[1:])
 else:
-    print(f"\nNOTE: after {m.rounds} rounds some points still sit above a roof with nothing to explain it "
-          f"({', '.join(v.point.label for v in m.unexplained())}): other programs kept this machine too busy to "
-          "measure it. Re-run this cell when it is idle; the verdicts above are not to be trusted.")
+    print(f"\nINCONSISTENT after {m.rounds} rounds: above the compute roof, which nothing can beat: "
+          f"{', '.join(v.point.label for v in m.unexplained())}. Either every one of the roof's {m.rounds} runs was "
+          "slowed down or the op's count or timing is wrong; the table reports the rounds as measured.")
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.4))
@@ -264,15 +266,16 @@ ax1.legend()
 gc.roofline.plot(ax2, [roof], [v.point for v in verdicts.values()])
 for v in verdicts.values():
     if v.above:
-        ax2.annotate("above: cache" if v.fits_in_cache else "above: ?", (v.point.intensity, v.point.achieved_flops / 1e9),
+        label = "above: cache" if v.fits_in_cache else "above: partly cached?" if v.bound == "memory" else "above: ?"
+        ax2.annotate(label, (v.point.intensity, v.point.achieved_flops / 1e9),
                      textcoords="offset points", xytext=(6, 6), fontsize=8)
 ax2.set_title("Measured roofline of this machine")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Read the right-hand plot with the table above it (the note under the table says if the machine was too busy to
-# trust it):
+# Read the right-hand plot with the table above it (a line under the table says if some point beat the compute
+# roof, which would make the measurement inconsistent):
 #
 # - **axpy and the large gemv** sit left of the ridge, under the slanted memory roof; their "of roof" column is how
 #   close they come. NumPy's axpy stays well below (the cell asserts under 90 %): `2*x + y` runs as two passes, a
@@ -286,12 +289,10 @@ plt.show()
 #   *not* land above the roof; the back-to-back calls move bytes over 1.2× faster than it and than the large gemv
 #   (asserted). On a GPU each call is microseconds of launch for 1 MiB that HBM moves in 0.3 µs, so there both
 #   points sit far below the roof, whatever the cache does.
-#   A point above a roof is never ignored: above the memory roof a cache can explain it, if the
-#   data fit (a working set a little larger than the cache can be partly cached too: the lab's exercise 9 says by
-#   how much; this table's verdict keeps the strict test); above the compute roof nothing can, and the
-#   measurement is wrong. The
-#   measurement keeps timing the roofs until every point above a roof is a memory-bound one whose working set fits
-#   in the cache — or prints the NOTE saying it could not.
+#   A point above a roof is never ignored: above the memory roof a cache can explain it — entirely if the data
+#   fit, in part if the working set is larger (real caches keep part of it: the table says "partly cached?", and
+#   lab 1's exercise 9 says by how much); above the compute roof nothing can, and the measurement is wrong. The
+#   rounds are not repeated to make the table look consistent: what 5 rounds gave is what it shows.
 # - **GEMMs** have an intensity that grows with n (n/6 FLOP/byte in float32): the 512³ one sits far right of the
 #   ridge (asserted), the 64³ one, at an eighth of that intensity, much closer to it (asserted). All sit at or
 #   below the compute roof (within the 20 % margin), the 64³ one well below it (asserted: under 90 % of the roof,
@@ -456,6 +457,7 @@ i_h100 = 2 * n_h100 * n_h100 * batch / ((n_h100 * n_h100 + 2 * n_h100 * batch) *
 ridge_h100 = h100.peak_flops["fp32"] / h100.memory_bandwidth
 print(f"on an H100: W {n_h100}², {batch} columns: {i_h100:.1f} FLOP/byte, left of the fp32 ridge {ridge_h100:.1f}: "
       "memory-bound")
+# computed from the datasheet (L2 size, fp32 peak, HBM bandwidth), not measured: the numbers the text quotes
 assert n_h100 == 5120 and round(i_h100, 1) == 15.8 and i_h100 < ridge_h100
 
 # %% [markdown]
@@ -467,7 +469,7 @@ assert n_h100 == 5120 and round(i_h100, 1) == 15.8 and i_h100 < ridge_h100
 # rounds, next to the gemvs' fraction, and says "slowed by other programs" when the gemvs here fall below 0.7× of
 # it. Shape: only where the GEMM is compute-bound (the cell prints which roof bounds it) does a GEMM 32 columns wide
 # keep fewer FMA units busy than the square GEMM that set the compute roof; on an H100, W of 5120² with 32 columns
-# is 15.8 FLOP/byte, left of the fp32 ridge (20.0; both printed and asserted above), so there it is memory-bound and
+# is 15.8 FLOP/byte, left of the fp32 ridge (20.0; both computed from the datasheet above, not measured), so there it is memory-bound and
 # its fraction is of the memory roof.
 
 # %% [markdown]

@@ -207,7 +207,11 @@ print(f"  shared memory up to {p['shared_memory_bytes'] // 1024} KB (carved from
 print(f"  up to {p['max_warps']} warps = {p['max_threads']} threads and {p['max_blocks']} blocks resident")
 print("shared by all SMs: 50 MB L2 cache, 80 GB HBM3")
 print(f"registers per thread when the SM is full: {p['register_file_bytes'] // 4 // p['max_threads']}")
-assert p["register_file_bytes"] == 256 * 1024  # the seed's 256 KB (C13)
+# the datasheet's figure (Hopper whitepaper, typed into gc.hardware), not measured: the seed's 256 KB (C13); on a GPU
+# the device's own count (cudaDeviceProp.regsPerMultiprocessor) is the independent check
+assert p["register_file_bytes"] == 256 * 1024
+if be.is_gpu and "H100" in be.gpu.name:
+    assert be.xp.cuda.runtime.getDeviceProperties(0)["regsPerMultiprocessor"] * 4 == p["register_file_bytes"]
 # Expected output:
 # H100 SXM: 132 SMs, compute capability 9.0
 # per SM (private): register file 256 KB = 65,536 32-bit registers, in 4 sub-partitions of 16,384 (one warp scheduler each)
@@ -342,8 +346,9 @@ if sm_of_block is not None:
 # Seed 000 (C15): while warp A waits, the scheduler issues from warp B — no context switch, because B's registers
 # are already there. How many warps does that take? **Little's law**: to sustain bandwidth $B$ against latency
 # $L$, $B \cdot L$ bytes must be in flight. The latency used is the *unloaded* one (one pointer chase, an idle memory
-# system); at full bandwidth requests queue and the latency rises, so the count below is a lower bound (asserted:
-# the count grows with the latency).
+# system); at full bandwidth requests queue and the latency rises, so the count below is a lower bound (Little's
+# law is linear in the latency). The numbers below are computed from the published latency and the datasheet, not
+# measured here (the cell after it measures the latency on a GPU).
 
 # %%
 cycles = gc.hardware.H100_LATENCY_CYCLES["HBM (L2 miss)"]
@@ -354,13 +359,13 @@ warps = occupancy.warps_to_hide_latency(h100.memory_bandwidth, latency, h100.sm_
 print(f"HBM latency: {cycles} cycles at {gc.hardware.H100_LATENCY_CLOCK_HZ / 1e6:,.0f} MHz = {latency * 1e9:.0f} ns "
       f"({gc.hardware.H100_LATENCY_SOURCE})")
 print(f"H100 SXM: {h100.memory_bandwidth / 1e12:.2f} TB/s × {latency * 1e9:.0f} ns (the PCIe card's latency: the source "
-      f"did not measure the SXM part) = {in_flight / 1e6:.2f} MB in flight = {per_sm / 1024:.1f} KB per SM")
+      f"did not measure the SXM part) = {in_flight / 1e6:.2f} MB in flight = {per_sm / 1024:.1f} KiB per SM")
 print(f"= {warps:.0f} warp-wide float32 loads (128 B) outstanding per SM at the unloaded latency — a lower bound "
       "(queueing at full bandwidth raises the latency) — more than the 64 warps an SM can hold,")
 print("  so each warp must keep several loads in flight (unrolling, vector loads) or move more bytes per load")
+# computed from the source's cycles and clock and the datasheet's bandwidth (not measured): the text's 373 ns, and
+# more warps than an SM holds
 assert round(latency * 1e9) == 373 and 64 < warps < 100
-# a loaded memory system only lengthens the latency, and more latency needs more loads in flight: a lower bound
-assert occupancy.warps_to_hide_latency(h100.memory_bandwidth, 1.5 * latency, h100.sm_count, 128) > 1.4 * warps
 
 # %%
 if gc.require_gpu("measure the latency of a load that misses L2: one thread chasing pointers through 512 MiB"):
@@ -660,9 +665,9 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 #
 # | ID | claim (seed) | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | Hopper whitepaper / CUDA Programming Guide (cc 9.0): 65,536 × 32-bit registers = 256 KB per SM (§5.3), split into 4 sub-partitions of 16,384, one per warp scheduler; each resident thread keeps its registers, so switching saves/restores nothing. §5.3 adds the cost the seed omits: registers are partitioned among resident warps *per sub-partition*, so 64 registers/thread halve the resident warps (50 %), 128 quarter them, 32 threads × 81 registers fit 20 blocks (not 23), and 257 × 200 cannot launch — NVIDIA's `cuda_occupancy.h`, compiled in §5.3, agrees on every configuration tried | **confirmed**, with the occupancy trade-off |
+# | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | Hopper whitepaper / CUDA Programming Guide (cc 9.0): 65,536 × 32-bit registers = 256 KB per SM (§5.3: the datasheet's figure, not measured here; checked against the device's `regsPerMultiprocessor` on an H100), split into 4 sub-partitions of 16,384, one per warp scheduler; each resident thread keeps its registers, so switching saves/restores nothing. §5.3 adds the cost the seed omits: registers are partitioned among resident warps *per sub-partition*, so 64 registers/thread halve the resident warps (50 %), 128 quarter them, 32 threads × 81 registers fit 20 blocks (not 23), and 257 × 200 cannot launch — NVIDIA's `cuda_occupancy.h`, compiled in §5.3, agrees on every configuration tried | **agrees with the datasheet** (not measured here), with the occupancy trade-off |
 # | C14 | a warp is 32 threads executing the same instruction (000, 002) | warp size 32 on every NVIDIA GPU (CUDA Programming Guide; read from the device on a GPU); the executor groups 32 consecutive threads per warp and §5.5 shows lanes of one warp masked off when they disagree. Since Volta each thread has its own program counter (independent thread scheduling), so "same instruction" holds per issued step, not for the warp's whole life | **qualified** |
-# | C15 | a waiting warp is replaced by another with no context-switch cost (000) | §5.4: the switch is free (registers stay put), but each of an SM's 4 schedulers switches only among its own warps: one warp keeps c/(4(c+L)) of the SM's issue slots busy, and filling them takes 4 × ceil((c+L)/c) warps — 72 for 40 cycles of work per ~655-cycle HBM load (measured on an H100 PCIe, `gpu-benches`), more than the 64 an SM holds; Little's law asks for at least ~74 warp-wide loads in flight per SM at 3.35 TB/s (a lower bound: the unloaded latency, which queueing at full bandwidth raises). Switching hides latency only with enough warps on every scheduler *and* several loads in flight per warp | **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says, and memory-level parallelism) |
+# | C15 | a waiting warp is replaced by another with no context-switch cost (000) | §5.4: the switch is free (registers stay put), but each of an SM's 4 schedulers switches only among its own warps: one warp keeps c/(4(c+L)) of the SM's issue slots busy, and filling them takes 4 × ceil((c+L)/c) warps — 72 for 40 cycles of work per ~655-cycle HBM load (measured on an H100 PCIe, `gpu-benches`), more than the 64 an SM holds; Little's law asks for at least ~74 warp-wide loads in flight per SM at 3.35 TB/s (computed from the published latency and the datasheet, not measured; a lower bound: the unloaded latency, which queueing at full bandwidth raises). Switching hides latency only with enough warps on every scheduler *and* several loads in flight per warp | **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says, and memory-level parallelism) |
 # | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×); the sm_90 PTX keeps the two paths as two loops behind a conditional branch, not predicated selects; in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events (asserted > 1.3×) | **qualified**: 2× only for two equal, dominant paths |
 # | C30 | a block has ~100–500 threads; each SM runs 1–4 warps at once (002) | CUDA: 1–1024 threads per block, multiples of 32 recommended (a 100-thread block wastes 28 lanes of its last warp); an H100 SM holds up to 64 warps (2048 threads), 16 per sub-partition, and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4) | **qualified**: 1–4 is the issue rate (one warp per scheduler per cycle), not the number of resident warps |
 # | C31 | blocks of a kernel are independent and spread over the SMs (002) | CUDA guarantees no order between blocks; §5.3 runs blocks backwards with identical results; on a GPU the `%smid` readout of §5.1 lists the SMs that ran them | **confirmed** |

@@ -357,17 +357,23 @@ if not be.is_gpu:  # on a GPU the GEMM's kernel may also take the tanh (Triton) 
 # `tanh(BREAK(x·y + 1)·y − x)`:
 
 # %%
-from gpucourse.xla import entry_ops, fusion_breakers  # the ops lab 6, exercise 3 asks about
+from gpucourse.xla import entry_ops, fusion_breakers
 
+# the opcode each breaker lowers to on XLA:CPU (top_k is a library call there: a custom-call)
+LOWERS_TO = {"sort": "sort", "fft": "fft", "custom-call": "custom-call", "conditional": "conditional",
+             "top_k": "custom-call"}
 xs, ys = jnp.ones((64, 96)), jnp.ones((64, 96))
-print(f"{'breaker':12} {'fusions':>8} {'bytes':>9}  entry ops besides fusions")
+print(f"{'breaker':12} {'fusions':>8} {'bytes':>9}  every ENTRY op, in order")
 for name, brk in fusion_breakers().items():
     c = gc.xla.compiled(lambda a, b: jnp.tanh(brk(a * b + 1.0) * b - a), xs, ys)
-    others = [op for op in entry_ops(c.hlo) if op not in ("parameter", "fusion", "constant")]
-    print(f"{name:12} {len(c.fusions):>8} {c.bytes_accessed:>9,.0f}  {others}")
-    assert len(c.fusions) >= 2
+    ops = entry_ops(c.hlo)
+    print(f"{name:12} {len(c.fusions):>8} {c.bytes_accessed:>9,.0f}  {ops}")
+    assert len(c.fusions) >= 2 and LOWERS_TO[name] in ops and ops.count("fusion") == len(c.fusions)
+    if name == "sort":
+        sorted_hlo = c
 plain = gc.xla.compiled(lambda a, b: jnp.tanh((a * b + 1.0) * b - a), xs, ys)
-print(f"{'(none)':12} {len(plain.fusions):>8} {plain.bytes_accessed:>9,.0f}")
+print(f"{'(none)':12} {len(plain.fusions):>8} {plain.bytes_accessed:>9,.0f}  {entry_ops(plain.hlo)}")
+print("\nthe sort row's ENTRY computation:\n" + sorted_hlo.excerpt(14))
 assert len(plain.fusions) == 1
 
 # %% [markdown]
@@ -639,10 +645,13 @@ fma_per_clock_per_sm = 4 * per_tensor_core  # 4 tensor cores per SM, one per sub
 implied_hz = h100.peak_flops["bf16-tensor"] / 2 / h100.sm_count / fma_per_clock_per_sm
 print(f"H100 dense bf16: {h100.sm_count} SMs × {fma_per_clock_per_sm:,} FMA/clock × 2 FLOP at "
       f"{implied_hz / 1e9:.3f} GHz = {h100.peak_flops['bf16-tensor'] / 1e12:.1f} TFLOP/s; max boost clock "
-      f"{h100.boost_clock_hz / 1e9:.2f} GHz (the tensor-core figures assume the lower clock)")
+      f"{h100.boost_clock_hz / 1e9:.2f} GHz (the tensor-core figures assume the lower clock; computed from the "
+      "datasheet and the whitepapers' rates, not measured)")
 print(f"per tensor core: {per_tensor_core} FMA/clock (Volta's 4×4×4: 64, {per_tensor_core / 64:.0f}× less)")
 print(f"instruction shapes: HMMA.16816 = {16 * 8 * 16:,} FMA per warp; HGMMA.64x256x16 = {64 * 256 * 16:,} per warpgroup")
-assert abs(implied_hz - 1.83e9) < 0.005e9, "XLA's h100_sxm.txtpb: matrix units at 1.8295 GHz"
+# computed from the datasheet, not measured: the clock the text quotes (XLA's own H100 description, h100_sxm.txtpb,
+# not installed here, lists 1.8295 GHz for the matrix units)
+assert abs(implied_hz - 1.83e9) < 0.005e9
 assert h100.boost_clock_hz == 1.98e9 and implied_hz < h100.boost_clock_hz and per_tensor_core // 64 == 8
 
 # %% [markdown]
@@ -702,7 +711,7 @@ else:
 # |---|---|---|---|
 # | C12 | unfused ops each round-trip global memory; a fused kernel loads once, computes in registers, stores once | §6.3: XLA's cost model: 8 arrays of traffic unfused vs 4 fused (byte ratio 2); arrays sized out of the last-level cache, the measured time ratio (5 rounds, all printed, median kept), printed beside a model of dispatch + bytes (DRAM) + page faults, agrees with the model within the stated band (½–3×, asserted on the median round; the five rounds printed show how far this run's spread); §6.6–6.7: the fused kernel's PTX/SASS loads x, y, z once, computes in registers, stores once (numba: 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`) | **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates (large arrays, a GPU's HBM); for small arrays per-call dispatch dominates, and on a CPU page faults of fresh intermediates can add more |
 # | C20 | XLA's buffer assignment fixes memory locations and lifetimes at compile time and prevents fragmentation | §6.4: XLA's buffer-assignment dump for a stack of k layers: 2k intermediate values placed in 2 allocations (one output, one temporary) at fixed offsets, for every k ≥ 2; `memory_analysis` agrees | **qualified**: true *inside one compiled program*; arguments, outputs and arrays that live between programs are allocated at run time by the device allocator (JAX's BFC allocator on GPU), where fragmentation remains possible |
-# | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | §6.7: A100 whitepaper (256 dense fp16 FMA per clock per tensor core) × 2 (H100 whitepaper: Hopper's SM has 2× A100's tensor-core rate clock for clock) → 512 dense fp16/bf16 FMA per clock per tensor core (8× the 4×4×4 = 64), which with the H100 datasheet's dense bf16 peak implies the 1.83 GHz printed above; the instructions compiled here are `HMMA.16816` (warp, m16n8k16; TF32: `HMMA.1688`, K = 8) and `HGMMA.64xNxK` (warpgroup, sm_90a; K = 16 fp16/bf16, 8 TF32, 32 FP8), and FlashAttention-3 reports `mma.sync` reaching only about 2/3 of Hopper's peak | **outdated**: 4×4×4 per clock is Volta's (2017) tensor core; Hopper's does 8× that rate, and its full-rate instruction is the warpgroup-wide, asynchronous `wgmma` (HGMMA) fed from shared memory |
+# | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | §6.7: A100 whitepaper (256 dense fp16 FMA per clock per tensor core) × 2 (H100 whitepaper: Hopper's SM has 2× A100's tensor-core rate clock for clock) → 512 dense fp16/bf16 FMA per clock per tensor core (8× the 4×4×4 = 64), which with the H100 datasheet's dense bf16 peak implies the 1.83 GHz printed above (computed from the datasheet, not measured); the instructions compiled here are `HMMA.16816` (warp, m16n8k16; TF32: `HMMA.1688`, K = 8) and `HGMMA.64xNxK` (warpgroup, sm_90a; K = 16 fp16/bf16, 8 TF32, 32 FP8), and FlashAttention-3 reports `mma.sync` reaching only about 2/3 of Hopper's peak | **outdated**: 4×4×4 per clock is Volta's (2017) tensor core; Hopper's does 8× that rate, and its full-rate instruction is the warpgroup-wide, asynchronous `wgmma` (HGMMA) fed from shared memory |
 # | C22 | matmuls compile to tensor-core HMMA instructions instead of FFMA when conditions allow | §6.7: the elementwise kernel compiles to `FFMA`, the fp16 wmma kernel to `HMMA.16816.F32`, the wgmma kernel to `HGMMA.64x8x16.F32`; XLA:GPU compiles a float32 `jnp.dot` to TF32 tensor-core instructions by default — `HMMA.1688.F32.TF32` with the untuned tile, `HGMMA.64x128x8.F32.TF32` with a tuned one — and to `FFMA` with `precision="highest"`, and a bf16 one to `HMMA` or `HGMMA` depending on the tile | **qualified** — the conditions: a tensor-core dtype (fp16, bf16, fp8, or float32 *rounded to TF32* by default), shapes worth a GEMM kernel (XLA runs a tiny dot as a loop on CUDA cores, §0), and on Hopper a warpgroup-sized tile for `HGMMA`; and the GEMM is usually not compiled by XLA at all but run by cuBLAS, or generated by Triton |
 #
 # On a GPU the §6.3 and §6.8 cells also run the kernels and time them.

@@ -27,7 +27,10 @@ class Accelerator:
     source: str = ""
     per_sm: dict[str, float] = field(default_factory=dict)
     compute_capability: tuple[int, int] | None = None
-    boost_clock_hz: float | None = None  # the SM clock the datasheet's peak FLOP/s assume
+    # the maximum SM boost clock. On an H100/H200 SXM the datasheet's FP32/FP64 (CUDA-core) peaks assume it (67 TF
+    # = 132 SMs × 128 FP32 lanes × 2 × 1.98 GHz); its tensor-core peaks assume a lower clock, 1.83 GHz (course §6.7
+    # derives it from the bf16 peak). On an A100 both kinds of peak assume its 1.41 GHz boost.
+    boost_clock_hz: float | None = None
     l2_bytes: int | None = None
 
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 
-# Opcodes that move or name data but compute nothing.
-BOOKKEEPING = ("parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast")
+# Elementwise opcodes a GEMM fusion can carry as its epilogue (what :class:`Gemm` lists as ``fused``).
+_EPILOGUE_OPS = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs", "exponential",
+                           "log", "tanh", "logistic", "sqrt", "rsqrt", "power", "select", "compare", "clamp", "erf"})
 _ENTRY_OP = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\([^=]*?\)|\S+)\s+([\w\-]+)\(", re.M)
 
 
@@ -127,7 +128,7 @@ class Gemm:
 
 
 def _dot_in(name: str, comps: dict[str, str], depth: int = 0) -> tuple[str, list[str]]:
-    """(the dot instruction, the other compute ops) inside computation ``name`` and the computations it calls."""
+    """(the dot instruction, the elementwise epilogue ops) inside computation ``name`` and the computations it calls."""
     text = comps.get(name, "")
     dot, others = "", []
     for line in _instructions(text):
@@ -138,7 +139,7 @@ def _dot_in(name: str, comps: dict[str, str], depth: int = 0) -> tuple[str, list
             called = re.search(r"calls=%?([\w.\-]+)", line)
             inner, more = _dot_in(called.group(1), comps, depth + 1) if called else ("", [])
             dot, others = dot or inner, others + more
-        elif op and op not in BOOKKEEPING + ("broadcast", "convert", "reshape", "transpose", "slice"):
+        elif op in _EPILOGUE_OPS:
             others.append(op)
     return dot, others
 

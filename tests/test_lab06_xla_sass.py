@@ -609,7 +609,7 @@ def test_fusion_bytes_is_predicted_never_compiled():
 
 def test_breaking_op_cases_tell_the_first_breaker_from_the_last():
     def last(hlo):
-        return [op for op in _entry_opcodes(hlo) if op not in lab.BOOKKEEPING][-1]
+        return [op for op in _entry_opcodes(hlo) if op not in answers.BOOKKEEPING][-1]
 
     visible = [c.args[0] for c in lab.BREAKING_OP.visible]
     assert any(answers.breaking_op(h)[0] != last(h) for h in visible)
@@ -636,10 +636,20 @@ def test_breaking_op_bytes_are_read_from_the_breakers_type():
 
 
 def test_breaking_op_is_not_answered_by_the_course_hlo_readers():
-    """The course's HLO readers give the opcode (gpucourse.xla.entry_ops, BOOKKEEPING) but nothing of the bytes:
-    the opcode alone, or with a byte count that assumes the inputs' dtype, scores less than full."""
+    """The course's HLO readers list the ENTRY opcodes (gpucourse.xla.entry_ops) but ship no set of bookkeeping
+    opcodes to filter them with (review finding: entry_ops + BOOKKEEPING gave the opcode in one line): the nearest
+    installed set, the structure check's ONE_KERNEL_OPS, lets a copy through, and even the full filter (written by
+    the student, as the spec asks) with a byte count that assumes the inputs' dtype scores less than full."""
+    assert not hasattr(gc.xla, "BOOKKEEPING") and not hasattr(lab, "BOOKKEEPING")
+
+    def nearest_installed(hlo):
+        return next(op for op in gc.xla.entry_ops(hlo) if op not in lab.ONE_KERNEL_OPS)
+
+    hidden = [c.args[0] for c in lab.BREAKING_OP.hidden_cases(0)]
+    assert any(nearest_installed(h) != answers.breaking_op(h)[0] for h in hidden)  # the copy-first case
+
     def opcode_only(hlo):
-        return next(op for op in gc.xla.entry_ops(hlo) if op not in gc.xla.BOOKKEEPING)
+        return next(op for op in gc.xla.entry_ops(hlo) if op not in answers.BOOKKEEPING)
 
     assert all(opcode_only(c.args[0]) == answers.breaking_op(c.args[0])[0] for c in lab.BREAKING_OP.visible)
     with pytest.raises(CheckFailure, match="expected a tuple"):

@@ -78,7 +78,8 @@ GEMM = Problem(
         C's old value instead of 0, so the FLOPs do not change.
     """,
     visible=[Case((64, 32, 16, "float32")), Case((5, 7, 3, "float16")), Case((5, 7, 3, "float16"), {"accumulate": True})],
-    compare=_pair("gemm_cost", "m·n outputs, each a length-k dot product (multiply + add)",
+    compare=_pair("gemm_cost", "m·n outputs, each a length-k dot product (multiply + add); accumulating into C adds "
+                  "no FLOPs here (C's old value is where the k multiply-adds start, as β·C folded into the FMA)",
                   "A is m×k, B is k×n, C is m×n elements (read as well as written when accumulating)"),
 )
 
@@ -563,8 +564,9 @@ EXPLAIN = Problem(
         counts as explained). Why not "does not fit ⇒ impossible": a strict LRU cache swept in order keeps none
         of a working set larger than itself, but real last-level caches are not strict LRU (adaptive insertion
         keeps part of it), so a working set a little larger than the cache can still beat the roof — by much
-        near the cache size, by little at several times it. (Ampere's and Hopper's L2 can also compress
-        compressible data, cutting DRAM bytes further; this rule, like the course's random data, ignores that.)
+        near the cache size, by little at several times it. (Ampere's and Hopper's L2 compute data compression
+        can cut DRAM bytes further, but only for memory allocated as compressible — an opt-in through
+        cuMemCreate's allocation flags, not ordinary cudaMalloc'd arrays; this rule ignores it.)
     """,
     visible=[Case((2e9, 12e9, 5e-3, 989.4e12, 3.35e12, 12e9, 50e6)),  # a gemv at 72 % of HBM: memory-bound
              Case((2e12, 1e9, 4e-3, 989.4e12, 3.35e12, 1e9, 50e6)),  # a big GEMM at half the peak

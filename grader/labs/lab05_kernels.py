@@ -259,7 +259,20 @@ MATMUL = KernelProblem(
 # says so); the hidden cases make a single forward call, a per-SM register division, a count one granule off and a
 # missing "no register count reaches it" wrong (tests/test_occupancy_header.py checks every case against the header).
 
-LIMITS = {"H100": occ.sm_limits(hardware.H100_SXM), "A100": occ.sm_limits(hardware.A100_SXM)}
+class _Limits(dict):
+    """One SM's limits that print as their name (``lab.LIMITS["H100"]``) in a case's call text, not as ~700
+    characters of dict."""
+
+    def __init__(self, key: str, limits: dict):
+        super().__init__(limits)
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f'lab.LIMITS["{self.key}"]'
+
+
+LIMITS = {"H100": _Limits("H100", occ.sm_limits(hardware.H100_SXM)),
+          "A100": _Limits("A100", occ.sm_limits(hardware.A100_SXM))}
 
 
 def _model_at(case: Case, registers: int) -> occ.Occupancy:
@@ -280,6 +293,10 @@ def _registers_hint(case: Case, got: Any, expected: int | None) -> str:
         return (f"even at 1 register per thread the SM holds {_blocks_text(low.blocks_per_sm)} (limited by "
                 f"{low.limiter}), fewer than {target}: no register count reaches the target, so the answer is None")
     if got is None:
+        threads, smem = case.args[:2]
+        if case.kwargs.get("opt_in") and occ.occupancy(threads, expected, smem, limits).blocks_per_sm < target:
+            return (f"this kernel opted in: shared memory up to {limits['shared_per_block_optin'] // 1024} KiB per "
+                    f"block (opt_in=True), so {_blocks_text(target)} fit where 48 KiB would not")
         return f"some register count in 1 … {top} keeps {_blocks_text(target)}: search them all before giving up"
     if not isinstance(got, (int, np.integer)) or isinstance(got, bool) or not 1 <= got <= top:
         return f"a register count is a whole number in 1 … {top} (limits['max_registers_per_thread'])"
@@ -324,7 +341,9 @@ MAX_REGISTERS = Problem(
           SM still holds >= target_blocks blocks; None when even 1 register per thread gives fewer (then no
           register cap helps: warps, shared memory or the block limit stand in the way).
         - limiter: what limits the resident blocks at that count (at 1 register per thread when None): 'warps',
-          'registers', 'shared_memory' or 'blocks', as the occupancy model's .limiter names it.
+          'registers', 'shared_memory' or 'blocks', as the occupancy model's .limiter names it. On a tie (two or
+          more resources allow the same fewest blocks; the model's .limiters lists them all, as NVIDIA's
+          cuda_occupancy.h does) name the FIRST of warps, registers, shared_memory, blocks.
         `limits` is one SM's limits: lab.LIMITS["H100"] (sm_90) or lab.LIMITS["A100"] (sm_80).
         This exercise is about USING the course's occupancy model (§5.3) for the question it does not answer:
         gc.occupancy.occupancy(threads, registers, shared_bytes, limits, opt_in=...) gives the blocks for ONE
@@ -484,11 +503,12 @@ WAVES = Problem(
         A grid of `blocks` equal blocks runs on a GPU of `sms` SMs (H100 SXM: {H100_SMS}) that holds
         `blocks_per_sm` of them resident per SM (the occupancy model of §5.3 and exercise 5). Every block takes
         the same time, and resident blocks do not slow each other down.
-        - waves:    how many rounds of resident blocks the grid needs (an int; the last one may be partial).
+        - waves:    how many rounds of resident blocks the grid needs (an int — an integral float such as 2.0 is
+                    accepted too; the last round may be partial).
         - slowdown: under this model, the time the grid takes divided by the time the same work would take if
                     it could be split evenly over every slot (blocks / blocks-per-wave waves): 1.0 when nothing is
                     idle. A grid smaller than one wave takes 1 wave and its slowdown is blocks-per-wave / blocks
-                    (13.2 for 10 blocks on 132 SMs at 1 per SM): the share of slots left idle, not time this grid
+                    (10.8 for 10 blocks on an A100's 108 SMs at 1 per SM): the share of slots left idle, not time this grid
                     could win back — its blocks cannot finish sooner than one block time; only a grid of more,
                     smaller blocks would use the idle slots.
     """,

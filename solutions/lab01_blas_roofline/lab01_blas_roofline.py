@@ -422,8 +422,9 @@ lab.problems["explain_point"].check(explain_point, hidden=True)
 # **explain** the point with your `explain_point`. The last op is a JAX call timed without waiting for its result:
 # watch what the explanation says about it. As in §1, a roof is the *best* of several timings, and a point counts
 # as above a roof only when it beats it by more than 20 % (noise). Numbers are this machine's, so nothing here is
-# graded (the cell skips itself while nbgrader grades or validates); run it again when the machine is idle if the
-# ratios look odd (other programs slow some runs down).
+# graded (the cell skips itself while nbgrader grades or validates). Each roof and op is timed a fixed number of
+# times and summarised once: if a ratio looks odd, say so rather than re-running until it looks right (other
+# programs only slow runs down, so a waited-for op far above both roofs points at the timer or the count).
 
 # %% nbgrader={"grade": false, "grade_id": "yours", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import os
@@ -469,8 +470,8 @@ else:
             print(f"{op.label:44} {predicted * 1e3:8.3f}ms {measured * 1e3:8.3f}ms {measured / predicted:6.2f}  {why}")
             impossible = why == "impossible" and "clock stopped" not in op.label
             if impossible:
-                print("    ^ a waited-for op above its roof: the roofs were measured while the machine was busy "
-                      "(or your timer is off) — re-run this cell when the machine is idle")
+                print("    ^ a waited-for op above its roof: the roofs' 3 timings were all slowed down, or your timer "
+                      "or the op's count is off")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?

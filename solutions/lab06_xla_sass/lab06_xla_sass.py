@@ -256,6 +256,8 @@ lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True
 # them, not one: warp-level `mma.sync` becomes `HMMA` (fp16, bf16, tf32), `IMMA` (int8) or `DMMA` (fp64), and
 # warpgroup-level `wgmma` becomes `HGMMA`, `IGMMA` (int8) or `QGMMA` (fp8). Their first modifier is the shape of the
 # multiply-accumulate each one performs. `toolchain.Sass` lists and counts opcodes; the shapes are yours to read.
+# The count is **static, per issuing warp/warpgroup**: each listed instruction once, as one warp (HMMA) or one
+# warpgroup (HGMMA) issues it — not the kernel's work, which multiplies it by loop trips and by the warps launched.
 # The first visible case is a real 16×16×16 wmma kernel compiled for sm_90 (nvdisasm's listing, saved with the
 # lab):
 

@@ -58,7 +58,7 @@ def step_gemms(batch, widths):
     def bwd(Ws, X, G):
         return jax.vjp(lambda Ws: fwd(Ws, X), Ws)[1](G)
     f, g = tm.compile_for_analysis(fwd, Ws, X), tm.compile_for_analysis(bwd, Ws, X, G)
-    n = len(re.findall(r" dot\(", f.as_text())) + len(re.findall(r" dot\(", g.as_text()))
+    n = len(re.findall(r" dot[(]", f.as_text())) + len(re.findall(r" dot[(]", g.as_text()))
     return n, int(tm.compiled_flops(f)), int(tm.compiled_flops(g))
 ''',
         # the same, the step's GEMMs counted in the gradient's program alone, the backward's FLOPs by difference
@@ -75,7 +75,7 @@ def step_gemms(batch, widths):
     def bwd(Ws, X, G):
         return jax.vjp(lambda Ws: fwd(Ws, X), Ws)[1](G)
     f, g = tm.compile_for_analysis(fwd, Ws, X), tm.compile_for_analysis(bwd, Ws, X, G)
-    n = len(re.findall(r" dot\(", g.as_text()))
+    n = len(re.findall(r" dot[(]", g.as_text()))
     return n, int(tm.compiled_flops(f)), int(tm.compiled_flops(g) - tm.compiled_flops(f))
 ''',
     ],

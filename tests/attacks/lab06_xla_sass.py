@@ -119,9 +119,22 @@ def fusion_bytes(m, n, dtype, ops):
 ''',
     ],
     "ex3_breaking_op": [
-        # the course's HLO reader: the opcode alone (the old exercise's answer)
+        # the course's HLO reader: the opcode alone (the old exercise's answer), filtered by the nearest installed set
         '''def breaking_op(hlo):
-    return next(op for op in gc.xla.entry_ops(hlo) if op not in gc.xla.BOOKKEEPING)
+    return next(op for op in gc.xla.entry_ops(hlo) if op not in lab.ONE_KERNEL_OPS)
+''',
+        # the same reader with the bytes read correctly from the breaker's type: only the opcode half is installed,
+        # and the structure check's set of one-kernel opcodes lets a copy through (a hidden case puts one first)
+        '''import re
+
+def breaking_op(hlo):
+    op = next(op for op in gc.xla.entry_ops(hlo) if op not in lab.ONE_KERNEL_OPS)
+    entry = gc.xla.computations(hlo)["ENTRY"]
+    line = next(ln for ln in entry.splitlines() if f" {op}(" in ln)
+    typ = line.split("=", 1)[1].split(f" {op}(")[0]
+    size = {"f32": 4, "s32": 4, "c64": 8, "bf16": 2}
+    return op, sum(size[t] * math.prod(int(d) for d in dims.split(",") if d)
+                   for t, dims in re.findall(r"([a-z][a-z0-9]*)\[([\d,]*)\]", typ))
 ''',
         # gpucourse.xla loaded a second time, and the bytes from the result shape of the course's collectives reader
         # (gpucourse.interconnect: its dtype table, its shape regex) on the breaker's line
@@ -136,7 +149,7 @@ _spec.loader.exec_module(xla2)
 
 
 def breaking_op(hlo):
-    op = next(op for op in xla2.entry_ops(hlo) if op not in xla2.BOOKKEEPING)
+    op = next(op for op in xla2.entry_ops(hlo) if op not in lab.ONE_KERNEL_OPS)
     entry = xla2.computations(hlo)["ENTRY"]
     line = next(ln for ln in entry.splitlines() if f" {op}(" in ln)
     typ = line.split("=", 1)[1].split(f" {op}(")[0]

@@ -29,8 +29,8 @@ def tiled_matmul(A, B, C):
     acc0 = np.float32(0.0)
     acc1 = np.float32(0.0)
     for p in range(0, k, TK):
-        sA[ar, ac] = A[row0 + ar, p + ac] if row0 + ar < m and p + ac < k else 0.0
-        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else 0.0
+        sA[ar, ac] = A[row0 + ar, p + ac] if row0 + ar < m and p + ac < k else np.float32(0.0)
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else np.float32(0.0)
         cuda.syncthreads()  # loaded
         for j in range(TK):
             b = sB[j, tx]
@@ -175,10 +175,10 @@ MATMUL_SLIPS = [
     # visible case (m = 20, two row tiles covering rows 0 … 23) has every value right
     _MATMUL.replace("    row0 = cuda.blockIdx.y * TM\n", "    row0 = cuda.grid(2)[1] - ty\n"),
     # the B slab loaded with tx as its k index (the A slab's habit): a warp reads 8 rows of B, 4 floats each
-    _MATMUL.replace("        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else 0.0\n",
+    _MATMUL.replace("        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else np.float32(0.0)\n",
                     "        bk, bc = tx % TK, ty + TK * (tx // TK)\n"
                     "        sB[bk, bc] = B[p + bk, cuda.blockIdx.x * TN + bc] "
-                    "if p + bk < k and cuda.blockIdx.x * TN + bc < n else 0.0\n"),
+                    "if p + bk < k and cuda.blockIdx.x * TN + bc < n else np.float32(0.0)\n"),
 ]
 
 # more slips of the 2-D map, checked directly (tests/test_kernel_observe.py)
