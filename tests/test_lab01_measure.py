@@ -537,3 +537,22 @@ def test_the_your_machine_cache_gemv_is_timed_as_in_section_1():
     small_calls = int(re.search(r"^SMALL_CALLS = (\d+)", course_src, re.M).group(1))
     calls = [int(c) for c in re.findall(r"gemv_op\(512,[^\n]*calls=(\d+)\)", lab_src)]
     assert lab_src.count("gemv_op(512") == len(calls) >= 1 and all(c >= small_calls for c in calls), calls
+
+
+def test_review_gemm_accumulate_hint_and_no_idle_advice():
+    """Review findings 10, 13 and 1: an answer adding m·n FLOPs for the accumulate is told that accumulating adds
+    none; the L2-compression aside says compression is opt-in; the lab gives no 're-run when idle' advice."""
+    from pathlib import Path
+
+    def extra_flops(m, n, k, dtype, accumulate=False):
+        s = np.dtype(dtype).itemsize
+        return 2 * m * n * k + (m * n if accumulate else 0), (m * k + k * n + (2 if accumulate else 1) * m * n) * s
+
+    with pytest.raises(CheckFailure, match="accumulating into C adds no FLOPs"):
+        lab.GEMM.check(extra_flops)
+    assert "opt-in" in lab.EXPLAIN.spec and "cuMemCreate" in lab.EXPLAIN.spec
+    root = Path(__file__).resolve().parents[1]
+    for path in (root / "solutions/lab01_blas_roofline/lab01_blas_roofline.py", root / "course/01_blas_roofline.py"):
+        text = path.read_text(encoding="utf-8").lower()
+        assert "when the machine is idle" not in text and "when it is idle" not in text, path
+        assert "re-run this cell" not in text and "re-run when" not in text, path

@@ -256,7 +256,8 @@ def test_matmul_sass_register_blocking_and_the_float64_accumulator():
     # `else 0.0` (a float64 literal), which widens and narrows each loaded float once per step, on top of one
     # conversion per product
     assert m["F2F.F64.F32"] == 0 and mine.variants("F2F").get("F2F.F32.F64", 0) == 0, (m, mine.variants("F2F"))
-    assert s["F2F.F64.F32"] == 8 + 2 and square.variants("F2F").get("F2F.F32.F64") == 2, s
+    # (whole kernel: the 2 loads' narrowings, and 1 for the float64 accumulator stored into float32 C)
+    assert s["F2F.F64.F32"] == 8 + 2 and square.variants("F2F").get("F2F.F32.F64") == 2 + 1, s
     assert m["LDS (32-bit)"] + 2 * m["LDS.64"] + 4 * m["LDS.128"] == 3 * lab.TILE_K, m
     assert (s["FFMA"], s["FMUL"], s["DADD"]) == (0, 8, 8) and s["F2F.F64.F32"] >= 8, s
     assert s["LDS (32-bit)"] + 2 * s["LDS.64"] + 4 * s["LDS.128"] == 16, s
@@ -322,3 +323,39 @@ def test_max_registers_is_not_one_call_of_an_installed_helper():
             except CheckFailure:
                 failed += 1
         assert failed, source
+
+
+def test_review_max_registers_messages_name_the_limits_and_the_opt_in():
+    """Review findings 5 and 6: a case prints its limits as lab.LIMITS["H100"] / ["A100"] (not ~700 characters of
+    dict); an answer ignoring opt_in is told the kernel opted in (227 KiB per block on an H100); the spec states the
+    tie rule."""
+    from grader.case import Case
+
+    text = Case((128, 100 * 1024, 2, lab.LIMITS["H100"]), {"opt_in": True}).call_text("max_registers")
+    assert 'lab.LIMITS["H100"]' in text and "shared_carveouts" not in text
+    assert repr(lab.LIMITS["A100"]) == 'lab.LIMITS["A100"]' and lab.LIMITS["A100"] == dict(lab.LIMITS["A100"])
+
+    def ignores_opt_in(threads, smem, target, limits, opt_in=False):
+        return answers.max_registers_reference(threads, smem, target, limits)
+
+    case = Case((128, 100 * 1024, 2, lab.LIMITS["H100"]), {"opt_in": True})
+    want = answers.max_registers_reference(*case.args, **case.kwargs)
+    assert want[0] is not None and ignores_opt_in(*case.args)[0] is None
+    with pytest.raises(CheckFailure, match="this kernel opted in: shared memory up to 227 KiB per block"):
+        lab.MAX_REGISTERS.compare("max_registers", ignores_opt_in(*case.args), want, case)
+    assert "name the FIRST of warps, registers, shared_memory, blocks" in " ".join(lab.MAX_REGISTERS.spec.split())
+
+
+def test_review_wave_cell_prints_the_students_values_not_the_answer():
+    """Review findings 3 and 14: the measure cell after exercise 7 prints the student's own wave_prediction for
+    133 and 10 blocks and computes no slowdown itself; the text states no answer; the spec's worked example is
+    another case (an A100) and says an integral float is accepted."""
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "solutions/lab05_kernels/lab05_kernels.py").read_text("utf-8")
+    cell = src[src.index('"grade_id": "ex7_measure"'):src.index('"grade_id": "ex7_explain"')]
+    assert "wave_prediction(n, 1, H100)" in cell and "ceil(133" not in cell and "/ 133" not in cell
+    explain = src[src.index('"grade_id": "ex7_explain"'):src.index('"grade_id": "pictures_intro"')]
+    assert "1.985" not in explain and "13.2" not in explain
+    assert "10.8 for 10 blocks on an A100" in " ".join(lab.WAVES.spec.split()) and "13.2" not in lab.WAVES.spec
+    assert "integral float" in lab.WAVES.spec

@@ -1172,3 +1172,23 @@ def test_without_the_toolchain_sass_counts_must_raise_toolchain_missing_and_stay
     assert "[toolchain missing]" in capsys.readouterr().out
     with pytest.raises(CheckFailure, match="should have raised ToolchainMissing"):
         p.check(lambda source, arch="sm_90": {"FFMA": 1, "tensor_flops": 0})
+
+
+def test_review_fusion_payoff_hints_teach_the_method_not_the_formula():
+    """Review finding 4: the rows hint states no closed form; a wrong dominant term gets a hint naming the unfused
+    time's three terms with calls_u dispatches."""
+    case = lab.TIME_MODEL.visible[0]
+    rows, dominant = answers.fusion_payoff_rows(*case.args)
+    with pytest.raises(CheckFailure) as e:
+        lab.TIME_MODEL.check(lambda *a: (rows + 7, dominant))
+    assert "linear" in str(e.value) and "target·calls_f" not in str(e.value) and "largest integer" not in str(e.value)
+    wrong = next(t for t in lab.TERMS if t != dominant)
+    with pytest.raises(CheckFailure, match="UNFUSED time.*calls_u"):
+        lab.TIME_MODEL.check(lambda *a: (rows, wrong))
+
+
+def test_review_specs_state_static_counts_and_that_arch_is_not_graded():
+    """Review findings 7 and 8: mma_flops is a static count per issuing warp/warpgroup; sass_counts says arch is
+    not graded by itself (a function ignoring it cannot be told apart without a failing compile)."""
+    assert "STATIC count per issuing warp" in lab.MMA_FLOPS.spec and "warpgroup" in lab.MMA_FLOPS.spec
+    assert "not graded by itself" in lab.SASS_COUNTS.spec

@@ -213,7 +213,7 @@ def tiled_matmul(A, B, C):
     acc0 = np.float32(0.0)  # float32 registers: one FFMA per product (0.0 would make them float64)
     acc1 = np.float32(0.0)
     for p in range(0, k, TK):
-        sA[ar, ac] = A[row0 + ar, p + ac] if row0 + ar < m and p + ac < k else np.float32(0.0)  # no float64 detour
+        sA[ar, ac] = A[row0 + ar, p + ac] if row0 + ar < m and p + ac < k else np.float32(0.0)
         sB[ty, tx] = B[p + ty, col] if p + ty < k and col < n else np.float32(0.0)
         cuda.syncthreads()  # both slabs complete before anyone reads them
         for j in range(TK):
