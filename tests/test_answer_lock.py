@@ -164,3 +164,17 @@ def test_a_tester_that_reads_which_candidate_it_was_given_is_flagged():
     for source in (cell["source"], code):  # read as an attribute, or by name
         flags = review_flags({"cells": [{**cell, "source": source}]})
         assert any("grader's own objects" in f and "ex5_is_correct_backward" in f for f in flags), (source, flags)
+
+
+def test_reaching_for_the_locks_originals_through_the_problem_is_flagged():
+    """The second independent attack: the originals read from ``problems[name].answer_sites()`` (through
+    ``sys.modules``) and put back for the call. Flagged REVIEW (a lock is a last resort, section 3 of DESIGN.md)."""
+    from grader.pipeline.preflight import review_flags
+
+    code = ('def mlp_backward(X, W1, W2, G):\n    import sys\n'
+            '    P = sys.modules["grader.labs.lab02_backprop"].problems["mlp_backward"]\n'
+            '    sites = P.answer_sites()\n')
+    cell = {"cell_type": "code", "source": code.replace('.problems["mlp_backward"]', ".problems.get('mlp_backward')"),
+            "metadata": {"nbgrader": {"grade_id": "ex1_mlp_backward", "solution": True}}}
+    flags = review_flags({"cells": [cell]})
+    assert any("grader's own objects" in f and "ex1_mlp_backward" in f for f in flags), flags

@@ -344,3 +344,20 @@ def test_bank_conflicts_of_a_shared_transpose():
         np.testing.assert_array_equal(out, a.T)
         assert r.bank_conflicts("tile", "w") == 1.0  # the row-wise store: one word per bank
         assert r.bank_conflicts("tile", "r") == ways
+
+
+@cuda.jit
+def dot_behind_the_back(a, b, out):
+    if cuda.threadIdx.x == 0:
+        out[0] = np.dot(np.asarray(a), np.asarray(b))  # the whole arrays as NumPy arrays: not CUDA
+
+
+def test_a_device_array_does_not_become_a_numpy_array_inside_a_kernel():
+    """Its reads and writes would be neither metered nor checked for races (the second independent attack of issue
+    20 answered kernel puzzles this way); numba-cuda compiles no such thing either. Outside a kernel it still does."""
+    a = np.arange(4.0)
+    with pytest.raises(simt.KernelError, match="NumPy array inside a kernel"):
+        simt.run(dot_behind_the_back, 1, 4, a, a, np.zeros(1))
+    out = np.zeros(2)
+    simt.run(local_and_const, 1, 2, np.arange(2.0), out, np.array([1.0, 2.0, 3.0, 4.0]))  # const.array_like still works
+    np.testing.assert_array_equal(out, np.arange(2.0) * 10)

@@ -461,7 +461,7 @@ class Launch(Barriers, WarpOps):
         return arr
 
     def const_array(self, a: Any) -> TracedArray:
-        host = np.asarray(a)
+        host = a._a if isinstance(a, TracedArray) else np.asarray(a)  # a kernel argument: its data
         arr = self._consts.get(id(a))
         if arr is None:
             root = Root(None, f"const{len(self._consts)}", "const", host.shape, host.dtype, logged=False,

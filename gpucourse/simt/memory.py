@@ -106,7 +106,10 @@ class TracedArray:
             yield self[i]
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self._a, dtype=dtype)
+        # np.asarray(a) / np.dot(a, b) on a device array inside a kernel: numba-cuda compiles no such thing, and the
+        # whole array as a NumPy array would read and write memory the executor neither meters nor checks for races
+        raise NotModelled("a device array turned into a NumPy array inside a kernel (np.asarray, np.dot, np.sum, ...)",
+                          "a CUDA thread reads and writes device memory element by element: a[i], a[i, j]")
 
     def __repr__(self) -> str:
         view = "" if self._map is None else " (a view)"

@@ -15,9 +15,17 @@ import numpy as np
 
 from gpucourse import interconnect, systolic, tpu
 
-from ..labs.lab07_tpu import COLLECTIVES, HYPOTHETICAL, MESHES, _step_case, sharding_class, sharding_family
+from ..labs.lab07_tpu import COLLECTIVES, HYPOTHETICAL, MESHES, _step_case, sharding_family
 from ..labs.lab07_tpu import _bf16 as _exercise_bf16
 from ..problem import Case
+
+
+def sharding_class(case: tuple[tuple, tuple, tuple]) -> tuple[bool, bool, bool, bool]:
+    """What a case asks of the partitioner: (k is split: partial sums; the product is split along m where the output
+    wants m whole; the same along n; the output splits a dimension the product holds whole: a local slice)."""
+    (am, ak), (_, bn), (om, on) = case
+    return (ak is not None, am is not None and om is None, bn is not None and on is None,
+            (am is None and om is not None) or (bn is None and on is not None))
 
 def _array_shapes(rng: np.random.Generator, low: int = 2, high: int = 9) -> list[tuple[int, int]]:
     """(K, N) of every class, drawn each time: one PE, one row, one column, square, wider than tall, taller than

@@ -260,14 +260,6 @@ def sharding_family() -> list[tuple[tuple, tuple, tuple]]:
     return out
 
 
-def sharding_class(case: tuple[tuple, tuple, tuple]) -> tuple[bool, bool, bool, bool]:
-    """What a case asks of the partitioner: (k is split: partial sums; the product is split along m where the output
-    wants m whole; the same along n; the output splits a dimension the product holds whole: a local slice)."""
-    (am, ak), (_, bn), (om, on) = case
-    return (ak is not None, am is not None and om is None, bn is not None and on is None,
-            (am is None and om is not None) or (bn is None and on is not None))
-
-
 def _compare_collectives(what: str, got: Any, expected: list[str], case: Case) -> None:
     if isinstance(got, str) or not isinstance(got, (set, frozenset, list, tuple)):
         raise CheckFailure(f"{what}: expected a set of collective names such as {{'all-reduce'}}, got {got!r}")

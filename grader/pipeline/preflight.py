@@ -16,6 +16,7 @@ MAX_SOURCE_BYTES = 2 << 20
 # human (legitimate answers never need them)
 # (a candidate's identity too: lab 2's is_correct_backward must test the candidate, not read which one it is)
 SUSPICIOUS = re.compile(r"\.reference\b|grader\.labs|grader\.checks|grader\.problem|\bproblems\[|\.form\b|"
+                        r"answer_sites\b|\bsys\.modules\b|"
                         r"\bFORMS\b|\b_form_[a-z]\b|getattr\s*\([^)]*[\"']form[\"']")
 PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctypes\b|\bos\._exit\b|results\.jsonl|"
                              r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self|"

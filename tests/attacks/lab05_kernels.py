@@ -10,6 +10,18 @@ thread limit). Exercises 1-4 and 6 are kernels observed by the executor; no inst
 """
 
 ATTACKS = {
+    # the work done behind the executor's back: a device array as a NumPy array inside the kernel (not metered;
+    # refused since the second independent attack), with dummy shared accesses for the structure checks
+    "ex3_block_sum": ['''@cuda.jit
+def block_sum(x, partial):
+    s = cuda.shared.array(128, np.float64)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * 128 + t
+    s[t] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    if t == 0:
+        partial[cuda.blockIdx.x] = np.asarray(s).sum()
+'''],
     "ex5_max_registers": [
         # the installed model, called once, at the most registers a thread may have
         '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):

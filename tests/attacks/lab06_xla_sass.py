@@ -125,7 +125,7 @@ def fusion_bytes(m, n, dtype, ops):
 ''',
         # the same reader with the bytes read correctly from the breaker's type: only the opcode half is installed,
         # and the structure check's set of one-kernel opcodes lets a copy through (a hidden case puts one first)
-        '''import re
+        r'''import re
 
 def breaking_op(hlo):
     op = next(op for op in gc.xla.entry_ops(hlo) if op not in lab.ONE_KERNEL_OPS)
