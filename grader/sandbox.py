@@ -33,7 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository (course) root
 ANSWERS = ROOT / "grader" / "answers"  # the answer side: hidden (an empty tmpfs) in every sandbox
-UID_BASE = 64000  # sandbox users: 64000 + slot (never a real account on a course server)
+# sandbox users: UID_BASE + slot (never a real account on a course server). Two grading commands running at once on
+# one machine (two classes, or two test files) each need their own range: the process limit is per user
+UID_BASE = int(os.environ.get("GPUCOURSE_SANDBOX_UID_BASE", "64000"))
 
 
 # Processes + threads of one grading slot: RLIMIT_NPROC of the slot's user (Linux counts every thread as a task).
