@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,6 +144,39 @@ class Sandbox:
 
     def _bwrap(self) -> bool:
         return bool(bwrap_path()) if self.use_bwrap is None else self.use_bwrap
+
+    def leftovers(self) -> list[int]:
+        """Process ids still running as this slot's user (an earlier command's kernel that is still exiting, or
+        what a submission left behind): they count against the slot's process limit."""
+        if self.uid is None:
+            return []
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                status = (entry / "status").read_text()
+            except OSError:  # it ended while we looked
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            uids = fields.get("Uid", "").split()
+            # a zombie is dead already: its parent (ours, or the sandbox's init) releases it, nothing can kill it
+            if uids and int(uids[0]) == self.uid and not fields.get("State", "").strip().startswith("Z"):
+                found.append(int(entry.name))
+        return found
+
+    def reap(self, timeout: float = 30.0) -> list[int]:
+        """Kill what still runs as this slot's user and wait (up to ``timeout`` s) until it is gone, so that the
+        next command starts with the slot's whole process limit. Returns what was still there at the end."""
+        deadline = time.monotonic() + timeout
+        while (pids := self.leftovers()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.1)
+        return self.leftovers()
 
     def prepare(self, *writable: Path) -> None:
         """Create scratch folders and hand them to the sandbox user."""

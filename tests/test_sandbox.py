@@ -294,6 +294,39 @@ def test_fork_bomb_is_capped(tmp_path, use_bwrap):
     assert _gone(64009), "forked children outlived the sandbox"
 
 
+
+@needs_bwrap
+def test_a_slot_starts_empty(tmp_path):
+    """What still runs as a slot's user when its next command starts (a kernel still exiting, a process a
+    submission left) counts against that command's process limit: reap() kills it and waits until it is gone."""
+    if os.geteuid() != 0:
+        pytest.skip("per-slot users need the grader to run as root")
+    box = Sandbox(SMALL, slot=14)
+    scratch = tmp_path / "s"
+    box.prepare(scratch)
+    # a leftover: a sleeper started as the slot's user outside any sandbox of this test's
+    left = subprocess.Popen(["/usr/bin/setpriv", f"--reuid={box.uid}", f"--regid={box.uid}", "--clear-groups",
+                             "sleep", "60"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while left.pid not in box.leftovers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert left.pid in box.leftovers(), "the sleeper should run as the slot's user"
+        assert box.reap(timeout=10) == []
+        assert left.wait(timeout=10) == -9
+    finally:
+        if left.poll() is None:
+            left.kill()
+
+
+def test_a_check_process_that_cannot_start_says_why(tmp_path):
+    """The check worker's own failure (here: no job file) ends it with status 1 and a traceback on its stderr,
+    which the grader keeps for the instructor (Workspace.stop_log)."""
+    proc = subprocess.run([sys.executable, "-m", "grader.pipeline.recheck_worker", str(tmp_path / "missing.pickle"),
+                           str(tmp_path / "out.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "FileNotFoundError" in proc.stderr and "missing.pickle" in proc.stderr, proc.stderr[-2000:]
+
 THREAD_BOMB = r'''
 import json, threading, time
 n, err = 0, None

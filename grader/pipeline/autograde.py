@@ -122,6 +122,7 @@ def run_nbgrader(lab: Lab, job: Path, student: str, nb: dict, sandbox: Sandbox, 
     if len(str(runtime)) > 60:  # AF_UNIX socket paths stop at 107 bytes: keep the kernel's IPC sockets short
         runtime = Path(tempfile.mkdtemp(prefix="grader-ipc-", dir="/tmp"))
     try:
+        sandbox.reap()  # the slot's process limit, whole (an earlier job's kernel may still be exiting)
         sandbox.prepare(home, runtime)
         scratch.mkdir()
         python = str(Path(sys.executable).parent / "python")

@@ -14,7 +14,7 @@ import os
 import shutil
 from typing import Any
 
-from ..sandbox import Sandbox
+from ..sandbox import Sandbox, tail
 from ..seeding import FILE_ENV
 from .autograde import released_notebook, run_nbgrader, template
 from .ingest import origin_of
@@ -85,6 +85,10 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
                else "killed: a resource limit (CPU time, memory, processes)" if vrc < 0 or vrc > 128
                else f"exit status {vrc}")
         result["issues"].append(f"{stop} ({why})")
+        log = ws.stop_log(student, lab)  # for the instructor: why it stopped (a sandbox that could not start...)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"exit status {vrc}{' (timed out)' if recheck.timed_out else ''}\n"
+                       + tail(job / "verify.log", 20000), encoding="utf-8")
 
     messages = cell_messages(run.notebook) if run.notebook else {}
     result["cells"] = combine(tests, run.scores, checked, messages)

@@ -188,11 +188,17 @@ def run_recheck(job: Path, steps: list[dict], module_name: str | None, seeds: di
     t0 = time.monotonic()
     vcmd = sandbox.wrap([python, "-m", "grader.pipeline.recheck_worker", str(vhome / "job.pickle"),
                          str(vhome / "results.jsonl")], [vhome], vhome, env=extra_env, readonly=readonly)
-    rc, timed_out = run_limited(vcmd, vhome, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, settings.limits.wall_s,
-                                job / "verify.log")
-    seconds = round(time.monotonic() - t0, 2)
-    lines: list[str] = []
-    if (vhome / "results.jsonl").exists():
-        with open(vhome / "results.jsonl", "rb") as fh:
-            lines = fh.read(settings.limits.file_bytes).decode("utf-8", "replace").splitlines()
-    return RecheckRun(lines, rc, timed_out, seconds)
+    # a process that ended before its first step never ran the submission's code (a slot whose previous command was
+    # still exiting, say): it is started once more, on a slot emptied first; verify.log keeps the last try's output
+    for _ in range(2):
+        sandbox.reap()  # the slot's process limit, whole: nothing of an earlier command still counts against it
+        (vhome / "results.jsonl").unlink(missing_ok=True)
+        rc, timed_out = run_limited(vcmd, vhome, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                                    settings.limits.wall_s, job / "verify.log")
+        lines: list[str] = []
+        if (vhome / "results.jsonl").exists():
+            with open(vhome / "results.jsonl", "rb") as fh:
+                lines = fh.read(settings.limits.file_bytes).decode("utf-8", "replace").splitlines()
+        if lines or rc == 0 or timed_out:
+            break
+    return RecheckRun(lines, rc, timed_out, round(time.monotonic() - t0, 2))

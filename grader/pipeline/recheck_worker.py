@@ -234,4 +234,11 @@ def worker(job_path: str, out_path: str) -> int:
 
 
 if __name__ == "__main__":
-    worker(sys.argv[1], sys.argv[2])
+    try:
+        worker(sys.argv[1], sys.argv[2])
+    except BaseException:  # noqa: BLE001 - the worker itself failed (it could not start a thread, say): say why
+        import traceback
+
+        traceback.print_exc(file=sys.__stderr__)  # into the job's verify.log (the student's prints went elsewhere)
+        sys.__stderr__.flush()
+        os._exit(1)

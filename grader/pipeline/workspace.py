@@ -47,6 +47,11 @@ class Workspace:
     def job(self, student: str, lab: Lab) -> Path:
         return self.root / "jobs" / lab.name / student
 
+    def stop_log(self, student: str, lab: Lab) -> Path:
+        """The check process's output when it stopped early (instructor only: it can hold what the student's
+        code printed, hidden cases included, so it never goes into feedback)."""
+        return self.root / "logs" / lab.name / f"{student}-check.log"
+
     def students(self, lab: Lab) -> list[str]:
         base = self.root / "submitted"
         return sorted(p.name for p in base.iterdir() if (p / lab.name).is_dir()) if base.exists() else []

@@ -32,8 +32,12 @@ def coloured_fraction(png: bytes) -> float:
     return float(((rgb.max(axis=2) - rgb.min(axis=2)) > 60).mean())
 
 
-@pytest.mark.xfail(reason="course/01 §1.4's fusion band (0.6-1.6x the model) failed in the browser in both fresh-clone "
-                   "CI runs of 2026-12-06 while nbval of the same notebook passed: to investigate", strict=False)
+# course/01 §1.4's fusion band (0.6-1.6x the model) failed here in both fresh-clone CI runs of 2026-12-06 while nbval
+# of the same notebook passed in the same run, and it passes here alone and beside CPU and memory load: only this
+# claim is tolerated, with its printed numbers; any other error fails the test
+KNOWN_LOADED_MACHINE_CLAIMS = {"the fused/unfused ratio is outside the model's band"}
+
+
 def test_course_notebook_runs_with_figures(page, lab_server):
     harness.open_notebook(page, lab_server, COURSE_NOTEBOOK)
     harness.run_all_and_wait(page)
@@ -49,8 +53,16 @@ def test_course_notebook_runs_with_figures(page, lab_server):
 
     saved = json.loads(path.read_text(encoding="utf-8"))
     code = [c for c in saved["cells"] if c["cell_type"] == "code"]
-    errors = [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
-    assert not errors, f"the notebook raised in the browser: {errors[0]['ename']}: {errors[0]['evalue']}"
+    errors = [(c, o) for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
+    if errors:  # what the cell printed before it raised: the measured numbers behind a failed claim
+        cell, err = errors[0]
+        printed = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []) if o["output_type"] == "stream")
+        why = f"the notebook raised in the browser: {err['ename']}: {err['evalue']}\n{printed[-3000:]}"
+        if err["evalue"] in KNOWN_LOADED_MACHINE_CLAIMS:
+            # measured on a machine the rest of the suite keeps busy; nbval asserts the same cell in this run. The
+            # numbers go to the short summary (-rxX), so the next run says which term of the model drifted
+            pytest.xfail(why)
+        pytest.fail(why)
     assert all(c.get("execution_count") for c in code), "not every code cell ran"
     pngs = sum("image/png" in o.get("data", {}) for c in code for o in c.get("outputs", []))
     assert pngs >= 1, "the course notebook produced no figure"
