@@ -195,6 +195,10 @@ if be.is_gpu or xla_gpu.available():
     print(f"128×128 float32:  {dot_gpu.gemm.describe()}")
     print(f"+ bias + relu, Triton GEMMs off: {layer_gpu.gemm.describe()}")
     print("128×128 float32, entry ops:", gc.xla.entry_ops(dot_gpu.hlo))
+    # the split, where there is one: the dot's output shape, and the fusion that sums the slices (its ROOT line)
+    split_dot = dot_gpu.gemm.dot.split(" dot(")[0].split("=")[-1].strip()
+    summing = [ln.strip().split(",")[0] for ln in dot_gpu.hlo.splitlines() if "ROOT" in ln and "reduce_fusion" in ln]
+    print(f"128×128 float32: the dot's own output {split_dot}; summed by {summing[0] if summing else '(no reduce)'}")
     assert dot_gpu.gemm.how in ("library call", "generated fusion")
     assert layer_gpu.gemm.target.startswith("__cublas") and layer_gpu.gemm.epilogue in ("BIAS_RELU", "RELU")
     if not be.is_gpu:  # deviceless: XLA's untuned defaults for an H100
@@ -212,8 +216,10 @@ else:
 #   kind `kLoop`: CUDA-core arithmetic);
 # - the 128×128 product becomes a `kCustom` fusion that XLA compiles with **Triton** — and it is not even one
 #   GEMM: 128×128 outputs are too few tiles to fill 132 SMs, so XLA splits the K dimension into 8 slices
-#   (`f32[8,128,128]`, "split-K") and adds them up in a second kernel (the `reduce` fusion in the entry ops). On a
-#   real GPU the autotuner may pick cuBLAS instead;
+#   (the dot's own output `f32[8,128,128]`, printed: "split-K"; K = 128 becomes 8 × 16, which is why the printed
+#   contracting dimension is `{2}` of the reshaped operand, where the CPU line contracts `{1}`) and adds them up in
+#   a second kernel (the `loop_reduce_fusion` printed, the second `fusion` of the entry ops). On a real GPU the
+#   autotuner may pick cuBLAS instead;
 # - with Triton GEMMs switched off, the GEMM is a `custom-call` to **cuBLASLt**, and the bias-add and relu ride
 #   along as cuBLASLt's `BIAS_RELU` *epilogue* — fused into the library's kernel, not into a loop of XLA's.
 #
@@ -343,7 +349,8 @@ print(f"an H100 has {h100.sm_count} SMs, each holding up to {h100.per_sm['max_wa
 #   sub-partition, so all four tensor cores of an SM — multiplies a 64×K tile by a K×N tile (N up to 256; K is
 #   32 bytes of input: 16 for fp16/bf16 — the `HGMMA.64x8x16.F32` above —, 8 for TF32 — the
 #   `HGMMA.64x128x8.F32.TF32` of a tuned float32 dot —, 32 for FP8; PTX ISA, `wgmma` shapes);
-#   B is read straight from shared memory (filled by the TMA copy engine), A from shared memory or from
+#   B is read straight from shared memory (usually filled by the TMA copy engine; ordinary stores and a proxy fence,
+#   as §6.7's kernel does, work too), A from shared memory or from
 #   registers (FlashAttention-3 keeps P in registers for P·V), *asynchronously*: issued after
 #   `WARPGROUP.ARRIVE`, waited for with `WARPGROUP.DEPBAR`. This is the path that approaches the datasheet peak
 #   (FlashAttention-3 reaches about 740 TFLOP/s in FP16, ≈ 75 % of it);

@@ -388,7 +388,7 @@ if gc.require_gpu("measure the half-precision tensor-core roof (cuBLAS, n = 8192
     half = gc.roofline.gemm_op(8192, "float16", label="fp16 gemm n=8192")
     t_half = gc.measure(half.fn, repeat=10, clock="cuda")
     tflops = half.flops / t_half.best / 1e12
-    sheet = gc.roofline.datasheet_for(be.gpu.name)
+    sheet = gc.hardware.lookup(be.gpu.name)
     print(f"fp16 tensor-core GEMM: {tflops:.0f} TFLOP/s ({t_half})"
           + (f" = {tflops * 1e12 / sheet.peak_flops['bf16-tensor']:.0%} of the {sheet.name} datasheet's dense "
              "fp16/bf16 figure" if sheet else ""))

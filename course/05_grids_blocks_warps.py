@@ -203,7 +203,7 @@ print(f"per SM (private): register file {p['register_file_bytes'] // 1024} KB = 
       f" (one warp scheduler each)")
 print(f"  shared memory up to {p['shared_memory_bytes'] // 1024} KB (carved from a 256 KB L1/shared array); per block "
       f"{p['shared_memory_per_block'] // 1024} KB by default, up to {p['shared_memory_per_block_optin'] // 1024} KB "
-      f"with the opt-in, + {p['shared_reserved_per_block'] // 1024} KB the driver reserves per block")
+      f"with the opt-in (dynamic shared memory), + {p['shared_reserved_per_block'] // 1024} KB the driver reserves per block")
 print(f"  up to {p['max_warps']} warps = {p['max_threads']} threads and {p['max_blocks']} blocks resident")
 print("shared by all SMs: 50 MB L2 cache, 80 GB HBM3")
 print(f"registers per thread when the SM is full: {p['register_file_bytes'] // 4 // p['max_threads']}")
@@ -215,7 +215,7 @@ if be.is_gpu and "H100" in be.gpu.name:
 # Expected output:
 # H100 SXM: 132 SMs, compute capability 9.0
 # per SM (private): register file 256 KB = 65,536 32-bit registers, in 4 sub-partitions of 16,384 (one warp scheduler each)
-#   shared memory up to 228 KB (carved from a 256 KB L1/shared array); per block 48 KB by default, up to 227 KB with the opt-in, + 1 KB the driver reserves per block
+#   shared memory up to 228 KB (carved from a 256 KB L1/shared array); per block 48 KB by default, up to 227 KB with the opt-in (dynamic shared memory), + 1 KB the driver reserves per block
 #   up to 64 warps = 2048 threads and 32 blocks resident
 # shared by all SMs: 50 MB L2 cache, 80 GB HBM3
 # registers per thread when the SM is full: 32
@@ -239,7 +239,9 @@ if be.is_gpu and "H100" in be.gpu.name:
 #   every warp and register count. The header keeps both; they differ only where a block may hold less than an SM);
 # - **shared memory**: a block takes what it declares + 1 KB reserved, rounded up to 128 bytes, and may not
 #   exceed 48 KB unless the kernel opts in (`cudaFuncSetAttribute(kernel,
-#   cudaFuncAttributeMaxDynamicSharedMemorySize, n)`); the SM's carve-out holds `carve-out // that` blocks;
+#   cudaFuncAttributeMaxDynamicSharedMemorySize, n)`) — an opt-in for **dynamic** shared memory only: a block's
+#   static `__shared__` arrays (every `cuda.shared.array` in this course) never exceed 48 KB, opt-in or not
+#   (CUDA C++ Programming Guide, compute capability 9.0); the SM's carve-out holds `carve-out // that` blocks;
 # - **blocks**: at most 32 per SM.
 
 # %%
@@ -342,7 +344,9 @@ if sm_of_block is not None:
 # A load that misses the L2 and goes to HBM takes hundreds of cycles: a pointer-chasing microbenchmark (each load's
 # address comes from the previous load, so nothing overlaps) measured **~655 cycles** on an H100 PCIe at its
 # 1,755 MHz boost clock, **373 ns** (D. Ernst's `gpu-benches`, `gpu-latency/h100_pcie.txt`; an L2 hit costs ~265 to
-# ~475 cycles depending on the L2 partition, an L1 hit ~34). On a GPU the next cell measures it on yours.
+# ~475 cycles depending on the L2 partition, an L1 hit ~34). On a GPU the next cell measures it on yours: a chain of
+# links, one per 128-byte line in random order, through 8× the L2, each run continuing where the last one stopped,
+# so that no timed load finds its line in the cache — beside the same chase through a chain that fits in the L2.
 # Seed 000 (C15): while warp A waits, the scheduler issues from warp B — no context switch, because B's registers
 # are already there. How many warps does that take? **Little's law**: to sustain bandwidth $B$ against latency
 # $L$, $B \cdot L$ bytes must be in flight. The latency used is the *unloaded* one (one pointer chase, an idle memory
@@ -368,27 +372,51 @@ print("  so each warp must keep several loads in flight (unrolling, vector loads
 assert round(latency * 1e9) == 373 and 64 < warps < 100
 
 # %%
-if gc.require_gpu("measure the latency of a load that misses L2: one thread chasing pointers through 512 MiB"):
+if gc.require_gpu("measure the latency of a load that misses L2: one thread chasing pointers through 8× the L2"):
     cp = be.xp
     chase = cp.RawKernel(r"""
-    extern "C" __global__ void chase(const long long* next, long long steps, long long* out, long long* cycles) {
-        long long i = 0;
+    extern "C" __global__ void chase(const long long* next, long long steps, long long* pos, long long* cycles) {
+        long long i = pos[0];  // where the previous run stopped: runs continue along the cycle, never restart
         long long t0 = clock64();
-        for (long long s = 0; s < steps; ++s) i = next[i];   // each address depends on the previous load
-        long long t1 = clock64();
-        out[0] = i; cycles[0] = t1 - t0;
+        for (long long s = 0; s < steps; ++s) i = __ldcg(next + i);  // each address depends on the previous load
+        long long t1 = clock64();  // (__ldcg: cached in L2 only, so the small chain below measures L2, not L1)
+        pos[0] = i; cycles[0] = t1 - t0;
     }""", "chase")
-    n_chain = 1 << 26  # 64 Mi int64 = 512 MiB, 10× the L2
-    order = np.random.default_rng(0).permutation(n_chain)
-    nxt = np.empty(n_chain, np.int64)
-    nxt[order] = np.roll(order, -1)  # one cycle through every element, in random order
-    d_next, out, clk = cp.asarray(nxt), cp.zeros(1, cp.int64), cp.zeros(1, cp.int64)
-    steps = 200_000
-    t_chase = gc.measure(lambda: chase((1,), (1,), (d_next, np.int64(steps), out, clk)), repeat=3, clock="cuda")
-    ns, cyc = t_chase.best / steps * 1e9, int(clk.get()[0]) / steps
-    print(f"dependent load through 512 MiB: {ns:.0f} ns = {cyc:.0f} SM cycles per load ({t_chase})")
-    gc.record("§5 HBM load latency", ns, "ns", note=f"{cyc:.0f} cycles; pointer chase, 1 thread, 512 MiB")
-    assert 150 < ns < 2000
+    LINE = 128 // 8  # int64 slots per 128-byte cache line: one link per line, so no two links share a sector
+    l2 = int(cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
+    steps, warmup, repeat = 200_000, 1, 3
+
+    def chase_latency(lines: int) -> tuple:
+        """(ns, SM cycles) per dependent load: one cycle through `lines` cache lines in random order."""
+        order = np.random.default_rng(0).permutation(lines)
+        nxt = np.zeros(lines * LINE, np.int64)
+        nxt[order * LINE] = np.roll(order, -1) * LINE  # element index of the next link
+        d_next, pos, clk = cp.asarray(nxt), cp.asarray(order[:1] * LINE), cp.zeros(1, cp.int64)
+        flush = cp.ones(2 * l2 // 4, cp.float32)  # 2× the L2 written after the upload: none of the chain stays cached
+        flush *= 2
+        del flush
+        t = gc.measure(lambda: chase((1,), (1,), (d_next, np.int64(steps), pos, clk)), warmup=warmup, repeat=repeat,
+                       clock="cuda")
+        return t.best / steps * 1e9, int(clk.get()[0]) / steps  # cycles: the last run's
+
+    big = 1 << math.ceil(math.log2(8 * l2 / 128))  # lines: a power of two ≥ 8× the L2 (H100: 4 Mi lines, 512 MiB)
+    small = 1 << math.floor(math.log2(l2 / 4 / 128))  # lines: ≤ a quarter of the L2 (H100: 64 Ki lines, 8 MiB)
+    assert (warmup + repeat) * steps <= big  # the big chain: every timed load is a link no run has touched
+    ns_l2, cyc_l2 = chase_latency(small)
+    ns, cyc = chase_latency(big)
+    print(f"L2 = {l2 / 2**20:.0f} MiB; dependent loads, 1 thread, one link per 128-byte line, random order:")
+    print(f"  through {small * 128 / 2**20:4.0f} MiB (fits in L2, chased again and again): {ns_l2:4.0f} ns = "
+          f"{cyc_l2:4.0f} SM cycles per load")
+    print(f"  through {big * 128 / 2**20:4.0f} MiB (every link loaded once: misses L2):  {ns:4.0f} ns = "
+          f"{cyc:4.0f} SM cycles per load")
+    gc.record("§5 L2 load latency", ns_l2, "ns", note=f"{cyc_l2:.0f} cycles; pointer chase, 1 thread, "
+              f"{small * 128 / 2**20:.0f} MiB")
+    gc.record("§5 HBM load latency", ns, "ns", note=f"{cyc:.0f} cycles; pointer chase, 1 thread, "
+              f"{big * 128 / 2**20:.0f} MiB, no link revisited")
+    assert 150 < ns < 2000 and cyc > 1.3 * cyc_l2  # an L2 miss costs well above an L2 hit (the source: 655 vs 265–475)
+    if "H100" in be.gpu.name:  # nearer the source's HBM figure (655 cycles) than its far-partition L2 hit (475)
+        table = gc.hardware.H100_LATENCY_CYCLES
+        assert cyc > (table["L2 hit (far)"] + table["HBM (L2 miss)"]) / 2, (cyc, table)
 
 # %% [markdown]
 # A toy model makes the switching visible. Each warp computes for `c` cycles (the last instruction a load), then
@@ -540,7 +568,10 @@ if gc.require_gpu("time the divergent and the warp-uniform kernel with CUDA even
 #
 # Global memory is served in 32-byte sectors. When the 32 lanes of a warp read 32 consecutive float32s, the
 # request touches 4 sectors (128 bytes, all used). When consecutive lanes read down a column of a row-major
-# matrix, every lane hits a different sector: 32 sectors to deliver 128 useful bytes.
+# matrix, every lane hits a different sector: 32 sectors to deliver 128 useful bytes. These are the sectors one
+# warp-wide request asks of L1/L2, not the bytes DRAM moves: with (32, 32) blocks, the next warp of the block
+# reads the neighbouring column of the same 32 rows — the same sectors — so the caches serve much of the 8×
+# and DRAM moves far fewer extra bytes. The GPU timing below therefore asserts a 2× slowdown, not 8×.
 
 # %%
 @cuda.jit
@@ -558,12 +589,13 @@ for flag, name in ((0, "x → column (coalesced)"), (1, "x → row (strided)")):
     r = simt.run(copy_2d, (2, 2), (32, 32), mat, o, flag)
     assert np.array_equal(o, mat)
     sectors[name] = r.sectors_per_request("a")
-    print(f"{name:24} {sectors[name]:5.1f} sectors per warp request = {128 / (32 * sectors[name]):4.0%} of fetched bytes used")
+    print(f"{name:24} {sectors[name]:5.1f} sectors per warp request (L1/L2) = {128 / (32 * sectors[name]):5.1%} of the "
+          "requested bytes used")
 ax = gc.plotting.axes("mapping [-]", "sectors per warp request [sectors]", "copy_2d: 32 float32 per warp")
 ax.bar(list(sectors), list(sectors.values()), color=gc.plotting.PALETTE[:2])
 plt.show()
 good, bad = sectors.values()
-assert good == 4 and bad == 32
+assert good == 4 and bad == 32 and 128 / (32 * bad) == 0.125  # 12.5 % of each strided request's bytes used
 
 # %%
 if gc.require_gpu("measure the bandwidth of the coalesced and the strided copy with CUDA events"):
@@ -583,6 +615,10 @@ if gc.require_gpu("measure the bandwidth of the coalesced and the strided copy w
 # A naive matmul thread reads a row of A and a column of B: `2k` global reads per output. A tiled kernel loads a
 # TILE×TILE piece of each into shared memory, synchronises, and lets all TILE² threads of the block reuse it:
 # `2·ceil(k/TILE)` reads per thread. Seed 002's "repeatedly modified data lives in SMEM" is exactly this.
+# The accumulators and the zero padding are `np.float32(0.0)`, not `0.0`: numba types a bare `0.0` as float64, so
+# `acc = 0.0` would turn each float32 product into a multiply, a conversion and a float64 add (FP64 runs at half
+# the FP32 rate on an H100 SXM, a small fraction of it on consumer GPUs). Lab 5's machine-code cell shows that
+# trap in the SASS.
 
 # %%
 TILE = 8
@@ -592,7 +628,7 @@ TILE = 8
 def matmul_naive(A, B, C):
     col, row = cuda.grid(2)
     if row < C.shape[0] and col < C.shape[1]:
-        acc = 0.0
+        acc = np.float32(0.0)  # a bare 0.0 is a float64 in numba: every product would be widened and added in FP64
         for p in range(A.shape[1]):
             acc += A[row, p] * B[p, col]
         C[row, col] = acc
@@ -605,11 +641,11 @@ def matmul_tiled(A, B, C, barriers):
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col, row = cuda.grid(2)
     m, k = A.shape
-    acc = 0.0
+    acc = np.float32(0.0)
     for t in range((k + TILE - 1) // TILE):
         p = t * TILE
-        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else 0.0
-        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else 0.0
+        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else np.float32(0.0)
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else np.float32(0.0)
         if barriers:
             cuda.syncthreads()  # tiles complete before anyone reads them
         for j in range(TILE):
@@ -642,7 +678,7 @@ plt.show()
 
 # %% [markdown]
 # Drop the barriers and the kernel is wrong — but on a real GPU it can be wrong only *sometimes*, depending on
-# how warps happen to be scheduled (GPU-Puzzles' checker has passed such kernels). The executor runs threads
+# how warps happen to be scheduled. The executor runs threads
 # in a fixed order between barriers and checks every shared-memory access against the others of the same
 # phase, so the race is reported every time, on every machine:
 

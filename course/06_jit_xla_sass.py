@@ -52,9 +52,6 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
 
 # %%
 import jax
-
-# %%
-import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
@@ -255,7 +252,10 @@ if not be.is_gpu:  # on a GPU, these arrays take microseconds: dispatch, overlap
 # last-level cache, the memory term is DRAM bandwidth. Where the runs take page faults (fresh intermediates and
 # outputs the OS must map on first touch: glibc hands allocations above 32 MiB to `mmap` and unmaps them on `free`;
 # smaller ones fault too or not, as the allocator's state decides), the faults column shows them, and the line under
-# the plot counts them per page of one array: about 3 unfused and 1 fused when every fresh array faults. The model
+# the plot counts them per page of one array: about 3 unfused and 1 fused when every fresh array faults — at
+# these sizes (below glibc's 32 MiB ceiling, on a machine whose last-level cache is under 64 MiB) the allocator may
+# instead hand back memory it already mapped, and then fewer faults show, even none; the model charges only the
+# faults the run counted. The model
 # charges them at a cost measured once, before the rounds, by touching fresh pages from one thread; the cell also
 # prints what a fault costs inside XLA's own loop (a fresh output against a donated one, as §1.4 measures it) when
 # the call took faults. On a shared machine one moment's load is not the next one's, so the cost charged can exceed
@@ -263,10 +263,11 @@ if not be.is_gpu:  # on a GPU, these arrays take microseconds: dispatch, overlap
 # calibrate the bandwidth on: the table says "not calibrated" instead of printing one, and the memory term is a
 # floor (5 % of the fused time), not a measurement. A GPU's caching allocator reuses device memory and takes no faults. Five
 # independent rounds are measured and **all five are printed**; the table is the median round (not the round that
-# agrees best), and the assert checks that it lies between ½ and 3 times the model. That band is wide because on a machine shared with other processes the
-# rounds of one run can spread far apart (compare the smallest and the largest of the five printed above): the
-# unfused side (three calls, fresh intermediates) suffers more from other processes, so when they spread, the
-# error leans high. (With arrays small enough for the whole working set to sit in the last-level cache, the
+# agrees best), and the assert checks that it lies between ½ and 3 times the model. That band is wide for two
+# reasons the printout shows. The fault cost is one probe taken before the rounds, from one thread: where it
+# differs from what a fault costs inside XLA's loop (both are printed when the run faulted), the model misses by
+# the same amount in every round — a systematic miss, in either direction, not noise. And on a machine shared with
+# other processes the rounds can also spread (all five are printed). (With arrays small enough for the whole working set to sit in the last-level cache, the
 # memory term would be cache bandwidth, not DRAM, and the DRAM-calibrated model would be off for a reason that
 # is not noise — hence the out-of-cache sizes.) A 10× "speed-up" fails.
 #

@@ -274,24 +274,12 @@ def cpu_stated_peak(dtype: str = "float32", cores: int | None = None) -> StatedP
     return StatedPeak(peak, how)
 
 
-def datasheet_for(device_name: str) -> hardware.Accelerator | None:
-    """The course's datasheet entry for a GPU name ("NVIDIA H100 80GB HBM3" -> H100 SXM), if it has one."""
-    name = device_name.upper()
-    if "H200" in name:
-        return hardware.H200_SXM
-    if "H100" in name and "PCIE" not in name:
-        return hardware.H100_SXM
-    if "A100" in name and "PCIE" not in name:
-        return hardware.A100_SXM
-    return None
-
-
 def stated_peaks(dtype: str = "float32", cores: int | None = None) -> tuple[float | None, float | None, str]:
     """(peak FLOP/s, peak bytes/s, source) this backend's measured roofs are compared with (on a CPU, for
     ``cores`` cores; all of them by default)."""
     be = get_backend()
     if be.is_gpu:
-        sheet = datasheet_for(be.gpu.name)
+        sheet = hardware.lookup(be.gpu.name)  # form factor and memory size matched: an A100 40GB is not the 80GB
         if sheet is None:
             return None, None, f"no datasheet entry for {be.gpu.name} in gpucourse.hardware"
         key = {"float32": "fp32", "float64": "fp64", "float16": "bf16-tensor", "bfloat16": "bf16-tensor"}[dtype]

@@ -181,6 +181,21 @@ def test_matmul_reference_is_numpys_float64_product():
     np.testing.assert_allclose(answers.matmul_reference(A, B), ref, rtol=1e-12)
 
 
+def test_block_sum_rejects_shared_atomics_and_says_why():
+    """Review r2 finding 2: a shared-memory atomic "reduction" gives right sums with no divergence; the spec asks for a
+    tree with barriers, and the check names the mistake on the visible and the hidden cases."""
+    from grader.kernels import load_kernel
+
+    interleaved, atomic = WRONG["ex3_block_sum"]
+    block_sum = lab.problems["block_sum"]
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match=r"atomic updates \(cuda\.atomic\.\*\): an atomic add is not a tree"):
+            block_sum.check(load_kernel(atomic, "block_sum", {"np": np, "BLOCK": lab.REDUCE_BLOCK}, cuda), hidden=hidden)
+    solution = load_kernel(_cells()["ex3_block_sum"], "block_sum", {"np": np, "BLOCK": lab.REDUCE_BLOCK}, cuda)
+    block_sum.check(solution)
+    block_sum.check(solution, hidden=True)
+
+
 def test_matmul_solution_meets_every_budget_exactly():
     """The budgets are what the solution's register blocking needs, measured: 2 global reads per slab, 3 shared
     reads per k, 1,024 bytes of float32 tiles."""
@@ -234,8 +249,8 @@ def test_matmul_exercise_is_not_the_course_kernel():
 
 def test_matmul_sass_register_blocking_and_the_float64_accumulator():
     """The notebook's machine-code cell, as a test: the solution's unrolled k step is 16 FFMA fed by 8 LDS + 4 LDS.128
-    (24 words, the executor's 3 shared reads per k); §5.7's is 8 FMUL + 8 DADD (acc = 0.0 is a float64 in numba)
-    fed by 8 LDS + 2 LDS.128 (16 words)."""
+    (24 words, the executor's 3 shared reads per k); §5.7's (float32 accumulator) is FFMA only, 2 words per product;
+    the same kernel with acc = 0.0 (a float64 in numba) is 8 FMUL + 8 DADD fed by 8 LDS + 2 LDS.128 (16 words)."""
     from gpucourse import toolchain
 
     if not toolchain.available():
@@ -244,16 +259,22 @@ def test_matmul_sass_register_blocking_and_the_float64_accumulator():
 
     tiles = {"TM": lab.TILE_M, "TN": lab.TILE_N, "TK": lab.TILE_K}
     no_reuse = _WRONG["ex4_tiled_matmul"][2]  # sB[j, tx] read once per output in the source: 4 shared reads per k
-    mine, square, twice = toolchain.numba_sass_many([
+    mine, square32, square, twice = toolchain.numba_sass_many([
         (_cells()["ex4_tiled_matmul"], lab.MATMUL_SIG, tiles),
         (lab.SQUARE_MATMUL, lab.MATMUL_SIG, {"TILE": 8}),
+        (lab.SQUARE_MATMUL_F64, lab.MATMUL_SIG, {"TILE": 8}),
         (no_reuse, lab.MATMUL_SIG, tiles)])
     m, s = lab.inner_loop(mine), lab.inner_loop(square)
+    # §5.7 as the course writes it (review r2 finding 4): np.float32(0.0) everywhere, so no float64 path at all
+    s32 = lab.inner_loop(square32)
+    assert s32["FFMA"] > 0 and s32["FFMA"] % 8 == 0 and (s32["FMUL"], s32["DADD"], s32["F2F.F64.F32"]) == (0, 0, 0), s32
+    assert not square32.variants("F2F"), square32.variants("F2F")
+    assert s32["LDS (32-bit)"] + 2 * s32["LDS.64"] + 4 * s32["LDS.128"] == 2 * s32["FFMA"], s32
     assert (m["FFMA"], m["FMUL"], m["DADD"]) == (2 * lab.TILE_K, 0, 0), m
-    # the budget's failure message says so: nvcc merges the source's second load of sB[j, tx] (no store between)
+    # the budget's failure message says so: the compiler merges the source's second load of sB[j, tx] (no store between)
     assert lab.inner_loop(twice) == m
-    # the solution's loads end `else np.float32(0.0)` (review finding 12): no conversion at all; §5.7's kernel keeps
-    # `else 0.0` (a float64 literal), which widens and narrows each loaded float once per step, on top of one
+    # the solution's loads end `else np.float32(0.0)` (review finding 12): no conversion at all; §5.7's kernel written
+    # with `else 0.0` (a float64 literal), which widens and narrows each loaded float once per step, on top of one
     # conversion per product
     assert m["F2F.F64.F32"] == 0 and mine.variants("F2F").get("F2F.F32.F64", 0) == 0, (m, mine.variants("F2F"))
     # (whole kernel: the 2 loads' narrowings, and 1 for the float64 accumulator stored into float32 C)

@@ -123,5 +123,22 @@ def test_confirm_faster_passes_a_real_gap_and_reports_a_missing_one():
         time.sleep(0.004)
 
     assert gc.confirm_faster(fast, slow, factor=2.0, repeat=3) > 2.0
-    with pytest.raises(AssertionError, match=r"expected more than 2× in some round, measured .*×, .*×"):
+    with pytest.raises(AssertionError, match=r"expected more than 2×, measured .*× \(best against best over 2 "
+                                             r"rounds; each round's: .*×, .*×\)"):
         gc.confirm_faster(slow, fast, factor=2.0, claim="backwards", rounds=2, repeat=3)
+
+
+def test_confirm_faster_runs_every_round_and_judges_once():
+    """A fixed number of rounds, then one verdict: a lucky first round does not end the measurement."""
+    calls = {"slow": 0, "fast": 0}
+
+    def fast():
+        calls["fast"] += 1
+
+    def slow():
+        calls["slow"] += 1
+        time.sleep(0.001)
+
+    gc.confirm_faster(fast, slow, factor=2.0, rounds=3, repeat=3)
+    warmup = 2  # measure's default
+    assert calls == {"slow": 3 * (3 + warmup), "fast": 3 * (3 + warmup)}

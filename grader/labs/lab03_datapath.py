@@ -36,7 +36,8 @@ from ..problem import Case, ObservedProblem, Problem
 CPUS = [{"flops": 0.6e12, "bandwidth": 60e9}, {"flops": 3.0e12, "bandwidth": 400e9}, {"flops": 1.5e12, "bandwidth": 90e9}]
 GPUS = [{"flops": 67e12, "bandwidth": 3.35e12}, {"flops": 989.4e12, "bandwidth": 3.35e12},
         {"flops": 19.5e12, "bandwidth": 2.039e12}, {"flops": 989.4e12, "bandwidth": 4.8e12}]
-# PCIe 4.0 / 5.0 ×16 after their 128b/130b encoding (course §3.6), and NVLink 4
+# PCIe 4.0 / 5.0 ×16 after their 128b/130b encoding (course §3.6), and NVLink-C2C (Grace Hopper GH200, 450 GB/s
+# each way, course §3.9): an H100 card reaches host memory over PCIe only
 LINKS = [{"bandwidth": 31.5e9, "latency": 10e-6}, {"bandwidth": 63.0e9, "latency": 8e-6},
          {"bandwidth": 450e9, "latency": 2e-6}]
 

@@ -120,6 +120,12 @@ MAX_DIVERGENT_PER_BLOCK = 10  # divergent branches: sequential addressing 5 per 
 
 def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
     (x,) = case.args
+    if r.atomics:
+        raise CheckFailure(
+            f"{what}: {r.atomics:,} atomic updates (cuda.atomic.*): an atomic add is not a tree. All the threads of a "
+            "block adding into one shared address are serialised, one update after another, and the float sum "
+            "depends on the order the hardware happens to pick. Reduce without atomics: halve the stride at each "
+            "level, threads tid < stride adding s[tid + stride] into s[tid], cuda.syncthreads() between levels")
     if r.total("shared", "w") == 0:
         raise CheckFailure(f"{what}: the kernel never wrote shared memory: reduce in a cuda.shared.array")
     if r.total("global", "r") != x.size:
@@ -145,7 +151,9 @@ BLOCK_SUM = KernelProblem(
             block_sum[ceil(n / {REDUCE_BLOCK}), {REDUCE_BLOCK}](x, partial)
         Each thread loads ONE element into a shared array of {REDUCE_BLOCK} float64s, then the block reduces it in
         shared memory as a tree, with cuda.syncthreads() between levels; thread 0 writes the result.
-        Requirements: x read once per element; no races; at most {MAX_DIVERGENT_PER_BLOCK} divergent
+        Requirements: x read once per element; no races; no atomics (cuda.atomic.add into one shared
+        address serialises the block's {REDUCE_BLOCK} updates: the opposite of a tree); at most
+        {MAX_DIVERGENT_PER_BLOCK} divergent
         branches per block — times a warp's threads split at an if or a loop, each split counted once however many
         lines its body has (pick which threads work at each level so that, while the stride is 32 or more, whole
         warps work or idle; below 32 a split is unavoidable).
@@ -201,8 +209,8 @@ def _mm_require(r: simt.KernelReport, case: Case, what: str) -> None:
               ("shared", 0, 3 * TILE_K * steps, "shared reads",
                f"3 per k in each step (sA for both rows, sB once): read sB[j, tx] into a register and use it for both "
                "outputs — reading it again for the second row is 4 per k. The executor counts the reads your code asks "
-               "for: here nvcc happens to merge the two loads of one address (nothing stores to sB between them), but "
-               "register blocking means writing the reuse yourself, as the compiler cannot once a store or a barrier "
+               "for: here the compiler (numba-cuda's NVVM, then ptxas) happens to merge the two loads of one address "
+               "(nothing stores to sB between them), but register blocking means writing the reuse yourself, as the compiler cannot once a store or a barrier "
                "sits between the uses"))
     c = r.counts
     for space, col, most, label, fix in limits:
@@ -349,7 +357,8 @@ MAX_REGISTERS = Problem(
         gc.occupancy.occupancy(threads, registers, shared_bytes, limits, opt_in=...) gives the blocks for ONE
         register count; you find the count. Its rules decide the answer: registers are granted per warp in units of
         256 (8 per thread) and split among the SM's 4 sub-partitions, shared memory per block is capped at 48 KiB
-        without the opt-in, and an SM holds at most 64 warps and 32 blocks.
+        without the opt-in (which only dynamic shared memory can use: static __shared__ arrays stay within
+        48 KiB), and an SM holds at most 64 warps and 32 blocks.
     """,
     visible=[Case((256, 0, 2, LIMITS["H100"])), Case((32, 0, 21, LIMITS["H100"])),
              Case((64, 0, 1, LIMITS["H100"])), Case((128, 40 * 1024, 5, LIMITS["A100"]))],
@@ -524,7 +533,7 @@ MATMUL_SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 HALVINGS_SIG = "void(float64[::1], int32[::1], float64[::1])"
 PARITY_SIG = "void(float64[::1], float64[::1])"
 
-# course §5.7's kernel (barriers always on): one output per thread, 8×8 tiles, the accumulator a float64 (acc = 0.0)
+# course §5.7's kernel (barriers always on): one output per thread, 8×8 tiles, a float32 accumulator
 SQUARE_MATMUL = '''
 def matmul_square(A, B, C):
     sA = cuda.shared.array((TILE, TILE), np.float32)
@@ -532,11 +541,11 @@ def matmul_square(A, B, C):
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col, row = cuda.grid(2)
     m, k = A.shape
-    acc = 0.0
+    acc = np.float32(0.0)
     for t in range((k + TILE - 1) // TILE):
         p = t * TILE
-        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else 0.0
-        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else 0.0
+        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else np.float32(0.0)
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else np.float32(0.0)
         cuda.syncthreads()
         for j in range(TILE):
             acc += sA[ty, j] * sB[j, tx]
@@ -544,6 +553,9 @@ def matmul_square(A, B, C):
     if row < m and col < B.shape[1]:
         C[row, col] = acc
 '''
+# the same kernel written with Python's habit, `acc = 0.0` and loads ending `else 0.0`: float64 literals, so numba
+# types the accumulator float64 (the trap §5.7 avoids)
+SQUARE_MATMUL_F64 = SQUARE_MATMUL.replace("np.float32(0.0)", "0.0").replace("matmul_square(", "matmul_square_f64(")
 
 # a short if/else on the thread index: both sides are cheap, so the compiler computes both and selects (FSEL)
 PARITY_IF_ELSE = '''
@@ -564,13 +576,15 @@ def parity_divergent(x, out):
 
 
 def machine_code(tiled_matmul: Callable, halvings_divergent: Callable, halvings_regrouped: Callable) -> dict:
-    """SASS (sm_90) of the student's ``tiled_matmul`` and of §5.7's one-output kernel, of the given divergent loop,
-    of the student's regrouped kernel and of a short if/else: numba-cuda's ``compile_ptx`` in one child process
+    """SASS (sm_90) of the student's ``tiled_matmul``, of §5.7's one-output kernel (and of it with ``acc = 0.0``),
+    of the given divergent loop, of the student's regrouped kernel and of a short if/else: numba-cuda's
+    ``compile_ptx`` in one child process
     (:func:`gpucourse.toolchain.numba_ptx_many`), then ptxas and nvdisasm."""
     from gpucourse import toolchain
 
     jobs = {"tiled_matmul (yours)": (tiled_matmul, MATMUL_SIG, {"TM": TILE_M, "TN": TILE_N, "TK": TILE_K}),
             "§5.7 one output per thread": (SQUARE_MATMUL, MATMUL_SIG, {"TILE": 8}),
+            "§5.7 with acc = 0.0": (SQUARE_MATMUL_F64, MATMUL_SIG, {"TILE": 8}),
             "halvings_divergent (given)": (halvings_divergent, HALVINGS_SIG, {}),
             "halvings_regrouped (yours)": (halvings_regrouped, HALVINGS_SIG, {"REGROUP_BLOCK": REGROUP_BLOCK}),
             "parity if/else": (PARITY_IF_ELSE, PARITY_SIG, {})}
@@ -579,7 +593,8 @@ def machine_code(tiled_matmul: Callable, halvings_divergent: Callable, halvings_
 
 def inner_loop(sass: Any) -> dict[str, int]:
     """Shared loads (by width), multiply-adds and the float64 path's instructions of a matmul's SASS: with a constant
-    tile the j loop is unrolled, and the k loop (a run-time trip count) is not, so these are one k step's."""
+    tile the j loop is unrolled, and the k loop (a run-time trip count) is not, so these are one k step's — or a few
+    steps', where the compiler copies the k loop's body (§5.7's float32 kernel: a multiple of 8 products)."""
     lds = sass.variants("LDS")
     out = {"LDS (32-bit)": lds.get("LDS", 0), "LDS.64": lds.get("LDS.64", 0), "LDS.128": lds.get("LDS.128", 0)}
     out.update({op: sass.count(op) for op in ("FFMA", "FMUL", "DADD")})

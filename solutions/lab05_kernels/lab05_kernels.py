@@ -443,23 +443,26 @@ plt.show()
 #
 # The cell below compiles **your** `tiled_matmul` and `halvings_regrouped` the way a GPU run would — numba-cuda's
 # `compile_ptx` (NVVM) to PTX, NVIDIA's `ptxas` to an sm_90 (Hopper) cubin, `nvdisasm` to SASS — next to §5.7's
-# one-output kernel, the given `halvings_divergent` and a short if/else, with no GPU needed (`gpucourse.toolchain`,
-# one child process, ~15 s). It skips itself while nbgrader grades, and when NVIDIA's compiler wheels are missing.
+# one-output kernel (as §5.7 writes it, and with `acc = 0.0`), the given `halvings_divergent` and a short if/else,
+# with no GPU needed (`gpucourse.toolchain`, one child process, ~15 s). It skips itself while nbgrader grades, and
+# when NVIDIA's compiler wheels are missing.
 #
 # - **Register blocking in the machine code.** The `j` loop has a constant trip count (`TK`), so it is unrolled;
-#   the `k` loop's trip count is known only at run time, so it is not: the counts below are one k step's. Your
-#   kernel issues `2·TK` multiply-adds per step for `3·TK` words read from shared memory (the executor's 3 shared
-#   reads per k); §5.7's issues `TILE` multiply-adds for `2·TILE` words. The compiler also *vectorizes*: a row of
-#   `sA` is contiguous, so `sA[ty, 0..7]` becomes two 128-bit `LDS.128` loads (four floats each), while
-#   `sB[j, tx]` walks down a column, one 32-bit `LDS` per element. Fewer shared-memory instructions per FMA is the
-#   point of register blocking.
-# - **The accumulator's type.** `acc = 0.0` in §5.7 makes numba type the accumulator float64: each product is a
+#   the `k` loop's trip count is known only at run time, so it is not fully unrolled — but the compiler may still
+#   copy its body a few times (§5.7's float32 kernel below prints a multiple of 8 products, several k steps), so
+#   compare *per product*. Your kernel issues `2·TK` multiply-adds per step for `3·TK` words read from shared
+#   memory (the executor's 3 shared reads per k); §5.7's issues `TILE` multiply-adds for `2·TILE` words. The
+#   compiler also *vectorizes*: a row of `sA` is contiguous, so `sA[ty, 0..7]` becomes two 128-bit `LDS.128` loads
+#   (four floats each), while `sB[j, tx]` walks down a column, one 32-bit `LDS` per element. Fewer shared-memory
+#   instructions per FMA is the point of register blocking.
+# - **The accumulator's type.** §5.7 starts its accumulator at `np.float32(0.0)`: one `FFMA` per product.
+#   Written `acc = 0.0` (the third kernel below), numba types the accumulator float64: each product is a
 #   float32 `FMUL`, a conversion `F2F.F64.F32` and a float64 `DADD` (FP64 runs at half the FP32 rate on an H100
-#   SXM, and a fraction of it on consumer GPUs); `np.float32(0.0)` keeps it one `FFMA`. The same typing rule costs
-#   two more conversions per k step in §5.7's kernel (its 10 `F2F.F64.F32` = 8 products + 2), and in yours if its
-#   loads end `else 0.0`: `A[...] if ... else 0.0` mixes a float32 with a float64 literal, so the loaded value is
-#   widened to float64 and narrowed back (`F2F.F32.F64`) before its `STS`; `else np.float32(0.0)` removes them.
-#   Outside the `j` loop they would be 4 instructions per 16 FMAs — small, but the same trap.
+#   SXM, and a fraction of it on consumer GPUs). The same typing rule costs two more conversions per k step in that
+#   kernel (its 10 `F2F.F64.F32` = 8 products + 2), and in yours if its loads end `else 0.0`:
+#   `A[...] if ... else 0.0` mixes a float32 with a float64 literal, so the loaded value is widened to float64 and
+#   narrowed back (`F2F.F32.F64`) before its `STS`; `else np.float32(0.0)` removes them. Outside the `j` loop they
+#   would be 4 instructions per 16 FMAs — small, but the same trap.
 # - **A divergent branch the compiler removes, and one it cannot.** The short if/else on `i % 2` has no branch left:
 #   both sides are computed (`DFMA`, `DMUL`) and two `FSEL` (one per 32-bit half of the float64) pick per lane; its
 #   two `SEL` belong to Python's `%` (the sign fix for a negative `i`), not to the if/else. The one `BRA` it prints
@@ -479,19 +482,24 @@ elif not gc.toolchain.available():
     print(f"skipped: NVIDIA's compiler wheels are missing ({gc.toolchain.describe()})")
 else:
     code = lab.machine_code(tiled_matmul, halvings_divergent, halvings_regrouped)
-    loops = {name: lab.inner_loop(code[name]) for name in ("tiled_matmul (yours)", "§5.7 one output per thread")}
+    loops = {name: lab.inner_loop(code[name])
+             for name in ("tiled_matmul (yours)", "§5.7 one output per thread", "§5.7 with acc = 0.0")}
     for name, c in loops.items():
         products = c["FFMA"] + c["FMUL"]  # one FFMA, or one FMUL (then a DADD), per product
         words = c["LDS (32-bit)"] + 2 * c["LDS.64"] + 4 * c["LDS.128"]
         lds = c["LDS (32-bit)"] + c["LDS.64"] + c["LDS.128"]
-        print(f"--- {name}: one k step: {c}\n    {products} products, {lds} shared-load instructions moving {words} "
-              f"words: {lds / products:.2f} LDS and {words / products:.2f} words per product")
+        print(f"--- {name}, whole kernel: {c}\n    {products} products, {lds} shared-load instructions moving "
+              f"{words} words: {lds / products:.2f} LDS and {words / products:.2f} words per product")
         c.update(products=products, words=words, lds=lds)
-    mine, square = loops["tiled_matmul (yours)"], loops["§5.7 one output per thread"]
+    mine, square, wide = loops.values()
     print(code["tiled_matmul (yours)"].excerpt(("LDS", "FFMA", "FMUL", "DADD", "BAR"), limit=48))
-    assert square["products"] == 8 and square["words"] == 16 and square["DADD"] == 8 and square["F2F.F64.F32"] >= 8
+    # §5.7 (float32): FFMA only, no float64 path; 2 words per product, in copies of the 8-product k step
+    assert square["FFMA"] == square["products"] > 0 and square["products"] % 8 == 0 and square["DADD"] == 0
+    assert square["F2F.F64.F32"] == 0 and square["words"] == 2 * square["products"]
     assert square["lds"] > square["products"]  # §5.7: more shared-load instructions than multiply-adds
-    assert square["F2F.F64.F32"] == square["DADD"] + 2  # one per product, and the two loads' `else 0.0`
+    # the same kernel with acc = 0.0: one k step of 8 FMUL + 8 DADD, one conversion per product and the loads' two
+    assert wide["products"] == 8 and wide["words"] == 16 and wide["FMUL"] == wide["DADD"] == 8 and wide["FFMA"] == 0
+    assert wide["F2F.F64.F32"] == wide["DADD"] + 2
     if mine["products"] == 2 * TK and mine["words"] == 3 * TK:  # the j loop unrolled: one k step, as the spec's
         assert mine["lds"] / mine["products"] < square["lds"] / square["products"]  # fewer LDS per FMA than §5.7
     else:  # a correct kernel can compile otherwise (e.g. range(min(TK, k - p)): a run-time trip count, not unrolled)

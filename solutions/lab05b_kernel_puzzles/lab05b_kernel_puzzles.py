@@ -354,8 +354,8 @@ def pool3(a, out):
     s = cuda.shared.array(POOL_SLOTS, np.float32)  # s[t + 2] holds a[i]
     if t < 2:
         j = i - 2
-        s[t] = a[j] if 0 <= j < a.size else 0.0
-    s[t + 2] = a[i] if i < a.size else 0.0
+        s[t] = a[j] if 0 <= j < a.size else np.float32(0)
+    s[t + 2] = a[i] if i < a.size else np.float32(0)
     cuda.syncthreads()
     if i < a.size:
         out[i] = s[t] + s[t + 1] + s[t + 2]
@@ -388,7 +388,7 @@ def dot(a, b, out):
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
     s = cuda.shared.array(DOT_THREADS, np.float32)
-    s[t] = a[t] * b[t] if t < a.size else 0.0
+    s[t] = a[t] * b[t] if t < a.size else np.float32(0)
     cuda.syncthreads()
     stride = DOT_THREADS // 2
     while stride > 0:
@@ -429,15 +429,15 @@ def conv1d(a, k, out):
     i = cuda.blockIdx.x * CB + t
     sa = cuda.shared.array(CONV_SLOTS, np.float32)
     sk = cuda.shared.array(MAXK, np.float32)
-    sa[t] = a[i] if i < a.size else 0.0
+    sa[t] = a[i] if i < a.size else np.float32(0)
     if t < MAXK - 1:
         j = i + CB
-        sa[t + CB] = a[j] if j < a.size else 0.0
+        sa[t + CB] = a[j] if j < a.size else np.float32(0)
     if t < MAXK:
-        sk[t] = k[t] if t < k.size else 0.0
+        sk[t] = k[t] if t < k.size else np.float32(0)
     cuda.syncthreads()
     if i < a.size:
-        acc = 0.0
+        acc = np.float32(0)  # float32 like the data: a bare 0.0 would be a float64 accumulator
         for j in range(k.size):
             acc += sa[t + j] * sk[j]
         out[i] = acc
@@ -471,11 +471,11 @@ def block_scan(a, out):
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * PB + t
     s = cuda.shared.array(PB, np.float32)
-    s[t] = a[i] if i < a.size else 0.0
+    s[t] = a[i] if i < a.size else np.float32(0)
     cuda.syncthreads()
     d = 1
     while d < PB:
-        v = s[t - d] if t >= d else 0.0
+        v = s[t - d] if t >= d else np.float32(0)
         cuda.syncthreads()  # everyone has read before anyone writes
         s[t] += v
         cuda.syncthreads()
@@ -512,7 +512,7 @@ def row_sum(a, out):
     t = cuda.threadIdx.x
     r = cuda.blockIdx.x
     s = cuda.shared.array(AB, np.float32)
-    s[t] = a[r, t] if t < a.shape[1] else 0.0
+    s[t] = a[r, t] if t < a.shape[1] else np.float32(0)
     cuda.syncthreads()
     stride = AB // 2
     while stride > 0:
@@ -698,7 +698,7 @@ def softmax_rows(a, out):
     ### BEGIN SOLUTION
     r = cuda.blockIdx.x
     c = cuda.threadIdx.x
-    v = a[r, c] if c < a.shape[1] else -math.inf
+    v = a[r, c] if c < a.shape[1] else np.float32(-math.inf)
     m = v
     for off in (16, 8, 4, 2, 1):
         m = max(m, cuda.shfl_xor_sync(0xFFFFFFFF, m, off))

@@ -188,7 +188,8 @@ lab.problems["breaking_op"].check(breaking_op, hidden=True)
 # ## Exercise 4 — Fix a fusion breaker
 #
 # Somebody scaled the columns of `x` with a matrix multiply. Look at what XLA made of it: a `dot` (on CPU
-# wrapped in a `kCustom` fusion that calls the BLAS), a temporary n×n matrix, and separate loop fusions around it.
+# wrapped in a `kCustom` fusion that calls a GEMM library: YNNPACK's `__ynn_fusion` on this XLA:CPU, as §6.5
+# prints), a temporary n×n matrix, and separate loop fusions around it.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fixed_scale_tanh"].show()

@@ -58,8 +58,9 @@ def ramp_2d(a, out):
     if r < a.shape[0] and c < a.shape[1]:
         out[r, c] = a[r, c] * (r + 1) - c
 ''',
-    # the interleaved tree: correct sums, but every warp diverges at every level
-    "ex3_block_sum": '''@cuda.jit
+    "ex3_block_sum": [
+        # the interleaved tree: correct sums, but every warp diverges at every level
+        '''@cuda.jit
 def block_sum(x, partial):
     tid = cuda.threadIdx.x
     i = cuda.grid(1)
@@ -75,6 +76,23 @@ def block_sum(x, partial):
     if tid == 0:
         partial[cuda.blockIdx.x] = s[0]
 ''',
+        # no tree: every thread adds its element into one shared accumulator with an atomic (right sums, no
+        # divergence to speak of; on a GPU the block's 128 same-address updates are serialised)
+        '''@cuda.jit
+def block_sum(x, partial):
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s = cuda.shared.array(1, np.float64)
+    if tid == 0:
+        s[0] = 0.0
+    cuda.syncthreads()
+    if i < x.size:
+        cuda.atomic.add(s, 0, x[i])
+    cuda.syncthreads()
+    if tid == 0:
+        partial[cuda.blockIdx.x] = s[0]
+''',
+    ],
     "ex4_tiled_matmul": [
         # forgets the barrier after loading the slabs: threads read tile elements nobody has written yet
         _MATMUL.replace("        cuda.syncthreads()  # loaded\n", ""),
@@ -89,11 +107,11 @@ def tiled_matmul(A, B, C):
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col, row = cuda.grid(2)
     m, k = A.shape
-    acc = 0.0
+    acc = np.float32(0.0)
     for t in range((k + TILE - 1) // TILE):
         p = t * TILE
-        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else 0.0
-        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else 0.0
+        sA[ty, tx] = A[row, p + tx] if row < m and p + tx < k else np.float32(0.0)
+        sB[ty, tx] = B[p + ty, col] if p + ty < k and col < B.shape[1] else np.float32(0.0)
         cuda.syncthreads()
         for j in range(TILE):
             acc += sA[ty, j] * sB[j, tx]

@@ -117,6 +117,29 @@ WRONG = {
         interpret=True,
     )(x, y)
 ''',
+        # declares the f32 scratch the spec asks for, but never uses it: adds each k block's product into the bf16
+        # output block, so the running sum is still rounded to 8 bits at every k step
+        '''def pallas_matmul(x, y, bm, bn, bk):
+    m, k = x.shape
+    n = y.shape[1]
+
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        interpret=True,
+    )(x, y)
+''',
         # f32 accumulator, but a float32 result (the course's out_shape): the spec asks for bfloat16
         '''def pallas_matmul(x, y, bm, bn, bk):
     m, k = x.shape
