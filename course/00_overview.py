@@ -29,7 +29,8 @@
 # - that `jax.jit` traces with shapes and dtypes only;
 # - what `jnp.dot` really becomes on an NVIDIA GPU (a cuBLAS call or a Triton kernel that XLA generates, in TF32
 #   for float32 by default) — and where the seed's `HMMA` listing comes from;
-# - the two tensor-core instructions of a Hopper GPU (`HMMA` and `HGMMA`), and which one approaches the datasheet peak;
+# - the two tensor-core paths of a Hopper GPU (warp `mma.sync`: `HMMA`; warpgroup `wgmma`: `HGMMA`, for fp16, bf16 and
+#   TF32), and which one approaches the datasheet peak;
 # - where the data lives between ops, and when it comes home.
 #
 # | step | what happens | deeper in |
@@ -255,8 +256,12 @@ else:
 # rounded to a 10-bit mantissa (`cvt.rna.tf32.f32` in the PTX) — accumulating in float32. TF32 is what a float32
 # `jnp.dot` gets on Ampere and Hopper GPUs by default (JAX's default matmul precision); the *instruction* depends
 # on the tile: this `HMMA.1688` (warp `mma.sync`) comes from XLA's untuned deviceless tile (16×8, 2 warps), while
-# with a tuned Hopper tile the same dot becomes `HGMMA.64x128x8.F32.TF32` (warpgroup `wgmma`) — what an autotuned
-# H100 runs, as do cuBLAS's sm90 kernels (§6.7 compiles both). `precision="highest"` asks for true float32. On
+# with a warpgroup-sized tile (forced: 128×128×64, 8 warps, with XLA's debug option
+# `xla_gpu_override_gemm_autotuner`) the same dot becomes `HGMMA.64x128x8.F32.TF32` (warpgroup `wgmma`; §6.7
+# compiles both). That forced tile is not what an autotuned H100 would pick for this dot: one 128×128 tile is the
+# whole 128×128 output, 1 CTA for 132 SMs (§6.7 prints the count for its 1024² dot), a configuration XLA's
+# autotuner drops from its search; the listing shows which instruction a warpgroup-sized tile compiles to.
+# `precision="highest"` asks for true float32. On
 # this machine's CPU, float32 is float32 either way (§6).
 #
 # The seed's SASS example, `HMMA.16816.F32`, is the fp16 version of the same warp-level instruction. The listing
@@ -339,7 +344,9 @@ print(f"an H100 has {h100.sm_count} SMs, each holding up to {h100.per_sm['max_wa
 # ## Step 8 — Tensor cores execute the matrix instructions
 #
 # The seed: "a tensor core performs a 4×4×4 matrix multiply per cycle" (C21). That is the 2017 Volta figure:
-# 64 fp16 multiply-adds per clock per tensor core. Hopper has two tensor-core instructions, both compiled above:
+# 64 fp16 multiply-adds per clock per tensor core. Hopper has two paths to the tensor cores, both compiled above (the
+# SASS opcode also names the data
+# type: `IMMA`/`DMMA` for int8/fp64 `mma.sync`, `IGMMA`/`QGMMA` for int8/FP8 `wgmma` — §6.7 compiles an FP8 one):
 #
 # - `HMMA.16816` (PTX `mma.sync` / `wmma`): one **warp** multiplies 16×16 by 16×8 from registers — 2,048
 #   multiply-adds, synchronously (fp16/bf16; a TF32 one is `HMMA.1688`, K = 8). Ampere's instruction; on Hopper it still works, but the FlashAttention-3 paper
@@ -348,13 +355,14 @@ print(f"an H100 has {h100.sm_count} SMs, each holding up to {h100.per_sm['max_wa
 # - `HGMMA.64xNxK` (PTX `wgmma.mma_async`, target `sm_90a` only): a **warpgroup** — 4 warps, one per SM
 #   sub-partition, so all four tensor cores of an SM — multiplies a 64×K tile by a K×N tile (N up to 256; K is
 #   32 bytes of input: 16 for fp16/bf16 — the `HGMMA.64x8x16.F32` above —, 8 for TF32 — the
-#   `HGMMA.64x128x8.F32.TF32` of a tuned float32 dot —, 32 for FP8; PTX ISA, `wgmma` shapes);
+#   `HGMMA.64x128x8.F32.TF32` of a float32 dot with a forced warpgroup-sized tile —, 32 for FP8, where the opcode
+#   is `QGMMA`; PTX ISA, `wgmma` shapes);
 #   B is read straight from shared memory (usually filled by the TMA copy engine; ordinary stores and a proxy fence,
 #   as §6.7's kernel does, work too), A from shared memory or from
 #   registers (FlashAttention-3 keeps P in registers for P·V), *asynchronously*: issued after
 #   `WARPGROUP.ARRIVE`, waited for with `WARPGROUP.DEPBAR`. This is the path that approaches the datasheet peak
 #   (FlashAttention-3 reaches about 740 TFLOP/s in FP16, ≈ 75 % of it);
-#   cuBLAS's Hopper kernels and XLA's Triton GEMMs (with tuned tiles, §6) use it.
+#   cuBLAS's Hopper kernels and XLA's Triton GEMMs (with warpgroup-sized tiles, §6) use it.
 #
 # The datasheet's dense bf16 peak, taken apart from independent rates: the A100 whitepaper's 256 dense fp16 FMA
 # per clock per tensor core, doubled per SM clock for clock on Hopper (H100 whitepaper), 4 tensor cores per SM.
@@ -377,7 +385,8 @@ assert abs(clock - 1.8295e9) < 0.005e9 and clock < h100.boost_clock_hz == 1.98e9
 # On a GPU backend the next cell times an 8192³ fp16 GEMM (cuBLAS through CuPy) with CUDA events, on random fp16
 # data (constant data such as `ones` switches fewer transistors, draws less power and can clock higher: it
 # flatters the result), and reports it as a fraction of the datasheet's dense fp16 peak (the same 989 TFLOP/s as
-# bf16 on an H100).
+# bf16 on an H100), asserting that it lies between 30 % and 100 % of it — what the cell checks when run on a GPU, not
+# a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
 
 # %%
 if gc.require_gpu("a cuBLAS fp16 GEMM on random data, timed with CUDA events, as a fraction of the datasheet peak"):

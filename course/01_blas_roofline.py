@@ -360,7 +360,8 @@ assert all(k.bandwidth(k.reads) < 1.3 * roof.bandwidth for k in kinds)
 # Datasheet roofs (`gc.hardware`, dense tensor-core throughput): the ridge of a data-centre GPU is far to the
 # right of a CPU's, so *more* ops are memory-bound there. On a GPU backend the measured roofline above is the
 # GPU's own (float32 on CUDA cores, against the 67 TFLOP/s FP32 datasheet figure), and the next cell measures
-# its half-precision tensor-core roof too.
+# its half-precision tensor-core roof too (its 30 %–102 % band against the datasheet is what the cell checks when run
+# on a GPU, not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`)).
 
 # %%
 h100, h200 = gc.hardware.H100_SXM, gc.hardware.H200_SXM
@@ -588,7 +589,9 @@ plt.show()
 # | C02 | compilers turn as much as possible into GEMMs and fuse elementwise ops to cut memory traffic | §1.3: one GEMM replaces 32 gemvs with the speed-up the roofline predicts (within 3×, printed); §1.4: XLA compiles `relu(x*y+z)` to one `kLoop` fusion moving 4 arrays instead of 8, and the measured speed-up matches a model of traffic + fresh buffers + dispatch (within 1.6×) | **confirmed** — fusion cuts traffic *and* allocations and dispatches |
 #
 # On a GPU the same cells measure the GPU (CuPy/cuBLAS with CUDA events for §1.2–1.3, JAX on the GPU for §1.4);
-# `python -m gpucourse.gpu_check` gathers the numbers (`gc.record`) into `course/gpu_runs/`.
+# `python -m gpucourse.gpu_check` gathers the numbers (`gc.record`) into `course/gpu_runs/`. What this notebook
+# says of a GPU's numbers (the GPU cells' bands against the datasheet) is what the cell checks when run on a GPU, not
+# a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
 #
 # **Next:** the lab, `labs/lab01_blas_roofline/lab01_blas_roofline.ipynb` — count, predict, tile, diagnose, then
 # time and explain ops on your own machine.

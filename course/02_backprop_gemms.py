@@ -180,17 +180,70 @@ assert n_contract_batch == 2, "dW1 and dW2 contract over the batch dimension (di
 # dimension of both operands — that is $X^T \cdot dY$ without ever materialising $X^T$; `([1], [1])` is
 # $dY \cdot W^T$. Transposes are not data movement here, just a choice of which index to sum over.
 #
-# XLA compiles the same program. In its optimized HLO the five GEMMs are still there (on CPU as `dot`
-# instructions, some wrapped in fusions; on a GPU as calls to cuBLAS, `__cublas$gemm`), with the elementwise
-# work fused around them:
+# XLA compiles the same program. In its optimized HLO the five GEMMs are still there, with the elementwise work
+# fused around them. On CPU each is a `dot` instruction, some wrapped in fusions. On a GPU there is no single form:
+# XLA:GPU emits a GEMM as a Triton GEMM fusion (a kernel it generates, the `dot` kept inside), as a call to cuBLAS
+# that replaces the `dot` (`__cublas$lt$matmul` on Hopper; `__cublas$gemm` is the older entry point), or — for GEMMs
+# as tiny as these, below its size threshold for rewriting — as a plain loop fusion of its own; on a real GPU the
+# autotuner picks between Triton and cuBLAS per GEMM (§2.6). The cell counts all three forms, and shows which one
+# XLA:GPU picks for an H100 (deviceless on a CPU-only machine, `gc.xla_gpu`; on a GPU, compiled and autotuned
+# there) for this gradient and for the same network at B, d0, d1, d2 = 1024, 512, 512, 256, with each emitter:
 
 # %%
+from collections import Counter
+from gpucourse import xla_gpu
+
+
+def hlo_gemm_lines(hlo):  # a GEMM in optimized HLO: a `dot` (at the top level or inside any fusion), or a cuBLAS call
+    return (re.findall(r"%[\w.\-]+\s*=\s*f32\[[\d,]*\]\{[\d,]*\}\s+dot\(.*", hlo)
+            + re.findall(r"%[\w.\-]+\s*=.*custom_call_target=\"__cublas\$(?:lt\$matmul|gemm)\".*", hlo))
+
+
+def gemm_forms(hlo):  # how XLA:GPU runs each GEMM: a cuBLAS call, a Triton GEMM fusion, or a fusion of its own
+    body, comps = None, {}
+    for line in hlo.splitlines():  # computations: a header line ending in "{", then its instructions
+        head = re.match(r"(?:ENTRY\s+)?%([\w.\-]+)\s.*\{$", line)
+        if head:
+            body = comps.setdefault(head.group(1), [])
+        elif body is not None:
+            body.append(line)
+    has_dot = {name for name, lines in comps.items() if any(" dot(" in line for line in lines)}
+    forms = Counter(f"cuBLAS {m}" for m in re.findall(r'custom_call_target="(__cublas\$[\w$]+)"', hlo))
+    for line in (line for lines in comps.values() for line in lines):
+        m = re.search(r"fusion\(.*kind=(\w+), calls=%([\w.\-]+)", line)
+        if m and m.group(2) in has_dot:
+            forms["Triton GEMM fusion" if "__triton" in line else f"{m.group(1)} fusion of XLA's own"] += 1
+    return forms
+
+
 g = gc.xla.compiled(jax.grad(mlp_loss), params, Xb)
-hlo_gemms = re.findall(r"%[\w.\-]+\s*=\s*f32\[[\d,]*\]\{[\d,]*\}\s+dot\(.*", g.hlo) + re.findall(r"__cublas\$(?:lt\$matmul|gemm)", g.hlo)
+hlo_gemms = hlo_gemm_lines(g.hlo)
 for line in hlo_gemms:
     print(re.sub(r",\s*metadata=\{[^}]*\}", "", line.strip())[:150])
-print(f"\nGEMMs in the compiled gradient: {len(hlo_gemms)}")
-assert len(hlo_gemms) == 5 or be.is_gpu  # a GPU build may merge or split cuBLAS calls differently
+print(f"\nGEMMs in the compiled gradient ({be.name}): {len(hlo_gemms)}")
+assert len(hlo_gemms) == 5, "2 forward GEMMs + dW2 + dH + dW1, whatever form XLA gives each"
+
+grad_src = "lambda W1, W2, X: jax.grad(lambda p, X: jnp.sum((jnp.tanh(X @ p[0]) @ p[1]) ** 2))((W1, W2), X)"
+GEMM_EMITTERS = {"Triton": {"xla_gpu_enable_triton_gemm": True}, "cuBLAS": {"xla_gpu_enable_triton_gemm": False}}
+SIZES = {"B, d0, d1, d2 = 8, 5, 7, 3 (above)": (8, 5, 7, 3),
+         "B, d0, d1, d2 = 1024, 512, 512, 256": (1024, 512, 512, 256)}
+if be.is_gpu or xla_gpu.available():
+    builds = iter(xla_gpu.compile_many([(grad_src, [((d0_, d1_), "float32"), ((d1_, d2_), "float32"),
+                                                    ((B_, d0_), "float32")], opts)
+                                        for B_, d0_, d1_, d2_ in SIZES.values() for opts in GEMM_EMITTERS.values()]))
+    gpu_hlo = {(size, emitter): next(builds).hlo for size in SIZES for emitter in GEMM_EMITTERS}
+    gpu_forms = {key: gemm_forms(hlo) for key, hlo in gpu_hlo.items()}
+    print(f"\nXLA:GPU ({'this GPU, autotuned' if be.is_gpu else 'H100, deviceless'}), how each GEMM runs:")
+    for (size, emitter), forms in gpu_forms.items():
+        print(f"  {size:37} {emitter:6} emitter: " + ", ".join(f"{n} × {form}" for form, n in forms.items()))
+        assert sum(forms.values()) == 5 == len(hlo_gemm_lines(gpu_hlo[size, emitter])), "five GEMMs, one form each"
+    if not be.is_gpu:  # deviceless, nothing is autotuned: XLA's own choices, one form per build
+        small, large = SIZES
+        assert all(gpu_forms[small, e] == {"kLoop fusion of XLA's own": 5} for e in GEMM_EMITTERS), "tiny: loops"
+        assert gpu_forms[large, "Triton"] == {"Triton GEMM fusion": 5}
+        assert gpu_forms[large, "cuBLAS"] == {"cuBLAS __cublas$lt$matmul": 5}, "cuBLASLt on Hopper, not __cublas$gemm"
+else:
+    print("[XLA:GPU] skipped: " + xla_gpu.describe())
 
 # %% [markdown]
 # ## 2.4 Why training costs ≈ 3× the forward FLOPs
@@ -474,8 +527,6 @@ print(f"nothing_saveable: {1 - mem['nothing'] / mem['everything']:.0%} less scra
       f"{1 - mem['minimum (custom_vjp)'] / mem['everything']:.0%} less for "
       f"{flops['minimum (custom_vjp)'] / flops['everything'] - 1:+.1%} FLOPs")
 
-from gpucourse import xla_gpu
-
 
 def scan_src(policy):  # stack_loss's gradient as text, for the deviceless XLA:GPU compile (a child process)
     layer = f"jax.checkpoint(lambda h, W: (jnp.tanh(h @ W), None), policy=jax.checkpoint_policies.{policy})"
@@ -738,14 +789,19 @@ ax.legend(loc="upper left", fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Mixed precision** changes the bytes per value, not the bookkeeping. The usual recipe (NVIDIA's mixed-precision
-# training; Rajbhandari et al. 2020, *ZeRO*, §3.1) keeps bf16 parameters and gradients for the GEMMs and an fp32
-# master copy of the parameters plus fp32 Adam state for the update: $2 + 2 + 4 + 4 + 4 = 16$ bytes per
-# parameter — **the same 16 bytes as fp32 Adam** ($4 + 4 + 4 + 4$). What halves is everything that scales with
-# the batch: activations, the batch itself and the working gradients, now 2 bytes per value.
+# **Mixed precision** changes the bytes per value, not the bookkeeping. The usual recipe keeps 16-bit parameters
+# and gradients for the GEMMs and an fp32 master copy of the parameters plus fp32 Adam state for the update:
+# $2 + 2 + 4 + 4 + 4 = 16$ bytes per parameter — **the same 16 bytes as fp32 Adam** ($4 + 4 + 4 + 4$). Its sources
+# (Micikevicius et al. 2018, NVIDIA's *Mixed Precision Training*; Rajbhandari et al. 2020, *ZeRO*, §3.1) describe
+# it in **fp16**, with loss scaling to keep small gradients from underflowing; bf16, used here and on TPUs, has
+# fp32's exponent range and needs no loss scaling, and both are 2 bytes, so the byte counts are the same (asserted
+# below). What halves is everything that scales with the batch: activations, the batch itself and the working
+# gradients, now 2 bytes per value.
 
 # %%
 mixed_net = memory_model["tanh 6x512, mixed bf16"]
+assert jnp.dtype(jnp.bfloat16).itemsize == jnp.dtype(jnp.float16).itemsize == 2  # the papers' fp16, this cell's bf16
+assert float(jnp.finfo(jnp.bfloat16).max) > 3e38 and float(jnp.finfo(jnp.float16).max) < 7e4, "fp16 overflows at 65504"
 for name, net in (("fp32", fp32_net), ("mixed bf16", mixed_net)):
     fixed, per, _ = batch_room(net, budget)
     print(f"{name:10}: fixed {fixed / n_params:.0f} bytes/param = {fixed / 2**20:5.1f} MiB; per example {per:,} "

@@ -78,49 +78,57 @@ f32 = np.float32
 # throughput (처리량): thousands of simple cores sharing control logic, fed by high-bandwidth memory (고대역폭
 # 메모리, HBM). An NPU such as Google's TPU gives up generality and fills the chip with matrix multiply units
 # (행렬 연산 유닛). Words like "core" hide the interesting numbers, and they must be compared like with like:
-# **vector lanes** — fp32 lanes of the units that run ordinary arithmetic (a CPU core's SIMD pipes, a GPU's "CUDA
-# cores", which are lanes of an SM, a TPU's vector unit) — and **matrix units**, where an accelerator's FLOPs
-# are (tensor cores, MXUs), counted in dense bf16 FLOP/s.
+# **vector ALUs** — the fp32 units that run ordinary arithmetic, each one fp32 operation per cycle, counted the same
+# way on every chip: a CPU core's SIMD pipes × their lanes, a GPU's "CUDA cores" (one FP32 unit per lane of an SM),
+# a TPU's vector unit (an (8, 128) grid of lanes with two ALUs in each lane) — and **matrix units**, where an
+# accelerator's FLOPs are (tensor cores, MXUs), counted in dense bf16 FLOP/s.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{'processor (published)':32} {'cores':<17} {'fp32 vector lanes':>18} {'dense bf16 matrix':>18}  memory")
+print(f"{'processor (published)':32} {'cores':<17} {'fp32 vector ALUs':>18} {'dense bf16 matrix':>18}  memory")
 for name, p in datapath.PROCESSORS.items():
     matrix = f"{p['bf16_matrix_flops'] / 1e12:,.1f} TFLOP/s" if p["bf16_matrix_flops"] else "none"
     print(f"{name:32} {p['cores']:>5} {p['core_kind']:<11} {p['fp32_lanes']:>18,} {matrix:>18}  "
           f"{p['memory']}, {datapath.fmt_rate(p['bandwidth'])}")
 cpu_p, gpu_p, npu_p = datapath.PROCESSORS.values()
-print(f"vector lanes: H100 / desktop CPU = {gpu_p['fp32_lanes'] / cpu_p['fp32_lanes']:.0f}×, "
+print(f"vector ALUs: H100 / desktop CPU = {gpu_p['fp32_lanes'] / cpu_p['fp32_lanes']:.0f}×, "
       f"H100 / TPU v4 = {gpu_p['fp32_lanes'] / npu_p['fp32_lanes']:.2f}×")
 print(f"dense bf16 matrix units: H100 / TPU v4 = {gpu_p['bf16_matrix_flops'] / npu_p['bf16_matrix_flops']:.1f}×; "
       f"TPU v4: 2 cores × 4 MXUs × 128 × 128 = {2 * 4 * 128 * 128:,} MACs per cycle × 2 FLOP × "
       f"{datapath.TPU_V4_CLOCK_HZ / 1e9:.2f} GHz = {2 * 4 * 128 * 128 * 2 * datapath.TPU_V4_CLOCK_HZ / 1e12:.0f} TFLOP/s")
 mxu_macs = 2 * 4 * 128 * 128
-print(f"the wrong comparison — TPU v4 MXU MACs counted as fp32 lanes: {mxu_macs:,} vs the H100's "
+print(f"the wrong comparison — TPU v4 MXU MACs counted as fp32 ALUs: {mxu_macs:,} vs the H100's "
       f"{gpu_p['fp32_lanes']:,} = {mxu_macs / gpu_p['fp32_lanes']:.1f}×")
-assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (512, 16_896, 2048)
+assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (512, 16_896, 4096)
+# like with like: ALUs on every chip, not lanes on one — the CPU's 2 pipes per core and the TPU's 2 ALUs per lane count
+assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (16 * 2 * 16, 132 * 128, 2 * (8 * 128) * 2)
+# the H100's count is its fp32 peak: 16,896 FMA units × 2 FLOP × 1.98 GHz = 67 TFLOP/s (the datasheet's 66.9)
+assert abs(gpu_p["fp32_lanes"] * 2 * 1.98e9 / gc.hardware.H100_SXM.peak_flops["fp32"] - 1) < 0.01
 assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 # Expected output:
-# processor (published)            cores              fp32 vector lanes  dense bf16 matrix  memory
+# processor (published)            cores               fp32 vector ALUs  dense bf16 matrix  memory
 # CPU (AMD Ryzen 9 9950X, desktop)    16 cores                      512               none  DDR5, 2 channels, 89.6 GB/s
 # GPU (NVIDIA H100 SXM)              132 SMs                     16,896      989.4 TFLOP/s  HBM3 80 GB, 3.35 TB/s
-# NPU (Google TPU v4)                  2 TensorCores              2,048      275.0 TFLOP/s  HBM2 32 GiB, 1.20 TB/s
-# vector lanes: H100 / desktop CPU = 33×, H100 / TPU v4 = 8.25×
+# NPU (Google TPU v4)                  2 TensorCores              4,096      275.0 TFLOP/s  HBM2 32 GiB, 1.20 TB/s
+# vector ALUs: H100 / desktop CPU = 33×, H100 / TPU v4 = 4.12×
 # dense bf16 matrix units: H100 / TPU v4 = 3.6×; TPU v4: 2 cores × 4 MXUs × 128 × 128 = 131,072 MACs per cycle × 2 FLOP × 1.05 GHz = 275 TFLOP/s
-# the wrong comparison — TPU v4 MXU MACs counted as fp32 lanes: 131,072 vs the H100's 16,896 = 7.8×
+# the wrong comparison — TPU v4 MXU MACs counted as fp32 ALUs: 131,072 vs the H100's 16,896 = 7.8×
 
 # %% [markdown]
-# Like with like. **Vector lanes**: the 16-core desktop CPU has 512 fp32 lanes (each core is itself a small SIMD
-# machine: 2 FMA pipes × 16 lanes), an H100 16,896 — 33×, not "16 vs thousands" — and a TPU v4 2,048 (each
-# TensorCore's vector unit is an (8, 128) grid of lanes). **Matrix units**: in dense bf16 an H100's tensor cores
+# Like with like. **Vector ALUs**: the 16-core desktop CPU has 512 fp32 ALUs (each core is itself a small SIMD
+# machine: 2 FMA pipes × 16 lanes), an H100 16,896 — 33×, not "16 vs thousands" — and a TPU v4 4,096 (each
+# TensorCore's vector unit is an (8, 128) grid of lanes with 2 ALUs per lane: "a total of 2048 floating point
+# adders" per core, the scaling book's TPU chapter), a quarter of the H100's. Counting the TPU's 2,048 *lanes*
+# against the H100's 16,896 *units* would make the gap 8×: the CPU's pipes and the TPU's second ALU must be
+# counted alike. **Matrix units**: in dense bf16 an H100's tensor cores
 # deliver 3.6× a TPU v4's MXUs per chip (989 vs 275 TFLOP/s). Counting the TPU's MXU multiply-accumulators as
-# "fp32 lanes" (the last line) would make a TPU v4 look like 7.8× an H100 — the wrong unit: MXUs multiply bf16
+# "fp32 ALUs" (the last line) would make a TPU v4 look like 7.8× an H100 — the wrong unit: MXUs multiply bf16
 # matrices, not fp32 vectors, and per chip the H100's matrix units are faster. What the TPU does have is the most
 # matrix hardware per unit of control logic: two instruction streams (cores) each drive four 128×128 systolic
 # arrays (section 7) — the seed's "smallest control unit" row, in numbers. The table's other rows: flexibility
-# falls from CPU to NPU (an NPU runs what its compiler scheduled, section 7); the interconnects are PCIe and QPI/UPI
-# between CPU sockets, PCIe and NVLink for GPUs (NVLink between GPUs because PCIe is too slow, §3.6), and vendor
-# links for NPUs (Google's ICI, AWS's NeuronLink).
+# falls from CPU to NPU (an NPU runs what its compiler scheduled, section 7); the interconnects are PCIe, and between
+# CPU sockets Intel's UPI (formerly QPI) or AMD's Infinity Fabric (xGMI); PCIe and NVLink for GPUs (NVLink between
+# GPUs because PCIe is too slow, §3.6); and vendor links for NPUs (Google's ICI, AWS's NeuronLink).
 #
 # And this machine:
 
@@ -473,10 +481,12 @@ print(f"H100 model: process {process * 1e6:.0f} µs of {total_model * 1e3:.2f} m
       f"({process / total_model:.1%}); copies {2 * to_gpu * 1e3:.2f} ms; the CPU round trip adds "
       f"{(2 * to_gpu + cpu_step) * 1e3:.2f} ms")
 assert process < 0.05 * total_model, "on a GPU the work itself is the smallest bar: data movement dominates"
+assert 2 * to_gpu > 20 * process and 2 * to_gpu < 1e-3 < nbytes / nvme, "copies: tens of × the work; disk: longer"
 
 # %% [markdown]
-# On the GPU, `process` is a sliver: for a memory-bound operation the work is a few microseconds, moving the
-# bytes in and out is milliseconds, and reading them from disk is longer still. That is the seed's advice in one
+# On the GPU, `process` is a sliver: for a memory-bound operation the work is microseconds, moving the bytes in and
+# out tens of times longer (about half a millisecond for these 16 MiB: printed and asserted), and reading them from
+# disk longer still. That is the seed's advice in one
 # picture: load once, copy once, keep data on the GPU for as many operations as possible — and avoid CPU-only
 # steps in the middle, which cost two more trips over PCIe.
 #
@@ -555,8 +565,10 @@ shutil.rmtree(workdir, ignore_errors=True)  # the files were only needed for the
 # move at most 128/130 of it: 63.0 GB/s. PCIe 6.0 doubles the rate with PAM4 signalling (2 bits per symbol) and
 # drops the line code for fixed 256-byte FLITs, each carrying 236 bytes of packets beside 20 bytes of link
 # payload, CRC and forward error correction (PCI-SIG). Every packet also carries a header, sequence number and
-# CRC (≈ 20–30 bytes per packet of at most 128–512 bytes of payload), and flow-control packets share the link:
-# what a real copy reaches is lower again — the GPU cell below measures it.
+# CRC (≈ 20–30 bytes per packet), and its payload is at most the link's *Max_Payload_Size*: the specification
+# allows up to 4096 bytes, systems typically configure 128–512, and at 24 bytes of overhead per packet that alone
+# costs about 16 % at 128 and 4.5 % at 512 (the last line). Flow-control packets share the link
+# too: what a real copy reaches is lower again — the GPU cell below measures it.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -565,12 +577,17 @@ for gen in (3, 4, 5, 6):
     r = datapath.pcie_bandwidth(gen, 16)
     print(f"PCIe {gen}.0 ×16       {r.raw / 1e9:6.1f} GB/s {r.encoded / 1e9:10.1f} GB/s  {r.encoding}")
 assert round(bw["PCIe 4.0 x16"] / 1e9, 1) == 31.5 and round(bw["PCIe 5.0 x16"] / 1e9, 1) == 63.0
+TLP_OVERHEAD = 24  # bytes per packet: header (12–16), sequence number (2), LCRC (4), framing (≈ 2–4)
+share = {mps: mps / (mps + TLP_OVERHEAD) for mps in (128, 256, 512, 4096)}  # Max_Payload_Size: typical ... spec max
+print("payload share of a packet, by Max_Payload_Size: " + ", ".join(f"{m} B {v:.1%}" for m, v in share.items()))
+assert share[128] < 0.85 < 0.95 < share[512] < share[4096], "the configured payload size, not the spec's 4096, binds"
 # Expected output:
 # link, one direction        raw  after encoding  encoding
 # PCIe 3.0 ×16         16.0 GB/s       15.8 GB/s  128b/130b
 # PCIe 4.0 ×16         32.0 GB/s       31.5 GB/s  128b/130b
 # PCIe 5.0 ×16         64.0 GB/s       63.0 GB/s  128b/130b
 # PCIe 6.0 ×16        128.0 GB/s      118.0 GB/s  PAM4, 256-byte FLITs (236 bytes of packets each)
+# payload share of a packet, by Max_Payload_Size: 128 B 84.2%, 256 B 91.4%, 512 B 95.5%, 4096 B 99.4%
 
 # %% [markdown]
 # On a GPU the next cell measures pageable and pinned copies with CUDA events, against the encoded peaks; on this
@@ -922,9 +939,9 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # | ID | claim | what this machine shows / primary source | verdict |
 # |---|---|---|---|
 # | C05 | AVX-512 computes 16 fp32 values with one instruction (seed 000) | §3.2 prints this CPU's widest vector extension and the widest packed instruction numba compiled: `vfmadd…ps` on `zmm` registers (512 bits = 16 fp32 lanes) on an AVX-512 CPU, on `ymm` (8 lanes) on an AVX2-only one; the compiled loop runs more than 20× faster per element than the Python loop (asserted; the ratio is printed). A plain `sum` stays scalar (`vaddss`) unless reordering is allowed | **qualified**: true of the instruction; but many CPUs lack AVX-512 (Intel client CPUs since Alder Lake have AVX2 only: 8 lanes), some execute a 512-bit op as two 256-bit halves (AMD Zen 4), and compilers use it only for loops whose lanes are independent |
-# | C06 | desktop CPUs have about 4–16 cores; GPUs thousands (seed 000) | §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores". Counted in fp32 vector lanes, the CPU has 16 × 2 × 16 = 512, so the gap is 33×, not 1000×; the GPU's FLOPs are mostly in its tensor cores (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes) | **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core; compare SMs with cores (132 vs 16) or lanes with lanes (16,896 vs 512), and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16). Desktop CPUs now reach 24 cores (Core i9-14900K) |
+# | C06 | desktop CPUs have about 4–16 cores; GPUs thousands (seed 000) | §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores". Counted in fp32 vector ALUs, the CPU has 16 × 2 × 16 = 512 (a TPU v4 4,096: 2 cores × 8 × 128 lanes × 2 ALUs), so the gap is 33×, not 1000×; the GPU's FLOPs are mostly in its tensor cores (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes) | **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core; compare SMs with cores (132 vs 16) or ALUs with ALUs (16,896 vs 512), and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16). Desktop CPUs now reach 24 cores (Core i9-14900K) |
 # | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (seed 000) | §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×, vs a 12-channel server 460.8 GB/s = 7.3× (datasheet peaks, each counting bytes read + written); this machine's memory, measured the same way on one core (memcpy counting read + write, and a STREAM add, each the best of a fixed 5 rounds, agreeing within 4×; one core draws less than the memory's peak, so the ratio is an upper bound), gives the ratio printed in §3.6 | **confirmed** (several times against a server CPU, tens of times against a desktop) |
-# | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (seed 000) | §3.6: HBM3 / PCIe 5.0 ×16 = 53×, / PCIe 4.0 ×16 = 106× (PCIe after its 128b/130b encoding: 63.0 and 31.5 GB/s per direction; the datasheets' 64 and 32 GB/s are raw rates); §3.4 timeline: the copies dominate a memory-bound op; §3.7: a vector add never pays for its transfer; on a GPU the pinned/pageable cell measures the link | **confirmed** |
+# | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (seed 000) | §3.6: HBM3 / PCIe 5.0 ×16 = 53×, / PCIe 4.0 ×16 = 106× (PCIe after its 128b/130b encoding: 63.0 and 31.5 GB/s per direction; the datasheets' 64 and 32 GB/s are raw rates); §3.4 timeline: the copies dominate a memory-bound op; §3.7: a vector add never pays for its transfer on a desktop with dual-channel DDR5 (asserted), can pay on a machine whose memory is slower than the link only from pinned memory, and never from pageable memory (asserted on this machine); on a GPU the pinned/pageable cell measures the link | **confirmed** |
 # | C09 | DMA moves the bytes; the CPU only starts and confirms the transfer (seed 000) | §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends (measured there); CUDA Best Practices Guide: pageable transfers are first copied by the CPU into a pinned staging buffer | **qualified**: true for pinned memory; from ordinary pageable memory the CPU does copy every byte once (the staging copy), which is why pinned transfers are faster |
 # | C26 | CPU and GPU have separate memories; each device's units reach only their own (seed 002) | §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU): a kernel writes mapped host memory directly | **qualified**: true for a discrete GPU and ordinary allocations; zero-copy mapped memory and Unified Memory let a GPU reach CPU memory over PCIe; Grace Hopper keeps two physical memories (LPDDR5X, HBM3 or HBM3e) in one coherent address space, the GPU reading CPU memory at NVLink-C2C speed (450 GB/s each way, about 1/9 of the shipping GH200's 4 TB/s HBM3 and 1/11 of its HBM3e, §3.9; GH200 datasheet); only integrated GPUs share one physical memory |
 # | C27 | GPU memory has no direct path to disk; data always passes through CPU memory (seed 002) | §3.5: NVMe at 7.45 GB/s is 450× slower than HBM3, so disk I/O belongs between kernels; NVIDIA GPUDirect Storage (cuFile, CUDA ≥ 11.4) DMAs NVMe ↔ GPU memory without a CPU bounce buffer | **qualified**: true of the classic path and of kernels (no kernel reads a file); with GDS the bytes skip CPU memory, though the CPU still orchestrates |

@@ -347,6 +347,15 @@ if sm_of_block is not None:
 # ~475 cycles depending on the L2 partition, an L1 hit ~34). On a GPU the next cell measures it on yours: a chain of
 # links, one per 128-byte line in random order, through 8× the L2, each run continuing where the last one stopped,
 # so that no timed load finds its line in the cache — beside the same chase through a chain that fits in the L2.
+# What such a number includes: at 8× the L2 (512 MiB on an H100) the chain also spans hundreds of 2 MiB pages,
+# visited in random order (the cell prints how rarely two consecutive links share a page), so a load may also miss
+# the TLBs, the caches of address translations, and wait for a page-table walk. The measurement cannot separate
+# that from the trip to HBM: it is the latency of a random load at that footprint — an L2 miss *plus* whatever
+# address translation costs there — not the bare DRAM access. The source's 655 cycles include the same:
+# gpu-benches' chain is random too and reaches about a gigabyte (`gpu-latency/main.cu`). The small chain's 8 MiB
+# are 4 such pages. The cell's asserts (the big chain well above the small one, and on an H100 nearer the source's
+# 655 cycles than its 475) are what the cell checks when run on a GPU, not a reported result: no GPU run of this
+# course is recorded yet (`course/gpu_runs/`).
 # Seed 000 (C15): while warp A waits, the scheduler issues from warp B — no context switch, because B's registers
 # are already there. How many warps does that take? **Little's law**: to sustain bandwidth $B$ against latency
 # $L$, $B \cdot L$ bytes must be in flight. The latency used is the *unloaded* one (one pointer chase, an idle memory
@@ -363,13 +372,14 @@ warps = occupancy.warps_to_hide_latency(h100.memory_bandwidth, latency, h100.sm_
 print(f"HBM latency: {cycles} cycles at {gc.hardware.H100_LATENCY_CLOCK_HZ / 1e6:,.0f} MHz = {latency * 1e9:.0f} ns "
       f"({gc.hardware.H100_LATENCY_SOURCE})")
 print(f"H100 SXM: {h100.memory_bandwidth / 1e12:.2f} TB/s × {latency * 1e9:.0f} ns (the PCIe card's latency: the source "
-      f"did not measure the SXM part) = {in_flight / 1e6:.2f} MB in flight = {per_sm / 1024:.1f} KiB per SM")
+      f"did not measure the SXM part) = {in_flight / 1e6:.2f} MB in flight = {per_sm / 1e3:.2f} kB per SM")
 print(f"= {warps:.0f} warp-wide float32 loads (128 B) outstanding per SM at the unloaded latency — a lower bound "
       "(queueing at full bandwidth raises the latency) — more than the 64 warps an SM can hold,")
 print("  so each warp must keep several loads in flight (unrolling, vector loads) or move more bytes per load")
 # computed from the source's cycles and clock and the datasheet's bandwidth (not measured): the text's 373 ns, and
 # more warps than an SM holds
 assert round(latency * 1e9) == 373 and 64 < warps < 100
+assert round(per_sm / 1e3, 2) == 9.47  # decimal kB beside decimal MB (1.25 MB / 132 SMs)
 
 # %%
 if gc.require_gpu("measure the latency of a load that misses L2: one thread chasing pointers through 8× the L2"):
@@ -385,6 +395,7 @@ if gc.require_gpu("measure the latency of a load that misses L2: one thread chas
     LINE = 128 // 8  # int64 slots per 128-byte cache line: one link per line, so no two links share a sector
     l2 = int(cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
     steps, warmup, repeat = 200_000, 1, 3
+    PAGE_LINES = 2 * 2**20 // 128  # 128-byte lines per 2 MiB page (the granularity of CUDA's device allocations)
 
     def chase_latency(lines: int) -> tuple:
         """(ns, SM cycles) per dependent load: one cycle through `lines` cache lines in random order."""
@@ -397,23 +408,28 @@ if gc.require_gpu("measure the latency of a load that misses L2: one thread chas
         del flush
         t = gc.measure(lambda: chase((1,), (1,), (d_next, np.int64(steps), pos, clk)), warmup=warmup, repeat=repeat,
                        clock="cuda")
-        return t.best / steps * 1e9, int(clk.get()[0]) / steps  # cycles: the last run's
+        same_page = float(np.mean(order // PAGE_LINES == np.roll(order, -1) // PAGE_LINES))  # consecutive links
+        return t.best / steps * 1e9, int(clk.get()[0]) / steps, same_page  # cycles: the last run's
 
     big = 1 << math.ceil(math.log2(8 * l2 / 128))  # lines: a power of two ≥ 8× the L2 (H100: 4 Mi lines, 512 MiB)
     small = 1 << math.floor(math.log2(l2 / 4 / 128))  # lines: ≤ a quarter of the L2 (H100: 64 Ki lines, 8 MiB)
     assert (warmup + repeat) * steps <= big  # the big chain: every timed load is a link no run has touched
-    ns_l2, cyc_l2 = chase_latency(small)
-    ns, cyc = chase_latency(big)
+    ns_l2, cyc_l2, page_l2 = chase_latency(small)
+    ns, cyc, page = chase_latency(big)
     print(f"L2 = {l2 / 2**20:.0f} MiB; dependent loads, 1 thread, one link per 128-byte line, random order:")
     print(f"  through {small * 128 / 2**20:4.0f} MiB (fits in L2, chased again and again): {ns_l2:4.0f} ns = "
           f"{cyc_l2:4.0f} SM cycles per load")
     print(f"  through {big * 128 / 2**20:4.0f} MiB (every link loaded once: misses L2):  {ns:4.0f} ns = "
           f"{cyc:4.0f} SM cycles per load")
+    print(f"  consecutive links on the same 2 MiB page: {page_l2:.1%} of them in the {small * 128 / 2**20:.0f} MiB "
+          f"chain, {page:.2%} in the {big * 128 / 2**20:.0f} MiB one — its latency includes address translation "
+          "(TLB misses) as well as the L2 miss")
     gc.record("§5 L2 load latency", ns_l2, "ns", note=f"{cyc_l2:.0f} cycles; pointer chase, 1 thread, "
               f"{small * 128 / 2**20:.0f} MiB")
-    gc.record("§5 HBM load latency", ns, "ns", note=f"{cyc:.0f} cycles; pointer chase, 1 thread, "
-              f"{big * 128 / 2**20:.0f} MiB, no link revisited")
+    gc.record("§5 L2-miss load latency, TLB misses included", ns, "ns", note=f"{cyc:.0f} cycles; pointer chase, "
+              f"1 thread, {big * 128 / 2**20:.0f} MiB in random order, no link revisited")
     assert 150 < ns < 2000 and cyc > 1.3 * cyc_l2  # an L2 miss costs well above an L2 hit (the source: 655 vs 265–475)
+    assert page < 0.01 < page_l2  # the big chain leaves its page at nearly every link: TLB misses are in its number
     if "H100" in be.gpu.name:  # nearer the source's HBM figure (655 cycles) than its far-partition L2 hit (475)
         table = gc.hardware.H100_LATENCY_CYCLES
         assert cyc > (table["L2 hit (far)"] + table["HBM (L2 miss)"]) / 2, (cyc, table)
@@ -531,9 +547,12 @@ plt.show()
 # %% [markdown]
 # Does a real GPU run both paths one after the other, or could the compiler turn the `if`/`else` into branch-free
 # selects (predication), which would cost no divergence at all? The PTX numba-cuda generates for `branchy` on
-# Hopper (compute capability 9.0, compiled here with no GPU) answers it: each path is a loop of `fma` instructions
-# with its own constant, and a conditional branch (`@%p bra`) picks one — a loop whose trip count is only known at
-# run time cannot be predicated away.
+# Hopper (compute capability 9.0, compiled here with no GPU) shows each path as a loop of `fma` instructions
+# with its own constant, and a conditional branch (`@%p bra`) picking one — a loop whose trip count is only known
+# at run time cannot be predicated away. PTX is not yet machine code, so the cell also assembles that PTX with
+# `ptxas` to sm_90 SASS: the two loops are still there (`DFMA` with +0.5 and −0.25), behind predicated branches
+# (`@P0 BRA`), inside a `BSSY`/`BSYNC` pair where the warp's lanes reconverge — no `FSEL` selects. (Lab 5's
+# machine-code cell shows the same for its divergent loop.)
 
 # %%
 if "nvvm" in " ".join(gc.toolchain.missing()).lower():
@@ -547,9 +566,18 @@ else:
     print(f"{len(branches)} conditional branches; fma loops adding {consts}: the two paths' + 0.5 and - 0.25")
     print("\n".join(ln.strip() for ln in body.splitlines() if re.search(r"fma.rn.f64|@%p\d+ bra|^\$L__BB", ln.strip()))[:900])
     assert consts == [-0.25, 0.5] and len(branches) >= 2  # two separate loops, chosen by a branch: no predication
+    sass = gc.toolchain.sass_of_ptx(ptx, arch="sm_90")  # the machine code: ptxas could still have predicated it
+    listing = sass.excerpt(("BRA", "BSSY", "BSYNC", "DFMA", "FSEL"), limit=500)
+    sass_consts = sorted({float(c) for c in re.findall(r"DFMA R\d+, R\d+, R\d+, (-?[\d.]+)", listing)})
+    cond_bra = len(re.findall(r"@!?P\d+ BRA", listing))
+    print(f"SASS (sm_90): DFMA constants {sass_consts}, {cond_bra} predicated BRA, {sass.count('BSSY')} BSSY / "
+          f"{sass.count('BSYNC')} BSYNC, {sass.count('FSEL')} FSEL")
+    assert sass_consts == [-0.25, 0.5] and cond_bra >= 2 and sass.count("BSSY") >= 1 and sass.count("FSEL") == 0
 
 # %% [markdown]
-# On a GPU the same kernel is timed with CUDA events (`reps` large so the branches dominate).
+# On a GPU the same kernel is timed with CUDA events (`reps` large so the branches dominate); the cell asserts the
+# divergent kernel at least 1.3× the uniform one — what the cell checks when run on a GPU, not a reported result: no
+# GPU run of this course is recorded yet (`course/gpu_runs/`).
 
 # %%
 if gc.require_gpu("time the divergent and the warp-uniform kernel with CUDA events"):
@@ -571,7 +599,8 @@ if gc.require_gpu("time the divergent and the warp-uniform kernel with CUDA even
 # matrix, every lane hits a different sector: 32 sectors to deliver 128 useful bytes. These are the sectors one
 # warp-wide request asks of L1/L2, not the bytes DRAM moves: with (32, 32) blocks, the next warp of the block
 # reads the neighbouring column of the same 32 rows — the same sectors — so the caches serve much of the 8×
-# and DRAM moves far fewer extra bytes. The GPU timing below therefore asserts a 2× slowdown, not 8×.
+# and DRAM moves far fewer extra bytes. The GPU timing below therefore asserts a 2× slowdown, not 8× — what the cell
+# checks when run on a GPU, not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
 
 # %%
 @cuda.jit
@@ -599,7 +628,9 @@ assert good == 4 and bad == 32 and 128 / (32 * bad) == 0.125  # 12.5 % of each s
 
 # %%
 if gc.require_gpu("measure the bandwidth of the coalesced and the strided copy with CUDA events"):
-    big = be.xp.ones((4096, 4096), dtype=be.xp.float32)
+    # random data, as §0 and §1 time theirs: constant data (`ones`) draws less power and compresses in the L2
+    big = be.xp.asarray(np.random.default_rng(5).standard_normal((4096, 4096), dtype=np.float32))
+    assert float(big.std()) > 0.9  # not constant
     ob = be.xp.zeros_like(big)
     grid_b = (4096 // 32, 4096 // 32)
     t_good = gc.measure(lambda: copy_2d[grid_b, (32, 32)](big, ob, 0), clock="cuda", repeat=5)
@@ -704,7 +735,7 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | Hopper whitepaper / CUDA Programming Guide (cc 9.0): 65,536 × 32-bit registers = 256 KB per SM (§5.3: the datasheet's figure, not measured here; checked against the device's `regsPerMultiprocessor` on an H100), split into 4 sub-partitions of 16,384, one per warp scheduler; each resident thread keeps its registers, so switching saves/restores nothing. §5.3 adds the cost the seed omits: registers are partitioned among resident warps *per sub-partition*, so 64 registers/thread halve the resident warps (50 %), 128 quarter them, 32 threads × 81 registers fit 20 blocks (not 23), and 257 × 200 cannot launch — NVIDIA's `cuda_occupancy.h`, compiled in §5.3, agrees on every configuration tried | **qualified**: true by the datasheet (a stated figure, not measured here), with the occupancy trade-off |
 # | C14 | a warp is 32 threads executing the same instruction (000, 002) | warp size 32 on every NVIDIA GPU (CUDA Programming Guide; read from the device on a GPU); the executor groups 32 consecutive threads per warp and §5.5 shows lanes of one warp masked off when they disagree. Since Volta each thread has its own program counter (independent thread scheduling), so "same instruction" holds per issued step, not for the warp's whole life | **qualified** |
 # | C15 | a waiting warp is replaced by another with no context-switch cost (000) | §5.4: the switch is free (registers stay put), but each of an SM's 4 schedulers switches only among its own warps: one warp keeps c/(4(c+L)) of the SM's issue slots busy, and filling them takes 4 × ceil((c+L)/c) warps — 72 for 40 cycles of work per ~655-cycle HBM load (measured on an H100 PCIe, `gpu-benches`), more than the 64 an SM holds; Little's law asks for at least ~74 warp-wide loads in flight per SM at 3.35 TB/s (computed from the published latency and the datasheet, not measured; a lower bound: the unloaded latency, which queueing at full bandwidth raises). Switching hides latency only with enough warps on every scheduler *and* several loads in flight per warp | **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says, and memory-level parallelism) |
-# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×); the sm_90 PTX keeps the two paths as two loops behind a conditional branch, not predicated selects; in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events (asserted > 1.3×) | **qualified**: 2× only for two equal, dominant paths |
+# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×); the sm_90 PTX, and the SASS `ptxas` makes of it, keep the two paths as two loops behind conditional branches, not predicated selects; in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events (asserted > 1.3×) | **qualified**: 2× only for two equal, dominant paths |
 # | C30 | a block has ~100–500 threads; each SM runs 1–4 warps at once (002) | CUDA: 1–1024 threads per block, multiples of 32 recommended (a 100-thread block wastes 28 lanes of its last warp); an H100 SM holds up to 64 warps (2048 threads), 16 per sub-partition, and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4) | **qualified**: 1–4 is the issue rate (one warp per scheduler per cycle), not the number of resident warps |
 # | C31 | blocks of a kernel are independent and spread over the SMs (002) | CUDA guarantees no order between blocks; §5.3 runs blocks backwards with identical results; on a GPU the `%smid` readout of §5.1 lists the SMs that ran them | **confirmed** |
 # | C32 | each SM has its own registers, shared memory, read-only memory and L1; L2 and global memory are shared (002) | Hopper whitepaper: per SM 256 KB registers, 256 KB combined L1/shared (up to 228 KB shared), plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3) | **confirmed** (on Hopper, thread-block clusters can also read other SMs' shared memory: distributed shared memory) |

@@ -274,8 +274,9 @@ if not be.is_gpu:  # on a GPU, these arrays take microseconds: dispatch, overlap
 # **On a GPU** the question is about HBM, so the arrays must not fit in the 50 MB L2 cache of an H100: the next
 # cell uses 2²⁶ float32 elements (256 MiB per array). JAX runs on its own CUDA streams, which CuPy's CUDA
 # events cannot bracket, so `explain` times JAX with the host clock after `block_until_ready` — at ≈ 0.3 ms per
-# fused call, the ≈ 10 µs of synchronization is a few per cent. There the measured ratio should sit near the
-# byte ratio, 2.
+# fused call, the ≈ 10 µs of synchronization is a few per cent. There the cell asserts that the measured ratio
+# sits near the byte ratio, 2 (between 1.6 and 2.5) — what the cell checks when run on a GPU, not a reported result:
+# no GPU run of this course is recorded yet (`course/gpu_runs/`).
 
 # %%
 if gc.require_gpu("fused vs unfused at 256 MiB per array (out of the 50 MB L2), JAX on the GPU"):
@@ -510,7 +511,9 @@ else:
 # Second, Hopper's own: a **warpgroup** (4 warps, 128 threads — one warp per SM sub-partition) issues
 # `wgmma.mma_async`, whose operands the tensor cores read straight from shared memory through 64-bit matrix
 # descriptors (`toolchain.WGMMA_CU`: a 64×16 by 16×8 tile). It exists only for the architecture-specific target
-# `sm_90a`; for plain `sm_90`, `ptxas` refuses it:
+# `sm_90a`; for plain `sm_90`, `ptxas` refuses it. Last, the same kernel with its `wgmma` line changed to FP8
+# inputs (`m64n8k32.f32.e4m3.e4m3`): the opcode names the data type, so a tensor-core test that looks only for
+# `HMMA` and `HGMMA` would miss it:
 
 # %%
 print(WGMMA_CU[WGMMA_CU.index("    float d0"):WGMMA_CU.index("    c[4 * t")])
@@ -524,6 +527,11 @@ if toolchain.available():
         ["FENCE", "WARPGROUP", "HGMMA", "WARPGROUP"]  # the async-proxy fence comes before the wgmma
     assert "FENCE.VIEW.ASYNC.S" in wg.instructions
     assert "Instruction 'wgmma.fence' not supported on .target 'sm_90'" in refusal
+    # the same kernel with FP8 (e4m3) inputs, K = 32: still wgmma, but the SASS opcode is not HGMMA
+    fp8 = toolchain.sass_of(WGMMA_CU.replace("m64n8k16.f32.f16.f16", "m64n8k32.f32.e4m3.e4m3")
+                            .replace("p, 1, 1, 0, 0;", "p, 1, 1;"), arch="sm_90a")
+    print("the same wgmma with fp8 (e4m3) inputs:", dict(fp8.variants("QGMMA")), " HGMMA:", fp8.count("HGMMA"))
+    assert fp8.variants("QGMMA") == {"QGMMA.64x8x32.F32.E4M3.E4M3": 1} and fp8.count("HGMMA") == 0
 else:
     print("skipped: " + toolchain.describe())
 
@@ -545,8 +553,9 @@ else:
 # Memory Accelerator) copying tiles from HBM into shared memory asynchronously. cuBLAS's Hopper kernels and
 # XLA's Triton GEMMs use `wgmma`. Ask XLA:GPU itself: the same bf16 `jnp.dot` compiled for an H100 with XLA's
 # untuned default tile (16×8 outputs, 2 warps: what it uses deviceless, with no autotuner to time candidates),
-# and with a tile an autotuned Hopper GEMM uses (128×128×64, 8 warps = 2 warpgroups; the debug option
-# `xla_gpu_override_gemm_autotuner`):
+# and with a warpgroup-sized tile, **forced** with the debug option `xla_gpu_override_gemm_autotuner` (128×128×64,
+# 8 warps = 2 warpgroups: the kind of tile an autotuned Hopper GEMM of this size uses — a 4096×4096 output is
+# 1,024 such tiles, plenty for 132 SMs — but nothing here timed it):
 
 # %%
 if GPU_XLA and toolchain.available():
@@ -554,7 +563,7 @@ if GPU_XLA and toolchain.available():
         (DOT, (BF16, BF16), {}), (DOT, (BF16, BF16), {"xla_gpu_override_gemm_autotuner": xla_gpu.TUNED_TILE}),
     ])
     print(tuned.provenance())
-    for name, r in (("default tile", untuned), ("tuned tile  ", tuned)):
+    for name, r in (("default tile", untuned), ("forced tile ", tuned)):
         s = r.sass()
         print(f"{name}: {r.gemm.tile}  →  {dict(s.variants('HMMA') + s.variants('HGMMA'))}, "
               f"{s.count('WARPGROUP')} WARPGROUP")
@@ -569,21 +578,30 @@ else:
 # GPU: with the small default tile Triton emits Ampere's `mma.sync` (`HMMA.16816`); with a
 # warpgroup-sized tile it emits `wgmma` (`HGMMA.64x128x16`: each warpgroup computes 64 rows × 128 columns per
 # instruction, bf16 in, fp32 accumulated). On a real H100 the autotuner times such tiles against cuBLAS and
-# keeps the fastest.
+# keeps the fastest; the forced tile shows which instruction a warpgroup-sized tile compiles to, not which tile
+# an autotuner would keep.
 #
 # **Precision.** The dtype of a `jnp.dot` does not fully decide the arithmetic. JAX's default matmul precision
 # lets an NVIDIA GPU (Ampere and later) run a float32 dot in **TF32**: inputs rounded to a 10-bit mantissa
 # (PTX `cvt.rna.tf32.f32`), multiplied on the tensor cores, accumulated in float32. `precision="highest"` asks
-# for true float32. Compiled for an H100 — default precision with the untuned default tile and with the tuned
-# tile used above, and `highest`:
+# for true float32. Compiled for an H100 — default precision with the untuned default tile and with the same
+# forced warpgroup-sized tile as above, and `highest` (first, how many such tiles this 1024×1024 output makes):
 
 # %%
+import re
+
+tile = {k: int(v) for k, v in re.findall(r"(\w+): (\d+)", xla_gpu.TUNED_TILE)}
+ctas = (F32[0][0] // tile["block_m"]) * (F32[0][1] // tile["block_n"])
+print(f"forced tile {tile['block_m']}×{tile['block_n']} on the {F32[0][0]}×{F32[0][1]} output: {ctas} CTAs for "
+      f"{gc.hardware.H100_SXM.sm_count} SMs (on the {BF16[0][0]}² bf16 output: "
+      f"{(BF16[0][0] // tile['block_m']) * (BF16[0][1] // tile['block_n']):,})")
+assert ctas < gc.hardware.H100_SXM.sm_count  # too few to fill the GPU: XLA's autotuner drops such configurations
 if GPU_XLA and toolchain.available():
     f32_default, f32_tuned, f32_highest = xla_gpu.compile_many([
         (DOT, (F32, F32), {}), (DOT, (F32, F32), {"xla_gpu_override_gemm_autotuner": xla_gpu.TUNED_TILE}),
         ("lambda a, b: jnp.dot(a, b, precision='highest')", (F32, F32), {}),
     ])
-    for name, r in (("default, untuned tile", f32_default), ("default, tuned tile", f32_tuned),
+    for name, r in (("default, untuned tile", f32_default), ("default, forced tile", f32_tuned),
                     ("highest", f32_highest)):
         s = r.sass()
         print(f"float32 dot, {name:22}: {dict(s.variants('HMMA') + s.variants('HGMMA'))}, FFMA {s.count('FFMA')}, "
@@ -601,7 +619,11 @@ else:
 # In the listing above (printed, and asserted, when XLA:GPU is available; deviceless, for an H100), default
 # precision is **TF32** (inputs rounded by `cvt.rna.tf32.f32`, tensor cores); the *instruction* depends
 # on the tile: `HMMA.1688.F32.TF32` (warp `mma.sync`) with the untuned deviceless tile, `HGMMA.64x128x8.F32.TF32`
-# (warpgroup `wgmma`) with the tuned one — what an autotuned H100 runs (or cuBLAS's sm90 kernels, also `HGMMA`).
+# (warpgroup `wgmma`) with a warpgroup-sized tile (forced). Not what an autotuned H100 would run for this shape:
+# the forced tile makes the number of CTAs printed above, fewer than the 132 SMs, and XLA's autotuner removes
+# such low-occupancy configurations from its search (`EliminateLowOccupancyConfigs` in XLA's
+# `dot_search_space.cc`); for a float32 dot this small it would more likely keep a small split-K `mma.sync` tile,
+# or cuBLAS — which of them, only a timed run on an H100 can say.
 # Highest: no tensor-core instruction, `FFMA`s on the CUDA cores. What
 # that costs in accuracy, measured: a 512×512 float32 product against a float64 reference, computed by this
 # backend at both precisions, and (on a CPU) with its inputs rounded to TF32 as a GPU's default would:
@@ -657,10 +679,12 @@ assert h100.boost_clock_hz == 1.98e9 and implied_hz < h100.boost_clock_hz and pe
 
 # %% [markdown]
 # 512 dense fp16/bf16 multiply-adds per clock per tensor core, 8× Volta's 64: the "4×4×4 per cycle" is outdated
-# as a rate, and as a shape — no Hopper instruction is 4×4×4; the instructions the compilers emit are the warp's
-# 16×8×K (`HMMA`) and the warpgroup's 64×N×K (`HGMMA`), with K = 16 for fp16/bf16, 8 for TF32 (the float32
-# dot's `HMMA.1688` and `HGMMA.64x128x8`, when XLA:GPU is available above) and 32 for FP8 (PTX ISA: `mma` and `wgmma` shapes);
-# only the warpgroup's approaches that rate.
+# as a rate, and as a shape — no Hopper instruction is 4×4×4; the instructions the compilers emit are the
+# warp's 16×8×K `mma.sync` and the warpgroup's 64×N×K `wgmma`, with K = 16 for fp16/bf16, 8 for TF32 (the float32
+# dot's `HMMA.1688` and `HGMMA.64x128x8`, when XLA:GPU is available above) and 32 for FP8 and int8 (PTX ISA: `mma`
+# and `wgmma` shapes); only the warpgroup's approaches that rate. The SASS opcode names the data type as well as
+# the level: `mma.sync` is `HMMA` (fp16, bf16, TF32), `IMMA` (int8) or `DMMA` (fp64), and `wgmma` is `HGMMA`
+# (fp16, bf16, TF32), `IGMMA` (int8) or `QGMMA` (FP8) — §6.7's fp8 `wgmma` above is a `QGMMA`, not an `HGMMA`.
 #
 # ## 6.8 On a GPU: the same kernels, run and timed
 #
@@ -700,8 +724,8 @@ if gc.require_gpu("CuPy RawKernel / ElementwiseKernel (CUDA events) and JAX-on-G
     print("wmma tile on the tensor cores matches the fp32 product")
 else:
     print("On an H100 (3.35 TB/s) the fused kernel would move 16 B per element: 2^26 elements in about "
-          f"{16 * (1 << 26) / gc.hardware.H100_SXM.memory_bandwidth * 1e6:.0f} µs; CuPy op by op (x·y, +z, max: "
-          "3 kernels, 2 temporaries) moves about twice that.")
+          f"{16 * (1 << 26) / gc.hardware.H100_SXM.memory_bandwidth * 1e6:.0f} µs at the datasheet bandwidth "
+          "(computed, not measured); CuPy op by op (x·y, +z, max: 3 kernels, 2 temporaries) moves about twice that.")
 
 # %% [markdown]
 # ## Claims check
@@ -712,10 +736,11 @@ else:
 # |---|---|---|---|
 # | C12 | unfused ops each round-trip global memory; a fused kernel loads once, computes in registers, stores once | §6.3: XLA's cost model: 8 arrays of traffic unfused vs 4 fused (byte ratio 2); arrays sized out of the last-level cache, the measured time ratio (5 rounds, all printed, median kept), printed beside a model of dispatch + bytes (DRAM) + page faults, agrees with the model within the stated band (½–3×, asserted on the median round; the five rounds printed show how far this run's spread); §6.6–6.7: the fused kernel's PTX/SASS loads x, y, z once, computes in registers, stores once (numba: 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`) | **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates (large arrays, a GPU's HBM); for small arrays per-call dispatch dominates, and on a CPU page faults of fresh intermediates can add more |
 # | C20 | XLA's buffer assignment fixes memory locations and lifetimes at compile time and prevents fragmentation | §6.4: XLA's buffer-assignment dump for a stack of k layers: 2k intermediate values placed in 2 allocations (one output, one temporary) at fixed offsets, for every k ≥ 2; `memory_analysis` agrees | **qualified**: true *inside one compiled program*; arguments, outputs and arrays that live between programs are allocated at run time by the device allocator (JAX's BFC allocator on GPU), where fragmentation remains possible |
-# | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | §6.7: A100 whitepaper (256 dense fp16 FMA per clock per tensor core) × 2 (H100 whitepaper: Hopper's SM has 2× A100's tensor-core rate clock for clock) → 512 dense fp16/bf16 FMA per clock per tensor core (8× the 4×4×4 = 64), which with the H100 datasheet's dense bf16 peak implies the 1.83 GHz printed above (computed from the datasheet, not measured); the instructions compiled here are `HMMA.16816` (warp, m16n8k16; TF32: `HMMA.1688`, K = 8) and `HGMMA.64xNxK` (warpgroup, sm_90a; K = 16 fp16/bf16, 8 TF32, 32 FP8), and FlashAttention-3 reports `mma.sync` reaching only about 2/3 of Hopper's peak | **outdated**: 4×4×4 per clock is Volta's (2017) tensor core; Hopper's does 8× that rate, and its full-rate instruction is the warpgroup-wide, asynchronous `wgmma` (HGMMA) fed from shared memory |
-# | C22 | matmuls compile to tensor-core HMMA instructions instead of FFMA when conditions allow | §6.7: the elementwise kernel compiles to `FFMA`, the fp16 wmma kernel to `HMMA.16816.F32`, the wgmma kernel to `HGMMA.64x8x16.F32`; XLA:GPU compiles a float32 `jnp.dot` to TF32 tensor-core instructions by default — `HMMA.1688.F32.TF32` with the untuned tile, `HGMMA.64x128x8.F32.TF32` with a tuned one — and to `FFMA` with `precision="highest"`, and a bf16 one to `HMMA` or `HGMMA` depending on the tile | **qualified** — the conditions: a tensor-core dtype (fp16, bf16, fp8, or float32 *rounded to TF32* by default), shapes worth a GEMM kernel (XLA runs a tiny dot as a loop on CUDA cores, §0), and on Hopper a warpgroup-sized tile for `HGMMA`; and the GEMM is usually not compiled by XLA at all but run by cuBLAS, or generated by Triton |
+# | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | §6.7: A100 whitepaper (256 dense fp16 FMA per clock per tensor core) × 2 (H100 whitepaper: Hopper's SM has 2× A100's tensor-core rate clock for clock) → 512 dense fp16/bf16 FMA per clock per tensor core (8× the 4×4×4 = 64), which with the H100 datasheet's dense bf16 peak implies the 1.83 GHz printed above (computed from the datasheet, not measured); the instructions compiled here are `HMMA.16816` (warp, m16n8k16; TF32: `HMMA.1688`, K = 8) and `HGMMA.64xNxK` (warpgroup, sm_90a; K = 16 fp16/bf16, 8 TF32; with FP8 inputs, K = 32, the opcode is `QGMMA`, compiled in §6.7), and FlashAttention-3 reports `mma.sync` reaching only about 2/3 of Hopper's peak | **outdated**: 4×4×4 per clock is Volta's (2017) tensor core; Hopper's does 8× that rate, and its full-rate instruction is the warpgroup-wide, asynchronous `wgmma` (HGMMA) fed from shared memory |
+# | C22 | matmuls compile to tensor-core HMMA instructions instead of FFMA when conditions allow | §6.7: the elementwise kernel compiles to `FFMA`, the fp16 wmma kernel to `HMMA.16816.F32`, the wgmma kernel to `HGMMA.64x8x16.F32`; XLA:GPU compiles a float32 `jnp.dot` to TF32 tensor-core instructions by default — `HMMA.1688.F32.TF32` with the untuned tile, `HGMMA.64x128x8.F32.TF32` with a forced warpgroup-sized one — and to `FFMA` with `precision="highest"`, and a bf16 one to `HMMA` or `HGMMA` depending on the tile | **qualified** — the conditions: a tensor-core dtype (fp16, bf16, fp8, or float32 *rounded to TF32* by default), shapes worth a GEMM kernel (XLA runs a tiny dot as a loop on CUDA cores, §0), and on Hopper a warpgroup-sized tile for `HGMMA`; and the GEMM is usually not compiled by XLA at all but run by cuBLAS, or generated by Triton |
 #
-# On a GPU the §6.3 and §6.8 cells also run the kernels and time them.
+# On a GPU the §6.3 and §6.8 cells also run the kernels and time them; their asserts are what the cell checks when run
+# on a GPU, not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
 #
 # **Next:** the lab, `labs/lab06_xla_sass/lab06_xla_sass.ipynb` — fuse, count bytes, find and fix a fusion
 # breaker, write the fused kernel and check its traffic against XLA's, count instructions in SASS you compile,

@@ -168,17 +168,27 @@ print("every cycle, the busy PEs are exactly those the formula m + k + n predict
 
 # %%
 rng = np.random.default_rng(7)
+saving = {}
 for M, r in zip((1, 16, 128), stored["traffic"]):
     Am, Wm = rng.standard_normal((M, 32)), rng.standard_normal((32, 32))  # the matrices the stored run multiplied
     assert r.shape == (M, 32, 32) and r.max_error < 1e-9, "the array computed A @ W (to float64 rounding)"
     K, N = Wm.shape
     assert (r.weight_loads, r.activation_loads, r.output_stores) == (K * N, M * K, M * N)
     no_reuse = 2 * M * K * N + M * N
+    saving[M] = no_reuse / r.memory_traffic
+    approx = 2 / (1 / M + 1 / K + 1 / N)  # the saving without the output term: ruled by the smallest of M, K, N
     print(f"M = {M:4}: array traffic {r.memory_traffic:7,} elements vs {no_reuse:9,} without reuse "
-          f"({no_reuse / r.memory_traffic:5.1f}× less); each weight used {M}×")
+          f"({saving[M]:5.1f}× less; 2/(1/M + 1/K + 1/N) = {approx:5.1f}); each weight used {M}×")
+    assert abs(saving[M] / approx - 1) < 0.05 and saving[M] < 2 * min(M, K, N)
+assert saving[1] > 1.5, "at M = 1 the array still saves: each activation is reused by the N PEs of its row"
+assert saving[128] < 128 / 4, "at M = 128 the saving is capped near K = N = 32, far below the weight's reuse M"
 
 # %% [markdown]
-# The saving is the reuse factor, and the reuse of a weight is the batch `M`: with `M = 1` (one token of
+# The reuse of a weight is the batch `M`, but the saving is not `M` (asserted above): it is about
+# `2 / (1/M + 1/K + 1/N)`, which the *smallest* of `M`, `K`, `N` rules — every operand is reused, a weight `M`
+# times, an activation `N` times (once per PE of its row), an output's partial sum `K` times. At `M = 1` the array
+# still saves 1.9× (the activations' reuse); at `M = 16` the saving is close to `M`; at `M = 128` it is capped near
+# `K = N = 32`, at 28.9×, not 128× (the same law as §7.4's intensity). With `M = 1` (one token of
 # autoregressive decoding) every weight still makes its trip from memory for a single multiply. Weight
 # stationarity is a way to *exploit* reuse, not a source of it: a GPU gets the same reuse from register and
 # shared-memory tiling (section 5) and its tensor cores. §7.3 and §7.4 put numbers on what a small `M` costs.
@@ -1208,6 +1218,12 @@ t_math_tp, t_comm_tp, _ = priced["tensor parallel, row split (down)"]
 assert 0.6 < t_comm_tp / t_math_tp < 0.8, "Megatron's row split is compute-bound here: its all-reduce carries B×D"
 t_math_up, t_comm_up, _ = priced["row split of the up-projection"]
 assert 2.5 < t_comm_up / t_math_up < 3.5, "a row split of the up-projection is comms-bound: it all-reduces B×F"
+# the rule the next cell states, against both printed verdicts: T_comms / T_math ≈ 3·(C/W) / (contraction / Y) on this
+# line of Y = 4 chips; Megatron's down-projection contracts over F, the up-projection's row split over D
+cw, Y = tpu.TPU_V5E.ici_intensity(), 4
+for (t_m, t_c), contracted in (((t_math_tp, t_comm_tp), Fm), ((t_math_up, t_comm_up), Dm)):
+    assert abs((t_c / t_m) / (3 * cw / (contracted / Y)) - 1) < 0.05
+    assert (contracted / Y > 3 * cw) == (t_c < t_m), "compute-bound exactly while contraction / Y > 3·C/W"
 assert priced["FSDP"][1] < priced["FSDP"][0], "FSDP with 8192 tokens per chip is compute-bound here"
 
 # %% [markdown]
@@ -1222,9 +1238,10 @@ assert priced["FSDP"][1] < priced["FSDP"][0], "FSDP with 8192 tokens per chip is
 #   shrink with the TP degree `Y`, while each chip's FLOPs do. In Megatron's MLP the row split is the
 #   down-projection: it all-reduces `2·B·D` bytes against `2·B·F·D/Y` FLOPs, so it is compute-bound while `F / Y`
 #   stays above about `2·C/W` on a ring (`3·C/W` on the line of 4 chips here: `F/Y = 8192` against `3 · 1970`,
-#   compute-bound, as printed). Split the *up*-projection by rows instead and the all-reduce carries `B×F`: the
-#   condition becomes `D / Y > 2·C/W`, four times harder — that layout is comms-bound above, its all-reduce taking
-#   about three times the matmul. That is why Megatron splits the first matmul by columns and the second by rows.
+#   compute-bound, as printed; the cell asserts this rule against both verdicts). Split the *up*-projection by rows
+#   instead and the all-reduce carries `B×F`: the condition becomes `D / Y > 2·C/W`, four times harder — that layout
+#   is comms-bound above, its all-reduce taking about three times the matmul. That is why Megatron splits the first
+#   matmul by columns and the second by rows.
 #   In the sequence-parallel pairing (all-gather in, reduce-scatter out, `4·B·D` bytes per layer pair against
 #   `4·B·D·F/Y` FLOPs) the bound becomes `Y < F / (C/W)` per axis.
 #
@@ -1256,7 +1273,7 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 #
 # | ID | claim (seed 000) | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C17 | the TPU's systolic array keeps weights stationary and streams activations, saving bandwidth | §7.1: the cycle-stepped array computes `A @ W` exactly in `M + K + N − 2` cycles; §7.2: it fetches `K·N + M·K + M·N` elements instead of `2·M·K·N + M·N` (1.9× less at M = 1, 16.2× at M = 16, 28.9× at M = 128 for K = N = 32); §7.3: in a model with double-buffered weights that shift in one row per cycle (TPU v1's published mechanism; checked cycle by cycle against a clocked array with weight shift chains) tiles start `max(M, 128)` cycles apart, so M = 1 uses ≈ 1/128 of a 128×128 array and 50 % needs M ≥ 65; the scaling book says instead that from VMEM an intensity of "only 10-20" reaches peak, which the same model gives only with a faster weight port and more weight registers (88 % at M = 16 with 8 rows/cycle and 8 registers) — v2–v6's weight path is unpublished; §7.4: below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e; Google's figures) HBM binds first | **qualified**: the array moves operands register to register and reuses each weight M times — the saving *is* the batch's reuse; in this model (TPU v1's weight load) a small batch is limited by the weight load (M/128 per tile), a limit the scaling book puts far lower for today's TPUs; either way HBM binds long before it; GPUs obtain the same reuse by tiling into registers and shared memory |
+# | C17 | the TPU's systolic array keeps weights stationary and streams activations, saving bandwidth | §7.1: the cycle-stepped array computes `A @ W` exactly in `M + K + N − 2` cycles; §7.2: it fetches `K·N + M·K + M·N` elements instead of `2·M·K·N + M·N` (1.9× less at M = 1, 16.2× at M = 16, 28.9× at M = 128 for K = N = 32); §7.3: in a model with double-buffered weights that shift in one row per cycle (TPU v1's published mechanism; checked cycle by cycle against a clocked array with weight shift chains) tiles start `max(M, 128)` cycles apart, so M = 1 uses ≈ 1/128 of a 128×128 array and 50 % needs M ≥ 65; the scaling book says instead that from VMEM an intensity of "only 10-20" reaches peak, which the same model gives only with a faster weight port and more weight registers (88 % at M = 16 with 8 rows/cycle and 8 registers) — v2–v6's weight path is unpublished; §7.4: below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e; Google's figures) HBM binds first | **qualified**: the array moves operands register to register and reuses each weight M times, each activation N times — the saving is ≈ 2/(1/M + 1/K + 1/N), ruled by the smallest of M, K, N (≈ M only while M ≪ K, N); in this model (TPU v1's weight load) a small batch is limited by the weight load (M/128 per tile), a limit the scaling book puts far lower for today's TPUs; either way HBM binds long before it; GPUs obtain the same reuse by tiling into registers and shared memory |
 # | C18 | a TPU runs the order the compiler fixed, with no warp scheduling, so pods have low overhead | §7.5: the MXU's cycle schedule is data-independent; under the same memory latencies a compiler-fixed in-order core keeps one issue order in 40 runs while a warp-scheduler model changes order from run to run — and both finish times vary, the static core stalling more unless given more buffers; `is_scheduled=true` appears in this CPU's HLO too (XLA fixes op order on every backend) and a sharded program is one module for all 8 devices; TensorCore design: Jouppi et al., CACM 2020 / ISCA 2023, the scaling book's TPU chapter (a scalar core issues all instructions and DMAs) | **qualified**: the order — instructions, DMAs, collectives — is fixed at compile time and there is no warp scheduler; but a fixed order is not a fixed time (the core waits on DMAs and ICI), the compiler must hide latency with buffers the hardware would otherwise hide with warps, and "low overhead" is about scheduling only: communication still costs what §7.8–7.9 price |
 # | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | §7.7: 4×4×4 torus: 6 links per chip, diameter 6 vs 9 for an open mesh; 16×16×16: mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes; §7.8: the α–β costs of the four collectives, checked message by message; a 100 MB all-reduce on v5p slices with all axes at once stays ≈ flat from 64 to 6144 chips, close to 3× faster than one axis at a time. Sources: Google's v5p page ("All 4x4x4 and larger slices (one cube) have full 3D torus connectivity", smaller ones have no wrap-around links; largest slice 16x16x24); Google's v4 page ("Interconnect topology: 3D mesh"; a torus "on slices where the topology, AxBxC, is either 2A=B=C or 2A=2B=C"); the JAX scaling book (every multiple of a full cube wraps, v4 included; v5e/v6e wrap only on 16-chip axes); Google's v5e/v6e pages (2D torus; per-chip ICI bandwidths); Jouppi et al. ISCA 2023 (optical circuit switches) | **qualified**: true for v5p slices of one 4×4×4 cube or more (Google) and for v4 slices of whole cubes (the scaling book; Google's v4 page names only 2A=B=C and 2A=2B=C shapes, so 4×4×4, 8×8×8, 16×16×16 are disputed) — smaller slices are meshes without wraparound; v5e/v6e are 2D (a torus only at the full 16×16); cubes are joined by optical circuit switches (reconfigurable, not packet-switched); traffic between slices crosses the data-centre network |
 #

@@ -95,8 +95,10 @@ GRACE_HOPPER: dict[str, float] = {
 
 # The seed's CPU / GPU / NPU table with one published example of each, compared like with like:
 # - cores: independent instruction streams (CPU cores; GPU SMs; TPU TensorCores);
-# - fp32 vector lanes: fp32 lanes of the vector units, outside any matrix unit (CPU: FMA pipes × SIMD width;
-#   H100: FP32 units of the SMs; TPU v4: the (8, 128) VPU of each TensorCore, two ALUs per lane);
+# - fp32 vector ALUs (key fp32_lanes): fp32 units of the vector units, outside any matrix unit, each one fp32
+#   operation per cycle, counted alike on every chip (CPU: FMA pipes × SIMD width; H100: FP32 units of the SMs, one
+#   per lane; TPU v4: the (8, 128) VPU of each TensorCore with two ALUs per lane — "a total of 2048 floating point
+#   adders" per core, JAX scaling book, TPU chapter);
 # - dense bf16 matrix FLOP/s: the matrix units (H100 tensor cores, TPU MXUs; the desktop CPU has none), dense,
 #   not 2:4-sparse.
 PROCESSORS: dict[str, dict[str, Any]] = {
@@ -110,9 +112,10 @@ PROCESSORS: dict[str, dict[str, Any]] = {
         source="NVIDIA Hopper whitepaper: 132 SMs × 128 FP32 units = 16,896 'CUDA cores'; H100 SXM datasheet: "
         "989.4 TFLOP/s dense bf16 on tensor cores"),
     "NPU (Google TPU v4)": dict(
-        cores=2, core_kind="TensorCores", fp32_lanes=2 * 8 * 128, bf16_matrix_flops=275e12, memory="HBM2 32 GiB",
+        cores=2, core_kind="TensorCores", fp32_lanes=2 * 8 * 128 * 2, bf16_matrix_flops=275e12, memory="HBM2 32 GiB",
         bandwidth=1.2e12, source="Jouppi et al., ISCA 2023: 2 TensorCores × 4 MXUs of 128×128 bf16 MACs, "
-        "275 TFLOP/s bf16, 1.2 TB/s; JAX scaling book, TPU chapter: the VPU is an (8, 128) SIMD unit per core"),
+        "275 TFLOP/s bf16, 1.2 TB/s; JAX scaling book, TPU chapter: the VPU is an (8, 128) SIMD unit per core, "
+        "2 ALUs per (lane, sublane)"),
 }
 TPU_V4_CLOCK_HZ = 1050e6  # Jouppi et al. 2023: 275 TFLOP/s = 2 cores × 4 MXUs × 128 × 128 MACs × 2 × 1050 MHz
 

@@ -39,8 +39,10 @@ PLUGIN = "jax-cuda13-pjrt"  # XLA:GPU for CUDA 13, as a PJRT plugin (the CUDA 13
 
 
 def _h100_target() -> str:
-    """XLA's ``GpuTargetConfig`` text for an H100 SXM5 (sm_90a). Each figure: NVIDIA H100 datasheet / Hopper
-    whitepaper (via ``gc.hardware``) or the CUDA programming guide's compute-capability 9.0 limits."""
+    """The course's own description of an H100 SXM5 (sm_90a), in the text format of XLA's ``GpuTargetConfig``: not
+    XLA's shipped ``xla/backends/gpu/target_config/specs/h100_sxm.txtpb`` (which also lists the scalar and matrix
+    unit rates, and differs in ``device_memory_size`` and ``dnn_version``). Each figure: NVIDIA H100 datasheet /
+    Hopper whitepaper (via ``gc.hardware``) or the CUDA programming guide's compute-capability 9.0 limits."""
     h = hardware.H100_SXM
     kib = 1024
     return f"""gpu_device_info {{

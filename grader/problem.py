@@ -114,6 +114,9 @@ class Problem:
     # seconds all calls of one check may take together: nbgrader stops a test cell at 60 s with a bare
     # CellTimeoutError; this budget ends it first, with a message
     check_budget: float = 50.0
+    # how .show() displays its example's expected value (e.g. cast to the inputs' dtype where the reference computes
+    # in float64 for an exact truth); the checks still judge against the reference's own value
+    shown: Callable[[Any, Case], Any] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -153,8 +156,9 @@ class Problem:
     def show(self) -> None:
         print(f"Exercise: {self.name}\n")
         print(textwrap.dedent(self.spec).strip())
-        case = self.visible[0]
-        print(f"\nExample: {case.call_text(self.name)}  ->  {_short(self.visible_expected()[0])}")
+        case, value = self.visible[0], self.visible_expected()[0]
+        value = value if self.shown is None else self.shown(value, case)
+        print(f"\nExample: {case.call_text(self.name)}  ->  {_short(value)}")
 
     @_feedback_frame
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:

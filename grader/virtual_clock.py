@@ -11,6 +11,7 @@ is exact on any machine however busy, and a check takes milliseconds instead of 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 READ_STEP = 1e-6  # seconds the virtual clock moves on at each read by the timer
@@ -22,8 +23,9 @@ class VirtualClock:
     a mark ends). ``busy_until``: when the one in-order queue of the stand-ins' work drains; ``reads``: how often
     the timer read it; each workload in ``workloads`` is told of each read (``saw_read``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tick: float = 0.0) -> None:
         self.now, self.busy_until, self.reads = 1000.0, 0.0, 0
+        self.tick = tick  # resolution in seconds (0: exact): a coarse clock shows whole ticks only
         self.workloads: list[Any] = []
 
     def __call__(self) -> float:
@@ -31,7 +33,8 @@ class VirtualClock:
         for w in self.workloads:
             w.saw_read()
         now, self.now = self.now, self.now + READ_STEP
-        return now
+        # a clock that ticks every `tick` seconds (time.time() on Windows: about 16 ms) reads the last tick
+        return math.floor(now / self.tick) * self.tick if self.tick else now
 
     def __repr__(self) -> str:
-        return "<virtual clock [s]>"
+        return f"<virtual clock [s], ticks of {self.tick * 1e3:g} ms>" if self.tick else "<virtual clock [s]>"

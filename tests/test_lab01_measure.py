@@ -23,20 +23,38 @@ TIME_CALL, EXPLAIN = lab.problems["time_call"], lab.problems["explain_point"]
 assert all(p.has_answers() for p in lab.problems.values())  # lab 1 is split: bind its references and generators
 
 
-def timer(warmup=True, wait=True, stat=np.median):
+def autorange(run_batch) -> int:
+    """timeit's autorange: 1, 2, 5, 10, 20, 50, ... calls until one batch takes at least 0.2 s."""
+    k = 1
+    while run_batch(k) < 0.2:
+        k = k * 5 // 2 if str(k)[0] == "2" else k * 2
+    return k
+
+
+def timer(warmup=True, wait=True, stat=np.median, batch=True):
+    """A timer with one choice changed at a time. ``batch``: each of the `repeat` measurements is a batch of calls
+    sized by autorange (a coarse clock's cases need it); ``batch=False``: one call per measurement."""
     def time_call(fn, *args, clock, repeat=5):
         if warmup:
             gc.block(fn(*args))
-        times = []
-        for _ in range(repeat):
+
+        def run(k):
             start = clock()
-            out = fn(*args)
+            for _ in range(k):
+                out = fn(*args)
             if wait:
                 gc.block(out)
-            times.append(clock() - start)
-        return float(stat(times))
+            return (clock() - start) / k
+
+        k = autorange(lambda k: run(k) * k) if batch else 1
+        return float(stat([run(k) for _ in range(repeat)]))
 
     return time_call
+
+
+def without_coarse_clocks(cases):
+    """The cases whose clock is exact: where a one-call-per-measurement timer's other mistakes show by name."""
+    return [c for c in cases if not c.args[0].tick_s]
 
 
 def test_workloads_behave_like_asynchronous_calls():
@@ -94,34 +112,48 @@ def test_timeit_spin_waits_and_stopwatch_classes_on_the_given_clock_pass():
 
     def with_timeit(fn, *args, clock, repeat=5):
         gc.block(fn(*args))
-        return float(np.median(timeit.repeat(lambda: gc.block(fn(*args)), number=1, repeat=repeat, timer=clock)))
+        t = timeit.Timer(lambda: gc.block(fn(*args)), timer=clock)
+        number, _ = t.autorange()
+        return float(np.median(t.repeat(repeat=repeat, number=number))) / number
 
     class Stopwatch:
         def __init__(self, clock):
             self.clock = clock
 
-        def lap(self, f):
+        def lap(self, f, k):
             t0 = self.clock()
-            f()
-            return self.clock() - t0
+            for _ in range(k):
+                out = f()
+            gc.block(out)
+            return (self.clock() - t0) / k
 
     def with_stopwatch(fn, *args, clock, repeat=5):
         gc.block(fn(*args))
-        return float(np.median([Stopwatch(clock).lap(lambda: gc.block(fn(*args))) for _ in range(repeat)]))
+        watch = Stopwatch(clock)
+        k = autorange(lambda k: watch.lap(lambda: fn(*args), k) * k)
+        return float(np.median([watch.lap(lambda: fn(*args), k) for _ in range(repeat)]))
 
     def with_cool_down(fn, *args, clock, repeat=5):
         gc.block(fn(*args))
-        times = []
-        for _ in range(repeat):
+
+        def run(k):
             deadline = clock() + 1e-4
-            while clock() < deadline:  # a pause between runs
+            while clock() < deadline:  # a pause between runs (each read moves the clock on: the loop ends)
                 pass
             t0 = clock()
-            gc.block(fn(*args))
-            times.append(clock() - t0)
-        return float(np.median(times))
+            for _ in range(k):
+                out = fn(*args)
+            gc.block(out)
+            return (clock() - t0) / k
 
-    for good in (timer(), with_timeit, with_stopwatch, with_cool_down):
+        k = autorange(lambda k: run(k) * k)
+        return float(np.median([run(k) for _ in range(repeat)]))
+
+    for good in (with_timeit, with_stopwatch, with_cool_down):
+        TIME_CALL.check(good)
+        TIME_CALL.check(good, hidden=True)
+
+    for good in (timer(), timer(stat=np.min)):
         TIME_CALL.check(good)
         TIME_CALL.check(good, hidden=True)
 
@@ -130,7 +162,7 @@ def test_timeit_spin_waits_and_stopwatch_classes_on_the_given_clock_pass():
             gc.block(fn(*args))
         return 0.01
 
-    with pytest.raises(CheckFailure, match=r"read the clock it was given 0 times: you never read the clock"):
+    with pytest.raises(CheckFailure, match=r"you never read the clock you were given"):
         TIME_CALL.check(answers_without_a_clock)
 
 
@@ -141,10 +173,18 @@ def test_a_correct_timer_passes_and_the_classic_mistakes_fail(seed):
                               lambda rng: cases, TIME_CALL.compare, TIME_CALL.after)
     problem.check(timer(), hidden=True)
     problem.check(timer(stat=np.min), hidden=True)  # the minimum is right too: nothing runs faster than its work
-    for wrong, why in ((timer(wait=False), "wait for the result"), (timer(warmup=False), "compilation"),
-                       (timer(stat=np.mean), "the mean does not")):
+    assert any(c.args[0].tick_s for c in cases)
+    with pytest.raises(CheckFailure, match="ticks every"):  # one call per measurement, on a coarse clock
+        problem.check(timer(batch=False), hidden=True)
+    exact = type(TIME_CALL)(TIME_CALL.name, TIME_CALL.spec, TIME_CALL.reference, without_coarse_clocks(TIME_CALL.visible),
+                            lambda rng: without_coarse_clocks(cases), TIME_CALL.compare, TIME_CALL.after)
+    for wrong, why in ((timer(wait=False, batch=False), "wait for the result"),
+                       (timer(warmup=False, batch=False), "compilation"),
+                       (timer(stat=np.mean, batch=False), "the mean does not")):
         with pytest.raises(CheckFailure, match=why):
-            problem.check(wrong, hidden=True)
+            exact.check(wrong, hidden=True)
+    with pytest.raises(CheckFailure, match="wait for the result"):  # batched, never waited for
+        problem.check(timer(wait=False), hidden=True)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -163,14 +203,11 @@ def test_the_minimum_and_the_median_both_pass_visibly_and_hidden(seed):
 def test_a_warm_up_not_waited_for_fails_as_in_labs_4_and_6():
     """Review 2026-12-06 G1: a warm-up whose result is never waited for leaves its work in the first timed run; labs
     4 and 6 reject it, and so does lab 1's method check (visible and hidden), by name."""
-    def unwaited_warmup(fn, *args, clock, repeat=5):
-        fn(*args)
-        times = []
-        for _ in range(repeat):
-            start = clock()
-            gc.block(fn(*args))
-            times.append(clock() - start)
-        return float(np.median(times))
+    unwaited_warmup = timer(warmup=False)
+
+    def unwaited_warmup(fn, *args, clock, repeat=5, batched=timer(warmup=False)):  # noqa: F811
+        fn(*args)  # the warm-up, never waited for
+        return batched(fn, *args, clock=clock, repeat=repeat)
 
     for hidden in (False, True):
         with pytest.raises(CheckFailure, match="its work was still running"):
@@ -210,76 +247,82 @@ def test_the_method_check_needs_a_warm_up_and_every_result_waited_for():
 
 
 # Correct timers a student may write, as notebook cells with their own globals: each must get full marks.
+AUTORANGE_SOURCE = '''def autorange(run_batch):
+    k = 1
+    while run_batch(k) < 0.2:
+        k = k * 5 // 2 if str(k)[0] == "2" else k * 2
+    return k
+'''
+
 CORRECT_TIMERS = {
-    "timeit.repeat with timer=clock, median": """
+    "timeit autorange + repeat with timer=clock, median": """
 import timeit
 import numpy as np
 import gpucourse as gc
 def time_call(fn, *args, clock, repeat=5):
     gc.block(fn(*args))
-    return float(np.median(timeit.repeat(lambda: gc.block(fn(*args)), number=1, repeat=repeat, timer=clock)))
+    t = timeit.Timer(lambda: gc.block(fn(*args)), timer=clock)
+    number, _ = t.autorange()
+    return float(np.median(t.repeat(repeat=repeat, number=number))) / number
 """,
-    "jax.block_until_ready, statistics.median": """
+    "jax.block_until_ready on each call, statistics.median of batches": """
 import statistics
 import jax
+AUTORANGE
 def time_call(fn, *args, clock, repeat=5):
     jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeat):
+    def run(k):
         t0 = clock()
-        jax.block_until_ready(fn(*args))
-        times.append(clock() - t0)
-    return statistics.median(times)
+        for _ in range(k):
+            jax.block_until_ready(fn(*args))
+        return clock() - t0
+    k = autorange(run)
+    return statistics.median(run(k) / k for _ in range(repeat))
 """,
-    "median of batches of 3 calls, each batch waited for once (its last result)": """
+    "np.asarray(out) of the batch's last result waits for the batch, minimum": """
 import numpy as np
-import gpucourse as gc
-def time_call(fn, *args, clock, repeat=5):
-    gc.block(fn(*args))
-    batches = []
-    for _ in range(repeat):
-        t0 = clock()
-        outs = [fn(*args) for _ in range(3)]
-        gc.block(outs[-1])
-        batches.append((clock() - t0) / 3)
-    return float(np.median(batches))
-""",
-    "np.asarray(out) waits for the result (a copy to the host), minimum": """
-import numpy as np
+AUTORANGE
 def time_call(fn, *args, clock, repeat=5):
     np.asarray(fn(*args))
-    times = []
-    for _ in range(repeat):
+    def run(k):
         t0 = clock()
-        np.asarray(fn(*args))
-        times.append(clock() - t0)
-    return min(times)
+        outs = [fn(*args) for _ in range(k)]
+        np.asarray(outs[-1])
+        return clock() - t0
+    k = autorange(run)
+    return min(run(k) / k for _ in range(repeat))
 """,
-    "jax.device_get(out) waits for the result, median": """
+    "jax.device_get of the last result, batch doubled until 0.5 s, median": """
 import numpy as np
 import jax
 def time_call(fn, *args, clock, repeat=5):
     jax.device_get(fn(*args))
-    times = []
-    for _ in range(repeat):
+    def run(k):
         t0 = clock()
-        jax.device_get(fn(*args))
-        times.append(clock() - t0)
-    return float(np.median(times))
+        for _ in range(k):
+            out = fn(*args)
+        jax.device_get(out)
+        return clock() - t0
+    k = 1
+    while run(k) < 0.5:
+        k *= 2
+    return float(np.median([run(k) / k for _ in range(repeat)]))
 """,
     "median of batches, blocking on the list of all results": """
 import numpy as np
 import jax
+AUTORANGE
 def time_call(fn, *args, clock, repeat=5):
     jax.block_until_ready(fn(*args))
-    batches = []
-    for _ in range(repeat):
+    def run(k):
         t0 = clock()
-        jax.block_until_ready([fn(*args) for _ in range(2)])
-        batches.append((clock() - t0) / 2)
-    return float(np.median(batches))
+        jax.block_until_ready([fn(*args) for _ in range(k)])
+        return clock() - t0
+    k = autorange(run)
+    return float(np.median([run(k) / k for _ in range(repeat)]))
 """,
 }
+CORRECT_TIMERS = {k: v.replace("AUTORANGE\n", AUTORANGE_SOURCE) for k, v in CORRECT_TIMERS.items()}
 
 
 @pytest.mark.parametrize("method", sorted(CORRECT_TIMERS))
@@ -295,38 +338,44 @@ def test_every_correct_timing_method_gets_full_marks(method):
 WRONG_TIMERS = {
     # review 2026-12-06 G1: compiling blocks the call, but its queued work is still running when the timing starts
     # (labs 4 and 6 reject it too)
-    "warm-up discarded without waiting, median": ("""
+    "warm-up discarded without waiting, median of batches": ("""
 import numpy as np
 import gpucourse as gc
+AUTORANGE
 def time_call(fn, *args, clock, repeat=5):
     fn(*args)  # warm-up: compiles; its result is discarded
-    times = []
-    for _ in range(repeat):
+    def run(k):
         t0 = clock()
-        gc.block(fn(*args))
-        times.append(clock() - t0)
-    return float(np.median(times))
+        for _ in range(k):
+            out = fn(*args)
+        gc.block(out)
+        return clock() - t0
+    k = autorange(run)
+    return float(np.median([run(k) / k for _ in range(repeat)]))
 """, "still running"),
-    "batches of 3 calls, waits for the FIRST result only": ("""
+    "batches, waits for the FIRST result only": ("""
 import numpy as np
 import gpucourse as gc
+AUTORANGE
 def time_call(fn, *args, clock, repeat=5):
     gc.block(fn(*args))
-    batches = []
-    for _ in range(repeat):
+    def run(k):
         t0 = clock()
-        outs = [fn(*args) for _ in range(3)]
+        outs = [fn(*args) for _ in range(k)]
         gc.block(outs[0])
-        batches.append((clock() - t0) / 3)
-    return float(np.median(batches))
+        return clock() - t0
+    k = autorange(run)
+    return float(np.median([run(k) / k for _ in range(repeat)]))
 """, "wait for the result|never waited"),
-    "timeit.repeat without waiting": ("""
+    "timeit autorange without waiting": ("""
 import timeit
 import numpy as np
 def time_call(fn, *args, clock, repeat=5):
     fn(*args)
-    return float(np.median(timeit.repeat(lambda: fn(*args), number=1, repeat=repeat, timer=clock)))
-""", "wait for the result|never waited"),
+    t = timeit.Timer(lambda: fn(*args), timer=clock)
+    number, _ = t.autorange()
+    return float(np.median(t.repeat(repeat=repeat, number=number))) / number
+""", "wait for the result|never waited|still running"),
     "one batch including the first (compiling) call": ("""
 import jax
 def time_call(fn, *args, clock, repeat=5):
@@ -338,24 +387,42 @@ def time_call(fn, *args, clock, repeat=5):
 import time
 import numpy as np
 import gpucourse as gc
+AUTORANGE
 def time_call(fn, *args, clock, repeat=5):
     gc.block(fn(*args))
-    times = []
-    for _ in range(repeat):
+    def run(k):
         t0 = time.perf_counter()
-        gc.block(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+        for _ in range(k):
+            out = fn(*args)
+        gc.block(out)
+        return time.perf_counter() - t0
+    k = autorange(run)
+    return float(np.median([run(k) / k for _ in range(repeat)]))
 """, "never read the clock you were given"),
-    "timeit.repeat with its default timer": ("""
+    "timeit with its default timer": ("""
 import timeit
 import numpy as np
 import gpucourse as gc
 def time_call(fn, *args, clock, repeat=5):
     gc.block(fn(*args))
-    return float(np.median(timeit.repeat(lambda: gc.block(fn(*args)), number=1, repeat=repeat)))
+    t = timeit.Timer(lambda: gc.block(fn(*args)))
+    number, _ = t.autorange()
+    return float(np.median(t.repeat(repeat=repeat, number=number))) / number
 """, "never read the clock you were given"),
+    "one waited-for call per measurement on a coarse clock": ("""
+import numpy as np
+import gpucourse as gc
+def time_call(fn, *args, clock, repeat=5):
+    gc.block(fn(*args))
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        gc.block(fn(*args))
+        times.append(clock() - t0)
+    return float(np.median(times))
+""", "ticks every"),
 }
+WRONG_TIMERS = {k: (v.replace("AUTORANGE\n", AUTORANGE_SOURCE), why) for k, (v, why) in WRONG_TIMERS.items()}
 
 
 @pytest.mark.parametrize("method", sorted(WRONG_TIMERS))

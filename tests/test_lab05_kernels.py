@@ -380,3 +380,49 @@ def test_review_wave_cell_prints_the_students_values_not_the_answer():
     assert "1.985" not in explain and "13.2" not in explain
     assert "10.8 for 10 blocks on an A100" in " ".join(lab.WAVES.spec.split()) and "13.2" not in lab.WAVES.spec
     assert "integral float" in lab.WAVES.spec
+
+
+def test_the_sector_picture_of_exercise_2_is_what_the_executor_counts():
+    """Exercise 2's intro states the sectors per warp request of both mappings with (16, 8) blocks: 4 along rows, 16
+    down columns (the warp's 2 y-lanes share a row's sector: not 32; review 2026-12-06, M1)."""
+    from grader.kernels import load_kernel
+
+    wrong = WRONG["ex2_ramp_2d"]
+    right = wrong.replace("r, c = cuda.grid(2)", "c, r = cuda.grid(2)")
+    a = np.ones((64, 64), np.float32)
+    counted = [simt.run(load_kernel(src, "ramp_2d", {"np": np}, cuda), (4, 8), lab.BLOCK_2D, a, np.zeros_like(a))
+               .sectors_per_request("a") for src in (right, wrong)]
+    assert counted == [4.0, 16.0]
+    intro = next(c for c in _intro_cells() if "Exercise 2 — 2-D indexing" in c)
+    assert "4 32-byte\n# sectors per request" in intro and "16 sectors per request" in intro
+
+
+def _intro_cells() -> list[str]:
+    from grader.course import ROOT
+
+    text = (ROOT / "solutions" / "lab05_kernels" / "lab05_kernels.py").read_text()
+    return text.split("# %% [markdown]")
+
+
+@pytest.mark.parametrize("notebook", ["00_overview", "01_blas_roofline", "05_grids_blocks_warps", "06_jit_xla_sass"])
+def test_gpu_timings_use_random_data_and_unrecorded_gpu_claims_say_so(notebook):
+    """A GPU-only cell that times a kernel does it on random data (constant data flatters a GPU: §0, §1; review
+    2026-12-06, B2): `ones` only for a cache flush or a few elements. And while `course/gpu_runs/` holds no recorded
+    run, a notebook with GPU-only cells says that their asserts are what they check, not reported results (review
+    r2, finding 9)."""
+    import re
+
+    from grader.course import ROOT
+
+    text = (ROOT / "course" / f"{notebook}.py").read_text()
+    cells = text.split("# %%")
+    for cell in cells:
+        if "require_gpu(" in cell and "measure(" in cell:
+            for line in cell.splitlines():
+                if ".ones(" in line and "flush" not in line:
+                    size = re.search(r"\.ones\((\d+)[,)]", line)
+                    assert size and int(size.group(1)) <= 16, f"{notebook}: a timed GPU cell on constant data: {line}"
+    recorded = [p for p in (ROOT / "course" / "gpu_runs").glob("*.md") if p.name != "README.md"]
+    if not recorded and "require_gpu(" in text:
+        prose = re.sub(r"\s*\n#\s*", " ", text)  # markdown lines joined
+        assert "not a reported result" in prose, f"{notebook}: GPU-only claims read as results, yet no run is recorded"

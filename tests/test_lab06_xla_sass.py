@@ -1192,3 +1192,15 @@ def test_review_specs_state_static_counts_and_that_arch_is_not_graded():
     not graded by itself (a function ignoring it cannot be told apart without a failing compile)."""
     assert "STATIC count per issuing warp" in lab.MMA_FLOPS.spec and "warpgroup" in lab.MMA_FLOPS.spec
     assert "not graded by itself" in lab.SASS_COUNTS.spec
+
+
+@pytest.mark.parametrize("name", ["fused_bias_gelu", "fixed_scale_tanh"])
+def test_the_shown_example_has_the_inputs_dtype_while_the_checks_keep_the_float64_truth(name, capsys):
+    """The spec says the result has the inputs' dtype: .show()'s example must not print the reference's float64
+    (review 2026-12-06 r2, finding 11), while the visible expected values the checks use stay float64."""
+    problem = lab.problems[name]
+    problem.show()
+    example = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Example:"))
+    dtype = str(np.asarray(problem.visible[0].args[0]).dtype)
+    assert example.endswith(f"->  <{dtype} array {tuple(np.asarray(problem.visible[0].args[0]).shape)}>"), example
+    assert np.asarray(problem.visible_expected()[0]).dtype == np.float64

@@ -290,6 +290,10 @@ def _timing_cases(rng: np.random.Generator) -> list[Case]:
         # one spike among 4 (the median of the other three, or the minimum, is the true time)
         Case((Workload(ms(8, 12), asynchronous=True, spikes=(spike,)),), {"repeat": 4}),
         Case((Workload(ms(10, 15), first_s=ms(200, 300), asynchronous=True, spikes=(3,)),), {"repeat": 3}),
+        # calls far shorter than the clock's 2 ms tick: one call per measurement reads 0 or a whole tick
+        Case((Workload(float(rng.integers(20, 60)) / 1e6, asynchronous=True, tick_s=2e-3),),
+             {"repeat": int(rng.integers(3, 6))}),
+        Case((Workload(float(rng.integers(20, 60)) / 1e6, first_s=ms(200, 300), tick_s=2e-3),), {"repeat": 3}),
     ]
     rng.shuffle(cases)
     return cases

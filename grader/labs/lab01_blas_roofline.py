@@ -326,14 +326,15 @@ class Pending:
         return np.asarray(self._ready_at, dtype=dtype)
 
     def block_until_ready(self) -> "Pending":
-        clock = self._workload.clock
-        clock.now = max(clock.now, self._ready_at)
+        w = self._workload
+        w.clock.now = max(w.clock.now, self._ready_at)
         # one in-order queue (a CUDA stream, a JAX device): once this result exists, so does every result queued
-        # before it — waiting for the last call of a batch waits for the whole batch
-        for earlier in self._workload._open:
-            if not earlier.ready and earlier._ready_at <= self._ready_at:
-                earlier.ready = True
-                self._workload._blocked += 1
+        # before it — waiting for the last call of a batch waits for the whole batch. Results finish in call order,
+        # so the ones not yet ready are the tail of the list from w._unready on
+        while w._unready < len(w._open) and w._open[w._unready]._ready_at <= self._ready_at:
+            w._open[w._unready].ready = True
+            w._unready += 1
+            w._blocked += 1
         return self
 
     def __repr__(self) -> str:
@@ -359,6 +360,7 @@ class Workload:
     asynchronous: bool = False
     spikes: tuple[int, ...] = ()
     spike_factor: float = 20.0
+    tick_s: float = 0.0  # the clock's resolution (0: exact): a call shorter than a tick times as 0 or one tick
 
     # a dataclass: a hidden case's workload travels to a sandbox as its fields (grader/pipeline/wire.py), and
     # _TimingProblem.call resets it (calls, queue) before the student's function gets it
@@ -368,10 +370,10 @@ class Workload:
 
     def reset(self) -> None:
         """No call made, a fresh clock (a case that came as data was rebuilt from its fields without __init__)."""
-        self.calls, self._blocked, self._busy_until, self._open = 0, 0, 0.0, []
+        self.calls, self._blocked, self._busy_until, self._open, self._unready = 0, 0, 0.0, [], 0
         self._first: Pending | None = None
         self._reads_at_first, self.leftover = 0, False
-        self.clock = VirtualClock()
+        self.clock = VirtualClock(self.tick_s)
         self.clock.workloads = [self]  # told of each of the timer's reads (saw_read)
 
     def saw_read(self) -> None:
@@ -400,10 +402,12 @@ class Workload:
 
     def unwaited(self) -> int:
         """Asynchronous results never waited for."""
-        return sum(not r.ready for r in self._open)
+        return len(self._open) - self._unready
 
     def __repr__(self) -> str:
-        parts = [f"{self.work_s * 1e3:.0f} ms of {'asynchronous' if self.asynchronous else 'synchronous'} work"]
+        parts = [f"{self.work_s * 1e3:g} ms of {'asynchronous' if self.asynchronous else 'synchronous'} work"]
+        if self.tick_s:
+            parts.append(f"a clock that ticks every {self.tick_s * 1e3:g} ms")
         if self.first_s:
             parts.append(f"first call +{self.first_s * 1e3:.0f} ms")
         if self.spikes:
@@ -438,15 +442,21 @@ SLACK_S = 1e-3
 
 
 def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
-    lo, hi = BAND[0] * expected, BAND[1] * expected + SLACK_S
     w = case.args[0]
+    # no slack on a coarse clock's cases (no spikes there): a batch that crossed one tick by luck, read as one
+    # tick over too few calls, lands far above the true time
+    lo, hi = BAND[0] * expected, BAND[1] * expected + (0.0 if w.tick_s else SLACK_S)
     if isinstance(got, (int, float)) and not isinstance(got, bool) and lo <= got <= hi:
         return
     hint = ("time `repeat` calls after one waited-for warm-up call, wait for each result, return the median or the "
             "minimum")
     if isinstance(got, (int, float)) and not isinstance(got, bool):
-        if got < lo and w.calls and not w.clock.reads:  # judged where the call ran: its clock saw no read
+        if w.calls and not w.clock.reads:  # judged where the call ran: its clock saw no read
             hint = CLOCK_HINT
+        elif w.tick_s and w.work_s < w.tick_s:
+            hint = (f"this clock ticks every {show(w.tick_s)} s and one call takes about {show(w.work_s)} s: timed "
+                    "alone, a call reads as 0 or as one whole tick. Time batches of calls that span many ticks "
+                    "(grow the batch until it takes at least 0.2 s on clock) and divide by the batch size")
         elif got < lo and w.asynchronous:
             hint = ("the call returned before its work was done: wait for the result (gc.block(out)) before you "
                     "stop the clock")
@@ -499,7 +509,7 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
         if default.calls != five.calls:
             raise CheckFailure(f"time_call(fn) called fn {default.calls} times, time_call(fn, repeat=5) {five.calls} "
                                "times: repeat's default is 5")
-    return f"\n  method: {w.calls} calls (warm-up + {repeat} timed), the warm-up and every result waited for"
+    return f"\n  method: {w.calls} calls (a warm-up, then {repeat} timed measurements), the warm-up and every result waited for"
 
 
 TIME_CALL = _TimingProblem(
@@ -524,16 +534,24 @@ TIME_CALL = _TimingProblem(
            robust too. The mean is not: one slowed run pulls it up. Each has its failure mode on real machines:
            the minimum trusts the luckiest run (wrong when runs differ for real, e.g. when only some find their
            data in a cache); the median is wrong when more than half the runs were slowed.
+        4. a clock has a resolution: time.time() on Windows moves in steps of about 16 ms, a GPU's event timer in
+           half-microseconds, and some checks hand you a clock that ticks every 2 ms. A call shorter than one tick
+           reads as 0 or as one whole tick, however carefully you wait for it. So let each of the `repeat`
+           measurements be a BATCH of calls long enough to span many ticks, and divide by the batch size: grow
+           the batch (1, 2, 5, 10, 20, 50, ... calls, as timeit's autorange does) until one batch takes at least
+           0.2 s on `clock`, then time `repeat` batches of that size. You do not need to know the tick.
         Graded on calls whose true duration is known: asynchronous ones, ones whose first call compiles, ones
-        slowed by load spikes — your answer must land within a band around the true time, and your function must
-        read the clock it is given, warm up once, and wait for the warm-up and for every timed result. Failure
-        modes: no wait (far too short), no warm-up (the compile is timed), an un-waited warm-up (its work is
-        still running when you first read the clock), the mean (pulled up by a slowed run), another clock (no
-        reading of clock: the work never shows).
+        slowed by load spikes, ones far shorter than the clock's tick — your answer must land within a band around
+        the true time, and your function must read the clock it is given, warm up once, and wait for the warm-up
+        and for every timed result. Failure modes: no wait (far too short), no warm-up (the compile is timed), an
+        un-waited warm-up (its work is still running when you first read the clock), the mean (pulled up by a
+        slowed run), another clock (no reading of clock: the work never shows), one call per measurement on a
+        coarse clock (0, or a whole tick).
     """,
     visible=[Case((Workload(0.01, asynchronous=True),), {"repeat": 3}),
              Case((Workload(0.01, first_s=0.25),), {"repeat": 2}),
-             Case((Workload(0.01, spikes=(2, 4)),), {"repeat": 5})],
+             Case((Workload(0.01, spikes=(2, 4)),), {"repeat": 5}),
+             Case((Workload(3e-5, asynchronous=True, tick_s=2e-3),), {"repeat": 3})],
     compare=_compare_timing,
     after=_timing_method,
 )

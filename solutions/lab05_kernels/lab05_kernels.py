@@ -76,7 +76,8 @@ REGROUP_BLOCK = lab.REGROUP_BLOCK  # 256 threads per block, one tile of 256 elem
 #
 # One thread per element: thread `i = cuda.grid(1)` (= `blockIdx.x * blockDim.x + threadIdx.x`) handles `x[i]`.
 # The grid is rounded *up* to whole blocks, so the last block has threads past the end of the array. Without a
-# guard they read and write out of bounds — on a GPU that silently corrupts memory; here it is reported.
+# guard they read and write out of bounds — on a GPU that silently corrupts memory, or faults with an illegal
+# address (or crashes later); here it is reported.
 
 # %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_shift"].show()
@@ -105,8 +106,9 @@ lab.problems["scale_shift"].check(scale_shift, hidden=True)
 #
 # `cuda.grid(2)` returns `(x, y)`. A warp is 32 *consecutive* threads of a block, counted with `threadIdx.x`
 # fastest: with (16, 8) blocks a warp is 16 threads along x by 2 along y. If x walks along a row (the contiguous
-# axis of a row-major array), a warp's 16 reads fall into a few 32-byte sectors; if x walks down a column, each
-# read lands in a different sector.
+# axis of a row-major array), the warp reads 16 neighbouring float32s (64 bytes) of each of its 2 rows: 4 32-byte
+# sectors per request. If x walks down a column, its 16 x-lanes read 16 different rows, a sector each (its 2
+# y-lanes read neighbouring columns of one row: the same sector): 16 sectors per request, 4× as many.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["ramp_2d"].show()

@@ -145,6 +145,21 @@ def blocked_matmul(A, B, tile):
 ''',
     ],
     "ex8_time_call": [
+        # the third independent attack (2026-12-06): gpucourse/timing.py loaded a second time with its clock pointed
+        # at `clock` — a right timer, one call per measurement: on the coarse clock's cases a call reads 0 or a tick
+        '''import importlib.util
+import sys
+import types
+
+
+def time_call(fn, *args, clock, repeat=5):
+    spec = importlib.util.spec_from_file_location("gpucourse._timing_again", gc.timing.__file__)
+    again = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = again
+    spec.loader.exec_module(again)
+    again.time = types.SimpleNamespace(perf_counter=clock)
+    return again.measure(fn, *args, warmup=1, repeat=repeat, max_seconds=None).median
+''',
         # the course's own timer, called directly: it reads time.perf_counter, not the clock given
         '''def time_call(fn, *args, clock, repeat=5):
     return gc.measure(fn, *args, warmup=1, repeat=repeat).median
