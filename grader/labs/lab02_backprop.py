@@ -90,7 +90,10 @@ def _relu_kink_hint(name: str, got: Any, expected: np.ndarray, Z: np.ndarray, rt
 AUTODIFF = ("jax.vjp", "jax.grad", "jax.value_and_grad", "jax.linear_transpose", "jax.jacrev", "jax.jacfwd",
             "jax.linearize", "jax.jvp", "jax.hessian")
 AUTODIFF_INTERNALS = tuple(f"jax._src.interpreters.ad.{name}" for name in (
-    "linearize", "backward_pass", "backward_pass3", "jvp", "linearize_jaxpr", "vjp"))
+    "linearize", "backward_pass", "backward_pass3", "jvp", "linearize_jaxpr", "vjp")) + tuple(
+    # Taylor-mode autodiff (the third independent attack, 2026-12-06: jet over one-hot tangents, vmapped, is a
+    # Jacobian): its own interpreter, not ad's
+    f"jax.experimental.jet.{name}" for name in ("jet", "jet2", "jet_fun", "jet_subtrace", "JetTrace"))
 
 
 @dataclass
@@ -132,8 +135,8 @@ MLP_BACKWARD = ByHand(
         X: (B, d_in), W1: (d_in, h), W2: (h, d_out). G = ∂L/∂Y has Y's shape (B, d_out).
         Return ∂L/∂W1, ∂L/∂W2 and ∂L/∂X (NumPy float64 arrays with the shapes of W1, W2, X), computed with
         matrix products (@) and one elementwise mask — by hand: JAX's autodiff (jax.vjp, jax.grad,
-        jax.value_and_grad, jax.linear_transpose, jax.jacrev/jacfwd, jax.linearize, jax.jvp) is refused while
-        your function runs. relu'(z) = 1 where z > 0, else 0.
+        jax.value_and_grad, jax.linear_transpose, jax.jacrev/jacfwd, jax.linearize, jax.jvp, and the Taylor-mode
+        jax.experimental.jet) is refused while your function runs. relu'(z) = 1 where z > 0, else 0.
         The checker compares with jax.vjp on shapes that are never square.
     """,
     visible=[_mlp_case(np.random.default_rng(0), 4, 3, 5, 2), _mlp_case(np.random.default_rng(1), 7, 6, 4, 9)],

@@ -9,6 +9,29 @@ installed pool of forms and jax.vjp give the truth to test against, which the ex
 
 ATTACKS = {
     "ex1_mlp_backward": [
+        # the third independent attack (2026-12-06): Taylor-mode autodiff, one forward derivative per weight entry
+        '''def mlp_backward(X, W1, W2, G):
+    from jax.experimental.jet import jet
+    with jax.enable_x64(True):
+        p = [jnp.asarray(a, jnp.float64) for a in (X, W1, W2)]
+        Gj = jnp.asarray(G, jnp.float64)
+        L = lambda X, W1, W2: jnp.sum(jnp.where(X @ W1 > 0, X @ W1, 0.0) @ W2 * Gj)
+        outs = []
+        for k in range(3):
+            shp, n = p[k].shape, p[k].size
+
+            def d(e, k=k, shp=shp):
+                t = [jnp.zeros_like(q) for q in p]
+                t[k] = e.reshape(shp)
+                return jet(L, tuple(p), tuple((q,) for q in t))[1][0]
+
+            f = jax.jit(jax.vmap(d))
+            chunk = max(1, min(n, 2**22 // n))
+            g = np.concatenate([np.asarray(f(jax.nn.one_hot(jnp.arange(i, min(i + chunk, n)), n, dtype=jnp.float64)))
+                                for i in range(0, n, chunk)])
+            outs.append(g.reshape(shp))
+        return outs[1], outs[2], outs[0]
+''',
         # JAX's reverse mode does the exercise: jax.vjp
         '''def mlp_backward(X, W1, W2, G):
     _, pull = jax.vjp(lambda X, W1, W2: jnp.maximum(X @ W1, 0.0) @ W2, X, W1, W2)
