@@ -56,8 +56,12 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
 
 
 # %%
+import os
 import re
 
+# §2.7 sizes a batch to the GPU's memory pool: pin JAX's fraction (75 %) before JAX starts, so that the pool cannot
+# grow past it (no effect on a CPU; a fraction you set yourself is kept)
+os.environ.setdefault("XLA_CLIENT_MEM_FRACTION", "0.75")
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -857,14 +861,43 @@ else:
     assert fwd_bf16 == 3 and to_f32 >= 3 and bwd_f32 >= 3, "XLA:CPU converts the 3 saved bf16 stacks to f32"
     assert ratio_xla > 0.85, "so here bf16 saves (almost) nothing"
 
+# the same two steps compiled deviceless by XLA:GPU for an H100 (`gc.xla_gpu`, as in §2.3 and §2.6), with each GEMM
+# emitter. The program travels to the compiler as text, so the step is one expression: the loss, then Adam on
+# (W, b); CAST is the working copy the GEMMs use (none in fp32, bf16 in the mixed step)
+ADAM_SRC = ("(lambda loss: (lambda W, b, mW, mb, vW, vb, X, Y: "
+            "(lambda lv_g: (lambda g: ((lambda m: (lambda v: (jax.tree.map("
+            "lambda p, m_, v_: p - 1e-3 * m_ / (jnp.sqrt(v_) + 1e-8), (W, b), m, v), m, v, lv_g[0]))"
+            "(jax.tree.map(lambda v_, g_: 0.999 * v_ + 0.001 * g_ * g_, (vW, vb), g)))"
+            "(jax.tree.map(lambda m_, g_: 0.9 * m_ + 0.1 * g_, (mW, mb), g))))"
+            "(jax.tree.map(lambda t: t.astype(jnp.float32), lv_g[1])))"
+            "(jax.value_and_grad(loss)(CAST, X, Y))))"
+            "(lambda params, X, Y: jnp.mean((lax.scan(lambda h, p: (jnp.tanh(h @ p[0] + p[1]), None), X, params)[0]"
+            ".astype(jnp.float32) - Y) ** 2))")
+if not be.is_gpu and xla_gpu.available():
+    state_specs = [((L, d, d), "float32"), ((L, d), "float32")] * 3  # W, b; Adam's m; Adam's v (all fp32)
+    gpu_adam = iter(xla_gpu.compile_many(
+        [(ADAM_SRC.replace("CAST", cast), state_specs + [((8192, d), x_dt)] * 2, opts) for opts in EMITTERS.values()
+         for cast, x_dt in (("(W, b)", "float32"), ("jax.tree.map(lambda p: p.astype(jnp.bfloat16), (W, b))", "bfloat16"))]))
+    donated = 3 * n_params * 4  # params, m, v: donated in `xla_peak`, so the outputs overwrite them (mimicked here)
+    for emitter in EMITTERS:
+        peak32, peak16 = (sum(g.memory.values()) - donated for g in (next(gpu_adam), next(gpu_adam)))
+        print(f"XLA:GPU {emitter} GEMMs (H100, deviceless), B = 8192, mixed / fp32: {peak16 / peak32:.2f} "
+              f"({peak16 / 2**20:.1f} vs {peak32 / 2**20:.1f} MiB: arguments + scratch + outputs, state donated)")
+        assert peak16 / peak32 < 0.7, "on hardware with bf16 GEMMs, bf16 activations halve the bytes per example"
+        assert abs(peak16 / peak32 - ratio_est) < 0.1, "and XLA:GPU's ratio is the estimate's"
+elif not be.is_gpu:
+    print("[XLA:GPU] skipped: " + xla_gpu.describe())
+
 # %% [markdown]
 # On this CPU (when the backend line says `cpu`) the estimate and XLA disagree, and the HLO says why: XLA's CPU
 # backend has no bf16 GEMM, so it converts the operands to f32 and runs every `dot` in f32 (the element types
 # printed above). It even converts the saved bf16 residuals to f32 before the backward loop (the last line: the
 # forward loop saves 3 stacks of bf16 residuals, one per saved array of a layer, and the backward loop reads f32
 # copies of them), so the buffers do not halve here — XLA's ratio printed above is near 1. The estimate assumes hardware that computes in bf16: on
-# a GPU the GEMMs run on tensor cores in bf16 and read the bf16 residuals directly, and the same cell asserts that
-# XLA's ratio drops below 0.7. "Mixed precision saves memory" is a statement about activations on hardware with
+# a GPU the GEMMs run on tensor cores in bf16 and read the bf16 residuals directly. The last lines show it on any
+# machine: XLA:GPU, compiling the same two steps for an H100, assigns the mixed step about half the buffers of the
+# fp32 one, with either GEMM emitter — the estimate's ratio — and the cell asserts the ratio is below 0.7 there
+# (and, on a real GPU, for the steps compiled on it). "Mixed precision saves memory" is a statement about activations on hardware with
 # 16-bit arithmetic, never about the 16 bytes per parameter.
 #
 # On a GPU the budget is the device's memory, and past the line the allocation fails with `RESOURCE_EXHAUSTED`
@@ -877,8 +910,9 @@ else:
 # (JAX docs, "GPU memory allocation"; the environment variable `XLA_CLIENT_MEM_FRACTION`, formerly
 # `XLA_PYTHON_CLIENT_MEM_FRACTION`, sets another fraction). On a GPU the cell reads the limit the allocator reports
 # (`memory_stats()["bytes_limit"]`); without one it applies the same fraction to a card's memory, and prints the
-# batch for the whole card beside it. (The JAX docs describe a newer default that starts at 75 % and may grow
-# further; the limit the allocator reports is the one that counts.)
+# batch for the whole card beside it. (With no fraction set, newer JAX lets the pool start at 75 % and grow to the
+# whole card; this notebook's set-up cell pins the fraction, `XLA_CLIENT_MEM_FRACTION=0.75`, so that the budget is
+# known and the limit the allocator reports is the cap.)
 
 # %%
 # JAX's default: 75 % of the device's memory for its allocator (JAX docs, "GPU memory allocation"), unless set

@@ -78,7 +78,8 @@ f32 = np.float32
 # throughput (처리량): thousands of simple cores sharing control logic, fed by high-bandwidth memory (고대역폭
 # 메모리, HBM). An NPU such as Google's TPU gives up generality and fills the chip with matrix multiply units
 # (행렬 연산 유닛). Words like "core" hide the interesting numbers, and they must be compared like with like:
-# **vector ALUs** — the fp32 units that run ordinary arithmetic, each one fp32 operation per cycle, counted the same
+# **vector ALUs** — the fp32 units that run ordinary arithmetic, one fp32 unit each (an FMA unit, 2 FLOPs per cycle,
+# on the CPU and GPU; an adder or multiplier ALU on the TPU's VPU), counted as units, not FLOPs, the same
 # way on every chip: a CPU core's SIMD pipes × their lanes, a GPU's "CUDA cores" (one FP32 unit per lane of an SM),
 # a TPU's vector unit (an (8, 128) grid of lanes with two ALUs in each lane) — and **matrix units**, where an
 # accelerator's FLOPs are (tensor cores, MXUs), counted in dense bf16 FLOP/s.
@@ -177,15 +178,22 @@ print("floating-point arithmetic in the compiled loop (mnemonic, register): coun
 for (op, reg), count in sorted(ops.items(), key=lambda kv: -simd_simt.REGISTER_BITS[kv[0][1]]):
     print(f"  {op:14} {reg}: {count}")
 print(f"widest packed instruction: {widest}-bit = {simd_simt.lanes(widest)} fp32 lanes per instruction")
+import llvmlite.binding  # numba's LLVM: the core it tunes the code for
+print(f"LLVM compiled for the core `{llvmlite.binding.get_host_cpu_name()}`")
 assert np.allclose(out, 2 * x + y)
 if simd_simt.is_x86():  # the assembly reader knows x86 only (on ARM, look for `fmla v0.4s`: NEON, 4 lanes)
     assert widest >= 128 and (vector_bits == 0 or widest <= vector_bits), "vectorized within the CPU's width"
 
 # %% [markdown]
 # `vfmadd…ps` is a *fused multiply-add* on a whole register: `a * x[i] + y[i]` for 4, 8 or 16 values of `i`
-# at once. (The compiler also emits narrower and scalar code for the loop's remainder.) On an AVX-512 CPU you
-# should see `zmm` — the seed's 16 lanes, for real. Now the clock: the same loop interpreted by Python, NumPy's
-# precompiled vector loop, and the numba loop.
+# at once. (The compiler also emits narrower and scalar code for the loop's remainder.) Which register you see
+# depends on the CPU *and* on the compiler's tuning for its core. On AMD Zen 4 and Zen 5 (LLVM core `znver4`,
+# `znver5`) you should see `zmm` — the seed's 16 lanes, for real. On Intel's AVX-512 cores (`skylake-avx512`,
+# `cascadelake`, `icelake-server`, `sapphirerapids`, the usual cloud Xeons) you will see `ymm`: LLVM's tuning for
+# them sets `prefer-256-bit`, so its vectorizer uses 256-bit vectors even though the CPU has 512-bit ones (heavy
+# 512-bit code lowers the clock of those cores). On an AVX2-only CPU you see `ymm`, and on one without AVX `xmm`.
+# The assert checks only that the loop is vectorized and no wider than the CPU allows. Now the clock: the same
+# loop interpreted by Python, NumPy's precompiled vector loop, and the numba loop.
 
 # %%
 a = f32(2.0)
@@ -450,7 +458,9 @@ del d, r
 # The same program on an H100 behind PCIe 5.0, from published figures (`gc.datapath`): load from an NVMe drive,
 # copy at 63 GB/s (PCIe 5.0 ×16 after its line encoding, §3.6), process at HBM speed (3.35 TB/s, the op is
 # memory-bound), copy back. A third row is seed 002's "complicated case": one step of the processing needs the
-# CPU, so the data goes to the CPU and back in the middle.
+# CPU, so the data goes to the CPU and back in the middle. Both model rows price the copies at the link's peak,
+# which only a *pinned* host buffer gets; the array `np.load` returns is pageable, and §3.6–3.7 show that a pageable
+# copy is staged by the CPU and slower still, so these copy bars are the optimistic bound.
 
 # %%
 nbytes = N * 4
@@ -463,9 +473,9 @@ to_gpu = datapath.transfer_time(nbytes, pcie5)
 cpu_step = 2 * nbytes / ddr5  # the CPU-only step: read and write the array once at DDR5 speed
 rows = {
     "this machine\n(measured)": [(k, t.median) for k, t in steps.items()],
-    "H100 + PCIe 5\n(model)": [("load (disk → CPU)", nbytes / nvme), ("to_gpu (CPU → GPU)", to_gpu),
+    "H100 + PCIe 5, pinned\nhost buffer (model)": [("load (disk → CPU)", nbytes / nvme), ("to_gpu (CPU → GPU)", to_gpu),
                                ("process (on GPU)", process), ("to_cpu (GPU → CPU)", to_gpu), ("print", 0.0)],
-    "H100, one CPU-only\nstep (model)": [("load (disk → CPU)", nbytes / nvme), ("to_gpu (CPU → GPU)", to_gpu),
+    "H100, pinned, one\nCPU-only step (model)": [("load (disk → CPU)", nbytes / nvme), ("to_gpu (CPU → GPU)", to_gpu),
                                          ("process (on GPU)", process / 2), ("to_cpu (GPU → CPU)", to_gpu),
                                          ("CPU-only step", cpu_step), ("to_gpu (CPU → GPU)", to_gpu),
                                          ("process (on GPU)", process / 2), ("to_cpu (GPU → CPU)", to_gpu),
@@ -476,7 +486,7 @@ ax = gc.plotting.axes("time since the program started [ms]", "program [-]", f"Se
 datapath.draw_timeline(ax, rows, unit=1e-3)
 plt.tight_layout()
 plt.show()
-total_model = sum(t for _, t in rows["H100 + PCIe 5\n(model)"])
+total_model = sum(t for _, t in rows["H100 + PCIe 5, pinned\nhost buffer (model)"])
 print(f"H100 model: process {process * 1e6:.0f} µs of {total_model * 1e3:.2f} ms total "
       f"({process / total_model:.1%}); copies {2 * to_gpu * 1e3:.2f} ms; the CPU round trip adds "
       f"{(2 * to_gpu + cpu_step) * 1e3:.2f} ms")
@@ -938,7 +948,7 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 #
 # | ID | claim | what this machine shows / primary source | verdict |
 # |---|---|---|---|
-# | C05 | AVX-512 computes 16 fp32 values with one instruction (seed 000) | §3.2 prints this CPU's widest vector extension and the widest packed instruction numba compiled: `vfmadd…ps` on `zmm` registers (512 bits = 16 fp32 lanes) on an AVX-512 CPU, on `ymm` (8 lanes) on an AVX2-only one; the compiled loop runs more than 20× faster per element than the Python loop (asserted; the ratio is printed). A plain `sum` stays scalar (`vaddss`) unless reordering is allowed | **qualified**: true of the instruction; but many CPUs lack AVX-512 (Intel client CPUs since Alder Lake have AVX2 only: 8 lanes), some execute a 512-bit op as two 256-bit halves (AMD Zen 4), and compilers use it only for loops whose lanes are independent |
+# | C05 | AVX-512 computes 16 fp32 values with one instruction (seed 000) | §3.2 prints this CPU's widest vector extension and the widest packed instruction numba compiled: `vfmadd…ps` on `zmm` registers (512 bits = 16 fp32 lanes) on AMD Zen 4/5, but on `ymm` (8 lanes) on Intel's AVX-512 cores (LLVM's tuning for them prefers 256-bit vectors) and on AVX2-only CPUs; the compiled loop runs more than 20× faster per element than the Python loop (asserted; the ratio is printed). A plain `sum` stays scalar (`vaddss`) unless reordering is allowed | **qualified**: true of the instruction; whether a compiler uses it depends on its tuning for the core (LLVM, and so numba, emits 256-bit vectors on Intel's AVX-512 server cores); many CPUs lack AVX-512 (Intel client CPUs since Alder Lake have AVX2 only: 8 lanes), some execute a 512-bit op as two 256-bit halves (AMD Zen 4), and compilers use it only for loops whose lanes are independent |
 # | C06 | desktop CPUs have about 4–16 cores; GPUs thousands (seed 000) | §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores". Counted in fp32 vector ALUs, the CPU has 16 × 2 × 16 = 512 (a TPU v4 4,096: 2 cores × 8 × 128 lanes × 2 ALUs), so the gap is 33×, not 1000×; the GPU's FLOPs are mostly in its tensor cores (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes) | **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core; compare SMs with cores (132 vs 16) or ALUs with ALUs (16,896 vs 512), and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16). Desktop CPUs now reach 24 cores (Core i9-14900K) |
 # | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (seed 000) | §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×, vs a 12-channel server 460.8 GB/s = 7.3× (datasheet peaks, each counting bytes read + written); this machine's memory, measured the same way on one core (memcpy counting read + write, and a STREAM add, each the best of a fixed 5 rounds, agreeing within 4×; one core draws less than the memory's peak, so the ratio is an upper bound), gives the ratio printed in §3.6 | **confirmed** (several times against a server CPU, tens of times against a desktop) |
 # | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (seed 000) | §3.6: HBM3 / PCIe 5.0 ×16 = 53×, / PCIe 4.0 ×16 = 106× (PCIe after its 128b/130b encoding: 63.0 and 31.5 GB/s per direction; the datasheets' 64 and 32 GB/s are raw rates); §3.4 timeline: the copies dominate a memory-bound op; §3.7: a vector add never pays for its transfer on a desktop with dual-channel DDR5 (asserted), can pay on a machine whose memory is slower than the link only from pinned memory, and never from pageable memory (asserted on this machine); on a GPU the pinned/pageable cell measures the link | **confirmed** |

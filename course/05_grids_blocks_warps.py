@@ -345,14 +345,15 @@ if sm_of_block is not None:
 # address comes from the previous load, so nothing overlaps) measured **~655 cycles** on an H100 PCIe at its
 # 1,755 MHz boost clock, **373 ns** (D. Ernst's `gpu-benches`, `gpu-latency/h100_pcie.txt`; an L2 hit costs ~265 to
 # ~475 cycles depending on the L2 partition, an L1 hit ~34). On a GPU the next cell measures it on yours: a chain of
-# links, one per 128-byte line in random order, through 8× the L2, each run continuing where the last one stopped,
+# links, one per 128-byte line in random order, through at least 8× the L2, each run continuing where the last one stopped,
 # so that no timed load finds its line in the cache — beside the same chase through a chain that fits in the L2.
-# What such a number includes: at 8× the L2 (512 MiB on an H100) the chain also spans hundreds of 2 MiB pages,
+# What such a number includes: at the power of two of at least 8× the L2 (512 MiB on an H100) the chain also spans hundreds of 2 MiB pages,
 # visited in random order (the cell prints how rarely two consecutive links share a page), so a load may also miss
 # the TLBs, the caches of address translations, and wait for a page-table walk. The measurement cannot separate
 # that from the trip to HBM: it is the latency of a random load at that footprint — an L2 miss *plus* whatever
 # address translation costs there — not the bare DRAM access. The source's 655 cycles include the same:
-# gpu-benches' chain is random too and reaches about a gigabyte (`gpu-latency/main.cu`). The small chain's 8 MiB
+# gpu-benches' chain is random too and reaches 1.5 GB (`gpu-latency/main.cu`; its 655 cycles are read at about
+# 560 MB). The small chain's 8 MiB
 # are 4 such pages. The cell's asserts (the big chain well above the small one, and on an H100 nearer the source's
 # 655 cycles than its 475) are what the cell checks when run on a GPU, not a reported result: no GPU run of this
 # course is recorded yet (`course/gpu_runs/`).
@@ -628,7 +629,8 @@ assert good == 4 and bad == 32 and 128 / (32 * bad) == 0.125  # 12.5 % of each s
 
 # %%
 if gc.require_gpu("measure the bandwidth of the coalesced and the strided copy with CUDA events"):
-    # random data, as §0 and §1 time theirs: constant data (`ones`) draws less power and compresses in the L2
+    # random data, as §0 and §1 time theirs: constant data (`ones`) draws less power (L2 compression needs a
+    # compressible allocation, which CuPy's cudaMalloc'd arrays are not)
     big = be.xp.asarray(np.random.default_rng(5).standard_normal((4096, 4096), dtype=np.float32))
     assert float(big.std()) > 0.9  # not constant
     ob = be.xp.zeros_like(big)

@@ -35,6 +35,8 @@ Modules, by what they hold:
 
 from __future__ import annotations
 
+import importlib
+import os
 import warnings
 
 from . import (
@@ -86,14 +88,17 @@ def quiet_warnings() -> None:
     """Silence library warnings that would otherwise reach stderr.
 
     nbgrader scores a test cell that writes *anything* to stderr as 0, so graded notebooks must stay quiet;
-    on a real GPU numba-cuda warns ``NumbaPerformanceWarning`` about the small grids the labs launch.
+    on a real GPU numba-cuda warns ``NumbaPerformanceWarning`` about the small grids the labs launch — its own
+    class, ``numba.cuda.core.errors.NumbaPerformanceWarning``, which is not numba's (both are silenced) — and
+    cuda.core warns once per process, at the first link, when ``cuda.bindings.nvjitlink`` is missing.
     """
-    try:
-        from numba.core.errors import NumbaPerformanceWarning
-
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    except Exception:  # numba missing: nothing to silence
-        pass
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")  # read when numba-cuda loads its config
+    for module in ("numba.core.errors", "numba.cuda.core.errors"):
+        try:
+            warnings.simplefilter("ignore", importlib.import_module(module).NumbaPerformanceWarning)
+        except Exception:  # numba or numba-cuda missing, or an older layout: nothing to silence there
+            pass
+    warnings.filterwarnings("ignore", message=".*nvjitlink is not available.*", category=RuntimeWarning)
     warnings.filterwarnings("ignore", message=".*An NVIDIA GPU may be present on this machine.*")
     warnings.filterwarnings("ignore", category=DeprecationWarning)
 

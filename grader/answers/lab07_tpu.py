@@ -140,7 +140,9 @@ def compiled_collectives(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_sha
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
     size = int(np.prod(mesh_shape))
-    msh = Mesh(np.array(jax.devices()[:size]).reshape(mesh_shape), ("x", "y"))
+    # the host's CPU devices (XLA_FLAGS --xla_force_host_platform_device_count): jax.devices() alone is the default
+    # backend's, one GPU where JAX's CUDA plugin is installed
+    msh = Mesh(np.array(jax.devices("cpu")[:size]).reshape(mesh_shape), ("x", "y"))
     a = jax.ShapeDtypeStruct((m, k), jnp.float32, sharding=NamedSharding(msh, P(*a_spec)))
     b = jax.ShapeDtypeStruct((k, n), jnp.float32, sharding=NamedSharding(msh, P(*b_spec)))
     f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(msh, P(*out_spec)))

@@ -362,10 +362,15 @@ class Candidate:
 
 def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
     expect_type(what, got, (bool, np.bool_), "True or False")
-    expect_equal(what, bool(got), expected,
-                 "test on random values (not ones or another constant: a batch whose rows are all alike hides "
-                 "misaligned rows and sums taken in the wrong order) with B, d_in and d_out all different, against "
-                 "jax.vjp (or the shapes and values the chain rule gives)")
+    if expected:  # a right backward judged wrong: most often an exact comparison of floats
+        hint = ("this backward is right: computed in another order (einsum, transposed products) its values differ "
+                "from yours in the last bits, so compare with a tolerance (np.allclose), not exact equality "
+                "(np.array_equal, ==); a crash or a wrong shape of yours would also reject it")
+    else:
+        hint = ("test on random values (not ones or another constant: a batch whose rows are all alike hides "
+                "misaligned rows and sums taken in the wrong order) with B, d_in and d_out all different, against "
+                "jax.vjp (or the shapes and values the chain rule gives)")
+    expect_equal(what, bool(got), expected, hint)
 
 
 IS_CORRECT_BACKWARD = Problem(

@@ -976,7 +976,8 @@ MEASURE = _MeasureProblem(
             may be slowed down by another process, a mean lets it pull your number up, and one run alone (the
             last, or a single run after more warm-ups) may be the slow one.
         The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the right answer
-        exactly: within 10 %. Failure modes: no synchronization (far too short: the enqueue), no warm-up (the
+        exactly: within 10 %. Here every call is long against the clock's resolution (the clock is exact), so
+        one call per timed run is enough; on a coarse clock, time batches as lab 1's exercise 8 does. Failure modes: no synchronization (far too short: the enqueue), no warm-up (the
         compile is timed), an un-waited warm-up (its work is still running when you first read the clock), the
         mean or a single run (a slowed run), fewer than 3 timed runs, another clock (no reading of clock). The
         cell after exercise 9 runs your function on real work on this machine (clock=time.perf_counter).

@@ -233,6 +233,12 @@ def _pallas_structure(fn: Callable[..., Any], hidden: bool) -> str:
             f"of VMEM: every block double-buffered, plus the {plan.scratch_bytes:,}-byte f32 accumulator")
 
 
+def _in_bf16(value: Any, case: Case) -> Any:
+    """The example's expected value as .show() prints it: bfloat16, as the kernel must return it (the reference
+    computes in float32 for the comparison)."""
+    return np.asarray(value).astype(np.asarray(case.args[0]).dtype)
+
+
 PALLAS = Problem(
     name="pallas_matmul",
     spec="""
@@ -258,6 +264,7 @@ PALLAS = Problem(
                    16, 128, 128))],
     compare=_compare_pallas,
     after=_pallas_structure,
+    shown=_in_bf16,
 )
 
 # -- Exercise 5: which collectives does XLA insert? --------------------------------------------------------------------

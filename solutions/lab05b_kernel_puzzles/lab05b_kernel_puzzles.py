@@ -150,7 +150,7 @@ lab.problems["zip_add"].diagram(zip_add)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex03_map_guard_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 3 — Guard
 #
-# Launches come in whole blocks, so there are usually more threads than elements. The extra threads must not touch memory: on a GPU an out-of-bounds access silently corrupts memory (or crashes later); the executor stops at the line.
+# Launches come in whole blocks, so there are usually more threads than elements. The extra threads must not touch memory: on a GPU an out-of-bounds access may silently corrupt memory, or fault at once with an illegal address (or crash later); the executor stops at the line.
 
 # %% nbgrader={"grade": false, "grade_id": "ex03_map_guard_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_guard"].show()

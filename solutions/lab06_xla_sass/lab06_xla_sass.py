@@ -473,8 +473,9 @@ except NotImplementedError:
 # one (`gc.fusion.best_run`: 2 warm-ups, fastest of 9 runs, each time paired with the page faults of that same
 # run) is. Where measured/model prints well above 1, the model *under*-predicts the unfused side: its terms
 # are a one-element dispatch, bytes at the bandwidth calibrated on the fused call, and page faults; what the three
-# unfused calls pay beyond those (for example, starting and joining a multi-threaded kernel over a large array
-# three times instead of once, which the one-element dispatch probe does not see) is in no term. At this size
+# unfused calls pay beyond those is in no term, and this cell does not measure what it is (a candidate, not
+# shown here: starting and joining a multi-threaded kernel over a large array three times instead of once, which
+# the one-element dispatch probe does not see). The model misses by the printed factor. At this size
 # the arrays fit in a large L3, so that bandwidth is cache bandwidth: §6.3 sizes its arrays out of the cache,
 # alternates the two versions' runs, and checks the model within a stated band; this cell asserts nothing. The
 # design line uses the same constants: it is as good as the model is here (the measured/model line says how good).

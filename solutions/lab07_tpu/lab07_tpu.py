@@ -71,7 +71,8 @@ from gpucourse import interconnect, systolic
 from grader.labs import lab07_tpu as lab
 
 be = gc.setup()
-print(f"JAX devices: {len(jax.devices())} × {jax.devices()[0].platform}")
+print(f"JAX's host devices (the meshes of exercise 5): {len(jax.devices('cpu'))} × cpu; default backend: "
+      f"{jax.devices()[0].platform}")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — One clock cycle of the systolic array

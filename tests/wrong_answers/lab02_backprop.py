@@ -145,5 +145,18 @@ WRONG = {
         return False
     return bool(np.allclose(dW, X.T @ dY) and np.allclose(dX, dY @ W.T))
 ''',
+        # random values, B, d_in and d_out all different, but exact equality of floats: a right backward that sums
+        # in another order (einsum, transposed products) differs in the last bits and is judged wrong
+        '''def is_correct_backward(backward):
+    rng = np.random.default_rng(0)
+    X, W, dY = rng.standard_normal((5, 3)), rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    try:
+        dW, dX = backward(X, W, dY)
+        if np.shape(dW) != W.shape or np.shape(dX) != X.shape:
+            return False
+    except Exception:
+        return False
+    return bool(np.array_equal(dW, X.T @ dY) and np.array_equal(dX, dY @ W.T))
+''',
     ],
 }
