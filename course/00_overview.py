@@ -198,7 +198,8 @@ if be.is_gpu or xla_gpu.available():
     print("128×128 float32, entry ops:", gc.xla.entry_ops(dot_gpu.hlo))
     # the split, where there is one: the dot's output shape, and the fusion that sums the slices (its ROOT line)
     split_dot = dot_gpu.gemm.dot.split(" dot(")[0].split("=")[-1].strip()
-    summing = [ln.strip().split(",")[0] for ln in dot_gpu.hlo.splitlines() if "ROOT" in ln and "reduce_fusion" in ln]
+    summing = [ln.strip().split(" fusion(")[0] for ln in dot_gpu.hlo.splitlines()
+               if "ROOT" in ln and "reduce_fusion" in ln]  # "ROOT %loop_reduce_fusion = f32[128,128]{1,0}"
     print(f"128×128 float32: the dot's own output {split_dot}; summed by {summing[0] if summing else '(no reduce)'}")
     assert dot_gpu.gemm.how in ("library call", "generated fusion")
     assert layer_gpu.gemm.target.startswith("__cublas") and layer_gpu.gemm.epilogue in ("BIAS_RELU", "RELU")

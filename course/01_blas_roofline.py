@@ -76,7 +76,9 @@ xp = be.xp  # NumPy on CPU, CuPy on a GPU: every measurement below runs on the b
 # | 3 — matrix·matrix | gemm `C ← A·B` | $2MNK$ | $MK + KN + MN$ | grows: ≈ $\frac{2}{3}N$ for square |
 #
 # One correction to the seed: it labels Level 2 with $O(MN + MK + KN)$ — that is the *data* of Level 3.
-# Level 2 does $O(MN)$ work on $O(MN)$ data, which is exactly why it can never be compute-bound.
+# Level 2 does $O(MN)$ work on $O(MN)$ data: about 2 FLOPs per element of the matrix, so its intensity is
+# 2 / (bytes per element) FLOP/byte — 0.5 in float32, 1 in bf16 — below the ridge of any GPU and of most CPUs
+# (an int8 gemv, at 2, can come near a CPU core's ridge).
 #
 # The seed's pseudo-code makes the Level 3 claim concrete. `gc.blas.triple_loop_matmul` runs that loop for
 # real, with a counter on every access:
@@ -154,8 +156,9 @@ for n in (64, 512, 4096):
 #   the cache evicts each line before it comes back, so every byte comes from DRAM — HBM on a GPU): NumPy's
 #   `max`, the BLAS dot `a·a`, and a BLAS matrix-vector product over a *wide* 64-row matrix. Read-only, so no store
 #   policy muddles the count. Why three: one core's bandwidth is limited by how many loads it keeps in flight, and
-#   a kernel that prefetches in software (OpenBLAS's gemv does) keeps more in flight than a plain loop — the table
-#   shows by how much. The compute roof is the fastest float32 GEMM of sizes not plotted (384³, 640³, 1024³ on a
+#   a kernel that prefetches in software (OpenBLAS's gemv does) can keep more in flight than a plain loop, or a
+#   plain loop can win where the hardware prefetcher does the work — which one wins differs between machines, and
+#   the table prints all three: the roof is the fastest of them, whichever it is. The compute roof is the fastest float32 GEMM of sizes not plotted (384³, 640³, 1024³ on a
 #   CPU; 4096³, 8192³ on a GPU): the best the machine's BLAS (OpenBLAS here, cuBLAS on a GPU) does in the dtype
 #   of the plotted ops. Random data: constant data (`ones`) switches fewer transistors, draws less power and can
 #   clock higher than real data.
@@ -303,7 +306,8 @@ plt.show()
 # %% [markdown]
 # ### What a store costs: STREAM's 3n bytes, or 4n
 #
-# STREAM's add, `c = a + b`, is reported as 3n·4 bytes: read `a`, read `b`, write `c` — the bytes the program asks
+# STREAM's add, `c = a + b`, is reported as 3n × (bytes per element) — 3n·4 for this course's float32 arrays
+# (STREAM's own default is double: 3n·8): read `a`, read `b`, write `c` — the bytes the program asks
 # for, and the count this course uses for *compulsory* traffic. DRAM may see more. A cache writes back whole
 # 64-byte lines, and a classic write-allocate cache first *reads* the line a store will overwrite (a "read for
 # ownership"): then `c = a + b` moves 4n·4 bytes and STREAM's count understates the traffic by a quarter.
@@ -582,6 +586,12 @@ plt.show()
 # (§1.4's arrays are 2× the L2: 100 MiB each on an H100, 4 or 8 of them at 3.35 TB/s): three dispatches are a
 # tenth to a fifth of the op-by-op time there, and the full model's prediction (about 2.1×) stays close to the
 # traffic's 2×. NumPy's op-by-op version (bar chart) pays the same kinds of cost.
+#
+# What this model does not claim: that its split of the fused call into traffic and first-touch time is each
+# term's true share. The first-touch term is one difference of two best times (a fresh output against a donated
+# one), and XLA:CPU may run a large fusion on more than one thread (its HLO says so where it partitions the loop),
+# unlike §1.2's one-core roofs — so the traffic time left over need not match §1.2's memory roof. The ratio is
+# what is asserted, within a band that wide.
 #
 # ## Claims check
 #

@@ -681,8 +681,8 @@ assert h100.boost_clock_hz == 1.98e9 and implied_hz < h100.boost_clock_hz and pe
 # 512 dense fp16/bf16 multiply-adds per clock per tensor core, 8× Volta's 64: the "4×4×4 per cycle" is outdated
 # as a rate, and as a shape — no Hopper instruction is 4×4×4; the instructions the compilers emit are the
 # warp's 16×8×K `mma.sync` and the warpgroup's 64×N×K `wgmma`, with K = 16 for fp16/bf16, 8 for TF32 (the float32
-# dot's `HMMA.1688` and `HGMMA.64x128x8`, when XLA:GPU is available above) and 32 for FP8 and int8 (PTX ISA: `mma`
-# and `wgmma` shapes); only the warpgroup's approaches that rate. The SASS opcode names the data type as well as
+# dot's `HMMA.1688` and `HGMMA.64x128x8`, when XLA:GPU is available above) and 32 for FP8 and int8 (int8
+# `mma.sync` also has K = 16 shapes, `m16n8k16`; PTX ISA: `mma` and `wgmma` shapes); only the warpgroup's approaches that rate. The SASS opcode names the data type as well as
 # the level: `mma.sync` is `HMMA` (fp16, bf16, TF32), `IMMA` (int8) or `DMMA` (fp64), and `wgmma` is `HGMMA`
 # (fp16, bf16, TF32), `IGMMA` (int8) or `QGMMA` (FP8) — §6.7's fp8 `wgmma` above is a `QGMMA`, not an `HGMMA`.
 #

@@ -95,9 +95,9 @@ GRACE_HOPPER: dict[str, float] = {
 
 # The seed's CPU / GPU / NPU table with one published example of each, compared like with like:
 # - cores: independent instruction streams (CPU cores; GPU SMs; TPU TensorCores);
-# - fp32 vector ALUs (key fp32_lanes): fp32 units of the vector units, outside any matrix unit, each one fp32
-#   operation per cycle, counted alike on every chip (CPU: FMA pipes × SIMD width; H100: FP32 units of the SMs, one
-#   per lane; TPU v4: the (8, 128) VPU of each TensorCore with two ALUs per lane — "a total of 2048 floating point
+# - fp32 vector ALUs (key fp32_lanes): fp32 units of the vector units, outside any matrix unit, counted as units,
+#   not FLOPs: an FMA unit (2 FLOPs per cycle) on the CPU and the GPU, an ALU on the TPU's VPU (CPU: FMA pipes ×
+#   SIMD width; H100: FP32 units of the SMs, one per lane; TPU v4: the (8, 128) VPU of each TensorCore with two ALUs per lane — "a total of 2048 floating point
 #   adders" per core, JAX scaling book, TPU chapter);
 # - dense bf16 matrix FLOP/s: the matrix units (H100 tensor cores, TPU MXUs; the desktop CPU has none), dense,
 #   not 2:4-sparse.
