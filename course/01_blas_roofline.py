@@ -77,8 +77,8 @@ xp = be.xp  # NumPy on CPU, CuPy on a GPU: every measurement below runs on the b
 #
 # One correction to the seed: it labels Level 2 with $O(MN + MK + KN)$ — that is the *data* of Level 3.
 # Level 2 does $O(MN)$ work on $O(MN)$ data: about 2 FLOPs per element of the matrix, so its intensity is
-# 2 / (bytes per element) FLOP/byte — 0.5 in float32, 1 in bf16 — below the ridge of any GPU and of most CPUs
-# (an int8 gemv, at 2, can come near a CPU core's ridge).
+# 2 / (bytes per element) FLOP/byte — 0.5 in float32, 1 in bf16, 2 in int8 — below the ridge of that dtype on any
+# GPU and on most CPUs.
 #
 # The seed's pseudo-code makes the Level 3 claim concrete. `gc.blas.triple_loop_matmul` runs that loop for
 # real, with a counter on every access:

@@ -61,7 +61,8 @@ import re
 
 # §2.7 sizes a batch to the GPU's memory pool: pin JAX's fraction (75 %) before JAX starts, so that the pool cannot
 # grow past it (no effect on a CPU; a fraction you set yourself is kept)
-os.environ.setdefault("XLA_CLIENT_MEM_FRACTION", "0.75")
+if not (os.environ.get("XLA_CLIENT_MEM_FRACTION") or os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")):
+    os.environ["XLA_CLIENT_MEM_FRACTION"] = "0.75"  # a fraction set under either name is kept (both at once: an error)
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt

@@ -187,8 +187,10 @@ if simd_simt.is_x86():  # the assembly reader knows x86 only (on ARM, look for `
 # %% [markdown]
 # `vfmadd…ps` is a *fused multiply-add* on a whole register: `a * x[i] + y[i]` for 4, 8 or 16 values of `i`
 # at once. (The compiler also emits narrower and scalar code for the loop's remainder.) Which register you see
-# depends on the CPU *and* on the compiler's tuning for its core. On AMD Zen 4 and Zen 5 (LLVM core `znver4`,
-# `znver5`) you should see `zmm` — the seed's 16 lanes, for real. On Intel's AVX-512 cores (`skylake-avx512`,
+# depends on the CPU's feature flags (printed in §3.1: what the OS exposes, which in a VM may be less than the
+# chip has) *and* on the compiler's tuning for its core. With the AVX-512 flags exposed, AMD Zen 4 and Zen 5 (LLVM
+# core `znver4`, `znver5`) give `zmm` — the seed's 16 lanes, for real; a VM that hides those flags gets `ymm` even
+# on a `znver4` core. On Intel's AVX-512 cores (`skylake-avx512`,
 # `cascadelake`, `icelake-server`, `sapphirerapids`, the usual cloud Xeons) you will see `ymm`: LLVM's tuning for
 # them sets `prefer-256-bit`, so its vectorizer uses 256-bit vectors even though the CPU has 512-bit ones (heavy
 # 512-bit code lowers the clock of those cores). On an AVX2-only CPU you see `ymm`, and on one without AVX `xmm`.
@@ -718,7 +720,7 @@ nominal = stated.flops
 print(f"this CPU's GEMM peak: {cpu_peak / 1e9:.1f} GFLOP/s (1536² float32, best of {len(t_peak.times)}: "
       f"{gc.timing.format_seconds(t_peak.best)})" + (f"; nominal {nominal / 1e9:.0f} GFLOP/s = {stated.how} "
       f"(measured / nominal = {cpu_peak / nominal:.0%})" if nominal else ""))
-here = gc.roofline.Roofline("this CPU (measured)", cpu_peak, max(host_bw, host_add))
+here = gc.roofline.Roofline("this CPU (1 core's memory)", cpu_peak, max(host_bw, host_add))
 # Ryzen 9 9950X: 16 cores × 2 FMA pipes × 16 fp32 lanes × 2 FLOP × 5.0 GHz (an assumed all-core clock; its boost
 # clock is 5.7 GHz); DDR5-5600 dual channel
 desktop = gc.roofline.Roofline("desktop CPU (published)", 16 * 2 * 16 * 2 * 5.0e9, bw["DDR5-5600, 2 channels (desktop)"])

@@ -445,7 +445,8 @@ def numba_sass_many(kernels, cc: tuple[int, int] = (9, 0)) -> list[Sass]:
 
 def ptx_instructions(ptx: str) -> Counter:
     """PTX instructions by opcode with modifiers ('fma.rn.f32', 'ld.global.f32', ...), labels and directives skipped."""
-    return Counter(re.findall(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)[\s;]", ptx, re.M))
+    # modifiers may hold capitals: XLA writes max.NaN.f32 (NaN-propagating max), which a lower-case-only pattern drops
+    return Counter(re.findall(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_]+)*)[\s;]", ptx, re.M))
 
 
 # -- CUDA C sources the course and lab 6 compile ---------------------------------------------------------

@@ -78,16 +78,23 @@ def grant_traversal() -> list[tuple[Path, int]]:
     return changed
 
 
+# What the grading sandbox binds of this checkout (grader/sandbox.py): the sandbox's users (64000 + slot) must read
+# them while the hub test runs, because tests on the other pytest worker grade at the same time. Their answer side
+# (grader/answers) is closed instead: it is what a student must never read, and the sandbox hides it anyway.
+SANDBOX_PACKAGES = ("gpucourse", "grader")
+
+
 def close_checkout() -> list[tuple[Path, int]]:
     """Close this checkout to other users for the hub's run, but for the way to the venv's site-packages (when the
-    venv lives inside it): the checkout itself keeps only o+x (no listing), every other entry of it (solutions/,
-    grader/ with its answers, labs/, tests/, ...) loses o+rwx. Root (the test) is not affected. Returns what to
-    restore with :func:`restore_modes`."""
+    venv lives inside it) and the two packages the grading sandbox reads: the checkout itself keeps only o+x (no
+    listing), every other entry of it (solutions/, labs/, tests/, ...) and grader/answers lose o+rwx. Root (the
+    test) is not affected. Returns what to restore with :func:`restore_modes`."""
     keep = Path(sysconfig.get_paths()["purelib"]).resolve()
     root = ROOT.resolve()
     changed = []
-    for p in [root, *sorted(root.iterdir())]:
-        if p.is_symlink() or p == keep or p in keep.parents and p != root:
+    entries = [p for p in sorted(root.iterdir()) if p.name not in SANDBOX_PACKAGES] + [root / "grader" / "answers"]
+    for p in [root, *entries]:
+        if p.is_symlink() or not p.exists() or p == keep or p in keep.parents and p != root:
             continue
         mode = p.stat().st_mode
         new = mode & ~(0o006 if p == root else 0o007)
