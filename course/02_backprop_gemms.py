@@ -1065,8 +1065,8 @@ assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 *
 #
 # Korthikanti's point follows from the formula (last printed line): at GPT-3 scale the $5 a s^2 b$ term is
 # larger than all the $34\,sbh$ terms together, yet it is cheap to recompute (softmax and dropout, no GEMM) — so recompute just that ("selective recomputation")
-# instead of the whole layer. FlashAttention goes further: it never writes the $s \times s$ matrix to memory at
-# all.
+# instead of the whole layer. FlashAttention goes further: it never writes the $s \times s$ matrix to HBM (its
+# tiles live in on-chip shared memory and registers), and recomputes them in the backward pass.
 
 # %% [markdown]
 # ## Claims check

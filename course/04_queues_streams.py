@@ -353,7 +353,8 @@ assert gain > 1.2, f"not waiting every step hides the round trip: expected > 1.2
 # flag into pinned host memory the moment it starts, for the latency; an empty kernel launched 512 times back
 # to back, for the host's enqueue rate; the same 512 queued behind a long kernel so that the GPU never waits for
 # the host, timed with CUDA events, for the device's own rate; and a CUDA graph replay of them. 512, not more: CUDA's
-# launch queue holds about a thousand launches, and a full queue would block the host until the long kernel ends —
+# launch queue is bounded (its depth is not documented; about a thousand launches is the figure commonly reported,
+# not measured here), and a full queue would block the host until the long kernel ends —
 # the events would then time the host's enqueue rate, not the GPU's. The cell asserts that the host had queued all
 # 512 while the long kernel was still running. Every launch here is a CuPy `RawKernel` call from Python, so the
 # host's time per launch includes Python's and CuPy's own per-call overhead on top of CUDA's launch path: the

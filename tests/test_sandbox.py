@@ -37,7 +37,9 @@ def run(code: str, scratch: Path, limits: Limits = SMALL, slot: int = 7, use_bwr
     box = Sandbox(limits, slot=slot, use_bwrap=use_bwrap)
     box.prepare(scratch)
     cmd = box.wrap([sys.executable, "-c", code], [scratch], scratch)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    # started in scratch, as the grader starts its commands (bwrap changes into it itself; the unshare fallback does
+    # not, and a file flood run from the checkout once left flood.bin in it)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=scratch)
 
 
 def report(proc: subprocess.CompletedProcess) -> dict:
