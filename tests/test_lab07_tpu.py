@@ -3,6 +3,8 @@ hidden — with a message that says what was expected."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -188,27 +190,24 @@ def _accumulates_in_bf16(x, y, bm, bn, bk):  # no scratch: the running sum is ro
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)), interpret=True)(x, y)
 
 
-def _scratch_unused(x, y, bm, bn, bk):  # declares the f32 scratch, but adds each k block into the bf16 output
+def _scratch_unused():
+    """The wrong answer of tests/wrong_answers/lab07_tpu.py that declares the f32 scratch, but adds each k block
+    into the bf16 output (run as a notebook cell would)."""
+    import importlib.util
+
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
 
-    m, k = x.shape
-    n = y.shape[1]
-
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
-        @pl.when(pl.program_id(2) == 0)
-        def _():
-            o_ref[...] = jnp.zeros_like(o_ref)
-
-        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
-
-    return pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
-        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, y)
+    path = Path(__file__).parent / "wrong_answers" / "lab07_tpu.py"
+    spec = importlib.util.spec_from_file_location("wrong_lab07", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (source,) = [c for c in module.WRONG["ex4_pallas_matmul"] if "o_ref[...] += jnp.dot" in c and "scratch_shapes" in c]
+    namespace = {"jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
+    exec(compile(source, "<student cell>", "exec"), namespace)
+    return namespace["pallas_matmul"]
 
 
 def test_pallas_matmul_visible_case_catches_an_unused_scratch():
@@ -216,12 +215,12 @@ def test_pallas_matmul_visible_case_catches_an_unused_scratch():
     visible case whose first k block gives ±256 and the seven others less than half a bf16 unit each must fail it,
     naming the mistake, and so must the hidden cases."""
     p = lab.problems["pallas_matmul"]
-    p.after(_scratch_unused, False)  # the structure alone cannot tell
+    p.after(_scratch_unused(), False)  # the structure alone cannot tell
     with pytest.raises(CheckFailure, match=r"expected -?26[02], got -?256.*accumulate in the f32 scratch, write o_ref "
                                            r"once at the last k step"):
-        p.check(_scratch_unused)
+        p.check(_scratch_unused())
     with pytest.raises(CheckFailure, match="accumulate in the f32 scratch"):
-        p.check(_scratch_unused, hidden=True)
+        p.check(_scratch_unused(), hidden=True)
 
 
 def test_pallas_matmul_needs_an_f32_accumulator_and_legal_blocks():
