@@ -40,7 +40,7 @@
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -48,8 +48,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -271,10 +274,12 @@ def deep_loss(Ws, X):
 
 
 depths = [1, 2, 3, 4, 8]
+HOST = jax.devices("cpu")[0]
 measured, predicted = [], []
 for L in depths:
-    Ws = [put(rng.standard_normal((d, d)) / np.sqrt(d)) for _ in range(L)]
-    X_ = put(rng.standard_normal((B, d)))
+    # compiled for the host CPU on every backend: a GPU executable's cost analysis counts a cuBLAS GEMM as -1 FLOP
+    Ws = [jax.device_put((rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32), HOST) for _ in range(L)]
+    X_ = jax.device_put(rng.standard_normal((B, d)).astype(np.float32), HOST)
     fwd = tm.compiled_flops(tm.compile_for_analysis(deep_loss, Ws, X_))
     full = tm.compiled_flops(tm.compile_for_analysis(jax.grad(deep_loss), Ws, X_))
     measured.append(full / fwd)
@@ -338,11 +343,12 @@ assert flop_ratio / SHARED < time_ratio < flop_ratio * SHARED, "the backward is 
 # the core it keeps. So the band is the FLOP ratio within `SHARED` = 2.2× (that factor 2, and 10 % more) either
 # way.
 # Where does the forward's time go? Take it apart:
-# its four GEMMs alone, and its four $\tanh$ alone (distinct arrays of the same shapes, so none is merged), each
-# timed as its own call.
+# its four GEMMs alone (chained, as in the forward), and its four $\tanh$ alone (distinct arrays of the same shapes,
+# so none is merged), each timed as its own call.
 
 # %%
-gemm4 = jax.jit(lambda X, Ws: [X @ W_ for W_ in Ws])  # 4 × (512, 384) @ (384, 384), the forward's products
+gemm4 = jax.jit(lambda X, Ws: X @ Ws[0] @ Ws[1] @ Ws[2] @ Ws[3])  # 4 × (512, 384) @ (384, 384), chained as in the
+# forward: each product waits for the one before (independent products could run side by side on the cores)
 tanh4 = jax.jit(lambda hs: [jnp.tanh(h) for h in hs])  # 4 × tanh on (512, 384), the forward's elementwise work
 hs = [X_ * (i + 1) for i in range(4)]
 part_runs = {"fwd": [], "gemm": [], "tanh": []}
@@ -360,7 +366,7 @@ gemm_model = 1 + (2 - 1 / 4) * gemm_share  # backward GEMMs at the forward's GEM
 print(f"time ratio if the backward's 7 GEMMs ran at the forward's GEMM rate and its elementwise work were free: "
       f"{gemm_model:.2f}×; measured {time_ratio:.2f}×")
 if not be.is_gpu:  # on a GPU each call is a few µs of kernels behind a launch cost; the parts need not add up
-    assert 1 / SHARED < parts < SHARED, "the forward is its GEMMs plus its tanh: the parts add up to the whole"
+    assert 1 / SHARED < parts < SHARED, "the forward is its GEMMs plus its tanh, within a shared machine's noise"
     assert tanh_share < 0.5, "a share, not the bulk: the forward is mostly its GEMMs"
 cost = tm.compile_for_analysis(tanh4, hs).cost_analysis()
 cost = cost[0] if isinstance(cost, (list, tuple)) else cost  # older JAX returns a list of dicts
@@ -370,9 +376,9 @@ assert cost.get("transcendentals", 0.0) == 4 * 512 * 384
 assert cost.get("flops", 0.0) == 0 or be.is_gpu, "XLA:CPU weighs a tanh as 0 FLOPs"  # XLA:GPU has its own model
 
 # %% [markdown]
-# On a CPU the parts add up to the whole (asserted within the same factor `SHARED` either way, for the same
-# reason: a part timed while another program holds a core runs up to 2× slower; the printed sum is what this
-# machine gave): the forward is its GEMMs plus its $\tanh$, and
+# On a CPU the parts account for the forward: their sum is the printed fraction of it, asserted only within the
+# same factor `SHARED` either way, for the same reason (a part timed while another program holds a core runs up to
+# 2× slower), so the assert shows the forward is made of these parts, not that they sum to exactly 1.00×; and
 # the $\tanh$ take the share printed above. A part's share can exceed 100 %: each part is timed as its own call
 # (its own dispatch, no fusion with the other part), and even best runs carry a shared machine's noise. That share depends on the machine — how fast it runs a GEMM against
 # how fast it runs a vectorised $\tanh$ — and is asserted only to be a minority (under half). Timed alone they are
@@ -907,7 +913,7 @@ elif not be.is_gpu:
 # model to the device, predicts the largest batch, checks with XLA's buffer assignment that 0.85× of it fits and
 # 1.15× does not, then runs both — the first must train, the second must run out of memory.
 #
-# The budget is not the whole card. By default JAX's GPU allocator takes **75 %** of the device's total memory
+# The budget is not the whole card. JAX's GPU allocator starts with **75 %** of the device's total memory
 # (JAX docs, "GPU memory allocation"; the environment variable `XLA_CLIENT_MEM_FRACTION`, formerly
 # `XLA_PYTHON_CLIENT_MEM_FRACTION`, sets another fraction). On a GPU the cell reads the limit the allocator reports
 # (`memory_stats()["bytes_limit"]`); without one it applies the same fraction to a card's memory, and prints the
@@ -916,7 +922,7 @@ elif not be.is_gpu:
 # known and the limit the allocator reports is the cap.)
 
 # %%
-# JAX's default: 75 % of the device's memory for its allocator (JAX docs, "GPU memory allocation"), unless set
+# the fraction this notebook's set-up cell pins (75 %, JAX's starting pool), or the one you set yourself
 JAX_MEM_FRACTION = float(os.environ.get("XLA_CLIENT_MEM_FRACTION") or os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
                          or 0.75)
 if gc.require_gpu("bracket the predicted OOM batch: a step at 0.85× fits, at 1.15× it runs out of memory"):
@@ -959,7 +965,7 @@ else:
     h200 = gc.hardware.H200_SXM
     # assumption: the device's total memory is the datasheet's 141 GB (h200.memory_bytes); what a real H200 reports
     # was not measured here, so the budgets below are the datasheet's
-    jax_budget = JAX_MEM_FRACTION * h200.memory_bytes  # what JAX's allocator may hand out by default
+    jax_budget = JAX_MEM_FRACTION * h200.memory_bytes  # what JAX's allocator may hand out under the pinned fraction
     print(f"{h200.name}: {h200.memory_bytes / 1e9:.0f} GB (datasheet), of which JAX's allocator takes "
           f"{JAX_MEM_FRACTION:.0%} = {jax_budget / 1e9:.1f} GB")
     for name, key in {"8 × 4096² layers": "tanh 8x4096, fp32", "32 × 8192² layers": "tanh 32x8192, fp32"}.items():
@@ -967,8 +973,8 @@ else:
         fixed_h, per_h, b_h = batch_room(net, jax_budget)
         _, _, b_all = batch_room(net, h200.memory_bytes)
         print(f"{name} ({net['n_params'] / 1e6:,.0f} M params): fixed {fixed_h / 1e9:.1f} GB, {per_h:,} bytes per "
-              f"example -> OOM above B ≈ {b_h:,} with JAX's default (≈ {b_all:,} if JAX could use all "
-              f"{h200.memory_bytes / 1e9:.0f} GB)")
+              f"example -> OOM above B ≈ {b_h:,} with the {JAX_MEM_FRACTION:.0%} pinned (≈ {b_all:,} if the pool grew to all "
+              f"{h200.memory_bytes / 1e9:.0f} GB, as JAX's default lets it)")
         assert total(net, b_h) <= jax_budget < total(net, b_h + 1)
         assert b_h < b_all, "the allocator's cap lowers the batch that fits"
 

@@ -37,7 +37,7 @@
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -45,8 +45,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -329,11 +332,11 @@ else:  # a GPU may split a path further (independent thread scheduling), but nev
 # scheduled independently, so the hardware is allowed to split a path further; `activemask` reports what it did.)
 # The cost of this, as a model: one warp issuing `if t % 4 == 0: A else: B` with path A 6 instructions long and
 # path B 4. A path is issued if at least one lane takes it; while it runs, only the lanes that took it are active.
-# Below, each row is one issued instruction, each column a lane, dark = active. Writing that model is lab 3's
-# exercise 4, so the course does not install it: these masks were computed by the course's reference model
-# (`grader/answers/lab03_datapath.py`, `warp_masks`) and ship as data, `gpucourse/data/warp_masks.json`
-# (`simd_simt.stored_warp_masks()` reads it; a test recomputes it). The cell checks them against what the rule
-# above says: every active lane-slot is useful work, and a path is issued only if some lane takes it.
+# Below, each row is one issued instruction, each column a lane, dark = active. These masks were computed by the
+# course's reference model (`grader/answers/lab03_datapath.py`, `warp_masks`) and ship as data,
+# `gpucourse/data/warp_masks.json` (`simd_simt.stored_warp_masks()` reads it; a test recomputes it). The cell checks
+# them against what the rule above says: every active lane-slot is useful work, and a path is issued only if some
+# lane takes it.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -370,12 +373,13 @@ plt.show()
 # %% [markdown]
 # A divergent warp pays for both paths: 10 issue slots instead of 6 or 4, and most lane-slots idle. A branch
 # costs nothing when all 32 threads of a warp agree (`t < 32`), whatever other warps do — so arranging data so
-# that warps agree is a real optimization (section 5 measures it). Lab exercise 4 writes the model and counts this
-# for whole grids.
+# that warps agree is a real optimization (section 5 measures it). Lab exercise 4 designs such an arrangement: which
+# thread processes which item so that a whole grid issues the fewest instructions.
 #
 # The CPU's vector units face the same problem and solve it the same way: a vectorized loop with an `if` computes
 # both sides for all lanes and **blends** them under a mask (AVX-512 even has mask registers `k0–k7`). That is
-# also how you vectorize a branch in NumPy: `np.where(cond, a, b)` — lab exercise 5.
+# also how you vectorize a branch in NumPy: `np.where(cond, a, b)` — lab exercise 5 does it for a three-branch loss
+# and its gradient.
 
 # %%
 @numba.njit(fastmath=True)
@@ -860,7 +864,7 @@ assert np.isclose(rms, np.sqrt(np.mean(data.astype(np.float64) ** 2)), rtol=1e-6
 
 # %%
 # NBVAL_CHECK_OUTPUT
-# Llama-3-8B: 32 layers, 8 KV heads (grouped-query attention), head dimension 128, bf16
+# Llama-3.1-8B (128k context; Llama-3-8B has the same shape and an 8k context): 32 layers, 8 KV heads (grouped-query attention), head dimension 128, bf16
 per_token = datapath.kv_cache_bytes(layers=32, kv_heads=8, head_dim=128, tokens=1)
 print(f"KV cache per token: {per_token // 1024} KiB")
 for tokens, batch in ((8_192, 1), (131_072, 1), (131_072, 8)):
@@ -958,7 +962,7 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # | C26 | CPU and GPU have separate memories; each device's units reach only their own (seed 002) | §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU): a kernel writes mapped host memory directly | **qualified**: true for a discrete GPU and ordinary allocations; zero-copy mapped memory and Unified Memory let a GPU reach CPU memory over PCIe; Grace Hopper keeps two physical memories (LPDDR5X, HBM3 or HBM3e) in one coherent address space, the GPU reading CPU memory at NVLink-C2C speed (450 GB/s each way, about 1/9 of the shipping GH200's 4 TB/s HBM3 and 1/11 of its HBM3e, §3.9; GH200 datasheet); only integrated GPUs share one physical memory |
 # | C27 | GPU memory has no direct path to disk; data always passes through CPU memory (seed 002) | §3.5: NVMe at 7.45 GB/s is 450× slower than HBM3, so disk I/O belongs between kernels; NVIDIA GPUDirect Storage (cuFile, CUDA ≥ 11.4) DMAs NVMe ↔ GPU memory without a CPU bounce buffer | **qualified**: true of the classic path and of kernels (no kernel reads a file); with GDS the bytes skip CPU memory, though the CPU still orchestrates |
 # | C28 | GPUs don't page device memory out to disk: data larger than GPU memory means OOM (seed 002) | §3.8: the tracker's OOM, and on a GPU CuPy's real `OutOfMemoryError`; streaming in chunks computes the same result within the budget | **qualified**: never to disk, and `cudaMalloc` (what frameworks use) fails with OOM; but Unified Memory can oversubscribe device memory by migrating pages to *host* memory, and streaming or offloading avoids OOM in software |
-# | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (seed 002) | §3.8: Llama-3-8B's KV cache is 128 KiB per token — 137 GB for 8 × 128k-token contexts, more than an H100 holds; LMCache/Mooncake/FlexGen tier KV blocks to CPU memory or SSD (in vLLM through KV connectors); vLLM V0 swapped preempted requests' blocks to CPU memory, V1 preempts by recomputation instead | **qualified**: offload is real and common, but as an add-on tier (KV connectors, LMCache, Mooncake), not the default of the best-known engine — vLLM V1 recomputes rather than swaps; and it is software moving blocks between steps (over PCIe or GDS), not GPU paging |
+# | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (seed 002) | §3.8: Llama-3.1-8B's KV cache is 128 KiB per token — 137 GB for 8 × 128k-token contexts, more than an H100 holds; LMCache/Mooncake/FlexGen tier KV blocks to CPU memory or SSD (in vLLM through KV connectors); vLLM V0 swapped preempted requests' blocks to CPU memory, V1 preempts by recomputation instead | **qualified**: offload is real and common, but as an add-on tier (KV connectors, LMCache, Mooncake), not the default of the best-known engine — vLLM V1 recomputes rather than swaps; and it is software moving blocks between steps (over PCIe or GDS), not GPU paging |
 #
 # On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even, OOM,
 # zero-copy) on the device itself.

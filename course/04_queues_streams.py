@@ -38,7 +38,7 @@
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -46,8 +46,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -109,8 +112,12 @@ assert q.host_us == 4 + 3 * 100  # the first kernel starts when its launch retur
 # measured here: `gc.measure(..., sync=False)` stops the clock when the call returns.
 
 # %%
-x = jnp.asarray(rng.standard_normal((1024, 1024)).astype(np.float32), device=be.jax_device)
-f = jax.jit(lambda a: jnp.tanh(a @ a) @ a)  # two 1024³ matmuls: 4.3 GFLOP
+# two n³ matmuls: 4.3 GFLOP on the CPU (n = 1024); a data-centre GPU does that in about one dispatch time, so there
+# n grows until the work takes 20 dispatches at the card's float32-GEMM peak (a card without figures: 2 PFLOP/s)
+sheet = gc.hardware.lookup(be.gpu.name) if be.is_gpu else None
+n = streams.async_demo_size(sheet and gc.hardware.f32_gemm_peak(sheet)) if be.is_gpu else 1024
+x = jnp.asarray(rng.standard_normal((n, n)).astype(np.float32), device=be.jax_device)
+f = jax.jit(lambda a: jnp.tanh(a @ a) @ a)
 f(x).block_until_ready()  # compile once
 
 def one_call():
@@ -526,7 +533,8 @@ assert streams.simulate(nine).span("independent").start == 100
 
 # %%
 if gc.require_gpu("the seed's three streams measured with CUDA events, beside the model"):
-    scaled = streams.from_streams({s: [(n, 10 * us) for n, us in chain] for s, chain in seed.items()}, sms=40)
+    sms = streams.side_by_side_sms(be.gpu.sm_count)  # three kernels side by side must fit: a T4 has 40 SMs
+    scaled = streams.from_streams({s: [(n, 10 * us) for n, us in chain] for s, chain in seed.items()}, sms=sms)
     measured = streams.measure_on_gpu(scaled)
     predicted = streams.simulate(scaled)
     fig, axs = plt.subplots(2, 1, figsize=(9, 5.5), layout="constrained")
@@ -540,7 +548,8 @@ if gc.require_gpu("the seed's three streams measured with CUDA events, beside th
 
 # %%
 if gc.require_gpu("one kernel on the legacy default stream serializes blocking streams, not non-blocking ones"):
-    scaled = [replace(op, duration=10 * op.duration) for op in with_legacy]
+    sms = streams.side_by_side_sms(be.gpu.sm_count)  # as above: three kernels fit side by side on any GPU
+    scaled = [replace(op, duration=10 * op.duration, sms=min(op.sms, sms)) for op in with_legacy]
     as_blocking = streams.measure_on_gpu(scaled, nonblocking=set())
     as_non_blocking = streams.measure_on_gpu(scaled, nonblocking={"1", "2", "3"})
     print(f"measured makespan: blocking streams {as_blocking.makespan:.0f} µs, non-blocking streams "
@@ -677,7 +686,8 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 # communication hides behind it (`--xla_gpu_enable_latency_hiding_scheduler`; NVIDIA's JAX-Toolbox documents the
 # flag and shows, in its profile-guided latency estimator guide, how `--xla_gpu_disable_async_collectives` turns
 # the overlap off for profiling; when nothing can be scheduled in between, the collective runs on the compute
-# stream: openxla/xla issue 14397). XLA also records sequences of kernels into CUDA graphs ("command buffers",
+# stream: XLA's `GpuConvertAsyncCollectivesToSync` pass makes it synchronous when no other work overlaps its
+# start/done interval — openxla/xla PR 46463; issue 14397 is a user's report of it). XLA also records sequences of kernels into CUDA graphs ("command buffers",
 # `--xla_gpu_enable_command_buffer`) to cut the launch costs of §4.4. Section 7 reads the collectives of sharded
 # programs in the HLO.
 #

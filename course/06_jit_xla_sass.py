@@ -35,7 +35,7 @@
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -43,8 +43,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -217,8 +220,7 @@ ax.bar([0.4, 1.4], [model.predicted(s) * 1e3 for s in sides], width=0.4, label="
 ax.set_xticks([0.2, 1.2], names)
 ax.legend()
 plt.show()
-off = model.off
-print(f"measured/model of every round: {', '.join(f'{r:.2f}' for r in model.rounds)}; the median round: {off:.2f}")
+off = model.off  # the median round's measured/model (every round's is in the table's last line)
 pages = n_bytes / gc.fusion.PAGE  # 4 KiB pages in one array
 print(f"page faults per page of one array: unfused {model.unfused.faults / pages:.2f}, fused "
       f"{model.fused.faults / pages:.2f} (fresh arrays per call: 3 unfused, 1 fused); bandwidth "
@@ -334,8 +336,8 @@ for al in gc.xla.buffer_assignment(layers(4), xw, xw):
     print(f"  allocation {al.index} ({al.kind:9}, {al.size // 1024} KiB): "
           + ", ".join(f"{name}@{off}" for name, _, off in al.values))
 # within a few KiB: with cuBLAS chosen for the GEMMs (a GPU's autotuner may), each GEMM adds a small workspace
-# (XLA:GPU deviceless, Triton GEMMs off, temp + output: one 4 MiB cuBLAS workspace and +256 B per layer,
-# 4,719,104 B at 2 layers vs 4,720,640 at 8: seen in such a run while writing this cell, not shown here)
+# (compiled deviceless for an H100 with Triton GEMMs off, XLA:GPU reserves one cuBLAS workspace of a few MiB and a
+# few hundred bytes more per layer; not run in this cell, so only the 8 KiB tolerance is claimed here)
 assert abs(rows[-1][3] - rows[1][3]) <= 8 * 1024 and rows[-1][3] < rows[-1][2] / 4, \
     "8 layers reserve what 2 layers do (to a few KiB of workspace), far less than their values"
 if not be.is_gpu:  # on a GPU the GEMM's kernel may also take the tanh (Triton) or a cuBLAS workspace
@@ -554,7 +556,7 @@ else:
 # two thirds of the tensor cores' peak throughput; `wgmma` is needed to approach the peak (FA3 itself reaches
 # about 740 TFLOP/s in FP16, ≈ 75 % of the H100's 989), a kernel fed by TMA (the Tensor
 # Memory Accelerator) copying tiles from HBM into shared memory asynchronously. cuBLAS's Hopper kernels and
-# XLA's Triton GEMMs use `wgmma`. Ask XLA:GPU itself: the same bf16 `jnp.dot` compiled for an H100 with XLA's
+# XLA's Triton GEMMs use `wgmma` when their tile is warpgroup-sized. Ask XLA:GPU itself: the same bf16 `jnp.dot` compiled for an H100 with XLA's
 # untuned default tile (16×8 outputs, 2 warps: what it uses deviceless, with no autotuner to time candidates),
 # and with a warpgroup-sized tile, **forced** with the debug option `xla_gpu_override_gemm_autotuner` (128×128×64,
 # 8 warps = 2 warpgroups: the kind of tile an autotuned Hopper GEMM of this size uses — a 4096×4096 output is

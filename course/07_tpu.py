@@ -46,7 +46,7 @@
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -54,8 +54,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -397,8 +400,9 @@ assert abs(tpu.TPU_V6E.implied_clock_hz() - 3.5e9) < 0.01e9 and tpu.TPU_V6E.unve
 # %% [markdown]
 # v6e's line does not add up: Google's v6e page gives each TensorCore "two 256x256 matrix-multiply units", and
 # with the published 918 TFLOP/s that needs a 3.5 GHz clock, more than twice v5e's 1.5 GHz. One of the published
-# figures (the MXU count, or what a "MAC" of v6e's MXU does) is not what it seems; `gc.tpu` marks v6e's MXU count
-# unverified, and nothing below depends on it.
+# figures (the MXU count, or what a "MAC" of v6e's MXU does) is not what it seems. Another revision of the same
+# page says 4 MXUs per TensorCore, which with 918 TFLOP/s implies 1.75 GHz — v5p's implied clock; `gc.tpu` marks
+# v6e's MXU count unverified, and nothing below depends on it.
 
 # %% [markdown]
 # ## 7.4 Before the MXU, HBM: the TPU's roofline and its critical batch
@@ -557,7 +561,7 @@ assert len(fixed) == 1, "with a fixed latency the static core's time is fixed to
 # a late load stalls everything behind it, where the warp scheduler runs another warp — and the compiler answers
 # with more buffers (the 32-buffer row). That is the TPU's bargain: no scheduling hardware, and in exchange the
 # compiler must know its latencies. It can plan them better than a GPU could: no hardware-managed cache sits in front
-# of the TensorCore's operands — the MXU and vector unit read VMEM, filled by DMAs the compiler itself issues and
+# of the TensorCore's operands — the MXU and vector unit read vector registers loaded from VMEM, which is filled by DMAs the compiler itself issues and
 # sizes — so no cache hits and misses vary them (HBM and ICI contention still can). TPU v4 does have a larger
 # on-chip memory between HBM and VMEM, **CMEM** (Jouppi et al., ISCA 2023; JAX's Pallas TPU table gives its size),
 # but the TensorCore's operands still come from VMEM:
@@ -707,11 +711,12 @@ assert plans[32].hbm_bytes > 10 * plans[512].hbm_bytes
 #   vector registers' 8 sublanes × 128 lanes and onto the MXU — unless a block dimension spans the whole array
 #   dimension. The 32×16 blocks above are not legal there; 128×128 and 512×512 are.
 # - **The accumulator.** `f32_matmul_kernel` adds every `k` block's product straight into its output block. That is
-#   fine only because the output is float32. With a bfloat16 output (8 bits of mantissa) every step would round the
+#   fine only because the output is float32. With a bfloat16 output (8 significant bits, 7 stored) every step would round the
 #   running sum: the usual pattern (the Pallas TPU matmul guide) keeps a float32 accumulator of one output block in
 #   VMEM *scratch* (`scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]`, a buffer that lives for the whole grid and
 #   is never copied to HBM) and writes the output block once, cast to bf16, at the last `k` step. The lab's exercise
-#   4 writes that kernel, with legal blocks. What rounding every step costs, in one bf16 addition:
+#   4 writes a dense layer that way, with legal blocks and its bias and activation fused into that last step. What
+#   rounding every step costs, in one bf16 addition:
 
 # %%
 vmem_1024 = 2 * 4 * 3 * 1024 * 1024
@@ -778,8 +783,10 @@ for name, fn in (("k last ", blocked_matmul), ("k first", kfirst_matmul)):
 # `pallas_call` on an NVIDIA GPU lowers to **Mosaic GPU** by default (the `jax_pallas_use_mosaic_gpu` flag printed
 # below; Hopper and newer GPUs only), while the Triton backend "is maintained only on a best-effort basis, and is
 # not recommended" (Pallas quickstart). The GPU kernel below asks for Triton explicitly
-# (`pallas.triton.CompilerParams`), because Triton runs it on every CUDA GPU this course targets, Colab's T4
-# included. Its numbers are checked here in interpret mode, and on a GPU compiled:
+# (`pallas.triton.CompilerParams`), because Triton runs it on Ampere and newer (compute capability 8.0 and up,
+# every data-centre GPU since the A100, and the L4) — not on Colab's T4 (7.5), where XLA refuses Triton ("Triton
+# support is only enabled for Ampere GPUs (compute capability 8.0) and up"). Its numbers are checked here in
+# interpret mode, and on a GPU of compute capability 8.0 or more compiled:
 
 # %%
 def gpu_matmul_kernel(x_ref, y_ref, o_ref, *, bk):  # x_ref: (bm, k) row panel, y_ref: (k, bn) column panel
@@ -808,7 +815,10 @@ exact = xi @ yi
 assert np.array_equal(np.asarray(pallas_matmul_gpu(xi, yi, 64, 64, 32)), exact)
 print(f"JAX {jax.__version__}: jax_pallas_use_mosaic_gpu = {jax.config.jax_pallas_use_mosaic_gpu}; "
       "the GPU kernel in interpret mode: exact")
-if gc.require_gpu("the Pallas GPU matmul compiled through Triton, checked against NumPy"):
+ampere_or_newer = be.is_gpu and be.gpu.compute_capability >= (8, 0)  # XLA's Triton needs compute capability 8.0+
+if be.is_gpu and not ampere_or_newer:
+    print(f"[{be.gpu.name}, compute capability {be.gpu.compute_capability}: XLA runs no Triton kernel below 8.0]")
+elif gc.require_gpu("the Pallas GPU matmul compiled through Triton, checked against NumPy"):
     gpu = jax.devices("gpu")[0]
     xg, yg = jax.device_put(xi, gpu), jax.device_put(yi, gpu)
     og = pallas_matmul_gpu(xg, yg, 64, 64, 32, interpret=False)
@@ -1284,4 +1294,5 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # everything else is a model or CPU-real JAX (meshes, collectives, HLO) and reads the same on every machine.
 #
 # **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array, tile a GEMM with double-buffered
-# weights, write a Pallas kernel, predict collectives, count hops on real slices and price collectives.
+# weights, write a fused Pallas kernel, predict collectives and the bytes they move, count hops on real slices and
+# price collectives.

@@ -29,11 +29,13 @@ REPO = "gpu-course/gpu-course"  # owner/name on GitHub; an instructor's fork: `p
 BRANCH = "main"
 RELEASE = "student-edition"  # the GitHub release whose asset is the student edition's wheel
 VERSION = "0.1.0"  # gpucourse.__version__ (a test keeps them equal): the wheel's file name holds it
-COLAB_DEPS = ["numba-cuda>=0.20"]  # runtime dependencies Colab does not preinstall
+COLAB_DEPS = ["numba-cuda>=0.20"]  # runtime dependencies Colab does not preinstall (numba-cuda: the cell adds the
+# flavour of the driver's CUDA major version, [cu12] or [cu13]: without one, numba-cuda resolves to cuda-bindings 13,
+# which needs a driver >= 580)
 MARK = "# Colab set-up"  # first line of the cell: how retarget (and the lead's insertion) finds it
 
 CELL_TEMPLATE = '''{mark} (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "{url}"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -41,8 +43,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + {deps!r}, check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{{major.group(1)}}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in {deps!r}], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")'''

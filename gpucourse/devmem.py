@@ -202,6 +202,8 @@ class DeviceArray(NDArrayOperatorsMixin):
     def _wrap(self, result: Any) -> Any:
         if isinstance(result, tuple):
             return tuple(self._wrap(r) for r in result)
+        if getattr(result, "ndim", None) == 0 and hasattr(result, "get"):
+            return result.get()[()]  # a CuPy 0-d result: a host scalar, as NumPy storage gives (np.float32)
         if hasattr(result, "shape") and hasattr(result, "dtype") and not np.isscalar(result):
             return self.memory._adopt(result)
         return result
@@ -218,6 +220,8 @@ class DeviceArray(NDArrayOperatorsMixin):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         memory = _memory_of(args) or self.memory
         result = func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        if getattr(result, "ndim", None) == 0 and hasattr(result, "get"):
+            return result.get()[()]  # np.sum(d) on CuPy storage: a host scalar, as on NumPy storage
         return memory._adopt(result) if hasattr(result, "nbytes") and getattr(result, "ndim", 0) > 0 else result
 
     # reductions and a few methods, so that d.sum() and friends work like on NumPy/CuPy arrays

@@ -152,6 +152,16 @@ def execute(path: Path, root: Path, env: dict[str, str], timeout: int) -> Notebo
     return NotebookRun(str(path.relative_to(root)), time.perf_counter() - t0, ok, error, gpu_cells(nb))
 
 
+def run_env(record_file: Path, jobs: int) -> dict[str, str]:
+    """The environment of the GPU-marked tests and of each notebook's kernel."""
+    env = {**os.environ, "GPUCOURSE_BACKEND": "gpu", records.RECORD_ENV: str(record_file),
+           "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    if jobs > 1:  # JAX preallocates 75 % of the GPU in each process: a second notebook's kernel could not start
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # allocate on demand (JAX docs, "GPU memory allocation")
+    return env
+
+
 def run_tests(root: Path, env: dict[str, str], timeout: int) -> dict:
     """``pytest -m gpu tests``: counts from its JUnit XML."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -234,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir = Path(args.out) if args.out else root / "course" / "gpu_runs"
     record_file = Path(tempfile.mkdtemp(prefix="gpu_check_")) / "records.jsonl"
-    env = {**os.environ, "GPUCOURSE_BACKEND": "gpu", records.RECORD_ENV: str(record_file),
-           "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    env = run_env(record_file, args.jobs)
+    if args.jobs > 1:
+        print(f"--jobs {args.jobs}: XLA_PYTHON_CLIENT_PREALLOCATE=false, so that {args.jobs} JAX processes share the "
+              "GPU; the notebooks' timings disturb each other", flush=True)
 
     tests = None
     if not args.skip_tests:

@@ -100,6 +100,57 @@ A100_SXM = Accelerator(
 
 ACCELERATORS = {a.name: a for a in (A100_SXM, H100_SXM, H200_SXM)}
 
+# -- the GPUs students and instructors have: every GPU-mode assert of the course must hold on each ----------------
+# (tests/test_gpu_profiles.py evaluates each assert's condition against every profile). Only what those conditions
+# read is given; a profile is not a lookup target (see `lookup`: the course reads figures for a few cards only).
+T4 = Accelerator(
+    name="Tesla T4",
+    peak_flops={"fp32": 8.1 * TERA, "fp16-tensor": 65 * TERA},  # no TF32: an f32 GEMM runs on the FP32 lanes
+    memory_bandwidth=320e9,  # GDDR6
+    memory_bytes=16e9,
+    sm_count=40,
+    per_sm={"fp32_lanes": 64},  # 40 × 64 × 2 FLOP × 1.59 GHz = 8.1 TFLOP/s
+    source="NVIDIA T4 Tensor Core GPU datasheet; Turing TU104 (40 SMs enabled), compute capability 7.5",
+    compute_capability=(7, 5),
+    boost_clock_hz=1.59e9,
+    l2_bytes=4 * 2**20,
+)
+
+L4 = Accelerator(
+    name="NVIDIA L4",
+    peak_flops={"fp32": 30.3 * TERA, "tf32-tensor": 60 * TERA, "bf16-tensor": 121 * TERA},  # dense: half of 120/242*
+    memory_bandwidth=300e9,  # GDDR6
+    memory_bytes=24e9,
+    sm_count=58,
+    per_sm={"fp32_lanes": 128},  # 58 × 128 × 2 FLOP × 2.04 GHz = 30.3 TFLOP/s
+    source="NVIDIA L4 Tensor Core GPU datasheet (sparse figures marked *, halved here); Ada AD104, cc 8.9",
+    compute_capability=(8, 9),
+    boost_clock_hz=2.04e9,
+    l2_bytes=48 * 2**20,
+)
+
+A100_SXM_40GB = Accelerator(
+    name="A100 SXM4 40GB",
+    peak_flops=dict(A100_SXM.peak_flops),  # the same GA100 compute as the 80 GB card
+    memory_bandwidth=1.555 * TERA,  # HBM2, not the 80 GB card's HBM2e at 2.039
+    memory_bytes=40e9,
+    sm_count=108,
+    per_sm=dict(A100_SXM.per_sm),
+    source="NVIDIA A100 Tensor Core GPU datasheet (40GB SXM column)",
+    compute_capability=(8, 0),
+    boost_clock_hz=1.41e9,
+    l2_bytes=40 * 2**20,
+)
+
+GPU_PROFILES = (T4, L4, A100_SXM_40GB, A100_SXM, H100_SXM, H200_SXM)
+
+
+def f32_gemm_peak(gpu: Accelerator) -> float:
+    """The fastest a float32-input GEMM may run: TF32 tensor cores where the card has them (JAX's default matmul
+    precision lets XLA:GPU use them for float32 on Ampere and newer; CuPy only with CUPY_TF32=1), else the FP32
+    lanes."""
+    return gpu.peak_flops.get("tf32-tensor", gpu.peak_flops["fp32"])
+
 # Links between memories, bytes/s per direction, at most what DMA can move. PCIe rows are after the line encoding:
 # PCI-SIG PCIe 4.0 / 5.0 base specifications: 16 / 32 GT/s per lane × 16 lanes ÷ 8 bits = 32 / 64 GB/s raw, of which
 # 128b/130b encoding leaves 128/130: 31.5 / 63.0 GB/s (gpucourse.datapath.pcie_bandwidth derives every generation).
@@ -118,6 +169,19 @@ LINKS = {
 H100_LATENCY_CYCLES = {"L1 hit": 34, "L2 hit (near)": 265, "L2 hit (far)": 475, "HBM (L2 miss)": 655}
 H100_LATENCY_CLOCK_HZ = 1.755e9  # the clock those cycles were counted at (H100 PCIe boost)
 H100_LATENCY_SOURCE = "D. Ernst, gpu-benches (github.com/te42kyfo/gpu-benches), gpu-latency/h100_pcie.txt"
+
+
+def chase_lines(l2_bytes: int, loads: int, line: int = 128) -> tuple[int, int]:
+    """§5.4's two pointer chains, in ``line``-byte links: (one that fits in a quarter of the L2, one that misses it).
+    The big one is a power of two of at least 8× the L2, of 512 MiB (256 pages of 2 MiB, CUDA's allocation
+    granularity: under 1 % of consecutive random links share a page, so its latency includes the TLB misses it says
+    it does) and of ``loads`` links (every timed load a link no run has touched) — a T4's 4 MiB L2 alone would
+    give 32 MiB."""
+    import math
+
+    small = 1 << math.floor(math.log2(l2_bytes / 4 / line))
+    big = 1 << math.ceil(math.log2(max(8 * l2_bytes / line, 512 * 2**20 / line, loads)))
+    return small, big
 
 
 def lookup(device_name: str) -> Accelerator | None:

@@ -381,7 +381,7 @@ def read_candidates(nbytes: int | None = None, dtype: str = "float32", cores: in
 
 
 def compute_candidates(dtype: str = "float32") -> list[Op]:
-    """The compute-roof candidates: GEMMs of sizes §1 does not plot (it plots 64³…512³ on a CPU, up to 1024³ on a GPU).
+    """The compute-roof candidates: GEMMs of sizes §1 does not plot (it plots 64³…512³).
     The fastest is the roof: on a CPU the largest GEMM is not always the fastest (the longest calls are the likeliest
     to be slowed by other programs, and a core's clock varies with its neighbours' load), on a GPU the largest is."""
     sizes = (4096, 8192) if get_backend().is_gpu else (384, 640, 1024)

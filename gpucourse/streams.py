@@ -592,6 +592,26 @@ def gpu_cycles(us: float) -> int:
     return int(us * khz / 1e3)
 
 
+def side_by_side_sms(sm_count: int, kernels: int = 3, most: int = 40) -> int:
+    """SMs per spin kernel (at most ``most``) such that ``kernels`` of them fit on a GPU of ``sm_count`` SMs side by
+    side: §4's measured overlap needs each stream's kernel to leave room for the others (a T4 has 40 SMs)."""
+    return max(1, min(most, sm_count // kernels))
+
+
+DISPATCH_S = 30e-6  # a jitted call's host-side dispatch: about 10-30 µs (the notebook prints the one it measures)
+
+
+def async_demo_size(gemm_flops: float | None, factor: float = 20.0) -> int:
+    """n of §4.2's two n³ matmuls: the smallest power of two from 1024 whose 4n³ FLOPs take ``factor`` × a
+    dispatch at ``gemm_flops`` FLOP/s (a GPU's float32-GEMM peak, :func:`hardware.f32_gemm_peak`; None: a GPU
+    the course has no figures for, sized for 2 PFLOP/s) — so that completion is far later than the call's return."""
+    rate = 2e15 if gemm_flops is None else gemm_flops
+    n = 1024
+    while 4 * n**3 / rate < factor * DISPATCH_S:
+        n *= 2
+    return n
+
+
 def one_block_per_sm_smem() -> int:
     """Dynamic shared memory (bytes) that makes each block of a kernel take an SM to itself: more than half of an
     SM's shared memory, within the per-block opt-in limit (GPU only). Blocks are placed by the block scheduler;

@@ -143,17 +143,45 @@ def measure(
     return Timing(tuple(times), synchronized=sync, clock=clock)
 
 
+LEAD_S = 200e-6  # the GPU is kept busy this long before the first start event: more than a launch's host path
+_LEAD_SOURCE = r"""
+extern "C" __global__ void lead(long long cycles) {  // one thread spins: the GPU is busy, no memory is touched
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+}
+"""
+_LEAD: dict[int, Any] = {}
+
+
+def _lead_kernel(cp: Any) -> Any:
+    if id(cp) not in _LEAD:
+        _LEAD[id(cp)] = cp.RawKernel(_LEAD_SOURCE, "lead")
+    return _LEAD[id(cp)]
+
+
+def _clock_hz(cp: Any) -> float:
+    """The SM clock the device reports (cudaDevAttrClockRate, kHz), in Hz; 2 GHz where it reports none (a spin then
+    lasts longer than LEAD_S on a slower clock: harmless)."""
+    khz = cp.cuda.Device().attributes.get("ClockRate")
+    if khz is None:
+        khz = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id).get("clockRate")
+    return float(khz) * 1e3 if khz else 2e9
+
+
 def _cuda_event_times(fn: Callable[..., Any], args: tuple, kwargs: dict, repeat: int, max_seconds: float | None,
                       started: float) -> tuple[float, ...]:
     """Seconds per call on the GPU's own clock: a pair of CUDA events around each call, every call queued behind
     the previous one with no synchronisation in between, and one wait at the end. Synchronising after each call
     would leave the GPU idle while Python prepares the next launch (numba-cuda's dispatch takes tens of µs): the
     start event would then run at once, and the interval would include that wait. Queued back to back, each call's
-    start event runs when the previous call's work ends, so from the second call on the interval is the GPU's
-    work — for kernels longer than a launch's host time; shorter ones are launch-bound, and their intervals show
-    it. The first pair still includes the wait of an idle GPU: the best (or median) of several discounts it."""
+    start event runs when the previous call's work ends, so the interval is the GPU's work — for kernels longer
+    than a launch's host time; shorter ones are launch-bound, and their intervals show it. The first call has no
+    previous one: a spin kernel of LEAD_S, queued before its start event, keeps the GPU busy while the call is
+    launched (it touches no memory, so no cache sees it), so even a single timed call (``repeat=1``) is device
+    time."""
     cp = get_backend().xp
     stream = cp.cuda.get_current_stream()  # the stream fn's work is queued on (`with stream:` selects it)
+    _lead_kernel(cp)((1,), (1,), (cp.int64(int(LEAD_S * _clock_hz(cp))),))  # on the current stream, before `start`
     pairs = []
     out = None
     for i in range(repeat):

@@ -38,42 +38,55 @@ from .xla import Gemm, find_gemm, parse_buffer_assignment
 PLUGIN = "jax-cuda13-pjrt"  # XLA:GPU for CUDA 13, as a PJRT plugin (the CUDA 13 toolchain wheels match it)
 
 
-def _h100_target() -> str:
-    """The course's own description of an H100 SXM5 (sm_90a), in the text format of XLA's ``GpuTargetConfig``: not
-    XLA's shipped ``xla/backends/gpu/target_config/specs/h100_sxm.txtpb`` (which also lists the scalar and matrix
-    unit rates, and differs in ``device_memory_size`` and ``dnn_version``). Each figure: NVIDIA H100 datasheet /
-    Hopper whitepaper (via ``gc.hardware``) or the CUDA programming guide's compute-capability 9.0 limits."""
-    h = hardware.H100_SXM
+# What XLA's GpuTargetConfig needs of a card, per target: (figures, compute capability, SASS arch, shared memory per
+# SM, opt-in shared memory per block, threads per SM, FP32 lanes per SM). Limits: CUDA C++ Programming Guide,
+# "Technical Specifications per Compute Capability" (7.5: 64 KiB shared and 1,024 threads per SM; 8.0: 164 KiB and
+# 2,048; 9.0: 228 KiB and 2,048); the rest from the card's datasheet via `gc.hardware`.
+_TARGET_FIGURES = {
+    "H100 SXM": (hardware.H100_SXM, (9, 0), "sm_90a", 228, 227, 2048, 128, "NVIDIA H100 80GB HBM3"),
+    "A100 SXM 80GB": (hardware.A100_SXM, (8, 0), "sm_80", 164, 163, 2048, 64, "NVIDIA A100-SXM4-80GB"),
+    "T4": (hardware.T4, (7, 5), "sm_75", 64, 64, 1024, 64, "Tesla T4"),
+}
+
+
+def _target(name: str) -> str:
+    """The course's own description of a card, in the text format of XLA's ``GpuTargetConfig``: not XLA's shipped
+    specs (``xla/backends/gpu/target_config/specs/*.txtpb``, which also list the scalar and matrix unit rates and
+    differ in ``device_memory_size`` and ``dnn_version``; XLA ships none for a T4). Each figure: the card's
+    datasheet / whitepaper (via ``gc.hardware``) or the CUDA programming guide's limits for its compute
+    capability (see ``_TARGET_FIGURES``)."""
+    h, (major, minor), _, smem_kib, optin_kib, threads, lanes, device_name = _TARGET_FIGURES[name]
     kib = 1024
+    feature = " feature_extension: ACCELERATED_FEATURES" if major >= 9 else ""
     return f"""gpu_device_info {{
   threads_per_block_limit: 1024
   threads_per_warp: 32
   shared_memory_per_block: {48 * kib}
-  shared_memory_per_core: {int(h.per_sm['shared_memory_bytes'])}
-  shared_memory_per_block_optin: {227 * kib}
-  threads_per_core_limit: {int(h.per_sm['max_threads'])}
+  shared_memory_per_core: {smem_kib * kib}
+  shared_memory_per_block_optin: {optin_kib * kib}
+  threads_per_core_limit: {threads}
   core_count: {h.sm_count}
-  fpus_per_core: 128
+  fpus_per_core: {lanes}
   block_dim_limit_x: 2147483647
   block_dim_limit_y: 65535
   block_dim_limit_z: 65535
   memory_bandwidth: {int(h.memory_bandwidth)}
-  l2_cache_size: {50 * kib * kib}
-  clock_rate_ghz: 1.98
+  l2_cache_size: {h.l2_bytes}
+  clock_rate_ghz: {h.boost_clock_hz / 1e9:g}
   device_memory_size: {int(h.memory_bytes)}
-  registers_per_core_limit: {int(h.per_sm['register_file_bytes']) // 4}
+  registers_per_core_limit: 65536
   registers_per_block_limit: 65536
-  cuda_compute_capability {{ major: 9 minor: 0 feature_extension: ACCELERATED_FEATURES }}
+  cuda_compute_capability {{ major: {major} minor: {minor}{feature} }}
 }}
 platform_name: "CUDA"
 dnn_version_info {{ major: 9 minor: 10 }}
 runtime_version {{ major: 13 minor: 0 }}
-device_description_str: "NVIDIA H100 80GB HBM3"
+device_description_str: "{device_name}"
 """
 
 
-TARGETS = {"H100 SXM": _h100_target}  # name -> function giving the target config text
-ARCH = {"H100 SXM": "sm_90a"}  # the SASS architecture XLA compiles for (sm_90a: wgmma allowed)
+TARGETS = {name: (lambda name=name: _target(name)) for name in _TARGET_FIGURES}  # name -> target config text
+ARCH = {name: figures[2] for name, figures in _TARGET_FIGURES.items()}  # the SASS architecture XLA compiles for
 
 # A tile the GEMM autotuner picks for large bf16 GEMMs on Hopper-class GPUs (128×128 output tile, 64-deep K
 # step, 8 warps = 2 warpgroups, 3-stage pipeline): what `xla_gpu_override_gemm_autotuner` takes.
@@ -191,7 +204,10 @@ for prog in job["programs"]:
         def read(pattern):
             return [open(p).read() for p in sorted(glob.glob(os.path.join(dump, pattern)))]
         mem = c.memory_analysis()
+        cost = c.cost_analysis()
+        cost = (cost[0] if cost else {}) if isinstance(cost, (list, tuple)) else (cost or {})
         results.append({
+            "flops": float(cost.get("flops", 0.0)),
             "hlo": c.as_text(),
             "ptx": [t for t in read("*.ptx") if t.strip()],
             "buffers": "\n".join(read("*after_optimizations-buffer-assignment.txt")),
@@ -214,6 +230,7 @@ class GpuCompiled:
     buffers: str  # XLA's buffer-assignment dump
     memory: dict = field(default_factory=dict)  # argument / output / temp bytes
     jax_version: str = ""
+    flops: float | None = None  # XLA's cost analysis of the executable (a library call counts -1); None: not read
 
     @property
     def gemm(self) -> Gemm:
@@ -340,7 +357,7 @@ def _compile_child(job: tuple, target: str, timeout: float) -> tuple[GpuCompiled
         if "error" in res:
             raise RuntimeError(f"XLA:GPU could not compile {src!r} for {target}: {res['error'][:500]}")
         compiled.append(GpuCompiled(src, target, ARCH[target], json.loads(opts), res["hlo"], tuple(res["ptx"]),
-                                    res["buffers"], res["memory"], out["jax"]))
+                                    res["buffers"], res["memory"], out["jax"], res.get("flops")))
     return tuple(compiled)
 
 

@@ -33,6 +33,25 @@ from .problem import Case, ObservedProblem
 LAUNCH_TIME_LIMIT = 10.0  # seconds one instrumented launch may take: an endless loop ends with an error here
 
 
+def _initial(args: Any, outputs: Any) -> str:
+    """What the example launch's outputs hold before the kernel runs, read from the arrays themselves."""
+    firsts = set()
+    for i in outputs:
+        a = np.asarray(args[i])
+        if a.dtype.kind == "f" and a.size and np.isnan(a).all():
+            firsts.add("NaN")
+        elif a.size and (a == a.flat[0]).all():
+            firsts.add(a.flat[0].item())
+        else:
+            return "outputs start with the values shown"
+    if firsts == {"NaN"}:
+        return "outputs start full of NaN (an element the kernel does not write stays NaN)"
+    if len(firsts) == 1:
+        value = firsts.pop()
+        return "outputs start as zeros" if value == 0 else f"outputs start full of {value:g}"
+    return "outputs start with the values shown"
+
+
 def _short(v: Any) -> str:
     if isinstance(v, np.ndarray):
         return f"<{v.dtype} {tuple(v.shape)}>"
@@ -240,7 +259,7 @@ class KernelProblem(ObservedProblem):
         print(f"\nExample launch: {self.name}[{grid}, {block}]({', '.join(parts)})\n    grid {grid} = {n_blocks} "
               f"block{'s' * (n_blocks != 1)}, block {block} = {n_threads} threads each"
               + (f", {rest[0]} bytes of dynamic shared memory" if rest else "")
-              + "; outputs start as zeros; the checker compares them with the reference")
+              + f"; {_initial(args, outputs)}; the checker compares them with the reference")
 
     def diagram(self, fn: Any, case: int = 0) -> None:
         """Draw which thread of which block read and wrote each element, from the executor's log of ``fn``."""

@@ -93,4 +93,66 @@ def test_lab7_collectives_compile_on_the_host_devices_whatever_the_default_backe
         return [OneGpu()] if backend is None else real(backend)
 
     monkeypatch.setattr(jax, "devices", devices)
-    assert answers.compiled_collectives((None, None), (None, None), (None, None), mesh_shape=(1, 1)) == []
+    assert answers.compiled_traffic((None, None), (None, None), (None, None), mesh_shape=(1, 1)) == {}
+
+
+def test_gpu_check_lets_parallel_notebooks_share_the_gpu(tmp_path):
+    """JAX preallocates 75 % of the GPU per process: with --jobs > 1 the notebooks' kernels allocate on demand."""
+    from gpucourse import gpu_check
+
+    one, two = gpu_check.run_env(tmp_path / "r.jsonl", 1), gpu_check.run_env(tmp_path / "r.jsonl", 2)
+    assert two["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" and two["GPUCOURSE_BACKEND"] == "gpu"
+    assert one.get("XLA_PYTHON_CLIENT_PREALLOCATE") == __import__("os").environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")
+
+
+def test_each_gpu_extra_brings_one_cuda_major_and_numba_cuda_declares_it():
+    """F7: numba-cuda without a flavour resolves to cuda-bindings 13 (driver >= 580); the `gpu` extra must pin the
+    CUDA 12 flavour, `gpu-cuda13` the CUDA 13 one — as numba-cuda's own metadata defines the two."""
+    import importlib.metadata
+    import re
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    declared = importlib.metadata.distribution("numba-cuda").requires
+    for extra, flavour, cupy, jax_extra in (("gpu", "cu12", "cupy-cuda12x", "cuda12"),
+                                            ("gpu-cuda13", "cu13", "cupy-cuda13x", "cuda13")):
+        reqs = extras[extra]
+        assert any(r.startswith(f"numba-cuda[{flavour}]") for r in reqs), reqs
+        assert any(r.startswith(cupy) for r in reqs) and any(r.startswith(f"jax[{jax_extra}]") for r in reqs), reqs
+        bindings = [r for r in declared if r.startswith("cuda-bindings") and f'extra == "{flavour}"' in r]
+        assert bindings, f"numba-cuda declares no {flavour} extra: {declared}"
+        major = int(flavour[2:])
+        bound = re.findall(r"([<>=]=?)\s*(\d+)", bindings[0].split(";")[0])
+        assert ("<", str(major + 1)) in bound or ("==", str(major)) in bound, bindings
+    assert any("cuda-bindings>=13" in r for r in extras["toolchain"])  # so only gpu-cuda13 combines with it
+
+
+def test_cuda_event_timing_queues_a_spin_before_the_first_start_event(monkeypatch):
+    """Issue 25 / a fresh GPU read: with one call timed (`repeat=1`, as measure_interleaved does), the start event
+    of an idle GPU fires at once and the interval holds the host's launch path; a spin kernel queued before it keeps
+    the GPU busy until the call is queued. CuPy is stubbed at its boundary: the order of what reaches the stream."""
+    from types import SimpleNamespace
+
+    from gpucourse import timing
+
+    log = []
+
+    class Event:
+        def record(self, stream):
+            log.append("record")
+
+        def synchronize(self):
+            log.append("sync")
+
+    def raw_kernel(source, name):
+        assert "clock64()" in source and name == "lead"
+        return lambda grid, block, args: log.append(("lead", grid, block, int(args[0])))
+
+    cuda = SimpleNamespace(Event=Event, get_current_stream=lambda: "stream", get_elapsed_time=lambda a, b: 0.05,
+                           Device=lambda *a: SimpleNamespace(attributes={"ClockRate": 1_980_000}, id=0))
+    cp = SimpleNamespace(cuda=cuda, RawKernel=raw_kernel, int64=int)
+    monkeypatch.setattr(timing, "get_backend", lambda: SimpleNamespace(is_gpu=True, xp=cp))
+    monkeypatch.setattr(timing, "block", lambda out: None)
+    t = timing.measure(lambda: log.append("call"), warmup=0, repeat=1, clock="cuda")
+    assert log[:4] == [("lead", (1,), (1,), int(timing.LEAD_S * 1.98e9)), "record", "call", "record"]
+    assert t.times == (0.05e-3,) and t.clock == "cuda"

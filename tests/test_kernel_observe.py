@@ -307,7 +307,8 @@ def test_lab6_kernel_judged_from_data_as_live():
     """Lab 6's fused kernel: its requirement reads per-array traffic (distinct elements and accesses) and who wrote
     `out` — ReportData carries both (``array_traffic``, ``writers``), equal to the live report's after the wire. The
     solution passes from data on visible and hidden cases; each wrong kernel (two passes, a warp-row of threads
-    looping over rows, rows on x, a column-major walk, a missing guard) fails from data with the live check's message."""
+    looping over every row, w and b read per element, staging without a barrier, rows on x, a column-major walk, a
+    missing guard) fails from data with the live check's message."""
     from grader.benchmark_simt import solution_kernels
     from grader.labs import lab06_xla_sass as lab6
     from tests import test_lab06_xla_sass as t6
@@ -323,8 +324,10 @@ def test_lab6_kernel_judged_from_data_as_live():
         for array in live.arrays:
             assert data.array_traffic(array) == live.array_traffic(array), array
             assert data.writers(array) == live.writers(array), array
-        x = case.args[0]
-        assert live.writers("out") == (x.size, 1) and live.array_traffic("out") == (0, x.size, 0, x.size)
+        x, rows_of_threads = case.args[0], 4 * case.kwargs["rows_of_blocks"]  # a grid-stride loop over the rows
+        assert live.writers("out") == (min(rows_of_threads, x.shape[0]) * x.shape[1],
+                                       math.ceil(x.shape[0] / rows_of_threads))
+        assert live.array_traffic("out") == (0, x.size, 0, x.size)
         p.judge(_over_the_wire(p.observe(good, case)), p.reference(*case.args), case)
     wrong = [kernels.load_kernel(s, p.name, NS, cuda) for s in wrong_answer_lists("lab06_xla_sass")[
         "ex5_scale_bias_relu_kernel"]]
@@ -350,5 +353,6 @@ def test_lab6_kernel_judged_from_data_as_live():
                 break
         assert from_data == live, f"\n live: {live}\n data: {from_data}"
         messages.append(live)
-    assert any("reads `out` back" in m for m in messages) and any("one thread per element" in m for m in messages)
+    assert any("reads `out` back" in m for m in messages) and any("grid-stride loop" in m for m in messages)
+    assert any("shared memory" in m for m in messages) and any("race" in m for m in messages)
     assert any("sectors" in m for m in messages) and any("out of bounds" in m for m in messages)

@@ -20,17 +20,62 @@ cuda = gc.get_backend().cuda
 
 @cuda.jit
 def _good(x, w, b, out):
-    j, i = cuda.grid(2)
-    if i < out.shape[0] and j < out.shape[1]:
-        out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+    j, i0 = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    sw = cuda.shared.array(32, np.float32)
+    sb = cuda.shared.array(32, np.float32)
+    if cuda.threadIdx.y == 0 and j < out.shape[1]:
+        sw[tx] = w[j]
+        sb[tx] = b[j]
+    cuda.syncthreads()
+    if j < out.shape[1]:
+        for i in range(i0, out.shape[0], cuda.gridsize(2)[1]):
+            out[i, j] = max(x[i, j] * sw[tx] + sb[tx], np.float32(0.0))
 
 
 @cuda.jit
 def _two_pass(x, w, b, out):
+    j, i0 = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    sw = cuda.shared.array(32, np.float32)
+    sb = cuda.shared.array(32, np.float32)
+    if cuda.threadIdx.y == 0 and j < out.shape[1]:
+        sw[tx] = w[j]
+        sb[tx] = b[j]
+    cuda.syncthreads()
+    if j < out.shape[1]:
+        for i in range(i0, out.shape[0], cuda.gridsize(2)[1]):
+            out[i, j] = x[i, j] * sw[tx] + sb[tx]
+            out[i, j] = max(out[i, j], np.float32(0.0))
+
+
+@cuda.jit
+def _one_per_element(x, w, b, out):  # §5.2's scale_2d, its formula changed: the grid's few rows of blocks only
     j, i = cuda.grid(2)
     if i < out.shape[0] and j < out.shape[1]:
-        out[i, j] = x[i, j] * w[j] + b[j]
-        out[i, j] = max(out[i, j], 0.0)
+        out[i, j] = max(x[i, j] * w[j] + b[j], np.float32(0.0))
+
+
+@cuda.jit
+def _vectors_per_element(x, w, b, out):  # a grid-stride loop, w and b read from global memory for every element
+    j, i0 = cuda.grid(2)
+    if j < out.shape[1]:
+        for i in range(i0, out.shape[0], cuda.gridsize(2)[1]):
+            out[i, j] = max(x[i, j] * w[j] + b[j], np.float32(0.0))
+
+
+@cuda.jit
+def _no_barrier(x, w, b, out):  # staged in shared memory, read by the other rows of threads without a barrier
+    j, i0 = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    sw = cuda.shared.array(32, np.float32)
+    sb = cuda.shared.array(32, np.float32)
+    if cuda.threadIdx.y == 0 and j < out.shape[1]:
+        sw[tx] = w[j]
+        sb[tx] = b[j]
+    if j < out.shape[1]:
+        for i in range(i0, out.shape[0], cuda.gridsize(2)[1]):
+            out[i, j] = max(x[i, j] * sw[tx] + sb[tx], np.float32(0.0))
 
 
 @cuda.jit
@@ -38,39 +83,55 @@ def _rows_on_x(x, w, b, out):  # right values, but the lanes of a warp take diff
     i, blk = cuda.grid(2)
     if i < out.shape[0] and blk == 0:
         for j in range(out.shape[1]):
-            out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+            out[i, j] = max(x[i, j] * w[j] + b[j], np.float32(0.0))
 
 
 @cuda.jit
-def _one_row_of_threads_loops(x, w, b, out):  # coalesced and one pass, but one warp-row of threads does every row
+def _one_row_of_threads_loops(x, w, b, out):  # coalesced and one pass, but one row of threads does every row
     j = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if cuda.blockIdx.y == 0 and cuda.threadIdx.y == 0 and j < out.shape[1]:
+        wj, bj = w[j], b[j]
         for i in range(out.shape[0]):
-            out[i, j] = max(x[i, j] * w[j] + b[j], 0.0)
+            out[i, j] = max(x[i, j] * wj + bj, np.float32(0.0))
 
 
-def test_a_kernel_whose_threads_loop_over_rows_is_not_one_thread_per_element():
+def test_a_kernel_whose_threads_loop_over_every_row_is_not_a_grid_stride_loop():
     case = lab.KERNEL.visible[0]
     grid, block, args, _ = lab._kernel_launch(case)
     r = gc.simt.run(_one_row_of_threads_loops, grid, block, *args)
     assert np.allclose(args[3], answers.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
     assert r.sectors_per_request(list(r.arrays)[0]) <= lab.MAX_SECTORS  # ... coalesced, one pass ...
-    with pytest.raises(CheckFailure, match="one thread per element"):  # ... but not one thread per element
+    with pytest.raises(CheckFailure, match="grid-stride loop over the rows"):  # ... but the grid's threads idle
         lab.KERNEL.check(_one_row_of_threads_loops)
-    with pytest.raises(CheckFailure, match="one thread per element"):
+    with pytest.raises(CheckFailure, match="grid-stride loop over the rows"):
         lab.KERNEL.check(_one_row_of_threads_loops, hidden=True)
 
 
 def test_fused_kernel_passes_and_its_traffic_equals_xlas():
     case = lab.KERNEL.visible[0]
     grid, block, args, _ = lab._kernel_launch(case)
+    assert grid[1] * block[1] < case.args[0].shape[0]  # fewer rows of threads than rows
     r = gc.simt.run(_good, grid, block, *args)
     lab._kernel_require(r, case, "good")  # no exception
     t = lab.traffic(r)
-    x = case.args[0]
+    x, n = case.args[0], case.args[0].shape[1]
+    assert set(t) == {"x", "w", "b", "out"}  # the shared arrays are not global traffic
     assert t["out"]["writes"] == x.size and t["out"]["reads"] == 0 and t["x"]["read"] == x.size
+    assert t["w"]["reads"] == t["b"]["reads"] == n * grid[1]  # once per column per block
     assert r.sectors_per_request("x") <= lab.MAX_SECTORS
     lab.KERNEL.check(_good, hidden=True)
+
+
+def test_section_5_kernels_with_the_formula_changed_fail():
+    """Issue 20: §5.2's scale_2d (one thread per element) leaves the rows the small grid does not reach; its
+    grid-stride loop reads w and b once per element instead of once per block; staging without a barrier races."""
+    with pytest.raises(CheckFailure, match="elements are wrong"):
+        lab.KERNEL.check(_one_per_element)
+    for kernel, why in ((_vectors_per_element, "shared memory"), (_no_barrier, "race")):
+        with pytest.raises(CheckFailure, match=why):
+            lab.KERNEL.check(kernel)
+        with pytest.raises(CheckFailure, match=why):
+            lab.KERNEL.check(kernel, hidden=True)
 
 
 def test_two_pass_kernel_fails_on_the_round_trip():
@@ -83,7 +144,7 @@ def test_uncoalesced_kernel_fails_on_sectors():
 
     rng = np.random.default_rng(3)
     case = Case((rng.standard_normal((40, 45)).astype(np.float32), rng.standard_normal(45).astype(np.float32),
-                 rng.standard_normal(45).astype(np.float32)))
+                 rng.standard_normal(45).astype(np.float32)), {"rows_of_blocks": 1})
     grid, block, args, _ = lab._kernel_launch(case)
     r = gc.simt.run(_rows_on_x, grid, block, *args)
     assert np.allclose(args[3], answers.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
@@ -93,10 +154,15 @@ def test_uncoalesced_kernel_fails_on_sectors():
 
 def test_hidden_kernel_cases_cover_the_boundaries():
     assert lab.KERNEL.has_answers()  # the generator: grader/answers/lab06_xla_sass.py
-    shapes = [c.args[0].shape for c in lab.KERNEL.hidden_cases()]
-    assert any(m == 1 for m, _ in shapes) and any(n < 32 for _, n in shapes) and any(m == n for m, n in shapes)
-    assert all(n % 32 and m % 4 for m, n in shapes if m > 1)  # never multiples of the block
-    assert all(c.args[0].dtype == np.float32 for c in lab.KERNEL.hidden_cases())
+    for seed in range(4):
+        cases = lab.KERNEL.hidden_cases(seed=seed)
+        shapes = [(*c.args[0].shape, c.kwargs["rows_of_blocks"]) for c in cases]
+        assert any(m == 1 for m, _, _ in shapes) and any(n < 32 for _, n, _ in shapes)
+        assert any(m == n for m, n, _ in shapes)
+        assert all(n % 32 and m % (4 * g) for m, n, g in shapes if m > 1)  # never multiples of the block or grid
+        assert any(4 * g > m > 1 for m, _, g in shapes)  # idle rows of threads
+        assert max(math.ceil(m / (4 * g)) for m, _, g in shapes) >= 5  # a thread loops over 5 rows or more
+        assert len({g for _, _, g in shapes}) >= 2 and all(c.args[0].dtype == np.float32 for c in cases)
 
 
 def test_payoff_rows_hidden_cases_reach_every_dominant_term_and_run_past_a_loop():
@@ -138,21 +204,28 @@ def test_payoff_rows_is_not_the_course_forward_model():
     assert not hasattr(F, "dominant") and not lab.TIME_MODEL.forbid
 
 
-def _timer(sync=True, warmup=True, stat=min, runs=5):
+def _timer(sync=True, warmup=True, stat=min, runs=5, batch=True):
+    """A timer: warm-up, then ``runs`` timed batches (grown until one spans 0.2 s on the clock: lab 1's coarse clock
+    cases need it) or, with ``batch=False``, single calls; each waited for through its last result."""
     import jax
 
     def measure_times(slow, fast, *args, clock):
         def one(fn):
             if warmup:
                 jax.block_until_ready(fn(*args))
-            times = []
-            for _ in range(runs):
+
+            def run(k):
                 t0 = clock()
-                out = fn(*args)
+                for _ in range(k):
+                    out = fn(*args)
                 if sync:
                     jax.block_until_ready(out)
-                times.append(clock() - t0)
-            return stat(times)
+                return (clock() - t0) / k
+
+            k = 1
+            while batch and run(k) * k < 0.2:
+                k *= 2
+            return stat([run(k) for _ in range(runs)])
         return one(slow), one(fast)
     return measure_times
 
@@ -165,11 +238,26 @@ def test_measure_exercise_is_exact_for_the_right_method_and_names_each_mistake()
     with pytest.raises(CheckFailure, match="block_until_ready"):
         lab.MEASURE.check(_timer(sync=False))
     with pytest.raises(CheckFailure, match="at least 4 times"):
-        lab.MEASURE.check(_timer(runs=2))
+        lab.MEASURE.check(_timer(runs=2, batch=False))
     with pytest.raises(CheckFailure, match="first call"):
-        lab.MEASURE.check(_timer(warmup=False, stat=lambda t: sum(t) / len(t)))
+        lab.MEASURE.check(_timer(warmup=False, stat=lambda t: sum(t) / len(t), batch=False))
     with pytest.raises(CheckFailure, match="pull a mean up"):  # a mean over a run hit by a load spike (hidden case)
-        lab.MEASURE.check(_timer(stat=lambda t: sum(t) / len(t)), hidden=True)
+        lab.MEASURE.check(_timer(stat=lambda t: sum(t) / len(t), batch=False), hidden=True)
+    with pytest.raises(CheckFailure, match="ticks every 2 ms"):  # one call per timed run on the coarse clock
+        lab.MEASURE.check(_timer(batch=False))
+
+
+def test_the_coarse_clock_cases_need_batches():
+    """Lab 1's coarse clock (issue 20): calls of 20–60 µs on a clock that ticks every 2 ms, visible and on every
+    seed's hidden cases; one call per timed run — the course's timer's loop — reads 0 or a whole tick."""
+    assert [w.tick_s for w in lab.MEASURE.visible[1].args[:2]] == [2e-3, 2e-3]
+    for seed in range(6):
+        ticked = [c for c in lab.MEASURE.hidden_cases(seed=seed) if c.args[0].tick_s]
+        assert len(ticked) == 2 and all(2e-5 <= w.seconds <= 6e-5 for c in ticked for w in c.args[:2])
+        assert any(c.args[0].spikes and c.args[0].spikes[0] > 6 for c in lab.MEASURE.hidden_cases(seed=seed))
+        assert any(c.args[0].spikes and c.args[0].compile_s > 0.3 for c in ticked)
+    slow, fast, a = lab.fresh_workloads(*lab.MEASURE.visible[1].args[:2]) + [None]
+    assert slow.clock is fast.clock and slow.clock.tick == 2e-3 and "ticks of 2 ms" in repr(slow.clock)
 
 
 def test_the_timer_is_handed_the_stand_ins_clock_and_the_wall_clock_is_untouched():
@@ -194,116 +282,113 @@ def test_sass_counts_cases_include_the_sm90a_target_and_the_default_arch():
 
 # Correct timing methods that a student may write, as notebook cells (their own globals): each must get full marks.
 CORRECT_TIMERS = {
-    "one call at a time, best": """
+    # the solution's method: batches doubled until one spans 0.2 s on the clock, the best of 3
+    "batches grown to 0.2 s, sync on the last result, best of 3": """
 import jax
 def measure_times(slow, fast, *args, clock):
-    def best(fn):
-        jax.block_until_ready(fn(*args))
-        runs = []
-        for _ in range(5):
-            t0 = clock()
-            jax.block_until_ready(fn(*args))
-            runs.append(clock() - t0)
-        return min(runs)
-    return best(slow), best(fast)
-""",
-    # N calls queued, one synchronization on the last result, divided by N; best of 3 batches
-    "batch of N, sync once, divide by N": """
-import jax
-def measure_times(slow, fast, *args, clock, n=8):
     def per_call(fn):
         jax.block_until_ready(fn(*args))
-        batches = []
-        for _ in range(3):
+        def run(n):
             t0 = clock()
             for _ in range(n):
                 out = fn(*args)
             jax.block_until_ready(out)
-            batches.append((clock() - t0) / n)
-        return min(batches)
+            return (clock() - t0) / n
+        n = 1
+        while run(n) * n < 0.2:
+            n *= 2
+        return min(run(n) for _ in range(3))
     return per_call(slow), per_call(fast)
 """,
-    "batch of N, block on the list of all results": """
-import jax
+    "batches grown by 10, block on the list of all results, median of 5": """
+import statistics, jax
 def measure_times(slow, fast, *args, clock):
-    def per_call(fn, n=6):
+    def per_call(fn):
         jax.block_until_ready(fn(*args))
-        batches = []
-        for _ in range(3):
+        def run(n):
             t0 = clock()
             jax.block_until_ready([fn(*args) for _ in range(n)])
-            batches.append((clock() - t0) / n)
-        return min(batches)
+            return (clock() - t0) / n
+        n = 1
+        while run(n) * n < 0.1:
+            n *= 10
+        return statistics.median(run(n) for _ in range(5))
     return per_call(slow), per_call(fast)
 """,
-    "timeit.repeat with timer=clock": """
+    # each call waited for (it pays its 10 µs dispatch too), timeit's autorange choosing the batch
+    "timeit.Timer(..., timer=clock): autorange, then the best of repeat": """
 import timeit, jax
 def measure_times(slow, fast, *args, clock):
     def best(fn):
         jax.block_until_ready(fn(*args))
-        return min(timeit.repeat(lambda: jax.block_until_ready(fn(*args)), number=1, repeat=5, timer=clock))
+        t = timeit.Timer(lambda: jax.block_until_ready(fn(*args)), timer=clock)
+        number, _ = t.autorange()
+        return min(t.repeat(repeat=3, number=number)) / number
     return best(slow), best(fast)
-""",
-    "timeit.Timer(..., timer=clock).timeit(number=N)": """
-from timeit import Timer
-import jax
-def measure_times(slow, fast, *args, clock):
-    def best(fn):
-        jax.block_until_ready(fn(*args))
-        t = Timer(lambda: jax.block_until_ready(fn(*args)), timer=clock)
-        return min(t.timeit(number=2) / 2 for _ in range(3))
-    return best(slow), best(fast)
-""",
-    "median, statistics": """
-import statistics, jax
-def measure_times(slow, fast, *args, clock):
-    def med(fn):
-        jax.block_until_ready(fn(*args))
-        runs = []
-        for _ in range(5):
-            t0 = clock()
-            jax.block_until_ready(fn(*args))
-            runs.append(clock() - t0)
-        return statistics.median(runs)
-    return med(slow), med(fast)
 """,
     # §0 step 10: reading the value on the host (np.asarray, jax.device_get) waits for the queued work too
-    "synchronized with np.asarray(result), best of 5": """
+    "synchronized with np.asarray(last result), best of 4": """
 import numpy as np
 def measure_times(slow, fast, *args, clock):
     def best(fn):
         np.asarray(fn(*args))
-        runs = []
-        for _ in range(5):
+        n, runs = 1, []
+        while True:
             t0 = clock()
-            np.asarray(fn(*args))
-            runs.append(clock() - t0)
+            for _ in range(n):
+                out = fn(*args)
+            np.asarray(out)
+            t = clock() - t0
+            if t >= 0.2:
+                break
+            n *= 2
+        for _ in range(4):
+            t0 = clock()
+            for _ in range(n):
+                out = fn(*args)
+            np.asarray(out)
+            runs.append((clock() - t0) / n)
         return min(runs)
     return best(slow), best(fast)
 """,
-    "synchronized with jax.device_get(result), median of 5": """
+    "synchronized with jax.device_get(last result), median of 3": """
 import statistics, jax
 def measure_times(slow, fast, *args, clock):
     def med(fn):
         jax.device_get(fn(*args))
-        runs = []
-        for _ in range(5):
+        def run(n):
             t0 = clock()
-            jax.device_get(fn(*args))
-            runs.append(clock() - t0)
-        return statistics.median(runs)
+            for _ in range(n):
+                out = fn(*args)
+            jax.device_get(out)
+            return clock() - t0
+        n = 1
+        while run(n) < 0.2:
+            n *= 2
+        return statistics.median(run(n) / n for _ in range(3))
     return med(slow), med(fast)
 """,
     # a top-level helper (another cell) that takes the clock to read
     "helper bench(fn, *args, clock) at the top level": """
 import jax
-def bench(fn, *args, clock, runs=5):
+def bench(fn, *args, clock, runs=3):
     jax.block_until_ready(fn(*args))
+    n = 1
+    while True:
+        t0 = clock()
+        for _ in range(n):
+            out = fn(*args)
+        jax.block_until_ready(out)
+        if clock() - t0 > 0.2:
+            break
+        n *= 2
     times = []
     for _ in range(runs):
         t0 = clock()
-        jax.block_until_ready(fn(*args))
-        times.append(clock() - t0)
+        for _ in range(n):
+            out = fn(*args)
+        jax.block_until_ready(out)
+        times.append((clock() - t0) / n)
     return min(times)
 def measure_times(slow, fast, *args, clock):
     return bench(slow, *args, clock=clock), bench(fast, *args, clock=clock)
@@ -467,6 +552,44 @@ def measure_times(slow, fast, *args, clock):
 
 
 WRONG_TIMERS |= {
+    # right on an exact clock (the methods that passed before the coarse-clock cases): one call, or a fixed few,
+    # per timed run reads 0 or a whole 2 ms tick when a call's work takes tens of µs
+    "one call at a time, best of 5 (right on an exact clock only)": ("""
+import jax
+def measure_times(slow, fast, *args, clock):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        runs = []
+        for _ in range(5):
+            t0 = clock()
+            jax.block_until_ready(fn(*args))
+            runs.append(clock() - t0)
+        return min(runs)
+    return best(slow), best(fast)
+""", "ticks every 2 ms"),
+    "timeit.repeat(number=1) with timer=clock": ("""
+import timeit, jax
+def measure_times(slow, fast, *args, clock):
+    def best(fn):
+        jax.block_until_ready(fn(*args))
+        return min(timeit.repeat(lambda: jax.block_until_ready(fn(*args)), number=1, repeat=5, timer=clock))
+    return best(slow), best(fast)
+""", "ticks every 2 ms"),
+    "a fixed batch of 8, sync once, divide by 8": ("""
+import jax
+def measure_times(slow, fast, *args, clock, n=8):
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))
+        batches = []
+        for _ in range(3):
+            t0 = clock()
+            for _ in range(n):
+                out = fn(*args)
+            jax.block_until_ready(out)
+            batches.append((clock() - t0) / n)
+        return min(batches)
+    return per_call(slow), per_call(fast)
+""", "ticks every 2 ms"),
     # the spikes hit timed runs 3, 4, 5 and 6 in four hidden cases: the last run is a slow one on every seed
     "warm up, time 4 runs, return the last": ("""
 import jax
@@ -1013,17 +1136,17 @@ def test_without_the_answer_side_the_timer_is_judged_on_stored_times_and_hidden_
 
     hidden = lab.MEASURE.hidden_cases(seed=3)
     _without_answers(monkeypatch, lab.MEASURE)
-    assert lab.MEASURE.visible_expected() == [(0.04, 0.02)]  # lab06_xla_sass.expected.json
+    assert lab.MEASURE.visible_expected() == [(0.04, 0.02), (4e-5, 2.5e-5)]  # lab06_xla_sass.expected.json
     lab.MEASURE.check(_timer())
-    assert "✓ measure_times: 1 visible case passed" in capsys.readouterr().out
+    assert "✓ measure_times: 2 visible cases passed" in capsys.readouterr().out
     with pytest.raises(CheckFailure, match="block_until_ready"):
         lab.MEASURE.check(_timer(sync=False))
     lab.MEASURE.check(_timer(), hidden=True)
     assert "the hidden tests run when your lab is graded" in capsys.readouterr().out
     data = decode_cases(_over_the_wire(encode_cases(hidden)))
     monkeypatch.setattr(seeding, "installed_cases", lambda name: data if name == "measure_times" else None)
-    lab.MEASURE.check(_timer(stat=lambda t: sum(t) / len(t)), hidden=True)  # wrong (a mean), but judged outside
-    assert "ran on 6 hidden cases; they are judged by the grader" in capsys.readouterr().out
+    lab.MEASURE.check(_timer(stat=lambda t: sum(t) / len(t), batch=False), hidden=True)  # wrong, judged outside
+    assert "ran on 9 hidden cases; they are judged by the grader" in capsys.readouterr().out
     with pytest.raises(CheckFailure, match="raised ZeroDivisionError"):
         lab.MEASURE.check(_cell("def measure_times(slow, fast, *args, clock):\n    return 1 / 0\n"), hidden=True)
 

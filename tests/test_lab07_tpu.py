@@ -116,83 +116,69 @@ def test_slice_hops_grades_listed_or_declared_hypothetical_slices_only():
         c.check_slice(dims, hypothetical=(chip, tuple(dims)) in lab.HYPOTHETICAL)  # within the largest slice
 
 
-def _pallas(order):
-    """The blocked bf16 Pallas matmul (f32 scratch accumulator) with its grid in another order: 'ijk' (reduction
-    last) or 'kij' (reduction first)."""
+def _fused(order, bias_each_step=False):
+    """The fused dense layer (f32 scratch accumulator, epilogue at the last k step) with its grid in another order:
+    'ijk' (reduction last) or 'kij' (reduction first); ``bias_each_step``: the bias added into the accumulator at
+    every k step."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
 
-    def pallas_matmul(x, y, bm, bn, bk):
+    def fused_dense(x, w, b, bm, bn, bk):
         m, k = x.shape
-        n = y.shape[1]
+        n = w.shape[1]
         sizes = {"i": m // bm, "j": n // bn, "k": k // bk}
         pos = {a: order.index(a) for a in "ijk"}
 
-        def kernel(x_ref, y_ref, o_ref, acc_ref):
+        def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
             @pl.when(pl.program_id(pos["k"]) == 0)
             def _():
                 acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
 
-            acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-            o_ref[...] = acc_ref[...].astype(o_ref.dtype)  # every step: the last one's value stays
+            acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+            if bias_each_step:
+                acc_ref[...] += b_ref[...].astype(jnp.float32)
+                o_ref[...] = jnp.maximum(acc_ref[...], 0.0).astype(o_ref.dtype)
+            else:  # every step: the last one's value stays
+                o_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...].astype(jnp.float32), 0.0).astype(o_ref.dtype)
 
         def spec(shape, pick):
-            return pl.BlockSpec(shape, lambda *g: tuple(g[pos[a]] for a in pick))
+            return pl.BlockSpec(shape, lambda *g: tuple(g[pos[a]] if a in pos else 0 for a in pick))
 
         return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
                               grid=tuple(sizes[a] for a in order),
-                              in_specs=[spec((bm, bk), "ik"), spec((bk, bn), "kj")], out_specs=spec((bm, bn), "ij"),
-                              scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, y)
+                              in_specs=[spec((bm, bk), "ik"), spec((bk, bn), "kj"), spec((1, bn), "0j")],
+                              out_specs=spec((bm, bn), "ij"),
+                              scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, w, b)
 
-    return pallas_matmul
+    return fused_dense
 
 
-def _overwrites_each_k_step(x, y, bm, bn, bk):  # keeps only the last k block's product
+def _overwrites_each_k_step(x, w, b, bm, bn, bk):  # keeps only the last k block's product
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import tpu as pltpu
 
     m, k = x.shape
-    n = y.shape[1]
+    n = w.shape[1]
 
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
-        acc_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+    def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
+        acc_ref[...] = jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+        o_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...].astype(jnp.float32), 0.0).astype(o_ref.dtype)
 
     return pl.pallas_call(
         kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+                  pl.BlockSpec((1, bn), lambda i, j, kk: (0, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
-        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, y)
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, w, b)
 
 
-def _accumulates_in_bf16(x, y, bm, bn, bk):  # no scratch: the running sum is rounded to bf16 every k step
-    import jax
-    import jax.numpy as jnp
-    from jax.experimental import pallas as pl
-
-    m, k = x.shape
-    n = y.shape[1]
-
-    def kernel(x_ref, y_ref, o_ref):
-        @pl.when(pl.program_id(2) == 0)
-        def _():
-            o_ref[...] = jnp.zeros_like(o_ref)
-
-        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
-
-    return pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)), interpret=True)(x, y)
-
-
-def _scratch_unused():
-    """The wrong answer of tests/wrong_answers/lab07_tpu.py that declares the f32 scratch, but adds each k block
-    into the bf16 output (run as a notebook cell would)."""
+def _wrong_fused(marker):
+    """The wrong answer of tests/wrong_answers/lab07_tpu.py whose source holds ``marker``, run as a notebook cell
+    would."""
     import importlib.util
 
     import jax
@@ -204,59 +190,75 @@ def _scratch_unused():
     spec = importlib.util.spec_from_file_location("wrong_lab07", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    (source,) = [c for c in module.WRONG["ex4_pallas_matmul"] if "o_ref[...] += jnp.dot" in c and "scratch_shapes" in c]
+    (source,) = [c for c in module.WRONG["ex4_fused_dense"] if all(m in c for m in marker)]
     namespace = {"jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
     exec(compile(source, "<student cell>", "exec"), namespace)
-    return namespace["pallas_matmul"]
+    return namespace["fused_dense"]
 
 
-def test_pallas_matmul_visible_case_catches_an_unused_scratch():
+def _scratch_unused():
+    """Declares the f32 scratch, but accumulates into the bf16 output."""
+    return _wrong_fused(("o_ref[...] += jnp.dot", "scratch_shapes"))
+
+
+def test_fused_dense_visible_case_catches_an_unused_scratch():
     """A kernel that declares the f32 scratch but accumulates in the bf16 output passes the structure check; the
     visible case whose first k block gives ±256 and the seven others less than half a bf16 unit each must fail it,
     naming the mistake, and so must the hidden cases."""
-    p = lab.problems["pallas_matmul"]
+    p = lab.problems["fused_dense"]
     p.after(_scratch_unused(), False)  # the structure alone cannot tell
-    with pytest.raises(CheckFailure, match=r"expected -?26[02], got -?256.*accumulate in the f32 scratch, write o_ref "
-                                           r"once at the last k step"):
+    with pytest.raises(CheckFailure, match=r"expected -?2[56]\d(\.\d+)?, got -?25\d.*accumulate in the f32 scratch, "
+                                           r"write o_ref once at the last k step"):
         p.check(_scratch_unused())
     with pytest.raises(CheckFailure, match="accumulate in the f32 scratch"):
         p.check(_scratch_unused(), hidden=True)
 
 
-def test_pallas_matmul_needs_an_f32_accumulator_and_legal_blocks():
-    """Accumulating into the bf16 output fails twice over: the structure check finds no f32 scratch, and the hidden
-    case whose first k block gives 256 and the seven others 0.5 each ends at 256 instead of 260. Every graded block
-    is legal on a TPU: last two dimensions multiples of (8, 128), or the whole array dimension."""
-    p = lab.problems["pallas_matmul"]
-    with pytest.raises(CheckFailure, match="scratch"):
-        p.check(_accumulates_in_bf16)
-    case = next(c for c in p.hidden_cases() if c.args[0].shape[1] == 1024)
-    with pytest.raises(CheckFailure, match="expected -?260, got -?256"):
-        p.compare("x", p.call(_accumulates_in_bf16, case), p.reference(*case.args), case)
+def test_fused_dense_needs_an_f32_accumulator_a_fused_epilogue_and_legal_blocks():
+    """Accumulating into the bf16 output (no scratch) fails the structure check; the bias and relu as XLA ops after
+    the kernel fail it too; the epilogue run at every k step fails on the numbers. Every graded block is legal on a
+    TPU: last two dimensions multiples of (8, 128), or the whole array dimension."""
+    p = lab.problems["fused_dense"]
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match="scratch"):
+            p.after(_wrong_fused(("o_ref[...] += jnp.dot", "def kernel(x_ref, w_ref, b_ref, o_ref):")), hidden)
+        with pytest.raises(CheckFailure, match="outside the kernel your function computes"):
+            p.after(_wrong_fused(("return jnp.maximum(acc + b",)), hidden)
+    with pytest.raises(CheckFailure, match="wrong"):
+        p.check(_wrong_fused(("acc_ref[...] = jnp.maximum(acc_ref[...] + jnp.dot",)))
     for c in p.visible + p.hidden_cases():
-        x, y, bm, bn, bk = c.args
-        (m, k), n = x.shape, y.shape[1]
-        for block, full in (((bm, bk), (m, k)), ((bk, bn), (k, n)), ((bm, bn), (m, n))):
+        x, w, b, bm, bn, bk = c.args
+        (m, k), n = x.shape, w.shape[1]
+        assert b.shape == (1, n)
+        for block, full in (((bm, bk), (m, k)), ((bk, bn), (k, n)), ((1, bn), (1, n)), ((bm, bn), (m, n))):
             assert (block[0] % 8 == 0 or block[0] == full[0]) and (block[1] % 128 == 0 or block[1] == full[1])
-        assert str(x.dtype) == str(y.dtype) == "bfloat16"
+        assert str(x.dtype) == str(w.dtype) == str(b.dtype) == "bfloat16"
 
 
-def test_pallas_matmul_must_visit_each_output_block_in_one_run():
+def test_fused_dense_epilogue_mistakes_are_named():
+    """The bias added at every k step, or the relu applied to every partial sum, each alone: the message says so."""
+    p = lab.problems["fused_dense"]
+    for case in p.visible[:1] + p.hidden_cases()[:2]:
+        with pytest.raises(CheckFailure, match="bias once per k block"):
+            p.compare("x", p.call(_fused("ijk", bias_each_step=True), case), p.reference(*case.args), case)
+
+
+def test_fused_dense_must_visit_each_output_block_in_one_run():
     """Reduction axis first (grid (k, i, j), zeroing at program_id(0) == 0): on a TPU every output block would be
     left and revisited with a stale buffer. It must fail, and the structure check says why; the kernel with the
     reduction last passes."""
-    p = lab.problems["pallas_matmul"]
-    p.check(_pallas("ijk"))
-    p.check(_pallas("ijk"), hidden=True)
-    _fails("pallas_matmul", _overwrites_each_k_step)
+    p = lab.problems["fused_dense"]
+    p.check(_fused("ijk"))
+    p.check(_fused("ijk"), hidden=True)
+    _fails("fused_dense", _overwrites_each_k_step)
     for order in ("kij", "ikj"):  # with a scratch accumulator shared by the grid, interpret mode gets wrong numbers too
         with pytest.raises(CheckFailure):
-            p.check(_pallas(order))
+            p.check(_fused(order))
         with pytest.raises(CheckFailure):
-            p.check(_pallas(order), hidden=True)
+            p.check(_fused(order), hidden=True)
         for hidden in (False, True):  # and the structure check says why a TPU would
             with pytest.raises(CheckFailure, match="consecutive"):
-                p.after(_pallas(order), hidden)
+                p.after(_fused(order), hidden)
 
 
 def collective_ok(kind, nbytes, p, wrap, link_bandwidth, latency):
@@ -329,31 +331,45 @@ def test_hidden_cases_hold_every_boundary_family_for_any_student(seed):
         (False, False, True, False), (False, False, False, False), (False, False, False, True)}
     assert any(A.shape[0] <= W.shape[0] - 2 for A, W in (c.args for c in answers._systolic_cases(
         np.random.default_rng(seed))))
-    for c in answers._pallas_cases(np.random.default_rng(seed)):
-        x, y = c.args[:2]
-        assert x.shape[0] != x.shape[1] and y.shape[0] != y.shape[1]
+    fused = [c.args for c in answers._fused_cases(np.random.default_rng(seed))]
+    for x, w, b, *_ in fused:
+        assert x.shape[0] != x.shape[1] and w.shape[0] != w.shape[1]
+    assert any(x.shape[1] // bk >= 3 and (b < 0).any() and (b > 0).any() for x, w, b, bm, bn, bk in fused)
     cases = [c.args for c in answers._collectives_cases(np.random.default_rng(seed))]
     from grader.answers.lab07_tpu import sharding_class
     assert {sharding_class(c[:3]) for c in cases if min(c[3]) > 1} == {sharding_class(f) for f in lab.sharding_family()}
-    assert any(np.prod(c[3]) > 8 for c in cases), "a mesh larger than a student's machine: no compiling there"
+    # a mesh larger than a student's machine, where no mesh of 8 devices or fewer compiles to the same bytes
+    small = [(r, c) for r in range(1, 9) for c in range(1, 9) if r * c <= 8]
+    assert any(np.prod(c[3]) > 8 and answers._collectives_reference(*c)
+               and all(answers._collectives_reference(*c[:3], s, *c[4:]) != answers._collectives_reference(*c)
+                       for s in small) for c in cases), "a mesh larger than a student's machine: no compiling there"
     ones = [c for c in cases if min(c[3]) == 1]  # a 1-device axis that changes the answer, on every such mesh
     assert {c[3] for c in ones} == {m for m in lab.MESHES if min(m) == 1}
-    assert all(answers._collectives_reference(*c) != answers._collectives_reference(*c[:3], (2, 4)) for c in ones)
+    assert all(set(answers._collectives_reference(*c)) != set(answers._collectives_reference(*c[:3], (2, 4), *c[4:]))
+               for c in ones)
+    assert {c[5] for c in cases} == {2, 4} and all(len(set(c[4])) == 3 for c in cases)
     hops = [c.args for c in answers._slice_cases(np.random.default_rng(seed))]
     assert any(2 * abs(x - y) == d for a, b, dims, _ in hops for x, y, d in zip(a, b, dims) if x != y)
     assert {0, 1} <= {answers._hops_reference(*args) for args in hops}  # the same chip; one hop over the wraparound
+    # the course's stored wrap flags (ici.json, the slices §7.7 shows) answer only part: on slices it does not hold, a
+    # torus (v4/v5p whole cubes, v5e/v6e 16-chip axes) must be told from a mesh by the rule
+    from gpucourse import interconnect
+
+    table = interconnect.stored()["wraps"]
+    assert any("x".join(map(str, dims)) not in table.get(chip, {}) and answers._hops_reference(a, b, dims, chip)
+               != sum(abs(x - y) for x, y in zip(a, b)) for a, b, dims, chip in hops)
 
 
 _COMPILE_FAMILY = """
 import json, os, sys
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=16"
-from grader.answers.lab07_tpu import compiled_collectives
+from grader.answers.lab07_tpu import compiled_traffic
 from grader.labs.lab07_tpu import MESHES, sharding_family
 out = {}
 for mesh_shape in MESHES:
     for case in sharding_family():
-        for m, k, n in ((64, 32, 16), (48, 96, 80)):
-            out[repr((case, mesh_shape, (m, k, n)))] = compiled_collectives(*case, mesh_shape, m, k, n)
+        for mkn in ((64, 32, 16), (48, 96, 80)):
+            out[repr((case, mesh_shape, mkn))] = compiled_traffic(*case, mesh_shape, mkn, 4)
 print(json.dumps(out))
 """
 
@@ -361,7 +377,8 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_predict_collectives_reference_is_what_xla_compiles():
     """Exercise 5's reference is a rule; XLA is the truth: every sharding of the family on every mesh the cases use
-    (16 devices: a subprocess), at two sets of matrix sizes, compiles to exactly the rule's collectives."""
+    (16 devices: a subprocess), at two sets of matrix sizes, compiles to exactly the rule's collectives, and the
+    bytes one device receives in them (read from each collective's result shape and replica groups) are the rule's."""
     import ast
     import json
     import subprocess
@@ -371,9 +388,13 @@ def test_predict_collectives_reference_is_what_xla_compiles():
                          check=True)
     compiled = json.loads(run.stdout.splitlines()[-1])
     assert len(compiled) == 2 * len(lab.MESHES) * len(lab.sharding_family())
-    wrong = {key: (got, answers._collectives_reference(*ast.literal_eval(key)[0], ast.literal_eval(key)[1]))
-             for key, got in compiled.items()
-             if got != answers._collectives_reference(*ast.literal_eval(key)[0], ast.literal_eval(key)[1])}
+    wrong = {}
+    for key, got in compiled.items():
+        case, mesh_shape, mkn = ast.literal_eval(key)
+        want = answers._collectives_reference(*case, mesh_shape, mkn, 4)
+        if set(got) != set(want) or any(got[c] != pytest.approx(want[c], rel=1e-12) for c in want):
+            wrong[key] = (got, want)
     assert not wrong
-    for case in lab.problems["predict_collectives"].visible:  # the visible cases too, of course
+    assert any(got for got in compiled.values()) and any(len(got) == 2 for got in compiled.values())
+    for case in lab.problems["predict_collectives"].visible:  # the visible cases' shardings and meshes too
         assert repr((case.args[:3], case.args[3], (64, 32, 16))) in compiled

@@ -57,12 +57,13 @@ def test_lab_closed_form_matches_the_simulation(work, launch):
     for n in (1, 2, 3, 7, 20, 60):
         ops = [st.Op(f"k{i}", "s", work / n) for i in range(n)]
         assert math.isclose(st.simulate(ops, launch_us=launch).makespan, answers.launched_makespan(work, launch, n))
-    n, makespans = answers.launches_to_dominate(work, launch)
+    ks = list(range(1, 61))
+    n, makespans = answers.launches_to_dominate(work, launch, ks)
     assert answers.launched_makespan(work, launch, n) > 2 * work
     assert n == 1 or answers.launched_makespan(work, launch, n - 1) <= 2 * work
-    assert len(makespans) == n and all(  # T(k) as the simulation runs it, busy regime included
+    assert len(makespans) == len(ks) and all(  # T(k) as the simulation runs it, busy regime included
         math.isclose(t, st.simulate([st.Op(f"k{i}", "s", work / k) for i in range(k)], launch_us=launch).makespan)
-        for k, t in enumerate(makespans[:60], start=1))
+        for k, t in zip(ks, makespans))
 
 
 def test_deadlock_and_bad_input_are_reported():
@@ -98,7 +99,10 @@ def test_simulated_jit_compiles_once():
     assert q.host_us == 1052
     f(0).block_until_ready()
     assert q.host_us == 1104
-    assert answers.time_call(st.SimulatedJit(q, 50, 1000), None, 3, st.VirtualClock(q)) == pytest.approx((1052e-6, 52e-6))
+    g = st.SimulatedJit(q, 50, 1000)  # another function on the same queue: compiles once, then 3 more calls
+    for _ in range(4):
+        g(None).block_until_ready()
+    assert q.host_us == 1104 + 1052 + 3 * 52
     f(np.ones(3)).block_until_ready()  # another argument type: traced and compiled again, as jax.jit does
     assert q.host_us == 1104 + 1052 + 3 * 52 + 1052
     f(np.ones(3, np.float32)).block_until_ready()  # another dtype: again

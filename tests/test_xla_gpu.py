@@ -123,3 +123,29 @@ def test_describe_with_a_cuda_plugin_but_no_gpu_does_not_claim_xla_compiles_for_
         assert "compiles for the real GPU" in text and "missing" not in text
     else:
         assert "no GPU" in text and "compiles for the real GPU" not in text and "missing nothing" not in text
+
+
+@pytest.mark.parametrize("target, arch, cc, sms", [("T4", "sm_75", "major: 7 minor: 5", 40),
+                                                   ("A100 SXM 80GB", "sm_80", "major: 8 minor: 0", 108),
+                                                   ("H100 SXM", "sm_90a", "major: 9 minor: 0", 132)])
+def test_each_card_has_a_target_from_its_datasheet(target, arch, cc, sms):
+    cfg = xla_gpu.TARGETS[target]()
+    assert xla_gpu.ARCH[target] == arch and cc in cfg and f"core_count: {sms}" in cfg
+    assert ("ACCELERATED_FEATURES" in cfg) == (arch == "sm_90a")  # wgmma: sm_90a only
+
+
+@needs_plugin
+def test_a_float32_dot_on_each_card_takes_the_path_the_course_says():
+    """Issue 25, deviceless: on a T4 (sm_75) XLA has no Triton GEMMs, so jnp.dot is a cuBLAS call (which XLA's
+    plain cost analysis would count as -1 FLOP: §0 and §2.4 read FLOPs on an XLA:CPU compile or not at all on a
+    GPU); on an A100 and an H100 it is a Triton fusion whose untuned tile splits K — contracting dims {2}·{1}, not
+    {1}·{0} (§0 asserts the dims on the CPU only)."""
+    dot = "lambda a, b: jnp.dot(a, b)"
+    small = ((128, 128), "float32")
+    t4, a100, h100 = (xla_gpu.compile_for_gpu(dot, small, small, target=t) for t in ("T4", "A100 SXM 80GB", "H100 SXM"))
+    assert t4.gemm.how == "library call" and "cublas" in t4.gemm.target.lower() and not t4.ptx
+    for c in (a100, h100):
+        assert c.gemm.how == "generated fusion" and "Triton" in c.gemm.runner and c.ptx
+        assert (c.gemm.lhs_contracting, c.gemm.rhs_contracting) != ((1,), (0,))
+    assert {".target sm_80", ".target sm_90a"} <= {line.strip() for c in (a100, h100) for p in c.ptx
+                                                    for line in p.splitlines() if line.startswith(".target")}

@@ -56,12 +56,13 @@ from .errors import KernelError, NotModelled, OutOfBounds
 from .instrument import code_names
 from .memory import TracedArray
 from .plots import launch_tree, plot_access
-from .report import KernelReport, Race, ReportData, SyncIssue, UninitializedUse, WarpStats, race_hint
+from .report import Float64Op, KernelReport, Race, ReportData, SyncIssue, UninitializedUse, WarpStats, race_hint
 from .run import run
 from .values import Uninit
 
 __all__ = [
-    "CudaAPI", "DeviceArray", "DeviceFunction", "Dim3", "Kernel", "KernelError", "KernelReport", "NotModelled",
-    "OutOfBounds", "Race", "ReportData", "SECTOR_BYTES", "SyncIssue", "TracedArray", "Uninit", "UninitializedUse",
-    "WARP_SIZE", "WarpStats", "code_names", "cuda", "dim3", "launch_tree", "plot_access", "race_hint", "run",
+    "CudaAPI", "DeviceArray", "DeviceFunction", "Dim3", "Float64Op", "Kernel", "KernelError", "KernelReport",
+    "NotModelled", "OutOfBounds", "Race", "ReportData", "SECTOR_BYTES", "SyncIssue", "TracedArray", "Uninit",
+    "UninitializedUse", "WARP_SIZE", "WarpStats", "code_names", "cuda", "dim3", "launch_tree", "plot_access",
+    "race_hint", "run",
 ]

@@ -34,6 +34,7 @@ from .errors import KernelError, NotModelled
 from .host import DeviceArray, _Device, _Event, _Stream
 from .launch import caller_site
 from .memory import TracedArray
+from .numbatypes import F32, I32, U32, typed
 from .values import SCALAR_TYPES, Uninit, as_dtype, cast, poisoned
 
 
@@ -113,7 +114,7 @@ def _predicate(p: Any, what: str) -> Any:
         raise TypeError(f"cuda.{what}: numba-cuda takes an integer predicate, got {type(p).__name__} (a kernel "
                         f"passing a {type(p).__name__} does not compile for a GPU): write "
                         f"cuda.{what}(1 if condition else 0)")
-    return p
+    return int(p) & 0xFFFFFFFF  # its signature is int32(int32): a wider predicate is truncated (2**32 is false)
 
 
 def _vote(p: Any, what: str) -> Any:
@@ -124,7 +125,7 @@ def _vote(p: Any, what: str) -> Any:
     return p
 
 
-_SHFL_TYPES = (np.int32, np.int64, np.float32, np.float64)
+_SHFL_TYPES = (np.int32, np.int64, np.float32, np.float64, F32)
 
 
 def _shfl_value(v: Any, what: str) -> Any:
@@ -167,7 +168,7 @@ def _int_bits(x: Any) -> tuple[int, int]:
 
 def _device_dtype(*xs: Any) -> np.dtype:
     for x in xs:
-        if isinstance(x, np.floating):
+        if isinstance(x, (np.floating, F32)):
             return x.dtype
     return np.dtype(np.float64)
 
@@ -438,15 +439,15 @@ class CudaAPI:
 
     def syncthreads_count(self, predicate: Any) -> np.int32:
         pred = _predicate(predicate, "syncthreads_count")
-        return np.int32(_run("syncthreads_count").barrier("syncthreads_count", pred, caller_site()))
+        return I32(_run("syncthreads_count").barrier("syncthreads_count", pred, caller_site()))
 
     def syncthreads_and(self, predicate: Any) -> np.int32:
         pred = _predicate(predicate, "syncthreads_and")
-        return np.int32(_run("syncthreads_and").barrier("syncthreads_and", pred, caller_site()))
+        return I32(_run("syncthreads_and").barrier("syncthreads_and", pred, caller_site()))
 
     def syncthreads_or(self, predicate: Any) -> np.int32:
         pred = _predicate(predicate, "syncthreads_or")
-        return np.int32(_run("syncthreads_or").barrier("syncthreads_or", pred, caller_site()))
+        return I32(_run("syncthreads_or").barrier("syncthreads_or", pred, caller_site()))
 
     def threadfence(self) -> None:
         _run("threadfence").fence("device")
@@ -509,12 +510,12 @@ class CudaAPI:
 
     def activemask(self) -> np.uint32:
         """The lanes of the warp executing this call together (the lanes that reached this same call)."""
-        return np.uint32(_run("activemask").warp_op("activemask", FULL_MASK, None, caller_site()))
+        return U32(_run("activemask").warp_op("activemask", FULL_MASK, None, caller_site()))
 
     def lanemask_lt(self) -> np.uint32:
         """Bits of all lanes below the caller's (active or not)."""
         run = _run("lanemask_lt")
-        return np.uint32((1 << run.cur.lane) - 1)
+        return U32((1 << run.cur.lane) - 1)
 
     # -- inside a kernel: integer and float intrinsics --------------------------------------------------------------
     @staticmethod
@@ -545,8 +546,8 @@ class CudaAPI:
         dt = _device_dtype(a, b, c)
         fa, fb, fc = float(a), float(b), float(c)
         if not all(math.isfinite(v) for v in (fa, fb, fc)):
-            return dt.type(fa * fb + fc)  # inf and NaN propagate as in the unfused form
-        return _round_once(Fraction(fa) * Fraction(fb) + Fraction(fc), fa * fb + fc, dt)
+            return typed(dt.type(fa * fb + fc))  # inf and NaN propagate as in the unfused form
+        return typed(_round_once(Fraction(fa) * Fraction(fb) + Fraction(fc), fa * fb + fc, dt))
 
     @staticmethod
     def cbrt(x: Any) -> Any:
@@ -554,11 +555,11 @@ class CudaAPI:
         dt = _device_dtype(x)
         f = float(x)
         if not math.isfinite(f) or f == 0:
-            return dt.type(f)
+            return typed(dt.type(f))
         y = dt.type(math.copysign(abs(f) ** (1.0 / 3.0), f))  # within an ulp or two of the root
         ax = Fraction(abs(float(dt.type(f))))
         cands = [y, np.nextafter(y, dt.type(np.inf)), np.nextafter(y, dt.type(-np.inf))]
-        return min(cands, key=lambda v: abs(Fraction(abs(float(v))) ** 3 - ax))
+        return typed(min(cands, key=lambda v: abs(Fraction(abs(float(v))) ** 3 - ax)))
 
     @staticmethod
     def selp(pred: Any, a: Any, b: Any) -> Any:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from . import state
 from .state import running as _run
 from .memory import TracedArray
+from .numbatypes import typed
 from .values import Uninit, cast
 
 
@@ -63,7 +64,7 @@ class _Atomic:
         if root.init is not None:
             root.init[flat] = 1
         run.on_atomic(root, flat, changed)
-        return old
+        return typed(old)
 
     @classmethod
     def _val(cls, ary: Any, v: Any, name: str) -> Any:

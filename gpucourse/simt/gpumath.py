@@ -21,6 +21,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .numbatypes import F32
+
+_F32S = (F32, np.float32)  # a kernel's float32 values (F32) and NumPy's
+
 # name -> (NumPy float64 function giving IEEE special values, number of float arguments)
 _UNARY = {
     "exp": np.exp, "expm1": np.expm1, "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
@@ -36,7 +40,7 @@ _BINARY = {"pow": np.power, "atan2": np.arctan2, "hypot": np.hypot, "fmod": np.f
 def _result_dtype(args: tuple) -> np.dtype:
     """numba-cuda's signatures: float32 when the first argument and every other float argument are float32."""
     floats = [a for a in args if isinstance(a, (float, np.floating))]
-    if isinstance(args[0], np.float32) and all(isinstance(a, np.float32) for a in floats):
+    if isinstance(args[0], _F32S) and all(isinstance(a, _F32S) for a in floats):
         return np.dtype(np.float32)  # float32(float32, ...), and pow(float32, int32)
     return np.dtype(np.float64)
 
@@ -64,7 +68,7 @@ def _wrap(name: str, fn: Callable, numpy_fn: Callable | None) -> Callable:
             else:
                 value = _gamma_special(float(args[0]), log=name == "lgamma")
         with np.errstate(over="ignore"):
-            return dt.type(value)
+            return F32(value) if dt == np.float32 else dt.type(value)
 
     gpu.__name__ = gpu.__qualname__ = name
     gpu.__doc__ = f"math.{name} with the GPU's IEEE special values and numba-cuda's result type."
@@ -72,10 +76,26 @@ def _wrap(name: str, fn: Callable, numpy_fn: Callable | None) -> Callable:
     return gpu
 
 
+def _rounding(name: str) -> Callable:
+    """math.floor/ceil/trunc as numba-cuda types them (cudamath.py): a float of the argument's type (float32 for a
+    float32, float64 otherwise), not CPython's int: ``a[math.floor(x)]`` does not compile for a GPU."""
+    np_fn = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc}[name]
+
+    def gpu(x: Any) -> Any:
+        r = np_fn(np.float64(float(x)))
+        return F32(r) if isinstance(x, _F32S) else r
+
+    gpu.__name__ = gpu.__qualname__ = name
+    gpu.__doc__ = f"math.{name} typed as numba-cuda types it: float32 for a float32, float64 otherwise."
+    gpu.__module__ = __name__
+    return gpu
+
+
 def _ldexp(x: Any, i: Any) -> Any:
-    dt = np.dtype(np.float32) if isinstance(x, np.float32) else np.dtype(np.float64)
+    dt = np.dtype(np.float32) if isinstance(x, _F32S) else np.dtype(np.float64)
     with np.errstate(all="ignore"):
-        return dt.type(np.ldexp(np.float64(x), int(i)))
+        r = np.ldexp(np.float64(x), int(i))
+        return F32(r) if dt == np.float32 else dt.type(r)
 
 
 def _module() -> types.ModuleType:
@@ -90,6 +110,8 @@ def _module() -> types.ModuleType:
     for name in ("gamma", "lgamma"):
         setattr(mod, name, _wrap(name, getattr(math, name), None))
     mod.ldexp = _ldexp
+    for name in ("floor", "ceil", "trunc"):
+        setattr(mod, name, _rounding(name))
     mod.__gpumath__ = True
     return mod
 

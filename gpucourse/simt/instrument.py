@@ -31,6 +31,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import gpumath
+from .numbatypes import BUILTINS
+from .values import SCALAR_TYPES
 
 TRACE, LOOP = "__simt_t__", "__simt_L__"
 
@@ -299,13 +301,40 @@ class _NumbaProxy(types.ModuleType):
         self.__dict__["_real"], self.__dict__["cuda"] = real, cuda
 
     def __getattr__(self, name: str) -> Any:
+        if name in SCALAR_TYPES and name != "void":
+            return SCALAR_TYPES[name]  # numba.float32(x) casts to a value typed as numba-cuda types it
         return getattr(self.__dict__["_real"], name)
+
+
+_NP_SCALARS = {np.dtype(t).type: np.dtype(t).name for t in ("float32", "int8", "int16", "int32", "uint8", "uint16",
+                                                            "uint32")}
+
+
+class _NumpyProxy(types.ModuleType):
+    """``numpy`` as a kernel sees it here: ``np.float32(x)``, ``np.int32(x)`` give values whose arithmetic is typed as
+    numba-cuda types it (:mod:`gpucourse.simt.numbatypes`); every other attribute is NumPy's own."""
+
+    def __init__(self, real: types.ModuleType):
+        super().__init__("numpy")
+        self.__dict__["_real"] = real
+        for name in _NP_SCALARS.values():
+            self.__dict__[name] = SCALAR_TYPES[name]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_real"], name)
+
+
+_NUMPY_PROXY = _NumpyProxy(np)
 
 
 def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any]) -> Any:
     """What a kernel's global or closure value ``v`` must become here (``v`` itself when nothing changes)."""
     if v is math_module or (isinstance(v, types.BuiltinFunctionType) and getattr(v, "__module__", None) == "math"):
         return gpumath.replace(v)  # IEEE inf/nan where CPython's math raises, numba-cuda's float32 results
+    if v is np:
+        return _NUMPY_PROXY
+    if isinstance(v, type) and v in _NP_SCALARS:
+        return SCALAR_TYPES[_NP_SCALARS[v]]  # `from numpy import float32`
     if isinstance(v, types.ModuleType):
         if is_numba_cuda_module(v):
             sub = v.__name__.split(".")[2:]
@@ -316,6 +345,8 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any]) -> Any:
             return _NumbaProxy(v, cuda)
         return v
     mod = getattr(type(v), "__module__", "") or ""
+    if mod.startswith("numba.core.types") and getattr(v, "name", None) in SCALAR_TYPES:
+        return SCALAR_TYPES[v.name]  # `from numba import float32`
     if mod.startswith("numba") and isinstance(getattr(v, "py_func", None), types.FunctionType):
         return wrap_device(v)  # a dispatcher of the real target or of numba's simulator
     if isinstance(v, types.FunctionType) and (v.__module__ or "").startswith("numba.cuda"):
@@ -328,12 +359,16 @@ def rebind(fn: types.FunctionType, cuda: Any, wrap_device: Callable[[Any], Any])
     """(globals, closure overrides) for running ``fn`` here: ``fn.__globals__`` itself when it needs nothing."""
     g = fn.__globals__
     changes = {}
-    for name in code_names(fn.__code__):
+    names = code_names(fn.__code__)
+    for name in names:
         if name in g:
             v = g[name]
             r = replacement(v, cuda, wrap_device)
             if r is not v:
                 changes[name] = r
+    for name, typed_builtin in BUILTINS.items():  # min, max, float: typed as numba-cuda types them
+        if name in names and name not in g:
+            changes[name] = typed_builtin
     closure = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:

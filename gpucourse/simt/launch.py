@@ -41,8 +41,10 @@ from .errors import BudgetExceeded, KernelError, NotModelled, OutOfBounds, Threa
 from .instrument import (Compiled, compile_function, current_user_frame, freeze, python_function, rebind,
                          signature_key, where)
 from .memory import ATOMIC, Root, TracedArray
+from .numbatypes import typed
 from .races import detect
-from .report import ArrayInfo, KernelReport, SyncIssue, UninitializedUse, group_ranges
+from .report import (ArrayInfo, Float64Op, KernelReport, SyncIssue, UninitializedUse,
+                     group_ranges)
 from .threads import BARRIER, CHECK_EVERY, DONE, ERROR, GRID, PREEMPT, READY, WARP, SimBlock, SimThread, at, snapshot_value
 from .values import Origin, Uninit, as_dtype, poisoned
 from .warps import WarpOps
@@ -80,6 +82,7 @@ class Launch(Barriers, WarpOps):
         self.sync_errors: list[SyncIssue] = []
         self._sync_seen: dict[tuple, int] = {}
         self.warnings: list[str] = []
+        self.fp64: dict[tuple[types.CodeType, int], int] = {}  # (code, line) -> float64 values made from float32 there
         self._warn_seen: set = set()
         self.static_shared = 0
         self.local_bytes = 0
@@ -118,7 +121,7 @@ class Launch(Barriers, WarpOps):
         if host is None:
             if isinstance(a, TracedArray):
                 raise TypeError(f"argument {name}: an array of an earlier launch cannot be passed to a kernel")
-            return a
+            return typed(a)  # a np.float32 argument is a float32 (F32); Python floats and ints: float64, int64
         if host.dtype.kind not in "biufc":
             raise NotModelled(f"kernel arguments of dtype {host.dtype} (argument {name})")
         root = Root(self, name, "global", host.shape, host.dtype, initialised=init is None)
@@ -539,6 +542,21 @@ class Launch(Barriers, WarpOps):
                   f"{i + n} of {n} (numba-cuda adds the length; in CUDA C the same index reads before the array — "
                   "if the wrap is not what you meant, guard the index)")
 
+    def fp64_made(self, frame: Any) -> None:
+        """A float32 operand was promoted to float64 (numba-cuda's typing: ``x * 0.1``, ``acc = 0.0; acc += x``):
+        count it at the kernel line (or the device-function line) making the value."""
+        codes = self.user_codes
+        while frame is not None and frame.f_code not in codes:
+            frame = frame.f_back
+        if frame is None:
+            return
+        key = (frame.f_code, frame.f_lineno)
+        self.fp64[key] = self.fp64.get(key, 0) + 1
+
+    def float64_ops(self) -> list[Float64Op]:
+        return [Float64Op(line, where(code, line), n, code.co_name) for (code, line), n in sorted(
+            self.fp64.items(), key=lambda kv: (kv[0][0].co_name != self.name, kv[0][1]))]
+
     def warn(self, key: tuple, text: str) -> None:
         if key not in self._warn_seen and len(self.warnings) < MAX_EXAMPLES:
             self._warn_seen.add(key)
@@ -561,7 +579,8 @@ class Launch(Barriers, WarpOps):
                             self.kernel.header, races=races, race_count=race_count, benign_races=benign,
                             uninitialized=self.uninit, uninitialized_count=self.uninit_count,
                             uninitialized_reads=self.uninit_reads, sync_errors=self.sync_errors,
-                            warnings=self.warnings, shared_bytes=self.static_shared,
+                            warnings=self.warnings, float64_ops=self.float64_ops(),
+                            shared_bytes=self.static_shared,
                             dynamic_shared_bytes=self.sharedmem, local_bytes=self.local_bytes, complete=complete)
 
 

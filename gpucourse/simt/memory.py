@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .errors import NotModelled, OutOfBounds
+from .numbatypes import TYPED
 from .values import Uninit, cast, poison_value
 
 READ, WRITE, ATOMIC, SAME = 0, 1, 2, 3  # access kinds, as logged (SAME: a write of the value already there)
@@ -75,13 +76,14 @@ class Root:
 class TracedArray:
     """A NumPy array seen through a kernel: element accesses are bounds-checked and recorded."""
 
-    __slots__ = ("_a", "_root", "_run", "_map", "_ndim", "_n0", "_n1")
+    __slots__ = ("_a", "_root", "_run", "_map", "_ndim", "_n0", "_n1", "_conv")
 
     def __init__(self, a: np.ndarray, root: Root, run: Any, pos_map: np.ndarray | None = None):
         self._a, self._root, self._run, self._map = a, root, run, pos_map
         self._ndim = a.ndim
         self._n0 = a.shape[0] if a.ndim else 1
         self._n1 = a.shape[1] if a.ndim > 1 else 1
+        self._conv = TYPED.get(a.dtype)  # a load gives a value typed as numba-cuda types it (F32, I32, ...)
 
     # -- what a kernel may ask an array -----------------------------------------------------------------------
     shape = property(lambda self: self._a.shape)
@@ -146,7 +148,8 @@ class TracedArray:
                         app(t.tidh + len(t.trace))
                         app(root.ridh + flat)
                         app(t.epk)
-                        return self._a[idx]
+                        conv = self._conv
+                        return conv(self._a[idx]) if conv is not None else self._a[idx]
         elif cls is int and self._ndim == 1:
             if 0 <= idx < self._n0:
                 root = self._root
@@ -160,7 +163,8 @@ class TracedArray:
                     app(t.tidh + len(t.trace))
                     app(root.ridh + flat)
                     app(t.epk)
-                    return self._a[idx]
+                    conv = self._conv
+                    return conv(self._a[idx]) if conv is not None else self._a[idx]
         key, flat = self._resolve(idx)
         if flat is None:
             return key  # a view
@@ -189,6 +193,8 @@ class TracedArray:
     def _load(self, key: Any, flat: int) -> Any:
         root = self._root
         value = self._a[key]
+        if self._conv is not None:
+            value = self._conv(value)
         if root.init is not None and not root.init[flat]:
             value = self._run.uninit_read(root, flat)
         if root.logged:

@@ -85,6 +85,22 @@ class UninitializedUse:
 
 
 @dataclass(frozen=True)
+class Float64Op:
+    """A kernel line where float64 values were made from a float32 operand, as numba-cuda types it (``x * 0.1``,
+    ``x / 3``, ``acc = 0.0; acc += x``): on a GPU a ``cvt.f64.f32`` and FP64 arithmetic (1/64 of the FP32 rate on
+    consumer GPUs, 1/2 on an H100)."""
+
+    line: int
+    where: str  # ' at line 7 of the cell (`acc += x[i]`)'
+    count: int  # such operations, all threads together
+    function: str = ""  # the kernel's or device function's name
+
+    def __str__(self) -> str:
+        return (f"{self.count} float64 operation{'s' * (self.count != 1)} on float32 values{self.where} "
+                "(numba-cuda types a Python float literal or argument, or an int, as 64-bit: write np.float32(...))")
+
+
+@dataclass(frozen=True)
 class WarpStats:
     block: int
     warp: int  # warp index inside the block
@@ -153,7 +169,8 @@ class KernelReport(_Findings):
                  roots: list[ArrayInfo], loops: list[Loop], header: dict[int, int], *, races: list[Race],
                  race_count: int, uninitialized: list[UninitializedUse], uninitialized_count: int,
                  uninitialized_reads: int, benign_races: int = 0, sync_errors: list[SyncIssue], warnings: list[str],
-                 shared_bytes: int, dynamic_shared_bytes: int, local_bytes: int, complete: bool = True):
+                 float64_ops: list[Float64Op] | None = None, shared_bytes: int, dynamic_shared_bytes: int,
+                 local_bytes: int, complete: bool = True):
         self.name, self.grid, self.block = name, grid, block
         self.traces = traces
         self._log = log  # (accesses, 6): tid, trace position, root id, position, kind (0 r, 1 w, 2 atomic), epoch
@@ -165,6 +182,7 @@ class KernelReport(_Findings):
         self.uninitialized_reads = uninitialized_reads  # reads of never-written elements (used or not)
         self.sync_errors = sync_errors
         self.warnings = warnings
+        self.float64_ops = list(float64_ops or ())  # lines making float64 values from float32 values
         self.shared_bytes = shared_bytes  # static shared memory per block, bytes
         self.dynamic_shared_bytes = dynamic_shared_bytes  # the launch's dynamic shared memory, bytes
         self.local_bytes = local_bytes  # cuda.local.array bytes per thread (the largest thread)
@@ -450,6 +468,8 @@ class KernelReport(_Findings):
                                    " (the values read were never used)"))
         for w in self.warnings[:3]:
             lines.append(f"  warning: {w}")
+        for op in self.float64_ops[:3]:
+            lines.append(f"  float64: {op}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -507,7 +527,8 @@ class KernelReport(_Findings):
             uninitialized_count=int(self.uninitialized_count), uninitialized_reads=int(self.uninitialized_reads),
             warnings=tuple(str(w) for w in self.warnings), complete=bool(self.complete),
             touched={a: tuple(self.elements_accessed(a, k) for k in kinds) for a in arrays},
-            traffic={a: self.array_traffic(a) for a in arrays}, writer_counts={a: self.writers(a) for a in arrays})
+            traffic={a: self.array_traffic(a) for a in arrays}, writer_counts={a: self.writers(a) for a in arrays},
+            float64_ops=tuple(self.float64_ops))
 
 
 _KINDS = {None: 0, "r": 1, "w": 2}
@@ -554,6 +575,7 @@ class ReportData(_Findings):
     complete: bool = True
     touched: dict = field(default_factory=dict)  # name -> per kind (any, reads, writes): (elements, lowest flat index)
     traffic: dict = field(default_factory=dict)  # name -> (distinct read, distinct written, reads, writes)
+    float64_ops: tuple = ()  # Float64Op: kernel lines making float64 values from float32 operands
     writer_counts: dict = field(default_factory=dict)  # name -> (threads that stored to it, most elements per thread)
 
     def array_traffic(self, array: str) -> tuple[int, int, int, int]:

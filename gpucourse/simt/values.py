@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import state
+from .numbatypes import TYPED
 
 _NUMBA_NAMES = {"boolean": "bool", "bool_": "bool", "byte": "uint8"}
 
@@ -188,7 +189,7 @@ class Signature:
 
 def cast(value: Any, dtype: np.dtype) -> Any:
     """``value`` as a scalar of ``dtype`` with the GPU's conversion: integers wrap, floats truncate toward zero."""
-    t = dtype.type
+    t = TYPED.get(dtype, dtype.type)  # float32 -> F32, int32 -> I32, ...: a kernel value typed as numba-cuda types it
     if dtype.kind in "iu" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         bits = dtype.itemsize * 8
         v = int(value) & ((1 << bits) - 1)
@@ -201,7 +202,7 @@ def cast(value: Any, dtype: np.dtype) -> Any:
             return t(0)  # undefined in C; cvt.rzi gives 0 for NaN on NVIDIA GPUs
         return cast(int(f), dtype)
     with np.errstate(all="ignore"):
-        return t(value)
+        return t(dtype.type(value)) if t is not dtype.type else t(value)
 
 
 SCALAR_TYPES = {n: ScalarType(n) for n in (

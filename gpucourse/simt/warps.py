@@ -14,6 +14,7 @@ import numpy as np
 
 from .dims import WARP_SIZE
 from .errors import KernelError, NotModelled
+from .numbatypes import I32
 from .threads import DONE, READY, WARP, SimBlock, SimThread, at
 from .values import Origin, Uninit
 
@@ -116,17 +117,17 @@ class WarpOps:
             elif kind == "eq_sync":
                 r = all(bits) or not any(bits)
             else:  # numba-cuda's ballot_sync returns an int32 (signed: lane 31 set makes it negative)
-                r = np.uint32(sum(1 << u.lane for u, b in zip(parts, bits) if b)).view(np.int32)
+                r = I32(np.uint32(sum(1 << u.lane for u, b in zip(parts, bits) if b)).view(np.int32))
             return [r] * len(parts)
         if kind in ("match_any_sync", "match_all_sync"):
             keys = [_match_key(p) for p in preds]
             out = []
             for u, k in zip(parts, keys):
                 same = sum(1 << v.lane for v, kv in zip(parts, keys) if kv == k)
-                out.append(np.uint32(same).view(np.int32) if kind == "match_any_sync" else None)
+                out.append(I32(np.uint32(same).view(np.int32)) if kind == "match_any_sync" else None)
             if kind == "match_all_sync":
                 alls = len(set(keys)) == 1
-                m = np.uint32(sum(1 << u.lane for u in parts)).view(np.int32) if alls else np.int32(0)
+                m = I32(np.uint32(sum(1 << u.lane for u in parts)).view(np.int32) if alls else 0)
                 out = [(m, alls)] * len(parts)
             return out
         raise NotModelled(f"the warp operation {kind}")

@@ -5,16 +5,19 @@ the student edition (``python -m grader student-edition``) leaves it out and che
 in what it ships. The exercise side, grader/labs/lab02_backprop.py, is the rest of the lab; this module imports it,
 never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
-is_correct_backward's cases are candidate backward passes: on the exercise side they are plain data
-(``Candidate(form, name)``, a neutral letter that picks one function of the exercise side's pool, ``FORMS``), so
-they travel to a sandbox as data; which forms are right is kept here (``CORRECT``, ``WHY``).
+is_correct_backward's cases are a black-box forward pass and a candidate backward pass: on the exercise side they
+are plain data (``BlackBox(form, name)``, ``Candidate(form, name)``: a neutral letter that picks one pair of the
+exercise side's pool, ``FORMS``), so they travel to a sandbox as data; which forms are right is kept here
+(``CORRECT``, ``WHY``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..labs.lab02_backprop import DTYPES, FORMS, OPTIMIZER_SLOTS, POLICIES, Candidate, _mlp_case, grad_of
+from ..labs.lab02_backprop import (
+    DTYPES, FORMS, OPTIMIZER_SLOTS, POLICIES, BlackBox, Candidate, _deep_case, _mlp_case, grad_of, pair,
+)
 from ..problem import Case
 
 
@@ -40,23 +43,49 @@ def _mlp_hidden(rng: np.random.Generator) -> list[Case]:
     return cases + [padded, dead]
 
 
-# -- Exercise 2: GEMMs and FLOPs of one training step -----------------------------------------------------------------
+# -- Exercise 2: GEMMs and FLOPs of one training step, predicted ------------------------------------------------------
+# tests/test_lab02_backprop.py holds this reference against JAX's own program (the dot_generals of make_jaxpr of
+# jax.grad, frozen weights closed over, jax.checkpoint(nothing_saveable) per layer) and, without recomputation,
+# against XLA's compiled program (its dots and cost_analysis's FLOPs).
 
-def step_gemms(batch: int, widths: list[int]) -> tuple[int, int, int]:
+def step_gemms(batch: int, widths: list[int], trainable: list[bool], recompute: bool) -> tuple[int, int, int]:
+    first = trainable.index(True)  # the backward pass starts at the top and stops at the lowest trained weight
     gemms = fwd = bwd = 0
     for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:])):
         f = 2 * batch * d_in * d_out
-        gemms += 1 + 1 + (i > 0)  # forward; dW; dX unless the layer's input is the data
+        backward = (recompute and i >= first) + bool(trainable[i]) + (i > first)  # recomputed forward; dW; dX
+        gemms += 1 + backward
         fwd += f
-        bwd += f * (1 + (i > 0))
+        bwd += backward * f
     return gemms, fwd, bwd
 
 
 def _gemm_hidden(rng: np.random.Generator) -> list[Case]:
     cases = []
-    for _ in range(7):
-        widths = [int(w) for w in rng.integers(1, 5000, size=int(rng.integers(2, 9)))]
-        cases.append(Case((int(rng.integers(1, 4096)), widths)))
+    # small networks, each pattern of frozen weights: all trained, fine-tuning (the bottom frozen), frozen in the
+    # middle, only the top, only the bottom; with and without recomputation
+    patterns = ("all", "bottom frozen", "middle frozen", "bottom and middle frozen", "top only", "bottom only",
+                "random")
+    for k, pattern in enumerate(patterns * 2):
+        layers = int(rng.integers(3, 9))
+        widths = [int(w) for w in rng.integers(1, 5000, size=layers + 1)]
+        cut = int(rng.integers(1, layers - 1))
+        trainable = {"all": [True] * layers,
+                     "bottom frozen": [i >= cut for i in range(layers)],
+                     "middle frozen": [i != cut for i in range(layers)],
+                     "bottom and middle frozen": [i >= cut and i != cut + 1 for i in range(layers)],
+                     "top only": [i == layers - 1 for i in range(layers)],
+                     "bottom only": [i == 0 for i in range(layers)],
+                     "random": [bool(t) for t in rng.random(layers) < 0.5]}[pattern]
+        if not any(trainable):
+            trainable[int(rng.integers(layers))] = True
+        cases.append(Case((int(rng.integers(1, 4096)), widths, trainable, k >= len(patterns))))
+    # one layer: one forward GEMM and its dW (the data is never differentiated)
+    cases.append(Case((int(rng.integers(1, 4096)), [int(w) for w in rng.integers(1, 5000, size=2)], [True],
+                       bool(rng.integers(2)))))
+    # deep networks: tracing their backward pass takes longer than the time limit
+    cases += [_deep_case(rng, int(rng.integers(6000, 9000)), int(rng.integers(1, 4096)), recompute)
+              for recompute in (False, True)]
     return cases
 
 
@@ -183,35 +212,38 @@ def _policy_hidden(rng: np.random.Generator) -> list[Case]:
     return cases + [Case((layers, batch, width, need["dots"])), Case((layers, batch, width, need["nothing"]))]
 
 
-# -- Exercise 5: diagnose — a gradient test that catches transposes -------------------------------------------------
-# The exercise side's pool FORMS holds candidate backward passes of a linear layer Y = X @ W under neutral letters;
-# these are the right ones (tests/test_lab02_backprop.py holds every verdict against jax.vjp, and each wrong one
-# against the inputs it is right on).
+# -- Exercise 5: diagnose — test a backward pass against a black box -----------------------------------------------
+# The exercise side's pool FORMS pairs a black-box forward pass (OPS, float32) with a candidate backward pass under
+# neutral letters; these are the right ones (tests/test_lab02_backprop.py holds every verdict against jax.vjp of a
+# JAX twin of each operation, and each wrong one against the inputs it is right on).
 
-VERDICT = {"a": True, "b": False, "c": False, "d": True, "e": False, "f": False, "g": False, "h": True, "i": False,
-           "j": False, "k": False, "l": False, "m": False}
+VERDICT = {"a": True, "b": True, "c": False, "d": False, "e": True, "f": False, "g": False, "h": True, "i": True,
+           "j": False, "k": True, "l": False, "m": True, "n": False, "o": False, "v": True, "w": False, "x": False,
+           "y": False, "z": False}
 CORRECT = tuple(form for form, right in VERDICT.items() if right)
-WHY = {  # what each form is (the right ones, then the traps: right shapes, right on special inputs only)
-    "d": "textbook: Xᵀ·dY, dY·Wᵀ",
-    "h": "the products the other way round, transposed: (dYᵀ·X)ᵀ = Xᵀ·dY, (W·dYᵀ)ᵀ = dY·Wᵀ",
-    "a": "einsum",
-    "f": "dX = dY·W, a forgotten transpose of W: right only when W is square and symmetric",
-    "b": "dW = dYᵀ·X, shape (d_out, d_in): right only when W is square and Xᵀ·dY symmetric",
-    "j": "dW divided by the batch (a mean): right only for a batch of one",
-    "c": "dW from the first example only (no sum over the batch): right only for a batch of one",
-    "g": "returns (dX, dW): right only when X and W have the same shape and values",
-    "e": "dW + 0.01·W, an L2 penalty's gradient (another loss's): off by a little, below a loose test's tolerance",
-    "i": "dX / 0.9, the keep probability of a dropout layer that is not there: 11 % too large everywhere",
-    # right on any constant input (all ones), whatever the shapes: only random values catch them
-    "k": "dW pairs each input row with another example's gradient (dY's rows reversed): right only when dY's rows "
-         "are all alike (constant inputs, a batch of one)",
-    "l": "dW = outer(ΣX, ΣdY) / B, the product of the batch sums over B instead of the sum of the products: right "
-         "only when X's rows (or dY's) are all alike",
-    "m": "dX from dY's rows reversed, each example given another's gradient: right only when dY's rows are all alike",
+WHY = {  # what each form is: p softmax over rows, q standardize rows, r xᵀx, s cumsum along rows, t tanh, u logsumexp
+    "a": "softmax: y·(dy − Σ dy·y)", "b": "softmax through its explicit Jacobian diag(y) − y·yᵀ (einsum)",
+    "c": "softmax with the mean of dy for Σ dy·y: right only when y is uniform (constant rows of x)",
+    "d": "softmax with Σ dy·y summed over the whole batch, not per row: right only for a batch of one",
+    "e": "standardize: (dy − mean dy − x̂·mean(dy·x̂)) / σ",
+    "f": "standardize, dy / σ: no chain through the mean and the variance",
+    "g": "standardize, right formula / 0.95 (a dropout rescale that is not there): 5 % too large everywhere",
+    "h": "gram: x·(dy + dyᵀ)", "i": "gram, (dyᵀ·xᵀ)ᵀ + x·dyᵀ: the same products another way round",
+    "j": "gram, 2·x·dy: right only for a symmetric dy (dy = ones, dy = y of L = ½Σy²)",
+    "k": "cumsum: the reversed cumsum of dy", "l": "cumsum, the cumsum of dy: right only for one column",
+    "m": "tanh: dy·(1 − tanh²x)", "n": "tanh, dy·(1 − x²): right only as x → 0 (tiny test inputs)",
+    "o": "tanh + 0.03·x, an L2 penalty's gradient (another loss's): off by a few per cent, below a loose tolerance",
+    "z": "tanh, dy·(tanh²x − 1): the sign flipped (the gradient of −L)",
+    "v": "logsumexp: softmax(x)·dy[:, None]",
+    "w": "logsumexp, softmax(x)·dy: dy broadcast along the rows; runs only when B = n, right then only for a "
+         "constant dy",
+    "x": "logsumexp, exp(x)·dy[:, None]: the softmax's normalisation forgotten",
+    "y": "logsumexp, the right numbers flattened: shape (B·n,), not x's (a dot product of the flattened arrays "
+         "cannot tell)",
 }
 
 
-def is_correct_backward(backward: Candidate) -> bool:
+def is_correct_backward(forward: BlackBox, backward: Candidate) -> bool:
     # a lookup, with nothing to mutate: mutation testing mutates the notebook's solution instead (grader/strength)
     return VERDICT[backward.form]
 
@@ -219,7 +251,7 @@ def is_correct_backward(backward: Candidate) -> bool:
 def _diagnose_hidden(rng: np.random.Generator) -> list[Case]:
     pool = sorted(FORMS)
     order = rng.permutation(len(pool))
-    return [Case((Candidate(pool[int(i)], f"candidate_{k}"),)) for k, i in enumerate(order)]
+    return [Case(pair(pool[int(i)], f"candidate_{k}")) for k, i in enumerate(order)]
 
 
 ANSWERS = {

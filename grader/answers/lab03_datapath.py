@@ -10,9 +10,10 @@ chunked_map's reference is fn(x) (the spec's "exactly fn(x)"); its hidden cases 
 judges them with the rest (``DeviceProblem``, exercise side). ``min_chunks`` stays on the exercise side: the spec
 gives its formula, and the visible check needs it where the answer side is absent.
 
-Exercise 4's warp model is here only (``warp_masks``: writing it is the exercise); the course shows its results for
-one warp from ``gpucourse/data/warp_masks.json``, which ``python -m grader.answers.lab03_datapath`` rewrites
-(``tests/test_lab03_datapath.py`` fails when it is stale).
+The one-warp mask model (``warp_masks``) lives here; the course shows its results for one warp from
+``gpucourse/data/warp_masks.json``, which ``python -m grader.answers.lab03_datapath`` rewrites
+(``tests/test_lab03_datapath.py`` fails when it is stale). Exercise 4 no longer asks for that count (the course's
+SIMT executor, gpucourse.simt, computes it for any kernel) but for the layout that minimises it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..labs.lab03_datapath import (CPUS, GPUS, KERNELS, LINK_TIE, LINKS, WARP, _BODIES, Device, DeviceFn, _chunk_case,
-                                   transfer_series)
+from ..labs.lab03_datapath import (CPUS, GPUS, KERNELS, LINK_TIE, LINKS, WARP, _BODIES, Device, DeviceFn, TransferCase,
+                                   _chunk_case, transfer_series)
 from ..problem import Case
 
 
@@ -169,40 +170,77 @@ def _chunked_hidden(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def warp_execution(cond: np.ndarray, cost_if: int, cost_else: int) -> tuple[int, float]:
-    cond = np.array(cond, dtype=bool)
-    issued = useful = 0
+def _issued(cond: np.ndarray, order: np.ndarray, cost_if: int, cost_else: int) -> int:
+    issued = 0
     for start in range(0, len(cond), WARP):
-        w = cond[start:start + WARP]
+        w = cond[order[start:start + WARP]]
         issued += cost_if * bool(w.any()) + cost_else * bool((~w).any())
-        useful += cost_if * int(w.sum()) + cost_else * int((~w).sum())
-    return issued, useful / (WARP * issued)
+    return issued
 
 
-def _warp_cases(rng: np.random.Generator) -> list[Case]:
-    """Deliberate classes first: whole warps only and a partial last warp, each all True, all False and mixed
-    (one lane of the last warp off); a single thread; then random patterns."""
+def warp_layout(cond: np.ndarray, cost_if: int, cost_else: int) -> tuple[list[int], int, float]:
+    """The better of the two sorted layouts: if-items first (the partial last warp, if any, holds else-items or the
+    mixed warp) or else-items first (the partial last warp holds if-items). One of them is optimal: a layout costs
+    cost_if · (warps − pure-else warps) + cost_else · (warps − pure-if warps), and each sorted order packs the most
+    pure warps of one path, the partial warp included where it can be pure (tests check it against a search)."""
+    # if-items first, else-items first (cond is a bool array: the spec)
+    layouts = [np.r_[np.flatnonzero(cond), np.flatnonzero(~cond)], np.r_[np.flatnonzero(~cond), np.flatnonzero(cond)]]
+    costs = [_issued(cond, o, cost_if, cost_else) for o in layouts]
+    best = int(np.argmin(costs))
+    useful = cost_if * int(cond.sum()) + cost_else * int((~cond).sum())
+    return [int(i) for i in layouts[best]], costs[best], useful / (WARP * costs[best])
+
+
+def _wrong_layouts(case: Case) -> dict[str, int]:
+    """What the plausible wrong layouts issue: the items as given, always if-items first, always else-items first."""
+    cond, ci, ce = case.args
+    return {"as given": _issued(cond, np.arange(len(cond)), ci, ce),
+            "if-items first": _issued(cond, np.r_[np.flatnonzero(cond), np.flatnonzero(~cond)], ci, ce),
+            "else-items first": _issued(cond, np.r_[np.flatnonzero(~cond), np.flatnonzero(cond)], ci, ce)}
+
+
+def _layout_draw(rng: np.random.Generator, n: int) -> Case:
+    tid = np.arange(n)
+    kind = rng.choice(["random", "modulo", "threshold"])
+    if kind == "random":
+        cond = rng.random(n) < rng.uniform(0.02, 0.98)
+    elif kind == "modulo":
+        cond = tid % int(rng.integers(2, 70)) == 0
+    else:
+        cond = tid < int(rng.integers(0, n + 1))
+    return Case((cond, int(rng.integers(1, 30)), int(rng.integers(1, 30))))
+
+
+# what each deliberate family of hidden cases shows (the wrong layouts each lose on one of them at least)
+_LAYOUT_FAMILIES = {
+    "the given layout is not the best": lambda c, best: _wrong_layouts(c)["as given"] > best,
+    "if-items first loses (the partial warp should hold if-items)":
+        lambda c, best: _wrong_layouts(c)["if-items first"] > best,
+    "else-items first loses": lambda c, best: _wrong_layouts(c)["else-items first"] > best,
+    "whole warps, divergent": lambda c, best: len(c.args[0]) % WARP == 0 and c.args[0].any() and not c.args[0].all(),
+}
+
+
+def _layout_cases(rng: np.random.Generator) -> list[Case]:
+    """Uniform grids (all if, all else, whole and partial warps) and a single item; one draw of every family above
+    (a partial last warp where it matters); then random patterns."""
     whole, partial = 32 * int(rng.integers(1, 5)), 32 * int(rng.integers(0, 4)) + int(rng.integers(1, 32))
     cost = lambda: int(rng.integers(1, 30))  # noqa: E731
-    cases = [Case((np.ones(whole, bool), cost(), cost())), Case((np.zeros(whole, bool), cost(), cost())),
-             Case((np.ones(partial, bool), cost(), cost())), Case((np.zeros(partial, bool), cost(), cost())),
-             Case((np.arange(partial) != partial - 1, cost(), cost())), Case((np.array([bool(rng.integers(2))]), cost(), cost()))]
-    for kind in ("random", "modulo", "threshold", "aligned", "random", "modulo", "threshold"):
-        n = int(rng.integers(1, 400))
-        tid = np.arange(n)
-        if kind == "random":
-            cond = rng.random(n) < rng.uniform(0.02, 0.98)
-        elif kind == "modulo":
-            cond = tid % int(rng.integers(2, 70)) == 0
-        elif kind == "threshold":
-            cond = tid < int(rng.integers(0, n + 1))
-        else:
-            cond = (tid // 32) % 2 == 0
-        cases.append(Case((cond, int(rng.integers(1, 30)), int(rng.integers(1, 30)))))
+    cases = [Case((np.ones(whole, bool), cost(), cost())), Case((np.zeros(partial, bool), cost(), cost())),
+             Case((np.ones(partial, bool), cost(), cost())), Case((np.array([bool(rng.integers(2))]), cost(), cost()))]
+    for name, family in _LAYOUT_FAMILIES.items():
+        while True:
+            n = 32 * int(rng.integers(1, 8)) if name.startswith("whole") else int(rng.integers(33, 400))
+            case = _layout_draw(rng, n)
+            if family(case, warp_layout(*case.args)[1]):
+                cases.append(case)
+                break
+    while len(cases) < 13:
+        cases.append(_layout_draw(rng, int(rng.integers(1, 400))))
     return cases
 
 
-# -- the warp model of the course's section 3.3, kept here: writing it is exercise 4 -----------------------------------
+# -- the warp model of the course's section 3.3 (its figure's data) ----------------------------------------------------
 
 def warp_masks(cond: np.ndarray, cost_if: int, cost_else: int) -> np.ndarray:
     """Active masks of one warp running ``if cond[lane]: A (cost_if instr.) else: B (cost_else instr.)``: a bool
@@ -249,36 +287,49 @@ def write_course_data() -> Path:
     return WARP_MASKS_PATH
 
 
-def _huber_reference(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray:
-    r = pred.astype(np.float64) - target.astype(np.float64)
-    a = np.abs(r)
-    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+def asym_huber_vectorized(pred: np.ndarray, target: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The gradient is the residual clipped to [-lo, hi], and the loss is g·r − g²/2 in all three
+    regions (r²/2 where g = r; hi·(r − hi/2) where g = hi; lo·(−r − lo/2) where g = −lo)."""
+    r = pred - target
+    g = np.clip(r, -lo, hi)
+    return g * r - 0.5 * g * g, g
 
 
-def _huber_cases(rng: np.random.Generator) -> list[Case]:
+def _asym_huber_cases(rng: np.random.Generator) -> list[Case]:
+    """float32 and float64, residuals on both sides of both thresholds (lo and hi drawn apart), and one element."""
     cases = []
-    for _ in range(6):
-        n = int(rng.integers(1, 5000))
-        dt = str(rng.choice(["float32", "float64"]))
+    for k in range(7):
+        n = 1 if k == 0 else int(rng.integers(2, 5000))
+        dt = ["float32", "float64"][k % 2]
         scale = float(10 ** rng.uniform(-1, 1))
         pred, target = ((scale * rng.standard_normal(n)).astype(dt) for _ in range(2))
-        cases.append(Case((pred, target, float(rng.uniform(0.05, 3.0) * scale))))
+        lo, hi = (float(rng.uniform(0.05, 2.0) * scale) for _ in range(2))
+        cases.append(Case((pred, target, lo, hi)))
     return cases
 
 
-def fit_transfer(sizes: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
-    """Least squares on the relative errors: each residual divided by its own time (weights 1/t)."""
-    sizes, seconds = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
-    slope, intercept = np.polyfit(sizes, seconds, 1, w=1.0 / seconds)
-    return float(intercept), float(1.0 / slope)
+def transfer_plan(sizes: np.ndarray, seconds: np.ndarray, fraction: float) -> tuple[float, float, float]:
+    """Each size's best run (an interrupted run is only ever slower), then least squares on the relative errors
+    (each residual divided by its own time: weights 1/t); the size solves size / (lat + size / bw) = f · bw."""
+    best = np.min(seconds, axis=1)
+    rows = np.stack([np.ones_like(best), sizes]) / best  # latency + size · per_byte ≈ best, each row over its time
+    (latency, per_byte), *_ = np.linalg.lstsq(rows.T, np.ones_like(best))
+    return float(latency), float(1.0 / per_byte), fraction / (1.0 - fraction) * float(latency / per_byte)
 
 
-def _fit_cases(rng: np.random.Generator) -> list[Case]:
-    cases = [transfer_series(rng, float(rng.uniform(2e-6, 30e-6)), float(rng.uniform(5e9, 60e9)),
-                             (int(rng.integers(8, 14)), int(rng.integers(24, 31)))) for _ in range(6)]
+def _transfer_case(rng: np.random.Generator, latency: float, bandwidth: float, k: tuple[int, int],
+                   fraction: float) -> TransferCase:
+    size = fraction / (1.0 - fraction) * latency * bandwidth  # the truth the answer is graded against
+    return TransferCase((*transfer_series(rng, latency, bandwidth, k), fraction), truth=(latency, bandwidth, size))
+
+
+def _transfer_cases(rng: np.random.Generator) -> list[Case]:
+    fraction = lambda: float(rng.choice([0.5, 0.75, 0.8, 0.9, 0.95]))  # noqa: E731
+    cases = [_transfer_case(rng, float(rng.uniform(2e-6, 30e-6)), float(rng.uniform(5e9, 60e9)),
+                            (int(rng.integers(8, 14)), int(rng.integers(24, 31))), fraction()) for _ in range(6)]
     # the hard corners: few small copies (latency barely resolved) with the largest sizes, and a fast, low-latency link
-    cases.append(transfer_series(rng, 2e-6, 5e9, (13, 31)))
-    cases.append(transfer_series(rng, 2e-6, 60e9, (8, 31)))
+    cases.append(_transfer_case(rng, 2e-6, 5e9, (13, 31), 0.5))
+    cases.append(_transfer_case(rng, 2e-6, 60e9, (8, 31), 0.95))
     return cases
 
 
@@ -287,9 +338,9 @@ ANSWERS = {
     "place_pipeline": (place_pipeline, _pipeline_cases),
     "min_link_bandwidth": (min_link_bandwidth, _link_cases),
     "chunked_map": (_chunked_reference, _chunked_hidden),
-    "warp_execution": (warp_execution, _warp_cases),
-    "huber_vectorized": (_huber_reference, _huber_cases),
-    "fit_transfer": (fit_transfer, _fit_cases),
+    "warp_layout": (warp_layout, _layout_cases),
+    "asym_huber_vectorized": (asym_huber_vectorized, _asym_huber_cases),
+    "transfer_plan": (transfer_plan, _transfer_cases),
 }
 
 

@@ -5,21 +5,22 @@ the student edition (``python -m grader student-edition``) leaves it out and che
 in what it ships. The exercise side, grader/labs/lab04_streams.py, is the rest of the lab; this module imports it,
 never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
-time_call's cases are :class:`~grader.labs.lab04_streams.TimingSetup` data (a SimulatedJit and a VirtualClock
-sharing one CommandQueue are built from it afresh, on whichever side calls): its reference,
-:func:`time_call_reference`, runs :func:`time_call` on a fresh build, here in the grader.
+time_call's cases are :class:`grader.virtual_clock.Workload` data (lab 1's stand-in, rebuilt afresh wherever the
+student's function runs); its reference, :func:`time_call_reference`, is the workload's analytic truth. Exercise 4's
+reference inverts T(N) exactly in integers (:func:`smallest_dominated`): its cases' N reach 10^8, beyond any loop.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
+from math import isqrt
 from typing import Any, Callable
 
 import numpy as np
 
 from gpucourse import streams as st
 
-from ..labs.lab04_streams import LAUNCH_TIES, MAX_CHUNKS, MAX_LAUNCHES, TimingSetup, timing_case
+from ..labs.lab04_streams import DISPATCH, LAUNCH_TIES, MAX_CHUNKS, MAX_LAUNCHES, Workload, timing_case
 from ..problem import Case
 
 
@@ -213,93 +214,101 @@ def launched_makespan(work_us: float, launch_us: float, n: int) -> float:
     return max(launch_us + work_us, n * launch_us + work_us / n)
 
 
-def launches_to_dominate(work_us: float, launch_us: float) -> tuple[int, list[float]]:
-    makespans = [launched_makespan(work_us, launch_us, 1)]
-    while makespans[-1] <= 2 * work_us:  # the spec's definition, N by N: N <= MAX_LAUNCHES on every case
-        makespans.append(launched_makespan(work_us, launch_us, len(makespans) + 1))
-    return len(makespans), makespans
+def smallest_dominated(work_us: float, launch_us: float) -> int:
+    """The smallest N with T(N) > 2·work, exactly (integers: work/launch = a/b). A launch longer than the work makes
+    T(1) = launch + work > 2·work; otherwise launch + work <= 2·work, and T(N) > 2·work exactly when
+    N·launch + work/N > 2·work, i.e. b·N² − 2a·N + a > 0, i.e. (past the vertex a/b, the smaller root being <= 1)
+    b·N − a > √(a² − ab), i.e. b·N − a >= isqrt(a² − ab) + 1."""
+    ratio = Fraction(work_us) / Fraction(launch_us)
+    a, b = ratio.numerator, ratio.denominator
+    if b > a:
+        return 1
+    return (a + isqrt(a * a - a * b) + b) // b  # ⌈(a + isqrt + 1) / b⌉
 
 
-def _clear_of_ties(case: Case, rtol: float = 1e-12) -> bool:
+def launches_to_dominate(work_us: float, launch_us: float, ns: list[int]) -> tuple[int, list[float]]:
+    return smallest_dominated(work_us, launch_us), [launched_makespan(work_us, launch_us, n) for n in ns]
+
+
+def _clear_of_ties(work_us: float, launch_us: float, rtol: float = 1e-12) -> bool:
     """A random draw keeps the spec's promise: T(N) and T(N − 1) are more than ``rtol`` away from 2·work_us in exact
-    arithmetic (on the floats as given), and N is the exact answer, so that floating point decides as exact
-    arithmetic does however a correct answer computes T (a formula, or kernel by kernel). Exact ties are left to the
-    deliberate cases (LAUNCH_TIES: integers, exact in any order)."""
-    work, launch = (Fraction(v) for v in case.args)
-    n = launches_to_dominate(*case.args)[0]
+    arithmetic (on the floats as given), so that floating point decides as exact arithmetic does however a correct
+    answer computes T. Exact ties are left to the deliberate cases (LAUNCH_TIES: integers, exact in any order)."""
+    work, launch = Fraction(work_us), Fraction(launch_us)
+    n = smallest_dominated(work_us, launch_us)
     if n > MAX_LAUNCHES:
         return False
     exact = {k: max(launch + work, k * launch + work / k) for k in (n - 1, n) if k >= 1}
-    if any(abs(t - 2 * work) <= rtol * 2 * work for t in exact.values()):
-        return False
-    return exact[n] > 2 * work and (n == 1 or exact[n - 1] <= 2 * work)
+    return all(abs(t - 2 * work) > rtol * 2 * work for t in exact.values())
 
 
-def _launch_case(rng: np.random.Generator) -> Case:
-    """work/launch between 0.3 and 900: N ≈ 2·work/launch stays below MAX_LAUNCHES; kept clear of ties."""
+def _kernel_counts(rng: np.random.Generator, work_us: float, launch_us: float) -> list[int]:
+    """Counts in both regimes: 1, one where the GPU is busy (n <= work/launch), the last busy one and the next,
+    N − 1, N, and one past N."""
+    n = smallest_dominated(work_us, launch_us)
+    busy = int(Fraction(work_us) // Fraction(launch_us))  # the largest n with work/n >= launch (0: none)
+    ns = [1, n, n + int(rng.integers(1, 1000))]
+    if busy >= 2:
+        ns += [int(rng.integers(2, busy + 1)), busy, busy + 1]
+    if n > 1:
+        ns.append(n - 1)
+    rng.shuffle(ns)
+    return [int(k) for k in ns]
+
+
+def _launch_case(rng: np.random.Generator, work_range: tuple[float, float], launch_range: tuple[float, float]) -> Case:
+    """work and launch drawn log-uniformly (two decimals), kept clear of ties."""
     while True:
-        launch = float(np.round(rng.uniform(1, 20), 2))
-        case = Case((float(np.round(launch * 10 ** rng.uniform(-0.5, np.log10(900)), 2)), launch))
-        if _clear_of_ties(case):
-            return case
+        launch = float(np.round(10 ** rng.uniform(*np.log10(launch_range)), 2))
+        work = float(np.round(10 ** rng.uniform(*np.log10(work_range)), 2))
+        if launch > 0 and work > 0 and _clear_of_ties(work, launch):
+            return Case((work, launch, _kernel_counts(rng, work, launch)))
 
 
-def time_call(f: Any, x: Any, repeat: int, clock: Callable[[], float]) -> tuple[float, float]:
-    t0 = clock()
-    f(x).block_until_ready()
-    first = clock() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = clock()
-        f(x).block_until_ready()
-        times.append(clock() - t0)
-    return first, float(np.median(times))
-
-
-def time_call_reference(setup: TimingSetup) -> tuple[float, float]:
-    """The reference on a case: :func:`time_call` on the case's arguments built afresh (a new command queue, a
-    function not compiled yet), as the student's function gets them."""
-    return time_call(*setup.build())
-
-
-def spread_factors(rng: np.random.Generator, repeat: int, spikes: int) -> dict[int, float]:
-    """A distinct work multiplier for every one of ``repeat`` (odd, >= 5) timed calls: ordinary calls spread over
-    0.75–1.35, ``spikes`` (2 .. (repeat-1)/2) calls 3–8× slower, shuffled, and the first timed call never the
-    median. Then only the median of exactly the ``repeat`` timed calls fits: a trimmed or interquartile mean keeps
-    a spike, the second-smallest or first value, the mode, the median of times[1:] or of the calls with the
-    compiling one all land on another value."""
-    assert repeat >= 5 and repeat % 2 == 1 and 2 <= spikes <= (repeat - 1) // 2
-    ordinary = rng.choice(np.arange(75, 136), size=repeat - spikes, replace=False) / 100
-    values = np.concatenate([ordinary, rng.uniform(3, 8, size=spikes)])
-    rng.shuffle(values)
-    if values[0] == np.median(values):  # a mode that returns the first value would hit the median
-        values[[0, 1]] = values[[1, 0]]
-    return {k + 1: float(v) for k, v in enumerate(values)}
-
-
-def _noisy_timing_cases(rng: np.random.Generator) -> list[Case]:
-    """Every timed call with its own work multiplier, two or more load spikes, an odd number of calls."""
-    cases = []
-    for repeat in (5, 7, 9, int(rng.choice([5, 7, 9]))):
-        spikes = int(rng.integers(2, (repeat - 1) // 2 + 1))
-        cases.append(timing_case(float(rng.integers(20, 2000)), float(rng.integers(100, 50_000)),
-                                 float(rng.integers(2, 20)), repeat, spread_factors(rng, repeat, spikes)))
-    return cases
+def time_call_reference(w: Workload, x: Any, repeat: int) -> tuple[float, float]:
+    """The spec's answer for a case (its analytic truth, whatever ``repeat`` is): the first call waited for takes
+    compile + launch + work; a later call's work is what the check's band starts from (a call timed alone adds
+    its launch: the band's top)."""
+    return w.first_s + DISPATCH + w.work_s, w.work_s
 
 
 def _timing_cases(rng: np.random.Generator) -> list[Case]:
-    return [
-        timing_case(float(rng.integers(1, 2000)), float(rng.integers(100, 50_000)), float(rng.integers(2, 20)),
-                    int(rng.integers(1, 9)))
-        for _ in range(3)
-    ] + _noisy_timing_cases(rng) + [
-        timing_case(60.0, 900.0, 3.0, 9, {1: 5.0, 2: 1.2, 3: 0.9, 4: 1.05, 5: 1.0, 6: 0.85, 7: 1.15, 8: 7.0, 9: 0.4}),
-        timing_case(80.0, 700.0, 3.0, 1, {1: 1.25}),  # one timed call: its time, not the compiling call's
-        timing_case(80.0, 700.0, 3.0, 2, {1: 0.9, 2: 3.0}),  # two: their mean (the median of two)
-        # the clock reads 12.5 s at the start (first = clock() − t0, not clock() alone); the first timed call is the
-        # fastest, so a call that compiles again (f called on something other than x) moves the median
-        timing_case(150.0, 2000.0, 4.0, 5, {1: 0.8, 2: 1.1, 3: 0.9, 4: 1.3, 5: 1.0}, start_us=12.5e6),
+    """Asynchronous calls of 20 µs to 2 ms with a first call that compiles (50–500 ms): with and without load spikes
+    (20× slower; fewer than half of the timed calls, so the median is as right as the minimum; never the first
+    call; once among the calls of batched measurements), one timed call, and calls far shorter than a clock that
+    ticks every 2 ms (two of them)."""
+    def us(lo: int, hi: int) -> float:
+        return float(rng.integers(lo, hi + 1)) / 1e6
+
+    def ms(lo: int, hi: int) -> float:
+        return float(rng.integers(lo, hi + 1)) / 1e3
+
+    def spikes(repeat: int, k: int) -> tuple[int, ...]:
+        return tuple(sorted(int(c) for c in rng.choice(np.arange(1, repeat + 1), size=k, replace=False)))
+
+    def late_spikes(work_s: float) -> tuple[int, ...]:
+        """Two calls slowed 20× among the calls of the measurements, if these are batches doubled until one spans
+        0.2 s (calls 2k .. 7k − 1 for batches of k): one in each of two batches (so the maximum fails, the minimum
+        and the median of 5 do); whatever batches a timer makes, they slow at most two of its measurements."""
+        k = 1
+        while k * work_s < 0.2:
+            k *= 2
+        first, second = sorted(int(b) for b in rng.choice(np.arange(1, 5), size=2, replace=False))
+        return tuple(2 * k + b * k + int(rng.integers(0, k)) for b in (first, second))
+
+    slow = us(1000, 2000)
+    cases = [
+        timing_case(slow, ms(50, 500), 5, late_spikes(slow)),
+        timing_case(us(20, 2000), ms(50, 500), int(rng.integers(3, 8))),
+        timing_case(us(20, 200), ms(50, 500), 1),  # one timed call: its time, not the compiling call's
+        timing_case(us(20, 2000), ms(50, 500), 5, spikes(5, 2)),
+        timing_case(us(20, 2000), ms(50, 500), 7, spikes(7, 3)),
+        timing_case(us(50, 500), ms(50, 500), 4, spikes(4, 1)),
+        timing_case(us(20, 60), ms(100, 300), int(rng.integers(3, 6)), tick_s=2e-3),
+        timing_case(us(20, 60), ms(100, 300), 5, spikes(5, 2), tick_s=2e-3),
     ]
+    rng.shuffle(cases)
+    return cases
 
 
 def chunk_sizes(nbytes: int, n_chunks: int) -> list[int]:
@@ -407,8 +416,13 @@ def _dag_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _launch_cases(rng: np.random.Generator) -> list[Case]:
-    # N = 1 (a launch longer than the work) and its boundary, work == launch (T(1) = 2·work exactly: N = 2)
-    return [_launch_case(rng) for _ in range(7)] + [Case((2.5, 3.0)), Case((6.5, 6.5))] + LAUNCH_TIES
+    """Small splits (N in the tens to thousands: what the queue can show), and splits of 1 s to 2 min of work into
+    kernels of a few µs (N from 10^6 to about 10^8: no loop over N, or queue run of N launches, ends in time); N = 1
+    (a launch longer than the work) and its boundary work == launch (T(1) = 2·work exactly: N = 2); exact ties."""
+    cases = [_launch_case(rng, (30.0, 5e3), (1.0, 20.0)) for _ in range(3)]
+    cases += [_launch_case(rng, (5e6, 1.2e8), (0.5, 5.0)) for _ in range(4)]
+    cases += [Case((2.5, 3.0, [1, 2, 3])), Case((6.5, 6.5, [1, 2, 3]))] + LAUNCH_TIES
+    return cases
 
 
 # exercise -> (reference, hidden-case generator)

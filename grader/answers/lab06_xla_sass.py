@@ -255,22 +255,29 @@ def _scale_cases(rng: np.random.Generator) -> list[Case]:
     return out + [Case((_rand(rng, (m, n)), _rand(rng, (n,)), _rand(rng, (n,)))) for m, n in ((33, 65), (2, 300))]
 
 
-# -- Exercise 5: the fused kernel (observed on the instrumented executor, judged here) --
+# -- Exercise 5: the fused epilogue kernel on a launch smaller than the array (observed on the executor, judged here)
 
-def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, **launch: int) -> np.ndarray:
+    """The values; the launch (``rows_of_blocks``) changes how the kernel covers them, not what they are."""
     return np.maximum(x * w + b, np.float32(0.0))  # float32 throughout, as the kernel computes
 
 
 def _kernel_cases(rng: np.random.Generator) -> list[Case]:
-    cases = []
+    """Columns never a multiple of 32 (one row; fewer columns than a warp; wide; square), and G blocks of rows
+    that need 1 to 6 rows per thread, rows never a multiple of 4G: one row with G = 1 (3 rows of threads idle),
+    more rows of threads than rows (G·4 > m: idle threads that must still reach the barrier), a thread doing 5 or
+    6 rows, and a square case with 3 blocks of rows."""
     def not_multiple(lo: int, hi: int, of: int) -> int:
         return int(of * rng.integers(lo, hi) + rng.integers(1, of))
 
-    # one row; fewer columns than a warp; wide; square — rows never a multiple of 4, columns never of 32
-    for m, n in [(1, not_multiple(1, 2, 32)), (not_multiple(1, 4, 4), int(rng.integers(3, 30))),
-                 (not_multiple(2, 4, 4), not_multiple(2, 3, 32)), (37, 37)]:
+    g = int(rng.integers(1, 3))
+    shapes = [(1, not_multiple(1, 2, 32), 1), (int(rng.integers(5, 8)), int(rng.integers(3, 30)), 2),
+              (not_multiple(5, 6, 4 * g), not_multiple(2, 3, 32), g), (37, 37, 3)]
+    cases = []
+    for m, n, blocks_y in shapes:
         x = rng.standard_normal((m, n)).astype(np.float32)
-        cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))))
+        cases.append(Case((x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)),
+                          {"rows_of_blocks": blocks_y}))
     return cases
 
 
@@ -353,14 +360,30 @@ def _true_times(slow, fast, a) -> tuple[float, float]:
     return slow.seconds, fast.seconds
 
 
+def _spike_in_a_batch(slow_s: float, fast_s: float) -> Case:
+    """One load spike (×6) on a call that a timer growing its batches by doubling until one spans 0.2 s makes in
+    its first timed batch: the worst of the batches is slowed, the best or the median of 3 or more is not (any
+    right method meets one spike at most, in one run or batch)."""
+    n, calls = 1, 0
+    while n * slow_s < 0.2:  # the doubling's batches: 1, 2, 4, ... calls, the last one spanning 0.2 s
+        calls, n = calls + n, 2 * n
+    return Case(_workloads(slow_s, fast_s, spikes=(calls + n + n // 2,)))
+
+
 def _measure_hidden(rng: np.random.Generator) -> list[Case]:
     """One load spike on timed run 3, 4, 5 and 6 (one case each, on every seed: the last of 3 to 6 runs is hit,
     while the best or the median of 3 or more runs or batches never is: one spike per case); a long compile with
-    close times; a milder spike on the first timed run (sizes drawn)."""
+    close times; a milder spike on the first timed run (sizes drawn); then lab 1's coarse clock: calls of 20–60 µs
+    on a clock that ticks every 2 ms (one call per timed run reads 0 or a whole tick: the timer must batch), one of
+    them with a long compile and a spike."""
     ms = lambda lo, hi: float(rng.integers(lo, hi + 1)) / 1e3  # noqa: E731
+    us = lambda lo, hi: float(rng.integers(lo, hi + 1)) / 1e6  # noqa: E731
     return [*(Case(_workloads(ms(12, 40), ms(4, 15), spikes=(run,))) for run in (3, 4, 5, 6)),
             Case(_workloads(ms(7, 9), ms(5, 6), compile_s=1.0)),
-            Case(_workloads(ms(200, 300), ms(40, 60), spikes=(1,), spike_factor=3.0))]
+            Case(_workloads(ms(200, 300), ms(40, 60), spikes=(1,), spike_factor=3.0)),
+            _spike_in_a_batch(ms(20, 30), ms(5, 9)),
+            Case(_workloads(us(40, 60), us(20, 35), tick_s=2e-3)),
+            Case(_workloads(us(45, 60), us(20, 30), tick_s=2e-3, compile_s=1.0, spikes=(2,)))]
 
 
 # exercise -> (reference, hidden-case generator)

@@ -8,14 +8,13 @@ never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where 
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 import numpy as np
 
 from gpucourse import interconnect, systolic, tpu
 
-from ..labs.lab07_tpu import COLLECTIVES, HYPOTHETICAL, MESHES, _step_case, sharding_family
+from ..labs.lab07_tpu import HYPOTHETICAL, MESHES, _step_case, sharding_family
 from ..labs.lab07_tpu import _bf16 as _exercise_bf16
 from ..problem import Case
 
@@ -95,50 +94,57 @@ def _array_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(Case((int(2 ** rng.uniform(0, 13)), int(rng.integers(1, 6000)), int(rng.integers(1, 6000)), pes)))
     return cases
 
-def _pallas_reference(x: Any, y: Any, bm: int, bn: int, bk: int) -> np.ndarray:
-    """The exact product rounded once to bfloat16 (what an f32 accumulator gives, to within one bf16 rounding)."""
-    exact = np.asarray(x, dtype=np.float64) @ np.asarray(y, dtype=np.float64)
-    return _bf16(exact).astype(np.float32)
+def _fused_reference(x: Any, w: Any, b: Any, bm: int, bn: int, bk: int) -> np.ndarray:
+    """relu(x @ w + b), exact, rounded once to bfloat16 (what an f32 accumulator and an f32 epilogue give, to within
+    one bf16 rounding)."""
+    exact = np.asarray(x, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+    return _bf16(np.maximum(exact, 0.0)).astype(np.float32)
 
 
 def _bf16(values: np.ndarray) -> np.ndarray:
     return _exercise_bf16(values)  # the exercise side's rounding (the spec's), not a copy of it
 
 
-def _pallas_cases(rng: np.random.Generator) -> list[Case]:
-    """Legal TPU blocks (the last two dimensions multiples of 8 and 128, or the whole array dimension); x and y
-    non-square (m, k or k, n read the wrong way round shows only there); one output block spanning n = 200 (not a
-    multiple of 128); and a sum that bf16 accumulation loses: the first k block gives 256 and each of the seven
-    others adds 0.5 (an f32 accumulator ends at 259.5 -> 260 in bf16; adding in bf16 stays at 256)."""
+def _fused_cases(rng: np.random.Generator) -> list[Case]:
+    """Legal TPU blocks (the last two dimensions multiples of 8 and 128, or the whole array dimension); x and w
+    non-square (m, k or k, n read the wrong way round shows only there); 2 or 3 k blocks with a bias of either sign
+    (added once per k block, or a relu per k block, shows); one output block spanning n = 200 (not a multiple of
+    128); and a sum that bf16 accumulation loses: the first k block gives ±256 and each of the seven others adds 0.5
+    (an f32 accumulator ends at 259.5 -> 260 in bf16 before the bias; adding in bf16 stays at 256)."""
     cases = []
     for bm, bn, bk, k_blocks, n in ((16, 128, 128, 3, None), (32, 128, 128, 2, 200)):
         m = bm * int(rng.integers(1, 3))
         n = n or bn * int(rng.integers(1, 3))
         x = rng.standard_normal((m, bk * k_blocks))
-        y = rng.standard_normal((bk * k_blocks, n))
-        cases.append(Case((_bf16(x), _bf16(y), bm, n if n % 128 else bn, bk)))
+        w = rng.standard_normal((bk * k_blocks, n))
+        b = rng.standard_normal((1, n)) * 4
+        cases.append(Case((_bf16(x), _bf16(w), _bf16(b), bm, n if n % 128 else bn, bk)))
     m, n, k = 16, 128, 1024
     x = np.ones((m, k)) * rng.choice([-1.0, 1.0], size=(m, 1))
-    y = np.full((k, n), 1 / 256)
-    y[:128] = 2.0
-    cases.append(Case((_bf16(x), _bf16(y), 16, 128, 128)))
+    w = np.full((k, n), 1 / 256)
+    w[:128] = 2.0
+    b = rng.choice([-1.0, 1.0], size=(1, n)) * rng.integers(1, 3, size=(1, n))
+    cases.append(Case((_bf16(x), _bf16(w), _bf16(b), 16, 128, 128)))
     return cases
 
 
-def collectives_in(hlo: str) -> list[str]:
-    """Sorted names of the collective ops in optimized HLO text (async '-start' forms count as the op)."""
-    found = re.findall(r"\s(" + "|".join(COLLECTIVES) + r")(?:-start)?\(", hlo)
-    return sorted(set(found))
+def _received(kind: str, elements: float, group: int, itemsize: int) -> float:
+    """Bytes one device receives in one collective whose result holds ``elements`` per device, over ``group``
+    devices: an all-gather everything but its own piece, a ring all-reduce a reduce-scatter and an all-gather."""
+    share = (group - 1) / group * elements * itemsize
+    return 2 * share if kind == "all-reduce" else share
 
 
-def compiled_collectives(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple = (2, 4), m: int = 64,
-                         k: int = 32, n: int = 16) -> list[str]:
-    """Compile ``a @ b`` with these shardings on a mesh of ``mesh_shape`` ('x', 'y') and read the collectives from
-    the HLO. Needs as many JAX devices as the mesh has (tests/test_lab07_tpu.py runs it in a subprocess with 16)."""
+def compiled_traffic(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple = (2, 4),
+                     mkn: tuple = (64, 32, 16), itemsize: int = 4) -> dict[str, float]:
+    """Compile ``a @ b`` with these shardings on a mesh of ``mesh_shape`` ('x', 'y') and read, from the HLO, each
+    collective's result shape and replica groups: the bytes one device receives in each kind. Needs as many JAX
+    devices as the mesh has (tests/test_lab07_tpu.py runs it in a subprocess with 16)."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+    m, k, n = mkn
     size = int(np.prod(mesh_shape))
     # the host's CPU devices (XLA_FLAGS --xla_force_host_platform_device_count): jax.devices() alone is the default
     # backend's, one GPU where JAX's CUDA plugin is installed
@@ -146,7 +152,10 @@ def compiled_collectives(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_sha
     a = jax.ShapeDtypeStruct((m, k), jnp.float32, sharding=NamedSharding(msh, P(*a_spec)))
     b = jax.ShapeDtypeStruct((k, n), jnp.float32, sharding=NamedSharding(msh, P(*b_spec)))
     f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(msh, P(*out_spec)))
-    return collectives_in(f.lower(a, b).compile().as_text())
+    out: dict[str, float] = {}
+    for c in interconnect.hlo_collectives(f.lower(a, b).compile().as_text()):
+        out[c.kind] = out.get(c.kind, 0.0) + _received(c.kind, c.elements, c.group_size, itemsize)
+    return out
 
 
 def _effective(spec: tuple, mesh_shape: tuple) -> tuple:
@@ -155,34 +164,46 @@ def _effective(spec: tuple, mesh_shape: tuple) -> tuple:
     return tuple(ax if ax is not None and size[ax] > 1 else None for ax in spec)
 
 
-def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple) -> list[str]:
-    """XLA's answer, as a rule: tests/test_lab07_tpu.py compiles the whole family on every mesh of MESHES and finds
-    the same collectives."""
+def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple, mkn: tuple,
+                           itemsize: int) -> dict[str, float]:
+    """XLA's answer, as a rule: tests/test_lab07_tpu.py compiles the whole family on every mesh of MESHES and reads
+    the same bytes from the HLO."""
+    size = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
     (am, ak), (_, bn), (om, on) = (_effective(s, mesh_shape) for s in (a_spec, b_spec, out_spec))
-    found = set()
-    if ak is not None:  # partial sums
-        found.add("all-reduce")
-    if (am is not None and om is None) or (bn is not None and on is None):  # pieces joined
-        found.add("all-gather")
-    return sorted(found)
+    m, _, n = mkn
+    block = m // size[am or om] * (n // size[bn or on])  # the block of C each device computes
+    final = m // size[om] * (n // size[on])  # its block of C as out_spec shards it
+    found = {}
+    if ak is not None:  # partial sums, all-reduced on a ring: a reduce-scatter, then an all-gather
+        found["all-reduce"] = 2 * (size[ak] - 1) / size[ak] * block * itemsize
+    if final != block:  # pieces joined
+        found["all-gather"] = float((final - block) * itemsize)
+    return found
 
 
 def _collectives_cases(rng: np.random.Generator) -> list[Case]:
     """One configuration of every sharding class (11 of them; some hold 2 of the 45 configurations, so a random
     draw of 8 would miss them) on meshes whose axes all have 2 or more devices, 16-device meshes among them (more
     than a student's machine has: the compiler there cannot answer them); then, on every mesh with a 1-device axis,
-    a configuration where that axis changes the answer (splitting over it splits nothing)."""
+    a configuration where that axis changes which collectives there are (splitting over it splits nothing). Matrix
+    sizes are multiples of 16 (every split divides them), m, k and n different; 2 or 4 bytes per element."""
     family = sharding_family()
     by_class: dict[tuple, list[int]] = {}
     for i, case in enumerate(family):
         by_class.setdefault(sharding_class(case), []).append(i)
     full = [m for m in MESHES if min(m) > 1]
     offset = int(rng.integers(len(full)))
-    cases = [Case(family[int(rng.choice(members))] + (full[(j + offset) % len(full)],))
+
+    def sizes() -> tuple[tuple[int, int, int], int]:
+        m, k, n = (16 * int(v) for v in rng.choice(np.arange(1, 40), size=3, replace=False))
+        return (m, k, n), int(rng.choice([2, 4]))
+
+    cases = [Case(family[int(rng.choice(members))] + (full[(j + offset) % len(full)],) + sizes())
              for j, (_, members) in enumerate(sorted(by_class.items()))]
     for mesh_shape in (m for m in MESHES if min(m) == 1):
-        differs = [c for c in family if _collectives_reference(*c, mesh_shape) != _collectives_reference(*c, (2, 4))]
-        cases.append(Case(differs[int(rng.integers(len(differs)))] + (mesh_shape,)))
+        differs = [c for c in family if set(_collectives_reference(*c, mesh_shape, (16, 16, 16), 4))
+                   != set(_collectives_reference(*c, (2, 4), (16, 16, 16), 4))]
+        cases.append(Case(differs[int(rng.integers(len(differs)))] + (mesh_shape,) + sizes()))
     return [cases[int(i)] for i in rng.permutation(len(cases))]
 
 
@@ -283,7 +304,7 @@ ANSWERS = {
     "pe_step": (pe_step, _step_cases),
     "systolic_matmul": (_systolic_reference, _systolic_cases),
     "best_array": (best_array, _array_cases),
-    "pallas_matmul": (_pallas_reference, _pallas_cases),
+    "fused_dense": (_fused_reference, _fused_cases),
     "predict_collectives": (_collectives_reference, _collectives_cases),
     "slice_hops": (_hops_reference, _slice_cases),
     "collective_seconds": (_collective_reference, _collective_cases),

@@ -14,7 +14,6 @@ ship as data: lab01_blas_roofline.expected.json.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -23,7 +22,7 @@ from ..checks import (
     CheckFailure, expect_array_close, expect_choice, expect_int, expect_tuple, show,
 )
 from ..problem import Case, Problem
-from ..virtual_clock import VirtualClock
+from ..virtual_clock import DISPATCH, Pending, Workload  # noqa: F401  (shared with lab 4's time_call)
 
 DTYPES = ("float16", "float32", "float64", "int8")
 ROOFS = [  # (peak FLOP/s, bytes/s): H100 bf16, H100 fp32, A100 bf16, H200 bf16, a laptop CPU
@@ -309,112 +308,6 @@ SIZE_FOR_FRACTION = Problem(
 # among them, called, loaded a second time or pasted) measures microseconds of Python and fails. On the student's
 # machine the same function gets clock=time.perf_counter (the "Your machine" cell).
 
-DISPATCH = 10e-6  # seconds an asynchronous call takes to return (it only enqueues its work)
-
-
-class Pending:
-    """What an asynchronous call returns (like a JAX or CuPy array): the work is queued, not done.
-    ``block_until_ready()`` waits until it is (on the workload's virtual clock); ``jax.block_until_ready`` and
-    ``gc.block`` call it."""
-
-    def __init__(self, workload: "Workload", ready_at: float):
-        self._workload, self._ready_at, self.ready = workload, ready_at, False
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """``np.asarray(out)`` and ``jax.device_get(out)`` copy the result to the host: they wait for it first."""
-        self.block_until_ready()
-        return np.asarray(self._ready_at, dtype=dtype)
-
-    def block_until_ready(self) -> "Pending":
-        w = self._workload
-        w.clock.now = max(w.clock.now, self._ready_at)
-        # one in-order queue (a CUDA stream, a JAX device): once this result exists, so does every result queued
-        # before it — waiting for the last call of a batch waits for the whole batch. Results finish in call order,
-        # so the ones not yet ready are the tail of the list from w._unready on
-        while w._unready < len(w._open) and w._open[w._unready]._ready_at <= self._ready_at:
-            w._open[w._unready].ready = True
-            w._unready += 1
-            w._blocked += 1
-        return self
-
-    def __repr__(self) -> str:
-        return "<Pending result: call block_until_ready() before using it>"
-
-
-@dataclass(eq=False)
-class Workload:
-    """A call whose true duration is known, for grading a timing function on any machine, however busy:
-    ``work_s`` of work per call, on a :class:`grader.virtual_clock.VirtualClock` (``clock``: it advances by the
-    work, not by the host's time, so a busy machine changes nothing; the check passes it to the student's timer as
-    its ``clock`` argument), an extra ``first_s`` on the first call (compilation, which blocks the caller),
-    asynchronous dispatch (the call returns a :class:`Pending` at once and the work runs in order in the
-    background, as on a GPU stream), and load ``spikes``: the calls (counted from 0) that take ``spike_factor``
-    times longer. Nothing makes a call faster than its work: repeated identical calls are only ever slowed down
-    (by other programs), so the minimum of waited-for runs is the call's time, as the median is. It counts its
-    calls and how many results were waited for, and notes ``leftover``: whether the timer's first clock read after
-    the first call came while that call's work was still queued (a warm-up not waited for: its work lands in the
-    first timed run; labs 4 and 6 reject it too)."""
-
-    work_s: float
-    first_s: float = 0.0
-    asynchronous: bool = False
-    spikes: tuple[int, ...] = ()
-    spike_factor: float = 20.0
-    tick_s: float = 0.0  # the clock's resolution (0: exact): a call shorter than a tick times as 0 or one tick
-
-    # a dataclass: a hidden case's workload travels to a sandbox as its fields (grader/pipeline/wire.py), and
-    # _TimingProblem.call resets it (calls, queue) before the student's function gets it
-    def __post_init__(self) -> None:
-        self.spikes = tuple(self.spikes)
-        self.reset()
-
-    def reset(self) -> None:
-        """No call made, a fresh clock (a case that came as data was rebuilt from its fields without __init__)."""
-        self.calls, self._blocked, self._busy_until, self._open, self._unready = 0, 0, 0.0, [], 0
-        self._first: Pending | None = None
-        self._reads_at_first, self.leftover = 0, False
-        self.clock = VirtualClock(self.tick_s)
-        self.clock.workloads = [self]  # told of each of the timer's reads (saw_read)
-
-    def saw_read(self) -> None:
-        """The clock's callback on each read by the timer: the first read after the first call decides
-        ``leftover``."""
-        if self._first is not None and self.clock.reads == self._reads_at_first + 1:
-            self.leftover = self.clock.now < self._first._ready_at
-
-    def _work(self) -> float:
-        return self.work_s * (self.spike_factor if self.calls in self.spikes else 1.0)
-
-    def __call__(self, *args: Any) -> Any:
-        d, compile_s = self._work(), (self.first_s if self.calls == 0 else 0.0)
-        self.calls += 1
-        self.clock.now += compile_s  # tracing and compiling block the caller (JAX, CuPy): only the work is queued
-        if not self.asynchronous:
-            self.clock.now += d
-            return float(d + compile_s)
-        self.clock.now += DISPATCH
-        self._busy_until = max(self.clock.now, self._busy_until) + d  # queued work runs in order, one call after another
-        result = Pending(self, self._busy_until)
-        self._open.append(result)
-        if self.calls == 1:
-            self._first, self._reads_at_first = result, self.clock.reads
-        return result
-
-    def unwaited(self) -> int:
-        """Asynchronous results never waited for."""
-        return len(self._open) - self._unready
-
-    def __repr__(self) -> str:
-        parts = [f"{self.work_s * 1e3:g} ms of {'asynchronous' if self.asynchronous else 'synchronous'} work"]
-        if self.tick_s:
-            parts.append(f"a clock that ticks every {self.tick_s * 1e3:g} ms")
-        if self.first_s:
-            parts.append(f"first call +{self.first_s * 1e3:.0f} ms")
-        if self.spikes:
-            parts.append(f"calls {', '.join(map(str, self.spikes))} slowed {self.spike_factor:g}× by load")
-        return "<workload: " + ", ".join(parts) + ">"
-
-
 def with_clock(case: Case) -> Case:
     """The case as the student's function is called on it: its workload reset (no call made, a fresh virtual
     clock) and that clock passed as ``clock``."""
@@ -453,6 +346,10 @@ def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
     if isinstance(got, (int, float)) and not isinstance(got, bool):
         if w.calls and not w.clock.reads:  # judged where the call ran: its clock saw no read
             hint = CLOCK_HINT
+        elif w.tick_s and w.work_s < w.tick_s and w.first_s and got < lo:
+            hint = (f"the first call compiles (about {show(w.first_s)} s): timed inside your first batch, it made "
+                    "that batch look long enough, so your batches stayed at one call each, which this clock reads "
+                    "as 0 or one tick. Call fn once and wait for it before you size or time any batch")
         elif w.tick_s and w.work_s < w.tick_s:
             hint = (f"this clock ticks every {show(w.tick_s)} s and one call takes about {show(w.work_s)} s: timed "
                     "alone, a call reads as 0 or as one whole tick. Time batches of calls that span many ticks "

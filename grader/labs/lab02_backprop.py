@@ -145,27 +145,71 @@ MLP_BACKWARD = ByHand(
 )
 
 
-# -- Exercise 2: GEMMs and FLOPs of one training step -----------------------------------------------------------------
+# -- Exercise 2: GEMMs and FLOPs of one training step, predicted ------------------------------------------------------
+# The network is data (widths, which weights train, whether activations are recomputed), deep enough in the hidden
+# cases that tracing JAX's backward pass of it does not fit the time limit: the student predicts the step's GEMMs
+# from the chain rule. tests/test_lab02_backprop.py holds the reference against JAX's program (make_jaxpr of
+# jax.grad) and XLA's cost model on small networks.
+
+def _deep_case(rng: np.random.Generator, layers: int, batch: int, recompute: bool) -> Case:
+    """A network of ``layers`` dense layers with random widths and a random set of frozen weights (the first ones
+    frozen, as in fine-tuning, and some above): far too deep to trace its backward pass within the time limit."""
+    widths = [int(w) for w in rng.integers(1, 4096, size=layers + 1)]
+    first = int(rng.integers(0, layers // 2))
+    trainable = [bool(i >= first and rng.random() < 0.7) or i == first for i in range(layers)]
+    return Case((batch, widths, trainable, recompute))
+
 
 def _compare_gemms(what: str, got: Any, expected: tuple[int, int, int], case: Case) -> None:
     expect_tuple(what, got, "gemms, forward_flops, backward_flops")
     expect_int(f"{what} → number of GEMMs", got[0], expected[0],
-               "each layer: 1 forward GEMM, 1 for dW, 1 for dX — but nobody needs ∂L/∂(input data)")
-    expect_int(f"{what} → forward FLOPs", got[1], expected[1], "2·B·d_in·d_out per layer")
+               "per layer: 1 forward GEMM; dW only for a trained weight; dX only where a trained weight lies below "
+               "(not for the first trained layer, not below it); with recompute, the forward GEMM again for "
+               "every layer the backward pass goes through")
+    expect_int(f"{what} → forward FLOPs", got[1], expected[1], "2·batch·d_in·d_out per layer, every layer")
     expect_int(f"{what} → backward FLOPs", got[2], expected[2],
-               "dW and dX are each as large as the forward GEMM; the first layer has no dX")
+               "each backward GEMM (dW, dX, a recomputed forward) costs as much as the layer's forward GEMM; the "
+               "recomputation belongs to the backward pass")
 
 
-STEP_GEMMS = Problem(
+@dataclass
+class _DeepNetworks(Problem):
+    """A Problem whose messages shorten a deep network's lists: the first and last few entries and the length."""
+
+    def what(self, case: Case) -> str:
+        from ..case import _short
+
+        def short(v: Any) -> str:
+            if isinstance(v, list) and len(v) > 12:
+                head, tail = ", ".join(map(str, v[:4])), ", ".join(map(str, v[-2:]))
+                return f"[{head}, …, {tail}] ({len(v)} entries)"
+            return _short(v)
+
+        return f"{self.name}({', '.join(map(short, case.args))})"
+
+
+STEP_GEMMS = _DeepNetworks(
     name="step_gemms",
     spec="""
-        step_gemms(batch, widths) -> (gemms, forward_flops, backward_flops)
-        An MLP of dense layers widths[0] → widths[1] → … → widths[-1] (no biases; elementwise work ignored),
-        trained on a batch of `batch` examples: one forward pass and one backward pass that computes every
-        ∂L/∂W. Count the GEMMs of the step and the FLOPs of each pass (2 FLOPs per multiply-add).
-        The data X is an input, not a parameter: its gradient is never computed.
+        step_gemms(batch, widths, trainable, recompute) -> (gemms, forward_flops, backward_flops)
+        A stack of dense layers widths[0] → widths[1] → … → widths[-1], layer i: h = tanh(h @ W_i) with W_i of
+        shape (widths[i], widths[i+1]), no biases, a scalar loss on the last h; elementwise work is not counted.
+        One training step on a batch of `batch` examples: a forward pass, then a backward pass that computes
+        ∂L/∂W_i for every layer with trainable[i] True and nothing it does not need: a frozen weight gets no
+        gradient, and the data X is an input, never differentiated. At least one layer is trainable.
+        recompute: False — the forward pass saves what the backward needs; True — activation checkpointing of
+        every layer (jax.checkpoint with nothing_saveable: only each layer's input is kept), so the backward pass
+        recomputes a layer's forward GEMM before it goes back through that layer.
+        Return the number of GEMMs of the step (forward and backward), and the FLOPs of each pass (2 FLOPs per
+        multiply-add; a recomputed forward GEMM counts in backward_flops).
+        Predict it from the chain rule: the hidden networks have thousands of layers, and tracing JAX's backward
+        pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes longer than the time limit.
     """,
-    visible=[Case((32, [784, 256, 10])), Case((5, [3, 4])), Case((64, [10, 20, 30, 40]))],
+    visible=[Case((32, [784, 256, 10], [True, True], False)),
+             Case((5, [3, 4], [True], False)),
+             Case((64, [10, 20, 30, 40], [False, True, True], False)),
+             Case((16, [12, 24, 8, 16, 4], [False, True, False, True], True)),
+             _deep_case(np.random.default_rng(2), 3000, 128, False)],
     compare=_compare_gemms,
 )
 
@@ -282,110 +326,229 @@ PICK_POLICY = Problem(
 )
 
 
-# -- Exercise 5: diagnose — a gradient test that catches transposes -------------------------------------------------
-# A pool of candidate backward passes of a linear layer Y = X @ W, each (X, W, dY) -> (dW, dX), under neutral
-# letters. Some are right and some are not: telling them apart is the exercise (the verdicts are the answer
-# side's).
+# -- Exercise 5: diagnose — test a backward pass against a black box -----------------------------------------------
+# A pool of operations given only as black-box forward passes (NumPy, computed in float32: nothing an autodiff
+# library can trace), each with a candidate backward pass (its vector-Jacobian product), under neutral letters.
+# Some candidates are right and some are not: telling them apart — finite differences, the dot-product test, a
+# tolerance fit for float32 — is the exercise (the verdicts are the answer side's).
 
-def _form_a(X, W, dY):
-    return np.einsum("bi,bo->io", X, dY), np.einsum("bo,io->bi", dY, W)
-
-
-def _form_b(X, W, dY):
-    return dY.T @ X, dY @ W.T
+def _f32(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32)
 
 
-def _form_c(X, W, dY):
-    return np.outer(X[0], dY[0]), dY @ W.T
+def _op_p(x):  # rows to probability vectors
+    x = _f32(x)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
 
 
-def _form_d(X, W, dY):
-    return X.T @ dY, dY @ W.T
+def _op_q(x):  # rows to zero mean, unit variance
+    x = _f32(x)
+    c = x - x.mean(axis=1, keepdims=True)
+    return c / np.sqrt((c * c).mean(axis=1, keepdims=True) + np.float32(1e-5))
 
 
-def _form_e(X, W, dY):
-    return X.T @ dY + 0.01 * W, dY @ W.T
+def _op_r(x):  # the Gram matrix of the columns
+    x = _f32(x)
+    return x.T @ x
 
 
-def _form_f(X, W, dY):
-    return X.T @ dY, dY @ W
+def _op_s(x):  # running sums along each row
+    return np.cumsum(_f32(x), axis=1)
 
 
-def _form_g(X, W, dY):
-    return dY @ W.T, X.T @ dY
+def _op_t(x):  # elementwise
+    return np.tanh(_f32(x))
 
 
-def _form_h(X, W, dY):
-    return (dY.T @ X).T, (W @ dY.T).T
+def _op_u(x):  # one number per row
+    x = _f32(x)
+    m = x.max(axis=1)
+    return m + np.log(np.exp(x - m[:, None]).sum(axis=1))
 
 
-def _form_i(X, W, dY):
-    return X.T @ dY, dY @ W.T / 0.9
+OPS: dict[str, Callable[[Any], np.ndarray]] = {f.__name__[-1]: f for f in (_op_p, _op_q, _op_r, _op_s, _op_t, _op_u)}
 
 
-def _form_j(X, W, dY):
-    return X.T @ dY / X.shape[0], dY @ W.T
+def _probs(x):
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
 
 
-def _form_k(X, W, dY):
-    return X.T @ dY[::-1], dY @ W.T
+def _standardized(x):
+    x = np.asarray(x, dtype=np.float64)
+    c = x - x.mean(axis=1, keepdims=True)
+    s = np.sqrt((c * c).mean(axis=1, keepdims=True) + 1e-5)
+    return c / s, s
 
 
-def _form_l(X, W, dY):
-    return np.outer(X.sum(axis=0), dY.sum(axis=0)) / X.shape[0], dY @ W.T
+def _form_a(x, dy):
+    y = _probs(x)
+    return y * (dy - (dy * y).sum(axis=1, keepdims=True))
 
 
-def _form_m(X, W, dY):
-    return X.T @ dY, dY[::-1] @ W.T
+def _form_b(x, dy):
+    y = _probs(x)
+    jac = np.einsum("bi,ij->bij", y, np.eye(y.shape[1])) - np.einsum("bi,bj->bij", y, y)
+    return np.einsum("bij,bi->bj", jac, dy)
 
 
-FORMS: dict[str, Callable[..., Any]] = {f.__name__[-1]: f for f in (
-    _form_a, _form_b, _form_c, _form_d, _form_e, _form_f, _form_g, _form_h, _form_i, _form_j, _form_k, _form_l,
-    _form_m)}
+def _form_c(x, dy):
+    y = _probs(x)
+    return y * (dy - dy.mean(axis=1, keepdims=True))
+
+
+def _form_d(x, dy):
+    y = _probs(x)
+    return y * (dy - (dy * y).sum())
+
+
+def _form_e(x, dy):
+    xh, s = _standardized(x)
+    return (dy - dy.mean(axis=1, keepdims=True) - xh * (dy * xh).mean(axis=1, keepdims=True)) / s
+
+
+def _form_f(x, dy):
+    _, s = _standardized(x)
+    return dy / s
+
+
+def _form_g(x, dy):
+    xh, s = _standardized(x)
+    return (dy - dy.mean(axis=1, keepdims=True) - xh * (dy * xh).mean(axis=1, keepdims=True)) / s / 0.95
+
+
+def _form_h(x, dy):
+    return np.asarray(x) @ (dy + dy.T)
+
+
+def _form_i(x, dy):
+    return (dy.T @ np.asarray(x).T).T + np.asarray(x) @ dy.T
+
+
+def _form_j(x, dy):
+    return 2 * np.asarray(x) @ dy
+
+
+def _form_k(x, dy):
+    return np.cumsum(dy[:, ::-1], axis=1)[:, ::-1]
+
+
+def _form_l(x, dy):
+    return np.cumsum(dy, axis=1)
+
+
+def _form_m(x, dy):
+    return dy * (1 - np.tanh(np.asarray(x, dtype=np.float64)) ** 2)
+
+
+def _form_n(x, dy):
+    return dy * (1 - np.asarray(x, dtype=np.float64) ** 2)
+
+
+def _form_z(x, dy):
+    return dy * (np.tanh(np.asarray(x, dtype=np.float64)) ** 2 - 1)
+
+
+def _form_o(x, dy):
+    x = np.asarray(x, dtype=np.float64)
+    return dy * (1 - np.tanh(x) ** 2) + 0.03 * x
+
+
+def _form_v(x, dy):
+    return _probs(x) * np.asarray(dy)[:, None]
+
+
+def _form_w(x, dy):
+    return _probs(x) * dy
+
+
+def _form_x(x, dy):
+    return np.exp(np.asarray(x, dtype=np.float64)) * np.asarray(dy)[:, None]
+
+
+def _form_y(x, dy):
+    return (_probs(x) * np.asarray(dy)[:, None]).ravel()
+
+
+# each candidate: the operation it claims to differentiate, and its backward pass
+FORMS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "a": ("p", _form_a), "b": ("p", _form_b), "c": ("p", _form_c), "d": ("p", _form_d),
+    "e": ("q", _form_e), "f": ("q", _form_f), "g": ("q", _form_g),
+    "h": ("r", _form_h), "i": ("r", _form_i), "j": ("r", _form_j),
+    "k": ("s", _form_k), "l": ("s", _form_l),
+    "m": ("t", _form_m), "n": ("t", _form_n), "o": ("t", _form_o), "z": ("t", _form_z),
+    "v": ("u", _form_v), "w": ("u", _form_w), "x": ("u", _form_x), "y": ("u", _form_y)}
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A candidate backward pass, one case of is_correct_backward: call it as ``backward(X, W, dY) -> (dW, dX)``.
-    Plain data — which form of the pool it runs, and the name messages show — so that a hidden case travels to a
-    grading sandbox as data (grader/pipeline/wire.py). Two candidates of the same form are the same candidate."""
+class BlackBox:
+    """The forward pass of one case of is_correct_backward: call it as ``forward(x) -> y`` with x a 2-D array
+    (any shape (B, n)); it computes in float32. Plain data — the candidate whose operation it runs — so that a case
+    travels to a grading sandbox as data (grader/pipeline/wire.py)."""
 
     form: str
     name: str = field(default="", compare=False)
 
-    def __call__(self, X: Any, W: Any, dY: Any) -> Any:
-        return FORMS[self.form](X, W, dY)
+    def __call__(self, x: Any) -> np.ndarray:
+        return OPS[FORMS[self.form][0]](x)
+
+    def __repr__(self) -> str:
+        return f"<forward {self.name or self.form}>"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate backward pass, the other half of a case of is_correct_backward: call it as
+    ``backward(x, dy) -> dx``. Plain data, like BlackBox; two candidates of the same form are the same candidate."""
+
+    form: str
+    name: str = field(default="", compare=False)
+
+    def __call__(self, x: Any, dy: Any) -> Any:
+        return FORMS[self.form][1](x, dy)
 
     def __repr__(self) -> str:
         return f"<backward {self.name or self.form}>"
 
 
+def pair(form: str, name: str = "") -> tuple[BlackBox, Candidate]:
+    """One case's arguments: the black-box forward pass and the candidate backward pass of one form of the pool."""
+    return BlackBox(form, name), Candidate(form, name)
+
+
 def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
     expect_type(what, got, (bool, np.bool_), "True or False")
-    if expected:  # a right backward judged wrong: most often an exact comparison of floats
-        hint = ("this backward is right: computed in another order (einsum, transposed products) its values differ "
-                "from yours in the last bits, so compare with a tolerance (np.allclose), not exact equality "
-                "(np.array_equal, ==); a crash or a wrong shape of yours would also reject it")
+    if expected:  # a right backward judged wrong: most often a test too strict for float32, or a crash of yours
+        hint = ("this backward is right: the forward computes in float32, so a finite difference with a tiny step "
+                "(1e-6, 1e-8: float64's habits) is rounding noise — take a step near 1e-2 to 1e-3 and a relative "
+                "tolerance near 1e-3 (scaled by the size of the terms); the forward cannot be traced by JAX "
+                "(jax.vjp/jax.grad of it raise), and a crash or a wrong shape of yours would also reject it")
     else:
-        hint = ("test on random values (not ones or another constant: a batch whose rows are all alike hides "
-                "misaligned rows and sums taken in the wrong order) with B, d_in and d_out all different, against "
-                "jax.vjp (or the shapes and values the chain rule gives)")
+        hint = ("compare ⟨dy, J·u⟩ (a central difference of the forward along a random direction u) with "
+                "⟨backward(x, dy), u⟩ on random x and dy (not ones, not dy = y, not tiny values) of shapes with "
+                "B > 1 and B ≠ n; a tolerance near 1e-3, not 5 %: some wrong ones are off by a few per cent")
     expect_equal(what, bool(got), expected, hint)
 
 
 IS_CORRECT_BACKWARD = Problem(
     name="is_correct_backward",
     spec="""
-        is_correct_backward(backward) -> bool
-        `backward(X, W, dY) -> (dW, dX)` claims to be the backward pass of the linear layer Y = X @ W
-        (X: (B, d_in), W: (d_in, d_out), dY = ∂L/∂Y). Decide whether it is right: return True when its dW and
-        dX equal ∂L/∂W and ∂L/∂X for every input, False otherwise. Some wrong ones give the right answer on
-        square, symmetric or batch-of-one inputs, and some on any constant input (all ones, say) whatever the
-        shapes — your test must not be fooled. Never raise: a candidate that crashes or returns the wrong shape is
-        simply wrong.
+        is_correct_backward(forward, backward) -> bool
+        forward(x) -> y is an operation given only as a black box: a NumPy function that takes a 2-D array x of
+        any shape (B, n), computes in float32 and returns a float32 array (y's shape depends on the operation).
+        JAX cannot trace it: no jax.vjp or jax.grad of it. backward(x, dy) -> dx claims to be its backward pass:
+        dx = ∂L/∂x given dy = ∂L/∂y, i.e. the vector-Jacobian product Jᵀ·dy, with x's shape.
+        Decide whether it is right: return True when backward(x, dy) equals Jᵀ·dy for every x and dy (up to
+        float32's rounding), False otherwise. Test it with finite differences of the forward — the dot-product
+        test ⟨dy, J·u⟩ ≈ ⟨dy, (forward(x + εu) − forward(x − εu)) / 2ε⟩ against ⟨backward(x, dy), u⟩ — and pick ε
+        and the tolerance for float32. Some wrong ones are right on a batch of one, on square inputs, on constant
+        or tiny inputs, or for a symmetric dy, and some are off by only a few per cent; your test must not be fooled.
+        Never raise: a candidate that crashes or returns the wrong shape is simply wrong.
     """,
-    visible=[Case((Candidate("d", "textbook"),)), Case((Candidate("f", "forgot_transpose_of_W"),)),
-             Case((Candidate("j", "mean_not_sum"),)), Case((Candidate("l", "product_of_batch_sums"),))],
+    visible=[Case(pair("a", "probabilities")), Case(pair("f", "standardize_no_chain_through_mean")),
+             Case(pair("j", "gram_2x_dy")), Case(pair("o", "tanh_with_weight_decay"))],
     compare=_compare_verdict,
 )
 

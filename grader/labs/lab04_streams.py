@@ -8,27 +8,30 @@ No installed code answers an exercise (issue 20): the model predicts a makespan 
 ask its inverses — how long one op may run before a deadline is missed, the fewest chunks whose pipeline meets a
 deadline — which a student answers by reasoning about the schedule or by using the model as a tool (the specs say
 so). The course's §4.7 pipeline is another shape (a stream per engine) than exercise 5's (a stream per chunk).
+Exercise 4's queue (gc.streams.CommandQueue) gives T(N) one launch at a time; its cases' N reach 10^8, so only T's
+closed form, inverted, answers them. Exercise 3's clock ticks every 2 ms on some cases, where a timer that times one
+call per measurement (gc.measure's loop, however it is loaded) reads 0 or a whole tick.
 tests/attacks/lab04_streams.py holds what a student could assemble from installed code; each scores less than full.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, checks: what students install); the
 references and hidden-case generators are its answer side, grader/answers/lab04_streams.py (the instructor's only;
 grader/DESIGN.md). The visible cases' expected values ship as data: lab04_streams.expected.json. time_call's cases
-are data too (:class:`TimingSetup`: durations, repeat, per-call factors), built afresh into a simulated jitted
-function and the clock of its command queue wherever the student's function runs.
+are data too: lab 1's stand-in workload (grader.virtual_clock.Workload: its fields travel), reset for every call
+of the student's function, whose clock the check hands in.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from gpucourse import streams as st
 
-from ..checks import CheckFailure, expect_close, expect_int, expect_tuple
-from ..problem import Case, Problem, _short
+from ..checks import CheckFailure, expect_close, expect_int, expect_tuple, show
+from ..problem import Case, Problem
+from ..virtual_clock import DISPATCH, Workload
 
 SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
 SEED_DURATIONS = {"A": 30.0, "B": 20.0, "C": 25.0, "D": 40.0, "E": 15.0, "F": 10.0, "G": 20.0, "H": 15.0, "I": 30.0}
@@ -163,65 +166,108 @@ DAG = Problem(
 
 # -- Exercise 3: fix a broken timing snippet --------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TimingSetup:
-    """One case of time_call, as data (it travels to a grading sandbox as these fields): :meth:`build` makes the
-    arguments afresh — a simulated jitted function on a new command queue, not compiled yet, and that queue's
-    virtual clock — every time the student's function is called, so re-running a test cell sees the same situation.
+# The stand-in is lab 1's (grader.virtual_clock.Workload, one timing lesson for the course): an asynchronous call
+# that queues ``work_s`` on an in-order queue and returns after DISPATCH (its launch), a first call that compiles
+# (``first_s``, blocking the caller), load spikes that only ever slow a call down (20×), and a clock that only the
+# work moves — some cases' clock ticks every 2 ms, so a call of tens of µs timed alone reads 0 or a whole tick.
 
-    ``factors``: call number (1 = the first timed call) -> work multiplier: calls on a shared machine differ
-    from one another, and load spikes (another program took the machine) make some calls many times slower.
-    ``start_us``: what the clock reads when time_call starts (time.perf_counter never starts at 0)."""
-
-    work_us: float
-    compile_us: float
-    launch_us: float
-    repeat: int
-    factors: dict[int, float] = field(default_factory=dict)
-    start_us: float = 0.0
-
-    def build(self) -> tuple:
-        """(f, x, repeat, clock): time_call's arguments, on a fresh CommandQueue."""
-        q = st.CommandQueue(launch_us=self.launch_us, host_us=self.start_us)
-        return (st.SimulatedJit(q, self.work_us, self.compile_us, "f", factors=dict(self.factors or {})),
-                np.ones(4, np.float32), self.repeat, st.VirtualClock(q))
-
-    def __repr__(self) -> str:  # a message names a case by the arguments time_call is called with
-        return ", ".join(_short(a) for a in self.build())
+X = np.ones(4, np.float32)  # what f is called on (the stand-in ignores it)
 
 
-def timing_case(work_us: float, compile_us: float, launch_us: float, repeat: int,
-                factors: dict[int, float] | None = None, start_us: float = 0.0) -> Case:
-    return Case((TimingSetup(float(work_us), float(compile_us), float(launch_us), int(repeat), dict(factors or {}),
-                             float(start_us)),))
-
-
-def built(case: Case) -> Case:
-    """A time_call case with its arguments built afresh (a case of another form unchanged)."""
-    if len(case.args) == 1 and isinstance(case.args[0], TimingSetup):
-        return Case(case.args[0].build())
-    return case
+def timing_case(work_s: float, first_s: float, repeat: int, spikes: tuple[int, ...] = (), tick_s: float = 0.0) -> Case:
+    """time_call(f, x, repeat, clock) on an asynchronous Workload (the clock is the workload's, added per call)."""
+    return Case((Workload(float(work_s), first_s=float(first_s), asynchronous=True, spikes=tuple(spikes),
+                          tick_s=float(tick_s)), X, int(repeat)))
 
 
 class _TimingProblem(Problem):
-    """time_call's Problem: a case is a :class:`TimingSetup` (data); every call of the student's function gets its
-    arguments built afresh (in the student's kernel, in the grading sandbox's worker), so no state carries over
-    from one call, or one run of a test cell, to the next. The reference (answer side) takes the TimingSetup."""
+    """time_call's Problem: every call of the student's function gets the case's workload afresh (no call made, its
+    first call compiling again, a new clock) and that clock as its 4th argument, however often a cell is re-run; a
+    case travels to a grading sandbox as the workload's fields (a dataclass)."""
 
     def call(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
-        return super().call(fn, built(case), limit)
+        w = case.args[0]
+        w.reset()
+        return super().call(fn, Case((*case.args, w.clock)), limit)
 
 
-# sorted 0.8, 0.95, 1.0, [1.1], 1.3, 4.0, 6.0: the median is the 4th call, neither the first nor the second-smallest
-TIMING_SPREAD = {1: 1.3, 2: 0.8, 3: 6.0, 4: 1.1, 5: 0.95, 6: 4.0, 7: 1.0}
+# steady state, measured / true: a call timed alone and waited for takes its launch (DISPATCH) + its work; a batch
+# of calls back to back hides the launches behind the work (the queue never runs dry), so a batch measures the work
+# per call. Both are right, with the minimum or the median. The band's edges: a batch spans >= 0.2 s, so a 2 ms
+# tick moves it by <= 1 %; an un-waited call (DISPATCH + clock reads, ~11 µs) lands below every case's work (>= 20 µs)
+STEADY_LO, STEADY_HI = 0.97, 1.03
+READS_S = 3e-6  # the virtual clock moves 1 µs at each read: a few reads inside one measurement
+
 
 def _compare_timing(what: str, got: Any, expected: tuple[float, float], case: Case) -> None:
+    w = case.args[0]
     expect_tuple(what, got, "first_seconds, steady_seconds")
-    expect_close(f"{what} → first call [s]", got[0], expected[0], rtol=1e-9,
-                 hint="time the first call on its own: it includes compiling, and wait for its result")
-    expect_close(f"{what} → steady state [s]", got[1], expected[1], rtol=1e-9,
-                 hint="the call returns before the work is done: block_until_ready() before reading the clock; "
-                      "and the median of exactly the `repeat` timed calls (without the first)")
+    first, work = expected
+    for value in got:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise CheckFailure(f"{what}: expected two numbers of seconds, got {got!r}"[:400])
+    lo, hi = first - w.tick_s - READS_S, first + w.tick_s + READS_S
+    if not lo <= got[0] <= hi:
+        raise CheckFailure(f"{what} → first call [s]: expected {show(first)} s (compile + launch + work; between "
+                           f"{show(lo)} and {show(hi)}), got {show(got[0])}. Hint: time the first call on its own: "
+                           "it includes compiling; wait for its result before you stop the clock")
+    lo, hi = STEADY_LO * work, STEADY_HI * (work + DISPATCH) + READS_S
+    if lo <= got[1] <= hi:
+        return
+    if w.tick_s and got[1] < lo or got[1] > hi and w.tick_s and work < w.tick_s:
+        hint = (f"this clock ticks every {show(w.tick_s)} s and one call takes about {show(work)} s: timed alone, a "
+                "call reads as 0 or as one whole tick. Time batches of calls that span many ticks (grow the batch "
+                "until it takes at least 0.2 s on clock), wait for each batch's last result, divide by the batch size")
+    elif got[1] < lo:
+        hint = ("the call returns before its work is done (it only queues it): wait for the result "
+                "(.block_until_ready()) before you stop the clock")
+    else:
+        hint = ("some calls were slowed by other programs (load spikes): the minimum or the median of the `repeat` "
+                "measurements ignores them, the mean does not; and don't count the first (compiling) call")
+    raise CheckFailure(f"{what} → steady state [s]: expected the time of one call, between {show(lo)} s (its work: "
+                       f"calls back to back hide their launches) and {show(hi)} s (a call timed alone: launch + "
+                       f"work), got {show(got[1])}. Hint: {hint}")
+
+
+class _ArgumentsSeen:
+    """The workload as f, counting the calls made on anything but the case's x (jax.jit compiles again for an
+    argument of another shape, dtype or type: a timer must time f(x))."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload, self.others = workload, 0
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != 1 or args[0] is not X:
+            self.others += 1
+        return self.workload(*args)
+
+
+def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
+    """By method, on a fresh workload: the first call timed and waited for before any other call, then at least
+    `repeat` more calls, every result waited for (itself, or through a later result of the same in-order queue)."""
+    repeat = 4 if hidden else 3
+    w = Workload(0.004, first_s=0.02, asynchronous=True)
+    f = _ArgumentsSeen(w)
+    with TIMING.locked(fn):
+        fn(f, X, repeat, w.clock)
+    if f.others:
+        raise CheckFailure(f"time_call(f, x, {repeat}, clock) called f {f.others} times on something other than x: "
+                           "a jitted function traces and compiles again for an argument of another shape, dtype or "
+                           "type — time f(x), on the x you are given")
+    if w.calls < repeat + 1:
+        raise CheckFailure(f"time_call(f, x, {repeat}, clock) called f {w.calls} times: expected the first call plus "
+                           f"at least {repeat} timed ones")
+    if w.clock.reads < 4:
+        raise CheckFailure(f"time_call(f, x, {repeat}, clock) read the clock it was given {w.clock.reads} times: read "
+                           "it (and no other clock) before and after the first call and around every measurement")
+    if w.leftover:
+        raise CheckFailure(f"time_call(f, x, {repeat}, clock): when you read the clock after the first call, its "
+                           "work was still running (the call returns before its work is done): wait for its result "
+                           "(.block_until_ready()) before you stop the clock")
+    if w.unwaited():
+        raise CheckFailure(f"time_call(f, x, {repeat}, clock) never waited for {w.unwaited()} of the {w.calls} results "
+                           "(nor for any result queued after them): wait for the result before stopping the clock")
+    return f"\n  method: {w.calls} calls, the first timed alone, every result waited for"
 
 
 def _real_jax_timing(fn: Callable, hidden: bool) -> str:
@@ -245,76 +291,106 @@ def _real_jax_timing(fn: Callable, hidden: bool) -> str:
             f"steady {steady * 1e3:.2f} ms; gc.measure says {truth * 1e3:.2f} ms")
 
 
+def _timing_after(fn: Callable, hidden: bool) -> str:
+    return _timing_method(fn, hidden) + _real_jax_timing(fn, hidden)
+
+
 TIMING = _TimingProblem(
     name="time_call",
     spec="""
         time_call(f, x, repeat, clock) -> (first_seconds, steady_seconds)
-        f is a jitted function: calling it returns at once, before the device has done the work; its result has
-        .block_until_ready(). clock() returns the time in seconds (time.perf_counter or a virtual clock: use
-        the one you are given for every reading).
-        first_seconds:  the first call f(x), including waiting for its result (compile + run).
-        steady_seconds: the median of `repeat` more calls, each timed until its result is ready (on a shared
-                        machine no two calls take quite the same time).
+        f is a jitted function: calling it returns at once, when the work is queued, not done (the work runs in
+        call order, one call after another, as on a GPU stream); its result has .block_until_ready(), which waits
+        for it. clock() returns the time in seconds: read it, and no other clock, for every measurement (the
+        checks hand you a clock that only f's work moves, as a GPU's work shows on the device's timer; the last
+        visible check hands you time.perf_counter and a real jax.jit function).
+        first_seconds:  the first call f(x) alone, waited for: compile + launch + run.
+        steady_seconds: the time of one later call. Measure `repeat` times (none of them the first call) and
+                        return the MINIMUM or the MEDIAN of the `repeat` measurements — both are accepted:
+                        other programs on a shared machine only ever slow a call down, never speed one up, so
+                        the minimum is the call's own time, robust to any number of slowed runs (but it trusts
+                        the luckiest run: wrong where runs really differ, e.g. only some find their data in a
+                        cache); the median is robust to fewer than half of the runs slowed (and to a lucky one).
+                        The mean is not: one slowed run (these checks slow some calls 20×) pulls it up.
+        Wait for every result you time: an un-waited call measures only its launch and fails.
+        A clock has a resolution: some checks hand you a clock that ticks every 2 ms, and a call takes tens of
+        µs — timed alone it reads as 0 or as one whole tick. So let each of the `repeat` measurements be a BATCH
+        of k calls back to back, waited for through the batch's LAST result (the queue runs in order), divided
+        by k: grow k (1, 2, 4, 8, … as timeit's autorange does) until one batch takes at least 0.2 s on clock,
+        then time `repeat` batches of that size. Back to back, the launches hide behind the work (§4.4), so a
+        batch measures a call's work; a call timed alone also pays its launch: both are right (the check
+        accepts anything from the work to launch + work, within 3 %).
     """,
-    visible=[timing_case(250.0, 800.0, 4.0, 5), timing_case(40.0, 300.0, 5.0, 3),
-             timing_case(100.0, 500.0, 4.0, 7, TIMING_SPREAD)],  # only the median of the 7 timed calls fits
+    visible=[timing_case(250e-6, 0.3, 5), timing_case(40e-6, 0.25, 5, spikes=(2, 4)),
+             timing_case(30e-6, 0.2, 3, tick_s=2e-3)],
     compare=_compare_timing,
-    after=_real_jax_timing,
+    after=_timing_after,
 )
 
 
 # -- Exercise 4: how many tiny launches make overhead dominate? ------------------------------------------------------
+# The course's command queue (gc.streams.CommandQueue) runs one split of the work: N launches for T(N). Finding N by
+# running it for N = 1, 2, … (or bisecting over N with it) costs O(N) launches per T(N), and the cases' N reach
+# millions to hundreds of millions: the exercise is to derive T(N) in closed form (the queue checks it on small N)
+# and invert it exactly.
 
 
 def _compare_launches(what: str, got: Any, expected: tuple[int, list[float]], case: Case) -> None:
+    ns = case.args[2]
     expect_tuple(what, got, "N, makespans")
     expect_int(f"{what} → N", got[0], expected[0],
-               "the smallest N with T(N) > 2·work_us, strictly: where T(N) equals 2·work_us the GPU idles exactly as "
-               "long as it works, not longer")
+               "the smallest N with T(N) > 2·work_us, strictly (where T(N) equals 2·work_us the GPU idles exactly as "
+               "long as it works, not longer): N·launch + work/N = 2·work at its larger root, and N is the first "
+               "integer past it (a root exactly on an integer is a tie: the next one)")
     makespans = got[1]
     if not hasattr(makespans, "__len__") or len(makespans) != len(expected[1]):
-        raise CheckFailure(f"{what} → makespans: expected a list of the {len(expected[1])} makespans T(1) … "
-                           f"T({expected[0]}), got {makespans!r}"[:400])
-    for k, (g, e) in enumerate(zip(makespans, expected[1]), start=1):
-        expect_close(f"{what} → T({k}) [µs]", g, e, rtol=1e-9,
-                     hint="kernels longer than a launch keep the GPU busy from the first launch on (T = launch + "
-                          "work); shorter ones wait for the host (T = N·launch + work/N)")
+        raise CheckFailure(f"{what} → makespans: expected a list of the {len(expected[1])} makespans T(n) for n in "
+                           f"{ns}, got {makespans!r}"[:400])
+    for n, g, e in zip(ns, makespans, expected[1]):
+        expect_close(f"{what} → T({n:_}) [µs]", g, e, rtol=1e-9,
+                     hint="kernels at least as long as a launch keep the GPU busy from the first launch on (T = "
+                          "launch + work); shorter ones wait for the host (T = N·launch + work/N)")
 
 
 def _launch_report(fn: Callable, hidden: bool) -> str:
     if hidden:
         return ""
-    n, _ = fn(1000.0, 4.0)
+    n, _ = fn(1000.0, 4.0, [1])
+    big, _ = fn(5e6, 2.5, [1])
     return (f"\n  1 ms of work, 4 µs per launch: overhead dominates from {n:,} launches, i.e. kernels of "
-            f"{1000.0 / n:.2f} µs — about half the launch cost")
+            f"{1000.0 / n:.2f} µs — about half the launch cost; 5 s of work, 2.5 µs per launch: from {big:,}")
 
 
 # T(N) == 2·work_us exactly at an integer N (every number exact in binary): N·launch + work/N = 2·work
 # with work = 1024, N = 16, launch = 124 (1984 + 64 = 2048); and work = 96, N = 4, launch = 42 (168 + 24 = 192)
-LAUNCH_TIES = [Case((1024.0, 124.0)), Case((96.0, 42.0))]
+LAUNCH_TIES = [Case((1024.0, 124.0, [1, 8, 9, 16, 17])), Case((96.0, 42.0, [1, 2, 3, 4, 5]))]
 
-MAX_LAUNCHES = 2000  # the spec's bound on N: a kernel-by-kernel simulation of T(1..N) (O(N²)) stays fast
+MAX_LAUNCHES = 10**9  # the spec's bound on N: far beyond a loop over N (or a queue run of N launches)
 
 
 LAUNCHES = Problem(
     name="launches_to_dominate",
     spec="""
-        launches_to_dominate(work_us, launch_us) -> (N, makespans)
-        work_us of GPU work is split into N equal kernels (work_us / N each), queued one by one into one stream.
-        The host needs launch_us per launch: kernel i (i = 1..N) is queued at time i·launch_us and starts as
-        soon as it is queued and kernel i−1 has finished. The makespan T(N) is when kernel N finishes.
+        launches_to_dominate(work_us, launch_us, ns) -> (N, makespans)
+        work_us of GPU work is split into n equal kernels (work_us / n each), queued one by one into one stream.
+        The host needs launch_us per launch: kernel i (i = 1..n) is queued at time i·launch_us and starts as
+        soon as it is queued and kernel i−1 has finished. The makespan T(n) is when kernel n finishes.
         N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
-        makespans: the list [T(1), T(2), …, T(N)] in µs.
-        On every test case N ≤ 2,000 (so even simulating the N kernels one by one for each N is fast enough).
-        gc.streams.simulate gives one T(N) (the course's §4.4 does so), but it is a general simulator, O(N²) for one
-        N: calling it for every N up to hundreds takes minutes. Find T(N)'s two regimes (or run this one queue
-        yourself, kernel after kernel).
+        makespans: [T(n) for n in ns], in µs (ns: a list of kernel counts).
+        gc.streams.CommandQueue(launch_us=...) runs this queue, one launch at a time: use it to see T(n) for
+        small n and to check your formula. But the test cases split up to minutes of work into kernels of a few
+        µs: N and the n in ns reach hundreds of millions (N ≤ 10^9), where running the queue — or any loop over
+        the kernels or over N — takes hours. Derive T(n) in closed form (two regimes: the GPU is the bottleneck,
+        or the host is), then invert it for N: solve for the root, or bisect over N with your formula.
         Ties: where T(N) equals 2·work_us exactly, the GPU idles exactly as long as it works, not longer: that N
         does not count, the answer is a later one. Every test case keeps T(N) and T(N − 1) either exactly equal to
-        2·work_us (exactly representable: floating point computes the tie exactly) or more than a relative 1e-12
-        away from it, so rounding never decides.
+        2·work_us (exactly representable: floating point computes the tie, and its root, exactly) or more than a
+        relative 1e-12 away from it, so rounding never decides, whether you evaluate T or compute the root in
+        floating point (check your N with T on a few cases: T(N − 1) <= 2·work_us < T(N)).
     """,
-    visible=[Case((1000.0, 4.0)), Case((30.0, 5.0)), Case((3.0, 4.0)), LAUNCH_TIES[0]],
+    visible=[Case((1000.0, 4.0, [1, 100, 250, 251, 499, 500])), Case((30.0, 5.0, [1, 2, 6, 7, 11, 12])),
+             Case((3.0, 4.0, [1, 2, 10])), LAUNCH_TIES[0],
+             Case((5e6, 2.5, [1, 10**6, 2 * 10**6, 2 * 10**6 + 1, 3_999_999, 4_000_000]))],
     compare=_compare_launches,
     after=_launch_report,
 )

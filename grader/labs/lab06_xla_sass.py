@@ -19,7 +19,10 @@ synthetic SASS), the same with or without NVIDIA's toolchain.
 
 No installed course code answers exercises 3, 6, 7 and 9 (issue 20): breaking_op's bytes are read from the breaker's HLO type, which
 no course helper parses; mma_flops reads the tensor-core shapes that toolchain.Sass lists but never interprets;
-fusion_payoff_rows inverts gpucourse.fusion's forward model (tests/attacks/lab06_xla_sass.py). Exercise 2,
+fusion_payoff_rows inverts gpucourse.fusion's forward model (tests/attacks/lab06_xla_sass.py). Nor exercises 5 and
+8: the kernel's launch has too few blocks of rows and its vectors must be staged once per block (no §5 kernel with its
+formula changed does that), and measure_times' cases include lab 1's coarse clock, where the course's timer — even
+reloaded and pointed at the clock given — times one call per run and reads 0 or a whole tick. Exercise 2,
 fusion_bytes, is a prediction of XLA's byte count from §6.3's rule: the chains it is checked on are built on the
 answer side only, and XLA's compiler and analyses are locked while the student's function runs (``ByHand``,
 as lab 2 locks JAX's autodiff), down to jaxlib's entry points, which a second copy of a course module still
@@ -380,9 +383,12 @@ FIX_SCALE = _JitProblem(
     no_ops=("dot",),
 )
 
-# -- Exercise 5: the fused kernel, coalesced, moving exactly what XLA's fusion moves --------------------------------
+# -- Exercise 5: the fused epilogue kernel, on a launch smaller than the array ----------------------------------
 # Run by the course's instrumented executor (gpucourse.simt, through grader.kernels.KernelProblem): values, races,
-# sectors per warp-wide access, and every element each thread read and wrote.
+# barrier errors, sectors per warp-wide access, and every element each thread read and wrote. The launch covers the
+# columns but only ``rows_of_blocks`` blocks of rows (a case's keyword, fewer than the rows need): a 2-D grid-stride
+# loop over rows, the per-column vectors staged once per block in shared memory — what an epilogue of a fused GEMM
+# does with its bias — and none of it is §5's scale_2d with its formula changed.
 
 from gpucourse import simt  # noqa: E402
 
@@ -393,7 +399,7 @@ MAX_SECTORS = 5.0  # a warp reading 32 consecutive float32: 128 B = 4 sectors (5
 def _kernel_launch(case: Case):
     x, w, b = case.args
     m, n = x.shape
-    grid = (math.ceil(n / KERNEL_BLOCK[0]), math.ceil(m / KERNEL_BLOCK[1]))
+    grid = (math.ceil(n / KERNEL_BLOCK[0]), int(case.kwargs["rows_of_blocks"]))
     return grid, KERNEL_BLOCK, [x, w, b, np.full((m, n), np.nan, dtype=np.float32)], [3]
 
 
@@ -406,10 +412,12 @@ def _xla_bytes(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> int:
 
 
 def traffic(report: simt.KernelReport) -> dict[str, dict[str, int]]:
-    """Per argument array: distinct elements read and written, and total reads and writes (from the live report
-    or its data form, :class:`gpucourse.simt.ReportData`: ``array_traffic``)."""
+    """Per global argument array: distinct elements read and written, and total reads and writes (from the live
+    report or its data form, :class:`gpucourse.simt.ReportData`: ``array_traffic``); shared arrays are left out."""
     out = {}
     for name in report.arrays:
+        if report.spaces.get(name, "global") != "global":
+            continue
         read, written, reads, writes = report.array_traffic(name)
         out[name] = {"read": read, "written": written, "reads": reads, "writes": writes}
     return out
@@ -417,8 +425,10 @@ def traffic(report: simt.KernelReport) -> dict[str, dict[str, int]]:
 
 def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
     x, w, b = case.args
-    names = list(r.arrays)
-    xs, outs = names[0], names[3]
+    m, n = x.shape
+    blocks_y = int(case.kwargs["rows_of_blocks"])
+    t = traffic(r)
+    xs, ws, bs, outs = list(t)  # the kernel's parameter names, in order
     for name in (xs, outs):
         sectors = r.sectors_per_request(name)
         if sectors > MAX_SECTORS:
@@ -426,13 +436,6 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
                 f"{what}: each warp-wide access of `{name}` touched {sectors:.1f} 32-byte sectors on average "
                 f"(coalesced: at most {MAX_SECTORS:g}). threadIdx.x must walk the columns, the contiguous axis: "
                 "cuda.grid(2) returns (x, y) = (column, row)")
-    writers, most = r.writers(outs)  # threads that wrote `out`, the most elements one of them wrote
-    if writers and (most > 1 or writers != x.size):
-        raise CheckFailure(
-            f"{what}: {writers:,} threads wrote `{outs}`, up to {most:,} elements each; "
-            f"one thread per element means {x.size:,} threads writing one element each — no thread loops over "
-            "rows or columns (a GPU runs the loop's iterations one after another in that thread)")
-    t = traffic(r)
     if t[outs]["reads"]:
         raise CheckFailure(
             f"{what}: the kernel reads `{outs}` back {t[outs]['reads']:,} times after writing it — a round trip "
@@ -440,6 +443,22 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
     if t[outs]["writes"] != x.size or t[xs]["reads"] != x.size:
         raise CheckFailure(f"{what}: expected each element of `{xs}` read once and of `{outs}` written once "
                            f"({x.size:,} each), got {t[xs]['reads']:,} reads and {t[outs]['writes']:,} writes")
+    thread_rows = min(blocks_y * KERNEL_BLOCK[1], m)  # rows of threads that have a row to do
+    writers, most = r.writers(outs)
+    if writers != thread_rows * n or most != math.ceil(m / (blocks_y * KERNEL_BLOCK[1])):
+        raise CheckFailure(
+            f"{what}: {writers:,} threads wrote `{outs}`, up to {most:,} elements each; the grid has "
+            f"{blocks_y * KERNEL_BLOCK[1]} rows of threads for {m} rows, so in a grid-stride loop over the rows "
+            f"(i = y, y + gridsize_y, ...) each of the {thread_rows * n:,} threads with a column and a first row writes "
+            f"{math.ceil(m / (blocks_y * KERNEL_BLOCK[1]))} elements at most: cuda.gridsize(2) gives the stride")
+    for vec in (ws, bs):
+        if t[vec]["reads"] > n * blocks_y:
+            raise CheckFailure(
+                f"{what}: `{vec}` was read {t[vec]['reads']:,} times from global memory; each of the "
+                f"{blocks_y} blocks per column of blocks needs each of its 32 columns once ({n * blocks_y:,} reads "
+                "in all). Stage the block's slice in shared memory: one row of threads (threadIdx.y == 0) loads "
+                "it, cuda.syncthreads(), then every thread reads it from there for every row it handles — as an "
+                "epilogue reads its bias once per tile, not once per element")
     moved = sum((v["read"] + v["written"]) * r.itemsize[name] for name, v in t.items())
     xla_bytes = _xla_bytes(x, w, b)
     if moved != xla_bytes:
@@ -447,25 +466,38 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
                            f"kernel for the same jnp code moves {xla_bytes:,} (its cost analysis)")
 
 
-_rk = np.random.default_rng(5)
+def _kernel_visible() -> list[Case]:
+    rng = np.random.default_rng(5)
+    m, n = 19, 45
+    return [Case((rng.standard_normal((m, n)).astype(np.float32), rng.standard_normal(n).astype(np.float32),
+                  rng.standard_normal(n).astype(np.float32)), {"rows_of_blocks": 2})]
+
+
 KERNEL = KernelProblem(
     name="scale_bias_relu_kernel",
     spec="""
         A @cuda.jit kernel  scale_bias_relu_kernel(x, w, b, out)  computing, in ONE pass,
             out[i, j] = max(x[i, j] * w[j] + b[j], 0)
-        for x, out: (m, n) float32 and w, b: (n,) float32 — one thread per element. The checker launches it with
-        2-D blocks of (32, 4) threads (x, y) on a grid that covers the COLUMNS with x and the ROWS with y:
-            scale_bias_relu_kernel[(ceil(n / 32), ceil(m / 4)), (32, 4)](x, w, b, out)
-        m and n are not multiples of the block; out starts full of NaN; guard the edges.
+        for x, out: (m, n) float32 and w, b: (n,) float32: the epilogue XLA fuses after a matmul (scale, bias,
+        activation). The checker launches it with blocks of (32, 4) threads (x, y): x covers the COLUMNS, one
+        block per 32 (ceil(n / 32) blocks), but y has a FIXED number G of blocks (rows_of_blocks, drawn per case)
+        that is usually too few for the rows:
+            scale_bias_relu_kernel[(ceil(n / 32), G), (32, 4)](x, w, b, out)
+        so each thread handles rows i = y, y + 4G, y + 8G, ... (a grid-stride loop over the rows; cuda.gridsize(2)
+        gives (columns, rows) of threads). m and n are not multiples of the block; out starts full of NaN.
         The checker runs it on the course's instrumented executor and requires:
           - coalescing: the 32 threads of a warp (neighbouring threadIdx.x) access neighbouring columns of
             one row, so each warp-wide access of x and out touches at most 5 32-byte sectors;
-          - one pass: every x[i, j] read once, every out[i, j] written once, out never read back; the distinct
-            bytes your kernel touches must equal what XLA's cost analysis charges the fused jnp version
-            jnp.maximum(x * w + b, 0) — your kernel is that fusion, written by hand.
+          - one pass: every x[i, j] read once, every out[i, j] written once, out never read back; every thread
+            with a column and a first row does its share (at most ceil(m / 4G) elements);
+          - the vectors once per block: w and b are read from global memory at most once per column per block
+            (n·G reads each). The 4 rows of threads of a block need the same 32 values for every row they
+            handle: one row of threads loads them into shared memory (cuda.shared.array(32, np.float32)), then
+            cuda.syncthreads() (§5.7: no thread reads before the loads are done), then all read them from there;
+          - the distinct bytes your kernel touches in global memory equal what XLA's cost analysis charges the
+            fused jnp version jnp.maximum(x * w + b, 0) — your kernel is that fusion, written by hand.
     """,
-    visible=[Case((_rk.standard_normal((5, 45)).astype(np.float32), _rk.standard_normal(45).astype(np.float32),
-                   _rk.standard_normal(45).astype(np.float32)))],
+    visible=_kernel_visible(),
     compare=lambda *a: None,
     launch=_kernel_launch,
     require=_kernel_require,
@@ -774,9 +806,12 @@ SASS_COUNTS = _ToolchainProblem(
 # spike". The timer is handed the clock (``clock``), as labs 1 and 4's time_call are, and must read it for every
 # measurement: the stand-ins' work shows on that clock only (as a GPU's work shows on its device timer, CUDA events,
 # not on the host's clock), so a timer reading time.perf_counter — the course's gc.measure and gc.fusion.best_run,
-# called, loaded a second time or pasted — measures microseconds of Python. Every correct method on the given clock —
-# one call at a time, synchronized; a batch of N calls synchronized once and divided by N; timeit with timer=clock —
-# measures exactly the work's duration; each mistake gives a different, recognisable number. (The cell after
+# called, loaded a second time or pasted — measures microseconds of Python. Some cases' clock ticks every 2 ms for
+# calls of 20–60 µs (lab 1's coarse clock, grader.virtual_clock): one call per timed run — the course's timer's loop,
+# pointed at the clock given by a reloaded copy — reads 0 or a whole tick, so the timer batches calls until a batch
+# spans many ticks. Every correct method on the given clock — batches of calls synchronized through their last result
+# and divided by their size; timeit.Timer(..., timer=clock).autorange — measures the work's duration within the
+# tick's share of a batch; each mistake gives a different, recognisable number. (The cell after
 # exercise 9 uses your function on real work, with clock=time.perf_counter.)
 
 from dataclasses import dataclass as _dataclass  # noqa: E402
@@ -828,6 +863,7 @@ class Workload:
     compile_s: float = 0.3
     spikes: tuple[int, ...] = ()
     spike_factor: float = 6.0
+    tick_s: float = 0.0  # the shared clock's resolution (0: exact): a call shorter than a tick reads 0 or one tick
 
     def __post_init__(self) -> None:
         self.spikes = tuple(self.spikes)
@@ -862,14 +898,16 @@ class Workload:
 
     def __repr__(self) -> str:
         # not its seconds: that is what the timer must measure
-        return f"<{self.name}: a jitted function's stand-in, asynchronous, compiles on its first call>"
+        tick = f", on a clock that ticks every {self.tick_s * 1e3:g} ms" if self.tick_s else ""
+        return f"<{self.name}: a jitted function's stand-in, asynchronous, compiles on its first call{tick}>"
 
 
 def fresh_workloads(*workloads: Workload) -> list[Workload]:
     """New workloads with the parameters of ``workloads`` (their fields: what a case carries, as data or not),
     sharing one new :class:`VirtualClock`: no call made, no clock read."""
-    clock = VirtualClock()
-    clock.workloads = [Workload(w.name, w.seconds, w.compile_s, w.spikes, w.spike_factor) for w in workloads]
+    clock = VirtualClock(max(getattr(w, "tick_s", 0.0) for w in workloads))  # lab 1's coarse clock where ticked
+    clock.workloads = [Workload(w.name, w.seconds, w.compile_s, w.spikes, w.spike_factor, getattr(w, "tick_s", 0.0))
+                       for w in workloads]
     for w in clock.workloads:
         w.clock = clock
     return clock.workloads
@@ -942,10 +980,18 @@ class _MeasureProblem(ObservedProblem):
                     f"{what}: you timed {w['timed']} call{'s' * (w['timed'] != 1)} of {w['name']} (calls made after "
                     "you first read the clock following its warm-up); time at least 3 runs and keep the best "
                     "(or the median): one run alone may be the one another process slowed down")
+        tick = max(getattr(w, "tick_s", 0.0) for w in case.args[:2])
         for name, t, true in (("t_slow", t_slow, expected[0]), ("t_fast", t_fast, expected[1])):
-            if abs(t - true) <= 0.1 * true:
+            # a call waited for before the next is made also pays its dispatch (DISPATCH: its work starts only
+            # then): right, and noticeable only on the coarse clock's calls of tens of µs
+            if 0.9 * true <= t <= 1.1 * true + DISPATCH:
                 continue
-            hint = ("far too short: that is the time to *enqueue* the call — wait for the result with "
+            hint = (f"this clock ticks every {tick * 1e3:g} ms and one call's work is far shorter: timed alone, a "
+                    "call reads as 0 or as one whole tick, however carefully you wait for it. Time BATCHES of calls "
+                    "that span many ticks (grow the batch until one takes at least 0.2 s on clock, as timeit's "
+                    "autorange does), wait for each batch's last result and divide by the batch size"
+                    if tick > true else
+                    "far too short: that is the time to *enqueue* the call — wait for the result with "
                     "jax.block_until_ready before stopping the clock (when you time a batch of calls, wait for "
                     "the last one and divide by the number of calls)" if t < 0.2 * true else
                     "too long: is the first call (compilation) in your timing, is work left over from an "
@@ -973,16 +1019,23 @@ MEASURE = _MeasureProblem(
             clock (timing a batch of N calls,
             waiting for the last result and dividing by N is right too: the work runs in order);
           - repeat: at least 3 timed runs (or batches) each, and keep the best (or the median): any run
-            may be slowed down by another process, a mean lets it pull your number up, and one run alone (the
-            last, or a single run after more warm-ups) may be the slow one.
+            may be slowed down by another process (never sped up: the minimum is the call's time, the median
+            is robust too), a mean lets it pull your number up, and one run alone (the last, or a single run
+            after more warm-ups) may be the slow one;
+          - batch: a clock has a resolution, and some checks hand you one that ticks every 2 ms while a call's
+            work takes tens of microseconds: timed alone, a call reads as 0 or as one whole tick, however
+            carefully you wait. Let each timed run be a BATCH of calls that spans many ticks — grow it (1, 2,
+            4, ... calls, as timeit's autorange does) until one batch takes at least 0.2 s on clock — wait for
+            its last result and divide by the batch size. You do not need to know the tick.
         The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the right answer
-        exactly: within 10 %. Here every call is long against the clock's resolution (the clock is exact), so
-        one call per timed run is enough; on a coarse clock, time batches as lab 1's exercise 8 does. Failure modes: no synchronization (far too short: the enqueue), no warm-up (the
+        exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait for each call before the
+        next). Failure modes: no synchronization (far too short: the enqueue), no warm-up (the
         compile is timed), an un-waited warm-up (its work is still running when you first read the clock), the
-        mean or a single run (a slowed run), fewer than 3 timed runs, another clock (no reading of clock). The
-        cell after exercise 9 runs your function on real work on this machine (clock=time.perf_counter).
+        mean or a single run (a slowed run), fewer than 3 timed runs, another clock (no reading of clock), one
+        call per timed run on the coarse clock (0, or a whole tick). The cell after exercise 9 runs your
+        function on real work on this machine (clock=time.perf_counter).
     """,
-    visible=[Case(_workloads(0.040, 0.020))],
+    visible=[Case(_workloads(0.040, 0.020)), Case(_workloads(40e-6, 25e-6, tick_s=2e-3))],
     compare=lambda *a: None,
 )
 

@@ -161,7 +161,7 @@ ARRAY = Problem(
     compare=_compare_array,
 )
 
-# -- Exercise 4: a blocked bf16 matmul in Pallas, f32 accumulator in VMEM scratch ---------------------------------
+# -- Exercise 4: a fused dense layer in Pallas: f32 accumulator in VMEM scratch, epilogue at the last k step ------
 
 def _bf16(values: Any) -> np.ndarray:
     import ml_dtypes
@@ -169,68 +169,158 @@ def _bf16(values: Any) -> np.ndarray:
     return np.asarray(values).astype(ml_dtypes.bfloat16)
 
 
-def _compare_pallas(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
+def _compare_fused(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
     dtype = getattr(got, "dtype", None)
     if str(dtype) != "bfloat16":
         raise CheckFailure(f"{what}: expected a bfloat16 result (out_shape dtype x.dtype), got dtype {dtype}")
-    # one bf16 rounding of the f32 sum: within one bf16 unit in the last place (2^-7 of the value) of the exact one
+    # one bf16 rounding of the f32 result: within one bf16 unit in the last place (2^-7 of the value) of the exact one
     try:
-        expect_array_close(what, np.asarray(got, dtype=np.float32), expected, rtol=2.0**-7, atol=1e-6)
+        expect_array_close(what, np.asarray(got, dtype=np.float32), expected, rtol=2.0**-7, atol=1e-3)
     except CheckFailure as failure:
-        x, y, _, _, bk = case.args
-        if _matches_bf16_running_sum(np.asarray(got, dtype=np.float32), x, y, bk):
-            raise CheckFailure(
-                f"{failure}. Your result is the sum rounded to bfloat16 after every k block: the running sum lives in "
-                "the bf16 output block (o_ref), so each small k block's product is lost against a large sum: "
-                "accumulate in the f32 scratch, write o_ref once at the last k step") from None
+        x, w, b, _, _, bk = case.args
+        got32 = np.asarray(got, dtype=np.float32)
+        for diagnosis, hint in _FUSED_DIAGNOSES:
+            if _close(got32, diagnosis(x, w, b, bk)):
+                raise CheckFailure(f"{failure}. {hint}") from None
         raise
 
 
-def _matches_bf16_running_sum(got: np.ndarray, x: Any, y: Any, bk: int) -> bool:
-    """Whether ``got`` is (within one bf16 rounding) what a kernel gets that adds each k block's product into the
-    bf16 output: the running sum rounded to bfloat16 after every k step."""
-    xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    acc = np.zeros((xs.shape[0], ys.shape[1]))
-    for k0 in range(0, xs.shape[1], bk):
-        acc = _bf16(acc + _bf16(xs[:, k0:k0 + bk] @ ys[k0:k0 + bk]).astype(np.float64)).astype(np.float64)
-    return got.shape == acc.shape and bool(np.allclose(got, acc, rtol=2.0**-7, atol=1e-6))
+def _close(got: np.ndarray, other: np.ndarray) -> bool:
+    return got.shape == other.shape and bool(np.allclose(got, other, rtol=2.0**-7, atol=1e-3))
 
 
-def _pallas_structure(fn: Callable[..., Any], hidden: bool) -> str:
-    """The result must come from one pallas_call whose BlockSpecs are the requested blocks, with an f32 VMEM
-    accumulator of one output block, and its output blocks visited in one run each."""
+def _k_blocks(x: Any, w: Any, bk: int) -> list[np.ndarray]:
+    xs, ws = np.asarray(x, dtype=np.float64), np.asarray(w, dtype=np.float64)
+    return [xs[:, k0:k0 + bk] @ ws[k0:k0 + bk] for k0 in range(0, xs.shape[1], bk)]
+
+
+def _bf16_running_sum(x: Any, w: Any, b: Any, bk: int) -> np.ndarray:
+    """The running sum kept in the bf16 output block (rounded after every k step), bias and relu at the end."""
+    acc = np.zeros((np.shape(x)[0], np.shape(w)[1]))
+    for part in _k_blocks(x, w, bk):
+        acc = _bf16(acc + _bf16(part).astype(np.float64)).astype(np.float64)
+    return np.maximum(acc + np.asarray(b, dtype=np.float64), 0.0)
+
+
+def _bias_every_step(x: Any, w: Any, b: Any, bk: int) -> np.ndarray:
+    parts = _k_blocks(x, w, bk)
+    return np.maximum(sum(parts) + len(parts) * np.asarray(b, dtype=np.float64), 0.0)
+
+
+def _relu_every_step(x: Any, w: Any, b: Any, bk: int) -> np.ndarray:
+    acc = np.zeros((np.shape(x)[0], np.shape(w)[1]))
+    for part in _k_blocks(x, w, bk):
+        acc = np.maximum(acc + part, 0.0)
+    return np.maximum(acc + np.asarray(b, dtype=np.float64), 0.0)
+
+
+_FUSED_DIAGNOSES = (
+    (_bf16_running_sum, "Your result is the sum rounded to bfloat16 after every k block: the running sum lives in the "
+                        "bf16 output block (o_ref), so each small k block's product is lost against a large sum: "
+                        "accumulate in the f32 scratch, write o_ref once at the last k step"),
+    (_bias_every_step, "Your result holds the bias once per k block: add it once, in the epilogue (the last k step)"),
+    (_relu_every_step, "Your result is clamped at 0 after every k block: a partial sum may be negative and still end "
+                       "positive; apply the relu once, in the epilogue (the last k step)"),
+)
+
+_OUTER_OK = {"pallas_call", "pjit", "jit", "closed_call"}  # wrappers around the kernel, not arithmetic
+
+
+def _outer_primitives(fn: Callable[..., Any], *args: Any) -> set[str]:
+    """The primitives of ``fn``'s jaxpr outside its pallas_calls (through jit wrappers, not into kernels)."""
+    import jax
+
+    found: set[str] = set()
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            found.add(eqn.primitive.name)
+            if eqn.primitive.name == "pallas_call":
+                continue
+            for v in eqn.params.values():
+                inner = getattr(v, "jaxpr", None)
+                if inner is not None and hasattr(inner, "eqns"):
+                    walk(inner)
+                elif hasattr(v, "eqns"):
+                    walk(v)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+    return found - _OUTER_OK
+
+
+def _fused_structure(fn: Callable[..., Any], hidden: bool) -> str:
+    """The result must come from one pallas_call (bias and relu inside it, nothing computed around it) whose
+    BlockSpecs are the requested blocks, with an f32 VMEM accumulator of one output block, and its output blocks
+    visited in one run each."""
     m, n, k, bm, bn, bk = (64, 256, 384, 32, 128, 128) if hidden else (32, 256, 512, 16, 128, 128)
-    x, y = _bf16(np.ones((m, k))), _bf16(np.ones((k, n)))
-    call = f"pallas_matmul(({m}×{k}), ({k}×{n}), {bm}, {bn}, {bk})"
-    calls = pallas_tpu.pallas_calls(lambda a, b: fn(a, b, bm, bn, bk), x, y)
+    x, w, b = _bf16(np.ones((m, k))), _bf16(np.ones((k, n))), _bf16(np.ones((1, n)))
+    call = f"fused_dense(({m}×{k}), ({k}×{n}), (1×{n}), {bm}, {bn}, {bk})"
+
+    def traced(xx: Any, ww: Any, bb: Any) -> Any:
+        return fn(xx, ww, bb, bm, bn, bk)
+
+    calls = pallas_tpu.pallas_calls(traced, x, w, b)
     if len(calls) != 1:
         raise CheckFailure(f"{call}: expected exactly one pl.pallas_call in the traced function, found {len(calls)}")
-    plan = pallas_tpu.plan(lambda a, b: fn(a, b, bm, bn, bk), x, y)
+    outside = _outer_primitives(traced, x, w, b)
+    if outside:
+        raise CheckFailure(f"{call}: outside the kernel your function computes {sorted(outside)}: the bias, the relu "
+                           "and the cast belong in the kernel's epilogue (the last k step), where the f32 accumulator "
+                           "is; pass b to the pallas_call as a third input")
+    plan = pallas_tpu.plan(traced, x, w, b)
     shapes = [o.block for o in plan.operands]
-    want = [(bm, bk), (bk, bn), (bm, bn)]
+    want = [(bm, bk), (bk, bn), (1, bn), (bm, bn)]
     if shapes != want:
-        raise CheckFailure(f"{call}: BlockSpec shapes (x, y, out): expected {want}, got {shapes}")
+        raise CheckFailure(f"{call}: BlockSpec shapes (x, w, b, out): expected {want}, got {shapes}")
     need = (m // bm) * (n // bn) * (k // bk)
     if plan.steps != need:
         raise CheckFailure(f"{call}: the grid {plan.grid} has {plan.steps} steps; one per (output block, k block) is "
                            f"{need}")
-    if plan.operands[2].itemsize != 2:
-        raise CheckFailure(f"{call}: the output is {plan.operands[2].itemsize} bytes per element; it must be bfloat16")
+    if plan.operands[3].itemsize != 2:
+        raise CheckFailure(f"{call}: the output is {plan.operands[3].itemsize} bytes per element; it must be bfloat16")
     if plan.scratch_bytes != 4 * bm * bn:
         raise CheckFailure(
             f"{call}: your kernel's scratch is {plan.scratch_bytes:,} bytes; expected one float32 accumulator of one "
-            f"output block, {4 * bm * bn:,} bytes (scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]). Adding each "
-            "k block's product into the bf16 output rounds the running sum to 8 bits every step")
-    out = plan.operands[2]
+            f"output block, {4 * bm * bn:,} bytes (a VMEM scratch buffer of (bm, bn) float32). Adding each k block's "
+            "product into the bf16 output rounds the running sum to 8 significant bits every step")
+    for name, (array, block, reach) in zip(("x", "w", "b", "out"), _block_reach(traced, x, w, b)):
+        if any(r > d for r, d in zip(reach, array)):  # interpret mode clamps the copy; a TPU's DMA would not
+            raise CheckFailure(f"{call}: the index map of {name} asks for blocks up to element {reach} of an array of "
+                               f"shape {array} (blocks {block}): a block index counts blocks, not elements, and every "
+                               "block must lie inside the array")
+    out = plan.operands[3]
     if not out.consecutive:  # interpret mode computes the right numbers anyway; a TPU would not
         raise CheckFailure(
             f"{call}: your grid {plan.grid} visits the {out.distinct} output blocks in {out.changes} separate runs of "
             "grid steps. On a TPU the grid is a sequential loop and an output block is written back to HBM when the "
             "next step moves to another block, never read back: all steps that write one output block must be "
             "consecutive. Put the reduction (k) axis last: grid = (m//bm, n//bn, k//bk)")
+    bias = plan.operands[2]
     return (f"\n  grid {plan.grid}, blocks {want}: the BlockSpecs move {plan.hbm_bytes // 2:,} bf16 elements between "
-            f"HBM and VMEM (the matrices hold {m * k + k * n + m * n:,}); one grid step needs {plan.vmem_bytes:,} bytes "
-            f"of VMEM: every block double-buffered, plus the {plan.scratch_bytes:,}-byte f32 accumulator")
+            f"HBM and VMEM (the arrays hold {m * k + k * n + n + m * n:,}; the bias block is copied {bias.changes} "
+            f"times); one grid step needs {plan.vmem_bytes:,} bytes of VMEM: every block double-buffered, plus the "
+            f"{plan.scratch_bytes:,}-byte f32 accumulator")
+
+
+def _block_reach(fn: Callable[..., Any], *args: Any) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+    """For every blocked operand of the pallas_call in ``fn(*args)``: its array shape, its block shape, and how far
+    its blocks reach over the whole grid (the largest (block index + 1) · block size, per dimension)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.extend.core import jaxpr_as_fun
+
+    (call,) = pallas_tpu.pallas_calls(fn, *args)
+    gm = call.params["grid_mapping"]
+    grid = tuple(int(g) for g in gm.grid)
+    idx = np.indices(grid).reshape(len(grid), -1)
+    out = []
+    for mapping in gm.block_mappings:
+        f = jaxpr_as_fun(mapping.index_map_jaxpr)
+        blocks = np.asarray(jax.vmap(lambda *g: jnp.stack(f(*g)))(*[jnp.asarray(i, jnp.int32) for i in idx]))
+        block = pallas_tpu.block_shape(mapping)
+        reach = tuple(int((blocks[:, d].max() + 1) * block[d]) for d in range(len(block)))
+        out.append((tuple(int(v) for v in mapping.array_aval.shape), block, reach))
+    return out
 
 
 def _in_bf16(value: Any, case: Case) -> Any:
@@ -239,35 +329,43 @@ def _in_bf16(value: Any, case: Case) -> Any:
     return np.asarray(value).astype(np.asarray(case.args[0]).dtype)
 
 
-PALLAS = Problem(
-    name="pallas_matmul",
+def _signs(rows: int, cols: int) -> np.ndarray:
+    return np.where((np.arange(rows)[:, None] + 2 * np.arange(cols)[None, :]) % 5 < 2, -1.0, 1.0)
+
+
+FUSED = Problem(
+    name="fused_dense",
     spec="""
-        pallas_matmul(x, y, bm, bn, bk) -> x @ y in bfloat16, as one Pallas kernel (pl.pallas_call, interpret=True).
-        x: (m, k), y: (k, n), both bfloat16; bm, bn, bk divide m, n, k. Use grid = (m//bm, n//bn, k//bk), BlockSpecs
-        x: (bm, bk), y: (bk, bn), out: (bm, bn) with index maps that pick block (i, kk) of x, (kk, j) of y and (i, j)
-        of the output; output dtype bfloat16.
-        Accumulate in float32, not in the bf16 output: give the call one VMEM scratch buffer,
-            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]   (the kernel gets it as a 4th Ref, after o_ref),
-        zero it at the first kk (pl.when(pl.program_id(2) == 0)), add x_block @ y_block into it with
-        preferred_element_type=jnp.float32 at every kk, and write it, cast to bf16, into the output block at the last
-        kk (pl.num_programs(2) − 1). The checker reads your BlockSpecs, the scratch, and the grid order: on a TPU all
-        grid steps that write one output block must be consecutive.
+        fused_dense(x, w, b, bm, bn, bk) -> relu(x @ w + b) in bfloat16, as ONE Pallas kernel (pl.pallas_call,
+        interpret=True): a dense layer with its bias and activation fused into the matmul.
+        x: (m, k), w: (k, n), b: (1, n), all bfloat16; bm, bn, bk divide m, n, k. Use grid = (m//bm, n//bn, k//bk),
+        blocks x: (bm, bk), w: (bk, bn), b: (1, bn), out: (bm, bn); block (i, j) of the output is relu of the sum over
+        kk of x block (i, kk) @ w block (kk, j), plus the bias's block j; output dtype bfloat16.
+          - Accumulate in float32, not in the bf16 output: one VMEM scratch buffer of one output block in float32
+            (pltpu.VMEM; the kernel gets it as a Ref after the output's), products with
+            preferred_element_type=jnp.float32, zeroed at the first kk.
+          - The epilogue, once per output block, at the last kk: add the bias and apply the relu on the float32 sum,
+            cast to bfloat16 once, write the output block. Nothing is computed outside the kernel.
+        The checker reads your BlockSpecs, the scratch, what your function computes around the kernel, and the grid
+        order: on a TPU all grid steps that write one output block must be consecutive.
         Legal blocks on a TPU: the last two dimensions of every block are multiples of 8 and 128, unless a block
-        dimension spans the whole array dimension (every case is legal: a (16, 128) block, or n = 200 as one block).
+        dimension spans the whole array dimension (every case is legal: a (16, 128) block, the (1, bn) bias block, or
+        n = 200 as one block).
     """,
-    visible=[Case((_bf16(np.arange(32 * 384).reshape(32, 384) % 17 / 8 - 1), _bf16(np.ones((384, 256)) / 4),
-                   16, 128, 128)),
+    visible=[Case((_bf16(_signs(32, 384) * (np.arange(32 * 384).reshape(32, 384) % 7 + 1) / 8),
+                   _bf16((np.arange(384 * 256).reshape(384, 256) % 5 - 2) / 4),
+                   _bf16((np.arange(256)[None, :] % 9 - 4) / 2), 16, 128, 128)),
              # a sum that bf16 accumulation loses: the first k block gives ±256, each of the 7 others adds 0.5 to
-             # 0.875 (less than half a bf16 unit at 256); an f32 accumulator ends at 259.5 to 262.125 -> 260 or 262
+             # 0.875 (less than half a bf16 unit at 256); an f32 accumulator ends at 259.5 to 262.125, plus the bias
              Case((_bf16(np.where(np.arange(32)[:, None] % 3 == 0, -1.0, 1.0) * np.ones((32, 1024))),
                    _bf16(np.vstack([np.full((128, 256), 2.0), np.tile((4 + np.arange(256) % 4) / 1024, (896, 1))])),
-                   16, 128, 128))],
-    compare=_compare_pallas,
-    after=_pallas_structure,
+                   _bf16(np.where(np.arange(256)[None, :] % 2 == 0, 1.0, -1.0)), 16, 128, 128))],
+    compare=_compare_fused,
+    after=_fused_structure,
     shown=_in_bf16,
 )
 
-# -- Exercise 5: which collectives does XLA insert? --------------------------------------------------------------------
+# -- Exercise 5: which collectives XLA inserts, and the bytes each device receives in them ---------------------------
 
 AXES = (None, "x", "y")
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
@@ -291,39 +389,51 @@ def sharding_family() -> list[tuple[tuple, tuple, tuple]]:
     return out
 
 
-def _compare_collectives(what: str, got: Any, expected: list[str], case: Case) -> None:
-    if isinstance(got, str) or not isinstance(got, (set, frozenset, list, tuple)):
-        raise CheckFailure(f"{what}: expected a set of collective names such as {{'all-reduce'}}, got {got!r}")
+def _compare_collectives(what: str, got: Any, expected: dict[str, float], case: Case) -> None:
+    if not isinstance(got, dict):
+        raise CheckFailure(f"{what}: expected a dict {{collective name: bytes one device receives}}, such as "
+                           f"{{'all-reduce': 4096.0}}, got {got!r}")
     unknown = set(got) - set(COLLECTIVES)
     if unknown:
         raise CheckFailure(f"{what}: {sorted(unknown)} are not HLO collective names; use {list(COLLECTIVES)}")
     if set(got) != set(expected):
         raise CheckFailure(f"{what}: the compiled HLO contains {sorted(expected) or 'no collective'}, "
-                           f"you predicted {sorted(got) or 'none'}")
+                           f"you predicted {sorted(got) or 'none'} (a collective that moves 0 bytes is not there)")
+    for kind in sorted(expected):
+        expect_close(f"{what} → bytes one device receives in {kind}", got[kind], expected[kind], rtol=1e-9,
+                     hint="each device computes the block of C it needs (an output split over an axis nothing else "
+                          "uses is sliced before the matmul); an all-reduce over g devices receives 2·(g−1)/g of its "
+                          "buffer, all-gathers everything of the final block but the device's own piece")
 
 
 COLLECTIVES_PROBLEM = Problem(
     name="predict_collectives",
     spec="""
-        predict_collectives(a_spec, b_spec, out_spec, mesh_shape) -> set of collective op names
-        C = A @ B with A: (m, k), B: (k, n) on a device mesh of shape mesh_shape with axes 'x' and 'y' (e.g. (2, 4):
-        'x' has 2 devices, 'y' 4 — the course's mesh; the grader's meshes have up to 16 devices, more than this
-        machine's 8). Each spec is a PartitionSpec as a tuple, e.g. ('x', None): A's rows split over 'x', its
-        columns replicated. b_spec always splits k like a_spec does. out_spec is the sharding jit must return.
-        Predict which collectives XLA's SPMD partitioner inserts — a subset of {'all-reduce', 'all-gather'} for
-        these cases — from what each device can compute locally:
-          - k split over an axis: every device holds a partial sum of its C block -> the partials must be summed;
-          - the local product is split along a dimension that out_spec wants replicated -> pieces must be joined;
-          - out_spec splits a dimension the product holds whole -> each device just keeps its slice (no traffic);
-          - an axis of 1 device splits nothing: sharding over it is replication.
-        The expected answers are XLA:CPU's: each case was compiled on a mesh of that shape (CPU devices) and its
-        HLO read. Where XLA:GPU or the TPU compiler turns an all-reduce whose result is then sliced into a
-        reduce-scatter (course §7.9), the expected answer is XLA:CPU's: the all-reduce.
+        predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize) -> {collective name: bytes}
+        C = A @ B with A: (m, k), B: (k, n) (mkn = (m, k, n); itemsize bytes per element) on a device mesh of shape
+        mesh_shape with axes 'x' and 'y' (e.g. (2, 4): 'x' has 2 devices, 'y' 4 — the course's mesh; the grader's
+        meshes have up to 16 devices, more than this machine's 8). Each spec is a PartitionSpec as a tuple, e.g.
+        ('x', None): A's rows split over 'x', its columns replicated. b_spec always splits k like a_spec does; every
+        split divides its dimension. out_spec is the sharding jit must return.
+        Predict what XLA's SPMD partitioner makes every device do, and return, for each collective it inserts
+        ('all-reduce', 'all-gather'), the bytes ONE device receives in it (summed if there are several of a kind):
+          - an axis of 1 device splits nothing: sharding over it is replication;
+          - each device computes one block of C: rows split like A's rows, columns like B's — and where A (or B)
+            holds that dimension whole but out_spec splits it over an axis, the device computes only its slice
+            (XLA slices the operand before the matmul: no traffic, a smaller block);
+          - k split over an axis of g devices: the blocks are partial sums, all-reduced over that axis; a ring
+            all-reduce (a reduce-scatter, then an all-gather) makes each device receive 2·(g−1)/g of the block;
+          - a dimension of the block is split where out_spec wants it whole: all-gathered (one all-gather per mesh
+            axis to join); in all of them together each device receives the final block (C's block under out_spec)
+            minus what it held.
+        The rules are XLA:CPU's, checked against the compiled HLO (the collectives' shapes and replica groups) of every
+        case on meshes of up to 16 CPU devices.
     """,
-    visible=[Case((("x", None), (None, None), ("x", None), (2, 4))),
-             Case(((None, "y"), ("y", None), (None, None), (2, 4))),
-             Case((("x", "y"), ("y", None), (None, None), (4, 4))),
-             Case((("x", "y"), ("y", None), (None, None), (1, 8)))],
+    visible=[Case((("x", None), (None, None), ("x", None), (2, 4), (256, 512, 128), 4)),
+             Case(((None, "y"), ("y", None), (None, None), (2, 4), (256, 512, 128), 4)),
+             Case(((None, "y"), ("y", None), (None, "x"), (2, 4), (256, 512, 128), 2)),
+             Case((("x", None), (None, "y"), (None, None), (4, 4), (1024, 256, 512), 2)),
+             Case((("x", "y"), ("y", None), (None, None), (1, 8), (64, 512, 32), 4))],
     compare=_compare_collectives,
 )
 
@@ -387,9 +497,18 @@ COLLECTIVE = Problem(
     """,
     visible=[Case(("all-gather", 1e9, 16, True, 50e9, 1e-6)), Case(("all-reduce", 2**20, 4, False, 45e9, 1e-6)),
              Case(("all-to-all", 4e8, 8, True, 100e9, 2e-6))],
-    compare=lambda what, got, expected, case: expect_close(
-        what, got, expected, rtol=1e-9,
-        hint="rounds · latency + busiest-link bytes / bandwidth; a ring (wrap and p ≥ 3) halves the bytes of a line"),
+    compare=lambda what, got, expected, case: expect_close(what, got, expected, rtol=1e-9, hint=_collective_hint(case)),
 )
 
-problems = {p.name: p for p in (PE_STEP, SYSTOLIC, ARRAY, PALLAS, COLLECTIVES_PROBLEM, HOPS, COLLECTIVE)}
+
+def _collective_hint(case: Case) -> str:
+    """The rule a wrong answer most likely missed, for the kind of collective the case asks."""
+    general = "rounds · latency + busiest-link bytes / bandwidth; a ring (wrap and p ≥ 3) halves the bytes of a line"
+    if case.args[0] == "all-to-all":
+        return (general + "; all-to-all: count the busiest link's chunk-hops exactly — p²/8 (ring, even p), "
+                "(p²−1)/8 (ring, odd p), ⌊p/2⌋·⌈p/2⌉ (line) chunks of V/p²: V/8 is only the large-p limit")
+    if case.args[0] == "all-reduce":
+        return general + "; all-reduce: a reduce-scatter and then an all-gather, both costs added"
+    return general
+
+problems = {p.name: p for p in (PE_STEP, SYSTOLIC, ARRAY, FUSED, COLLECTIVES_PROBLEM, HOPS, COLLECTIVE)}

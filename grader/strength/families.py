@@ -139,7 +139,7 @@ def _warps(case: Case, result: Any) -> set[str]:
 SEMANTIC: dict[str, Callable[[Case, Any], set[str]]] = {
     "min_link_bandwidth": _tie_link,
     "slice_hops": _torus,
-    "warp_execution": _warps,
+    "warp_layout": _warps,
 }
 
 

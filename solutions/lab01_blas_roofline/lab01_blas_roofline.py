@@ -46,7 +46,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -54,8 +54,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -423,7 +426,7 @@ lab.problems["explain_point"].check(explain_point, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "yours_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Your machine: predict → measure → explain (not graded)
 #
-# Put it together on one core of the machine in front of you (as §1 does). With **your** `time_call`: measure the
+# Put it together on the machine in front of you: one CPU core (as §1 does), or the GPU on a GPU backend. With **your** `time_call`: measure the
 # memory roof (the fastest of §1's read streams over an array larger than the cache: `gc.roofline.read_candidates()`)
 # and the compute roof (the fastest of §1's GEMMs: `gc.roofline.compute_candidates()`); then for each op, **predict** its time with the roofline, **measure** it, and
 # **explain** the point with your `explain_point`. The last op is a JAX call timed one call at a time without
@@ -445,15 +448,15 @@ if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades
 else:
     reads, gemms = gc.roofline.read_candidates(), gc.roofline.compute_candidates()
     n = int((gc.roofline.stream_bytes() / 4) ** 0.5) // 256 * 256  # a gemv whose matrix is several times the cache
-    A = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
-    x = np.ones(n, np.float32)
-    A_jax, x_jax = jax.numpy.asarray(A), jax.numpy.asarray(x)
+    A_host = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    A, x = be.xp.asarray(A_host), be.xp.ones(n, be.xp.float32)  # on the device the roofs were measured on
+    A_jax, x_jax = jax.numpy.asarray(A_host), jax.numpy.ones(n, jax.numpy.float32)
     gemv_jax = jax.jit(lambda A, x: A @ x)
     flops, nbytes = 2.0 * n * n, 4.0 * (n * n + 2 * n)
     # 32 calls back to back in one timed run, as in §1: one ~25 µs call is too short to time on a busy machine, and
     # the calls after the first find the 1 MiB matrix in the cache
     ops = [gc.roofline.gemv_op(512, label="gemv n=512 ×32 (fits in cache)", calls=32),
-           gc.roofline.Op(f"gemv n={n} (NumPy)", lambda: A @ x, flops, nbytes, nbytes),
+           gc.roofline.Op(f"gemv n={n} ({'CuPy' if be.is_gpu else 'NumPy'})", lambda: A @ x, flops, nbytes, nbytes),
            gc.roofline.gemm_op(256),
            gc.roofline.Op(f"gemv n={n} (JAX), clock stopped at return", lambda: (gemv_jax(A_jax, x_jax), None)[1],
                           flops, nbytes, nbytes)]
@@ -479,7 +482,7 @@ else:
 
         bandwidth = max(op.bytes / timed(op) for op in reads for _ in range(3))  # bytes/s
         peak = max(op.flops / timed(op) for op in gemms for _ in range(3))  # FLOP/s
-        print(f"one core: memory roof {bandwidth / 1e9:.1f} GB/s, compute roof {peak / 1e9:.1f} GFLOP/s (float32); "
+        print(f"{be.gpu.name if be.is_gpu else 'one core'}: memory roof {bandwidth / 1e9:.1f} GB/s, compute roof {peak / 1e9:.1f} GFLOP/s (float32); "
               f"cache {cache / 2**20:.0f} MiB ({where})")
         print(f"{'op':44} {'predicted':>10} {'measured':>10} {'ratio':>6}  explanation")
         for op in ops:

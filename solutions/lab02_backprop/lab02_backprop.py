@@ -23,10 +23,10 @@
 # | # | kind | you write |
 # |---|---|---|
 # | 1 | implement | the backward pass of a 2-layer MLP as GEMMs, matching `jax.vjp` |
-# | 2 | compute | the GEMMs and FLOPs of one training step of an MLP |
+# | 2 | predict | the GEMMs and FLOPs of one training step of an MLP described as data (frozen weights, recomputation), too deep to trace |
 # | 3 | predict | the largest batch that fits a memory budget with the memory model that matched XLA, fp32 or mixed precision (why OOM starts at a batch size) |
 # | 4 | measure | the checkpointing policy that fits a budget, read from XLA's `memory_analysis` |
-# | 5 | diagnose | a gradient test that is not fooled: random values expose what square, symmetric, batch-of-one or constant test inputs hide (shapes matter only when the values are not random) |
+# | 5 | diagnose | a gradient test of a black-box forward pass: finite differences, the dot-product test, a tolerance for float32 |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -38,7 +38,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -46,8 +46,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -97,28 +100,36 @@ lab.problems["mlp_backward"].check(mlp_backward, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 2 — Count the GEMMs and FLOPs of one training step
+# ## Exercise 2 — Predict the GEMMs and FLOPs of one training step
 #
-# The course notebook read XLA's FLOP count for a training step and found it close to 3× the forward pass.
-# Count exactly where that factor comes from — and why it is a little *less* than 3.
+# The course notebook found the GEMMs of a training step in JAX's program (§2.3) and read XLA's FLOP count for it:
+# close to 3× the forward pass, a little less (§2.4). Now predict them for a network given as data, before anything
+# is built: which weights train (fine-tuning freezes the bottom layers), and whether the activations are
+# recomputed (activation checkpointing, §2.6). For each layer ask: does it need dW? does a gradient have to flow
+# *through* it to reach a trained weight below (dX)? does the backward pass visit it at all (then, with
+# recomputation, its forward GEMM runs again)? The hidden networks have thousands of layers: tracing them is too
+# slow, the chain rule is not.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["step_gemms"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_step_gemms", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def step_gemms(batch, widths):
-    """(number of GEMMs, forward FLOPs, backward FLOPs) of one training step of an MLP."""
-    # roughly 8 lines
+def step_gemms(batch, widths, trainable, recompute):
+    """(number of GEMMs, forward FLOPs, backward FLOPs) of one training step of an MLP described as data."""
+    # roughly 10 lines
     ### BEGIN SOLUTION
+    lowest = trainable.index(True)      # below the lowest trained weight, no gradient flows at all
     gemms = fwd = bwd = 0
-    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:])):
-        flops = 2 * batch * d_in * d_out
+    for i in range(len(widths) - 1):
+        flops = 2 * batch * widths[i] * widths[i + 1]
+        gemms += 1                      # the forward GEMM, every layer
         fwd += flops
-        gemms += 2          # forward Y = X·W and dW = Xᵀ·dY
-        bwd += flops
-        if i > 0:           # dX = dY·Wᵀ, except for the first layer: its input is data, not a parameter
-            gemms += 1
-            bwd += flops
+        needs_dW = trainable[i]
+        needs_dX = i > lowest           # a trained weight lies below this layer
+        again = recompute and i >= lowest  # the backward passes through it: recompute its forward GEMM first
+        n = needs_dW + needs_dX + again
+        gemms += n
+        bwd += n * flops
     return gemms, fwd, bwd
     ### END SOLUTION
 
@@ -204,37 +215,44 @@ lab.problems["pick_policy"].check(pick_policy, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — Diagnose: a gradient test that is not fooled
+# ## Exercise 5 — Diagnose: test a backward pass you cannot differentiate
 #
-# A backward pass with a missing transpose often *runs*: on square shapes every product is defined, and on
-# symmetric or all-ones test inputs it even returns the right numbers. Other wrong passes — batch rows paired with
-# the wrong example's gradient, sums over the batch taken in the wrong order — return the right numbers on *any*
-# constant input (all ones, say), whatever the shapes. Write the test that catches them all. Random values catch
-# every wrong pass in the pool, even on square shapes with a batch larger than one; shapes that all differ matter
-# when the values are not random (a missing transpose then fails on its shape). So compare a candidate with the
-# truth (`jax.vjp`, or the formulas) on random values, with `B`, `d_in` and `d_out` all different. A candidate
-# that raises or returns the wrong shape is wrong.
+# A hand-written backward pass (a fused kernel's, a custom op's) is checked against its forward pass — and often
+# the forward is a black box to autodiff: a NumPy function, a library call, a kernel. Finite differences see any
+# function: for a random direction `u`, the central difference `(f(x + εu) − f(x − εu)) / 2ε` is `J·u` up to
+# O(ε²), and the **dot-product test** compares `⟨dy, J·u⟩` with `⟨backward(x, dy), u⟩ = ⟨Jᵀ·dy, u⟩` — one
+# forward pair per test, whatever the sizes. Two numbers to choose:
+# - **ε**: these forwards compute in float32 (rounding ≈ 1e-7 relative). With ε = 1e-8 (float64's habit), x + εu
+#   *is* x in float32 and the difference is noise; with ε = 1e-3 the rounding error is ~1e-4 of the result and the
+#   O(ε²) error smaller still.
+# - **the tolerance**: above that noise (~1e-4), below the error of a near miss (a few per cent): about 1e-3,
+#   relative to the size of the terms summed.
+#
+# And the inputs: random `x`, `dy` and `u`, with `B > 1` and `B ≠ n`. Some wrong passes are right for a batch of
+# one, on square inputs, on constant rows, on tiny `x`, or for a symmetric `dy` (`dy = y`, the gradient of
+# `½Σy²`, is symmetric for a Gram matrix). A candidate that raises or returns the wrong shape is wrong.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["is_correct_backward"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_is_correct_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def is_correct_backward(backward):
-    """True when backward(X, W, dY) -> (dW, dX) is the linear layer's backward pass."""
-    # roughly 12 lines
+def is_correct_backward(forward, backward):
+    """True when backward(x, dy) -> dx is the vector-Jacobian product of the black box forward(x) -> y."""
+    # roughly 14 lines
     ### BEGIN SOLUTION
     rng = np.random.default_rng(0)
-    for B, d_in, d_out in [(5, 3, 4), (1, 2, 7), (6, 6, 6)]:  # non-square, a batch of one, square
-        X = rng.standard_normal((B, d_in))
-        W = rng.standard_normal((d_in, d_out))
-        dY = rng.standard_normal((B, d_out))
-        _, vjp = jax.vjp(lambda X, W: X @ W, jnp.asarray(X), jnp.asarray(W))
-        dX_true, dW_true = (np.asarray(a) for a in vjp(jnp.asarray(dY)))
+    for B, n in [(3, 5), (6, 4)]:                      # B > 1, B ≠ n: no batch of one, nothing square
+        x, u = rng.standard_normal((2, B, n))           # random x, and a random direction u
+        dy = rng.standard_normal(np.shape(forward(x)))  # random dy: not ones, not symmetric
+        eps = 1e-3                                      # float32: far above its rounding, O(ε²) small
+        change = forward(x + eps * u) - forward(x - eps * u)
+        jvp = np.vdot(dy, change) / (2 * eps)           # ⟨dy, J·u⟩ by a central difference
+        size = np.vdot(np.abs(dy), np.abs(change)) / (2 * eps)  # the size of the terms it sums
         try:
-            dW, dX = backward(X, W, dY)
-            if np.shape(dW) != dW_true.shape or np.shape(dX) != dX_true.shape:
+            dx = backward(x, dy)
+            if np.shape(dx) != x.shape:
                 return False
-            if not (np.allclose(dW, dW_true, rtol=1e-4, atol=1e-5) and np.allclose(dX, dX_true, rtol=1e-4, atol=1e-5)):
+            if not abs(np.vdot(dx, u) - jvp) <= 1e-3 * size:  # ⟨Jᵀ·dy, u⟩ within float32's noise
                 return False
         except Exception:
             return False

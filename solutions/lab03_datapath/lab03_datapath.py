@@ -25,9 +25,9 @@
 # | 1 | design | which steps of a pipeline run on the GPU, copies included, and the total time |
 # | 2 | predict | the slowest link at which offloading starts to pay — or that none does |
 # | 3 | implement | chunked processing of an array larger than device memory, within a memory budget |
-# | 4 | compute | the lane utilization of a warp for a branch pattern (SIMT masks) |
-# | 5 | implement | a vectorized version of a loop with a branch |
-# | 6 | diagnose | latency and bandwidth of a transfer path, fitted from noisy measurements |
+# | 4 | design | the thread-to-data layout whose warps issue the fewest instructions, its count and lane utilization |
+# | 5 | implement | a vectorized three-branch loss and its gradient, without a Python loop |
+# | 6 | diagnose | latency and bandwidth of a transfer path from noisy, interrupted runs, and the copy size they imply |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
 # lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
@@ -40,7 +40,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -48,8 +48,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -179,95 +182,113 @@ lab.problems["chunked_map"].check(chunked_map, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 4 — SIMT: how many lanes do useful work?
+# ## Exercise 4 — SIMT: lay the data out so that warps agree
 #
 # A warp is 32 threads that share one instruction stream. When its threads disagree on a branch, the warp runs
-# both paths one after the other, masking off the lanes that did not take the path being run. Count the
-# instructions the warps issue and the fraction of lane slots doing useful work.
+# both paths one after the other, masking off the lanes that did not take the path being run (course §3.3). You
+# cannot change which items need which path, but you choose which thread processes which item: find the layout
+# whose warps issue the fewest instructions, count them, and give the fraction of lane slots doing useful work.
+# (`gpucourse.simt` runs a kernel warp by warp and counts what a layout issues; it does not choose the layout.)
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["warp_execution"].show()
+lab.problems["warp_layout"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_warp_execution", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def warp_execution(cond, cost_if, cost_else):
-    """(instructions issued by all warps, lane utilization) for `if cond[t]: ... else: ...`."""
-    # roughly 8 lines
+# %% nbgrader={"grade": false, "grade_id": "ex4_warp_layout", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def warp_layout(cond, cost_if, cost_else):
+    """(order: thread t processes item order[t], instructions issued by all warps, lane utilization): the order
+    whose warps issue the fewest instructions for `if cond[item]: ... else: ...`."""
+    # roughly 12 lines
     ### BEGIN SOLUTION
     cond = np.asarray(cond, dtype=bool)
-    issued = useful = 0
-    for start in range(0, len(cond), 32):
-        warp = cond[start:start + 32]
-        issued += cost_if * int(warp.any()) + cost_else * int((~warp).any())
-        useful += cost_if * int(warp.sum()) + cost_else * int((~warp).sum())
-    return issued, useful / (32 * issued)
+
+    def issued(order):  # per warp: each path once if any of its lanes takes it
+        total = 0
+        for start in range(0, len(order), 32):
+            lanes = cond[order[start:start + 32]]
+            total += cost_if * int(lanes.any()) + cost_else * int(not lanes.all())
+        return total
+
+    # group each path's items into whole warps; the partial last warp holds the leftovers of one path or the other
+    candidates = [np.argsort(~cond, kind="stable"), np.argsort(cond, kind="stable")]
+    order = min(candidates, key=issued)
+    useful = cost_if * int(cond.sum()) + cost_else * int((~cond).sum())
+    return order, issued(order), useful / (32 * issued(order))
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_warp_execution_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["warp_execution"].check(warp_execution)
+# %% nbgrader={"grade": true, "grade_id": "ex4_warp_layout_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["warp_layout"].check(warp_layout)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_warp_execution_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex4_warp_layout_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["warp_execution"].check(warp_execution, hidden=True)
+lab.problems["warp_layout"].check(warp_layout, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — Vectorize a loop
+# ## Exercise 5 — Vectorize a branchy loss and its gradient
 #
-# `lab.huber_loop` (print it with `import inspect; print(inspect.getsource(lab.huber_loop))`) runs one Python
-# iteration per element. Rewrite it as whole-array operations: both branches are computed for every element and
-# a mask picks one — exactly what a SIMD unit (and a warp) does with a branch. The checker counts the Python
-# lines your function executes and reports the speed-up.
+# `lab.huber_loop` (print it with `import inspect; print(inspect.getsource(lab.huber_loop))`) shows the shape of
+# the problem: one Python iteration per element, with a branch. Your loss has three branches, and you return its
+# gradient too (what a training step needs). Write it as whole-array operations: every branch is computed for
+# every element and a mask picks one — exactly what a SIMD unit (and a warp) does with a branch. The checker counts
+# the Python lines your function executes and reports the speed-up.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["huber_vectorized"].show()
+lab.problems["asym_huber_vectorized"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_huber_vectorized", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def huber_vectorized(pred, target, delta):
-    """Elementwise Huber loss of pred - target, without a Python loop over elements."""
-    # roughly 3 lines
+# %% nbgrader={"grade": false, "grade_id": "ex5_asym_huber_vectorized", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def asym_huber_vectorized(pred, target, lo, hi):
+    """(loss, d loss / d pred) of pred - target, quadratic on [-lo, hi] and linear outside, without a Python loop."""
+    # roughly 5 lines
     ### BEGIN SOLUTION
     r = pred - target
-    a = np.abs(r)
-    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+    grad = np.where(r > hi, hi, np.where(r < -lo, -lo, r))
+    loss = np.where(r > hi, hi * (r - 0.5 * hi), np.where(r < -lo, lo * (-r - 0.5 * lo), 0.5 * r * r))
+    return loss, grad
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_huber_vectorized_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["huber_vectorized"].check(huber_vectorized)
+# %% nbgrader={"grade": true, "grade_id": "ex5_asym_huber_vectorized_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_huber_vectorized_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex5_asym_huber_vectorized_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["huber_vectorized"].check(huber_vectorized, hidden=True)
+lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 6 — Diagnose a transfer path from measurements
+# ## Exercise 6 — Diagnose a transfer path from measurements, then size a copy
 #
 # A copy costs a fixed latency plus bytes over bandwidth. Small copies measure the latency, large ones the
 # bandwidth — a single point measures neither. Fit both from a series of measurements (the kind
-# `gc.datapath.measure_h2d` produces on a GPU). Real timings wobble by a *fraction* of themselves: a 100 ms copy
-# is off by milliseconds, a 10 µs one by a fraction of a microsecond. A fit that weighs every point's error in
-# seconds alike is steered by the largest copies, and the latency — microseconds — gets lost in their noise.
-# You are graded against the latency and bandwidth the measurements were generated from.
+# `gc.datapath.measure_h2d` produces on a GPU), then use the model: how large must a copy be to reach a given
+# fraction of the link's bandwidth? Real timings wobble by a *fraction* of themselves: a 100 ms copy is off by
+# milliseconds, a 10 µs one by a fraction of a microsecond, and a fit that weighs every point's error in seconds
+# alike is steered by the largest copies. And on a busy machine some runs are interrupted: such a run is slower,
+# never faster (course §3.7 takes the best of several runs for the same reason). You are graded against the
+# latency and bandwidth the measurements were generated from, and the size they imply.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["fit_transfer"].show()
+lab.problems["transfer_plan"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_fit_transfer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def fit_transfer(sizes, seconds):
-    """(latency [s], bandwidth [bytes/s]) of seconds = latency + size / bandwidth, fitted to noisy times."""
-    # roughly 3 lines
+# %% nbgrader={"grade": false, "grade_id": "ex6_transfer_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def transfer_plan(sizes, seconds, fraction):
+    """(latency [s], bandwidth [bytes/s], smallest size [bytes] reaching `fraction` of the bandwidth), from the
+    runs seconds[i, j] of copies of sizes[i] bytes."""
+    # roughly 5 lines
     ### BEGIN SOLUTION
+    best = np.asarray(seconds).min(axis=1)  # interruptions only ever slow a run down: keep each size's best
     # least squares on the *relative* errors: each residual divided by its own time (np.polyfit's w multiplies it)
-    slope, intercept = np.polyfit(sizes, seconds, 1, w=1.0 / np.asarray(seconds))
-    return intercept, 1.0 / slope
+    slope, latency = np.polyfit(sizes, best, 1, w=1.0 / best)
+    bandwidth = 1.0 / slope
+    # size / (latency + size / bandwidth) = fraction · bandwidth  ⇔  size · (1 − fraction) = fraction · latency · bandwidth
+    return latency, bandwidth, fraction * latency * bandwidth / (1.0 - fraction)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_fit_transfer_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["fit_transfer"].check(fit_transfer)
+# %% nbgrader={"grade": true, "grade_id": "ex6_transfer_plan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["transfer_plan"].check(transfer_plan)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_fit_transfer_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex6_transfer_plan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["fit_transfer"].check(fit_transfer, hidden=True)
+lab.problems["transfer_plan"].check(transfer_plan, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}

@@ -24,8 +24,8 @@
 # |---|---|---|
 # | 1 | predict (inverse) | how long one kernel of a multi-stream schedule with events may run before the schedule misses its deadline ([seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s Stream 1/2/3 example) |
 # | 2 | implement | streams and events for a graph of copies and kernels: correct, and overlapped as far as the data allows |
-# | 3 | diagnose | a fixed version of a broken timing snippet (asynchronous dispatch, compile time) |
-# | 4 | compute | how many tiny launches make launch overhead dominate |
+# | 3 | diagnose | a fixed version of a broken timing snippet (asynchronous dispatch, compile time, load, a coarse clock) |
+# | 4 | predict (inverse) | how many tiny launches make launch overhead dominate, for splits too large to simulate |
 # | 5 | design | a chunked copy/compute pipeline over several streams, with the fewest chunks that meet a deadline |
 #
 # **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
@@ -42,7 +42,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -50,8 +50,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -176,27 +179,38 @@ lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 # ```
 #
 # Two bugs: the call returns as soon as the work is *queued* (the clock stops before the work is done), and the
-# first call also traces and compiles. Write the fixed version. The tests run your function on simulated jitted
-# functions with a virtual clock (exact answers) — where, as on a shared machine, no two calls take quite the same
-# time — then once on a real `jax.jit` function with `time.perf_counter`.
+# first call also traces and compiles. A third trap waits on a shared machine: other programs slow some calls
+# down (never speed one up), so one measurement is not enough — take the minimum or the median of several (the
+# course's §4.4 does: "a busy machine slows some runs, never speeds one up"). And a fourth: a clock has a
+# resolution, and a call shorter than one tick reads as 0 or as a whole tick — time batches of calls queued back
+# to back (the launches then hide behind the work, §4.4). Write the fixed version. The tests run your function on
+# stand-in jitted functions with a virtual clock whose true times are known — some slowed by load, some on a
+# clock that ticks every 2 ms — then once on a real `jax.jit` function with `time.perf_counter`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def time_call(f, x, repeat, clock):
-    """(seconds of the first call incl. compile, median seconds of `repeat` later calls), all synchronized."""
-    # roughly 9 lines
+    """(seconds of the first call incl. compile, seconds of one later call: the minimum or the median of `repeat`
+    measurements, each a batch of calls), every result waited for, every reading on `clock`."""
+    # roughly 14 lines
     ### BEGIN SOLUTION
     t0 = clock()
-    f(x).block_until_ready()  # compile + run, and wait for the result
+    f(x).block_until_ready()  # compile + launch + run, and wait for the result
     first = clock() - t0
-    times = []
-    for _ in range(repeat):
+
+    def batch(k):  # k calls back to back, waited for through the last one (the queue runs in order)
         t0 = clock()
-        f(x).block_until_ready()
-        times.append(clock() - t0)
-    return first, float(np.median(times))
+        for _ in range(k):
+            y = f(x)
+        y.block_until_ready()
+        return clock() - t0
+
+    k = 1
+    while batch(k) < 0.2:  # grow the batch until it spans many ticks of any clock
+        k *= 2
+    return first, min(batch(k) / k for _ in range(repeat))  # load only slows runs down: the fastest is the call
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex3_time_call_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -214,28 +228,30 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # kernel is dominated by it. The course's §4.4 splits that cost in two: the latency (paid once when the queue is
 # full) and the host's time per launch, which limits back-to-back kernels. This exercise is about the second: the
 # host queues launches while the GPU works, and as long as each kernel runs longer than a launch takes, the queue
-# never runs dry. Split a fixed amount of work into more and more kernels, compute the makespan for each split
-# (both regimes: the GPU is the bottleneck, or the host is), and find where the GPU starts idling more than it
-# works. Ties: where T(N) is exactly 2·work_us the GPU idles exactly as long as it works — not *more*, so that N
-# does not count yet.
+# never runs dry. Split a fixed amount of work into more and more kernels and find where the GPU starts idling
+# more than it works. `streams.CommandQueue` runs one split launch by launch — try it on small splits — but the
+# tests split seconds to minutes of work, where N reaches millions to hundreds of millions: derive the makespan
+# T(N) in closed form (both regimes: the GPU is the bottleneck, or the host is) and invert it. Ties: where T(N)
+# is exactly 2·work_us the GPU idles exactly as long as it works — not *more*, so that N does not count yet.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_launches_to_dominate", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def launches_to_dominate(work_us, launch_us):
-    """(smallest number of equal kernels N for which the makespan exceeds 2 * work_us, [T(1), …, T(N)])."""
-    # roughly 9 lines
+def launches_to_dominate(work_us, launch_us, ns):
+    """(smallest number of equal kernels N for which the makespan exceeds 2 * work_us, [T(n) for n in ns])."""
+    # roughly 8 lines
     ### BEGIN SOLUTION
     def makespan(n):
-        if work_us / n >= launch_us:  # the GPU is the bottleneck: busy from the first launch on
-            return launch_us + work_us
-        return n * launch_us + work_us / n  # the host is: the last kernel is queued at n * launch_us
+        return max(launch_us + work_us,  # the GPU is the bottleneck: busy from the first launch on
+                   n * launch_us + work_us / n)  # the host is: the last kernel is queued at n * launch_us
 
-    makespans = [makespan(1)]
-    while makespans[-1] <= 2 * work_us:
-        makespans.append(makespan(len(makespans) + 1))
-    return len(makespans), makespans
+    if launch_us > work_us:  # one launch already costs more than the work: T(1) > 2 * work_us
+        return 1, [makespan(k) for k in ns]
+    # past the busy regime T(N) = N·launch + work/N, equal to 2·work at the larger root of
+    # launch·N² − 2·work·N + work = 0: N is the first integer past it (a root exactly on an integer is a tie)
+    root = (work_us + (work_us * work_us - launch_us * work_us) ** 0.5) / launch_us
+    return int(root) + 1, [makespan(k) for k in ns]
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex4_launches_to_dominate_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -26,10 +26,10 @@
 # | 2 | predict | the bytes fusion saves, exactly as XLA's `cost_analysis` counts them |
 # | 3 | diagnose | the op that splits a chain into several fusions, and the bytes it sends through memory, read from optimized HLO |
 # | 4 | fix | rewrite a function so the fusion breaker disappears |
-# | 5 | implement | the fused kernel in numba-cuda, coalesced, moving exactly the bytes XLA's fusion moves |
+# | 5 | implement | the fused epilogue kernel in numba-cuda on a grid smaller than the array: a grid-stride loop, coalesced, w and b staged once per block in shared memory, moving exactly the bytes XLA's fusion moves |
 # | 6 | compute | the tensor-core work in SASS: every tensor-core opcode (HMMA, IMMA, DMMA, HGMMA, IGMMA, QGMMA), 2·m·n·k each |
 # | 7 | implement | compile CUDA C for Hopper (sm_90, sm_90a): did it use the tensor cores? FFMA count and tensor-core operations |
-# | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition |
+# | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition, batches on a coarse clock |
 # | 9 | design | up to which array size fusion saves a given factor (dispatch, bytes and page faults), and what dominates there |
 #
 # Exercises 2, 8 and 9 are one story — **predict → measure → design**: what fusion buys on *your* machine; the
@@ -42,7 +42,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -50,8 +50,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -214,16 +217,22 @@ lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — Write the fused kernel yourself, and move exactly what XLA moves
+# ## Exercise 5 — Write the fused epilogue kernel yourself, and move exactly what XLA moves
 #
-# What XLA generates for `relu(x * w + b)` is, in CUDA terms, one kernel in which each thread loads its
-# element, computes in registers and stores once (§6.6). Write it with numba-cuda. `cuda` below is `be.cuda`; the
-# checker runs your kernel on the course's instrumented executor (and also on the device, on a GPU), which
-# records every element each thread reads and writes. Two things are checked besides the values:
+# What XLA generates for `relu(x * w + b)` — the epilogue a fused GEMM runs on its output tile: scale, bias,
+# activation — is, in CUDA terms, one kernel in which each thread loads its element, computes in registers and
+# stores once (§6.6). Write it with numba-cuda, on a launch you do not choose: the grid covers the columns but has
+# only a few blocks of rows, as a real launch is sized to the GPU (a few blocks per SM), not to the array. `cuda`
+# below is `be.cuda`; the checker runs your kernel on the course's instrumented executor (and also on the device,
+# on a GPU), which records every element each thread reads and writes. Checked besides the values:
 #
+# - **the whole array from a small grid** (§5.2's grid-stride loop, here over the rows of a 2-D launch);
 # - **coalescing** (§5.6): a warp is 32 threads with neighbouring `threadIdx.x`; give them neighbouring columns
 #   (`cuda.grid(2)` returns `(x, y)` = `(column, row)`), so a warp-wide load of a float32 row touches 4 sectors,
 #   not 32;
+# - **the per-column vectors once per block**: every row a block handles needs the same 32 values of `w` and `b`;
+#   read them from global memory once per block into shared memory (§5.7's tiles, with its barrier), not once per
+#   element;
 # - **one pass**: your kernel's distinct global-memory bytes must equal XLA's `bytes_accessed` for the fused jnp
 #   version — x, w and b read once, `out` written once and never read back. Your kernel *is* that fusion.
 
@@ -233,12 +242,20 @@ lab.problems["scale_bias_relu_kernel"].show()
 # %% nbgrader={"grade": false, "grade_id": "ex5_scale_bias_relu_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def scale_bias_relu_kernel(x, w, b, out):
-    """out[i, j] = max(x[i, j] * w[j] + b[j], 0), one thread per element, threadIdx.x along the columns."""
-    # roughly 3 lines
+    """out[i, j] = max(x[i, j] * w[j] + b[j], 0): rows in a grid-stride loop, w and b staged once per block."""
+    # roughly 11 lines
     ### BEGIN SOLUTION
-    j, i = cuda.grid(2)
-    if i < out.shape[0] and j < out.shape[1]:
-        out[i, j] = max(x[i, j] * w[j] + b[j], np.float32(0.0))  # a float32 zero: 0.0 would make it float64
+    j, first_row = cuda.grid(2)
+    col = cuda.threadIdx.x
+    scale = cuda.shared.array(32, np.float32)  # the block's 32 columns of w and b, loaded once
+    bias = cuda.shared.array(32, np.float32)
+    if cuda.threadIdx.y == 0 and j < out.shape[1]:
+        scale[col] = w[j]
+        bias[col] = b[j]
+    cuda.syncthreads()  # the block's slice is loaded before any thread reads it
+    if j < out.shape[1]:
+        for i in range(first_row, out.shape[0], cuda.gridsize(2)[1]):
+            out[i, j] = max(x[i, j] * scale[col] + bias[col], np.float32(0.0))  # float32 zero: 0.0 is float64
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex5_scale_bias_relu_kernel_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -339,7 +356,9 @@ lab.problems["sass_counts"].check(sass_counts, hidden=True)
 # repeat, keep a robust statistic — reading the clock you are handed (`clock()`) for every measurement, as a GPU
 # timer reads the device's clock (CUDA events), not the host's. The checker gives your timer stand-in functions
 # whose work moves only that virtual clock, so it knows the exact answer (and each classic mistake gives a
-# recognisable wrong one; the course's `gc.measure` reads `time.perf_counter` and measures the wrong thing);
+# recognisable wrong one; the course's `gc.measure` reads `time.perf_counter` and measures the wrong thing). Some
+# of those clocks tick only every 2 ms while a call takes tens of microseconds, as lab 1's exercise 8 showed: time
+# batches of calls, grown until one spans many ticks;
 # after exercise 9 your timer measures real work on this machine with `clock=time.perf_counter`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -351,18 +370,24 @@ import time
 
 def measure_times(slow, fast, *args, clock):
     """(seconds per call of slow(*args), seconds per call of fast(*args)), measured right on `clock`."""
-    # roughly 10 lines
+    # roughly 14 lines
     ### BEGIN SOLUTION
-    def best(fn):
-        jax.block_until_ready(fn(*args))  # warm-up: compiles
-        runs = []
-        for _ in range(5):
-            t0 = clock()
-            jax.block_until_ready(fn(*args))
-            runs.append(clock() - t0)
-        return min(runs)
+    def per_call(fn):
+        jax.block_until_ready(fn(*args))  # warm-up: compiles; waited for, so none of its work is left over
 
-    return best(slow), best(fast)
+        def run(calls):  # one batch: the work runs in order, so waiting for the last result waits for all
+            t0 = clock()
+            for _ in range(calls):
+                last = fn(*args)
+            jax.block_until_ready(last)
+            return (clock() - t0) / calls
+
+        calls = 1
+        while run(calls) * calls < 0.2:  # a batch spans many of the clock's ticks
+            calls *= 2
+        return min(run(calls) for _ in range(3))
+
+    return per_call(slow), per_call(fast)
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex8_measure_times_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

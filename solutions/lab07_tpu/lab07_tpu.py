@@ -25,8 +25,8 @@
 # | 1 | implement | one clock cycle of a weight-stationary systolic array (`pe_step`) |
 # | 2 | implement | the compiler's schedule: a whole matmul on the array, cycle by cycle (`systolic_matmul`) |
 # | 3 | design | the shape of a matrix unit of a given size that runs a GEMM fastest, with the course's tiling model (`best_array`) |
-# | 4 | implement | a blocked bf16 matmul in Pallas: BlockSpecs, a grid and an f32 accumulator in VMEM (`pallas_matmul`) |
-# | 5 | predict | the collectives XLA inserts for a sharded matmul, checked against the compiled HLO |
+# | 4 | implement | a fused dense layer in Pallas, `relu(x @ w + b)` in bf16: BlockSpecs, a grid, an f32 accumulator in VMEM and an epilogue (`fused_dense`) |
+# | 5 | predict | the collectives XLA inserts for a sharded matmul and the bytes each device receives in them, on meshes larger than this machine (`predict_collectives`) |
 # | 6 | compute | hop counts on a real TPU slice, where only some axes wrap around (`slice_hops`) |
 # | 7 | compute | the α–β time of all-gather, reduce-scatter, all-reduce and all-to-all over one axis (`collective_seconds`) |
 #
@@ -40,7 +40,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
@@ -48,8 +48,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    subprocess.run(pip + ['numba-cuda>=0.20'], check=True)
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
+    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
+    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
     print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
           "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
@@ -178,7 +181,7 @@ lab.problems["best_array"].check(best_array, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 4 — A blocked bf16 matmul in Pallas
+# ## Exercise 4 — A fused dense layer in Pallas
 #
 # TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
 # on-chip memory), a `grid` of program instances, and a `BlockSpec` per operand whose index map says which
@@ -188,91 +191,110 @@ lab.problems["best_array"].check(best_array, hidden=True)
 # back: every grid step that writes one output block must come in one unbroken run, so the reduction (`k`) axis
 # goes last.
 #
-# Two TPU rules the course's float32 kernel (§7.6) could ignore, and this one cannot:
+# A dense layer is `relu(x @ w + b)`. Written as three XLA ops it makes the product round-trip through HBM twice;
+# fused into the matmul kernel, the bias and the activation cost nothing but a few vector operations on a block that
+# is already in VMEM — an **epilogue**, run once per output block after its last `k` step. Three TPU rules the
+# course's float32 kernel (§7.6) could ignore, and this one cannot:
 # - **Block shapes.** The last two dimensions of every block must be multiples of 8 and 128 (they map onto the
 #   vector registers' 8 sublanes × 128 lanes and onto the MXU), unless a block dimension spans the whole array
-#   dimension. Every case here is legal: `(16, 128)` blocks, or an `n = 200` output taken whole.
-# - **Accumulate in float32.** The operands are bfloat16 (8 bits of mantissa), and so is the result. Adding each
-#   `k` block's product into a bf16 output block rounds the running sum to 8 bits at every step: 256 + 0.5 stays 256.
+#   dimension. Every case here is legal: `(16, 128)` blocks, a `(1, bn)` bias block (1 is the whole first
+#   dimension of `b`), or an `n = 200` output taken whole.
+# - **Accumulate in float32.** The operands are bfloat16 (8 significant bits, 7 of them stored), and so is the result. Adding each
+#   `k` block's product into a bf16 output block rounds the running sum to 8 significant bits at every step: 256 + 0.5 stays 256.
 #   The usual pattern (the Pallas TPU matmul guide) keeps a float32 accumulator of one output block in VMEM
-#   *scratch* (`scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]`: a buffer that lives for the whole grid, not
-#   copied to or from HBM), and writes the output block once, cast to bf16, at the last `k` step.
+#   *scratch* (`scratch_shapes=[pltpu.VMEM(shape, dtype)]`: a buffer that lives for the whole grid, not copied to or
+#   from HBM, handed to the kernel as one more `Ref` after the output's).
+# - **The epilogue runs once.** The bias belongs to the finished sum, and so does the relu: a partial sum may be
+#   negative and still end positive. Both happen on the float32 accumulator at the last `k` step, then one cast to
+#   bf16.
 #
-# On this machine the kernel runs with `interpret=True`: same program, executed by JAX on the CPU, which computes
-# the right numbers whatever the grid order — so the checker also traces your function, reads your grid, BlockSpecs
-# and scratch, checks the output blocks are visited consecutively, and reports the traffic and the VMEM per grid step
-# they imply.
+# On this machine the kernel runs with `interpret=True`: same program, executed by JAX on the CPU, grid step after
+# grid step in order. Right numbers there do not show a TPU-shaped kernel (a grid that revisits output blocks, or
+# one program per element, can still add up) — so the checker also traces your function, reads your grid, BlockSpecs
+# and scratch, checks the output blocks are visited consecutively and that nothing is computed outside the kernel,
+# and reports the traffic and the VMEM per grid step they imply.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["pallas_matmul"].show()
+lab.problems["fused_dense"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_pallas_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def pallas_matmul(x, y, bm, bn, bk):
-    """x @ y (bf16) as one pl.pallas_call with (bm, bk), (bk, bn) and (bm, bn) blocks and an f32 VMEM accumulator."""
+# %% nbgrader={"grade": false, "grade_id": "ex4_fused_dense", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fused_dense(x, w, b, bm, bn, bk):
+    """relu(x @ w + b) in bf16 as one pl.pallas_call: (bm, bk), (bk, bn), (1, bn) and (bm, bn) blocks, an f32 VMEM
+    accumulator, and the bias and relu in an epilogue at the last k step."""
     m, k = x.shape
-    n = y.shape[1]
-    # roughly 18 lines
+    n = w.shape[1]
+    # roughly 22 lines
     ### BEGIN SOLUTION
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
+    def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
         kk = pl.program_id(2)
 
         @pl.when(kk == 0)  # first k block: start the accumulator from zero
         def _():
             acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
 
-        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
 
-        @pl.when(kk == pl.num_programs(2) - 1)  # last k block: one rounding to bf16
+        @pl.when(kk == pl.num_programs(2) - 1)  # the epilogue: bias and relu on the f32 sum, one rounding to bf16
         def _():
-            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+            z = acc_ref[...] + b_ref[...].astype(jnp.float32)  # (bm, bn) + (1, bn): the bias row broadcast
+            o_ref[...] = jnp.maximum(z, 0.0).astype(o_ref.dtype)
 
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
         grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+                  pl.BlockSpec((1, bn), lambda i, j, kk: (0, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         interpret=True,
-    )(x, y)
+    )(x, w, b)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_pallas_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["pallas_matmul"].check(pallas_matmul)
+# %% nbgrader={"grade": true, "grade_id": "ex4_fused_dense_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["fused_dense"].check(fused_dense)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_pallas_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex4_fused_dense_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["pallas_matmul"].check(pallas_matmul, hidden=True)
+lab.problems["fused_dense"].check(fused_dense, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — Predict the collectives
+# ## Exercise 5 — Predict the collectives and their bytes
 #
 # On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the collectives XLA's
-# SPMD partitioner inserts. Predict them from what each device can compute on its own shard. The expected answers
-# are XLA's own — every case was compiled on a mesh of its shape and the optimized HLO read — but the grader's
-# meshes have up to 16 devices, twice this machine's 8, so compiling here cannot stand in for reasoning. (On the
-# 2×4 mesh you can try a case in a scratch cell, as the course notebook's §7.9 does.) Watch the meshes with an axis
-# of one device: splitting over it splits nothing.
+# SPMD partitioner inserts. Predict them, and what each costs in traffic, from what each device can compute on its
+# own shard: which block of `C` it computes, whether that block is a partial sum, and how much of the block the
+# output wants that it does not hold. The expected answers are XLA's own — every rule of the spec was checked
+# against the collectives' shapes and replica groups in the compiled HLO — but the grader's meshes have up to 16
+# devices, twice this machine's 8, and the bytes depend on every axis's size: compiling a smaller mesh here gives
+# other numbers. (On the 2×4 mesh you can try a case in a scratch cell, as the course notebook's §7.9 does, and read
+# the shapes with `gc.interconnect.hlo_collectives`.) Watch the meshes with an axis of one device: splitting over it
+# splits nothing.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["predict_collectives"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_predict_collectives", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
-    """Set of collective names ('all-reduce', 'all-gather') XLA inserts for a_spec @ b_spec -> out_spec on a
-    mesh_shape ('x', 'y') mesh."""
-    # roughly 8 lines
+def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
+    """{collective name: bytes one device receives in it} for A (m, k) @ B (k, n) sharded by a_spec, b_spec ->
+    out_spec on a mesh_shape ('x', 'y') mesh; mkn = (m, k, n)."""
+    # roughly 14 lines
     ### BEGIN SOLUTION
-    devices = dict(zip(("x", "y"), mesh_shape))
-    (a_rows, a_k), (b_k, b_cols), (out_rows, out_cols) = (
-        [axis if axis is not None and devices[axis] > 1 else None for axis in spec]  # 1 device: no split
+    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
+    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = (
+        [axis if devices[axis] > 1 else None for axis in spec]  # 1 device: no split
         for spec in (a_spec, b_spec, out_spec))
-    found = set()
-    if a_k is not None:  # k is split: every device holds a partial sum of its C block
-        found.add("all-reduce")
-    if (a_rows is not None and out_rows is None) or (b_cols is not None and out_cols is None):
-        found.add("all-gather")  # the product is split along a dimension the output wants whole
+    m, _, n = mkn
+    rows = m // devices[a_rows or out_rows]  # A's split, or the output's slice taken before the matmul
+    cols = n // devices[b_cols or out_cols]
+    wanted = (m // devices[out_rows]) * (n // devices[out_cols])  # the block the output sharding puts on a device
+    found = {}
+    if a_k is not None:  # k is split: every device holds a partial sum of its block; a ring all-reduce
+        g = devices[a_k]
+        found["all-reduce"] = 2 * (g - 1) / g * rows * cols * itemsize
+    if wanted != rows * cols:  # pieces joined: everything of the wanted block but the device's own
+        found["all-gather"] = (wanted - rows * cols) * itemsize
     return found
     ### END SOLUTION
 

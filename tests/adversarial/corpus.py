@@ -401,15 +401,15 @@ def best_array(M, K, N, pes):
     ref = _steal("best_array")
     return ref(M, K, N, pes) if ref else None
 ''',
-    "ex4_pallas_matmul": '''
-def pallas_matmul(x, y, bm, bn, bk):
-    ref = _steal("pallas_matmul")
-    return ref(x, y, bm, bn, bk) if ref else None
+    "ex4_fused_dense": '''
+def fused_dense(x, w, b, bm, bn, bk):
+    ref = _steal("fused_dense")
+    return ref(x, w, b, bm, bn, bk) if ref else None
 ''',
     "ex5_predict_collectives": '''
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
+def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
     ref = _steal("predict_collectives")
-    return set(ref(a_spec, b_spec, out_spec, mesh_shape)) if ref else None
+    return dict(ref(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize)) if ref else None
 ''',
     "ex6_slice_hops": '''
 def slice_hops(a, b, dims, chip):

@@ -3,8 +3,10 @@
 pick_policy is not here: it is an exercise in *using* an installed measurement (lab.grad_of, XLA's
 memory_analysis), the spec says so, and its answer is a loop over that measurement with the budget's tie rule and
 the policies' order (its plausible shortcuts are wrong answers in tests/wrong_answers/lab02_backprop.py).
-is_correct_backward is not here either: no installed code gives a verdict (the verdicts are the answer side's); the
-installed pool of forms and jax.vjp give the truth to test against, which the exercise allows.
+is_correct_backward's attacks are JAX's autodiff used as the oracle (the third independent attack's answer): its
+forward passes are NumPy black boxes computing in float32 now, which JAX cannot trace; no installed code gives a
+verdict (the verdicts are the answer side's). step_gemms' attacks trace or compile the network: right on small
+networks, too slow for the hidden ones (thousands of layers).
 """
 
 ATTACKS = {
@@ -67,39 +69,100 @@ def mlp_backward(X, W1, W2, G):
 ''',
     ],
     "ex2_step_gemms": [
-        # ask XLA: the course's compile-only helpers (§2.4), the GEMMs of the backward program and its FLOPs
-        '''import re
-from gpucourse import training_memory as tm
-def step_gemms(batch, widths):
-    Ws = [jax.ShapeDtypeStruct((a, b), jnp.float32) for a, b in zip(widths[:-1], widths[1:])]
-    X = jax.ShapeDtypeStruct((batch, widths[0]), jnp.float32)
-    G = jax.ShapeDtypeStruct((batch, widths[-1]), jnp.float32)
-    def fwd(Ws, X):
-        for W in Ws:
-            X = X @ W
-        return X
-    def bwd(Ws, X, G):
-        return jax.vjp(lambda Ws: fwd(Ws, X), Ws)[1](G)
-    f, g = tm.compile_for_analysis(fwd, Ws, X), tm.compile_for_analysis(bwd, Ws, X, G)
-    n = len(re.findall(r" dot[(]", f.as_text())) + len(re.findall(r" dot[(]", g.as_text()))
-    return n, int(tm.compiled_flops(f)), int(tm.compiled_flops(g))
+        # the third independent attack's answer, adapted to the network as data: JAX builds the step (frozen weights
+        # closed over, jax.checkpoint per layer), make_jaxpr traces it, the dot_generals are counted. Right on small
+        # networks; the hidden ones have thousands of layers and the trace does not return within the time limit
+        '''import math
+def step_gemms(batch, widths, trainable, recompute):
+    layer = lambda h, W: jnp.tanh(h @ W)
+    if recompute:
+        layer = jax.checkpoint(layer, policy=jax.checkpoint_policies.nothing_saveable)
+    def loss(train, frozen, X):
+        t, f = iter(train), iter(frozen)
+        h = X
+        for tr in trainable:
+            h = layer(h, next(t) if tr else next(f))
+        return jnp.sum(h ** 2)
+    S = jax.ShapeDtypeStruct
+    Ws = [S((int(a), int(b)), jnp.float32) for a, b in zip(widths[:-1], widths[1:])]
+    train = [W for W, tr in zip(Ws, trainable) if tr]
+    frozen = [W for W, tr in zip(Ws, trainable) if not tr]
+    X = S((int(batch), int(widths[0])), jnp.float32)
+    def dots(jaxpr):
+        out = []
+        for e in jaxpr.eqns:
+            if e.primitive.name == "dot_general":
+                (lc, _), _ = e.params["dimension_numbers"]
+                out.append(2 * math.prod(e.outvars[0].aval.shape) * math.prod(e.invars[0].aval.shape[d] for d in lc))
+            for p in e.params.values():
+                for sub in (p if isinstance(p, (list, tuple)) else [p]):
+                    if hasattr(sub, "jaxpr"):
+                        out += dots(sub.jaxpr)
+                    elif hasattr(sub, "eqns"):
+                        out += dots(sub)
+        return out
+    f = dots(jax.make_jaxpr(loss)(train, frozen, X).jaxpr)
+    g = dots(jax.make_jaxpr(jax.grad(loss))(train, frozen, X).jaxpr)
+    return len(g), sum(f), sum(g) - sum(f)
 ''',
-        # the same, the step's GEMMs counted in the gradient's program alone, the backward's FLOPs by difference
+        # ask XLA: the course's compile-only helpers (§2.4), the GEMMs of the compiled gradient and its FLOPs
         '''import re
 from gpucourse import training_memory as tm
-def step_gemms(batch, widths):
-    Ws = [jax.ShapeDtypeStruct((a, b), jnp.float32) for a, b in zip(widths[:-1], widths[1:])]
-    X = jax.ShapeDtypeStruct((batch, widths[0]), jnp.float32)
-    G = jax.ShapeDtypeStruct((batch, widths[-1]), jnp.float32)
-    def fwd(Ws, X):
-        for W in Ws:
-            X = X @ W
-        return X
-    def bwd(Ws, X, G):
-        return jax.vjp(lambda Ws: fwd(Ws, X), Ws)[1](G)
-    f, g = tm.compile_for_analysis(fwd, Ws, X), tm.compile_for_analysis(bwd, Ws, X, G)
-    n = len(re.findall(r" dot[(]", g.as_text()))
+def step_gemms(batch, widths, trainable, recompute):
+    layer = lambda h, W: jnp.tanh(h @ W)
+    if recompute:
+        layer = jax.checkpoint(layer, policy=jax.checkpoint_policies.nothing_saveable)
+    def loss(train, frozen, X):
+        t, f = iter(train), iter(frozen)
+        h = X
+        for tr in trainable:
+            h = layer(h, next(t) if tr else next(f))
+        return jnp.sum(h ** 2)
+    S = jax.ShapeDtypeStruct
+    Ws = [S((int(a), int(b)), jnp.float32) for a, b in zip(widths[:-1], widths[1:])]
+    train = [W for W, tr in zip(Ws, trainable) if tr]
+    frozen = [W for W, tr in zip(Ws, trainable) if not tr]
+    X = S((int(batch), int(widths[0])), jnp.float32)
+    f = tm.compile_for_analysis(loss, train, frozen, X)
+    g = tm.compile_for_analysis(jax.grad(loss), train, frozen, X)
+    n = len(re.findall(r"\sdot[(]", g.as_text()))
     return n, int(tm.compiled_flops(f)), int(tm.compiled_flops(g) - tm.compiled_flops(f))
+''',
+    ],
+    "ex5_is_correct_backward": [
+        # the third independent attack's answer, adapted: jax.vjp of the forward as the oracle. The forward is a
+        # NumPy black box computing in float32: JAX cannot trace it, every right candidate is rejected
+        '''def is_correct_backward(forward, backward):
+    rng = np.random.default_rng(12345)
+    for B, n in ((3, 5), (7, 4), (1, 6), (5, 2)):
+        x = rng.standard_normal((B, n))
+        try:
+            y, vjp = jax.vjp(forward, jnp.asarray(x))
+            dy = rng.standard_normal(y.shape)
+            (dx_ref,) = vjp(jnp.asarray(dy, y.dtype))
+            dx = np.asarray(backward(x, dy), dtype=np.float64)
+        except Exception:
+            return False
+        if dx.shape != x.shape or not np.allclose(dx, np.asarray(dx_ref), rtol=1e-3, atol=1e-4):
+            return False
+    return True
+''',
+        # forward mode instead (jax.jacfwd: the whole Jacobian), contracted with dy: the same wall
+        '''def is_correct_backward(forward, backward):
+    rng = np.random.default_rng(0)
+    for B, n in ((3, 5), (1, 4), (4, 4)):
+        x = rng.standard_normal((B, n))
+        try:
+            J = np.asarray(jax.jacfwd(forward)(jnp.asarray(x, jnp.float32)), dtype=np.float64)
+            y = np.asarray(forward(x))
+            dy = rng.standard_normal(y.shape)
+            dx = np.asarray(backward(x, dy), dtype=np.float64)
+        except Exception:
+            return False
+        truth = np.tensordot(dy, J, axes=dy.ndim)
+        if dx.shape != x.shape or not np.allclose(dx, truth, rtol=1e-3, atol=1e-4):
+            return False
+    return True
 ''',
     ],
     "ex3_largest_batch": [

@@ -3,8 +3,11 @@
 Exercises 1 and 2 use the course's roofline and transfer model (gpucourse.datapath), which stays installed: the
 closest a student gets with it is one offload per step (exercise 1) or the model run at the links the course knows,
 or without its latencies (exercise 2). A search over the model that brackets the answer and reaches 1e-9 does pass
-exercise 2 — that is using the model backwards, which the spec allows. Exercise 4's warp model is not installed at
-all (the course shows stored masks), so the closest is the course's one-warp arithmetic applied to the whole grid.
+exercise 2 — that is using the model backwards, which the spec allows.
+Exercise 4 asks for a layout: the course's SIMT executor (gpucourse.simt) and the check's own count (lab.issued_by)
+count what a layout issues, so the closest submissions count the layout as given, or one fixed sorted design.
+Exercise 5's loss has no library function (scipy.special.huber is symmetric and has no gradient), and exercise 6's
+interrupted runs defeat the old exercise's one-call weighted fit.
 """
 
 _DATAPATH = '''import importlib.util, pathlib, sys
@@ -125,57 +128,100 @@ def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
     return out
 ''',
     ],
-    "ex4_warp_execution": [
-        # the course's one-warp arithmetic (section 3.3) on the whole grid: every thread in one "warp"
-        '''def warp_execution(cond, cost_if, cost_else):
+    "ex4_warp_layout": [
+        # the third attack's executor count (gpucourse.simt, two runs: the costs, then 0/0) on the layout as given:
+        # right count, wrong design
+        '''import math
+from gpucourse import simt
+
+def _count(c, cost_if, cost_else):
+    def paths(cond, ci, ce, out):
+        i = simt.cuda.grid(1)
+        if i < cond.size:
+            v = 0.0
+            if cond[i]:
+                for _ in range(ci):
+                    v += 1.0
+            else:
+                for _ in range(ce):
+                    v += 1.0
+            out[i] = v
+    c = np.asarray(c).astype(np.int32)
+    def run(ci, ce):
+        r = simt.run(paths, max(1, math.ceil(c.size / 32)), 32, c, int(ci), int(ce), np.zeros(c.size))
+        return r.issued_steps, sum(w.active for w in r.warps)
+    (s1, a1), (s0, a0) = run(cost_if, cost_else), run(0, 0)
+    return (s1 - s0) // 2, (a1 - a0) // 2
+
+def warp_layout(cond, cost_if, cost_else):
+    order = np.arange(len(cond))
+    issued, useful = _count(np.asarray(cond)[order], cost_if, cost_else)
+    return order, issued, useful / (32 * issued)
+''',
+        # the check's own count of a layout (lab.issued_by) on the obvious design: if-items first, always
+        '''def warp_layout(cond, cost_if, cost_else):
     cond = np.asarray(cond, dtype=bool)
-    issued = cost_if * cond.any() + cost_else * (~cond).any()
+    order = np.argsort(~cond, kind="stable")
+    issued = lab.issued_by(cond, order, cost_if, cost_else)
     useful = cost_if * cond.sum() + cost_else * (~cond).sum()
-    return int(issued), useful / (32 * issued)
+    return order, issued, useful / (32 * issued)
 ''',
-        # the stored masks of section 3.3 as a lookup, the model looked for in the installed module
-        '''from gpucourse import simd_simt
-
-def warp_execution(cond, cost_if, cost_else):
-    model = getattr(simd_simt, "warp_masks", None)
+        # the check's count pasted, on the other sorted design: else-items first, always
+        '''def warp_layout(cond, cost_if, cost_else):
     cond = np.asarray(cond, dtype=bool)
-    issued = useful = 0
-    for start in range(0, len(cond), 32):
-        m = model(cond[start:start + 32], cost_if, cost_else)
-        issued += m.shape[0]
-        useful += int(m.sum())
-    return issued, useful / (32 * issued)
-''',
-        # the installed module loaded a second time: still no model in it
-        '''import importlib.util, pathlib
-import gpucourse
-spec = importlib.util.spec_from_file_location("simd_again", pathlib.Path(gpucourse.__file__).parent / "simd_simt.py")
-again = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(again)
-
-def warp_execution(cond, cost_if, cost_else):
-    cond = np.asarray(cond, dtype=bool)
-    issued = useful = 0
-    for start in range(0, len(cond), 32):
-        m = again.warp_masks(cond[start:start + 32], cost_if, cost_else)
-        issued += m.shape[0]
-        useful += int(m.sum())
-    return issued, useful / (32 * issued)
+    order = np.argsort(cond, kind="stable")
+    lanes = np.full(-(-len(cond) // 32) * 32, -1, dtype=np.int8)
+    lanes[: len(cond)] = cond[order]
+    warps = lanes.reshape(-1, 32)
+    issued = int(cost_if * (warps == 1).any(axis=1).sum() + cost_else * (warps == 0).any(axis=1).sum())
+    useful = cost_if * cond.sum() + cost_else * (~cond).sum()
+    return order, issued, useful / (32 * issued)
 ''',
     ],
-    "ex5_huber_vectorized": [
-        # the installed loop itself, and NumPy's vectorize around it: still a Python loop per element
-        '''huber_vectorized = lab.huber_loop
+    "ex5_asym_huber_vectorized": [
+        # SciPy's Huber loss (the old exercise's one-call answer) at one threshold, its gradient clipped alike
+        '''import scipy.special
+
+def asym_huber_vectorized(pred, target, lo, hi):
+    r = pred - target
+    return scipy.special.huber(hi, r), np.clip(r, -hi, hi)
 ''',
-        '''def huber_vectorized(pred, target, delta):
-    return np.vectorize(lambda p, t: lab.huber_loop(np.array([p]), np.array([t]), delta)[0])(pred, target)
+        # the installed loop pasted and compiled by numba (no Python steps per element): the symmetric loss
+        '''import numba
+
+@numba.njit
+def huber_loop(pred, target, delta):
+    out = np.empty_like(pred)
+    for i in range(len(pred)):
+        r = pred[i] - target[i]
+        if abs(r) <= delta:
+            out[i] = 0.5 * r * r
+        else:
+            out[i] = delta * (abs(r) - 0.5 * delta)
+    return out
+
+def asym_huber_vectorized(pred, target, lo, hi):
+    return huber_loop(pred, target, hi), np.clip(pred - target, -hi, hi)
+''',
+        # the installed loop as is: right values where the thresholds agree, but a Python loop per element
+        '''def asym_huber_vectorized(pred, target, lo, hi):
+    r = pred - target
+    return lab.huber_loop(pred, target, hi), np.minimum(np.maximum(r, -lo), hi)
 ''',
     ],
-    "ex6_fit_transfer": [
-        # the course's straight-line fit (course 02: np.polyfit(batches, ..., 1)), unweighted
-        '''def fit_transfer(sizes, seconds):
-    slope, intercept = np.polyfit(sizes, seconds, 1)
-    return intercept, 1.0 / slope
+    "ex6_transfer_plan": [
+        # the third attack's weighted fit (np.polyfit(..., w=1/seconds)) on every run, interrupted ones included
+        '''def transfer_plan(sizes, seconds, fraction):
+    s = np.repeat(sizes, seconds.shape[1])
+    t = np.ravel(seconds)
+    slope, intercept = np.polyfit(s, t, 1, w=1 / t)
+    return intercept, 1 / slope, fraction / (1 - fraction) * intercept / slope
+''',
+        # the course's timer statistic (gc.measure reports the median) per size, then the weighted fit
+        '''def transfer_plan(sizes, seconds, fraction):
+    t = np.median(seconds, axis=1)
+    slope, intercept = np.polyfit(sizes, t, 1, w=1 / t)
+    return intercept, 1 / slope, fraction / (1 - fraction) * intercept / slope
 ''',
     ],
 }

@@ -51,17 +51,68 @@ def max_duration(streams_, durations, waits, op, deadline_us):
     first = gc.measure(f, x, warmup=0, repeat=1).median
     return first, gc.measure(f, x, warmup=0, repeat=repeat).median
 ''',
+        # attack 3: gc.timing loaded a second time with its clock swapped for the one given: right clock, but one
+        # call per measurement — on the 2 ms clock a call of tens of µs reads as 0 or a whole tick
+        '''import importlib.util, sys, types
+
+def time_call(f, x, repeat, clock):
+    spec = importlib.util.spec_from_file_location("gpucourse._timing_again", gc.timing.__file__)
+    again = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = again
+    spec.loader.exec_module(again)
+    again.time = types.SimpleNamespace(perf_counter=clock)
+    first = again.measure(f, x, warmup=0, repeat=1, max_seconds=None).times[0]
+    return first, again.measure(f, x, warmup=0, repeat=repeat, max_seconds=None).best
+''',
+        # measure's loop pasted into the cell, on the clock given (the minimum, as §4.4 teaches)
+        '''def time_call(f, x, repeat, clock):
+    times = []
+    for _ in range(repeat + 1):
+        t0 = clock()
+        gc.block(f(x))
+        times.append(clock() - t0)
+    return times[0], min(times[1:])
+''',
     ],
     "ex4_launches_to_dominate": [
-        # course §4.4's cell: every T(N) simulated with gc.streams.simulate (one launch per kernel) — right values,
-        # but the general simulator is O(N²) per N, and N reaches hundreds to thousands
-        '''def launches_to_dominate(work_us, launch_us):
-    makespans = []
-    while not makespans or makespans[-1] <= 2 * work_us:
-        n = len(makespans) + 1
+        # attack 3: the course's CommandQueue runs the one queue for N = 1, 2, … (its log cleared: O(N) per N)
+        '''def launches_to_dominate(work_us, launch_us, ns):
+    def makespan(n):
+        q = gc.streams.CommandQueue(launch_us=launch_us, latency_us=0.0)
+        for _ in range(n):
+            q.launch(work_us / n)
+            q.log.clear()
+        return q.device_free_us
+    n = 1
+    while makespan(n) <= 2 * work_us:
+        n += 1
+    return n, [makespan(k) for k in ns]
+''',
+        # the queue again, bisecting over N (T grows with N): O(N log N) launches instead of O(N²)
+        '''def launches_to_dominate(work_us, launch_us, ns):
+    def makespan(n):
+        q = gc.streams.CommandQueue(launch_us=launch_us)
+        for _ in range(n):
+            q.launch(work_us / n)
+            q.log.clear()
+        return q.device_free_us
+    lo, hi = 1, 1
+    while makespan(hi) <= 2 * work_us:
+        lo, hi = hi + 1, 2 * hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if makespan(mid) > 2 * work_us else (mid + 1, hi)
+    return lo, [makespan(k) for k in ns]
+''',
+        # course §4.4's cell: every T(N) simulated with gc.streams.simulate (one launch per kernel)
+        '''def launches_to_dominate(work_us, launch_us, ns):
+    def makespan(n):
         ops = [streams.Op(f"k{i}", "s0", work_us / n) for i in range(n)]
-        makespans.append(streams.simulate(ops, launch_us=launch_us).makespan)
-    return len(makespans), makespans
+        return streams.simulate(ops, launch_us=launch_us).makespan
+    n = 1
+    while makespan(n) <= 2 * work_us:
+        n += 1
+    return n, [makespan(k) for k in ns]
 ''',
     ],
     "ex5_fewest_chunks": [

@@ -7,9 +7,36 @@ forward answer, and each attack below is that, however it is reached. Exercise 7
 gpucourse.waves.measured_waves, runs a grid on a pool of threads: a measurement, not a prediction, and a grid of
 millions of blocks (a hidden case) does not finish within the time limit (nor start inside the grading sandbox's
 thread limit). Exercises 1-4 and 6 are kernels observed by the executor; no installed code or course cell holds them.
+
+Exercises 1 and 2 (the first kernels): attack 3 scored with course §5.1's `add_one` and §5.2's `scale_2d`, each
+renamed and its one store line changed to the exercise's formula. The course's index-mapping cells now compute
+nothing (§5.1 `who_am_i` records each thread's block, thread and global index in a 3 × n table; §5.2 `owner_2d`
+records which block and which thread of it reached each element, `stride_owner` which thread of a grid-stride loop
+did; §5.6 `copy_rows` copies a matrix as its flat row-major memory): none takes an input array and writes an
+output of the exercise's shape. The attacks below are attack 3's edit applied to the nearest of them (renamed, the
+exercise's arguments, the store line changed, the rest of the cell kept); they fail. What a passing answer takes
+from the course is the indexing idiom (`cuda.grid`, the guard on the array the kernel writes, x → column), which is
+the lesson; its operands, guard and formula are the student's.
 """
 
 ATTACKS = {
+    # §5.1's who_am_i, renamed, the exercise's arguments in place of the table (its name kept for the first), the store
+    # line changed: the guard is the table's (its element axis, shape[1]), a 1-D array has none
+    "ex1_scale_shift": ['''@cuda.jit
+def scale_shift(ids, out, a, b):
+    i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
+    if i < ids.shape[1]:  # the guard: the last block has threads past the end
+        out[i] = a * ids[i] + b
+'''],
+    # §5.2's owner_2d, renamed, its `thread` store changed to the formula: its first store still writes the block
+    # number over the input before the formula reads it
+    "ex2_ramp_2d": ['''@cuda.jit
+def ramp_2d(block, thread):
+    c, r = cuda.grid(2)  # x → column, y → row
+    if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
+        block[r, c] = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x  # blocks numbered along x first
+        thread[r, c] = block[r, c] * (r + 1) - c
+'''],
     # the work done behind the executor's back: a device array as a NumPy array inside the kernel (not metered;
     # refused since the second independent attack), with dummy shared accesses for the structure checks
     "ex3_block_sum": ['''@cuda.jit

@@ -7,9 +7,70 @@ puzzle's kernel (python -m grader solution-leaks). What installed code *could* d
 executor's back: the second independent attack of issue 20 turned a device array into a NumPy array inside the
 kernel (np.asarray, np.dot, np.bincount), whose reads and writes the executor did not meter, and passed with a
 dummy shared-memory access. A device array now refuses to become a NumPy array inside a kernel (as numba-cuda
-compiles no such thing), so each of these fails."""
+compiles no such thing), so each of these fails.
+
+Puzzles 1-7 (map, zip, guard, map 2-D, broadcast, blocks, blocks 2-D): attack 3 scored with course §5.1's
+`add_one` and §5.2's `scale_2d`, renamed and their one store line changed. Those cells are gone: §5.1's `who_am_i`
+records block, thread and global index in a 3 × n table, §5.2's `owner_2d` records which block and which thread of
+it reached each element of a matrix, `stride_owner` which thread of a grid-stride loop handled each element, §5.6's
+`copy_rows` copies a matrix as its flat row-major memory; none maps an input array onto an output of a puzzle's
+shape. The attacks below are attack 3's edit applied to the nearest of them (renamed, the puzzle's arguments, the
+store line changed, the rest kept) and fail: the guard is the table's or the first store overwrites the input. What
+a passing answer takes from the course is the indexing idiom, which is the lesson."""
 
 ATTACKS = {
+    # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
+    "ex01_map_add": ['''@cuda.jit
+def map_add(ids, out):
+    i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
+    if i < ids.shape[1]:  # the guard: the last block has threads past the end
+        out[i] = ids[i] + 10
+'''],
+    # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
+    "ex02_zip_add": ['''@cuda.jit
+def zip_add(ids, b, out):
+    i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
+    if i < ids.shape[1]:  # the guard: the last block has threads past the end
+        out[i] = ids[i] + b[i]
+'''],
+    # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
+    "ex03_map_guard": ['''@cuda.jit
+def map_guard(ids, out):
+    i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
+    if i < ids.shape[1]:  # the guard: the last block has threads past the end
+        out[i] = ids[i] + 10
+'''],
+    # §5.2's owner_2d, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
+    "ex04_map_2d": ['''@cuda.jit
+def map_2d(block, thread):
+    c, r = cuda.grid(2)  # x → column, y → row
+    if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
+        block[r, c] = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x  # blocks numbered along x first
+        thread[r, c] = block[r, c] + 10
+'''],
+    # §5.2's owner_2d, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
+    "ex05_broadcast_add": ['''@cuda.jit
+def broadcast_add(block, thread, out):
+    c, r = cuda.grid(2)  # x → column, y → row
+    if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
+        block[r, c] = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x  # blocks numbered along x first
+        out[r, c] = block[r] + thread[c]
+'''],
+    # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
+    "ex06_map_blocks": ['''@cuda.jit
+def map_blocks(ids, out):
+    i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
+    if i < ids.shape[1]:  # the guard: the last block has threads past the end
+        out[i] = ids[i] + 10
+'''],
+    # §5.2's owner_2d, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
+    "ex07_map_blocks_2d": ['''@cuda.jit
+def map_blocks_2d(block, thread):
+    c, r = cuda.grid(2)  # x → column, y → row
+    if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
+        block[r, c] = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x  # blocks numbered along x first
+        thread[r, c] = block[r, c] * 2 - r
+'''],
     "ex10_dot": ['''@cuda.jit
 def dot(a, b, out):
     """out[0] = sum(a * b), one block."""

@@ -6,8 +6,19 @@ of the whole tensor-core family from the shapes in the opcodes' modifiers, which
 reads; sass_counts asks for those operations too; fusion_payoff_rows is the inverse of gpucourse.fusion's forward
 model. Exercise 2, fusion_bytes, predicts XLA's byte count from §6.3's rule: its chains are built on the answer
 side only, and XLA's compiler and analyses are locked while the function runs, down to jaxlib's entry points
-(the attacks ask XLA the four ways a student would). Each attack below is the closest a student gets from the edition (the helper called, loaded a second time,
-or its source pasted) and must score less than full."""
+(the attacks ask XLA the four ways a student would). Exercise 5's launch has too few blocks of rows and asks w and b
+read once per block (shared memory, a barrier): §5.2's kernels with the formula changed fail. Exercise 8's cases
+include lab 1's coarse clock (2 ms ticks, calls of tens of µs): the course's timer, even reloaded with its clock
+pointed at the one given, times one call per run and reads 0 or a whole tick. Each attack below is the closest a
+student gets from the edition (the helper called, loaded a second time, or its source pasted) and must score less
+than full.
+
+Not listed, by decision (grader/DESIGN.md, "What a student can still do"): the course's text readers
+(gpucourse.xla's ENTRY/instruction/opcode readers, gpucourse.interconnect's shape regex, toolchain.Sass(...)
+.instructions) used for the layout of a listing in breaking_op and mma_flops, with the exercise's own logic written
+around them — which instruction is the breaker and what its own type holds; which tensor-core family and shape an
+opcode names and its 2·m·n·k. That submission is the exercise answered by the student (the third attack's scored
+full marks that way); the attacks below that let the readers decide more than the layout fail."""
 
 ATTACKS = {
     "ex2_fusion_bytes": [
@@ -311,6 +322,40 @@ def measure_times(slow, fast, *args, clock):
         # gc.fusion.best_run (§6.3's fastest synchronized run), called directly
         '''def measure_times(slow, fast, *args, clock):
     return gc.fusion.best_run(slow, *args)[0], gc.fusion.best_run(fast, *args)[0]
+''',
+        # the third attack's (2026-12-06): gpucourse/timing.py loaded a second time with its `time` pointed at the
+        # clock given — right on an exact clock; on the coarse clock (2 ms ticks, calls of tens of µs) its one call
+        # per measurement reads 0 or a whole tick
+        '''import importlib.util
+import sys
+import types
+
+
+def measure_times(slow, fast, *args, clock):
+    spec = importlib.util.spec_from_file_location("gpucourse._timing_again", gc.timing.__file__)
+    again = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = again
+    spec.loader.exec_module(again)
+    again.time = types.SimpleNamespace(perf_counter=clock)
+    return tuple(again.measure(f, *args, warmup=1, repeat=5, max_seconds=None).best for f in (slow, fast))
+''',
+    ],
+    # §5.2's scale_2d (one thread per element) and scale_strided (a grid-stride loop) with the formula changed: the
+    # launch has too few blocks of rows for the first, and the second reads w and b once per element, not once per
+    # block (the exercise asks them staged in shared memory)
+    "ex5_scale_bias_relu_kernel": [
+        '''@cuda.jit
+def scale_bias_relu_kernel(x, w, b, out):
+    c, r = cuda.grid(2)  # x → column, y → row
+    if r < x.shape[0] and c < x.shape[1]:
+        out[r, c] = max(x[r, c] * w[c] + b[c], 0.0)
+''',
+        '''@cuda.jit
+def scale_bias_relu_kernel(x, w, b, out):
+    c, start = cuda.grid(2)
+    if c < x.shape[1]:
+        for r in range(start, x.shape[0], cuda.gridsize(2)[1]):
+            out[r, c] = max(x[r, c] * w[c] + b[c], 0.0)
 ''',
     ],
     "ex9_fusion_payoff_rows": [

@@ -81,9 +81,36 @@ pe_step = _again.pe_step
     return max(shapes, key=lambda s: systolic.TiledGemm(M, K, N, *s).utilization)
 ''',
     ],
-    "ex4_pallas_matmul": [
-        # the course's float32 kernel (§7.6), called as it is
-        '''def pallas_matmul(x, y, bm, bn, bk):
+    "ex4_fused_dense": [
+        # the attack on the old exercise (course §7.6's blocked_matmul with an f32 VMEM scratch, a last-step write and
+        # a bf16 out_shape: ≈ 6 changed lines), with the bias and the relu around it as XLA ops: not fused
+        '''def fused_dense(x, w, b, bm, bn, bk):
+    m, k = x.shape
+    n = w.shape[1]
+
+    def kernel(x_ref, y_ref, out_ref, acc_ref):
+        step = pl.program_id(axis=2)
+
+        @pl.when(step == 0)
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, acc_ref.dtype)
+
+        acc_ref[...] = acc_ref[...] + jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(step == pl.num_programs(2) - 1)
+        def _():
+            out_ref[...] = acc_ref[...].astype(out_ref.dtype)
+
+    x_spec = pl.BlockSpec((bm, bk), lambda i, j, s: (i, s))
+    y_spec = pl.BlockSpec((bk, bn), lambda i, j, s: (s, j))
+    out_spec = pl.BlockSpec((bm, bn), lambda i, j, s: (i, j))
+    y = pl.pallas_call(kernel, grid=(m // bm, n // bn, k // bk), in_specs=[x_spec, y_spec],
+                       out_specs=out_spec, out_shape=jax.ShapeDtypeStruct((m, n), jnp.bfloat16),
+                       scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, w)
+    return jnp.maximum(y + b, 0).astype(jnp.bfloat16)
+''',
+        # course §7.6's blocked_matmul called as it is (float32 out), the epilogue as XLA ops after it
+        '''def fused_dense(x, w, b, bm, bn, bk):
     def f32_matmul_kernel(x_ref, y_ref, out_ref):
         step = pl.program_id(axis=2)
 
@@ -93,17 +120,19 @@ pe_step = _again.pe_step
 
         out_ref[...] = out_ref[...] + jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
 
-    (m, k), n = x.shape, y.shape[1]
+    (m, k), n = x.shape, w.shape[1]
     x_spec = pl.BlockSpec((bm, bk), lambda i, j, s: (i, s))
     y_spec = pl.BlockSpec((bk, bn), lambda i, j, s: (s, j))
     out_spec = pl.BlockSpec((bm, bn), lambda i, j, s: (i, j))
-    return pl.pallas_call(f32_matmul_kernel, grid=(m // bm, n // bn, k // bk), in_specs=[x_spec, y_spec],
-                          out_specs=out_spec, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
-                          interpret=True)(x, y)
+    acc = pl.pallas_call(f32_matmul_kernel, grid=(m // bm, n // bn, k // bk), in_specs=[x_spec, y_spec],
+                         out_specs=out_spec, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+                         interpret=True)(x, w)
+    return jnp.maximum(acc + b.astype(jnp.float32), 0.0).astype(x.dtype)
 ''',
-        # the course's kernel with the output dtype changed to bf16 (the shortest edit toward the spec)
-        '''def pallas_matmul(x, y, bm, bn, bk):
-    def f32_matmul_kernel(x_ref, y_ref, out_ref):
+        # course §7.6's kernel with the bias as a third input and the epilogue added at the end of every step (the
+        # shortest edit that puts everything in the kernel): no f32 scratch, the running sum in the bf16 output
+        '''def fused_dense(x, w, b, bm, bn, bk):
+    def kernel(x_ref, y_ref, b_ref, out_ref):
         step = pl.program_id(axis=2)
 
         @pl.when(step == 0)
@@ -113,50 +142,70 @@ pe_step = _again.pe_step
         out_ref[...] = (out_ref[...] + jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
                         ).astype(out_ref.dtype)
 
-    (m, k), n = x.shape, y.shape[1]
+        @pl.when(step == pl.num_programs(2) - 1)
+        def _():
+            out_ref[...] = jnp.maximum(out_ref[...] + b_ref[...], 0).astype(out_ref.dtype)
+
+    (m, k), n = x.shape, w.shape[1]
     x_spec = pl.BlockSpec((bm, bk), lambda i, j, s: (i, s))
     y_spec = pl.BlockSpec((bk, bn), lambda i, j, s: (s, j))
+    b_spec = pl.BlockSpec((1, bn), lambda i, j, s: (0, j))
     out_spec = pl.BlockSpec((bm, bn), lambda i, j, s: (i, j))
-    return pl.pallas_call(f32_matmul_kernel, grid=(m // bm, n // bn, k // bk), in_specs=[x_spec, y_spec],
+    return pl.pallas_call(kernel, grid=(m // bm, n // bn, k // bk), in_specs=[x_spec, y_spec, b_spec],
                           out_specs=out_spec, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
-                          interpret=True)(x, y)
+                          interpret=True)(x, w, b)
 ''',
-        # XLA's own dot, in bf16 with an f32 accumulation: the right numbers, no Pallas
-        '''def pallas_matmul(x, y, bm, bn, bk):
-    return jnp.dot(x, y, preferred_element_type=jnp.float32).astype(x.dtype)
+        # XLA's own ops, in bf16 with an f32 accumulation: the right numbers, no Pallas
+        '''def fused_dense(x, w, b, bm, bn, bk):
+    return jax.nn.relu(jnp.dot(x, w, preferred_element_type=jnp.float32) + b.astype(jnp.float32)).astype(x.dtype)
 ''',
     ],
     "ex5_predict_collectives": [
-        # the exercise side's old case classifier (the second independent attack): it moved to the answer side
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
-    size = dict(zip(("x", "y"), mesh_shape))
-    one = lambda s: tuple(a if a is not None and size[a] > 1 else None for a in s)
-    partial, join_m, join_n, _ = lab.sharding_class((one(a_spec), one(b_spec), one(out_spec)))
-    return {c for c, on in (("all-reduce", partial), ("all-gather", join_m or join_n)) if on}
-''',
-        # the helper the lab used to install (it compiled the case on the 2×4 mesh): gone from the exercise side
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
-    return set(lab.compiled_collectives(a_spec, b_spec, out_spec))
-''',
-        # the course's §7.9 cell pasted: compile on a mesh of that shape and read the HLO. The grader's meshes have
-        # up to 16 devices; this machine has 8
-        '''import re
+        # the attack on the old exercise (XLA's SPMD partitioner on this notebook's 8 host devices, a mesh larger than
+        # 8 cut to 2 devices per split axis), reading each collective's shape and group with the course's HLO reader
+        '''import math
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
-    mesh = Mesh(np.array(jax.devices()[:mesh_shape[0] * mesh_shape[1]]).reshape(mesh_shape), ("x", "y"))
-    a = jax.ShapeDtypeStruct((64, 32), jnp.float32, sharding=NamedSharding(mesh, P(*a_spec)))
-    b = jax.ShapeDtypeStruct((32, 16), jnp.float32, sharding=NamedSharding(mesh, P(*b_spec)))
+def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
+    if math.prod(mesh_shape) > len(jax.devices("cpu")):
+        mesh_shape = tuple(min(d, 2) for d in mesh_shape)
+    mesh = Mesh(np.array(jax.devices("cpu")[:math.prod(mesh_shape)]).reshape(mesh_shape), ("x", "y"))
+    sh = lambda s: NamedSharding(mesh, P(*s))
+    m, k, n = mkn
+    f = jax.jit(lambda a, b: a @ b, in_shardings=(sh(a_spec), sh(b_spec)), out_shardings=sh(out_spec))
+    S = jax.ShapeDtypeStruct
+    hlo = f.lower(S((m, k), jnp.float32), S((k, n), jnp.float32)).compile().as_text()
+    out = {}
+    for c in interconnect.hlo_collectives(hlo):
+        share = (c.group_size - 1) / c.group_size * c.elements * itemsize
+        out[c.kind] = out.get(c.kind, 0.0) + (2 * share if c.kind == "all-reduce" else share)
+    return out
+''',
+        # the same, with the mesh cut to fit 8 devices by halving its largest axis (keeps more of the real mesh)
+        '''import math
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
+    mesh_shape = list(mesh_shape)
+    while math.prod(mesh_shape) > 8:
+        mesh_shape[mesh_shape.index(max(mesh_shape))] //= 2
+    mesh = Mesh(np.array(jax.devices("cpu")[:math.prod(mesh_shape)]).reshape(mesh_shape), ("x", "y"))
+    m, k, n = mkn
+    a = jax.ShapeDtypeStruct((m, k), jnp.float32, sharding=NamedSharding(mesh, P(*a_spec)))
+    b = jax.ShapeDtypeStruct((k, n), jnp.float32, sharding=NamedSharding(mesh, P(*b_spec)))
     f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(mesh, P(*out_spec)))
-    COLL = r"\\s(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(?:-start)?\\("
-    return set(re.findall(COLL, f.lower(a, b).compile().as_text()))
+    out = {}
+    for c in interconnect.hlo_collectives(f.lower(a, b).compile().as_text()):
+        share = (c.group_size - 1) / c.group_size * c.array_bytes(itemsize)
+        out[c.kind] = out.get(c.kind, 0.0) + (2 * share if c.kind == "all-reduce" else share)
+    return out
 ''',
-        # the same, always on the course's 2×4 mesh (the axis names are what matter, isn't it?)
+        # the old exercise's answer (the set of names), from the course's §7.9 cell on the 2×4 mesh
         '''import re
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
-    mesh = Mesh(np.array(jax.devices()[:8]).reshape(2, 4), ("x", "y"))
+def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
+    mesh = Mesh(np.array(jax.devices("cpu")[:8]).reshape(2, 4), ("x", "y"))
     a = jax.ShapeDtypeStruct((64, 32), jnp.float32, sharding=NamedSharding(mesh, P(*a_spec)))
     b = jax.ShapeDtypeStruct((32, 16), jnp.float32, sharding=NamedSharding(mesh, P(*b_spec)))
     f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(mesh, P(*out_spec)))

@@ -32,26 +32,30 @@ WRONG = {
         out[start:start + chunk] = mem.to_host(r)
     return out
 ''',
-    # assumes a divergent warp always pays for both paths, and pads the last warp as if full
-    "ex4_warp_execution": '''def warp_execution(cond, cost_if, cost_else):
+    # the first design that comes to mind: if-items first, always (right when the if-path is the dearer one, or
+    # when the items fill whole warps; wrong when the partial last warp should hold the if-items alone)
+    "ex4_warp_layout": '''def warp_layout(cond, cost_if, cost_else):
     cond = np.asarray(cond, dtype=bool)
-    warps = -(-len(cond) // 32)
-    issued = warps * (cost_if + cost_else)
+    order = np.argsort(~cond, kind="stable")
+    issued = 0
+    for start in range(0, len(cond), 32):
+        lanes = cond[order[start:start + 32]]
+        issued += cost_if * int(lanes.any()) + cost_else * int(not lanes.all())
     useful = cost_if * int(cond.sum()) + cost_else * int((~cond).sum())
-    return issued, useful / (32 * issued)
+    return order, issued, useful / (32 * issued)
 ''',
-    # correct values, but still a Python loop over elements
-    "ex5_huber_vectorized": '''def huber_vectorized(pred, target, delta):
-    out = np.empty(len(pred), dtype=np.result_type(pred, target))
-    for i in range(len(pred)):
-        r = pred[i] - target[i]
-        out[i] = 0.5 * r * r if abs(r) <= delta else delta * (abs(r) - 0.5 * delta)
-    return out
+    # vectorized, but swaps the thresholds: hi bounds the negative side, lo the positive one
+    "ex5_asym_huber_vectorized": '''def asym_huber_vectorized(pred, target, lo, hi):
+    r = pred - target
+    g = np.clip(r, -hi, lo)
+    return g * r - 0.5 * g * g, g
 ''',
-    # an ordinary (unweighted) least-squares line — this exercise's old reference: the largest copies' noise
-    # drags the intercept, so the latency misses the 15 % band on several hidden series
-    "ex6_fit_transfer": '''def fit_transfer(sizes, seconds):
-    slope, intercept = np.polyfit(sizes, seconds, 1)
-    return intercept, 1.0 / slope
+    # the weighted fit of the old exercise on each size's median run (the statistic gc.measure reports): with
+    # about half the runs interrupted, the median of five is often an interrupted one
+    "ex6_transfer_plan": '''def transfer_plan(sizes, seconds, fraction):
+    t = np.median(seconds, axis=1)
+    slope, latency = np.polyfit(sizes, t, 1, w=1 / t)
+    bandwidth = 1 / slope
+    return latency, bandwidth, fraction / (1 - fraction) * latency * bandwidth
 ''',
 }

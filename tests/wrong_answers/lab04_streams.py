@@ -53,7 +53,7 @@ WRONG = {
         times.append(clock() - t0)
     return times[0], float(np.median(times))
 ''',
-        # synchronized, but a trimmed mean (drop the fastest and the slowest call) instead of the median
+        # synchronized, but the mean: the calls slowed by load pull it up
         '''def time_call(f, x, repeat, clock):
     t0 = clock()
     f(x).block_until_ready()
@@ -63,19 +63,80 @@ WRONG = {
         t0 = clock()
         f(x).block_until_ready()
         times.append(clock() - t0)
-    kept = sorted(times)[1:-1] or times
-    return first, float(np.mean(kept))
+    return first, float(np.mean(times))
+''',
+        # synchronized, the median, one call per measurement: on a clock that ticks every 2 ms a call of tens of µs
+        # reads as 0 or as a whole tick (the old exercise's answer)
+        '''def time_call(f, x, repeat, clock):
+    t0 = clock()
+    f(x).block_until_ready()
+    first = clock() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = clock()
+        f(x).block_until_ready()
+        times.append(clock() - t0)
+    return first, float(np.median(times))
+''',
+        # batches on the coarse clock, but the batch is never waited for: it times k launches, not k calls
+        '''def time_call(f, x, repeat, clock):
+    t0 = clock()
+    f(x).block_until_ready()
+    first = clock() - t0
+    def batch(k):
+        t0 = clock()
+        for _ in range(k):
+            f(x)
+        return clock() - t0
+    k = 1
+    while batch(k) < 0.2:
+        k *= 2
+    return first, min(batch(k) / k for _ in range(repeat))
 ''',
     ],
-    # one formula for every N, T = N·launch + work/N: ignores that kernels longer than a launch keep the GPU busy
-    # (T = launch + work), so the small-N makespans are wrong (the N it finds is the same: review finding 6)
-    "ex4_launches_to_dominate": '''def launches_to_dominate(work_us, launch_us):
-    makespans = [launch_us + work_us]
-    while makespans[-1] <= 2 * work_us:
-        n = len(makespans) + 1
-        makespans.append(n * launch_us + work_us / n)
-    return len(makespans), makespans
+    "ex4_launches_to_dominate": [
+        # one formula for every N, T = N·launch + work/N: ignores that kernels longer than a launch keep the GPU
+        # busy (T = launch + work), so the makespans of small N are wrong (the N it finds is the same)
+        '''def launches_to_dominate(work_us, launch_us, ns):
+    makespan = lambda n: n * launch_us + work_us / n
+    n = 1
+    if launch_us <= work_us:
+        n = max(1, int((work_us + (work_us * work_us - launch_us * work_us) ** 0.5) / launch_us))
+        while makespan(n) <= 2 * work_us:
+            n += 1
+        while n > 1 and makespan(n - 1) > 2 * work_us:
+            n -= 1
+    return n, [makespan(k) for k in ns]
 ''',
+        # the larger root rounded up: one too few where T(root) == 2·work exactly (a tie does not count)
+        '''import math
+
+def launches_to_dominate(work_us, launch_us, ns):
+    def makespan(n):
+        return max(launch_us + work_us, n * launch_us + work_us / n)
+    if launch_us > work_us:
+        return 1, [makespan(k) for k in ns]
+    root = (work_us + math.sqrt(work_us * work_us - launch_us * work_us)) / launch_us
+    return math.ceil(root), [makespan(k) for k in ns]
+''',
+        # the rule of thumb N ≈ 2·work/launch (the host's time alone reaching 2·work), ignoring the last kernel
+        '''def launches_to_dominate(work_us, launch_us, ns):
+    def makespan(n):
+        return max(launch_us + work_us, n * launch_us + work_us / n)
+    return max(1, int(2 * work_us / launch_us) + 1), [makespan(k) for k in ns]
+''',
+        # the old exercise's answer: right, but a loop over N — hundreds of millions of steps on the hidden cases
+        '''def launches_to_dominate(work_us, launch_us, ns):
+    def makespan(n):
+        if work_us / n >= launch_us:
+            return launch_us + work_us
+        return n * launch_us + work_us / n
+    n = 1
+    while makespan(n) <= 2 * work_us:
+        n += 1
+    return n, [makespan(k) for k in ns]
+''',
+    ],
     "ex5_fewest_chunks": [
         # the right pipeline, but timed without the launches: more chunks always look at least as good
         '''def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):

@@ -67,93 +67,160 @@ WRONG = {
     return shapes[len(cycles) - 1 - cycles[::-1].index(min(cycles))]
 ''',
     ],
-    "ex4_pallas_matmul": [
+    "ex4_fused_dense": [
         # reduction axis first: grid (k, i, j). Interpret mode still gives the right numbers, but every output block
         # is left and revisited — on a TPU the revisit starts from a stale VMEM buffer (Pallas docs, "TPU details")
-        '''def pallas_matmul(x, y, bm, bn, bk):
+        '''def fused_dense(x, w, b, bm, bn, bk):
     m, k = x.shape
-    n = y.shape[1]
+    n = w.shape[1]
 
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
+    def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
         @pl.when(pl.program_id(0) == 0)
         def _():
             acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
 
-        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
 
         @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
         def _():
-            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+            o_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...].astype(jnp.float32), 0.0).astype(o_ref.dtype)
 
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
         grid=(k // bk, m // bm, n // bn),
-        in_specs=[pl.BlockSpec((bm, bk), lambda kk, i, j: (i, kk)), pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j))],
+        in_specs=[pl.BlockSpec((bm, bk), lambda kk, i, j: (i, kk)), pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j)),
+                  pl.BlockSpec((1, bn), lambda kk, i, j: (0, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda kk, i, j: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         interpret=True,
-    )(x, y)
+    )(x, w, b)
 ''',
-        # the float32 kernel of the course, with a bf16 output: accumulates into the bf16 output block (each product
-        # cast to bf16 to be stored), rounding the running sum to 8 bits at every k step (256 + 0.5 stays 256)
-        '''def pallas_matmul(x, y, bm, bn, bk):
+        # the course's float32 kernel with a bf16 output and the epilogue: the running sum lives in the bf16 output
+        # block, rounded to 8 bits at every k step (256 + 0.5 stays 256)
+        '''def fused_dense(x, w, b, bm, bn, bk):
     m, k = x.shape
-    n = y.shape[1]
+    n = w.shape[1]
 
-    def kernel(x_ref, y_ref, o_ref):
+    def kernel(x_ref, w_ref, b_ref, o_ref):
         @pl.when(pl.program_id(2) == 0)
         def _():
             o_ref[...] = jnp.zeros_like(o_ref)
 
-        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+        o_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = jnp.maximum(o_ref[...] + b_ref[...], 0).astype(o_ref.dtype)
 
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
         grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+                  pl.BlockSpec((1, bn), lambda i, j, kk: (0, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         interpret=True,
-    )(x, y)
+    )(x, w, b)
 ''',
         # declares the f32 scratch the spec asks for, but never uses it: adds each k block's product into the bf16
         # output block, so the running sum is still rounded to 8 bits at every k step
-        '''def pallas_matmul(x, y, bm, bn, bk):
+        '''def fused_dense(x, w, b, bm, bn, bk):
     m, k = x.shape
-    n = y.shape[1]
+    n = w.shape[1]
 
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
+    def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
         @pl.when(pl.program_id(2) == 0)
         def _():
             o_ref[...] = jnp.zeros_like(o_ref)
 
-        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+        o_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = jnp.maximum(o_ref[...] + b_ref[...], 0).astype(o_ref.dtype)
 
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
         grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+                  pl.BlockSpec((1, bn), lambda i, j, kk: (0, j))],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         interpret=True,
-    )(x, y)
+    )(x, w, b)
 ''',
-        # f32 accumulator, but a float32 result (the course's out_shape): the spec asks for bfloat16
-        '''def pallas_matmul(x, y, bm, bn, bk):
+        # the epilogue at every k step: the bias is added once per k block, and every partial sum is clamped at 0
+        '''def fused_dense(x, w, b, bm, bn, bk):
     m, k = x.shape
-    n = y.shape[1]
+    n = w.shape[1]
 
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
+    def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
         @pl.when(pl.program_id(2) == 0)
         def _():
             acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
 
-        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-        o_ref[...] = acc_ref[...]
+        acc_ref[...] = jnp.maximum(acc_ref[...] + jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+                                   + b_ref[...].astype(jnp.float32), 0.0)
+        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
 
     return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+                  pl.BlockSpec((1, bn), lambda i, j, kk: (0, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        interpret=True,
+    )(x, w, b)
+''',
+        # relu before the bias: relu(x @ w) + b (a negative bias gives negative outputs)
+        '''def fused_dense(x, w, b, bm, bn, bk):
+    m, k = x.shape
+    n = w.shape[1]
+
+    def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = (jnp.maximum(acc_ref[...], 0.0) + b_ref[...].astype(jnp.float32)).astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)), pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+                  pl.BlockSpec((1, bn), lambda i, j, kk: (0, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        interpret=True,
+    )(x, w, b)
+''',
+        # a matmul kernel with the f32 accumulator, and the bias and relu as XLA ops around it (not fused: the
+        # product makes a round trip through HBM)
+        '''def fused_dense(x, w, b, bm, bn, bk):
+    m, k = x.shape
+    n = w.shape[1]
+
+    def kernel(x_ref, w_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = acc_ref[...]
+
+    acc = pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
         grid=(m // bm, n // bn, k // bk),
@@ -161,17 +228,61 @@ WRONG = {
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
         interpret=True,
-    )(x, y)
+    )(x, w)
+    return jnp.maximum(acc + b.astype(jnp.float32), 0.0).astype(x.dtype)
 ''',
     ],
     "ex5_predict_collectives": [
-        # only thinks of partial sums: misses the all-gather a replicated output needs
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
-    (a_rows, a_k), (b_k, b_cols) = a_spec, b_spec
-    return {"all-reduce"} if a_k is not None else set()
+        # the collectives' names are right, but each device "receives" its whole block (all-reduce: the buffer once;
+        # all-gather: the whole wanted block)
+        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
+    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
+    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = (
+        [axis if devices[axis] > 1 else None for axis in spec] for spec in (a_spec, b_spec, out_spec))
+    m, _, n = mkn
+    rows, cols = m // devices[a_rows or out_rows], n // devices[b_cols or out_cols]
+    wanted = (m // devices[out_rows]) * (n // devices[out_cols])
+    found = {}
+    if a_k is not None:
+        found["all-reduce"] = rows * cols * itemsize
+    if wanted != rows * cols:
+        found["all-gather"] = wanted * itemsize
+    return found
+''',
+        # forgets that XLA slices before the matmul: where the output splits a dimension the operand holds whole,
+        # the device computes (and all-reduces) the whole dimension
+        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
+    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
+    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = (
+        [axis if devices[axis] > 1 else None for axis in spec] for spec in (a_spec, b_spec, out_spec))
+    m, _, n = mkn
+    rows, cols = m // devices[a_rows], n // devices[b_cols]
+    wanted = (m // devices[out_rows]) * (n // devices[out_cols])
+    found = {}
+    if a_k is not None:
+        g = devices[a_k]
+        found["all-reduce"] = 2 * (g - 1) / g * rows * cols * itemsize
+    if wanted > rows * cols:
+        found["all-gather"] = (wanted - rows * cols) * itemsize
+    return found
 ''',
         # the right rule on the names alone: forgets that an axis of one device splits nothing
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape):
+        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
+    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
+    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
+    m, _, n = mkn
+    rows, cols = m // devices[a_rows or out_rows], n // devices[b_cols or out_cols]
+    wanted = (m // devices[out_rows]) * (n // devices[out_cols])
+    found = {}
+    if a_k is not None:
+        g = devices[a_k]
+        found["all-reduce"] = 2 * (g - 1) / g * rows * cols * itemsize
+    if a_rows is not None and out_rows is None or b_cols is not None and out_cols is None:
+        found["all-gather"] = (wanted - rows * cols) * itemsize
+    return found
+''',
+        # the collectives' names only, as the exercise used to ask
+        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
     (a_rows, a_k), (b_k, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
     found = set()
     if a_k is not None:
