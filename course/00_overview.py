@@ -435,7 +435,9 @@ assert c.devices() == {be.jax_device} and d.devices() == {be.jax_device}
 
 # %%
 c_host = np.asarray(c)
-tol = 3e-2 if be.is_gpu else 1e-4  # TF32 inputs on a GPU (step 4): 10-bit mantissas, errors ≈ 1e-2 on sums of 128
+# TF32 inputs on a GPU (step 4): 10-bit mantissas, errors ≈ 1e-2 on sums of 128 when the inputs are rounded to TF32,
+# ≈ 3.5e-2 when a kernel truncates them (cuBLAS and TMA-fed kernels may: the low 13 bits dropped) — both pass
+tol = 6e-2 if be.is_gpu else 1e-4
 err = np.abs(c_host - a.astype(np.float64) @ b.astype(np.float64)).max()
 print("copied home:", type(c_host).__name__, c_host.shape, f"- largest difference from float64 a @ b: {err:.1e}")
 assert isinstance(c_host, np.ndarray) and err < tol

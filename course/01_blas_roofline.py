@@ -239,7 +239,11 @@ gemv_big, gemv_small = verdicts[f"gemv n={n_gemv}"], verdicts[f"gemv n=512 ×{SM
 gemv_cold = verdicts["gemv n=512 ×1 (evicted)"]
 gemm64, gemm512 = verdicts["gemm n=64"], verdicts["gemm n=512"]
 assert axpy.flops / axpy.bytes < roof.ridge and gemv_big.point.intensity < roof.ridge
-if not be.is_gpu:  # a GPU's ridge (10-100 FLOP/B: an L4's is near the 512³ GEMM's 85) is printed, not placed
+sheet_ridges = {g.name: g.peak_flops["fp32"] / g.memory_bandwidth for g in gc.hardware.GPU_PROFILES}  # FLOP/byte
+print("fp32 ridge points of GPUs, from their datasheets: "
+      + ", ".join(f"{name} {r:.0f}" for name, r in sheet_ridges.items()) + " FLOP/byte")
+assert min(sheet_ridges.values()) < 15 and max(sheet_ridges.values()) > gemm512.point.intensity  # both sides of it
+if not be.is_gpu:  # a GPU's ridge can lie either side of the 512³ GEMM's intensity (printed): placed on a CPU only
     assert roof.ridge < gemm512.point.intensity
     # intensity n/6: the 64³ GEMM (an eighth of the 512³'s) is nearer the ridge, measured as a factor on the log axis
     assert abs(math.log(gemm64.point.intensity / roof.ridge)) < abs(math.log(gemm512.point.intensity / roof.ridge))
@@ -310,8 +314,9 @@ plt.show()
 #   rounds are not repeated to make the table look consistent: what 5 rounds gave is what it shows.
 # - **GEMMs** have an intensity that grows with n (n/6 FLOP/byte in float32): the 512³ one sits far right of the
 #   ridge (asserted), the 64³ one, at an eighth of that intensity, much closer to it (asserted; both on a CPU — a
-#   GPU's ridge lies anywhere from about 10 to 100 FLOP/byte, an L4's near the 512³ GEMM's 85, so there the printed
-#   ridge and the table's intensities say where each GEMM sits). All sit at or
+#   GPU's ridge lies anywhere from about 10 to 100 FLOP/byte, the line under the table prints the datasheets' fp32
+#   ridges of six GPUs, and an L4's lies beyond the 512³ GEMM's 85 (asserted), so there the printed ridge and the
+#   table's intensities say where each GEMM sits). All sit at or
 #   below the compute roof (within the 20 % margin), the 64³ one well below it (asserted: under 90 % of the roof,
 #   and below the best of the larger ones): its 0.5 MFLOP are too little work to amortise the fixed costs of a call
 #   (NumPy's dispatch into the BLAS, packing tiles into buffers, loop set-up) — the first sign of the

@@ -709,7 +709,7 @@ assert hbm / max(host_bw, host_add) > 3
 # A roof is meant to be a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32 GEMM — a size
 # chosen to let every core's vector units run flat out, warmed up, the best of several runs (other programs only
 # ever slow a run down), though on a shared or busy machine it reaches only the fraction of the nominal peak printed
-# beside it, and it is then the roof *measured here, under whatever else runs* — and its memory roof is the faster of the two bandwidths measured in §3.6 (one core's: all cores
+# beside it, and it is then the roof *measured here, under whatever else runs* — and its memory roof is the faster of the two bandwidths measured in §3.1 and §3.6 (one core's: all cores
 # together draw more, so this machine's true ridge point lies left of the one drawn). The nominal peak
 # (physical cores × FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel reports, computed as §1 does:
 # 2 pipes on most cores, 1 of 512 bits on Intel's client cores with AVX-512; a pipe's lanes are its width, 8 on
@@ -848,6 +848,7 @@ rms = np.sqrt(partial / N)
 print(small.summary())
 print(f"RMS streamed: {rms:.9f}   RMS in one piece (host): {np.sqrt(np.mean(data.astype(np.float64) ** 2)):.9f}")
 assert small.peak <= small.budget and small.h2d_bytes == data.nbytes
+assert small.d2h_copies == -(-N // chunk) and small.d2h_bytes == 8 * small.d2h_copies  # one float64 per chunk came back
 assert np.isclose(rms, np.sqrt(np.mean(data.astype(np.float64) ** 2)), rtol=1e-6)
 
 # %% [markdown]

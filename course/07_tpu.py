@@ -731,7 +731,9 @@ print(f"256 + 7 × 0.5: bf16 running sum {float(running_bf16):g}; f32 accumulato
 assert float(running_bf16) == 256.0 and float(running_f32.astype(jnp.bfloat16)) == 260.0
 
 # %% [markdown]
-# The grid's order matters for a second reason. On a TPU the grid is a sequential loop, last axis fastest, and an
+# The grid's order matters for a second reason. On a TPU the grid is a sequential loop on each TensorCore, last axis
+# fastest (on two-core "megacore" chips, v4 and v5p, axes marked "parallel" are split between the cores; a
+# reduction axis stays "arbitrary"), and an
 # output block stays in VMEM only while consecutive steps keep its index: when the index changes, Pallas writes the
 # block to HBM and never reads it back. So **every output block must be visited in one unbroken run** of steps —
 # "we do require that all invocations that write to a particular slice are consecutive … The third and *last* grid

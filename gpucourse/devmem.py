@@ -126,6 +126,14 @@ class DeviceMemory:
         self.d2h_copies += 1
         return host
 
+    def _scalar_to_host(self, value: Any) -> Any:
+        """A 0-d result of device arithmetic (a reduction's sum, max, ...) as a host scalar — on a GPU a real copy
+        (and a wait for the work that made it), so it is counted as one device→host transfer."""
+        host = value.get()[()] if hasattr(value, "get") else value[()] if isinstance(value, np.ndarray) else value
+        self.d2h_bytes += int(np.asarray(host).nbytes)
+        self.d2h_copies += 1
+        return host
+
     def __repr__(self) -> str:
         return f"DeviceMemory(budget={self.budget:,} bytes)"
 
@@ -202,8 +210,8 @@ class DeviceArray(NDArrayOperatorsMixin):
     def _wrap(self, result: Any) -> Any:
         if isinstance(result, tuple):
             return tuple(self._wrap(r) for r in result)
-        if getattr(result, "ndim", None) == 0 and hasattr(result, "get"):
-            return result.get()[()]  # a CuPy 0-d result: a host scalar, as NumPy storage gives (np.float32)
+        if getattr(result, "ndim", None) == 0:  # a scalar result comes back to the host: a device→host copy
+            return self.memory._scalar_to_host(result)
         if hasattr(result, "shape") and hasattr(result, "dtype") and not np.isscalar(result):
             return self.memory._adopt(result)
         return result
@@ -220,16 +228,16 @@ class DeviceArray(NDArrayOperatorsMixin):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         memory = _memory_of(args) or self.memory
         result = func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
-        if getattr(result, "ndim", None) == 0 and hasattr(result, "get"):
-            return result.get()[()]  # np.sum(d) on CuPy storage: a host scalar, as on NumPy storage
+        if getattr(result, "ndim", None) == 0:  # np.sum(d): a host scalar, a device→host copy
+            return memory._scalar_to_host(result)
         return memory._adopt(result) if hasattr(result, "nbytes") and getattr(result, "ndim", 0) > 0 else result
 
     # reductions and a few methods, so that d.sum() and friends work like on NumPy/CuPy arrays
     def _method(name: str):  # noqa: N805 (a helper that builds methods)
         def method(self: "DeviceArray", *args: Any, **kwargs: Any) -> Any:
             result = getattr(self.data, name)(*_unwrap(args), **kwargs)
-            if hasattr(result, "ndim") and result.ndim == 0:
-                return result.item() if hasattr(result, "item") else result  # a scalar comes back to the host
+            if hasattr(result, "ndim") and result.ndim == 0:  # a scalar comes back to the host: counted
+                return self.memory._scalar_to_host(result).item()
             return self._wrap(result)
 
         method.__name__ = name

@@ -161,7 +161,8 @@ LINKS = {
     "NVLink 4 (H100, per GPU, each direction)": 450e9,
 }
 
-# Load-to-use latency of a dependent global load that misses L2 (pointer chasing over a 1.5 GB chain), measured on
+# Load-to-use latency of a dependent global load that misses L2 (pointer chasing; the 655-cycle row is
+# gpu-benches' ~550 MiB footprint, its chains reach 1.5 GB), measured on
 # an H100 PCIe at its 1,755 MHz boost clock: ~655 cycles (373 ns); an L2 hit costs ~265 cycles (near partition) to
 # ~475 (far partition), an L1 hit ~34. Source: D. Ernst (NHR@FAU), gpu-benches, gpu-latency/h100_pcie.txt
 # (github.com/te42kyfo/gpu-benches). Dependent (pointer-chasing) loads measure the unloaded latency; under load the

@@ -112,3 +112,14 @@ def test_on_a_gpu_the_storage_is_cupy_and_copies_are_real():
     r = np.sqrt(d)
     assert np.allclose(m.to_host(r), np.sqrt(np.arange(1000, dtype=np.float32)))
     assert gc.get_backend().is_gpu
+
+
+def test_a_reduction_brings_its_scalar_back_as_a_counted_copy():
+    """A fresh ML-systems read: `d.sum()` hands a host scalar back — on a GPU a device→host copy (and a wait for the
+    work that made it), which the tracker must count like any other."""
+    m = devmem.DeviceMemory(budget=2**20, xp=np)
+    d = m.to_device(np.arange(100, dtype=np.float32))
+    assert (m.d2h_copies, m.d2h_bytes) == (0, 0)
+    assert d.sum() == 4950.0 and (m.d2h_copies, m.d2h_bytes) == (1, 4)
+    assert float((d * d).sum(dtype=np.float64)) == 328350.0 and (m.d2h_copies, m.d2h_bytes) == (2, 12)
+    assert np.max(d) == 99 and m.d2h_copies == 3

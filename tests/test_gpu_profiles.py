@@ -72,7 +72,7 @@ def test_section_1_memory_bound_ops_sit_left_of_any_measured_ridge(name):
     ridge = 0.3 * g.peak_flops["fp32"] / g.memory_bandwidth
     assert 0.5 < ridge
     text = source("01_blas_roofline.py")
-    assert "if not be.is_gpu:  # a GPU's ridge" in text  # the GEMM-vs-ridge asserts are the CPU's alone
+    assert "if not be.is_gpu:  # a GPU's ridge can lie either side" in text  # the GEMM-vs-ridge asserts are the CPU's alone
 
 
 def test_section_7_triton_cell_runs_only_from_compute_capability_8():

@@ -84,7 +84,6 @@ def test_asym_huber_accepts_numpy_and_numba_answers_and_rejects_loops_and_the_sy
     with pytest.raises(CheckFailure, match="loops over elements"):
         lab.ASYM_HUBER.check(loop)
     scipy_special = pytest.importorskip("scipy.special")
-    assert not any("asym" in n or "quantile" in n for n in dir(scipy_special))  # no library has this loss
 
     def symmetric(pred, target, lo, hi):  # SciPy's Huber loss: one threshold for both sides
         r = pred - target
@@ -92,6 +91,13 @@ def test_asym_huber_accepts_numpy_and_numba_answers_and_rejects_loops_and_the_sy
 
     with pytest.raises(CheckFailure, match="loss"):
         lab.ASYM_HUBER.check(symmetric, hidden=True)
+
+    def per_side(pred, target, lo, hi):  # the fourth attack's answer: SciPy's loss, its delta chosen by a mask
+        r = pred - target
+        return np.where(r > 0, scipy_special.huber(hi, r), scipy_special.huber(lo, r)), np.clip(r, -lo, hi)
+
+    lab.ASYM_HUBER.check(per_side)  # right, and the spec says so: the masks are the lesson
+    lab.ASYM_HUBER.check(per_side, hidden=True)
 
 
 def test_asym_huber_hidden_cases_cross_both_thresholds():

@@ -122,6 +122,22 @@ def test_fused_kernel_passes_and_its_traffic_equals_xlas():
     lab.KERNEL.check(_good, hidden=True)
 
 
+@cuda.jit
+def _registers(x, w, b, out):
+    j, i0 = cuda.grid(2)
+    if j < out.shape[1]:
+        wj, bj = w[j], b[j]  # once per thread: the thread's column is the same for every row it handles
+        for i in range(i0, out.shape[0], cuda.gridsize(2)[1]):
+            out[i, j] = max(x[i, j] * wj + bj, np.float32(0.0))
+
+
+def test_vectors_hoisted_into_registers_pass():
+    """A fresh expert read: the epilogue most engineers write holds its column's w and b in registers, read once
+    per thread before the row loop — as right as staging them once per block in shared memory."""
+    lab.KERNEL.check(_registers)
+    lab.KERNEL.check(_registers, hidden=True)
+
+
 def test_section_5_kernels_with_the_formula_changed_fail():
     """Issue 20: §5.2's scale_2d (one thread per element) leaves the rows the small grid does not reach; its
     grid-stride loop reads w and b once per element instead of once per block; staging without a barrier races."""

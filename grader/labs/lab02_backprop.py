@@ -203,7 +203,10 @@ STEP_GEMMS = _DeepNetworks(
         Return the number of GEMMs of the step (forward and backward), and the FLOPs of each pass (2 FLOPs per
         multiply-add; a recomputed forward GEMM counts in backward_flops).
         Predict it from the chain rule: the hidden networks have thousands of layers, and tracing JAX's backward
-        pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes longer than the time limit.
+        pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes longer than the time limit. To
+        check a small case without recomputation, either works; with recompute=True neither counts it: XLA:CPU
+        merges the recomputed GEMMs back into the forward ones, and a printed jaxpr shows a checkpointed
+        sub-jaxpr once however often it runs.
     """,
     visible=[Case((32, [784, 256, 10], [True, True], False)),
              Case((5, [3, 4], [True], False)),

@@ -18,7 +18,8 @@ No installed code answers an exercise (issue 20): exercises 1 and 2 *use* the co
 (gpucourse.datapath) for what it does not compute (which steps share a pair of copies; the link bandwidth at which
 offloading starts to pay). Exercise 4 asks for the thread-to-data layout with the fewest issued instructions: the
 course's SIMT executor (gpucourse.simt) and this module's ``issued_by`` count what a layout issues, they do not
-choose one. Exercise 5's loss (three branches, and its gradient) is no library's function, and exercise 6's runs
+choose one. Exercise 5's loss (three branches, and its gradient) is no single library call (SciPy's symmetric huber, chosen per
+element with masks, is a right answer: the masks are the lesson), and exercise 6's runs
 are partly interrupted, so that one weighted fit of every number is not the answer; its size question uses the
 fitted model backwards.
 """
@@ -449,7 +450,8 @@ ASYM_HUBER = Problem(
             loss[i] = lo * (-r - 0.5 * lo)     grad[i] = -lo    if r < -lo
         grad is d loss / d pred: the residual clipped to [-lo, hi]. With lo = hi = delta this is the Huber loss
         (lab.huber_loop, a loop over elements); with lo != hi, over- and under-predictions are penalised
-        differently (no library has it: scipy.special.huber is the symmetric loss alone, without its gradient).
+        differently. (scipy.special.huber is the symmetric loss alone; picking its delta per element with np.where
+        and clipping for the gradient is a right answer too — the lesson is the masks, not the formula.)
         The checker traces your function on 40,000 elements: a vectorized answer runs a few dozen Python lines
         whatever n is; a loop runs n of them.
     """,

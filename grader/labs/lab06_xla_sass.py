@@ -20,8 +20,8 @@ synthetic SASS), the same with or without NVIDIA's toolchain.
 No installed course code answers exercises 3, 6, 7 and 9 (issue 20): breaking_op's bytes are read from the breaker's HLO type, which
 no course helper parses; mma_flops reads the tensor-core shapes that toolchain.Sass lists but never interprets;
 fusion_payoff_rows inverts gpucourse.fusion's forward model (tests/attacks/lab06_xla_sass.py). Nor exercises 5 and
-8: the kernel's launch has too few blocks of rows and its vectors must be staged once per block (no §5 kernel with its
-formula changed does that), and measure_times' cases include lab 1's coarse clock, where the course's timer — even
+8: the kernel's launch has too few blocks of rows and its vectors must be read once per thread or per block, not per
+element (no §5 kernel with its formula changed does that), and measure_times' cases include lab 1's coarse clock, where the course's timer — even
 reloaded and pointed at the clock given — times one call per run and reads 0 or a whole tick. Exercise 2,
 fusion_bytes, is a prediction of XLA's byte count from §6.3's rule: the chains it is checked on are built on the
 answer side only, and XLA's compiler and analyses are locked while the student's function runs (``ByHand``,
@@ -374,7 +374,7 @@ FIX_SCALE = _JitProblem(
     spec="""
         fixed_scale_tanh(x, d, b) -> the same values as  jnp.tanh(x @ jnp.diag(d) + b)  (x: (m, n); d, b: (n,);
         float32), but compiled to ONE fusion: no `dot` anywhere in the optimized HLO, inputs read once, output
-        written once, no temporary buffer. (The original builds an n×n diagonal matrix — n² bytes of zeros —
+        written once, no temporary buffer. (The original builds an n×n diagonal matrix — n² float32 elements (4n² bytes), almost all zeros —
         and sends it through a matrix multiply, which XLA does not fuse with the elementwise ops around it.)
     """,
     visible=_scale_visible(),
@@ -387,8 +387,9 @@ FIX_SCALE = _JitProblem(
 # Run by the course's instrumented executor (gpucourse.simt, through grader.kernels.KernelProblem): values, races,
 # barrier errors, sectors per warp-wide access, and every element each thread read and wrote. The launch covers the
 # columns but only ``rows_of_blocks`` blocks of rows (a case's keyword, fewer than the rows need): a 2-D grid-stride
-# loop over rows, the per-column vectors staged once per block in shared memory — what an epilogue of a fused GEMM
-# does with its bias — and none of it is §5's scale_2d with its formula changed.
+# loop over rows, the per-column vectors read once per thread (registers) or once per block (shared memory), never
+# per element — what an epilogue of a fused GEMM does with its bias — and none of it is §5's scale_2d with its formula
+# changed.
 
 from gpucourse import simt  # noqa: E402
 
@@ -451,14 +452,15 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
             f"{blocks_y * KERNEL_BLOCK[1]} rows of threads for {m} rows, so in a grid-stride loop over the rows "
             f"(i = y, y + gridsize_y, ...) each of the {thread_rows * n:,} threads with a column and a first row writes "
             f"{math.ceil(m / (blocks_y * KERNEL_BLOCK[1]))} elements at most: cuda.gridsize(2) gives the stride")
+    threads = n * blocks_y * KERNEL_BLOCK[1]  # threads with a column (a row or not)
     for vec in (ws, bs):
-        if t[vec]["reads"] > n * blocks_y:
+        if t[vec]["reads"] > threads:
             raise CheckFailure(
-                f"{what}: `{vec}` was read {t[vec]['reads']:,} times from global memory; each of the "
-                f"{blocks_y} blocks per column of blocks needs each of its 32 columns once ({n * blocks_y:,} reads "
-                "in all). Stage the block's slice in shared memory: one row of threads (threadIdx.y == 0) loads "
-                "it, cuda.syncthreads(), then every thread reads it from there for every row it handles — as an "
-                "epilogue reads its bias once per tile, not once per element")
+                f"{what}: `{vec}` was read {t[vec]['reads']:,} times from global memory, more than once per thread "
+                f"({threads:,} threads have a column): each thread's column is fixed for every row it "
+                "handles, so read its w[j] and b[j] once, before the row loop (into registers), or stage the "
+                "block's 32 values in shared memory behind a cuda.syncthreads() — as an epilogue reads its bias "
+                "once per tile, not once per element")
     moved = sum((v["read"] + v["written"]) * r.itemsize[name] for name, v in t.items())
     xla_bytes = _xla_bytes(x, w, b)
     if moved != xla_bytes:
@@ -490,10 +492,11 @@ KERNEL = KernelProblem(
             one row, so each warp-wide access of x and out touches at most 5 32-byte sectors;
           - one pass: every x[i, j] read once, every out[i, j] written once, out never read back; every thread
             with a column and a first row does its share (at most ceil(m / 4G) elements);
-          - the vectors once per block: w and b are read from global memory at most once per column per block
-            (n·G reads each). The 4 rows of threads of a block need the same 32 values for every row they
-            handle: one row of threads loads them into shared memory (cuda.shared.array(32, np.float32)), then
-            cuda.syncthreads() (§5.7: no thread reads before the loads are done), then all read them from there;
+          - the vectors once, not once per element: w and b are read from global memory at most once per
+            thread (a thread's column is the same for every row it handles): into registers before the row
+            loop, or once per block into shared memory (one row of threads loads the block's 32 values into
+            cuda.shared.array(32, np.float32), then cuda.syncthreads() — §5.7: no thread reads before the loads
+            are done — then all read them from there);
           - the distinct bytes your kernel touches in global memory equal what XLA's cost analysis charges the
             fused jnp version jnp.maximum(x * w + b, 0) — your kernel is that fusion, written by hand.
     """,
@@ -790,7 +793,7 @@ SASS_COUNTS = _ToolchainProblem(
         tensor-core instructions — with your mma_flops.
         tensor_flops is mma_flops' static count (per issuing warp or warpgroup, each listed instruction once).
         `arch` goes to the compiler as given; it is not graded by itself: a function that always compiled for
-        sm_90a would count the same (sm_90a is sm_90 plus wgmma), while compiling a wgmma kernel for sm_90 fails.
+        sm_90a would count the same (sm_90a is sm_90 plus its architecture-specific instructions: wgmma, setmaxnreg), while compiling a wgmma kernel for sm_90 fails.
         (Without NVIDIA's toolchain wheels the toolchain raises ToolchainMissing: let it propagate.)
     """,
     visible=[Case((_Src(ELEMENTWISE_CU), "sm_90")), Case((_Src(wmma_cu(1)), "sm_90")),

@@ -340,8 +340,9 @@ lab.problems["min_size_for_fraction"].check(min_size_for_fraction, hidden=True)
 # result does not exist yet, and a warm-up not waited for is still running when the timing starts), and averaging
 # runs that other programs slowed down. Write the course's timing method yourself, reading the clock you are
 # handed (`clock()`, for every reading): on a GPU the clock that sees the device's work is the device's own (CUDA
-# events), not the host's, and here the checks pass a clock that only the calls' work moves — the course's
-# `gc.measure` reads `time.perf_counter` and measures the wrong thing. On your machine (the last cell) your
+# events), not the host's, and here the checks pass a clock that only the calls' work moves — against those stand-in
+# calls the course's `gc.measure`, which reads `time.perf_counter`, measures the wrong thing (on real work it is
+# right). On your machine (the last cell) your
 # function gets `clock=time.perf_counter`. It is graded on calls whose true duration is known by construction, so
 # the grade does not depend on how busy the grading machine is: your answer must land in a band around the true
 # time, and your function must read the given clock, warm up once and wait for every result.

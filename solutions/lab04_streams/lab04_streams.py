@@ -225,8 +225,8 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # ## Exercise 4 — How many tiny launches make overhead dominate?
 #
 # [Seed 000](../../course/00_overview.ipynb#Sources-and-claims-checks): a launch costs "3–5 µs", so a 1 µs
-# kernel is dominated by it. The course's §4.4 splits that cost in two: the latency (paid once when the queue is
-# full) and the host's time per launch, which limits back-to-back kernels. This exercise is about the second: the
+# kernel is dominated by it. The course's §4.4 splits that cost in two: the latency (paid once, by the first kernel
+# of an idle queue) and the host's time per launch, which limits back-to-back kernels. This exercise is about the second: the
 # host queues launches while the GPU works, and as long as each kernel runs longer than a launch takes, the queue
 # never runs dry. Split a fixed amount of work into more and more kernels and find where the GPU starts idling
 # more than it works. `streams.CommandQueue` runs one split launch by launch — try it on small splits — but the

@@ -26,7 +26,7 @@
 # | 2 | predict | the bytes fusion saves, exactly as XLA's `cost_analysis` counts them |
 # | 3 | diagnose | the op that splits a chain into several fusions, and the bytes it sends through memory, read from optimized HLO |
 # | 4 | fix | rewrite a function so the fusion breaker disappears |
-# | 5 | implement | the fused epilogue kernel in numba-cuda on a grid smaller than the array: a grid-stride loop, coalesced, w and b staged once per block in shared memory, moving exactly the bytes XLA's fusion moves |
+# | 5 | implement | the fused epilogue kernel in numba-cuda on a grid smaller than the array: a grid-stride loop, coalesced, w and b read once per thread (registers) or per block (shared memory), never per element, moving exactly the bytes XLA's fusion moves |
 # | 6 | compute | the tensor-core work in SASS: every tensor-core opcode (HMMA, IMMA, DMMA, HGMMA, IGMMA, QGMMA), 2·m·n·k each |
 # | 7 | implement | compile CUDA C for Hopper (sm_90, sm_90a): did it use the tensor cores? FFMA count and tensor-core operations |
 # | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition, batches on a coarse clock |
@@ -230,9 +230,9 @@ lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
 # - **coalescing** (§5.6): a warp is 32 threads with neighbouring `threadIdx.x`; give them neighbouring columns
 #   (`cuda.grid(2)` returns `(x, y)` = `(column, row)`), so a warp-wide load of a float32 row touches 4 sectors,
 #   not 32;
-# - **the per-column vectors once per block**: every row a block handles needs the same 32 values of `w` and `b`;
-#   read them from global memory once per block into shared memory (§5.7's tiles, with its barrier), not once per
-#   element;
+# - **the per-column vectors once, not per element**: every row a thread handles needs the same `w[j]` and `b[j]`;
+#   read them from global memory once per thread, before the row loop (registers), or once per block into shared
+#   memory (§5.7's tiles, with its barrier) — not once per element;
 # - **one pass**: your kernel's distinct global-memory bytes must equal XLA's `bytes_accessed` for the fused jnp
 #   version — x, w and b read once, `out` written once and never read back. Your kernel *is* that fusion.
 
@@ -356,7 +356,8 @@ lab.problems["sass_counts"].check(sass_counts, hidden=True)
 # repeat, keep a robust statistic — reading the clock you are handed (`clock()`) for every measurement, as a GPU
 # timer reads the device's clock (CUDA events), not the host's. The checker gives your timer stand-in functions
 # whose work moves only that virtual clock, so it knows the exact answer (and each classic mistake gives a
-# recognisable wrong one; the course's `gc.measure` reads `time.perf_counter` and measures the wrong thing). Some
+# recognisable wrong one; against these stand-ins the course's `gc.measure`, which reads `time.perf_counter`,
+# measures the wrong thing — on real work it is right). Some
 # of those clocks tick only every 2 ms while a call takes tens of microseconds, as lab 1's exercise 8 showed: time
 # batches of calls, grown until one spans many ticks;
 # after exercise 9 your timer measures real work on this machine with `clock=time.perf_counter`.

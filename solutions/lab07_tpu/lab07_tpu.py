@@ -186,14 +186,17 @@ lab.problems["best_array"].check(best_array, hidden=True)
 # TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
 # on-chip memory), a `grid` of program instances, and a `BlockSpec` per operand whose index map says which
 # block each instance gets — Pallas turns those into the HBM↔VMEM copies, double-buffered (two VMEM buffers per
-# operand: the next block loads while the kernel works on this one). On a TPU the grid is a sequential loop, last
-# axis fastest, and an output block is written back to HBM as soon as the grid moves to another one — never read
+# operand: the next block loads while the kernel works on this one). On a TPU the grid is a sequential loop on each
+# TensorCore, last axis fastest (on two-core "megacore" chips, v4 and v5p, axes marked "parallel" are split between
+# the cores, so a reduction axis must stay "arbitrary"), and an output block is written back to HBM as soon as the grid moves to another one — never read
 # back: every grid step that writes one output block must come in one unbroken run, so the reduction (`k`) axis
 # goes last.
 #
-# A dense layer is `relu(x @ w + b)`. Written as three XLA ops it makes the product round-trip through HBM twice;
-# fused into the matmul kernel, the bias and the activation cost nothing but a few vector operations on a block that
-# is already in VMEM — an **epilogue**, run once per output block after its last `k` step. Three TPU rules the
+# A dense layer is `relu(x @ w + b)`. Run as three separate kernels it would make the product round-trip through
+# HBM twice; XLA, given the three `jnp` ops in one `jit`, fuses the bias and the relu into the matmul (on a GPU as a
+# cuBLASLt `BIAS_RELU` epilogue or inside its Triton GEMM, §6) — and this exercise writes that fusion by hand: the
+# bias and the activation cost nothing but a few vector operations on a block that is already in VMEM — an
+# **epilogue**, run once per output block after its last `k` step. Three TPU rules the
 # course's float32 kernel (§7.6) could ignore, and this one cannot:
 # - **Block shapes.** The last two dimensions of every block must be multiples of 8 and 128 (they map onto the
 #   vector registers' 8 sublanes × 128 lanes and onto the MXU), unless a block dimension spans the whole array

@@ -128,15 +128,6 @@ def scale_bias_relu_kernel(x, w, b, out):
         for i in range(i0, out.shape[0], cuda.gridsize(2)[1]):
             out[i, j] = max(x[i, j] * w[j] + b[j], np.float32(0.0))
 ''',
-        # w and b hoisted into registers: once per thread, still 4 times per block (its 4 rows of threads)
-        '''@cuda.jit
-def scale_bias_relu_kernel(x, w, b, out):
-    j, i0 = cuda.grid(2)
-    if j < out.shape[1]:
-        wj, bj = w[j], b[j]
-        for i in range(i0, out.shape[0], cuda.gridsize(2)[1]):
-            out[i, j] = max(x[i, j] * wj + bj, np.float32(0.0))
-''',
         # staged in shared memory, but no barrier: the other rows of threads may read before the loads land
         '''@cuda.jit
 def scale_bias_relu_kernel(x, w, b, out):
