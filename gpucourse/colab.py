@@ -45,7 +45,7 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
         raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
     gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
     smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
-    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    major = re.search(r"CUDA Version: (\\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
     flavour = f"[cu{{major.group(1)}}]" if major and major.group(1) in ("12", "13") else ""
     subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in {deps!r}], check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"

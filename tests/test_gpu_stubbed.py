@@ -343,8 +343,13 @@ def scale_shift(x, out, a, b):
 """
 
 
-def test_the_stub_launch_raises_numba_cudas_own_warnings(gpu_backend):
+def test_the_stub_launch_raises_numba_cudas_own_warnings(gpu_backend, monkeypatch):
+    import numba.cuda.dispatcher
     from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    # numba-cuda reads NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS once, when it loads: a course import earlier in this process
+    # (gc.quiet_warnings) may have turned it off; this test wants numba-cuda's default, on
+    monkeypatch.setattr(numba.cuda.dispatcher.config, "CUDA_LOW_OCCUPANCY_WARNINGS", 1)
 
     from grader.kernels import load_kernel
 

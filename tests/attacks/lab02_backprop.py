@@ -125,7 +125,7 @@ def step_gemms(batch, widths, trainable, recompute):
     X = S((int(batch), int(widths[0])), jnp.float32)
     f = tm.compile_for_analysis(loss, train, frozen, X)
     g = tm.compile_for_analysis(jax.grad(loss), train, frozen, X)
-    n = len(re.findall(r"\sdot[(]", g.as_text()))
+    n = len(re.findall(r"\\sdot[(]", g.as_text()))
     return n, int(tm.compiled_flops(f)), int(tm.compiled_flops(g) - tm.compiled_flops(f))
 ''',
     ],
