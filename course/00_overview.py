@@ -194,10 +194,12 @@ print("dot + bias + relu → fusions:", layer.fusions, f"({layer.flops:,.0f} FLO
 
 # %%
 if be.is_gpu or xla_gpu.available():
-    seed_gpu, dot_gpu, layer_gpu = xla_gpu.compile_many([
+    seed_gpu, dot_gpu, layer_gpu, forced_gpu = xla_gpu.compile_many([
         ("lambda x, w: jnp.dot(x, w)", (x, w), {}),
         ("lambda a, b: jnp.dot(a, b)", (a, b), {}),
         ("lambda a, b, c: jnp.maximum(jnp.dot(a, b) + c, 0)", (a, b, b[0]), {"xla_gpu_enable_triton_gemm": False}),
+        # the same 128×128 dot with a warpgroup-sized tile forced (step 4 reads its instructions)
+        ("lambda a, b: jnp.dot(a, b)", (a, b), {"xla_gpu_override_gemm_autotuner": xla_gpu.TUNED_TILE}),
     ])
     print(dot_gpu.provenance())
     print(f"seed's 2×3·3×2:   {seed_gpu.gemm.describe()}")
@@ -209,11 +211,14 @@ if be.is_gpu or xla_gpu.available():
     summing = [ln.strip().split(" fusion(")[0] for ln in dot_gpu.hlo.splitlines()
                if "ROOT" in ln and "reduce_fusion" in ln]  # "ROOT %loop_reduce_fusion = f32[128,128]{1,0}"
     print(f"128×128 float32: the dot's own output {split_dot}; summed by {summing[0] if summing else '(no reduce)'}")
+    forced_dot = forced_gpu.gemm.dot.split(" dot(")[0].split("=")[-1].strip()
+    print(f"128×128 float32, 128×128 tile forced: the dot's own output {forced_dot}")
     assert dot_gpu.gemm.how in ("library call", "generated fusion")
     assert layer_gpu.gemm.target.startswith("__cublas") and layer_gpu.gemm.epilogue in ("BIAS_RELU", "RELU")
     if not be.is_gpu:  # deviceless: XLA's untuned defaults for an H100
         assert seed_gpu.gemm.runner == "XLA's own kLoop emitter" and dot_gpu.gemm.runner.startswith("Triton")
         assert " f32[8,128,128]" in dot_gpu.gemm.dot and "reduce" in dot_gpu.hlo  # K split in 8, then summed
+        assert " f32[8,128,128]" in forced_gpu.gemm.dot  # the forced tile keeps the split: one tile per K slice
 else:
     print("[XLA:GPU] skipped: " + xla_gpu.describe())
 
@@ -249,7 +254,7 @@ else:
 if (be.is_gpu or xla_gpu.available()) and toolchain.available():
     if dot_gpu.gemm.how == "generated fusion":  # a kernel XLA generated (Triton); a cuBLAS call has none of XLA's
         sass = dot_gpu.sass()
-        mma = {k: v for k, v in dot_gpu.ptx_instructions().items() if "mma" in k}
+        mma = {k: v for k, v in dot_gpu.ptx_instructions().items() if "mma" in k or "cvt.rna.tf32" in k}
         print("PTX:", mma)
         print(sass.excerpt(("HMMA", "HGMMA", "FFMA"), limit=6))
         print("tensor-core instructions:", dict(sass.variants("HMMA") + sass.variants("HGMMA")), " FFMA:", sass.count("FFMA"))
@@ -269,8 +274,10 @@ else:
 # with a warpgroup-sized tile (forced: 128×128×64, 8 warps, with XLA's debug option
 # `xla_gpu_override_gemm_autotuner`) the same dot becomes `HGMMA.64x128x8.F32.TF32` (warpgroup `wgmma`; §6.7
 # compiles both). That forced tile is not what an autotuned H100 would pick for this dot: one 128×128 tile is the
-# whole 128×128 output, 1 CTA for 132 SMs (§6.7 prints the count for its 1024² dot), a configuration XLA's
-# autotuner drops from its search; the listing shows which instruction a warpgroup-sized tile compiles to.
+# whole 128×128 output, and XLA keeps its 8-way K-split (the forced compile's dot output printed in step 3,
+# `f32[8,128,128]`: one tile per K slice), so 8 CTAs for 132 SMs (§6.7 prints the count for its 1024² dot), a
+# configuration XLA's autotuner drops from its search; the listing shows which instruction a warpgroup-sized tile
+# compiles to.
 # `precision="highest"` asks for true float32. On
 # this machine's CPU, float32 is float32 either way (§6).
 #

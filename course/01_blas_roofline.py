@@ -602,9 +602,10 @@ plt.show()
 # *full* model's), whose extra terms are printed too: on a CPU the first touch of the two extra fresh buffers is part
 # of what fusion saves, besides their traffic. On a GPU (cached device memory: no first-touch faults) the
 # fresh-buffer term vanishes, and the dispatches (10–20 µs each) weigh against ≈ 0.1–0.25 ms of HBM traffic
-# (§1.4's arrays are 2× the L2: 100 MiB each on an H100, 4 or 8 of them at 3.35 TB/s): three dispatches are a
-# tenth to a fifth of the op-by-op time there, and the full model's prediction (about 2.1×) stays close to the
-# traffic's 2×. NumPy's op-by-op version (bar chart) pays the same kinds of cost.
+# (§1.4's arrays are 2× the L2: 100 MiB each on an H100, 4 or 8 of them at 3.35 TB/s). JAX dispatches
+# asynchronously, so on a GPU each later dispatch overlaps the previous op's kernel (§6.3): only the first is
+# exposed per evaluation, and the prediction is about the traffic's 2×. NumPy's op-by-op version (bar chart) pays
+# the same kinds of cost.
 #
 # What this model does not claim: that its split of the fused call into traffic and first-touch time is each
 # term's true share. The first-touch term is one difference of two best times (a fresh output against a donated

@@ -27,10 +27,37 @@ import numpy as np
 from gpucourse import simt
 from gpucourse.simt.instrument import python_function
 
-from .checks import CheckFailure, expect_array_close
+from .checks import CheckFailure, expect_array_close, to_host
 from .problem import Case, ObservedProblem
 
 LAUNCH_TIME_LIMIT = 10.0  # seconds one instrumented launch may take: an endless loop ends with an error here
+
+
+def _why_wrong(got: Any, expected: Any, initial: Any, grid: Any, block: Any, written: int | None = None) -> str:
+    """What the wrong elements of an output have in common, when it names the mistake: all of them never written
+    (they still hold the output's initial value and the executor saw fewer elements stored than the output has), or
+    NaN/inf where the reference is finite."""
+    try:
+        g, e = np.asarray(to_host(got)), np.asarray(to_host(expected))
+        if g.shape != e.shape or g.dtype.kind not in "fc":
+            return ""
+        wrong = ~np.isclose(g, e, rtol=1e-5, atol=1e-6, equal_nan=True)
+        if not wrong.any():
+            return ""
+        if initial is not None:
+            init = np.broadcast_to(np.asarray(to_host(initial)), g.shape)
+            same = (g == init) | (np.isnan(g) & np.isnan(init))
+            if same[wrong].all() and (written is None or written < g.size):
+                return (f". All {int(wrong.sum())} wrong elements still hold their initial value: no thread stored "
+                        f"there (launch: grid {grid}, block {block}) — check which axis each coordinate of "
+                        "cuda.grid runs along (x, the first, follows threadIdx.x and the grid's first dimension), "
+                        "your guard, and your loop's bounds")
+        if (~np.isfinite(g[wrong])).all() and np.isfinite(e[wrong]).all():
+            return (". The wrong elements are NaN or inf where the reference is finite: an overflow (exp of a large "
+                    "value: subtract the row's max first) or a division by zero")
+    except Exception:  # noqa: BLE001 - a hint only: never let it hide the failure itself
+        return ""
+    return ""
 
 
 def _initial(args: Any, outputs: Any) -> str:
@@ -224,12 +251,19 @@ class KernelProblem(ObservedProblem):
         if len(got) != len(expected):
             raise CheckFailure(f"{what}: {len(got)} outputs came back for {len(expected)} expected")
         names += [f"output {k}" for k in range(len(names), len(got))]
-        for name, g, e in zip(names, got, expected):
+        grid, block, args, outputs, *_ = self.launch(case)
+        for k, (name, g, e) in enumerate(zip(names, got, expected)):
             try:
                 expect_array_close(f"{what} → {name}", g, e)
             except CheckFailure as exc:
                 truncated = [w for w in report.warnings if "truncat" in w]
-                raise CheckFailure(f"{exc}" + (f". Note: {truncated[0]}" if truncated else "")) from None
+                initial = args[outputs[k]] if k < len(outputs) else None
+                try:
+                    written = report.elements_accessed(name, "w")[0]
+                except Exception:  # noqa: BLE001 - an output the report does not name: judged on values alone
+                    written = None
+                raise CheckFailure(f"{exc}" + _why_wrong(g, e, initial, grid, block, written)
+                                   + (f". Note: {truncated[0]}" if truncated else "")) from None
         if self.require:
             self.require(report, case, what)
         if seen.get("device_error"):
@@ -240,7 +274,8 @@ class KernelProblem(ObservedProblem):
         return (f"{report.n_threads} threads in {report.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
                 f"{g['writes']:.2f} global writes, {report.per_thread('shared')['reads']:.2f} shared reads; "
                 f"SIMT efficiency {report.simt_efficiency:.1%}; {report.divergent_steps} divergent warp steps; no "
-                "races, no synchronisation errors, no uninitialised reads used")
+                "races, no synchronisation errors, no uninitialised reads used"
+                + "".join(f"\n    note (not graded): {op}" for op in tuple(getattr(report, "float64_ops", ()))[:1]))
 
     def show(self) -> None:
         """The spec, then the first visible case as a launch: grid, block and every argument by its name (from

@@ -138,3 +138,45 @@ def test_a_kernel_whose_device_function_holds_an_answer_is_refused():
            "        out[i] = helper(x[i])\n")
     with pytest.raises(CheckFailure, match="keeps a reference to .*the reference answer of scale_shift"):
         lab5.problems["scale_shift"].check(load_kernel(src, "scale_shift", ns, cuda))
+
+
+# -- what a wrong answer's message says about the wrong elements (the eighth GPU read) ----------------------------
+
+RAMP_X_ALONG_ROWS = '''@cuda.jit
+def ramp_2d(a, out):
+    r, c = cuda.grid(2)  # x along the rows: with the fixed launch, columns past the first 16 get no thread
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] * np.float32(r + 1) - np.float32(c)
+'''
+
+SCALE_SHIFT_FP64 = '''@cuda.jit
+def scale_shift(x, out, a, b):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = a * x[i] + b  # a, b: Python floats, so float64 arithmetic on each element
+'''
+
+
+def test_elements_no_thread_wrote_are_named_as_such():
+    with pytest.raises(CheckFailure) as info:
+        lab5.problems["ramp_2d"].check(kernel(RAMP_X_ALONG_ROWS, "ramp_2d"))
+    msg = str(info.value)
+    assert "elements are wrong" in msg and "still hold their initial value: no thread stored there" in msg, msg
+    assert "cuda.grid" in msg and "grid (2, 2), block (16, 8)" in msg
+
+
+def test_wrong_values_that_were_written_are_not_called_unwritten():
+    wrong = RAMP_X_ALONG_ROWS.replace("r, c = cuda.grid(2)", "c, r = cuda.grid(2)").replace("np.float32(r + 1)",
+                                                                                          "np.float32(r + 2)")
+    with pytest.raises(CheckFailure) as info:
+        lab5.problems["ramp_2d"].check(kernel(wrong, "ramp_2d"))
+    assert "elements are wrong" in str(info.value) and "initial value" not in str(info.value)
+
+
+def test_float64_arithmetic_passes_with_a_note_on_the_line(capsys):
+    lab5.problems["scale_shift"].check(kernel(SCALE_SHIFT_FP64, "scale_shift"))
+    out = capsys.readouterr().out
+    assert "✓ scale_shift" in out and "note (not graded):" in out and "float64 operations on float32 values" in out
+    right = SCALE_SHIFT_FP64.replace("a * x[i] + b", "np.float32(a) * x[i] + np.float32(b)")
+    lab5.problems["scale_shift"].check(kernel(right, "scale_shift"))
+    assert "note (not graded)" not in capsys.readouterr().out

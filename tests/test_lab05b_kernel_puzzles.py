@@ -290,3 +290,30 @@ def test_a_non_atomic_flush_is_named_as_such_in_one_block_and_a_race_in_two():
         p.run_case(k, one_block)
     with pytest.raises(CheckFailure, match=r"data race"):
         p.check(k)  # the visible case: 100 elements, 2 blocks
+
+
+def test_softmax_without_the_max_says_exp_overflowed():
+    """The eighth GPU read: the hidden case's large values make exp overflow; the message names it."""
+    import math
+
+    from grader.checks import CheckFailure
+    from grader.kernels import load_kernel
+    from gpucourse import simt
+
+    src = '''@cuda.jit
+def softmax_rows(a, out):
+    r = cuda.blockIdx.x
+    c = cuda.threadIdx.x
+    e = math.exp(a[r, c]) if c < a.shape[1] else np.float32(0)
+    s = e
+    for off in (16, 8, 4, 2, 1):
+        s += cuda.shfl_xor_sync(0xFFFFFFFF, s, off)
+    if c < a.shape[1]:
+        out[r, c] = e / s
+'''
+    from grader.labs import lab05b_kernel_puzzles as lab
+
+    k = load_kernel(src, "softmax_rows", {"np": np, "math": math}, simt.cuda)
+    with pytest.raises(CheckFailure) as info:
+        lab.problems["softmax_rows"].check(k, hidden=True)
+    assert "NaN or inf where the reference is finite" in str(info.value) and "subtract the row's max" in str(info.value)

@@ -528,7 +528,7 @@ class KernelReport(_Findings):
             warnings=tuple(str(w) for w in self.warnings), complete=bool(self.complete),
             touched={a: tuple(self.elements_accessed(a, k) for k in kinds) for a in arrays},
             traffic={a: self.array_traffic(a) for a in arrays}, writer_counts={a: self.writers(a) for a in arrays},
-            float64_ops=tuple(self.float64_ops))
+            float64_ops=tuple(str(o) for o in self.float64_ops))
 
 
 _KINDS = {None: 0, "r": 1, "w": 2}
@@ -575,7 +575,7 @@ class ReportData(_Findings):
     complete: bool = True
     touched: dict = field(default_factory=dict)  # name -> per kind (any, reads, writes): (elements, lowest flat index)
     traffic: dict = field(default_factory=dict)  # name -> (distinct read, distinct written, reads, writes)
-    float64_ops: tuple = ()  # Float64Op: kernel lines making float64 values from float32 operands
+    float64_ops: tuple = ()  # str(Float64Op): kernel lines making float64 values from float32 operands
     writer_counts: dict = field(default_factory=dict)  # name -> (threads that stored to it, most elements per thread)
 
     def array_traffic(self, array: str) -> tuple[int, int, int, int]:

@@ -229,7 +229,7 @@ def track(a: np.ndarray, log: list) -> TileTracker:
 
 
 def _compare_matmul(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
-    expect_array_close(what, got, expected)
+    expect_array_close(what, got, expected, dtype=np.dtype(case.args[0].dtype))  # the spec: C in A's dtype
 
 
 def _tiling(fn: Callable[..., Any], hidden: bool) -> str:
@@ -262,6 +262,16 @@ def _tiling(fn: Callable[..., Any], hidden: bool) -> str:
                 f"got {len(log)}"
             )
         loaded = sum(math.prod(a) + math.prod(b) for a, b in log)
+        # output tiles of tile×tile, k in steps of tile: each A tile is read once per column of C tiles and each
+        # B tile once per row of C tiles, whatever the loop order
+        tiled = math.ceil(n / tile) * m * k + math.ceil(m / tile) * k * n
+        if loaded > tiled:
+            raise CheckFailure(
+                f"blocked_matmul(({m}×{k}), ({k}×{n}), tile={tile}): your tile products read {loaded:,} elements of "
+                f"A and B (the naive loop's count is {2 * m * n * k:,}); tiling reads {tiled:,}: each product must "
+                f"multiply a whole tile of A (up to {tile}×{tile}) by a whole tile of B, so that every element "
+                "loaded is used by a whole tile of C, not by one row, one column or one element"
+            )
         report.append(f"({m}×{k})·({k}×{n}) tile {tile}: {len(log)} tile products, {loaded:,} elements loaded "
                       f"(distinct: {m * k + k * n:,}; naive loop: {2 * m * n * k:,})")
     return "\n  " + "\n  ".join(report)
@@ -274,8 +284,9 @@ BLOCKED = Problem(
         A: (m, k), B: (k, n), in the backend's array module (NumPy on CPU, CuPy on a GPU: get it with
         gc.array_module(A)). Loop over output tiles C[i:i+tile, j:j+tile] and over k in steps of tile;
         accumulate the product of an A tile and a B tile (with @) into each C tile. Shapes need not be multiples
-        of tile: the last tiles are smaller. Every product you take must be at most tile × tile; the checker
-        watches. Return C with A's dtype.
+        of tile: the last tiles are smaller. Every product you take must be at most tile × tile, and the elements
+        your products read must be no more than tiling reads (whole tiles, each used for a whole C tile); the
+        checker watches. Return C with A's dtype.
     """,
     visible=[Case((np.arange(64.0).reshape(8, 8), np.eye(8), 4)),
              Case((np.arange(70.0, dtype=np.float32).reshape(10, 7) / 70, np.ones((7, 13), np.float32), 4))],

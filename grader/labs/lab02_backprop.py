@@ -336,38 +336,56 @@ PICK_POLICY = Problem(
 # tolerance fit for float32 — is the exercise (the verdicts are the answer side's).
 
 def _f32(x: Any) -> np.ndarray:
-    return np.asarray(x, dtype=np.float32)
+    return np.array(x, dtype=np.float32)  # a copy: the operations below work in place on it
 
+
+# Each operation writes into arrays it owns (out=, slice stores), as a NumPy kernel would: what a tracer cannot
+# follow, so neither jax.vjp of it nor its code re-bound to jax.numpy gives a verdict.
 
 def _op_p(x):  # rows to probability vectors
-    x = _f32(x)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / np.sum(e, axis=1, keepdims=True)
+    y = _f32(x)
+    np.subtract(y, y.max(axis=1, keepdims=True), out=y)
+    np.exp(y, out=y)
+    np.divide(y, y.sum(axis=1, keepdims=True), out=y)
+    return y
 
 
 def _op_q(x):  # rows to zero mean, unit variance
-    x = _f32(x)
-    c = x - x.mean(axis=1, keepdims=True)
-    return c / np.sqrt((c * c).mean(axis=1, keepdims=True) + np.float32(1e-5))
+    c = _f32(x)
+    np.subtract(c, c.mean(axis=1, keepdims=True), out=c)
+    v = np.empty((c.shape[0], 1), np.float32)
+    v[:, 0] = (c * c).mean(axis=1)
+    np.divide(c, np.sqrt(v + np.float32(1e-5)), out=c)
+    return c
 
 
 def _op_r(x):  # the Gram matrix of the columns
     x = _f32(x)
-    return x.T @ x
+    g = np.empty((x.shape[1], x.shape[1]), np.float32)
+    np.matmul(x.T, x, out=g)
+    return g
 
 
 def _op_s(x):  # running sums along each row
-    return np.cumsum(_f32(x), axis=1)
+    x = _f32(x)
+    np.cumsum(x, axis=1, out=x)
+    return x
 
 
 def _op_t(x):  # elementwise
-    return np.tanh(_f32(x))
+    x = _f32(x)
+    np.tanh(x, out=x)
+    return x
 
 
 def _op_u(x):  # one number per row
     x = _f32(x)
     m = x.max(axis=1)
-    return m + np.log(np.exp(x - m[:, None]).sum(axis=1))
+    np.subtract(x, m[:, None], out=x)
+    np.exp(x, out=x)
+    y = np.empty(x.shape[0], np.float32)
+    y[:] = m + np.log(x.sum(axis=1))
+    return y
 
 
 OPS: dict[str, Callable[[Any], np.ndarray]] = {f.__name__[-1]: f for f in (_op_p, _op_q, _op_r, _op_s, _op_t, _op_u)}

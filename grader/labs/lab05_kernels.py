@@ -55,9 +55,10 @@ MAP = KernelProblem(
         arrays x and out. One thread per element. It is launched as
             scale_shift[ceil(n / block), block](x, out, a, b)
         so the last block has threads with no element: guard them (their index is >= x.size).
-        a and b are Python floats; block is the number of threads per block the checker launches with (32, 64
-        or 128; the kernel does not receive it: cuda.grid(1) already counts blocks of that size). x and out
-        are float32 arrays of n elements.
+        a and b are Python floats (float64 in a kernel: np.float32(a) keeps the arithmetic in float32); block
+        is the number of threads per block the checker launches with (32, 64 or 128; the kernel does not
+        receive it: cuda.grid(1) already counts blocks of that size). x and out are float32 arrays of n
+        elements.
     """,
     visible=[Case((np.arange(70, dtype=np.float32), 2.0, 1.0, 32)),
              Case((np.linspace(-1, 1, 100).astype(np.float32), -0.5, 3.0, 64))],

@@ -93,7 +93,7 @@ def scale_shift(x, out, a, b):
     ### BEGIN SOLUTION
     i = cuda.grid(1)
     if i < x.size:
-        out[i] = a * x[i] + b
+        out[i] = np.float32(a) * x[i] + np.float32(b)  # a, b: Python floats, float64 in a kernel
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex1_scale_shift_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -124,7 +124,7 @@ def ramp_2d(a, out):
     ### BEGIN SOLUTION
     c, r = cuda.grid(2)  # x -> column (contiguous), y -> row
     if r < a.shape[0] and c < a.shape[1]:
-        out[r, c] = a[r, c] * (r + 1) - c
+        out[r, c] = a[r, c] * np.float32(r + 1) - np.float32(c)  # float32 arithmetic: r, c are int64
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_ramp_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -289,7 +289,7 @@ def map_blocks_2d(a, out):
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     r = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     if r < a.shape[0] and c < a.shape[1]:
-        out[r, c] = a[r, c] * 2 - r
+        out[r, c] = a[r, c] * np.float32(2) - np.float32(r)  # float32 arithmetic: 2 and r are int64
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex07_map_blocks_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -164,6 +164,44 @@ def step_gemms(batch, widths, trainable, recompute):
             return False
     return True
 ''',
+        # the fourth independent attack (2026-12-06): the black box's own NumPy code re-bound to jax.numpy (float64)
+        # and differentiated by jax.vjp, an exact oracle; the operations now store with out= and into slices,
+        # which jax.numpy refuses, so every candidate is judged wrong
+        '''import types
+
+
+def is_correct_backward(forward, backward):
+    try:
+        with jax.enable_x64(True):
+            return _icb(forward, backward)
+    except Exception:
+        return False
+
+
+def _traceable(forward):
+    op = lab.OPS[lab.FORMS[forward.form][0]]
+    g = dict(op.__globals__)
+    g["np"] = jnp
+    g["_f32"] = lambda x: jnp.asarray(x, jnp.float64)
+    return types.FunctionType(op.__code__, g)
+
+
+def _icb(forward, backward):
+    f = _traceable(forward)
+    rng = np.random.default_rng(7)
+    for B, n in ((5, 7), (7, 4), (3, 9)):
+        x = rng.standard_normal((B, n))
+        y, vjp = jax.vjp(f, jnp.asarray(x))
+        dy = rng.standard_normal(y.shape)
+        (ref,) = vjp(jnp.asarray(dy))
+        try:
+            got = np.asarray(backward(x.copy(), dy.copy()), dtype=np.float64)
+        except Exception:
+            return False
+        if got.shape != x.shape or not np.allclose(got, np.asarray(ref), rtol=1e-6, atol=1e-9):
+            return False
+    return True
+''',
     ],
     "ex3_largest_batch": [
         # the course package's memory model and batch search (gone from the edition: lab 2 has you write them)

@@ -173,8 +173,9 @@ WRONG = {
         return sum((a + 1) * n * size for a in arities)
     return (arities[0] + sum(a - 1 for a in arities[1:])) * n * size
 ''',
-    # drops the remainder tiles: right only when the shapes are multiples of the tile
-    "ex6_blocked_matmul": '''def blocked_matmul(A, B, tile):
+    "ex6_blocked_matmul": [
+        # drops the remainder tiles: right only when the shapes are multiples of the tile
+        '''def blocked_matmul(A, B, tile):
     xp = gc.array_module(A)
     m, k = A.shape
     n = B.shape[1]
@@ -185,6 +186,43 @@ WRONG = {
                 C[i:i + tile, j:j + tile] += A[i:i + tile, p:p + tile] @ B[p:p + tile, j:j + tile]
     return C
 ''',
+        # the naive triple loop with 1×1 "tiles" (the eighth GPU read): every product tile-sized, no reuse at all
+        '''def blocked_matmul(A, B, tile):
+    xp = gc.array_module(A)
+    m, k = A.shape
+    n = B.shape[1]
+    C = xp.zeros((m, n), dtype=A.dtype)
+    for i in range(m):
+        for j in range(n):
+            for p in range(k):
+                C[i:i + 1, j:j + 1] += A[i:i + 1, p:p + 1] @ B[p:p + 1, j:j + 1]
+    return C
+''',
+        # a row of A by a tile of B (gemv-style): k cut into tiles, but each A row re-read for every C tile
+        '''def blocked_matmul(A, B, tile):
+    xp = gc.array_module(A)
+    m, k = A.shape
+    n = B.shape[1]
+    C = xp.zeros((m, n), dtype=A.dtype)
+    for i in range(m):
+        for j in range(0, n, tile):
+            for p in range(0, k, tile):
+                C[i:i + 1, j:j + tile] += A[i:i + 1, p:p + tile] @ B[p:p + tile, j:j + tile]
+    return C
+''',
+        # C accumulated in float64 (np.zeros' default) for float32 inputs: more precise, but not A's dtype
+        '''def blocked_matmul(A, B, tile):
+    xp = gc.array_module(A)
+    m, k = A.shape
+    n = B.shape[1]
+    C = xp.zeros((m, n))
+    for i in range(0, m, tile):
+        for j in range(0, n, tile):
+            for p in range(0, k, tile):
+                C[i:i + tile, j:j + tile] += A[i:i + tile, p:p + tile] @ B[p:p + tile, j:j + tile]
+    return C
+''',
+    ],
     "ex7_min_size_for_fraction": [
         # judges against the peak instead of the roof at its intensity: a gemv never gets there
         '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
