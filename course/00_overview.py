@@ -258,8 +258,11 @@ if (be.is_gpu or xla_gpu.available()) and toolchain.available():
         print("PTX:", mma)
         print(sass.excerpt(("HMMA", "HGMMA", "FFMA"), limit=6))
         print("tensor-core instructions:", dict(sass.variants("HMMA") + sass.variants("HGMMA")), " FFMA:", sass.count("FFMA"))
+        forced = dict(forced_gpu.sass().variants("HGMMA") + forced_gpu.sass().variants("HMMA"))
+        print("the same dot, 128×128 tile forced:", forced)
         if not be.is_gpu:
             assert set(sass.variants("HMMA")) == {"HMMA.1688.F32.TF32"} and sass.count("FFMA") == 0
+            assert set(forced) == {"HGMMA.64x128x8.F32.TF32"}  # warpgroup MMA once the tile is warpgroup-sized
     else:
         print(f"{dot_gpu.gemm.runner} runs its own precompiled kernel: XLA generated no PTX for this dot")
 else:
@@ -272,8 +275,8 @@ else:
 # `jnp.dot` gets on Ampere and Hopper GPUs by default (JAX's default matmul precision); the *instruction* depends
 # on the tile: this `HMMA.1688` (warp `mma.sync`) comes from XLA's untuned deviceless tile (16×8, 2 warps), while
 # with a warpgroup-sized tile (forced: 128×128×64, 8 warps, with XLA's debug option
-# `xla_gpu_override_gemm_autotuner`) the same dot becomes `HGMMA.64x128x8.F32.TF32` (warpgroup `wgmma`; §6.7
-# compiles both). That forced tile is not what an autotuned H100 would pick for this dot: one 128×128 tile is the
+# `xla_gpu_override_gemm_autotuner`) the same dot becomes `HGMMA.64x128x8.F32.TF32` (warpgroup `wgmma`: the
+# cell's last line; §6.7 compiles both for its larger dots). That forced tile is not what an autotuned H100 would pick for this dot: one 128×128 tile is the
 # whole 128×128 output, and XLA keeps its 8-way K-split (the forced compile's dot output printed in step 3,
 # `f32[8,128,128]`: one tile per K slice), so 8 CTAs for 132 SMs (§6.7 prints the count for its 1024² dot), a
 # configuration XLA's autotuner drops from its search; the listing shows which instruction a warpgroup-sized tile

@@ -590,6 +590,10 @@ print(f"JAX op by op {t_ops * 1e3:7.1f} ms, fused {t_fused * 1e3:7.1f} ms: measu
 print(f"dispatch: {t_dispatch * 1e6:.0f} µs per call; a fresh {n * 4 / 2**20:.0f} MiB buffer costs "
       f"{t_fresh_extra * 1e3:.1f} ms more than a reused one ({t_fresh_extra / pages * 1e6:.2f} µs per {gc.fusion.PAGE // 1024} KiB page)")
 print(f"predicted: traffic alone 2.00×; with 3 fresh buffers and 3 dispatches against 1 and 1: {model:.2f}×")
+if t_fresh_extra + t_dispatch >= t_fused:  # the probe (one thread) took longer than the whole fused call
+    print(f"  the first-touch probe ({t_fresh_extra * 1e3:.1f} ms) is at least the whole fused call "
+          f"({t_fused * 1e3:.1f} ms): no traffic time is left to split off, so the model is the buffer-count "
+          "ratio (3 fresh buffers against 1) — the fused call touched its pages on more threads than the probe")
 gc.record("§1 fusion speed-up (JAX op by op / jit)", measured, "×", note=f"model {model:.2f}×, traffic 2×")
 assert measured > 1.3 and 0.6 < measured / model < 1.6, "the fused/unfused ratio is outside the model's band"
 
@@ -600,7 +604,8 @@ plt.show()
 # %% [markdown]
 # The traffic model says 2×; the measured ratio (printed above) lies within the asserted band (0.6× to 1.6× the
 # *full* model's), whose extra terms are printed too: on a CPU the first touch of the two extra fresh buffers is part
-# of what fusion saves, besides their traffic. On a GPU (cached device memory: no first-touch faults) the
+# of what fusion saves, besides their traffic. (When the first-touch probe alone takes as long as the fused call,
+# the cell says so: the model is then 3 fresh buffers against 1, the traffic term too small to separate.) On a GPU (cached device memory: no first-touch faults) the
 # fresh-buffer term vanishes, and the dispatches (10–20 µs each) weigh against ≈ 0.1–0.25 ms of HBM traffic
 # (§1.4's arrays are 2× the L2: 100 MiB each on an H100, 4 or 8 of them at 3.35 TB/s). JAX dispatches
 # asynchronously, so on a GPU each later dispatch overlaps the previous op's kernel (§6.3): only the first is

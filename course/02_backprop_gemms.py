@@ -388,7 +388,7 @@ assert cost.get("flops", 0.0) == 0 or be.is_gpu, "XLA:CPU weighs a tanh as 0 FLO
 # for the time ratio: XLA:CPU's FLOP count weighs a $\tanh$ as 0 FLOPs (the last line: a transcendental), the
 # clock as the time printed.
 # The second line is a model with no elementwise work in the backward: the forward's time, plus its GEMM time
-# times $2 - 1/L$. The measured ratio sits apart from it, above or below: by the backward's own elementwise work
+# times $2 - 1/L$. The measured ratio need not equal it (this run's two numbers are printed above): it moves by the backward's own elementwise work
 # ($\tanh$'s derivative, a few multiplies and adds per element, no second $\tanh$), by how efficiently XLA runs the
 # backward's products (other shapes and operand layouts than the forward's, and possibly other kernels than the
 # forward's fused ones), and by the noise of a shared machine; this cell does not separate the three, which is why

@@ -24,7 +24,9 @@ bytes, Hz. Sources:
   of a full cube (e.g. 4x4x4 or 4x4x8) will have wraparounds provided by the optical switches", "a 2x2x4 won't have
   any wraparounds"; v5e/v6e have a wraparound only on an axis of 16 chips; v5e's MXU runs at 1.5 GHz.
 - JAX's own Pallas TPU table (jax/_src/pallas/mosaic/tpu_info.py): VMEM and CMEM per TensorCore, MXU count
-  (``num_mxus``) and column size (``mxu_column_size``; the table gives no row count), bf16 FLOP/s, HBM bandwidth.
+  (``num_mxus``) and column size (``mxu_column_size``; the table gives no row count). Peak FLOP/s and HBM
+  bandwidth here are Google's published figures; JAX's table has other HBM figures for v4 and v5p (1.23 and
+  2.46 TB/s against Google's 1.2 and 2.765).
 
 **Which slices wrap.** The rule used here (whole 4×4×4 cubes wrap on every axis, anything smaller on none) is the
 scaling book's; Google states it for v5p. For v4 Google's wording is narrower (tori only for 2A=B=C or 2A=2B=C): the

@@ -160,6 +160,9 @@ class KernelProblem(ObservedProblem):
     launch: Callable[[Case], tuple] | None = None
     require: Callable[[simt.KernelReport, Case, str], None] | None = None
     time_limit: float = LAUNCH_TIME_LIMIT
+    # float32 data computed in float32: no float64 value made from a float32 one (numba-cuda's typing, which the
+    # executor follows: an int or a Python float beside a float32 makes a float64, an FP64 instruction on the GPU)
+    float32_only: bool = True
 
     def accepts(self, fn: Any) -> None:
         try:
@@ -266,6 +269,11 @@ class KernelProblem(ObservedProblem):
                                    + (f". Note: {truncated[0]}" if truncated else "")) from None
         if self.require:
             self.require(report, case, what)
+        f64 = tuple(getattr(report, "float64_ops", ()))
+        if self.float32_only and f64:
+            raise CheckFailure(f"{what}: {f64[0]} — float32 data must be computed in float32: on a GPU each such "
+                               "operation is a conversion and an FP64 instruction (half the float32 rate on an "
+                               "H100, 1/64 on consumer GPUs)")
         if seen.get("device_error"):
             raise CheckFailure(f"{what} on the GPU raised {seen['device_error']}")
         if seen.get("device") is not None:
@@ -275,7 +283,7 @@ class KernelProblem(ObservedProblem):
                 f"{g['writes']:.2f} global writes, {report.per_thread('shared')['reads']:.2f} shared reads; "
                 f"SIMT efficiency {report.simt_efficiency:.1%}; {report.divergent_steps} divergent warp steps; no "
                 "races, no synchronisation errors, no uninitialised reads used"
-                + "".join(f"\n    note (not graded): {op}" for op in tuple(getattr(report, "float64_ops", ()))[:1]))
+                + ("; float32 arithmetic only" if self.float32_only else ""))
 
     def show(self) -> None:
         """The spec, then the first visible case as a launch: grid, block and every argument by its name (from
@@ -295,6 +303,9 @@ class KernelProblem(ObservedProblem):
               f"block{'s' * (n_blocks != 1)}, block {block} = {n_threads} threads each"
               + (f", {rest[0]} bytes of dynamic shared memory" if rest else "")
               + f"; {_initial(args, outputs)}; the checker compares them with the reference")
+        if self.float32_only:
+            print("Float32 arrays are computed in float32: numba-cuda types an int or a Python float beside a "
+                  "float32 as 64-bit (a[i] + 10 is FP64 arithmetic); write a[i] + np.float32(10)")
 
     def diagram(self, fn: Any, case: int = 0) -> None:
         """Draw which thread of which block read and wrote each element, from the executor's log of ``fn``."""

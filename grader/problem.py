@@ -205,7 +205,8 @@ class Problem:
         except (NotImplementedError, CheckFailure):
             raise
         except Exception as exc:
-            raise CheckFailure(f"{self.what(case)} raised {exc.__class__.__name__}: {exc}") from exc
+            raise CheckFailure(f"{self.what(case)} raised {exc.__class__.__name__}: {exc}"
+                               f"{_tracer_hint(exc, fn)}") from exc
 
     def _observation(self, fn: Callable[..., Any], case: Case, limit: float | None, to_judge: bool = True) -> Any:
         """Here: the function's return value."""
@@ -490,3 +491,22 @@ def _py_func(v: Any) -> Any:
     except Exception:  # noqa: BLE001 - never let an odd object break the check
         return v
     return inner if isinstance(inner, types.FunctionType) else v
+
+
+def _tracer_hint(exc: BaseException, fn: Any) -> str:
+    """For NumPy called on a JAX tracer (inside jax.jit): the student's line that did it, and why."""
+    if type(exc).__name__ not in ("TracerArrayConversionError", "ConcretizationTypeError"):
+        return ""
+    import linecache
+
+    code = getattr(fn, "__code__", None)
+    where, tb = "", exc.__traceback__
+    while tb is not None:  # the deepest frame in the student's cell
+        if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
+            text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            where = f" at line {tb.tb_lineno} of your cell" + (f" (`{text}`)" if text else "")
+        tb = tb.tb_next
+    return (f". Hint: NumPy was called on a traced array{where}: inside jax.jit the arguments are tracers, "
+            "placeholders without values, which NumPy cannot read — use jax.numpy (jnp.tanh, jnp.exp, ...) for "
+            "every operation on them")
+

@@ -124,6 +124,8 @@ class Workload:
     def __call__(self, *args: Any) -> Any:
         d, compile_s = self._work(), (self.first_s if self.calls == 0 else 0.0)
         self.calls += 1
+        if self.calls == 1:
+            self._reads_at_first = self.clock.reads  # the timer's reads before the first call (0: not timed)
         self.clock.now += compile_s  # tracing and compiling block the caller (JAX, CuPy): only the work is queued
         if not self.asynchronous:
             self.clock.now += d
@@ -133,8 +135,13 @@ class Workload:
         result = Pending(self, self._busy_until)
         self._open.append(result)
         if self.calls == 1:
-            self._first, self._reads_at_first = result, self.clock.reads
+            self._first = result
         return result
+
+    @property
+    def first_call_timed(self) -> bool:
+        """Whether the timer read its clock before the first call (the one that compiles) and after it."""
+        return self.calls > 0 and self._reads_at_first > 0 and self.clock.reads > self._reads_at_first
 
     def unwaited(self) -> int:
         """Asynchronous results never waited for."""

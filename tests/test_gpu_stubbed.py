@@ -339,7 +339,7 @@ SCALE_SHIFT = """
 def scale_shift(x, out, a, b):
     i = cuda.grid(1)
     if i < x.size:
-        out[i] = a * x[i] + b
+        out[i] = np.float32(a) * x[i] + np.float32(b)
 """
 
 
@@ -353,7 +353,7 @@ def test_the_stub_launch_raises_numba_cudas_own_warnings(gpu_backend, monkeypatc
 
     from grader.kernels import load_kernel
 
-    k = load_kernel(SCALE_SHIFT, "scale_shift", {}, gpu_backend.cuda)
+    k = load_kernel(SCALE_SHIFT, "scale_shift", {"np": np}, gpu_backend.cuda)
     x = np.arange(8, dtype=np.float32)
     dx, dout = gpu_backend.to_device(x), gpu_backend.to_device(np.zeros(8, np.float32))
     with pytest.warns(NumbaPerformanceWarning, match="Grid size 1 will likely result in GPU under-utilization"):
@@ -370,7 +370,7 @@ def test_device_run_launches_on_device_arrays_and_brings_the_outputs_back(gpu_ba
     from grader import kernels
     from grader.kernels import load_kernel
 
-    k = load_kernel(SCALE_SHIFT, "scale_shift", {}, gpu_backend.cuda)
+    k = load_kernel(SCALE_SHIFT, "scale_shift", {"np": np}, gpu_backend.cuda)
     x = np.arange(70, dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning escaping device_run would fail here
@@ -383,7 +383,7 @@ def test_a_graded_kernel_check_on_the_gpu_writes_nothing_to_stderr(gpu_backend, 
     from grader.kernels import load_kernel
     from grader.labs import lab05_kernels as lab
 
-    k = load_kernel(SCALE_SHIFT, "scale_shift", {}, gpu_backend.cuda)
+    k = load_kernel(SCALE_SHIFT, "scale_shift", {"np": np}, gpu_backend.cuda)
     with warnings.catch_warnings():
         warnings.simplefilter("always")  # whatever filters the notebook set
         lab.MAP.check(k)
@@ -405,7 +405,7 @@ def test_a_kernel_that_differs_on_the_device_fails_the_check(gpu_backend, monkey
         args[1][:] = args[1] + 1.0
 
     monkeypatch.setattr("numba.cuda.dispatcher.CUDADispatcher.call", off_by_one)
-    k = load_kernel(SCALE_SHIFT, "scale_shift", {}, gpu_backend.cuda)
+    k = load_kernel(SCALE_SHIFT, "scale_shift", {"np": np}, gpu_backend.cuda)
     with pytest.raises(CheckFailure, match="on the GPU"):
         lab.MAP.check(k)
 

@@ -1,5 +1,5 @@
 """A grading run on the GPU path (issue 25): each lab's solution notebook executed cell by cell in a Jupyter kernel,
-as nbgrader's autograde executes a submission, with the GPU libraries stubbed at their boundary
+as nbgrader's autograde executes a submission (``NBGRADER_EXECUTION=autograde``), with the GPU libraries stubbed at their boundary
 (``tests/gpu_stub.py``: CuPy, numba-cuda's launch, JAX's GPU devices), installed by one cell put first. Every graded
 test cell is then read as the grader reads it (``grader.pipeline.verdict.cell_messages``: an error, or anything on
 stderr, scores a test cell 0 in nbgrader) and must be clean, and the GPU path must really have been taken (the
@@ -51,9 +51,10 @@ def _graded(nb: dict) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", course.labs())
-def test_a_grading_run_on_the_stubbed_gpu_is_clean(lab, tmp_path):
+def test_a_grading_run_on_the_stubbed_gpu_is_clean(lab, tmp_path, monkeypatch):
     from nbclient import NotebookClient
 
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # as nbgrader sets it: the lab's own-machine cells skip
     src = ROOT / "solutions" / lab / f"{lab}.ipynb"
     nb = nbformat.read(src, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(INSTALL))

@@ -420,7 +420,7 @@ def time_call(fn, *args, clock, repeat=5):
         gc.block(fn(*args))
         times.append(clock() - t0)
     return float(np.median(times))
-""", "ticks every"),
+""", "Hint: this clock ticks every"),
 }
 WRONG_TIMERS = {k: (v.replace("AUTORANGE\n", AUTORANGE_SOURCE), why) for k, (v, why) in WRONG_TIMERS.items()}
 
@@ -623,3 +623,34 @@ def test_review_gemm_accumulate_hint_and_no_idle_advice():
         text = path.read_text(encoding="utf-8").lower()
         assert "when the machine is idle" not in text and "when it is idle" not in text, path
         assert "re-run this cell" not in text and "re-run when" not in text, path
+
+
+def test_the_compile_hint_names_a_compile_timed_in_the_first_batch_only():
+    """The ninth GPU read: a timer that grows its batch from the first call (no warm-up) times the compile in its
+    first batch and is told so; one that warms up but never batches is told to batch, not that it timed the compile."""
+    grows = """
+import gpucourse as gc
+def time_call(fn, *args, clock, repeat=5):
+    n = 1
+    while True:  # no warm-up: the first call (which compiles) is inside the first batch
+        t0 = clock()
+        for _ in range(n):
+            gc.block(fn(*args))
+        if clock() - t0 >= 0.2:
+            break
+        n *= 2
+    runs = []
+    for _ in range(repeat):
+        t0 = clock()
+        for _ in range(n):
+            gc.block(fn(*args))
+        runs.append((clock() - t0) / n)
+    return min(runs)
+"""
+    single = WRONG_TIMERS["one waited-for call per measurement on a coarse clock"][0].replace("np.median", "np.min")
+    for source, hint in ((grows, "Hint: the first call compiles"), (single, "Hint: this clock ticks every")):
+        namespace = {}
+        exec(compile(source, "<student cell>", "exec"), namespace)
+        with pytest.raises(CheckFailure, match=hint):
+            TIME_CALL.check(namespace["time_call"], hidden=True)
+

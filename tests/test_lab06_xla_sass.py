@@ -1343,3 +1343,27 @@ def test_the_shown_example_has_the_inputs_dtype_while_the_checks_keep_the_float6
     dtype = str(np.asarray(problem.visible[0].args[0]).dtype)
     assert example.endswith(f"->  <{dtype} array {tuple(np.asarray(problem.visible[0].args[0]).shape)}>"), example
     assert np.asarray(problem.visible_expected()[0]).dtype == np.float64
+
+
+def test_numpy_on_a_tracer_points_at_the_students_line():
+    """Issue 22: np.tanh inside the jitted function names the cell's line and says to use jnp, and the exact-erf
+    GELU is told that the spec wants the tanh approximation (the ninth GPU read)."""
+    import linecache
+
+    import jax
+    import jax.numpy as jnp
+
+    from grader.checks import CheckFailure
+    from grader.labs import lab06_xla_sass as lab6
+
+    src = ("def fused_bias_gelu(x, b, r):\n    u = x + b\n"
+           "    return r + 0.5 * u * (1 + np.tanh(0.7978845608 * (u + 0.044715 * u ** 3)))\n")
+    linecache.cache["<cell np-on-tracer>"] = (len(src), None, src.splitlines(True), "<cell np-on-tracer>")
+    ns = {"np": np, "jnp": jnp}
+    exec(compile(src, "<cell np-on-tracer>", "exec"), ns)  # noqa: S102
+    with pytest.raises(CheckFailure) as info:
+        lab6.problems["fused_bias_gelu"].check(ns["fused_bias_gelu"])
+    assert "at line 3 of your cell (`return r + 0.5 * u * (1 + np.tanh(" in str(info.value)
+    assert "use jax.numpy" in str(info.value)
+    with pytest.raises(CheckFailure, match="the spec's is the tanh approximation"):
+        lab6.problems["fused_bias_gelu"].check(lambda x, b, r: r + jax.nn.gelu(x + b, approximate=False))

@@ -286,19 +286,26 @@ def _timing_cases(rng: np.random.Generator) -> list[Case]:
     def spikes(repeat: int, k: int) -> tuple[int, ...]:
         return tuple(sorted(int(c) for c in rng.choice(np.arange(1, repeat + 1), size=k, replace=False)))
 
-    def late_spikes(work_s: float) -> tuple[int, ...]:
-        """Two calls slowed 20× among the calls of the measurements, if these are batches doubled until one spans
-        0.2 s (calls 2k .. 7k − 1 for batches of k): one in each of two batches (so the maximum fails, the minimum
-        and the median of 5 do); whatever batches a timer makes, they slow at most two of its measurements."""
+    def batch_of(work_s: float) -> int:
+        """The batch a timer makes that doubles k until k calls span 0.2 s."""
         k = 1
         while k * work_s < 0.2:
             k *= 2
+        return k
+
+    def late_spikes(work_s: float) -> tuple[int, ...]:
+        """Two slowed calls among the calls of the measurements, if these are batches doubled until one spans
+        0.2 s (calls 2k .. 7k − 1 for batches of k): one in each of two batches (so the maximum fails, the minimum
+        and the median of 5 do); whatever batches a timer makes, they slow at most two of its measurements."""
+        k = batch_of(work_s)
         first, second = sorted(int(b) for b in rng.choice(np.arange(1, 5), size=2, replace=False))
         return tuple(2 * k + b * k + int(rng.integers(0, k)) for b in (first, second))
 
     slow = us(1000, 2000)
     cases = [
-        timing_case(slow, ms(50, 500), 5, late_spikes(slow)),
+        # each slowed call stalls for half a batch (another program holding the core ~0.1 s): a spiked batch is
+        # 1.5× its clean time, so the mean of the 5 is ~20 % high, as far out as a mean of single calls
+        timing_case(slow, ms(50, 500), 5, late_spikes(slow), spike_factor=1 + batch_of(slow) / 2),
         timing_case(us(20, 2000), ms(50, 500), int(rng.integers(3, 8))),
         timing_case(us(20, 200), ms(50, 500), 1),  # one timed call: its time, not the compiling call's
         timing_case(us(20, 2000), ms(50, 500), 5, spikes(5, 2)),

@@ -214,12 +214,17 @@ class TileTracker(np.ndarray):
         return getattr(ufunc, method)(*plain, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        if func in (np.dot, np.tensordot, np.einsum, np.inner, np.vdot, np.outer):
-            log = next((x.log for x in args if isinstance(x, TileTracker)), None)
-            if log is not None:
-                log.append(tuple(tuple(np.shape(x)) for x in args if hasattr(x, "shape"))[:2])
+        log = next((x.log for x in args if isinstance(x, TileTracker)), None)
+        if func in (np.dot, np.tensordot, np.einsum, np.inner, np.vdot, np.outer) and log is not None:
+            log.append(tuple(tuple(np.shape(x)) for x in args if hasattr(x, "shape"))[:2])
         plain = tuple(a.view(np.ndarray) if isinstance(a, TileTracker) else a for a in args)
-        return func._implementation(*plain, **kwargs) if hasattr(func, "_implementation") else func(*plain, **kwargs)
+        out = func._implementation(*plain, **kwargs) if hasattr(func, "_implementation") else func(*plain, **kwargs)
+        if func is np.copy and log is not None:
+            return track(out, log)  # a tile staged in memory of its own is still a tile of A or B
+        return out
+
+    def dot(self, b: Any, out: Any = None) -> Any:  # the method, as np.dot
+        return np.dot(self, b) if out is None else np.dot(self, b, out=out)
 
 
 def track(a: np.ndarray, log: list) -> TileTracker:
@@ -246,8 +251,10 @@ def _tiling(fn: Callable[..., Any], hidden: bool) -> str:
                            np.asarray(C).view(np.ndarray), A @ B)
         if not log:
             raise CheckFailure(
-                f"blocked_matmul(({m}×{k}), ({k}×{n}), tile={tile}) computed no tile product with @, np.matmul or "
-                "np.dot on slices of A and B: multiply tiles, not whole matrices or single elements"
+                f"blocked_matmul(({m}×{k}), ({k}×{n}), tile={tile}) computed no tile product the checker could "
+                "see: it follows slices of A and B (and their .copy() or np.copy) into @, np.matmul, np.dot or "
+                ".dot — not np.ascontiguousarray or np.array copies, not a buffer you allocate and fill (a padded "
+                "tile: make the edge tiles smaller instead; padding would count as loads), not element by element"
             )
         for a_shape, b_shape in log:
             if max(a_shape + b_shape) > tile:
@@ -284,9 +291,9 @@ BLOCKED = Problem(
         A: (m, k), B: (k, n), in the backend's array module (NumPy on CPU, CuPy on a GPU: get it with
         gc.array_module(A)). Loop over output tiles C[i:i+tile, j:j+tile] and over k in steps of tile;
         accumulate the product of an A tile and a B tile (with @) into each C tile. Shapes need not be multiples
-        of tile: the last tiles are smaller. Every product you take must be at most tile × tile, and the elements
-        your products read must be no more than tiling reads (whole tiles, each used for a whole C tile); the
-        checker watches. Return C with A's dtype.
+        of tile: the last tiles are smaller (not padded). Every product you take must be at most tile × tile,
+        and the elements your products read must be no more than tiling reads (whole tiles, each used for a whole
+        C tile); the checker watches. Return C with A's dtype.
     """,
     visible=[Case((np.arange(64.0).reshape(8, 8), np.eye(8), 4)),
              Case((np.arange(70.0, dtype=np.float32).reshape(10, 7) / 70, np.ones((7, 13), np.float32), 4))],
@@ -370,7 +377,7 @@ def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
     if isinstance(got, (int, float)) and not isinstance(got, bool):
         if w.calls and not w.clock.reads:  # judged where the call ran: its clock saw no read
             hint = CLOCK_HINT
-        elif w.tick_s and w.work_s < w.tick_s and w.first_s and got < lo:
+        elif w.tick_s and w.work_s < w.tick_s and w.first_s and got < lo and w.first_call_timed:
             hint = (f"the first call compiles (about {show(w.first_s)} s): timed inside your first batch, it made "
                     "that batch look long enough, so your batches stayed at one call each, which this clock reads "
                     "as 0 or one tick. Call fn once and wait for it before you size or time any batch")
@@ -486,7 +493,8 @@ EXPLAIN = Problem(
     name="explain_point",
     spec="""
         explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes) -> str
-        A measured op did `flops` FLOPs moving `nbytes` bytes of DRAM traffic in `seconds`, touching `working_set`
+        A measured op did `flops` FLOPs on `nbytes` bytes of compulsory traffic (every input read once, every output
+        written once: what DRAM moves when nothing is cached) in `seconds`, touching `working_set`
         bytes in all, on a machine whose roofs are peak_flops (FLOP/s) and bandwidth (DRAM bytes/s) and whose
         last-level cache holds cache_bytes. Explain where its point sits:
           'impossible'    — faster than the compute roof (nothing computes faster), or above the DRAM roof by

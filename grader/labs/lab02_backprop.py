@@ -304,9 +304,12 @@ def _compare_policy(what: str, got: Any, expected: str | None, case: Case) -> No
         if got is not None:
             raise CheckFailure(f"{what}: expected None (no policy fits the budget), got {got!r}")
         return
-    expect_choice(what, got, expected, POLICIES,
-                  "compile lab.grad_of(name) and compare memory_analysis().temp_size_in_bytes with "
-                  "the budget; prefer the policy that recomputes least")
+    hint = ("compile lab.grad_of(name) and compare memory_analysis().temp_size_in_bytes (the temporaries alone, "
+            "not arguments or outputs) with the budget; prefer the policy that recomputes least")
+    if got is None:
+        raise CheckFailure(f"{what}: expected {expected!r} (its working memory fits the budget), got None. "
+                           f"Hint: {hint}")
+    expect_choice(what, got, expected, POLICIES, hint)
 
 
 PICK_POLICY = Problem(
@@ -548,8 +551,10 @@ def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
                 "(jax.vjp/jax.grad of it raise), and a crash or a wrong shape of yours would also reject it")
     else:
         hint = ("compare ⟨dy, J·u⟩ (a central difference of the forward along a random direction u) with "
-                "⟨backward(x, dy), u⟩ on random x and dy (not ones, not dy = y, not tiny values) of shapes with "
-                "B > 1 and B ≠ n; a tolerance near 1e-3, not 5 %: some wrong ones are off by a few per cent")
+                "⟨backward(x, dy), u⟩ on random x and dy (not ones, not dy = y, not tiny values) with B > 1; "
+                "check that backward returns x's shape (np.vdot flattens its arguments: the right numbers in the "
+                "wrong shape pass a dot-product test); a tolerance near 1e-3, not 5 %: some wrong ones are off by "
+                "a few per cent")
     expect_equal(what, bool(got), expected, hint)
 
 
@@ -564,8 +569,8 @@ IS_CORRECT_BACKWARD = Problem(
         Decide whether it is right: return True when backward(x, dy) equals Jᵀ·dy for every x and dy (up to
         float32's rounding), False otherwise. Test it with finite differences of the forward — the dot-product
         test ⟨dy, J·u⟩ ≈ ⟨dy, (forward(x + εu) − forward(x − εu)) / 2ε⟩ against ⟨backward(x, dy), u⟩ — and pick ε
-        and the tolerance for float32. Some wrong ones are right on a batch of one, on square inputs, on constant
-        or tiny inputs, or for a symmetric dy, and some are off by only a few per cent; your test must not be fooled.
+        and the tolerance for float32. Some wrong ones are right on a batch of one, on constant or tiny inputs, or
+        for a symmetric dy, and some are off by only a few per cent; your test must not be fooled.
         Never raise: a candidate that crashes or returns the wrong shape is simply wrong.
     """,
     visible=[Case(pair("a", "probabilities")), Case(pair("f", "standardize_no_chain_through_mean")),

@@ -168,16 +168,19 @@ DAG = Problem(
 
 # The stand-in is lab 1's (grader.virtual_clock.Workload, one timing lesson for the course): an asynchronous call
 # that queues ``work_s`` on an in-order queue and returns after DISPATCH (its launch), a first call that compiles
-# (``first_s``, blocking the caller), load spikes that only ever slow a call down (20×), and a clock that only the
+# (``first_s``, blocking the caller), load spikes that only ever slow a call down (20×, or by half a batch), and a clock that only the
 # work moves — some cases' clock ticks every 2 ms, so a call of tens of µs timed alone reads 0 or a whole tick.
 
 X = np.ones(4, np.float32)  # what f is called on (the stand-in ignores it)
 
 
-def timing_case(work_s: float, first_s: float, repeat: int, spikes: tuple[int, ...] = (), tick_s: float = 0.0) -> Case:
-    """time_call(f, x, repeat, clock) on an asynchronous Workload (the clock is the workload's, added per call)."""
+def timing_case(work_s: float, first_s: float, repeat: int, spikes: tuple[int, ...] = (), tick_s: float = 0.0,
+                spike_factor: float | None = None) -> Case:
+    """time_call(f, x, repeat, clock) on an asynchronous Workload (the clock is the workload's, added per call);
+    ``spike_factor``: how much slower a spiked call runs (the Workload's default when None)."""
+    extra = {} if spike_factor is None else {"spike_factor": float(spike_factor)}
     return Case((Workload(float(work_s), first_s=float(first_s), asynchronous=True, spikes=tuple(spikes),
-                          tick_s=float(tick_s)), X, int(repeat)))
+                          tick_s=float(tick_s), **extra), X, int(repeat)))
 
 
 class _TimingProblem(Problem):
@@ -311,7 +314,8 @@ TIMING = _TimingProblem(
                         the minimum is the call's own time, robust to any number of slowed runs (but it trusts
                         the luckiest run: wrong where runs really differ, e.g. only some find their data in a
                         cache); the median is robust to fewer than half of the runs slowed (and to a lucky one).
-                        The mean is not: one slowed run (these checks slow some calls 20×) pulls it up.
+                        The mean is not: one slowed run pulls it up (these checks slow some calls 20×, or stall one
+                        for half a batch: another program holding the core).
         Wait for every result you time: an un-waited call measures only its launch and fails.
         A clock has a resolution: some checks hand you a clock that ticks every 2 ms, and a call takes tens of
         µs — timed alone it reads as 0 or as one whole tick. So let each of the `repeat` measurements be a BATCH

@@ -21,7 +21,7 @@ from .ingest import origin_of
 from .lab import Lab
 from .preflight import preflight, review_flags
 from .publish import publish, write_result
-from .recheck import lab_problems, parse_checks, plan, run_recheck, split_problems
+from .recheck import lab_problems, parse_checks, plan, run_recheck_resuming, split_problems, stop_cause
 from .wire import encode_cases
 from .secret import Secret, write_seed_file
 from .verdict import cell_messages, combine, verdicts
@@ -74,17 +74,16 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
 
     steps, expected = plan(lab, nb, seeds)
     module_name, _, _ = parse_checks(lab)
-    recheck = run_recheck(job, steps, module_name, seeds, sandbox, settings, inputs, env)
+    recheck = run_recheck_resuming(job, steps, module_name, seeds, sandbox, settings, inputs, env)
     result["seconds_verify"] = recheck.seconds
     checked, tamper, stop = verdicts(steps, expected, recheck.lines, problems)
     if tamper:
         result["issues"].append("TAMPERING: " + "; ".join(tamper))
+    for where in recheck.resumed:  # one runaway exercise: its test failed, the check resumed after it
+        result["issues"].append(f"the check process stopped in {where}; resumed after it")
     if stop:
         vrc = recheck.rc
-        why = ("wall-clock limit" if recheck.timed_out else "the submission's code ended the process" if vrc in (0, 1)
-               else "killed: a resource limit (CPU time, memory, processes)" if vrc < 0 or vrc > 128
-               else f"exit status {vrc}")
-        result["issues"].append(f"{stop} ({why})")
+        result["issues"].append(f"{stop} ({stop_cause(vrc, recheck.timed_out)})")
         log = ws.stop_log(student, lab)  # for the instructor: why it stopped (a sandbox that could not start...)
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(f"exit status {vrc}{' (timed out)' if recheck.timed_out else ''}\n"

@@ -18,12 +18,13 @@ stands, unless the re-check saw tampering before it. (The student edition remove
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import pickle
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +174,73 @@ class RecheckRun:
     rc: int
     timed_out: bool
     seconds: float
+    resumed: list[str] = field(default_factory=list)  # the steps that stopped the process, each then skipped
+
+
+def stop_cause(rc: int, timed_out: bool) -> str:
+    """Why a check process ended before its last step, from its exit status."""
+    return ("wall-clock limit" if timed_out else "the submission's code ended the process" if rc in (0, 1)
+            else "killed: a resource limit (CPU time, memory, processes)" if rc < 0 or rc > 128
+            else f"exit status {rc}")
+
+
+def _progress(lines: list[str]) -> tuple[bool, bool, int]:
+    """(whether the worker wrote its last line, whether its watchdog ended it, the highest step it finished)."""
+    done = stuck = False
+    last = -1
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        done, stuck = done or bool(rec.get("done")), stuck or bool(rec.get("stuck"))
+        if isinstance(rec.get("step"), int):
+            last = max(last, rec["step"])
+    return done, stuck, last
+
+
+def run_recheck_resuming(job: Path, steps: list[dict], module_name: str | None, seeds: dict[str, int] | None,
+                         sandbox: Sandbox, settings: Settings, readonly: list[Path], extra_env: dict[str, str],
+                         resumes: int = 2) -> RecheckRun:
+    """:func:`run_recheck`, resumed past a step that stops the process (a submission that exhausts memory in one
+    exercise, or ignores its time limit): that step fails with the reason, the test cell it belongs to loses its
+    remaining checks, and a fresh process runs the student's cells again up to there (to rebuild their state) and
+    every step after it — so one runaway exercise costs its own points, not those of the exercises after it. At
+    most ``resumes`` times; a process that ran out of its wall-clock budget is not resumed."""
+    run = run_recheck(job, steps, module_name, seeds, sandbox, settings, readonly, extra_env)
+    lines, seconds, resumed = list(run.lines), run.seconds, []
+    base = list(range(len(steps)))  # the original index of each step of the run that just ended
+    for _ in range(resumes):
+        done, stuck, last = _progress(run.lines)
+        if done or run.timed_out or last < 0 or last + 1 >= len(base):
+            break
+        killer = base[last + 1]
+        cause = ("it ran past its time limit and ignored the timeout" if stuck
+                 else stop_cause(run.rc, run.timed_out))
+        resumed.append(f"step {killer + 1} ({steps[killer].get('test') or steps[killer].get('cell')}): {cause}")
+        lines = [ln for ln in lines if '"done"' not in ln and '"stuck"' not in ln]
+        lines.append(json.dumps({"step": killer, "ok": False,
+                                 "error": f"the check process stopped during this step ({cause}); "
+                                          "the steps after it were checked in a fresh process"}))
+        dropped = {killer}
+        if steps[killer]["kind"] in ("call", "after"):  # the rest of that test cell's checks: lost with it
+            dropped |= {i for i in range(killer, len(steps))
+                        if steps[i].get("test") == steps[killer]["test"] and steps[i]["kind"] in ("call", "after")}
+        base = [i for i in range(len(steps))
+                if (i < killer and steps[i]["kind"] == "exec") or (i > killer and i not in dropped)]
+        run = run_recheck(job, [steps[i] for i in base], module_name, seeds, sandbox, settings, readonly, extra_env)
+        seconds += run.seconds
+        for line in run.lines:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                break
+            if isinstance(rec.get("step"), int):
+                rec["step"] = base[rec["step"]]
+                if rec["step"] < killer:
+                    continue  # a cell re-run to rebuild the state: its first run's result stands
+            lines.append(json.dumps(rec, allow_nan=True))
+    return RecheckRun(lines, run.rc, run.timed_out, round(seconds, 2), resumed)
 
 
 def run_recheck(job: Path, steps: list[dict], module_name: str | None, seeds: dict[str, int] | None,

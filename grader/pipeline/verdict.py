@@ -3,7 +3,9 @@ nbgrader's scores, **failing closed**.
 
 - :func:`verdicts`: per re-checked test cell {"ok", "message"}: every call's answer (decoded from plain data)
   compared with the expected answer by the problem's own ``compare``; a raised error names the earlier student
-  cell that failed; steps after the worker stopped are "not reached"; everything after tampering is "not
+  cell that failed; steps after the worker stopped are "not reached" (the re-check resumes past a step that stops
+  its process, :func:`grader.pipeline.recheck.run_recheck_resuming`: only a stop it cannot resume leaves steps
+  unreached); everything after tampering is "not
   trusted" (kernel-only cells after tampering too).
 - :func:`combine`: a test cell scores nbgrader's points only if the out-of-process check passed too. A cell
   that could not be verified keeps nbgrader's score and is marked "kernel-only". If nbgrader could not finish

@@ -228,9 +228,10 @@ lab.problems["pick_policy"].check(pick_policy, hidden=True)
 # - **the tolerance**: above that noise (~1e-4), below the error of a near miss (a few per cent): about 1e-3,
 #   relative to the size of the terms summed.
 #
-# And the inputs: random `x`, `dy` and `u`, with `B > 1` and `B ≠ n`. Some wrong passes are right for a batch of
-# one, on square inputs, on constant rows, on tiny `x`, or for a symmetric `dy` (`dy = y`, the gradient of
-# `½Σy²`, is symmetric for a Gram matrix). A candidate that raises or returns the wrong shape is wrong.
+# And the inputs: random `x`, `dy` and `u`, with `B > 1`. Some wrong passes are right for a batch of one, on
+# constant rows, on tiny `x`, or for a symmetric `dy` (`dy = y`, the gradient of `½Σy²`, is symmetric for a Gram
+# matrix). A candidate that raises or returns the wrong shape is wrong (check the shape yourself: `np.vdot`
+# flattens its arguments).
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["is_correct_backward"].show()
@@ -241,7 +242,7 @@ def is_correct_backward(forward, backward):
     # roughly 14 lines
     ### BEGIN SOLUTION
     rng = np.random.default_rng(0)
-    for B, n in [(3, 5), (6, 4)]:                      # B > 1, B ≠ n: no batch of one, nothing square
+    for B, n in [(3, 5), (6, 4)]:                      # B > 1: no batch of one
         x, u = rng.standard_normal((2, B, n))           # random x, and a random direction u
         dy = rng.standard_normal(np.shape(forward(x)))  # random dy: not ones, not symmetric
         eps = 1e-3                                      # float32: far above its rounding, O(ε²) small

@@ -183,7 +183,7 @@ lab.problems["block_sum"].check(block_sum, hidden=True)
 #
 # §5.7's tiled kernel cut global reads from `2k` to `2·ceil(k/TILE)` per thread, but each product still costs two
 # shared-memory reads (`sA[ty, j]` and `sB[j, tx]`): two words loaded from shared memory per multiply-add, and in
-# its machine code more shared-memory load instructions than multiply-adds (the last cell counts 10 for 8). Real
+# its machine code more shared-memory load instructions than multiply-adds (the last cell prints the counts). Real
 # GEMM kernels take the next step, **register blocking**: each thread computes several outputs and reuses each value
 # it loaded from shared memory for all of them. Here a thread computes *two* outputs of one column, rows `ty` and
 # `ty + 8`: per `j` it reads `sA[ty, j]`, `sA[ty + 8, j]` and `sB[j, tx]` once — 3 shared reads for 2 products

@@ -107,7 +107,7 @@ def map_add(a, out):
     # roughly 2 lines
     ### BEGIN SOLUTION
     i = cuda.threadIdx.x
-    out[i] = a[i] + 10
+    out[i] = a[i] + np.float32(10)
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex01_map_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -166,7 +166,7 @@ def map_guard(a, out):
     ### BEGIN SOLUTION
     i = cuda.threadIdx.x
     if i < a.size:
-        out[i] = a[i] + 10
+        out[i] = a[i] + np.float32(10)
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex03_map_guard_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -197,7 +197,7 @@ def map_2d(a, out):
     c = cuda.threadIdx.x
     r = cuda.threadIdx.y
     if r < a.shape[0] and c < a.shape[1]:
-        out[r, c] = a[r, c] + 10
+        out[r, c] = a[r, c] + np.float32(10)
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex04_map_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -258,7 +258,7 @@ def map_blocks(a, out):
     ### BEGIN SOLUTION
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i < a.size:
-        out[i] = a[i] + 10
+        out[i] = a[i] + np.float32(10)
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex06_map_blocks_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -47,7 +47,7 @@ def axpy_cost(n, dtype):
 
 ATTACK_EXIT = '''
 import os
-os._exit(0)                                   # the kernel dies here: exercises 4-7 are never tested
+os._exit(0)                                   # the kernel dies here: nbgrader tests nothing after it
 '''
 
 ATTACK_IGNORE_INTERRUPT = '''
@@ -248,8 +248,9 @@ EXPECT: dict[str, tuple[float, float, list[str]]] = {
     "patch_checks": (0, 0, ["TAMPERING", "expect_int"]),
     "patch_numpy": (0, FULL - 6, ["TAMPERING", "numpy.abs"]),
     "input_transformer": (0, 0, []),
-    "exit_kernel": (12, 12, ["nbgrader could not finish", "ended the process"]),
-    "ignore_interrupt": (9, 9, ["ignored the interrupt", "ignored the timeout"]),
+    # the check process stops in the attacked cell and resumes after it: that exercise alone is lost
+    "exit_kernel": (FULL - 3, FULL - 3, ["nbgrader could not finish", "ended the process", "resumed after it"]),
+    "ignore_interrupt": (FULL - 3, FULL - 3, ["ignored the interrupt", "ignored the timeout", "resumed after it"]),
     "infinite_loop": (FULL - 3, FULL - 3, []),
     "output_flood": (FULL - 3, FULL, []),
     "memory_hog": (FULL - 3, FULL - 3, []),
