@@ -95,7 +95,7 @@ def test_total_writes_budget():
 def test_every_budget_kind_is_stated_in_some_spec():
     specs = "\n".join(p.spec for p in lab.ORDER)
     for words in ("global reads per thread", "global writes per thread", "global writes in total",
-                  "shared memory per block", "sectors per request", "SIMT efficiency", "divergent branches per block",
+                  "shared memory per block", "sectors per warp-wide request", "SIMT efficiency", "divergent branches per block",
                   "bank conflicts",
                   "atomic updates", "no data races, no barrier"):
         assert words in specs, words
@@ -317,3 +317,29 @@ def softmax_rows(a, out):
     with pytest.raises(CheckFailure) as info:
         lab.problems["softmax_rows"].check(k, hidden=True)
     assert "NaN or inf where the reference is finite" in str(info.value) and "subtract the row's max" in str(info.value)
+
+
+def test_budgets_hold_by_kind_whatever_the_arrays_are_named():
+    """Issue 22's held-out wrong kernels: the unpadded transpose tile under another name, the arrays renamed, keeps
+    its 32-way conflicts and fails visible and hidden; every thread adding into out[0] atomically breaks "one write
+    in total"; the verdict from the observation as plain data (the re-check's path) is the same."""
+    from grader.pipeline.wire import decode, encode
+
+    renamed = (WRONG[_gid(lab.problems["transpose"])][0].replace("tile", "buf").replace("(a, out)", "(src, dst)")
+               .replace("a[", "src[").replace("a.shape", "src.shape").replace("out[", "dst["))
+    fn = kernels.load_kernel(renamed, "transpose", NS, cuda)
+    for hidden in (False, True):
+        msg = _failure("transpose", fn, hidden)
+        assert "bank conflicts" in msg and "shared `buf`" in msg and "reads" in msg, msg
+    problem, case = lab.problems["transpose"], lab.problems["transpose"].visible[0]
+    with pytest.raises(CheckFailure, match="bank conflicts"):
+        problem.judge(decode(encode(problem.observe(fn, case))), problem.reference(*case.args), case)
+
+    atomic_dot = kernels.load_kernel('''@cuda.jit
+def dot(a, b, out):
+    t = cuda.threadIdx.x
+    if t < a.size:
+        cuda.atomic.add(out, 0, a[t] * b[t])
+''', "dot", NS, cuda)
+    msg = _failure("dot", atomic_dot)
+    assert "of them atomic updates" in msg and "budget is 1 in total" in msg, msg

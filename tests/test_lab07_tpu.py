@@ -398,3 +398,57 @@ def test_predict_collectives_reference_is_what_xla_compiles():
     assert any(got for got in compiled.values()) and any(len(got) == 2 for got in compiled.values())
     for case in lab.problems["predict_collectives"].visible:  # the visible cases' shardings and meshes too
         assert repr((case.args[:3], case.args[3], (64, 32, 16))) in compiled
+
+
+def _fused_variant(grid_of):
+    """The solution's fused_dense with another grid (``grid_of(m, n, k, bm, bn, bk)`` -> (grid, axis of k))."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def fused_dense(x, w, b, bm, bn, bk):
+        m, k = x.shape
+        n = w.shape[1]
+        grid, kax = grid_of(m, n, k, bm, bn, bk)
+        other = [a for a in range(3) if a != kax]
+
+        def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
+            kk = pl.program_id(kax)
+
+            @pl.when(kk == 0)
+            def _():
+                acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+            acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+            @pl.when(kk == pl.num_programs(kax) - 1)
+            def _():
+                o_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...].astype(jnp.float32), 0.0).astype(o_ref.dtype)
+
+        def ij(*g):
+            return g[other[0]], g[other[1]], g[kax]
+
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=grid,
+            in_specs=[pl.BlockSpec((bm, bk), lambda *g: (ij(*g)[0], ij(*g)[2])),
+                      pl.BlockSpec((bk, bn), lambda *g: (ij(*g)[2], ij(*g)[1])),
+                      pl.BlockSpec((1, bn), lambda *g: (0, ij(*g)[1]))],
+            out_specs=pl.BlockSpec((bm, bn), lambda *g: (ij(*g)[0], ij(*g)[1])),
+            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=True)(x, w, b)
+
+    return fused_dense
+
+
+def test_fused_dense_wrong_numbers_from_a_k_first_grid_get_the_grid_order_hint():
+    """The seventh ML read: with one f32 scratch block, a k-first grid gives wrong numbers, and the grid-order
+    diagnosis (which the structure check gives only once the numbers pass) is named with them."""
+    from grader.checks import CheckFailure
+    from grader.labs import lab07_tpu as lab7
+
+    right = _fused_variant(lambda m, n, k, bm, bn, bk: ((m // bm, n // bn, k // bk), 2))
+    lab7.problems["fused_dense"].check(right)
+    k_first = _fused_variant(lambda m, n, k, bm, bn, bk: ((k // bk, m // bm, n // bn), 0))
+    with pytest.raises(CheckFailure) as info:
+        lab7.problems["fused_dense"].check(k_first)
+    assert "elements are wrong" in str(info.value) and "Put the reduction (k) axis last" in str(info.value)

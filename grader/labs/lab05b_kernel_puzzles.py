@@ -186,7 +186,7 @@ BLOCKS2D = puzzle(
     """,
     _blocks2d_launch,
     [Case((np.arange(9 * 37, dtype=F32).reshape(9, 37) / 7,))],
-    Budget(reads=1, writes=1, shared=0, sectors=(("a", 6.0), ("out", 6.0))))
+    Budget(reads=1, writes=1, shared=0, sectors=6.0))
 
 # -- 8. shared -----------------------------------------------------------------------------------------------------
 SB = 8  # threads per block of the shared-memory puzzles
@@ -342,8 +342,8 @@ TRANSPOSE = puzzle(
     """,
     _tr_launch,
     [Case((np.arange(20 * 40, dtype=F32).reshape(20, 40),))],
-    Budget(reads=TT // TROWS, writes=TT // TROWS, shared=TT * (TT + 1) * 4, sectors=(("a", 4.5), ("out", 4.5)),
-           conflicts=(("tile", 1.0),)))
+    Budget(reads=TT // TROWS, writes=TT // TROWS, shared=TT * (TT + 1) * 4, sectors=4.5,
+           conflicts=1.0))
 
 # -- 15. warp reduction with shuffles -------------------------------------------------------------------------------
 WB = 64  # threads per block: two warps
@@ -410,7 +410,7 @@ HISTOGRAM = puzzle(
     """,
     _hist_launch,
     [Case((np.arange(100, dtype=np.int32) % HIST_BINS,))],
-    Budget(reads=1, shared=HIST_BINS * 4, atomics=(("counts", HIST_BINS),)), extra=_uses_shared)
+    Budget(reads=1, shared=HIST_BINS * 4, atomics=HIST_BINS), extra=_uses_shared)
 
 
 def _flush_is_atomic(require: Callable) -> Callable:

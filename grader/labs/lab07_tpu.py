@@ -347,6 +347,11 @@ def _grid_order_hint(fn: Callable[..., Any]) -> str:
         m, n, k, bm, bn, bk = 32, 256, 512, 16, 128, 128
         x, w, b = _bf16(np.ones((m, k))), _bf16(np.ones((k, n))), _bf16(np.ones((1, n)))
         plan = pallas_tpu.plan(lambda xx, ww, bb: fn(xx, ww, bb, bm, bn, bk), x, w, b)
+        need = (m // bm) * (n // bn) * (k // bk)
+        if plan.steps != need:  # e.g. grid = (m, n, k): one program per element, not per block
+            return (f"Hint: for ({m}×{k}) @ ({k}×{n}) with blocks ({bm}, {bn}, {bk}) your grid {plan.grid} has "
+                    f"{plan.steps:,} steps; one per (output block, k block) is {need}: grid = (m//bm, n//bn, k//bk) "
+                    "counts blocks, not elements")
         return "" if plan.operands[3].consecutive else "Hint: " + _grid_order_message(plan)
     except Exception:  # noqa: BLE001 - a hint only: the failure stands as it is
         return ""
