@@ -279,9 +279,13 @@ class KernelProblem(ObservedProblem):
         if seen.get("device") is not None:
             _judge_device(what, seen["device"], names, expected)
         g = report.per_thread("global")
+        tpb = int(report.threads_per_block)
+        cap = tpb / (32 * -(-tpb // 32))  # lanes a block's warps have; the missing ones are never active
+        capped = (f" (blocks of {tpb} threads fill {cap:.1%} of their warps' lanes: the most SIMT efficiency "
+                  "this launch allows)") if cap < 1 else ""
         return (f"{report.n_threads} threads in {report.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
                 f"{g['writes']:.2f} global writes, {report.per_thread('shared')['reads']:.2f} shared reads; "
-                f"SIMT efficiency {report.simt_efficiency:.1%}; {report.divergent_steps} divergent warp steps; no "
+                f"SIMT efficiency {report.simt_efficiency:.1%}{capped}; {report.divergent_steps} divergent warp steps; no "
                 "races, no synchronisation errors, no uninitialised reads used"
                 + ("; float32 arithmetic only" if self.float32_only else ""))
 

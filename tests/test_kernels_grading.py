@@ -198,3 +198,23 @@ def test_the_float64_budget_holds_in_the_hidden_check_and_from_plain_data():
     seen = decode(encode(problem.observe(k, case)))
     with pytest.raises(CheckFailure, match="float64 operations on float32 values"):
         problem.judge(seen, problem.reference(*case.args, **case.kwargs), case)
+
+
+def test_a_pass_line_says_when_the_block_size_alone_caps_simt_efficiency(capsys):
+    """Issue 22: a block of 4 threads fills 12.5 % of its warp's lanes; the passing line says that this, not the
+    kernel, is why its SIMT efficiency is low — and lab 5b's machine-code cell names unwritten kernels."""
+    from grader.labs import lab05b_kernel_puzzles as lab5b
+
+    k = load_kernel('''@cuda.jit
+def map_add(a, out):
+    i = cuda.threadIdx.x
+    out[i] = a[i] + np.float32(10)
+''', "map_add", NS, cuda)
+    lab5b.problems["map_add"].check(k)
+    out = capsys.readouterr().out
+    assert "SIMT efficiency 12.5% (blocks of 4 threads fill 12.5% of their warps' lanes" in out, out
+    stub = load_kernel('''@cuda.jit
+def transpose(a, out):
+    raise NotImplementedError()
+''', "transpose", NS, cuda)
+    assert lab5b.not_written(transpose=stub, warp_sum=k) == ["transpose"]

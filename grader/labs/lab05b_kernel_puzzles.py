@@ -471,6 +471,14 @@ WARP_SUM_SIG = "void(float32[::1], float32[::1])"
 TILE_STRIDE = r"IMAD(?:\.U32)? R\d+, R\d+, (0x2[01]), R\d+ ;"
 
 
+def not_written(**kernels: Callable) -> list[str]:
+    """The names of the given kernels that are still their stub (a body that only raises NotImplementedError)."""
+    from gpucourse.simt.instrument import python_function
+
+    return [name for name, k in kernels.items()
+            if set(python_function(k).__code__.co_names) <= {"NotImplementedError"}]
+
+
 def machine_code(transpose: Callable, warp_sum: Callable) -> dict[str, tuple[str, Any]]:
     """(PTX, SASS) of the student's ``transpose`` compiled with the padded tile (``TT_PAD = TT + 1``) and with
     ``TT_PAD = TT`` (the bank-conflicting tile), and of ``warp_sum``: three kernels, one child process

@@ -757,6 +757,9 @@ if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades
     print("skipped while nbgrader grades: this cell is not graded (it compiles for seconds)")
 elif not gc.toolchain.available():
     print(f"skipped: NVIDIA's compiler wheels are missing ({gc.toolchain.describe()})")
+elif lab.not_written(transpose=transpose, warp_sum=warp_sum):
+    print(f"write {' and '.join(lab.not_written(transpose=transpose, warp_sum=warp_sum))} first: this cell compiles "
+          "your transpose and warp_sum (puzzles 14 and 15)")
 else:
     code = lab.machine_code(transpose, warp_sum)
     strides = {}
