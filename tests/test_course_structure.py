@@ -163,3 +163,31 @@ def test_no_notebook_says_numbas_simulator_runs_kernels_by_default(nb):
     prose that says otherwise contradicts the setup cell's "kernels" line."""
     text = " ".join(c["source"] for c in cells(nb) if c["cell_type"] == "markdown")
     assert not re.search(r"(in|on) numba'?s\s+CUDA\s+simulator\s+otherwise", text), nb.name
+
+
+def test_the_simt_executor_imports_run_one_way():
+    """Issue 22: gpucourse/simt reads from the bottom up — state and types, then the launch loop, then the public API
+    (api.py, run.py on top): no module imports one that imports it back, at module level or inside a function
+    (imports for type checking only are not run)."""
+    import ast
+
+    import gpucourse
+
+    simt = Path(gpucourse.__file__).parent / "simt"
+    names = {p.stem for p in simt.glob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for path in simt.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+        deps = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and id(node) not in skip:
+                deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        edges[path.stem] = (deps & names) - {"__init__"}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(d == goal or (d not in seen and reaches(d, goal, seen | {d})) for d in edges.get(start, ()))
+
+    circles = sorted(m for m in edges if m != "__init__" and reaches(m, m, {m}))
+    assert not circles, f"import circles through {circles}: {({m: sorted(edges[m]) for m in circles})}"
