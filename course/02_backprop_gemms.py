@@ -160,7 +160,7 @@ print(f"dW = Xᵀ·dY: {tuple(dW_jax.shape)} = ({d_in}×{B})·({B}×{d_out});  d
 # %% [markdown]
 # ## 2.3 Seeing the GEMMs: the gradient's jaxpr and XLA's HLO
 #
-# Take a 2-layer MLP, `loss = sum(tanh(X·W1)·W2)²`, and ask JAX for the gradient with respect to the
+# Take a 2-layer MLP, `loss = sum((tanh(X·W1)·W2)²)`, and ask JAX for the gradient with respect to the
 # weights. `jax.make_jaxpr` shows the program JAX builds; every matrix multiply in it is a `dot_general`.
 # The forward pass has 2; the backward pass adds `dW2`, `dH = dY·W2ᵀ` and `dW1` — and *not* `dX`, because
 # nobody asked for the gradient of the data.
@@ -302,7 +302,8 @@ plt.show()
 # below.)
 #
 # The clock agrees in kind (one 4-layer model, forward vs forward + backward, same batch): the backward pass is
-# real work, and the ratio of the best times lands in the same range as the FLOP ratio.
+# real work, several times the forward (the ratio is printed beside XLA's FLOP ratio; on a shared machine the two
+# need not agree: the assert allows a factor of 2.2 either way).
 
 # %%
 Ws = [put(rng.standard_normal((384, 384)) / np.sqrt(384)) for _ in range(4)]
@@ -964,8 +965,9 @@ if gc.require_gpu("bracket the predicted OOM batch: a step at 0.85× fits, at 1.
     assert "RESOURCE_EXHAUSTED" in outcome["OOM"] or "memory" in outcome["OOM"].lower(), "and the one above must OOM"
 else:
     h200 = gc.hardware.H200_SXM
-    # assumption: the device's total memory is the datasheet's 141 GB (h200.memory_bytes); what a real H200 reports
-    # was not measured here, so the budgets below are the datasheet's
+    # assumption: the device's total memory is the datasheet's 141 GB read as 141·10⁹ bytes (h200.memory_bytes);
+    # what a real H200 reports was not measured here. NVIDIA's GB are a floor: an H100 "80 GB" reports 81,559 MiB
+    # ≈ 85.5·10⁹ bytes (public nvidia-smi outputs), about 7 % more — so the batches below are up to ~7 % low
     jax_budget = JAX_MEM_FRACTION * h200.memory_bytes  # what JAX's allocator may hand out under the pinned fraction
     print(f"{h200.name}: {h200.memory_bytes / 1e9:.0f} GB (datasheet), of which JAX's allocator takes "
           f"{JAX_MEM_FRACTION:.0%} = {jax_budget / 1e9:.1f} GB")
@@ -986,7 +988,7 @@ else:
 # ($s \times s$ per head and sequence) and the elementwise work around it (softmax, LayerNorm, GELU). The
 # standard estimates:
 #
-# - **FLOPs.** $6N$ per token for the weight GEMMs (2 forward, 4 backward per multiply-add — §2.4 with
+# - **FLOPs.** $6N$ per token for the weight GEMMs (6 FLOPs per parameter per token: 2 forward, 4 backward — §2.4 with
 #   $L \to \infty$), the "6ND" of Kaplan et al. 2020 and Hoffmann et al. 2022 ($D$ = tokens), plus the attention
 #   GEMMs $QK^T$ and $PV$ that have no parameters: $2 \cdot 2 \cdot s \cdot d$ forward per token and layer, ×3 for
 #   training, $12 \cdot L \cdot s \cdot d$ per token (Chowdhery et al. 2022, *PaLM*, appendix B; the JAX scaling

@@ -620,6 +620,9 @@ if gc.require_gpu("time the divergent and the warp-uniform kernel with CUDA even
     n_big = 1 << 22
     xd = be.xp.linspace(-1, 1, n_big)
     od = be.xp.zeros_like(xd)
+    # numba-cuda device arrays, made once: handed CuPy arrays, every launch would sync CuPy's stream inside the timed
+    # interval (§5.6 says more)
+    xd, od = cuda.as_cuda_array(xd, sync=False), cuda.as_cuda_array(od, sync=False)
     grid_big = n_big // 256
     t_div = gc.measure(lambda: branchy[grid_big, 256](xd, od, 0, 2000), clock="cuda", repeat=5)
     t_uni = gc.measure(lambda: branchy[grid_big, 256](xd, od, 1, 2000), clock="cuda", repeat=5)

@@ -71,7 +71,7 @@ BANDWIDTHS: dict[str, tuple[float, str]] = {
     "PCIe 5.0 x16": (pcie_bandwidth(5).encoded, "PCI-SIG PCIe 5.0: 32 GT/s × 16 lanes = 64 GB/s raw, 128b/130b"),
     "DDR5-5600, 2 channels (desktop)": (89.6 * GB, "JEDEC JESD79-5: 5600 MT/s × 8 bytes × 2 channels"),
     "DDR5-4800, 12 channels (EPYC 9004 server)": (460.8 * GB, "AMD EPYC 9004 spec: 12 channels DDR5-4800"),
-    "NVLink 4 (H100, per GPU)": (hardware.LINKS["NVLink 4 (H100, per GPU, each direction)"],
+    "NVLink 4 (H100, per GPU, each direction)": (hardware.LINKS["NVLink 4 (H100, per GPU, each direction)"],
                                  "NVIDIA H100 datasheet: 900 GB/s total = 450 GB/s each direction"),
     "HBM3 (H100 SXM)": (hardware.H100_SXM.memory_bandwidth, hardware.H100_SXM.source),
     "HBM3e (H200 SXM)": (hardware.H200_SXM.memory_bandwidth, hardware.H200_SXM.source),

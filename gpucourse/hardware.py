@@ -54,6 +54,8 @@ H100_SXM = Accelerator(
     peak_flops={"fp64": 34 * TERA, "fp32": 67 * TERA, "tf32-tensor": 494.7 * TERA, "bf16-tensor": 989.4 * TERA,
                 "fp8-tensor": 1978.9 * TERA},
     memory_bandwidth=3.35 * TERA,
+    # the datasheet's "80 GB" read as 80·10⁹ bytes: a floor — drivers report 81,559 MiB ≈ 85.5·10⁹ bytes for an
+    # H100 SXM 80 GB (public nvidia-smi outputs), about 7 % more
     memory_bytes=80e9,
     sm_count=132,
     per_sm={**_SM_COMMON, "shared_memory_bytes": 228 * KIB, "shared_memory_per_block_optin": 227 * KIB,
@@ -73,7 +75,7 @@ H200_SXM = Accelerator(
     name="H200 SXM 141GB",
     peak_flops=dict(H100_SXM.peak_flops),  # same GH100 compute as H100 SXM
     memory_bandwidth=4.8 * TERA,
-    memory_bytes=141e9,
+    memory_bytes=141e9,  # the datasheet's "141 GB" as 141·10⁹ bytes: a floor, as the H100's (what a driver reports is more)
     sm_count=132,
     per_sm=dict(H100_SXM.per_sm),
     source="NVIDIA H200 Tensor Core GPU datasheet (2024)",

@@ -59,7 +59,7 @@ class TpuChip:
     name: str
     bf16_flops: float  # dense bf16 peak per chip, FLOP/s
     hbm_bytes_per_s: float  # per chip
-    hbm_bytes: float  # per chip
+    hbm_bytes: float  # per chip, in the unit each chip's Google page states it (GiB or 10⁹ bytes); no cell uses it
     tensor_cores: int  # per chip
     mxus_per_core: int
     mxu: tuple[int, int]  # systolic array shape (rows, cols)

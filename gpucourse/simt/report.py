@@ -97,7 +97,8 @@ class Float64Op:
 
     def __str__(self) -> str:
         return (f"{self.count} float64 operation{'s' * (self.count != 1)} on float32 values{self.where} "
-                "(numba-cuda types a Python float literal or argument, or an int, as 64-bit: write np.float32(...))")
+                "(numba-cuda types a Python float — a literal such as 0.0 or -np.inf, a float argument — or an int "
+                "as 64-bit: find where the value became float64 and write np.float32(...) there)")
 
 
 @dataclass(frozen=True)

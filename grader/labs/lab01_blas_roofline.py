@@ -462,10 +462,10 @@ TIME_CALL = _TimingProblem(
            robust too. The mean is not: one slowed run pulls it up. Each has its failure mode on real machines:
            the minimum trusts the luckiest run (wrong when runs differ for real, e.g. when only some find their
            data in a cache); the median is wrong when more than half the runs were slowed.
-        4. a clock has a resolution: time.time() on Windows moves in steps of about 16 ms, a GPU's event timer in
-           half-microseconds, and some checks hand you a clock that ticks every 2 ms. A call shorter than one tick
-           reads as 0 or as one whole tick, however carefully you wait for it. So let each of the `repeat`
-           measurements be a BATCH of calls long enough to span many ticks, and divide by the batch size: grow
+        4. a clock has a resolution: time.time() on Windows before Python 3.13 moved in steps of about 16 ms, a
+           GPU's event timer in half-microseconds, and some checks hand you a clock that ticks every 2 ms. A call
+           shorter than one tick reads as 0 or as one whole tick, however carefully you wait for it. So let each
+           of the `repeat` measurements be a BATCH of calls long enough to span many ticks, and divide by the batch size: grow
            the batch (1, 2, 5, 10, 20, 50, ... calls, as timeit's autorange does) until one batch takes at least
            0.2 s on `clock`, then time `repeat` batches of that size. You do not need to know the tick.
         Graded on calls whose true duration is known: asynchronous ones, ones whose first call compiles, ones

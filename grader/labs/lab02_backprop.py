@@ -546,15 +546,16 @@ def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
     expect_type(what, got, (bool, np.bool_), "True or False")
     if expected:  # a right backward judged wrong: most often a test too strict for float32, or a crash of yours
         hint = ("this backward is right: the forward computes in float32, so a finite difference with a tiny step "
-                "(1e-6, 1e-8: float64's habits) is rounding noise — take a step near 1e-2 to 1e-3 and a relative "
-                "tolerance near 1e-3 (scaled by the size of the terms); the forward cannot be traced by JAX "
+                "(1e-6, 1e-8: float64's habits) is rounding noise — take a step near 1e-3 and a relative "
+                "tolerance near 1e-3 (scaled by the size of the terms), plus the outputs' own rounding, about "
+                "2^-23·|f(x)|/ε per output (large outputs that move little); the forward cannot be traced by JAX "
                 "(jax.vjp/jax.grad of it raise), and a crash or a wrong shape of yours would also reject it")
     else:
         hint = ("compare ⟨dy, J·u⟩ (a central difference of the forward along a random direction u) with "
                 "⟨backward(x, dy), u⟩ on random x and dy (not ones, not dy = y, not tiny values) with B > 1; "
                 "check that backward returns x's shape (np.vdot flattens its arguments: the right numbers in the "
                 "wrong shape pass a dot-product test); a tolerance near 1e-3, not 5 %: some wrong ones are off by "
-                "a few per cent")
+                "a few per cent — and several random directions, since one may land where the error cancels")
     expect_equal(what, bool(got), expected, hint)
 
 

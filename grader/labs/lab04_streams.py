@@ -326,7 +326,10 @@ TIMING = _TimingProblem(
         accepts anything from the work to launch + work, within 3 %).
     """,
     visible=[timing_case(250e-6, 0.3, 5), timing_case(40e-6, 0.25, 5, spikes=(2, 4)),
-             timing_case(30e-6, 0.2, 3, tick_s=2e-3)],
+             timing_case(30e-6, 0.2, 3, tick_s=2e-3),
+             # 1.2 ms calls: batches of 256 reach 0.2 s; after the warm-up and the batches 1 … 256 that size them
+             # (calls 0 … 511), two calls inside the 2nd and 4th timed batches each stall for half a batch
+             timing_case(1.2e-3, 0.3, 5, spikes=(3 * 256 + 37, 5 * 256 + 101), spike_factor=1 + 256 / 2)],
     compare=_compare_timing,
     after=_timing_after,
 )

@@ -251,13 +251,15 @@ MATMUL = KernelProblem(
         element of C written once in all, by the block whose tile holds it), shared reads ≤ 3 per k
         (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for both outputs); shared memory
         ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of A and B coalesced (≤ {MM_SECTORS:g} sectors
-        per warp-wide load); no races.
+        per warp-wide load); no races; float32 arithmetic only (accumulators start at np.float32(0): `acc = 0.0`
+        is a float64 accumulator, FP64 on the GPU for every product).
     """,
     visible=[Case((np.arange(20 * 13, dtype=np.float32).reshape(20, 13) / 50,
                    np.linspace(-1, 1, 13 * 18, dtype=np.float32).reshape(13, 18)))],
     compare=lambda *a: None,
     launch=_mm_launch,
     require=_mm_require,
+    float32_only=True,
 )
 
 # -- Exercise 5: the register budget of an occupancy target (the inverse of the occupancy model) ---------------------

@@ -239,13 +239,14 @@ DOT = puzzle(
         dot(a, b, out): out[0] = sum(a * b) for float32 vectors of n ≤ {DOT_THREADS} elements, launched with one
         block of {DOT_THREADS} threads:  dot[1, {DOT_THREADS}](a, b, out).
         Each thread multiplies at most one pair into a cuda.shared.array({DOT_THREADS}, float32) (0 past n), then
-        the block reduces it; exactly ONE thread writes out[0]. Every thread must reach every
+        the block reduces it as a tree (one thread summing the 64 alone leaves the rest idle: the SIMT budget
+        below); exactly ONE thread writes out[0]. Every thread must reach every
         cuda.syncthreads() (a barrier inside `if i < n` is barrier divergence).
         Example: a = [1, 2, 3], b = [4, 5, 6] (float32)  ->  out = [32].
     """,
     _dot_launch,
     [Case((np.arange(1, 21, dtype=F32), np.full(20, 0.5, F32)))],
-    Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4), extra=_uses_shared)
+    Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4, efficiency=0.5), extra=_uses_shared)
 
 # -- 11. 1-D convolution -------------------------------------------------------------------------------------------
 CB = 16  # threads per block of the convolution

@@ -1089,10 +1089,10 @@ TIME_MODEL = Problem(
         page faults PER ROW. machine: {"dispatch": seconds per call, "bandwidth": bytes per second,
         "fault": seconds per page fault}. §6.3's model of one side on m rows:
             time(m) = calls·dispatch + m·row_bytes/bandwidth + m·row_faults·fault
-        The terms add: each call's dispatch waits for the previous call's work (a synchronous loop — a host that
-        blocks on each result, as a CPU backend does, or a Python loop that reads each result). On a GPU whose
-        dispatches run ahead of its kernels (§6.3) they would overlap and fusion would pay over fewer rows; the
-        cases keep the additive model for every machine.
+        The terms add: the model assumes each call's dispatch waits for the previous call's work (a synchronous
+        loop — a host that waits for each result before it dispatches the next, as a Python loop that reads each
+        result does). JAX dispatches asynchronously (§0 step 6, §6.3): where dispatches run ahead of the work they
+        would overlap it and fusion would pay over fewer rows; the cases keep the additive model for every machine.
         Fusion's gain ratio(m) = time_unfused(m) / time_fused(m) starts near calls_u/calls_f (small arrays:
         dispatch) and falls towards the per-row ratio (large arrays: bytes and faults). The cases guarantee
         ratio(1) ≥ target > that large-m limit.

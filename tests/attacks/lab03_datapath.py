@@ -78,7 +78,7 @@ def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
     c = roofline.Roofline("cpu", cpu["flops"], cpu["bandwidth"])
     g = roofline.Roofline("gpu", gpu["flops"], gpu["bandwidth"])
     w = datapath.Workload("w", flops, bytes_in, bytes_out)
-    for name in ("PCIe 4.0 x16", "PCIe 5.0 x16", "NVLink 4 (H100, per GPU)"):
+    for name in ("PCIe 4.0 x16", "PCIe 5.0 x16", "NVLink 4 (H100, per GPU, each direction)"):
         t = datapath.offload_times(w, c, g, datapath.Link(name, datapath.BANDWIDTHS[name][0], latency))
         if datapath.gpu_total(t) < t["cpu"]:
             return datapath.BANDWIDTHS[name][0]

@@ -161,6 +161,19 @@ def dot(a, b, out):
         for j in range(DOT_THREADS):
             out[0] += s[j]
 ''',
+        # thread 0 sums the shared products alone (one write, but no tree): the SIMT-efficiency budget
+        '''@cuda.jit
+def dot(a, b, out):
+    t = cuda.threadIdx.x
+    s = cuda.shared.array(DOT_THREADS, np.float32)
+    s[t] = a[t] * b[t] if t < a.size else np.float32(0)
+    cuda.syncthreads()
+    if t == 0:
+        acc = np.float32(0)
+        for j in range(DOT_THREADS):
+            acc += s[j]
+        out[0] = acc
+''',
     ],
     "ex11_conv1d": [
         # reads a from global in the loop: reads budget
