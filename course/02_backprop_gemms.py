@@ -186,7 +186,10 @@ assert n_contract_batch == 2, "dW1 and dW2 contract over the batch dimension (di
 # %% [markdown]
 # Read the contraction dimensions: `([1], [0])` is an ordinary `A·B`; `([0], [0])` contracts the *batch*
 # dimension of both operands — that is $X^T \cdot dY$ without ever materialising $X^T$; `([1], [1])` is
-# $dY \cdot W^T$. Transposes are not data movement here, just a choice of which index to sum over.
+# $dY \cdot W^T$. The jaxpr also holds two `transpose` equations, which the filter above hides: the two
+# weight-gradient `dot_general`s print $dW^T$'s shapes and a transpose follows each. XLA folds them into the compiled
+# `dot`s' dimension numbers, so in the compiled program a transpose is not data movement, just a choice of which
+# index to sum over.
 #
 # XLA compiles the same program. In its optimized HLO the five GEMMs are still there, with the elementwise work
 # fused around them. On CPU each is a `dot` instruction, some wrapped in fusions. On a GPU there is no single form:
@@ -352,9 +355,10 @@ gemm4 = jax.jit(lambda X, Ws: X @ Ws[0] @ Ws[1] @ Ws[2] @ Ws[3])  # 4 × (512, 3
 # forward: each product waits for the one before (independent products could run side by side on the cores)
 tanh4 = jax.jit(lambda hs: [jnp.tanh(h) for h in hs])  # 4 × tanh on (512, 384), the forward's elementwise work
 hs = [X_ * (i + 1) for i in range(4)]
-part_runs = {"fwd": [], "gemm": [], "tanh": []}
-for _ in range(ROUNDS):  # the same fixed rounds, the three back to back in each; the best of each, then one assert
-    for key, f, args in (("fwd", fwd_fn, (Ws, X_)), ("gemm", gemm4, (X_, Ws)), ("tanh", tanh4, (hs,))):
+part_runs = {"fwd": [], "gemm": [], "tanh": [], "grad": []}
+for _ in range(ROUNDS):  # the same fixed rounds, the four back to back in each; the best of each, then one assert
+    for key, f, args in (("fwd", fwd_fn, (Ws, X_)), ("gemm", gemm4, (X_, Ws)), ("tanh", tanh4, (hs,)),
+                         ("grad", grad_fn, (Ws, X_))):  # grad again: the model below compares within these rounds
         part_runs[key] += gc.measure(f, *args, repeat=5).times
 parts_best = {k: min(v) for k, v in part_runs.items()}
 parts = (parts_best["gemm"] + parts_best["tanh"]) / parts_best["fwd"]
@@ -364,8 +368,10 @@ print(f"forward {gc.timing.format_seconds(parts_best['fwd'])}: its 4 GEMMs alone
       f"{gc.timing.format_seconds(parts_best['tanh'])} ({tanh_share:.0%}); GEMMs + tanh = {parts:.2f}× the forward "
       f"(best of {len(part_runs['fwd'])} runs each; separate calls, so a share can exceed 100 %)")
 gemm_model = 1 + (2 - 1 / 4) * gemm_share  # backward GEMMs at the forward's GEMM rate, backward elementwise free
+ratio_here = parts_best["grad"] / parts_best["fwd"]  # forward and gradient from the same rounds as the parts
 print(f"time ratio if the backward's 7 GEMMs ran at the forward's GEMM rate and its elementwise work were free: "
-      f"{gemm_model:.2f}×; measured {time_ratio:.2f}×")
+      f"{gemm_model:.2f}×; measured in these rounds {ratio_here:.2f}× (forward + backward "
+      f"{gc.timing.format_seconds(parts_best['grad'])})")
 if not be.is_gpu:  # on a GPU each call is a few µs of kernels behind a launch cost; the parts need not add up
     assert 1 / SHARED < parts < SHARED, "the forward is its GEMMs plus its tanh, within a shared machine's noise"
     assert tanh_share < 0.5, "a share, not the bulk: the forward is mostly its GEMMs"
@@ -389,7 +395,10 @@ assert cost.get("flops", 0.0) == 0 or be.is_gpu, "XLA:CPU weighs a tanh as 0 FLO
 # for the time ratio: XLA:CPU's FLOP count weighs a $\tanh$ as 0 FLOPs (the last line: a transcendental), the
 # clock as the time printed.
 # The second line is a model with no elementwise work in the backward: the forward's time, plus its GEMM time
-# times $2 - 1/L$. The measured ratio need not equal it (this run's two numbers are printed above): it moves by the backward's own elementwise work
+# times $2 - 1/L$, against the ratio measured in the same rounds as the parts (the forward is timed once more here,
+# beside its parts: two cells' best times of one program differ on a shared machine, so a model and a measurement
+# are compared within one cell's rounds). The measured ratio need not equal the model (this run's two numbers are
+# printed above): it moves by the backward's own elementwise work
 # ($\tanh$'s derivative, a few multiplies and adds per element, no second $\tanh$), by how efficiently XLA runs the
 # backward's products (other shapes and operand layouts than the forward's, and possibly other kernels than the
 # forward's fused ones), and by the noise of a shared machine; this cell does not separate the three, which is why

@@ -1102,8 +1102,9 @@ for chip in tpu.TPU_CHIPS.values():
 # ## 7.9 A pod on one machine: sharded matmuls, the collectives XLA inserts, and what they cost
 #
 # The eight CPU devices form a 2×4 mesh with axes `x` (2) and `y` (4), standing in for eight chips of a pod
-# slice. A `PartitionSpec` says which array dimension is split over which mesh axis; `jit` compiles one
-# program per device and XLA's SPMD partitioner inserts the communication. Four ways to shard `C = A @ B`:
+# slice. A `PartitionSpec` says which array dimension is split over which mesh axis; `jit` compiles ONE program
+# that every device runs on its own shard (SPMD: `num_partitions=8` in §7.5's module), and XLA's SPMD partitioner
+# inserts the communication. Four ways to shard `C = A @ B`:
 
 # %%
 COLL = r"\s(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(?:-start)?\("
@@ -1133,7 +1134,9 @@ for name, (sa, sb, so, expected) in cases.items():
 # %% [markdown]
 # Read the partial-sum case in the HLO itself: each device multiplies its `256×128` slice of `A` by its
 # `128×128` slice of `B`, giving a full-size but *partial* `C`; the `all-reduce` sums it within each group of
-# four devices along `y` (`replica_groups`), and the sum is added with the `to_apply` computation.
+# four devices along `y` (the groups the `replica_groups` attribute lists — this JAX may print them in a mesh
+# notation, `mesh[...] {'axis_1'}`, naming the mesh axis of size 4, which is `y`; `gc.interconnect.hlo_collectives`
+# reads the group size from either form), and the sum is added with the `to_apply` computation.
 
 # %%
 entry = gc.xla.Compiled(compiled_text["k split over y: partial sums"], 0, 0, 0, 0, 0)

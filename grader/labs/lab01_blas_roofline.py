@@ -505,7 +505,9 @@ EXPLAIN = Problem(
           'memory-bound'  — on or under the roofline, intensity below the ridge point (peak_flops / bandwidth);
           'compute-bound' — on or under the roofline, intensity at or above the ridge point.
         What a cache can explain: a working set that fits (working_set <= cache_bytes) may come from the cache
-        entirely — any point above the DRAM roof. A larger one cannot all be there: at best cache_bytes of it are
+        entirely — any point above the DRAM roof (this model gives the cache no bandwidth of its own: a point
+        far above any real cache's bandwidth, say 300× HBM's, still reads 'cache' here; only the compute roof
+        bounds it). A larger one cannot all be there: at best cache_bytes of it are
         still cached when the op starts, so DRAM delivers at least (1 − cache_bytes / working_set) of its bytes
         and the point can beat the DRAM roof by at most a factor 1 / (1 − cache_bytes / working_set) (a tie
         counts as explained). Why not "does not fit ⇒ impossible": a strict LRU cache swept in order keeps none

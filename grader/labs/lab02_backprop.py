@@ -204,9 +204,9 @@ STEP_GEMMS = _DeepNetworks(
         multiply-add; a recomputed forward GEMM counts in backward_flops).
         Predict it from the chain rule: the hidden networks have thousands of layers, and tracing JAX's backward
         pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes longer than the time limit. To
-        check a small case without recomputation, either works; with recompute=True neither counts it: XLA:CPU
-        merges the recomputed GEMMs back into the forward ones, and a printed jaxpr shows a checkpointed
-        sub-jaxpr once however often it runs.
+        check a small case, count the dot_general equations of jax.make_jaxpr(jax.grad(...)), inner jaxprs
+        included: it counts the recomputed GEMMs too. XLA's cost analysis does not, with recompute=True: XLA:CPU
+        merges the recomputed GEMMs back into the forward ones.
     """,
     visible=[Case((32, [784, 256, 10], [True, True], False)),
              Case((5, [3, 4], [True], False)),
@@ -292,11 +292,13 @@ def stack_loss(policy_name: str) -> Callable[..., Any]:
 
 @functools.lru_cache(maxsize=None)
 def grad_of(policy_name: str) -> Callable[..., Any]:
-    """jax.jit(jax.grad(stack_loss(policy_name))), one object per policy: compiling it twice for the same shapes
-    costs nothing the second time (JAX caches the executable on the jitted function)."""
+    """jax.jit(jax.grad(stack_loss(policy_name))), compiled for the host CPU on any runtime (its arguments and
+    result placed on the CPU device: a GPU's XLA sizes its temporaries otherwise, and the expected answers are
+    XLA:CPU's). Compiling it twice for the same shapes costs nothing the second time (JAX caches the executable)."""
     import jax
 
-    return jax.jit(jax.grad(stack_loss(policy_name)))
+    cpu = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+    return jax.jit(jax.grad(stack_loss(policy_name)), in_shardings=(cpu, cpu), out_shardings=cpu)
 
 
 def _compare_policy(what: str, got: Any, expected: str | None, case: Case) -> None:
@@ -319,7 +321,8 @@ PICK_POLICY = Problem(
         lab.stack_loss(name) is loss(Ws, X) of `layers` tanh layers (Ws: (layers, width, width), X: (batch, width),
         float32) with each layer under jax.checkpoint(policy=…): 'everything' saves every intermediate (no
         recompute), 'dots' saves only matmul outputs (recomputes the tanh), 'nothing' saves only each layer's
-        input (recomputes the matmul too). lab.grad_of(name) is jax.jit(jax.grad(lab.stack_loss(name))).
+        input (recomputes the matmul too). lab.grad_of(name) is jax.jit(jax.grad(lab.stack_loss(name))),
+        compiled for the host CPU on any runtime (the expected answers are XLA:CPU's).
         The gradient's working memory is what XLA reserves for temporaries:
         lab.grad_of(name).lower(Ws, X).compile().memory_analysis().temp_size_in_bytes.
         Return the policy that recomputes least among those whose working memory fits budget_bytes (at most

@@ -210,6 +210,12 @@ def _compare_timing(what: str, got: Any, expected: tuple[float, float], case: Ca
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise CheckFailure(f"{what}: expected two numbers of seconds, got {got!r}"[:400])
     lo, hi = first - w.tick_s - READS_S, first + w.tick_s + READS_S
+    if getattr(w, "calls", 0) and not getattr(getattr(w, "clock", None), "reads", 1) \
+            and not (lo <= got[0] <= hi and STEADY_LO * work <= got[1]):
+        # judged where the calls ran: the clock handed over saw no read (time.perf_counter, gc.measure, timeit's own)
+        raise CheckFailure(f"{what}: expected about {show(first)} s and {show(work)} s, got {got!r}. Hint: you never "
+                           "read the clock you were given (the 4th argument): only f's work moves it, as a GPU's "
+                           "work shows on the device's timer — time.perf_counter here sees none of it")
     if not lo <= got[0] <= hi:
         raise CheckFailure(f"{what} → first call [s]: expected {show(first)} s (compile + launch + work; between "
                            f"{show(lo)} and {show(hi)}), got {show(got[0])}. Hint: time the first call on its own: "

@@ -119,6 +119,9 @@ MAX_DIVERGENT_PER_BLOCK = 10  # divergent branches: sequential addressing 5 per 
 # (counted once per warp split, however many lines its body has: report.divergent_branches)
 
 
+MIN_SUM_EFFICIENCY = 0.5  # the stride-halving tree runs at ~97 %, one thread summing alone at ~11 %
+
+
 def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
     (x,) = case.args
     if r.atomics:
@@ -136,6 +139,11 @@ def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
         raise CheckFailure(f"{what}: {r.total('global', 'w'):,} global writes for {r.n_blocks} blocks: one thread per "
                            "block writes its sum, once (after the last barrier every thread sees s[0]; let thread 0 "
                            "store it)")
+    if r.simt_efficiency < MIN_SUM_EFFICIENCY:  # one thread summing the block alone: no divergence, no tree
+        raise CheckFailure(
+            f"{what}: SIMT efficiency {r.simt_efficiency:.1%} (at least {MIN_SUM_EFFICIENCY:.0%}): most lanes idle "
+            "while few threads add — a tree has every thread of the lower half add at each level (stride halving), "
+            "not one thread summing the shared array alone")
     per_block = r.divergent_branches / r.n_blocks
     if per_block > MAX_DIVERGENT_PER_BLOCK:
         raise CheckFailure(
@@ -152,7 +160,8 @@ BLOCK_SUM = KernelProblem(
             block_sum[ceil(n / {REDUCE_BLOCK}), {REDUCE_BLOCK}](x, partial)
         Each thread loads ONE element into a shared array of {REDUCE_BLOCK} float64s, then the block reduces it in
         shared memory as a tree, with cuda.syncthreads() between levels; thread 0 writes the result.
-        Requirements: x read once per element; no races; no atomics (cuda.atomic.add into one shared
+        Requirements: x read once per element; no races; SIMT efficiency at least {MIN_SUM_EFFICIENCY:.0%} (not one
+        thread summing alone); no atomics (cuda.atomic.add into one shared
         address serialises the block's {REDUCE_BLOCK} updates: the opposite of a tree); at most
         {MAX_DIVERGENT_PER_BLOCK} divergent
         branches per block — times a warp's threads split at an if or a loop, each split counted once however many

@@ -543,7 +543,7 @@ def _collective_hint(case: Case) -> str:
     general = "rounds · latency + busiest-link bytes / bandwidth; a ring (wrap and p ≥ 3) halves the bytes of a line"
     if case.args[0] == "all-to-all":
         return (general + "; all-to-all: count the busiest link's chunk-hops exactly — p²/8 (ring, even p), "
-                "(p²−1)/8 (ring, odd p), ⌊p/2⌋·⌈p/2⌉ (line) chunks of V/p²: V/8 is only the large-p limit")
+                "(p²−1)/8 (ring, odd p), ⌊p/2⌋·⌈p/2⌉ (line) chunks of V/p²: V/8 is exact for a ring of even p only")
     if case.args[0] == "all-reduce":
         return general + "; all-reduce: a reduce-scatter and then an all-gather, both costs added"
     return general

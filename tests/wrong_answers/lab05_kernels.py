@@ -92,6 +92,21 @@ def block_sum(x, partial):
     if tid == 0:
         partial[cuda.blockIdx.x] = s[0]
 ''',
+        # thread 0 sums the shared array alone (the eleventh GPU read): no divergence to report, but no tree — the
+        # SIMT-efficiency floor
+        '''@cuda.jit
+def block_sum(x, partial):
+    s = cuda.shared.array(BLOCK, np.float64)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    s[t] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    if t == 0:
+        acc = 0.0
+        for j in range(BLOCK):
+            acc += s[j]
+        partial[cuda.blockIdx.x] = acc
+''',
     ],
     "ex4_tiled_matmul": [
         # forgets the barrier after loading the slabs: threads read tile elements nobody has written yet

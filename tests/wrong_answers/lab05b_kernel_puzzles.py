@@ -227,6 +227,21 @@ def block_scan(a, out):
     if i < a.size:
         out[i] = s[t]
 ''',
+        # thread 0 scans the block alone (the eleventh GPU read): right values, serial — the SIMT budget
+        '''@cuda.jit
+def block_scan(a, out):
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * PB + t
+    s = cuda.shared.array(PB, np.float32)
+    s[t] = a[i] if i < a.size else np.float32(0)
+    cuda.syncthreads()
+    if t == 0:
+        for j in range(1, PB):
+            s[j] += s[j - 1]
+    cuda.syncthreads()
+    if i < a.size:
+        out[i] = s[t]
+''',
     ],
     "ex13_row_sum": [
         # interleaved tree tid % (2*stride): divergent-branches budget
