@@ -192,10 +192,17 @@ def lookup(device_name: str) -> Accelerator | None:
     ``cudaGetDeviceProperties`` names it), matching form factor and memory size — or None where the course has no
     figures for it. "NVIDIA H100 80GB HBM3" is the SXM5 card; "H100 PCIe" (2.0 TB/s) and "H100 NVL" (3.9 TB/s) are
     other cards with other figures; "A100-SXM4-40GB" and "A100-PCIE-40GB" have 1.555 TB/s, not the 80GB card's
-    2.039. The GH200 Grace Hopper superchip ("NVIDIA GH200 480GB") is not an H200: its Hopper GPU has 96 GB of HBM3
+    2.039; the A100 SXM4 40GB, the T4 and the L4 (the GPUs Colab lends) have profiles of their own
+    (:data:`GPU_PROFILES`). The GH200 Grace Hopper superchip ("NVIDIA GH200 480GB") is not an H200: its Hopper GPU has 96 GB of HBM3
     at 4.0 TB/s or 144 GB of HBM3e at 4.9 TB/s (NVIDIA GH200 datasheet), not the H200's 141 GB at 4.8 TB/s. Never
     matched on the first word of a name."""
     name = device_name.upper().replace("-", " ")
+    if name.split()[-1:] == ["T4"] or name.endswith("TESLA T4"):  # "Tesla T4", as Colab's reports it
+        return T4
+    if name.split() == ["NVIDIA", "L4"]:
+        return L4
+    if "A100" in name and "SXM" in name and "40GB" in name:
+        return A100_SXM_40GB
     if any(other in name for other in ("PCIE", "NVL", " 40GB", "94GB", "GH200", "GB200")):
         return None
     if "H100" in name and ("HBM3" in name or "SXM" in name) and "80GB" in name:

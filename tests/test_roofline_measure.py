@@ -192,8 +192,11 @@ def test_datasheet_lookup_by_device_name():
     assert lookup("NVIDIA H100 80GB HBM3") is gc.hardware.H100_SXM
     assert lookup("NVIDIA H200") is gc.hardware.H200_SXM
     assert lookup("NVIDIA A100-SXM4-80GB") is gc.hardware.A100_SXM
-    for other in ("NVIDIA H100 PCIe", "Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA GH200 480GB", "NVIDIA H100 NVL",
-                  "NVIDIA H200 NVL"):
+    # the GPUs Colab lends (the eleventh GPU read): their profiles, so the datasheet-fraction lines run there too
+    assert lookup("Tesla T4") is gc.hardware.T4 and lookup("NVIDIA L4") is gc.hardware.L4
+    assert lookup("NVIDIA A100-SXM4-40GB") is gc.hardware.A100_SXM_40GB
+    for other in ("NVIDIA H100 PCIe", "NVIDIA A100-PCIE-40GB", "NVIDIA GH200 480GB", "NVIDIA H100 NVL",
+                  "NVIDIA H200 NVL", "NVIDIA L40S", "NVIDIA L4T"):
         assert lookup(other) is None, other
     assert not hasattr(rl, "datasheet_for"), "one datasheet lookup: gc.hardware.lookup"
 
