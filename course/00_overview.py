@@ -321,8 +321,7 @@ assert 50 < hbm / pcie < 55
 #
 # The CPU enqueues the kernel and returns; the device runs it asynchronously (§4). Even on CPU, JAX dispatches
 # asynchronously: the call returns long before a large product is finished (on this CPU, asserted: in under a
-# tenth of the time; on an H100 a 1536³ float32 product is 7.2 GFLOP: 0.11 ms at the datasheet's 67 TFLOP/s of
-# float32 FMA, 15 µs at its 495 TFLOP/s of TF32 tensor-core math, JAX's default for a float32 dot there — so there
+# tenth of the time; on an H100 the same product runs far faster — §1.2 prints its datasheet peaks — so there
 # dispatch and work are much closer).
 
 # %%

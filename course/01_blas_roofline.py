@@ -605,10 +605,9 @@ plt.show()
 # The traffic model says 2×; the measured ratio (printed above) lies within the asserted band (0.6× to 1.6× the
 # *full* model's), whose extra terms are printed too: on a CPU the first touch of the two extra fresh buffers is part
 # of what fusion saves, besides their traffic. (When the first-touch probe alone takes as long as the fused call,
-# the cell says so: the model is then 3 fresh buffers against 1, the traffic term too small to separate.) On a GPU (cached device memory: no first-touch faults) the
-# fresh-buffer term vanishes, and the dispatches (the cell prints this machine's; a GPU's are of the same order,
-# §6.3) weigh against ≈ 0.1–0.25 ms of HBM traffic
-# (§1.4's arrays are 2× the L2: 100 MiB each on an H100, 4 or 8 of them at 3.35 TB/s). JAX dispatches
+# the cell says so: the model is then 3 fresh buffers against 1, the traffic term too small to separate.) On a GPU
+# (cached device memory: no first-touch faults) the fresh-buffer term vanishes, and the dispatches (the cell prints this machine's; §6.3 measures them on a GPU run) weigh
+# against the HBM traffic of 4 or 8 arrays twice the L2's size (§1.4's sizing, on a GPU too). JAX dispatches
 # asynchronously, so on a GPU each later dispatch overlaps the previous op's kernel (§6.3): only the first is
 # exposed per evaluation, and the prediction is about the traffic's 2×. NumPy's op-by-op version (bar chart) pays
 # the same kinds of cost.

@@ -794,8 +794,9 @@ plt.show()
 # speed (§3.6, C09), and the last printed row shows that a vector add then never pays on this machine (asserted).
 # The reason holds on any machine whose copies run through the same DRAM as its add: staging moves at least 24 bytes
 # per element through host memory (the CPU reads the 8 input bytes and writes them into the pinned buffer, then reads
-# the 4 output bytes out of it and writes them back: 16 + 8), while the add on the CPU moves 12 (reads 8, writes 4).
-# The trip costs the host twice the memory traffic of doing the add itself, before the GPU has done anything.
+# the 4 output bytes out of it and writes them back: 16 + 8), while the add on the CPU moves 12 (reads 8, writes 4;
+# 16 if the write allocates its line first, §3.6). The trip costs the host 1.5–2× the memory traffic of doing the
+# add itself, before the GPU has done anything.
 # On a GPU, the next cell finds the break-even of a real matmul, copies included, against NumPy on the host.
 
 # %%

@@ -645,7 +645,11 @@ def race_hint(race: Race) -> str:
         return ("each element should be written by one thread only (or combined with cuda.atomic.*): blocks run "
                 "in any order and never wait for one another")
     if race.space == "shared":
+        same_warp = race.first[1] // 32 == race.second[1] // 32
         return ("a cuda.syncthreads() between the write and the read (or before the next overwrite) makes every "
-                "thread of the block finish one phase before any thread starts the next")
+                "thread of the block finish one phase before any thread starts the next"
+                + ("; both threads are in one warp, so where only that warp runs (an `if tid < 32:` last warp) "
+                   "cuda.syncwarp() is the barrier — a syncthreads there would be reached by part of the block only"
+                   if same_warp else ""))
     return ("threads of one block touch the same global element in the same phase: separate the accesses with "
             "cuda.syncthreads(), or give each thread its own element")

@@ -139,8 +139,9 @@ def _compare_batch(what: str, got: Any, expected: int | None, case: Case) -> Non
         return
     hint = "intensity = 2·B·d_in·d_out / (bytes of X, W and Y); W is read once per batch"
     if isinstance(got, int) and got == expected + 1 and _exact_tie(case, expected):
-        hint = (f"at B = {expected} the intensity equals the ridge point exactly, and a tie counts: your closed form "
-                "rounded up past it in floating point. Decide with the intensity itself (or with integers)")
+        hint = (f"at B = {expected} the intensity equals the ridge point exactly, and a tie counts (≥, not >): "
+                "a strict comparison skips it, and so does a closed form that rounds up past it in floating point. "
+                "Decide with the intensity itself, ≥ the ridge (or with integers)")
     expect_int(what, got, expected, hint)
 
 

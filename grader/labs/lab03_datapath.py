@@ -532,7 +532,9 @@ TRANSFER = Problem(
         Every run is off by noise *proportional to itself* (about {NOISE:.0%} of it), as timings are, and many
         runs were interrupted (another program took the core): an interrupted run is slower, never faster.
         Every size has at least one run that was not interrupted.
-        Return latency [s] and bandwidth [bytes/s] estimated from all the sizes, and the smallest copy size
+        Return latency [s] and bandwidth [bytes/s] estimated from the sizes (any estimator whose numbers land
+        within the tolerances below passes; a fit over every size's best run, weighted for relative errors, is the
+        one that holds up as the noise grows — two points alone lean on their own noise), and the smallest copy size
         [bytes] whose effective rate, size / time, reaches `fraction` (0 < fraction < 1) of the bandwidth: the
         chunk size below which a chunked transfer (exercise 3) wastes more than 1 - fraction of the link.
         Graded against the latency and bandwidth the measurements were generated from: within

@@ -54,6 +54,16 @@ def _uses_shared(r, case, what):
         raise CheckFailure(f"{what}: the kernel never wrote shared memory: this puzzle is about cuda.shared.array")
 
 
+def _no_atomics(r, case, what):
+    if r.atomics:
+        from ..checks import CheckFailure
+
+        raise CheckFailure(f"{what}: {r.atomics} atomic updates: a slot taken with cuda.atomic.add comes in an order "
+                           "CUDA does not define (this executor happens to run a warp's atomics in lane order; a GPU "
+                           "need not), so the kept values would not stay in order — use ballot_sync and popc, as the "
+                           "spec says")
+
+
 # -- 1. map ------------------------------------------------------------------------------------------------------
 
 def _one_block_launch(case: Case):
@@ -385,12 +395,12 @@ COMPACT = puzzle(
             compact[ceil(n / {WB}), {WB}](a, out, count)
         Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its value; lane l's place is the
         number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is cuda.popc(mask). Every lane
-        calls ballot_sync (lanes past the end with keep = False).
+        calls ballot_sync (lanes past the end with keep = False). No atomics: an atomic slot's order is undefined.
         Example: a = [3, -1, 0, 5] (float32)  ->  out[:32] = [3, 5, 0, ...], count = [2].
     """,
     _compact_launch,
     [Case((np.array([3, -1, 0, 5] * 10, F32),))],
-    Budget(reads=1, writes=2, shared=0))
+    Budget(reads=1, writes=2, shared=0), extra=_no_atomics)
 
 # -- 17. histogram with atomics ------------------------------------------------------------------------------------
 HB = 64  # threads per block of the histogram

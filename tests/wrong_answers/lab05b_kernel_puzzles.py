@@ -331,6 +331,17 @@ def compact(a, out, count):
     if lane == 0 and i < a.size:
         count[i // 32] = cuda.popc(mask)
 ''',
+        # each keeping lane takes its slot with an atomic add (the twelfth GPU read): in lane order on this
+        # executor, in no defined order on a GPU
+        '''@cuda.jit
+def compact(a, out, count):
+    i = cuda.grid(1)
+    w = i // 32
+    v = a[i] if i < a.size else np.float32(0)
+    if v > 0:
+        slot = cuda.atomic.add(count, w, 1)
+        out[32 * w + slot] = v
+''',
     ],
     "ex17_histogram": [
         # counts[x] += 1: race
