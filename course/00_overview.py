@@ -419,7 +419,7 @@ if gc.require_gpu("a cuBLAS fp16 GEMM on random data, timed with CUDA events, as
     t = gc.measure(lambda: x16 @ y16, clock="cuda", repeat=10)
     achieved = 2 * n**3 / t.best
     spec = gc.hardware.lookup(be.gpu.name)  # form factor and memory size matched; None: no figures for this card
-    fp16_peak = spec.peak_flops["bf16-tensor"] if spec else None  # dense fp16 = dense bf16 on A100/H100/H200
+    fp16_peak = gc.hardware.half_tensor_peak(spec) if spec else None  # the T4's fp16 figure; bf16's elsewhere
     print(f"{achieved / 1e12:.0f} TFLOP/s fp16 on {be.gpu.name}"
           + (f" = {achieved / fp16_peak:.0%} of the {spec.name} dense fp16 peak" if spec else ""))
     assert achieved > 0 and (fp16_peak is None or 0.3 < achieved / fp16_peak <= 1.0)

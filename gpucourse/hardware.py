@@ -214,6 +214,12 @@ def lookup(device_name: str) -> Accelerator | None:
     return None
 
 
+def half_tensor_peak(gpu: Accelerator) -> float:
+    """The dense fp16 tensor-core peak, FLOP/s: the datasheet's fp16 figure where it gives one (the T4, which has no
+    bf16), else its bf16 figure (dense fp16 = dense bf16 on Ampere and Hopper)."""
+    return gpu.peak_flops.get("fp16-tensor", gpu.peak_flops.get("bf16-tensor"))
+
+
 def clock_from_peak(gpu: Accelerator) -> float:
     """The SM clock the datasheet's FP32 peak implies: peak / (SMs × FP32 lanes per SM × 2 FLOP per FMA)."""
     return gpu.peak_flops["fp32"] / (gpu.sm_count * gpu.per_sm["fp32_lanes"] * 2)

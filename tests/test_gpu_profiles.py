@@ -81,3 +81,21 @@ def test_section_7_triton_cell_runs_only_from_compute_capability_8():
     assert "be.gpu.compute_capability >= (8, 0)" in text
     skipped = [g.name for g in PROFILES.values() if g.compute_capability < (8, 0)]
     assert skipped == ["Tesla T4"]
+
+
+def test_every_profile_has_the_half_precision_tensor_peak_the_gpu_cells_divide_by():
+    """The thirteenth GPU read: §0's and §1's fp16 cells divided by peak_flops['bf16-tensor'], which the T4 (no
+    bf16) lacks — a KeyError on Colab's GPU. They go through hardware.half_tensor_peak, defined for every profile,
+    and no course cell indexes a looked-up card's tensor peaks directly."""
+    import re
+    from pathlib import Path
+
+    import gpucourse as gc
+
+    for g in gc.hardware.GPU_PROFILES:
+        assert gc.hardware.half_tensor_peak(g) > g.peak_flops["fp32"], g.name
+    course = Path(gc.__file__).resolve().parents[1] / "course"
+    for path in sorted(course.glob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.search(r"\b(spec|sheet|card|gpu_spec)\.peak_flops\[", line)
+            assert not m, f"{path.name}:{n}: a looked-up card's peak_flops indexed directly: {line.strip()}"
