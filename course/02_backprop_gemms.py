@@ -1098,4 +1098,5 @@ assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 *
 # §2.7's mixed-precision check), and §2.7 brackets a real OOM.
 #
 # **Next:** the lab, `labs/lab02_backprop/lab02_backprop.ipynb` — write the backward pass, count a training
-# step, size a batch (fp32 and mixed precision), pick a checkpointing policy and catch a transposition bug.
+# step, size a batch (fp32 and mixed precision), pick a checkpointing policy and test hand-written backward passes
+# against black-box forwards.

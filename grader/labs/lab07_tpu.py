@@ -153,7 +153,10 @@ ARRAY = Problem(
         1 × pes to pes × 1. Cycles are those of the course's tiling model (§7.3):
             gc.systolic.TiledGemm(M, K, N, rows, cols).cycles
         (W cut into ceil(K/rows)·ceil(N/cols) tiles; double-buffered weights that shift in one row per cycle, so
-        tiles start max(M, rows) cycles apart; one fill and drain, rows + cols − 2, at the end). This exercise is
+        tiles start max(M, rows) cycles apart; one fill and drain, rows + cols − 2, at the end). The model gives
+        every column its own weight port (a row of `cols` weights shifts in per cycle), so a wider array also loads
+        weights faster: for a small M the winner's edge comes from that wider weight feed, not from its shape alone
+        (with the feed held equal, the shape would make no difference to a one-row decode step). This exercise is
         about *using* that model to design: call it for the candidates you need. If several shapes tie, return the
         one with the fewest rows.
     """,
