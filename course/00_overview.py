@@ -227,8 +227,8 @@ else:
 # is available (deviceless for an H100 with the XLA:GPU plugin installed, or on a GPU backend); without it the cell
 # prints only why it skipped:
 #
-# - the seed's tiny 2×3·3×2 product is not worth a GEMM kernel: XLA wraps it in a loop of its own (`wrapped_dot`,
-#   kind `kLoop`: CUDA-core arithmetic);
+# - the seed's tiny 2×3·3×2 product is not worth a GEMM kernel: XLA wraps it in a loop fusion of its own (the
+#   printed "XLA's own kLoop emitter": CUDA-core arithmetic);
 # - the 128×128 product becomes a `kCustom` fusion that XLA compiles with **Triton** — and it is not even one
 #   GEMM: XLA's untuned choice for this target splits the K dimension into 8 slices (split-K spreads a small
 #   output over more SMs; why 8 and not another count, the output does not say)

@@ -380,8 +380,9 @@ assert all(k.bandwidth(k.reads) < 1.3 * roof.bandwidth for k in kinds)
 # %% [markdown]
 # ### The same ops on an H100 and an H200 (published figures)
 #
-# Datasheet roofs (`gc.hardware`, dense tensor-core throughput): the ridge of a data-centre GPU is far to the
-# right of a CPU's, so *more* ops are memory-bound there. On a GPU backend the measured roofline above is the
+# Datasheet roofs (`gc.hardware`, dense tensor-core throughput): the tensor-core ridge of a data-centre GPU is far
+# to the right of this CPU core's, so *more* ops are memory-bound there (its FP32 CUDA-core ridge, printed for six
+# GPUs in §1.2, sits much further left). On a GPU backend the measured roofline above is the
 # GPU's own (float32 on CUDA cores, against the 67 TFLOP/s FP32 datasheet figure), and the next cell measures
 # its half-precision tensor-core roof too (its 30 %–102 % band against the datasheet is what the cell checks when run
 # on a GPU, not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`)).
@@ -431,7 +432,7 @@ if gc.require_gpu("measure the half-precision tensor-core roof (cuBLAS, n = 8192
 
 # %%
 batch = 32
-n = max(1024, int(math.sqrt(stream / 4)) // 256 * 256)  # W: several times the cache
+n = max(1024, int(math.sqrt(stream / 4)) // 256 * 256)  # W: the streaming size, out of the cache
 W = xp.asarray(rng.standard_normal((n, n), dtype=f32))
 X = xp.asarray(rng.standard_normal((n, batch), dtype=f32))
 columns = [X[:, i].copy() for i in range(batch)]
@@ -623,7 +624,7 @@ plt.show()
 # | ID | claim (seed 000) | what this machine shows | verdict |
 # |---|---|---|---|
 # | C01 | BLAS Level 3 moves O(MN+MK+KN) data for O(MNK) compute, so GEMM is compute-bound | counted in §1.1 (2MNK FLOPs on MK+KN+MN distinct elements); measured in §1.2 against roofs measured by their own kernels: the 512³ GEMM sits far right of the ridge point, the 64³ one (an eighth of its intensity) much closer to it and well below the compute roof (fixed per-call costs), a gemv (a GEMM with one column) is memory-bound, and the loop itself issues 2MNK loads unless tiling provides reuse | **qualified**: compute-bound only when all three dimensions are large enough for intensity ≈ 2/(s·(1/M+1/N+1/K)) to pass the ridge (n ≥ 887 for square bf16 on an H100) and the kernel tiles for reuse |
-# | C02 | compilers turn as much as possible into GEMMs and fuse elementwise ops to cut memory traffic | §1.3: one GEMM replaces 32 gemvs with the speed-up the roofline predicts (within 3×, printed); §1.4: XLA compiles `relu(x*y+z)` to one `kLoop` fusion moving 4 arrays instead of 8, and the measured speed-up matches a model of traffic + fresh buffers + dispatch (within 1.6×) | **confirmed** — fusion cuts traffic *and* allocations and dispatches |
+# | C02 | compilers turn as much as possible into GEMMs and fuse elementwise ops to cut memory traffic | §1.3: one GEMM replaces 32 gemvs with the speed-up the roofline predicts (within 3×, printed); §1.4: XLA compiles `relu(x*y+z)` to one `kLoop` fusion moving 4 arrays instead of 8, and the measured speed-up matches a model of traffic + fresh buffers + dispatch (within 0.6–1.6× of it) | **confirmed** — fusion cuts traffic *and* allocations and dispatches |
 #
 # On a GPU the same cells measure the GPU (CuPy/cuBLAS with CUDA events for §1.2–1.3, JAX on the GPU for §1.4);
 # `python -m gpucourse.gpu_check` gathers the numbers (`gc.record`) into `course/gpu_runs/`. What this notebook

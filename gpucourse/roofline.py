@@ -218,6 +218,8 @@ def fma_units_of(info: dict[str, str], flags: set[str]) -> tuple[int, int, str]:
     model, model name and flags. No interface reports the units, so this is a table of what the vendors' own
     optimisation manuals and microarchitecture disclosures say: 2 units (Intel since Haswell, AMD since Zen 2),
     as wide as the widest FMA instructions, except
+    - AMD Zen 1/Zen+ (family 17h, models below 30h): 2 units of 128 bits; Intel E-cores (Gracemont and later, not
+      told apart in /proc/cpuinfo from the P-cores beside them) likewise — said in the text it returns;
     - Intel client cores with AVX-512 (INTEL_CLIENT_AVX512_MODELS): 1 unit of 512 bits;
     - AMD Zen 4 (family 19h) and the mobile Zen 5 of Strix Point (Ryzen AI 300, Ryzen Z2 Extreme) and Krackan
       Point (ZEN5_MOBILE_256_MODELS): 2 units of 256 bits, a 512-bit FMA executed as two 256-bit halves
@@ -239,7 +241,10 @@ def fma_units_of(info: dict[str, str], flags: set[str]) -> tuple[int, int, str]:
                             "512-bit FMA unit, half this peak")
         return 2, 512, "AVX-512"
     if "avx2" in flags and "fma" in flags:
-        return 2, 256, "AVX2+FMA"
+        if vendor == "AuthenticAMD" and family == 0x17 and model < 0x30:  # Zen 1/Zen+ (Ryzen 1000/2000, EPYC 7001)
+            return 2, 128, "AVX2+FMA on Zen 1: two 128-bit FMA units (a 256-bit FMA is two halves)"
+        return 2, 256, ("AVX2+FMA (two 256-bit FMA units; an Intel E-core — Gracemont and later — has two 128-bit "
+                        "units: half this peak)")
     return 2, 128, "SSE2 (no FMA: mul and add count as 2 FLOP in 2 units)"
 
 

@@ -284,6 +284,11 @@ def test_cpu_stated_peak_counts_each_core_at_its_fma_units_width(monkeypatch):
         "sapphire rapids": ({**intel, "model": "143", "model name": "Intel(R) Xeon(R) Platinum 8480+"}, 64, "AVX-512"),
         "cascade lake": ({**intel, "model": "85", "model name": "Intel(R) Xeon(R) Silver 4214"}, 64, "ONE"),
         "haswell": ({**intel, "model": "63", "flags": "fma avx2"}, 32, "AVX2+FMA"),
+        # Zen 1/Zen+: 256-bit FMAs on two 128-bit units (the fourteenth GPU read); Zen 2 has the full 256 bits
+        "zen1": ({**amd, "cpu family": "23", "model": "1", "model name": "AMD Ryzen 7 1800X", "flags": "fma avx2"},
+                 16, "Zen 1"),
+        "zen2": ({**amd, "cpu family": "23", "model": "113", "model name": "AMD Ryzen 9 3900X", "flags": "fma avx2"},
+                 32, "AVX2+FMA"),
     }
     for name, (fields, flop_per_clock, word) in machines.items():
         monkeypatch.setattr(rl, "_cpuinfo", lambda fields=fields: {**base, **fields})
