@@ -274,7 +274,7 @@ else:
 # rounded to a 10-bit mantissa (`cvt.rna.tf32.f32` in the PTX) — accumulating in float32. TF32 is what a float32
 # `jnp.dot` gets on Ampere and Hopper GPUs by default (JAX's default matmul precision); the *instruction* depends
 # on the tile: this `HMMA.1688` (warp `mma.sync`) comes from XLA's untuned deviceless tile (16×8, 2 warps), while
-# with a warpgroup-sized tile (forced: 128×128×64, 8 warps, with XLA's debug option
+# with a warpgroup-sized tile (forced: `xla_gpu.TUNED_TILE`, printed by §6.7, with XLA's debug option
 # `xla_gpu_override_gemm_autotuner`) the same dot becomes `HGMMA.64x128x8.F32.TF32` (warpgroup `wgmma`: the
 # cell's last line; §6.7 compiles both for its larger dots). That forced tile is not what an autotuned H100 would pick for this dot: one 128×128 tile is the
 # whole 128×128 output, and XLA keeps its 8-way K-split (the forced compile's dot output printed in step 3,
@@ -446,9 +446,16 @@ assert c.devices() == {be.jax_device} and d.devices() == {be.jax_device}
 
 # %%
 c_host = np.asarray(c)
-# TF32 inputs on a GPU (step 4): 10-bit mantissas, errors ≈ 1e-2 on sums of 128 when the inputs are rounded to TF32,
-# ≈ 3.5e-2 when a kernel truncates them (cuBLAS and TMA-fed kernels may: the low 13 bits dropped) — both pass
+# TF32 inputs on a GPU (step 4): 10-bit mantissas; the errors of this product with its inputs rounded to TF32 and
+# truncated (cuBLAS and TMA-fed kernels may drop the low 13 bits) are computed and printed here — both pass
+a64, b64 = a.astype(np.float64), b.astype(np.float64)
+tf32_round = np.abs(gc.xla.round_to_tf32(a).astype(np.float64) @ gc.xla.round_to_tf32(b).astype(np.float64)
+                    - a64 @ b64).max()
+trunc = lambda m: (np.asarray(m, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)  # noqa: E731
+tf32_trunc = np.abs(trunc(a).astype(np.float64) @ trunc(b).astype(np.float64) - a64 @ b64).max()
 tol = 6e-2 if be.is_gpu else 1e-4
+print(f"TF32 errors of this product: rounded {tf32_round:.1e}, truncated {tf32_trunc:.1e} (a GPU's tolerance: 6e-2)")
+assert tf32_round < tf32_trunc < 6e-2
 err = np.abs(c_host - a.astype(np.float64) @ b.astype(np.float64)).max()
 print("copied home:", type(c_host).__name__, c_host.shape, f"- largest difference from float64 a @ b: {err:.1e}")
 assert isinstance(c_host, np.ndarray) and err < tol

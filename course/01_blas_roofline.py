@@ -459,8 +459,9 @@ same_gemv = gemv_big if n == n_gemv else None
 if same_gemv is not None:
     print(f"§1.2's gemv n={n_gemv}, timed in the roofs' rounds, reached {same_gemv.fraction:.0%} of the memory roof")
     if gemv_eff < 0.7 * same_gemv.fraction:
-        print("→ the gemvs here ran well below that same-size gemv: other programs slowed these runs (load, not "
-              "their shape, explains the gemvs' fraction)")
+        print("→ the gemvs here ran well below that same-size gemv, one call timed in the roofs' rounds: a run of "
+              "32 gemvs is a longer window, so other programs on a shared machine may have slowed it (not measured "
+              "here; rerun on an idle machine to tell)")
 if gemm_bound == "compute":
     print(f"→ the {batch}-column GEMM is compute-bound here: its fraction reflects how many FMA units a "
           f"{batch}-column GEMM keeps busy compared with the square GEMM that set the compute roof (and any load "

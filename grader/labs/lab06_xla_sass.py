@@ -684,8 +684,10 @@ MMA_FLOPS = Problem(
     """,
     visible=_mma_visible(),
     compare=lambda what, got, expected, case: expect_int(
-        what, got, expected, "every tensor-core opcode of both levels and all data types, 2·m·n·k each, read "
-        "from instruction lines only"),
+        what, got, expected, "a multiply-accumulate is 2 operations per product term: 2·m·n·k, not m·n·k"
+        if isinstance(got, int) and not isinstance(got, bool) and expected and 2 * got == expected else
+        "every tensor-core opcode of both levels and all data types, 2·m·n·k each, read from instruction lines "
+        "only"),
 )
 
 # -- Exercise 7: compile CUDA C to sm_90 and count what it became -----------------------------------------------------
