@@ -154,7 +154,8 @@ def test_a_kernel_exercise_mutates_the_solution_kernel_through_its_checker():
     assert run.modes == ["reference", "solution"]
     kernel = {(r.original, r.mutated): r for r in run.results if r.mode == "solution"}
     assert kernel[("if i < x.size:", "if i <= x.size:")].status == "killed"  # out of bounds on the last block
-    assert kernel[("out[i] = a * x[i] + b", "out[i] = a * x[i] - b")].status == "killed"
+    line = "out[i] = np.float32(a) * x[i] + np.float32(b)  # a, b: Python floats, float64 in a kernel"  # the store
+    assert kernel[(line, line.replace("+ np.float32(b)", "- np.float32(b)"))].status == "killed"
     assert all(r.file.endswith("solutions/lab05_kernels/lab05_kernels.py") for r in kernel.values())
 
 
