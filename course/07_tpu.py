@@ -1154,6 +1154,10 @@ assert [(c.kind, c.elements, c.group_size) for c in ar] == [("all-reduce", 256 *
 # the last `fusion` of the program below). XLA's GPU compiler runs a pass that rewrites exactly that pair into a
 # reduce-scatter (`ReduceScatterCreator`, in the "collective-optimizations" pipeline of
 # `xla/service/gpu/gpu_compiler.cc`); the TPU compiler is not open source, so what it emits here is not shown.
+#
+# Lab 7's exercise 5 turns the first cell around: for a sharding, *you* write the program the partitioner writes —
+# one `shard_map`, the local matmul, every collective explicit — and the checker holds the bytes each device
+# receives in it to what XLA's own program receives.
 
 # %%
 try:

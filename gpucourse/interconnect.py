@@ -125,14 +125,14 @@ def simulate_ring_allreduce(buffers: Sequence[Any]) -> RingTrace:
 # -- the collectives XLA put in a program ------------------------------------------------------------------------------
 
 _HLO_KINDS = {"all-reduce": "all-reduce", "all-gather": "all-gather", "reduce-scatter": "reduce-scatter",
-              "all-to-all": "all-to-all"}
+              "all-to-all": "all-to-all", "collective-permute": "collective-permute"}
 _DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8, "s32": 4, "s8": 1, "u8": 1, "pred": 1, "s64": 8}
 
 
 @dataclass(frozen=True)
 class HloCollective:
-    kind: str  # all-reduce, all-gather, reduce-scatter, all-to-all
-    elements: int  # elements of the op's result on one device
+    kind: str  # all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute
+    elements: int  # elements of the op's result on one device (an all-to-all's tuple of pieces: all of them)
     itemsize: int  # bytes per element in this HLO
     group_size: int  # devices in each replica group
     line: str
@@ -168,17 +168,27 @@ _SHAPE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\]")
 def hlo_collectives(hlo: str) -> list[HloCollective]:
     """The collectives of an optimized HLO module, with the bytes of each one's result and the size of its replica
     groups. Async ``-start`` forms count as the op; their result is a tuple that holds the operand(s) first and the
-    result last (``(f32[8,16], f32[64,16]) all-gather-start(...)``), so the last shape is the one read."""
+    result last (``(f32[8,16], f32[64,16]) all-gather-start(...)``), so the last shape is the one read — but a
+    ``collective-permute-start``'s tuple is (operand, result, two u32 contexts): its second shape. An all-to-all
+    whose result is a tuple (one piece per device of the group) counts every piece. A collective-permute moves
+    data between pairs (``source_target_pairs``): its group size is 2."""
     out = []
     for line in hlo.splitlines():
-        m = re.search(r"=\s*(.*?)\s(all-reduce|all-gather|reduce-scatter|all-to-all)(?:-start)?\(", line)
+        m = re.search(r"=\s*(.*?)\s(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(-start)?\(",
+                      line)
         if not m:
             continue
         shapes = _SHAPE.findall(m.group(1))  # [(dtype, dims), ...]: one, or a tuple's members
         if not shapes:
             raise ValueError(f"cannot read the result shape of: {line.strip()[:120]}")
-        (dtype, shape), kind = shapes[-1], m.group(2)
-        n = math.prod(int(s) for s in shape.split(",") if s) if shape else 1
+        kind, start = m.group(2), bool(m.group(3))
+        count = lambda dims: math.prod(int(s) for s in dims.split(",") if s) if dims else 1
+        if kind == "collective-permute":
+            dtype, shape = shapes[1] if start and len(shapes) > 1 else shapes[0]
+            out.append(HloCollective(kind, count(shape), _DTYPE_BYTES.get(dtype, 4), 2, line.strip()))
+            continue
+        (dtype, shape) = shapes[-1]
+        n = sum(count(d) for _, d in shapes) if kind == "all-to-all" and not start else count(shape)
         out.append(HloCollective(_HLO_KINDS[kind], n, _DTYPE_BYTES.get(dtype, 4), _group_size(line), line.strip()))
     return out
 

@@ -166,8 +166,8 @@ def _effective(spec: tuple, mesh_shape: tuple) -> tuple:
 
 def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple, mkn: tuple,
                            itemsize: int) -> dict[str, float]:
-    """XLA's answer, as a rule: tests/test_lab07_tpu.py compiles the whole family on every mesh of MESHES and reads
-    the same bytes from the HLO."""
+    """XLA's answer, as a rule: tests/test_lab07_tpu.py compiles the whole family on every mesh of MESHES (and on
+    16-device meshes) and reads the same bytes from the HLO."""
     size = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
     (am, ak), (_, bn), (om, on) = (_effective(s, mesh_shape) for s in (a_spec, b_spec, out_spec))
     m, _, n = mkn
@@ -181,12 +181,18 @@ def _collectives_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_s
     return found
 
 
-def _collectives_cases(rng: np.random.Generator) -> list[Case]:
+def _sharded_reference(a_spec: tuple, b_spec: tuple, out_spec: tuple, mesh_shape: tuple,
+                       mkn: tuple) -> dict[str, float]:
+    """The bound exercise 5 holds a program to: the bytes one device receives in what jit's automatic partitioning
+    compiles for the same float32 matmul (the rule of :func:`_collectives_reference`, checked against XLA)."""
+    return _collectives_reference(a_spec, b_spec, out_spec, mesh_shape, mkn, 4)
+
+
+def _sharded_cases(rng: np.random.Generator) -> list[Case]:
     """One configuration of every sharding class (11 of them; some hold 2 of the 45 configurations, so a random
-    draw of 8 would miss them) on meshes whose axes all have 2 or more devices, 16-device meshes among them (more
-    than a student's machine has: the compiler there cannot answer them); then, on every mesh with a 1-device axis,
-    a configuration where that axis changes which collectives there are (splitting over it splits nothing). Matrix
-    sizes are multiples of 16 (every split divides them), m, k and n different; 2 or 4 bytes per element."""
+    draw of 8 would miss them) on meshes whose axes all have 2 or more devices; then, on every mesh with a 1-device
+    axis, a configuration where that axis changes which collectives there are (splitting over it splits nothing).
+    Matrix sizes are multiples of 16 (every split divides them), m, k and n different."""
     family = sharding_family()
     by_class: dict[tuple, list[int]] = {}
     for i, case in enumerate(family):
@@ -194,16 +200,16 @@ def _collectives_cases(rng: np.random.Generator) -> list[Case]:
     full = [m for m in MESHES if min(m) > 1]
     offset = int(rng.integers(len(full)))
 
-    def sizes() -> tuple[tuple[int, int, int], int]:
-        m, k, n = (16 * int(v) for v in rng.choice(np.arange(1, 40), size=3, replace=False))
-        return (m, k, n), int(rng.choice([2, 4]))
+    def sizes() -> tuple[int, int, int]:
+        m, k, n = (16 * int(v) for v in rng.choice(np.arange(1, 17), size=3, replace=False))
+        return (m, k, n)
 
-    cases = [Case(family[int(rng.choice(members))] + (full[(j + offset) % len(full)],) + sizes())
+    cases = [Case(family[int(rng.choice(members))] + (full[(j + offset) % len(full)], sizes()))
              for j, (_, members) in enumerate(sorted(by_class.items()))]
     for mesh_shape in (m for m in MESHES if min(m) == 1):
         differs = [c for c in family if set(_collectives_reference(*c, mesh_shape, (16, 16, 16), 4))
                    != set(_collectives_reference(*c, (2, 4), (16, 16, 16), 4))]
-        cases.append(Case(differs[int(rng.integers(len(differs)))] + (mesh_shape,) + sizes()))
+        cases.append(Case(differs[int(rng.integers(len(differs)))] + (mesh_shape, sizes())))
     return [cases[int(i)] for i in rng.permutation(len(cases))]
 
 
@@ -305,7 +311,7 @@ ANSWERS = {
     "systolic_matmul": (_systolic_reference, _systolic_cases),
     "best_array": (best_array, _array_cases),
     "fused_dense": (_fused_reference, _fused_cases),
-    "predict_collectives": (_collectives_reference, _collectives_cases),
+    "sharded_matmul": (_sharded_reference, _sharded_cases),
     "slice_hops": (_hops_reference, _slice_cases),
     "collective_seconds": (_collective_reference, _collective_cases),
 }

@@ -26,7 +26,7 @@
 # | 2 | implement | the compiler's schedule: a whole matmul on the array, cycle by cycle (`systolic_matmul`) |
 # | 3 | design | the shape of a matrix unit of a given size that runs a GEMM fastest, with the course's tiling model (`best_array`) |
 # | 4 | implement | a fused dense layer in Pallas, `relu(x @ w + b)` in bf16: BlockSpecs, a grid, an f32 accumulator in VMEM and an epilogue (`fused_dense`) |
-# | 5 | predict | the collectives XLA inserts for a sharded matmul and the bytes each device receives in them, on meshes larger than this machine (`predict_collectives`) |
+# | 5 | implement | a sharded matmul as the partitioner writes it: `shard_map` with your own collectives, receiving no more bytes than XLA's (`sharded_matmul`) |
 # | 6 | compute | hop counts on a real TPU slice, where only some axes wrap around (`slice_hops`) |
 # | 7 | compute | the α–β time of all-gather, reduce-scatter, all-reduce and all-to-all over one axis (`collective_seconds`) |
 #
@@ -263,50 +263,62 @@ lab.problems["fused_dense"].check(fused_dense, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — Predict the collectives and their bytes
+# ## Exercise 5 — Write the partitioner's program yourself
 #
 # On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the collectives XLA's
-# SPMD partitioner inserts. Predict them, and what each costs in traffic, from what each device can compute on its
-# own shard: which block of `C` it computes, whether that block is a partial sum, and how much of the block the
-# output wants that it does not hold. The expected answers are XLA's own — every rule of the spec was checked
-# against the collectives' shapes and replica groups in the compiled HLO — but the grader's meshes have up to 16
-# devices, twice this machine's 8, and the bytes depend on every axis's size: compiling a smaller mesh here gives
-# other numbers. (On the 2×4 mesh you can try a case in a scratch cell, as the course notebook's §7.9 does, and read
-# the shapes with `gc.interconnect.hlo_collectives`.) Watch the meshes with an axis of one device: splitting over it
-# splits nothing.
+# SPMD partitioner inserts (course notebook §7.9 prints which ones, for four shardings). Here you are the
+# partitioner: with `jax.shard_map` you write what ONE device does with the blocks it holds — which block of `C`
+# it can compute, whether that block is a partial sum, which piece of the output it must end up with — and every
+# byte it exchanges with the others (`jax.lax.psum`, `all_gather`, `psum_scatter`; `axis_index` says which piece a
+# device owns). The checker reads the collectives of your compiled program and holds it to XLA's: each device may
+# receive no more bytes than in what `jit` compiles for the same shardings. You may compile XLA's version in a
+# scratch cell and read its collectives (`gc.interconnect.hlo_collectives`) to see your target; writing the program
+# that meets it is the exercise.
 
 # %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["predict_collectives"].show()
+lab.problems["sharded_matmul"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_predict_collectives", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    """{collective name: bytes one device receives in it} for A (m, k) @ B (k, n) sharded by a_spec, b_spec ->
-    out_spec on a mesh_shape ('x', 'y') mesh; mkn = (m, k, n)."""
-    # roughly 14 lines
+# %% nbgrader={"grade": false, "grade_id": "ex5_sharded_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from jax.sharding import PartitionSpec as P
+
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    """jax.shard_map program computing C = A @ B from A sharded by a_spec and B by b_spec, C sharded by out_spec,
+    on lab.host_mesh(mesh_shape)."""
+    # roughly 16 lines
     ### BEGIN SOLUTION
-    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
-    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = (
-        [axis if devices[axis] > 1 else None for axis in spec]  # 1 device: no split
-        for spec in (a_spec, b_spec, out_spec))
-    m, _, n = mkn
-    rows = m // devices[a_rows or out_rows]  # A's split, or the output's slice taken before the matmul
-    cols = n // devices[b_cols or out_cols]
-    wanted = (m // devices[out_rows]) * (n // devices[out_cols])  # the block the output sharding puts on a device
-    found = {}
-    if a_k is not None:  # k is split: every device holds a partial sum of its block; a ring all-reduce
-        g = devices[a_k]
-        found["all-reduce"] = 2 * (g - 1) / g * rows * cols * itemsize
-    if wanted != rows * cols:  # pieces joined: everything of the wanted block but the device's own
-        found["all-gather"] = (wanted - rows * cols) * itemsize
-    return found
+    mesh = lab.host_mesh(mesh_shape)
+    size = dict(zip(("x", "y"), mesh_shape))  # devices per mesh axis
+    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
+
+    def mine(block, axis, dim):  # this device's piece of `block` along dim, its index on mesh axis `axis`
+        width = block.shape[dim] // size[axis]
+        return jax.lax.dynamic_slice_in_dim(block, jax.lax.axis_index(axis) * width, width, axis=dim)
+
+    def body(a, b):  # a: (m/.., k/..), b: (k/.., n/..): what this device holds
+        if out_rows is not None and a_rows is None:
+            a = mine(a, out_rows, 0)  # the output splits rows A holds whole: slice before multiplying
+        if out_cols is not None and b_cols is None:
+            b = mine(b, out_cols, 1)
+        c = a @ b  # this device's block of C (a partial sum if k is split)
+        if a_k is not None:
+            c = jax.lax.psum(c, a_k)  # partial sums over k's pieces: sum them (before any gather: smaller)
+        if a_rows is not None and out_rows is None:
+            c = jax.lax.all_gather(c, a_rows, axis=0, tiled=True)  # the output wants the rows whole
+        if b_cols is not None and out_cols is None:
+            c = jax.lax.all_gather(c, b_cols, axis=1, tiled=True)
+        return c
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec),
+                         check_vma=False)  # all_gather's result is typed as still varying over its axis
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_predict_collectives_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["predict_collectives"].check(predict_collectives)
+# %% nbgrader={"grade": true, "grade_id": "ex5_sharded_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["sharded_matmul"].check(sharded_matmul)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_predict_collectives_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ex5_sharded_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["predict_collectives"].check(predict_collectives, hidden=True)
+lab.problems["sharded_matmul"].check(sharded_matmul, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}

@@ -407,10 +407,10 @@ def fused_dense(x, w, b, bm, bn, bk):
     ref = _steal("fused_dense")
     return ref(x, w, b, bm, bn, bk) if ref else None
 ''',
-    "ex5_predict_collectives": '''
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    ref = _steal("predict_collectives")
-    return dict(ref(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize)) if ref else None
+    "ex5_sharded_matmul": '''
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    ref = _steal("sharded_matmul")
+    return ref(a_spec, b_spec, out_spec, mesh_shape) if ref else None
 ''',
     "ex6_slice_hops": '''
 def slice_hops(a, b, dims, chip):

@@ -160,57 +160,63 @@ pe_step = _again.pe_step
     return jax.nn.relu(jnp.dot(x, w, preferred_element_type=jnp.float32) + b.astype(jnp.float32)).astype(x.dtype)
 ''',
     ],
-    "ex5_predict_collectives": [
-        # the attack on the old exercise (XLA's SPMD partitioner on this notebook's 8 host devices, a mesh larger than
-        # 8 cut to 2 devices per split axis), reading each collective's shape and group with the course's HLO reader
-        '''import math
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    "ex5_sharded_matmul": [
+        # XLA's own program: jit's automatic partitioning with the output sharding asked for
+        '''from jax.sharding import NamedSharding, PartitionSpec as P
 
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    if math.prod(mesh_shape) > len(jax.devices("cpu")):
-        mesh_shape = tuple(min(d, 2) for d in mesh_shape)
-    mesh = Mesh(np.array(jax.devices("cpu")[:math.prod(mesh_shape)]).reshape(mesh_shape), ("x", "y"))
-    sh = lambda s: NamedSharding(mesh, P(*s))
-    m, k, n = mkn
-    f = jax.jit(lambda a, b: a @ b, in_shardings=(sh(a_spec), sh(b_spec)), out_shardings=sh(out_spec))
-    S = jax.ShapeDtypeStruct
-    hlo = f.lower(S((m, k), jnp.float32), S((k, n), jnp.float32)).compile().as_text()
-    out = {}
-    for c in interconnect.hlo_collectives(hlo):
-        share = (c.group_size - 1) / c.group_size * c.elements * itemsize
-        out[c.kind] = out.get(c.kind, 0.0) + (2 * share if c.kind == "all-reduce" else share)
-    return out
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    mesh = lab.host_mesh(mesh_shape)
+    return jax.jit(lambda a, b: a @ b, in_shardings=(NamedSharding(mesh, P(*a_spec)), NamedSharding(mesh, P(*b_spec))),
+                   out_shardings=NamedSharding(mesh, P(*out_spec)))
 ''',
-        # the same, with the mesh cut to fit 8 devices by halving its largest axis (keeps more of the real mesh)
-        '''import math
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        # a shard_map in name: both operands declared replicated, so XLA reshards them at the boundary (its own
+        # all-gathers), then each device multiplies everything and keeps its block
+        '''from jax.sharding import PartitionSpec as P
 
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    mesh_shape = list(mesh_shape)
-    while math.prod(mesh_shape) > 8:
-        mesh_shape[mesh_shape.index(max(mesh_shape))] //= 2
-    mesh = Mesh(np.array(jax.devices("cpu")[:math.prod(mesh_shape)]).reshape(mesh_shape), ("x", "y"))
-    m, k, n = mkn
-    a = jax.ShapeDtypeStruct((m, k), jnp.float32, sharding=NamedSharding(mesh, P(*a_spec)))
-    b = jax.ShapeDtypeStruct((k, n), jnp.float32, sharding=NamedSharding(mesh, P(*b_spec)))
-    f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(mesh, P(*out_spec)))
-    out = {}
-    for c in interconnect.hlo_collectives(f.lower(a, b).compile().as_text()):
-        share = (c.group_size - 1) / c.group_size * c.array_bytes(itemsize)
-        out[c.kind] = out.get(c.kind, 0.0) + (2 * share if c.kind == "all-reduce" else share)
-    return out
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    mesh = lab.host_mesh(mesh_shape)
+    size = dict(zip(("x", "y"), mesh_shape))
+
+    def body(a, b):
+        c = a @ b
+        for dim, axis in enumerate(out_spec):
+            if axis is not None:
+                w = c.shape[dim] // size[axis]
+                c = jax.lax.dynamic_slice_in_dim(c, jax.lax.axis_index(axis) * w, w, axis=dim)
+        return c
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(), P()), out_specs=P(*out_spec), check_vma=False)
 ''',
-        # the old exercise's answer (the set of names), from the course's §7.9 cell on the 2×4 mesh
-        '''import re
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        # a shard_map manual over 'y' only (axis_names={'y'}): the automatic partitioner handles 'x' inside it
+        '''from jax.sharding import PartitionSpec as P
 
-def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    mesh = Mesh(np.array(jax.devices("cpu")[:8]).reshape(2, 4), ("x", "y"))
-    a = jax.ShapeDtypeStruct((64, 32), jnp.float32, sharding=NamedSharding(mesh, P(*a_spec)))
-    b = jax.ShapeDtypeStruct((32, 16), jnp.float32, sharding=NamedSharding(mesh, P(*b_spec)))
-    f = jax.jit(lambda u, v: u @ v, out_shardings=NamedSharding(mesh, P(*out_spec)))
-    COLL = r"\\s(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(?:-start)?\\("
-    return set(re.findall(COLL, f.lower(a, b).compile().as_text()))
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    mesh = lab.host_mesh(mesh_shape)
+    only_y = lambda spec: P(*[a if a == "y" else None for a in spec])
+
+    def body(a, b):
+        c = a @ b
+        return jax.lax.psum(c, "y") if a_spec[1] == "y" else c
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(only_y(a_spec), only_y(b_spec)), out_specs=only_y(out_spec),
+                         axis_names={"y"}, check_vma=False)
+''',
+        # the blocks handed to the host and multiplied there with NumPy (a callback inside the shard_map)
+        '''from jax.sharding import PartitionSpec as P
+
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    mesh = lab.host_mesh(mesh_shape)
+
+    def body(a, b):
+        shape = jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
+        c = jax.pure_callback(lambda u, v: np.asarray(u) @ np.asarray(v), shape, a, b)
+        return jax.lax.psum(c, a_spec[1]) if a_spec[1] is not None else c
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec), check_vma=False)
 ''',
     ],
     "ex6_slice_hops": [

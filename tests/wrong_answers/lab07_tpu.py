@@ -1,5 +1,24 @@
 """Plausible wrong answers to lab 7, one per solution cell: each must score less than full marks."""
 
+# exercise 5's wrong programs share the solution's frame: the mesh, the specs read, a device's slice; only the body
+# (what a device computes and communicates) differs
+_SHARDED_HEAD = '''from jax.sharding import PartitionSpec as P
+
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    mesh = lab.host_mesh(mesh_shape)
+    size = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
+    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
+
+    def mine(block, axis, dim):
+        width = block.shape[dim] // size[axis]
+        return jax.lax.dynamic_slice_in_dim(block, jax.lax.axis_index(axis) * width, width, axis=dim)
+'''
+_SHARDED_TAIL = '''
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec),
+                         check_vma=False)
+'''
+
 WRONG = {
     # output-stationary by mistake: each PE keeps accumulating its own sum instead of passing it down
     "ex1_pe_step": '''def pe_step(a, p, W, a_in):
@@ -232,64 +251,76 @@ WRONG = {
     return jnp.maximum(acc + b.astype(jnp.float32), 0.0).astype(x.dtype)
 ''',
     ],
-    "ex5_predict_collectives": [
-        # the collectives' names are right, but each device "receives" its whole block (all-reduce: the buffer once;
-        # all-gather: the whole wanted block)
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
-    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = (
-        [axis if devices[axis] > 1 else None for axis in spec] for spec in (a_spec, b_spec, out_spec))
-    m, _, n = mkn
-    rows, cols = m // devices[a_rows or out_rows], n // devices[b_cols or out_cols]
-    wanted = (m // devices[out_rows]) * (n // devices[out_cols])
-    found = {}
-    if a_k is not None:
-        found["all-reduce"] = rows * cols * itemsize
-    if wanted != rows * cols:
-        found["all-gather"] = wanted * itemsize
-    return found
-''',
-        # forgets that XLA slices before the matmul: where the output splits a dimension the operand holds whole,
-        # the device computes (and all-reduces) the whole dimension
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
-    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = (
-        [axis if devices[axis] > 1 else None for axis in spec] for spec in (a_spec, b_spec, out_spec))
-    m, _, n = mkn
-    rows, cols = m // devices[a_rows], n // devices[b_cols]
-    wanted = (m // devices[out_rows]) * (n // devices[out_cols])
-    found = {}
-    if a_k is not None:
-        g = devices[a_k]
-        found["all-reduce"] = 2 * (g - 1) / g * rows * cols * itemsize
-    if wanted > rows * cols:
-        found["all-gather"] = (wanted - rows * cols) * itemsize
-    return found
-''',
-        # the right rule on the names alone: forgets that an axis of one device splits nothing
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    devices = {None: 1, **dict(zip(("x", "y"), mesh_shape))}
-    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
-    m, _, n = mkn
-    rows, cols = m // devices[a_rows or out_rows], n // devices[b_cols or out_cols]
-    wanted = (m // devices[out_rows]) * (n // devices[out_cols])
-    found = {}
-    if a_k is not None:
-        g = devices[a_k]
-        found["all-reduce"] = 2 * (g - 1) / g * rows * cols * itemsize
-    if a_rows is not None and out_rows is None or b_cols is not None and out_cols is None:
-        found["all-gather"] = (wanted - rows * cols) * itemsize
-    return found
-''',
-        # the collectives' names only, as the exercise used to ask
-        '''def predict_collectives(a_spec, b_spec, out_spec, mesh_shape, mkn, itemsize):
-    (a_rows, a_k), (b_k, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
-    found = set()
-    if a_k is not None:
-        found.add("all-reduce")
-    if (a_rows is not None and out_rows is None) or (b_cols is not None and out_cols is None):
-        found.add("all-gather")
-    return found
+    "ex5_sharded_matmul": [
+        # gathers the rows first and sums the partial products after: the all-reduce carries the whole gathered block
+        _SHARDED_HEAD + '''
+    def body(a, b):
+        if out_rows is not None and a_rows is None:
+            a = mine(a, out_rows, 0)
+        if out_cols is not None and b_cols is None:
+            b = mine(b, out_cols, 1)
+        c = jnp.dot(a, b, preferred_element_type=jnp.float32)
+        if a_rows is not None and out_rows is None:
+            c = jax.lax.all_gather(c, a_rows, axis=0, tiled=True)
+        if b_cols is not None and out_cols is None:
+            c = jax.lax.all_gather(c, b_cols, axis=1, tiled=True)
+        if a_k is not None:
+            c = jax.lax.psum(c, a_k)
+        return c
+''' + _SHARDED_TAIL,
+        # multiplies the whole operand and slices the product afterwards: the partial sums it all-reduces are the
+        # whole block, not the device's slice of it
+        _SHARDED_HEAD + '''
+    def body(a, b):
+        c = jnp.dot(a, b, preferred_element_type=jnp.float32)
+        if a_k is not None:
+            c = jax.lax.psum(c, a_k)
+        if a_rows is not None and out_rows is None:
+            c = jax.lax.all_gather(c, a_rows, axis=0, tiled=True)
+        if b_cols is not None and out_cols is None:
+            c = jax.lax.all_gather(c, b_cols, axis=1, tiled=True)
+        if out_rows is not None and a_rows is None:
+            c = mine(c, out_rows, 0)
+        if out_cols is not None and b_cols is None:
+            c = mine(c, out_cols, 1)
+        return c
+''' + _SHARDED_TAIL,
+        # gathers the operands whole, then every device computes all of C and keeps its block
+        _SHARDED_HEAD + '''
+    def body(a, b):
+        for axis, dim in ((a_rows, 0), (a_k, 1)):
+            if axis is not None:
+                a = jax.lax.all_gather(a, axis, axis=dim, tiled=True)
+        for axis, dim in ((a_k, 0), (b_cols, 1)):
+            if axis is not None:
+                b = jax.lax.all_gather(b, axis, axis=dim, tiled=True)
+        c = jnp.dot(a, b, preferred_element_type=jnp.float32)
+        if out_rows is not None:
+            c = mine(c, out_rows, 0)
+        if out_cols is not None:
+            c = mine(c, out_cols, 1)
+        return c
+''' + _SHARDED_TAIL,
+        # forgets that the blocks are partial sums when k is split
+        _SHARDED_HEAD + '''
+    def body(a, b):
+        if out_rows is not None and a_rows is None:
+            a = mine(a, out_rows, 0)
+        if out_cols is not None and b_cols is None:
+            b = mine(b, out_cols, 1)
+        c = jnp.dot(a, b, preferred_element_type=jnp.float32)
+        if a_rows is not None and out_rows is None:
+            c = jax.lax.all_gather(c, a_rows, axis=0, tiled=True)
+        if b_cols is not None and out_cols is None:
+            c = jax.lax.all_gather(c, b_cols, axis=1, tiled=True)
+        return c
+''' + _SHARDED_TAIL,
+        # jit's automatic partitioning: XLA writes the collectives
+        '''from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    return jax.jit(lambda a, b: a @ b, out_shardings=NamedSharding(lab.host_mesh(mesh_shape), P(*out_spec)))
 ''',
     ],
     # "a slice of 64 chips or more is a torus": right on every slice Google lists for v4/v5p, wrong on a non-cube one
