@@ -436,12 +436,12 @@ def host_mesh(mesh_shape: tuple[int, int]) -> Any:
     import jax
     from jax.sharding import Mesh
 
-    size = int(np.prod(mesh_shape))
+    count = mesh_shape[0] * mesh_shape[1]
     cpus = jax.devices("cpu")
-    if len(cpus) < size:
-        raise CheckFailure(f"a {mesh_shape[0]}×{mesh_shape[1]} mesh needs {size} CPU devices, JAX has {len(cpus)}: "
+    if len(cpus) < count:
+        raise CheckFailure(f"a {mesh_shape[0]}×{mesh_shape[1]} mesh needs {count} CPU devices, JAX has {len(cpus)}: "
                            "run the lab's first cell (XLA_FLAGS) before anything imports JAX, then restart")
-    return Mesh(np.array(cpus[:size]).reshape(mesh_shape), ("x", "y"))
+    return Mesh(np.array(cpus[:count]).reshape(mesh_shape), ("x", "y"))
 
 
 def _operands(mkn: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -464,10 +464,10 @@ def received_bytes(kind: str, elements: int, group: int) -> float:
 def _spec(entries: Any, mesh_shape: tuple[int, int]) -> list[Any]:
     """A PartitionSpec (or a spec tuple) as two plain entries, an axis of one device read as None (it splits
     nothing): ('x', None) on a (1, 8) mesh is (None, None)."""
-    size = dict(zip(("x", "y"), mesh_shape))
+    devices = {"x": mesh_shape[0], "y": mesh_shape[1]}
     out = []
     for e in tuple(entries) + (None,) * (2 - len(tuple(entries))):
-        names = [a for a in (e if isinstance(e, (tuple, list)) else (e,)) if a is not None and size.get(a, 2) > 1]
+        names = [a for a in (e if isinstance(e, (tuple, list)) else (e,)) if a is not None and devices.get(a, 2) > 1]
         out.append(None if not names else names[0] if len(names) == 1 else list(names))
     return out
 
