@@ -1302,6 +1302,6 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # kernel, Triton asked for explicitly; JAX's default GPU backend is Mosaic GPU) is compiled and checked;
 # everything else is a model or CPU-real JAX (meshes, collectives, HLO) and reads the same on every machine.
 #
-# **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array, tile a GEMM with double-buffered
-# weights, write a fused Pallas kernel, predict collectives and the bytes they move, count hops on real slices and
-# price collectives.
+# **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array, schedule a whole matmul on it, choose the
+# shape of a matrix unit, write a fused Pallas kernel, write a sharded matmul with its collectives by hand
+# (`shard_map`), count hops on real slices and price collectives.

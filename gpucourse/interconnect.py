@@ -132,7 +132,7 @@ _DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8, "s32": 4, "s8": 1, "u8"
 @dataclass(frozen=True)
 class HloCollective:
     kind: str  # all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute
-    elements: int  # elements of the op's result on one device (an all-to-all's tuple of pieces: all of them)
+    elements: int  # elements of the op's result on one device (a tuple result: all of its members)
     itemsize: int  # bytes per element in this HLO
     group_size: int  # devices in each replica group
     line: str
@@ -169,9 +169,10 @@ def hlo_collectives(hlo: str) -> list[HloCollective]:
     """The collectives of an optimized HLO module, with the bytes of each one's result and the size of its replica
     groups. Async ``-start`` forms count as the op; their result is a tuple that holds the operand(s) first and the
     result last (``(f32[8,16], f32[64,16]) all-gather-start(...)``), so the last shape is the one read — but a
-    ``collective-permute-start``'s tuple is (operand, result, two u32 contexts): its second shape. An all-to-all
-    whose result is a tuple (one piece per device of the group) counts every piece. A collective-permute moves
-    data between pairs (``source_target_pairs``): its group size is 2."""
+    ``collective-permute-start``'s tuple is (operand, result, two u32 contexts): its second shape. A synchronous
+    collective whose result is a tuple (an all-reduce of several arrays at once, an all-to-all's pieces) counts
+    every member. A collective-permute moves data between pairs (``source_target_pairs``): its group size is 2.
+    A collective inside a loop is listed once, whatever the loop's trip count."""
     out = []
     for line in hlo.splitlines():
         m = re.search(r"=\s*(.*?)\s(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(-start)?\(",
@@ -188,7 +189,7 @@ def hlo_collectives(hlo: str) -> list[HloCollective]:
             out.append(HloCollective(kind, count(shape), _DTYPE_BYTES.get(dtype, 4), 2, line.strip()))
             continue
         (dtype, shape) = shapes[-1]
-        n = sum(count(d) for _, d in shapes) if kind == "all-to-all" and not start else count(shape)
+        n = sum(count(d) for _, d in shapes) if not start else count(shape)  # a tuple: several arrays at once
         out.append(HloCollective(_HLO_KINDS[kind], n, _DTYPE_BYTES.get(dtype, 4), _group_size(line), line.strip()))
     return out
 

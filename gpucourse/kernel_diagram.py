@@ -1,13 +1,27 @@
 """A puzzle's picture from what the kernel actually did (the executor's access log), GPU-Puzzles style.
 
-For every global array of one launch: which thread of which block read it (inputs) or wrote it (outputs), one
-cell per element, coloured by block and labelled with the thread's index in its block; beside each output, which
-elements the answer needs and which of them the kernel got wrong or never wrote. GPU-Puzzles draws the spec; this
-draws the student's own kernel, so a wrong kernel shows a wrong picture.
+GPU-Puzzles draws the spec; this draws the student's own kernel, so a wrong kernel shows a wrong picture. One panel
+per memory the kernel touched: each global input (what was read), each output (what was written, then which
+elements are right), and each shared array of each block (written, then read). In every cell:
+
+- the colour is the block that touched the element; an element touched by several blocks is split into stripes,
+  one per block;
+- the text is the thread (its index in its block, ``threadIdx.x + threadIdx.y·blockDim.x``) that touched it, all of
+  them: ``3`` one thread, ``2,3,4`` three, ``6,7|0`` threads 6 and 7 of one block and thread 0 of the next, ``×12``
+  twelve threads (too many to list); ``3²``: thread 3 accessed the element twice;
+- a dashed orange edge: a read outside the block's own range (an input element at a position whose output element
+  the block does not write: a halo, a neighbour's data, a stride);
+- a red edge and ``?``: read while no thread had written it (uninitialised shared memory); a red ``!``: a data race
+  on the element; in the output's last panel, a red cell holds what the kernel left where the answer differs, and
+  a grey ``–`` an element no thread wrote; the caption lists the first wrong elements with what was expected.
+
+Text is 9 pt or more at the notebook's width; arrays with more elements than fit a label are drawn in colour only.
 """
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,12 +29,276 @@ import numpy as np
 from .simt.report import KernelReport
 
 RIGHT, WRONG, MISSING = 0, 1, 2  # codes of the "needed" panel
-MAX_LABELS = 64  # label cells with the thread index only when the array is this small
+MAX_LABELS = 64  # (access_maps' callers) label cells with the thread index only when the array is this small
+WIDTH_IN = 9.5  # inches: JupyterLab's notebook column at 100 % (about 950 px at matplotlib's inline 100 dpi)
+DPI = 100
+FONT_PT = 9  # the smallest text in the figure
+WRAP = 20  # a 1-D array of more elements is drawn in rows of this many (element i at row i // WRAP)
+MAX_BLOCK_PANELS = 4  # shared arrays: blocks drawn (the first ones); the caption says how many are left out
+MAX_PANEL_IN = 2.6  # inches: the tallest panel (a tall array gets smaller, unlabelled cells)
+LABEL_CHARS = 7  # a cell's label longer than this becomes a count ("×12")
+BLOCK_COLOURS = ("#8dd3c7", "#bebada", "#fdb462", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd",
+                 "#ccebc5", "#ffed6f")
+HALO, UNINIT, RACE, BAD, GONE = "outside its block's range", "read unwritten", "race", "wrong", "never written"
+
+
+@dataclass
+class Cell:
+    blocks: tuple[int, ...] = ()  # blocks that touched the element (stripes), empty: untouched
+    label: str = ""  # the threads, or in the result panel the value the kernel left
+    marks: frozenset = frozenset()  # HALO, UNINIT, RACE, BAD, GONE
+
+
+@dataclass
+class Panel:
+    title: str
+    shape: tuple[int, ...]  # the array's shape (a 1-D array is drawn wrapped in rows of WRAP)
+    cells: dict[int, Cell]  # flat element index -> what is drawn there (absent: untouched, blank)
+    caption: str = ""
+
+
+@dataclass
+class Picture:
+    title: str
+    panels: list[Panel] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _threads_by_element(report: KernelReport, root_ids: list[int], kind: str) -> dict[int, dict[int, int]]:
+    """{flat element: {global thread id: how many times it accessed the element}} of the logged accesses of
+    ``kind`` ('r' reads; 'w' writes and atomic updates) to the roots ``root_ids``."""
+    log = report._log
+    if not len(log):
+        return {}
+    k = log[:, 4]
+    mask = np.isin(log[:, 2], root_ids) & ((k == 0) if kind == "r" else (k != 0))
+    out: dict[int, dict[int, int]] = {}
+    for tid, pos in zip(log[mask, 0].tolist(), log[mask, 3].tolist()):
+        seen = out.setdefault(pos, {})
+        seen[tid] = seen.get(tid, 0) + 1
+    return {pos: dict(sorted(t.items())) for pos, t in out.items()}
+
+
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _thread_label(tids: dict[int, int], tpb: int) -> str:
+    """``3`` · ``2,3,4`` · ``6,7|0`` (a bar between blocks) · ``3²`` (thread 3, twice; ``0⁶⁴`` 64 times) ·
+    ``×12`` (twelve threads) when longer than LABEL_CHARS (``×12²``: and some of them more than once)."""
+    groups: dict[int, list[str]] = {}
+    for t, n in tids.items():
+        groups.setdefault(t // tpb, []).append(f"{t % tpb}{str(n).translate(SUPERSCRIPT) if n > 1 else ''}")
+    text = "|".join(",".join(g) for _, g in sorted(groups.items()))
+    repeated = max(tids.values()) > 1
+    return text if len(text) <= LABEL_CHARS else f"×{len(tids)}{'²' if repeated else ''}"
+
+
+def _cells(by_element: dict[int, dict[int, int]], tpb: int) -> dict[int, Cell]:
+    return {pos: Cell(tuple(sorted({t // tpb for t in tids})), _thread_label(tids, tpb))
+            for pos, tids in by_element.items()}
+
+
+def _mark(cells: dict[int, Cell], pos: int, mark: str) -> None:
+    cell = cells.setdefault(pos, Cell())
+    cell.marks = cell.marks | {mark}
+
+
+def _flat(index: Any, shape: tuple[int, ...]) -> int | None:
+    try:
+        return int(np.ravel_multi_index(tuple(int(i) for i in np.atleast_1d(index)), shape))
+    except (ValueError, TypeError):
+        return None
+
+
+def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarray]], title: str = "") -> Picture:
+    """The panels of :func:`draw` for one launch; ``outputs`` maps an output's name to (what the kernel left, what
+    the answer is). Plain data, so that tests can compare the pictures of two kernels cell by cell."""
+    tpb = report.threads_per_block
+    pic = Picture(title or report.name)
+    roots = list(report._roots)
+    ids = {name: [i for i, r in enumerate(roots) if r.name == name] for name in report.arrays}
+    own: dict[int, set[int]] = {}  # output element -> the blocks that wrote it (a block's own range)
+    own_shape = None
+    for name in outputs:
+        if name in ids:
+            own_shape = report.arrays[name]
+            for pos, tids in _threads_by_element(report, ids[name], "w").items():
+                own.setdefault(pos, set()).update(t // tpb for t in tids)
+    races = [r for r in report.races]
+    for name, space in report.spaces.items():
+        if space != "global":
+            continue
+        shape = tuple(report.arrays[name])
+        if name not in outputs:
+            reads = _threads_by_element(report, ids[name], "r")
+            cells = _cells(reads, tpb)
+            if own_shape is not None and tuple(own_shape) == shape:  # halos: reads where the block writes nothing
+                for pos, tids in reads.items():
+                    if any(t // tpb not in own.get(pos, ()) for t in tids):
+                        _mark(cells, pos, HALO)
+            for race in races:
+                if race.array == name and (pos := _flat(race.index, shape)) is not None:
+                    _mark(cells, pos, RACE)
+            pic.panels.append(Panel(f"{name} (global): read by", shape, cells))
+            continue
+        cells = _cells(_threads_by_element(report, ids[name], "w"), tpb)
+        for race in races:
+            if race.array == name and (pos := _flat(race.index, shape)) is not None:
+                _mark(cells, pos, RACE)
+        pic.panels.append(Panel(f"{name} (global): written by", shape, cells))
+        reads = _threads_by_element(report, ids[name], "r")
+        if reads:  # an output the kernel also reads (out[i] += ..., a running total)
+            rc = _cells(reads, tpb)
+            for pos in set(reads) - set(cells):
+                _mark(rc, pos, UNINIT)  # read where no thread of this launch wrote: the caller's zeros, or garbage
+            pic.panels.append(Panel(f"{name} (global): read by", shape, rc))
+        got, want = (np.asarray(v) for v in outputs[name])
+        got_flat, want_flat = got.ravel(), want.ravel()
+        ok = np.isclose(got_flat, want_flat, rtol=1e-4, atol=1e-5, equal_nan=True)
+        written = set(cells)
+        result: dict[int, Cell] = {}
+        wrong = []
+        for pos in range(want_flat.size):
+            if ok[pos]:
+                result[pos] = Cell((), "", frozenset())
+            elif pos not in written:
+                result[pos] = Cell((), "–", frozenset({GONE}))
+            else:
+                result[pos] = Cell((), f"{got_flat[pos]:.3g}", frozenset({BAD}))
+                wrong.append(pos)
+        shown = ", ".join(f"{name}[{', '.join(map(str, np.unravel_index(p, want.shape)))}] expected "
+                          f"{want_flat[p]:.4g}, got {got_flat[p]:.4g}" for p in wrong[:3])
+        n_gone = sum(1 for c in result.values() if GONE in c.marks)
+        caption = (f"{len(wrong)} wrong" + (f" ({shown}{', …' if len(wrong) > 3 else ''})" if wrong else "")
+                   + f"; {n_gone} never written")
+        pic.panels.append(Panel(f"{name}: the answer (red: wrong, –: never written)", shape, result, caption))
+    for name, space in report.spaces.items():
+        if space != "shared":
+            continue
+        shape = tuple(report.arrays[name])
+        size = int(np.prod(shape))
+        writes = _threads_by_element(report, ids[name], "w")
+        reads = _threads_by_element(report, ids[name], "r")
+        blocks = sorted({t // tpb for tids in (*writes.values(), *reads.values()) for t in tids})
+        for b in blocks[:MAX_BLOCK_PANELS]:
+            mine = lambda by: {p: {t: n for t, n in ts.items() if t // tpb == b} for p, ts in by.items() if p < size}
+            w = {p: ts for p, ts in mine(writes).items() if ts}
+            r = {p: ts for p, ts in mine(reads).items() if ts}
+            wc, rc = _cells(w, tpb), _cells(r, tpb)
+            for pos in set(r) - set(w):
+                _mark(rc, pos, UNINIT)
+            for u in report.uninitialized:
+                o = u.origin
+                if getattr(o, "array", None) == name and o.thread[0] == b and (p := _flat(o.index, shape)) is not None:
+                    _mark(rc, p, UNINIT)
+            for race in races:
+                if race.array == name and race.first[0] == b and (p := _flat(race.index, shape)) is not None:
+                    _mark(rc, p, RACE)
+                    _mark(wc, p, RACE)
+            pic.panels.append(Panel(f"{name} (shared, block {b}): written by", shape, wc))
+            pic.panels.append(Panel(f"{name} (shared, block {b}): read by", shape, rc))
+        if len(blocks) > MAX_BLOCK_PANELS:
+            pic.notes.append(f"{name}: blocks {blocks[MAX_BLOCK_PANELS]}… not drawn ({len(blocks)} blocks used it)")
+    return pic
+
+
+def _grid(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(rows, columns) a panel is drawn with: a 2-D array as it is, a 1-D one wrapped in rows of WRAP."""
+    if len(shape) >= 2:
+        return int(np.prod(shape[:-1])), int(shape[-1])
+    n = int(np.prod(shape)) if shape else 1
+    return (1, n) if n <= WRAP else (-(-n // WRAP), WRAP)
+
+
+def _cell_inches(panel: Panel) -> float:
+    """A panel's cell size: 0.5 in (room for a label at 9 pt), less where the array is wider than the notebook or
+    taller than MAX_PANEL_IN (then drawn in colour only)."""
+    rows, cols = _grid(panel.shape)
+    return min(0.5, (WIDTH_IN - 0.9) / cols, MAX_PANEL_IN / rows)
+
+
+def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> Any:
+    """The figure of a :class:`Picture` (or of ``picture(report, outputs)`` when given a report and outputs);
+    returns the figure. Panels stack top to bottom, one per memory, at the notebook's width."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    pic = report if isinstance(report, Picture) else picture(report, maps or {}, title)
+    cells = [_cell_inches(p) for p in pic.panels]
+    heights = [_grid(p.shape)[0] * c + 0.45 + (0.22 if p.caption else 0) for p, c in zip(pic.panels, cells)] or [0.5]
+    notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
+    legend_h = 0.6 + 0.19 * len(notes)
+    fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + 0.35), dpi=DPI)
+    total = sum(heights) + legend_h + 0.35
+    y_top = total - 0.35
+    fig.text(0.01, (total - 0.12) / total, pic.title, fontsize=FONT_PT + 2, weight="bold", va="top")
+    for panel, h, cell in zip(pic.panels, heights, cells):
+        labelled = cell >= 0.42  # room for "6,7|0" at 9 pt
+        rows, cols = _grid(panel.shape)
+        ax = fig.add_axes((0.7 / WIDTH_IN, (y_top - h + 0.05 + (0.22 if panel.caption else 0)) / total,
+                           cols * cell / WIDTH_IN, rows * cell / total))
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for s in ax.spines.values():
+            s.set_visible(False)
+        ax.set_title(panel.title + ("" if labelled else " (too many elements to label: colours only)"),
+                     fontsize=FONT_PT, loc="left", pad=3)
+        if len(panel.shape) < 2 and rows > 1:  # wrapped: the first element of each row
+            for r in range(rows):
+                ax.text(-0.15, r + 0.5, str(r * cols), fontsize=FONT_PT, ha="right", va="center", color="#555555")
+        result = panel.title.endswith("never written)")
+        for pos in range(int(np.prod(panel.shape)) if panel.shape else 1):
+            r, c = divmod(pos, cols)
+            cl = panel.cells.get(pos)
+            if cl is None or (not cl.blocks and not cl.marks and not result):
+                ax.add_patch(Rectangle((c, r), 1, 1, facecolor="white", edgecolor="#cccccc", linewidth=0.5))
+                continue
+            if result:
+                face = "#e34a33" if BAD in cl.marks else "#bbbbbb" if GONE in cl.marks else "#cfe8cf"
+                ax.add_patch(Rectangle((c, r), 1, 1, facecolor=face, edgecolor="white", linewidth=0.5))
+            else:
+                stripes = cl.blocks or (-1,)
+                for i, b in enumerate(stripes):
+                    face = "white" if b < 0 else BLOCK_COLOURS[b % len(BLOCK_COLOURS)]
+                    ax.add_patch(Rectangle((c + i / len(stripes), r), 1 / len(stripes), 1, facecolor=face,
+                                           edgecolor="none"))
+                edge, style, width = "#888888", "-", 0.5
+                if HALO in cl.marks:
+                    edge, style, width = "#e6550d", "--", 2.0
+                if UNINIT in cl.marks or RACE in cl.marks:
+                    edge, style, width = "#cb181d", "-", 2.2
+                ax.add_patch(Rectangle((c + 0.04, r + 0.04), 0.92, 0.92, facecolor="none", edgecolor=edge,
+                                       linestyle=style, linewidth=width))
+            text = cl.label
+            if UNINIT in cl.marks:
+                text = (text + "?") if text else "?"
+            if RACE in cl.marks:
+                text = text + "!"
+            if text and len(text) * 0.085 > cell and cl.blocks:  # about 0.085 in per character at 9 pt
+                text = "×" + str(len(cl.label.replace("|", ",").split(",")))
+            if text and (labelled or result and BAD in cl.marks and cell >= 0.3):
+                ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=FONT_PT,
+                        color="#cb181d" if (UNINIT in cl.marks or RACE in cl.marks) else "black")
+        if panel.caption:
+            alarm = panel.caption.startswith("OUT OF BOUNDS")
+            ax.text(0, rows + 0.15, panel.caption, fontsize=FONT_PT, va="top", ha="left", transform=ax.transData,
+                    clip_on=False, color="#cb181d" if alarm else "black", weight="bold" if alarm else "normal")
+        y_top -= h
+    legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block "
+              "(×n: n threads; 3²: thread 3 twice)\n"
+              "orange dashed edge: read outside its block's own range · red ?: read before any thread wrote it · "
+              "red !: a race")
+    fig.text(0.01, (legend_h - 0.1) / total, "\n".join([legend, *notes]), fontsize=FONT_PT, va="top",
+             linespacing=1.3)
+    return fig
 
 
 def access_maps(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
-    """``{'<array> read' | '<array> written': linear thread id per element (-1: none), '<array> needed': codes}``
-    for every global array; ``outputs`` maps an output's name to (what the kernel left, what the answer is)."""
+    """``{'<array> read' | '<array> written': linear thread id per element (-1: none, the first thread where
+    several), '<array> needed': codes}`` for every global array; ``outputs`` maps an output's name to (what the
+    kernel left, what the answer is). A compact view for tests; :func:`picture` holds every thread."""
     maps: dict[str, np.ndarray] = {}
     for name, space in report.spaces.items():
         if space != "global":
@@ -34,33 +312,3 @@ def access_maps(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.nd
             codes = np.where(~written & (codes == WRONG), MISSING, codes)
             maps[f"{name} needed"] = codes.reshape(np.shape(want))
     return maps
-
-
-def draw(report: KernelReport, maps: dict[str, np.ndarray], title: str = "") -> Any:
-    """One panel per map of :func:`access_maps`; returns the figure."""
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-
-    n = len(maps)
-    fig, axs = plt.subplots(1, n, figsize=(min(3.2 * n, 16), 2.4), squeeze=False, dpi=60)  # small: drawn per puzzle
-    tpb = report.threads_per_block
-    for ax, (label, m) in zip(axs.flat, maps.items()):
-        m2 = m if m.ndim == 2 else m.reshape(1, -1)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if label.endswith("needed"):
-            ax.imshow(m2, cmap=ListedColormap(["#cfe8cf", "#e34a33", "#bbbbbb"]), vmin=0, vmax=2,
-                      interpolation="nearest", aspect="auto")
-            bad, missing = int((m2 == WRONG).sum()), int((m2 == MISSING).sum())
-            ax.set_title(f"{label}: {bad} wrong, {missing} never written", fontsize=9)
-            continue
-        blocks = np.where(m2 >= 0, m2 // tpb, -1)
-        ax.imshow(np.ma.masked_less(blocks, 0), cmap="tab10", vmin=0, vmax=9, interpolation="nearest", aspect="auto")
-        if m2.size <= MAX_LABELS:
-            for (r, c), t in np.ndenumerate(m2):
-                if t >= 0:
-                    ax.text(c, r, str(t % tpb), ha="center", va="center", fontsize=6)
-        ax.set_title(f"{label} (colour: block, text: thread)", fontsize=9)
-    fig.suptitle(title or report.name, fontsize=10)
-    fig.subplots_adjust(left=0.02, right=0.98, top=0.78, bottom=0.04, wspace=0.08)  # tight_layout costs ~0.2 s
-    return fig

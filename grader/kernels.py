@@ -16,6 +16,8 @@ While the kernel runs, the lab's answers are locked (:meth:`grader.problem.Probl
 
 from __future__ import annotations
 
+import re
+
 import linecache
 import warnings
 import zlib
@@ -459,22 +461,38 @@ def budgeted(budget: Budget, extra: Callable[[simt.KernelReport, Case, str], Non
     return require
 
 
-def _diagram_maps(problem: KernelProblem, fn: Any, k: int | Case) -> tuple[simt.KernelReport, dict[str, np.ndarray]]:
-    """The report and access maps of ``fn`` on a visible case (its index, or the Case itself)."""
-    from gpucourse import kernel_diagram
-
+def _diagram_run(problem: KernelProblem, fn: Any, k: int | Case,
+                 stopped: list[str] | None = None) -> tuple[simt.KernelReport, dict[str, tuple]]:
+    """The report of ``fn`` on a visible case (its index, or the Case itself) and its outputs as
+    {name: (what the kernel left, the answer)}. A launch the executor stops (an index out of bounds, a deadlock)
+    gives the report of what it did until then when ``stopped`` is a list: the reason is appended to it."""
     case = k if isinstance(k, Case) else problem.visible[k]
     grid, block, args, outputs, *rest = problem.launch(case)
     host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
     with problem.locked(python_function(fn)):
-        report = simt.run(fn, grid, block, *host_args, sharedmem=int(rest[0]) if rest else 0,
-                          time_limit=problem.time_limit)
+        try:
+            report = simt.run(fn, grid, block, *host_args, sharedmem=int(rest[0]) if rest else 0,
+                              time_limit=problem.time_limit)
+        except simt.KernelError as exc:
+            if isinstance(exc.__cause__, NotImplementedError) or "NotImplementedError" in str(exc):
+                raise NotImplementedError() from exc  # a stub: nothing to draw
+            if stopped is None or exc.report is None:
+                raise
+            report = exc.report
+            stopped.append(str(exc).splitlines()[0][:160])
     if problem.has_answers():
         expected = problem.reference(*case.args, **case.kwargs)
     else:  # the student edition: the stored expected values of the visible cases
         expected = problem.visible_expected()[next(i for i, c in enumerate(problem.visible) if c is case)]
     expected = expected if isinstance(expected, tuple) else (expected,)
-    outs = {report_name(fn, i): (host_args[i], e) for i, e in zip(outputs, expected)}
+    return report, {report_name(fn, i): (host_args[i], e) for i, e in zip(outputs, expected)}
+
+
+def _diagram_maps(problem: KernelProblem, fn: Any, k: int | Case) -> tuple[simt.KernelReport, dict[str, np.ndarray]]:
+    """The report and compact access maps of ``fn`` on a visible case (its index, or the Case itself)."""
+    from gpucourse import kernel_diagram
+
+    report, outs = _diagram_run(problem, fn, k)
     return report, kernel_diagram.access_maps(report, outs)
 
 
@@ -483,13 +501,30 @@ def diagram_maps(problem: KernelProblem, fn: Any, case: int = 0) -> dict[str, np
     return _diagram_maps(problem, fn, case)[1]
 
 
+def diagram_picture(problem: KernelProblem, fn: Any, case: int | Case = 0) -> Any:
+    """The :class:`gpucourse.kernel_diagram.Picture` :meth:`KernelProblem.diagram` draws (plain data, for tests)."""
+    from gpucourse import kernel_diagram
+
+    stopped: list[str] = []
+    report, outs = _diagram_run(problem, fn, case, stopped)
+    where = case + 1 if isinstance(case, int) else "?"
+    pic = kernel_diagram.picture(report, outs, f"{problem.name}: what your kernel did on visible case {where}")
+    pic.notes += [f"the launch stopped: {why} — drawn: what the threads did until then" for why in stopped]
+    for why in stopped:  # an index out of bounds, drawn under its array
+        hit = re.search(r"(\w+)\[([^\]]*)\] is out of bounds", why)
+        panel = next((p for p in pic.panels if hit and p.title.startswith(f"{hit.group(1)} (")), None)
+        if panel is not None:
+            panel.caption = f"OUT OF BOUNDS: {hit.group(0)} ({why.split(':')[0]})"
+    return pic
+
+
 def diagram(problem: KernelProblem, fn: Any, case: int = 0) -> None:
     """Draw what the student's kernel did on the ``case``-th visible case; an unfinished or failing kernel is said
     in one line (never an error: the cell is optional)."""
     import matplotlib.pyplot as plt
 
     try:
-        report, maps = _diagram_maps(problem, fn, case)
+        pic = diagram_picture(problem, fn, case)
     except NotImplementedError:
         print(f"{problem.name}: not written yet — nothing to draw")
         return
@@ -498,6 +533,6 @@ def diagram(problem: KernelProblem, fn: Any, case: int = 0) -> None:
         return
     from gpucourse import kernel_diagram
 
-    kernel_diagram.draw(report, maps, f"{problem.name}: what your kernel did on visible case {case + 1}")
+    kernel_diagram.draw(pic)
     plt.show()
 

@@ -447,9 +447,24 @@ def _tripwire(exercise: str, label: str, original: Any) -> Callable[..., Any]:
         raise CheckFailure(f"{exercise} calls {label}, which does this exercise for you: "
                            "write the computation yourself")
 
+    if isinstance(original, dict):  # a table (JAX's per-primitive derivative rules): any lookup trips
+        return _TableTripwire(tripwire)
     tripwire.__name__ = getattr(original, "__name__", "tripwire")
     tripwire.__doc__ = f"Locked while {exercise} is checked."
     return tripwire
+
+
+class _TableTripwire(dict):
+    """A locked table: reading it in any way raises what the tripwire raises."""
+
+    def __init__(self, trip: Callable[..., Any]):
+        super().__init__()
+        self._trip = trip
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        return self._trip()
+
+    __getitem__ = __contains__ = __iter__ = __len__ = get = keys = values = items = copy = _refuse
 
 
 def _captured(fn: Any, answers: dict[int, str], depth: int = 0, seen: set[int] | None = None) -> str | None:

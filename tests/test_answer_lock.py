@@ -145,7 +145,8 @@ def test_a_lock_switched_off_while_the_function_runs_fails_the_check_and_is_flag
 
     ns = {"np": np, "jax": jax, "jnp": jnp}
     exec(UNLOCK, ns)
-    with pytest.raises(CheckFailure, match="unlocked"):
+    # the callables put back, jax.vjp trips on the still-locked derivative-rule tables (not callable: left locked)
+    with pytest.raises(CheckFailure, match="unlocked|calls jax._src.interpreters.ad.primitive"):
         lab02_backprop.problems["mlp_backward"].check(ns["mlp_backward"])
     nb = {"cells": [{"cell_type": "code", "source": UNLOCK, "metadata": {"nbgrader": {
         "grade_id": "ex1_mlp_backward", "solution": True, "grade": False, "locked": False}}}]}

@@ -16,6 +16,7 @@ Without source (a function built by ``exec`` of a string), the kernel still runs
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
 import linecache
 import math as math_module
@@ -31,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import gpumath
+from .errors import NotModelled
 from .numbatypes import BUILTINS
 from .values import SCALAR_TYPES
 
@@ -157,6 +159,7 @@ _CACHE: dict[tuple[types.CodeType, bool], Compiled] = {}
 def compile_function(fn: types.FunctionType, trace: bool) -> Compiled:
     """The instrumented version of ``fn`` (cached per code object)."""
     key = (fn.__code__, trace)
+    refuse_reflection(fn.__code__, fn.__name__)
     hit = _CACHE.get(key)
     if hit is not None and hit.original is fn:
         return hit
@@ -278,6 +281,65 @@ def code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+# what a kernel cannot name: numba-cuda compiles a kernel from its own code, so an array is reached only by indexing
+# and its public attributes (.shape, .size, ...); Python's reflection, and the executor's own fields behind them
+# (``TracedArray._a``, the raw data, whose reads no meter would count), do not exist on a GPU
+REFLECTION = {"getattr", "setattr", "delattr", "hasattr", "vars", "globals", "locals", "eval", "exec", "compile",
+              "__import__", "__builtins__", "object", "type", "super", "open", "memoryview", "id", "dir"}
+
+
+def refuse_reflection(code: types.CodeType, name: str) -> None:
+    """Raise NotModelled where ``code`` (a kernel's or device function's, nested code included) reads an attribute
+    whose name starts with an underscore, or names one of REFLECTION: numba-cuda compiles neither."""
+    for ins in dis.get_instructions(code):
+        arg = ins.argval if isinstance(ins.argval, str) else None
+        if arg is None:
+            continue
+        if ins.opname in ("LOAD_ATTR", "STORE_ATTR", "DELETE_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR") \
+                and arg.startswith("_"):
+            raise NotModelled(f"the attribute `.{arg}` inside a kernel ({name})",
+                              "numba-cuda refuses to compile it: a kernel reaches an array by indexing it and by its public "
+                              "attributes (.shape, .size, .ndim, .dtype) only")
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF") and arg in REFLECTION:
+            raise NotModelled(f"`{arg}` inside a kernel ({name})",
+                              "numba-cuda refuses to compile it: Python's reflection does not exist in a kernel")
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            refuse_reflection(const, name)
+
+
+class _Refused:
+    """What a kernel's global or closure value becomes when numba-cuda could not call it from a kernel (a plain
+    Python function, a class, a module other than math / numpy / numba): using it raises NotModelled."""
+
+    def __init__(self, name: str, what: str):
+        self._name, self._what = name, what
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotModelled(f"calling or using `{self._name}` ({self._what}) inside a kernel",
+                          "numba-cuda refuses to compile it: a kernel calls only @cuda.jit(device=True) functions, math and "
+                          "the NumPy scalar types")
+
+    __call__ = _refuse
+    __getattr__ = _refuse
+    __getitem__ = _refuse
+
+
+class _ModuleView:
+    """Another module as a kernel sees it: numba-cuda resolves its constants and its @cuda.jit functions when it
+    compiles the kernel (``K.TPB``, ``K.device_fn(...)``); its other functions, classes and private names are
+    :class:`_Refused`."""
+
+    def __init__(self, module: types.ModuleType, cuda: Any, wrap_device: Callable[[Any], Any]):
+        self._module, self._cuda, self._wrap = module, cuda, wrap_device
+
+    def __getattr__(self, attr: str) -> Any:
+        where = f"{self._module.__name__}.{attr}"
+        if attr.startswith("_"):
+            return _Refused(where, "a private name of a module")
+        return replacement(getattr(self._module, attr), self._cuda, self._wrap, where)
+
+
 def is_numba_cuda_module(v: Any) -> bool:
     return isinstance(v, types.ModuleType) and v.__name__.split(".")[:2] == ["numba", "cuda"]
 
@@ -327,8 +389,9 @@ class _NumpyProxy(types.ModuleType):
 _NUMPY_PROXY = _NumpyProxy(np)
 
 
-def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any]) -> Any:
-    """What a kernel's global or closure value ``v`` must become here (``v`` itself when nothing changes)."""
+def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str = "?") -> Any:
+    """What a kernel's global or closure value ``v`` (named ``name``) must become here (``v`` itself when nothing
+    changes; a :class:`_Refused` for what numba-cuda could not use in a kernel)."""
     if v is math_module or (isinstance(v, types.BuiltinFunctionType) and getattr(v, "__module__", None) == "math"):
         return gpumath.replace(v)  # IEEE inf/nan where CPython's math raises, numba-cuda's float32 results
     if v is np:
@@ -343,7 +406,9 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any]) -> Any:
             return cuda
         if v.__name__ == "numba":
             return _NumbaProxy(v, cuda)
-        return v
+        if v.__name__ in ("math", "cmath", "numpy") or v.__name__.startswith("numba"):
+            return v
+        return _ModuleView(v, cuda, wrap_device)
     mod = getattr(type(v), "__module__", "") or ""
     if mod.startswith("numba.core.types") and getattr(v, "name", None) in SCALAR_TYPES:
         return SCALAR_TYPES[v.name]  # `from numba import float32`
@@ -352,6 +417,11 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any]) -> Any:
     if isinstance(v, types.FunctionType) and (v.__module__ or "").startswith("numba.cuda"):
         mine = getattr(cuda, v.__name__, None)
         return mine if mine is not None else v
+    if isinstance(v, types.FunctionType) and not mod.startswith("numba") and not (
+            v.__module__ or "").startswith(("numba", "gpucourse.simt")):
+        return _Refused(name, "a Python function, not @cuda.jit(device=True)")
+    if isinstance(v, type) and not (v.__module__ or "").startswith(("numba", "numpy", "gpucourse.simt")):
+        return _Refused(name, f"the class {v.__name__}")
     return v
 
 
@@ -363,7 +433,7 @@ def rebind(fn: types.FunctionType, cuda: Any, wrap_device: Callable[[Any], Any])
     for name in names:
         if name in g:
             v = g[name]
-            r = replacement(v, cuda, wrap_device)
+            r = replacement(v, cuda, wrap_device, name)
             if r is not v:
                 changes[name] = r
     for name, typed_builtin in BUILTINS.items():  # min, max, float: typed as numba-cuda types them
@@ -375,7 +445,7 @@ def rebind(fn: types.FunctionType, cuda: Any, wrap_device: Callable[[Any], Any])
             v = cell.cell_contents
         except ValueError:  # an empty cell
             continue
-        r = replacement(v, cuda, wrap_device)
+        r = replacement(v, cuda, wrap_device, name)
         if r is not v:
             closure[name] = r
     if changes:

@@ -6,17 +6,22 @@ in what it ships. The exercise side, grader/labs/lab02_backprop.py, is the rest 
 never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 
 is_correct_backward's cases are a black-box forward pass and a candidate backward pass: on the exercise side they
-are plain data (``BlackBox(form, name)``, ``Candidate(form, name)``: a neutral letter that picks one pair of the
-exercise side's pool, ``FORMS``), so they travel to a sandbox as data; which forms are right is kept here
-(``CORRECT``, ``WHY``).
+are plain data (``BlackBox(op, name)``: which operation of OPS; ``Candidate(source, name)``: the candidate's code),
+so they travel to a sandbox as data. The hidden pool of candidates — right and wrong backward passes of every
+operation — lives here alone (``FORMS``, ``VERDICT``, ``WHY``): the edition installs no right backward pass of an
+operation a hidden case uses.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+import inspect
+import textwrap
+
 from ..labs.lab02_backprop import (
-    DTYPES, FORMS, OPTIMIZER_SLOTS, POLICIES, BlackBox, Candidate, _deep_case, _mlp_case, grad_of, pair,
+    DTYPES, OPTIMIZER_SLOTS, POLICIES, VISIBLE_CANDIDATES, BlackBox, Candidate, _deep_case, _mlp_case, _probs,
+    _standardized, grad_of, pair,
 )
 from ..problem import Case
 
@@ -213,15 +218,116 @@ def _policy_hidden(rng: np.random.Generator) -> list[Case]:
 
 
 # -- Exercise 5: diagnose — test a backward pass against a black box -----------------------------------------------
-# The exercise side's pool FORMS pairs a black-box forward pass (OPS, float32) with a candidate backward pass under
-# neutral letters; these are the right ones (tests/test_lab02_backprop.py holds every verdict against jax.vjp of a
-# JAX twin of each operation, and each wrong one against the inputs it is right on).
+# The pool: a candidate backward pass per neutral letter, right or wrong, for one operation of the exercise side's
+# OPS (p softmax over rows, q standardize rows, r xᵀx, s cumsum along rows, t tanh, u logsumexp).
+# tests/test_lab02_backprop.py holds every verdict against jax.vjp of a JAX twin of each operation, and each wrong
+# one against the inputs it is right on. A candidate travels as its source (``Candidate.source``).
 
+def _form_a(x, dy):
+    y = _probs(x)
+    return y * (dy - (dy * y).sum(axis=1, keepdims=True))
+
+
+def _form_b(x, dy):
+    y = _probs(x)
+    jac = np.einsum("bi,ij->bij", y, np.eye(y.shape[1])) - np.einsum("bi,bj->bij", y, y)
+    return np.einsum("bij,bi->bj", jac, dy)
+
+
+def _form_c(x, dy):
+    y = _probs(x)
+    return y * (dy - dy.mean(axis=1, keepdims=True))
+
+
+def _form_d(x, dy):
+    y = _probs(x)
+    return y * (dy - (dy * y).sum())
+
+
+def _form_e(x, dy):
+    xh, s = _standardized(x)
+    return (dy - dy.mean(axis=1, keepdims=True) - xh * (dy * xh).mean(axis=1, keepdims=True)) / s
+
+
+def _form_f(x, dy):
+    _, s = _standardized(x)
+    return dy / s
+
+
+def _form_g(x, dy):
+    xh, s = _standardized(x)
+    return (dy - dy.mean(axis=1, keepdims=True) - xh * (dy * xh).mean(axis=1, keepdims=True)) / s / 0.95
+
+
+def _form_h(x, dy):
+    return np.asarray(x) @ (dy + dy.T)
+
+
+def _form_i(x, dy):
+    return (dy.T @ np.asarray(x).T).T + np.asarray(x) @ dy.T
+
+
+def _form_j(x, dy):
+    return 2 * np.asarray(x) @ dy
+
+
+def _form_k(x, dy):
+    return np.cumsum(dy[:, ::-1], axis=1)[:, ::-1]
+
+
+def _form_l(x, dy):
+    return np.cumsum(dy, axis=1)
+
+
+def _form_m(x, dy):
+    return dy * (1 - np.tanh(np.asarray(x, dtype=np.float64)) ** 2)
+
+
+def _form_n(x, dy):
+    return dy * (1 - np.asarray(x, dtype=np.float64) ** 2)
+
+
+def _form_z(x, dy):
+    return dy * (np.tanh(np.asarray(x, dtype=np.float64)) ** 2 - 1)
+
+
+def _form_o(x, dy):
+    x = np.asarray(x, dtype=np.float64)
+    return dy * (1 - np.tanh(x) ** 2) + 0.03 * x
+
+
+def _form_v(x, dy):
+    return _probs(x) * np.asarray(dy)[:, None]
+
+
+def _form_w(x, dy):
+    return _probs(x) * dy
+
+
+def _form_x(x, dy):
+    return np.exp(np.asarray(x, dtype=np.float64)) * np.asarray(dy)[:, None]
+
+
+def _form_y(x, dy):
+    return (_probs(x) * np.asarray(dy)[:, None]).ravel()
+
+
+_FORM_OPS = {"a": "p", "b": "p", "c": "p", "d": "p", "e": "q", "f": "q", "g": "q", "h": "r", "i": "r", "j": "r",
+             "k": "s", "l": "s", "m": "t", "n": "t", "o": "t", "z": "t", "v": "u", "w": "u", "x": "u", "y": "u"}
+
+
+def _source(fn) -> str:
+    """A form's code as a candidate's source: ``def backward(x, dy): ...`` (it calls _probs / _standardized, which
+    the exercise side puts in reach)."""
+    return textwrap.dedent(inspect.getsource(fn)).replace(f"def {fn.__name__}(", "def backward(", 1)
+
+
+FORMS: dict[str, tuple[str, str]] = {f: (op, _source(globals()[f"_form_{f}"])) for f, op in _FORM_OPS.items()}
 VERDICT = {"a": True, "b": True, "c": False, "d": False, "e": True, "f": False, "g": False, "h": True, "i": True,
            "j": False, "k": True, "l": False, "m": True, "n": False, "o": False, "v": True, "w": False, "x": False,
            "y": False, "z": False}
 CORRECT = tuple(form for form, right in VERDICT.items() if right)
-WHY = {  # what each form is: p softmax over rows, q standardize rows, r xᵀx, s cumsum along rows, t tanh, u logsumexp
+WHY = {  # what each form is
     "a": "softmax: y·(dy − Σ dy·y)", "b": "softmax through its explicit Jacobian diag(y) − y·yᵀ (einsum)",
     "c": "softmax with the mean of dy for Σ dy·y: right only when y is uniform (constant rows of x)",
     "d": "softmax with Σ dy·y summed over the whole batch, not per row: right only for a batch of one",
@@ -241,17 +347,28 @@ WHY = {  # what each form is: p softmax over rows, q standardize rows, r xᵀx, 
     "y": "logsumexp, the right numbers flattened: shape (B·n,), not x's (a dot product of the flattened arrays "
          "cannot tell)",
 }
+VISIBLE_VERDICT = {"squash": True, "squash_4_percent_high": False, "standardize_no_chain_through_mean": False,
+                   "gram_2x_dy": False}
+# the hidden pool: every form whose code the edition does not already show (the visible cases show f and j)
+HIDDEN_FORMS = tuple(f for f in sorted(FORMS) if FORMS[f][1] not in {src for _, src in VISIBLE_CANDIDATES.values()})
+_BY_SOURCE = {**{src: VERDICT[f] for f, (_, src) in FORMS.items()},
+              **{VISIBLE_CANDIDATES[n][1]: v for n, v in VISIBLE_VERDICT.items()}}
+
+
+def candidate(form: str, name: str = "") -> tuple[BlackBox, Candidate]:
+    """The case arguments of a form of the pool."""
+    op, src = FORMS[form]
+    return pair(op, src, name)
 
 
 def is_correct_backward(forward: BlackBox, backward: Candidate) -> bool:
     # a lookup, with nothing to mutate: mutation testing mutates the notebook's solution instead (grader/strength)
-    return VERDICT[backward.form]
+    return _BY_SOURCE[backward.source]
 
 
 def _diagnose_hidden(rng: np.random.Generator) -> list[Case]:
-    pool = sorted(FORMS)
-    order = rng.permutation(len(pool))
-    return [Case(pair(pool[int(i)], f"candidate_{k}")) for k, i in enumerate(order)]
+    order = rng.permutation(len(HIDDEN_FORMS))
+    return [Case(candidate(HIDDEN_FORMS[int(i)], f"candidate_{k}")) for k, i in enumerate(order)]
 
 
 ANSWERS = {

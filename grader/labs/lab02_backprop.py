@@ -93,7 +93,11 @@ AUTODIFF_INTERNALS = tuple(f"jax._src.interpreters.ad.{name}" for name in (
     "linearize", "backward_pass", "backward_pass3", "jvp", "linearize_jaxpr", "vjp")) + tuple(
     # Taylor-mode autodiff (the third independent attack, 2026-12-06: jet over one-hot tangents, vmapped, is a
     # Jacobian): its own interpreter, not ad's
-    f"jax.experimental.jet.{name}" for name in ("jet", "jet2", "jet_fun", "jet_subtrace", "JetTrace"))
+    f"jax.experimental.jet.{name}" for name in ("jet", "jet2", "jet_fun", "jet_subtrace", "JetTrace")) + tuple(
+    # the per-primitive derivative rules themselves (the fifth attack: a 20-line forward-mode interpreter over
+    # primitive_jvps, vmapped over one-hot tangents), under both the private and the public module
+    f"{module}.{table}" for module in ("jax._src.interpreters.ad", "jax.interpreters.ad")
+    for table in ("primitive_jvps", "primitive_transposes", "fancy_transposes"))
 
 
 @dataclass
@@ -394,7 +398,17 @@ def _op_u(x):  # one number per row
     return y
 
 
-OPS: dict[str, Callable[[Any], np.ndarray]] = {f.__name__[-1]: f for f in (_op_p, _op_q, _op_r, _op_s, _op_t, _op_u)}
+def _op_w(x):  # elementwise, squashed into (0, 1) (the visible cases' own operation: no hidden case uses it)
+    x = _f32(x)
+    np.negative(x, out=x)
+    np.exp(x, out=x)
+    np.add(x, np.float32(1), out=x)
+    np.reciprocal(x, out=x)
+    return x
+
+
+OPS: dict[str, Callable[[Any], np.ndarray]] = {f.__name__[-1]: f for f in (_op_p, _op_q, _op_r, _op_s, _op_t, _op_u,
+                                                                          _op_w)}
 
 
 def _probs(x):
@@ -410,139 +424,74 @@ def _standardized(x):
     return c / s, s
 
 
-def _form_a(x, dy):
-    y = _probs(x)
-    return y * (dy - (dy * y).sum(axis=1, keepdims=True))
-
-
-def _form_b(x, dy):
-    y = _probs(x)
-    jac = np.einsum("bi,ij->bij", y, np.eye(y.shape[1])) - np.einsum("bi,bj->bij", y, y)
-    return np.einsum("bij,bi->bj", jac, dy)
-
-
-def _form_c(x, dy):
-    y = _probs(x)
-    return y * (dy - dy.mean(axis=1, keepdims=True))
-
-
-def _form_d(x, dy):
-    y = _probs(x)
-    return y * (dy - (dy * y).sum())
-
-
-def _form_e(x, dy):
-    xh, s = _standardized(x)
-    return (dy - dy.mean(axis=1, keepdims=True) - xh * (dy * xh).mean(axis=1, keepdims=True)) / s
-
-
-def _form_f(x, dy):
+# The visible cases' candidates, as source (a hidden case's candidate arrives the same way, from the answer side:
+# the exercise side holds no right backward pass of an operation the hidden cases use). Each defines
+# backward(x, dy) with np, _probs and _standardized in reach.
+VISIBLE_CANDIDATES = {
+    "squash": ("w", """def backward(x, dy):
+    s = 1 / (1 + np.exp(-np.asarray(x, dtype=np.float64)))
+    return dy * s * (1 - s)
+"""),
+    "squash_4_percent_high": ("w", """def backward(x, dy):
+    s = 1 / (1 + np.exp(-np.asarray(x, dtype=np.float64)))
+    return 1.04 * dy * s * (1 - s)
+"""),
+    "standardize_no_chain_through_mean": ("q", """def backward(x, dy):
     _, s = _standardized(x)
     return dy / s
-
-
-def _form_g(x, dy):
-    xh, s = _standardized(x)
-    return (dy - dy.mean(axis=1, keepdims=True) - xh * (dy * xh).mean(axis=1, keepdims=True)) / s / 0.95
-
-
-def _form_h(x, dy):
-    return np.asarray(x) @ (dy + dy.T)
-
-
-def _form_i(x, dy):
-    return (dy.T @ np.asarray(x).T).T + np.asarray(x) @ dy.T
-
-
-def _form_j(x, dy):
+"""),
+    "gram_2x_dy": ("r", """def backward(x, dy):
     return 2 * np.asarray(x) @ dy
+"""),
+}
+_BUILT: dict[str, Callable[..., Any]] = {}
 
 
-def _form_k(x, dy):
-    return np.cumsum(dy[:, ::-1], axis=1)[:, ::-1]
-
-
-def _form_l(x, dy):
-    return np.cumsum(dy, axis=1)
-
-
-def _form_m(x, dy):
-    return dy * (1 - np.tanh(np.asarray(x, dtype=np.float64)) ** 2)
-
-
-def _form_n(x, dy):
-    return dy * (1 - np.asarray(x, dtype=np.float64) ** 2)
-
-
-def _form_z(x, dy):
-    return dy * (np.tanh(np.asarray(x, dtype=np.float64)) ** 2 - 1)
-
-
-def _form_o(x, dy):
-    x = np.asarray(x, dtype=np.float64)
-    return dy * (1 - np.tanh(x) ** 2) + 0.03 * x
-
-
-def _form_v(x, dy):
-    return _probs(x) * np.asarray(dy)[:, None]
-
-
-def _form_w(x, dy):
-    return _probs(x) * dy
-
-
-def _form_x(x, dy):
-    return np.exp(np.asarray(x, dtype=np.float64)) * np.asarray(dy)[:, None]
-
-
-def _form_y(x, dy):
-    return (_probs(x) * np.asarray(dy)[:, None]).ravel()
-
-
-# each candidate: the operation it claims to differentiate, and its backward pass
-FORMS: dict[str, tuple[str, Callable[..., Any]]] = {
-    "a": ("p", _form_a), "b": ("p", _form_b), "c": ("p", _form_c), "d": ("p", _form_d),
-    "e": ("q", _form_e), "f": ("q", _form_f), "g": ("q", _form_g),
-    "h": ("r", _form_h), "i": ("r", _form_i), "j": ("r", _form_j),
-    "k": ("s", _form_k), "l": ("s", _form_l),
-    "m": ("t", _form_m), "n": ("t", _form_n), "o": ("t", _form_o), "z": ("t", _form_z),
-    "v": ("u", _form_v), "w": ("u", _form_w), "x": ("u", _form_x), "y": ("u", _form_y)}
+def _built(source: str) -> Callable[..., Any]:
+    """The backward(x, dy) a candidate's source defines (built once per source)."""
+    fn = _BUILT.get(source)
+    if fn is None:
+        space: dict[str, Any] = {"np": np, "_probs": _probs, "_standardized": _standardized}
+        exec(compile(source, "<candidate backward pass>", "exec"), space)  # noqa: S102 - the grader's own cases
+        fn = _BUILT[source] = space["backward"]
+    return fn
 
 
 @dataclass(frozen=True)
 class BlackBox:
     """The forward pass of one case of is_correct_backward: call it as ``forward(x) -> y`` with x a 2-D array
-    (any shape (B, n)); it computes in float32. Plain data — the candidate whose operation it runs — so that a case
+    (any shape (B, n)); it computes in float32. Plain data — which operation of OPS it runs — so that a case
     travels to a grading sandbox as data (grader/pipeline/wire.py)."""
 
-    form: str
+    op: str
     name: str = field(default="", compare=False)
 
     def __call__(self, x: Any) -> np.ndarray:
-        return OPS[FORMS[self.form][0]](x)
+        return OPS[self.op](x)
 
     def __repr__(self) -> str:
-        return f"<forward {self.name or self.form}>"
+        return f"<forward {self.name or self.op}>"
 
 
 @dataclass(frozen=True)
 class Candidate:
     """A candidate backward pass, the other half of a case of is_correct_backward: call it as
-    ``backward(x, dy) -> dx``. Plain data, like BlackBox; two candidates of the same form are the same candidate."""
+    ``backward(x, dy) -> dx``. Plain data (its source), like BlackBox; the same source is the same candidate."""
 
-    form: str
+    source: str
     name: str = field(default="", compare=False)
 
     def __call__(self, x: Any, dy: Any) -> Any:
-        return FORMS[self.form][1](x, dy)
+        return _built(self.source)(x, dy)
 
     def __repr__(self) -> str:
-        return f"<backward {self.name or self.form}>"
+        return f"<backward {self.name or '?'}>"
 
 
-def pair(form: str, name: str = "") -> tuple[BlackBox, Candidate]:
-    """One case's arguments: the black-box forward pass and the candidate backward pass of one form of the pool."""
-    return BlackBox(form, name), Candidate(form, name)
+def pair(op: str, source: str, name: str = "") -> tuple[BlackBox, Candidate]:
+    """One case's arguments: the black-box forward pass of operation ``op`` and the candidate backward pass that
+    ``source`` defines."""
+    return BlackBox(op, name), Candidate(source, name)
 
 
 def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
@@ -577,8 +526,7 @@ IS_CORRECT_BACKWARD = Problem(
         for a symmetric dy, and some are off by only a few per cent; your test must not be fooled.
         Never raise: a candidate that crashes or returns the wrong shape is simply wrong.
     """,
-    visible=[Case(pair("a", "probabilities")), Case(pair("f", "standardize_no_chain_through_mean")),
-             Case(pair("j", "gram_2x_dy")), Case(pair("o", "tanh_with_weight_decay"))],
+    visible=[Case(pair(*VISIBLE_CANDIDATES[name], name)) for name in VISIBLE_CANDIDATES],
     compare=_compare_verdict,
 )
 

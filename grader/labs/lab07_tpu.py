@@ -488,6 +488,24 @@ def _primitives(jaxpr: Any) -> set[str]:
     return found
 
 
+COLLECTIVE_PRIMITIVES = ("psum", "all_gather", "ppermute", "all_to_all", "reduce_scatter", "pmax", "pmin")
+LOOP_PRIMITIVES = ("while", "scan")
+
+
+def _looped_collectives(jaxpr: Any) -> set[str]:
+    """The collectives of a jaxpr that run inside a loop (the HLO lists such a collective once, whatever the trip
+    count, so its bytes cannot be read from the listing)."""
+    found = set()
+    for eqn in jaxpr.eqns:
+        inner = [getattr(v, "jaxpr", v) for v in eqn.params.values()]
+        inner = [j for j in inner if hasattr(j, "eqns")]
+        if eqn.primitive.name in LOOP_PRIMITIVES:
+            found |= {p for j in inner for p in _primitives(j) if any(c in p for c in COLLECTIVE_PRIMITIVES)}
+        for j in inner:
+            found |= _looped_collectives(j)
+    return found
+
+
 def shard_map_facts(closed: Any, mesh_shape: tuple[int, int]) -> dict[str, Any]:
     """What the checker reads of a program's jaxpr, as plain data: the top-level ops (a jit around them looked
     through), and for a program that is one shard_map of its two arguments, its in/out specs and manual axes."""
@@ -497,7 +515,8 @@ def shard_map_facts(closed: Any, mesh_shape: tuple[int, int]) -> dict[str, Any]:
         jaxpr = getattr(inner, "jaxpr", inner)
     facts: dict[str, Any] = {"top": [e.primitive.name for e in jaxpr.eqns], "whole": False, "in_specs": None,
                              "out_specs": None, "manual": None,
-                             "callbacks": sorted(p for p in _primitives(jaxpr) if "callback" in p)}
+                             "callbacks": sorted(p for p in _primitives(jaxpr) if "callback" in p),
+                             "looped": sorted(_looped_collectives(jaxpr))}
     if facts["top"] == ["shard_map"]:
         eqn = jaxpr.eqns[0]
         facts["whole"] = (list(map(str, eqn.invars)) == list(map(str, jaxpr.invars))
@@ -510,7 +529,8 @@ def shard_map_facts(closed: Any, mesh_shape: tuple[int, int]) -> dict[str, Any]:
 
 
 def _bytes_text(by_kind: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:,.0f}" for k, v in sorted(by_kind.items())) or "no collective"
+    """``all-gather 6,144, all-reduce 9,216``; a kind that moves nothing (over a 1-device axis) is left out."""
+    return ", ".join(f"{k} {v:,.0f}" for k, v in sorted(by_kind.items()) if v > 0) or "no collective"
 
 
 class ShardMapProblem(ObservedProblem):
@@ -552,7 +572,9 @@ class ShardMapProblem(ObservedProblem):
         except CheckFailure as exc:
             seen["error"] = str(exc)
         except Exception as exc:
-            seen["error"] = f"{what}: your program raised {exc.__class__.__name__}: {exc}"
+            hint = (" (build your shard_map's mesh with lab.host_mesh(mesh_shape): A and B arrive sharded over that "
+                    "mesh)" if "does not match the specs of the input" in str(exc) else "")
+            seen["error"] = f"{what}: your program raised {exc.__class__.__name__}: {exc}{hint}"
         return seen
 
     def judge(self, seen: Any, expected: dict[str, float], case: Case) -> str:
@@ -571,6 +593,10 @@ class ShardMapProblem(ObservedProblem):
         if s.get("callbacks"):
             raise CheckFailure(f"{what}: your program calls back into Python ({', '.join(s['callbacks'])}): every "
                                "device must compute with what it holds and what the collectives bring it")
+        if s.get("looped"):
+            raise CheckFailure(f"{what}: your program runs collectives inside a loop ({', '.join(s['looped'])} in "
+                               "a fori_loop, scan or while_loop); the checker reads each collective once from the "
+                               "compiled program, so it cannot count a loop's: unroll it with a Python for")
         if s.get("manual") is not None and s["manual"] != ["x", "y"]:
             raise CheckFailure(f"{what}: your shard_map leaves mesh axes {sorted({'x', 'y'} - set(s['manual']))} to "
                                "jit's automatic partitioning (axis_names=…): make both axes manual")
@@ -595,7 +621,8 @@ class ShardMapProblem(ObservedProblem):
                 "sum until it is summed over k's axis; a psum over an axis that holds copies multiplies them)")
         mine: dict[str, float] = {}
         for kind, elements, group in seen.get("collectives") or []:
-            mine[kind] = mine.get(kind, 0.0) + received_bytes(kind, int(elements), int(group))
+            if int(group) > 1:  # a collective over one device moves nothing
+                mine[kind] = mine.get(kind, 0.0) + received_bytes(kind, int(elements), int(group))
         if sum(mine.values()) > sum(expected.values()) * (1 + 1e-9) + 1e-9:
             raise CheckFailure(
                 f"{what}: each device receives {sum(mine.values()):,.0f} bytes in your program's collectives "
@@ -630,8 +657,10 @@ SHARDED = ShardMapProblem(
         out_specs=P(*out_spec)) over both axes: body sees the block of A and of B its device holds and returns the
         device's block of C. Inside it, you write the communication: jax.lax.psum / psum_scatter (sum over an
         axis), jax.lax.all_gather (join pieces), jax.lax.axis_index (which piece a device owns, to slice with
-        jax.lax.dynamic_slice_in_dim) — no callbacks. JAX types all_gather's result as still varying over its axis:
-        pass check_vma=False to shard_map, or it refuses a replicated out_spec.
+        jax.lax.dynamic_slice_in_dim) — no callbacks, and no collective inside a loop (jax.lax.fori_loop, scan,
+        while_loop: the checker counts a collective once, so unroll with a Python for). shard_map checks that what
+        out_specs replicates over an axis is the same on every device of it: psum's result is, all_gather's is when
+        you say so (to="invarying").
         The checker runs it on every case, compares C with A @ B exactly (the inputs are small integers), reads
         your shard_map from the jaxpr, and reads the collectives of the compiled program from its HLO: the bytes
         each device receives in them (float32 elements; all-reduce over g devices 2·(g−1)/g of its buffer,

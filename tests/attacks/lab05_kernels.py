@@ -49,6 +49,26 @@ def block_sum(x, partial):
     if t == 0:
         partial[cuda.blockIdx.x] = np.asarray(s).sum()
 '''],
+    # the fifth attack: the executor's raw array behind a device array (`._a`), unmetered, does the work after one
+    # tile load made for show
+    "ex4_tiled_matmul": ['''@cuda.jit
+def tiled_matmul(A, B, C):
+    sA = cuda.shared.array((TM, TK), np.float32)
+    sB = cuda.shared.array((TK, TN), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row0, col = cuda.blockIdx.y * TM, cuda.blockIdx.x * TN + tx
+    t = ty * TN + tx
+    m, k = A.shape
+    n = B.shape[1]
+    ar, ac = row0 + t // TK, t % TK
+    sA[t // TK, ac] = A[ar, ac] if ar < m and ac < k else np.float32(0.0)
+    sB[ty, tx] = B[ty, col] if ty < k and col < n else np.float32(0.0)
+    cuda.syncthreads()
+    v = sB[ty, tx]
+    for rr in (row0 + ty, row0 + ty + TM // 2):
+        if rr < m and col < n:
+            C[rr, col] = np.dot(A._a[rr], B._a[:, col])
+'''],
     "ex5_max_registers": [
         # the installed model, called once, at the most registers a thread may have
         '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):

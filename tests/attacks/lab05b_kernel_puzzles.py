@@ -71,13 +71,41 @@ def map_blocks_2d(block, thread):
         block[r, c] = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x  # blocks numbered along x first
         thread[r, c] = block[r, c] * 2 - r
 '''],
-    "ex10_dot": ['''@cuda.jit
+    "ex10_dot": [
+        # the fifth attack: the executor's raw array behind a device array (`._a`), unmetered, does the work
+        '''@cuda.jit
+def dot(a, b, out):
+    s = cuda.shared.array(DOT_THREADS, np.float32)
+    i = cuda.threadIdx.x
+    s[i] = a[i] * b[i] if i < a.size else np.float32(0.0)
+    cuda.syncthreads()
+    if i == 0:
+        out[0] = np.dot(a._a, b._a)
+''', '''@cuda.jit
 def dot(a, b, out):
     """out[0] = sum(a * b), one block."""
     s = cuda.shared.array(64, np.float32)
     s[cuda.threadIdx.x] = 0.0
     if cuda.threadIdx.x == 0:
         out[0] = np.dot(np.asarray(a), np.asarray(b))
+'''],
+    # the fifth attack: the executor's raw array behind a device array (`._a`), unmetered, does the work
+    "ex12_block_scan": ['''@cuda.jit
+def block_scan(a, out):
+    s = cuda.shared.array(PB, np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    if i < a.size:
+        s[t] = a[i]
+        out[i] = np.cumsum(a._a[i - t:i + 1], dtype=np.float32)[-1]
+'''],
+    "ex14_transpose": ['''@cuda.jit
+def transpose(a, out):
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    r0, c0 = cuda.blockIdx.y * TT, cuda.blockIdx.x * TT
+    for j in range(ty, TT, TROWS):
+        if c0 + j < a.shape[1] and r0 + tx < a.shape[0]:
+            out[c0 + j, r0 + tx] = getattr(a, "_a")[r0 + tx, c0 + j]
 '''],
     "ex17_histogram": ['''@cuda.jit
 def histogram(x, counts):

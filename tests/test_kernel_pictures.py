@@ -1,0 +1,158 @@
+"""Lab 5b's pictures (gpucourse/kernel_diagram.py), judged by what a wrong answer shows: for every puzzle and every
+wrong kernel of the corpus, the picture differs from the solution's wherever their memory accesses differ; and each
+picture is readable at the notebook's width (text 9 pt or more, every label inside its cell)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import numpy as np
+import pytest
+
+from gpucourse import kernel_diagram as kd
+from grader import kernels
+from grader.labs import lab05b_kernel_puzzles as lab
+from tests.test_lab05b_kernel_puzzles import WRONG, _gid, _solutions, _wrong
+
+
+def _run(name: str, fn):
+    """(the report, the picture, {output: (what the kernel left, the answer)}) of ``fn`` on visible case 1; a
+    launch the executor stops is drawn up to where it stopped, and the picture says why."""
+    p = lab.problems[name]
+    with contextlib.redirect_stdout(io.StringIO()):
+        report, outs = kernels._diagram_run(p, fn, 0, stopped := [])
+        pic = kernels.diagram_picture(p, fn, 0)
+    assert len(pic.notes) >= len(stopped) and all(why in " ".join(pic.notes) for why in stopped)
+    return report, pic, outs
+
+
+def _accesses(report) -> dict[tuple, dict[int, frozenset]]:
+    """What the kernel did, straight from the executor's log: {(array, 'r' | 'w', block or None for global):
+    {element: (thread, how many times) pairs}}."""
+    tpb = report.threads_per_block
+    names = [r.name for r in report._roots]
+    out: dict[tuple, dict[int, set]] = {}
+    for tid, rid, pos, kind in report._log[:, [0, 2, 3, 4]].tolist():
+        name = names[rid]
+        if name not in report.spaces:
+            continue
+        block = tid // tpb if report.spaces[name] == "shared" else None
+        key = (name, "r" if kind == 0 else "w", block)
+        seen = out.setdefault(key, {}).setdefault(pos, {})
+        seen[tid] = seen.get(tid, 0) + 1
+    return {k: {p: frozenset(t.items()) for p, t in v.items()} for k, v in out.items()}
+
+
+def _panel(pic, key):
+    name, kind, block = key
+    where = f"(shared, block {block})" if block is not None else "(global)"
+    words = "read by" if kind == "r" else "written by"
+    return next((p for p in pic.panels if p.title == f"{name} {where}: {words}"), None)
+
+
+def _cells(panel) -> dict[int, tuple]:
+    return {} if panel is None else {p: (c.blocks, c.label, c.marks) for p, c in panel.cells.items()}
+
+
+PAIRS = [(name, k) for name in lab.problems for k in range(len(WRONG.get(_gid(lab.problems[name]), [])))]
+
+
+@pytest.fixture(scope="module")
+def solved():
+    return {name: _run(name, fn) for name, fn in _solutions().items()}
+
+
+@pytest.mark.parametrize("name,k", PAIRS, ids=[f"{n}-{k}" for n, k in PAIRS])
+def test_a_wrong_kernel_looks_different_where_it_accesses_memory_differently(solved, name, k):
+    right_report, right_pic, right_outs = solved[name]
+    wrong_report, wrong_pic, wrong_outs = _run(name, _wrong(name, k))
+    right, wrong = _accesses(right_report), _accesses(wrong_report)
+    differ = 0
+    for key in set(right) | set(wrong):
+        if key[2] is not None and key[2] >= kd.MAX_BLOCK_PANELS:
+            continue  # blocks past the first few are not drawn (the picture's note says so)
+        a, b = right.get(key, {}), wrong.get(key, {})
+        elements = {p for p in set(a) | set(b) if a.get(p) != b.get(p)}
+        if not elements:
+            continue
+        differ += 1
+        ca, cb = _cells(_panel(right_pic, key)), _cells(_panel(wrong_pic, key))
+        assert any(ca.get(p) != cb.get(p) for p in elements), (
+            f"{name} wrong #{k}: {key} accessed differently at {sorted(elements)[:5]}, drawn the same")
+    answer = lambda pic: [(p.title, _cells(p)) for p in pic.panels if p.title.endswith("never written)")]
+    values_differ = any(not np.allclose(right_outs[o][0], wrong_outs[o][0], equal_nan=True) for o in right_outs)
+    if values_differ:
+        assert answer(right_pic) != answer(wrong_pic), f"{name} wrong #{k}: other values, the same answer panel"
+    drawn = lambda pic: [(p.title, p.shape, _cells(p), p.caption) for p in pic.panels]
+    assert drawn(right_pic) != drawn(wrong_pic) or (name, k) in SAME_PICTURE, (
+        f"{name} wrong #{k}: wrong, but drawn like the solution")
+
+
+# wrong kernels whose every memory access and every output value on the drawn (first visible) case are the
+# solution's: a memory picture cannot differ; the check's message says what is wrong
+SAME_PICTURE = {("softmax_rows", 0)}  # no max subtracted: exp overflows on the hidden cases' large values only
+
+
+def test_a_dropped_halo_load_shows_unwritten_shared_reads_and_the_wrong_values(solved):
+    """Puzzle 9 (pool3) without the halo loads: the shared cells the window reads first are red '?' (read before any
+    thread wrote them), the wrong outputs are red with the value left, and the caption says what was expected."""
+    wrong = next(k for k in range(len(WRONG[_gid(lab.problems["pool3"])]))
+                 if _run("pool3", _wrong("pool3", k))[1].panels[-1].title.startswith("s (shared"))
+    _, pic, _ = _run("pool3", _wrong("pool3", wrong))
+    read0 = next(p for p in pic.panels if p.title == "s (shared, block 0): read by")
+    assert {p for p, c in read0.cells.items() if kd.UNINIT in c.marks} == {0, 1}
+    result = next(p for p in pic.panels if p.title.startswith("out: the answer"))
+    assert any(kd.BAD in c.marks for c in result.cells.values()) and "expected" in result.caption
+    _, right, _ = solved["pool3"]
+    a_read = next(p for p in right.panels if p.title == "a (global): read by")
+    halo = sorted(p for p, c in a_read.cells.items() if kd.HALO in c.marks)
+    assert halo == [6, 7] and a_read.cells[6].label == "6|0" and a_read.cells[6].blocks == (0, 1)
+
+
+def test_every_picture_is_readable_at_the_notebook_width(solved):
+    """Rendered as JupyterLab shows it at 100 % (matplotlib inline, 100 dpi): at most 950 px wide, every text 9 pt
+    or more (12.5 px), and every cell label inside its cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for name, (_, pic, _) in solved.items():
+        fig = kd.draw(pic)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        width, _ = fig.canvas.get_width_height()
+        assert width <= 950, (name, width)
+        texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+        assert texts and min(t.get_fontsize() for t in texts) >= kd.FONT_PT, name
+        for ax in fig.axes:
+            for t in ax.texts:
+                x, y = t.get_position()
+                if t.get_ha() != "center":
+                    continue  # row numbers and captions sit outside the cells
+                cell = ax.transData.transform([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)])
+                box = t.get_window_extent(renderer)
+                assert box.width <= abs(cell[1][0] - cell[0][0]) + 1, (name, t.get_text(), box.width)
+        plt.close(fig)
+
+
+def test_the_readme_pictures_are_current(tmp_path):
+    """README's side-by-side (docs/pictures/): every picture it shows is committed, and ours are what
+    `python -m tests.make_readme_pictures` draws now (the same size, at most 0.5 % of pixels different: fonts may
+    anti-alias differently between machines)."""
+    from pathlib import Path
+
+    from PIL import Image
+
+    from tests.make_readme_pictures import PICTURES, draw_all
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    shown = re.findall(r"!\[[^\]]*\]\((docs/pictures/[^)]+)\)", readme)
+    assert len(shown) == 6 and all((PICTURES.parent.parent / p).is_file() for p in shown), shown
+    for fresh in draw_all(tmp_path):
+        committed = np.asarray(Image.open(PICTURES / fresh.name).convert("L"), dtype=np.int16)
+        now = np.asarray(Image.open(fresh).convert("L"), dtype=np.int16)
+        assert committed.shape == now.shape, fresh.name
+        assert (np.abs(committed - now) > 32).mean() < 0.005, f"{fresh.name}: run python -m tests.make_readme_pictures"
