@@ -1367,3 +1367,15 @@ def test_numpy_on_a_tracer_points_at_the_students_line():
     assert "use jax.numpy" in str(info.value)
     with pytest.raises(CheckFailure, match="the spec's is the tanh approximation"):
         lab6.problems["fused_bias_gelu"].check(lambda x, b, r: r + jax.nn.gelu(x + b, approximate=False))
+
+
+def test_the_bitcast_case_never_draws_a_square_reshape():
+    """A grading run seeded for student "b" (the fourth and fifth independent attacks: `0/0`, "grader error:
+    AssertionError ('bitcast', ['parameter', 'sort'])") drew m = n for the bitcast case: reshaping (m, m) to (m, m)
+    moves nothing and XLA emits no bitcast. The sizes are drawn apart; a square one is what failed."""
+    from grader.answers import lab06_xla_sass as answers
+
+    assert all(m != n for m, n in (answers._two_sizes(np.random.default_rng(s)) for s in range(2000)))
+    with pytest.raises(AssertionError):
+        answers.bookkeeping_first_hlo("sort", "bitcast", 7, 7)
+    assert "bitcast" in answers.bookkeeping_first_hlo("sort", "bitcast", 7, 9)
