@@ -292,8 +292,8 @@ def _form_z(x, dy):
 
 
 def _form_o(x, dy):
-    x = np.asarray(x, dtype=np.float64)
-    return dy * (1 - np.tanh(x) ** 2) + 0.03 * x
+    x64 = np.asarray(x, dtype=np.float64)
+    return dy * (1 - np.tanh(x64) ** 2) + 0.03 * x64
 
 
 def _form_v(x, dy):
