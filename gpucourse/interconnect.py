@@ -126,7 +126,9 @@ def simulate_ring_allreduce(buffers: Sequence[Any]) -> RingTrace:
 
 _HLO_KINDS = {"all-reduce": "all-reduce", "all-gather": "all-gather", "reduce-scatter": "reduce-scatter",
               "all-to-all": "all-to-all", "collective-permute": "collective-permute"}
-_DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8, "s32": 4, "s8": 1, "u8": 1, "pred": 1, "s64": 8}
+_DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8, "c64": 8, "c128": 16, "s64": 8, "u64": 8, "s32": 4,
+                "u32": 4, "s16": 2, "u16": 2, "s8": 1, "u8": 1, "pred": 1, "f8e4m3fn": 1, "f8e5m2": 1,
+                "f8e4m3fnuz": 1, "f8e5m2fnuz": 1, "f8e4m3b11fnuz": 1, "f8e8m0fnu": 1, "s4": 1, "u4": 1}
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,12 @@ def _group_size(line: str) -> int:
 _SHAPE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\]")
 
 
+def _itemsize(dtype: str, line: str) -> int:
+    if dtype not in _DTYPE_BYTES:
+        raise ValueError(f"unknown element type {dtype!r} in: {line.strip()[:120]}")
+    return _DTYPE_BYTES[dtype]
+
+
 def hlo_collectives(hlo: str) -> list[HloCollective]:
     """The collectives of an optimized HLO module, with the bytes of each one's result and the size of its replica
     groups. Async ``-start`` forms count as the op; their result is a tuple that holds the operand(s) first and the
@@ -186,11 +194,13 @@ def hlo_collectives(hlo: str) -> list[HloCollective]:
         count = lambda dims: math.prod(int(s) for s in dims.split(",") if s) if dims else 1
         if kind == "collective-permute":
             dtype, shape = shapes[1] if start and len(shapes) > 1 else shapes[0]
-            out.append(HloCollective(kind, count(shape), _DTYPE_BYTES.get(dtype, 4), 2, line.strip()))
+            out.append(HloCollective(kind, count(shape), _itemsize(dtype, line), 2, line.strip()))
             continue
         (dtype, shape) = shapes[-1]
-        n = sum(count(d) for _, d in shapes) if not start else count(shape)  # a tuple: several arrays at once
-        out.append(HloCollective(_HLO_KINDS[kind], n, _DTYPE_BYTES.get(dtype, 4), _group_size(line), line.strip()))
+        members = shapes if not start else [shapes[-1]]  # a tuple: several arrays at once
+        n = sum(count(d) for _, d in members)
+        size = max(_itemsize(t, line) for t, _ in members)  # mixed element types: the widest (never under-counts)
+        out.append(HloCollective(_HLO_KINDS[kind], n, size, _group_size(line), line.strip()))
     return out
 
 

@@ -1,6 +1,7 @@
 """A puzzle's picture from what the kernel actually did (the executor's access log), GPU-Puzzles style.
 
-GPU-Puzzles draws the spec; this draws the student's own kernel, so a wrong kernel shows a wrong picture. One panel
+Like GPU-Puzzles' ``show()`` this runs the student's own kernel, so a wrong kernel shows a wrong picture; it draws
+memory rather than arrows, with the shared memory of each block and the values left. One panel
 per memory the kernel touched: each global input (what was read), each output (what was written, then which
 elements are right), and each shared array of each block (written, then read). In every cell:
 
@@ -37,8 +38,9 @@ WRAP = 20  # a 1-D array of more elements is drawn in rows of this many (element
 MAX_BLOCK_PANELS = 4  # shared arrays: blocks drawn (the first ones); the caption says how many are left out
 MAX_PANEL_IN = 2.6  # inches: the tallest panel (a tall array gets smaller, unlabelled cells)
 LABEL_CHARS = 7  # a cell's label longer than this becomes a count ("×12")
-BLOCK_COLOURS = ("#8dd3c7", "#bebada", "#fdb462", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd",
-                 "#ccebc5", "#ffed6f")
+# blocks: ColorBrewer's Set3 without its grey and its pale green, which read as "never written" and "right"
+BLOCK_COLOURS = ("#8dd3c7", "#bebada", "#fdb462", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3", "#bc80bd",
+                 "#a6cee3", "#ffed6f")
 HALO, UNINIT, RACE, BAD, GONE = "outside its block's range", "read unwritten", "race", "wrong", "never written"
 
 
@@ -288,8 +290,8 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
         y_top -= h
     legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block "
               "(×n: n threads; 3²: thread 3 twice)\n"
-              "orange dashed edge: read outside its block's own range · red ?: read before any thread wrote it · "
-              "red !: a race")
+              "orange dashed edge: read outside its block's own range · red ?: read before any thread wrote it "
+              "(NaN here; a GPU leaves whatever was there) · red !: a race")
     fig.text(0.01, (legend_h - 0.1) / total, "\n".join([legend, *notes]), fontsize=FONT_PT, va="top",
              linespacing=1.3)
     return fig

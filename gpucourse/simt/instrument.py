@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dis
+import enum
 import inspect
 import linecache
 import math as math_module
@@ -160,6 +161,7 @@ def compile_function(fn: types.FunctionType, trace: bool) -> Compiled:
     """The instrumented version of ``fn`` (cached per code object)."""
     key = (fn.__code__, trace)
     refuse_reflection(fn.__code__, fn.__name__)
+    refuse_defaults(fn)
     hit = _CACHE.get(key)
     if hit is not None and hit.original is fn:
         return hit
@@ -284,14 +286,33 @@ def code_names(code: types.CodeType) -> set[str]:
 # what a kernel cannot name: numba-cuda compiles a kernel from its own code, so an array is reached only by indexing
 # and its public attributes (.shape, .size, ...); Python's reflection, and the executor's own fields behind them
 # (``TracedArray._a``, the raw data, whose reads no meter would count), do not exist on a GPU
-REFLECTION = {"getattr", "setattr", "delattr", "hasattr", "vars", "globals", "locals", "eval", "exec", "compile",
-              "__import__", "__builtins__", "object", "type", "super", "open", "memoryview", "id", "dir"}
+REFLECTION = {"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec", "compile",
+              "__import__", "__builtins__", "object", "super", "open", "memoryview", "id", "dir"}
+
+
+def refuse_defaults(fn: types.FunctionType) -> None:
+    """A kernel's or device function's default arguments: numba-cuda compiles constants there (numbers, strings,
+    None, tuples of them); a function, module or other object is refused (it would run outside the executor)."""
+    values = list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+    for v in values:
+        if not _constant(v):
+            raise NotModelled(f"a default argument of {type(v).__name__} in {fn.__name__}",
+                              "numba-cuda refuses to compile it: a default is a constant (a number, a string, None)")
+
+
+def _constant(v: Any) -> bool:
+    if isinstance(v, tuple):
+        return all(_constant(x) for x in v)
+    return v is None or isinstance(v, (bool, int, float, complex, str, np.generic))
 
 
 def refuse_reflection(code: types.CodeType, name: str) -> None:
     """Raise NotModelled where ``code`` (a kernel's or device function's, nested code included) reads an attribute
     whose name starts with an underscore, or names one of REFLECTION: numba-cuda compiles neither."""
     for ins in dis.get_instructions(code):
+        if ins.opname in ("IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR"):
+            raise NotModelled(f"an import statement inside a kernel ({name}: `import {ins.argval}`)",
+                              "numba-cuda refuses to compile it: a kernel names modules imported outside it")
         arg = ins.argval if isinstance(ins.argval, str) else None
         if arg is None:
             continue
@@ -335,9 +356,10 @@ class _ModuleView:
 
     def __getattr__(self, attr: str) -> Any:
         where = f"{self._module.__name__}.{attr}"
-        if attr.startswith("_"):
-            return _Refused(where, "a private name of a module")
-        return replacement(getattr(self._module, attr), self._cuda, self._wrap, where)
+        value = getattr(self._module, attr)
+        if attr.startswith("__") or (attr.startswith("_") and callable(value)):
+            return _Refused(where, "a private function of a module")
+        return replacement(value, self._cuda, self._wrap, where)
 
 
 def is_numba_cuda_module(v: Any) -> bool:
@@ -420,8 +442,15 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str 
     if isinstance(v, types.FunctionType) and not mod.startswith("numba") and not (
             v.__module__ or "").startswith(("numba", "gpucourse.simt")):
         return _Refused(name, "a Python function, not @cuda.jit(device=True)")
-    if isinstance(v, type) and not (v.__module__ or "").startswith(("numba", "numpy", "gpucourse.simt")):
+    if isinstance(v, type):
+        if (v.__module__ or "").startswith(("numba", "numpy", "gpucourse.simt")) or issubclass(v, (tuple, enum.Enum)):
+            return v  # numba-cuda compiles namedtuples and enums
         return _Refused(name, f"the class {v.__name__}")
+    if mod.startswith(("gpucourse.simt", "numba", "numpy")):
+        return v  # the executor's device functions and dispatchers, numba's and NumPy's types
+    if callable(v) and not isinstance(v, (types.BuiltinFunctionType, np.ufunc)) or (
+            isinstance(v, types.BuiltinFunctionType) and getattr(v, "__module__", None) not in ("math", "cmath")):
+        return _Refused(name, f"a {type(v).__name__}, not @cuda.jit(device=True)")  # functools.partial, a method
     return v
 
 

@@ -445,20 +445,38 @@ def host_mesh(mesh_shape: tuple[int, int]) -> Any:
 
 
 def _operands(mkn: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """A (m, k), B (k, n): small integers as float32, so that A @ B is exact in any order of summation."""
+    """A (m, k), B (k, n): float32 normals drawn fresh from the operating system's entropy on every run, so that no
+    program can know them in advance (a C computed ahead and embedded would be wrong), and of full float32 precision,
+    so that communicating in a narrower type shows in the values."""
     m, k, n = mkn
-    rng = np.random.default_rng(m * 7919 + k * 31 + n)
-    return (rng.integers(-3, 4, size=(m, k)).astype(np.float32),
-            rng.integers(-3, 4, size=(k, n)).astype(np.float32))
+    rng = np.random.default_rng()
+    return (rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
 
 
-def received_bytes(kind: str, elements: int, group: int) -> float:
-    """Bytes one device receives in one collective of ``elements`` float32 elements (its result on one device, an
-    all-to-all's whole tuple) over ``group`` devices: an all-gather everything but its own piece, a ring all-reduce a
-    reduce-scatter and an all-gather, a reduce-scatter (g−1) partial pieces, a collective-permute its result."""
+def _value_facts(got: np.ndarray, A: np.ndarray, B: np.ndarray) -> dict[str, Any]:
+    """How C = ``got`` compares with A @ B, as plain data: each element within 1e-4 of the sum of the magnitudes of
+    its products (float32 sums in any order are well inside it; a bfloat16 or float16 step is not)."""
+    truth = A.astype(np.float64) @ B.astype(np.float64)
+    facts: dict[str, Any] = {"shape": list(np.shape(got)), "want_shape": list(truth.shape), "wrong": 0}
+    if np.shape(got) != truth.shape:
+        return facts
+    bound = 1e-4 * (np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)) + 1e-30
+    bad = ~(np.abs(got.astype(np.float64) - truth) <= bound)
+    if bad.any():
+        r, c = (int(v) for v in np.argwhere(bad)[0])
+        facts.update(wrong=int(bad.sum()), at=[r, c], expected=float(truth[r, c]), got=float(got[r, c]),
+                     ratio=float(got[r, c] / truth[r, c]) if truth[r, c] else None)
+    return facts
+
+
+def received_bytes(kind: str, elements: int, group: int, itemsize: int = 4) -> float:
+    """Bytes one device receives in one collective of ``elements`` elements of ``itemsize`` bytes (its result on one
+    device; a tuple's members together) over ``group`` devices: an all-gather everything but its own piece, a ring
+    all-reduce a reduce-scatter and an all-gather, a reduce-scatter (g−1) partial pieces, a collective-permute its
+    result."""
     share = {"all-reduce": 2 * (group - 1) / group, "all-gather": (group - 1) / group,
              "reduce-scatter": group - 1, "all-to-all": (group - 1) / group, "collective-permute": 1}[kind]
-    return share * elements * 4
+    return share * elements * itemsize
 
 
 def _spec(entries: Any, mesh_shape: tuple[int, int]) -> list[Any]:
@@ -519,9 +537,12 @@ def shard_map_facts(closed: Any, mesh_shape: tuple[int, int]) -> dict[str, Any]:
                              "looped": sorted(_looped_collectives(jaxpr))}
     if facts["top"] == ["shard_map"]:
         eqn = jaxpr.eqns[0]
-        facts["whole"] = (list(map(str, eqn.invars)) == list(map(str, jaxpr.invars))
+        args, consts = set(map(str, jaxpr.invars)), set(map(str, jaxpr.constvars))
+        fed = [str(v) for v in eqn.invars if not hasattr(v, "val")]  # literals aside
+        facts["whole"] = (args <= set(fed) and set(fed) <= args | consts  # A, B and array constants only
                           and list(map(str, eqn.outvars)) == list(map(str, jaxpr.outvars)))
-        facts["in_specs"] = [_spec(s, mesh_shape) for s in eqn.params["in_specs"]]
+        specs = dict(zip(map(str, eqn.invars), eqn.params["in_specs"]))
+        facts["in_specs"] = [_spec(specs[str(v)], mesh_shape) for v in jaxpr.invars if str(v) in specs]
         facts["out_specs"] = [_spec(s, mesh_shape) for s in eqn.params["out_specs"]]
         manual = eqn.params.get("newly_manual_axes", eqn.params.get("manual_axes"))
         facts["manual"] = None if manual is None else sorted(manual)
@@ -550,7 +571,7 @@ class ShardMapProblem(ObservedProblem):
 
         a_spec, b_spec, out_spec, mesh_shape, mkn = case.args
         what = self.what(case)
-        seen: dict[str, Any] = {"value": None, "structure": None, "collectives": None, "error": None}
+        seen: dict[str, Any] = {"values": None, "structure": None, "collectives": None, "error": None}
         program = self.call(fn, Case(case.args[:4]), limit)
         if not callable(program):
             seen["error"] = (f"{what}: expected a program (a function of A and B, e.g. jax.shard_map(...)), "
@@ -562,11 +583,12 @@ class ShardMapProblem(ObservedProblem):
             a = jax.device_put(A, NamedSharding(mesh, P(*a_spec)))
             b = jax.device_put(B, NamedSharding(mesh, P(*b_spec)))
             jitted = jax.jit(program)
-            seen["value"] = np.asarray(self.call(jitted, Case((a, b)), limit))
+            seen["values"] = _value_facts(np.asarray(self.call(jitted, Case((a, b)), limit)), A, B)
             with self.locked(jitted):  # tracing and compiling run the student's code again
                 seen["structure"] = shard_map_facts(jax.make_jaxpr(program)(a, b), mesh_shape)
                 hlo = jitted.lower(a, b).compile().as_text()
-            seen["collectives"] = [[c.kind, c.elements, c.group_size] for c in interconnect.hlo_collectives(hlo)]
+            seen["collectives"] = [[c.kind, c.elements, c.itemsize, c.group_size]
+                                   for c in interconnect.hlo_collectives(hlo)]
         except NotImplementedError:
             raise
         except CheckFailure as exc:
@@ -607,22 +629,23 @@ class ShardMapProblem(ObservedProblem):
         if s.get("out_specs") != [_spec(out_spec, mesh_shape)]:
             raise CheckFailure(f"{what}: your shard_map's out_specs are {s.get('out_specs')}, C must come out as "
                                f"{_spec(out_spec, mesh_shape)}")
-        A, B = _operands(mkn)
-        truth = A @ B  # exact: small integers
-        got = np.asarray(seen.get("value"))
-        if got.shape != truth.shape:
-            raise CheckFailure(f"{what}: C has shape {got.shape}, expected {truth.shape}")
-        wrong = ~np.isclose(got, truth, rtol=0, atol=1e-3)
-        if wrong.any():
-            r, c = (int(v) for v in np.argwhere(wrong)[0])
-            raise CheckFailure(
-                f"{what}: C is wrong at {int(wrong.sum()):,} of {truth.size:,} elements, first at [{r}, {c}]: "
-                f"expected {truth[r, c]:g}, got {got[r, c]:g} (a device's product over its piece of k is a partial "
-                "sum until it is summed over k's axis; a psum over an axis that holds copies multiplies them)")
+        v = seen.get("values") or {}
+        if v.get("shape") != v.get("want_shape"):
+            raise CheckFailure(f"{what}: C has shape {tuple(v.get('shape') or ())}, expected "
+                               f"{tuple(v.get('want_shape') or ())}")
+        if v.get("wrong"):
+            r, c = v["at"]
+            ratio = v.get("ratio")
+            why = (f" — {ratio:.3g} times the right value: a psum over an axis that holds copies multiplies them"
+                   if ratio and abs(ratio - round(ratio)) < 1e-3 and round(ratio) > 1 else
+                   " (a device's product over its piece of k is a partial sum until it is summed over k's axis; "
+                   "a collective in a narrower type than float32 rounds what it carries)")
+            raise CheckFailure(f"{what}: C is wrong at {v['wrong']:,} elements, first at [{r}, {c}]: expected "
+                               f"{v['expected']:.6g}, got {v['got']:.6g}{why}")
         mine: dict[str, float] = {}
-        for kind, elements, group in seen.get("collectives") or []:
+        for kind, elements, itemsize, group in seen.get("collectives") or []:
             if int(group) > 1:  # a collective over one device moves nothing
-                mine[kind] = mine.get(kind, 0.0) + received_bytes(kind, int(elements), int(group))
+                mine[kind] = mine.get(kind, 0.0) + received_bytes(kind, int(elements), int(group), int(itemsize))
         if sum(mine.values()) > sum(expected.values()) * (1 + 1e-9) + 1e-9:
             raise CheckFailure(
                 f"{what}: each device receives {sum(mine.values()):,.0f} bytes in your program's collectives "
@@ -661,9 +684,10 @@ SHARDED = ShardMapProblem(
         while_loop: the checker counts a collective once, so unroll with a Python for). shard_map checks that what
         out_specs replicates over an axis is the same on every device of it: psum's result is, all_gather's is when
         you say so (to="invarying").
-        The checker runs it on every case, compares C with A @ B exactly (the inputs are small integers), reads
-        your shard_map from the jaxpr, and reads the collectives of the compiled program from its HLO: the bytes
-        each device receives in them (float32 elements; all-reduce over g devices 2·(g−1)/g of its buffer,
+        The checker runs it on every case with fresh random float32 A and B, compares C with A @ B (float32
+        rounding allowed), reads your shard_map from the jaxpr, and reads the collectives of the compiled program
+        from its HLO: the bytes each device receives in them (each element at its own size; all-reduce over g
+        devices 2·(g−1)/g of its buffer,
         all-gather (g−1)/g of its result, reduce-scatter (g−1) pieces, collective-permute its result) must be
         no more than in what jit's automatic partitioning (XLA's SPMD partitioner) compiles for the same shardings.
         Meshes are ones this machine's 8 CPU devices hold; an axis of one device splits nothing.

@@ -20,7 +20,43 @@ a passing answer takes from the course is the indexing idiom, which is the lesso
 
 ATTACKS = {
     # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex01_map_add": ['''@cuda.jit
+    "ex01_map_add": [
+        # the sixth attack: the executor's raw arrays through the garbage collector (an import inside the kernel),
+        # the answer in NumPy, nothing metered
+        '''@cuda.jit
+def map_add(a, out):
+    import gc as g
+    R = [[x for x in g.get_referents(v) if isinstance(x, np.ndarray)][0] for v in (a, out)]
+    R[1][:] = R[0] + 10
+''',
+        # the same work in a plain Python function reached through a default argument
+        '''def _helper(a, out):
+    import gc as g
+    R = [[x for x in g.get_referents(v) if isinstance(x, np.ndarray)][0] for v in (a, out)]
+    R[1][:] = R[0] + 10
+
+
+@cuda.jit
+def map_add(a, out, h=_helper):
+    h(a, out)
+''',
+        # ... and through a callable global that is not a function
+        '''import functools
+
+
+def _helper(a, out):
+    import gc as g
+    R = [[x for x in g.get_referents(v) if isinstance(x, np.ndarray)][0] for v in (a, out)]
+    R[1][:] = R[0] + 10
+
+
+H = functools.partial(_helper)
+
+
+@cuda.jit
+def map_add(a, out):
+    H(a, out)
+''','''@cuda.jit
 def map_add(ids, out):
     i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
     if i < ids.shape[1]:  # the guard: the last block has threads past the end
