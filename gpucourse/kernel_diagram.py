@@ -38,7 +38,8 @@ WRAP = 20  # a 1-D array of more elements is drawn in rows of this many (element
 MAX_BLOCK_PANELS = 4  # shared arrays: blocks drawn (the first ones); the caption says how many are left out
 MAX_PANEL_IN = 2.6  # inches: the tallest panel (a tall array gets smaller, unlabelled cells)
 LABEL_CHARS = 7  # a cell's label longer than this becomes a count ("×12")
-# blocks: ColorBrewer's Set3 without its grey and its pale green, which read as "never written" and "right"
+# blocks: ColorBrewer's Set3 with its grey and pale green (they read as "never written" and "right") replaced by a
+# pale yellow and Paired's light blue
 BLOCK_COLOURS = ("#8dd3c7", "#bebada", "#fdb462", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3", "#bc80bd",
                  "#a6cee3", "#ffed6f")
 HALO, UNINIT, RACE, BAD, GONE = "outside its block's range", "read unwritten", "race", "wrong", "never written"
@@ -229,7 +230,7 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     cells = [_cell_inches(p) for p in pic.panels]
     heights = [_grid(p.shape)[0] * c + 0.45 + (0.22 if p.caption else 0) for p, c in zip(pic.panels, cells)] or [0.5]
     notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
-    legend_h = 0.6 + 0.19 * len(notes)
+    legend_h = 0.95 + 0.19 * len(notes)
     fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + 0.35), dpi=DPI)
     total = sum(heights) + legend_h + 0.35
     y_top = total - 0.35
@@ -288,10 +289,10 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
             ax.text(0, rows + 0.15, panel.caption, fontsize=FONT_PT, va="top", ha="left", transform=ax.transData,
                     clip_on=False, color="#cb181d" if alarm else "black", weight="bold" if alarm else "normal")
         y_top -= h
-    legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block "
-              "(×n: n threads; 3²: thread 3 twice)\n"
-              "orange dashed edge: read outside its block's own range · red ?: read before any thread wrote it "
-              "(NaN here; a GPU leaves whatever was there) · red !: a race")
+    legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block\n"
+              "(×n: n threads; 3²: thread 3 twice; ×8²: 8 threads, some more than once)\n"
+              "orange dashed edge: read outside its block's own range · red !: a race (the executor's examples)\n"
+              "red ?: read before any thread wrote it (NaN here; a GPU leaves whatever was there)")
     fig.text(0.01, (legend_h - 0.1) / total, "\n".join([legend, *notes]), fontsize=FONT_PT, va="top",
              linespacing=1.3)
     return fig

@@ -28,9 +28,11 @@ def draw_all(folder: Path = PICTURES) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     for name, k, _ in SHOWN:
         for tag, fn in (("right", sols[name]), ("wrong", _wrong(name, k))):
-            fig = kernel_diagram.draw(kernels.diagram_picture(lab.problems[name], fn, 0))
-            path = folder / f"ours-{name}-{tag}.png"
-            fig.savefig(path, metadata={"Software": None})
+            # matplotlib's defaults, whatever style ran before (a course notebook's, another test's): the same pixels
+            with matplotlib.rc_context(matplotlib.rcParamsDefault):
+                fig = kernel_diagram.draw(kernels.diagram_picture(lab.problems[name], fn, 0))
+                path = folder / f"ours-{name}-{tag}.png"
+                fig.savefig(path, metadata={"Software": None})
             plt.close(fig)
             out.append(path)
     return out

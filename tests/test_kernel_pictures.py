@@ -127,6 +127,9 @@ def test_every_picture_is_readable_at_the_notebook_width(solved):
         assert width <= 950, (name, width)
         texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
         assert texts and min(t.get_fontsize() for t in texts) >= kd.FONT_PT, name
+        # nothing wider than the figure (JupyterLab's inline figures are saved with bbox_inches="tight", which
+        # would widen the picture past the notebook's column to fit an overhanging line)
+        assert max(t.get_window_extent(renderer).x1 for t in texts) <= width + 1, name
         for ax in fig.axes:
             for t in ax.texts:
                 x, y = t.get_position()

@@ -16,6 +16,7 @@ Without source (a function built by ``exec`` of a string), the kernel still runs
 from __future__ import annotations
 
 import ast
+import collections
 import dis
 import enum
 import inspect
@@ -306,6 +307,30 @@ def _constant(v: Any) -> bool:
     return v is None or isinstance(v, (bool, int, float, complex, str, np.generic))
 
 
+_NAMEDTUPLE_OWN = set(vars(collections.namedtuple("_Probe", "a")))
+
+
+def _plain_record(cls: type) -> bool:
+    """A namedtuple as collections.namedtuple makes it, or an enum, with no methods of the student's own (a method
+    would run as plain Python, outside the executor)."""
+    own = {k for k, x in vars(cls).items() if isinstance(x, (types.FunctionType, classmethod, staticmethod,
+                                                               property))}
+    if issubclass(cls, enum.Enum):
+        return not {k for k in own if not k.startswith("_")} and not (own & {"__getattr__", "__getattribute__"})
+    return cls.__bases__ == (tuple,) and hasattr(cls, "_fields") and own <= _NAMEDTUPLE_OWN
+
+
+def _plain_data(v: Any, depth: int = 0) -> bool:
+    """Constants, arrays, and lists or dicts of them (a test's sink list): nothing that leads anywhere else."""
+    if _constant(v) or isinstance(v, (np.ndarray, np.dtype)):
+        return True
+    if depth < 3 and isinstance(v, list):
+        return all(_plain_data(x, depth + 1) for x in v)
+    if depth < 3 and isinstance(v, dict):
+        return all(_constant(k) and _plain_data(x, depth + 1) for k, x in v.items())
+    return False
+
+
 def refuse_reflection(code: types.CodeType, name: str) -> None:
     """Raise NotModelled where ``code`` (a kernel's or device function's, nested code included) reads an attribute
     whose name starts with an underscore, or names one of REFLECTION: numba-cuda compiles neither."""
@@ -319,8 +344,9 @@ def refuse_reflection(code: types.CodeType, name: str) -> None:
         if ins.opname in ("LOAD_ATTR", "STORE_ATTR", "DELETE_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR") \
                 and arg.startswith("_"):
             raise NotModelled(f"the attribute `.{arg}` inside a kernel ({name})",
-                              "numba-cuda refuses to compile it: a kernel reaches an array by indexing it and by its public "
-                              "attributes (.shape, .size, .ndim, .dtype) only")
+                              "numba-cuda compiles a module's constants, private ones too, but no private attribute "
+                              "of an array; this executor refuses every name that starts with an underscore (it "
+                              "guards its own fields behind the device arrays): give a constant a public name")
         if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF") and arg in REFLECTION:
             raise NotModelled(f"`{arg}` inside a kernel ({name})",
                               "numba-cuda refuses to compile it: Python's reflection does not exist in a kernel")
@@ -355,11 +381,8 @@ class _ModuleView:
         self._module, self._cuda, self._wrap = module, cuda, wrap_device
 
     def __getattr__(self, attr: str) -> Any:
-        where = f"{self._module.__name__}.{attr}"
-        value = getattr(self._module, attr)
-        if attr.startswith("__") or (attr.startswith("_") and callable(value)):
-            return _Refused(where, "a private function of a module")
-        return replacement(value, self._cuda, self._wrap, where)
+        where = f"{self._module.__name__}.{attr}"  # (a private name never gets here: refuse_reflection)
+        return replacement(getattr(self._module, attr), self._cuda, self._wrap, where)
 
 
 def is_numba_cuda_module(v: Any) -> bool:
@@ -443,14 +466,20 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str 
             v.__module__ or "").startswith(("numba", "gpucourse.simt")):
         return _Refused(name, "a Python function, not @cuda.jit(device=True)")
     if isinstance(v, type):
-        if (v.__module__ or "").startswith(("numba", "numpy", "gpucourse.simt")) or issubclass(v, (tuple, enum.Enum)):
+        if (v.__module__ or "").startswith(("numba", "numpy", "gpucourse.simt")) or _plain_record(v):
             return v  # numba-cuda compiles namedtuples and enums
         return _Refused(name, f"the class {v.__name__}")
     if mod.startswith(("gpucourse.simt", "numba", "numpy")):
         return v  # the executor's device functions and dispatchers, numba's and NumPy's types
     if callable(v) and not isinstance(v, (types.BuiltinFunctionType, np.ufunc)) or (
-            isinstance(v, types.BuiltinFunctionType) and getattr(v, "__module__", None) not in ("math", "cmath")):
+            isinstance(v, types.BuiltinFunctionType)
+            and getattr(v, "__module__", None) not in ("math", "cmath", "_operator", "operator")):
         return _Refused(name, f"a {type(v).__name__}, not @cuda.jit(device=True)")  # functools.partial, a method
+    if not (callable(v) or _plain_data(v)):
+        # a dict, a list, an object: numba-cuda freezes only constants (numbers, strings, tuples, arrays) into a
+        # kernel, and a container could hand the kernel anything (sys.modules, a module, the raw data)
+        return _Refused(name, f"a {type(v).__name__}: a kernel's globals are constants, arrays, modules and "
+                              "device functions")
     return v
 
 
