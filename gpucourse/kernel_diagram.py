@@ -274,13 +274,11 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
                     edge, style, width = "#cb181d", "-", 2.2
                 ax.add_patch(Rectangle((c + 0.04, r + 0.04), 0.92, 0.92, facecolor="none", edgecolor=edge,
                                        linestyle=style, linewidth=width))
+            marks = ("?" if UNINIT in cl.marks else "") + ("!" if RACE in cl.marks else "")
             text = cl.label
-            if UNINIT in cl.marks:
-                text = (text + "?") if text else "?"
-            if RACE in cl.marks:
-                text = text + "!"
-            if text and len(text) * 0.085 > cell and cl.blocks:  # about 0.085 in per character at 9 pt
-                text = "×" + str(len(cl.label.replace("|", ",").split(",")))
+            if text and len(text + marks) * 0.085 > cell and cl.blocks:  # about 0.085 in per character at 9 pt
+                text = "×" + str(len(cl.label.replace("|", ",").split(",")))  # too wide: the count (marks kept)
+            text += marks
             if text and (labelled or result and BAD in cl.marks and cell >= 0.3):
                 ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=FONT_PT,
                         color="#cb181d" if (UNINIT in cl.marks or RACE in cl.marks) else "black")
