@@ -6,6 +6,29 @@ defaults, the course's own uses of the model); its other plausible shortcuts are
 tests/wrong_answers/lab07_tpu.py.
 """
 
+# exercise 5's attacks that keep the solution's frame (the mesh, the specs read, a device's slice) and its ending
+# (the output's pieces gathered, the shard_map returned): only the communication in between differs
+_FRAME = '''from jax.sharding import PartitionSpec as P
+
+
+def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
+    mesh = lab.host_mesh(mesh_shape)
+    size = dict(zip(("x", "y"), mesh_shape))
+    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
+
+    def mine(x, axis, dim):
+        w = x.shape[dim] // size[axis]
+        return jax.lax.dynamic_slice_in_dim(x, jax.lax.axis_index(axis) * w, w, axis=dim)
+'''
+_GATHER_AND_RETURN = '''        if a_rows is not None and out_rows is None:
+            c = jax.lax.all_gather(c, a_rows, axis=0, tiled=True)
+        if b_cols is not None and out_cols is None:
+            c = jax.lax.all_gather(c, b_cols, axis=1, tiled=True)
+        return c
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec), check_vma=False)
+'''
+
 ATTACKS = {
     "ex1_pe_step": [
         # the installed array's clock edge, as it used to be installed
@@ -206,18 +229,7 @@ def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
 ''',
         # the partial sums added round a ring in a fori_loop of ppermutes, (g−1) whole buffers where a ring
         # all-reduce receives 2(g−1)/g of one: the listing shows one collective-permute inside the loop
-        '''from jax.sharding import PartitionSpec as P
-
-
-def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
-    mesh = lab.host_mesh(mesh_shape)
-    size = dict(zip(("x", "y"), mesh_shape))
-    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
-
-    def mine(x, axis, dim):
-        w = x.shape[dim] // size[axis]
-        return jax.lax.dynamic_slice_in_dim(x, jax.lax.axis_index(axis) * w, w, axis=dim)
-
+        _FRAME + '''
     def body(a, b):
         if out_rows is not None and a_rows is None:
             a = mine(a, out_rows, 0)
@@ -233,28 +245,10 @@ def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
                 return passed, total + passed
 
             _, c = jax.lax.fori_loop(1, size[a_k], step, (c, c))
-        if a_rows is not None and out_rows is None:
-            c = jax.lax.all_gather(c, a_rows, axis=0, tiled=True)
-        if b_cols is not None and out_cols is None:
-            c = jax.lax.all_gather(c, b_cols, axis=1, tiled=True)
-        return c
-
-    return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec), check_vma=False)
-''',
+''' + _GATHER_AND_RETURN,
         # "psum everything, then cut my piece", its psum on a tuple of four row pieces: one all-reduce with four
         # results, twice the bytes of XLA's where the output splits a dimension the operand holds whole
-        '''from jax.sharding import PartitionSpec as P
-
-
-def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
-    mesh = lab.host_mesh(mesh_shape)
-    size = dict(zip(("x", "y"), mesh_shape))
-    (a_rows, a_k), (_, b_cols), (out_rows, out_cols) = a_spec, b_spec, out_spec
-
-    def mine(x, axis, dim):
-        w = x.shape[dim] // size[axis]
-        return jax.lax.dynamic_slice_in_dim(x, jax.lax.axis_index(axis) * w, w, axis=dim)
-
+        _FRAME + '''
     def body(a, b):
         c = a @ b
         if a_k is not None:
@@ -264,14 +258,7 @@ def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
             c = mine(c, out_rows, 0)
         if out_cols is not None and b_cols is None:
             c = mine(c, out_cols, 1)
-        if a_rows is not None and out_rows is None:
-            c = jax.lax.all_gather(c, a_rows, axis=0, tiled=True)
-        if b_cols is not None and out_cols is None:
-            c = jax.lax.all_gather(c, b_cols, axis=1, tiled=True)
-        return c
-
-    return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec), check_vma=False)
-''',
+''' + _GATHER_AND_RETURN,
         # the blocks handed to the host and multiplied there with NumPy (a callback inside the shard_map)
         '''from jax.sharding import PartitionSpec as P
 
