@@ -437,17 +437,23 @@ roofs.append(gc.roofline.Roofline("H100 SXM (bf16 datasheet)", h100.peak_flops["
 ax = gc.plotting.axes("arithmetic intensity [FLOP/byte]", "attainable [GFLOP/s]", figsize=(8, 5))
 gc.roofline.plot(ax, roofs, imin=0.5, imax=4096)
 v5e = roofs[1]
+
+
+def layer_intensity(M):  # this layer only: 2·M·8192² FLOPs over 2 bytes × (M·8192 + 8192² + M·8192) = 8192M/(8192+2M)
+    return 8192 * M / (8192 + 2 * M)
+
+
 for M in (1, 16, 64, 240, 1024, 8192):
-    i = tpu.matmul_intensity(M, 8192, 8192)
+    i = layer_intensity(M)
     ax.scatter([i], [v5e.attainable(i) / 1e9], marker="o", s=40, color="black", zorder=4)
     ax.annotate(f"M={M}", (i, v5e.attainable(i) / 1e9), textcoords="offset points", xytext=(4, -12), fontsize=8)
 ax.set_title("TPU rooflines (published figures); bf16 layer 8192×8192 on v5e")
 plt.show()
-crit = {c.name: next(M for M in range(1, 5000) if tpu.matmul_intensity(M, 8192, 8192) >= c.ridge)
-        for c in tpu.TPU_CHIPS.values()}
+# intensity 8192·M / (8192 + 2M) reaches the ridge r at M = 8192·r / (8192 − 2r): the critical batch, rounded up
+crit = {c.name: int(np.ceil(8192 * c.ridge / (8192 - 2 * c.ridge))) for c in tpu.TPU_CHIPS.values()}
 print("smallest batch M at which an 8192² bf16 layer is compute-bound:", crit)
-for c in tpu.TPU_CHIPS.values():  # intensity 8192·M / (8192 + 2M) reaches the ridge r at M = 8192·r / (8192 − 2r)
-    assert crit[c.name] == int(np.ceil(8192 * c.ridge / (8192 - 2 * c.ridge))) and crit[c.name] > c.ridge
+for c in tpu.TPU_CHIPS.values():  # the rounded batch reaches the ridge, one row fewer does not; both above the ridge
+    assert layer_intensity(crit[c.name]) >= c.ridge > layer_intensity(crit[c.name] - 1) and crit[c.name] > c.ridge
 
 # %% [markdown]
 # The critical batch of each chip printed above sits a little above its ridge point: the layer's intensity is
@@ -465,7 +471,7 @@ Ms = np.unique(np.logspace(0, 13, 40, base=2).astype(int))
 def v5e_utilization(M):
     flops = 2 * M * K8 * K8
     t_mxu = systolic.TiledGemm(int(M), K8, K8 // chip.mxus_per_core).cycles / chip.clock_hz
-    t_hbm = tpu.matmul_seconds(chip, int(M), K8, K8)["hbm"]
+    t_hbm = 2 * (2 * M * K8 + K8 * K8) / chip.hbm_bytes_per_s  # bf16 x, W and y each cross HBM once
     return {"mxu": flops / (t_mxu * chip.bf16_flops), "hbm": flops / (t_hbm * chip.bf16_flops),
             "both": flops / (max(t_mxu, t_hbm) * chip.bf16_flops)}
 

@@ -176,8 +176,10 @@ def _itemsize(dtype: str, line: str) -> int:
 def hlo_collectives(hlo: str) -> list[HloCollective]:
     """The collectives of an optimized HLO module, with the bytes of each one's result and the size of its replica
     groups. Async ``-start`` forms count as the op; their result is a tuple that holds the operand(s) first and the
-    result last (``(f32[8,16], f32[64,16]) all-gather-start(...)``), so the last shape is the one read — but a
-    ``collective-permute-start``'s tuple is (operand, result, two u32 contexts): its second shape. A synchronous
+    result(s) after (``(f32[8,16], f32[64,16]) all-gather-start(...)``; a combined start
+    ``((f32[8], f32[4]), (f32[64], f32[32]))``), so its second half is read; an ``all-reduce-start``'s result is the
+    result (every member of a tuple); a ``collective-permute-start``'s tuple is (operand, result, two u32 contexts):
+    its second shape. A synchronous
     collective whose result is a tuple (an all-reduce of several arrays at once, an all-to-all's pieces) counts
     every member. A collective-permute moves data between pairs (``source_target_pairs``): its group size is 2.
     A collective inside a loop is listed once, whatever the loop's trip count."""
@@ -196,8 +198,9 @@ def hlo_collectives(hlo: str) -> list[HloCollective]:
             dtype, shape = shapes[1] if start and len(shapes) > 1 else shapes[0]
             out.append(HloCollective(kind, count(shape), _itemsize(dtype, line), 2, line.strip()))
             continue
-        (dtype, shape) = shapes[-1]
-        members = shapes if not start else [shapes[-1]]  # a tuple: several arrays at once
+        # a -start's tuple holds the operands, then the results (several of each where a combiner merged
+        # collectives): the second half; an all-reduce-start's result is the result itself (a tuple: several)
+        members = shapes if not start or kind == "all-reduce" else shapes[len(shapes) // 2:]
         n = sum(count(d) for _, d in members)
         size = max(_itemsize(t, line) for t, _ in members)  # mixed element types: the widest (never under-counts)
         out.append(HloCollective(_HLO_KINDS[kind], n, size, _group_size(line), line.strip()))

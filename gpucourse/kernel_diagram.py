@@ -65,6 +65,7 @@ class Picture:
     title: str
     panels: list[Panel] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    problem: str = ""  # the launch's first correctness problem (barrier divergence, a race...), drawn in red on top
 
 
 def _threads_by_element(report: KernelReport, root_ids: list[int], kind: str) -> dict[int, dict[int, int]]:
@@ -202,6 +203,10 @@ def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarra
             pic.panels.append(Panel(f"{name} (shared, block {b}): read by", shape, rc))
         if len(blocks) > MAX_BLOCK_PANELS:
             pic.notes.append(f"{name}: blocks {blocks[MAX_BLOCK_PANELS]}… not drawn ({len(blocks)} blocks used it)")
+    found = int(getattr(report, "race_count", 0) or 0)
+    if found > len(races):  # the executor keeps a few examples: an unmarked block may race the same way
+        pic.notes.append(f"red ! marks the executor's first {len(races)} of {found} races found: the other blocks "
+                         "and elements may race the same way, unmarked")
     return pic
 
 
@@ -231,10 +236,15 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     heights = [_grid(p.shape)[0] * c + 0.45 + (0.22 if p.caption else 0) for p, c in zip(pic.panels, cells)] or [0.5]
     notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
     legend_h = 0.95 + 0.19 * len(notes)
-    fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + 0.35), dpi=DPI)
-    total = sum(heights) + legend_h + 0.35
-    y_top = total - 0.35
+    problem = textwrap.wrap(f"the check fails: {pic.problem}", 110) if pic.problem else []
+    head = 0.35 + 0.2 * len(problem)
+    fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + head), dpi=DPI)
+    total = sum(heights) + legend_h + head
+    y_top = total - head
     fig.text(0.01, (total - 0.12) / total, pic.title, fontsize=FONT_PT + 2, weight="bold", va="top")
+    if problem:  # what no memory picture shows (a barrier only part of a block reaches, a shuffle from an idle lane)
+        fig.text(0.01, (total - 0.36) / total, "\n".join(problem), fontsize=FONT_PT, weight="bold", va="top",
+                 color="#cb181d", linespacing=1.3)
     for panel, h, cell in zip(pic.panels, heights, cells):
         labelled = cell >= 0.42  # room for "6,7|0" at 9 pt
         rows, cols = _grid(panel.shape)

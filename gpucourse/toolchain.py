@@ -356,6 +356,18 @@ def _function_source(fn: Callable | str) -> tuple[str, str]:
     return src, name.group(1)
 
 
+def _compile_error(stderr: str) -> str:
+    """numba's own headline of a failed compile (``TypingError: No implementation of function ... shared.array``)
+    and where it was (its "During: ..." or "File ..., line N" line), not the traceback's last line ("No match.")."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    k = next((i for i, ln in enumerate(lines) if re.match(r"(\w+\.)*\w*(Error|Exception)\b", ln)), len(lines) - 1)
+    head = lines[k] if lines else ""
+    sig = next((ln for ln in lines[k + 1:k + 4] if ln.startswith(">>>")), "")  # "found for signature:" then it
+    at = next((ln for ln in reversed(lines) if ln.startswith("During:") or re.match(r'File "<(?!string>)', ln)), "")
+    text = head[:400] + (f" {sig[:200]}" if sig else "") + (f" ({at[:200]})" if at and at not in head else "")
+    return text or "(no message)"
+
+
 def numba_ptx(fn: Callable | str, signature: str, cc: tuple[int, int] = (9, 0), timeout: float = 120) -> str:
     """PTX that numba-cuda generates for kernel ``fn`` with ``signature``, e.g.
     ``"void(float32[::1], float32[::1])"``, for compute capability ``cc`` (9.0 = Hopper).
@@ -377,7 +389,7 @@ def _numba_ptx(src: str, name: str, signature: str, cc: tuple[int, int], timeout
         tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
         if "nvvm" in done.stderr.lower() or "libnvvm" in done.stderr.lower():
             raise ToolchainMissing(f"numba-cuda found no NVVM (nvidia-nvvm wheel): {tail[0]}; install with: {PIP_HINT}")
-        raise RuntimeError(f"numba-cuda could not compile {name}: {tail[0]}")
+        raise RuntimeError(f"numba-cuda could not compile {name}: {_compile_error(done.stderr)}")
     return done.stdout
 
 
@@ -432,7 +444,8 @@ def numba_ptx_many(kernels, cc: tuple[int, int] = (9, 0), timeout: float = 120) 
         tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
         if "nvvm" in done.stderr.lower():
             raise ToolchainMissing(f"numba-cuda found no NVVM (nvidia-nvvm wheel): {tail[0]}; install with: {PIP_HINT}")
-        raise RuntimeError(f"numba-cuda could not compile {', '.join(j[1] for j in jobs)}: {tail[0]}")
+        raise RuntimeError(f"numba-cuda could not compile {', '.join(j[1] for j in jobs)}: "
+                           f"{_compile_error(done.stderr)}")
     return json.loads(done.stdout)
 
 

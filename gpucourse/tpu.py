@@ -182,16 +182,3 @@ def mxu_peak(chip: TpuChip) -> float:
     if chip.clock_hz is None:
         raise ValueError(f"{chip.name}: no published MXU clock")
     return chip.mxu[0] * chip.mxu[1] * 2 * chip.mxus_per_core * chip.tensor_cores * chip.clock_hz
-
-
-def matmul_intensity(M: int, K: int, N: int, itemsize: int = 2) -> float:
-    """FLOPs per HBM byte of ``(M×K)·(K×N)`` reading both operands and writing the result once."""
-    return 2 * M * K * N / (itemsize * (M * K + K * N + M * N))
-
-
-def matmul_seconds(chip: TpuChip, M: int, K: int, N: int, itemsize: int = 2) -> dict[str, float]:
-    """Roofline time of one matmul on one chip: the larger of compute at peak and HBM traffic at full bandwidth
-    (weights, activations and result each cross HBM once; overlapped, as the TPU pipelines its DMAs)."""
-    t_math = 2 * M * K * N / chip.bf16_flops
-    t_hbm = itemsize * (M * K + K * N + M * N) / chip.hbm_bytes_per_s
-    return {"math": t_math, "hbm": t_hbm, "total": max(t_math, t_hbm)}

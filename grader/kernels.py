@@ -264,7 +264,8 @@ class KernelProblem(ObservedProblem):
             try:
                 expect_array_close(f"{what} → {name}", g, e)
             except CheckFailure as exc:
-                truncated = [w for w in report.warnings if "truncat" in w]
+                # the executor's warnings that explain wrong values: a dtype truncation, a negative index that wrapped
+                truncated = [w for w in report.warnings if "truncat" in w or "negative index" in w]
                 initial = args[outputs[k]] if k < len(outputs) else None
                 try:
                     written = report.elements_accessed(name, "w")[0]
@@ -288,10 +289,16 @@ class KernelProblem(ObservedProblem):
         cap = tpb / (32 * -(-tpb // 32))  # lanes a block's warps have; the missing ones are never active
         capped = (f" (blocks of {tpb} threads fill {cap:.1%} of their warps' lanes: the most SIMT efficiency "
                   "this launch allows)") if cap < 1 else ""
+        budget = getattr(self.require, "budget", None)
+        measured = budget.measured(report) if budget is not None else ""
+        benign = int(getattr(report, "benign_races", 0))
+        races = (f"no races that change a value ({benign} unordered writes stored a value already there: racecheck "
+                 "warns of them, and on a GPU they are still races)") if benign else "no races"
         return (f"{report.n_threads} threads in {report.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
                 f"{g['writes']:.2f} global writes, {report.per_thread('shared')['reads']:.2f} shared reads; "
-                f"SIMT efficiency {report.simt_efficiency:.1%}{capped}; {report.divergent_steps} divergent warp steps; no "
-                "races, no synchronisation errors, no uninitialised reads used"
+                f"SIMT efficiency {report.simt_efficiency:.1%}{capped}; {report.divergent_steps} divergent warp steps"
+                + (f"; {measured}" if measured else "")
+                + f"; {races}, no synchronisation errors, no uninitialised reads used"
                 + "".join(f"\n    note (not graded): {op}; unless the compiler folds a single operation with a "
                           "constant back to float32, the GPU runs it in FP64" for op in f64[:1]))
 
@@ -382,6 +389,27 @@ class Budget:
         lines.append("no data races, no barrier only part of a block reaches, no read of memory nobody wrote")
         return "Budget (checked by the executor):\n    " + "\n    ".join(lines)
 
+    def measured(self, r: simt.KernelReport) -> str:
+        """What the launch measured for each budget set beyond reads and writes, e.g. "bank conflicts 1.0-way
+        (budget ≤ 1)" (the passing line shows the numbers the budget held)."""
+        spaces = dict(r.spaces)
+        glob = [a for a in r.arrays if spaces.get(a) == "global"]
+        shared = [a for a in r.arrays if spaces.get(a) == "shared"]
+        out = []
+        if self.shared is not None:
+            out.append(f"shared memory {r.shared_bytes + r.dynamic_shared_bytes} B/block (≤ {self.shared})")
+        if self.sectors is not None and glob:
+            out.append(f"sectors per request {max(r.sectors_per_request(a) for a in glob):.1f} (≤ {self.sectors:g})")
+        if self.branches is not None:
+            out.append(f"divergent branches {r.divergent_branches / r.n_blocks:.1f}/block (≤ {self.branches:g})")
+        if self.conflicts is not None and shared:
+            ways = max(r.bank_conflicts(a, k) for a in shared for k in "rw")
+            out.append(f"bank conflicts {ways:.1f}-way (≤ {self.conflicts:g})")
+        if self.atomics is not None and glob:
+            most = max(r.atomic_updates(a) for a in glob) / r.n_blocks
+            out.append(f"global atomics {most:.1f}/block (≤ {self.atomics})")
+        return ", ".join(out)
+
     def enforce(self, r: simt.KernelReport, what: str) -> None:
         """Raise CheckFailure naming the first budget the report exceeds, by how much, and what usually fixes it."""
         c = r.counts
@@ -419,10 +447,18 @@ class Budget:
                     f"budget is {most:g} ({s / most:.1f}× over): neighbouring threads (threadIdx.x) must access "
                     "neighbouring addresses (the last, contiguous axis)")
         if self.efficiency is not None and r.simt_efficiency < self.efficiency:
+            busiest = max(r.warps, key=lambda w: w.steps)
+            lanes = busiest.active / max(busiest.steps, 1)
+            if lanes < 4 and busiest.steps >= 16:
+                # a serial loop: the lanes that finished early are idle, not divergent (they exited)
+                fix = (f"warp {busiest.warp} of block {busiest.block} issued {busiest.steps} steps with {lanes:.1f} of "
+                       "32 lanes active on average: one thread (or a few) loops over the work while the rest of its "
+                       "warp has finished. Spread the work over the threads: a tree that halves the stride each step")
+            else:
+                fix = "choose which threads work so that whole warps take the same branch"
             raise CheckFailure(
                 f"{what}: SIMT efficiency {r.simt_efficiency:.1%}; the budget is at least {self.efficiency:.0%} "
-                f"({r.divergent_steps} divergent warp steps): choose which threads work so that whole warps take the "
-                "same branch")
+                f"({r.divergent_steps} divergent warp steps): {fix}")
         if self.branches is not None and r.divergent_branches / r.n_blocks > self.branches:
             per_block = r.divergent_branches / r.n_blocks
             raise CheckFailure(
@@ -458,6 +494,7 @@ def budgeted(budget: Budget, extra: Callable[[simt.KernelReport, Case, str], Non
         if extra:
             extra(r, case, what)
 
+    require.budget = budget  # the passing line prints what the budget held (Budget.measured)
     return require
 
 
@@ -509,6 +546,7 @@ def diagram_picture(problem: KernelProblem, fn: Any, case: int | Case = 0) -> An
     report, outs = _diagram_run(problem, fn, case, stopped)
     where = case + 1 if isinstance(case, int) else "?"
     pic = kernel_diagram.picture(report, outs, f"{problem.name}: what your kernel did on visible case {where}")
+    pic.problem = first_problem(report) or ""  # a barrier only part of a block reaches looks right in memory
     pic.notes += [f"the launch stopped: {why} — drawn: what the threads did until then" for why in stopped]
     for why in stopped:  # an index out of bounds, drawn under its array
         hit = re.search(r"(\w+)\[([^\]]*)\] is out of bounds", why)

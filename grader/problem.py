@@ -36,8 +36,10 @@ import contextlib
 import contextvars
 import functools
 import importlib
+import inspect
 import sys
 import textwrap
+import threading
 import time
 import types
 import zlib
@@ -328,15 +330,22 @@ class Problem:
                 raise CheckFailure(f"{self.name} keeps a reference to {held}, which does this exercise for you: "
                                    "write the computation yourself")
         saved, wires = [], []
+        watch = _Watch(_library_codes(sites))
         try:
             for owner, attr, obj, label in sites:
                 saved.append((owner, attr, owner.__dict__.get(attr, _MISSING) if hasattr(owner, "__dict__") else obj))
                 wires.append((owner, attr, label, _tripwire(self.name, label, obj)))
                 setattr(owner, attr, wires[-1][3])
-            yield
+            with watch:
+                yield
             # a lock switched off while the student's function ran (an original put back from where the lock
             # keeps it): the call's result does not count
             undone = [label for owner, attr, label, wire in wires if getattr(owner, attr, None) is not wire]
+            undone += [label for label in watch.seen if label == _Watch.ITSELF]
+            called = [label for label in watch.seen if label != _Watch.ITSELF]
+            if called:  # an original reached another way than through its name (kept, or put back)
+                raise CheckFailure(f"{self.name} calls {called[0]}, which does this exercise for you: write the "
+                                   "computation yourself")
             if undone:
                 shown = ", ".join(undone[:2]) + (f" and {len(undone) - 2} more" if len(undone) > 2 else "")
                 raise CheckFailure(f"{self.name} unlocked {shown} while it ran, which the exercise rules out: write "
@@ -440,6 +449,61 @@ def _resolve_owner(dotted: str) -> tuple[Any, str]:
             raise AttributeError(f"forbid: {dotted} does not exist")
         return obj, parts[-1]
     raise ImportError(f"forbid: cannot import any module of {dotted}")
+
+
+def _library_codes(sites: list[tuple[Any, str, Any, str]]) -> dict[types.CodeType, str]:
+    """{code object: label} of the library functions a lock forbids (``forbid``: jax.vjp and the internals it goes
+    through), not the course's references: a call into one of them while the lock holds is seen by :class:`_Watch`,
+    however the student reached the original (the seventh attack put the originals back inside the call)."""
+    out = {}
+    for owner, attr, obj, label in sites:
+        if getattr(owner, "__name__", "").startswith("grader") or attr == "reference":
+            continue
+        fn = inspect.unwrap(obj) if callable(obj) and not isinstance(obj, type) else None
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):
+            out[code] = label
+    return out
+
+
+class _Watch:
+    """While the lock holds, a profile hook (this thread, and threads started meanwhile) notes every call into a
+    forbidden library function's code and every attempt to swap the hook itself: the lock's tripwires stop a call
+    through the module's name, this stops a call through an original the student kept or put back. Inactive (no
+    hook, no cost) when nothing is watched."""
+
+    SWITCHES = (sys.setprofile, sys.settrace, threading.setprofile, threading.settrace)
+    ITSELF = "the grader's call watch"
+
+    def __init__(self, codes: dict[types.CodeType, str]):
+        self.codes, self.seen, self.closing = codes, [], False
+        self.hook = self._hook  # one bound method: each `self._hook` would be a new object, never `is` the installed one
+
+    def _hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if self.closing:  # the watch's own sys.setprofile on the way out
+            return
+        if event == "call":
+            label = self.codes.get(frame.f_code)
+            if label is not None and label not in self.seen:
+                self.seen.append(label)
+        elif event == "c_call" and arg in self.SWITCHES and self.ITSELF not in self.seen:
+            self.seen.append(self.ITSELF)
+
+    def __enter__(self) -> "_Watch":
+        if self.codes:
+            self._before = (sys.getprofile(), threading.getprofile() if hasattr(threading, "getprofile") else None)
+            threading.setprofile(self.hook)
+            sys.setprofile(self.hook)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.codes:
+            mine = sys.getprofile() is self.hook
+            self.closing = True
+            sys.setprofile(self._before[0])
+            threading.setprofile(self._before[1])
+            if not mine and self.ITSELF not in self.seen:
+                self.seen.append(self.ITSELF)
 
 
 def _tripwire(exercise: str, label: str, original: Any) -> Callable[..., Any]:

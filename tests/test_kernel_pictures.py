@@ -14,7 +14,7 @@ import pytest
 from gpucourse import kernel_diagram as kd
 from grader import kernels
 from grader.labs import lab05b_kernel_puzzles as lab
-from tests.test_lab05b_kernel_puzzles import WRONG, _gid, _solutions, _wrong
+from tests.test_lab05b_kernel_puzzles import NS, WRONG, _gid, _solutions, _wrong, cuda
 
 
 def _run(name: str, fn):
@@ -159,3 +159,30 @@ def test_the_readme_pictures_are_current(tmp_path):
         now = np.asarray(Image.open(fresh).convert("L"), dtype=np.int16)
         assert committed.shape == now.shape, fresh.name
         assert (np.abs(committed - now) > 32).mean() < 0.005, f"{fresh.name}: run python -m tests.make_readme_pictures"
+
+
+def _barrier_in_an_if() -> str:
+    """The solution's dot with the tree's barrier moved inside `if t < stride:` (only the working threads reach it)."""
+    from pathlib import Path
+
+    from grader.scratch import load_notebook, solution_cells
+
+    src = solution_cells(load_notebook(Path(lab.__file__).parents[2] / "solutions" / "lab05b_kernel_puzzles" /
+                                       "lab05b_kernel_puzzles.ipynb"))["ex10_dot"]
+    right = "            s[t] += s[t + stride]\n        cuda.syncthreads()\n"
+    assert right in src, "the solution's tree changed: update this test's edit"
+    return src.replace(right, "            s[t] += s[t + stride]\n            cuda.syncthreads()\n")
+
+
+def test_what_memory_does_not_show_is_written_in_red_above_the_picture(solved):
+    """A barrier inside an `if` leaves memory as the right kernel does on the executor (r18 F5): the picture's
+    memory panels can be the same, so the check's finding is drawn above them, and the right kernel has none."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fn = kernels.load_kernel(_barrier_in_an_if(), "dot", NS, cuda)
+    _, pic, _ = _run("dot", fn)
+    assert pic.problem.startswith("barrier divergence") and not solved["dot"][1].problem
+    fig = kd.draw(pic)
+    red = [t for t in fig.texts if t.get_text().startswith("the check fails: barrier divergence")]
+    assert red and red[0].get_color() == "#cb181d" and red[0].get_fontsize() >= kd.FONT_PT

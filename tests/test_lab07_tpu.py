@@ -449,3 +449,32 @@ def test_fused_dense_wrong_numbers_from_a_k_first_grid_get_the_grid_order_hint()
     with pytest.raises(CheckFailure) as info:
         lab7.problems["fused_dense"].check(k_first)
     assert "elements are wrong" in str(info.value) and "Put the reduction (k) axis last" in str(info.value)
+
+
+_HLO_WITH_A_LOOP = """HloModule jit_body
+
+%wrapped_add (p0: f32[4,2], p1: f32[4,2]) -> f32[4,2] {
+  ROOT %add = f32[4,2]{1,0} add(f32[4,2]{1,0} %p0, f32[4,2]{1,0} %p1)
+}
+
+%step (param: (s32[], f32[4,2])) -> (s32[], f32[4,2]) {
+  %cp = f32[4,2]{1,0} collective-permute(f32[4,2]{1,0} %x), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  %sum = f32[4,2]{1,0} fusion(%cp, %x), kind=kLoop, calls=%wrapped_add
+}
+
+%cond (param.1: (s32[], f32[4,2])) -> pred[] {
+  ROOT %lt = pred[] compare(s32[] %i, s32[] %n), direction=LT
+}
+
+ENTRY %main (param.3: f32[4,2]) -> f32[4,2] {
+  %ar = f32[4,2]{1,0} all-reduce(f32[4,2]{1,0} %param.3), replica_groups={{0,1}}, to_apply=%wrapped_add
+  %w = (s32[], f32[4,2]{1,0}) while(%t), condition=%cond, body=%step, metadata={op_name="cond/branch_1_fun/while"}
+}
+"""
+
+
+def test_collectives_a_while_runs_are_found_in_the_compiled_program():
+    """The HLO backstop of "no collective inside a loop" (read r14: a fori_loop inside a lax.cond branch escaped the
+    jaxpr walk): a collective in a while's body counts, one outside any loop does not."""
+    assert lab.hlo_looped_collectives(_HLO_WITH_A_LOOP) == ["collective-permute"]
+    assert lab.hlo_looped_collectives(_HLO_WITH_A_LOOP.replace("while(", "tuple(")) == []

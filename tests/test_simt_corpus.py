@@ -17,6 +17,8 @@ import pytest
 from gpucourse import simt
 from tests.simt_corpus import kernels as K
 
+MM_TPB, TPB = K.MM_TPB, K.TPB  # shapes of shared arrays are plain names: numba-cuda refuses `K.TPB` there
+
 ROOT = Path(__file__).resolve().parent.parent
 cuda = simt.cuda
 
@@ -72,8 +74,8 @@ def test_case_agrees_and_is_reported_clean(k, simulated):
 
 @cuda.jit
 def matmul_no_sync(out, a, b, size):  # puzzle 14 without its barriers
-    a_shared = cuda.shared.array((K.MM_TPB, K.MM_TPB), np.float32)
-    b_shared = cuda.shared.array((K.MM_TPB, K.MM_TPB), np.float32)
+    a_shared = cuda.shared.array((MM_TPB, MM_TPB), np.float32)
+    b_shared = cuda.shared.array((MM_TPB, MM_TPB), np.float32)
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     j = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     local_i, local_j = cuda.threadIdx.x, cuda.threadIdx.y
@@ -91,7 +93,7 @@ def matmul_no_sync(out, a, b, size):  # puzzle 14 without its barriers
 
 @cuda.jit
 def block_sum_sync_in_branch(out, a, size):  # puzzle 12 with the barrier inside the branch
-    cache = cuda.shared.array(K.TPB, np.float32)
+    cache = cuda.shared.array(TPB, np.float32)
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     local_i = cuda.threadIdx.x
     cache[local_i] = a[i] if i < size else 0.0
@@ -108,7 +110,7 @@ def block_sum_sync_in_branch(out, a, size):  # puzzle 12 with the barrier inside
 
 @cuda.jit
 def pool_unguarded_tile(out, a, size):  # puzzle 9 that forgets to load the last elements, then uses them
-    shared = cuda.shared.array(K.TPB, np.float32)
+    shared = cuda.shared.array(TPB, np.float32)
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     local_i = cuda.threadIdx.x
     if i < size - 2:

@@ -9,10 +9,13 @@ A kernel that runs here must compile there: otherwise the executor stops with a 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from gpucourse import simt
+from gpucourse.simt.errors import NotModelled
 from tests.simt_corpus import typing_cases as T
 
 cuda = simt.cuda
@@ -239,3 +242,30 @@ def test_the_executor_runs_what_numba_cuda_compiles_and_refuses_what_it_refuses(
     assert numba_cuda_verdicts[name] is not None, f"{name}: numba-cuda failed with something other than a TypingError"
     assert numba_cuda_verdicts[name] == T.CASES[i][3], f"{name}: numba-cuda's verdict changed"
     assert _executor_runs(i) == T.CASES[i][3], f"{name}: the executor disagrees with numba-cuda"
+
+
+def _executor_refusal(fn) -> str | None:
+    """None when the executor runs ``fn`` on 32 threads; else its message (a refusal it explains)."""
+    fn.__globals__["cuda"] = cuda
+    try:
+        simt.run(cuda.jit(fn), 1, 32, np.arange(32, dtype=np.float32), np.zeros(32, np.float32))
+    except (simt.KernelError, NotModelled) as exc:  # NotModelled: refused from its source, before it runs
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("i", range(len(T.CONSTRUCTS)), ids=T.construct_id)
+def test_the_executor_refuses_the_python_numba_cuda_refuses(i, numba_cuda_verdicts):
+    """Constructs from the r17/r18 reads (shapes from expressions, global lists, np.exp, try, f-strings, ...):
+    numba-cuda's compiler is the judge; the executor refuses what it refuses, with a sentence that says why, and runs
+    what it compiles, except the few it says it does not model (np.sum, array methods)."""
+    fn, compiles, executor_runs = T.CONSTRUCTS[i]
+    verdict = numba_cuda_verdicts[fn.__name__]
+    assert (verdict is True) == compiles, f"{fn.__name__}: numba-cuda's verdict changed: {verdict}\n{fn.body}"
+    refusal = _executor_refusal(fn)
+    if compiles and executor_runs is None:
+        assert refusal is None, f"{fn.__name__}: numba-cuda compiles it, the executor refuses:\n{refusal}"
+    else:
+        assert refusal is not None, f"{fn.__name__}: numba-cuda refuses it ({verdict}), the executor runs it"
+        want = "does not model" if compiles else "numba-cuda|does not compile for a GPU|not compile"
+        assert re.search(want, refusal), f"{fn.__name__}: the refusal does not say why:\n{refusal}"

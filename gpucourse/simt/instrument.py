@@ -197,6 +197,10 @@ def _compile(fn: types.FunctionType, trace: bool) -> Compiled:
     node, offset = found
     node.decorator_list = []
     ast.increment_lineno(node, offset)  # the source file's own line numbers, before they are baked into the calls
+    refused = numba_refusals(node)
+    if refused:
+        line, what, why = refused[0]
+        raise NotModelled(f"{what} inside a kernel{where(fn.__code__, line)}", why)
     runtime_shapes = runtime_array_shapes(node)
     inst = _Instrument(trace)
     node.body = inst.stmts(_without_docstring(node.body))
@@ -229,6 +233,12 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
     what cannot be constant is flagged: a kernel parameter (``n``, ``a.shape[0]``) or the thread geometry
     (``cuda.blockDim.x``); a local name may hold a literal, so it passes."""
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    local_values: dict[str, list[ast.expr]] = {}  # a local name's assigned values: `n = 10` compiles, `n = SB + 2` not
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    local_values.setdefault(target.id, []).append(node.value)
     out: dict[int, str] = {}
     for call in ast.walk(fn):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "array"
@@ -237,6 +247,7 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
         shape = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "shape"), None)
         if shape is None:
             continue
+        kind = call.func.value.attr
         for sub in ast.walk(shape):
             if isinstance(sub, ast.Name) and sub.id in params:
                 why = f"the kernel argument `{sub.id}`"
@@ -244,11 +255,74 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
                 why = f"`{sub.attr}`, known only when the kernel runs"
             else:
                 continue
-            out[call.lineno] = (f"the shape of cuda.{call.func.value.attr}.array uses {why}: numba-cuda needs a "
+            out[call.lineno] = (f"the shape of cuda.{kind}.array uses {why}: numba-cuda needs a "
                                 "compile-time constant (an integer literal, a global constant, or a tuple of them), "
                                 "so this kernel does not compile for a GPU")
             break
+        else:
+            parts = shape.elts if isinstance(shape, ast.Tuple) else [shape]
+            odd = next((p for p in parts if not (_literal_int(p) or (
+                isinstance(p, ast.Name) and all(_literal_int(v) for v in local_values.get(p.id, []))))), None)
+            if odd is not None:
+                # numba-cuda types `SB + 2` or `lab.POOL_SLOTS` as an int64 value, not a literal, and refuses it
+                # ("No implementation of function shared.array ... array(int64, class(float32))")
+                out[call.lineno] = (f"the shape of cuda.{kind}.array is the expression `{ast.unparse(odd)}`: "
+                                    "numba-cuda needs an integer literal or a plain name (a global constant, or a "
+                                    "tuple of them) and types an expression or an attribute as an int64 value, so "
+                                    "this kernel does not compile for a GPU. Name it outside the kernel, "
+                                    f"e.g. `SLOTS = {ast.unparse(odd)}`.")
     return out
+
+
+def _literal_int(node: ast.expr) -> bool:
+    """An integer literal, or arithmetic of integer literals (CPython folds `8 + 2` to 10 before numba sees it)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _literal_int(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _literal_int(node.left) and _literal_int(node.right)
+    return False
+
+
+# Python that runs here but that numba-cuda refuses to compile in a kernel (each checked against compile_ptx in
+# tests/simt_corpus/typing_cases.py), and isinstance(), which numba-cuda compiles and the executor does not model:
+# (what, why), found in the kernel's source before it runs
+_NO_HEAP = "numba-cuda cannot build it in a kernel (there is no heap): use a tuple or cuda.local.array"
+
+
+def numba_refusals(fn: ast.FunctionDef) -> list[tuple[int, str, str]]:
+    """(line, what, why) for each construct of ``fn`` that numba-cuda refuses to compile in a kernel."""
+    out: list[tuple[int, str, str]] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Try):
+            out.append((node.lineno, "`try`/`except`", "numba-cuda compiles no exception handling in a kernel"))
+        elif isinstance(node, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)):
+            out.append((node.lineno, "a dict or set", _NO_HEAP))
+        elif isinstance(node, ast.ListComp) or (isinstance(node, ast.Assign) and isinstance(node.value, ast.List)):
+            out.append((node.lineno, "a list comprehension or a list kept in a variable", _NO_HEAP))
+        elif isinstance(node, ast.JoinedStr):
+            out.append((node.lineno, "an f-string", "numba-cuda's print takes constants and values, not formatted "
+                                                    "strings: print(\"x =\", x)"))
+        elif isinstance(node, ast.NamedExpr):
+            out.append((node.lineno, "the `:=` operator", "numba-cuda refuses it in a kernel: assign on a line of "
+                                                          "its own"))
+        elif isinstance(node, (ast.Assign, ast.AugAssign)) and any(
+                isinstance(t, ast.Subscript) and any(isinstance(x, ast.Slice) for x in ast.walk(t.slice))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+            out.append((node.lineno, "assigning to a slice (`out[:] = ...`)",
+                        "numba-cuda cannot copy an array in a kernel: each thread writes its own elements"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hash", "dict",
+                                                                                                  "set"):
+            out.append((node.lineno, f"{node.func.id}()", "numba-cuda has no implementation of it for the GPU"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            out.append((node.lineno, "isinstance()", "numba-cuda decides it when it compiles (a kernel's types are "
+                                                     "fixed then); this executor does not model it: drop the test"))
+        elif isinstance(node, ast.Attribute) and node.attr == "fsum" and isinstance(node.value, ast.Name) \
+                and node.value.id == "math":
+            out.append((node.lineno, "math.fsum", "numba-cuda has no implementation of it for the GPU: add in a "
+                                                  "loop"))
+    return sorted(out)
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -320,15 +394,9 @@ def _plain_record(cls: type) -> bool:
     return cls.__bases__ == (tuple,) and hasattr(cls, "_fields") and own <= _NAMEDTUPLE_OWN
 
 
-def _plain_data(v: Any, depth: int = 0) -> bool:
-    """Constants, arrays, and lists or dicts of them (a test's sink list): nothing that leads anywhere else."""
-    if _constant(v) or isinstance(v, (np.ndarray, np.dtype)):
-        return True
-    if depth < 3 and isinstance(v, list):
-        return all(_plain_data(x, depth + 1) for x in v)
-    if depth < 3 and isinstance(v, dict):
-        return all(_constant(k) and _plain_data(x, depth + 1) for k, x in v.items())
-    return False
+def _plain_data(v: Any) -> bool:
+    """What numba-cuda freezes into a kernel as a constant: numbers, strings, tuples of them, arrays, dtypes."""
+    return _constant(v) or isinstance(v, (np.ndarray, np.dtype))
 
 
 def refuse_reflection(code: types.CodeType, name: str) -> None:
@@ -359,17 +427,19 @@ class _Refused:
     """What a kernel's global or closure value becomes when numba-cuda could not call it from a kernel (a plain
     Python function, a class, a module other than math / numpy / numba): using it raises NotModelled."""
 
-    def __init__(self, name: str, what: str):
-        self._name, self._what = name, what
+    def __init__(self, name: str, what: str, hint: str = ""):
+        self._name, self._what, self._hint = name, what, hint
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise NotModelled(f"calling or using `{self._name}` ({self._what}) inside a kernel",
-                          "numba-cuda refuses to compile it: a kernel calls only @cuda.jit(device=True) functions, math and "
-                          "the NumPy scalar types")
+                          self._hint or "numba-cuda refuses to compile it: a kernel calls only @cuda.jit(device=True) "
+                                        "functions, math and the NumPy scalar types")
 
     __call__ = _refuse
     __getattr__ = _refuse
     __getitem__ = _refuse
+    __iter__ = _refuse
+    __len__ = _refuse
 
 
 class _ModuleView:
@@ -428,7 +498,39 @@ class _NumpyProxy(types.ModuleType):
             self.__dict__[name] = SCALAR_TYPES[name]
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_real"], name)
+        v = getattr(self.__dict__["_real"], name)
+        refused = _numpy_refusal(v, f"np.{name}")
+        return v if refused is None else refused
+
+
+# The NumPy ufuncs numba-cuda has a CUDA implementation of: the names of ``numba.cuda.ufuncs.ufunc_db()`` (numba-cuda
+# 0.30; tests/test_simt_types.py checks this set against the installed numba-cuda's table and its compiler). Any other
+# ufunc (np.exp, np.sqrt, np.add, np.abs) fails to compile in a kernel (KeyError in get_ufunc_info): use math.exp.
+NUMBA_CUDA_UFUNCS = frozenset({
+    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "conjugate", "cos", "cosh", "deg2rad", "degrees", "divide", "equal", "fmax", "fmin", "greater",
+    "greater_equal", "hypot", "invert", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log2",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "not_equal", "rad2deg",
+    "radians", "right_shift", "sin", "sinh", "tan", "tanh"})
+
+
+def _numpy_refusal(v: Any, name: str) -> "_Refused | None":
+    """A :class:`_Refused` for a NumPy attribute numba-cuda cannot compile in a kernel (a ufunc outside its table,
+    an allocator or any other NumPy function); None for the types, dtypes, constants and the ufuncs it has."""
+    if isinstance(v, np.ufunc):
+        if v.__name__ in NUMBA_CUDA_UFUNCS:
+            return None
+        alt = f"math.{v.__name__}" if hasattr(math_module, v.__name__) else "the math module or plain arithmetic"
+        return _Refused(name, f"the NumPy ufunc {v.__name__}",
+                        f"numba-cuda has no CUDA implementation of np.{v.__name__} (it compiles only "
+                        f"{len(NUMBA_CUDA_UFUNCS)} NumPy ufuncs in a kernel): use {alt}")
+    if callable(v) and not isinstance(v, type):
+        return _Refused(name, "a NumPy function",
+                        "numba-cuda refuses every NumPy function that allocates (np.zeros, np.empty, np.array, "
+                        "np.arange: use cuda.local.array or cuda.shared.array) and compiles a few others, such as "
+                        "np.sum of an array, as a loop in one thread; this executor models none of them: write the "
+                        "loop, or the parallel reduction the puzzle asks for")
+    return None
 
 
 _NUMPY_PROXY = _NumpyProxy(np)
@@ -443,6 +545,11 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str 
         return _NUMPY_PROXY
     if isinstance(v, type) and v in _NP_SCALARS:
         return SCALAR_TYPES[_NP_SCALARS[v]]  # `from numpy import float32`
+    if isinstance(v, np.ufunc) or (callable(v) and (getattr(v, "__module__", None) or "").startswith("numpy")
+                                   and not isinstance(v, type)):
+        refused = _numpy_refusal(v, name)  # `from numpy import exp`, `from numpy import empty`
+        if refused is not None:
+            return refused
     if isinstance(v, types.ModuleType):
         if is_numba_cuda_module(v):
             sub = v.__name__.split(".")[2:]
@@ -475,9 +582,15 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str 
             isinstance(v, types.BuiltinFunctionType)
             and getattr(v, "__module__", None) not in ("math", "cmath", "_operator", "operator")):
         return _Refused(name, f"a {type(v).__name__}, not @cuda.jit(device=True)")  # functools.partial, a method
+    if isinstance(v, (list, dict, set)):
+        # numba-cuda freezes tuples into a kernel, not lists (a global list fails to lower: "reflected list"), and a
+        # container could hand the kernel anything (sys.modules, a module, the raw data)
+        example = f" (write {tuple(v)!r})" if isinstance(v, list) and len(v) <= 8 and all(map(_constant, v)) else ""
+        return _Refused(name, f"a {type(v).__name__}",
+                        f"numba-cuda compiles a global tuple into a kernel, not a {type(v).__name__}: use a "
+                        f"tuple{example}")
     if not (callable(v) or _plain_data(v)):
-        # a dict, a list, an object: numba-cuda freezes only constants (numbers, strings, tuples, arrays) into a
-        # kernel, and a container could hand the kernel anything (sys.modules, a module, the raw data)
+        # an object: numba-cuda freezes only constants (numbers, strings, tuples, arrays) into a kernel
         return _Refused(name, f"a {type(v).__name__}: a kernel's globals are constants, arrays, modules and "
                               "device functions")
     return v

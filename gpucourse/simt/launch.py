@@ -430,8 +430,8 @@ class Launch(Barriers, WarpOps):
     def _constant_shape(self, site: tuple, instead: str) -> None:
         c = self.compiled.get(site[0])
         why = c.runtime_shapes.get(site[1]) if c is not None else None
-        if why:
-            raise TypeError(f"{why}; use {instead}")
+        if why:  # a run-time shape gets what to use instead; an expression's message already says (it ends in ".")
+            raise TypeError(why if why.endswith(".") else f"{why}; use {instead}")
 
     def _array_name(self, site: tuple) -> str:
         name = self._shared_names.get(site)

@@ -119,7 +119,10 @@ class TracedArray:
 
     def __getattr__(self, name: str) -> Any:
         raise NotModelled(f"the array attribute or method `.{name}` inside a kernel",
-                          "numba-cuda compiles only a few array methods in kernels (no allocation is possible there)")
+                          "numba-cuda refuses the methods that allocate (.copy(), .ravel()) and compiles some others "
+                          "(.sum(), .fill(), .reshape(), .view(), .argmax(), .flat) as serial code in one thread; "
+                          "this executor models only .size, .shape, .ndim, .dtype, .itemsize, .nbytes, .strides "
+                          "and .T: write the loop, or the parallel version the puzzle asks for")
 
     def _whole(self, *_: Any) -> Any:
         raise TypeError("whole-array arithmetic does not compile in a CUDA kernel: numba-cuda kernels cannot "

@@ -140,7 +140,8 @@ MLP_BACKWARD = ByHand(
         mlp_backward(X, W1, W2, G) -> (dW1, dW2, dX)
         A 2-layer MLP without biases, row convention:   Z = X @ W1,   H = relu(Z),   Y = H @ W2.
         X: (B, d_in), W1: (d_in, h), W2: (h, d_out). G = ∂L/∂Y has Y's shape (B, d_out).
-        Return ∂L/∂W1, ∂L/∂W2 and ∂L/∂X (NumPy float64 arrays with the shapes of W1, W2, X), computed with
+        Return ∂L/∂W1, ∂L/∂W2 and ∂L/∂X (NumPy arrays with the shapes of W1, W2, X; float64 or float32, compared
+        within float32's rounding), computed with
         matrix products (@) and one elementwise mask — by hand: JAX's autodiff (jax.vjp, jax.grad,
         jax.value_and_grad, jax.linear_transpose, jax.jacrev/jacfwd, jax.linearize, jax.jvp, and the Taylor-mode
         jax.experimental.jet) is refused while your function runs. relu'(z) = 1 where z > 0, else 0.
@@ -501,10 +502,11 @@ def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
     expect_type(what, got, (bool, np.bool_), "True or False")
     if expected:  # a right backward judged wrong: most often a test too strict for float32, or a crash of yours
         hint = ("this backward is right: the forward computes in float32, so a finite difference with a tiny step "
-                "(1e-6, 1e-8: float64's habits) is rounding noise — take a step near 1e-3 and a relative "
-                "tolerance near 1e-3 of the dot products themselves (|⟨dy, J·u⟩| + |⟨dx, u⟩|) on small shapes, plus "
-                "the outputs' own rounding, about 2^-23·Σ|dy|·|f(x±εu)|/ε (large outputs that move little) — a sum "
-                "of absolute values over a large x grows with its size and accepts a few per cent; the forward "
+                "(1e-6, 1e-8: float64's habits) is rounding noise — take a step near 1e-3, and a tolerance of two "
+                "terms, both needed: 1e-3 of the dot products themselves (|⟨dy, J·u⟩| + |⟨dx, u⟩|) PLUS the outputs' "
+                "own rounding, about 2^-23·Σ|dy|·|f(x±εu)|/ε (without it a right backward of an op with large "
+                "outputs that move little fails) — on small shapes: a sum of absolute values over a large x grows "
+                "with its size and accepts a few per cent; the forward "
                 "cannot be traced by JAX "
                 "(jax.vjp/jax.grad of it raise), and a crash or a wrong shape of yours would also reject it")
     else:
@@ -516,8 +518,17 @@ def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
     expect_equal(what, bool(got), expected, hint)
 
 
-IS_CORRECT_BACKWARD = Problem(
+# JAX's own gradient tests do the dot-product test for you (the seventh attack: check_vjp on the black boxes, with
+# NumPy callables): off limits while is_correct_backward runs
+GRADIENT_TESTS = ("jax.test_util.check_grads", "jax.test_util.check_jvp", "jax.test_util.check_vjp")
+GRADIENT_TEST_INTERNALS = tuple(f"jax._src.public_test_util.{name}" for name in (
+    "check_grads", "check_jvp", "check_vjp", "numerical_jvp", "check_close"))
+
+IS_CORRECT_BACKWARD = ByHand(
     name="is_correct_backward",
+    forbid=GRADIENT_TESTS,
+    forbid_internals=GRADIENT_TEST_INTERNALS,
+    why="JAX's gradient test: this exercise is to write the dot-product test with finite differences yourself",
     spec="""
         is_correct_backward(forward, backward) -> bool
         forward(x) -> y is an operation given only as a black box: a NumPy function that takes a 2-D array x of

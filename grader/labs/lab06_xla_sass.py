@@ -238,7 +238,8 @@ BIAS_GELU = _JitProblem(
     spec="""
         fused_bias_gelu(x, b, r) -> r + gelu(x + b), with JAX (jax.numpy), for x, r: (m, n) and b: (n,) broadcast
         over the rows; every array has the same dtype (float32 or bfloat16) and so must the result.
-        gelu is the tanh approximation: gelu(u) = 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³))).
+        gelu is the tanh approximation: gelu(u) = 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³))) (what
+        jax.nn.gelu(u, approximate=True) computes: use it or write it out; the exercise is what XLA makes of it).
         The checker jits your function and reads the optimized HLO: it must be exactly ONE fusion with no other
         compute op, XLA's bytes accessed must equal inputs read once + output written once, and buffer
         assignment must reserve no temporary memory (no materialized intermediate).

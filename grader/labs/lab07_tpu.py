@@ -20,6 +20,7 @@ This module imports JAX only inside the functions that need it, so importing it 
 from __future__ import annotations
 
 import itertools
+import re
 import textwrap
 from typing import Any, Callable
 
@@ -490,19 +491,25 @@ def _spec(entries: Any, mesh_shape: tuple[int, int]) -> list[Any]:
     return out
 
 
-def _primitives(jaxpr: Any) -> set[str]:
-    """Every primitive of a jaxpr and of the jaxprs inside it."""
-    import jax
+def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+    """The jaxprs an equation holds: a parameter that is one (a ClosedJaxpr's .jaxpr too), or a tuple or list of
+    them (cond's ``branches``)."""
+    out = []
+    for v in params.values():
+        for item in (v if isinstance(v, (tuple, list)) else (v,)):
+            inner = getattr(item, "jaxpr", item)
+            if hasattr(inner, "eqns"):
+                out.append(inner)
+    return out
 
+
+def _primitives(jaxpr: Any) -> set[str]:
+    """Every primitive of a jaxpr and of the jaxprs inside it (cond's branches included)."""
     found = set()
     for eqn in jaxpr.eqns:
         found.add(eqn.primitive.name)
-        for sub in jax.core.jaxprs_in_params(eqn.params) if hasattr(jax.core, "jaxprs_in_params") else ():
+        for sub in _sub_jaxprs(eqn.params):
             found |= _primitives(sub)
-        for v in eqn.params.values():
-            inner = getattr(v, "jaxpr", v)
-            if hasattr(inner, "eqns"):
-                found |= _primitives(inner)
     return found
 
 
@@ -515,13 +522,42 @@ def _looped_collectives(jaxpr: Any) -> set[str]:
     count, so its bytes cannot be read from the listing)."""
     found = set()
     for eqn in jaxpr.eqns:
-        inner = [getattr(v, "jaxpr", v) for v in eqn.params.values()]
-        inner = [j for j in inner if hasattr(j, "eqns")]
+        inner = _sub_jaxprs(eqn.params)  # cond's branches too: a loop hidden in a branch is still a loop
         if eqn.primitive.name in LOOP_PRIMITIVES:
             found |= {p for j in inner for p in _primitives(j) if any(c in p for c in COLLECTIVE_PRIMITIVES)}
         for j in inner:
             found |= _looped_collectives(j)
     return found
+
+
+_HLO_COLLECTIVE = re.compile(r"\b(all-gather|all-reduce|collective-permute|all-to-all|reduce-scatter)(?:-start)?\(")
+_HLO_CALLED = re.compile(r"\b(?:body|condition|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")
+
+
+def hlo_looped_collectives(hlo: str) -> list[str]:
+    """The collectives of a compiled program that sit in a computation a ``while`` runs (its body or condition, or
+    anything they call): the listing shows each once, whatever the trip count. Read from the HLO itself, however the
+    jaxpr nested the loop (a fori_loop inside a cond's branch, say)."""
+    computations: dict[str, list[str]] = {}
+    current = None
+    for line in hlo.splitlines():
+        head = re.match(r"\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
+        if head and "=" not in line.split("(", 1)[0]:
+            current = computations.setdefault(head.group(1), [])
+        elif current is not None:
+            current.append(line)
+    called = {name: set(_HLO_CALLED.findall("\n".join(body))) | {
+        c.strip().lstrip("%") for m in re.findall(r"branch_computations=\{([^}]*)\}", "\n".join(body))
+        for c in m.split(",")} for name, body in computations.items()}
+    todo = [c for body in computations.values() for line in body if " while(" in line
+            for c in re.findall(r"\b(?:body|condition)=%?([\w.\-]+)", line)]
+    reached: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += list(called.get(name, ()))
+    return sorted({m for name in reached for line in computations.get(name, []) for m in _HLO_COLLECTIVE.findall(line)})
 
 
 def shard_map_facts(closed: Any, mesh_shape: tuple[int, int]) -> dict[str, Any]:
@@ -534,6 +570,9 @@ def shard_map_facts(closed: Any, mesh_shape: tuple[int, int]) -> dict[str, Any]:
     facts: dict[str, Any] = {"top": [e.primitive.name for e in jaxpr.eqns], "whole": False, "in_specs": None,
                              "out_specs": None, "manual": None,
                              "callbacks": sorted(p for p in _primitives(jaxpr) if "callback" in p),
+                             # a Pallas kernel inside the shard_map can copy between devices itself (remote DMA),
+                             # which no collective in the HLO shows
+                             "pallas": sorted(p for p in _primitives(jaxpr) if "pallas" in p),
                              "looped": sorted(_looped_collectives(jaxpr))}
     if facts["top"] == ["shard_map"]:
         eqn = jaxpr.eqns[0]
@@ -589,6 +628,11 @@ class ShardMapProblem(ObservedProblem):
                 hlo = jitted.lower(a, b).compile().as_text()
             seen["collectives"] = [[c.kind, c.elements, c.itemsize, c.group_size]
                                    for c in interconnect.hlo_collectives(hlo)]
+            # the compiled program's calls back into Python (an interpreted Pallas kernel's remote copies compile to
+            # them): whatever they move, no collective shows it
+            seen["structure"]["hlo_callbacks"] = sorted(set(re.findall(
+                r'custom_call_target="([^"]*(?:callback|python)[^"]*)"', hlo, flags=re.I)))
+            seen["structure"]["hlo_looped"] = hlo_looped_collectives(hlo)
         except NotImplementedError:
             raise
         except CheckFailure as exc:
@@ -612,11 +656,18 @@ class ShardMapProblem(ObservedProblem):
                 f"{what}: your program must be ONE jax.shard_map of A and B, with nothing outside it; its top level "
                 f"is {s.get('top')}. Outside shard_map, jit partitions automatically and inserts the collectives "
                 "for you: writing them is this exercise")
-        if s.get("callbacks"):
-            raise CheckFailure(f"{what}: your program calls back into Python ({', '.join(s['callbacks'])}): every "
-                               "device must compute with what it holds and what the collectives bring it")
-        if s.get("looped"):
-            raise CheckFailure(f"{what}: your program runs collectives inside a loop ({', '.join(s['looped'])} in "
+        if s.get("pallas"):
+            raise CheckFailure(f"{what}: your program runs a Pallas kernel ({', '.join(s['pallas'])}) inside the "
+                               "shard_map; a kernel can copy between devices itself (remote DMA), which the checker "
+                               "cannot count: write the local product with jnp and the communication with "
+                               "collectives")
+        if s.get("callbacks") or s.get("hlo_callbacks"):
+            raise CheckFailure(f"{what}: your program calls back into Python "
+                               f"({', '.join(s.get('callbacks') or s['hlo_callbacks'])}): every device must compute "
+                               "with what it holds and what the collectives bring it")
+        if s.get("looped") or s.get("hlo_looped"):
+            raise CheckFailure(f"{what}: your program runs collectives inside a loop "
+                               f"({', '.join(s.get('looped') or s['hlo_looped'])} in "
                                "a fori_loop, scan or while_loop); the checker reads each collective once from the "
                                "compiled program, so it cannot count a loop's: unroll it with a Python for")
         if s.get("manual") is not None and s["manual"] != ["x", "y"]:
@@ -680,8 +731,9 @@ SHARDED = ShardMapProblem(
         out_specs=P(*out_spec)) over both axes: body sees the block of A and of B its device holds and returns the
         device's block of C. Inside it, you write the communication: jax.lax.psum / psum_scatter (sum over an
         axis), jax.lax.all_gather (join pieces), jax.lax.axis_index (which piece a device owns, to slice with
-        jax.lax.dynamic_slice_in_dim) — no callbacks, and no collective inside a loop (jax.lax.fori_loop, scan,
-        while_loop: the checker counts a collective once, so unroll with a Python for). shard_map checks that what
+        jax.lax.dynamic_slice_in_dim) — no callbacks, no Pallas kernel (its remote copies are communication no
+        collective shows), and no collective inside a loop (jax.lax.fori_loop, scan, while_loop, in a lax.cond's
+        branch too: the checker counts a collective once, so unroll with a Python for). shard_map checks that what
         out_specs replicates over an axis is the same on every device of it: psum's result is, all_gather's is when
         you say so (to="invarying").
         The checker runs it on every case with fresh random float32 A and B, compares C with A @ B (float32

@@ -25,7 +25,11 @@ PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctype
                              r"\bget_objects\b|\bgi_frame\b|\bf_locals\b|\bf_back\b|\bcurrentframe\b|"
                              r"\binspect\.stack\b|__globals__|__code__|\bFunctionType\b|"
                              # another process, where no lock holds (XLA's count run in a child, say)
-                             r"\bsubprocess\b|\bos\.system\b|\bos\.popen\b|\bmultiprocessing\b|\bos\.fork\b")
+                             r"\bsubprocess\b|\bos\.system\b|\bos\.popen\b|\bmultiprocessing\b|\bos\.fork\b|"
+                             # another thread, started before a lock (its profile watch holds in this thread only)
+                             r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPool|\b_thread\b|"
+                             # the watch itself
+                             r"\bsetprofile\b|\bsettrace\b")
 # answer cells that write what an observation reads: the instrumentation the student's own process holds (the
 # device tracker's counters, the virtual clock and its workloads), attributes set by name or through __dict__,
 # the course's modules rebound, or a workload's true seconds (lab 1: work_s, first_s) or its clock read. The tamper

@@ -45,8 +45,10 @@
 #
 # **Budgets.** Each puzzle states a budget (global reads and writes per thread, shared memory per block, sectors
 # per request, SIMT efficiency, bank conflicts, atomics), and the checker enforces it on the course's instrumented
-# executor (`gpucourse.simt`): a right answer over budget fails, with the budget and by how much. Races, a
-# `cuda.syncthreads()` only part of a block reaches, and reads of memory nobody wrote always fail. Hidden tests use
+# executor (`gpucourse.simt`): a right answer over budget fails, with the budget and by how much. Races that
+# change a value, a `cuda.syncthreads()` only part of a block reaches, and reads of memory nobody wrote always fail
+# (two threads storing the same value to one address are counted on the passing line: racecheck warns of them, and
+# under CUDA's memory model they are still a race). Hidden tests use
 # other sizes (one element, exactly one block, not a multiple of the block) and adversarial values.
 #
 # **Pictures.** After each puzzle, `diagram` draws what *your* kernel did — which thread of which block read and
@@ -737,13 +739,14 @@ lab.problems["softmax_rows"].diagram(softmax_rows)
 #   the tile that bank-conflicts. Removing the conflict changes the shared-memory address arithmetic, not the
 #   accesses: the `IMAD` before each `STS` (store to shared) multiplies the tile row by the row stride, printed
 #   `0x21` (33 floats) against `0x20` (32); on the `LDS` (load from shared) side only the padded kernel lists an
-#   `IMAD` by `0x21` — the compiler forms `tx * 32` without a multiply. On the store side of `out`
+#   `IMAD` by `0x21` — unpadded, `tx * 32` needs no multiply (a shift will do). On the store side of `out`
 #   (`out[bx + j, by + tx] = tile[tx, j]`) a warp reads column `j` of the tile, lane `tx` its row `tx`: word
 #   `tx * stride + j`, in bank `(tx * stride + j) mod 32`.
 #   With stride 33 that bank differs for each of the 32 lanes; with stride 32 it is the same bank for all 32. The
 #   counts of `LDS` and `STS` printed are equal in both: a bank conflict is not an extra instruction — the hardware
 #   splits the warp's one `LDS` into conflict-free requests (wavefronts), one per distinct address in the busiest
-#   bank: 32 unpadded, 1 padded. The executor's conflict count in your check line is the number that differs.
+#   bank: 32 unpadded, 1 padded. That is the number that differs: `bank conflicts 1.0-way` on your check's passing
+#   line, a conflict failure naming the ways for the unpadded tile.
 # - **Warp reduction.** Each `cuda.shfl_down_sync(0xFFFFFFFF, v, offset)` is one PTX `shfl.sync.down.b32` and one
 #   SASS `SHFL.DOWN` (PTX keeps the offset in a register; SASS shows it as an immediate, `0x10` … `0x1`, and
 #   `0x1f` is the lane clamp): your loop was unrolled into five straight-line shuffles — no shared memory, no

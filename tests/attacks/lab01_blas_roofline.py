@@ -3,9 +3,10 @@ code.
 
 Every cell runs after the lab's setup cell (numpy as np, gpucourse as gc, the lab). Not listed, on purpose (the
 specs say these exercises are about *using* the model, and allow it): max_batch_within and min_batch_compute_bound
-by a loop over B with the layer's time or intensity (gc.datapath.roofline_time, gc.tpu.matmul_seconds with one
-itemsize — right only where the weights are in the activations' dtype — or gc.tpu.matmul_intensity), and
-min_size_for_fraction by a loop over n with Roofline.fraction once the student has counted each op. time_call is
+by a loop over B with the layer's time (gc.datapath.roofline_time) once the student has counted the layer's FLOPs
+and bytes, and min_size_for_fraction by a loop over n with Roofline.fraction once the student has counted each op.
+(The package's gc.tpu.matmul_seconds / matmul_intensity counted a matmul's FLOPs and bytes for any shape: the
+seventh independent attack answered gemv_cost, gemm_cost and three searches with them, so they are gone.) time_call is
 handed its clock (``clock``) and the stand-ins' work shows on that clock only: the course's gc.measure (called,
 loaded a second time, pasted) reads time.perf_counter and measures microseconds of Python.
 """
@@ -34,11 +35,6 @@ ATTACKS = {
 def gemm_cost(m, n, k, dtype):
     return square_gemm_counts(m, dtype)
 ''',
-        # gc.tpu.matmul_intensity's traffic (FLOPs / intensity): C written, never read — accumulate=True reads it
-        '''def gemm_cost(m, n, k, dtype, accumulate=False):
-    flops = 2 * m * n * k
-    return flops, round(flops / gc.tpu.matmul_intensity(m, k, n, np.dtype(dtype).itemsize))
-''',
     ],
     "ex3_max_batch_within": [
         # the old exercise's answer (Roofline.bound + roofline_time) on §1.3's layer counts (square W, float32 bytes)
@@ -53,20 +49,6 @@ def gemm_cost(m, n, k, dtype):
     if b == 0:
         return None
     return b, roof.bound(2 * n * n * b / ((n * n + 2 * n * b) * 4))
-''',
-        # gc.tpu.matmul_seconds in a loop, with one itemsize (the activations'): quantized weights ignored
-        '''import types
-
-def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
-    chip = types.SimpleNamespace(bf16_flops=peak_flops, hbm_bytes_per_s=bandwidth)
-    s = np.dtype(act_dtype).itemsize
-    if gc.tpu.matmul_seconds(chip, 1, d_in, d_out, s)["total"] > budget_s:
-        return None
-    b = 1
-    while gc.tpu.matmul_seconds(chip, b + 1, d_in, d_out, s)["total"] <= budget_s:
-        b += 1
-    t = gc.tpu.matmul_seconds(chip, b, d_in, d_out, s)
-    return b, ("compute" if t["math"] >= t["hbm"] else "memory")
 ''',
     ],
     "ex4_min_batch_compute_bound": [

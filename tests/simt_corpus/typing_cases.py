@@ -81,6 +81,82 @@ CASES = [
 ]
 
 
+# -- constructs: Python the executor could run but numba-cuda may refuse (found by expert reads r17/r18 of issue 22,
+# each compiled here by compile_ptx). Every kernel takes (x: float32[32], out: float32[32]) on 32 threads.
+
+import enum  # noqa: E402
+import linecache  # noqa: E402
+import math  # noqa: E402
+
+SB = 8
+SHAPE = (N_CONST, 33)
+OFFSETS_LIST = [16, 8, 4, 2, 1]
+OFFSETS_TUPLE = (16, 8, 4, 2, 1)
+TABLE = {"x": 1.0}
+
+
+class Colour(enum.Enum):
+    RED = 1
+
+
+def _k(body: str, name: str):
+    """A kernel from its body (x, out and t = threadIdx.x in scope), defined in this module: its globals are ours."""
+    src = f"def {name}(x, out):\n    t = cuda.threadIdx.x\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    filename = f"<typing_cases {name}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # inspect.getsource finds it
+    exec(compile(src, filename, "exec"), globals())
+    fn = globals()[name]
+    fn.body = body
+    return fn
+
+
+# (kernel, does numba-cuda compile it, does the executor run it: None = the same as numba-cuda, False = it refuses
+# with "does not model" though numba-cuda compiles it)
+CONSTRUCTS = [
+    (_k("s = cuda.shared.array(SB + 2, np.float32)\ns[t % 10] = x[t]\nout[t] = s[0]", "shape_expression"), False, None),
+    (_k("s = cuda.shared.array((N_CONST, N_CONST + 1), np.float32)\ns[t, 0] = x[t]\nout[t] = s[t, 0]",
+        "shape_tuple_expression"), False, None),
+    (_k("n = SB + 2\ns = cuda.shared.array(n, np.float32)\ns[t % 10] = x[t]\nout[t] = s[0]", "shape_local_expression"),
+     False, None),
+    (_k("s = cuda.shared.array(8 + 2, np.float32)\ns[t % 10] = x[t]\nout[t] = s[0]", "shape_folded_literals"),
+     True, None),
+    (_k("n = 10\ns = cuda.shared.array(n, np.float32)\ns[t % 10] = x[t]\nout[t] = s[0]", "shape_local_literal"),
+     True, None),
+    (_k("s = cuda.shared.array(SHAPE, np.float32)\ns[t, 0] = x[t]\nout[t] = s[t, 0]", "shape_global_tuple"), True, None),
+    (_k("v = x[t]\nfor off in OFFSETS_LIST:\n    v += off\nout[t] = v", "global_list"), False, None),
+    (_k("v = x[t]\nfor off in OFFSETS_TUPLE:\n    v += off\nout[t] = v", "global_tuple"), True, None),
+    (_k("out[t] = TABLE['x']", "global_dict"), False, None),
+    (_k("v = x[t]\nfor off in [16, 8]:\n    v += off\nout[t] = v", "for_over_a_list_literal"), True, None),
+    (_k("l = [x[t], x[0]]\nout[t] = l[1]", "local_list"), False, None),
+    (_k("v = x[t]\nfor k in [i for i in range(3)]:\n    v += k\nout[t] = v", "list_comprehension"), False, None),
+    (_k("d = {1: x[t]}\nout[t] = d[1]", "local_dict"), False, None),
+    (_k("s = {1, 2}\nout[t] = len(s)", "local_set"), False, None),
+    (_k("try:\n    out[t] = x[t]\nexcept Exception:\n    out[t] = 0", "try_except"), False, None),
+    (_k("print(f'{x[t]}')\nout[t] = 1", "f_string"), False, None),
+    (_k("print('x', x[t])\nout[t] = 1", "print_values"), True, None),
+    (_k("if (n := x.size) > 0:\n    out[t] = n", "walrus"), False, None),
+    (_k("if t == 0:\n    out[:] = x", "slice_assignment"), False, None),
+    (_k("if t == 0:\n    out[:2] += 1", "slice_augmented_assignment"), False, None),
+    (_k("b = x[1:]\nout[t] = b[0]", "slice_read"), True, None),
+    (_k("out[t] = hash(3)", "hash"), False, None),
+    (_k("out[t] = math.fsum((x[0], x[1]))", "math_fsum"), False, None),
+    (_k("out[t] = np.exp(x[t])", "np_exp"), False, None),
+    (_k("out[t] = np.sqrt(x[t])", "np_sqrt"), False, None),
+    (_k("out[t] = np.log(x[t] + 1)", "np_log"), True, None),
+    (_k("out[t] = math.exp(x[t])", "math_exp"), True, None),
+    (_k("tmp = np.empty(2, np.float32)\ntmp[0] = x[t]\nout[t] = tmp[0]", "np_empty"), False, None),
+    (_k("tmp = np.zeros(2, np.float32)\nout[t] = tmp[0]", "np_zeros"), False, None),
+    (_k("c = Colour.RED\nif c == Colour.RED:\n    out[t] = 1", "enum_compare"), True, None),
+    (_k("out[t] = np.float32(x[t]) + np.float32(np.pi)", "numpy_scalar_and_constant"), True, None),
+    (_k("if t == 0:\n    out[0] = np.sum(x)", "np_sum"), True, False),
+    (_k("if t == 0:\n    out[0] = x.sum()", "array_sum_method"), True, False),
+]
+
+
+def construct_id(i: int) -> str:
+    return CONSTRUCTS[i][0].__name__
+
+
 def case_id(i: int) -> str:
     fn, sig, _, _ = CASES[i]
     return f"{fn.__name__}:{sig}"
@@ -100,6 +176,13 @@ def main(out_path: str) -> None:
             verdicts[case_id(i)] = True
         except Exception as exc:  # noqa: BLE001 - a TypingError is the answer asked for
             verdicts[case_id(i)] = type(exc).__name__ != "TypingError" and None
+    for i, (fn, _, _) in enumerate(CONSTRUCTS):  # any failure is a refusal here (lowering fails in many ways)
+        fn.__globals__["cuda"] = real
+        try:
+            real.compile_ptx(fn, "void(float32[:], float32[:])", cc=(9, 0))
+            verdicts[construct_id(i)] = True
+        except Exception as exc:  # noqa: BLE001
+            verdicts[construct_id(i)] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     with open(out_path, "w") as f:
         json.dump(verdicts, f)
 
