@@ -173,8 +173,10 @@ def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarra
         shown = ", ".join(f"{name}[{', '.join(map(str, np.unravel_index(p, want.shape)))}] expected "
                           f"{want_flat[p]:.4g}, got {got_flat[p]:.4g}" for p in wrong[:3])
         n_gone = sum(1 for c in result.values() if GONE in c.marks)
+        unneeded = sum(1 for p in range(want_flat.size) if ok[p] and p not in written)  # already right as it was
         caption = (f"{len(wrong)} wrong" + (f" ({shown}{', …' if len(wrong) > 3 else ''})" if wrong else "")
-                   + f"; {n_gone} never written")
+                   + f"; {n_gone} needed but never written"
+                   + (f" ({unneeded} more not written, already right as launched)" if unneeded else ""))
         pic.panels.append(Panel(f"{name}: the answer (red: wrong, –: never written)", shape, result, caption))
     for name, space in report.spaces.items():
         if space != "shared":
@@ -287,7 +289,9 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
             marks = ("?" if UNINIT in cl.marks else "") + ("!" if RACE in cl.marks else "")
             text = cl.label
             if text and len(text + marks) * 0.085 > cell and cl.blocks:  # about 0.085 in per character at 9 pt
-                text = "×" + str(len(cl.label.replace("|", ",").split(",")))  # too wide: the count (marks kept)
+                parts = cl.label.replace("|", ",").split(",")  # too wide: the count (marks and repeats kept)
+                repeated = any(ch in "⁰¹²³⁴⁵⁶⁷⁸⁹" for ch in cl.label)
+                text = cl.label if cl.label.startswith("×") else f"×{len(parts)}{'²' if repeated else ''}"
             text += marks
             if text and (labelled or result and BAD in cl.marks and cell >= 0.3):
                 ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=FONT_PT,

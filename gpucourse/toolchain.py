@@ -350,10 +350,40 @@ def _function_source(fn: Callable | str) -> tuple[str, str]:
     else:
         src = textwrap.dedent(fn)
     src = re.sub(r"^@.*\n", "", src, flags=re.M)
-    name = re.search(r"^def\s+(\w+)", src, re.M)
-    if not name:
-        raise ValueError("expected the source of one `def kernel(...)` function")
-    return src, name.group(1)
+    return _one_def(src)
+
+
+_SIGNATURE = re.compile(r"(?!.*__)[A-Za-z0-9_\[\]:,\s().]+")
+
+
+def _signature(sig: str) -> str:
+    """A numba signature text (``void(float32[::1], int64)``): numba evaluates it, so nothing else is let through."""
+    if not isinstance(sig, str) or not _SIGNATURE.fullmatch(sig):
+        raise ValueError(f"not a numba signature: {sig!r} (e.g. \"void(float32[::1], float32[::1])\")")
+    return sig
+
+
+def _one_def(src: str) -> tuple[str, str]:
+    """(source, name) when ``src`` is exactly one ``def`` whose definition runs nothing: the child process execs it
+    before numba-cuda compiles it, so module-level statements, decorators, default values and annotations (all
+    evaluated when the def runs) are refused — the child compiles a kernel, it is not a place to run code (the eighth
+    independent attack ran XLA there, past lab 6's lock)."""
+    import ast
+
+    try:
+        tree = ast.parse(src)
+    except SyntaxError as exc:
+        raise ValueError(f"the kernel's source does not parse: {exc.msg} (line {exc.lineno})") from None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
+        raise ValueError("expected the source of exactly one `def kernel(...)` function, with nothing around it")
+    fn = tree.body[0]
+    a = fn.args
+    evaluated = [*fn.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None), fn.returns,
+                 *(x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x)]
+    if any(e is not None and not isinstance(e, ast.Constant) for e in evaluated):
+        raise ValueError(f"{fn.name}: a kernel compiled here takes no decorators, annotations or non-constant "
+                         "defaults (each is evaluated when the def runs)")
+    return src, fn.name
 
 
 def _compile_error(stderr: str) -> str:
@@ -377,7 +407,7 @@ def numba_ptx(fn: Callable | str, signature: str, cc: tuple[int, int] = (9, 0), 
     source, so it cannot close over notebook variables.
     """
     src, name = _function_source(fn)
-    return _numba_ptx(src, name, signature, tuple(cc), timeout)
+    return _numba_ptx(src, name, _signature(signature), tuple(cc), timeout)
 
 
 @lru_cache(maxsize=32)
@@ -434,7 +464,7 @@ def numba_ptx_many(kernels, cc: tuple[int, int] = (9, 0), timeout: float = 120) 
             if not key.isidentifier() or not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"constant {key}={value!r}: expected an identifier bound to an int or a float")
         prelude = "".join(f"{key} = {value!r}\n" for key, value in dict(constants).items())
-        jobs.append([prelude + src, name, signature])
+        jobs.append([prelude + src, name, _signature(signature)])
     if not jobs:
         return []
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}

@@ -128,6 +128,11 @@ def report_name(kernel: Any, i: int) -> str:
     return names[i] if i < len(names) else f"argument {i}"
 
 
+def _s(n: float) -> str:
+    """The plural ending for a count: "1 block", "2 blocks"."""
+    return "" if n == 1 else "s"
+
+
 def first_problem(report: simt.KernelReport) -> str | None:
     """The most serious finding of a launch, as one message with a hint; None when there is none."""
     if report.sync_errors:
@@ -292,11 +297,15 @@ class KernelProblem(ObservedProblem):
         budget = getattr(self.require, "budget", None)
         measured = budget.measured(report) if budget is not None else ""
         benign = int(getattr(report, "benign_races", 0))
-        races = (f"no races that change a value ({benign} unordered writes stored a value already there: racecheck "
-                 "warns of them, and on a GPU they are still races)") if benign else "no races"
-        return (f"{report.n_threads} threads in {report.n_blocks} blocks; per thread {g['reads']:.2f} global reads, "
-                f"{g['writes']:.2f} global writes, {report.per_thread('shared')['reads']:.2f} shared reads; "
-                f"SIMT efficiency {report.simt_efficiency:.1%}{capped}; {report.divergent_steps} divergent warp steps"
+        races = (f"no races that change a value ({benign} unordered write{_s(benign)} stored a value already "
+                 "there: under CUDA's memory model still a race, whatever the values)") if benign else "no races"
+        atomics = sum(report.atomic_updates(a) for a, sp in dict(report.spaces).items() if sp == "global")
+        return (f"{report.n_threads} threads in {report.n_blocks} block{_s(report.n_blocks)}; per thread "
+                f"{g['reads']:.2f} global reads, {g['writes']:.2f} global writes"
+                + (f" (and {atomics / report.n_threads:.2f} global atomic updates)" if atomics else "")
+                + f", {report.per_thread('shared')['reads']:.2f} shared reads; "
+                f"SIMT efficiency {report.simt_efficiency:.1%}{capped}; {report.divergent_steps} divergent warp "
+                f"step{_s(report.divergent_steps)}"
                 + (f"; {measured}" if measured else "")
                 + f"; {races}, no synchronisation errors, no uninitialised reads used"
                 + "".join(f"\n    note (not graded): {op}; unless the compiler folds a single operation with a "
@@ -447,11 +456,11 @@ class Budget:
                     f"budget is {most:g} ({s / most:.1f}× over): neighbouring threads (threadIdx.x) must access "
                     "neighbouring addresses (the last, contiguous axis)")
         if self.efficiency is not None and r.simt_efficiency < self.efficiency:
-            busiest = max(r.warps, key=lambda w: w.steps)
-            lanes = busiest.active / max(busiest.steps, 1)
-            if lanes < 4 and busiest.steps >= 16:
+            block, warp, steps, active = r.busiest_warp  # the live report and its data form both carry it
+            lanes = active / max(steps, 1)
+            if lanes < 4 and steps >= 16:
                 # a serial loop: the lanes that finished early are idle, not divergent (they exited)
-                fix = (f"warp {busiest.warp} of block {busiest.block} issued {busiest.steps} steps with {lanes:.1f} of "
+                fix = (f"warp {warp} of block {block} issued {steps} steps with {lanes:.1f} of "
                        "32 lanes active on average: one thread (or a few) loops over the work while the rest of its "
                        "warp has finished. Spread the work over the threads: a tree that halves the stride each step")
             else:
@@ -547,6 +556,11 @@ def diagram_picture(problem: KernelProblem, fn: Any, case: int | Case = 0) -> An
     where = case + 1 if isinstance(case, int) else "?"
     pic = kernel_diagram.picture(report, outs, f"{problem.name}: what your kernel did on visible case {where}")
     pic.problem = first_problem(report) or ""  # a barrier only part of a block reaches looks right in memory
+    if not pic.problem and problem.require and not stopped:  # over budget (a serial loop, bank conflicts, atomics)
+        try:
+            problem.require(report, case if isinstance(case, Case) else problem.visible[case], problem.name)
+        except CheckFailure as over:
+            pic.problem = str(over).split(": ", 1)[-1]
     pic.notes += [f"the launch stopped: {why} — drawn: what the threads did until then" for why in stopped]
     for why in stopped:  # an index out of bounds, drawn under its array
         hit = re.search(r"(\w+)\[([^\]]*)\] is out of bounds", why)

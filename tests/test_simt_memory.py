@@ -64,8 +64,15 @@ def test_slices_rows_and_views():
 @cuda.jit
 def slice_fill(a, b):
     if cuda.grid(1) == 0:
-        a[2:6] = 7.0
-        b[:] = a[::2]
+        a[2:6] = 7.0  # a scalar into a slice: numba-cuda compiles it (tests/simt_corpus/typing_cases.py)
+        for i in range(b.size):
+            b[i] = a[2 * i]
+
+
+@cuda.jit
+def slice_copy(a, b):
+    if cuda.grid(1) == 0:
+        b[:] = a[::2]  # an array into a slice: numba-cuda refuses it (r18's compile_ptx corpus)
 
 
 def test_slice_assignment_element_by_element():
@@ -74,6 +81,8 @@ def test_slice_assignment_element_by_element():
     np.testing.assert_array_equal(a, [0, 0, 7, 7, 7, 7, 0, 0, 0, 0])
     np.testing.assert_array_equal(b, [0, 7, 7, 0, 0])
     assert r.total("global", "w") == 4 + 5
+    with pytest.raises(simt.NotModelled, match="assigning to a slice"):
+        simt.run(slice_copy, 1, 1, a, b)
 
 
 @cuda.jit

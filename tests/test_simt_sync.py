@@ -400,3 +400,28 @@ def test_writes_of_the_value_already_there_are_benign():
     flag = np.zeros(1, np.int32)
     r = simt.run(flag_any, 2, 32, x, flag)
     assert flag[0] == 1 and r.race_count == 0 and r.benign_races == 63
+
+
+@cuda.jit
+def dot_tree_without_its_barrier(a, out, n):
+    """The dot-product tree with the barrier inside the loop dropped (GPU-Puzzles' classic mistake)."""
+    t = cuda.threadIdx.x
+    s = cuda.shared.array(64, np.float32)
+    s[t] = a[t] if t < n else np.float32(0)
+    cuda.syncthreads()
+    stride = 32
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        stride //= 2
+    if t == 0:
+        out[0] = s[0]
+
+
+def test_a_write_of_the_same_value_does_not_hide_a_later_race():
+    """Read r19 F4: past n the tree's first writes add 0 (the value already there); they must not erase the reads
+    they follow, or the value-changing write after them is never compared with thread 0's early read."""
+    a = np.arange(20, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    r = simt.run(dot_tree_without_its_barrier, 1, 64, a, out, 20)
+    assert r.race_count > 0 and any(x.kind == "write-after-read" for x in r.races), (r.race_count, r.benign_races)

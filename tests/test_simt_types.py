@@ -269,3 +269,12 @@ def test_the_executor_refuses_the_python_numba_cuda_refuses(i, numba_cuda_verdic
         assert refusal is not None, f"{fn.__name__}: numba-cuda refuses it ({verdict}), the executor runs it"
         want = "does not model" if compiles else "numba-cuda|does not compile for a GPU|not compile"
         assert re.search(want, refusal), f"{fn.__name__}: the refusal does not say why:\n{refusal}"
+
+
+def test_the_executors_tables_are_numba_cudas(numba_cuda_verdicts):
+    """The NumPy ufuncs and math functions a kernel may call here are the ones numba-cuda compiles: its own ufunc
+    table (numba.cuda.ufuncs.ufunc_db) and, for math, each function compiled with compile_ptx (sm_90, no GPU)."""
+    from gpucourse.simt import gpumath, instrument
+
+    assert set(numba_cuda_verdicts["__ufuncs__"]) == instrument.NUMBA_CUDA_UFUNCS
+    assert set(numba_cuda_verdicts["__math__"]) == gpumath.NUMBA_CUDA_MATH

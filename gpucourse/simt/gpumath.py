@@ -98,11 +98,33 @@ def _ldexp(x: Any, i: Any) -> Any:
         return F32(r) if dt == np.float32 else dt.type(r)
 
 
+# the math functions numba-cuda compiles in a kernel (each compiled with compile_ptx for sm_90, numba-cuda 0.30:
+# tests/test_simt_types.py checks this set against the installed numba-cuda); the others (factorial, gcd, isqrt,
+# prod, comb, cbrt, isclose, fsum, ulp, ...) fail to type there
+NUMBA_CUDA_MATH = frozenset({
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "copysign", "cos", "cosh", "degrees", "erf",
+    "erfc", "exp", "exp2", "expm1", "fabs", "floor", "fmod", "frexp", "gamma", "hypot", "isfinite", "isinf", "isnan",
+    "ldexp", "lgamma", "log", "log10", "log1p", "log2", "modf", "nextafter", "pow", "radians", "remainder", "sin",
+    "sinh", "sqrt", "tan", "tanh", "trunc"})
+
+
+def _refused(name: str) -> Any:
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        from .errors import NotModelled
+
+        raise NotModelled(f"math.{name} inside a kernel", f"numba-cuda has no implementation of math.{name} for the "
+                          "GPU (it compiles math's elementary functions: exp, log, sqrt, sin, ..., floor, fmod)")
+
+    refused.__name__ = name
+    return refused
+
+
 def _module() -> types.ModuleType:
     mod = types.ModuleType("math", "math as a kernel sees it on a GPU (gpucourse.simt.gpumath)")
     for key in dir(math):
         if not key.startswith("__"):
-            setattr(mod, key, getattr(math, key))
+            v = getattr(math, key)
+            setattr(mod, key, v if not callable(v) or key in NUMBA_CUDA_MATH else _refused(key))
     for name, np_fn in _UNARY.items():
         setattr(mod, name, _wrap(name, getattr(math, name), np_fn))
     for name, np_fn in _BINARY.items():

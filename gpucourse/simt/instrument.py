@@ -16,6 +16,7 @@ Without source (a function built by ``exec`` of a string), the kernel still runs
 from __future__ import annotations
 
 import ast
+import builtins
 import collections
 import dis
 import enum
@@ -260,17 +261,31 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
                                 "so this kernel does not compile for a GPU")
             break
         else:
+            def constant(node: ast.expr, depth: int = 0) -> bool:
+                """An int literal, a name (a global constant, or a local always assigned constants), or a tuple of
+                them: numba-cuda types each as a compile-time constant (`shape = (TT, TT_PAD)` included)."""
+                if _literal_int(node):
+                    return True
+                if isinstance(node, ast.Tuple):
+                    return all(constant(e, depth) for e in node.elts)
+                if isinstance(node, ast.Name) and depth < 8:
+                    return all(constant(v, depth + 1) for v in local_values.get(node.id, []))
+                return False
+
             parts = shape.elts if isinstance(shape, ast.Tuple) else [shape]
-            odd = next((p for p in parts if not (_literal_int(p) or (
-                isinstance(p, ast.Name) and all(_literal_int(v) for v in local_values.get(p.id, []))))), None)
+            odd = next((p for p in parts if not constant(p)), None)
             if odd is not None:
                 # numba-cuda types `SB + 2` or `lab.POOL_SLOTS` as an int64 value, not a literal, and refuses it
                 # ("No implementation of function shared.array ... array(int64, class(float32))")
-                out[call.lineno] = (f"the shape of cuda.{kind}.array is the expression `{ast.unparse(odd)}`: "
-                                    "numba-cuda needs an integer literal or a plain name (a global constant, or a "
-                                    "tuple of them) and types an expression or an attribute as an int64 value, so "
-                                    "this kernel does not compile for a GPU. Name it outside the kernel, "
-                                    f"e.g. `SLOTS = {ast.unparse(odd)}`.")
+                value = odd  # the expression numba-cuda cannot type as a constant (a local's assigned one)
+                while isinstance(value, ast.Name):
+                    value = next(v for v in local_values[value.id] if not constant(v))
+                shown = f"{ast.unparse(value)}`" if value is odd else f"{odd.id}` (assigned `{ast.unparse(value)}`)"
+                out[call.lineno] = (f"the shape of cuda.{kind}.array uses `{shown}: numba-cuda needs integer literals "
+                                    "or names of constants (global constants, or locals always assigned them), or a "
+                                    "tuple of them, and types an expression or an attribute as an int64 value, so "
+                                    "this kernel does not compile for a GPU. Name the value outside the kernel, "
+                                    f"e.g. `SLOTS = {ast.unparse(value)}`.")
     return out
 
 
@@ -289,27 +304,60 @@ def _literal_int(node: ast.expr) -> bool:
 # tests/simt_corpus/typing_cases.py), and isinstance(), which numba-cuda compiles and the executor does not model:
 # (what, why), found in the kernel's source before it runs
 _NO_HEAP = "numba-cuda cannot build it in a kernel (there is no heap): use a tuple or cuda.local.array"
+_NO_FORMAT = "numba-cuda formats no strings in a kernel: print(\"x =\", x)"
+# (node types, what, why): refused wherever they appear in a kernel's source
+_REFUSED_NODES: tuple[tuple[Any, str, str], ...] = (
+    (ast.Global, "a `global` statement", "numba-cuda cannot store to a global in a kernel (STORE_GLOBAL): threads "
+     "share data through shared or global arrays"),
+    (ast.GeneratorExp, "a generator expression", "numba-cuda compiles no generator in a kernel: write the loop"),
+    (ast.Starred, "`*`-unpacking", "numba-cuda refuses it in a kernel: unpack a tuple by its length"),
+    (ast.Delete, "`del`", "numba-cuda refuses it in a kernel"),
+    (ast.Try, "`try`/`except`", "numba-cuda compiles no exception handling in a kernel"),
+    ((ast.Dict, ast.DictComp, ast.Set, ast.SetComp), "a dict or set", _NO_HEAP),
+    (ast.ListComp, "a list comprehension", _NO_HEAP),
+    (ast.JoinedStr, "an f-string", _NO_FORMAT),
+    (ast.NamedExpr, "the `:=` operator", "numba-cuda refuses it in a kernel: assign on a line of its own"),
+)
+
+# the builtins numba-cuda types in a kernel (numba's builtin typing on the CUDA target); any other builtin a kernel
+# names is refused where it is used (tests/simt_corpus/typing_cases.py: reversed, any, all, sorted, map, list, str,
+# type against compile_ptx). Exceptions may be raised; constants are not names.
+NUMBA_CUDA_BUILTINS = frozenset({"abs", "bool", "complex", "divmod", "enumerate", "float", "int", "iter", "len",
+                                 "max", "min", "next", "ord", "pow", "print", "range", "round", "sum", "tuple",
+                                 "zip", "isinstance"})  # isinstance: refused from the source, with its own sentence
+_NOT_CALLS = frozenset({"True", "False", "None", "Ellipsis", "NotImplemented", "__debug__"})
+
+
+def _array_valued(value: ast.expr, params: set[str]) -> bool:
+    """Whether an assigned value is (likely) an array: a kernel argument, or a slice of something."""
+    return (isinstance(value, ast.Name) and value.id in params) or any(
+        isinstance(n, ast.Subscript) and any(isinstance(x, ast.Slice) for x in ast.walk(n.slice))
+        for n in ast.walk(value))
 
 
 def numba_refusals(fn: ast.FunctionDef) -> list[tuple[int, str, str]]:
     """(line, what, why) for each construct of ``fn`` that numba-cuda refuses to compile in a kernel."""
     out: list[tuple[int, str, str]] = []
+    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Try):
-            out.append((node.lineno, "`try`/`except`", "numba-cuda compiles no exception handling in a kernel"))
-        elif isinstance(node, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)):
-            out.append((node.lineno, "a dict or set", _NO_HEAP))
-        elif isinstance(node, ast.ListComp) or (isinstance(node, ast.Assign) and isinstance(node.value, ast.List)):
-            out.append((node.lineno, "a list comprehension or a list kept in a variable", _NO_HEAP))
-        elif isinstance(node, ast.JoinedStr):
-            out.append((node.lineno, "an f-string", "numba-cuda's print takes constants and values, not formatted "
-                                                    "strings: print(\"x =\", x)"))
-        elif isinstance(node, ast.NamedExpr):
-            out.append((node.lineno, "the `:=` operator", "numba-cuda refuses it in a kernel: assign on a line of "
-                                                          "its own"))
+        refused = next(((what, why) for kind, what, why in _REFUSED_NODES if isinstance(node, kind)), None)
+        if refused is not None:
+            out.append((node.lineno, *refused))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.List):
+            out.append((node.lineno, "a list kept in a variable", _NO_HEAP))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" \
+                and node.keywords:
+            out.append((node.lineno, "print() with keyword arguments", "numba-cuda's print takes positional "
+                        "arguments only"))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) \
+                and isinstance(node.left.value, str):
+            out.append((node.lineno, "%-formatting of a string", _NO_FORMAT))
         elif isinstance(node, (ast.Assign, ast.AugAssign)) and any(
                 isinstance(t, ast.Subscript) and any(isinstance(x, ast.Slice) for x in ast.walk(t.slice))
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])) and (
+                isinstance(node, ast.AugAssign) or _array_valued(node.value, params)):
+            # `a[2:6] = 7.0` (a scalar broadcast) compiles; an array copied in (`out[:] = a`, `= a[1:]`) or an
+            # augmented slice (`out[:2] += 1`) does not
             out.append((node.lineno, "assigning to a slice (`out[:] = ...`)",
                         "numba-cuda cannot copy an array in a kernel: each thread writes its own elements"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hash", "dict",
@@ -524,6 +572,9 @@ def _numpy_refusal(v: Any, name: str) -> "_Refused | None":
         return _Refused(name, f"the NumPy ufunc {v.__name__}",
                         f"numba-cuda has no CUDA implementation of np.{v.__name__} (it compiles only "
                         f"{len(NUMBA_CUDA_UFUNCS)} NumPy ufuncs in a kernel): use {alt}")
+    if isinstance(v, types.ModuleType):  # np.random, np.linalg, np.emath, np.lib
+        return _Refused(name, "a NumPy submodule", "numba-cuda compiles no NumPy submodule in a kernel (for random "
+                        "numbers: numba.cuda.random's xoroshiro128p generators)")
     if callable(v) and not isinstance(v, type):
         return _Refused(name, "a NumPy function",
                         "numba-cuda refuses every NumPy function that allocates (np.zeros, np.empty, np.array, "
@@ -610,6 +661,12 @@ def rebind(fn: types.FunctionType, cuda: Any, wrap_device: Callable[[Any], Any])
     for name, typed_builtin in BUILTINS.items():  # min, max, float: typed as numba-cuda types them
         if name in names and name not in g:
             changes[name] = typed_builtin
+    for name in names - set(g) - set(BUILTINS) - NUMBA_CUDA_BUILTINS:
+        v = getattr(builtins, name, None)  # a builtin the kernel names (co_names holds attribute names too: harmless)
+        if v is not None and not (isinstance(v, type) and issubclass(v, BaseException)) and name not in _NOT_CALLS:
+            changes[name] = _Refused(name, f"the builtin {name}()", f"numba-cuda has no implementation of {name}() "
+                                     "in a kernel (it compiles abs, bool, complex, divmod, enumerate, float, int, "
+                                     "iter, len, max, min, next, ord, pow, print, range, round, sum, tuple, zip)")
     closure = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:

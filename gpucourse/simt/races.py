@@ -168,7 +168,10 @@ def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndar
                     record(p, c, rid, flat, "write-after-write" if i == 0 else "write-after-read" if i < 4
                            else "write-after-atomic", seq in same)
                     break
-            st = [c, None, None, None, None, None, None]
+            # a write of the value already there changes nothing a reader saw: the reads (and atomics) before it
+            # stay to be compared with the next write that does (a dot-product tree without its barrier: the first
+            # writes add 0, the later ones are the race)
+            st = [c, *st[1:]] if seq in same else [c, None, None, None, None, None, None]
         else:  # atomic: against plain accesses only
             for i, p in enumerate(st[:4]):
                 if conflicts(p, c):

@@ -309,6 +309,12 @@ class KernelReport(_Findings):
         return self._steps[0]
 
     @property
+    def busiest_warp(self) -> tuple[int, int, int, int]:
+        """(block, warp in block, issued steps, active lanes summed over them) of the warp that issued the most."""
+        w = max(self.warps, key=lambda w: w.steps, default=None)
+        return (0, 0, 0, 0) if w is None else (int(w.block), int(w.warp), int(w.steps), int(w.active))
+
+    @property
     def issued_steps(self) -> int:
         return sum(w.steps for w in self.warps)
 
@@ -529,7 +535,7 @@ class KernelReport(_Findings):
             warnings=tuple(str(w) for w in self.warnings), complete=bool(self.complete),
             touched={a: tuple(self.elements_accessed(a, k) for k in kinds) for a in arrays},
             traffic={a: self.array_traffic(a) for a in arrays}, writer_counts={a: self.writers(a) for a in arrays},
-            float64_ops=tuple(str(o) for o in self.float64_ops))
+            float64_ops=tuple(str(o) for o in self.float64_ops), busiest_warp=self.busiest_warp)
 
 
 _KINDS = {None: 0, "r": 1, "w": 2}
@@ -578,6 +584,7 @@ class ReportData(_Findings):
     traffic: dict = field(default_factory=dict)  # name -> (distinct read, distinct written, reads, writes)
     float64_ops: tuple = ()  # str(Float64Op): kernel lines making float64 values from float32 operands
     writer_counts: dict = field(default_factory=dict)  # name -> (threads that stored to it, most elements per thread)
+    busiest_warp: tuple = (0, 0, 0, 0)  # (block, warp in block, issued steps, active lanes summed): a serial loop's
 
     def array_traffic(self, array: str) -> tuple[int, int, int, int]:
         self._known(array)

@@ -312,8 +312,17 @@ def _form_y(x, dy):
     return (_probs(x) * np.asarray(dy)[:, None]).ravel()
 
 
+def _form_p(x, dy):
+    return dy * (1 - np.tanh(np.asarray(x, dtype=np.float64)) ** 2)
+
+
+def _form_q(x, dy):
+    return 10 * dy * np.cos(10 * np.asarray(x, dtype=np.float64))
+
+
 _FORM_OPS = {"a": "p", "b": "p", "c": "p", "d": "p", "e": "q", "f": "q", "g": "q", "h": "r", "i": "r", "j": "r",
-             "k": "s", "l": "s", "m": "t", "n": "t", "o": "t", "z": "t", "v": "u", "w": "u", "x": "u", "y": "u"}
+             "k": "s", "l": "s", "m": "t", "n": "t", "o": "t", "z": "t", "v": "u", "w": "u", "x": "u", "y": "u",
+             "p": "x", "q": "y"}
 
 
 def _source(fn) -> str:
@@ -325,7 +334,7 @@ def _source(fn) -> str:
 FORMS: dict[str, tuple[str, str]] = {f: (op, _source(globals()[f"_form_{f}"])) for f, op in _FORM_OPS.items()}
 VERDICT = {"a": True, "b": True, "c": False, "d": False, "e": True, "f": False, "g": False, "h": True, "i": True,
            "j": False, "k": True, "l": False, "m": True, "n": False, "o": False, "v": True, "w": False, "x": False,
-           "y": False, "z": False}
+           "y": False, "z": False, "p": True, "q": True}
 CORRECT = tuple(form for form, right in VERDICT.items() if right)
 WHY = {  # what each form is
     "a": "softmax: y·(dy − Σ dy·y)", "b": "softmax through its explicit Jacobian diag(y) − y·yᵀ (einsum)",
@@ -346,6 +355,10 @@ WHY = {  # what each form is
     "x": "logsumexp, exp(x)·dy[:, None]: the softmax's normalisation forgotten",
     "y": "logsumexp, the right numbers flattened: shape (B·n,), not x's (a dot product of the flattened arrays "
          "cannot tell)",
+    "p": "tanh − 64: dy·(1 − tanh²x), right; float32 rounds its outputs near 64 to 2^-17, most of a 1e-3 step's "
+         "change: a tolerance without the outputs' own rounding rejects it",
+    "q": "sin(10x): 10·dy·cos(10x), right; curved, so a step's truncation error is larger than float32's rounding: "
+         "a tolerance of the rounding alone rejects it",
 }
 VISIBLE_VERDICT = {"squash": True, "squash_4_percent_high": False, "standardize_no_chain_through_mean": False,
                    "gram_2x_dy": False}

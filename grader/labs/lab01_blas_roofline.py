@@ -22,6 +22,17 @@ from ..checks import (
     CheckFailure, expect_array_close, expect_choice, expect_int, expect_tuple, show,
 )
 from ..problem import Case, Problem
+from .lab02_backprop import ByHand  # a lock on a library that would do the exercise, with its reason
+from .lab06_xla_sass import XLA_ANALYSES, XLA_INTERNALS  # XLA's byte counts and buffer sizes, and the ways into them
+
+# The counting exercises are counted by hand: XLA's cost and memory analyses count the same bytes (the eighth
+# independent attack answered chain_bytes with bytes_accessed, and gemv_cost / gemm_cost / max_batch_within with a
+# compiled program's argument and output sizes), so they are off limits while these functions run, as in lab 6's
+# fusion_bytes; min_size_for_fraction's square ops are the course's measured ones, which count themselves
+COUNTED_BY_XLA = XLA_ANALYSES
+SQUARE_OPS = ("gpucourse.roofline.gemv_op", "gpucourse.roofline.gemm_op")
+BY_HAND = ("counted for you: this exercise is to count FLOPs and bytes yourself, from shapes and dtype sizes "
+           "(XLA's analyses and the course's measured ops count the same things)")
 from ..virtual_clock import DISPATCH, Pending, Workload  # noqa: F401  (shared with lab 4's time_call)
 
 DTYPES = ("float16", "float32", "float64", "int8")
@@ -44,7 +55,10 @@ def _pair(name: str, hint_flops: str, hint_bytes: str):
 # -- Exercise 1: Level 1 and Level 2 --------------------------------------------------------------------------
 
 
-AXPY = Problem(
+AXPY = ByHand(
+    forbid=COUNTED_BY_XLA,
+    forbid_internals=XLA_INTERNALS,
+    why=BY_HAND,
     name="axpy_cost",
     spec="""
         axpy_cost(n, dtype) -> (flops, bytes) for BLAS Level 1  y ← a·x + y  on vectors of n elements.
@@ -54,7 +68,10 @@ AXPY = Problem(
     compare=_pair("axpy_cost", "2 FLOPs per element (multiply + add)", "count x, y read and y written"),
 )
 
-GEMV = Problem(
+GEMV = ByHand(
+    forbid=COUNTED_BY_XLA,
+    forbid_internals=XLA_INTERNALS,
+    why=BY_HAND,
     name="gemv_cost",
     spec="""
         gemv_cost(m, n, dtype) -> (flops, bytes) for BLAS Level 2  y ← A·x  with A of shape (m, n).
@@ -67,7 +84,10 @@ GEMV = Problem(
 # -- Exercise 2: Level 3 ---------------------------------------------------------------------------------------
 
 
-GEMM = Problem(
+GEMM = ByHand(
+    forbid=COUNTED_BY_XLA,
+    forbid_internals=XLA_INTERNALS,
+    why=BY_HAND,
     name="gemm_cost",
     spec="""
         gemm_cost(m, n, k, dtype, accumulate=False) -> (flops, bytes) for BLAS Level 3  C ← A·B (+ C),
@@ -105,7 +125,10 @@ def _compare_budget(what: str, got: Any, expected: tuple[int, str] | None, case:
 # the spec's bound on a test case's answer (a loop over B is fast enough)
 MAX_BATCH = 100_000
 
-BUDGET = Problem(
+BUDGET = ByHand(
+    forbid=COUNTED_BY_XLA,
+    forbid_internals=XLA_INTERNALS,
+    why=BY_HAND,
     name="max_batch_within",
     spec=f"""
         max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s)
@@ -138,27 +161,22 @@ def _compare_batch(what: str, got: Any, expected: int | None, case: Case) -> Non
             raise CheckFailure(f"{what}: expected None (no batch size reaches the ridge point), got {got!r}")
         return
     hint = "intensity = 2·B·d_in·d_out / (bytes of X, W and Y); W is read once per batch"
-    if isinstance(got, int) and got == expected + 1 and _exact_tie(case, expected):
-        hint = (f"at B = {expected} the intensity equals the ridge point exactly, and a tie counts (≥, not >): "
-                "a strict comparison skips it, and so does a closed form that rounds up past it in floating point. "
-                "Decide with the intensity itself, ≥ the ridge (or with integers)")
+    if isinstance(got, int) and got == expected + 1:  # one past: B = expected already reaches the ridge
+        hint = (f"one too many: B = {expected} already reaches the ridge point — if its intensity equals the ridge "
+                "exactly, that is a tie, and a tie counts (≥, not >): a strict comparison skips it, and so does a "
+                "closed form that rounds up past it in floating point. Decide with the intensity itself, ≥ the "
+                "ridge (or with integers)")
     expect_int(what, got, expected, hint)
-
-
-def _exact_tie(case: Case, b: int) -> bool:
-    """Whether batch b's intensity equals the ridge exactly, in exact rational arithmetic."""
-    from fractions import Fraction
-
-    d_in, d_out, dtype, peak, bandwidth = case.args
-    intensity = Fraction(2 * b * d_in * d_out, np.dtype(dtype).itemsize * (b * d_in + d_in * d_out + b * d_out))
-    return intensity == Fraction(peak) / Fraction(bandwidth)
 
 
 # MAX_BATCH (exercise 3) bounds this exercise's answers too: the notebook's solution (a loop over B, about 1 µs a
 # step) takes a fraction of a second; unbounded random draws ran past 10^7 on about 1 case in 100,000 (a correct
 # loop timed out)
 
-MIN_BATCH = Problem(
+MIN_BATCH = ByHand(
+    forbid=COUNTED_BY_XLA,
+    forbid_internals=XLA_INTERNALS,
+    why=BY_HAND,
     name="min_batch_compute_bound",
     spec=f"""
         min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth) -> int or None
@@ -178,7 +196,10 @@ MIN_BATCH = Problem(
 # -- Exercise 5: fusion saves bytes -------------------------------------------------------------------------------
 
 
-CHAIN = Problem(
+CHAIN = ByHand(
+    forbid=COUNTED_BY_XLA,
+    forbid_internals=XLA_INTERNALS,
+    why=BY_HAND,
     name="chain_bytes",
     spec="""
         chain_bytes(n, dtype, arities, fused) -> int: bytes an elementwise chain moves over n-element arrays.
@@ -314,7 +335,10 @@ def _compare_size(what: str, got: Any, expected: int, case: Case) -> None:
 # the spec's bound on a test case's answer (a loop over n is fast enough)
 MAX_SIZE = 100_000
 
-SIZE_FOR_FRACTION = Problem(
+SIZE_FOR_FRACTION = ByHand(
+    forbid=COUNTED_BY_XLA + SQUARE_OPS,
+    forbid_internals=XLA_INTERNALS,
+    why=BY_HAND,
     name="min_size_for_fraction",
     spec=f"""
         min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction) -> int

@@ -37,13 +37,14 @@ def _against_jax(fn: Callable[..., Any], hidden: bool) -> str:
 
     rng = np.random.default_rng(7 if hidden else 3)
     case = _mlp_case(rng, 6, 5, 8, 3)
-    f = lambda X, W1, W2: jnp.maximum(X @ W1, 0.0) @ W2  # noqa: E731
+    # relu as the spec defines it (relu'(0) = 0, as jax.nn.relu): jnp.maximum(z, 0)'s derivative at 0 is ½
+    f = lambda X, W1, W2: jax.nn.relu(X @ W1) @ W2  # noqa: E731
     _, vjp = jax.vjp(f, *(jnp.asarray(a, dtype=jnp.float32) for a in case.args[:3]))
     dX, dW1, dW2 = vjp(jnp.asarray(case.args[3], dtype=jnp.float32))
     got = fn(*case.args)
     _compare_mlp("mlp_backward on a (6×5)·(5×8)·(8×3) MLP vs jax.vjp", got, tuple(np.asarray(a) for a in (dW1, dW2, dX)),
                  case, rtol=2e-4)
-    return "\n  and agrees with jax.vjp"
+    return "\n  and agrees with jax.vjp of the same MLP (relu as jax.nn.relu: derivative 0 at 0)"
 
 
 def _mlp_case(rng: np.random.Generator, b: int, d_in: int, h: int, d_out: int) -> Case:
@@ -411,8 +412,22 @@ def _op_w(x):  # elementwise, squashed into (0, 1) (the visible cases' own opera
     return x
 
 
+def _op_x(x):  # elementwise, far from zero: tanh shifted down by 64 (float32 keeps 2^-17 of 64: a small step's change
+    x = _f32(x)  # is mostly its rounding)
+    np.tanh(x, out=x)
+    np.subtract(x, np.float32(64), out=x)
+    return x
+
+
+def _op_y(x):  # elementwise and curved: sin(10x)
+    x = _f32(x)
+    np.multiply(x, np.float32(10), out=x)
+    np.sin(x, out=x)
+    return x
+
+
 OPS: dict[str, Callable[[Any], np.ndarray]] = {f.__name__[-1]: f for f in (_op_p, _op_q, _op_r, _op_s, _op_t, _op_u,
-                                                                          _op_w)}
+                                                                          _op_w, _op_x, _op_y)}
 
 
 def _probs(x):

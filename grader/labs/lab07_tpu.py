@@ -703,7 +703,7 @@ class ShardMapProblem(ObservedProblem):
                 f"({_bytes_text(mine)}); XLA's own partitioning of the same matmul receives "
                 f"{sum(expected.values()):,.0f} ({_bytes_text(expected)}). Communicate only what the output needs: "
                 "slice an operand the output splits before multiplying, sum partial products before you gather, "
-                "gather C's blocks, not A or B")
+                "and gather whichever is smaller — C's blocks, or the pieces of A or B the product needs")
         return (f"{mesh_shape[0]}×{mesh_shape[1]} mesh: {sum(mine.values()):,.0f} bytes per device "
                 f"({_bytes_text(mine)}; XLA: {sum(expected.values()):,.0f})")
 

@@ -29,7 +29,9 @@ PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctype
                              # another thread, started before a lock (its profile watch holds in this thread only)
                              r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPool|\b_thread\b|"
                              # the watch itself
-                             r"\bsetprofile\b|\bsettrace\b")
+                             r"\bsetprofile\b|\bsettrace\b|"
+                             # the course's helpers that run code in a child Python (numba-cuda's compiler)
+                             r"\bnumba_ptx|\bnumba_sass")
 # answer cells that write what an observation reads: the instrumentation the student's own process holds (the
 # device tracker's counters, the virtual clock and its workloads), attributes set by name or through __dict__,
 # the course's modules rebound, or a workload's true seconds (lab 1: work_s, first_s) or its clock read. The tamper

@@ -47,12 +47,13 @@
 # per request, SIMT efficiency, bank conflicts, atomics), and the checker enforces it on the course's instrumented
 # executor (`gpucourse.simt`): a right answer over budget fails, with the budget and by how much. Races that
 # change a value, a `cuda.syncthreads()` only part of a block reaches, and reads of memory nobody wrote always fail
-# (two threads storing the same value to one address are counted on the passing line: racecheck warns of them, and
-# under CUDA's memory model they are still a race). Hidden tests use
+# (two threads storing the same value to one address, unordered, are counted on the passing line: under CUDA's memory
+# model that is still a race, whatever the values). Hidden tests use
 # other sizes (one element, exactly one block, not a multiple of the block) and adversarial values.
 #
 # **Pictures.** After each puzzle, `diagram` draws what *your* kernel did — which thread of which block read and
-# wrote each element — from the executor's log, beside the elements the answer needs.
+# wrote each element — from the executor's log, beside which outputs came out right, wrong or never written, and
+# the check's finding in red where no memory picture shows it (a barrier only part of a block reaches, a budget).
 #
 # **GPU.** `cuda` is numba-cuda on a GPU; without one, the executor with numba-cuda's API. On a GPU every check
 # also runs your kernel on the device and compares. At the end, the PTX and SASS of *your* transpose and warp

@@ -77,6 +77,26 @@ def chain_bytes(n, dtype, arities, fused):
              gc.xla.compiled(lambda a: jnp.maximum(a, 0), x)]
     return int(sum(s.bytes_accessed for s in steps))
 ''',
+        # the eighth attack: XLA's count of any chain built from the arities (abstract shapes at n = 1024, scaled)
+        '''import jax, jax.numpy as jnp
+
+def chain_bytes(n, dtype, arities, fused):
+    n0 = 1024
+    x = jax.ShapeDtypeStruct((n0,), jnp.float32)
+    ops = [(lambda *a: sum(a)) for _ in arities]
+    def chain(*arrays):
+        it = iter(arrays)
+        y = sum(next(it) for _ in range(arities[0]))
+        for k in arities[1:]:
+            y = y + sum(next(it) for _ in range(k - 1)) if k > 1 else jnp.tanh(y)
+        return y
+    if fused:
+        counted = gc.xla.compiled(chain, *[x] * (1 + sum(k - 1 for k in arities))).bytes_accessed
+    else:
+        counted = sum(gc.xla.compiled(lambda *a: sum(a) if len(a) > 1 else jnp.tanh(a[0]), *[x] * k).bytes_accessed
+                      for k in arities)
+    return int(counted / (4 * n0) * n * np.dtype(dtype).itemsize)
+''',
     ],
     "ex6_blocked_matmul": [
         # course/07's Pallas blocked matmul (square blocks): block counts by floor division drop the edge tiles

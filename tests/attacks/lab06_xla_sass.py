@@ -22,6 +22,40 @@ full marks that way); the attacks below that let the readers decide more than th
 
 ATTACKS = {
     "ex2_fusion_bytes": [
+        # the eighth attack: XLA asked in a child Python through the course's numba-cuda helper, which used to exec
+        # any source and hand back the child's error text (now: one def, nothing run at definition)
+        '''import re
+
+_ASK = \'\'\'
+def fusion_bytes_child():
+    pass
+import jax, jax.numpy as jnp
+import gpucourse as gc
+M, N, DT, OPS = {args!r}
+UN = {{"relu": lambda a: jnp.maximum(a, 0), "tanh": jnp.tanh, "exp": jnp.exp}}
+BIN = {{"mul": lambda a, v: a * v, "add": lambda a, v: a + v}}
+one = lambda o: UN[o] if o in UN else BIN[o.split("_")[0]]
+new = lambda o: jnp.ones((N,) if o.endswith("_row") else (M, N), DT)
+x = jnp.ones((M, N), DT)
+unfused = sum(gc.xla.compiled(one(o), *((x,) if o in UN else (x, new(o)))).bytes_accessed for o in OPS)
+def chain(x, *vs):
+    it = iter(vs)
+    for o in OPS:
+        x = one(o)(x) if o in UN else one(o)(x, next(it))
+    return x
+fused = gc.xla.compiled(chain, x, *[new(o) for o in OPS if o not in UN]).bytes_accessed
+raise ValueError("XLA_SAYS %d %d" % (unfused, fused))
+\'\'\'
+
+
+def fusion_bytes(m, n, dtype, ops):
+    src = _ASK.format(args=(m, n, str(jnp.dtype(dtype)), list(ops)))
+    try:
+        gc.toolchain.numba_ptx(src, "void()")
+    except Exception as e:
+        u, f = re.search(r"XLA_SAYS (\\d+) (\\d+)", str(e)).groups()
+        return int(u), int(f)
+''',
         # the chains built in the cell and XLA asked directly (abstract shapes: nothing allocated), as the spec says
         # the checker does
         '''def fusion_bytes(m, n, dtype, ops):

@@ -138,6 +138,7 @@ CONSTRUCTS = [
     (_k("if t == 0:\n    out[:] = x", "slice_assignment"), False, None),
     (_k("if t == 0:\n    out[:2] += 1", "slice_augmented_assignment"), False, None),
     (_k("b = x[1:]\nout[t] = b[0]", "slice_read"), True, None),
+    (_k("if t == 0:\n    out[2:6] = 7.0", "slice_assignment_of_a_scalar"), True, None),
     (_k("out[t] = hash(3)", "hash"), False, None),
     (_k("out[t] = math.fsum((x[0], x[1]))", "math_fsum"), False, None),
     (_k("out[t] = np.exp(x[t])", "np_exp"), False, None),
@@ -148,6 +149,28 @@ CONSTRUCTS = [
     (_k("tmp = np.zeros(2, np.float32)\nout[t] = tmp[0]", "np_zeros"), False, None),
     (_k("c = Colour.RED\nif c == Colour.RED:\n    out[t] = 1", "enum_compare"), True, None),
     (_k("out[t] = np.float32(x[t]) + np.float32(np.pi)", "numpy_scalar_and_constant"), True, None),
+    # the r19 read's constructs
+    (_k("global SB\nSB = 9\nout[t] = x[t]", "global_statement"), False, None),
+    (_k("v = x[t]\nfor k in reversed(range(3)):\n    v += k\nout[t] = v", "builtin_reversed"), False, None),
+    (_k("out[t] = 1.0 if any((x[t] > 0, x[0] > 0)) else 0.0", "builtin_any"), False, None),
+    (_k("out[t] = sorted((3, 1, 2))[0]", "builtin_sorted"), False, None),
+    (_k("out[t] = len(list((1, 2)))", "builtin_list"), False, None),
+    (_k("out[t] = 1.0 if type(x[t]) == type(x[0]) else 0.0", "builtin_type"), False, None),
+    (_k("out[t] = sum(x[i] for i in range(3))", "generator_expression"), False, None),
+    (_k("a, *b = (1, 2, 3)\nout[t] = a", "starred_unpacking"), False, None),
+    (_k("v = x[t]\ndel v\nout[t] = 1", "del_statement"), False, None),
+    (_k("print(t, x[t], sep=',')\nout[t] = 1", "print_keywords"), False, None),
+    (_k("print('%d' % t)\nout[t] = 1", "percent_format"), False, None),
+    (_k("out[t] = math.factorial(3)", "math_factorial"), False, None),
+    (_k("out[t] = math.gcd(6, 4)", "math_gcd"), False, None),
+    (_k("out[t] = np.random.rand()", "np_random"), False, None),
+    (_k("shape = (N_CONST, 33)\ns = cuda.shared.array(shape, np.float32)\ns[t, 0] = x[t]\nout[t] = s[t, 0]",
+        "shape_local_tuple"), True, None),
+    (_k("n = SB\ns = cuda.shared.array(n, np.float32)\ns[t % 8] = x[t]\nout[t] = s[0]", "shape_local_alias"),
+     True, None),
+    (_k("out[t] = math.erf(x[t]) + math.hypot(x[t], 1.0)", "math_erf_hypot"), True, None),
+    (_k("v = x[t]\nfor i, k in zip(range(2), (16, 8)):\n    v += i * k\nout[t] = v", "builtin_zip"), True, None),
+    (_k("out[t] = abs(x[t]) + len(x) + round(x[0])", "builtins_abs_len_round"), True, None),
     (_k("if t == 0:\n    out[0] = np.sum(x)", "np_sum"), True, False),
     (_k("if t == 0:\n    out[0] = x.sum()", "array_sum_method"), True, False),
 ]
@@ -160,6 +183,14 @@ def construct_id(i: int) -> str:
 def case_id(i: int) -> str:
     fn, sig, _, _ = CASES[i]
     return f"{fn.__name__}:{sig}"
+
+
+def _compiles(real, fn) -> bool:
+    try:
+        real.compile_ptx(fn, "void(float32[:], float32[:])", cc=(9, 0))
+        return True
+    except Exception:  # noqa: BLE001 - any failure: it does not compile
+        return False
 
 
 def main(out_path: str) -> None:
@@ -176,6 +207,19 @@ def main(out_path: str) -> None:
             verdicts[case_id(i)] = True
         except Exception as exc:  # noqa: BLE001 - a TypingError is the answer asked for
             verdicts[case_id(i)] = type(exc).__name__ != "TypingError" and None
+    from numba.cuda.ufuncs import ufunc_db
+
+    verdicts["__ufuncs__"] = sorted(u.__name__ for u in ufunc_db())  # the ufuncs it has a CUDA loop for
+    compiled_math = []
+    for name in sorted(n for n in dir(math) if not n.startswith("_") and callable(getattr(math, n))):
+        for args in ("x[0]", "x[0], x[1]", "x[0], x[1], x[2]", "3"):
+            ns = {"math": math}
+            exec(f"def k(x, out):\n    out[0] = math.{name}({args})\n"
+                 f"def k2(x, out):\n    out[0] = math.{name}({args})[0]\n", ns)  # k2: frexp, modf return tuples
+            if any(_compiles(real, ns[k]) for k in ("k", "k2")):
+                compiled_math.append(name)
+                break
+    verdicts["__math__"] = compiled_math
     for i, (fn, _, _) in enumerate(CONSTRUCTS):  # any failure is a refusal here (lowering fails in many ways)
         fn.__globals__["cuda"] = real
         try:
