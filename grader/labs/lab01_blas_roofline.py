@@ -23,7 +23,7 @@ from ..checks import (
 )
 from ..problem import Case, Problem
 from .lab02_backprop import ByHand  # a lock on a library that would do the exercise, with its reason
-from .lab06_xla_sass import XLA_ANALYSES, XLA_INTERNALS  # XLA's byte counts and buffer sizes, and the ways into them
+from ..xla_lock import XLA_ANALYSES, XLA_INTERNALS  # XLA's byte counts and buffer sizes, and the ways into them
 
 # The counting exercises are counted by hand: XLA's cost and memory analyses count the same bytes (the eighth
 # independent attack answered chain_bytes with bytes_accessed, and gemv_cost / gemm_cost / max_batch_within with a

@@ -44,6 +44,7 @@ from ..checks import CheckFailure, expect_array_close, expect_choice, expect_clo
 from ..kernels import KernelProblem
 from ..problem import Case, ObservedProblem, Problem, _expected_data, _lab_of, _tracer_hint
 from .lab02_backprop import ByHand  # lab 2's lock on a library that would do the exercise, with its reason
+from ..xla_lock import XLA_ANALYSES, XLA_INTERNALS  # XLA's own byte count, and every way into it
 from gpucourse.toolchain import ELEMENTWISE_CU, WGMMA_CU, unrolled_fma_cu, wmma_cu  # noqa: F401  (CUDA sources the lab compiles)
 from gpucourse import xla as _xla
 
@@ -261,19 +262,6 @@ def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -
     expect_int(f"{what} → fused bytes (XLA's cost analysis, the whole chain jitted)", got[1], expected[1],
                "one kernel: every input read once, only the final result written")
 
-
-# XLA's own byte count, and every way into it: the public stages (compile, cost and memory analysis), the course's
-# wrapper, and below them jaxlib's compile and cost-analysis entry points (each only where the installed JAX has it);
-# a second copy of gpucourse.xla, or a helper pasted into the cell, still compiles through these
-XLA_ANALYSES = ("gpucourse.xla.compiled", "jax.stages.Lowered.compile", "jax.stages.Lowered.cost_analysis",
-                "jax.stages.Compiled.cost_analysis", "jax.stages.Compiled.memory_analysis")
-XLA_INTERNALS = ("jax._src.compiler.backend_compile_and_load", "jax._src.compiler.backend_compile",
-                 "jax._src.compiler.compile_or_get_cached", "jax._src.interpreters.pxla.MeshComputation.cost_analysis",
-                 *(f"{lib}.{name}" for lib in ("jaxlib._jax", "jaxlib.xla_extension") for name in (
-                     "Client.compile", "Client.compile_and_load", "Client.compile_ifrt_program",
-                     "Client.compile_and_load_ifrt_program", "hlo_module_cost_analysis",
-                     "LoadedExecutable.cost_analysis", "LoadedExecutable.get_compiled_memory_stats",
-                     "Executable.cost_analysis", "Executable.get_compiled_memory_stats")))
 
 FUSION_BYTES = ByHand(
     name="fusion_bytes",
