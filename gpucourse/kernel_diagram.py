@@ -43,6 +43,7 @@ LABEL_CHARS = 7  # a cell's label longer than this becomes a count ("×12")
 BLOCK_COLOURS = ("#8dd3c7", "#bebada", "#fdb462", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3", "#bc80bd",
                  "#a6cee3", "#ffed6f")
 HALO, UNINIT, RACE, BAD, GONE = "outside its block's range", "read unwritten", "race", "wrong", "never written"
+SAME = "same value stored by unordered threads"  # a race under CUDA's memory model that changed no value here
 
 
 @dataclass
@@ -149,6 +150,9 @@ def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarra
         for race in races:
             if race.array == name and (pos := _flat(race.index, shape)) is not None:
                 _mark(cells, pos, RACE)
+        for array, index in getattr(report, "benign_at", ()):
+            if array == name and (pos := _flat(index, shape)) is not None:
+                _mark(cells, pos, SAME)
         pic.panels.append(Panel(f"{name} (global): written by", shape, cells))
         reads = _threads_by_element(report, ids[name], "r")
         if reads:  # an output the kernel also reads (out[i] += ..., a running total)
@@ -162,8 +166,11 @@ def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarra
         written = set(cells)
         result: dict[int, Cell] = {}
         wrong = []
+        raced = {p for race in races if race.array == name and (p := _flat(race.index, shape)) is not None}
         for pos in range(want_flat.size):
-            if ok[pos]:
+            if ok[pos] and pos in raced:  # right only because the executor runs one thread at a time
+                result[pos] = Cell((), "", frozenset({RACE}))
+            elif ok[pos]:
                 result[pos] = Cell((), "", frozenset())
             elif pos not in written:
                 result[pos] = Cell((), "–", frozenset({GONE}))
@@ -174,9 +181,12 @@ def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarra
                           f"{want_flat[p]:.4g}, got {got_flat[p]:.4g}" for p in wrong[:3])
         n_gone = sum(1 for c in result.values() if GONE in c.marks)
         unneeded = sum(1 for p in range(want_flat.size) if ok[p] and p not in written)  # already right as it was
+        lucky = sum(1 for c in result.values() if RACE in c.marks)
         caption = (f"{len(wrong)} wrong" + (f" ({shown}{', …' if len(wrong) > 3 else ''})" if wrong else "")
                    + f"; {n_gone} needed but never written"
-                   + (f" ({unneeded} more not written, already right as launched)" if unneeded else ""))
+                   + (f" ({unneeded} more not written, already right as launched)" if unneeded else "")
+                   + (f"; amber !: {lucky} raced element{'s' * (lucky != 1)} right only because the executor runs "
+                      "one thread at a time (on a GPU, updates may be lost)" if lucky else ""))
         pic.panels.append(Panel(f"{name}: the answer (red: wrong, –: never written)", shape, result, caption))
     for name, space in report.spaces.items():
         if space != "shared":
@@ -201,6 +211,9 @@ def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarra
                 if race.array == name and race.first[0] == b and (p := _flat(race.index, shape)) is not None:
                     _mark(rc, p, RACE)
                     _mark(wc, p, RACE)
+            for array, index in getattr(report, "benign_at", ()):
+                if array == name and (p := _flat(index, shape)) is not None and p in w:
+                    _mark(wc, p, SAME)
             pic.panels.append(Panel(f"{name} (shared, block {b}): written by", shape, wc))
             pic.panels.append(Panel(f"{name} (shared, block {b}): read by", shape, rc))
         if len(blocks) > MAX_BLOCK_PANELS:
@@ -237,7 +250,7 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     cells = [_cell_inches(p) for p in pic.panels]
     heights = [_grid(p.shape)[0] * c + 0.45 + (0.22 if p.caption else 0) for p, c in zip(pic.panels, cells)] or [0.5]
     notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
-    legend_h = 0.95 + 0.19 * len(notes)
+    legend_h = 1.14 + 0.19 * len(notes)
     problem = textwrap.wrap(f"the check fails: {pic.problem}", 110) if pic.problem else []
     head = 0.35 + 0.2 * len(problem)
     fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + head), dpi=DPI)
@@ -271,7 +284,8 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
                 ax.add_patch(Rectangle((c, r), 1, 1, facecolor="white", edgecolor="#cccccc", linewidth=0.5))
                 continue
             if result:
-                face = "#e34a33" if BAD in cl.marks else "#bbbbbb" if GONE in cl.marks else "#cfe8cf"
+                face = ("#e34a33" if BAD in cl.marks else "#bbbbbb" if GONE in cl.marks
+                        else "#fdae6b" if RACE in cl.marks else "#cfe8cf")  # amber: right here, raced
                 ax.add_patch(Rectangle((c, r), 1, 1, facecolor=face, edgecolor="white", linewidth=0.5))
             else:
                 stripes = cl.blocks or (-1,)
@@ -286,7 +300,8 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
                     edge, style, width = "#cb181d", "-", 2.2
                 ax.add_patch(Rectangle((c + 0.04, r + 0.04), 0.92, 0.92, facecolor="none", edgecolor=edge,
                                        linestyle=style, linewidth=width))
-            marks = ("?" if UNINIT in cl.marks else "") + ("!" if RACE in cl.marks else "")
+            marks = ("?" if UNINIT in cl.marks else "") + ("!" if RACE in cl.marks else "") + (
+                "=" if SAME in cl.marks and RACE not in cl.marks else "")
             text = cl.label
             if text and len(text + marks) * 0.085 > cell and cl.blocks:  # about 0.085 in per character at 9 pt
                 parts = cl.label.replace("|", ",").split(",")  # too wide: the count (marks and repeats kept)
@@ -295,7 +310,8 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
             text += marks
             if text and (labelled or result and BAD in cl.marks and cell >= 0.3):
                 ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=FONT_PT,
-                        color="#cb181d" if (UNINIT in cl.marks or RACE in cl.marks) else "black")
+                        color="#cb181d" if (UNINIT in cl.marks or RACE in cl.marks)
+                        else "#e6550d" if SAME in cl.marks else "black")
         if panel.caption:
             alarm = panel.caption.startswith("OUT OF BOUNDS")
             ax.text(0, rows + 0.15, panel.caption, fontsize=FONT_PT, va="top", ha="left", transform=ax.transData,
@@ -304,6 +320,7 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block\n"
               "(×n: n threads; 3²: thread 3 twice; ×8²: 8 threads, some more than once)\n"
               "orange dashed edge: read outside its block's own range · red !: a race (the executor's examples)\n"
+              "orange =: unordered threads stored the same value (still a race in CUDA's memory model)\n"
               "red ?: read before any thread wrote it (NaN here; a GPU leaves whatever was there)")
     fig.text(0.01, (legend_h - 0.1) / total, "\n".join([legend, *notes]), fontsize=FONT_PT, va="top",
              linespacing=1.3)

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "check":
         from . import edition
 
-        problems = course.out_of_sync() + course.stale_labs()
+        problems = course.out_of_sync() + course.exercise_layout() + course.stale_labs()
         problems += [m for lab in edition.split_labs() for m in edition.stale_expected(lab)]
         print("\n".join(problems) or "notebook pairs in step; labs/ matches solutions/")
         return 1 if problems else 0

@@ -98,22 +98,21 @@ def solution_kernels() -> dict[str, object]:
     from grader.scratch import load_notebook, solution_cells
 
     out = {}
-    for lab, names in (("lab05_kernels", {"ex1_scale_shift": "scale_shift", "ex2_ramp_2d": "ramp_2d",
-                                          "ex3_block_sum": "block_sum", "ex4_tiled_matmul": "tiled_matmul",
-                                          "ex6_halvings_regrouped": "halvings_regrouped"}),
-                       ("lab06_xla_sass", {"ex5_scale_bias_relu_kernel": "scale_bias_relu_kernel"})):
+    for lab, names in (("lab05_kernels", ("scale_shift", "ramp_2d", "block_sum", "tiled_matmul",
+                                          "halvings_regrouped")),
+                       ("lab06_xla_sass", ("scale_bias_relu_kernel",))):
         cells = solution_cells(load_notebook(ROOT / "solutions" / lab / f"{lab}.ipynb"))
         ns = {"np": np, "math": math, "BLOCK": lab5.REDUCE_BLOCK, "TM": lab5.TILE_M, "TN": lab5.TILE_N, "TK": lab5.TILE_K,
               "REGROUP_BLOCK": lab5.REGROUP_BLOCK}
-        for gid, name in names.items():
-            if gid in cells:
-                out[name] = kernels.load_kernel(cells[gid], name, ns, cuda)
+        for name in names:  # a solution cell's grade_id is its exercise's name
+            if name in cells:
+                out[name] = kernels.load_kernel(cells[name], name, ns, cuda)
     out.update(puzzle_kernels())
     return out
 
 
 def puzzle_kernels(jit: Any = None) -> dict[str, object]:
-    """Lab 5b's solution kernels (every puzzle: grade_id ``exNN_<name>``), with the lab's constants in scope,
+    """Lab 5b's solution kernels (every puzzle's solution cell has the puzzle's name as grade_id), with the lab's constants in scope,
     compiled by ``jit`` (a ``cuda`` module: the executor's by default, numba's on a GPU)."""
     from grader import kernels
     from grader.course import ROOT
@@ -123,8 +122,7 @@ def puzzle_kernels(jit: Any = None) -> dict[str, object]:
     lab = "lab05b_kernel_puzzles"
     cells = solution_cells(load_notebook(ROOT / "solutions" / lab / f"{lab}.ipynb"))
     ns = {"np": np, "math": math, **{k: getattr(lab5b, k) for k in dir(lab5b) if k.isupper()}}
-    return {p.name: kernels.load_kernel(cells[gid], p.name, ns, jit or cuda)
-            for gid in cells for p in lab5b.ORDER if gid == f"ex{lab5b.ORDER.index(p) + 1:02d}_{p.name}"}
+    return {p.name: kernels.load_kernel(cells[p.name], p.name, ns, jit or cuda) for p in lab5b.ORDER}
 
 
 def check_times() -> list[tuple[str, float, float]]:

@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import exercise_cells
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "grader"
 PAIRED_DIRS = ("course", "solutions")
@@ -76,6 +78,8 @@ def sync(paths: list[Path] | None = None) -> list[str]:
         else:
             nb = jupytext.read(ipynb)
         nb = _strip(nb)
+        if ipynb.parent.parent == ROOT / "solutions":
+            exercise_cells.derive(nb.cells)  # heading numbers and the exercise table, from the cell order
         for path, fmt in ((ipynb, "ipynb"), (py, "py:percent")):
             text = jupytext.writes(nb, fmt=fmt)
             if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -107,6 +111,20 @@ def out_of_sync() -> list[str]:
         if a != b:
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             problems.append(f"{rel}: differs from {py.name} at cell {first} (run `python -m grader sync`)")
+    return problems
+
+
+def exercise_layout() -> list[str]:
+    """Solution notebooks whose cells do not follow their lab's list of exercises (``problems``)."""
+    import importlib
+
+    import jupytext
+
+    problems = []
+    for lab in labs():
+        names = list(importlib.import_module(f"grader.labs.{lab}").problems)
+        cells = jupytext.read(ROOT / "solutions" / lab / f"{lab}.ipynb").cells
+        problems += exercise_cells.layout_problems(lab, cells, names)
     return problems
 
 

@@ -465,9 +465,11 @@ class Budget:
                        "warp has finished. Spread the work over the threads: a tree that halves the stride each step")
             else:
                 fix = "choose which threads work so that whole warps take the same branch"
+            steps_note = (f" ({r.divergent_steps} divergent warp step{_s(r.divergent_steps)})"
+                          if r.divergent_steps else "")  # 0 when the idle lanes had exited: idle, not divergent
             raise CheckFailure(
-                f"{what}: SIMT efficiency {r.simt_efficiency:.1%}; the budget is at least {self.efficiency:.0%} "
-                f"({r.divergent_steps} divergent warp steps): {fix}")
+                f"{what}: SIMT efficiency {r.simt_efficiency:.1%}; the budget is at least {self.efficiency:.0%}"
+                f"{steps_note}: {fix}")
         if self.branches is not None and r.divergent_branches / r.n_blocks > self.branches:
             per_block = r.divergent_branches / r.n_blocks
             raise CheckFailure(

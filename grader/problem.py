@@ -39,6 +39,7 @@ import importlib
 import inspect
 import sys
 import textwrap
+import _thread
 import threading
 import time
 import types
@@ -331,6 +332,8 @@ class Problem:
                                    "write the computation yourself")
         saved, wires = [], []
         watch = _Watch(_library_codes(sites))
+        if watch.codes:
+            _refuse_helpers(self.name)
         try:
             for owner, attr, obj, label in sites:
                 saved.append((owner, attr, owner.__dict__.get(attr, _MISSING) if hasattr(owner, "__dict__") else obj))
@@ -342,7 +345,10 @@ class Problem:
             # keeps it): the call's result does not count
             undone = [label for owner, attr, label, wire in wires if getattr(owner, attr, None) is not wire]
             undone += [label for label in watch.seen if label == _Watch.ITSELF]
-            called = [label for label in watch.seen if label != _Watch.ITSELF]
+            if _Watch.THREAD in watch.seen:
+                raise CheckFailure(f"{self.name} started a thread the grader's call watch cannot follow "
+                                   "(_thread.start_new_thread): write the computation yourself, in one thread")
+            called = [label for label in watch.seen if label not in (_Watch.ITSELF, _Watch.THREAD)]
             if called:  # an original reached another way than through its name (kept, or put back)
                 raise CheckFailure(f"{self.name} calls {called[0]}, which does this exercise for you: write the "
                                    "computation yourself")
@@ -466,6 +472,57 @@ def _library_codes(sites: list[tuple[Any, str, Any, str]]) -> dict[types.CodeTyp
     return out
 
 
+# The re-check worker's own threads, noted before the first student cell runs (grader.pipeline.recheck_worker calls
+# guard_threads()). A lock that rules out library code then refuses to start while a thread or a child process the
+# student's cells started is alive: the call watch follows the checked thread and the threads started under the lock,
+# and a helper started earlier could run a locked computation for the checked call (it put the originals back for
+# the length of one count). None: not the re-check (a student's own kernel), no refusal.
+_OWN_THREADS: frozenset[int] | None = None
+
+
+def guard_threads() -> None:
+    """Note the threads alive now as the grader's own: from now on a lock refuses to run beside any other."""
+    global _OWN_THREADS
+    _OWN_THREADS = frozenset(sys._current_frames())
+
+
+def _time_limit_thread(ident: int) -> bool:
+    """A grader time limit's watchdog (grader.timelimit), finishing after an earlier call."""
+    from .timelimit import _ThreadLimit
+
+    thread = threading._active.get(ident)  # type: ignore[attr-defined] - threading's own registry
+    target = getattr(thread, "_target", None)
+    return (type(thread) is threading.Thread and isinstance(getattr(target, "__self__", None), _ThreadLimit)
+            and getattr(target, "__func__", None) is _ThreadLimit._watch)
+
+
+def _child_processes() -> list[str]:
+    """The process ids of this process's live children (Linux /proc; [] where it cannot tell)."""
+    found = []
+    for task in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found += task.read_text().split()
+    return found
+
+
+def _refuse_helpers(exercise: str) -> None:
+    if _OWN_THREADS is None:
+        return
+    me = threading.get_ident()
+    strangers = [t for t in sys._current_frames() if t != me and t not in _OWN_THREADS and not _time_limit_thread(t)]
+    if strangers:
+        names = [getattr(threading._active.get(t), "name", f"thread {t}") for t in strangers]  # type: ignore
+        raise CheckFailure(f"{exercise} is checked while {len(strangers)} thread{'s' * (len(strangers) != 1)} your "
+                           f"cells started still run{'s' * (len(strangers) == 1)} ({', '.join(names[:3])}): this "
+                           "exercise rules out library code, and its check runs your function with no helper "
+                           "beside it — end (join) your threads before the check")
+    children = _child_processes()
+    if children:
+        raise CheckFailure(f"{exercise} is checked while {len(children)} process{'es' * (len(children) != 1)} your "
+                           f"cells started still run{'s' * (len(children) == 1)}: this exercise rules out library code, and its check runs your "
+                           "function with no helper beside it — wait for your processes before the check")
+
+
 class _Watch:
     """While the lock holds, a profile hook (this thread, and threads started meanwhile) notes every call into a
     forbidden library function's code and every attempt to swap the hook itself: the lock's tripwires stop a call
@@ -473,7 +530,10 @@ class _Watch:
     hook, no cost) when nothing is watched."""
 
     SWITCHES = (sys.setprofile, sys.settrace, threading.setprofile, threading.settrace)
-    ITSELF = "the grader's call watch"
+    # a thread started without threading.Thread (which installs the watch's hook in it)
+    RAW_THREADS = tuple(getattr(_thread, n) for n in ("start_new_thread", "start_joinable_thread", "start_new")
+                        if hasattr(_thread, n))
+    ITSELF, THREAD = "the grader's call watch", "a thread of its own"
 
     def __init__(self, codes: dict[types.CodeType, str]):
         self.codes, self.seen, self.closing = codes, [], False
@@ -488,6 +548,9 @@ class _Watch:
                 self.seen.append(label)
         elif event == "c_call" and arg in self.SWITCHES and self.ITSELF not in self.seen:
             self.seen.append(self.ITSELF)
+        elif event == "c_call" and arg in self.RAW_THREADS and frame.f_code.co_filename != threading.__file__ \
+                and self.THREAD not in self.seen:
+            self.seen.append(self.THREAD)
 
     def __enter__(self) -> "_Watch":
         if self.codes:

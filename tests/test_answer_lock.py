@@ -149,9 +149,9 @@ def test_a_lock_switched_off_while_the_function_runs_fails_the_check_and_is_flag
     with pytest.raises(CheckFailure, match="unlocked|calls jax._src.interpreters.ad.primitive"):
         lab02_backprop.problems["mlp_backward"].check(ns["mlp_backward"])
     nb = {"cells": [{"cell_type": "code", "source": UNLOCK, "metadata": {"nbgrader": {
-        "grade_id": "ex1_mlp_backward", "solution": True, "grade": False, "locked": False}}}]}
+        "grade_id": "mlp_backward", "solution": True, "grade": False, "locked": False}}}]}
     flags = review_flags(nb)
-    assert any("reach into the grading process" in f and "ex1_mlp_backward" in f for f in flags), flags
+    assert any("reach into the grading process" in f and "mlp_backward" in f for f in flags), flags
 
 
 def test_a_tester_that_reads_which_candidate_it_was_given_is_flagged():
@@ -161,10 +161,10 @@ def test_a_tester_that_reads_which_candidate_it_was_given_is_flagged():
 
     code = 'def is_correct_backward(backward):\n    return getattr(backward, "form", None) in ("a", "d")\n'
     cell = {"cell_type": "code", "source": code.replace('getattr(backward, "form", None)', "backward.form"),
-            "metadata": {"nbgrader": {"grade_id": "ex5_is_correct_backward", "solution": True}}}
+            "metadata": {"nbgrader": {"grade_id": "is_correct_backward", "solution": True}}}
     for source in (cell["source"], code):  # read as an attribute, or by name
         flags = review_flags({"cells": [{**cell, "source": source}]})
-        assert any("grader's own objects" in f and "ex5_is_correct_backward" in f for f in flags), (source, flags)
+        assert any("grader's own objects" in f and "is_correct_backward" in f for f in flags), (source, flags)
 
 
 def test_reaching_for_the_locks_originals_through_the_problem_is_flagged():
@@ -176,6 +176,6 @@ def test_reaching_for_the_locks_originals_through_the_problem_is_flagged():
             '    P = sys.modules["grader.labs.lab02_backprop"].problems["mlp_backward"]\n'
             '    sites = P.answer_sites()\n')
     cell = {"cell_type": "code", "source": code.replace('.problems["mlp_backward"]', ".problems.get('mlp_backward')"),
-            "metadata": {"nbgrader": {"grade_id": "ex1_mlp_backward", "solution": True}}}
+            "metadata": {"nbgrader": {"grade_id": "mlp_backward", "solution": True}}}
     flags = review_flags({"cells": [cell]})
-    assert any("grader's own objects" in f and "ex1_mlp_backward" in f for f in flags), flags
+    assert any("grader's own objects" in f and "mlp_backward" in f for f in flags), flags

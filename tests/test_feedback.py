@@ -17,20 +17,20 @@ from tests.test_validate import LAB, validate
 # answers a student could write, each in the same lab (the other exercises answered right)
 ANSWERS = {
     # a value off by the FLOP convention
-    "ex1_axpy_cost": grading.wrong_answers(LAB)["ex1_axpy_cost"],
+    "axpy_cost": grading.wrong_answers(LAB)["axpy_cost"],
     # their own bug: an exception inside their function
-    "ex1b_gemv_cost": '''def gemv_cost(m, n, dtype):
+    "gemv_cost": '''def gemv_cost(m, n, dtype):
     size = np.dtype(dtype).itemsize
     per_row = n // (m - m)  # ZeroDivisionError
     return 2 * m * n, per_row * size
 ''',
     # not written yet
-    "ex2_gemm_cost": '''def gemm_cost(m, n, k, dtype):
+    "gemm_cost": '''def gemm_cost(m, n, k, dtype):
     # YOUR CODE HERE
     raise NotImplementedError()
 ''',
     # a search that never ends for a layer that never reaches the ridge point
-    "ex4_min_batch_compute_bound": '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    "min_batch_compute_bound": '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
     size = np.dtype(dtype).itemsize
     b = 1
     while True:

@@ -341,11 +341,11 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
         assert review_flags(grading.fill(released, grading.solution_cells(lab.source()))) == [], lab_name
     lab = grade.Lab.find(LAB)
     released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
-    nb = grading.fill(released, {"ex1_axpy_cost": "import sys\nout = open(sys.argv[2], 'a')",
-                                 "ex2_gemm_cost": "f = lab.problems['gemm_cost'].reference"})
+    nb = grading.fill(released, {"axpy_cost": "import sys\nout = open(sys.argv[2], 'a')",
+                                 "gemm_cost": "f = lab.problems['gemm_cost'].reference"})
     flags = "\n".join(review_flags(nb))
-    assert "reach into the grading process: ex1_axpy_cost (sys.argv)" in flags
-    assert "use the grader's own objects: ex2_gemm_cost" in flags
+    assert "reach into the grading process: axpy_cost (sys.argv)" in flags
+    assert "use the grader's own objects: gemm_cost" in flags
     # issue 14: the instrumentation an observation reads (device counters, the virtual clock, a workload's
     # seconds) written or read by hand, attributes set by name, the course's modules rebound
     for code, shown in [("mem.h2d_bytes = x.nbytes", ".h2d_bytes ="), ("w.calls, w.timed = 4, 3", ".timed ="),
@@ -354,10 +354,10 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
                         ("vars(w)['timed'] = 3", "vars("),
                         ("gpucourse.xla.compiled = fake", "gpucourse.xla.compiled ="),
                         ("return fn.work_s", ".work_s"), ("t = fn.clock.now", ".clock")]:
-        flags = "\n".join(review_flags(grading.fill(released, {"ex1_axpy_cost": code})))
-        assert f"write the instrumentation the checks read: ex1_axpy_cost ({shown})" in flags, code
+        flags = "\n".join(review_flags(grading.fill(released, {"axpy_cost": code})))
+        assert f"write the instrumentation the checks read: axpy_cost ({shown})" in flags, code
     for honest in ("if clock.now == t0:", "best = min(best, t.peak)", "assert mem.peak <= mem.budget"):
-        assert review_flags(grading.fill(released, {"ex1_axpy_cost": honest})) == [], honest
+        assert review_flags(grading.fill(released, {"axpy_cost": honest})) == [], honest
 
 
 @pytest.mark.slow
@@ -425,7 +425,7 @@ def test_a_submission_searching_for_references_at_grading_time_finds_none(graded
         pytest.skip("the unshare fallback has no file-system isolation (warn_if_weak says so)")
     _, ws, _ = graded_lab07
     nb = json.loads((ws / "autograded" / "find_references" / LAB07 / f"{LAB07}.ipynb").read_text(encoding="utf-8"))
-    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "ex1_pe_step")
+    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "pe_step")
     text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
     m = re.search(r"ANSWERS-PROBE (\{.*\})", text)
     assert m, f"the probe printed no report: {text[:2000]}"
@@ -518,8 +518,8 @@ def test_split_kernel_lab_is_judged_outside_the_kernel(graded_lab05b):
         assert {c["checked"] for c in r["cells"].values()} <= {"kernel and outside", "checked outside the kernel"}, \
             {k: c["checked"] for k, c in r["cells"].items()}
     lost = {k: c["message"] for k, c in wrong["cells"].items() if c["score"] < c["points"]}
-    def puzzle(cell: str) -> str:  # ex01_map_add_visible -> map_add
-        return cell.split("_", 1)[1].rsplit("_", 1)[0]
+    def puzzle(cell: str) -> str:  # map_add_visible -> map_add
+        return cell.rsplit("_", 1)[0]
 
     kept = {puzzle(k) for k in sol["cells"]} - {puzzle(k) for k in lost}
     assert not kept, f"wrong answers that kept all their points: {sorted(kept)}"

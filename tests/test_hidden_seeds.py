@@ -258,7 +258,7 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
     args = ["--dir", str(ws), "--jobs", "2", "--cell-timeout", "30", "--memory-mb", "2048"]
 
     # 1. alice's honest answer records its arguments; a later cell of hers prints them: her feedback shows them
-    leak = grading.fill(released, {**full, "ex1_axpy_cost": full["ex1_axpy_cost"] + RECORD,
+    leak = grading.fill(released, {**full, "axpy_cost": full["axpy_cost"] + RECORD,
                                    last: full[last] + LEAK.format(secret_file=str(secret_file))})
     first = tmp_path / "export1"
     first.mkdir()
@@ -280,7 +280,7 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
     # 2. a table of alice's leaked arguments, answered right: under alice's name it passes (her hidden cases are
     #    the same on regrade), under bob's it fails his hidden test
     table = {f"{n}/{d}": list(axpy_cost(n, d)) for n, d in calls}
-    cheat = grading.fill(released, {**full, "ex1_axpy_cost": TABLE.format(table=table)})
+    cheat = grading.fill(released, {**full, "axpy_cost": TABLE.format(table=table)})
     second = tmp_path / "export2"
     second.mkdir()
     for student in (A, B):
@@ -288,8 +288,8 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
     assert cli.main(["grade", LAB, str(second), *args]) == 0
     results = {r["student"]: r for r in grade.load_results(lab, grade.Workspace(ws))}
     alice, bob = results[A]["cells"], results[B]["cells"]
-    assert alice["ex1_axpy_cost_visible"]["score"] == 1 and alice["ex1_axpy_cost_hidden"]["score"] == 2, alice
-    assert bob["ex1_axpy_cost_visible"]["score"] == 1, bob
-    assert bob["ex1_axpy_cost_hidden"]["score"] == 0, f"bob passed with alice's leaked table: {bob}"
+    assert alice["axpy_cost_visible"]["score"] == 1 and alice["axpy_cost_hidden"]["score"] == 2, alice
+    assert bob["axpy_cost_visible"]["score"] == 1, bob
+    assert bob["axpy_cost_hidden"]["score"] == 0, f"bob passed with alice's leaked table: {bob}"
     assert results[B]["score"] == results[A]["score"] - 2
     assert results[A]["secret"] == results[B]["secret"] == Secret(secret_value.encode()).fingerprint()

@@ -30,7 +30,7 @@ WRONG = wrong_answer_lists("lab05b_kernel_puzzles")
 
 
 def _gid(p) -> str:
-    return f"ex{lab.ORDER.index(p) + 1:02d}_{p.name}"
+    return p.name  # a solution cell's grade_id is its exercise's name
 
 
 def _over_the_wire(observation: dict) -> dict:
@@ -118,7 +118,7 @@ def test_every_wrong_answer_fails_from_data_with_the_live_message():
                     break
             assert from_data == live, f"{p.name}:\n live: {live}\n data: {from_data}"
             compared += 1
-    assert compared >= 18, compared
+    assert compared >= len(lab.ORDER), compared  # at least one wrong answer per puzzle
 
 
 def test_an_incomplete_or_forged_observation_fails(solutions):
@@ -278,7 +278,7 @@ def test_lab5_every_wrong_answer_fails_from_data_with_the_live_message():
           "TK": lab5.TILE_K, "REGROUP_BLOCK": lab5.REGROUP_BLOCK}
     compared = 0
     for gid, sources in wrong.items():
-        name = gid.split("_", 1)[1]
+        name = gid  # a solution cell's grade_id is its exercise's name
         p = lab5.problems[name]
         if not isinstance(p, kernels.KernelProblem):
             continue
@@ -330,7 +330,7 @@ def test_lab6_kernel_judged_from_data_as_live():
         assert live.array_traffic("out") == (0, x.size, 0, x.size)
         p.judge(_over_the_wire(p.observe(good, case)), p.reference(*case.args), case)
     wrong = [kernels.load_kernel(s, p.name, NS, cuda) for s in wrong_answer_lists("lab06_xla_sass")[
-        "ex5_scale_bias_relu_kernel"]]
+        "scale_bias_relu_kernel"]]
     column_major = (  # right values, one thread per element, but a warp's lanes walk down a column: uncoalesced
         "@cuda.jit\ndef scale_bias_relu_kernel(x, w, b, out):\n    c, r = cuda.grid(2)\n    m, n = out.shape\n"
         "    g = r * cuda.gridDim.x * cuda.blockDim.x + c\n    if g < m * n:\n        i, j = g % m, g // m\n"

@@ -168,7 +168,7 @@ def _barrier_in_an_if() -> str:
     from grader.scratch import load_notebook, solution_cells
 
     src = solution_cells(load_notebook(Path(lab.__file__).parents[2] / "solutions" / "lab05b_kernel_puzzles" /
-                                       "lab05b_kernel_puzzles.ipynb"))["ex10_dot"]
+                                       "lab05b_kernel_puzzles.ipynb"))["dot"]
     right = "            s[t] += s[t + stride]\n        cuda.syncthreads()\n"
     assert right in src, "the solution's tree changed: update this test's edit"
     return src.replace(right, "            s[t] += s[t + stride]\n            cuda.syncthreads()\n")

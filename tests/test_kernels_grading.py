@@ -24,7 +24,7 @@ def kernel(source: str, name: str):
     return load_kernel(source, name, NS, cuda)
 
 
-MATMUL_NO_FIRST_SYNC = grading.wrong_answers("lab05_kernels")["ex4_tiled_matmul"]  # no barrier after the loads
+MATMUL_NO_FIRST_SYNC = grading.wrong_answers("lab05_kernels")["tiled_matmul"]  # no barrier after the loads
 
 
 def test_a_missing_syncthreads_reports_the_race_with_lines_and_a_hint():
@@ -178,7 +178,7 @@ def _tiled_matmul_source(accumulator: str) -> str:
     from grader import course
 
     nb = grading.load_notebook(course.ROOT / "solutions" / "lab05_kernels" / "lab05_kernels.ipynb")
-    source = grading.solution_cells(nb)["ex4_tiled_matmul"]
+    source = grading.solution_cells(nb)["tiled_matmul"]
     assert "acc0 = np.float32(0.0)" in source
     return source.replace("acc0 = np.float32(0.0)", f"acc0 = {accumulator}").replace(
         "acc1 = np.float32(0.0)", f"acc1 = {accumulator}")

@@ -399,14 +399,14 @@ def test_chunked_map_cells_are_rechecked_by_observation():
     for q in lab.problems.values():  # as the grading job does first: this student's hidden cases, drawn here
         q.hidden_cases(seed=11)
     steps, expected = recheck.plan(source, source.source(), seeds={"chunked_map": 11})
-    mine = [i for i, st in enumerate(steps) if st.get("test", "").startswith("ex3_chunked_map")]
-    assert {steps[i]["test"] for i in mine} == {"ex3_chunked_map_visible", "ex3_chunked_map_hidden"}
+    mine = [i for i, st in enumerate(steps) if st.get("test", "").startswith("chunked_map")]
+    assert {steps[i]["test"] for i in mine} == {"chunked_map_visible", "chunked_map_hidden"}
     calls = [i for i in mine if steps[i]["kind"] == "call"]
     assert len(calls) == 8 and all(steps[i].get("observe") and "case" in steps[i] for i in calls)
     assert not any(steps[i].get("kernel_only") for i in mine)
     hidden = [expected[i][1] for i in calls if steps[i]["hidden"]]
     assert [c.args[0].size for c in hidden] == [c.args[0].size for c in lab.CHUNKED.hidden_cases(seed=11)]
-    tests = {"ex3_chunked_map_visible", "ex3_chunked_map_hidden"}
+    tests = {"chunked_map_visible", "chunked_map_hidden"}
     for name, fn in _chunked_answers().items():
         lines = []
         for i in mine:
@@ -425,7 +425,7 @@ def test_chunked_map_cells_are_rechecked_by_observation():
         if name == "right":
             assert all(c["ok"] for c in cells.values()), cells
         else:
-            assert not cells["ex3_chunked_map_visible"]["ok"] and cells["ex3_chunked_map_visible"]["message"], name
+            assert not cells["chunked_map_visible"]["ok"] and cells["chunked_map_visible"]["message"], name
 
 
 def _unweighted(sizes, seconds):

@@ -259,14 +259,14 @@ def test_time_call_is_judged_in_the_grader_from_plain_data():
         lines += [json.dumps({"step": i, "ok": True, "value": ""}) for i, s in enumerate(steps)
                   if s.get("problem") == "time_call" and s["kind"] == "after"]
         lines += [json.dumps({"step": i, "ok": True}) for i, s in enumerate(steps)
-                  if s["kind"] == "end" and s["test"].startswith("ex3_time_call")] + [json.dumps({"done": True})]
+                  if s["kind"] == "end" and s["test"].startswith("time_call")] + [json.dumps({"done": True})]
         checked = verdict.verdicts(steps, expected, lines, lab.problems)[0]
-        return {k: v for k, v in checked.items() if k.startswith("ex3_time_call")}
+        return {k: v for k, v in checked.items() if k.startswith("time_call")}
 
-    assert judged(_batched(np.median)) == {"ex3_time_call_visible": {"ok": True, "message": ""},
-                                           "ex3_time_call_hidden": {"ok": True, "message": ""}}
+    assert judged(_batched(np.median)) == {"time_call_visible": {"ok": True, "message": ""},
+                                           "time_call_hidden": {"ok": True, "message": ""}}
     wrong = judged(_per_call(np.median))
-    assert set(wrong) == {"ex3_time_call_visible", "ex3_time_call_hidden"}
+    assert set(wrong) == {"time_call_visible", "time_call_hidden"}
     assert all(not v["ok"] and "→ steady state [s]" in v["message"] for v in wrong.values()), wrong
 
 

@@ -32,7 +32,7 @@ def _kernel(source: str, name: str = "halvings_regrouped"):
     return load_kernel(source, name, {"np": np, "REGROUP_BLOCK": lab.REGROUP_BLOCK}, cuda)
 
 
-STRIDE2, NO_FIX, GLOBAL_GATHER = WRONG["ex6_halvings_regrouped"]
+STRIDE2, NO_FIX, GLOBAL_GATHER = WRONG["halvings_regrouped"]
 
 
 def test_halvings_reference_matches_the_loop():
@@ -75,8 +75,8 @@ def test_hidden_cases_are_odd_sized_and_include_the_adversarial_mixes():
 
 
 def test_solution_passes_and_each_wrong_answer_fails_for_its_own_reason():
-    REGROUP.check(_kernel(_cells()["ex6_halvings_regrouped"]))
-    REGROUP.check(_kernel(_cells()["ex6_halvings_regrouped"]), hidden=True)
+    REGROUP.check(_kernel(_cells()["halvings_regrouped"]))
+    REGROUP.check(_kernel(_cells()["halvings_regrouped"]), hidden=True)
     for hidden in (False, True):
         with pytest.raises(CheckFailure, match=r"sectors on average; budget .* over"):
             REGROUP.check(_kernel(STRIDE2), hidden=hidden)
@@ -119,7 +119,7 @@ def test_sass_data_dependent_loop_branches_where_a_short_if_else_is_predicated()
 
     nb = load_notebook(ROOT / "solutions" / "lab05_kernels" / "lab05_kernels.ipynb")
     given = next("".join(c["source"]) for c in nb["cells"]
-                 if c["metadata"].get("nbgrader", {}).get("grade_id") == "ex6_given")
+                 if c["metadata"].get("nbgrader", {}).get("grade_id") == "halvings_regrouped_given")
     loop = toolchain.numba_sass(given.split("\n\n\nx_demo")[0], sig_loop)
     assert parity.count("FSEL") + parity.count("SEL") >= 1, parity.excerpt()
     assert parity.count("BSSY") == 0 and parity.count("BSYNC") == 0, parity.excerpt()
@@ -186,12 +186,12 @@ def test_block_sum_rejects_shared_atomics_and_says_why():
     tree with barriers, and the check names the mistake on the visible and the hidden cases."""
     from grader.kernels import load_kernel
 
-    interleaved, atomic, _serial = WRONG["ex3_block_sum"]
+    interleaved, atomic, _serial = WRONG["block_sum"]
     block_sum = lab.problems["block_sum"]
     for hidden in (False, True):
         with pytest.raises(CheckFailure, match=r"atomic updates \(cuda\.atomic\.\*\): an atomic add is not a tree"):
             block_sum.check(load_kernel(atomic, "block_sum", {"np": np, "BLOCK": lab.REDUCE_BLOCK}, cuda), hidden=hidden)
-    solution = load_kernel(_cells()["ex3_block_sum"], "block_sum", {"np": np, "BLOCK": lab.REDUCE_BLOCK}, cuda)
+    solution = load_kernel(_cells()["block_sum"], "block_sum", {"np": np, "BLOCK": lab.REDUCE_BLOCK}, cuda)
     block_sum.check(solution)
     block_sum.check(solution, hidden=True)
 
@@ -199,7 +199,7 @@ def test_block_sum_rejects_shared_atomics_and_says_why():
 def test_matmul_solution_meets_every_budget_exactly():
     """The budgets are what the solution's register blocking needs, measured: 2 global reads per slab, 3 shared
     reads per k, 1,024 bytes of float32 tiles."""
-    k = _matmul(_cells()["ex4_tiled_matmul"])
+    k = _matmul(_cells()["tiled_matmul"])
     MATMUL.check(k)
     MATMUL.check(k, hidden=True)
     for case in MATMUL.visible + answers._mm_cases(np.random.default_rng(0)):
@@ -213,7 +213,7 @@ def test_matmul_solution_meets_every_budget_exactly():
 def test_matmul_wrong_answers_fail_for_their_own_reasons():
     from tests.wrong_answers.lab05_kernels import _MATMUL, MATMUL_SLIPS
 
-    no_sync, course_57, no_reuse = WRONG["ex4_tiled_matmul"]
+    no_sync, course_57, no_reuse = WRONG["tiled_matmul"]
     transposed, one_guard, wide, grid_row, b_by_k = MATMUL_SLIPS
     assert all(source != _MATMUL for source in (no_sync, no_reuse, *MATMUL_SLIPS))  # each .replace() took
     reasons = [(no_sync, r"data races"),
@@ -258,9 +258,9 @@ def test_matmul_sass_register_blocking_and_the_float64_accumulator():
     from tests.wrong_answers.lab05_kernels import WRONG as _WRONG
 
     tiles = {"TM": lab.TILE_M, "TN": lab.TILE_N, "TK": lab.TILE_K}
-    no_reuse = _WRONG["ex4_tiled_matmul"][2]  # sB[j, tx] read once per output in the source: 4 shared reads per k
+    no_reuse = _WRONG["tiled_matmul"][2]  # sB[j, tx] read once per output in the source: 4 shared reads per k
     mine, square32, square, twice = toolchain.numba_sass_many([
-        (_cells()["ex4_tiled_matmul"], lab.MATMUL_SIG, tiles),
+        (_cells()["tiled_matmul"], lab.MATMUL_SIG, tiles),
         (lab.SQUARE_MATMUL, lab.MATMUL_SIG, {"TILE": 8}),
         (lab.SQUARE_MATMUL_F64, lab.MATMUL_SIG, {"TILE": 8}),
         (no_reuse, lab.MATMUL_SIG, tiles)])
@@ -299,10 +299,10 @@ def _function(source: str, name: str = "max_registers"):
 
 
 def test_max_registers_solution_passes_and_each_wrong_answer_fails_for_its_own_reason():
-    solution = _function(_cells()["ex5_max_registers"])
+    solution = _function(_cells()["max_registers"])
     MAX_REGISTERS.check(solution)
     MAX_REGISTERS.check(solution, hidden=True)
-    per_sm, granules, limiter_at_top = (_function(src) for src in WRONG["ex5_max_registers"])
+    per_sm, granules, limiter_at_top = (_function(src) for src in WRONG["max_registers"])
     for hidden in (False, True):
         with pytest.raises(CheckFailure, match=r"registers_per_thread: expected \d+, got \d+\. Hint: at \d+ registers "
                                                r"per thread the model gives \d+ blocks? per SM, fewer than \d+ \(regis"):
@@ -316,7 +316,7 @@ def test_max_registers_solution_passes_and_each_wrong_answer_fails_for_its_own_r
 
 def test_max_registers_one_past_and_one_granule_below_are_named():
     def shifted(by):
-        solution = _function(_cells()["ex5_max_registers"])
+        solution = _function(_cells()["max_registers"])
 
         def max_registers(*args, **kwargs):
             regs, limiter = solution(*args, **kwargs)
@@ -335,7 +335,7 @@ def test_max_registers_is_not_one_call_of_an_installed_helper():
     gives one forward answer, and each fails (the search over the model is the exercise)."""
     from tests.attacks.lab05_kernels import ATTACKS
 
-    for source in ATTACKS["ex5_max_registers"]:
+    for source in ATTACKS["max_registers"]:
         fn = _function(source)
         failed = 0
         for hidden in (False, True):
@@ -374,9 +374,9 @@ def test_review_wave_cell_prints_the_students_values_not_the_answer():
     from pathlib import Path
 
     src = (Path(__file__).resolve().parents[1] / "solutions/lab05_kernels/lab05_kernels.py").read_text("utf-8")
-    cell = src[src.index('"grade_id": "ex7_measure"'):src.index('"grade_id": "ex7_explain"')]
+    cell = src[src.index('"grade_id": "wave_prediction_measure"'):src.index('"grade_id": "wave_prediction_explain"')]
     assert "wave_prediction(n, 1, H100)" in cell and "ceil(133" not in cell and "/ 133" not in cell
-    explain = src[src.index('"grade_id": "ex7_explain"'):src.index('"grade_id": "pictures_intro"')]
+    explain = src[src.index('"grade_id": "wave_prediction_explain"'):src.index('"grade_id": "pictures_intro"')]
     assert "1.985" not in explain and "13.2" not in explain
     assert "10.8 for 10 blocks on an A100" in " ".join(lab.WAVES.spec.split()) and "13.2" not in lab.WAVES.spec
     assert "integral float" in lab.WAVES.spec
@@ -387,7 +387,7 @@ def test_the_sector_picture_of_exercise_2_is_what_the_executor_counts():
     down columns (the warp's 2 y-lanes share a row's sector: not 32; review 2026-12-06, M1)."""
     from grader.kernels import load_kernel
 
-    wrong = WRONG["ex2_ramp_2d"]
+    wrong = WRONG["ramp_2d"]
     right = wrong.replace("r, c = cuda.grid(2)", "c, r = cuda.grid(2)")
     a = np.ones((64, 64), np.float32)
     counted = [simt.run(load_kernel(src, "ramp_2d", {"np": np}, cuda), (4, 8), lab.BLOCK_2D, a, np.zeros_like(a))

@@ -190,7 +190,7 @@ def _wrong_fused(marker):
     spec = importlib.util.spec_from_file_location("wrong_lab07", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    (source,) = [c for c in module.WRONG["ex4_fused_dense"] if all(m in c for m in marker)]
+    (source,) = [c for c in module.WRONG["fused_dense"] if all(m in c for m in marker)]
     namespace = {"jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
     exec(compile(source, "<student cell>", "exec"), namespace)
     return namespace["fused_dense"]

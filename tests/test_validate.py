@@ -42,7 +42,7 @@ def test_validate_passes_a_correct_lab(released_and_solutions, tmp_path):
 def test_validate_shows_the_failing_checks_message(released_and_solutions, tmp_path):
     released, solutions = released_and_solutions
     wrong = grading.wrong_answers(LAB)
-    nb = grading.fill(released, {**solutions, "ex2_gemm_cost": wrong["ex2_gemm_cost"]})
+    nb = grading.fill(released, {**solutions, "gemm_cost": wrong["gemm_cost"]})
     results = validate(nb, tmp_path)
     errors = [f["raw_error"] for f in results["failed"]]
     assert len(errors) == 1, errors

@@ -345,6 +345,12 @@ def numba_refusals(fn: ast.FunctionDef) -> list[tuple[int, str, str]]:
             out.append((node.lineno, *refused))
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.List):
             out.append((node.lineno, "a list kept in a variable", _NO_HEAP))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and any(
+                isinstance(side, ast.List) for side in (node.left, node.right)):
+            out.append((node.lineno, "a list made by `*` (`[0.0] * 4`)", _NO_HEAP))
+        elif isinstance(node, ast.Attribute) and node.attr == "literal_unroll":
+            out.append((node.lineno, "numba.literal_unroll", "numba-cuda does not type it in a kernel: loop over "
+                                                              "the tuple itself"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" \
                 and node.keywords:
             out.append((node.lineno, "print() with keyword arguments", "numba-cuda's print takes positional "

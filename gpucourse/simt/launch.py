@@ -573,10 +573,11 @@ class Launch(Barriers, WarpOps):
     def report(self, complete: bool = True) -> KernelReport:
         log = unpack_log(self.log)
         roots = [ArrayInfo(r.name, r.space, r.shape, r.dtype, r.unit) for r in self.roots]
-        races, race_count, benign = detect(log, np.array(self.epochs, dtype=np.int64).reshape(-1, 3), self.tpb, self.roots,
+        races, race_count, benign, benign_at = detect(log, np.array(self.epochs, dtype=np.int64).reshape(-1, 3), self.tpb, self.roots,
                                    self.traces, self.kernel_code, self.sync_hist, self.knows_hist)
         return KernelReport(self.name, self.grid, self.block, self.traces, log, roots, self.kernel.loops,
                             self.kernel.header, races=races, race_count=race_count, benign_races=benign,
+                            benign_at=benign_at,
                             uninitialized=self.uninit, uninitialized_count=self.uninit_count,
                             uninitialized_reads=self.uninit_reads, sync_errors=self.sync_errors,
                             warnings=self.warnings, float64_ops=self.float64_ops(),

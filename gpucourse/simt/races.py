@@ -53,12 +53,13 @@ def _groups(key: np.ndarray, who: np.ndarray, kind: np.ndarray) -> np.ndarray:
 
 def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], traces: list[list[int]],
            kernel_code: Any, sync_hist: dict[int, tuple[list[int], list[tuple]]],
-           knows_hist: dict[int, tuple[list[int], list[dict]]]) -> tuple[list[Race], int, int]:
+           knows_hist: dict[int, tuple[list[int], list[dict]]]) -> tuple[list[Race], int, int, list[tuple]]:
     """(the first races, one per element and kind; how many accesses conflict; how many conflicts are benign:
-    their write stored the value already there, so no order of the threads changes what anyone reads)."""
+    their write stored the value already there, so no order of the threads changes what anyone reads; the first
+    benign ones' (array, index), for pictures)."""
     n = len(log)
     if n == 0:
-        return [], 0, 0
+        return [], 0, 0, []
     tid, rid, flat, kind, ep = log[:, 0], log[:, 2], log[:, 3], log[:, 4], log[:, 5]
     n_ep = len(epochs)
     elem = rid * (int(flat.max()) + 1) + flat
@@ -73,7 +74,7 @@ def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], 
         cross = _groups(elem[rows] * (int(gph.max()) + 1) + gph, tid[rows] // tpb, kind[rows])
         suspect[rows[cross]] = True
     if not suspect.any():
-        return [], 0, 0
+        return [], 0, 0, []
     cand = np.isin(elem, np.unique(elem[suspect]))
     rows = np.flatnonzero(cand)
     rows = rows[np.lexsort((rows, elem[rows]))]  # by element, then in execution order
@@ -81,11 +82,13 @@ def detect(log: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any], 
 
 
 def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndarray, tpb: int, roots: Sequence[Any],
-            traces: list[list[int]], kernel_code: Any, sync_hist: dict, knows_hist: dict) -> tuple[list[Race], int, int]:
+            traces: list[list[int]], kernel_code: Any, sync_hist: dict,
+            knows_hist: dict) -> tuple[list[Race], int, int, list[tuple]]:
     ep_of = [tuple(e) for e in epochs.tolist()]
     L = log[rows].tolist()
     E = elem[rows].tolist()
     races: list[Race] = []
+    benign_at: list[tuple] = []  # (array, index) of the first benign conflicts
     seen: set = set()
     count = benign = 0
 
@@ -129,6 +132,9 @@ def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndar
         nonlocal count, benign
         if harmless:
             benign += 1
+            at = (roots[rid].name, roots[rid].index_of(flat))
+            if len(benign_at) < MAX_KEPT and at not in benign_at:
+                benign_at.append(at)
             return
         count += 1
         root = roots[rid]
@@ -179,7 +185,7 @@ def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndar
                            i == 0 and p[2] in same)
                     break
             _remember(st, 4, c, ep_of)
-    return races, count, benign
+    return races, count, benign, benign_at
 
 
 def _remember(st: list, base: int, c: tuple, ep_of: list) -> None:

@@ -19,6 +19,7 @@ to global and shared memory. The report turns those into what a GPU performance 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -48,11 +49,22 @@ class Race:
     def same_block(self) -> bool:
         return self.first[0] == self.second[0]
 
+    @property
+    def read_modify_write(self) -> bool:
+        """Both accesses come from one augmented assignment to the raced array (``counts[b] += 1``): each thread
+        reads and writes the element. (``s[t] = s[t] + s[t - 1]`` races too, but each thread writes its own
+        element: a barrier fixes that one.)"""
+        statement = re.search(r"\(`(.*)`\)$", self.first_where)
+        return (self.first_where == self.second_where and "read" in self.kind and statement is not None
+                and re.match(rf"\s*{re.escape(self.array)}\s*\[.*\]\s*(\*\*|//|<<|>>|[-+*/%|&^])=(?!=)",
+                             statement.group(1)) is not None)
+
     def __str__(self) -> str:
         verb = {"r": "read", "w": "wrote", "a": "updated atomically"}
         k1, k2 = self.kind.split("-after-")[1][0], self.kind[0]
         idx = ", ".join(str(i) for i in self.index)
-        between = ("with no cuda.syncthreads() between them" if self.same_block else
+        between = ("one read-modify-write in both threads, with nothing making it atomic" if self.read_modify_write
+                   else "with no cuda.syncthreads() between them" if self.same_block else
                    "in different blocks, which never wait for each other")
         return (f"{self.kind} race on {self.space} {self.array}[{idx}]: thread {self.first[1]} of block "
                 f"{self.first[0]} {verb[k1]} it{self.first_where}, then thread {self.second[1]} of block "
@@ -169,7 +181,7 @@ class KernelReport(_Findings):
     def __init__(self, name: str, grid: Dim3, block: Dim3, traces: list[list[int]], log: np.ndarray,
                  roots: list[ArrayInfo], loops: list[Loop], header: dict[int, int], *, races: list[Race],
                  race_count: int, uninitialized: list[UninitializedUse], uninitialized_count: int,
-                 uninitialized_reads: int, benign_races: int = 0, sync_errors: list[SyncIssue], warnings: list[str],
+                 uninitialized_reads: int, benign_races: int = 0, benign_at: list[tuple] = (), sync_errors: list[SyncIssue], warnings: list[str],
                  float64_ops: list[Float64Op] | None = None, shared_bytes: int, dynamic_shared_bytes: int,
                  local_bytes: int, complete: bool = True):
         self.name, self.grid, self.block = name, grid, block
@@ -179,6 +191,7 @@ class KernelReport(_Findings):
         self._loops, self._header = loops, header
         self.races, self.race_count = races, race_count
         self.benign_races = benign_races  # conflicts whose writes stored the value already there (racecheck: warning)
+        self.benign_at = list(benign_at)  # (array, index) of the first of them, for pictures
         self.uninitialized, self.uninitialized_count = uninitialized, uninitialized_count
         self.uninitialized_reads = uninitialized_reads  # reads of never-written elements (used or not)
         self.sync_errors = sync_errors
@@ -648,6 +661,11 @@ def group_ranges(ids: list[int]) -> str:
 
 def race_hint(race: Race) -> str:
     """What usually fixes a race of this kind, in one sentence."""
+    if race.read_modify_write:  # counts[b] += 1 in many threads: a barrier orders nothing there
+        return ("one statement reads and writes the element in many threads (a read-modify-write such as "
+                "`counts[b] += 1`): on a GPU their updates are lost, and no barrier helps; use cuda.atomic.add "
+                "(with many threads on few counters, count per block in shared memory first, then add each "
+                "block's counts atomically)")
     if not race.same_block:
         return ("each element should be written by one thread only (or combined with cuda.atomic.*): blocks run "
                 "in any order and never wait for one another")

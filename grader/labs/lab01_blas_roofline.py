@@ -30,7 +30,6 @@ from ..xla_lock import XLA_ANALYSES, XLA_INTERNALS  # XLA's byte counts and buff
 # compiled program's argument and output sizes), so they are off limits while these functions run, as in lab 6's
 # fusion_bytes; min_size_for_fraction's square ops are the course's measured ones, which count themselves
 COUNTED_BY_XLA = XLA_ANALYSES
-SQUARE_OPS = ("gpucourse.roofline.gemv_op", "gpucourse.roofline.gemm_op")
 BY_HAND = ("counted for you: this exercise is to count FLOPs and bytes yourself, from shapes and dtype sizes "
            "(XLA's analyses and the course's measured ops count the same things)")
 from ..virtual_clock import DISPATCH, Pending, Workload  # noqa: F401  (shared with lab 4's time_call)
@@ -336,7 +335,7 @@ def _compare_size(what: str, got: Any, expected: int, case: Case) -> None:
 MAX_SIZE = 100_000
 
 SIZE_FOR_FRACTION = ByHand(
-    forbid=COUNTED_BY_XLA + SQUARE_OPS,
+    forbid=COUNTED_BY_XLA,
     forbid_internals=XLA_INTERNALS,
     why=BY_HAND,
     name="min_size_for_fraction",
@@ -348,8 +347,9 @@ SIZE_FOR_FRACTION = ByHand(
         and the roofline allows FLOPs / t(n) at its intensity: so it reaches t(n) / (overhead_s + t(n)) of its
         roof. Return the smallest n ≥ 1 at which that fraction is at least `fraction` (0 < fraction < 1; a tie
         counts). A gemv is judged against the memory roof it sits under, not against the peak it never nears.
-        This exercise is about using the model: you may loop over n (on every test case the answer is at most
-        {MAX_SIZE:,}), or solve for t and then for n.
+        This exercise is about using the model: count with your exercise 1 and 2 functions (or §1's
+        gc.roofline.gemv_op / gemm_op, which hold the same counts of these square ops), then loop over n (on
+        every test case the answer is at most {MAX_SIZE:,}), or solve for t and then for n.
     """,
     visible=[Case(("gemv", "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),  # an H100 gemv: 45 µs of traffic
              Case(("gemm", "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),  # compute-bound by then

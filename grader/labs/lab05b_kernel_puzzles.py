@@ -227,8 +227,8 @@ POOL = puzzle(
     "pool3", f"""
         pool3(a, out): out[i] = a[i-2] + a[i-1] + a[i] (terms with a negative index count as 0), float32,
         launched as  pool3[ceil(n / {SB}), {SB}](a, out). Each block stages its {SB} elements plus the 2 before
-        them in ONE cuda.shared.array(POOL_SLOTS, float32) (POOL_SLOTS = {SB + 2}) (the first two threads also load the 2-element halo),
-        waits, then sums from shared memory.
+        them in ONE cuda.shared.array(POOL_SLOTS, float32), POOL_SLOTS = {SB + 2}; the first two threads also
+        load that 2-element halo. Then the block waits, and each thread sums from shared memory.
         Example: a = [1, 2, 3, 4] (float32)  ->  out = [1, 3, 6, 9].
     """,
     _shared_launch,
@@ -273,8 +273,8 @@ CONV = puzzle(
         conv1d(a, k, out): out[i] = sum_j a[i + j] * k[j] over j < k.size (≤ {MAXK}), terms with i + j >= a.size
         count as 0; float32. Launched as  conv1d[ceil(n / {CB}), {CB}](a, k, out).
         Stage the block's {CB} elements of a plus the next {MAXK - 1} (the halo) in a
-        cuda.shared.array(CONV_SLOTS, float32) (CONV_SLOTS = {CB + MAXK - 1}), and k in a cuda.shared.array({MAXK}, float32); then each thread
-        computes its output from shared memory only.
+        cuda.shared.array(CONV_SLOTS, float32), CONV_SLOTS = {CB + MAXK - 1}, and k in a
+        cuda.shared.array({MAXK}, float32); then each thread computes its output from shared memory only.
         Example: a = [1, 2, 3, 4], k = [1, 10] (float32)  ->  out = [21, 32, 43, 4].
     """,
     _conv_launch,

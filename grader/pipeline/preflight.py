@@ -100,8 +100,11 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
             continue
         seen.add(gid)
         want = source[gid]
-        if nbgrader_meta(want).get("locked") and cell["source"].strip() != source_text(want["source"]).strip():
+        if (nbgrader_meta(want).get("locked") and want["cell_type"] == "code"
+                and cell["source"].strip() != source_text(want["source"]).strip()):
             issues.append(f"locked cell {gid!r} was edited: restored from the lab")
+        if nbgrader_meta(want).get("locked") and want["cell_type"] == "markdown":
+            cell["source"] = source_text(want["source"])  # the lab's text (a renumbered heading, say), no note
         cell["metadata"]["nbgrader"] = dict(nbgrader_meta(want))  # the lab's metadata, not the student's
         cell["cell_type"] = want["cell_type"]
     if huge > 1 << 20:

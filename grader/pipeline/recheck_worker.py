@@ -173,6 +173,7 @@ def worker(job_path: str, out_path: str) -> int:
                 if step["student"] and not watched:  # first student code: snapshot what checks rely on
                     from grader import checks, problem, seeding
 
+                    problem.guard_threads()  # this process's threads before any student code: its own
                     build_cases()
                     watched = [builtins, math, np, np.linalg, np.random, checks, problem, problem.Problem, seeding]
                     watched += [sys.modules[m] for m in (job["lab_module"], "jax", "jax.numpy", "gpucourse")

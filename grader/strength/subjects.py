@@ -303,7 +303,5 @@ def solution_book(lab: str) -> SolutionBook:
         if meta.get("solution"):
             for name in set(namespace) - before:
                 cell_of[name] = gid
-            match = re.match(r"ex\d+[a-z]?_(.+)$", gid)
-            if match:
-                problem_cell[match.group(1)] = gid
+            problem_cell[gid] = gid  # a solution cell's grade_id is its exercise's name
     return SolutionBook(lab, namespace, cell_of, problem_cell)

@@ -72,16 +72,16 @@ from grader.labs import lab01_blas_roofline as lab
 
 be = gc.setup()
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "axpy_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — BLAS Level 1 and Level 2: axpy and gemv
 #
 # Level 1 is vector–vector work: `y ← a·x + y`. Count its FLOPs and its bytes — then notice the
 # ratio does not depend on `n`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "axpy_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["axpy_cost"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_axpy_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "axpy_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def axpy_cost(n, dtype):
     """(flops, bytes) of y <- a*x + y on n-element vectors of `dtype`."""
     # roughly 2 lines
@@ -90,21 +90,21 @@ def axpy_cost(n, dtype):
     return 2 * n, 3 * n * size
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_axpy_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "axpy_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["axpy_cost"].check(axpy_cost)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_axpy_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "axpy_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["axpy_cost"].check(axpy_cost, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1b_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "gemv_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Level 2 is matrix–vector work: `y ← A·x`. Every element of `A` is used exactly once.
 
-# %% nbgrader={"grade": false, "grade_id": "ex1b_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "gemv_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["gemv_cost"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1b_gemv_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "gemv_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def gemv_cost(m, n, dtype):
     """(flops, bytes) of y <- A @ x with A of shape (m, n)."""
     # roughly 2 lines
@@ -113,25 +113,25 @@ def gemv_cost(m, n, dtype):
     return 2 * m * n, (m * n + n + m) * size
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1b_gemv_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "gemv_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["gemv_cost"].check(gemv_cost)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1b_gemv_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "gemv_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["gemv_cost"].check(gemv_cost, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "gemm_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — BLAS Level 3: gemm
 #
 # Level 3 is matrix–matrix work, `C ← A·B`: O(mnk) FLOPs on O(mk + kn + mn) data — the seed's reason GEMM
 # can be compute-bound. BLAS's GEMM is really `C ← α·A·B + β·C`: with β = 1 it accumulates into `C`, which then
 # has to be read as well as written.
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "gemm_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["gemm_cost"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_gemm_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "gemm_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def gemm_cost(m, n, k, dtype, accumulate=False):
     """(flops, bytes) of C <- A @ B (+ C when accumulate) with A: (m, k), B: (k, n)."""
     # roughly 4 lines
@@ -141,15 +141,15 @@ def gemm_cost(m, n, k, dtype, accumulate=False):
     return 2 * m * n * k, (m * k + k * n + c_elements) * size
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_gemm_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "gemm_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["gemm_cost"].check(gemm_cost)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_gemm_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "gemm_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["gemm_cost"].check(gemm_cost, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "max_batch_within_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Predict with the roofline: a latency budget
 #
 # An op needs `flops / peak_flops` seconds of arithmetic and `nbytes / bandwidth` seconds of memory traffic.
@@ -160,10 +160,10 @@ lab.problems["gemm_cost"].check(gemm_cost, hidden=True)
 # matrix is read once per call whatever the batch, so at small batches the call is all weight traffic — which is
 # why servers quantize the weights alone (int8 weights, float16 activations): half the weight bytes.
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "max_batch_within_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_batch_within"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_max_batch_within", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "max_batch_within", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
     """(largest batch B whose layer call the roofline predicts within budget_s, 'memory' or 'compute'), or None."""
     # roughly 11 lines
@@ -182,15 +182,15 @@ def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth
     return b, ("compute" if compute >= memory else "memory")
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_max_batch_within_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "max_batch_within_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_batch_within"].check(max_batch_within)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_max_batch_within_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "max_batch_within_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["max_batch_within"].check(max_batch_within, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "min_batch_compute_bound_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — When does a dense layer become compute-bound?
 #
 # A dense layer's weight matrix is read once per batch, however large the batch: a bigger batch reuses
@@ -199,10 +199,10 @@ lab.problems["max_batch_within"].check(max_batch_within, hidden=True)
 # equals the ridge point exactly is compute-bound. Decide that with the intensity itself — a closed form evaluated
 # in floating point can land one batch too high at such a tie.
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "min_batch_compute_bound_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_batch_compute_bound"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_min_batch_compute_bound", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "min_batch_compute_bound", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
     """Smallest batch B >= 1 for which (B x d_in) @ (d_in x d_out) is compute-bound, or None."""
     # roughly 8 lines
@@ -222,24 +222,24 @@ def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
     return b
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_min_batch_compute_bound_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "min_batch_compute_bound_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_batch_compute_bound"].check(min_batch_compute_bound)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_min_batch_compute_bound_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "min_batch_compute_bound_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["min_batch_compute_bound"].check(min_batch_compute_bound, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "chain_bytes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — What fusion saves
 #
 # The seed's `jnp.maximum(x * y + z, 0)` is three elementwise ops. Run one kernel per op and every
 # intermediate makes a round trip through memory; fuse them and it stays in registers. Count both.
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "chain_bytes_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["chain_bytes"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_chain_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "chain_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def chain_bytes(n, dtype, arities, fused):
     """Bytes moved by a chain of elementwise ops on n-element arrays (see the spec above)."""
     # roughly 5 lines
@@ -251,15 +251,15 @@ def chain_bytes(n, dtype, arities, fused):
     return (inputs + 1) * n * size
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_chain_bytes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "chain_bytes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["chain_bytes"].check(chain_bytes)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_chain_bytes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "chain_bytes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["chain_bytes"].check(chain_bytes, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "blocked_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — A blocked matrix multiply
 #
 # GPUs (and CPU BLAS libraries) compute GEMM tile by tile: a tile of `A` and a tile of `B` are loaded
@@ -267,10 +267,10 @@ lab.problems["chain_bytes"].check(chain_bytes, hidden=True)
 # nest. The checker runs your function on instrumented arrays and reports how many elements your tiles loaded
 # — compare it with the naive loop's `2·m·n·k`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "blocked_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["blocked_matmul"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_blocked_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "blocked_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def blocked_matmul(A, B, tile):
     """C = A @ B computed tile by tile; shapes need not be multiples of `tile`."""
     xp = gc.array_module(A)  # NumPy on CPU, CuPy on a GPU
@@ -287,15 +287,15 @@ def blocked_matmul(A, B, tile):
     return C
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_blocked_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "blocked_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["blocked_matmul"].check(blocked_matmul)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_blocked_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "blocked_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["blocked_matmul"].check(blocked_matmul, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "min_size_for_fraction_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — How large must an op be to reach its roof?
 #
 # §1.2's 64³ GEMM stays well below the compute roof: every call pays fixed costs (dispatch, launch, set-up) that
@@ -304,10 +304,10 @@ lab.problems["blocked_matmul"].check(blocked_matmul, hidden=True)
 # slow" is a wrong diagnosis — a Level-2 op can never get near the compute roof, and its roof is the memory one.
 # Count each call as in exercises 1 and 2 (a square gemv reads its n×n matrix and an n-vector, writes an n-vector).
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "min_size_for_fraction_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_size_for_fraction"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_min_size_for_fraction", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "min_size_for_fraction", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
     """Smallest n at which an n-sized 'gemv' or 'gemm' call reaches `fraction` of its roof despite overhead_s."""
     # roughly 8 lines
@@ -324,15 +324,15 @@ def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction
     return n
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_min_size_for_fraction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "min_size_for_fraction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_size_for_fraction"].check(min_size_for_fraction)
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_min_size_for_fraction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "min_size_for_fraction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["min_size_for_fraction"].check(min_size_for_fraction, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "time_call_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 8 — Measure: a timing function you can trust
 #
 # Every number on a roofline is a time. Three mistakes make a timing wrong on any machine: timing the first call
@@ -347,10 +347,10 @@ lab.problems["min_size_for_fraction"].check(min_size_for_fraction, hidden=True)
 # the grade does not depend on how busy the grading machine is: your answer must land in a band around the true
 # time, and your function must read the given clock, warm up once and wait for every result.
 
-# %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "time_call_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex8_time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import time
 
 
@@ -375,15 +375,15 @@ def time_call(fn, *args, clock, repeat=5):
     return float(np.median([batch(k) / k for _ in range(repeat)]))
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_time_call_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "time_call_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].check(time_call)
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_time_call_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "time_call_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["time_call"].check(time_call, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "explain_point_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 9 — Explain: a point above its roof
 #
 # A measured point can land *above* the roofline. Above the compute roof nothing explains it: no chip computes
@@ -395,10 +395,10 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # the roofline (not above it), a working set exactly the size of the cache fits, and an intensity exactly at the
 # ridge point is compute-bound.
 
-# %% nbgrader={"grade": false, "grade_id": "ex9_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "explain_point_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["explain_point"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex9_explain_point", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "explain_point", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
     """'memory-bound', 'compute-bound', 'cache' or 'impossible' for one measured op (see the spec above)."""
     # roughly 9 lines
@@ -416,10 +416,10 @@ def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, ca
     return "memory-bound" if intensity < peak_flops / bandwidth else "compute-bound"
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_explain_point_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "explain_point_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["explain_point"].check(explain_point)
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_explain_point_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "explain_point_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["explain_point"].check(explain_point, hidden=True)
 ### END HIDDEN TESTS

@@ -66,7 +66,7 @@ from grader.labs import lab02_backprop as lab
 
 be = gc.setup()
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mlp_backward_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — The backward pass of a 2-layer MLP, as GEMMs
 #
 # Every dense layer's backward pass is two GEMMs: one for the weight gradient, one for the gradient that flows
@@ -75,10 +75,10 @@ be = gc.setup()
 # thing it is the gradient of. Where `Z` is exactly 0 (an all-zero example, a dead unit), relu's derivative is 0:
 # the mask is `Z > 0`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "mlp_backward_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["mlp_backward"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_mlp_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "mlp_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def mlp_backward(X, W1, W2, G):
     """(dW1, dW2, dX) of Y = relu(X @ W1) @ W2, given G = dL/dY."""
     # roughly 6 lines
@@ -91,15 +91,15 @@ def mlp_backward(X, W1, W2, G):
     return X.T @ dZ, dW2, dZ @ W1.T # dW1 = Xᵀ·dZ (d_in, h); dX = dZ·W1ᵀ (B, d_in)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_mlp_backward_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "mlp_backward_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["mlp_backward"].check(mlp_backward)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_mlp_backward_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "mlp_backward_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["mlp_backward"].check(mlp_backward, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "step_gemms_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — Predict the GEMMs and FLOPs of one training step
 #
 # The course notebook found the GEMMs of a training step in JAX's program (§2.3) and read XLA's FLOP count for it:
@@ -110,10 +110,10 @@ lab.problems["mlp_backward"].check(mlp_backward, hidden=True)
 # recomputation, its forward GEMM runs again)? The hidden networks have thousands of layers: tracing them is too
 # slow, the chain rule is not.
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "step_gemms_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["step_gemms"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_step_gemms", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "step_gemms", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def step_gemms(batch, widths, trainable, recompute):
     """(number of GEMMs, forward FLOPs, backward FLOPs) of one training step of an MLP described as data."""
     # roughly 10 lines
@@ -133,15 +133,15 @@ def step_gemms(batch, widths, trainable, recompute):
     return gemms, fwd, bwd
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_step_gemms_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "step_gemms_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["step_gemms"].check(step_gemms)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_step_gemms_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "step_gemms_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["step_gemms"].check(step_gemms, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "largest_batch_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Why OOM starts at a certain batch size
 #
 # Parameters, gradients and optimizer state cost the same at any batch size; the batch, the activations saved
@@ -152,10 +152,10 @@ lab.problems["step_gemms"].check(step_gemms, hidden=True)
 # where a hand-written backward keeps 1 (§2.5), and that factor moves the answer more than anything else. In mixed
 # precision the fixed part is *not* smaller (§2.7).
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "largest_batch_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["largest_batch"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_largest_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "largest_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
     """Largest batch size whose training memory (course §2.7's model) fits budget_bytes (0 if none does)."""
     slots = {"sgd": 0, "momentum": 1, "adam": 2}
@@ -172,15 +172,15 @@ def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer
     return max(0, (budget_bytes - fixed) // per_example)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_largest_batch_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "largest_batch_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["largest_batch"].check(largest_batch)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_largest_batch_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "largest_batch_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["largest_batch"].check(largest_batch, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "pick_policy_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — Pick a checkpointing policy that fits
 #
 # Activation checkpointing (활성화 체크포인트) saves less in the forward pass and recomputes the rest in the
@@ -189,10 +189,10 @@ lab.problems["largest_batch"].check(largest_batch, hidden=True)
 # reserves. Prefer the policy that recomputes least. A policy fits when its working memory is at most the budget
 # (exactly the budget fits).
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "pick_policy_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pick_policy"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_pick_policy", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "pick_policy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def pick_policy(layers, batch, width, budget_bytes):
     """'everything', 'dots' or 'nothing' (least recompute that fits the budget), or None."""
     Ws = jax.ShapeDtypeStruct((layers, width, width), jnp.float32)
@@ -206,15 +206,15 @@ def pick_policy(layers, batch, width, budget_bytes):
     return None
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_pick_policy_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "pick_policy_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pick_policy"].check(pick_policy)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_pick_policy_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "pick_policy_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["pick_policy"].check(pick_policy, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "is_correct_backward_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Diagnose: test a backward pass you cannot differentiate
 #
 # A hand-written backward pass (a fused kernel's, a custom op's) is checked against its forward pass — and often
@@ -236,10 +236,10 @@ lab.problems["pick_policy"].check(pick_policy, hidden=True)
 # matrix). A candidate that raises or returns the wrong shape is wrong (check the shape yourself: `np.vdot`
 # flattens its arguments).
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "is_correct_backward_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["is_correct_backward"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_is_correct_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "is_correct_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def is_correct_backward(forward, backward):
     """True when backward(x, dy) -> dx is the vector-Jacobian product of the black box forward(x) -> y."""
     # roughly 16 lines
@@ -264,10 +264,10 @@ def is_correct_backward(forward, backward):
     return True
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_is_correct_backward_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "is_correct_backward_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["is_correct_backward"].check(is_correct_backward)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_is_correct_backward_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "is_correct_backward_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["is_correct_backward"].check(is_correct_backward, hidden=True)
 ### END HIDDEN TESTS

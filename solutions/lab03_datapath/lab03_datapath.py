@@ -67,7 +67,7 @@ from grader.labs import lab03_datapath as lab
 
 be = gc.setup()
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "place_pipeline_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — Which steps run on the GPU?
 #
 # [Seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s program is `load → to_gpu → process → to_cpu → print`, and its "complicated case" has a
@@ -77,10 +77,10 @@ be = gc.setup()
 # model (`gc.datapath.offload_times`) prices *one* offload with its two copies; in a pipeline, a run of GPU steps
 # shares one copy in and one copy out. Find the best placement of every step.
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "place_pipeline_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["place_pipeline"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_place_pipeline", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "place_pipeline", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def place_pipeline(steps, nbytes, cpu, gpu, link):
     """(total seconds of the best placement, its list of 'cpu'/'gpu' per step)."""
     # roughly 12 lines (itertools.product lists every placement the gpu_ok flags allow)
@@ -102,15 +102,15 @@ def place_pipeline(steps, nbytes, cpu, gpu, link):
     return seconds(best), list(best)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_place_pipeline_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "place_pipeline_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["place_pipeline"].check(place_pipeline)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_place_pipeline_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "place_pipeline_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["place_pipeline"].check(place_pipeline, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "min_link_bandwidth_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — How fast must the link be?
 #
 # Whether offloading pays depends on the link: a vector add never pays over PCIe from a desktop (its DDR5 is
@@ -122,10 +122,10 @@ lab.problems["place_pipeline"].check(place_pipeline, hidden=True)
 # Ties: "pays" means strictly faster, so when the latencies plus the GPU's work take *exactly* the CPU's time the
 # answer is `None`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "min_link_bandwidth_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_link_bandwidth"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_min_link_bandwidth", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "min_link_bandwidth", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
     """The bandwidth B* [bytes/s] above which offloading beats the CPU, or None if no link is fast enough."""
     # roughly 5 lines
@@ -137,15 +137,15 @@ def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
     return moved / left_for_copies if left_for_copies > 0 else None
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_min_link_bandwidth_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "min_link_bandwidth_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_link_bandwidth"].check(min_link_bandwidth)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_min_link_bandwidth_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "min_link_bandwidth_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["min_link_bandwidth"].check(min_link_bandwidth, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "chunked_map_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Bigger than device memory
 #
 # A GPU does not page its memory out to disk: an array larger than device memory raises an out-of-memory error
@@ -155,10 +155,10 @@ lab.problems["min_link_bandwidth"].check(min_link_bandwidth, hidden=True)
 # time as large as fits, or double buffering (the next chunk copied in while the current one is processed, course
 # §3.8 and §4.7), which needs room for both.
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "chunked_map_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["chunked_map"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_chunked_map", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "chunked_map", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def chunked_map(x, mem, fn, copies):
     """fn(x) computed chunk by chunk on `mem`, never holding more than mem.budget bytes; returns a NumPy array."""
     # roughly 8 lines
@@ -173,15 +173,15 @@ def chunked_map(x, mem, fn, copies):
     return out
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_chunked_map_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "chunked_map_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["chunked_map"].check(chunked_map)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_chunked_map_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "chunked_map_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["chunked_map"].check(chunked_map, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "warp_layout_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — SIMT: lay the data out so that warps agree
 #
 # A warp is 32 threads that share one instruction stream. When its threads disagree on a branch, the warp runs
@@ -190,10 +190,10 @@ lab.problems["chunked_map"].check(chunked_map, hidden=True)
 # whose warps issue the fewest instructions, count them, and give the fraction of lane slots doing useful work.
 # (`gpucourse.simt` runs a kernel warp by warp and counts what a layout issues; it does not choose the layout.)
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "warp_layout_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_layout"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_warp_layout", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "warp_layout", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def warp_layout(cond, cost_if, cost_else):
     """(order: thread t processes item order[t], instructions issued by all warps, lane utilization): the order
     whose warps issue the fewest instructions for `if cond[item]: ... else: ...`."""
@@ -215,15 +215,15 @@ def warp_layout(cond, cost_if, cost_else):
     return order, issued(order), useful / (32 * issued(order))
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_warp_layout_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "warp_layout_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_layout"].check(warp_layout)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_warp_layout_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "warp_layout_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["warp_layout"].check(warp_layout, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "asym_huber_vectorized_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Vectorize a branchy loss and its gradient
 #
 # `lab.huber_loop` (print it with `import inspect; print(inspect.getsource(lab.huber_loop))`) shows the shape of
@@ -232,10 +232,10 @@ lab.problems["warp_layout"].check(warp_layout, hidden=True)
 # every element and a mask picks one — exactly what a SIMD unit (and a warp) does with a branch. The checker counts
 # the Python lines your function executes and reports the speed-up.
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "asym_huber_vectorized_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["asym_huber_vectorized"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_asym_huber_vectorized", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "asym_huber_vectorized", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def asym_huber_vectorized(pred, target, lo, hi):
     """(loss, d loss / d pred) of pred - target, quadratic on [-lo, hi] and linear outside, without a Python loop."""
     # roughly 5 lines
@@ -246,15 +246,15 @@ def asym_huber_vectorized(pred, target, lo, hi):
     return loss, grad
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_asym_huber_vectorized_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "asym_huber_vectorized_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_asym_huber_vectorized_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "asym_huber_vectorized_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "transfer_plan_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — Diagnose a transfer path from measurements, then size a copy
 #
 # A copy costs a fixed latency plus bytes over bandwidth. Small copies measure the latency, large ones the
@@ -266,10 +266,10 @@ lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized, hidden=True)
 # never faster (course §3.7 takes the best of several runs for the same reason). You are graded against the
 # latency and bandwidth the measurements were generated from, and the size they imply.
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "transfer_plan_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["transfer_plan"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_transfer_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "transfer_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def transfer_plan(sizes, seconds, fraction):
     """(latency [s], bandwidth [bytes/s], smallest size [bytes] reaching `fraction` of the bandwidth), from the
     runs seconds[i, j] of copies of sizes[i] bytes."""
@@ -283,10 +283,10 @@ def transfer_plan(sizes, seconds, fraction):
     return latency, bandwidth, fraction * latency * bandwidth / (1.0 - fraction)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_transfer_plan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "transfer_plan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["transfer_plan"].check(transfer_plan)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_transfer_plan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "transfer_plan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["transfer_plan"].check(transfer_plan, hidden=True)
 ### END HIDDEN TESTS

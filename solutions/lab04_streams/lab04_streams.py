@@ -69,7 +69,7 @@ from grader.labs import lab04_streams as lab
 
 be = gc.setup()
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "max_duration_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — How long may one kernel take?
 #
 # The seed's example: Stream 1 runs A → B → C, Stream 2 runs D → E, Stream 3 runs F → G → H → I. Within a
@@ -80,10 +80,10 @@ be = gc.setup()
 # until its own chain becomes the longest. (`gc.streams.simulate` predicts a makespan for given durations; the
 # question here is the inverse.)
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "max_duration_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_duration"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_max_duration", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "max_duration", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def max_duration(streams, durations, waits, op, deadline_us):
     """The largest duration of `op` (µs) for which the schedule still ends by deadline_us, or None."""
     # roughly 18 lines
@@ -117,15 +117,15 @@ def max_duration(streams, durations, waits, op, deadline_us):
     return deadline_us - end(op) - tail(op)  # op's chain: start (= end at 0 µs) + op + what follows it
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_max_duration_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "max_duration_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_duration"].check(max_duration)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_max_duration_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "max_duration_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["max_duration"].check(max_duration, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "schedule_dag_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — Streams and events for a graph of copies and kernels
 #
 # A real program is not a set of independent chains: a kernel needs the copy that brought its input, a reduction
@@ -135,10 +135,10 @@ lab.problems["max_duration"].check(max_duration, hidden=True)
 # ordering the data does not need (a task stuck behind an unrelated one in its stream, a surplus wait, a
 # stream that has to share a hardware queue) — correct, but slower. The checker wants neither.
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "schedule_dag_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["schedule_dag"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_schedule_dag", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "schedule_dag", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def schedule_dag(tasks, deps):
     """One streams.Op per task, in issue order: a stream and the events (waits) that guarantee its dependencies."""
     # roughly 12 lines
@@ -158,15 +158,15 @@ def schedule_dag(tasks, deps):
     return ops
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_schedule_dag_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "schedule_dag_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["schedule_dag"].check(schedule_dag)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_schedule_dag_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "schedule_dag_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "time_call_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Fix a broken timing snippet
 #
 # A classmate timed a jitted function like this and reported that the GPU is "incredibly fast" — and, on the
@@ -187,10 +187,10 @@ lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 # stand-in jitted functions with a virtual clock whose true times are known — some slowed by load, some on a
 # clock that ticks every 2 ms — then once on a real `jax.jit` function with `time.perf_counter`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "time_call_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "time_call", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def time_call(f, x, repeat, clock):
     """(seconds of the first call incl. compile, seconds of one later call: the minimum or the median of `repeat`
     measurements, each a batch of calls), every result waited for, every reading on `clock`."""
@@ -213,15 +213,15 @@ def time_call(f, x, repeat, clock):
     return first, min(batch(k) / k for _ in range(repeat))  # load only slows runs down: the fastest is the call
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_time_call_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "time_call_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].check(time_call)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_time_call_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "time_call_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["time_call"].check(time_call, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "launches_to_dominate_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — How many tiny launches make overhead dominate?
 #
 # [Seed 000](../../course/00_overview.ipynb#Sources-and-claims-checks): a launch costs "3–5 µs", so a 1 µs
@@ -234,10 +234,10 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # T(N) in closed form (both regimes: the GPU is the bottleneck, or the host is) and invert it. Ties: where T(N)
 # is exactly 2·work_us the GPU idles exactly as long as it works — not *more*, so that N does not count yet.
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "launches_to_dominate_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_launches_to_dominate", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "launches_to_dominate", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def launches_to_dominate(work_us, launch_us, ns):
     """(smallest number of equal kernels N for which the makespan exceeds 2 * work_us, [T(n) for n in ns])."""
     # roughly 8 lines
@@ -254,15 +254,15 @@ def launches_to_dominate(work_us, launch_us, ns):
     return int(root) + 1, [makespan(k) for k in ns]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_launches_to_dominate_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "launches_to_dominate_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].check(launches_to_dominate)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_launches_to_dominate_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "launches_to_dominate_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["launches_to_dominate"].check(launches_to_dominate, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fewest_chunks_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — The fewest chunks that meet a deadline
 #
 # Copy everything, compute, copy back: the copy engines and the SMs take turns and two of the three idle at any
@@ -276,10 +276,10 @@ lab.problems["launches_to_dominate"].check(launches_to_dominate, hidden=True)
 # than the overlap gains. Build the pipeline with `streams.Op`, time it with `streams.simulate(ops,
 # launch_us=...)`, and find the smallest chunk count that meets the deadline.
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fewest_chunks_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fewest_chunks"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_fewest_chunks", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fewest_chunks", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
     """(the smallest chunk count whose pipeline meets target_us, its ops), or (None, [])."""
     # roughly 16 lines
@@ -302,18 +302,18 @@ def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, t
     return None, []
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_fewest_chunks_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fewest_chunks_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fewest_chunks"].check(fewest_chunks)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_fewest_chunks_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fewest_chunks_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["fewest_chunks"].check(fewest_chunks, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_plot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fewest_chunks_plot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Your pipeline next to the same ops on one stream (not graded — look at which engines idle):
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_plot", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fewest_chunks_plot", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import matplotlib.pyplot as plt
 
 try:

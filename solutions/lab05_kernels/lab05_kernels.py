@@ -74,7 +74,7 @@ BLOCK = lab.REDUCE_BLOCK  # 128 threads per block in exercise 3
 TM, TN, TK = lab.TILE_M, lab.TILE_N, lab.TILE_K  # exercise 4: 16×16 tiles of C, k in steps of 8
 REGROUP_BLOCK = lab.REGROUP_BLOCK  # 256 threads per block, one tile of 256 elements, in exercise 6
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "scale_shift_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — A map with a guard
 #
 # One thread per element: thread `i = cuda.grid(1)` (= `blockIdx.x * blockDim.x + threadIdx.x`) handles `x[i]`.
@@ -82,10 +82,10 @@ REGROUP_BLOCK = lab.REGROUP_BLOCK  # 256 threads per block, one tile of 256 elem
 # guard they read and write out of bounds — on a GPU that silently corrupts memory, or faults with an illegal
 # address (or crashes later); here it is reported.
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "scale_shift_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_shift"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_scale_shift", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "scale_shift", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def scale_shift(x, out, a, b):
     """out[i] = a * x[i] + b, one thread per element."""
@@ -96,15 +96,15 @@ def scale_shift(x, out, a, b):
         out[i] = np.float32(a) * x[i] + np.float32(b)  # a, b: Python floats, float64 in a kernel
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_scale_shift_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "scale_shift_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_shift"].check(scale_shift)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_scale_shift_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "scale_shift_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["scale_shift"].check(scale_shift, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ramp_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — 2-D indexing, coalesced
 #
 # `cuda.grid(2)` returns `(x, y)`. A warp is 32 *consecutive* threads of a block, counted with `threadIdx.x`
@@ -113,10 +113,10 @@ lab.problems["scale_shift"].check(scale_shift, hidden=True)
 # sectors per request. If x walks down a column, its 16 x-lanes read 16 different rows, a sector each (its 2
 # y-lanes read neighbouring columns of one row: the same sector): 16 sectors per request, 4× as many.
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "ramp_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["ramp_2d"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_ramp_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "ramp_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def ramp_2d(a, out):
     """out[r, c] = a[r, c] * (r + 1) - c, one thread per element, coalesced."""
@@ -127,15 +127,15 @@ def ramp_2d(a, out):
         out[r, c] = a[r, c] * np.float32(r + 1) - np.float32(c)  # float32 arithmetic: r, c are int64
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_ramp_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ramp_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["ramp_2d"].check(ramp_2d)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_ramp_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "ramp_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["ramp_2d"].check(ramp_2d, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "block_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — A block-level reduction in shared memory
 #
 # Shared memory (공유 메모리) is per block and fast; `cuda.syncthreads()` makes every thread of the block wait
@@ -146,10 +146,10 @@ lab.problems["ramp_2d"].check(ramp_2d, hidden=True)
 # the others idle whole) — 20 + 2 + 1 = 23 warp splits per block of 128. `if tid < stride` (sequential) keeps whole warps busy or idle while
 # `stride >= 32` (no warp splits), and only below 32 does the one remaining warp split: 5 per block.
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "block_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_sum"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_block_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "block_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def block_sum(x, partial):
     """partial[blockIdx.x] = sum of this block's BLOCK elements of x (0 past the end)."""
@@ -170,15 +170,15 @@ def block_sum(x, partial):
         partial[cuda.blockIdx.x] = s[0]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_block_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "block_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_sum"].check(block_sum)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_block_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "block_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["block_sum"].check(block_sum, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "tiled_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — A register-blocked matmul with rectangular tiles
 #
 # §5.7's tiled kernel cut global reads from `2k` to `2·ceil(k/TILE)` per thread, but each product still costs two
@@ -196,10 +196,10 @@ lab.problems["block_sum"].check(block_sum, hidden=True)
 # the two accumulators at `np.float32(0.0)`: the last cell shows what `0.0` (a float64 in numba) costs in the
 # machine code.
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "tiled_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["tiled_matmul"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_tiled_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "tiled_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def tiled_matmul(A, B, C):
     """C = A @ B: (TM, TK) and (TK, TN) float32 tiles in shared memory, two outputs per thread; any shapes."""
@@ -233,15 +233,15 @@ def tiled_matmul(A, B, C):
             C[r1, col] = acc1
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_tiled_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "tiled_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["tiled_matmul"].check(tiled_matmul)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_tiled_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "tiled_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["tiled_matmul"].check(tiled_matmul, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "max_registers_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — How many registers may a thread use?
 #
 # An SM keeps a block resident only if it has room for all of it at once: its warps, its registers and its
@@ -254,13 +254,13 @@ lab.problems["tiled_matmul"].check(tiled_matmul, hidden=True)
 # Remember how registers are granted (per warp, in units of 256, from one of four sub-partitions), and check your
 # function on the register count one past your answer.
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "max_registers_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_registers"].show()
 print("\nH100 limits:", lab.LIMITS["H100"])
 for regs in (64, 72):  # the forward question, for one register count at a time
     print(f"256 threads × {regs} registers:", gc.occupancy.occupancy(256, regs, 0, lab.LIMITS["H100"]))
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_max_registers", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "max_registers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
     """(the most registers per thread that keep target_blocks blocks resident per SM or None, the limiter there)."""
     # roughly 8 lines
@@ -273,15 +273,15 @@ def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limi
     return best, model(best or 1).limiter
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_max_registers_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "max_registers_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_registers"].check(max_registers)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_max_registers_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "max_registers_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["max_registers"].check(max_registers, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "halvings_regrouped_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — Diagnose and fix a divergent loop
 #
 # A short `if/else` is often no divergence at all on a real GPU: the compiler if-converts it into both sides plus a
@@ -296,7 +296,7 @@ lab.problems["max_registers"].check(max_registers, hidden=True)
 # work the host prepared for you, longest loop first (so the partly empty last warp of a tile gets the shortest
 # loops); shared memory is the place to regroup.
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "halvings_regrouped_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @cuda.jit
 def halvings_divergent(x, order, out):
     i = cuda.grid(1)
@@ -316,9 +316,11 @@ report = simt.run(halvings_divergent, math.ceil(x_demo.size / REGROUP_BLOCK), RE
 print(report)
 print(f"sectors per request: x {report.sectors_per_request('x'):.2f}, out {report.sectors_per_request('out'):.2f}")
 assert report.simt_efficiency < lab.MIN_EFFICIENCY - 0.15, report.simt_efficiency  # far below the budget
+
+# %% nbgrader={"grade": false, "grade_id": "halvings_regrouped_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["halvings_regrouped"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_halvings_regrouped", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "halvings_regrouped", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def halvings_regrouped(x, order, out):
     """Same result as halvings_divergent; each warp runs elements of similar trip count; x and out contiguous."""
@@ -343,15 +345,15 @@ def halvings_regrouped(x, order, out):
         out[i] = tile[t]  # coalesced store
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_halvings_regrouped_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "halvings_regrouped_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["halvings_regrouped"].check(halvings_regrouped)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_halvings_regrouped_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "halvings_regrouped_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["halvings_regrouped"].check(halvings_regrouped, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "wave_prediction_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — Predict, measure, explain: wave quantization
 #
 # Occupancy (§5.3's model, exercise 5) says how many blocks one SM holds at once; an H100 SXM has 132 SMs, so one
@@ -359,10 +361,10 @@ lab.problems["halvings_regrouped"].check(halvings_regrouped, hidden=True)
 # almost every SM idle — and that wave costs as long as a full one (NVIDIA calls this wave quantization, the tail
 # effect). **Predict** first: write `wave_prediction` from the spec below.
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_spec", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "wave_prediction_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["wave_prediction"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_wave_prediction", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "wave_prediction", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def wave_prediction(blocks, blocks_per_sm, sms):
     """(waves, slowdown) of a grid of equal blocks on `sms` SMs holding `blocks_per_sm` each."""
     # roughly 3 lines
@@ -372,21 +374,21 @@ def wave_prediction(blocks, blocks_per_sm, sms):
     return waves, waves * per_wave / blocks
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_wave_prediction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "wave_prediction_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["wave_prediction"].check(wave_prediction)
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_wave_prediction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "wave_prediction_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["wave_prediction"].check(wave_prediction, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_measure_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "wave_prediction_measure_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # **Measure.** This machine may have no GPU, but the quantization belongs to any pool of slots that each run one
 # block at a time and take the next when free — the block scheduler's rule. `waves.measured_waves` runs `n` equal
 # blocks (each a 50 ms sleep, so a busy CPU does not distort it) on 4 worker threads, a toy GPU of 4 SMs × 1
 # block, and prints the time in units of one block, best of 3, next to your prediction.
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_measure", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "wave_prediction_measure", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from gpucourse import waves
 
 SLOTS = 4  # a toy GPU: 4 SMs, 1 block resident on each
@@ -406,7 +408,7 @@ for n in (133, 10):
         predicted = f"not done yet ({exc.__class__.__name__})"
     print(f"{n} blocks on an H100 at 1 per SM: your prediction (waves, slowdown): {predicted}")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "wave_prediction_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # **Explain.** 5 blocks take as long as 8 (the printed waves above): the fifth block runs alone while three slots
 # idle. Under the model of the spec (equal blocks, resident blocks not slowing each other), an H100 does the same
 # at 132 × blocks-per-SM: a grid of 133 blocks at 1 block per SM needs a second wave for one block, and your

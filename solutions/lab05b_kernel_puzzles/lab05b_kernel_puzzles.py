@@ -18,10 +18,11 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab05b_kernel_puzzles/lab05b_kernel_puzzles.ipynb)
 #
-# Companion of `course/05_grids_blocks_warps.ipynb`, before lab 5's performance exercises. 18 kernel puzzles,
+# Companion of `course/05_grids_blocks_warps.ipynb`, before lab 5's performance exercises. Kernel puzzles,
 # from a one-line map to a softmax: GPU-Puzzles' set (the tiled matmul is lab 5's exercise 4) plus a coalesced
 # transpose, warp shuffles, a ballot, atomics and a softmax. 3 points each (1 visible test, 2 hidden).
 #
+# <!-- exercise table -->
 # | # | puzzle |
 # |---|---|
 # | 1 | Map |
@@ -42,6 +43,7 @@
 # | 16 | Stream compaction with ballot |
 # | 17 | Histogram with atomics |
 # | 18 | Softmax rows |
+# <!-- end exercise table -->
 #
 # **Budgets.** Each puzzle states a budget (global reads and writes per thread, shared memory per block, sectors
 # per request, SIMT efficiency, bank conflicts, atomics), and the checker enforces it on the course's instrumented
@@ -95,15 +97,15 @@ TT, TROWS, HIST_BINS = lab.TT, lab.TROWS, lab.HIST_BINS  # transpose tile edge a
 # shared-array shapes must be constants for numba-cuda on a GPU (a name like these, not an expression `SB + 2`)
 POOL_SLOTS, CONV_SLOTS, TT_PAD = lab.POOL_SLOTS, lab.CONV_SLOTS, lab.TT_PAD
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex01_map_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "map_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 1 — Map
 #
 # The smallest kernel: every thread is handed its position in the block (`cuda.threadIdx.x`) and does one element. The budget counts how often each thread touched global memory.
 
-# %% nbgrader={"grade": false, "grade_id": "ex01_map_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_add"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex01_map_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def map_add(a, out):
     """out[i] = a[i] + 10, one thread per element."""
@@ -113,26 +115,26 @@ def map_add(a, out):
     out[i] = a[i] + np.float32(10)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex01_map_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_add"].check(map_add)
 
-# %% nbgrader={"grade": true, "grade_id": "ex01_map_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["map_add"].check(map_add, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex01_map_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_add"].diagram(map_add)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex02_zip_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "zip_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 2 — Zip
 #
 # Two inputs, one output, still one thread per element.
 
-# %% nbgrader={"grade": false, "grade_id": "ex02_zip_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "zip_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["zip_add"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex02_zip_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "zip_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def zip_add(a, b, out):
     """out[i] = a[i] + b[i]."""
@@ -142,26 +144,26 @@ def zip_add(a, b, out):
     out[i] = a[i] + b[i]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex02_zip_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "zip_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["zip_add"].check(zip_add)
 
-# %% nbgrader={"grade": true, "grade_id": "ex02_zip_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "zip_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["zip_add"].check(zip_add, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex02_zip_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "zip_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["zip_add"].diagram(zip_add)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex03_map_guard_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "map_guard_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 3 — Guard
 #
 # Launches come in whole blocks, so there are usually more threads than elements. The extra threads must not touch memory: on a GPU an out-of-bounds access may silently corrupt memory, or fault at once with an illegal address (or crash later); the executor stops at the line.
 
-# %% nbgrader={"grade": false, "grade_id": "ex03_map_guard_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_guard_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_guard"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex03_map_guard", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_guard", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def map_guard(a, out):
     """out[i] = a[i] + 10 with more threads than elements."""
@@ -172,26 +174,26 @@ def map_guard(a, out):
         out[i] = a[i] + np.float32(10)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex03_map_guard_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_guard_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_guard"].check(map_guard)
 
-# %% nbgrader={"grade": true, "grade_id": "ex03_map_guard_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_guard_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["map_guard"].check(map_guard, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex03_map_guard_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_guard_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_guard"].diagram(map_guard)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex04_map_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "map_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 4 — Map 2-D
 #
 # Blocks can be 2-D. `threadIdx.x` varies fastest inside a warp, so it belongs on the contiguous axis of a row-major array (the columns).
 
-# %% nbgrader={"grade": false, "grade_id": "ex04_map_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_2d"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex04_map_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def map_2d(a, out):
     """out[r, c] = a[r, c] + 10 with one 2-D block larger than a."""
@@ -203,26 +205,26 @@ def map_2d(a, out):
         out[r, c] = a[r, c] + np.float32(10)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex04_map_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_2d"].check(map_2d)
 
-# %% nbgrader={"grade": true, "grade_id": "ex04_map_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["map_2d"].check(map_2d, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex04_map_2d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_2d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_2d"].diagram(map_2d)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex05_broadcast_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "broadcast_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 5 — Broadcast
 #
 # Each thread combines one element of a column vector with one of a row vector — NumPy's broadcasting, as threads.
 
-# %% nbgrader={"grade": false, "grade_id": "ex05_broadcast_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "broadcast_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["broadcast_add"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex05_broadcast_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "broadcast_add", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def broadcast_add(a, b, out):
     """out[r, c] = a[r] + b[c]."""
@@ -234,26 +236,26 @@ def broadcast_add(a, b, out):
         out[r, c] = a[r] + b[c]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex05_broadcast_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "broadcast_add_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["broadcast_add"].check(broadcast_add)
 
-# %% nbgrader={"grade": true, "grade_id": "ex05_broadcast_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "broadcast_add_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["broadcast_add"].check(broadcast_add, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex05_broadcast_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "broadcast_add_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["broadcast_add"].diagram(broadcast_add)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex06_map_blocks_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "map_blocks_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 6 — Blocks
 #
 # Now a block is smaller than the array: several blocks, each of which knows its own number (`cuda.blockIdx.x`) and size (`cuda.blockDim.x`).
 
-# %% nbgrader={"grade": false, "grade_id": "ex06_map_blocks_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_blocks_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex06_map_blocks", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_blocks", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def map_blocks(a, out):
     """out[i] = a[i] + 10 over several blocks."""
@@ -264,26 +266,26 @@ def map_blocks(a, out):
         out[i] = a[i] + np.float32(10)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex06_map_blocks_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_blocks_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks"].check(map_blocks)
 
-# %% nbgrader={"grade": true, "grade_id": "ex06_map_blocks_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_blocks_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["map_blocks"].check(map_blocks, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex06_map_blocks_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_blocks_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks"].diagram(map_blocks)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "map_blocks_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 7 — Blocks 2-D, coalesced
 #
 # A 2-D grid of 2-D blocks on an array of any shape. The budget now includes **coalescing**: the 32-byte sectors one warp-wide access touches (a warp of 16 × 2 threads reading float32 along rows needs about 4; down columns, 16).
 
-# %% nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_blocks_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks_2d"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_blocks_2d", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def map_blocks_2d(a, out):
     """out[r, c] = a[r, c] * 2 - r over a 2-D grid of 2-D blocks, coalesced."""
@@ -295,26 +297,26 @@ def map_blocks_2d(a, out):
         out[r, c] = a[r, c] * np.float32(2) - np.float32(r)  # float32 arithmetic: 2 and r are int64
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex07_map_blocks_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_blocks_2d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks_2d"].check(map_blocks_2d)
 
-# %% nbgrader={"grade": true, "grade_id": "ex07_map_blocks_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "map_blocks_2d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["map_blocks_2d"].check(map_blocks_2d, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex07_map_blocks_2d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "map_blocks_2d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks_2d"].diagram(map_blocks_2d)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex08_shared_first_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "shared_first_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 8 — Shared memory
 #
 # **Shared memory** is per block, on chip, and only visible after a `cuda.syncthreads()` — the barrier every thread of the block must reach. The budget now includes the shared memory a block allocates.
 
-# %% nbgrader={"grade": false, "grade_id": "ex08_shared_first_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "shared_first_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["shared_first"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex08_shared_first", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "shared_first", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def shared_first(a, out):
     """out[i] = a[i] + a[first element of i's block], through shared memory."""
@@ -330,26 +332,26 @@ def shared_first(a, out):
         out[i] = s[t] + s[0]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex08_shared_first_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "shared_first_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["shared_first"].check(shared_first)
 
-# %% nbgrader={"grade": true, "grade_id": "ex08_shared_first_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "shared_first_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["shared_first"].check(shared_first, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex08_shared_first_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "shared_first_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["shared_first"].diagram(shared_first)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex09_pool3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "pool3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 9 — Pooling
 #
 # A sliding window: neighbouring outputs share inputs. Reading them all from global memory costs 3 reads per thread; stage them once in shared memory (with the two elements before the block: the *halo*).
 
-# %% nbgrader={"grade": false, "grade_id": "ex09_pool3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "pool3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pool3"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex09_pool3", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "pool3", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def pool3(a, out):
     """out[i] = a[i-2] + a[i-1] + a[i], staged in shared memory with a 2-element halo."""
@@ -367,26 +369,26 @@ def pool3(a, out):
         out[i] = s[t] + s[t + 1] + s[t + 2]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex09_pool3_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "pool3_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pool3"].check(pool3)
 
-# %% nbgrader={"grade": true, "grade_id": "ex09_pool3_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "pool3_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["pool3"].check(pool3, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex09_pool3_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "pool3_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pool3"].diagram(pool3)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_dot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "dot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 10 — Dot product
 #
 # A reduction: many threads, one result. Only one thread may write it, and every thread must reach every barrier (a `syncthreads()` inside an `if` that some threads skip is *barrier divergence*: undefined behaviour on a GPU, reported here).
 
-# %% nbgrader={"grade": false, "grade_id": "ex10_dot_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "dot_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["dot"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex10_dot", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "dot", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def dot(a, b, out):
     """out[0] = sum(a * b), one block."""
@@ -406,26 +408,26 @@ def dot(a, b, out):
         out[0] = s[0]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex10_dot_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "dot_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["dot"].check(dot)
 
-# %% nbgrader={"grade": true, "grade_id": "ex10_dot_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "dot_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["dot"].check(dot, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex10_dot_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "dot_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["dot"].diagram(dot)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_conv1d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "conv1d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 11 — 1-D convolution
 #
 # A convolution with a short kernel `k`: like pooling, with weights and a halo on the right. Both `a` and `k` come from shared memory.
 
-# %% nbgrader={"grade": false, "grade_id": "ex11_conv1d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "conv1d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["conv1d"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex11_conv1d", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "conv1d", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def conv1d(a, k, out):
     """out[i] = sum_j a[i + j] * k[j], from shared memory."""
@@ -449,26 +451,26 @@ def conv1d(a, k, out):
         out[i] = acc
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex11_conv1d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "conv1d_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["conv1d"].check(conv1d)
 
-# %% nbgrader={"grade": true, "grade_id": "ex11_conv1d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "conv1d_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["conv1d"].check(conv1d, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex11_conv1d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "conv1d_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["conv1d"].diagram(conv1d)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex12_block_scan_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "block_scan_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 12 — Prefix sum
 #
 # A prefix sum inside each block (Hillis–Steele). The trap: a thread overwrites a value its neighbour has not read yet. The executor reports that race deterministically.
 
-# %% nbgrader={"grade": false, "grade_id": "ex12_block_scan_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "block_scan_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_scan"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex12_block_scan", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "block_scan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def block_scan(a, out):
     """Inclusive prefix sum of each block's elements."""
@@ -490,26 +492,26 @@ def block_scan(a, out):
         out[i] = s[t]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex12_block_scan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "block_scan_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_scan"].check(block_scan)
 
-# %% nbgrader={"grade": true, "grade_id": "ex12_block_scan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "block_scan_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["block_scan"].check(block_scan, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex12_block_scan_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "block_scan_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_scan"].diagram(block_scan)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex13_row_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "row_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 13 — Axis sum
 #
 # One block per row, a tree reduction in shared memory. *Which* threads work at each level decides how many warps split: the budget includes SIMT efficiency (active lanes / 32 per issued warp step).
 
-# %% nbgrader={"grade": false, "grade_id": "ex13_row_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "row_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["row_sum"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex13_row_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "row_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def row_sum(a, out):
     """out[r] = sum of row r, one block per row, whole warps working."""
@@ -530,26 +532,26 @@ def row_sum(a, out):
         out[r] = s[0]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex13_row_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "row_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["row_sum"].check(row_sum)
 
-# %% nbgrader={"grade": true, "grade_id": "ex13_row_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "row_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["row_sum"].check(row_sum, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex13_row_sum_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "row_sum_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["row_sum"].diagram(row_sum)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex14_transpose_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "transpose_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 14 — Transpose through padded shared memory
 #
 # The first kernel where both memory sides matter: reading `a` by rows is coalesced, writing `out` by rows of `out` is too — but only if the data goes through shared memory, and a tile read by columns hits one bank 32 times (a *bank conflict*) unless it is padded.
 
-# %% nbgrader={"grade": false, "grade_id": "ex14_transpose_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "transpose_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["transpose"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex14_transpose", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "transpose", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def transpose(a, out):
     """out = a.T through a padded shared tile; both sides coalesced."""
@@ -568,26 +570,26 @@ def transpose(a, out):
             out[bx + j, by + tx] = tile[tx, j]
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex14_transpose_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "transpose_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["transpose"].check(transpose)
 
-# %% nbgrader={"grade": true, "grade_id": "ex14_transpose_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "transpose_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["transpose"].check(transpose, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex14_transpose_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "transpose_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["transpose"].diagram(transpose)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex15_warp_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "warp_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 15 — Warp reduction with shuffles
 #
 # Inside a warp, lanes can read each other's registers: `cuda.shfl_down_sync(mask, v, offset)` returns lane `laneid + offset`'s `v`; a lane whose `laneid + offset` is 32 or more gets its own `v` back (the source lane does not wrap around: the top `offset` lanes keep their value). No shared memory, no barrier. Every lane named in the mask must execute the shuffle.
 
-# %% nbgrader={"grade": false, "grade_id": "ex15_warp_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "warp_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_sum"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex15_warp_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "warp_sum", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def warp_sum(a, out):
     """out[w] = sum of warp w's 32 elements, with shuffles."""
@@ -603,26 +605,26 @@ def warp_sum(a, out):
         out[i // 32] = v
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex15_warp_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "warp_sum_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_sum"].check(warp_sum)
 
-# %% nbgrader={"grade": true, "grade_id": "ex15_warp_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "warp_sum_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["warp_sum"].check(warp_sum, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex15_warp_sum_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "warp_sum_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_sum"].diagram(warp_sum)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex16_compact_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "compact_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 16 — Stream compaction with ballot
 #
 # `cuda.ballot_sync(mask, p)` gives every lane the 32-bit mask of lanes whose predicate is true. With `cuda.popc` (count of set bits) each lane finds its place in the packed output: stream compaction, the core of filtering and sparse kernels.
 
-# %% nbgrader={"grade": false, "grade_id": "ex16_compact_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "compact_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["compact"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex16_compact", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "compact", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def compact(a, out, count):
     """Each warp's positive elements, packed in order, with ballot_sync."""
@@ -639,26 +641,26 @@ def compact(a, out, count):
         count[i // 32] = cuda.popc(mask)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex16_compact_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "compact_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["compact"].check(compact)
 
-# %% nbgrader={"grade": true, "grade_id": "ex16_compact_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "compact_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["compact"].check(compact, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex16_compact_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "compact_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["compact"].diagram(compact)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex17_histogram_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "histogram_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 17 — Histogram with atomics
 #
 # Many threads updating the same few counters: `+=` is a read-modify-write race; `cuda.atomic.add` is correct but serialises on hot counters (*contention*). A per-block copy in shared memory cuts the global atomics to one per bin per block — the hidden tests include an input where every value is in one bin.
 
-# %% nbgrader={"grade": false, "grade_id": "ex17_histogram_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "histogram_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["histogram"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex17_histogram", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "histogram", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def histogram(x, counts):
     """counts[b] = number of x == b, privatised in shared memory."""
@@ -677,26 +679,26 @@ def histogram(x, counts):
         cuda.atomic.add(counts, t, h[t])
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex17_histogram_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "histogram_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["histogram"].check(histogram)
 
-# %% nbgrader={"grade": true, "grade_id": "ex17_histogram_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "histogram_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["histogram"].check(histogram, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex17_histogram_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "histogram_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["histogram"].diagram(histogram)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex18_softmax_rows_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "softmax_rows_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 18 — Softmax rows
 #
 # The shape of real ML kernels (attention's softmax): a max, a sum and a normalisation over a row, here one warp per row with butterfly shuffles (`cuda.shfl_xor_sync`: after 5 steps every lane holds the result). Hidden rows hold values near 1000 and −inf.
 
-# %% nbgrader={"grade": false, "grade_id": "ex18_softmax_rows_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "softmax_rows_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["softmax_rows"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex18_softmax_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "softmax_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def softmax_rows(a, out):
     """Softmax of each row, one warp per row, max subtracted."""
@@ -716,15 +718,15 @@ def softmax_rows(a, out):
         out[r, c] = e / s
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex18_softmax_rows_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "softmax_rows_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["softmax_rows"].check(softmax_rows)
 
-# %% nbgrader={"grade": true, "grade_id": "ex18_softmax_rows_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "softmax_rows_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["softmax_rows"].check(softmax_rows, hidden=True)
 ### END HIDDEN TESTS
 
-# %% nbgrader={"grade": false, "grade_id": "ex18_softmax_rows_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "softmax_rows_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["softmax_rows"].diagram(softmax_rows)
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "machine_code_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -746,8 +748,9 @@ lab.problems["softmax_rows"].diagram(softmax_rows)
 #   With stride 33 that bank differs for each of the 32 lanes; with stride 32 it is the same bank for all 32. The
 #   counts of `LDS` and `STS` printed are equal in both: a bank conflict is not an extra instruction — the hardware
 #   splits the warp's one `LDS` into conflict-free requests (wavefronts), one per distinct address in the busiest
-#   bank: 32 unpadded, 1 padded. That is the number that differs: `bank conflicts 1.0-way` on your check's passing
-#   line, a conflict failure naming the ways for the unpadded tile.
+#   bank: 1 padded; unpadded, one per lane the guard lets through — 32 for a full 32-row tile, 20 on the visible
+#   case (20 rows). That is the number that differs: `bank conflicts 1.0-way` on your check's passing line, a
+#   conflict failure naming the ways (20.0-way on the visible case) for the unpadded tile.
 # - **Warp reduction.** Each `cuda.shfl_down_sync(0xFFFFFFFF, v, offset)` is one PTX `shfl.sync.down.b32` and one
 #   SASS `SHFL.DOWN` (PTX keeps the offset in a register; SASS shows it as an immediate, `0x10` … `0x1`, and
 #   `0x1f` is the lane clamp): your loop was unrolled into five straight-line shuffles — no shared memory, no
@@ -763,7 +766,7 @@ elif not gc.toolchain.available():
     print(f"skipped: NVIDIA's compiler wheels are missing ({gc.toolchain.describe()})")
 elif lab.not_written(transpose=transpose, warp_sum=warp_sum):
     print(f"write {' and '.join(lab.not_written(transpose=transpose, warp_sum=warp_sum))} first: this cell compiles "
-          "your transpose and warp_sum (puzzles 14 and 15)")
+          "your transpose and warp_sum")
 else:
     code = lab.machine_code(transpose, warp_sum)
     strides = {}

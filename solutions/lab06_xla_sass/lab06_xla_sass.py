@@ -75,7 +75,7 @@ be = gc.setup()
 cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt) with numba-cuda's API
 print(toolchain.describe())
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fused_bias_gelu_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — One fusion, nothing materialized
 #
 # A bias-add, a GELU and a residual add are a typical transformer epilogue: a dozen elementwise ops. Written
@@ -83,10 +83,10 @@ print(toolchain.describe())
 # `jax.lax.map`, NumPy calls) it may not. The checker compiles your function and reads `gc.xla.compiled(...)`:
 # `.fusions`, the entry ops, `.bytes_accessed` and `.temp_bytes`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fused_bias_gelu_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fused_bias_gelu"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_fused_bias_gelu", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fused_bias_gelu", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fused_bias_gelu(x, b, r):
     """r + gelu_tanh(x + b), traceable by jax.jit, one fusion."""
     # roughly 3 lines
@@ -95,15 +95,15 @@ def fused_bias_gelu(x, b, r):
     return r + 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_fused_bias_gelu_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fused_bias_gelu_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fused_bias_gelu"].check(fused_bias_gelu)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_fused_bias_gelu_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fused_bias_gelu_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["fused_bias_gelu"].check(fused_bias_gelu, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fusion_bytes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — The bytes fusion saves, as XLA counts them
 #
 # XLA's cost model (`compiled.cost_analysis()["bytes accessed"]`) charges a kernel for every operand it reads
@@ -112,10 +112,10 @@ lab.problems["fused_bias_gelu"].check(fused_bias_gelu, hidden=True)
 # locked while your function runs: the count is what checks you, not what answers for you. Mind the broadcast
 # row vectors: a fused kernel reads an `(n,)` vector once, not `m` times.
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fusion_bytes_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_bytes"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_fusion_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fusion_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fusion_bytes(m, n, dtype, ops):
     """(unfused_bytes, fused_bytes) of the chain `ops` on an (m, n) array of `dtype`."""
     size = jnp.dtype(dtype).itemsize  # jnp.dtype knows 'bfloat16' too
@@ -135,15 +135,15 @@ def fusion_bytes(m, n, dtype, ops):
     return unfused * size, fused * size
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_fusion_bytes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fusion_bytes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_bytes"].check(fusion_bytes)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_fusion_bytes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fusion_bytes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["fusion_bytes"].check(fusion_bytes, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "breaking_op_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Diagnose: which op breaks the fusion?
 #
 # Sorting, FFTs, host callbacks, data-dependent control flow: XLA cannot put these inside an elementwise loop
@@ -152,12 +152,12 @@ lab.problems["fusion_bytes"].check(fusion_bytes, hidden=True)
 # breaker writes (its type is on its own line — and it need not be the inputs' dtype: an FFT of real numbers
 # produces complex ones). Here is the first visible case:
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "breaking_op_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["breaking_op"]
 P.show()
 print(gc.xla.Compiled(P.visible[0].args[0], 0, 0, 0, 0, 0).excerpt(lines=10))
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_breaking_op", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "breaking_op", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def breaking_op(hlo):
     """(opcode, bytes of its result) of the first ENTRY instruction that is not a fusion or bookkeeping."""
     skip = {"parameter", "constant", "fusion", "tuple", "get-tuple-element", "copy", "bitcast"}
@@ -179,28 +179,28 @@ def breaking_op(hlo):
             return m.group(2), nbytes
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_breaking_op_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "breaking_op_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["breaking_op"].check(breaking_op)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_breaking_op_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "breaking_op_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["breaking_op"].check(breaking_op, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fixed_scale_tanh_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — Fix a fusion breaker
 #
 # Somebody scaled the columns of `x` with a matrix multiply. Look at what XLA made of it: a `dot` (on CPU
 # wrapped in a `kCustom` fusion that calls a GEMM library: YNNPACK's `__ynn_fusion` on this XLA:CPU, as §6.5
 # prints), a temporary n×n matrix, and separate loop fusions around it.
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fixed_scale_tanh_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fixed_scale_tanh"].show()
 slow = gc.xla.compiled(lab.slow_scale_tanh, jnp.ones((64, 256)), jnp.ones(256), jnp.ones(256))
 print(f"\nslow version: fusions {slow.fusions}, {slow.bytes_accessed:,.0f} bytes accessed, "
       f"{slow.temp_bytes:,} temporary bytes")
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_fixed_scale_tanh", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fixed_scale_tanh", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fixed_scale_tanh(x, d, b):
     """Same values as jnp.tanh(x @ jnp.diag(d) + b), compiled to one fusion."""
     # roughly 1 line
@@ -208,15 +208,15 @@ def fixed_scale_tanh(x, d, b):
     return jnp.tanh(x * d + b)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_fixed_scale_tanh_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fixed_scale_tanh_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_fixed_scale_tanh_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fixed_scale_tanh_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "scale_bias_relu_kernel_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Write the fused epilogue kernel yourself, and move exactly what XLA moves
 #
 # What XLA generates for `relu(x * w + b)` — the epilogue a fused GEMM runs on its output tile: scale, bias,
@@ -236,10 +236,10 @@ lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
 # - **one pass**: your kernel's distinct global-memory bytes must equal XLA's `bytes_accessed` for the fused jnp
 #   version — x, w and b read once, `out` written once and never read back. Your kernel *is* that fusion.
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "scale_bias_relu_kernel_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_bias_relu_kernel"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_scale_bias_relu_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "scale_bias_relu_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @cuda.jit
 def scale_bias_relu_kernel(x, w, b, out):
     """out[i, j] = max(x[i, j] * w[j] + b[j], 0): rows in a grid-stride loop, w and b staged once per block."""
@@ -258,15 +258,15 @@ def scale_bias_relu_kernel(x, w, b, out):
             out[i, j] = max(x[i, j] * scale[col] + bias[col], np.float32(0.0))  # float32 zero: 0.0 is float64
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_scale_bias_relu_kernel_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "scale_bias_relu_kernel_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_scale_bias_relu_kernel_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "scale_bias_relu_kernel_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mma_flops_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — The tensor-core work in SASS
 #
 # SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it. "Did this matrix multiply use the tensor
@@ -279,12 +279,12 @@ lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True
 # The first visible case is a real 16×16×16 wmma kernel compiled for sm_90 (nvdisasm's listing, saved with the
 # lab):
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "mma_flops_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["mma_flops"]
 P.show()
 print(toolchain.Sass(P.visible[0].args[0]).excerpt(limit=30))
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_mma_flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "mma_flops", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def mma_flops(sass):
     """2·m·n·k summed over the tensor-core instructions of the SASS listing, each counted once."""
     tensor_core = {"HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA"}
@@ -308,15 +308,15 @@ def mma_flops(sass):
     return total
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_mma_flops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "mma_flops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["mma_flops"].check(mma_flops)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_mma_flops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "mma_flops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["mma_flops"].check(mma_flops, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "sass_counts_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — Compile for Hopper and count what it became
 #
 # `toolchain.compile_cuda(source, arch=arch)` runs NVRTC and returns a cubin; `toolchain.disassemble(cubin)`
@@ -326,12 +326,12 @@ lab.problems["mma_flops"].check(mma_flops, hidden=True)
 # Horner polynomial with a random number of terms, a wmma GEMM with a random number of k-steps and tensor-core
 # kernels of other data types (int8, fp64): predict the numbers before you run them.
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "sass_counts_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["sass_counts"]
 P.show()
 print(lab.wmma_cu(1))
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_sass_counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "sass_counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sass_counts(source, arch="sm_90"):
     """{'FFMA': FFMA instructions, 'tensor_flops': mma_flops} of the SASS of the CUDA C `source` for `arch`."""
     # roughly 3 lines
@@ -340,15 +340,15 @@ def sass_counts(source, arch="sm_90"):
     return {"FFMA": toolchain.Sass(sass).count("FFMA"), "tensor_flops": mma_flops(sass)}
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_sass_counts_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "sass_counts_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["sass_counts"].check(sass_counts)
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_sass_counts_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "sass_counts_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["sass_counts"].check(sass_counts, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "measure_times_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 8 — Measure: time two calls the way asynchronous dispatch demands
 #
 # Exercise 2 *predicted* what fusion saves in bytes. To see what it saves in time you must measure, and a JAX
@@ -362,10 +362,10 @@ lab.problems["sass_counts"].check(sass_counts, hidden=True)
 # batches of calls, grown until one spans many ticks;
 # after exercise 9 your timer measures real work on this machine with `clock=time.perf_counter`.
 
-# %% nbgrader={"grade": false, "grade_id": "ex8_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "measure_times_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["measure_times"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex8_measure_times", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "measure_times", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import time
 
 
@@ -391,15 +391,15 @@ def measure_times(slow, fast, *args, clock):
     return per_call(slow), per_call(fast)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_measure_times_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "measure_times_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["measure_times"].check(measure_times)
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_measure_times_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "measure_times_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["measure_times"].check(measure_times, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fusion_payoff_rows_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 9 — Design: up to which size does fusion pay?
 #
 # §6.3's model of one evaluation: `calls · dispatch + bytes / bandwidth + page faults · cost per fault`
@@ -409,10 +409,10 @@ lab.problems["measure_times"].check(measure_times, hidden=True)
 # a given factor — and what dominates the unfused time there? Solve for the size; trying sizes one by one takes
 # millions of steps in the hidden cases.
 
-# %% nbgrader={"grade": false, "grade_id": "ex9_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fusion_payoff_rows_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_payoff_rows"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex9_fusion_payoff_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fusion_payoff_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
     """(the largest m with time_unfused(m) / time_fused(m) >= target, the largest unfused term at that m)."""
     # roughly 7 lines
@@ -425,10 +425,10 @@ def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
     return rows, max(unfused, key=unfused.get)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_payoff_rows_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fusion_payoff_rows_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_payoff_rows"].check(fusion_payoff_rows)
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_fusion_payoff_rows_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fusion_payoff_rows_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["fusion_payoff_rows"].check(fusion_payoff_rows, hidden=True)
 ### END HIDDEN TESTS

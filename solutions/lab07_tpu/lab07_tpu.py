@@ -77,7 +77,7 @@ be = gc.setup()
 print(f"JAX's host devices (the meshes of exercise 5): {len(jax.devices('cpu'))} × cpu; default backend: "
       f"{jax.devices()[0].platform}")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "pe_step_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — One clock cycle of the systolic array
 #
 # A weight-stationary array is a grid of processing elements (PEs, 처리 요소). PE `(k, n)` keeps the weight
@@ -85,10 +85,10 @@ print(f"JAX's host devices (the meshes of exercise 5): {len(jax.devices('cpu'))}
 # from memory inside the array: values move from register to register. Write the update of *all* PEs for one
 # clock edge, with NumPy slicing (no Python loop over PEs needed).
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "pe_step_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pe_step"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_pe_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "pe_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def pe_step(a, p, W, a_in):
     """(a_new, p_new): the activation and partial-sum registers of every PE after one cycle."""
     # roughly 6 lines
@@ -101,15 +101,15 @@ def pe_step(a, p, W, a_in):
     return a_new, p_in + a_new * W
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_pe_step_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "pe_step_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pe_step"].check(pe_step)
 
-# %% nbgrader={"grade": true, "grade_id": "ex1_pe_step_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "pe_step_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["pe_step"].check(pe_step, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "systolic_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — The schedule: a whole matmul, cycle by cycle
 #
 # The array never decides anything: what enters which row at which cycle is fixed before the first cycle —
@@ -118,10 +118,10 @@ lab.problems["pe_step"].check(pe_step, hidden=True)
 # exercise 1 deliver at the bottom edge in that cycle. Skew the rows of `A` into the left edge, de-skew the results
 # leaving the bottom, and stop as soon as the last one is out.
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "systolic_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["systolic_matmul"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_systolic_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "systolic_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def systolic_matmul(A, W):
     """(C, hw): C = A @ W computed on hw = gc.systolic.WeightStationaryArray(W), one hw.tick per cycle."""
     M, K = A.shape
@@ -141,15 +141,15 @@ def systolic_matmul(A, W):
     ### END SOLUTION
     return C, hw
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_systolic_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "systolic_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["systolic_matmul"].check(systolic_matmul)
 
-# %% nbgrader={"grade": true, "grade_id": "ex2_systolic_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "systolic_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["systolic_matmul"].check(systolic_matmul, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "best_array_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — The shape of the matrix unit
 #
 # Real layers are far larger than the array, so the compiler cuts `W` into array-sized tiles and streams the
@@ -159,10 +159,10 @@ lab.problems["systolic_matmul"].check(systolic_matmul, hidden=True)
 # chip has room for a fixed number of PEs. Which *shape* runs a given layer fastest? A decode step (`M` = 1) and a
 # prefill (`M` in the thousands) do not agree, and neither does a matrix-vector product.
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "best_array_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["best_array"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_best_array", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "best_array", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def best_array(M, K, N, pes):
     """(rows, cols): the power-of-two array of pes PEs that runs (M x K) @ (K x N) in the fewest cycles."""
     # roughly 6 lines
@@ -172,15 +172,15 @@ def best_array(M, K, N, pes):
     return shapes[cycles.index(min(cycles))]  # index() finds the first minimum: the fewest rows
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_best_array_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "best_array_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["best_array"].check(best_array)
 
-# %% nbgrader={"grade": true, "grade_id": "ex3_best_array_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "best_array_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["best_array"].check(best_array, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fused_dense_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — A fused dense layer in Pallas
 #
 # TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
@@ -217,10 +217,10 @@ lab.problems["best_array"].check(best_array, hidden=True)
 # and scratch, checks the output blocks are visited consecutively and that nothing is computed outside the kernel,
 # and reports the traffic and the VMEM per grid step they imply.
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fused_dense_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fused_dense"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex4_fused_dense", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "fused_dense", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fused_dense(x, w, b, bm, bn, bk):
     """relu(x @ w + b) in bf16 as one pl.pallas_call: (bm, bk), (bk, bn), (1, bn) and (bm, bn) blocks, an f32 VMEM
     accumulator, and the bias and relu in an epilogue at the last k step."""
@@ -254,15 +254,15 @@ def fused_dense(x, w, b, bm, bn, bk):
     )(x, w, b)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_fused_dense_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fused_dense_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fused_dense"].check(fused_dense)
 
-# %% nbgrader={"grade": true, "grade_id": "ex4_fused_dense_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "fused_dense_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["fused_dense"].check(fused_dense, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "sharded_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Write the partitioner's program yourself
 #
 # On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the collectives XLA's
@@ -275,10 +275,10 @@ lab.problems["fused_dense"].check(fused_dense, hidden=True)
 # scratch cell and read its collectives (`gc.interconnect.hlo_collectives`) to see your target; writing the program
 # that meets it is the exercise.
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "sharded_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["sharded_matmul"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex5_sharded_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "sharded_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from jax.sharding import PartitionSpec as P
 
 
@@ -312,15 +312,15 @@ def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
     return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec))
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_sharded_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "sharded_matmul_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["sharded_matmul"].check(sharded_matmul)
 
-# %% nbgrader={"grade": true, "grade_id": "ex5_sharded_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "sharded_matmul_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["sharded_matmul"].check(sharded_matmul, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "slice_hops_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — Hops on a real slice
 #
 # ICI links join each chip to its neighbours directly; a message to a far chip is forwarded chip by chip. A
@@ -328,10 +328,10 @@ lab.problems["sharded_matmul"].check(sharded_matmul, hidden=True)
 # on some axes, and small slices have none (course notebook §7.7, with Google's and the scaling book's words). The
 # cases are slices Google lists, plus a few hypothetical ones the spec names.
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "slice_hops_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["slice_hops"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex6_slice_hops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "slice_hops", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def slice_hops(a, b, dims, chip):
     """Fewest links from chip a to chip b on a slice of shape dims of a `chip` pod (coordinates as tuples)."""
     # roughly 7 lines
@@ -346,25 +346,25 @@ def slice_hops(a, b, dims, chip):
     return total
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_slice_hops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "slice_hops_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["slice_hops"].check(slice_hops)
 
-# %% nbgrader={"grade": true, "grade_id": "ex6_slice_hops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "slice_hops_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["slice_hops"].check(slice_hops, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "collective_seconds_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — What a collective costs
 #
 # Sharded programs spend their communication in four collectives (course notebook §7.8). Price one of them over
 # one mesh axis in the α–β model: a latency per round, plus the bytes on the busiest link over its bandwidth.
 # Links work in both directions at once, and a ring (an axis with wraparound) lets data take the short way round.
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "collective_seconds_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["collective_seconds"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "ex7_collective_seconds", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "collective_seconds", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
     """α–β seconds of one collective of an nbytes array over one axis of p chips (a ring if wrap and p >= 3)."""
     # roughly 12 lines
@@ -383,10 +383,10 @@ def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
     return rounds * latency + busiest / link_bandwidth
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_collective_seconds_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "collective_seconds_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 lab.problems["collective_seconds"].check(collective_seconds)
 
-# %% nbgrader={"grade": true, "grade_id": "ex7_collective_seconds_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "collective_seconds_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
 lab.problems["collective_seconds"].check(collective_seconds, hidden=True)
 ### END HIDDEN TESTS

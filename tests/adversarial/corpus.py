@@ -138,16 +138,16 @@ exec(text[text.index("def axpy_cost"):text.index("# %%", text.index("def axpy_co
 
 # the lab's own answers, called from the student's functions three ways: each costs its exercise
 ATTACK_CALL_REFERENCE = {
-    "ex1b_gemv_cost": """
+    "gemv_cost": """
 def gemv_cost(m, n, dtype):
     return lab.gemv_cost(m, n, dtype)          # the lab module's reference, looked up when called
 """,
-    "ex2_gemm_cost": """
+    "gemm_cost": """
 _answer = lab.problems["gemm_cost"].reference   # captured before the check runs
 def gemm_cost(m, n, k, dtype):
     return _answer(m, n, k, dtype)
 """,
-    "ex7_min_size_for_fraction": """
+    "min_size_for_fraction": """
 def _helper(*args):
     return lab.problems["min_size_for_fraction"].reference(*args)
 def min_size_for_fraction(*args, ask=_helper):  # through a default argument and a helper
@@ -174,9 +174,9 @@ def _messy(released: dict, full: dict[str, str], huge: bool) -> dict:
     messy = _nb(released, full)
     cells = messy["cells"]
     ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
-    cells.insert(ids.index("ex1_axpy_cost") + 1, copy.deepcopy(cells[ids.index("ex1_axpy_cost")]))  # duplicated
+    cells.insert(ids.index("axpy_cost") + 1, copy.deepcopy(cells[ids.index("axpy_cost")]))  # duplicated
     cells[ids.index("setup")]["source"] += "\nimport os  # edited locked cell"
-    del cells[ids.index("ex2_gemm_cost_visible") + 1]  # a deleted test cell (+1: the duplicate shifted it)
+    del cells[ids.index("gemm_cost_visible") + 1]  # a deleted test cell (+1: the duplicate shifted it)
     if huge:
         for cell in cells:
             if cell["cell_type"] == "code":
@@ -200,11 +200,11 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     files: dict[str, bytes] = {}
     files["solution.ipynb"] = _bytes(_nb(released, full))
     files["blank.ipynb"] = _bytes(released)
-    files["patch_checks.ipynb"] = _bytes(_nb(released, {**full, "ex1_axpy_cost": ATTACK_PATCH_CHECKS}))
-    files["patch_numpy.ipynb"] = _bytes(_nb(released, {**full, "ex6_blocked_matmul": ATTACK_PATCH_NUMPY}))
-    files["input_transformer.ipynb"] = _bytes(_nb(released, {"ex1_axpy_cost": ATTACK_INPUT_TRANSFORMER}))
-    files["exit_kernel.ipynb"] = _bytes(_nb(released, {**full, "ex4_min_batch_compute_bound": ATTACK_EXIT}))
-    files["ignore_interrupt.ipynb"] = _bytes(_nb(released, {**full, "ex3_max_batch_within": ATTACK_IGNORE_INTERRUPT}))
+    files["patch_checks.ipynb"] = _bytes(_nb(released, {**full, "axpy_cost": ATTACK_PATCH_CHECKS}))
+    files["patch_numpy.ipynb"] = _bytes(_nb(released, {**full, "blocked_matmul": ATTACK_PATCH_NUMPY}))
+    files["input_transformer.ipynb"] = _bytes(_nb(released, {"axpy_cost": ATTACK_INPUT_TRANSFORMER}))
+    files["exit_kernel.ipynb"] = _bytes(_nb(released, {**full, "min_batch_compute_bound": ATTACK_EXIT}))
+    files["ignore_interrupt.ipynb"] = _bytes(_nb(released, {**full, "max_batch_within": ATTACK_IGNORE_INTERRUPT}))
     files["corrupt_json.ipynb"] = _bytes(_nb(released, full))[:5000]
     files["empty.ipynb"] = b""
     # extra files next to a renamed notebook in nested folders (a numpy.py would shadow NumPy in the kernel)
@@ -213,22 +213,22 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     files["김민지 (Kim)/notes.txt"] = b"my notes"
     if grouped:
         files["resource_abuse.ipynb"] = _bytes(_nb(released, {
-            **full, "ex1_axpy_cost": attack_read, "ex3_max_batch_within": ATTACK_LOOP,
-            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["ex5_chain_bytes"],
+            **full, "axpy_cost": attack_read, "max_batch_within": ATTACK_LOOP,
+            "chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["chain_bytes"],
             **ATTACK_CALL_REFERENCE}))
         # what must be read from the executed notebook needs nbgrader to finish it: no second cell timeout here
         files["flood_and_probe.ipynb"] = _bytes(_nb(released, {
-            **full, "ex4_min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["ex4_min_batch_compute_bound"],
-            "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD_WIDE + full["ex5_chain_bytes"]}))
+            **full, "min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["min_batch_compute_bound"],
+            "chain_bytes": ATTACK_OUTPUT_FLOOD_WIDE + full["chain_bytes"]}))
         files[kim] = _not_utf8(_messy(released, full, huge=True))
         return files
-    files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "ex3_max_batch_within": ATTACK_LOOP}))
+    files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "max_batch_within": ATTACK_LOOP}))
     files["output_flood.ipynb"] = _bytes(_nb(released, {
-        **full, "ex5_chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_OUTPUT_FLOOD_WIDE + full["ex5_chain_bytes"]}))
+        **full, "chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_OUTPUT_FLOOD_WIDE + full["chain_bytes"]}))
     files["read_hidden_tests.ipynb"] = _bytes(_nb(released, {
-        **full, "ex4_min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["ex4_min_batch_compute_bound"]}))
-    files["memory_hog.ipynb"] = _bytes(_nb(released, {**full, "ex5_chain_bytes": ATTACK_MEMORY + full["ex5_chain_bytes"]}))
-    files["read_solutions.ipynb"] = _bytes(_nb(released, {**full, "ex1_axpy_cost": attack_read}))
+        **full, "min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["min_batch_compute_bound"]}))
+    files["memory_hog.ipynb"] = _bytes(_nb(released, {**full, "chain_bytes": ATTACK_MEMORY + full["chain_bytes"]}))
+    files["read_solutions.ipynb"] = _bytes(_nb(released, {**full, "axpy_cost": attack_read}))
     files["call_reference.ipynb"] = _bytes(_nb(released, {**full, **ATTACK_CALL_REFERENCE}))
     files["not_utf8.ipynb"] = _not_utf8(_nb(released, full))
     files[kim] = _bytes(_nb(released, full))
@@ -284,18 +284,18 @@ EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
 # lab 1 is split (grader/answers): in the sandbox its references are not there at all — the module has no
 # gemv_cost, a Problem's reference is None — so the attack fails on that; where the answer side is present (a
 # sandbox without file-system isolation), the answer lock stops it instead. Either message is a pass.
-_ABSENT = {"ex1b_gemv_cost": "has no attribute 'gemv_cost'", "ex2_gemm_cost": "'NoneType' object is not callable",
-           "ex7_min_size_for_fraction": "'NoneType' object is not callable"}
+_ABSENT = {"gemv_cost": "has no attribute 'gemv_cost'", "gemm_cost": "'NoneType' object is not callable",
+           "min_size_for_fraction": "'NoneType' object is not callable"}
 _LOCKED = {f"{ex}_{kind}": ("does this exercise for you", _ABSENT[ex])
            for ex in ATTACK_CALL_REFERENCE for kind in ("visible", "hidden")}
 EXPECT_MESSAGES: dict[str, dict[str, str | tuple[str, ...]]] = {"call_reference": _LOCKED, "resource_abuse": _LOCKED}
 
 # student id -> the answer cell whose kept output holds the hidden-test probe's report (HIDDEN-TESTS-PROBE {...}):
 # it must have found its own planted file and nothing else
-EXPECT_PROBE: dict[str, str] = {"read_hidden_tests": "ex4_min_batch_compute_bound",
-                                "flood_and_probe": "ex4_min_batch_compute_bound"}
+EXPECT_PROBE: dict[str, str] = {"read_hidden_tests": "min_batch_compute_bound",
+                                "flood_and_probe": "min_batch_compute_bound"}
 # student id -> the answer cell that flooded its output: the kept notebook stays small and says it was cut
-EXPECT_FLOOD: dict[str, str] = {"output_flood": "ex5_chain_bytes", "flood_and_probe": "ex5_chain_bytes"}
+EXPECT_FLOOD: dict[str, str] = {"output_flood": "chain_bytes", "flood_and_probe": "chain_bytes"}
 
 
 # -- lab 7, a split lab (grader/DESIGN.md): its references and hidden-case generators are not in the sandbox ------
@@ -387,37 +387,37 @@ ATTACK_FIND_REFERENCES = find_references_probe(
     "lab07_tpu", ("ANSWERS = {", "_systolic_reference", "_hops_reference", "def _collective_reference"))
 
 LAB07_STEAL = {
-    "ex1_pe_step": ATTACK_FIND_REFERENCES + '''
+    "pe_step": ATTACK_FIND_REFERENCES + '''
 def pe_step(a, p, W, a_in):
     ref = _steal("pe_step")
     return ref(a, p, W, a_in) if ref else None
 ''',
-    "ex2_systolic_matmul": '''
+    "systolic_matmul": '''
 def systolic_matmul(A, W):
     ref = _steal("systolic_matmul")
     return (ref(A, W), None) if ref else None
 ''',
-    "ex3_best_array": '''
+    "best_array": '''
 def best_array(M, K, N, pes):
     ref = _steal("best_array")
     return ref(M, K, N, pes) if ref else None
 ''',
-    "ex4_fused_dense": '''
+    "fused_dense": '''
 def fused_dense(x, w, b, bm, bn, bk):
     ref = _steal("fused_dense")
     return ref(x, w, b, bm, bn, bk) if ref else None
 ''',
-    "ex5_sharded_matmul": '''
+    "sharded_matmul": '''
 def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
     ref = _steal("sharded_matmul")
     return ref(a_spec, b_spec, out_spec, mesh_shape) if ref else None
 ''',
-    "ex6_slice_hops": '''
+    "slice_hops": '''
 def slice_hops(a, b, dims, chip):
     ref = _steal("slice_hops")
     return ref(a, b, dims, chip) if ref else None
 ''',
-    "ex7_collective_seconds": '''
+    "collective_seconds": '''
 def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
     ref = _steal("collective_seconds")
     return ref(kind, nbytes, p, wrap, link_bandwidth, latency) if ref else None

@@ -11,74 +11,11 @@ handed its clock (``clock``) and the stand-ins' work shows on that clock only: t
 loaded a second time, pasted) reads time.perf_counter and measures microseconds of Python.
 """
 
-ATTACKS = {
-    "ex1_axpy_cost": [
-        # §1.2's axpy point, pasted: its counts are float32's (4-byte elements)
-        '''def axpy_cost(n, dtype):
-    return 2 * n, 3 * n * 4
-''',
-    ],
-    "ex1b_gemv_cost": [
-        # gc.roofline.gemv_op's counts, pasted: a square matrix only
-        '''def gemv_cost(m, n, dtype):
-    s = np.dtype(dtype).itemsize
-    return 2 * n * n, int((n * n + 2.0 * n) * s)
-''',
-    ],
-    "ex2_gemm_cost": [
-        # §1.1's square_gemm_counts, pasted and called with one side
-        '''def square_gemm_counts(n, dtype):
-    s = np.dtype(dtype).itemsize
-    return 2 * n**3, 3 * n * n * s
+from tests.attacks.helper_thread import HELPER_THREAD
 
 
-def gemm_cost(m, n, k, dtype):
-    return square_gemm_counts(m, dtype)
-''',
-    ],
-    "ex3_max_batch_within": [
-        # the old exercise's answer (Roofline.bound + roofline_time) on §1.3's layer counts (square W, float32 bytes)
-        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
-    roof = gc.roofline.Roofline("r", peak_flops, bandwidth)
-    n = d_in
-    b = 0
-    while gc.datapath.roofline_time(2 * n * n * (b + 1), (n * n + 2 * n * (b + 1)) * 4, roof) <= budget_s:
-        b += 1
-        if b > 200_000:
-            break
-    if b == 0:
-        return None
-    return b, roof.bound(2 * n * n * b / ((n * n + 2 * n * b) * 4))
-''',
-    ],
-    "ex4_min_batch_compute_bound": [
-        # §1.2's n_ridge search with square_gemm_counts: the square GEMM's side, not the layer's batch
-        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
-    s = np.dtype(dtype).itemsize
-    ridge = gc.roofline.Roofline("r", peak_flops, bandwidth).ridge
-    return next((n for n in range(1, 100_001) if 2 * n**3 / (3 * n * n * s) >= ridge), None)
-''',
-        # §1.3's layer bytes (W square, float32) with the ridge from Roofline
-        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
-    ridge = gc.roofline.Roofline("r", peak_flops, bandwidth).ridge
-    n = d_in
-    return next((b for b in range(1, 100_001) if 2 * n * n * b / ((n * n + 2 * n * b) * 4) >= ridge), None)
-''',
-    ],
-    "ex5_chain_bytes": [
-        # §1.4's XLA byte counts of the seed's chain (fused, and op by op), whatever the arities
-        '''import jax, jax.numpy as jnp
-
-def chain_bytes(n, dtype, arities, fused):
-    x = jax.ShapeDtypeStruct((n,), jnp.dtype(dtype))
-    if fused:
-        return int(gc.xla.compiled(lambda a, b, c: jnp.maximum(a * b + c, 0), x, x, x).bytes_accessed)
-    steps = [gc.xla.compiled(lambda a, b: a * b, x, x), gc.xla.compiled(lambda a, b: a + b, x, x),
-             gc.xla.compiled(lambda a: jnp.maximum(a, 0), x)]
-    return int(sum(s.bytes_accessed for s in steps))
-''',
-        # the eighth attack: XLA's count of any chain built from the arities (abstract shapes at n = 1024, scaled)
-        '''import jax, jax.numpy as jnp
+# the eighth attack's answer: XLA's count of any chain built from the arities (abstract shapes at n = 1024, scaled)
+CHAIN_BY_XLA = '''import jax, jax.numpy as jnp
 
 def chain_bytes(n, dtype, arities, fused):
     n0 = 1024
@@ -96,9 +33,80 @@ def chain_bytes(n, dtype, arities, fused):
         counted = sum(gc.xla.compiled(lambda *a: sum(a) if len(a) > 1 else jnp.tanh(a[0]), *[x] * k).bytes_accessed
                       for k in arities)
     return int(counted / (4 * n0) * n * np.dtype(dtype).itemsize)
+'''
+
+ATTACKS = {
+    "axpy_cost": [
+        # §1.2's axpy point, pasted: its counts are float32's (4-byte elements)
+        '''def axpy_cost(n, dtype):
+    return 2 * n, 3 * n * 4
 ''',
     ],
-    "ex6_blocked_matmul": [
+    "gemv_cost": [
+        # gc.roofline.gemv_op's counts, pasted: a square matrix only
+        '''def gemv_cost(m, n, dtype):
+    s = np.dtype(dtype).itemsize
+    return 2 * n * n, int((n * n + 2.0 * n) * s)
+''',
+    ],
+    "gemm_cost": [
+        # §1.1's square_gemm_counts, pasted and called with one side
+        '''def square_gemm_counts(n, dtype):
+    s = np.dtype(dtype).itemsize
+    return 2 * n**3, 3 * n * n * s
+
+
+def gemm_cost(m, n, k, dtype):
+    return square_gemm_counts(m, dtype)
+''',
+    ],
+    "max_batch_within": [
+        # the old exercise's answer (Roofline.bound + roofline_time) on §1.3's layer counts (square W, float32 bytes)
+        '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
+    roof = gc.roofline.Roofline("r", peak_flops, bandwidth)
+    n = d_in
+    b = 0
+    while gc.datapath.roofline_time(2 * n * n * (b + 1), (n * n + 2 * n * (b + 1)) * 4, roof) <= budget_s:
+        b += 1
+        if b > 200_000:
+            break
+    if b == 0:
+        return None
+    return b, roof.bound(2 * n * n * b / ((n * n + 2 * n * b) * 4))
+''',
+    ],
+    "min_batch_compute_bound": [
+        # §1.2's n_ridge search with square_gemm_counts: the square GEMM's side, not the layer's batch
+        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    s = np.dtype(dtype).itemsize
+    ridge = gc.roofline.Roofline("r", peak_flops, bandwidth).ridge
+    return next((n for n in range(1, 100_001) if 2 * n**3 / (3 * n * n * s) >= ridge), None)
+''',
+        # §1.3's layer bytes (W square, float32) with the ridge from Roofline
+        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    ridge = gc.roofline.Roofline("r", peak_flops, bandwidth).ridge
+    n = d_in
+    return next((b for b in range(1, 100_001) if 2 * n * n * b / ((n * n + 2 * n * b) * 4) >= ridge), None)
+''',
+    ],
+    "chain_bytes": [
+        # §1.4's XLA byte counts of the seed's chain (fused, and op by op), whatever the arities
+        '''import jax, jax.numpy as jnp
+
+def chain_bytes(n, dtype, arities, fused):
+    x = jax.ShapeDtypeStruct((n,), jnp.dtype(dtype))
+    if fused:
+        return int(gc.xla.compiled(lambda a, b, c: jnp.maximum(a * b + c, 0), x, x, x).bytes_accessed)
+    steps = [gc.xla.compiled(lambda a, b: a * b, x, x), gc.xla.compiled(lambda a, b: a + b, x, x),
+             gc.xla.compiled(lambda a: jnp.maximum(a, 0), x)]
+    return int(sum(s.bytes_accessed for s in steps))
+''',
+        # the eighth attack: XLA's count of any chain built from the arities
+        CHAIN_BY_XLA,
+        # the ninth attack: the same count, asked of a helper thread started before the lock
+        HELPER_THREAD + CHAIN_BY_XLA.replace("gc.xla.compiled(", "xla("),
+    ],
+    "blocked_matmul": [
         # course/07's Pallas blocked matmul (square blocks): block counts by floor division drop the edge tiles
         '''import jax, jax.numpy as jnp
 from jax.experimental import pallas as pl
@@ -120,7 +128,7 @@ def blocked_matmul(A, B, tile):
     return np.asarray(out).astype(A.dtype)
 ''',
     ],
-    "ex7_min_size_for_fraction": [
+    "min_size_for_fraction": [
         # the old exercise's answer, Roofline.fraction of an OpPoint, judged at the size where the op turns
         # compute-bound (Roofline.bound): the wrong inverse
         '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
@@ -146,7 +154,7 @@ def blocked_matmul(A, B, tile):
         n += 1
 ''',
     ],
-    "ex8_time_call": [
+    "time_call": [
         # the third independent attack (2026-12-06): gpucourse/timing.py loaded a second time with its clock pointed
         # at `clock` — a right timer, one call per measurement: on the coarse clock's cases a call reads 0 or a tick
         '''import importlib.util
@@ -247,7 +255,7 @@ def time_call(fn, *args, clock, repeat=5):
     return measure(fn, *args, warmup=1, repeat=repeat).median
 ''',
     ],
-    "ex9_explain_point": [
+    "explain_point": [
         # gc.roofline.judge with no noise margin: its strict cut at the cache size, and no peak check for a
         # memory-bound point whose data fit
         '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):

@@ -10,7 +10,7 @@ networks, too slow for the hidden ones (thousands of layers).
 """
 
 ATTACKS = {
-    "ex1_mlp_backward": [
+    "mlp_backward": [
         # the sixth attack: jax.vjp run when the cell runs (no lock then), frozen by jax.export with symbolic shapes;
         # the function only replays it
         '''# JAX's autodiff runs NOW, when this cell runs (no lock yet): jax.export serialises the vjp program with symbolic
@@ -124,7 +124,7 @@ def mlp_backward(X, W1, W2, G):
     return np.asarray(dW1, np.float64), np.asarray(dW2, np.float64), np.asarray(dX, np.float64)
 ''',
     ],
-    "ex2_step_gemms": [
+    "step_gemms": [
         # the third independent attack's answer, adapted to the network as data: JAX builds the step (frozen weights
         # closed over, jax.checkpoint per layer), make_jaxpr traces it, the dot_generals are counted. Right on small
         # networks; the hidden ones have thousands of layers and the trace does not return within the time limit
@@ -185,7 +185,7 @@ def step_gemms(batch, widths, trainable, recompute):
     return n, int(tm.compiled_flops(f)), int(tm.compiled_flops(g) - tm.compiled_flops(f))
 ''',
     ],
-    "ex5_is_correct_backward": [
+    "is_correct_backward": [
         # the third independent attack's answer, adapted: jax.vjp of the forward as the oracle. The forward is a
         # NumPy black box computing in float32: JAX cannot trace it, every right candidate is rejected
         '''def is_correct_backward(forward, backward):
@@ -277,7 +277,7 @@ def _icb(forward, backward):
     return bool(got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-9))
 ''',
     ],
-    "ex3_largest_batch": [
+    "largest_batch": [
         # the course package's memory model and batch search (gone from the edition: lab 2 has you write them)
         '''from gpucourse import training_memory as tm
 def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):

@@ -20,7 +20,7 @@ _spec.loader.exec_module(dp)
 '''
 
 ATTACKS = {
-    "ex1_place_pipeline": [
+    "place_pipeline": [
         # the course's offload model, one offload (two copies) per step, kept where it pays
         '''from gpucourse import datapath, roofline
 
@@ -70,7 +70,7 @@ def place_pipeline(steps, nbytes, cpu, gpu, link):
     return total, placement
 ''',
     ],
-    "ex2_min_link_bandwidth": [
+    "min_link_bandwidth": [
         # the course's model at the links it knows (PCIe 4, PCIe 5, NVLink 4): the slowest that pays
         '''from gpucourse import datapath, roofline
 
@@ -116,7 +116,7 @@ def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
     return hi
 ''',
     ],
-    "ex3_chunked_map": [
+    "chunked_map": [
         # the course's streaming loop (section 3.8) turned into a map: its chunk is sized for float32 and 2 copies
         '''def chunked_map(x, mem, fn, copies):
     out = np.empty_like(x)
@@ -128,7 +128,7 @@ def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
     return out
 ''',
     ],
-    "ex4_warp_layout": [
+    "warp_layout": [
         # the third attack's executor count (gpucourse.simt, two runs: the costs, then 0/0) on the layout as given:
         # right count, wrong design
         '''import math
@@ -178,7 +178,7 @@ def warp_layout(cond, cost_if, cost_else):
     return order, issued, useful / (32 * issued)
 ''',
     ],
-    "ex5_asym_huber_vectorized": [
+    "asym_huber_vectorized": [
         # SciPy's Huber loss (the old exercise's one-call answer) at one threshold, its gradient clipped alike
         '''import scipy.special
 
@@ -209,7 +209,7 @@ def asym_huber_vectorized(pred, target, lo, hi):
     return lab.huber_loop(pred, target, hi), np.minimum(np.maximum(r, -lo), hi)
 ''',
     ],
-    "ex6_transfer_plan": [
+    "transfer_plan": [
         # the third attack's weighted fit (np.polyfit(..., w=1/seconds)) on every run, interrupted ones included
         '''def transfer_plan(sizes, seconds, fraction):
     s = np.repeat(sizes, seconds.shape[1])

@@ -7,7 +7,7 @@ both: they are the exercises done with the model (the inverse it does not comput
 """
 
 ATTACKS = {
-    "ex1_max_duration": [
+    "max_duration": [
         # the old exercise's one-call answer: the schedule's makespan on a machine with unlimited SMs and queues
         '''def max_duration(streams_, durations, waits, op, deadline_us):
     ops = [streams.Op(n, s, float(durations[n]), waits=tuple(waits.get(n, ()))) for s, c in streams_.items() for n in c]
@@ -38,14 +38,14 @@ def max_duration(streams_, durations, waits, op, deadline_us):
     return deadline_us - (makespan(big) - big)
 ''',
     ],
-    "ex2_schedule_dag": [
+    "schedule_dag": [
         # the DAG transcribed task by task, every task on its own stream waiting for its dependencies: correct,
         # but more than 8 streams share hardware queues (a false dependency)
         '''def schedule_dag(tasks, deps):
     return [streams.Op(n, f"t{i}", us, e, sms=s, waits=tuple(deps.get(n, ()))) for i, (n, e, us, s) in enumerate(tasks)]
 ''',
     ],
-    "ex3_time_call": [
+    "time_call": [
         # the course's timing helper: synchronized and a median, but on time.perf_counter, not the clock given
         '''def time_call(f, x, repeat, clock):
     first = gc.measure(f, x, warmup=0, repeat=1).median
@@ -74,7 +74,7 @@ def time_call(f, x, repeat, clock):
     return times[0], min(times[1:])
 ''',
     ],
-    "ex4_launches_to_dominate": [
+    "launches_to_dominate": [
         # attack 3: the course's CommandQueue runs the one queue for N = 1, 2, … (its log cleared: O(N) per N)
         '''def launches_to_dominate(work_us, launch_us, ns):
     def makespan(n):
@@ -115,7 +115,7 @@ def time_call(f, x, repeat, clock):
     return n, [makespan(k) for k in ns]
 ''',
     ],
-    "ex5_fewest_chunks": [
+    "fewest_chunks": [
         # course §4.7's pipeline (a stream per engine, events between) searched with simulate: another pattern,
         # whose copies in run ahead — not the spec's chunk-per-stream pipeline, so other counts and ops
         '''def engine_streams(nbytes, n_chunks, gbps_in=25, gbps_kernel=50, gbps_out=25):

@@ -22,7 +22,7 @@ the lesson; its operands, guard and formula are the student's.
 ATTACKS = {
     # §5.1's who_am_i, renamed, the exercise's arguments in place of the table (its name kept for the first), the store
     # line changed: the guard is the table's (its element axis, shape[1]), a 1-D array has none
-    "ex1_scale_shift": ['''@cuda.jit
+    "scale_shift": ['''@cuda.jit
 def scale_shift(ids, out, a, b):
     i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
     if i < ids.shape[1]:  # the guard: the last block has threads past the end
@@ -30,7 +30,7 @@ def scale_shift(ids, out, a, b):
 '''],
     # §5.2's owner_2d, renamed, its `thread` store changed to the formula: its first store still writes the block
     # number over the input before the formula reads it
-    "ex2_ramp_2d": ['''@cuda.jit
+    "ramp_2d": ['''@cuda.jit
 def ramp_2d(block, thread):
     c, r = cuda.grid(2)  # x → column, y → row
     if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
@@ -39,7 +39,7 @@ def ramp_2d(block, thread):
 '''],
     # the work done behind the executor's back: a device array as a NumPy array inside the kernel (not metered;
     # refused since the second independent attack), with dummy shared accesses for the structure checks
-    "ex3_block_sum": ['''@cuda.jit
+    "block_sum": ['''@cuda.jit
 def block_sum(x, partial):
     s = cuda.shared.array(128, np.float64)
     t = cuda.threadIdx.x
@@ -51,7 +51,7 @@ def block_sum(x, partial):
 '''],
     # the fifth attack: the executor's raw array behind a device array (`._a`), unmetered, does the work after one
     # tile load made for show
-    "ex4_tiled_matmul": ['''@cuda.jit
+    "tiled_matmul": ['''@cuda.jit
 def tiled_matmul(A, B, C):
     sA = cuda.shared.array((TM, TK), np.float32)
     sB = cuda.shared.array((TK, TN), np.float32)
@@ -69,7 +69,7 @@ def tiled_matmul(A, B, C):
         if rr < m and col < n:
             C[rr, col] = np.dot(A._a[rr], B._a[:, col])
 '''],
-    "ex5_max_registers": [
+    "max_registers": [
         # the installed model, called once, at the most registers a thread may have
         '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
     top = limits["max_registers_per_thread"]
@@ -122,7 +122,7 @@ def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limi
     return regs, "registers"
 ''',
     ],
-    "ex7_wave_prediction": [
+    "wave_prediction": [
         # measure instead of predict: the grid run on the course's pool of slots, in units of one block's time
         '''from gpucourse import waves
 

@@ -20,7 +20,7 @@ a passing answer takes from the course is the indexing idiom, which is the lesso
 
 ATTACKS = {
     # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex01_map_add": [
+    "map_add": [
         # the sixth attack: the executor's raw arrays through the garbage collector (an import inside the kernel),
         # the answer in NumPy, nothing metered
         '''@cuda.jit
@@ -63,21 +63,21 @@ def map_add(ids, out):
         out[i] = ids[i] + 10
 '''],
     # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex02_zip_add": ['''@cuda.jit
+    "zip_add": ['''@cuda.jit
 def zip_add(ids, b, out):
     i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
     if i < ids.shape[1]:  # the guard: the last block has threads past the end
         out[i] = ids[i] + b[i]
 '''],
     # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex03_map_guard": ['''@cuda.jit
+    "map_guard": ['''@cuda.jit
 def map_guard(ids, out):
     i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
     if i < ids.shape[1]:  # the guard: the last block has threads past the end
         out[i] = ids[i] + 10
 '''],
     # §5.2's owner_2d, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex04_map_2d": ['''@cuda.jit
+    "map_2d": ['''@cuda.jit
 def map_2d(block, thread):
     c, r = cuda.grid(2)  # x → column, y → row
     if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
@@ -85,7 +85,7 @@ def map_2d(block, thread):
         thread[r, c] = block[r, c] + 10
 '''],
     # §5.2's owner_2d, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex05_broadcast_add": ['''@cuda.jit
+    "broadcast_add": ['''@cuda.jit
 def broadcast_add(block, thread, out):
     c, r = cuda.grid(2)  # x → column, y → row
     if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
@@ -93,21 +93,21 @@ def broadcast_add(block, thread, out):
         out[r, c] = block[r] + thread[c]
 '''],
     # §5.1's who_am_i, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex06_map_blocks": ['''@cuda.jit
+    "map_blocks": ['''@cuda.jit
 def map_blocks(ids, out):
     i = cuda.grid(1)  # blockIdx.x * blockDim.x + threadIdx.x
     if i < ids.shape[1]:  # the guard: the last block has threads past the end
         out[i] = ids[i] + 10
 '''],
     # §5.2's owner_2d, renamed, the puzzle's arguments, the store line changed (attack 3's edit)
-    "ex07_map_blocks_2d": ['''@cuda.jit
+    "map_blocks_2d": ['''@cuda.jit
 def map_blocks_2d(block, thread):
     c, r = cuda.grid(2)  # x → column, y → row
     if r < thread.shape[0] and c < thread.shape[1]:  # both coordinates guarded
         block[r, c] = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x  # blocks numbered along x first
         thread[r, c] = block[r, c] * 2 - r
 '''],
-    "ex10_dot": [
+    "dot": [
         # the fifth attack: the executor's raw array behind a device array (`._a`), unmetered, does the work
         '''@cuda.jit
 def dot(a, b, out):
@@ -126,7 +126,7 @@ def dot(a, b, out):
         out[0] = np.dot(np.asarray(a), np.asarray(b))
 '''],
     # the fifth attack: the executor's raw array behind a device array (`._a`), unmetered, does the work
-    "ex12_block_scan": ['''@cuda.jit
+    "block_scan": ['''@cuda.jit
 def block_scan(a, out):
     s = cuda.shared.array(PB, np.float32)
     t = cuda.threadIdx.x
@@ -135,7 +135,7 @@ def block_scan(a, out):
         s[t] = a[i]
         out[i] = np.cumsum(a._a[i - t:i + 1], dtype=np.float32)[-1]
 '''],
-    "ex14_transpose": ['''@cuda.jit
+    "transpose": ['''@cuda.jit
 def transpose(a, out):
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     r0, c0 = cuda.blockIdx.y * TT, cuda.blockIdx.x * TT
@@ -143,7 +143,7 @@ def transpose(a, out):
         if c0 + j < a.shape[1] and r0 + tx < a.shape[0]:
             out[c0 + j, r0 + tx] = getattr(a, "_a")[r0 + tx, c0 + j]
 '''],
-    "ex17_histogram": ['''@cuda.jit
+    "histogram": ['''@cuda.jit
 def histogram(x, counts):
     s = cuda.shared.array(8, np.int32)
     if cuda.threadIdx.x < 8:
@@ -153,7 +153,7 @@ def histogram(x, counts):
         for b in range(8):
             cuda.atomic.add(counts, b, h[b])
 '''],
-    "ex18_softmax_rows": ['''@cuda.jit
+    "softmax_rows": ['''@cuda.jit
 def softmax_rows(a, out):
     r = cuda.blockIdx.x
     if cuda.threadIdx.x == 0:

@@ -20,8 +20,34 @@ around them — which instruction is the breaker and what its own type holds; wh
 opcode names and its 2·m·n·k. That submission is the exercise answered by the student (the third attack's scored
 full marks that way); the attacks below that let the readers decide more than the layout fail."""
 
+from tests.attacks.helper_thread import HELPER_THREAD
+
 ATTACKS = {
-    "ex2_fusion_bytes": [
+    "fusion_bytes": [
+        # the ninth attack: XLA's count of each op and of the chain, asked of a helper thread started before the lock
+        HELPER_THREAD + '''
+import jax, jax.numpy as jnp
+UN = {"relu": lambda a: jnp.maximum(a, 0), "tanh": jnp.tanh, "exp": jnp.exp}
+BIN = {"mul": lambda a, v: a * v, "add": lambda a, v: a + v}
+
+
+def fusion_bytes(m, n, dtype, ops):
+    S = jax.ShapeDtypeStruct
+    dt = jnp.dtype(dtype)
+    one = lambda o: UN[o] if o in UN else BIN[o.split("_")[0]]
+    new = lambda o: S((n,) if o.endswith("_row") else (m, n), dt)
+    x = S((m, n), dt)
+    unfused = sum(xla(one(o), *((x,) if o in UN else (x, new(o)))).bytes_accessed for o in ops)
+
+    def chain(x, *vs):
+        it = iter(vs)
+        for o in ops:
+            x = one(o)(x) if o in UN else one(o)(x, next(it))
+        return x
+
+    fused = xla(chain, x, *[new(o) for o in ops if o not in UN]).bytes_accessed
+    return int(unfused), int(fused)
+''',
         # the eighth attack: XLA asked in a child Python through the course's numba-cuda helper, which used to exec
         # any source and hand back the child's error text (now: one def, nothing run at definition)
         '''import re
@@ -163,7 +189,7 @@ def fusion_bytes(m, n, dtype, ops):
     return unfused, moved(chain, (m, n), *(shape(op) for op in ops if op not in UNARY))
 ''',
     ],
-    "ex3_breaking_op": [
+    "breaking_op": [
         # the course's HLO reader: the opcode alone (the old exercise's answer), filtered by the nearest installed set
         '''def breaking_op(hlo):
     return next(op for op in gc.xla.entry_ops(hlo) if op not in lab.ONE_KERNEL_OPS)
@@ -220,7 +246,7 @@ def breaking_op(hlo):
     return op, size * int(m.group(2)) * int(m.group(3))
 ''',
     ],
-    "ex6_mma_flops": [
+    "mma_flops": [
         # the course's Sass counter: HMMA and HGMMA at the course's own kernels' shapes
         '''def mma_flops(sass):
     s = toolchain.Sass(sass)
@@ -259,7 +285,7 @@ def mma_flops(sass):
     return total
 ''',
     ],
-    "ex7_sass_counts": [
+    "sass_counts": [
         # the course's compile-and-count: FFMA right, the tensor cores as the course's fp16 kernels' shapes
         '''def sass_counts(source, arch="sm_90"):
     s = toolchain.sass_of(source, arch=arch)
@@ -268,7 +294,7 @@ def mma_flops(sass):
     ],
     # measure_times is handed its clock and the stand-ins' work shows on that clock only: the course's timers read
     # time.perf_counter and measure microseconds of Python, however they are loaded
-    "ex8_measure_times": [
+    "measure_times": [
         # the course's own timer, called directly
         '''def measure_times(slow, fast, *args, clock):
     return gc.timing.measure(slow, *args).best, gc.timing.measure(fast, *args).best
@@ -377,7 +403,7 @@ def measure_times(slow, fast, *args, clock):
     # §5.2's scale_2d (one thread per element) and scale_strided (a grid-stride loop) with the formula changed: the
     # launch has too few blocks of rows for the first, and the second reads w and b once per element, not once per
     # block (the exercise asks them staged in shared memory)
-    "ex5_scale_bias_relu_kernel": [
+    "scale_bias_relu_kernel": [
         '''@cuda.jit
 def scale_bias_relu_kernel(x, w, b, out):
     c, r = cuda.grid(2)  # x → column, y → row
@@ -392,7 +418,7 @@ def scale_bias_relu_kernel(x, w, b, out):
             out[r, c] = max(x[r, c] * w[c] + b[c], 0.0)
 ''',
     ],
-    "ex9_fusion_payoff_rows": [
+    "fusion_payoff_rows": [
         # the course's forward model, evaluated on one row: a ratio, not a size
         '''def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
     F = gc.fusion

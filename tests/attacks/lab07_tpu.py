@@ -30,7 +30,7 @@ _GATHER_AND_RETURN = '''        if a_rows is not None and out_rows is None:
 '''
 
 ATTACKS = {
-    "ex1_pe_step": [
+    "pe_step": [
         # the installed array's clock edge, as it used to be installed
         '''from gpucourse.systolic import pe_step
 ''',
@@ -63,7 +63,7 @@ pe_step = _again.pe_step
     return a_new, p_new
 ''',
     ],
-    "ex2_systolic_matmul": [
+    "systolic_matmul": [
         # the register-level matmul, as it used to be installed
         '''def systolic_matmul(A, W):
     run = systolic.matmul(A, W)
@@ -89,7 +89,7 @@ pe_step = _again.pe_step
     return (run.C if run.C.shape == (M, W.shape[1]) else A @ W), hw
 ''',
     ],
-    "ex3_best_array": [
+    "best_array": [
         # the installed model's default array: the MXU's 128 × 128 (or the square one of pes PEs)
         '''def best_array(M, K, N, pes):
     t = systolic.TiledGemm(M, K, N)
@@ -104,7 +104,7 @@ pe_step = _again.pe_step
     return max(shapes, key=lambda s: systolic.TiledGemm(M, K, N, *s).utilization)
 ''',
     ],
-    "ex4_fused_dense": [
+    "fused_dense": [
         # the attack on the old exercise (course §7.6's blocked_matmul with an f32 VMEM scratch, a last-step write and
         # a bf16 out_shape: ≈ 6 changed lines), with the bias and the relu around it as XLA ops: not fused
         '''def fused_dense(x, w, b, bm, bn, bk):
@@ -183,7 +183,7 @@ pe_step = _again.pe_step
     return jax.nn.relu(jnp.dot(x, w, preferred_element_type=jnp.float32) + b.astype(jnp.float32)).astype(x.dtype)
 ''',
     ],
-    "ex5_sharded_matmul": [
+    "sharded_matmul": [
         # XLA's own program: jit's automatic partitioning with the output sharding asked for
         '''from jax.sharding import NamedSharding, PartitionSpec as P
 
@@ -274,7 +274,7 @@ def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
     return jax.shard_map(body, mesh=mesh, in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec), check_vma=False)
 ''',
     ],
-    "ex6_slice_hops": [
+    "slice_hops": [
         # the hop count and the wraparound rule the course used to install
         '''from gpucourse import tpu
 
@@ -314,7 +314,7 @@ def slice_hops(a, b, dims, chip):
     return sum(abs(x - y) for x, y in zip(a, b))
 ''',
     ],
-    "ex7_collective_seconds": [
+    "collective_seconds": [
         # the α–β model the course used to install
         '''def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
     return interconnect.collective_seconds(kind, nbytes, interconnect.Axis(p, wrap, link_bandwidth), latency)

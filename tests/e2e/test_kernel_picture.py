@@ -20,7 +20,7 @@ from . import harness
 
 LAB = "lab05b_kernel_puzzles"
 NOTEBOOK = f"labs/{LAB}/{LAB}.ipynb"
-GID, NAME = "ex09_pool3", "pool3"
+GID, NAME = "pool3", "pool3"
 SCREEN_DPI = 96  # CSS pixels per inch at 100 % zoom (CSS Values 4: 1in = 96px): 9 pt on screen is 12 CSS px
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]

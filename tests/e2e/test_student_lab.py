@@ -19,8 +19,8 @@ from . import harness
 
 LAB = "lab01_blas_roofline"
 NOTEBOOK = f"labs/{LAB}/{LAB}.ipynb"
-FIRST = "ex1_axpy_cost"  # the exercise the wrong answer goes into
-SEARCH = "ex4_min_batch_compute_bound"  # a search a student may write as `while True:` with no way out
+FIRST = "axpy_cost"  # the exercise the wrong answer goes into
+SEARCH = "min_batch_compute_bound"  # a search a student may write as `while True:` with no way out
 NEVER_ENDS = '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
     size = np.dtype(dtype).itemsize
     b = 1

@@ -88,6 +88,8 @@ import enum  # noqa: E402
 import linecache  # noqa: E402
 import math  # noqa: E402
 
+import numba  # noqa: E402 - numba.literal_unroll, a construct below
+
 SB = 8
 SHAPE = (N_CONST, 33)
 OFFSETS_LIST = [16, 8, 4, 2, 1]
@@ -173,6 +175,11 @@ CONSTRUCTS = [
     (_k("out[t] = abs(x[t]) + len(x) + round(x[0])", "builtins_abs_len_round"), True, None),
     (_k("if t == 0:\n    out[0] = np.sum(x)", "np_sum"), True, False),
     (_k("if t == 0:\n    out[0] = x.sum()", "array_sum_method"), True, False),
+    # the r20 read's constructs
+    (_k("acc = [x[t]] * 2\nout[t] = acc[1]", "list_multiplication"), False, None),
+    (_k("v = x[t]\nfor k in [16, 8] * 2:\n    v += k\nout[t] = v", "for_over_a_multiplied_list"), False, None),
+    (_k("v = x[t]\nfor k in (16, 8) * 2:\n    v += k\nout[t] = v", "for_over_a_multiplied_tuple"), True, None),
+    (_k("v = x[t]\nfor k in numba.literal_unroll((1, 2)):\n    v += k\nout[t] = v", "literal_unroll"), False, None),
 ]
 
 

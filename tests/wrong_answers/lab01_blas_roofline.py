@@ -1,7 +1,7 @@
 """Plausible wrong answers to lab 1, one or a list per solution cell: each must score less than full marks."""
 
 WRONG = {
-    "ex1_axpy_cost": [
+    "axpy_cost": [
         # counts a multiply-add as one FLOP
         '''def axpy_cost(n, dtype):
     size = np.dtype(dtype).itemsize
@@ -14,11 +14,11 @@ WRONG = {
 ''',
     ],
     # forgets to read x (counts only A and y)
-    "ex1b_gemv_cost": '''def gemv_cost(m, n, dtype):
+    "gemv_cost": '''def gemv_cost(m, n, dtype):
     size = np.dtype(dtype).itemsize
     return 2 * m * n, (m * n + m) * size
 ''',
-    "ex2_gemm_cost": [
+    "gemm_cost": [
         # bytes assume float32 whatever the dtype
         '''def gemm_cost(m, n, k, dtype, accumulate=False):
     return 2 * m * n * k, (m * k + k * n + (2 if accumulate else 1) * m * n) * 4
@@ -35,7 +35,7 @@ WRONG = {
     return 2 * m * n * k + (m * n if accumulate else 0), (m * k + k * n + c * m * n) * size
 ''',
     ],
-    "ex3_max_batch_within": [
+    "max_batch_within": [
         # forgets the weight matrix: the memory time then starts at zero and grows with B alone
         '''def max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s):
     size, w = np.dtype(act_dtype).itemsize, np.dtype(weight_dtype).itemsize
@@ -133,7 +133,7 @@ WRONG = {
     return b, ("compute" if compute > memory else "memory")
 ''',
     ],
-    "ex4_min_batch_compute_bound": [
+    "min_batch_compute_bound": [
         # forgets that W is read: intensity = 2*B*din*dout / (size*(B*din + B*dout)) never depends on B
         '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
     size = np.dtype(dtype).itemsize
@@ -167,13 +167,13 @@ WRONG = {
 ''',
     ],
     # fused: forgets to write the result
-    "ex5_chain_bytes": '''def chain_bytes(n, dtype, arities, fused):
+    "chain_bytes": '''def chain_bytes(n, dtype, arities, fused):
     size = np.dtype(dtype).itemsize
     if not fused:
         return sum((a + 1) * n * size for a in arities)
     return (arities[0] + sum(a - 1 for a in arities[1:])) * n * size
 ''',
-    "ex6_blocked_matmul": [
+    "blocked_matmul": [
         # drops the remainder tiles: right only when the shapes are multiples of the tile
         '''def blocked_matmul(A, B, tile):
     xp = gc.array_module(A)
@@ -223,7 +223,7 @@ WRONG = {
     return C
 ''',
     ],
-    "ex7_min_size_for_fraction": [
+    "min_size_for_fraction": [
         # judges against the peak instead of the roof at its intensity: a gemv never gets there
         '''def min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction):
     size = np.dtype(dtype).itemsize
@@ -268,7 +268,7 @@ WRONG = {
         n += 1
 ''',
     ],
-    "ex8_time_call": [
+    "time_call": [
         # stops the clock when the call returns: asynchronous work is not waited for
         '''def time_call(fn, *args, clock, repeat=5):
     fn(*args)
@@ -354,7 +354,7 @@ def time_call(fn, *args, clock, repeat=5):
     return float(np.median([batch(k) for _ in range(repeat)]))
 ''',
     ],
-    "ex9_explain_point": [
+    "explain_point": [
         # "above the roof means cache", whether or not the data fit
         '''def explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes):
     intensity = flops / nbytes

@@ -1,7 +1,7 @@
 """Plausible wrong answers to lab 2, one or a list per solution cell: each must score less than full marks."""
 
 WRONG = {
-    "ex1_mlp_backward": [
+    "mlp_backward": [
         # the classic missing transposes: dW2 = G·H and dX = dZ·W1 — shapes only work out when they are square
         '''def mlp_backward(X, W1, W2, G):
     Z = X @ W1
@@ -19,7 +19,7 @@ WRONG = {
     return X.T @ dZ, H.T @ G, dZ @ W1.T
 ''',
     ],
-    "ex2_step_gemms": [
+    "step_gemms": [
         # the old answer: every weight trained, nothing recomputed (trainable and recompute ignored)
         '''def step_gemms(batch, widths, trainable, recompute):
     gemms = fwd = bwd = 0
@@ -81,7 +81,7 @@ WRONG = {
     return gemms, fwd, bwd
 ''',
     ],
-    "ex3_largest_batch": [
+    "largest_batch": [
         # the old model (issue 21, G1): every layer's output once, the batch, no loss residual, no gradients in
         # flight — the hand-written minimum, not what JAX keeps; ~3x too optimistic for JAX's 3 arrays per layer
         '''def largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer):
@@ -141,7 +141,7 @@ WRONG = {
     return max(0, (budget_bytes - fixed) // per_example)
 ''',
     ],
-    "ex4_pick_policy": [
+    "pick_policy": [
         # budgets only the saved residuals (print_saved_residuals), not XLA's working memory: picks policies that
         # don't fit
         '''def pick_policy(layers, batch, width, budget_bytes):
@@ -163,7 +163,7 @@ WRONG = {
     return None
 ''',
     ],
-    "ex5_is_correct_backward": [
+    "is_correct_backward": [
         # float64's step (eps = 1e-7) on a float32 forward: x + eps*u rounds to x, the difference is noise and right
         # backward passes are rejected
         '''def is_correct_backward(forward, backward):

@@ -3,7 +3,7 @@
 WRONG = {
     # prices every GPU step as its own offload (a round trip per step, as gc.datapath.offload_times does for one
     # workload): a run of GPU steps that pays only with one shared pair of copies stays on the CPU
-    "ex1_place_pipeline": '''def place_pipeline(steps, nbytes, cpu, gpu, link):
+    "place_pipeline": '''def place_pipeline(steps, nbytes, cpu, gpu, link):
     copy = link["latency"] + nbytes / link["bandwidth"]
     total, placement = 0.0, []
     for s in steps:
@@ -15,7 +15,7 @@ WRONG = {
     return total, placement
 ''',
     # forgets the copy back's latency: one latency instead of two
-    "ex2_min_link_bandwidth": '''def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
+    "min_link_bandwidth": '''def min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency):
     moved = bytes_in + bytes_out
     on_cpu = max(flops / cpu["flops"], moved / cpu["bandwidth"])
     on_gpu = max(flops / gpu["flops"], moved / gpu["bandwidth"])
@@ -23,7 +23,7 @@ WRONG = {
     return moved / left if left > 0 else None
 ''',
     # right chunk size, but never frees: the previous chunk and its result are still alive when the next arrives
-    "ex3_chunked_map": '''def chunked_map(x, mem, fn, copies):
+    "chunked_map": '''def chunked_map(x, mem, fn, copies):
     out = np.empty_like(x)
     chunk = mem.budget // (copies * x.itemsize)
     for start in range(0, x.size, chunk):
@@ -34,7 +34,7 @@ WRONG = {
 ''',
     # the first design that comes to mind: if-items first, always (right when the if-path is the dearer one, or
     # when the items fill whole warps; wrong when the partial last warp should hold the if-items alone)
-    "ex4_warp_layout": '''def warp_layout(cond, cost_if, cost_else):
+    "warp_layout": '''def warp_layout(cond, cost_if, cost_else):
     cond = np.asarray(cond, dtype=bool)
     order = np.argsort(~cond, kind="stable")
     issued = 0
@@ -45,14 +45,14 @@ WRONG = {
     return order, issued, useful / (32 * issued)
 ''',
     # vectorized, but swaps the thresholds: hi bounds the negative side, lo the positive one
-    "ex5_asym_huber_vectorized": '''def asym_huber_vectorized(pred, target, lo, hi):
+    "asym_huber_vectorized": '''def asym_huber_vectorized(pred, target, lo, hi):
     r = pred - target
     g = np.clip(r, -hi, lo)
     return g * r - 0.5 * g * g, g
 ''',
     # the weighted fit of the old exercise on each size's median run (the statistic gc.measure reports): with
     # about half the runs interrupted, the median of five is often an interrupted one
-    "ex6_transfer_plan": '''def transfer_plan(sizes, seconds, fraction):
+    "transfer_plan": '''def transfer_plan(sizes, seconds, fraction):
     t = np.median(seconds, axis=1)
     slope, latency = np.polyfit(sizes, t, 1, w=1 / t)
     bandwidth = 1 / slope

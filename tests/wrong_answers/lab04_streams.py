@@ -1,7 +1,7 @@
 """Plausible wrong answers to lab 4, one per solution cell: each must score less than full marks."""
 
 WRONG = {
-    "ex1_max_duration": [
+    "max_duration": [
         # assumes the op is on the critical path: it may grow only by the deadline's margin
         '''def max_duration(streams, durations, waits, op, deadline_us):
     end = {}
@@ -27,11 +27,11 @@ WRONG = {
     ],
     # the classic "copy stream + compute stream" pattern, one stream per engine, with an event for every dependency:
     # correct, but kernels that could share the SMs run one after another in the compute stream
-    "ex2_schedule_dag": '''def schedule_dag(tasks, deps):
+    "schedule_dag": '''def schedule_dag(tasks, deps):
     return [streams.Op(name, engine, us, engine, sms=sms, waits=tuple(deps.get(name, [])))
             for name, engine, us, sms in tasks]
 ''',
-    "ex3_time_call": [
+    "time_call": [
         # adds the warm-up but still stops the clock before the work is done
         '''def time_call(f, x, repeat, clock):
     t0 = clock()
@@ -94,7 +94,7 @@ WRONG = {
     return first, min(batch(k) / k for _ in range(repeat))
 ''',
     ],
-    "ex4_launches_to_dominate": [
+    "launches_to_dominate": [
         # one formula for every N, T = N·launch + work/N: ignores that kernels longer than a launch keep the GPU
         # busy (T = launch + work), so the makespans of small N are wrong (the N it finds is the same)
         '''def launches_to_dominate(work_us, launch_us, ns):
@@ -137,7 +137,7 @@ def launches_to_dominate(work_us, launch_us, ns):
     return n, [makespan(k) for k in ns]
 ''',
     ],
-    "ex5_fewest_chunks": [
+    "fewest_chunks": [
         # the right pipeline, but timed without the launches: more chunks always look at least as good
         '''def fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
     def pipeline(n):

@@ -46,19 +46,19 @@ def tiled_matmul(A, B, C):
 
 WRONG = {
     # forgets the guard: the last block's extra threads index past the end
-    "ex1_scale_shift": '''@cuda.jit
+    "scale_shift": '''@cuda.jit
 def scale_shift(x, out, a, b):
     i = cuda.grid(1)
     out[i] = a * x[i] + b
 ''',
     # takes x as the row (the NumPy habit): right values, but every warp reads down a column — uncoalesced
-    "ex2_ramp_2d": '''@cuda.jit
+    "ramp_2d": '''@cuda.jit
 def ramp_2d(a, out):
     r, c = cuda.grid(2)
     if r < a.shape[0] and c < a.shape[1]:
         out[r, c] = a[r, c] * (r + 1) - c
 ''',
-    "ex3_block_sum": [
+    "block_sum": [
         # the interleaved tree: correct sums, but every warp diverges at every level
         '''@cuda.jit
 def block_sum(x, partial):
@@ -108,7 +108,7 @@ def block_sum(x, partial):
         partial[cuda.blockIdx.x] = acc
 ''',
     ],
-    "ex4_tiled_matmul": [
+    "tiled_matmul": [
         # forgets the barrier after loading the slabs: threads read tile elements nobody has written yet
         _MATMUL.replace("        cuda.syncthreads()  # loaded\n", ""),
         # course §5.7's kernel pasted (its TILE with it): square 8×8 tiles, one output per thread
@@ -138,7 +138,7 @@ def tiled_matmul(A, B, C):
         _MATMUL.replace("            b = sB[j, tx]\n            acc0 += sA[ty, j] * b\n            acc1 += sA[TM // 2 + ty, j] * b\n",
                         "            acc0 += sA[ty, j] * sB[j, tx]\n            acc1 += sA[TM // 2 + ty, j] * sB[j, tx]\n"),
     ],
-    "ex5_max_registers": [
+    "max_registers": [
         # the per-SM division inverted: all 65,536 registers as one pool, no sub-partitions (32 threads, 21 blocks:
         # 96 registers, where the model holds only 20 blocks; 80 is the answer)
         '''def max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits, opt_in=False):
@@ -167,7 +167,7 @@ def tiled_matmul(A, B, C):
     return best, model(best or top).limiter
 ''',
     ],
-    "ex6_halvings_regrouped": [
+    "halvings_regrouped": [
         # the old parity trick (even warps take the even elements, odd warps the odd ones): it groups alternating
         # inputs, but reads and writes at stride 2 (about 15 sectors per request instead of 8) and does not help
         # on random mixes
@@ -179,7 +179,7 @@ def tiled_matmul(A, B, C):
         _HALVINGS.replace("PICK", "i = cuda.grid(1)").replace(
             "J]", "cuda.blockIdx.x * REGROUP_BLOCK + order[i]]"),
     ],
-    "ex7_wave_prediction": [
+    "wave_prediction": [
         # counts a partial wave with floor + 1: one wave too many when the grid fills whole waves
         '''def wave_prediction(blocks, blocks_per_sm, sms):
     per_wave = sms * blocks_per_sm

@@ -2,7 +2,7 @@
 score less than full marks (tests/test_grading_pipeline.py: the k-th wrong submission holds every puzzle's k-th)."""
 
 WRONG = {
-    "ex01_map_add": [
+    "map_add": [
         # writes the output twice (once unscaled): writes budget
         '''@cuda.jit
 def map_add(a, out):
@@ -19,7 +19,7 @@ def map_add(a, out):
     out[i] = out[i] + 10
 ''',
     ],
-    "ex02_zip_add": [
+    "zip_add": [
         # adds b[0] to every element: values
         '''@cuda.jit
 def zip_add(a, b, out):
@@ -27,7 +27,7 @@ def zip_add(a, b, out):
     out[i] = a[i] + b[0]
 ''',
     ],
-    "ex03_map_guard": [
+    "map_guard": [
         # no guard: out-of-bounds read reported
         '''@cuda.jit
 def map_guard(a, out):
@@ -35,7 +35,7 @@ def map_guard(a, out):
     out[i] = a[i] + 10
 ''',
     ],
-    "ex04_map_2d": [
+    "map_2d": [
         # guards the column with the row count: elements missing on non-square shapes
         '''@cuda.jit
 def map_2d(a, out):
@@ -45,7 +45,7 @@ def map_2d(a, out):
         out[r, c] = a[r, c] + 10
 ''',
     ],
-    "ex05_broadcast_add": [
+    "broadcast_add": [
         # swaps a and b: out of bounds on non-square
         '''@cuda.jit
 def broadcast_add(a, b, out):
@@ -55,7 +55,7 @@ def broadcast_add(a, b, out):
         out[r, c] = a[c] + b[r]
 ''',
     ],
-    "ex06_map_blocks": [
+    "map_blocks": [
         # <= instead of <: one thread past the end
         '''@cuda.jit
 def map_blocks(a, out):
@@ -64,7 +64,7 @@ def map_blocks(a, out):
         out[i] = a[i] + 10
 ''',
     ],
-    "ex07_map_blocks_2d": [
+    "map_blocks_2d": [
         # column-major thread order: right values, uncoalesced (sectors budget)
         '''@cuda.jit
 def map_blocks_2d(a, out):
@@ -84,7 +84,7 @@ def map_blocks_2d(a, out):
         out[r, c] = a[r, c] * 2 - r
 ''',
     ],
-    "ex08_shared_first": [
+    "shared_first": [
         # shared array of 64 floats: shared-memory budget
         '''@cuda.jit
 def shared_first(a, out):
@@ -109,7 +109,7 @@ def shared_first(a, out):
         out[i] = s[t] + s[0]
 ''',
     ],
-    "ex09_pool3": [
+    "pool3": [
         # reads all three inputs from global: reads budget
         '''@cuda.jit
 def pool3(a, out):
@@ -134,7 +134,7 @@ def pool3(a, out):
         out[i] = s[t] + s[t + 1] + s[t + 2]
 ''',
     ],
-    "ex10_dot": [
+    "dot": [
         # barrier inside `if t < n`: barrier divergence
         '''@cuda.jit
 def dot(a, b, out):
@@ -175,7 +175,7 @@ def dot(a, b, out):
         out[0] = acc
 ''',
     ],
-    "ex11_conv1d": [
+    "conv1d": [
         # reads a from global in the loop: reads budget
         '''@cuda.jit
 def conv1d(a, k, out):
@@ -209,7 +209,7 @@ def conv1d(a, k, out):
         out[i] = acc
 ''',
     ],
-    "ex12_block_scan": [
+    "block_scan": [
         # reads and writes in one step without a barrier between: race
         '''@cuda.jit
 def block_scan(a, out):
@@ -243,7 +243,7 @@ def block_scan(a, out):
         out[i] = s[t]
 ''',
     ],
-    "ex13_row_sum": [
+    "row_sum": [
         # interleaved tree tid % (2*stride): divergent-branches budget
         '''@cuda.jit
 def row_sum(a, out):
@@ -276,7 +276,7 @@ def row_sum(a, out):
         out[r] = acc
 ''',
     ],
-    "ex14_transpose": [
+    "transpose": [
         # unpadded tile: bank-conflict budget
         '''@cuda.jit
 def transpose(a, out):
@@ -302,7 +302,7 @@ def transpose(a, out):
             out[bx + tx, by + j] = a[by + j, bx + tx]
 ''',
     ],
-    "ex15_warp_sum": [
+    "warp_sum": [
         # shuffle inside the guard: lanes past the end exit, shuffle from an inactive lane
         '''@cuda.jit
 def warp_sum(a, out):
@@ -317,7 +317,7 @@ def warp_sum(a, out):
             out[i // 32] = v
 ''',
     ],
-    "ex16_compact": [
+    "compact": [
         # place counted from the wrong end of the mask: wrong order / race
         '''@cuda.jit
 def compact(a, out, count):
@@ -343,7 +343,7 @@ def compact(a, out, count):
         out[32 * w + slot] = v
 ''',
     ],
-    "ex17_histogram": [
+    "histogram": [
         # counts[x] += 1: race
         '''@cuda.jit
 def histogram(x, counts):
@@ -360,7 +360,7 @@ def histogram(x, counts):
         cuda.atomic.add(counts, x[i], 1)
 ''',
     ],
-    "ex18_softmax_rows": [
+    "softmax_rows": [
         # no max subtraction: exp overflows on large rows
         '''@cuda.jit
 def softmax_rows(a, out):

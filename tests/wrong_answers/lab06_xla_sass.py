@@ -2,13 +2,13 @@
 
 WRONG = {
     # correct values, but a loop over rows (jax.lax.map): a while loop and two fusions instead of one
-    "ex1_fused_bias_gelu": '''def fused_bias_gelu(x, b, r):
+    "fused_bias_gelu": '''def fused_bias_gelu(x, b, r):
     def row(xr):
         u = xr + b
         return 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
     return r + jax.lax.map(row, x)
 ''',
-    "ex2_fusion_bytes": [
+    "fusion_bytes": [
         # the fused kernel re-reads the row vectors for every row (m*n instead of n)
         '''def fusion_bytes(m, n, dtype, ops):
     size = jnp.dtype(dtype).itemsize
@@ -55,7 +55,7 @@ WRONG = {
     return unfused * size, fused * size
 ''',
     ],
-    "ex3_breaking_op": [
+    "breaking_op": [
         # the right opcode, but the bytes of the INPUTS' dtype (4 bytes, float32) times its elements: an FFT writes
         # complex64 (8 bytes), and a bfloat16 chain's callback writes 2 bytes per element
         r"""def breaking_op(hlo):
@@ -108,10 +108,10 @@ WRONG = {
 """,
     ],
     # same values, but an einsum against the diagonal matrix is still a dot
-    "ex4_fixed_scale_tanh": '''def fixed_scale_tanh(x, d, b):
+    "fixed_scale_tanh": '''def fixed_scale_tanh(x, d, b):
     return jnp.tanh(jnp.einsum("ij,jk->ik", x, jnp.diag(d)) + b)
 ''',
-    "ex5_scale_bias_relu_kernel": [
+    "scale_bias_relu_kernel": [
         # one thread per element (§5.2's scale_2d, its formula changed): the grid's few blocks of rows leave the
         # rest of `out` NaN
         '''@cuda.jit
@@ -158,7 +158,7 @@ def scale_bias_relu_kernel(x, w, b, out):
             out[i, j] = max(x[i, j] * sw[tx] + sb[tx], np.float32(0.0))
 ''',
     ],
-    "ex6_mma_flops": [
+    "mma_flops": [
         # the tensor cores as the course's first examples show them: HMMA and HGMMA only (fp8 QGMMA, int8 IMMA and
         # IGMMA, fp64 DMMA are missed)
         r"""def mma_flops(sass):
@@ -208,11 +208,11 @@ def scale_bias_relu_kernel(x, w, b, out):
     ],
     # fixed work per HMMA (16×8×16) and per HGMMA (64×8×16) counted with the course's Sass: other shapes and the
     # other tensor-core opcodes are wrong
-    "ex7_sass_counts": r"""def sass_counts(source, arch="sm_90"):
+    "sass_counts": r"""def sass_counts(source, arch="sm_90"):
     s = toolchain.Sass(toolchain.disassemble(toolchain.compile_cuda(source, arch=arch)))
     return {"FFMA": s.count("FFMA"), "tensor_flops": 4096 * s.count("HMMA") + 16384 * s.count("HGMMA")}
 """,
-    "ex8_measure_times": [
+    "measure_times": [
         # times the call without waiting for the result: it measures the enqueue (dispatch), not the work
         '''def measure_times(slow, fast, *args, clock):
     def best(fn):
@@ -286,7 +286,7 @@ def scale_bias_relu_kernel(x, w, b, out):
     return per_call(slow), per_call(fast)
 ''',
     ],
-    "ex9_fusion_payoff_rows": [
+    "fusion_payoff_rows": [
         # one past the answer: the smallest m at which fusion no longer saves the target (ceil, not floor)
         r"""def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target):
     d, bw, f = machine["dispatch"], machine["bandwidth"], machine["fault"]

@@ -21,13 +21,13 @@ _SHARDED_TAIL = '''
 
 WRONG = {
     # output-stationary by mistake: each PE keeps accumulating its own sum instead of passing it down
-    "ex1_pe_step": '''def pe_step(a, p, W, a_in):
+    "pe_step": '''def pe_step(a, p, W, a_in):
     a_new = np.empty(a.shape)
     a_new[:, 0] = a_in
     a_new[:, 1:] = a[:, :-1]
     return a_new, p + a_new * W
 ''',
-    "ex2_systolic_matmul": [
+    "systolic_matmul": [
         # no skew: row t of A enters all array rows at once, and results are read without de-skewing
         '''def systolic_matmul(A, W):
     M, K = A.shape
@@ -59,7 +59,7 @@ WRONG = {
     return C, hw
 ''',
     ],
-    "ex3_best_array": [
+    "best_array": [
         # the square array whatever the workload (what TPUs build): wrong for decode and for matrix-vector products
         '''def best_array(M, K, N, pes):
     side = 1
@@ -86,7 +86,7 @@ WRONG = {
     return shapes[len(cycles) - 1 - cycles[::-1].index(min(cycles))]
 ''',
     ],
-    "ex4_fused_dense": [
+    "fused_dense": [
         # reduction axis first: grid (k, i, j). Interpret mode still gives the right numbers, but every output block
         # is left and revisited — on a TPU the revisit starts from a stale VMEM buffer (Pallas docs, "TPU details")
         '''def fused_dense(x, w, b, bm, bn, bk):
@@ -251,7 +251,7 @@ WRONG = {
     return jnp.maximum(acc + b.astype(jnp.float32), 0.0).astype(x.dtype)
 ''',
     ],
-    "ex5_sharded_matmul": [
+    "sharded_matmul": [
         # gathers the rows first and sums the partial products after: the all-reduce carries the whole gathered block
         _SHARDED_HEAD + '''
     def body(a, b):
@@ -404,7 +404,7 @@ def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
 ''',
     ],
     # "a slice of 64 chips or more is a torus": right on every slice Google lists for v4/v5p, wrong on a non-cube one
-    "ex6_slice_hops": '''def slice_hops(a, b, dims, chip):
+    "slice_hops": '''def slice_hops(a, b, dims, chip):
     n = 1
     for d in dims:
         n *= d
@@ -412,7 +412,7 @@ def sharded_matmul(a_spec, b_spec, out_spec, mesh_shape):
     return sum(min(abs(x - y), d - abs(x - y)) if w else abs(x - y) for x, y, d, w in zip(a, b, dims, wraps))
 ''',
     # prices every axis as a ring: forgets that an axis without wraparound is a line
-    "ex7_collective_seconds": '''def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
+    "collective_seconds": '''def collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency):
     if p <= 1:
         return 0.0
     rounds = p // 2
