@@ -186,7 +186,9 @@ def picture(report: KernelReport, outputs: dict[str, tuple[np.ndarray, np.ndarra
                    + f"; {n_gone} needed but never written"
                    + (f" ({unneeded} more not written, already right as launched)" if unneeded else "")
                    + (f"; amber !: {lucky} raced element{'s' * (lucky != 1)} right only because the executor runs "
-                      "one thread at a time (on a GPU, updates may be lost)" if lucky else ""))
+                      "one thread at a time (on a GPU, updates may be lost)" if lucky else "")
+                   + ("; with a race, the values are the executor's one-thread-at-a-time order: a GPU may give "
+                      "others, right or wrong" if wrong and int(getattr(report, "race_count", 0) or 0) else ""))
         pic.panels.append(Panel(f"{name}: the answer (red: wrong, –: never written)", shape, result, caption))
     for name, space in report.spaces.items():
         if space != "shared":

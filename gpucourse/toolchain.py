@@ -451,8 +451,8 @@ def numba_ptx_many(kernels, cc: tuple[int, int] = (9, 0), timeout: float = 120) 
     """PTX of several numba-cuda kernels, compiled in **one** child process (numba's import and NVVM's start are
     paid once: the bulk of :func:`numba_ptx`'s seconds). ``kernels`` holds ``(fn, signature)`` or
     ``(fn, signature, constants)`` tuples; ``constants`` (name -> int/float) are defined before the kernel's source,
-    so a notebook kernel that names module constants (a tile edge ``TT``) compiles here, and the same kernel can be
-    compiled with other values (``TT_PAD = TT`` against ``TT + 1``). ``np``, ``math``, ``numba``, ``cuda`` are
+    so a notebook kernel that names module constants (a tile edge ``TILE``) compiles here, and the same kernel can be
+    compiled with other values (``TILE_PAD = TILE`` against ``TILE + 1``). ``np``, ``math``, ``numba``, ``cuda`` are
     imported for every kernel. Returns the PTX texts in the order given."""
     import json
 

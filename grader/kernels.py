@@ -158,13 +158,24 @@ def _judge_device(what: str, device: list, names: list[str], expected: tuple) ->
         expect_array_close(f"{what} on the GPU → {name}", got, e)
 
 
+@dataclass(frozen=True)
+class Launch:
+    """How a kernel exercise launches the student's kernel on one case (GPU-Puzzles' ``CudaProblem`` holds the
+    same: blocks per grid, threads per block, the arguments)."""
+
+    grid: int | tuple[int, ...]  # blocks in the grid: an int, or (x, y[, z])
+    block: int | tuple[int, ...]  # threads per block: an int, or (x, y[, z])
+    args: list[Any]  # the kernel's arguments in order, inputs and outputs (outputs start as zeros or NaN)
+    outputs: list[int]  # positions in args of the arrays the kernel writes and the check compares
+    shared_bytes: int = 0  # dynamic shared memory per block, bytes (the launch's fourth [ ] parameter)
+
+
 @dataclass
 class KernelProblem(ObservedProblem):
-    """A Problem whose answer is a kernel. ``launch(case)`` gives ``(grid, block, args, output indices)`` (or with
-    a fifth item, the dynamic shared memory in bytes); ``require(report, case, what)`` raises CheckFailure when
-    the instrumented run misses the exercise's goal."""
+    """A Problem whose answer is a kernel. ``launch(case)`` gives the :class:`Launch` of a case;
+    ``require(report, case, what)`` raises CheckFailure when the instrumented run misses the exercise's goal."""
 
-    launch: Callable[[Case], tuple] | None = None
+    launch: Callable[[Case], Launch] | None = None
     require: Callable[[simt.KernelReport, Case, str], None] | None = None
     time_limit: float = LAUNCH_TIME_LIMIT
     # float64 values made from float32 ones (numba-cuda's typing, which the executor follows): a failure when set
@@ -188,14 +199,15 @@ class KernelProblem(ObservedProblem):
 
     def what(self, case: Case) -> str:
         """The launch of ``case`` as the messages name it: ``name[grid, block](<float32 (4,)>, ...)``."""
-        grid, block, args, *_ = self.launch(case)
-        return f"{self.name}[{grid}, {block}]({', '.join(_short(a) for a in args)})"
+        launch = self.launch(case)
+        return f"{self.name}[{launch.grid}, {launch.block}]({', '.join(_short(a) for a in launch.args)})"
 
     def _launch(self, fn: Any, case: Case) -> dict[str, Any]:
         """Run ``fn`` on ``case`` on the executor, answers locked: {"outputs": the output arrays, "names": their
         parameter names, "report": the live KernelReport, "error": why the kernel could not finish, or None}."""
-        grid, block, args, outputs, *rest = self.launch(case)
-        sharedmem = int(rest[0]) if rest else 0
+        launch = self.launch(case)
+        grid, block, args, outputs, sharedmem = (launch.grid, launch.block, launch.args, launch.outputs,
+                                                 launch.shared_bytes)
         what = self.what(case)
         host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
         seen: dict[str, Any] = {"outputs": None, "names": [report_name(fn, i) for i in outputs], "report": None,
@@ -222,10 +234,11 @@ class KernelProblem(ObservedProblem):
         seen = self._launch(fn, case)
         seen["device"] = seen["device_error"] = None
         if to_judge and seen["error"] is None and first_problem(seen["report"]) is None:
-            grid, block, args, outputs, *rest = self.launch(case)
+            launch = self.launch(case)
             try:
                 with self.locked(python_function(fn)):
-                    seen["device"] = device_run(fn, grid, block, args, outputs, int(rest[0]) if rest else 0)
+                    seen["device"] = device_run(fn, launch.grid, launch.block, launch.args, launch.outputs,
+                                                launch.shared_bytes)
             except CheckFailure:
                 raise
             except Exception as exc:  # a numba-cuda compile error, a CUDA error: said after the executor's verdict
@@ -264,7 +277,8 @@ class KernelProblem(ObservedProblem):
         if len(got) != len(expected):
             raise CheckFailure(f"{what}: {len(got)} outputs came back for {len(expected)} expected")
         names += [f"output {k}" for k in range(len(names), len(got))]
-        grid, block, args, outputs, *_ = self.launch(case)
+        launch = self.launch(case)
+        grid, block, args, outputs = launch.grid, launch.block, launch.args, launch.outputs
         for k, (name, g, e) in enumerate(zip(names, got, expected)):
             try:
                 expect_array_close(f"{what} → {name}", g, e)
@@ -319,7 +333,8 @@ class KernelProblem(ObservedProblem):
 
         print(f"Exercise: {self.name}\n")
         print(textwrap.dedent(self.spec).strip())
-        grid, block, args, outputs, *rest = self.launch(self.visible[0])
+        launch = self.launch(self.visible[0])
+        grid, block, args, outputs = launch.grid, launch.block, launch.args, launch.outputs
         m = re.search(rf"{re.escape(self.name)}\(([^)]*)\)", self.spec)
         names = [n.strip() for n in m.group(1).split(",")] if m else []
         names += [f"argument {i}" for i in range(len(names), len(args))]
@@ -327,7 +342,7 @@ class KernelProblem(ObservedProblem):
         n_blocks, n_threads = int(np.prod(np.atleast_1d(grid))), int(np.prod(np.atleast_1d(block)))
         print(f"\nExample launch: {self.name}[{grid}, {block}]({', '.join(parts)})\n    grid {grid} = {n_blocks} "
               f"block{'s' * (n_blocks != 1)}, block {block} = {n_threads} threads each"
-              + (f", {rest[0]} bytes of dynamic shared memory" if rest else "")
+              + (f", {launch.shared_bytes} bytes of dynamic shared memory" if launch.shared_bytes else "")
               + f"; {_initial(args, outputs)}; the checker compares them with the reference")
         if self.float32_only:
             print("Float32 data is computed in float32 here: `acc = 0.0` makes a float64 accumulator (numba-cuda "
@@ -515,11 +530,12 @@ def _diagram_run(problem: KernelProblem, fn: Any, k: int | Case,
     {name: (what the kernel left, the answer)}. A launch the executor stops (an index out of bounds, a deadlock)
     gives the report of what it did until then when ``stopped`` is a list: the reason is appended to it."""
     case = k if isinstance(k, Case) else problem.visible[k]
-    grid, block, args, outputs, *rest = problem.launch(case)
+    launch = problem.launch(case)
+    args, outputs = launch.args, launch.outputs
     host_args = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
     with problem.locked(python_function(fn)):
         try:
-            report = simt.run(fn, grid, block, *host_args, sharedmem=int(rest[0]) if rest else 0,
+            report = simt.run(fn, launch.grid, launch.block, *host_args, sharedmem=launch.shared_bytes,
                               time_limit=problem.time_limit)
         except simt.KernelError as exc:
             if isinstance(exc.__cause__, NotImplementedError) or "NotImplementedError" in str(exc):
@@ -557,12 +573,19 @@ def diagram_picture(problem: KernelProblem, fn: Any, case: int | Case = 0) -> An
     report, outs = _diagram_run(problem, fn, case, stopped)
     where = case + 1 if isinstance(case, int) else "?"
     pic = kernel_diagram.picture(report, outs, f"{problem.name}: what your kernel did on visible case {where}")
-    pic.problem = first_problem(report) or ""  # a barrier only part of a block reaches looks right in memory
-    if not pic.problem and problem.require and not stopped:  # over budget (a serial loop, bank conflicts, atomics)
+    # the headline is the check's own first failure on this case, in the check's order (a barrier only part of a
+    # block reaches, a race, wrong or missing values, then the budget), or the reason the launch stopped
+    the_case = case if isinstance(case, Case) else problem.visible[case]
+    if stopped:
+        pic.problem = stopped[0]
+    else:
+        seen = {"error": None, "report": report, "outputs": [got for got, _ in outs.values()], "names": list(outs)}
         try:
-            problem.require(report, case if isinstance(case, Case) else problem.visible[case], problem.name)
-        except CheckFailure as over:
-            pic.problem = str(over).split(": ", 1)[-1]
+            problem.judge(seen, tuple(want for _, want in outs.values()), the_case)
+        except CheckFailure as failed:
+            what = problem.what(the_case)
+            text = str(failed)
+            pic.problem = (text[len(what):] if text.startswith(what) else text).lstrip(" :→").strip()
     pic.notes += [f"the launch stopped: {why} — drawn: what the threads did until then" for why in stopped]
     for why in stopped:  # an index out of bounds, drawn under its array
         hit = re.search(r"(\w+)\[([^\]]*)\] is out of bounds", why)

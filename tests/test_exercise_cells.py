@@ -126,3 +126,35 @@ def test_a_submission_made_before_an_insertion_is_graded_the_same_after_it():
     # by the lab's without a note
     pool = next(c for c in after["cells"] if _gid(c) == "pool3_intro")
     assert source_text(pool["source"]).startswith("## Puzzle 10 — Pooling")
+
+
+def test_a_notebook_from_the_release_that_numbered_its_exercises_is_graded_by_name():
+    """Grade ids carried the exercise's position before (``ex09_pool3``, ``ex09_intro``): such a submission's cells
+    are found under today's names, with nothing reported foreign or missing."""
+    lab = Lab.find(LAB)
+    released = _released()
+    answers = {_gid(c): source_text(c["source"]) for c in _solution_cells() if nbgrader_meta(c).get("solution")}
+    old = copy.deepcopy(released)
+    for cell in old["cells"]:
+        gid = _gid(cell)
+        for k, name in enumerate(_names(), 1):
+            if gid and (gid == name or gid.startswith(name + "_")):
+                rest = gid[len(name):]
+                nbgrader_meta(cell)["grade_id"] = (f"ex{k:02d}{rest}" if rest in ("_intro", "_show")
+                                                   else f"ex{k:02d}_{gid}")
+                if gid in answers:
+                    cell["source"] = answers[gid]
+    assert any(_gid(c) == "ex09_pool3" for c in old["cells"]) and any(_gid(c) == "ex09_intro" for c in old["cells"])
+    clean, issues = preflight(json.dumps(old).encode(), lab, released)
+    assert issues == []
+    got = {_gid(c): source_text(c["source"]) for c in clean["cells"] if nbgrader_meta(c).get("solution")}
+    assert got == answers
+
+
+def test_a_puzzle_has_one_name():
+    """The puzzle's problem object, its constant in the lab module, its answer cell and its grade ids share one
+    name (``row_sum``: ``ROW_SUM``, ``row_sum``, ``row_sum_visible``)."""
+    from grader.labs import lab05b_kernel_puzzles as lab
+
+    for problem in lab.ORDER:
+        assert getattr(lab, problem.name.upper()) is problem, problem.name

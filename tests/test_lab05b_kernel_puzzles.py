@@ -134,7 +134,7 @@ def test_hidden_cases_cover_non_multiples_one_element_and_one_block():
         cases = p.hidden_cases()
         sizes = [np.asarray(c.args[0]).size for c in cases]
         assert 1 in sizes, f"{p.name}: no one-element case"
-        grid_block = [p.launch(c)[:2] for c in cases]
+        grid_block = [(p.launch(c).grid, p.launch(c).block) for c in cases]
         blocks = [np.prod(np.atleast_1d(b)) for _, b in grid_block]
         if p.name in ("map_add", "zip_add"):  # the spec launches ONE block of exactly n threads
             assert blocks == sizes
@@ -150,7 +150,7 @@ def test_diagram_of_a_wrong_kernel_differs_from_the_solution():
     assert (bad["out needed"] == kernel_diagram.MISSING).sum() == 2  # out[0, 2], out[1, 2] never written
     assert (bad["out written"] < 0).sum() == 2 and (good["out written"] >= 0).all()
     # the picture names the thread: element (1, 2) of the (2, 3) array is thread (x 2, y 1) = 2 + 1 * 8
-    assert good["out written"][1, 2] == 2 + 1 * lab.B2[0]
+    assert good["out written"][1, 2] == 2 + 1 * lab.BLOCK_2D_SMALL[0]
     # uncoalesced but right: same values, a different thread per element
     g2 = kernels.diagram_maps(lab.problems["map_blocks_2d"], sols["map_blocks_2d"])
     b2 = kernels.diagram_maps(lab.problems["map_blocks_2d"], _wrong("map_blocks_2d", 0))
@@ -192,7 +192,7 @@ def test_every_puzzle_runs_on_the_gpu():
 def test_padding_the_transpose_tile_changes_its_sass_addressing():
     """What the student changed in the machine code by removing the bank conflict, as the notebook's ungraded
     cell shows it (lab.machine_code: numba-cuda -> PTX -> ptxas -> nvdisasm, sm_90, three kernels in one child):
-    the solution's transpose with TT_PAD = TT + 1 and = TT, and its warp_sum. The tile's row stride is the
+    the solution's transpose with TILE_PAD = TILE + 1 and = TILE, and its warp_sum. The tile's row stride is the
     multiplier of the shared-memory index: 0x21 (33 floats) padded, 0x20 (32) unpadded; the shuffles are five
     SHFL.DOWN with offsets 16..1."""
     import re
@@ -205,7 +205,7 @@ def test_padding_the_transpose_tile_changes_its_sass_addressing():
         pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
     cells = solution_cells(load_notebook(ROOT / "solutions" / "lab05b_kernel_puzzles" / "lab05b_kernel_puzzles.ipynb"))
     code = lab.machine_code(cells[_gid(lab.problems["transpose"])], cells[_gid(lab.problems["warp_sum"])])
-    padded, plain = code["transpose, TT_PAD = TT + 1"][1], code["transpose, TT_PAD = TT"][1]
+    padded, plain = code["transpose, TILE_PAD = TILE + 1"][1], code["transpose, TILE_PAD = TILE"][1]
     assert padded.count("STS") and padded.count("LDS") and padded.count("BAR")
     assert set(re.findall(lab.TILE_STRIDE, padded.text)) == {"0x21"}, padded.excerpt(("STS", "LDS", "IMAD"))
     assert set(re.findall(lab.TILE_STRIDE, plain.text)) == {"0x20"}, plain.excerpt(("STS", "LDS", "IMAD"))
@@ -215,7 +215,7 @@ def test_padding_the_transpose_tile_changes_its_sass_addressing():
     assert sorted(int(o, 16) for o in offsets) == [1, 2, 4, 8, 16]
 
 
-ROW = lab.AB
+ROW = lab.ROW_SUM_BLOCK
 
 
 @cuda.jit
@@ -285,7 +285,7 @@ def test_a_non_atomic_flush_is_named_as_such_in_one_block_and_a_race_in_two():
     executor reports the race between the blocks' flushes."""
     p = lab.problems["histogram"]
     k = kernels.load_kernel(HISTOGRAM_PLAIN_FLUSH, "histogram", NS, cuda)
-    one_block = lab.Case((np.arange(lab.HB, dtype=np.int32) % lab.HIST_BINS,))
+    one_block = lab.Case((np.arange(lab.HIST_BLOCK, dtype=np.int32) % lab.HIST_BINS,))
     with pytest.raises(CheckFailure, match=r"non-atomic read-add-write .* 1 block nothing else wrote that bin"):
         p.run_case(k, one_block)
     with pytest.raises(CheckFailure, match=r"data race"):
@@ -343,3 +343,85 @@ def dot(a, b, out):
 ''', "dot", NS, cuda)
     msg = _failure("dot", atomic_dot)
     assert "of them atomic updates" in msg and "budget is 1 in total" in msg, msg
+
+
+SCAN_PLUS_EQUALS = '''@cuda.jit
+def block_scan(a, out):
+    s = cuda.shared.array(SCAN_BLOCK, np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = a[i] if i < a.size else np.float32(0)
+    cuda.syncthreads()
+    d = 1
+    while d < SCAN_BLOCK:
+        if t >= d:
+            s[t] += s[t - d]
+        cuda.syncthreads()
+        d *= 2
+    if i < a.size:
+        out[i] = s[t]
+'''
+HISTOGRAM_PLUS_EQUALS = '''@cuda.jit
+def histogram(x, counts):
+    i = cuda.grid(1)
+    if i < x.size:
+        counts[x[i]] += 1
+'''
+
+
+@pytest.mark.parametrize("name, source, fix, not_fix", [
+    # thread t writes s[t] and reads s[t - d]: the missing barrier between the reads and the writes is the fix
+    ("block_scan", SCAN_PLUS_EQUALS, "cuda.syncthreads() between the write and the read", "atomic"),
+    # every thread reads and writes its bin: only an atomic add is right
+    ("histogram", HISTOGRAM_PLUS_EQUALS, "use cuda.atomic.add", "syncthreads"),
+])
+def test_a_race_written_with_plus_equals_gets_the_fix_it_needs(name, source, fix, not_fix):
+    """Review r21, finding 1: `s[t] += s[t - d]` is a read-after-write race between neighbours (a barrier fixes it),
+    `counts[b] += 1` a read-modify-write of one element by many threads (an atomic does)."""
+    message = _failure(name, kernels.load_kernel(source, name, NS, cuda))
+    hint = message.split("Hint:", 1)[1]
+    assert fix in hint and not_fix not in hint, message
+
+
+def test_the_pictures_headline_is_the_checks_own_failure():
+    """Review r21, finding 2: the red line above a picture is the check's first failure on that case (wrong values
+    before the budget), and a launch stopped out of bounds says so there."""
+    swapped = '''@cuda.jit
+def map_blocks_2d(a, out):
+    r = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    c = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] + 10
+'''
+    fn = kernels.load_kernel(swapped, "map_blocks_2d", NS, cuda)
+    message = _failure("map_blocks_2d", fn)
+    pic = kernels.diagram_picture(lab.problems["map_blocks_2d"], fn, 0)
+    assert "elements are wrong" in message and pic.problem and pic.problem in message, (pic.problem, message)
+    unguarded = '''@cuda.jit
+def map_blocks(a, out):
+    i = cuda.grid(1)
+    out[i] = a[i] + 10
+'''
+    pic = kernels.diagram_picture(lab.problems["map_blocks"], kernels.load_kernel(unguarded, "map_blocks", NS, cuda))
+    assert "is out of bounds" in pic.problem, pic.problem
+    assert not kernels.diagram_picture(lab.problems["map_add"], _solutions()["map_add"]).problem
+
+
+def test_pictures_mark_same_value_races_and_outputs_right_only_by_the_executors_order():
+    """Review r20, findings 2 and 4: two blocks storing the same value to one element are marked `=` (still a race
+    in CUDA's memory model); a raced counter that came out right here is amber with `!`, and the caption says why."""
+    overlapping = '''@cuda.jit
+def map_blocks(a, out):
+    i = cuda.blockIdx.x + cuda.threadIdx.x
+    if i < a.size:
+        out[i] = a[i] + 10
+'''
+    pic = kernels.diagram_picture(lab.problems["map_blocks"], kernels.load_kernel(overlapping, "map_blocks", NS, cuda))
+    written = next(p for p in pic.panels if p.title == "out (global): written by")
+    assert sum(kernel_diagram.SAME in c.marks for c in written.cells.values()) >= 8
+    pic = kernels.diagram_picture(lab.problems["histogram"],
+                                  kernels.load_kernel(HISTOGRAM_PLUS_EQUALS, "histogram", NS, cuda))
+    answer = next(p for p in pic.panels if p.title.startswith("counts: the answer"))
+    lucky = sum(kernel_diagram.RACE in c.marks for c in answer.cells.values())
+    assert lucky == lab.HIST_BINS and "right only because the executor runs one thread at a time" in answer.caption
+    assert "use cuda.atomic.add" in pic.problem

@@ -97,7 +97,8 @@ def _one_row_of_threads_loops(x, w, b, out):  # coalesced and one pass, but one 
 
 def test_a_kernel_whose_threads_loop_over_every_row_is_not_a_grid_stride_loop():
     case = lab.KERNEL.visible[0]
-    grid, block, args, _ = lab._kernel_launch(case)
+    launch = lab._kernel_launch(case)
+    grid, block, args = launch.grid, launch.block, launch.args
     r = gc.simt.run(_one_row_of_threads_loops, grid, block, *args)
     assert np.allclose(args[3], answers.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
     assert r.sectors_per_request(list(r.arrays)[0]) <= lab.MAX_SECTORS  # ... coalesced, one pass ...
@@ -109,7 +110,8 @@ def test_a_kernel_whose_threads_loop_over_every_row_is_not_a_grid_stride_loop():
 
 def test_fused_kernel_passes_and_its_traffic_equals_xlas():
     case = lab.KERNEL.visible[0]
-    grid, block, args, _ = lab._kernel_launch(case)
+    launch = lab._kernel_launch(case)
+    grid, block, args = launch.grid, launch.block, launch.args
     assert grid[1] * block[1] < case.args[0].shape[0]  # fewer rows of threads than rows
     r = gc.simt.run(_good, grid, block, *args)
     lab._kernel_require(r, case, "good")  # no exception
@@ -161,7 +163,8 @@ def test_uncoalesced_kernel_fails_on_sectors():
     rng = np.random.default_rng(3)
     case = Case((rng.standard_normal((40, 45)).astype(np.float32), rng.standard_normal(45).astype(np.float32),
                  rng.standard_normal(45).astype(np.float32)), {"rows_of_blocks": 1})
-    grid, block, args, _ = lab._kernel_launch(case)
+    launch = lab._kernel_launch(case)
+    grid, block, args = launch.grid, launch.block, launch.args
     r = gc.simt.run(_rows_on_x, grid, block, *args)
     assert np.allclose(args[3], answers.scale_bias_relu_reference(*case.args), atol=1e-5)  # the values are right ...
     with pytest.raises(CheckFailure, match="sectors"):  # ... the access pattern is not

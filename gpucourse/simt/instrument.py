@@ -234,7 +234,7 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
     what cannot be constant is flagged: a kernel parameter (``n``, ``a.shape[0]``) or the thread geometry
     (``cuda.blockDim.x``); a local name may hold a literal, so it passes."""
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
-    local_values: dict[str, list[ast.expr]] = {}  # a local name's assigned values: `n = 10` compiles, `n = SB + 2` not
+    local_values: dict[str, list[ast.expr]] = {}  # a local name's assigned values: `n = 10` compiles, `n = SHARED_BLOCK + 2` not
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -263,7 +263,7 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
         else:
             def constant(node: ast.expr, depth: int = 0) -> bool:
                 """An int literal, a name (a global constant, or a local always assigned constants), or a tuple of
-                them: numba-cuda types each as a compile-time constant (`shape = (TT, TT_PAD)` included)."""
+                them: numba-cuda types each as a compile-time constant (`shape = (TILE, TILE_PAD)` included)."""
                 if _literal_int(node):
                     return True
                 if isinstance(node, ast.Tuple):
@@ -275,7 +275,7 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
             parts = shape.elts if isinstance(shape, ast.Tuple) else [shape]
             odd = next((p for p in parts if not constant(p)), None)
             if odd is not None:
-                # numba-cuda types `SB + 2` or `lab.POOL_SLOTS` as an int64 value, not a literal, and refuses it
+                # numba-cuda types `SHARED_BLOCK + 2` or `lab.POOL_SLOTS` as an int64 value, not a literal, and refuses it
                 # ("No implementation of function shared.array ... array(int64, class(float32))")
                 value = odd  # the expression numba-cuda cannot type as a constant (a local's assigned one)
                 while isinstance(value, ast.Name):

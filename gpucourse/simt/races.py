@@ -143,9 +143,11 @@ def _replay(rows: np.ndarray, log: np.ndarray, elem: np.ndarray, epochs: np.ndar
             return
         seen.add(tag)
         pb, cb = p[0] // tpb, c[0] // tpb
+        writes = (log[:, 2] == rid) & (log[:, 3] == flat) & (log[:, 4] != 0)
+        writers = set(log[writes, 0].tolist())  # (at most MAX_KEPT races recorded: one pass over the log each)
         races.append(Race(root.space, root.name, root.index_of(flat), label, (pb, p[0] - pb * tpb),
-                          (cb, c[0] - cb * tpb), _line(p, traces, kernel_code, pos_of), _line(c, traces, kernel_code,
-                                                                                                pos_of)))
+                          (cb, c[0] - cb * tpb), _line(p, traces, kernel_code, pos_of),
+                          _line(c, traces, kernel_code, pos_of), both_write=p[0] in writers and c[0] in writers))
 
     pos_of: dict[int, int] = {}
     current = None

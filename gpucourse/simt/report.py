@@ -19,7 +19,6 @@ to global and shared memory. The report turns those into what a GPU performance 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -44,6 +43,7 @@ class Race:
     second: tuple
     first_where: str = ""  # " at line 12 of the cell (`sA[ty, tx] = ...`)"
     second_where: str = ""
+    both_write: bool = False  # each of the two threads also writes the element (a shared counter, not a neighbour)
 
     @property
     def same_block(self) -> bool:
@@ -51,13 +51,11 @@ class Race:
 
     @property
     def read_modify_write(self) -> bool:
-        """Both accesses come from one augmented assignment to the raced array (``counts[b] += 1``): each thread
-        reads and writes the element. (``s[t] = s[t] + s[t - 1]`` races too, but each thread writes its own
-        element: a barrier fixes that one.)"""
-        statement = re.search(r"\(`(.*)`\)$", self.first_where)
-        return (self.first_where == self.second_where and "read" in self.kind and statement is not None
-                and re.match(rf"\s*{re.escape(self.array)}\s*\[.*\]\s*(\*\*|//|<<|>>|[-+*/%|&^])=(?!=)",
-                             statement.group(1)) is not None)
+        """One statement in both threads reads the element and writes it back (``counts[b] += 1``): both threads
+        write the element they race on. (``s[t] += s[t - d]`` races too, but thread t writes s[t] and only reads
+        s[t - d]: a barrier between the reads and the writes fixes that one.)"""
+        return bool(self.first_where) and self.first_where == self.second_where and "read" in self.kind \
+            and self.both_write
 
     def __str__(self) -> str:
         verb = {"r": "read", "w": "wrote", "a": "updated atomically"}

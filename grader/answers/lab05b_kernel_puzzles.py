@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..labs.lab05b_kernel_puzzles import AB, B1, B2, BK2, CB, DOT_THREADS, F32, HB, HIST_BINS, MAXK, PB, SB, TT, WB
+from ..labs.lab05b_kernel_puzzles import ROW_SUM_BLOCK, BLOCK_1D, BLOCK_2D_SMALL, BLOCK_2D, CONV_BLOCK, DOT_THREADS, F32, HIST_BLOCK, HIST_BINS, MAXK, SCAN_BLOCK, SHARED_BLOCK, TILE, WARP_BLOCK
 from ..problem import Case
 
 
@@ -38,7 +38,7 @@ def _sizes(rng: np.random.Generator, block: int, many: int = 4) -> list[int]:
 
 def _shared_ref(a: np.ndarray) -> np.ndarray:
     """out[i] = a[i] + a[the block's first element]."""
-    first = a[(np.arange(a.size) // SB) * SB]
+    first = a[(np.arange(a.size) // SHARED_BLOCK) * SHARED_BLOCK]
     return a + first
 
 
@@ -57,8 +57,8 @@ def _conv_ref(a: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 def _scan_ref(a: np.ndarray) -> np.ndarray:
     out = np.zeros(a.size)
-    for s in range(0, a.size, PB):
-        out[s:s + PB] = np.cumsum(a[s:s + PB])
+    for s in range(0, a.size, SCAN_BLOCK):
+        out[s:s + SCAN_BLOCK] = np.cumsum(a[s:s + SCAN_BLOCK])
     return out
 
 
@@ -110,25 +110,25 @@ ANSWERS = {
     "map_2d": (
         lambda a: a + F32(10),
         lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
-                     ((1, 1), (B2[1], B2[0]), (B2[1], 3),
-                      (int(rng.integers(1, B2[1])), int(rng.integers(1, B2[0]))))]),
+                     ((1, 1), (BLOCK_2D_SMALL[1], BLOCK_2D_SMALL[0]), (BLOCK_2D_SMALL[1], 3),
+                      (int(rng.integers(1, BLOCK_2D_SMALL[1])), int(rng.integers(1, BLOCK_2D_SMALL[0]))))]),
     "broadcast_add": (
         lambda a, b: a[:, None] + b[None, :],
         lambda rng: [Case((_vec(rng, r), _vec(rng, c))) for r, c in
-                     ((1, 1), (B2[1], B2[0]), (int(rng.integers(1, B2[1])), int(rng.integers(2, B2[0]))))]),
+                     ((1, 1), (BLOCK_2D_SMALL[1], BLOCK_2D_SMALL[0]), (int(rng.integers(1, BLOCK_2D_SMALL[1])), int(rng.integers(2, BLOCK_2D_SMALL[0]))))]),
     "map_blocks": (
         lambda a: a + F32(10),
-        lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, B1)]),
+        lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, BLOCK_1D)]),
     "map_blocks_2d": (
         lambda a: a * F32(2) - np.arange(a.shape[0], dtype=F32)[:, None],
         lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
-                     ((1, 1), (BK2[1], BK2[0]), (23, 23), (int(rng.integers(5, 12)), int(rng.integers(33, 60))))]),
+                     ((1, 1), (BLOCK_2D[1], BLOCK_2D[0]), (23, 23), (int(rng.integers(5, 12)), int(rng.integers(33, 60))))]),
     "shared_first": (
         _shared_ref,
-        lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SB)]),
+        lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SHARED_BLOCK)]),
     "pool3": (
         _pool_ref,
-        lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SB)]),
+        lambda rng: [Case((_vec(rng, n),)) for n in _sizes(rng, SHARED_BLOCK)]),
     "dot": (
         lambda a, b: np.array([np.dot(a.astype(np.float64), b)], F32),
         lambda rng: [Case((_vec(rng, n), _vec(rng, n)))
@@ -136,32 +136,32 @@ ANSWERS = {
     "conv1d": (
         _conv_ref,
         lambda rng: [Case((_vec(rng, n), _vec(rng, int(rng.integers(1, MAXK + 1)), "normal")))
-                     for n in _sizes(rng, CB)] + [Case((_vec(rng, 5), _vec(rng, MAXK, "normal"))),
-                                                  Case((_vec(rng, CB + MAXK + 3), _vec(rng, MAXK, "normal")))]),
+                     for n in _sizes(rng, CONV_BLOCK)] + [Case((_vec(rng, 5), _vec(rng, MAXK, "normal"))),
+                                                  Case((_vec(rng, CONV_BLOCK + MAXK + 3), _vec(rng, MAXK, "normal")))]),
     "block_scan": (
         _scan_ref,
-        lambda rng: [Case((_vec(rng, n, "ints"),)) for n in _sizes(rng, PB)]),
+        lambda rng: [Case((_vec(rng, n, "ints"),)) for n in _sizes(rng, SCAN_BLOCK)]),
     "row_sum": (
         lambda a: a.astype(np.float64).sum(axis=1).astype(F32),
         lambda rng: [Case((_vec(rng, r * c).reshape(r, c),))
-                     for r, c in ((1, 1), (2, AB), (3, int(rng.integers(2, AB))))]),
+                     for r, c in ((1, 1), (2, ROW_SUM_BLOCK), (3, int(rng.integers(2, ROW_SUM_BLOCK))))]),
     "transpose": (
         lambda a: np.ascontiguousarray(a.T),
         lambda rng: [Case((_vec(rng, r * c).reshape(r, c),)) for r, c in
-                     ((1, 1), (TT, TT), (int(rng.integers(33, 45)), int(rng.integers(5, 31))))]),
+                     ((1, 1), (TILE, TILE), (int(rng.integers(33, 45)), int(rng.integers(5, 31))))]),
     "warp_sum": (
         _warp_ref,
-        lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, 33, WB, int(rng.integers(WB + 1, 4 * WB)))]),
+        lambda rng: [Case((_vec(rng, n),)) for n in (1, 32, 33, WARP_BLOCK, int(rng.integers(WARP_BLOCK + 1, 4 * WARP_BLOCK)))]),
     "compact": (
         _compact_ref,
         lambda rng: [Case((np.array([1.5], F32),))] + [Case((_vec(rng, n, k),)) for n, k in (
-            (32, "ints"), (33, "negative"), (WB, "normal"), (3 * 32 + 5, "positive"),
-            (int(rng.integers(WB + 1, 3 * WB)), "ints"))]),
+            (32, "ints"), (33, "negative"), (WARP_BLOCK, "normal"), (3 * 32 + 5, "positive"),
+            (int(rng.integers(WARP_BLOCK + 1, 3 * WARP_BLOCK)), "ints"))]),
     "histogram": (
         lambda x: np.bincount(x, minlength=HIST_BINS).astype(np.int32),
         lambda rng: [Case((rng.integers(0, HIST_BINS, n).astype(np.int32),))
-                     for n in (1, HB, int(rng.integers(HB + 1, 4 * HB)))]
-        + [Case((np.full(int(rng.integers(HB, 3 * HB)), int(rng.integers(HIST_BINS)), np.int32),))]),  # one hot bin
+                     for n in (1, HIST_BLOCK, int(rng.integers(HIST_BLOCK + 1, 4 * HIST_BLOCK)))]
+        + [Case((np.full(int(rng.integers(HIST_BLOCK, 3 * HIST_BLOCK)), int(rng.integers(HIST_BINS)), np.int32),))]),  # one hot bin
     "softmax_rows": (
         _softmax_ref,
         _softmax_cases),

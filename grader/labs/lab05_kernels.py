@@ -22,7 +22,7 @@ from gpucourse import hardware, simt
 from gpucourse import occupancy as occ
 
 from ..checks import CheckFailure, expect_choice, expect_close, expect_int, expect_tuple, fail
-from ..kernels import KernelProblem
+from ..kernels import KernelProblem, Launch
 from ..problem import Case, Problem
 
 BLOCK_2D = (16, 8)  # (x, y) threads: x runs along columns (the contiguous axis of a row-major array)
@@ -36,9 +36,9 @@ def _blocks(n: int, b: int) -> int:
 # -- Exercise 1: a map with a guard -----------------------------------------------------------------------------
 
 
-def _map_launch(case: Case):
+def _map_launch(case: Case) -> Launch:
     x, a, b, block = case.args
-    return _blocks(x.size, block), block, [x, np.zeros_like(x), a, b], [1]
+    return Launch(_blocks(x.size, block), block, [x, np.zeros_like(x), a, b], outputs=[1])
 
 
 def _map_require(r: simt.KernelReport, case: Case, what: str) -> None:
@@ -70,11 +70,11 @@ MAP = KernelProblem(
 # -- Exercise 2: 2-D indexing, coalesced --------------------------------------------------------------------------
 
 
-def _ramp_launch(case: Case):
+def _ramp_launch(case: Case) -> Launch:
     (a,) = case.args
     rows, cols = a.shape
     grid = (_blocks(cols, BLOCK_2D[0]), _blocks(rows, BLOCK_2D[1]))
-    return grid, BLOCK_2D, [a, np.zeros_like(a)], [1]
+    return Launch(grid, BLOCK_2D, [a, np.zeros_like(a)], outputs=[1])
 
 
 MAX_SECTORS = 8.0  # a warp of 16×2 threads reading float32 along rows touches 4–6 sectors; along columns ~16
@@ -109,10 +109,10 @@ RAMP = KernelProblem(
 # -- Exercise 3: a block-level reduction in shared memory ----------------------------------------------------------
 
 
-def _sum_launch(case: Case):
+def _sum_launch(case: Case) -> Launch:
     (x,) = case.args
     blocks = _blocks(x.size, REDUCE_BLOCK)
-    return blocks, REDUCE_BLOCK, [x, np.zeros(blocks, dtype=np.float64)], [1]
+    return Launch(blocks, REDUCE_BLOCK, [x, np.zeros(blocks, dtype=np.float64)], outputs=[1])
 
 
 MAX_DIVERGENT_PER_BLOCK = 10  # divergent branches: sequential addressing 5 per block; interleaved (tid % (2*stride)) 23
@@ -189,10 +189,10 @@ MM_SECTORS = 8.0  # a warp's tile load: A as 4 rows × 8 floats (4–8 sectors),
 # edge); A read down its columns (sA[tx, ty] = A[row0 + tx, p + ty]) touches 16 or more
 
 
-def _mm_launch(case: Case):
+def _mm_launch(case: Case) -> Launch:
     A, B = case.args
     m, n = A.shape[0], B.shape[1]
-    return (_blocks(n, TILE_N), _blocks(m, TILE_M)), MM_BLOCK, [A, B, np.zeros((m, n), np.float32)], [2]
+    return Launch((_blocks(n, TILE_N), _blocks(m, TILE_M)), MM_BLOCK, [A, B, np.zeros((m, n), np.float32)], outputs=[2])
 
 
 def _mm_require(r: simt.KernelReport, case: Case, what: str) -> None:
@@ -423,9 +423,9 @@ def contiguous_sectors(n: int, itemsize: int) -> float:
     return float(np.mean(per_warp))
 
 
-def _regroup_launch(case: Case):
+def _regroup_launch(case: Case) -> Launch:
     x, order = case.args
-    return _blocks(x.size, REGROUP_BLOCK), REGROUP_BLOCK, [x, order, np.zeros_like(x)], [2]
+    return Launch(_blocks(x.size, REGROUP_BLOCK), REGROUP_BLOCK, [x, order, np.zeros_like(x)], outputs=[2])
 
 
 def _regroup_require(r: simt.KernelReport, case: Case, what: str) -> None:

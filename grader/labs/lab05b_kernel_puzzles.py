@@ -21,18 +21,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..kernels import Budget, KernelProblem, budgeted
+from ..kernels import Budget, KernelProblem, Launch, budgeted
 from ..problem import Case
 
 F32 = np.float32
-B1 = 32  # threads per block of the 1-D multi-block puzzles
-B2 = (8, 4)  # (x, y) threads per block of the small 2-D puzzles
+BLOCK_1D = 32  # threads per block of the 1-D multi-block puzzles
+BLOCK_2D_SMALL = (8, 4)  # (x, y) threads per block of the small 2-D puzzles
 MAXK = 4  # the longest convolution kernel
-TT = 32  # transpose tile edge (a warp is one tile row)
-TROWS = 8  # the transpose block is (TT, TROWS): each thread moves TT / TROWS elements
-TT_PAD = TT + 1  # a padded tile row: a tile column spreads over the 32 banks
+TILE = 32  # transpose tile edge (a warp is one tile row)
+TILE_ROWS = 8  # the transpose block is (TILE, TILE_ROWS): each thread moves TILE / TILE_ROWS elements
+TILE_PAD = TILE + 1  # a padded tile row: a tile column spreads over the 32 banks
 HIST_BINS = 8
-# shared-array shapes must be compile-time constants for numba-cuda: a global int or a literal, not `SB + 2`
+# shared-array shapes must be compile-time constants for numba-cuda: a global int or a literal, not `SHARED_BLOCK + 2`
 
 
 def _blocks(n: int, b: int) -> int:
@@ -66,12 +66,12 @@ def _no_atomics(r, case, what):
 
 # -- 1. map ------------------------------------------------------------------------------------------------------
 
-def _one_block_launch(case: Case):
+def _one_block_launch(case: Case) -> Launch:
     (a,) = case.args
-    return 1, a.size, [a, np.zeros_like(a)], [1]
+    return Launch(1, a.size, [a, np.zeros_like(a)], outputs=[1])
 
 
-MAP = puzzle(
+MAP_ADD = puzzle(
     "map_add", """
         map_add(a, out): out[i] = a[i] + 10 for a float32 array a of n ≤ 64 elements.
         Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  — thread i handles element i.
@@ -84,12 +84,12 @@ MAP = puzzle(
 # -- 2. zip ------------------------------------------------------------------------------------------------------
 
 
-def _zip_launch(case: Case):
+def _zip_launch(case: Case) -> Launch:
     a, b = case.args
-    return 1, a.size, [a, b, np.zeros_like(a)], [2]
+    return Launch(1, a.size, [a, b, np.zeros_like(a)], outputs=[2])
 
 
-ZIP = puzzle(
+ZIP_ADD = puzzle(
     "zip_add", """
         zip_add(a, b, out): out[i] = a[i] + b[i] for float32 arrays of n ≤ 64 elements.
         Launched as  zip_add[1, n](a, b, out): thread i handles element i.
@@ -102,12 +102,12 @@ ZIP = puzzle(
 # -- 3. guard ----------------------------------------------------------------------------------------------------
 
 
-def _guard_launch(case: Case):
+def _guard_launch(case: Case) -> Launch:
     (a,) = case.args
-    return 1, 64, [a, np.zeros_like(a)], [1]
+    return Launch(1, 64, [a, np.zeros_like(a)], outputs=[1])
 
 
-GUARD = puzzle(
+MAP_GUARD = puzzle(
     "map_guard", """
         map_guard(a, out): out[i] = a[i] + 10, but launched with MORE threads than elements:
             map_guard[1, 64](a, out)   for n ≤ 64 elements
@@ -121,16 +121,16 @@ GUARD = puzzle(
 # -- 4. map 2-D --------------------------------------------------------------------------------------------------
 
 
-def _map2d_launch(case: Case):
+def _map2d_launch(case: Case) -> Launch:
     (a,) = case.args
-    return 1, B2, [a, np.zeros_like(a)], [1]
+    return Launch(1, BLOCK_2D_SMALL, [a, np.zeros_like(a)], outputs=[1])
 
 
-MAP2D = puzzle(
+MAP_2D = puzzle(
     "map_2d", f"""
-        map_2d(a, out): out[r, c] = a[r, c] + 10 for a float32 array of shape (rows ≤ {B2[1]}, cols ≤ {B2[0]}),
-        not necessarily square. Launched with ONE 2-D block of {B2} threads (x, y):
-            map_2d[1, {B2}](a, out)
+        map_2d(a, out): out[r, c] = a[r, c] + 10 for a float32 array of shape (rows ≤ {BLOCK_2D_SMALL[1]}, cols ≤ {BLOCK_2D_SMALL[0]}),
+        not necessarily square. Launched with ONE 2-D block of {BLOCK_2D_SMALL} threads (x, y):
+            map_2d[1, {BLOCK_2D_SMALL}](a, out)
         x runs along the columns (the contiguous axis), y along the rows; guard both.
         Example: a = [[0, 1, 2], [3, 4, 5]] (float32, shape (2, 3))  ->  out = [[10, 11, 12], [13, 14, 15]].
     """,
@@ -141,15 +141,15 @@ MAP2D = puzzle(
 # -- 5. broadcast ------------------------------------------------------------------------------------------------
 
 
-def _bcast_launch(case: Case):
+def _bcast_launch(case: Case) -> Launch:
     a, b = case.args
-    return 1, B2, [a, b, np.zeros((a.size, b.size), F32)], [2]
+    return Launch(1, BLOCK_2D_SMALL, [a, b, np.zeros((a.size, b.size), F32)], outputs=[2])
 
 
-BROADCAST = puzzle(
+BROADCAST_ADD = puzzle(
     "broadcast_add", f"""
-        broadcast_add(a, b, out): out[r, c] = a[r] + b[c] for float32 vectors a (rows ≤ {B2[1]}) and
-        b (cols ≤ {B2[0]}); out has shape (rows, cols). Launched as  broadcast_add[1, {B2}](a, b, out)
+        broadcast_add(a, b, out): out[r, c] = a[r] + b[c] for float32 vectors a (rows ≤ {BLOCK_2D_SMALL[1]}) and
+        b (cols ≤ {BLOCK_2D_SMALL[0]}); out has shape (rows, cols). Launched as  broadcast_add[1, {BLOCK_2D_SMALL}](a, b, out)
         with x along the columns and y along the rows.
         Example: a = [0, 10], b = [1, 2, 3] (float32)  ->  out = [[1, 2, 3], [11, 12, 13]].
     """,
@@ -160,15 +160,15 @@ BROADCAST = puzzle(
 # -- 6. blocks ---------------------------------------------------------------------------------------------------
 
 
-def _blocks_launch(case: Case):
+def _blocks_launch(case: Case) -> Launch:
     (a,) = case.args
-    return _blocks(a.size, B1), B1, [a, np.zeros_like(a)], [1]
+    return Launch(_blocks(a.size, BLOCK_1D), BLOCK_1D, [a, np.zeros_like(a)], outputs=[1])
 
 
-BLOCKS = puzzle(
+MAP_BLOCKS = puzzle(
     "map_blocks", f"""
-        map_blocks(a, out): out[i] = a[i] + 10 for any n, with blocks of {B1} threads — fewer threads per block
-        than elements, so several blocks:  map_blocks[ceil(n / {B1}), {B1}](a, out).
+        map_blocks(a, out): out[i] = a[i] + 10 for any n, with blocks of {BLOCK_1D} threads — fewer threads per block
+        than elements, so several blocks:  map_blocks[ceil(n / {BLOCK_1D}), {BLOCK_1D}](a, out).
         Element i belongs to thread threadIdx.x of block blockIdx.x with i = blockIdx.x * blockDim.x + threadIdx.x.
         Example: n = 40 (float32): 2 blocks; block 1's threads 8..31 have no element.
     """,
@@ -177,21 +177,21 @@ BLOCKS = puzzle(
     Budget(reads=1, writes=1, shared=0))
 
 # -- 7. blocks 2-D (coalesced) -------------------------------------------------------------------------------------
-BK2 = (16, 4)  # a warp is 16 columns × 2 rows
+BLOCK_2D = (16, 4)  # a warp is 16 columns × 2 rows
 
 
-def _blocks2d_launch(case: Case):
+def _blocks2d_launch(case: Case) -> Launch:
     (a,) = case.args
     rows, cols = a.shape
-    return (_blocks(cols, BK2[0]), _blocks(rows, BK2[1])), BK2, [a, np.zeros_like(a)], [1]
+    return Launch((_blocks(cols, BLOCK_2D[0]), _blocks(rows, BLOCK_2D[1])), BLOCK_2D, [a, np.zeros_like(a)], outputs=[1])
 
 
-BLOCKS2D = puzzle(
+MAP_BLOCKS_2D = puzzle(
     "map_blocks_2d", f"""
         map_blocks_2d(a, out): out[r, c] = a[r, c] * 2 - r for a float32 array of any shape (rows, cols).
-        Launched with 2-D blocks of {BK2} threads (x, y) on a 2-D grid:
-            map_blocks_2d[(ceil(cols / {BK2[0]}), ceil(rows / {BK2[1]})), {BK2}](a, out)
-        A warp is {BK2[0]} neighbouring x by 2 y: map x to the column so that it reads neighbouring addresses.
+        Launched with 2-D blocks of {BLOCK_2D} threads (x, y) on a 2-D grid:
+            map_blocks_2d[(ceil(cols / {BLOCK_2D[0]}), ceil(rows / {BLOCK_2D[1]})), {BLOCK_2D}](a, out)
+        A warp is {BLOCK_2D[0]} neighbouring x by 2 y: map x to the column so that it reads neighbouring addresses.
         Example: a = ones((2, 3), float32)  ->  out = [[2, 2, 2], [1, 1, 1]].
     """,
     _blocks2d_launch,
@@ -199,49 +199,49 @@ BLOCKS2D = puzzle(
     Budget(reads=1, writes=1, shared=0, sectors=6.0))
 
 # -- 8. shared -----------------------------------------------------------------------------------------------------
-SB = 8  # threads per block of the shared-memory puzzles
-POOL_SLOTS = SB + 2  # the pooling block's elements and its 2-element halo
+SHARED_BLOCK = 8  # threads per block of the shared-memory puzzles
+POOL_SLOTS = SHARED_BLOCK + 2  # the pooling block's elements and its 2-element halo
 
 
-def _shared_launch(case: Case):
+def _shared_launch(case: Case) -> Launch:
     (a,) = case.args
-    return _blocks(a.size, SB), SB, [a, np.zeros_like(a)], [1]
+    return Launch(_blocks(a.size, SHARED_BLOCK), SHARED_BLOCK, [a, np.zeros_like(a)], outputs=[1])
 
 
-SHARED = puzzle(
+SHARED_FIRST = puzzle(
     "shared_first", f"""
         shared_first(a, out): out[i] = a[i] + a[f], where f is the first element of i's block
-        (f = blockIdx.x * {SB}). Launched as  shared_first[ceil(n / {SB}), {SB}](a, out).
-        Each thread reads ONE element of a into a block-wide cuda.shared.array({SB}, float32); after
+        (f = blockIdx.x * {SHARED_BLOCK}). Launched as  shared_first[ceil(n / {SHARED_BLOCK}), {SHARED_BLOCK}](a, out).
+        Each thread reads ONE element of a into a block-wide cuda.shared.array({SHARED_BLOCK}, float32); after
         cuda.syncthreads() every thread reads the block's first element from shared memory, not from a.
         Example: a = [1, 2, 3, ..., 9, 10] (float32, n = 10)  ->  out = [2, 3, ..., 9, 18, 19].
     """,
     _shared_launch,
     [Case((np.arange(1, 11, dtype=F32),))],
-    Budget(reads=1, writes=1, shared=SB * 4), extra=_uses_shared)
+    Budget(reads=1, writes=1, shared=SHARED_BLOCK * 4), extra=_uses_shared)
 
 # -- 9. pooling ----------------------------------------------------------------------------------------------------
 
 
-POOL = puzzle(
+POOL3 = puzzle(
     "pool3", f"""
         pool3(a, out): out[i] = a[i-2] + a[i-1] + a[i] (terms with a negative index count as 0), float32,
-        launched as  pool3[ceil(n / {SB}), {SB}](a, out). Each block stages its {SB} elements plus the 2 before
-        them in ONE cuda.shared.array(POOL_SLOTS, float32), POOL_SLOTS = {SB + 2}; the first two threads also
+        launched as  pool3[ceil(n / {SHARED_BLOCK}), {SHARED_BLOCK}](a, out). Each block stages its {SHARED_BLOCK} elements plus the 2 before
+        them in ONE cuda.shared.array(POOL_SLOTS, float32), POOL_SLOTS = {SHARED_BLOCK + 2}; the first two threads also
         load that 2-element halo. Then the block waits, and each thread sums from shared memory.
         Example: a = [1, 2, 3, 4] (float32)  ->  out = [1, 3, 6, 9].
     """,
     _shared_launch,
     [Case((np.arange(1, 12, dtype=F32),))],
-    Budget(reads=2, writes=1, shared=(SB + 2) * 4), extra=_uses_shared)
+    Budget(reads=2, writes=1, shared=(SHARED_BLOCK + 2) * 4), extra=_uses_shared)
 
 # -- 10. dot product -----------------------------------------------------------------------------------------------
 DOT_THREADS = 64
 
 
-def _dot_launch(case: Case):
+def _dot_launch(case: Case) -> Launch:
     a, b = case.args
-    return 1, DOT_THREADS, [a, b, np.zeros(1, F32)], [2]
+    return Launch(1, DOT_THREADS, [a, b, np.zeros(1, F32)], outputs=[2])
 
 
 DOT = puzzle(
@@ -259,66 +259,66 @@ DOT = puzzle(
     Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4, efficiency=0.5), extra=_uses_shared)
 
 # -- 11. 1-D convolution -------------------------------------------------------------------------------------------
-CB = 16  # threads per block of the convolution
-CONV_SLOTS = CB + MAXK - 1  # the convolution block's elements and its right halo
+CONV_BLOCK = 16  # threads per block of the convolution
+CONV_SLOTS = CONV_BLOCK + MAXK - 1  # the convolution block's elements and its right halo
 
 
-def _conv_launch(case: Case):
+def _conv_launch(case: Case) -> Launch:
     a, k = case.args
-    return _blocks(a.size, CB), CB, [a, k, np.zeros_like(a)], [2]
+    return Launch(_blocks(a.size, CONV_BLOCK), CONV_BLOCK, [a, k, np.zeros_like(a)], outputs=[2])
 
 
-CONV = puzzle(
+CONV1D = puzzle(
     "conv1d", f"""
         conv1d(a, k, out): out[i] = sum_j a[i + j] * k[j] over j < k.size (≤ {MAXK}), terms with i + j >= a.size
-        count as 0; float32. Launched as  conv1d[ceil(n / {CB}), {CB}](a, k, out).
-        Stage the block's {CB} elements of a plus the next {MAXK - 1} (the halo) in a
-        cuda.shared.array(CONV_SLOTS, float32), CONV_SLOTS = {CB + MAXK - 1}, and k in a
+        count as 0; float32. Launched as  conv1d[ceil(n / {CONV_BLOCK}), {CONV_BLOCK}](a, k, out).
+        Stage the block's {CONV_BLOCK} elements of a plus the next {MAXK - 1} (the halo) in a
+        cuda.shared.array(CONV_SLOTS, float32), CONV_SLOTS = {CONV_BLOCK + MAXK - 1}, and k in a
         cuda.shared.array({MAXK}, float32); then each thread computes its output from shared memory only.
         Example: a = [1, 2, 3, 4], k = [1, 10] (float32)  ->  out = [21, 32, 43, 4].
     """,
     _conv_launch,
     [Case((np.arange(1, 21, dtype=F32), np.array([1, 10, 100], F32)))],
-    Budget(reads=3, writes=1, shared=(CB + MAXK - 1 + MAXK) * 4), extra=_uses_shared)
+    Budget(reads=3, writes=1, shared=(CONV_BLOCK + MAXK - 1 + MAXK) * 4), extra=_uses_shared)
 
 # -- 12. prefix sum ------------------------------------------------------------------------------------------------
-PB = 16  # threads per block of the scan
+SCAN_BLOCK = 16  # threads per block of the scan
 
 
-def _scan_launch(case: Case):
+def _scan_launch(case: Case) -> Launch:
     (a,) = case.args
-    return _blocks(a.size, PB), PB, [a, np.zeros_like(a)], [1]
+    return Launch(_blocks(a.size, SCAN_BLOCK), SCAN_BLOCK, [a, np.zeros_like(a)], outputs=[1])
 
 
-SCAN = puzzle(
+BLOCK_SCAN = puzzle(
     "block_scan", f"""
-        block_scan(a, out): the inclusive prefix sum of each block's {PB} elements of the float32 array a:
+        block_scan(a, out): the inclusive prefix sum of each block's {SCAN_BLOCK} elements of the float32 array a:
         out[i] = a[s] + a[s+1] + ... + a[i] with s = the first element of i's block. Launched as
-            block_scan[ceil(n / {PB}), {PB}](a, out)
-        Load once into shared memory, then log2({PB}) = 4 steps: at step d each thread adds the value d = 1, 2, 4,
+            block_scan[ceil(n / {SCAN_BLOCK}), {SCAN_BLOCK}](a, out)
+        Load once into shared memory, then log2({SCAN_BLOCK}) = 4 steps: at step d each thread adds the value d = 1, 2, 4,
         8 places to its left. Read, barrier, write, barrier: a thread must not overwrite a value its neighbour
         has not read yet (the checker reports that race). Every thread works at every step: one thread adding
-        the block up alone is serial (the SIMT budget below; blocks of {PB} threads allow at most 50 %).
+        the block up alone is serial (the SIMT budget below; blocks of {SCAN_BLOCK} threads allow at most 50 %).
         Example: a = [1, 1, 1, 1, 1] (float32)  ->  out = [1, 2, 3, 4, 5].
     """,
     _scan_launch,
     [Case((np.ones(20, F32),))],
-    Budget(reads=1, writes=1, shared=2 * PB * 4, efficiency=0.3), extra=_uses_shared)
+    Budget(reads=1, writes=1, shared=2 * SCAN_BLOCK * 4, efficiency=0.3), extra=_uses_shared)
 
 # -- 13. axis sum --------------------------------------------------------------------------------------------------
-AB = 64  # threads per block of the row sum: two warps
+ROW_SUM_BLOCK = 64  # threads per block of the row sum: two warps
 ROW_SUM_BRANCHES = 8  # most divergent branches per block (see the budget below)
 
 
-def _axis_launch(case: Case):
+def _axis_launch(case: Case) -> Launch:
     (a,) = case.args
-    return a.shape[0], AB, [a, np.zeros(a.shape[0], F32)], [1]
+    return Launch(a.shape[0], ROW_SUM_BLOCK, [a, np.zeros(a.shape[0], F32)], outputs=[1])
 
 
-AXIS = puzzle(
+ROW_SUM = puzzle(
     "row_sum", f"""
-        row_sum(a, out): out[r] = sum of row r of a float32 array of shape (rows, cols ≤ {AB}), one block of
-        {AB} threads per row:  row_sum[rows, {AB}](a, out). Thread t loads a[r, t] (0 past cols) into shared
+        row_sum(a, out): out[r] = sum of row r of a float32 array of shape (rows, cols ≤ {ROW_SUM_BLOCK}), one block of
+        {ROW_SUM_BLOCK} threads per row:  row_sum[rows, {ROW_SUM_BLOCK}](a, out). Thread t loads a[r, t] (0 past cols) into shared
         memory; the block reduces it as a tree with a barrier per level; thread 0 writes out[r].
         Pick the working threads so that, while the stride is 32 or more, whole warps work or rest and warps
         split only where they must (the divergent-branches budget).
@@ -326,50 +326,51 @@ AXIS = puzzle(
     """,
     _axis_launch,
     [Case((np.arange(3 * 50, dtype=F32).reshape(3, 50) / 10,))],
-    # divergent branches per block: the stride-halving tree splits warp 0 at strides 16…1 (5), plus the load guard
-    # and thread 0's write; the interleaved tree (t % (2*stride)) splits both warps at nearly every level (11).
+    # divergent branches per block: the stride-halving tree splits warp 0 at strides 16…1 (5 in all: the load guard
+    # is a select, not a branch, and thread 0's write joins the stride-1 level's run of the same lanes); the
+    # interleaved tree (t % (2*stride)) splits both warps at nearly every level (11).
     # SIMT efficiency ≥ 80 %: every tree passes (93 % with a one-line add, 85 % with three lines: efficiency counts
     # statements, so it cannot tell the trees apart); one thread summing the row alone does not
-    Budget(reads=1, writes=1, shared=AB * 4, efficiency=0.80, branches=ROW_SUM_BRANCHES), extra=_uses_shared)
+    Budget(reads=1, writes=1, shared=ROW_SUM_BLOCK * 4, efficiency=0.80, branches=ROW_SUM_BRANCHES), extra=_uses_shared)
 
 # -- 14. transpose through shared memory -----------------------------------------------------------------------------
 
 
-def _tr_launch(case: Case):
+def _tr_launch(case: Case) -> Launch:
     (a,) = case.args
     rows, cols = a.shape
-    return (_blocks(cols, TT), _blocks(rows, TT)), (TT, TROWS), [a, np.zeros((cols, rows), F32)], [1]
+    return Launch((_blocks(cols, TILE), _blocks(rows, TILE)), (TILE, TILE_ROWS), [a, np.zeros((cols, rows), F32)], outputs=[1])
 
 
 TRANSPOSE = puzzle(
     "transpose", f"""
         transpose(a, out): out[c, r] = a[r, c] for a float32 array of any shape (rows, cols); out is (cols, rows).
-        Launched with blocks of ({TT}, {TROWS}) threads on a ({TT}×{TT})-tile grid:
-            transpose[(ceil(cols / {TT}), ceil(rows / {TT})), ({TT}, {TROWS})](a, out)
-        Each thread moves {TT // TROWS} elements (rows ty, ty + {TROWS}, ...). Both the read of a and the write of
+        Launched with blocks of ({TILE}, {TILE_ROWS}) threads on a ({TILE}×{TILE})-tile grid:
+            transpose[(ceil(cols / {TILE}), ceil(rows / {TILE})), ({TILE}, {TILE_ROWS})](a, out)
+        Each thread moves {TILE // TILE_ROWS} elements (rows ty, ty + {TILE_ROWS}, ...). Both the read of a and the write of
         out must be coalesced (a warp touches one row of 32 neighbouring float32s): read a tile of a into shared
-        memory by rows, barrier, write it to out by rows of out (columns of the tile). A column of a {TT}×{TT}
-        float32 tile lies in one bank: pad the tile to (TT, TT_PAD) = ({TT}, {TT + 1}).
-        (numba-cuda needs shared-array shapes as constants: TT_PAD, not TT + 1.)
+        memory by rows, barrier, write it to out by rows of out (columns of the tile). A column of a {TILE}×{TILE}
+        float32 tile lies in one bank: pad the tile to (TILE, TILE_PAD) = ({TILE}, {TILE + 1}).
+        (numba-cuda needs shared-array shapes as constants: TILE_PAD, not TILE + 1.)
     """,
     _tr_launch,
     [Case((np.arange(20 * 40, dtype=F32).reshape(20, 40),))],
-    Budget(reads=TT // TROWS, writes=TT // TROWS, shared=TT * (TT + 1) * 4, sectors=4.5,
+    Budget(reads=TILE // TILE_ROWS, writes=TILE // TILE_ROWS, shared=TILE * (TILE + 1) * 4, sectors=4.5,
            conflicts=1.0))
 
 # -- 15. warp reduction with shuffles -------------------------------------------------------------------------------
-WB = 64  # threads per block: two warps
+WARP_BLOCK = 64  # threads per block: two warps
 
 
-def _warp_launch(case: Case):
+def _warp_launch(case: Case) -> Launch:
     (a,) = case.args
-    return _blocks(a.size, WB), WB, [a, np.zeros(_blocks(a.size, 32), F32)], [1]
+    return Launch(_blocks(a.size, WARP_BLOCK), WARP_BLOCK, [a, np.zeros(_blocks(a.size, 32), F32)], outputs=[1])
 
 
 WARP_SUM = puzzle(
     "warp_sum", f"""
         warp_sum(a, out): out[w] = the sum of a[32w : 32w + 32] (0 past the end), float32, for every warp w of
-        the launch  warp_sum[ceil(n / {WB}), {WB}](a, out)  (w = global thread index // 32).
+        the launch  warp_sum[ceil(n / {WARP_BLOCK}), {WARP_BLOCK}](a, out)  (w = global thread index // 32).
         No shared memory: each lane loads one value into a register and the warp adds them with
         cuda.shfl_down_sync(0xFFFFFFFF, v, offset) for offset = 16, 8, 4, 2, 1; lane 0 writes. EVERY lane of the
         warp takes part in every shuffle (the full mask), including the lanes past the end of a.
@@ -382,17 +383,17 @@ WARP_SUM = puzzle(
 # -- 16. stream compaction with ballot -----------------------------------------------------------------------------
 
 
-def _compact_launch(case: Case):
+def _compact_launch(case: Case) -> Launch:
     (a,) = case.args
     w = _blocks(a.size, 32)
-    return _blocks(a.size, WB), WB, [a, np.zeros(w * 32, F32), np.zeros(w, np.int32)], [1, 2]
+    return Launch(_blocks(a.size, WARP_BLOCK), WARP_BLOCK, [a, np.zeros(w * 32, F32), np.zeros(w, np.int32)], outputs=[1, 2])
 
 
 COMPACT = puzzle(
     "compact", f"""
         compact(a, out, count): for every warp w, copy its positive elements of a[32w : 32w + 32] in order to
         out[32w :], and count[w] = how many there were (int32); the rest of out stays 0. Launched as
-            compact[ceil(n / {WB}), {WB}](a, out, count)
+            compact[ceil(n / {WARP_BLOCK}), {WARP_BLOCK}](a, out, count)
         Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its value; lane l's place is the
         number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is cuda.popc(mask). Every lane
         calls ballot_sync (lanes past the end with keep = False). No atomics: an atomic slot's order is undefined.
@@ -403,20 +404,20 @@ COMPACT = puzzle(
     Budget(reads=1, writes=2, shared=0), extra=_no_atomics)
 
 # -- 17. histogram with atomics ------------------------------------------------------------------------------------
-HB = 64  # threads per block of the histogram
+HIST_BLOCK = 64  # threads per block of the histogram
 
 
-def _hist_launch(case: Case):
+def _hist_launch(case: Case) -> Launch:
     (x,) = case.args
-    return _blocks(x.size, HB), HB, [x, np.zeros(HIST_BINS, np.int32)], [1]
+    return Launch(_blocks(x.size, HIST_BLOCK), HIST_BLOCK, [x, np.zeros(HIST_BINS, np.int32)], outputs=[1])
 
 
 HISTOGRAM = puzzle(
     "histogram", f"""
         histogram(x, counts): counts[b] = how many elements of the int32 array x equal b, for {HIST_BINS} bins
-        (0 ≤ x < {HIST_BINS}). Launched as  histogram[ceil(n / {HB}), {HB}](x, counts)  with counts zeroed.
+        (0 ≤ x < {HIST_BINS}). Launched as  histogram[ceil(n / {HIST_BLOCK}), {HIST_BLOCK}](x, counts)  with counts zeroed.
         Many threads add to the same bin: `counts[b] += 1` is a race (read, add, write). Use
-        cuda.atomic.add. All {HB} threads of a block hitting {HIST_BINS} global counters serialise on them
+        cuda.atomic.add. All {HIST_BLOCK} threads of a block hitting {HIST_BINS} global counters serialise on them
         (contention): count into a block-private cuda.shared.array({HIST_BINS}, int32) with shared atomics, then
         add it to global counts once per bin per block.
     """,
@@ -434,13 +435,14 @@ def _flush_is_atomic(require: Callable) -> Callable:
         if n_read:
             from ..checks import CheckFailure
 
+            more = f" (and {n_read - 1} more bin{'s' * (n_read != 2)})" if n_read > 1 else ""
             raise CheckFailure(
-                f"{what}: your kernel read counts[{first}] (and {n_read - 1} more bins) with a plain load: "
-                "`counts[b] += ...` is a non-atomic read-add-write of a global counter. In this launch of "
+                f"{what}: your kernel read counts[{first}]{more} with a plain load: `counts[b] += ...` is a "
+                "non-atomic read-add-write of a global counter. In this launch of "
                 f"{r.n_blocks} block{'s' * (r.n_blocks != 1)} " + ("nothing else wrote that bin in between, so no "
-                "race shows, but with two or more blocks each block's flush races with the others'"
-                if r.n_blocks == 1 else "it races with the other blocks' flushes") + ": add with "
-                "cuda.atomic.add(counts, b, s[b]), once per bin per block")
+                "race shows, but with two or more blocks their read-add-writes race with each other"
+                if r.n_blocks == 1 else "it races with the other blocks' read-add-writes") + ": add with "
+                "cuda.atomic.add — once per bin per block, from a count kept in shared memory")
         require(r, case, what)
     check.budget = getattr(require, "budget", None)  # the passing line prints what the budget held
     return check
@@ -451,12 +453,12 @@ HISTOGRAM.require = _flush_is_atomic(HISTOGRAM.require)
 # -- 18. softmax rows ----------------------------------------------------------------------------------------------
 
 
-def _softmax_launch(case: Case):
+def _softmax_launch(case: Case) -> Launch:
     (a,) = case.args
-    return a.shape[0], 32, [a, np.zeros_like(a)], [1]
+    return Launch(a.shape[0], 32, [a, np.zeros_like(a)], outputs=[1])
 
 
-SOFTMAX = puzzle(
+SOFTMAX_ROWS = puzzle(
     "softmax_rows", """
         softmax_rows(a, out): out[r, c] = exp(a[r, c] - m) / sum_c' exp(a[r, c'] - m), m = max of row r, for a
         float32 array of shape (rows, cols ≤ 32); one warp per row:  softmax_rows[rows, 32](a, out).
@@ -470,8 +472,8 @@ SOFTMAX = puzzle(
     [Case((np.array([[0, 0, 0], [0, 1, 2]], F32),))],
     Budget(reads=1, writes=1, shared=0))
 
-ORDER = (MAP, ZIP, GUARD, MAP2D, BROADCAST, BLOCKS, BLOCKS2D, SHARED, POOL, DOT, CONV, SCAN, AXIS, TRANSPOSE,
-         WARP_SUM, COMPACT, HISTOGRAM, SOFTMAX)
+ORDER = (MAP_ADD, ZIP_ADD, MAP_GUARD, MAP_2D, BROADCAST_ADD, MAP_BLOCKS, MAP_BLOCKS_2D, SHARED_FIRST, POOL3, DOT,
+         CONV1D, BLOCK_SCAN, ROW_SUM, TRANSPOSE, WARP_SUM, COMPACT, HISTOGRAM, SOFTMAX_ROWS)  # each named as its exercise
 problems: dict[str, Any] = {p.name: p for p in ORDER}
 
 
@@ -493,14 +495,14 @@ def not_written(**kernels: Callable) -> list[str]:
 
 
 def machine_code(transpose: Callable, warp_sum: Callable) -> dict[str, tuple[str, Any]]:
-    """(PTX, SASS) of the student's ``transpose`` compiled with the padded tile (``TT_PAD = TT + 1``) and with
-    ``TT_PAD = TT`` (the bank-conflicting tile), and of ``warp_sum``: three kernels, one child process
+    """(PTX, SASS) of the student's ``transpose`` compiled with the padded tile (``TILE_PAD = TILE + 1``) and with
+    ``TILE_PAD = TILE`` (the bank-conflicting tile), and of ``warp_sum``: three kernels, one child process
     (:func:`gpucourse.toolchain.numba_ptx_many`), then ptxas and nvdisasm for sm_90."""
     from gpucourse import toolchain
 
-    const = {"TT": TT, "TROWS": TROWS}
-    jobs = {"transpose, TT_PAD = TT + 1": (transpose, TRANSPOSE_SIG, {**const, "TT_PAD": TT + 1}),
-            "transpose, TT_PAD = TT": (transpose, TRANSPOSE_SIG, {**const, "TT_PAD": TT}),
+    const = {"TILE": TILE, "TILE_ROWS": TILE_ROWS}
+    jobs = {"transpose, TILE_PAD = TILE + 1": (transpose, TRANSPOSE_SIG, {**const, "TILE_PAD": TILE + 1}),
+            "transpose, TILE_PAD = TILE": (transpose, TRANSPOSE_SIG, {**const, "TILE_PAD": TILE}),
             "warp_sum": (warp_sum, WARP_SUM_SIG, {})}
     ptxs = toolchain.numba_ptx_many(list(jobs.values()))
     return {name: (ptx, toolchain.sass_of_ptx(ptx, "sm_90")) for name, ptx in zip(jobs, ptxs)}

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..checks import CheckFailure, expect_array_close, expect_choice, expect_close, expect_int, expect_tuple
-from ..kernels import KernelProblem
+from ..kernels import KernelProblem, Launch
 from ..problem import Case, ObservedProblem, Problem, _expected_data, _lab_of, _tracer_hint
 from .lab02_backprop import ByHand  # lab 2's lock on a library that would do the exercise, with its reason
 from ..xla_lock import XLA_ANALYSES, XLA_INTERNALS  # XLA's own byte count, and every way into it
@@ -411,11 +411,11 @@ KERNEL_BLOCK = (32, 4)  # (x, y): one warp = 32 neighbouring columns of one row
 MAX_SECTORS = 5.0  # a warp reading 32 consecutive float32: 128 B = 4 sectors (5 when the row start is unaligned)
 
 
-def _kernel_launch(case: Case):
+def _kernel_launch(case: Case) -> Launch:
     x, w, b = case.args
     m, n = x.shape
     grid = (math.ceil(n / KERNEL_BLOCK[0]), int(case.kwargs["rows_of_blocks"]))
-    return grid, KERNEL_BLOCK, [x, w, b, np.full((m, n), np.nan, dtype=np.float32)], [3]
+    return Launch(grid, KERNEL_BLOCK, [x, w, b, np.full((m, n), np.nan, dtype=np.float32)], outputs=[3])
 
 
 def _xla_bytes(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> int:

@@ -60,6 +60,31 @@ def decode_notebook(data: bytes) -> tuple[str, list[str]]:
     return text, issues
 
 
+LEGACY_ID = re.compile(r"^(ex\d+[a-z]?)_(.+)$")
+
+
+def _legacy_ids(cells: list[dict], source: dict[str, dict]) -> dict[str, str]:
+    """{old grade_id: today's} for a notebook made from a release whose grade ids carried the exercise's position
+    (``ex3_time_call``, ``ex3_intro``, ``ex3_time_call_visible``): today a cell's grade_id is its exercise's name
+    (``time_call``, ``time_call_intro``, ``time_call_visible``; grader/exercise_cells.py)."""
+    old = [g for c in cells if isinstance(g := nbgrader_meta(c).get("grade_id"), str) and g not in source]
+    names: dict[str, str] = {}  # "ex3" -> "time_call", from the answer cells' old ids
+    for gid in old:
+        match = LEGACY_ID.match(gid)
+        if match and match.group(2) in source and nbgrader_meta(source[match.group(2)]).get("solution"):
+            names[match.group(1)] = match.group(2)
+    out = {}
+    for gid in old:
+        match = LEGACY_ID.match(gid)
+        if not match or match.group(1) not in names:
+            continue
+        name, rest = names[match.group(1)], match.group(2)
+        new = rest if rest.startswith(name) else f"{name}_{rest}"
+        if new in source:
+            out[gid] = new
+    return out
+
+
 def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[str]]:
     """The submission as a clean notebook to grade (or None with the reason) and the problems found.
     ``released`` is the student version of the lab (what locked cells must still say)."""
@@ -78,6 +103,7 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
     if len(cells) != len(nb["cells"]):
         issues.append(f"dropped {len(nb['cells']) - len(cells)} malformed cell(s)")
     source = {nbgrader_meta(c)["grade_id"]: c for c in released["cells"] if nbgrader_meta(c).get("grade_id")}
+    legacy = _legacy_ids(cells, source)
     seen: set[str] = set()
     huge = 0
     for cell in cells:
@@ -93,6 +119,8 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
         gid = nbgrader_meta(cell).get("grade_id")
         if gid is None:
             continue
+        if gid in legacy:  # a notebook from a release that numbered its exercises: the cell's name today
+            gid = cell["metadata"]["nbgrader"]["grade_id"] = legacy[gid]
         if gid in seen or gid not in source:  # duplicated or foreign: keep the code, drop the grading metadata
             issues.append(f"cell {gid!r} is {'duplicated' if gid in seen else 'not part of this lab'}: "
                           "graded as an ordinary cell")

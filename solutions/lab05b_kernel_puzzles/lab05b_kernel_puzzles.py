@@ -37,7 +37,7 @@
 # | 10 | Dot product |
 # | 11 | 1-D convolution |
 # | 12 | Prefix sum |
-# | 13 | Axis sum |
+# | 13 | Row sum |
 # | 14 | Transpose through padded shared memory |
 # | 15 | Warp reduction with shuffles |
 # | 16 | Stream compaction with ballot |
@@ -55,11 +55,12 @@
 #
 # **Pictures.** After each puzzle, `diagram` draws what *your* kernel did — which thread of which block read and
 # wrote each element — from the executor's log, beside which outputs came out right, wrong or never written, and
-# the check's finding in red where no memory picture shows it (a barrier only part of a block reaches, a budget).
+# the check's first failure on that case in red above it (the same message the check prints).
 #
 # **GPU.** `cuda` is numba-cuda on a GPU; without one, the executor with numba-cuda's API. On a GPU every check
-# also runs your kernel on the device and compares. At the end, the PTX and SASS of *your* transpose and warp
-# reduction (no GPU needed): what padding the tile changed in the machine code.
+# also runs your kernel on the device and compares. The executor refuses a few array methods numba-cuda compiles
+# (`.reshape`, `.flat`, `.sum()`, `np.sum`) and says so: write the index arithmetic. At the end, the PTX and SASS
+# of *your* transpose and warp reduction (no GPU needed): what padding the tile changed in the machine code.
 #
 # Replace `raise NotImplementedError()` with your code. Use **Validate** before you submit.
 
@@ -92,10 +93,12 @@ from grader.labs import lab05b_kernel_puzzles as lab
 
 be = gc.setup()
 cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.simt.cuda), numba-cuda's API
-SB, DOT_THREADS, CB, MAXK, PB, AB = lab.SB, lab.DOT_THREADS, lab.CB, lab.MAXK, lab.PB, lab.AB  # block sizes (threads)
-TT, TROWS, HIST_BINS = lab.TT, lab.TROWS, lab.HIST_BINS  # transpose tile edge and rows per pass; histogram bins
-# shared-array shapes must be constants for numba-cuda on a GPU (a name like these, not an expression `SB + 2`)
-POOL_SLOTS, CONV_SLOTS, TT_PAD = lab.POOL_SLOTS, lab.CONV_SLOTS, lab.TT_PAD
+# threads per block of the puzzles that name it; the longest convolution kernel
+SHARED_BLOCK, DOT_THREADS, CONV_BLOCK, SCAN_BLOCK = lab.SHARED_BLOCK, lab.DOT_THREADS, lab.CONV_BLOCK, lab.SCAN_BLOCK
+ROW_SUM_BLOCK, MAXK = lab.ROW_SUM_BLOCK, lab.MAXK
+TILE, TILE_ROWS, HIST_BINS = lab.TILE, lab.TILE_ROWS, lab.HIST_BINS  # transpose tile edge, rows per pass; bins
+# shared-array shapes must be constants for numba-cuda on a GPU: a name like these, not `SHARED_BLOCK + 2`
+POOL_SLOTS, CONV_SLOTS, TILE_PAD = lab.POOL_SLOTS, lab.CONV_SLOTS, lab.TILE_PAD
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "map_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 1 — Map
@@ -323,8 +326,8 @@ def shared_first(a, out):
     # roughly 8 lines
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * SB + t
-    s = cuda.shared.array(SB, np.float32)
+    i = cuda.blockIdx.x * SHARED_BLOCK + t
+    s = cuda.shared.array(SHARED_BLOCK, np.float32)
     if i < a.size:
         s[t] = a[i]
     cuda.syncthreads()
@@ -358,7 +361,7 @@ def pool3(a, out):
     # roughly 10 lines
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * SB + t
+    i = cuda.blockIdx.x * SHARED_BLOCK + t
     s = cuda.shared.array(POOL_SLOTS, np.float32)  # s[t + 2] holds a[i]
     if t < 2:
         j = i - 2
@@ -434,13 +437,13 @@ def conv1d(a, k, out):
     # roughly 16 lines
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * CB + t
+    i = cuda.blockIdx.x * CONV_BLOCK + t
     sa = cuda.shared.array(CONV_SLOTS, np.float32)
     sk = cuda.shared.array(MAXK, np.float32)
     sa[t] = a[i] if i < a.size else np.float32(0)
     if t < MAXK - 1:
-        j = i + CB
-        sa[t + CB] = a[j] if j < a.size else np.float32(0)
+        j = i + CONV_BLOCK
+        sa[t + CONV_BLOCK] = a[j] if j < a.size else np.float32(0)
     if t < MAXK:
         sk[t] = k[t] if t < k.size else np.float32(0)
     cuda.syncthreads()
@@ -477,12 +480,12 @@ def block_scan(a, out):
     # roughly 14 lines
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * PB + t
-    s = cuda.shared.array(PB, np.float32)
+    i = cuda.blockIdx.x * SCAN_BLOCK + t
+    s = cuda.shared.array(SCAN_BLOCK, np.float32)
     s[t] = a[i] if i < a.size else np.float32(0)
     cuda.syncthreads()
     d = 1
-    while d < PB:
+    while d < SCAN_BLOCK:
         v = s[t - d] if t >= d else np.float32(0)
         cuda.syncthreads()  # everyone has read before anyone writes
         s[t] += v
@@ -504,9 +507,9 @@ lab.problems["block_scan"].check(block_scan, hidden=True)
 lab.problems["block_scan"].diagram(block_scan)
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "row_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Puzzle 13 — Axis sum
+# ## Puzzle 13 — Row sum
 #
-# One block per row, a tree reduction in shared memory. *Which* threads work at each level decides how many warps split: the budget includes SIMT efficiency (active lanes / 32 per issued warp step).
+# One block per row, a tree reduction in shared memory (GPU-Puzzles calls it the axis sum). *Which* threads work at each level decides how many warps split: the budget includes SIMT efficiency (active lanes / 32 per issued warp step).
 
 # %% nbgrader={"grade": false, "grade_id": "row_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["row_sum"].show()
@@ -519,10 +522,10 @@ def row_sum(a, out):
     ### BEGIN SOLUTION
     t = cuda.threadIdx.x
     r = cuda.blockIdx.x
-    s = cuda.shared.array(AB, np.float32)
+    s = cuda.shared.array(ROW_SUM_BLOCK, np.float32)
     s[t] = a[r, t] if t < a.shape[1] else np.float32(0)
     cuda.syncthreads()
-    stride = AB // 2
+    stride = ROW_SUM_BLOCK // 2
     while stride > 0:
         if t < stride:
             s[t] += s[t + stride]
@@ -557,15 +560,15 @@ def transpose(a, out):
     """out = a.T through a padded shared tile; both sides coalesced."""
     # roughly 11 lines
     ### BEGIN SOLUTION
-    tile = cuda.shared.array((TT, TT_PAD), np.float32)  # +1: a tile column spreads over 32 banks
+    tile = cuda.shared.array((TILE, TILE_PAD), np.float32)  # +1: a tile column spreads over 32 banks
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    bx, by = cuda.blockIdx.x * TT, cuda.blockIdx.y * TT
+    bx, by = cuda.blockIdx.x * TILE, cuda.blockIdx.y * TILE
     rows, cols = a.shape
-    for j in range(ty, TT, TROWS):
+    for j in range(ty, TILE, TILE_ROWS):
         if by + j < rows and bx + tx < cols:
             tile[j, tx] = a[by + j, bx + tx]
     cuda.syncthreads()
-    for j in range(ty, TT, TROWS):
+    for j in range(ty, TILE, TILE_ROWS):
         if bx + j < cols and by + tx < rows:
             out[bx + j, by + tx] = tile[tx, j]
     ### END SOLUTION
@@ -738,7 +741,7 @@ lab.problems["softmax_rows"].diagram(softmax_rows)
 # kernels share one child process). It skips itself while nbgrader grades, and when NVIDIA's compiler wheels are
 # missing.
 #
-# - **Transpose, padding.** Your kernel is compiled twice: as written (`TT_PAD = TT + 1`) and with `TT_PAD = TT`,
+# - **Transpose, padding.** Your kernel is compiled twice: as written (`TILE_PAD = TILE + 1`) and with `TILE_PAD = TILE`,
 #   the tile that bank-conflicts. Removing the conflict changes the shared-memory address arithmetic, not the
 #   accesses: the `IMAD` before each `STS` (store to shared) multiplies the tile row by the row stride, printed
 #   `0x21` (33 floats) against `0x20` (32); on the `LDS` (load from shared) side only the padded kernel lists an
@@ -770,7 +773,7 @@ elif lab.not_written(transpose=transpose, warp_sum=warp_sum):
 else:
     code = lab.machine_code(transpose, warp_sum)
     strides = {}
-    for name in ("transpose, TT_PAD = TT + 1", "transpose, TT_PAD = TT"):
+    for name in ("transpose, TILE_PAD = TILE + 1", "transpose, TILE_PAD = TILE"):
         ptx, sass = code[name]
         strides[name] = set(re.findall(lab.TILE_STRIDE, sass.text))
         print(f"--- {name}: SASS (sm_90), shared-memory address arithmetic and accesses")
@@ -778,8 +781,8 @@ else:
         assert sass.count("STS") >= 1 and sass.count("LDS") >= 1 and sass.count("BAR") >= 1, \
             f"{name}: expected shared stores, loads and a barrier in the SASS, got {dict(sass.opcodes())}"
     print("tile row stride:", {k: sorted(v) for k, v in strides.items()})
-    if strides["transpose, TT_PAD = TT + 1"] == {"0x21"} and strides["transpose, TT_PAD = TT"] == {"0x20"}:
-        padded, plain = code["transpose, TT_PAD = TT + 1"][1], code["transpose, TT_PAD = TT"][1]
+    if strides["transpose, TILE_PAD = TILE + 1"] == {"0x21"} and strides["transpose, TILE_PAD = TILE"] == {"0x20"}:
+        padded, plain = code["transpose, TILE_PAD = TILE + 1"][1], code["transpose, TILE_PAD = TILE"][1]
         n_padded = len(re.findall(lab.TILE_STRIDE, padded.text))
         n_plain = len(re.findall(lab.TILE_STRIDE, plain.text))
         print(f"IMADs by the row stride: {n_padded} padded (stores and loads), {n_plain} unpadded (stores only)")
@@ -787,9 +790,9 @@ else:
         print("LDS, STS per kernel:",
               {k: (v[1].count("LDS"), v[1].count("STS")) for k, v in code.items() if "transpose" in k})
         assert (padded.count("LDS"), padded.count("STS")) == (plain.count("LDS"), plain.count("STS"))  # same work
-    else:  # a right transpose without a (TT, TT_PAD) tile — an XOR swizzle, say — has no row stride to compare
-        print("your tile's rows are not TT_PAD apart (an XOR swizzle?): the padded/unpadded comparison needs a "
-              "tile of shape (TT, TT_PAD); your kernel's SASS is printed above as it is")
+    else:  # a right transpose without a (TILE, TILE_PAD) tile — an XOR swizzle, say — has no row stride to compare
+        print("your tile's rows are not TILE_PAD apart (an XOR swizzle?): the padded/unpadded comparison needs a "
+              "tile of shape (TILE, TILE_PAD); your kernel's SASS is printed above as it is")
 
     ptx, sass = code["warp_sum"]
     shfl_ptx = [line.strip() for line in ptx.splitlines() if "shfl.sync" in line]

@@ -128,7 +128,7 @@ def dot(a, b, out):
     # the fifth attack: the executor's raw array behind a device array (`._a`), unmetered, does the work
     "block_scan": ['''@cuda.jit
 def block_scan(a, out):
-    s = cuda.shared.array(PB, np.float32)
+    s = cuda.shared.array(SCAN_BLOCK, np.float32)
     t = cuda.threadIdx.x
     i = cuda.grid(1)
     if i < a.size:
@@ -138,8 +138,8 @@ def block_scan(a, out):
     "transpose": ['''@cuda.jit
 def transpose(a, out):
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    r0, c0 = cuda.blockIdx.y * TT, cuda.blockIdx.x * TT
-    for j in range(ty, TT, TROWS):
+    r0, c0 = cuda.blockIdx.y * TILE, cuda.blockIdx.x * TILE
+    for j in range(ty, TILE, TILE_ROWS):
         if c0 + j < a.shape[1] and r0 + tx < a.shape[0]:
             out[c0 + j, r0 + tx] = getattr(a, "_a")[r0 + tx, c0 + j]
 '''],

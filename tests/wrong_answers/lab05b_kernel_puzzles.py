@@ -89,7 +89,7 @@ def map_blocks_2d(a, out):
         '''@cuda.jit
 def shared_first(a, out):
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * SB + t
+    i = cuda.blockIdx.x * SHARED_BLOCK + t
     s = cuda.shared.array(64, np.float32)
     if i < a.size:
         s[t] = a[i]
@@ -101,8 +101,8 @@ def shared_first(a, out):
         '''@cuda.jit
 def shared_first(a, out):
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * SB + t
-    s = cuda.shared.array(SB, np.float32)
+    i = cuda.blockIdx.x * SHARED_BLOCK + t
+    s = cuda.shared.array(SHARED_BLOCK, np.float32)
     if i < a.size:
         s[t] = a[i]
     if i < a.size:
@@ -126,7 +126,7 @@ def pool3(a, out):
         '''@cuda.jit
 def pool3(a, out):
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * SB + t
+    i = cuda.blockIdx.x * SHARED_BLOCK + t
     s = cuda.shared.array(POOL_SLOTS, np.float32)
     s[t + 2] = a[i] if i < a.size else 0.0
     cuda.syncthreads()
@@ -195,7 +195,7 @@ def conv1d(a, k, out):
         '''@cuda.jit
 def conv1d(a, k, out):
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * CB + t
+    i = cuda.blockIdx.x * CONV_BLOCK + t
     sa = cuda.shared.array(CONV_SLOTS, np.float32)
     sk = cuda.shared.array(MAXK, np.float32)
     sa[t] = a[i] if i < a.size else 0.0
@@ -214,12 +214,12 @@ def conv1d(a, k, out):
         '''@cuda.jit
 def block_scan(a, out):
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * PB + t
-    s = cuda.shared.array(PB, np.float32)
+    i = cuda.blockIdx.x * SCAN_BLOCK + t
+    s = cuda.shared.array(SCAN_BLOCK, np.float32)
     s[t] = a[i] if i < a.size else 0.0
     cuda.syncthreads()
     d = 1
-    while d < PB:
+    while d < SCAN_BLOCK:
         if t >= d:
             s[t] += s[t - d]
         cuda.syncthreads()
@@ -231,12 +231,12 @@ def block_scan(a, out):
         '''@cuda.jit
 def block_scan(a, out):
     t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * PB + t
-    s = cuda.shared.array(PB, np.float32)
+    i = cuda.blockIdx.x * SCAN_BLOCK + t
+    s = cuda.shared.array(SCAN_BLOCK, np.float32)
     s[t] = a[i] if i < a.size else np.float32(0)
     cuda.syncthreads()
     if t == 0:
-        for j in range(1, PB):
+        for j in range(1, SCAN_BLOCK):
             s[j] += s[j - 1]
     cuda.syncthreads()
     if i < a.size:
@@ -249,11 +249,11 @@ def block_scan(a, out):
 def row_sum(a, out):
     t = cuda.threadIdx.x
     r = cuda.blockIdx.x
-    s = cuda.shared.array(AB, np.float32)
+    s = cuda.shared.array(ROW_SUM_BLOCK, np.float32)
     s[t] = a[r, t] if t < a.shape[1] else 0.0
     cuda.syncthreads()
     stride = 1
-    while stride < AB:
+    while stride < ROW_SUM_BLOCK:
         if t % (2 * stride) == 0:
             s[t] += s[t + stride]
         cuda.syncthreads()
@@ -266,12 +266,12 @@ def row_sum(a, out):
 def row_sum(a, out):
     t = cuda.threadIdx.x
     r = cuda.blockIdx.x
-    s = cuda.shared.array(AB, np.float32)
+    s = cuda.shared.array(ROW_SUM_BLOCK, np.float32)
     s[t] = a[r, t] if t < a.shape[1] else 0.0
     cuda.syncthreads()
     if t == 0:
         acc = 0.0
-        for j in range(AB):
+        for j in range(ROW_SUM_BLOCK):
             acc += s[j]
         out[r] = acc
 ''',
@@ -280,15 +280,15 @@ def row_sum(a, out):
         # unpadded tile: bank-conflict budget
         '''@cuda.jit
 def transpose(a, out):
-    tile = cuda.shared.array((TT, TT), np.float32)
+    tile = cuda.shared.array((TILE, TILE), np.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    bx, by = cuda.blockIdx.x * TT, cuda.blockIdx.y * TT
+    bx, by = cuda.blockIdx.x * TILE, cuda.blockIdx.y * TILE
     rows, cols = a.shape
-    for j in range(ty, TT, TROWS):
+    for j in range(ty, TILE, TILE_ROWS):
         if by + j < rows and bx + tx < cols:
             tile[j, tx] = a[by + j, bx + tx]
     cuda.syncthreads()
-    for j in range(ty, TT, TROWS):
+    for j in range(ty, TILE, TILE_ROWS):
         if bx + j < cols and by + tx < rows:
             out[bx + j, by + tx] = tile[tx, j]
 ''',
@@ -296,8 +296,8 @@ def transpose(a, out):
         '''@cuda.jit
 def transpose(a, out):
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    bx, by = cuda.blockIdx.x * TT, cuda.blockIdx.y * TT
-    for j in range(ty, TT, TROWS):
+    bx, by = cuda.blockIdx.x * TILE, cuda.blockIdx.y * TILE
+    for j in range(ty, TILE, TILE_ROWS):
         if by + j < a.shape[0] and bx + tx < a.shape[1]:
             out[bx + tx, by + j] = a[by + j, bx + tx]
 ''',
