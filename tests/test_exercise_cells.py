@@ -158,3 +158,19 @@ def test_a_puzzle_has_one_name():
 
     for problem in lab.ORDER:
         assert getattr(lab, problem.name.upper()) is problem, problem.name
+
+
+def test_no_count_of_exercises_is_typed_anywhere():
+    """The number of a lab's exercises is derived (headings and the exercise table are written by `grader sync`):
+    no README, notebook or test states it as a typed number next to what it counts."""
+    import re
+
+    from grader.labs import lab05b_kernel_puzzles as lab
+
+    n = len(lab.problems)
+    typed = re.compile(rf"\b{n}\s+(kernel\s+)?(puzzles|exercises)\b")
+    files = [course.ROOT / "README.md", *sorted((course.ROOT / "course").glob("*.py")),
+             *sorted((course.ROOT / "solutions").glob("*/*.py")), *sorted((course.ROOT / "tests").glob("test_*.py"))]
+    found = [f"{p.relative_to(course.ROOT)}: {m.group(0)}" for p in files
+             for m in typed.finditer(p.read_text(encoding="utf-8"))]
+    assert found == []

@@ -49,7 +49,7 @@ def wraparound(chip: Any, dims: Sequence[int], hypothetical: bool = False) -> tu
 
 DATA = Path(__file__).resolve().parents[2] / "gpucourse" / "data" / "ici.json"
 
-# -- which slices wrap around, hops (the models of exercise 6, in grader/answers/lab07_tpu.py) -----------------------
+# -- which slices wrap around, hops (the models of slice_hops, in grader/answers/lab07_tpu.py) -----------------------
 
 
 def neighbors(t: Torus, i: int) -> list[int]:

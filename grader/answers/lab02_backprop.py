@@ -26,7 +26,7 @@ from ..labs.lab02_backprop import (
 from ..problem import Case
 
 
-# -- Exercise 1: the backward pass of a 2-layer MLP, by hand ----------------------------------------------------------
+# -- the backward pass of a 2-layer MLP, by hand ----------------------------------------------------------
 
 def _mlp_reference(X, W1, W2, G):
     """∂L/∂W1, ∂L/∂W2, ∂L/∂X by the chain rule (the ``after`` check also holds the answer against jax.vjp)."""
@@ -48,7 +48,7 @@ def _mlp_hidden(rng: np.random.Generator) -> list[Case]:
     return cases + [padded, dead]
 
 
-# -- Exercise 2: GEMMs and FLOPs of one training step, predicted ------------------------------------------------------
+# -- GEMMs and FLOPs of one training step, predicted ------------------------------------------------------
 # tests/test_lab02_backprop.py holds this reference against JAX's own program (the dot_generals of make_jaxpr of
 # jax.grad, frozen weights closed over, jax.checkpoint(nothing_saveable) per layer) and, without recomputation,
 # against XLA's compiled program (its dots and cost_analysis's FLOPs).
@@ -94,7 +94,7 @@ def _gemm_hidden(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-# -- Exercise 3: the largest batch that fits ------------------------------------------------------------------------
+# -- the largest batch that fits ------------------------------------------------------------------------
 # Course §2.7's memory model (the one its cell checks against XLA's buffer assignment, within 12 %): fixed bytes
 # (params, grads, fp32 master, optimizer state) and bytes per example (the batch's input and target rows; the saved
 # activations, ``saved_per_layer`` arrays per layer plus the loss's one; two working gradients). This is the only
@@ -182,7 +182,7 @@ def write_course_memory_data(path=None):
     return path
 
 
-# -- Exercise 4: pick a checkpointing policy ------------------------------------------------------------------------
+# -- pick a checkpointing policy ------------------------------------------------------------------------
 
 def grad_temp_bytes(policy_name: str, layers: int, batch: int, width: int) -> int:
     """temp_size_in_bytes of grad_of(policy_name) compiled for these shapes (float32)."""
@@ -217,7 +217,7 @@ def _policy_hidden(rng: np.random.Generator) -> list[Case]:
     return cases + [Case((layers, batch, width, need["dots"])), Case((layers, batch, width, need["nothing"]))]
 
 
-# -- Exercise 5: diagnose — test a backward pass against a black box -----------------------------------------------
+# -- diagnose — test a backward pass against a black box -----------------------------------------------
 # The pool: a candidate backward pass per neutral letter, right or wrong, for one operation of the exercise side's
 # OPS (p softmax over rows, q standardize rows, r xᵀx, s cumsum along rows, t tanh, u logsumexp).
 # tests/test_lab02_backprop.py holds every verdict against jax.vjp of a JAX twin of each operation, and each wrong

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..labs.lab05b_kernel_puzzles import ROW_SUM_BLOCK, BLOCK_1D, BLOCK_2D_SMALL, BLOCK_2D, CONV_BLOCK, DOT_THREADS, F32, HIST_BLOCK, HIST_BINS, MAXK, SCAN_BLOCK, SHARED_BLOCK, TILE, WARP_BLOCK
+from ..labs.lab05b_kernel_puzzles import (BLOCK_1D, BLOCK_2D, BLOCK_2D_SMALL, CONV_BLOCK, DOT_THREADS, F32,
+                                          HIST_BINS, HIST_BLOCK, MAXK, ROW_SUM_BLOCK, SCAN_BLOCK, SHARED_BLOCK, TILE,
+                                          WARP_BLOCK)
 from ..problem import Case
 
 

@@ -29,7 +29,7 @@ from ..labs.lab06_xla_sass import (ELEMENT_BYTES, OPS, TENSOR_CORE, _Hlo, _jnp, 
 from ..problem import Case
 
 
-# -- Exercise 1: one fusion, nothing materialized (observed where the student's code runs, judged here) ----------
+# -- one fusion, nothing materialized (observed where the student's code runs, judged here) ----------
 
 def _bias_gelu_reference(x, b, r):
     xf, bf, rf = (np.asarray(a, dtype=np.float64) for a in (x, b, r))
@@ -48,7 +48,7 @@ def _bias_gelu_cases(rng: np.random.Generator) -> list[Case]:
     return cases + [Case((_rand(rng, (m, n), d), _rand(rng, (n,), d), _rand(rng, (m, n), d)))]
 
 
-# -- Exercise 2: the bytes fusion saves, as XLA counts them ------------------------------------------------------
+# -- the bytes fusion saves, as XLA counts them ------------------------------------------------------
 
 def chain_function(ops: list[str]):
     """f(x, *operands) applying ``ops`` in order; *_row ops take a new (n,) vector, *_full a new (m, n) array: the
@@ -114,7 +114,7 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
 
 
 
-# -- Exercise 3: what breaks the fusion ------------------------------------------------------------------------------
+# -- what breaks the fusion ------------------------------------------------------------------------------
 
 # Opcodes that move or name data but compute nothing (answer side only: with gpucourse.xla.entry_ops it would give
 # exercise 3's opcode in one line).
@@ -181,7 +181,7 @@ def _tagged(rng: np.random.Generator) -> list[Case]:
 
 
 
-# -- Exercise 9: design — up to which size fusion saves a given factor -------------------------------------------------
+# -- design — up to which size fusion saves a given factor -------------------------------------------------
 
 def fusion_payoff_rows(calls, row_bytes, row_faults, machine, target) -> tuple[int, str]:
     d, bw, f = machine["dispatch"], machine["bandwidth"], machine["fault"]
@@ -246,7 +246,7 @@ def _time_cases(rng: np.random.Generator) -> list[Case]:
             _payoff_case(rng, "cpu", int(rng.integers(5, 8)), 1, True, u(0.3, 0.8)), _narrow_dispatch_case(rng)]
 
 
-# -- Exercise 4: fix a fusion breaker (observed where the student's code runs, judged here) -----------------------
+# -- fix a fusion breaker (observed where the student's code runs, judged here) -----------------------
 
 def _scale_reference(x, d, b):
     return np.tanh(np.asarray(x, np.float64) * np.asarray(d, np.float64) + np.asarray(b, np.float64))
@@ -262,7 +262,7 @@ def _scale_cases(rng: np.random.Generator) -> list[Case]:
     return out + [Case((_rand(rng, (m, n)), _rand(rng, (n,)), _rand(rng, (n,)))) for m, n in ((33, 65), (2, 300))]
 
 
-# -- Exercise 5: the fused epilogue kernel on a launch smaller than the array (observed on the executor, judged here)
+# -- the fused epilogue kernel on a launch smaller than the array (observed on the executor, judged here)
 
 def scale_bias_relu_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, **launch: int) -> np.ndarray:
     """The values; the launch (``rows_of_blocks``) changes how the kernel covers them, not what they are."""
@@ -288,7 +288,7 @@ def _kernel_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-# -- Exercise 6: the tensor-core work in SASS -------------------------------------------------------------------------
+# -- the tensor-core work in SASS -------------------------------------------------------------------------
 # Written from the syntax of nvdisasm's listing (NVIDIA, CUDA Binary Utilities): an instruction line is the address
 # as a comment, /*0160*/; an optional guard predicate, @P0…@P6, @PT, @UP0…@UP6 or @UPT, negated with "!"; the opcode;
 # its modifiers after dots (.16816, .64x128x16, .F32); the operands; ";". Anything else — section headers,
@@ -341,7 +341,7 @@ def _mma_hidden(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-# -- Exercise 7: compile CUDA C to sm_90 and count what it became (observed where the student's code runs) ------
+# -- compile CUDA C to sm_90 and count what it became (observed where the student's code runs) ------
 
 def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
     """The FFMA count and the tensor-core operations in the SASS that NVRTC and nvdisasm make of ``source`` (raises
@@ -360,7 +360,7 @@ def _counts_hidden(rng: np.random.Generator) -> list[Case]:
             Case((_Src(unrolled_fma_cu(t2)),))]
 
 
-# -- Exercise 8: measure — the true times of the stand-in workloads (observed where the timer runs, judged here) --
+# -- measure — the true times of the stand-in workloads (observed where the timer runs, judged here) --
 
 def _true_times(slow, fast, a) -> tuple[float, float]:
     """The seconds of work per call of each stand-in: what a right timer measures on the virtual clock."""

@@ -51,7 +51,7 @@ def _pair(name: str, hint_flops: str, hint_bytes: str):
     return compare
 
 
-# -- Exercise 1: Level 1 and Level 2 --------------------------------------------------------------------------
+# -- Level 1 and Level 2 --------------------------------------------------------------------------
 
 
 AXPY = ByHand(
@@ -80,7 +80,7 @@ GEMV = ByHand(
     compare=_pair("gemv_cost", "a dot product of length n is n multiplies and n adds", "A, x read; y written"),
 )
 
-# -- Exercise 2: Level 3 ---------------------------------------------------------------------------------------
+# -- Level 3 ---------------------------------------------------------------------------------------
 
 
 GEMM = ByHand(
@@ -101,7 +101,7 @@ GEMM = ByHand(
                   "A is m×k, B is k×n, C is m×n elements (read as well as written when accumulating)"),
 )
 
-# -- Exercise 3: predict with the roofline: the largest batch within a latency budget ---------------------------
+# -- predict with the roofline: the largest batch within a latency budget ---------------------------
 
 
 def _compare_budget(what: str, got: Any, expected: tuple[int, str] | None, case: Case) -> None:
@@ -151,7 +151,7 @@ BUDGET = ByHand(
     compare=_compare_budget,
 )
 
-# -- Exercise 4: the ridge point and batch size -------------------------------------------------------------------
+# -- the ridge point and batch size -------------------------------------------------------------------
 
 
 def _compare_batch(what: str, got: Any, expected: int | None, case: Case) -> None:
@@ -192,7 +192,7 @@ MIN_BATCH = ByHand(
     compare=_compare_batch,
 )
 
-# -- Exercise 5: fusion saves bytes -------------------------------------------------------------------------------
+# -- fusion saves bytes -------------------------------------------------------------------------------
 
 
 CHAIN = ByHand(
@@ -215,7 +215,7 @@ CHAIN = ByHand(
     ),
 )
 
-# -- Exercise 6: a blocked matmul ----------------------------------------------------------------------------------
+# -- a blocked matmul ----------------------------------------------------------------------------------
 
 class TileTracker(np.ndarray):
     """A NumPy array that records the operand shapes of every matrix product it takes part in."""
@@ -322,7 +322,7 @@ BLOCKED = Problem(
     after=_tiling,
 )
 
-# -- Exercise 7: how large must an op be to reach a fraction of its roof? ----------------------------------------
+# -- how large must an op be to reach a fraction of its roof? ----------------------------------------
 
 
 def _compare_size(what: str, got: Any, expected: int, case: Case) -> None:
@@ -357,7 +357,7 @@ SIZE_FOR_FRACTION = ByHand(
     compare=_compare_size,
 )
 
-# -- Exercise 8: measure — a timing function you can trust ----------------------------------------------------------
+# -- measure — a timing function you can trust ----------------------------------------------------------
 # The timer is handed its clock (``clock``: a function returning seconds), as lab 4's time_call is, and must read it
 # for every measurement — on a GPU the clock that sees the device's work is the device's own (CUDA events), not the
 # host's. The stand-ins' work shows on that clock only: a timer that reads time.perf_counter (the course's gc.measure
@@ -509,7 +509,7 @@ TIME_CALL = _TimingProblem(
     after=_timing_method,
 )
 
-# -- Exercise 9: explain — a point above its roof ---------------------------------------------------------------------
+# -- explain — a point above its roof ---------------------------------------------------------------------
 
 EXPLANATIONS = ("memory-bound", "compute-bound", "cache", "impossible")
 

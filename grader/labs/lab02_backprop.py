@@ -28,7 +28,7 @@ from ..problem import Case, Problem
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}
 
 
-# -- Exercise 1: the backward pass of a 2-layer MLP, by hand ----------------------------------------------------------
+# -- the backward pass of a 2-layer MLP, by hand ----------------------------------------------------------
 
 def _against_jax(fn: Callable[..., Any], hidden: bool) -> str:
     """Run the student's function on one more non-square case and compare with jax.vjp (float32)."""
@@ -154,7 +154,7 @@ MLP_BACKWARD = ByHand(
 )
 
 
-# -- Exercise 2: GEMMs and FLOPs of one training step, predicted ------------------------------------------------------
+# -- GEMMs and FLOPs of one training step, predicted ------------------------------------------------------
 # The network is data (widths, which weights train, whether activations are recomputed), deep enough in the hidden
 # cases that tracing JAX's backward pass of it does not fit the time limit: the student predicts the step's GEMMs
 # from the chain rule. tests/test_lab02_backprop.py holds the reference against JAX's program (make_jaxpr of
@@ -226,7 +226,7 @@ STEP_GEMMS = _DeepNetworks(
 )
 
 
-# -- Exercise 3: the largest batch that fits ------------------------------------------------------------------------
+# -- the largest batch that fits ------------------------------------------------------------------------
 # The memory model of course §2.7, the one it checks against XLA's buffer assignment: the student writes it (the
 # course teaches it in prose and a table and shows its numbers from stored data; no installed helper computes it).
 
@@ -266,7 +266,7 @@ LARGEST_BATCH = Problem(
 )
 
 
-# -- Exercise 4: pick a checkpointing policy ------------------------------------------------------------------------
+# -- pick a checkpointing policy ------------------------------------------------------------------------
 
 POLICIES = ("everything", "dots", "nothing")  # least recompute first
 
@@ -344,7 +344,7 @@ PICK_POLICY = Problem(
 )
 
 
-# -- Exercise 5: diagnose — test a backward pass against a black box -----------------------------------------------
+# -- diagnose — test a backward pass against a black box -----------------------------------------------
 # A pool of operations given only as black-box forward passes (NumPy, computed in float32: nothing an autodiff
 # library can trace), each with a candidate backward pass (its vector-Jacobian product), under neutral letters.
 # Some candidates are right and some are not: telling them apart — finite differences, the dot-product test, a

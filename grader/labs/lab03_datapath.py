@@ -46,7 +46,7 @@ LINKS = [{"bandwidth": 31.5e9, "latency": 10e-6}, {"bandwidth": 63.0e9, "latency
          {"bandwidth": 450e9, "latency": 2e-6}]
 
 
-# -- Exercise 1: where does each step run? -----------------------------------------------------------------------
+# -- where does each step run? -----------------------------------------------------------------------
 
 
 def _compare_placement(what: str, got: Any, expected: tuple, case: Case) -> None:
@@ -104,7 +104,7 @@ PIPELINE = Problem(
     compare=_compare_placement,
 )
 
-# -- Exercise 2: how fast must the link be? ------------------------------------------------------------------------
+# -- how fast must the link be? ------------------------------------------------------------------------
 
 
 def _compare_link(what: str, got: Any, expected: float | None, case: Case) -> None:
@@ -146,7 +146,7 @@ LINK = Problem(
     compare=_compare_link,
 )
 
-# -- Exercise 3: bigger than device memory ------------------------------------------------------------------------
+# -- bigger than device memory ------------------------------------------------------------------------
 
 # the device functions' bodies, by name: a case names its function (DeviceFn), so that it travels as data
 _BODIES: dict[str, Callable[[Any], Any]] = {
@@ -306,7 +306,7 @@ CHUNKED = DeviceProblem(
     compare=_compare_chunked,
 )
 
-# -- Exercise 4: SIMT — lay the data out so that warps agree -----------------------------------------------------------
+# -- SIMT — lay the data out so that warps agree -----------------------------------------------------------
 # Not "count what a given grid issues": the course's instrumented executor (gpucourse.simt) counts that for any
 # kernel (the third attack read it off its steps and active lanes). The exercise is the design the course's §3.3
 # ends on — arrange the data so that the threads of a warp agree — and its count: the executor can check a layout,
@@ -370,7 +370,7 @@ WARP_LAYOUT = Problem(
     compare=_compare_layout,
 )
 
-# -- Exercise 5: vectorize a branchy loss and its gradient -------------------------------------------------------------
+# -- vectorize a branchy loss and its gradient -------------------------------------------------------------
 
 
 def huber_loop(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray:
@@ -461,7 +461,7 @@ ASYM_HUBER = Problem(
     after=_vectorized,
 )
 
-# -- Exercise 6: diagnose a transfer from measurements, then size a copy -----------------------------------------------
+# -- diagnose a transfer from measurements, then size a copy -----------------------------------------------
 # Each size is timed REPEATS times. Every run carries multiplicative noise (about 2 % of itself), and many runs were
 # interrupted (slowed by a factor 1.5–4: another program took the core); every size keeps at least one clean run.
 # The answer is graded against the parameters the series was drawn from. Taking each size's best run and fitting the

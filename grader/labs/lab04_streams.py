@@ -37,7 +37,7 @@ SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]
 SEED_DURATIONS = {"A": 30.0, "B": 20.0, "C": 25.0, "D": 40.0, "E": 15.0, "F": 10.0, "G": 20.0, "H": 15.0, "I": 30.0}
 
 
-# -- Exercise 1: how long may one op take? (the inverse of predicting a makespan) --------------------------------
+# -- how long may one op take? (the inverse of predicting a makespan) --------------------------------
 
 
 def _compare_max_duration(what: str, got: Any, expected: float | None, case: Case) -> None:
@@ -78,7 +78,7 @@ MAX_DURATION = Problem(
 )
 
 
-# -- Exercise 2: streams and events for a dependency graph -------------------------------------------------------
+# -- streams and events for a dependency graph -------------------------------------------------------
 # A program's copies and kernels form a DAG (each task needs the results of some earlier ones). The host must give
 # every task a stream and the events (waits) that guarantee each dependency, without adding any ordering the data
 # does not need. The checker: every dependency is guaranteed (stream order or events, transitively), events only
@@ -164,7 +164,7 @@ DAG = Problem(
 )
 
 
-# -- Exercise 3: fix a broken timing snippet --------------------------------------------------------------------
+# -- fix a broken timing snippet --------------------------------------------------------------------
 
 # The stand-in is lab 1's (grader.virtual_clock.Workload, one timing lesson for the course): an asynchronous call
 # that queues ``work_s`` on an in-order queue and returns after DISPATCH (its launch), a first call that compiles
@@ -341,7 +341,7 @@ TIMING = _TimingProblem(
 )
 
 
-# -- Exercise 4: how many tiny launches make overhead dominate? ------------------------------------------------------
+# -- how many tiny launches make overhead dominate? ------------------------------------------------------
 # The course's command queue (gc.streams.CommandQueue) runs one split of the work: N launches for T(N). Finding N by
 # running it for N = 1, 2, … (or bisecting over N with it) costs O(N) launches per T(N), and the cases' N reach
 # millions to hundreds of millions: the exercise is to derive T(N) in closed form (the queue checks it on small N)
@@ -409,7 +409,7 @@ LAUNCHES = Problem(
 )
 
 
-# -- Exercise 5: the fewest chunks that meet a deadline ---------------------------------------------------------
+# -- the fewest chunks that meet a deadline ---------------------------------------------------------
 
 MAX_CHUNKS = 32  # the spec's bound on the chunk count: a search over every count stays fast
 

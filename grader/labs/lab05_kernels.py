@@ -33,7 +33,7 @@ def _blocks(n: int, b: int) -> int:
     return -(-n // b)
 
 
-# -- Exercise 1: a map with a guard -----------------------------------------------------------------------------
+# -- a map with a guard -----------------------------------------------------------------------------
 
 
 def _map_launch(case: Case) -> Launch:
@@ -67,7 +67,7 @@ MAP = KernelProblem(
     require=_map_require,
 )
 
-# -- Exercise 2: 2-D indexing, coalesced --------------------------------------------------------------------------
+# -- 2-D indexing, coalesced --------------------------------------------------------------------------
 
 
 def _ramp_launch(case: Case) -> Launch:
@@ -106,7 +106,7 @@ RAMP = KernelProblem(
     require=_ramp_require,
 )
 
-# -- Exercise 3: a block-level reduction in shared memory ----------------------------------------------------------
+# -- a block-level reduction in shared memory ----------------------------------------------------------
 
 
 def _sum_launch(case: Case) -> Launch:
@@ -174,7 +174,7 @@ BLOCK_SUM = KernelProblem(
     require=_sum_require,
 )
 
-# -- Exercise 4: a register-blocked matmul with rectangular shared-memory tiles -----------------------------------
+# -- a register-blocked matmul with rectangular shared-memory tiles -----------------------------------
 #
 # Course §5.7 tiles C in TILE×TILE squares, one output per thread, and reads sA and sB once per product. The next
 # step real GEMM kernels take: a block owns a TILE_M × TILE_N tile of C with half as many threads, each thread
@@ -271,7 +271,7 @@ MATMUL = KernelProblem(
     float32_only=True,
 )
 
-# -- Exercise 5: the register budget of an occupancy target (the inverse of the occupancy model) ---------------------
+# -- the register budget of an occupancy target (the inverse of the occupancy model) ---------------------
 # gpucourse.occupancy.occupancy (course §5.3; it follows NVIDIA's cuda_occupancy.h rule by rule, which
 # tests/test_occupancy_header.py checks) answers "how many blocks fit with r registers per thread?". The exercise
 # asks the question it does not answer: the most registers a thread may use while the SM keeps a target number of
@@ -377,7 +377,7 @@ MAX_REGISTERS = Problem(
     compare=_compare_max_registers,
 )
 
-# -- Exercise 6: regroup data-dependent loops so each warp's lanes run alike ---------------------------------------
+# -- regroup data-dependent loops so each warp's lanes run alike ---------------------------------------
 #
 # A loop whose trip count depends on the element's value cannot be if-converted into predicated FSEL/SEL code (as a
 # short if/else is on sm_90): the warp keeps issuing the loop body until its LAST active lane is done, the finished
@@ -498,7 +498,7 @@ REGROUP = KernelProblem(
     after=_keeps_the_loop,
 )
 
-# -- Exercise 7: predict wave quantization ---------------------------------------------------------------------------
+# -- predict wave quantization ---------------------------------------------------------------------------
 #
 # The block scheduler keeps at most sms × blocks_per_sm blocks resident; a grid larger than that runs in waves, and a
 # last wave that fills only part of the GPU costs a whole wave's time (the "tail effect", NVIDIA's "wave

@@ -64,7 +64,7 @@ def _no_atomics(r, case, what):
                            "spec says")
 
 
-# -- 1. map ------------------------------------------------------------------------------------------------------
+# -- map ------------------------------------------------------------------------------------------------------
 
 def _one_block_launch(case: Case) -> Launch:
     (a,) = case.args
@@ -81,7 +81,7 @@ MAP_ADD = puzzle(
     [Case((np.arange(4, dtype=F32),))],
     Budget(reads=1, writes=1, shared=0))
 
-# -- 2. zip ------------------------------------------------------------------------------------------------------
+# -- zip ------------------------------------------------------------------------------------------------------
 
 
 def _zip_launch(case: Case) -> Launch:
@@ -99,7 +99,7 @@ ZIP_ADD = puzzle(
     [Case((np.arange(4, dtype=F32), np.arange(4, dtype=F32) * 2))],
     Budget(reads=2, writes=1, shared=0))
 
-# -- 3. guard ----------------------------------------------------------------------------------------------------
+# -- guard ----------------------------------------------------------------------------------------------------
 
 
 def _guard_launch(case: Case) -> Launch:
@@ -118,7 +118,7 @@ MAP_GUARD = puzzle(
     [Case((np.arange(5, dtype=F32),))],
     Budget(reads=1, writes=1, shared=0))
 
-# -- 4. map 2-D --------------------------------------------------------------------------------------------------
+# -- map 2-D --------------------------------------------------------------------------------------------------
 
 
 def _map2d_launch(case: Case) -> Launch:
@@ -138,7 +138,7 @@ MAP_2D = puzzle(
     [Case((np.arange(6, dtype=F32).reshape(2, 3),))],
     Budget(reads=1, writes=1, shared=0))
 
-# -- 5. broadcast ------------------------------------------------------------------------------------------------
+# -- broadcast ------------------------------------------------------------------------------------------------
 
 
 def _bcast_launch(case: Case) -> Launch:
@@ -157,7 +157,7 @@ BROADCAST_ADD = puzzle(
     [Case((np.array([0, 10], F32), np.array([1, 2, 3], F32)))],
     Budget(reads=2, writes=1, shared=0))
 
-# -- 6. blocks ---------------------------------------------------------------------------------------------------
+# -- blocks ---------------------------------------------------------------------------------------------------
 
 
 def _blocks_launch(case: Case) -> Launch:
@@ -176,7 +176,7 @@ MAP_BLOCKS = puzzle(
     [Case((np.arange(40, dtype=F32),))],
     Budget(reads=1, writes=1, shared=0))
 
-# -- 7. blocks 2-D (coalesced) -------------------------------------------------------------------------------------
+# -- blocks 2-D (coalesced) -------------------------------------------------------------------------------------
 BLOCK_2D = (16, 4)  # a warp is 16 columns × 2 rows
 
 
@@ -198,7 +198,7 @@ MAP_BLOCKS_2D = puzzle(
     [Case((np.arange(9 * 37, dtype=F32).reshape(9, 37) / 7,))],
     Budget(reads=1, writes=1, shared=0, sectors=6.0))
 
-# -- 8. shared -----------------------------------------------------------------------------------------------------
+# -- shared -----------------------------------------------------------------------------------------------------
 SHARED_BLOCK = 8  # threads per block of the shared-memory puzzles
 POOL_SLOTS = SHARED_BLOCK + 2  # the pooling block's elements and its 2-element halo
 
@@ -220,7 +220,7 @@ SHARED_FIRST = puzzle(
     [Case((np.arange(1, 11, dtype=F32),))],
     Budget(reads=1, writes=1, shared=SHARED_BLOCK * 4), extra=_uses_shared)
 
-# -- 9. pooling ----------------------------------------------------------------------------------------------------
+# -- pooling ----------------------------------------------------------------------------------------------------
 
 
 POOL3 = puzzle(
@@ -235,7 +235,7 @@ POOL3 = puzzle(
     [Case((np.arange(1, 12, dtype=F32),))],
     Budget(reads=2, writes=1, shared=(SHARED_BLOCK + 2) * 4), extra=_uses_shared)
 
-# -- 10. dot product -----------------------------------------------------------------------------------------------
+# -- dot product -----------------------------------------------------------------------------------------------
 DOT_THREADS = 64
 
 
@@ -258,7 +258,7 @@ DOT = puzzle(
     [Case((np.arange(1, 21, dtype=F32), np.full(20, 0.5, F32)))],
     Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4, efficiency=0.5), extra=_uses_shared)
 
-# -- 11. 1-D convolution -------------------------------------------------------------------------------------------
+# -- 1-D convolution -------------------------------------------------------------------------------------------
 CONV_BLOCK = 16  # threads per block of the convolution
 CONV_SLOTS = CONV_BLOCK + MAXK - 1  # the convolution block's elements and its right halo
 
@@ -281,7 +281,7 @@ CONV1D = puzzle(
     [Case((np.arange(1, 21, dtype=F32), np.array([1, 10, 100], F32)))],
     Budget(reads=3, writes=1, shared=(CONV_BLOCK + MAXK - 1 + MAXK) * 4), extra=_uses_shared)
 
-# -- 12. prefix sum ------------------------------------------------------------------------------------------------
+# -- prefix sum ------------------------------------------------------------------------------------------------
 SCAN_BLOCK = 16  # threads per block of the scan
 
 
@@ -305,7 +305,7 @@ BLOCK_SCAN = puzzle(
     [Case((np.ones(20, F32),))],
     Budget(reads=1, writes=1, shared=2 * SCAN_BLOCK * 4, efficiency=0.3), extra=_uses_shared)
 
-# -- 13. axis sum --------------------------------------------------------------------------------------------------
+# -- axis sum --------------------------------------------------------------------------------------------------
 ROW_SUM_BLOCK = 64  # threads per block of the row sum: two warps
 ROW_SUM_BRANCHES = 8  # most divergent branches per block (see the budget below)
 
@@ -333,7 +333,7 @@ ROW_SUM = puzzle(
     # statements, so it cannot tell the trees apart); one thread summing the row alone does not
     Budget(reads=1, writes=1, shared=ROW_SUM_BLOCK * 4, efficiency=0.80, branches=ROW_SUM_BRANCHES), extra=_uses_shared)
 
-# -- 14. transpose through shared memory -----------------------------------------------------------------------------
+# -- transpose through shared memory -----------------------------------------------------------------------------
 
 
 def _tr_launch(case: Case) -> Launch:
@@ -358,7 +358,7 @@ TRANSPOSE = puzzle(
     Budget(reads=TILE // TILE_ROWS, writes=TILE // TILE_ROWS, shared=TILE * (TILE + 1) * 4, sectors=4.5,
            conflicts=1.0))
 
-# -- 15. warp reduction with shuffles -------------------------------------------------------------------------------
+# -- warp reduction with shuffles -------------------------------------------------------------------------------
 WARP_BLOCK = 64  # threads per block: two warps
 
 
@@ -380,7 +380,7 @@ WARP_SUM = puzzle(
     [Case((np.arange(70, dtype=F32),))],
     Budget(reads=1, writes=1, shared=0))
 
-# -- 16. stream compaction with ballot -----------------------------------------------------------------------------
+# -- stream compaction with ballot -----------------------------------------------------------------------------
 
 
 def _compact_launch(case: Case) -> Launch:
@@ -403,7 +403,7 @@ COMPACT = puzzle(
     [Case((np.array([3, -1, 0, 5] * 10, F32),))],
     Budget(reads=1, writes=2, shared=0), extra=_no_atomics)
 
-# -- 17. histogram with atomics ------------------------------------------------------------------------------------
+# -- histogram with atomics ------------------------------------------------------------------------------------
 HIST_BLOCK = 64  # threads per block of the histogram
 
 
@@ -450,7 +450,7 @@ def _flush_is_atomic(require: Callable) -> Callable:
 
 HISTOGRAM.require = _flush_is_atomic(HISTOGRAM.require)
 
-# -- 18. softmax rows ----------------------------------------------------------------------------------------------
+# -- softmax rows ----------------------------------------------------------------------------------------------
 
 
 def _softmax_launch(case: Case) -> Launch:

@@ -85,7 +85,7 @@ def _nbytes(*arrays: Any) -> int:
     return sum(int(a.size) * a.dtype.itemsize for a in arrays)
 
 
-# -- Exercise 1: one fusion, nothing materialized ----------------------------------------------------------------
+# -- one fusion, nothing materialized ----------------------------------------------------------------
 # Exercises 1 and 4 are observed where the student's code runs (the values of ``jax.jit(fn)`` and the compiled
 # program's structure, as plain data: ``_JitProblem.observe``) and judged apart (``_JitProblem.judge``: the values
 # against the reference's, the structure against the rules below), in the grader or in the student's kernel.
@@ -250,7 +250,7 @@ BIAS_GELU = _JitProblem(
     shown=_in_input_dtype,
 )
 
-# -- Exercise 2: the bytes fusion saves, as XLA counts them ------------------------------------------------------
+# -- the bytes fusion saves, as XLA counts them ------------------------------------------------------
 
 OPS = ("mul_row", "add_row", "mul_full", "add_full", "relu", "tanh", "exp")
 
@@ -291,7 +291,7 @@ FUSION_BYTES = ByHand(
     compare=_compare_bytes,
 )
 
-# -- Exercise 3: what breaks the fusion ------------------------------------------------------------------------------
+# -- what breaks the fusion ------------------------------------------------------------------------------
 
 
 def broken_chain_hlo(breaker: str, m: int, n: int, seed: int = 0, dtype: str = "float32") -> str:
@@ -367,7 +367,7 @@ BREAKING_OP = Problem(
     compare=_compare_breaker,
 )
 
-# -- Exercise 4: fix a fusion breaker ----------------------------------------------------------------------------------
+# -- fix a fusion breaker ----------------------------------------------------------------------------------
 
 def slow_scale_tanh(x, d, b):
     """What the exercise starts from: scaling columns by a matmul with a diagonal matrix."""
@@ -397,7 +397,7 @@ FIX_SCALE = _JitProblem(
     no_ops=("dot",),
 )
 
-# -- Exercise 5: the fused epilogue kernel, on a launch smaller than the array ----------------------------------
+# -- the fused epilogue kernel, on a launch smaller than the array ----------------------------------
 # Run by the course's instrumented executor (gpucourse.simt, through grader.kernels.KernelProblem): values, races,
 # barrier errors, sectors per warp-wide access, and every element each thread read and wrote. The launch covers the
 # columns but only ``rows_of_blocks`` blocks of rows (a case's keyword, fewer than the rows need): a 2-D grid-stride
@@ -520,7 +520,7 @@ KERNEL = KernelProblem(
     require=_kernel_require,
 )
 
-# -- Exercise 6: the tensor-core work in SASS ----------------------------------------------------------------------
+# -- the tensor-core work in SASS ----------------------------------------------------------------------
 
 from gpucourse import toolchain  # noqa: E402  (the lab's SASS comes from here)
 
@@ -679,7 +679,7 @@ MMA_FLOPS = Problem(
         "only"),
 )
 
-# -- Exercise 7: compile CUDA C to sm_90 and count what it became -----------------------------------------------------
+# -- compile CUDA C to sm_90 and count what it became -----------------------------------------------------
 
 KEYS = ("FFMA", "tensor_flops")
 
@@ -817,7 +817,7 @@ SASS_COUNTS = _ToolchainProblem(
     compare=_compare_counts,
 )
 
-# -- Exercise 8: measure — time two calls the way a GPU (or async JAX) needs ----------------------------------------
+# -- measure — time two calls the way a GPU (or async JAX) needs ----------------------------------------
 # Graded by method, deterministically: the two functions are stand-ins that run on a virtual clock. A call costs a
 # few microseconds of dispatch and returns at once; its work joins ONE in-order queue (as kernels on a CUDA stream,
 # or computations on a JAX device, run one after another) and is done only when block_until_ready() is called on
@@ -1058,7 +1058,7 @@ MEASURE = _MeasureProblem(
     compare=lambda *a: None,
 )
 
-# -- Exercise 9: design — up to which size fusion saves a given factor -------------------------------------------------
+# -- design — up to which size fusion saves a given factor -------------------------------------------------
 
 TERMS = ("dispatch", "memory", "page faults")
 

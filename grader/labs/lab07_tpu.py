@@ -31,7 +31,7 @@ from gpucourse import pallas_tpu, systolic
 from ..checks import CheckFailure, expect_array_close, expect_close, expect_int, expect_tuple
 from ..problem import Case, ObservedProblem, Problem
 
-# -- Exercise 1: one clock cycle of the array -------------------------------------------------------------------
+# -- one clock cycle of the array -------------------------------------------------------------------
 
 def _compare_step(what: str, got: Any, expected: tuple[np.ndarray, np.ndarray], case: Case) -> None:
     expect_tuple(what, got, "a_new, p_new")
@@ -72,7 +72,7 @@ PE_STEP = Problem(
     compare=_compare_step,
 )
 
-# -- Exercise 2: the compiler's schedule: skew in, de-skew out --------------------------------------------------------
+# -- the compiler's schedule: skew in, de-skew out --------------------------------------------------------
 
 def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
     expect_tuple(what, got, "C, hw")
@@ -128,7 +128,7 @@ SYSTOLIC = Problem(
     compare=_compare_systolic,
 )
 
-# -- Exercise 3: the shape of the matrix unit: using the tiling model -------------------------------------------------
+# -- the shape of the matrix unit: using the tiling model -------------------------------------------------
 
 def _compare_array(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
     expect_tuple(what, got, "rows, cols")
@@ -166,7 +166,7 @@ ARRAY = Problem(
     compare=_compare_array,
 )
 
-# -- Exercise 4: a fused dense layer in Pallas: f32 accumulator in VMEM scratch, epilogue at the last k step ------
+# -- a fused dense layer in Pallas: f32 accumulator in VMEM scratch, epilogue at the last k step ------
 
 def _bf16(values: Any) -> np.ndarray:
     import ml_dtypes
@@ -407,7 +407,7 @@ FUSED = _FusedProblem(
     shown=_in_bf16,
 )
 
-# -- Exercise 5: a sharded matmul written by hand, with its collectives (shard_map) -----------------------------------
+# -- a sharded matmul written by hand, with its collectives (shard_map) -----------------------------------
 
 AXES = (None, "x", "y")
 MESH_SHAPE = (2, 4)  # the course notebook's mesh (§7.9): this machine's 8 CPU devices
@@ -752,7 +752,7 @@ SHARDED = ShardMapProblem(
              Case((("x", "y"), ("y", None), (None, None), (1, 8), (48, 128, 32)))],
 )
 
-# -- Exercise 6: hops on a real slice: which axes wrap around ----------------------------------------------------------
+# -- hops on a real slice: which axes wrap around ----------------------------------------------------------
 
 CHIPS = ("TPU v4", "TPU v5p", "TPU v5e", "TPU v6e")
 
@@ -784,7 +784,7 @@ HOPS = Problem(
         what, got, expected, "per axis: min(|Δ|, d − |Δ|) where the axis wraps, |Δ| where it does not"),
 )
 
-# -- Exercise 7: what a collective costs over one axis ------------------------------------------------------------------
+# -- what a collective costs over one axis ------------------------------------------------------------------
 
 COLLECTIVE = Problem(
     name="collective_seconds",
