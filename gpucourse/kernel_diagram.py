@@ -38,6 +38,7 @@ WRAP = 20  # a 1-D array of more elements is drawn in rows of this many (element
 MAX_BLOCK_PANELS = 4  # shared arrays: blocks drawn (the first ones); the caption says how many are left out
 MAX_PANEL_IN = 2.6  # inches: the tallest panel (a tall array gets smaller, unlabelled cells)
 LABEL_CHARS = 7  # a cell's label longer than this becomes a count ("×12")
+CAPTION_CHARS = 115  # a caption wraps at this many characters: the picture's width at 9 pt, from its left margin
 # blocks: ColorBrewer's Set3 with its grey and pale green (they read as "never written" and "right") replaced by a
 # pale yellow and Paired's light blue
 BLOCK_COLOURS = ("#8dd3c7", "#bebada", "#fdb462", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3", "#bc80bd",
@@ -250,7 +251,9 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
 
     pic = report if isinstance(report, Picture) else picture(report, maps or {}, title)
     cells = [_cell_inches(p) for p in pic.panels]
-    heights = [_grid(p.shape)[0] * c + 0.45 + (0.22 if p.caption else 0) for p, c in zip(pic.panels, cells)] or [0.5]
+    captions = [textwrap.wrap(p.caption, CAPTION_CHARS) for p in pic.panels]  # wrapped to the picture's width
+    caption_h = [0.03 + 0.19 * len(lines) if lines else 0 for lines in captions]
+    heights = [_grid(p.shape)[0] * c + 0.45 + h for p, c, h in zip(pic.panels, cells, caption_h)] or [0.5]
     notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
     legend_h = 1.14 + 0.19 * len(notes)
     problem = textwrap.wrap(f"the check fails: {pic.problem}", 110) if pic.problem else []
@@ -262,10 +265,10 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     if problem:  # what no memory picture shows (a barrier only part of a block reaches, a shuffle from an idle lane)
         fig.text(0.01, (total - 0.36) / total, "\n".join(problem), fontsize=FONT_PT, weight="bold", va="top",
                  color="#cb181d", linespacing=1.3)
-    for panel, h, cell in zip(pic.panels, heights, cells):
+    for panel, h, cell, lines, cap_h in zip(pic.panels, heights, cells, captions, caption_h):
         labelled = cell >= 0.42  # room for "6,7|0" at 9 pt
         rows, cols = _grid(panel.shape)
-        ax = fig.add_axes((0.7 / WIDTH_IN, (y_top - h + 0.05 + (0.22 if panel.caption else 0)) / total,
+        ax = fig.add_axes((0.7 / WIDTH_IN, (y_top - h + 0.05 + cap_h) / total,
                            cols * cell / WIDTH_IN, rows * cell / total))
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
@@ -314,10 +317,11 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
                 ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=FONT_PT,
                         color="#cb181d" if (UNINIT in cl.marks or RACE in cl.marks)
                         else "#e6550d" if SAME in cl.marks else "black")
-        if panel.caption:
+        if lines:
             alarm = panel.caption.startswith("OUT OF BOUNDS")
-            ax.text(0, rows + 0.15, panel.caption, fontsize=FONT_PT, va="top", ha="left", transform=ax.transData,
-                    clip_on=False, color="#cb181d" if alarm else "black", weight="bold" if alarm else "normal")
+            fig.text(0.7 / WIDTH_IN, (y_top - h + 0.05 + cap_h - 0.04) / total, "\n".join(lines), fontsize=FONT_PT,
+                     va="top", ha="left", linespacing=1.3, color="#cb181d" if alarm else "black",
+                     weight="bold" if alarm else "normal")
         y_top -= h
     legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block\n"
               "(×n: n threads; 3²: thread 3 twice; ×8²: 8 threads, some more than once)\n"

@@ -538,12 +538,14 @@ def _diagram_run(problem: KernelProblem, fn: Any, k: int | Case,
             report = simt.run(fn, launch.grid, launch.block, *host_args, sharedmem=launch.shared_bytes,
                               time_limit=problem.time_limit)
         except simt.KernelError as exc:
-            if isinstance(exc.__cause__, NotImplementedError) or "NotImplementedError" in str(exc):
-                raise NotImplementedError() from exc  # a stub: nothing to draw
+            cause = exc.__cause__
+            if isinstance(cause, NotImplementedError) and not str(cause) or re.search(r"NotImplementedError: ?$",
+                                                                                       str(exc).splitlines()[0]):
+                raise NotImplementedError() from exc  # the stub's bare `raise NotImplementedError()`: nothing to draw
             if stopped is None or exc.report is None:
                 raise
             report = exc.report
-            stopped.append(str(exc).splitlines()[0][:160])
+            stopped.append(str(exc).splitlines()[0][:600])  # the whole first line (a 2-D thread's is long)
     if problem.has_answers():
         expected = problem.reference(*case.args, **case.kwargs)
     else:  # the student edition: the stored expected values of the visible cases
@@ -586,7 +588,9 @@ def diagram_picture(problem: KernelProblem, fn: Any, case: int | Case = 0) -> An
             what = problem.what(the_case)
             text = str(failed)
             pic.problem = (text[len(what):] if text.startswith(what) else text).lstrip(" :→").strip()
-    pic.notes += [f"the launch stopped: {why} — drawn: what the threads did until then" for why in stopped]
+    pic.notes += ["the launch stopped (the red line above): drawn is what the threads did until then"
+                  if why == pic.problem else f"the launch stopped: {why} — drawn: what the threads did until then"
+                  for why in stopped]
     for why in stopped:  # an index out of bounds, drawn under its array
         hit = re.search(r"(\w+)\[([^\]]*)\] is out of bounds", why)
         panel = next((p for p in pic.panels if hit and p.title.startswith(f"{hit.group(1)} (")), None)

@@ -24,7 +24,7 @@ def _run(name: str, fn):
     with contextlib.redirect_stdout(io.StringIO()):
         report, outs = kernels._diagram_run(p, fn, 0, stopped := [])
         pic = kernels.diagram_picture(p, fn, 0)
-    assert len(pic.notes) >= len(stopped) and all(why in " ".join(pic.notes) for why in stopped)
+    assert len(pic.notes) >= len(stopped) and all(why in " ".join(pic.notes) + pic.problem for why in stopped)
     return report, pic, outs
 
 
@@ -138,6 +138,28 @@ def test_every_picture_is_readable_at_the_notebook_width(solved):
                 cell = ax.transData.transform([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)])
                 box = t.get_window_extent(renderer)
                 assert box.width <= abs(cell[1][0] - cell[0][0]) + 1, (name, t.get_text(), box.width)
+        plt.close(fig)
+
+
+def test_every_text_of_a_wrong_kernels_picture_lies_inside_the_picture():
+    """Review r22, finding 6: captions (the answer panel's, an out-of-bounds one) and headlines wrap at the
+    picture's width, so no part of what they say is cut off — for the first wrong kernel of every puzzle."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for p in lab.ORDER:
+        pic = kernels.diagram_picture(p, _wrong(p.name, 0), 0)
+        fig = kd.draw(pic)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        width, height = fig.canvas.get_width_height()
+        for t in fig.findobj(matplotlib.text.Text):
+            box = t.get_window_extent(renderer)
+            if t.get_text():
+                assert -1 <= box.x0 and box.x1 <= width + 1 and -1 <= box.y0 and box.y1 <= height + 1, (
+                    p.name, t.get_text()[:80], box)
         plt.close(fig)
 
 

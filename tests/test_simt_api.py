@@ -211,3 +211,49 @@ def test_math_functions_inside_kernels():
     x64 = x.astype(np.float64)
     want = np.stack([np.exp(x64), np.sqrt(np.abs(x64)), np.floor(x64), np.tanh(x64), np.pi * x64], axis=1)
     np.testing.assert_allclose(out, want.astype(np.float32), rtol=1e-6)
+
+
+def _kernel(source: str, namespace: dict):
+    """A @cuda.jit kernel defined in a module namespace of its own (its globals are ``namespace``)."""
+    import linecache
+
+    filename = f"<kernel {len(namespace)} {abs(hash(source))}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    return next(v for k, v in namespace.items() if hasattr(v, "py_func") and not k.startswith("_"))
+
+
+def test_a_global_named_like_a_builtin_is_the_students_constant():
+    """Review r22, finding 2: numba-cuda compiles a module constant called `dir` or `id` (it is not the builtin);
+    the builtins themselves stay refused, as numba-cuda refuses them."""
+    a = np.ones(4, np.float32)
+    scaled = _kernel("@cuda.jit\ndef scaled(a, out):\n    i = cuda.threadIdx.x\n    out[i] = a[i] * dir\n",
+                     {"cuda": cuda, "np": np, "dir": 3})
+    out = np.zeros(4, np.float32)
+    simt.run(scaled, 1, 4, a, out)
+    assert (out == 3).all()
+    listing = _kernel("@cuda.jit\ndef listing(a, out):\n    out[0] = len(dir(a))\n", {"cuda": cuda, "np": np})
+    with pytest.raises(simt.NotModelled, match="does not model `dir` inside a kernel"):
+        simt.run(listing, 1, 1, a, np.zeros(1, np.float32))
+
+
+def test_the_host_api_and_another_modules_arrays_are_not_a_kernels():
+    """Review r22, findings 3 and 4: numba-cuda has no allocation, stream or synchronize in a kernel, and compiles
+    another module's array as a constant (a store to it is a trap on the GPU): the executor refuses both."""
+    import types
+
+    a = np.ones(4, np.float32)
+    scratch = _kernel("@cuda.jit\ndef scratch(a, out):\n    i = cuda.threadIdx.x\n"
+                      "    b = cuda.device_array(4, np.float32)\n    b[i] = a[i]\n    out[i] = b[i]\n",
+                      {"cuda": cuda, "np": np})
+    with pytest.raises(simt.KernelError, match="does not model `cuda.device_array` inside a kernel"):
+        simt.run(scratch, 1, 4, a, np.zeros(4, np.float32))
+    helper = types.ModuleType("helper_module")
+    helper.SCRATCH = np.zeros(4, np.float32)
+    store = _kernel("@cuda.jit\ndef store(a, out):\n    i = cuda.threadIdx.x\n    helper.SCRATCH[i] = a[i]\n"
+                    "    out[i] = helper.SCRATCH[i]\n", {"cuda": cuda, "np": np, "helper": helper})
+    with pytest.raises(simt.KernelError, match="read-only"):
+        simt.run(store, 1, 4, a, np.zeros(4, np.float32))
+    assert (helper.SCRATCH == 0).all()
+    cuda.synchronize()  # on the host, the same calls stay what they are
+    assert cuda.device_array(4, np.float32).shape == (4,)

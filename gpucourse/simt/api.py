@@ -41,6 +41,15 @@ if TYPE_CHECKING:
     from .report import KernelReport
 
 
+def _host_only(what: str) -> None:
+    """Refuse a host API call made by a kernel's thread: numba-cuda has none of it in a kernel."""
+    run = state.CURRENT.run
+    if run is not None and run.cur is not None:
+        raise NotModelled(f"`cuda.{what}` inside a kernel", "numba-cuda has no host API in a kernel (no allocation, "
+                          "no stream or event, no synchronize): per-thread scratch is cuda.local.array, per-block "
+                          "cuda.shared.array")
+
+
 class OutsideKernel(RuntimeError, AttributeError):
     """``cuda.threadIdx`` (and friends) read outside a running kernel (an AttributeError too, so hasattr is False)."""
 
@@ -315,6 +324,7 @@ class CudaAPI:
 
     # -- memory on the host -------------------------------------------------------------------------------------
     def to_device(self, obj: Any, stream: Any = 0, copy: bool = True, to: DeviceArray | None = None) -> DeviceArray:
+        _host_only("to_device")
         if to is not None:
             to.copy_to_device(obj)
             return to
@@ -324,6 +334,7 @@ class CudaAPI:
     def device_array(self, shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C",
                      stream: Any = 0) -> DeviceArray:
         """Uninitialised device memory (its elements read as NaN/0xDEADBEEF here and are reported when used)."""
+        _host_only("device_array")
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
         dt = as_dtype(dtype)
         data = poisoned(shape, dt)
@@ -332,20 +343,24 @@ class CudaAPI:
         return DeviceArray(data, bytearray(int(np.prod(shape, dtype=np.int64))))
 
     def device_array_like(self, ary: Any, stream: Any = 0) -> DeviceArray:
+        _host_only("device_array_like")
         return self.device_array(ary.shape, ary.dtype, stream=stream)
 
     def pinned_array(self, shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C") -> np.ndarray:
+        _host_only("pinned_array")
         return np.empty(shape, dtype=as_dtype(dtype), order=order)
 
     mapped_array = managed_array = pinned_array
 
     def pinned_array_like(self, ary: Any) -> np.ndarray:
+        _host_only("pinned_array_like")
         return np.empty_like(ary)
 
     mapped_array_like = managed_array_like = pinned_array_like
 
     @contextlib.contextmanager
     def pinned(self, *arrays: Any):
+        _host_only("pinned")
         yield
 
     mapped = pinned
@@ -363,20 +378,25 @@ class CudaAPI:
 
     # -- streams, events, devices --------------------------------------------------------------------------------
     def synchronize(self) -> None:
+        _host_only("synchronize")
         return None
 
     def stream(self) -> _Stream:
+        _host_only("stream")
         return _Stream(1)
 
     def default_stream(self) -> _Stream:
+        _host_only("default_stream")
         return _Stream(0)
 
     legacy_default_stream = per_thread_default_stream = default_stream
 
     def external_stream(self, ptr: int) -> _Stream:
+        _host_only("external_stream")
         return _Stream(int(ptr))
 
     def event(self, timing: bool = True) -> _Event:
+        _host_only("event")
         return _Event(timing)
 
     @staticmethod

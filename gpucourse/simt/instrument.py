@@ -162,7 +162,7 @@ _CACHE: dict[tuple[types.CodeType, bool], Compiled] = {}
 def compile_function(fn: types.FunctionType, trace: bool) -> Compiled:
     """The instrumented version of ``fn`` (cached per code object)."""
     key = (fn.__code__, trace)
-    refuse_reflection(fn.__code__, fn.__name__)
+    refuse_reflection(fn.__code__, fn.__name__, fn)
     refuse_defaults(fn)
     hit = _CACHE.get(key)
     if hit is not None and hit.original is fn:
@@ -326,6 +326,12 @@ NUMBA_CUDA_BUILTINS = frozenset({"abs", "bool", "complex", "divmod", "enumerate"
                                  "max", "min", "next", "ord", "pow", "print", "range", "round", "sum", "tuple",
                                  "zip", "isinstance"})  # isinstance: refused from the source, with its own sentence
 _NOT_CALLS = frozenset({"True", "False", "None", "Ellipsis", "NotImplemented", "__debug__"})
+# builtins numba-cuda compiles in some uses that this executor does not model (the r22 read, against compile_ptx)
+_NOT_MODELLED_BUILTINS = {
+    "type": "numba-cuda compiles type() in some uses (type(x)(2)) and refuses others (type(x) == type(y)); this "
+            "executor does not model it: name the type (np.float32(2))",
+    "slice": "numba-cuda compiles slice(); this executor does not model it: write the slice (a[0:4])",
+}
 
 
 def _array_valued(value: ast.expr, params: set[str]) -> bool:
@@ -453,9 +459,24 @@ def _plain_data(v: Any) -> bool:
     return _constant(v) or isinstance(v, (np.ndarray, np.dtype))
 
 
-def refuse_reflection(code: types.CodeType, name: str) -> None:
+def _is_builtin(name: str, fn: types.FunctionType | None) -> bool:
+    """Whether ``name`` in ``fn``'s code is Python's builtin of that name: not a global of the student's module,
+    not a closure variable holding something else (``dir = 2`` at module level is a constant numba-cuda compiles)."""
+    if fn is None:
+        return True
+    if name in (fn.__code__.co_freevars or ()):
+        cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
+        try:
+            return cell.cell_contents is getattr(builtins, name, object())
+        except ValueError:  # an empty cell: nothing bound yet
+            return False
+    return name not in fn.__globals__
+
+
+def refuse_reflection(code: types.CodeType, name: str, fn: types.FunctionType | None = None) -> None:
     """Raise NotModelled where ``code`` (a kernel's or device function's, nested code included) reads an attribute
-    whose name starts with an underscore, or names one of REFLECTION: numba-cuda compiles neither."""
+    whose name starts with an underscore, or names one of REFLECTION's builtins: numba-cuda compiles neither. (A
+    global or closure variable of the student's that happens to be called ``dir`` or ``id`` is not a builtin.)"""
     for ins in dis.get_instructions(code):
         if ins.opname in ("IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR"):
             raise NotModelled(f"an import statement inside a kernel ({name}: `import {ins.argval}`)",
@@ -469,12 +490,15 @@ def refuse_reflection(code: types.CodeType, name: str) -> None:
                               "numba-cuda compiles a module's constants, private ones too, but no private attribute "
                               "of an array; this executor refuses every name that starts with an underscore (it "
                               "guards its own fields behind the device arrays): give a constant a public name")
-        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF") and arg in REFLECTION:
+        local = ins.opname == "LOAD_DEREF" and arg in code.co_cellvars  # a variable of this code, not a builtin
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF") and arg in REFLECTION and not local \
+                and _is_builtin(arg, fn if code is getattr(fn, "__code__", None) or ins.opname != "LOAD_DEREF"
+                                else None):
             raise NotModelled(f"`{arg}` inside a kernel ({name})",
                               "numba-cuda refuses to compile it: Python's reflection does not exist in a kernel")
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            refuse_reflection(const, name)
+            refuse_reflection(const, name, fn)
 
 
 class _Refused:
@@ -506,7 +530,10 @@ class _ModuleView:
 
     def __getattr__(self, attr: str) -> Any:
         where = f"{self._module.__name__}.{attr}"  # (a private name never gets here: refuse_reflection)
-        return replacement(getattr(self._module, attr), self._cuda, self._wrap, where)
+        value = getattr(self._module, attr)
+        if isinstance(value, np.ndarray):  # another module's array: a constant of the compiled kernel, read-only
+            return _frozen_value(value)
+        return replacement(value, self._cuda, self._wrap, where)
 
 
 def is_numba_cuda_module(v: Any) -> bool:
@@ -593,6 +620,19 @@ def _numpy_refusal(v: Any, name: str) -> "_Refused | None":
 _NUMPY_PROXY = _NumpyProxy(np)
 
 
+def _numba_cuda_name(v: Any) -> str | None:
+    """The name under which numba.cuda exports ``v``, if it is one of its intrinsics (``grid``, ``syncthreads``:
+    numba-cuda compiles them imported by name) or stubs (``threadIdx``, ``popc``: it does not)."""
+    real = sys.modules.get("numba.cuda")
+    if real is None or not (isinstance(v, type) or type(v).__name__ == "_Intrinsic"):
+        return None
+    stub = getattr(sys.modules.get("numba.cuda.stubs"), "Stub", None)
+    if isinstance(v, type) and not (stub is not None and issubclass(v, stub)):
+        return None
+    name = getattr(v, "__name__", None)
+    return name if name and getattr(real, name, None) is v else None
+
+
 def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str = "?") -> Any:
     """What a kernel's global or closure value ``v`` (named ``name``) must become here (``v`` itself when nothing
     changes; a :class:`_Refused` for what numba-cuda could not use in a kernel)."""
@@ -607,6 +647,14 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str 
         refused = _numpy_refusal(v, name)  # `from numpy import exp`, `from numpy import empty`
         if refused is not None:
             return refused
+    imported = _numba_cuda_name(v)
+    if imported is not None:  # `from numba.cuda import grid` (an intrinsic) or `... import threadIdx` (a stub)
+        if isinstance(v, type):  # numba-cuda types its stubs only through the module
+            return _Refused(name, f"numba.cuda's `{imported}` imported by name (numba-cuda types it only as "
+                                  f"cuda.{imported}: write cuda.{imported})")
+        mine = getattr(cuda, imported, None)
+        if mine is not None:
+            return mine
     if isinstance(v, types.ModuleType):
         if is_numba_cuda_module(v):
             sub = v.__name__.split(".")[2:]
@@ -670,9 +718,10 @@ def rebind(fn: types.FunctionType, cuda: Any, wrap_device: Callable[[Any], Any])
     for name in names - set(g) - set(BUILTINS) - NUMBA_CUDA_BUILTINS:
         v = getattr(builtins, name, None)  # a builtin the kernel names (co_names holds attribute names too: harmless)
         if v is not None and not (isinstance(v, type) and issubclass(v, BaseException)) and name not in _NOT_CALLS:
-            changes[name] = _Refused(name, f"the builtin {name}()", f"numba-cuda has no implementation of {name}() "
-                                     "in a kernel (it compiles abs, bool, complex, divmod, enumerate, float, int, "
-                                     "iter, len, max, min, next, ord, pow, print, range, round, sum, tuple, zip)")
+            changes[name] = _Refused(name, f"the builtin {name}()", _NOT_MODELLED_BUILTINS.get(
+                name, f"numba-cuda has no implementation of {name}() in a kernel (it compiles abs, bool, complex, "
+                      "divmod, enumerate, float, int, iter, len, max, min, next, ord, pow, print, range, round, sum, "
+                      "tuple, zip)"))
     closure = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:

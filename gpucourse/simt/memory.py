@@ -119,10 +119,11 @@ class TracedArray:
 
     def __getattr__(self, name: str) -> Any:
         raise NotModelled(f"the array attribute or method `.{name}` inside a kernel",
-                          "numba-cuda refuses the methods that allocate (.copy(), .ravel()) and compiles some others "
-                          "(.sum(), .fill(), .reshape(), .view(), .argmax(), .flat) as serial code in one thread; "
-                          "this executor models only .size, .shape, .ndim, .dtype, .itemsize, .nbytes, .strides "
-                          "and .T: write the loop, or the parallel version the puzzle asks for")
+                          "numba-cuda refuses the methods that allocate (.copy(), .ravel()) and compiles others: "
+                          "views (.reshape(), .transpose(), .flat, .real) and reductions run as serial code in one "
+                          "thread (.sum(), .fill(), .argmax(), .item()); this executor models only .size, .shape, "
+                          ".ndim, .dtype, .itemsize, .nbytes, .strides and .T: write the index arithmetic or the "
+                          "loop, or the parallel version the puzzle asks for")
 
     def _whole(self, *_: Any) -> Any:
         raise TypeError("whole-array arithmetic does not compile in a CUDA kernel: numba-cuda kernels cannot "
@@ -319,8 +320,9 @@ class TracedArray:
         return f"{what}[{parts}]"
 
     def _oob(self, items: list, axis: int) -> str:
+        n = self._a.shape[axis]
         return (f"{self._describe(items)} is out of bounds for shape {self._a.shape} (axis {axis} has "
-                f"{self._a.shape[axis]} elements; missing guard?)")
+                f"{n} element{'s' * (n != 1)}; missing guard?)")
 
     def element(self, idx: Any) -> tuple[Any, int]:
         """(numpy key, tracked position) of one element (for atomics); raises for a slice."""

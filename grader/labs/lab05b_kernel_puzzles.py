@@ -195,7 +195,7 @@ MAP_BLOCKS_2D = puzzle(
         Example: a = ones((2, 3), float32)  ->  out = [[2, 2, 2], [1, 1, 1]].
     """,
     _blocks2d_launch,
-    [Case((np.arange(9 * 37, dtype=F32).reshape(9, 37) / 7,))],
+    [Case((np.arange(13 * 37, dtype=F32).reshape(13, 37) / 7,))],  # grid (3, 4): not square, so a swapped blockIdx shows
     Budget(reads=1, writes=1, shared=0, sectors=6.0))
 
 # -- shared -----------------------------------------------------------------------------------------------------

@@ -58,8 +58,9 @@
 # the check's first failure on that case in red above it (the same message the check prints).
 #
 # **GPU.** `cuda` is numba-cuda on a GPU; without one, the executor with numba-cuda's API. On a GPU every check
-# also runs your kernel on the device and compares. The executor refuses a few array methods numba-cuda compiles
-# (`.reshape`, `.flat`, `.sum()`, `np.sum`) and says so: write the index arithmetic. At the end, the PTX and SASS
+# also runs your kernel on the device and compares. The executor refuses some array methods numba-cuda compiles
+# (for example `.reshape`, `.transpose()`, `.flat`, `.sum()`, `np.sum`) and says so in its message: write the index
+# arithmetic. At the end, the PTX and SASS
 # of *your* transpose and warp reduction (no GPU needed): what padding the tile changed in the machine code.
 #
 # Replace `raise NotImplementedError()` with your code. Use **Validate** before you submit.

@@ -89,6 +89,10 @@ import linecache  # noqa: E402
 import math  # noqa: E402
 
 import numba  # noqa: E402 - numba.literal_unroll, a construct below
+from numba.cuda import grid as imported_grid  # noqa: E402 - numba-cuda's intrinsics and stubs imported by name
+from numba.cuda import syncthreads as imported_syncthreads  # noqa: E402
+from numba.cuda import threadIdx as imported_threadIdx  # noqa: E402
+from numba.cuda import popc as imported_popc  # noqa: E402
 
 SB = 8
 SHAPE = (N_CONST, 33)
@@ -180,6 +184,11 @@ CONSTRUCTS = [
     (_k("v = x[t]\nfor k in [16, 8] * 2:\n    v += k\nout[t] = v", "for_over_a_multiplied_list"), False, None),
     (_k("v = x[t]\nfor k in (16, 8) * 2:\n    v += k\nout[t] = v", "for_over_a_multiplied_tuple"), True, None),
     (_k("v = x[t]\nfor k in numba.literal_unroll((1, 2)):\n    v += k\nout[t] = v", "literal_unroll"), False, None),
+    # the r22 read's: numba-cuda's intrinsics compile imported by name, its stubs do not
+    (_k("i = imported_grid(1)\nout[i] = x[i]", "intrinsic_grid_by_name"), True, None),
+    (_k("imported_syncthreads()\nout[t] = x[t]", "intrinsic_syncthreads_by_name"), True, None),
+    (_k("out[imported_threadIdx.x] = x[t]", "stub_threadidx_by_name"), False, None),
+    (_k("out[t] = imported_popc(t)", "stub_popc_by_name"), False, None),
 ]
 
 

@@ -83,6 +83,14 @@ def map_blocks_2d(a, out):
     if r < a.shape[0] and c < a.shape[1]:
         out[r, c] = a[r, c] * 2 - r
 ''',
+        # blockIdx.x and blockIdx.y swapped (the r22 read): on a square grid the visible case could not tell
+        '''@cuda.jit
+def map_blocks_2d(a, out):
+    c = cuda.blockIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    r = cuda.blockIdx.x * cuda.blockDim.y + cuda.threadIdx.y
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] * 2 - r
+''',
     ],
     "shared_first": [
         # shared array of 64 floats: shared-memory budget
