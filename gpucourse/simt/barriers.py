@@ -90,7 +90,7 @@ class Barriers:
         blk.epid = self.new_epoch(blk.id, phase, live[0].gphase)
         for t in live:
             t.phase = phase
-            t.epid, t.epk = blk.epid, blk.epid << 2
+            t.epid, t.log_epoch_bits = blk.epid, blk.epid << 2
             t.phase_start = len(t.trace)
             if merged is not None:
                 self._set_knows(t, merged)
@@ -117,7 +117,7 @@ class Barriers:
             for t in group:
                 t.phase += 1
                 t.gphase += 1
-                t.epid, t.epk = blk.epid, blk.epid << 2
+                t.epid, t.log_epoch_bits = blk.epid, blk.epid << 2
                 t.phase_start = len(t.trace)
                 if merged is not None:
                     self._set_knows(t, merged)

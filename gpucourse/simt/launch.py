@@ -244,13 +244,13 @@ class Launch(Barriers, WarpOps):
             t.exc, t.state = exc, ERROR
 
     def _run_block(self, blk: SimBlock) -> str:
-        rq = blk.runnable
+        runnable = blk.runnable
         cuda_dict = self.cuda.__dict__
         cuda_dict["blockIdx"] = blk.bidx
         stall = 0
         while True:
-            while rq:
-                t = rq.popleft()
+            while runnable:
+                t = runnable.popleft()
                 self.cur = t
                 cuda_dict["threadIdx"] = t.tidx
                 cuda_dict["laneid"] = t.lane
@@ -258,10 +258,10 @@ class Launch(Barriers, WarpOps):
                 s = t.state
                 if s is PREEMPT:
                     t.state = READY
-                    rq.append(t)
+                    runnable.append(t)
                     if t.stalled:
                         stall += 1
-                        if stall > len(rq):
+                        if stall > len(runnable):
                             raise self._livelock(blk, t)
                     else:
                         stall = 0
@@ -480,9 +480,9 @@ class Launch(Barriers, WarpOps):
             self.nwrites += 1
         if root.logged:
             app = root.logapp
-            app(t.tidh + len(t.trace))
+            app(t.log_tid_bits + len(t.trace))
             app(root.ridh + flat)
-            app(t.epk + ATOMIC)
+            app(t.log_epoch_bits + ATOMIC)
         # fence + atomic: acquire what earlier releasers published here, then publish this thread's fenced accesses
         rel = root.rel
         if rel is not None:

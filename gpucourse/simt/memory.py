@@ -149,9 +149,9 @@ class TracedArray:
                             return self._load(idx, flat)
                         t = self._run.cur
                         app = root.logapp
-                        app(t.tidh + len(t.trace))
+                        app(t.log_tid_bits + len(t.trace))
                         app(root.ridh + flat)
-                        app(t.epk)
+                        app(t.log_epoch_bits)
                         conv = self._conv
                         return conv(self._a[idx]) if conv is not None else self._a[idx]
         elif cls is int and self._ndim == 1:
@@ -164,9 +164,9 @@ class TracedArray:
                         return self._load(idx, flat)
                     t = self._run.cur
                     app = root.logapp
-                    app(t.tidh + len(t.trace))
+                    app(t.log_tid_bits + len(t.trace))
                     app(root.ridh + flat)
-                    app(t.epk)
+                    app(t.log_epoch_bits)
                     conv = self._conv
                     return conv(self._a[idx]) if conv is not None else self._a[idx]
         key, flat = self._resolve(idx)
@@ -204,9 +204,9 @@ class TracedArray:
         if root.logged:
             t = self._run.cur
             app = root.logapp
-            app(t.tidh + len(t.trace))
+            app(t.log_tid_bits + len(t.trace))
             app(root.ridh + flat)
-            app(t.epk)
+            app(t.log_epoch_bits)
         return value
 
     def _store(self, key: Any, flat: int, value: Any) -> None:
@@ -246,9 +246,9 @@ class TracedArray:
                 run.nwrites += 1
             t = run.cur
             app = root.logapp
-            app(t.tidh + len(t.trace))
+            app(t.log_tid_bits + len(t.trace))
             app(root.ridh + flat)
-            app(t.epk + (SAME if same else WRITE))
+            app(t.log_epoch_bits + (SAME if same else WRITE))
 
     # -- index resolution (the slow path) -----------------------------------------------------------------------
     def _positions(self) -> np.ndarray:

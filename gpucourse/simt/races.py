@@ -32,19 +32,19 @@ def _groups(key: np.ndarray, who: np.ndarray, kind: np.ndarray) -> np.ndarray:
     """Per row: does the row's group (rows with equal ``key``) hold a conflicting pair (different ``who``)?"""
     order = np.argsort(key, kind="stable")
     k = key[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])  # first row of each group
     w = who[order]
-    kd = kind[order]
+    kinds = kind[order]  # 0 read, 1 write, 2 atomic, 3 write of the value already there
     big = np.iinfo(np.int64).max
     wmin, wmax = np.minimum.reduceat(w, starts), np.maximum.reduceat(w, starts)
-    nw = np.add.reduceat(((kd == 1) | (kd == 3)).astype(np.int64), starts)
-    conflict = (nw > 0) & (wmin != wmax)
-    ar = (kd == 0) | (kd == 2)
-    na = np.add.reduceat((kd == 2).astype(np.int64), starts)
-    nr = np.add.reduceat((kd == 0).astype(np.int64), starts)
-    amin = np.minimum.reduceat(np.where(ar, w, big), starts)
-    amax = np.maximum.reduceat(np.where(ar, w, -1), starts)
-    conflict |= (na > 0) & (nr > 0) & (amin != amax)
+    writes = np.add.reduceat(((kinds == 1) | (kinds == 3)).astype(np.int64), starts)  # per group
+    conflict = (writes > 0) & (wmin != wmax)  # a write, and more than one thread (or block)
+    read_or_atomic = (kinds == 0) | (kinds == 2)
+    atomics = np.add.reduceat((kinds == 2).astype(np.int64), starts)
+    reads = np.add.reduceat((kinds == 0).astype(np.int64), starts)
+    amin = np.minimum.reduceat(np.where(read_or_atomic, w, big), starts)
+    amax = np.maximum.reduceat(np.where(read_or_atomic, w, -1), starts)
+    conflict |= (atomics > 0) & (reads > 0) & (amin != amax)  # a plain read beside another's atomic update
     sizes = np.diff(np.r_[starts, len(k)])
     out = np.empty(len(key), dtype=bool)
     out[order] = np.repeat(conflict, sizes)

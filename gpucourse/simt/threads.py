@@ -22,20 +22,20 @@ CHECK_EVERY = 64  # loop iterations between a thread's budget checks (and chance
 class SimThread:
     """One CUDA thread: its indices, its statement trace, its place in the memory model, its greenlet."""
 
-    __slots__ = ("launch", "tid", "tidh", "epk", "lt", "lane", "warp", "blk", "tidx", "trace", "epid", "phase", "gphase",
+    __slots__ = ("launch", "tid", "log_tid_bits", "log_epoch_bits", "lt", "lane", "warp", "blk", "tidx", "trace", "epid", "phase", "gphase",
                  "wc", "vc", "knows", "fenced", "iters", "snap", "stalled", "state", "wait", "result", "exc", "glet",
                  "locals_", "phase_start", "checked")
 
     def __init__(self, launch: "Launch", blk: "SimBlock", lt: int):
         self.launch, self.blk, self.lt = launch, blk, lt
         self.tid = blk.id * launch.tpb + lt
-        self.tidh = self.tid << 32  # the thread's bits of an access-log word
+        self.log_tid_bits = self.tid << 32  # the thread's bits of an access-log word
         self.lane, self.warp = lt % WARP_SIZE, lt // WARP_SIZE
         self.tidx = unlinear(lt, launch.block)
         self.trace: list[int] = launch.traces[self.tid]
         self.phase = self.gphase = 0
         self.epid = blk.epid  # id of (block, barrier phase, grid phase): the epoch of its accesses
-        self.epk = blk.epid << 2  # the epoch's bits of an access-log word
+        self.log_epoch_bits = blk.epid << 2  # the epoch's bits of an access-log word
         self.wc = 0  # syncwarps passed
         self.vc: list[int] | None = None  # per lane of the warp: latest syncwarp count known (ordering)
         self.knows: dict[int, int] | None = None  # tid -> log row up to which fence + atomic published its accesses
