@@ -471,9 +471,9 @@ class Budget:
                     f"budget is {most:g} ({s / most:.1f}× over): neighbouring threads (threadIdx.x) must access "
                     "neighbouring addresses (the last, contiguous axis)")
         if self.efficiency is not None and r.simt_efficiency < self.efficiency:
-            block, warp, steps, active = r.busiest_warp  # the live report and its data form both carry it
-            lanes = active / max(steps, 1)
-            if lanes < 4 and steps >= 16:
+            block, warp, steps, active, *rest = r.busiest_warp  # the live report and its data form both carry it
+            lanes, narrow = active / max(steps, 1), (rest[0] if rest else 0)
+            if steps >= 16 and (lanes < 4 or 2 * narrow > steps):  # most steps by one or two lanes: a loop
                 # a serial loop: the lanes that finished early are idle, not divergent (they exited)
                 fix = (f"warp {warp} of block {block} issued {steps} steps with {lanes:.1f} of "
                        "32 lanes active on average: one thread (or a few) loops over the work while the rest of its "

@@ -120,6 +120,7 @@ class WarpStats:
     active: int  # sum over steps of the lanes that executed it
     divergent: int = 0  # steps that ran while other not-yet-finished lanes of the warp waited masked off
     branches: int = 0  # divergent branches: runs of divergent steps by the same lanes, one per split however long
+    narrow: int = 0  # steps run by one or two lanes (a serial loop's steps)
 
     @property
     def efficiency(self) -> float:
@@ -274,16 +275,17 @@ class KernelReport(_Findings):
                 if len(groups) == 1:
                     (trace, lanes), = groups.items()
                     steps, active, divergent, branches = len(trace), len(trace) * len(lanes), 0, 0
+                    narrow = steps if len(lanes) <= 2 else 0
                     m = np.arange(base, base + steps, dtype=np.int64)
                     for t in lanes:
                         maps[t] = m
                 else:
-                    steps, active, divergent, branches, posmaps = self._merge(
+                    steps, active, divergent, branches, narrow, posmaps = self._merge(
                         list(groups), [len(v) for v in groups.values()], base)
                     for pm, lanes in zip(posmaps, groups.values()):
                         for t in lanes:
                             maps[t] = pm
-                warps.append(WarpStats(b, w0 // WARP_SIZE, len(tids), steps, active, divergent, branches))
+                warps.append(WarpStats(b, w0 // WARP_SIZE, len(tids), steps, active, divergent, branches, narrow))
                 base += steps
         offsets = np.zeros(self.n_threads + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(m) for m in maps])
@@ -294,7 +296,7 @@ class KernelReport(_Findings):
         keys = [event_keys(list(t), self._loops, self._header) for t in traces]
         pos = [0] * len(traces)
         posmaps = [np.empty(len(t), dtype=np.int64) for t in traces]
-        steps = active = divergent = branches = 0
+        steps = active = divergent = branches = narrow = 0
         previous: tuple | None = None  # the lanes (trace groups) of the last divergent step; None after a full one
         while True:
             live = [g for g in range(len(traces)) if pos[g] < len(keys[g])]
@@ -307,23 +309,26 @@ class KernelReport(_Findings):
                 posmaps[g][pos[g]] = base + steps
                 pos[g] += 1
             active += n_here
+            narrow += n_here <= 2
             divergent += n_here < n_live
             # a branch splits the warp once however many statements its body has (a GPU issues the body's
             # instructions under one mask): a new divergent branch starts where the set of running lanes changes
             branches += n_here < n_live and tuple(here) != previous
             previous = tuple(here) if n_here < n_live else None
             steps += 1
-        return steps, active, divergent, branches, posmaps
+        return steps, active, divergent, branches, narrow, posmaps
 
     @property
     def warps(self) -> list[WarpStats]:
         return self._steps[0]
 
     @property
-    def busiest_warp(self) -> tuple[int, int, int, int]:
-        """(block, warp in block, issued steps, active lanes summed over them) of the warp that issued the most."""
+    def busiest_warp(self) -> tuple[int, int, int, int, int]:
+        """(block, warp in block, issued steps, active lanes summed over them, steps run by one or two lanes) of
+        the warp that issued the most."""
         w = max(self.warps, key=lambda w: w.steps, default=None)
-        return (0, 0, 0, 0) if w is None else (int(w.block), int(w.warp), int(w.steps), int(w.active))
+        return (0, 0, 0, 0, 0) if w is None else (int(w.block), int(w.warp), int(w.steps), int(w.active),
+                                                  int(w.narrow))
 
     @property
     def issued_steps(self) -> int:
@@ -595,7 +600,7 @@ class ReportData(_Findings):
     traffic: dict = field(default_factory=dict)  # name -> (distinct read, distinct written, reads, writes)
     float64_ops: tuple = ()  # str(Float64Op): kernel lines making float64 values from float32 operands
     writer_counts: dict = field(default_factory=dict)  # name -> (threads that stored to it, most elements per thread)
-    busiest_warp: tuple = (0, 0, 0, 0)  # (block, warp in block, issued steps, active lanes summed): a serial loop's
+    busiest_warp: tuple = (0, 0, 0, 0, 0)  # (block, warp in block, issued steps, active lanes summed, steps by one or two lanes)
 
     def array_traffic(self, array: str) -> tuple[int, int, int, int]:
         self._known(array)
