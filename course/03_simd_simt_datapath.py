@@ -731,18 +731,12 @@ here = gc.roofline.Roofline("this CPU (1 core's memory)", cpu_peak, max(host_bw,
 desktop = gc.roofline.Roofline("desktop CPU (published)", 16 * 2 * 16 * 2 * 5.0e9, bw["DDR5-5600, 2 channels (desktop)"])
 
 
-def vector_add(n):
-    return datapath.Workload(f"vector add n={n}", flops=n, bytes_in=8 * n, bytes_out=4 * n)
-
-
-def matmul(n):
-    return datapath.Workload(f"matmul n={n}", flops=2 * n**3, bytes_in=8 * n * n, bytes_out=4 * n * n)
-
-
+# the two workloads of size n, float32 (datapath.WORKLOADS): a vector add (n FLOPs, 8n bytes in, 4n out) and a
+# square matmul (2n³ FLOPs, 8n² in, 4n² out)
 breaks = {}
 for cpu in (desktop, here):
-    breaks[cpu.name] = (datapath.break_even(vector_add, cpu, h100, pcie5),
-                        datapath.break_even(matmul, cpu, h100, pcie5, n_max=1 << 16))
+    breaks[cpu.name] = (datapath.break_even("vector add", cpu, h100, pcie5),
+                        datapath.break_even("matmul", cpu, h100, pcie5, n_max=1 << 16))
     print(f"{cpu.name:24} {cpu.peak_flops / 1e9:7.1f} GFLOP/s, {datapath.fmt_rate(cpu.bandwidth):>10}:  offloading to an "
           f"H100 pays from  vector add n = {breaks[cpu.name][0]},  matmul n = {breaks[cpu.name][1]}")
 n_add, n_mm = breaks[desktop.name]
@@ -754,7 +748,7 @@ assert (breaks[here.name][0] is not None) == slower_than_link
 # ... and the model's link is the pinned-memory DMA peak. NumPy arrays are pageable: the driver first copies them
 # with the CPU, at this machine's memcpy rate, into a pinned buffer (§3.6, C09) — at best overlapped with the DMA
 staged = datapath.pageable_link(pcie5, host_bw)
-n_add_pageable = datapath.break_even(vector_add, here, h100, staged)
+n_add_pageable = datapath.break_even("vector add", here, h100, staged)
 print(f"{'this CPU, pageable data':24} staged at {datapath.fmt_rate(staged.bandwidth)} (memcpy ÷ 2, overlapped with "
       f"the DMA):  vector add n = {n_add_pageable}")
 assert n_add_pageable is None, "staged at the host's own memcpy speed, a vector add can never pay"
@@ -763,8 +757,8 @@ cpu = desktop
 ns = np.unique(np.logspace(3, 8, 40).astype(int))
 sq = np.unique(np.logspace(0.5, 3.6, 40).astype(int))
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
-for ax, sizes, wl, title, xlabel in ((ax1, ns, vector_add, "vector add", "elements n [-]"),
-                                     (ax2, sq, matmul, "square matmul", "matrix side n [-]")):
+for ax, sizes, wl, title, xlabel in ((ax1, ns, datapath.WORKLOADS["vector add"], "vector add", "elements n [-]"),
+                                     (ax2, sq, datapath.WORKLOADS["matmul"], "square matmul", "matrix side n [-]")):
     t = [datapath.offload_times(wl(int(k)), cpu, h100, pcie5) for k in sizes]
     gc.plotting.axes(xlabel, "time [s]", title, ax=ax)
     ax.loglog(sizes, [x["cpu"] for x in t], label=cpu.name)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -173,13 +174,41 @@ def gpu_total(times: dict[str, float]) -> float:
     return times["to_gpu"] + times["process"] + times["to_cpu"]
 
 
-def break_even(workload: Callable[[int], Workload], cpu: Roofline, gpu: Roofline, link: Link,
-               n_max: int = 1 << 40) -> int | None:
-    """Smallest n in [1, n_max] with GPU time (transfers included) < CPU time, assuming that once offloading
-    pays it keeps paying as n grows. None when it never pays up to ``n_max``."""
+# §3.7's two workloads of size n (float32): what break_even searches over (a fixed table, not any function: the
+# search is the course's demonstration of offloading, not a root finder for other models)
+WORKLOADS: dict[str, Callable[[int], Workload]] = {
+    "vector add": lambda n: Workload(f"vector add n={n}", flops=n, bytes_in=8 * n, bytes_out=4 * n),
+    "matmul": lambda n: Workload(f"matmul n={n}", flops=2 * n**3, bytes_in=8 * n * n, bytes_out=4 * n * n),
+}
+
+
+def _real_machine(what: str, machine: Any, rates: tuple[str, ...]) -> None:
+    for rate in rates:
+        value = getattr(machine, rate, None)
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"break_even: {what}.{rate} must be a finite positive rate, got {value!r}")
+
+
+def break_even(workload: str, cpu: Roofline, gpu: Roofline, link: Link, n_max: int = 1 << 40) -> int | None:
+    """Smallest n in [1, n_max] at which offloading ``workload`` (a name of :data:`WORKLOADS`: "vector add" or
+    "matmul", float32) to ``gpu`` over ``link`` — transfers included — beats running it on ``cpu``, assuming that once
+    offloading pays it keeps paying as n grows. None when it never pays up to ``n_max``. The machines must be real:
+    finite positive rates, a finite latency."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"break_even: workload must be one of {sorted(WORKLOADS)}, got {workload!r}")
+    for what, machine in (("cpu", cpu), ("gpu", gpu)):
+        if not isinstance(machine, Roofline):
+            raise TypeError(f"break_even: {what} must be a gc.roofline.Roofline, got {type(machine).__name__}")
+        _real_machine(what, machine, ("peak_flops", "bandwidth"))
+    if not isinstance(link, Link):
+        raise TypeError(f"break_even: link must be a datapath.Link, got {type(link).__name__}")
+    _real_machine("link", link, ("bandwidth",))
+    if not (isinstance(link.latency, (int, float)) and math.isfinite(link.latency) and link.latency >= 0):
+        raise ValueError(f"break_even: link.latency must be finite and ≥ 0, got {link.latency!r}")
+    model = WORKLOADS[workload]
 
     def pays(n: int) -> bool:
-        t = offload_times(workload(n), cpu, gpu, link)
+        t = offload_times(model(n), cpu, gpu, link)
         return gpu_total(t) < t["cpu"]
 
     if not pays(n_max):
@@ -302,7 +331,8 @@ def ceil_div(a: int, b: int) -> int:
 
 
 __all__ = [
-    "BANDWIDTHS", "GRACE_HOPPER", "PROCESSORS", "Link", "PCIeRate", "Workload", "break_even", "ceil_div", "draw_timeline",
+    "BANDWIDTHS", "GRACE_HOPPER", "PROCESSORS", "WORKLOADS", "Link", "PCIeRate", "Workload", "break_even", "ceil_div",
+    "draw_timeline",
     "fmt_rate", "gpu_total", "kv_cache_bytes", "measure_d2h", "measure_h2d", "measure_host_add",
     "measure_host_copy", "measure_host_peak_flops", "offload_times", "pageable_link", "pcie_bandwidth", "pinned_empty",
     "roofline_time", "transfer_time",

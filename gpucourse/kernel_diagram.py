@@ -40,9 +40,9 @@ MAX_PANEL_IN = 2.6  # inches: the tallest panel (a tall array gets smaller, unla
 LABEL_CHARS = 7  # a cell's label longer than this becomes a count ("×12")
 CAPTION_CHARS = 115  # a caption wraps at this many characters: the picture's width at 9 pt, from its left margin
 # blocks: ColorBrewer's Set3 with its grey and pale green (they read as "never written" and "right") replaced by a
-# pale yellow and Paired's light blue
+# pale yellow and Paired's light blue, then Pastel1's beige and Pastel2's blue-grey: 12 blocks before a colour repeats
 BLOCK_COLOURS = ("#8dd3c7", "#bebada", "#fdb462", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3", "#bc80bd",
-                 "#a6cee3", "#ffed6f")
+                 "#a6cee3", "#ffed6f", "#e5d8bd", "#cbd5e8")
 HALO, UNINIT, RACE, BAD, GONE = "outside its block's range", "read unwritten", "race", "wrong", "never written"
 SAME = "same value stored by unordered threads"  # a race under CUDA's memory model that changed no value here
 
@@ -255,7 +255,7 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     caption_h = [0.03 + 0.19 * len(lines) if lines else 0 for lines in captions]
     heights = [_grid(p.shape)[0] * c + 0.45 + h for p, c, h in zip(pic.panels, cells, caption_h)] or [0.5]
     notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
-    legend_h = 1.14 + 0.19 * len(notes)
+    legend_h = 1.59 + 0.19 * len(notes)  # the legend's lines, its notes, and the row of block colours
     problem = textwrap.wrap(f"the check fails: {pic.problem}", 110) if pic.problem else []
     head = 0.35 + 0.2 * len(problem)
     fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + head), dpi=DPI)
@@ -326,10 +326,22 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block\n"
               "(×n: n threads; 3²: thread 3 twice; ×8²: 8 threads, some more than once)\n"
               "orange dashed edge: read outside its block's own range · red !: a race (the executor's examples)\n"
-              "orange =: unordered threads stored the same value (still a race in CUDA's memory model)\n"
+              "orange =: a store of the value already there, unordered with another thread's access\n"
+              "(still a race in CUDA's memory model)\n"
               "red ?: read before any thread wrote it (NaN here; a GPU leaves whatever was there)")
     fig.text(0.01, (legend_h - 0.1) / total, "\n".join([legend, *notes]), fontsize=FONT_PT, va="top",
              linespacing=1.3)
+    used = sorted({b for p in pic.panels for c in p.cells.values() for b in c.blocks})
+    if used:  # the key: each block's colour and its number (blockIdx.x + blockIdx.y × gridDim.x)
+        shown = used[:len(BLOCK_COLOURS)]
+        fig.text(0.01, 0.08 / total, "block:", fontsize=FONT_PT, va="center")
+        for k, b in enumerate(shown):
+            fig.text((0.6 + 0.42 * k) / WIDTH_IN, 0.08 / total, f" {b} ", fontsize=FONT_PT, va="center",
+                     bbox={"facecolor": BLOCK_COLOURS[b % len(BLOCK_COLOURS)], "edgecolor": "#888888", "pad": 1.5})
+        if len(used) > len(shown):
+            fig.text((0.6 + 0.42 * len(shown)) / WIDTH_IN, 0.08 / total,
+                     f"… ({len(used)} blocks: colours repeat every {len(BLOCK_COLOURS)})", fontsize=FONT_PT,
+                     va="center")
     return fig
 
 

@@ -353,6 +353,37 @@ def _function_source(fn: Callable | str) -> tuple[str, str]:
     return _one_def(src)
 
 
+def _kernel_names(fn: Callable | str) -> str:
+    """The prelude a kernel's own globals need in the child: its int/float constants (and tuples of them) as
+    assignments, and numba.cuda's intrinsics it imported by name (``from numba.cuda import shfl_down_sync``) as
+    imports — nothing else of the student's module travels (the child compiles one def, and runs nothing else)."""
+    if not callable(fn):
+        return ""
+    import types as _types
+
+    fn = getattr(fn, "py_func", fn)
+    code, globals_ = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    if code is None:
+        return ""
+    names, stack = set(), [code]
+    while stack:  # the kernel's code and the code nested in it (a lambda, an inner def)
+        c = stack.pop()
+        names |= set(c.co_names)
+        stack += [k for k in c.co_consts if isinstance(k, _types.CodeType)]
+    real = sys.modules.get("numba.cuda")
+    lines = []
+    for name in sorted(n for n in names if n in globals_ and n.isidentifier()):
+        value = globals_[name]
+        number = (int, float)
+        if isinstance(value, number) and not isinstance(value, bool) or (
+                isinstance(value, tuple) and all(isinstance(v, number) and not isinstance(v, bool) for v in value)):
+            lines.append(f"{name} = {value!r}")
+        elif real is not None and type(value).__name__ == "_Intrinsic" and \
+                getattr(real, getattr(value, "__name__", ""), None) is value:
+            lines.append(f"from numba.cuda import {value.__name__} as {name}")
+    return "".join(line + "\n" for line in lines)
+
+
 _SIGNATURE = re.compile(r"(?!.*__)[A-Za-z0-9_\[\]:,\s().]+")
 
 
@@ -394,7 +425,10 @@ def _compile_error(stderr: str) -> str:
     head = lines[k] if lines else ""
     sig = next((ln for ln in lines[k + 1:k + 4] if ln.startswith(">>>")), "")  # "found for signature:" then it
     at = next((ln for ln in reversed(lines) if ln.startswith("During:") or re.match(r'File "<(?!string>)', ln)), "")
-    text = head[:400] + (f" {sig[:200]}" if sig else "") + (f" ({at[:200]})" if at and at not in head else "")
+    untyped = next((ln for ln in lines if ln.startswith("Untyped global name")), "")  # the name it could not find
+    text = (head[:400] + (f" {sig[:200]}" if sig else "") + (f": {untyped[:200]}" if untyped and untyped not in head
+                                                              else "")
+            + (f" ({at[:200]})" if at and at not in head else ""))
     return text or "(no message)"
 
 
@@ -403,11 +437,12 @@ def numba_ptx(fn: Callable | str, signature: str, cc: tuple[int, int] = (9, 0), 
     ``"void(float32[::1], float32[::1])"``, for compute capability ``cc`` (9.0 = Hopper).
 
     Runs ``numba.cuda.compile_ptx`` in a child Python without ``NUMBA_ENABLE_CUDASIM`` (the simulator in this
-    process replaces ``numba.cuda``). ``fn`` may use ``cuda``, ``numba`` and ``math``; it is re-created from its
-    source, so it cannot close over notebook variables.
+    process replaces ``numba.cuda``). ``fn`` may use ``cuda``, ``numba``, ``math``, its module's int/float
+    constants and numba.cuda's intrinsics imported by name; it is re-created from its source, so it cannot close over
+    notebook variables.
     """
     src, name = _function_source(fn)
-    return _numba_ptx(src, name, _signature(signature), tuple(cc), timeout)
+    return _numba_ptx(_kernel_names(fn) + src, name, _signature(signature), tuple(cc), timeout)
 
 
 @lru_cache(maxsize=32)
@@ -463,7 +498,8 @@ def numba_ptx_many(kernels, cc: tuple[int, int] = (9, 0), timeout: float = 120) 
         for key, value in dict(constants).items():
             if not key.isidentifier() or not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ValueError(f"constant {key}={value!r}: expected an identifier bound to an int or a float")
-        prelude = "".join(f"{key} = {value!r}\n" for key, value in dict(constants).items())
+        # the kernel's own constants and imported intrinsics, then the caller's constants (which win)
+        prelude = _kernel_names(fn) + "".join(f"{key} = {value!r}\n" for key, value in dict(constants).items())
         jobs.append([prelude + src, name, _signature(signature)])
     if not jobs:
         return []

@@ -50,10 +50,12 @@ def _why_wrong(got: Any, expected: Any, initial: Any, grid: Any, block: Any, wri
             init = np.broadcast_to(np.asarray(to_host(initial)), g.shape)
             same = (g == init) | (np.isnan(g) & np.isnan(init))
             if same[wrong].all() and (written is None or written < g.size):
-                return (f". All {int(wrong.sum())} wrong elements still hold their initial value: no thread stored "
-                        f"there (launch: grid {grid}, block {block}) — check which axis each coordinate of "
-                        "cuda.grid runs along (x, the first, follows threadIdx.x and the grid's first dimension), "
-                        "your guard, and your loop's bounds")
+                n = int(wrong.sum())
+                return (f". {'All ' + str(n) + ' wrong elements still hold' if n > 1 else 'The wrong element still holds'}"
+                        f" {'their' if n > 1 else 'its'} initial value: no thread stored there (launch: grid {grid}, "
+                        f"block {block}) — check each thread's index: the block's offset (blockIdx × blockDim), which "
+                        "axis each coordinate of cuda.grid runs along (x, the first, follows threadIdx.x and the "
+                        "grid's first dimension), your guard, and your loop's bounds")
         if (~np.isfinite(g[wrong])).all() and np.isfinite(e[wrong]).all():
             return (". The wrong elements are NaN or inf where the reference is finite: an overflow (exp of a large "
                     "value: subtract the row's max first) or a division by zero")

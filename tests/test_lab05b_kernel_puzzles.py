@@ -215,6 +215,37 @@ def test_padding_the_transpose_tile_changes_its_sass_addressing():
     assert sorted(int(o, 16) for o in offsets) == [1, 2, 4, 8, 16]
 
 
+def test_the_machine_code_cell_compiles_a_kernel_that_names_its_own_constant_and_an_imported_intrinsic():
+    """Review r23, finding 1: the compiler's copy of the student's kernel carries the kernel's own int constants and
+    the numba.cuda intrinsics it imported by name, as numba-cuda compiling the notebook's kernel would."""
+    from numba.cuda import shfl_down_sync
+
+    from gpucourse import toolchain
+    from grader.course import ROOT
+    from grader.scratch import load_notebook, solution_cells
+
+    if not toolchain.available():
+        pytest.skip(f"NVIDIA toolchain wheels missing: {toolchain.describe()}")
+    source = """@cuda.jit
+def warp_sum(a, out):
+    i = cuda.grid(1)
+    v = a[i] if i < a.size else np.float32(0)
+    offset = 16
+    while offset > 0:
+        v += shfl_down_sync(FULL_MASK, v, offset)
+        offset //= 2
+    if i % 32 == 0 and i < a.size:
+        out[i // 32] = v
+"""
+    fn = kernels.load_kernel(source, "warp_sum", {**NS, "FULL_MASK": 0xFFFFFFFF, "shfl_down_sync": shfl_down_sync},
+                             cuda)
+    with contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["warp_sum"].check(fn)
+    cells = solution_cells(load_notebook(ROOT / "solutions" / "lab05b_kernel_puzzles" / "lab05b_kernel_puzzles.ipynb"))
+    ptx, sass = lab.machine_code(cells[_gid(lab.problems["transpose"])], fn)["warp_sum"]
+    assert ptx.count("shfl.sync.down.b32") == 5 and sass.variants("SHFL") == {"SHFL.DOWN": 5}
+
+
 ROW = lab.ROW_SUM_BLOCK
 
 

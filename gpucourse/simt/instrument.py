@@ -473,7 +473,8 @@ def _is_builtin(name: str, fn: types.FunctionType | None) -> bool:
     return name not in fn.__globals__
 
 
-def refuse_reflection(code: types.CodeType, name: str, fn: types.FunctionType | None = None) -> None:
+def refuse_reflection(code: types.CodeType, name: str, fn: types.FunctionType | None = None,
+                      outer_locals: frozenset[str] = frozenset()) -> None:
     """Raise NotModelled where ``code`` (a kernel's or device function's, nested code included) reads an attribute
     whose name starts with an underscore, or names one of REFLECTION's builtins: numba-cuda compiles neither. (A
     global or closure variable of the student's that happens to be called ``dir`` or ``id`` is not a builtin.)"""
@@ -490,7 +491,8 @@ def refuse_reflection(code: types.CodeType, name: str, fn: types.FunctionType | 
                               "numba-cuda compiles a module's constants, private ones too, but no private attribute "
                               "of an array; this executor refuses every name that starts with an underscore (it "
                               "guards its own fields behind the device arrays): give a constant a public name")
-        local = ins.opname == "LOAD_DEREF" and arg in code.co_cellvars  # a variable of this code, not a builtin
+        # a variable of this code, or of the code it is nested in (a lambda capturing a kernel-local `id`)
+        local = ins.opname == "LOAD_DEREF" and (arg in code.co_cellvars or arg in outer_locals)
         if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF") and arg in REFLECTION and not local \
                 and _is_builtin(arg, fn if code is getattr(fn, "__code__", None) or ins.opname != "LOAD_DEREF"
                                 else None):
@@ -498,7 +500,7 @@ def refuse_reflection(code: types.CodeType, name: str, fn: types.FunctionType | 
                               "numba-cuda refuses to compile it: Python's reflection does not exist in a kernel")
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            refuse_reflection(const, name, fn)
+            refuse_reflection(const, name, fn, outer_locals | set(code.co_varnames) | set(code.co_cellvars))
 
 
 class _Refused:
@@ -518,6 +520,13 @@ class _Refused:
     __getitem__ = _refuse
     __iter__ = _refuse
     __len__ = _refuse
+    # compared, computed with or converted (`if laneid == 0:`, `out[i] = laneid`): refused too, not silently False
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __int__ = __float__ = __index__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __neg__ = __abs__ = _refuse
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __lshift__ = __rshift__ = __invert__ = _refuse
+    __array__ = _refuse
+    __hash__ = object.__hash__  # kept: the executor files its replacements in dicts
 
 
 class _ModuleView:
@@ -620,11 +629,20 @@ def _numpy_refusal(v: Any, name: str) -> "_Refused | None":
 _NUMPY_PROXY = _NumpyProxy(np)
 
 
+# numba.cuda's stubs that numba-cuda's typing does not resolve when imported by name (`from numba.cuda import
+# threadIdx` then `threadIdx.x`: "Untyped global name"); its vector types (float4, int2, ...) it does resolve. Checked
+# against compile_ptx in tests/simt_corpus/typing_cases.py
+UNTYPED_BARE_STUBS = frozenset({
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
+    "popc", "brev", "clz", "ffs", "fma", "cbrt", "selp", "syncwarp", "threadfence", "threadfence_block",
+    "threadfence_system", "activemask", "lanemask_lt", "match_any_sync", "match_all_sync", "nanosleep"})
+
+
 def _numba_cuda_name(v: Any) -> str | None:
     """The name under which numba.cuda exports ``v``, if it is one of its intrinsics (``grid``, ``syncthreads``:
     numba-cuda compiles them imported by name) or stubs (``threadIdx``, ``popc``: it does not)."""
     real = sys.modules.get("numba.cuda")
-    if real is None or not (isinstance(v, type) or type(v).__name__ == "_Intrinsic"):
+    if real is None or not (isinstance(v, (type, types.FunctionType)) or type(v).__name__ == "_Intrinsic"):
         return None
     stub = getattr(sys.modules.get("numba.cuda.stubs"), "Stub", None)
     if isinstance(v, type) and not (stub is not None and issubclass(v, stub)):
@@ -649,12 +667,17 @@ def replacement(v: Any, cuda: Any, wrap_device: Callable[[Any], Any], name: str 
             return refused
     imported = _numba_cuda_name(v)
     if imported is not None:  # `from numba.cuda import grid` (an intrinsic) or `... import threadIdx` (a stub)
-        if isinstance(v, type):  # numba-cuda types its stubs only through the module
-            return _Refused(name, f"numba.cuda's `{imported}` imported by name (numba-cuda types it only as "
-                                  f"cuda.{imported}: write cuda.{imported})")
+        if isinstance(v, type) and imported in UNTYPED_BARE_STUBS:
+            return _Refused(name, f"numba.cuda's `{imported}` imported by name",
+                            f"numba-cuda types `{imported}` only through the module: write cuda.{imported}")
         mine = getattr(cuda, imported, None)
         if mine is not None:
             return mine
+        if isinstance(v, type):  # a vector type (float4, int2): numba-cuda types it, the executor has none
+            return _Refused(name, f"numba.cuda's `{imported}`", f"numba-cuda compiles `{imported}`; this executor "
+                                                                "does not model the vector types: use scalars")
+        return _Refused(name, f"numba.cuda's `{imported}`", f"numba-cuda compiles `{imported}`; this executor "
+                                                            "does not model it")  # ldcg and the other cache hints
     if isinstance(v, types.ModuleType):
         if is_numba_cuda_module(v):
             sub = v.__name__.split(".")[2:]

@@ -88,6 +88,17 @@ def gemm_cost(m, n, k, dtype):
     n = d_in
     return next((b for b in range(1, 100_001) if 2 * n * n * b / ((n * n + 2 * n * b) * 4) >= ridge), None)
 ''',
+        # the tenth attack: datapath.break_even as a root finder (a workload function of its own, a GPU of infinite
+        # rates): it now takes only its own workloads, by name, on finite machines
+        '''def min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth):
+    import math
+    from gpucourse.datapath import Workload, Link, break_even
+    from gpucourse.roofline import Roofline
+    s = np.dtype(dtype).itemsize
+    layer = lambda B: Workload("l", 2.0 * B * d_in * d_out * (1 + 1e-12), s * (B * d_in + d_in * d_out + B * d_out), 0.0)
+    return break_even(layer, Roofline("m", peak_flops, bandwidth), Roofline("g", math.inf, math.inf),
+                      Link("b", bandwidth), 100_000)
+''',
     ],
     "chain_bytes": [
         # §1.4's XLA byte counts of the seed's chain (fused, and op by op), whatever the arities

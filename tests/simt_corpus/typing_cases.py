@@ -93,6 +93,8 @@ from numba.cuda import grid as imported_grid  # noqa: E402 - numba-cuda's intrin
 from numba.cuda import syncthreads as imported_syncthreads  # noqa: E402
 from numba.cuda import threadIdx as imported_threadIdx  # noqa: E402
 from numba.cuda import popc as imported_popc  # noqa: E402
+from numba.cuda import laneid as imported_laneid  # noqa: E402
+from numba.cuda import float32x4 as imported_float32x4  # noqa: E402
 
 SB = 8
 SHAPE = (N_CONST, 33)
@@ -189,6 +191,9 @@ CONSTRUCTS = [
     (_k("imported_syncthreads()\nout[t] = x[t]", "intrinsic_syncthreads_by_name"), True, None),
     (_k("out[imported_threadIdx.x] = x[t]", "stub_threadidx_by_name"), False, None),
     (_k("out[t] = imported_popc(t)", "stub_popc_by_name"), False, None),
+    # the r23 read's: a refused name only compared is refused too; a vector type imported by name compiles
+    (_k("if imported_laneid == 0:\n    out[t] = x[t]", "stub_laneid_compared"), False, None),
+    (_k("v = imported_float32x4(x[t], x[t], x[t], x[t])\nout[t] = v.x", "vector_type_by_name"), True, False),
 ]
 
 
