@@ -255,7 +255,7 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     caption_h = [0.03 + 0.19 * len(lines) if lines else 0 for lines in captions]
     heights = [_grid(p.shape)[0] * c + 0.45 + h for p, c, h in zip(pic.panels, cells, caption_h)] or [0.5]
     notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
-    legend_h = 1.59 + 0.19 * len(notes)  # the legend's lines, its notes, and the row of block colours
+    legend_h = 1.78 + 0.19 * len(notes)  # the legend's lines, its notes, and the row of block colours
     problem = textwrap.wrap(f"the check fails: {pic.problem}", 110) if pic.problem else []
     head = 0.35 + 0.2 * len(problem)
     fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + head), dpi=DPI)
@@ -324,6 +324,7 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
                      weight="bold" if alarm else "normal")
         y_top -= h
     legend = ("colour: the block (stripes: several blocks) · text: its threads' indices in the block\n"
+              "(2-D: block blockIdx.x + blockIdx.y × gridDim.x, thread threadIdx.x + threadIdx.y × blockDim.x)\n"
               "(×n: n threads; 3²: thread 3 twice; ×8²: 8 threads, some more than once)\n"
               "orange dashed edge: read outside its block's own range · red !: a race (the executor's examples)\n"
               "orange =: a store of the value already there, unordered with another thread's access\n"

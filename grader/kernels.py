@@ -383,6 +383,7 @@ class Budget:
 
     reads: int | None = None
     writes: int | None = None
+    shared_reads: int | None = None  # most shared-memory reads any one thread makes (a serial loop over the block)
     total_writes: int | None = None
     shared: int | None = None
     sectors: float | None = None  # most 32-byte sectors per warp-wide request, on every global array
@@ -398,6 +399,8 @@ class Budget:
             lines.append(f"global reads per thread  ≤ {self.reads}")
         if self.writes is not None:
             lines.append(f"global writes per thread ≤ {self.writes}")
+        if self.shared_reads is not None:
+            lines.append(f"shared reads per thread  ≤ {self.shared_reads}")
         if self.total_writes is not None:
             lines.append(f"global writes in total   ≤ {self.total_writes}")
         if self.shared is not None:
@@ -450,6 +453,13 @@ class Budget:
                     f"{what}: your kernel {verb} global memory {int(c[t, col])} times in one thread (thread "
                     f"{t % tpb} of block {t // tpb}; {c[:, col].mean():.2f} per thread on average); the budget is "
                     f"{most} per thread, {int(c[t, col]) - most} over: {fix}")
+        if self.shared_reads is not None and c[:, 2].max() > self.shared_reads:
+            t = int(c[:, 2].argmax())
+            raise CheckFailure(
+                f"{what}: your kernel reads shared memory {int(c[t, 2])} times in one thread (thread {t % tpb} of "
+                f"block {t // tpb}); the budget is {self.shared_reads} per thread, {int(c[t, 2]) - self.shared_reads} "
+                "over: one thread walks over the block's elements (a serial loop, or sum() over a slice); every step "
+                "of a tree reads a neighbour or two, and there are log2(block) steps")
         spaces = dict(r.spaces)
         global_arrays = [a for a in r.arrays if spaces.get(a) == "global"]
         shared_arrays = [a for a in r.arrays if spaces.get(a) == "shared"]

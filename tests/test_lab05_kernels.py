@@ -186,7 +186,7 @@ def test_block_sum_rejects_shared_atomics_and_says_why():
     tree with barriers, and the check names the mistake on the visible and the hidden cases."""
     from grader.kernels import load_kernel
 
-    interleaved, atomic, _serial = WRONG["block_sum"]
+    interleaved, atomic, _serial, _serial_sum = WRONG["block_sum"]
     block_sum = lab.problems["block_sum"]
     for hidden in (False, True):
         with pytest.raises(CheckFailure, match=r"atomic updates \(cuda\.atomic\.\*\): an atomic add is not a tree"):

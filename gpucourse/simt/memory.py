@@ -104,7 +104,13 @@ class TracedArray:
         return self._n0
 
     def __iter__(self):
+        # `sum(s)`, `max(s)`, `for v in s`: numba-cuda compiles a loop over the elements in the calling thread, so
+        # each element after the first is one more issued step of that thread's statement (as a written-out loop's
+        # body is): a serial reduction's SIMT efficiency shows, however it is spelled
+        t = self._run.cur if self._run is not None else None
         for i in range(self._n0):
+            if i and t is not None and t.trace:
+                t.trace.append(t.trace[-1])
             yield self[i]
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

@@ -303,7 +303,10 @@ BLOCK_SCAN = puzzle(
     """,
     _scan_launch,
     [Case((np.ones(20, F32),))],
-    Budget(reads=1, writes=1, shared=2 * SCAN_BLOCK * 4, efficiency=0.3), extra=_uses_shared)
+    # shared reads: a step reads s[t - d] and s[t] (2), log2(SCAN_BLOCK) steps, and the result once: 9 for the tree;
+    # summing the block's prefix in every thread (sum(s[:t + 1])) reads up to SCAN_BLOCK
+    Budget(reads=1, writes=1, shared=2 * SCAN_BLOCK * 4, efficiency=0.3,
+           shared_reads=3 * (SCAN_BLOCK.bit_length() - 1)), extra=_uses_shared)
 
 # -- axis sum --------------------------------------------------------------------------------------------------
 ROW_SUM_BLOCK = 64  # threads per block of the row sum: two warps

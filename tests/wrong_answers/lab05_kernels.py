@@ -228,3 +228,10 @@ def ramp_2d(a, out):
         out[r, c] = a[r, c] * (r + 1) - c
 ''',
 ]
+
+# The r24 read: thread 0's serial sum spelled with Python's sum() (numba-cuda compiles it as a loop in the calling
+# thread): the entry above with its loop replaced
+WRONG["block_sum"].append(WRONG["block_sum"][2].replace(
+    "        acc = 0.0\n        for j in range(BLOCK):\n            acc += s[j]\n        partial[cuda.blockIdx.x] = acc",
+    "        partial[cuda.blockIdx.x] = sum(s)"))
+assert "sum(s)" in WRONG["block_sum"][-1], "the r24 entry lost its sum()"

@@ -383,3 +383,17 @@ def softmax_rows(a, out):
 ''',
     ],
 }
+
+# The r24 read: a serial loop spelled with Python's sum() (numba-cuda compiles it as a loop in the calling thread).
+# Each is an entry above with its loop replaced: thread 0's register sum of dot's products, and a prefix per thread.
+WRONG["dot"].append(WRONG["dot"][2].replace(
+    "        acc = np.float32(0)\n        for j in range(DOT_THREADS):\n            acc += s[j]\n        out[0] = acc",
+    "        out[0] = sum(s)"))
+WRONG["block_scan"].append(WRONG["block_scan"][0].replace(
+    "    d = 1\n    while d < SCAN_BLOCK:\n        if t >= d:\n            s[t] += s[t - d]\n        cuda.syncthreads()\n"
+    "        d *= 2\n    if i < a.size:\n        out[i] = s[t]", "    if i < a.size:\n        out[i] = sum(s[:t + 1])"))
+WRONG["row_sum"].append(WRONG["row_sum"][1].replace(
+    "        acc = 0.0\n        for j in range(ROW_SUM_BLOCK):\n            acc += s[j]\n        out[r] = acc",
+    "        out[r] = sum(s)"))
+assert all("sum(s" in WRONG[k][-1] for k in ("dot", "block_scan", "row_sum")), "the r24 entries lost their sum()"
+
