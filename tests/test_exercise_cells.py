@@ -88,7 +88,7 @@ def test_sync_numbers_an_inserted_puzzle_and_everything_after_it():
     assert text["clamp_add_intro"].startswith("## Puzzle 9 — Clamp")
     assert text["pool3_intro"].startswith("## Puzzle 10 — Pooling")
     assert text["softmax_rows_intro"].startswith(f"## Puzzle {len(_names()) + 1} — Softmax rows")
-    assert f"| 9 | Clamp |\n| 10 | Pooling |" in text["intro"]
+    assert "| 9 | Clamp |\n| 10 | Pooling |" in text["intro"]
     assert not exercise_cells.derive(cells)  # a second sync changes nothing
     assert exercise_cells.layout_problems(LAB, cells, [*_names()[:8], "clamp_add", *_names()[8:]]) == []
 
