@@ -1,4 +1,5 @@
-"""Command line: ``python -m gpucourse lab`` opens the course; ``python -m gpucourse info`` prints the backend."""
+"""Command line: ``python -m gpucourse lab`` opens the course; ``python -m gpucourse info`` prints
+the backend."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 
 def course_root() -> Path:
-    """The checkout that holds course/, labs/ and grader/ (this package's parent in an editable install)."""
+    """The checkout that holds course/, labs/ and grader/ (this package's parent in an editable
+    install)."""
     here = Path(__file__).resolve().parent.parent
     for candidate in (here, Path.cwd()):
         if (candidate / "course").is_dir() and (candidate / "grader").is_dir():
@@ -18,18 +20,22 @@ def course_root() -> Path:
 
 
 def jupyter_env(root: Path) -> dict[str, str]:
-    """Environment for JupyterLab and nbgrader: the course's nbgrader config and this env's bin/ on PATH."""
+    """Environment for JupyterLab and nbgrader: the course's nbgrader config and this env's bin/ on
+    PATH."""
     env = dict(os.environ)
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")  # nbgrader runs `alembic` from here
-    paths = [str(root / "grader")] + [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
+    paths = [str(root / "grader")] + [
+        p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p
+    ]
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(paths)
     return env
 
 
 def root_arguments(args: list[str]) -> list[str]:
-    """``--allow-root`` when this process runs as root and the arguments do not already allow it: Jupyter
-    refuses to start as root otherwise ("Running as root is not recommended. Use --allow-root to bypass.")."""
+    """``--allow-root`` when this process runs as root and the arguments do not already allow it:
+    Jupyter refuses to start as root otherwise ("Running as root is not recommended. Use
+    --allow-root to bypass.")."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return []
     if any("allow-root" in a or "allow_root" in a for a in args):
@@ -40,8 +46,12 @@ def root_arguments(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpucourse", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
-    lab = sub.add_parser("lab", help="open the course in JupyterLab (nbgrader's extension included)")
-    lab.add_argument("jupyter_args", nargs="*", help="extra arguments for `jupyter lab`, e.g. --no-browser")
+    lab = sub.add_parser(
+        "lab", help="open the course in JupyterLab (nbgrader's extension included)"
+    )
+    lab.add_argument(
+        "jupyter_args", nargs="*", help="extra arguments for `jupyter lab`, e.g. --no-browser"
+    )
     sub.add_parser("info", help="print the backend banner")
     args, extra = parser.parse_known_args(argv)
     if extra and args.cmd != "lab":
@@ -57,9 +67,20 @@ def main(argv: list[str] | None = None) -> int:
     user_args = [*args.jupyter_args, *extra]
     as_root = root_arguments(user_args)
     if as_root:
-        print("running as root (a container, Colab-like image or CI): starting JupyterLab with --allow-root",
-              flush=True)
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}", *user_args, *as_root]
+        print(
+            "running as root (a container, Colab-like image or CI): starting JupyterLab with"
+            " --allow-root",
+            flush=True,
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={root}",
+        *user_args,
+        *as_root,
+    ]
     print("opening the course:", " ".join(cmd), flush=True)
     os.chdir(root)
     os.execvpe(cmd[0], cmd, env)

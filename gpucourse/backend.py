@@ -1,13 +1,16 @@
 """Which machine the course runs on: CPU-only or an NVIDIA GPU.
 
-This module is the only place in the course that touches CuPy, numba-cuda and device discovery. Everything
-else asks it for:
+This module is the only place in the course that touches CuPy, numba-cuda and device discovery.
+Everything else asks it for:
 
 - ``xp``         the array module: CuPy on a GPU, NumPy on CPU;
 - ``jax_device`` the device JAX places arrays on;
-- ``cuda``       the kernel runner: numba-cuda on the device; on CPU the course's instrumented SIMT executor
-                 (``gpucourse.simt.cuda``: numba-cuda's API, every CUDA thread a coroutine, each launch's report in
-                 ``kernel.last_report``), or numba's CUDA simulator with ``GPUCOURSE_CUDA_SIM=numba``;
+- ``cuda``       the kernel runner: numba-cuda on the device; on CPU the course's instrumented SIMT
+  executor
+                 (``gpucourse.simt.cuda``: numba-cuda's API, every CUDA thread a coroutine, each
+                 launch's report in
+                 ``kernel.last_report``), or numba's CUDA simulator with
+                 ``GPUCOURSE_CUDA_SIM=numba``;
 - ``sync()``     wait until all queued device work has finished.
 
 Choose the backend with the environment variable ``GPUCOURSE_BACKEND``:
@@ -16,8 +19,9 @@ Choose the backend with the environment variable ``GPUCOURSE_BACKEND``:
 - ``cpu``: always the CPU path, even on a GPU machine (useful to compare);
 - ``gpu``: insist on the GPU; raises :class:`BackendUnavailable` with the reason when there is none.
 
-``import cupy`` succeeds on a machine without a driver; the *first use* raises ``CUDARuntimeError``. Detection
-therefore asks CuPy for the device count inside a ``try`` and never lets that error escape.
+``import cupy`` succeeds on a machine without a driver; the *first use* raises ``CUDARuntimeError``.
+Detection therefore asks CuPy for the device count inside a ``try`` and never lets that error
+escape.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from typing import Any
 
 ENV_VAR = "GPUCOURSE_BACKEND"
 CHOICES = ("auto", "cpu", "gpu")
-SIM_VAR = "GPUCOURSE_CUDA_SIM"  # CPU kernel runner: "simt" (default, the course's executor) or "numba" (numba's simulator)
+# CPU kernel runner: "simt" (default, the course's executor) or "numba" (numba's simulator)
+SIM_VAR = "GPUCOURSE_CUDA_SIM"
 SIM_CHOICES = ("simt", "numba")
 
 
@@ -45,7 +50,8 @@ class BackendUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class GpuProbe:
-    """What device discovery found. ``ok`` is False with a human-readable ``reason`` when there is no GPU."""
+    """What device discovery found. ``ok`` is False with a human-readable ``reason`` when there is
+    no GPU."""
 
     ok: bool
     reason: str
@@ -67,9 +73,11 @@ def probe_gpu() -> GpuProbe:
     try:
         import cupy  # (import works without a driver)
     except Exception as exc:  # ImportError, or a broken CUDA install
-        hint = " (an NVIDIA driver is present: install the GPU extra, pip install -e '.[gpu]')" if shutil.which(
-            "nvidia-smi"
-        ) else ""
+        hint = (
+            " (an NVIDIA driver is present: install the GPU extra, pip install -e '.[gpu]')"
+            if shutil.which("nvidia-smi")
+            else ""
+        )
         return GpuProbe(False, f"CuPy is not installed{hint}: {exc.__class__.__name__}")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
@@ -88,7 +96,10 @@ def probe_gpu() -> GpuProbe:
             runtime=_cuda_version(cupy.cuda.runtime.runtimeGetVersion()),
         )
     except Exception as exc:  # cupy_backends.cuda.api.runtime.CUDARuntimeError without a driver
-        return GpuProbe(False, f"CuPy is installed but no CUDA device is usable ({exc.__class__.__name__}: {exc})")
+        return GpuProbe(
+            False,
+            f"CuPy is installed but no CUDA device is usable ({exc.__class__.__name__}: {exc})",
+        )
 
 
 def _requested() -> str:
@@ -127,12 +138,13 @@ def _version(module: str) -> str | None:
 
 
 def _enable_cuda_simulator() -> None:
-    """Make ``numba.cuda`` the CUDA simulator. Must happen before ``numba.cuda`` is first imported."""
+    """Make ``numba.cuda`` the CUDA simulator. Must happen before ``numba.cuda`` is first
+    imported."""
     if "numba.cuda" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
         # numba.cuda was imported as the real target; it cannot be swapped inside this process.
         raise BackendUnavailable(
-            "numba.cuda was imported before the course chose the CPU backend; restart the kernel and run "
-            "`import gpucourse as gc; gc.setup()` first"
+            "numba.cuda was imported before the course chose the CPU backend; restart the kernel"
+            " and run `import gpucourse as gc; gc.setup()` first"
         )
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     if "numba" in sys.modules:
@@ -153,7 +165,7 @@ class Backend:
     def is_gpu(self) -> bool:
         return self.name == "gpu"
 
-    # -- what notebooks use ---------------------------------------------------------------------------
+    # -- what notebooks use ------------------------------------------------------------------------
     @cached_property
     def xp(self) -> ModuleType:
         """The array module: ``cupy`` on a GPU, ``numpy`` on CPU."""
@@ -161,20 +173,23 @@ class Backend:
 
     @cached_property
     def jax_device(self) -> Any:
-        """The device JAX puts arrays on (a GPU when JAX's CUDA plugin is installed, else the CPU)."""
+        """The device JAX puts arrays on (a GPU when JAX's CUDA plugin is installed, else the
+        CPU)."""
         import jax
 
         if self.is_gpu:
             try:
                 return jax.devices("gpu")[0]
             except RuntimeError:
-                warnings.warn("JAX has no CUDA plugin here (pip install -e '.[gpu]'); JAX runs on the CPU")
+                warnings.warn(
+                    "JAX has no CUDA plugin here (pip install -e '.[gpu]'); JAX runs on the CPU"
+                )
         return jax.devices("cpu")[0]
 
     @cached_property
     def cuda(self) -> Any:
-        """``numba.cuda`` on a GPU; on CPU the course's SIMT executor with numba-cuda's API (``gpucourse.simt.cuda``),
-        or numba's CUDA simulator when ``GPUCOURSE_CUDA_SIM=numba``."""
+        """``numba.cuda`` on a GPU; on CPU the course's SIMT executor with numba-cuda's API
+        (``gpucourse.simt.cuda``), or numba's CUDA simulator when ``GPUCOURSE_CUDA_SIM=numba``."""
         if not self.is_gpu:
             if cpu_kernel_runner() == "simt":
                 from .simt import cuda as simt_cuda
@@ -191,7 +206,9 @@ class Backend:
             return "numba-cuda on the GPU"
         if cpu_kernel_runner() == "numba":
             return f"numba CUDA simulator ({SIM_VAR}=numba: one Python thread per CUDA thread)"
-        return "gpucourse SIMT executor (numba-cuda's API; CUDA threads as coroutines, instrumented)"
+        return (
+            "gpucourse SIMT executor (numba-cuda's API; CUDA threads as coroutines, instrumented)"
+        )
 
     def to_device(self, array: Any) -> Any:
         """Copy a host (NumPy) array to the backend's memory; a no-op on CPU."""
@@ -206,24 +223,43 @@ class Backend:
         return np.asarray(array)
 
     def sync(self) -> None:
-        """Block until every command queued on the device has finished (``cudaDeviceSynchronize``)."""
+        """Block until every command queued on the device has finished
+        (``cudaDeviceSynchronize``)."""
         if self.is_gpu:
             self.xp.cuda.Device().synchronize()
 
-    # -- what the banner prints -----------------------------------------------------------------------
+    # -- what the banner prints --------------------------------------------------------------------
     def describe(self) -> dict[str, str]:
         info: dict[str, str] = {"backend": self.name, "why": self.reason}
         if self.is_gpu:
             g = self.gpu
-            cc = f"{g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else "?"
-            info["device"] = f"{g.name} (compute capability {cc}, {g.sm_count} SMs, {g.memory_bytes / 2**30:.0f} GiB)"
+            cc = (
+                f"{g.compute_capability[0]}.{g.compute_capability[1]}"
+                if g.compute_capability
+                else "?"
+            )
+            info["device"] = (
+                f"{g.name} (compute capability {cc}, {g.sm_count} SMs, {g.memory_bytes / 2**30:.0f}"
+                " GiB)"
+            )
             info["CUDA driver / runtime"] = f"{g.driver} / {g.runtime}"
         else:
             info["device"] = f"{_cpu_name()} ({os.cpu_count()} logical cores)"
             info["GPU"] = self.gpu.reason
         info["arrays"] = "CuPy" if self.is_gpu else "NumPy"
         info["kernels"] = self.kernel_runner
-        versions = {m: _version(m) for m in ("numpy", "jax", "jaxlib", "numba", "numba-cuda", "cupy-cuda12x", "cupy-cuda13x")}
+        versions = {
+            m: _version(m)
+            for m in (
+                "numpy",
+                "jax",
+                "jaxlib",
+                "numba",
+                "numba-cuda",
+                "cupy-cuda12x",
+                "cupy-cuda13x",
+            )
+        }
         info["versions"] = ", ".join(f"{m} {v}" for m, v in versions.items() if v)
         info["python"] = f"{platform.python_version()} on {platform.system()} {platform.machine()}"
         return info
@@ -235,7 +271,10 @@ class Backend:
         lines = [f"== gpucourse: {title} =="]
         lines += [f"  {k.ljust(width)} : {v}" for k, v in rows.items()]
         if not self.is_gpu:
-            lines.append("  Cells marked [GPU only] print what they would measure and show published figures instead.")
+            lines.append(
+                "  Cells marked [GPU only] print what they would measure and show published figures"
+                " instead."
+            )
         return "\n".join(lines)
 
 
@@ -248,7 +287,9 @@ def select_backend(requested: str | None = None, probe: GpuProbe | None = None) 
     if requested not in CHOICES:
         raise ValueError(f"backend {requested!r} is not one of {', '.join(CHOICES)}")
     if requested == "cpu":
-        return Backend("cpu", f"{ENV_VAR}=cpu", probe or GpuProbe(False, "not probed: CPU backend requested"))
+        return Backend(
+            "cpu", f"{ENV_VAR}=cpu", probe or GpuProbe(False, "not probed: CPU backend requested")
+        )
     probe = probe or probe_gpu()
     if probe.ok:
         return Backend("gpu", probe.reason, probe)
@@ -279,7 +320,8 @@ def array_module(*arrays: Any) -> ModuleType:
 
 
 def require_gpu(what: str) -> bool:
-    """Guard for GPU-only notebook cells: returns True on a GPU, else prints why the cell is skipped.
+    """Guard for GPU-only notebook cells: returns True on a GPU, else prints why the cell is
+    skipped.
 
     Usage::
 

@@ -1,8 +1,9 @@
 """BLAS levels made countable: the seed's triple loop with counters on every memory access.
 
-Level 1 (vector-vector, e.g. axpy ``y = a·x + y``), Level 2 (matrix-vector, gemv ``y = A·x``) and Level 3
-(matrix-matrix, gemm ``C = A·B``). The loop below is the seed's pseudo-code, run for real on small shapes, so
-that the course can *count* what it only asserts: O(MNK) multiply-adds against O(MN + MK + KN) distinct data.
+Level 1 (vector-vector, e.g. axpy ``y = a·x + y``), Level 2 (matrix-vector, gemv ``y = A·x``) and
+Level 3 (matrix-matrix, gemm ``C = A·B``). The loop below is the seed's pseudo-code, run for real on
+small shapes, so that the course can *count* what it only asserts: O(MNK) multiply-adds against O(MN
++ MK + KN) distinct data.
 """
 
 from __future__ import annotations
@@ -21,15 +22,17 @@ class LoopCounts:
 
     @property
     def reuse(self) -> float:
-        """Loads per distinct element: how often a cache or a tile could serve a value instead of memory."""
+        """Loads per distinct element: how often a cache or a tile could serve a value instead of
+        memory."""
         return (self.loads + self.stores) / self.distinct_elements
 
 
 def triple_loop_matmul(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, LoopCounts]:
-    """C = A @ B with the seed's i-j-k loop, counting every element access. Keep shapes small (pure Python)."""
+    """C = A @ B with the seed's i-j-k loop, counting every element access. Keep shapes small (pure
+    Python)."""
     M, K = A.shape
-    K2, N = B.shape
-    if K != K2:
+    K_of_B, N = B.shape
+    if K != K_of_B:
         raise ValueError(f"inner dimensions differ: A is {A.shape}, B is {B.shape}")
     C = np.zeros((M, N), dtype=np.result_type(A, B))
     loads = stores = flops = 0

@@ -1,24 +1,28 @@
-"""A Pallas kernel as a TPU would run it: its BlockSpecs, the HBM ↔ VMEM copies its grid causes, and the VMEM one
-grid step needs.
+"""A Pallas kernel as a TPU would run it: its BlockSpecs, the HBM ↔ VMEM copies its grid causes, and
+the VMEM one grid step needs.
 
-Read from the traced ``pallas_call`` itself (its grid and the BlockSpecs' block shapes, dtypes and index maps), not
-from a formula typed next to it. Two facts of Pallas's TPU pipeline decide the numbers (Pallas docs, "Software
-Pipelining" and "TPU Pipelining"; the scheduler in jax/_src/pallas/mosaic/pipeline.py):
+Read from the traced ``pallas_call`` itself (its grid and the BlockSpecs' block shapes, dtypes and
+index maps), not from a formula typed next to it. Two facts of Pallas's TPU pipeline decide the
+numbers (Pallas docs, "Software Pipelining" and "TPU Pipelining"; the scheduler in
+jax/_src/pallas/mosaic/pipeline.py):
 
-- every blocked operand, input or output, is *double-buffered*: a ``(buffer_count, *block_shape)`` buffer in VMEM,
-  ``buffer_count = 2`` unless the BlockSpec asks for another with ``pipeline_mode=pl.Buffered(n)``, so the next
-  block is copied in (and the last one out) while the kernel works on the current one;
-- the grid runs as nested loops, last axis fastest, and a block is copied in only when its index changes from one
-  step to the next (an output block is written back when the next step moves to another block, and at the end);
-- so every output block must be visited in **one unbroken run** of grid steps: "we do require that all invocations
-  that write to a particular slice are consecutive" (Pallas docs, "TPU details"); "Failure to access output blocks
-  consecutively will result in incorrect values" (Pallas docs, sparse kernels): an output block is stored to HBM
-  when the grid moves on and never read back, so one visited again starts from a stale VMEM buffer
-  (:attr:`Operand.consecutive`). JAX's own
-  TPU interpreter (``interpret=pltpu.InterpretParams()``) refuses such kernels ("Revisited block"); plain
-  ``interpret=True`` computes the right numbers and does not notice.
+- every blocked operand, input or output, is *double-buffered*: a ``(buffer_count, *block_shape)``
+  buffer in VMEM, ``buffer_count = 2`` unless the BlockSpec asks for another with
+  ``pipeline_mode=pl.Buffered(n)``, so the next block is copied in (and the last one out) while the
+  kernel works on the current one;
+- the grid runs as nested loops, last axis fastest, and a block is copied in only when its index
+  changes from one step to the next (an output block is written back when the next step moves to
+  another block, and at the end);
+- so every output block must be visited in **one unbroken run** of grid steps: "we do require that
+  all invocations that write to a particular slice are consecutive" (Pallas docs, "TPU details");
+  "Failure to access output blocks consecutively will result in incorrect values" (Pallas docs,
+  sparse kernels): an output block is stored to HBM when the grid moves on and never read back, so
+  one visited again starts from a stale VMEM buffer (:attr:`Operand.consecutive`). JAX's own TPU
+  interpreter (``interpret=pltpu.InterpretParams()``) refuses such kernels ("Revisited block");
+  plain ``interpret=True`` computes the right numbers and does not notice.
 
-Tracing needs no TPU: ``jax.make_jaxpr`` works on shapes, and ``interpret=True`` kernels run on this CPU.
+Tracing needs no TPU: ``jax.make_jaxpr`` works on shapes, and ``interpret=True`` kernels run on this
+CPU.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ DEFAULT_BUFFERS = 2  # Pallas TPU double-buffers every blocked operand
 
 
 def pallas_calls(fn: Callable[..., Any], *args: Any) -> list[Any]:
-    """The ``pallas_call`` equations in the jaxpr of ``fn(*args)`` (searched through nested jaxprs). ``args`` may be
-    arrays or ``jax.ShapeDtypeStruct``s."""
+    """The ``pallas_call`` equations in the jaxpr of ``fn(*args)`` (searched through nested jaxprs).
+    ``args`` may be arrays or ``jax.ShapeDtypeStruct``s."""
     import jax
 
     found: list[Any] = []
@@ -73,7 +77,8 @@ class Operand:
     block: tuple[int, ...]
     itemsize: int  # bytes per element
     buffers: int  # VMEM buffers Pallas allocates for it
-    changes: int  # grid steps at which its block index differs from the previous step's (the first counts)
+    # grid steps at which its block index differs from the previous step's (the first counts)
+    changes: int
     distinct: int  # different block indices over the whole grid
 
     @property
@@ -91,8 +96,9 @@ class Operand:
 
     @property
     def consecutive(self) -> bool:
-        """Every block is visited in one unbroken run of grid steps (changes == distinct). Required of outputs on a
-        TPU: an output block left and visited again would start from a stale VMEM buffer."""
+        """Every block is visited in one unbroken run of grid steps (changes == distinct). Required
+        of outputs on a TPU: an output block left and visited again would start from a stale VMEM
+        buffer."""
         return self.changes == self.distinct
 
 
@@ -122,15 +128,17 @@ class PallasPlan:
 
 
 def _block_index_changes(mapping: Any, grid: tuple[int, ...]) -> tuple[int, int]:
-    """Run the BlockSpec's index map over the whole grid (last axis fastest): the steps whose block index differs
-    from the step before, and the number of different block indices."""
+    """Run the BlockSpec's index map over the whole grid (last axis fastest): the steps whose block
+    index differs from the step before, and the number of different block indices."""
     import jax
     import jax.numpy as jnp
     from jax.extend.core import jaxpr_as_fun
 
-    idx = np.indices(grid).reshape(len(grid), -1)  # (rank, steps), row-major: last grid axis fastest
+    # (rank, steps), row-major: last grid axis fastest
+    idx = np.indices(grid).reshape(len(grid), -1)
     f = jaxpr_as_fun(mapping.index_map_jaxpr)
-    blocks = jax.vmap(lambda *g: jnp.stack(f(*g)))(*[jnp.asarray(i, jnp.int32) for i in idx])  # (steps, block rank)
+    # (steps, block rank)
+    blocks = jax.vmap(lambda *g: jnp.stack(f(*g)))(*[jnp.asarray(i, jnp.int32) for i in idx])
     blocks = np.asarray(blocks)
     if blocks.shape[0] == 0:
         return 0, 0
@@ -150,7 +158,18 @@ def plan(fn: Callable[..., Any], *args: Any, call: int = 0) -> PallasPlan:
         mode = getattr(bm, "pipeline_mode", None)
         buffers = int(getattr(mode, "buffer_count", DEFAULT_BUFFERS) or DEFAULT_BUFFERS)
         aval = bm.array_aval
-        ops.append(Operand("in" if i < gm.num_inputs else "out", tuple(int(s) for s in aval.shape), block_shape(bm),
-                           int(np.dtype(aval.dtype).itemsize), buffers, *_block_index_changes(bm, grid)))
-    scratch = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in getattr(gm, "scratch_avals", ()) or ())
+        ops.append(
+            Operand(
+                "in" if i < gm.num_inputs else "out",
+                tuple(int(s) for s in aval.shape),
+                block_shape(bm),
+                int(np.dtype(aval.dtype).itemsize),
+                buffers,
+                *_block_index_changes(bm, grid),
+            )
+        )
+    scratch = sum(
+        math.prod(a.shape) * np.dtype(a.dtype).itemsize
+        for a in getattr(gm, "scratch_avals", ()) or ()
+    )
     return PallasPlan(grid, tuple(ops), int(scratch))

@@ -1,9 +1,9 @@
 """One plotting style for every figure in the course.
 
-Figures are drawn on an opaque white card with dark text, so they read the same in JupyterLab's light and
-dark themes (a transparent figure would put black labels on a dark background). Colours come from the
-Okabe-Ito palette, which stays distinguishable for colour-blind readers. Every axis gets a label with its
-unit: :func:`axes` refuses to make a figure without them.
+Figures are drawn on an opaque white card with dark text, so they read the same in JupyterLab's
+light and dark themes (a transparent figure would put black labels on a dark background). Colours
+come from the Okabe-Ito palette, which stays distinguishable for colour-blind readers. Every axis
+gets a label with its unit: :func:`axes` refuses to make a figure without them.
 """
 
 from __future__ import annotations
@@ -46,7 +46,14 @@ def use_style() -> None:
     mpl.rcParams["axes.prop_cycle"] = cycler(color=PALETTE)
 
 
-def axes(xlabel: str, ylabel: str, title: str = "", *, ax: Any = None, figsize: tuple[float, float] | None = None):
+def axes(
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    *,
+    ax: Any = None,
+    figsize: tuple[float, float] | None = None,
+):
     """A styled ``Axes`` with labelled axes. Labels must name a unit, e.g. ``"size [bytes]"``.
 
     Pass ``unit="-"`` style labels such as ``"speed-up [×]"`` for dimensionless quantities.

@@ -4,10 +4,11 @@ Every cell that measures something on a GPU passes the number through :func:`rec
 
     gc.record("§1 HBM roof", bandwidth / 1e12, "TB/s", note="read-only stream, 1 GiB, CUDA events")
 
-``python -m gpucourse.gpu_check`` runs every notebook on the GPU with ``GPUCOURSE_RECORD`` naming a JSON-lines
-file; :func:`record` appends one line per number there (with the notebook's name, from ``GPUCOURSE_NOTEBOOK``),
-and the command prints them as one table and writes them, with the GPU's provenance, to ``course/gpu_runs/``.
-Outside that command ``record`` only keeps the number in this process (:func:`recorded`) and returns it.
+``python -m gpucourse.gpu_check`` runs every notebook on the GPU with ``GPUCOURSE_RECORD`` naming a
+JSON-lines file; :func:`record` appends one line per number there (with the notebook's name, from
+``GPUCOURSE_NOTEBOOK``), and the command prints them as one table and writes them, with the GPU's
+provenance, to ``course/gpu_runs/``. Outside that command ``record`` only keeps the number in this
+process (:func:`recorded`) and returns it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ _RECORDS: list[Record] = []
 
 
 def record(name: str, value: float, unit: str, note: str = "") -> float:
-    """Keep a measured number (and append it to ``$GPUCOURSE_RECORD`` when the GPU command runs); returns it."""
+    """Keep a measured number (and append it to ``$GPUCOURSE_RECORD`` when the GPU command runs);
+    returns it."""
     if not name or not unit:
         raise ValueError("a record needs a name and a unit (use '-' for a pure number)")
     value = float(value)
@@ -46,7 +48,9 @@ def record(name: str, value: float, unit: str, note: str = "") -> float:
         raise ValueError(f"{name}: {value} is not a finite number")
     from .backend import get_backend
 
-    rec = Record(name, value, unit, note, get_backend().name, os.environ.get(NOTEBOOK_ENV, ""), time.time())
+    rec = Record(
+        name, value, unit, note, get_backend().name, os.environ.get(NOTEBOOK_ENV, ""), time.time()
+    )
     _RECORDS.append(rec)
     path = os.environ.get(RECORD_ENV)
     if path:
@@ -61,7 +65,8 @@ def recorded() -> list[Record]:
 
 
 def load(path: str | Path) -> list[Record]:
-    """The records in a JSON-lines file (a line that is not a record is skipped: a killed cell may cut one)."""
+    """The records in a JSON-lines file (a line that is not a record is skipped: a killed cell may
+    cut one)."""
     out = []
     p = Path(path)
     if not p.exists():

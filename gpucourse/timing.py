@@ -1,15 +1,17 @@
 """The one timing helper every measurement in the course goes through.
 
-GPUs (and JAX, even on a CPU) run work *asynchronously*: a call returns as soon as the work is queued.
-A stopwatch around the call then measures the queueing, not the work. :func:`measure` therefore
+GPUs (and JAX, even on a CPU) run work *asynchronously*: a call returns as soon as the work is
+queued. A stopwatch around the call then measures the queueing, not the work. :func:`measure`
+therefore
 
 1. warms up (compilation, caches, lazy allocation) and discards those runs,
-2. after every call waits for the result: ``jax.block_until_ready`` on JAX values (pytrees included),
-   ``cudaDeviceSynchronize`` on the GPU backend, ``block_until_ready()`` on anything else that has it,
+2. after every call waits for the result: ``jax.block_until_ready`` on JAX values (pytrees
+   included), ``cudaDeviceSynchronize`` on the GPU backend, ``block_until_ready()`` on anything else
+   that has it,
 3. repeats and reports the median and the spread (interquartile range), never a single run.
 
-On the GPU backend ``clock="cuda"`` times with CUDA events recorded on the current stream instead of the
-host clock: the GPU's own view of how long the queued work took.
+On the GPU backend ``clock="cuda"`` times with CUDA events recorded on the current stream instead of
+the host clock: the GPU's own view of how long the queued work took.
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ class Timing:
         return amount / self.median
 
     def __str__(self) -> str:
-        return f"{format_seconds(self.median)} (median of {len(self.times)}, IQR ±{self.spread * 50:.1f}%)"
+        return (
+            f"{format_seconds(self.median)} (median of {len(self.times)}, IQR"
+            f" ±{self.spread * 50:.1f}%)"
+        )
 
 
 def format_seconds(s: float) -> str:
@@ -108,9 +113,9 @@ def measure(
 ) -> Timing:
     """Time ``fn(*args, **kwargs)``: ``warmup`` discarded calls, then ``repeat`` measured ones.
 
-    ``sync=False`` reproduces the classic mistake (the stopwatch stops when the call *returns*) so that the
-    course can show how wrong it is. ``max_seconds`` stops repeating early (at least 3 runs) for slow calls.
-    ``clock="cuda"`` uses CUDA events on the GPU backend.
+    ``sync=False`` reproduces the classic mistake (the stopwatch stops when the call *returns*) so
+    that the course can show how wrong it is. ``max_seconds`` stops repeating early (at least 3
+    runs) for slow calls. ``clock="cuda"`` uses CUDA events on the GPU backend.
     """
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
@@ -128,8 +133,11 @@ def measure(
     times: list[float] = []
     started = time.perf_counter()
     if clock == "cuda":
-        return Timing(_cuda_event_times(fn, args, kwargs, repeat, max_seconds, started), synchronized=True,
-                      clock=clock)
+        return Timing(
+            _cuda_event_times(fn, args, kwargs, repeat, max_seconds, started),
+            synchronized=True,
+            clock=clock,
+        )
     for i in range(repeat):
         t0 = time.perf_counter()
         out = fn(*args, **kwargs)
@@ -143,9 +151,11 @@ def measure(
     return Timing(tuple(times), synchronized=sync, clock=clock)
 
 
-LEAD_S = 200e-6  # the GPU is kept busy this long before the first start event: more than a launch's host path
+# the GPU is kept busy this long before the first start event: more than a launch's host path
+LEAD_S = 200e-6
 _LEAD_SOURCE = r"""
-extern "C" __global__ void lead(long long cycles) {  // one thread spins: the GPU is busy, no memory is touched
+// one thread spins: the GPU is busy, no memory is touched
+extern "C" __global__ void lead(long long cycles) {
     long long t0 = clock64();
     while (clock64() - t0 < cycles) { }
 }
@@ -160,28 +170,37 @@ def _lead_kernel(cp: Any) -> Any:
 
 
 def _clock_hz(cp: Any) -> float:
-    """The SM clock the device reports (cudaDevAttrClockRate, kHz), in Hz; 2 GHz where it reports none (a spin then
-    lasts longer than LEAD_S on a slower clock: harmless)."""
+    """The SM clock the device reports (cudaDevAttrClockRate, kHz), in Hz; 2 GHz where it reports
+    none (a spin then lasts longer than LEAD_S on a slower clock: harmless)."""
     khz = cp.cuda.Device().attributes.get("ClockRate")
     if khz is None:
         khz = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id).get("clockRate")
     return float(khz) * 1e3 if khz else 2e9
 
 
-def _cuda_event_times(fn: Callable[..., Any], args: tuple, kwargs: dict, repeat: int, max_seconds: float | None,
-                      started: float) -> tuple[float, ...]:
-    """Seconds per call on the GPU's own clock: a pair of CUDA events around each call, every call queued behind
-    the previous one with no synchronisation in between, and one wait at the end. Synchronising after each call
-    would leave the GPU idle while Python prepares the next launch (numba-cuda's dispatch takes tens of µs): the
-    start event would then run at once, and the interval would include that wait. Queued back to back, each call's
-    start event runs when the previous call's work ends, so the interval is the GPU's work — for kernels longer
-    than a launch's host time; shorter ones are launch-bound, and their intervals show it. The first call has no
-    previous one: a spin kernel of LEAD_S, queued before its start event, keeps the GPU busy while the call is
-    launched (it touches no memory, so no cache sees it), so even a single timed call (``repeat=1``) is device
-    time."""
+def _cuda_event_times(
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    repeat: int,
+    max_seconds: float | None,
+    started: float,
+) -> tuple[float, ...]:
+    """Seconds per call on the GPU's own clock: a pair of CUDA events around each call, every call
+    queued behind the previous one with no synchronisation in between, and one wait at the end.
+    Synchronising after each call would leave the GPU idle while Python prepares the next launch
+    (numba-cuda's dispatch takes tens of µs): the start event would then run at once, and the
+    interval would include that wait. Queued back to back, each call's start event runs when the
+    previous call's work ends, so the interval is the GPU's work — for kernels longer than a
+    launch's host time; shorter ones are launch-bound, and their intervals show it. The first call
+    has no previous one: a spin kernel of LEAD_S, queued before its start event, keeps the GPU busy
+    while the call is launched (it touches no memory, so no cache sees it), so even a single timed
+    call (``repeat=1``) is device time."""
     cp = get_backend().xp
-    stream = cp.cuda.get_current_stream()  # the stream fn's work is queued on (`with stream:` selects it)
-    _lead_kernel(cp)((1,), (1,), (cp.int64(int(LEAD_S * _clock_hz(cp))),))  # on the current stream, before `start`
+    # the stream fn's work is queued on (`with stream:` selects it)
+    stream = cp.cuda.get_current_stream()
+    # on the current stream, before `start`
+    _lead_kernel(cp)((1,), (1,), (cp.int64(int(LEAD_S * _clock_hz(cp))),))
     pairs = []
     out = None
     for i in range(repeat):
@@ -190,7 +209,8 @@ def _cuda_event_times(fn: Callable[..., Any], args: tuple, kwargs: dict, repeat:
         out = fn(*args, **kwargs)
         end.record(stream)
         pairs.append((start, end))
-        # the host's time only bounds how much is queued (at least 3 calls), like the host clock's max_seconds
+        # the host's time only bounds how much is queued (at least 3 calls), like the host clock's
+        # max_seconds
         if max_seconds is not None and i >= 2 and time.perf_counter() - started > max_seconds:
             break
     pairs[-1][1].synchronize()
@@ -198,13 +218,21 @@ def _cuda_event_times(fn: Callable[..., Any], args: tuple, kwargs: dict, repeat:
     return tuple(cp.cuda.get_elapsed_time(a, b) / 1e3 for a, b in pairs)  # ms -> s
 
 
-def confirm_faster(fast: Callable[..., Any], slow: Callable[..., Any], *args: Any, factor: float = 1.0,
-                   claim: str = "", rounds: int = 3, repeat: int = 7) -> float:
-    """Check that ``fast(*args)`` beats ``slow(*args)`` by more than ``factor`` — the numerical check after a
-    speed claim — on a machine that may be busy. All ``rounds`` rounds run (a fixed number, whatever they show),
-    each timing both back to back; the claim is judged once, on each function's best run over all rounds (a load
-    spike slows some runs down, never speeds one up). Returns slow's best / fast's best; raises AssertionError
-    with every round's ratio when that is not above ``factor``."""
+def confirm_faster(
+    fast: Callable[..., Any],
+    slow: Callable[..., Any],
+    *args: Any,
+    factor: float = 1.0,
+    claim: str = "",
+    rounds: int = 3,
+    repeat: int = 7,
+) -> float:
+    """Check that ``fast(*args)`` beats ``slow(*args)`` by more than ``factor`` — the numerical
+    check after a speed claim — on a machine that may be busy. All ``rounds`` rounds run (a fixed
+    number, whatever they show), each timing both back to back; the claim is judged once, on each
+    function's best run over all rounds (a load spike slows some runs down, never speeds one up).
+    Returns slow's best / fast's best; raises AssertionError with every round's ratio when that is
+    not above ``factor``."""
     slow_runs: list[float] = []
     fast_runs: list[float] = []
     ratios = []
@@ -218,13 +246,15 @@ def confirm_faster(fast: Callable[..., Any], slow: Callable[..., Any], *args: An
     if ratio > factor:
         return ratio
     shown = ", ".join(f"{r:.2f}×" for r in ratios)
-    raise AssertionError(f"{claim or 'speed claim'}: expected more than {factor:g}×, measured {ratio:.2f}× (best "
-                         f"against best over {rounds} rounds; each round's: {shown})")
+    raise AssertionError(
+        f"{claim or 'speed claim'}: expected more than {factor:g}×, measured {ratio:.2f}× (best "
+        f"against best over {rounds} rounds; each round's: {shown})"
+    )
 
 
 class Stopwatch:
-    """Timestamps inside ONE run, for showing *when* things happen (a call returning before its result is
-    ready), not for measuring how long something takes — use :func:`measure` for that.
+    """Timestamps inside ONE run, for showing *when* things happen (a call returning before its
+    result is ready), not for measuring how long something takes — use :func:`measure` for that.
 
         sw = gc.timing.Stopwatch()
         y = f(x);              t_return = sw.elapsed()

@@ -1,4 +1,5 @@
-"""Grading side of the course: nbgrader configuration, the exercise shape and the shared check functions.
+"""Grading side of the course: nbgrader configuration, the exercise shape and the shared check
+functions.
 
 ``grader`` imports the helper package ``gpucourse``; the helper package never imports ``grader``.
 Lab-specific problems live in ``grader.labs.<lab name>``.

@@ -2,21 +2,28 @@
 
     python -m grader sync        # notebooks <-> py:percent twins in step, outputs stripped
     python -m grader generate    # regenerate labs/ from solutions/ (nbgrader generate_assignment)
-    python -m grader check       # fail if pairs are out of step or labs/ is stale (CI does this too)
+    python -m grader check       # fail if pairs are out of step or labs/ is stale (CI does this
+    too)
     python -m grader nbgrader ARGS...   # any nbgrader command with the course's config, e.g.
                                         #   python -m grader nbgrader autograde lab01_blas_roofline
 
-The instructor's grading workflow (stages in grader/pipeline/; student code runs in grader/sandbox.py):
+The instructor's grading workflow (stages in grader/pipeline/; student code runs in
+grader/sandbox.py):
 
-    python -m grader release [LAB ...]            # regenerate labs/ from solutions/: what students download
-    python -m grader grade LAB SOURCE [--jobs N]  # import SOURCE (folder or .zip), autograde, feedback, CSV, report
+    python -m grader release [LAB ...]            # regenerate labs/ from solutions/: what students
+    download
+    python -m grader grade LAB SOURCE [--jobs N]  # import SOURCE (folder or .zip), autograde,
+    feedback, CSV, report
     python -m grader import LAB SOURCE            # only import (one notebook or folder per student)
-    python -m grader autograde LAB [--student S]  # only autograde what is imported (unchanged ones are kept)
+    python -m grader autograde LAB [--student S]  # only autograde what is imported (unchanged ones
+    are kept)
     python -m grader export LAB [--csv FILE]      # write grading/LAB_grades.csv again
-    python -m grader report LAB                   # print the per-student report (what failed and why)
+    python -m grader report LAB                   # print the per-student report (what failed and
+    why)
 
-Hidden cases are drawn per student from the instructor's grading secret (GPUCOURSE_GRADING_SECRET, else
-~/.config/gpucourse/grading-secret, created mode 0600 on the first grade: back it up; grader/pipeline/secret.py).
+Hidden cases are drawn per student from the instructor's grading secret (GPUCOURSE_GRADING_SECRET,
+else ~/.config/gpucourse/grading-secret, created mode 0600 on the first grade: back it up;
+grader/pipeline/secret.py).
 """
 
 from __future__ import annotations
@@ -34,43 +41,88 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     syn = sub.add_parser("sync", help="sync notebook pairs and strip outputs")
-    syn.add_argument("paths", nargs="*", help="notebooks (.py or .ipynb) to sync; default: all of course/ and solutions/")
+    syn.add_argument(
+        "paths",
+        nargs="*",
+        help="notebooks (.py or .ipynb) to sync; default: all of course/ and solutions/",
+    )
     gen = sub.add_parser("generate", help="regenerate labs/ from solutions/")
     gen.add_argument("labs", nargs="*", help="labs to generate; default: all")
-    gen.add_argument("--db", action="store_true", help="also record the labs in the gradebook (needed to autograde)")
+    gen.add_argument(
+        "--db",
+        action="store_true",
+        help="also record the labs in the gradebook (needed to autograde)",
+    )
     sub.add_parser("check", help="check pairs and labs/ (exit 1 when stale)")
-    ed = sub.add_parser("student-edition", help="build what students install (folder + wheel), without the answer side")
-    ed.add_argument("dest", type=Path)
-    sl = sub.add_parser("solution-leaks", help="list the solutions of solutions/ that the student edition would hold "
-                        "(exit 1 if any)")
-    sl.add_argument("labs", nargs="*", help="only the solutions of these labs (default: all)")
-    exp = sub.add_parser("expected", help="write a split lab's visible expected values as data (from its references)")
+    edition_cmd = sub.add_parser(
+        "student-edition",
+        help="build what students install (folder + wheel), without the answer side",
+    )
+    edition_cmd.add_argument("dest", type=Path)
+    leaks_cmd = sub.add_parser(
+        "solution-leaks",
+        help="list the solutions of solutions/ that the student edition would hold (exit 1 if any)",
+    )
+    leaks_cmd.add_argument(
+        "labs", nargs="*", help="only the solutions of these labs (default: all)"
+    )
+    exp = sub.add_parser(
+        "expected", help="write a split lab's visible expected values as data (from its references)"
+    )
     exp.add_argument("labs", nargs="*", help="labs (default: every split lab)")
-    exp.add_argument("--check", action="store_true", help="only compare with the stored values (exit 1 if stale)")
+    exp.add_argument(
+        "--check", action="store_true", help="only compare with the stored values (exit 1 if stale)"
+    )
     nbg = sub.add_parser("nbgrader", help="run nbgrader with the course config")
     nbg.add_argument("args", nargs=argparse.REMAINDER)
     rel = sub.add_parser("release", help="regenerate the student versions of labs (labs/)")
     rel.add_argument("labs", nargs="*")
-    for name, text in (("grade", "import, autograde, feedback, CSV and report in one go"),
-                       ("import", "import submissions from a folder or a zip export"),
-                       ("autograde", "autograde imported submissions in the sandbox"),
-                       ("export", "write the grades CSV"), ("report", "print the per-student report")):
+    for name, text in (
+        ("grade", "import, autograde, feedback, CSV and report in one go"),
+        ("import", "import submissions from a folder or a zip export"),
+        ("autograde", "autograde imported submissions in the sandbox"),
+        ("export", "write the grades CSV"),
+        ("report", "print the per-student report"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("lab")
         if name in ("grade", "import"):
-            p.add_argument("source", type=Path, help="a folder or a .zip: one notebook (or folder) per student")
-        p.add_argument("--dir", type=Path, default=None, help="grading folder (default: grading/ in the course root)")
+            p.add_argument(
+                "source", type=Path, help="a folder or a .zip: one notebook (or folder) per student"
+            )
+        p.add_argument(
+            "--dir",
+            type=Path,
+            default=None,
+            help="grading folder (default: grading/ in the course root)",
+        )
         if name in ("grade", "autograde"):
-            p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
+            p.add_argument(
+                "--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once"
+            )
             p.add_argument("--student", action="append", help="only these students (repeatable)")
-            p.add_argument("--force", action="store_true", help="regrade even unchanged submissions")
+            p.add_argument(
+                "--force", action="store_true", help="regrade even unchanged submissions"
+            )
             p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
-            p.add_argument("--wall-timeout", type=float, default=300, help="seconds per submission and process")
-            p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit of student code")
-            p.add_argument("--cpu-seconds", type=int, default=120, help="CPU-time limit of student code")
-            p.add_argument("--processes", type=int, default=None,
-                           help="processes + threads of student code (default: tight when kernels run without OS "
-                                "threads, else enough for numba's CUDA simulator: see grader/sandbox.py)")
+            p.add_argument(
+                "--wall-timeout", type=float, default=300, help="seconds per submission and process"
+            )
+            p.add_argument(
+                "--memory-mb", type=int, default=3072, help="address-space limit of student code"
+            )
+            p.add_argument(
+                "--cpu-seconds", type=int, default=120, help="CPU-time limit of student code"
+            )
+            p.add_argument(
+                "--processes",
+                type=int,
+                default=None,
+                help=(
+                    "processes + threads of student code (default: tight when kernels run without"
+                    " OS threads, else enough for numba's CUDA simulator: see grader/sandbox.py)"
+                ),
+            )
         if name == "export":
             p.add_argument("--csv", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -92,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
         wheel = edition.build(args.dest)
-        print(f"student edition: {args.dest / 'src'} and {wheel}; no answer-side module or source line in either "
-              f"(split labs: {', '.join(edition.split_labs())})")
+        print(
+            f"student edition: {args.dest / 'src'} and {wheel}; no answer-side module or source"
+            f" line in either (split labs: {', '.join(edition.split_labs())})"
+        )
         if edition.unsplit_labs():
             print(f"warning: not split yet, their references and generators ship with it: "
                   f"{', '.join(edition.unsplit_labs())}")
@@ -113,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         labs = args.labs or edition.split_labs()
         if args.check:
             stale = [m for lab in labs for m in edition.stale_expected(lab, recompute=True)]
-            print("\n".join(stale) or f"expected values of {', '.join(labs)} match their references")
+            print(
+                "\n".join(stale) or f"expected values of {', '.join(labs)} match their references"
+            )
             return 1 if stale else 0
         for lab in labs:
             print(f"wrote {edition.write_expected(lab)}")
@@ -151,11 +207,18 @@ def _grading(args: argparse.Namespace) -> int:
         if args.cmd == "import":
             return 0
     if args.cmd in ("grade", "autograde"):
-        limits = Limits(cpu_s=args.cpu_seconds, memory_bytes=args.memory_mb << 20, wall_s=args.wall_timeout,
-                        **({} if args.processes is None else {"processes": args.processes}))
-        settings = grade.Settings(jobs=max(1, args.jobs), cell_timeout=args.cell_timeout, force=args.force,
-                                  limits=limits)
-        results = grade.autograde(lab, ws, settings, students=[grade.student_id(s) for s in args.student or []] or None)
+        limits = Limits(
+            cpu_s=args.cpu_seconds,
+            memory_bytes=args.memory_mb << 20,
+            wall_s=args.wall_timeout,
+            **({} if args.processes is None else {"processes": args.processes}),
+        )
+        settings = grade.Settings(
+            jobs=max(1, args.jobs), cell_timeout=args.cell_timeout, force=args.force, limits=limits
+        )
+        results = grade.autograde(
+            lab, ws, settings, students=[grade.student_id(s) for s in args.student or []] or None
+        )
         print(f"autograded {len(results)} submission(s) with {settings.jobs} job(s); "
               f"feedback in {ws.root / 'feedback'}")
     if args.cmd in ("grade", "autograde", "export"):

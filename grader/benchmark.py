@@ -1,11 +1,15 @@
-"""The course's performance budget, measured: prints a table, asserts nothing (machines here are noisy).
+"""The course's performance budget, measured: prints a table, asserts nothing (machines here are
+noisy).
 
-    python3 -m grader.benchmark            # every notebook + one autograde per lab + executor + mutation score per lab
-    python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading --no-mutation --no-executor
-    python3 -m grader.benchmark_simt       # only the kernel executor: matmul vs numba's simulator, kernel checks
+    python3 -m grader.benchmark            # every notebook + one autograde per lab + executor +
+    mutation score per lab
+    python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading --no-mutation
+    --no-executor
+    python3 -m grader.benchmark_simt       # only the kernel executor: matmul vs numba's simulator,
+    kernel checks
 
-Budget (COURSE_PLAN §7): whole course (course/ + solutions/) ≤ 8 min on 2 cores, no notebook over 60 s, one lab
-autograded in ≤ 20 s. Each notebook runs in a fresh kernel, as nbval and nbgrader run it.
+Budget (COURSE_PLAN §7): whole course (course/ + solutions/) ≤ 8 min on 2 cores, no notebook over 60
+s, one lab autograded in ≤ 20 s. Each notebook runs in a fresh kernel, as nbval and nbgrader run it.
 """
 
 from __future__ import annotations
@@ -25,12 +29,18 @@ AUTOGRADE_BUDGET_S = 20.0
 
 
 def execute(path: Path, timeout: int = 600) -> tuple[float, str]:
-    """Seconds to run a notebook top to bottom in a fresh kernel, and 'ok' or the error's first line."""
+    """Seconds to run a notebook top to bottom in a fresh kernel, and 'ok' or the error's first
+    line."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     t0 = time.perf_counter()
     try:
         client.execute()
@@ -43,29 +53,44 @@ def execute(path: Path, timeout: int = 600) -> tuple[float, str]:
 def autograde_seconds(lab: str) -> tuple[float, float, float]:
     """(seconds, score, max score) to autograde one submission holding the lab's solution."""
     with tempfile.TemporaryDirectory() as tmp:
-        sc = scratch.make_course(Path(tmp), lab)
-        sc.submit("student", scratch.fill(sc.released(), scratch.solution_cells(sc.source())))
+        scratch_course = scratch.make_course(Path(tmp), lab)
+        scratch_course.submit(
+            "student",
+            scratch.fill(
+                scratch_course.released(), scratch.solution_cells(scratch_course.source())
+            ),
+        )
         t0 = time.perf_counter()
-        sc.autograde()
+        scratch_course.autograde()
         seconds = time.perf_counter() - t0
-        score, max_score = sc.total("student")
+        score, max_score = scratch_course.total("student")
     return seconds, score, max_score
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m grader.benchmark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--notebooks", nargs="*", help="notebooks to time (default: course/ and solutions/)")
+    parser.add_argument(
+        "--notebooks", nargs="*", help="notebooks to time (default: course/ and solutions/)"
+    )
     parser.add_argument("--no-grading", action="store_true", help="skip the autograde timings")
-    parser.add_argument("--no-mutation", action="store_true",
-                        help="skip the mutation score per lab (python -m grader.mutation lists the survivors)")
-    parser.add_argument("--no-executor", action="store_true",
-                        help="skip the kernel executor's timings (matmul vs numba's simulator, each kernel check)")
+    parser.add_argument(
+        "--no-mutation",
+        action="store_true",
+        help="skip the mutation score per lab (python -m grader.mutation lists the survivors)",
+    )
+    parser.add_argument(
+        "--no-executor",
+        action="store_true",
+        help="skip the kernel executor's timings (matmul vs numba's simulator, each kernel check)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 
-    notebooks = [Path(p).resolve() for p in args.notebooks] if args.notebooks else course.paired_notebooks()
+    notebooks = (
+        [Path(p).resolve() for p in args.notebooks] if args.notebooks else course.paired_notebooks()
+    )
     print(f"{'notebook':58} {'seconds':>8}  status")
     total = 0.0
     for nb in notebooks:
@@ -89,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             flag = "  OVER BUDGET" if seconds > AUTOGRADE_BUDGET_S else ""
             print(f"{lab:58} {seconds:8.1f}  {score:g}/{max_score:g}{flag}", flush=True)
 
-    if not args.no_mutation:  # issue 13: every non-equivalent mutant of every reference killed by the hidden cases
+    # issue 13: every non-equivalent mutant of every reference killed by the hidden cases
+    if not args.no_mutation:
         from . import mutation
 
         print("\nmutation score of the hidden tests: killed / non-equivalent mutants "

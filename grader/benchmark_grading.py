@@ -1,20 +1,26 @@
-"""Autograde throughput of the instructor's command: submissions per minute, serial vs parallel, and what the
-sandbox costs per submission. Prints numbers, asserts nothing (this machine is shared and noisy).
+"""Autograde throughput of the instructor's command: submissions per minute, serial vs parallel, and
+what the sandbox costs per submission. Prints numbers, asserts nothing (this machine is shared and
+noisy).
 
     python -m grader.benchmark_grading                       # lab 1, 4 submissions, all cores
     python -m grader.benchmark_grading --lab lab02_backprop_gemm --students 6 --jobs 2
 
-What is measured, on the same N copies of the lab's solution (the slowest honest submission: every cell runs):
+What is measured, on the same N copies of the lab's solution (the slowest honest submission: every
+cell runs):
 
-- plain nbgrader: one ``nbgrader autograde`` over all N students, unsandboxed, no out-of-process check
-  (how nbgrader is normally run), and one unsandboxed ``nbgrader autograde`` per student -> s/submission;
-- the command, serial (``--jobs 1``) and parallel (``--jobs`` = cores): each submission gets its own private
-  gradebook, a sandboxed kernel (bubblewrap + prlimit, IPC transport) and the sandboxed re-check process;
-- overhead per submission = serial command - plain nbgrader, split into: one nbgrader process per student
-  (isolation of gradebooks), the sandbox proper (sandboxed nbgrader minus plain one-per-student), the
-  out-of-process re-check (a second sandboxed process) and the rest (preflight, feedback HTML, bookkeeping);
+- plain nbgrader: one ``nbgrader autograde`` over all N students, unsandboxed, no out-of-process
+  check (how nbgrader is normally run), and one unsandboxed ``nbgrader autograde`` per student ->
+  s/submission;
+- the command, serial (``--jobs 1``) and parallel (``--jobs`` = cores): each submission gets its own
+  private gradebook, a sandboxed kernel (bubblewrap + prlimit, IPC transport) and the sandboxed
+  re-check process;
+- overhead per submission = serial command - plain nbgrader, split into: one nbgrader process per
+  student (isolation of gradebooks), the sandbox proper (sandboxed nbgrader minus plain
+  one-per-student), the out-of-process re-check (a second sandboxed process) and the rest
+  (preflight, feedback HTML, bookkeeping);
 - the bare cost of entering the sandbox: ``python -c pass`` inside vs outside (median of 5);
-- parallel speed-up: serial wall time / parallel wall time (with jobs = cores, ~cores x when the machine is idle).
+- parallel speed-up: serial wall time / parallel wall time (with jobs = cores, ~cores x when the
+  machine is idle).
 """
 
 from __future__ import annotations
@@ -33,26 +39,31 @@ from . import course, grade, scratch
 from .sandbox import Limits, Sandbox
 
 
-def plain_nbgrader(lab: str, n: int, tmp: Path, per_student: bool = False) -> tuple[float, list[float]]:
-    """Seconds for unsandboxed ``nbgrader autograde`` of n solution submissions (one nbgrader process for all,
-    or one per student as the command runs it), and their scores."""
-    sc = scratch.make_course(tmp / f"plain-{per_student}", lab)
-    nb = scratch.fill(sc.released(), scratch.solution_cells(sc.source()))
+def plain_nbgrader(
+    lab: str, n: int, tmp: Path, per_student: bool = False
+) -> tuple[float, list[float]]:
+    """Seconds for unsandboxed ``nbgrader autograde`` of n solution submissions (one nbgrader
+    process for all, or one per student as the command runs it), and their scores."""
+    scratch_course = scratch.make_course(tmp / f"plain-{per_student}", lab)
+    nb = scratch.fill(scratch_course.released(), scratch.solution_cells(scratch_course.source()))
     for i in range(n):
-        sc.submit(f"s{i:03d}", nb)
+        scratch_course.submit(f"s{i:03d}", nb)
     t0 = time.perf_counter()
     if per_student:
         for i in range(n):
-            sc.autograde(f"s{i:03d}")
+            scratch_course.autograde(f"s{i:03d}")
     else:
-        sc.autograde()
+        scratch_course.autograde()
     seconds = time.perf_counter() - t0
-    return seconds, [sc.total(f"s{i:03d}")[0] for i in range(n)]
+    return seconds, [scratch_course.total(f"s{i:03d}")[0] for i in range(n)]
 
 
 def command(lab: grade.Lab, n: int, jobs: int, tmp: Path) -> tuple[float, list[dict]]:
-    """(wall seconds, results) for the command grading n solution submissions with ``jobs`` at a time."""
-    released = json.loads((course.ROOT / "labs" / lab.name / lab.source_path.name).read_text(encoding="utf-8"))
+    """(wall seconds, results) for the command grading n solution submissions with ``jobs`` at a
+    time."""
+    released = json.loads(
+        (course.ROOT / "labs" / lab.name / lab.source_path.name).read_text(encoding="utf-8")
+    )
     nb = scratch.fill(released, scratch.solution_cells(lab.source()))
     src = tmp / f"export-{jobs}"
     src.mkdir(parents=True)
@@ -60,10 +71,14 @@ def command(lab: grade.Lab, n: int, jobs: int, tmp: Path) -> tuple[float, list[d
         (src / f"s{i:03d}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     ws = grade.Workspace(tmp / f"grading-{jobs}")
     grade.import_submissions(lab, src, ws)
-    grade.template(lab, ws)  # generate the lab once, outside the timed part (the plain run has it too)
-    secret = grade.Secret(b"benchmark-only-grading-secret", "benchmark")  # never the instructor's own
+    # generate the lab once, outside the timed part (the plain run has it too)
+    grade.template(lab, ws)
+    # never the instructor's own
+    secret = grade.Secret(b"benchmark-only-grading-secret", "benchmark")
     t0 = time.perf_counter()
-    results = grade.autograde(lab, ws, grade.Settings(jobs=jobs), progress=lambda *_: None, secret=secret)
+    results = grade.autograde(
+        lab, ws, grade.Settings(jobs=jobs), progress=lambda *_: None, secret=secret
+    )
     return time.perf_counter() - t0, results
 
 
@@ -88,14 +103,19 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lab", default="lab01_blas_roofline")
     parser.add_argument("--students", type=int, default=4, help="submissions per run")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs of the parallel run")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="parallel jobs of the parallel run"
+    )
     args = parser.parse_args(argv)
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     lab, n, cores = grade.Lab.find(args.lab), args.students, os.cpu_count() or 1
     grade.prepare_process(lab)
-    print(f"lab {lab.name}: {n} solution submissions per run; {cores} cores; sandbox: {Sandbox().kind}; "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"lab {lab.name}: {n} solution submissions per run; {cores} cores; sandbox:"
+        f" {Sandbox().kind}; load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
 
     p_in, p_box = sandbox_start()
     print(f"entering the sandbox (python -c pass): {p_in:.2f} s plain, {p_box:.2f} s sandboxed "
@@ -103,11 +123,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         plain_s, plain_scores = plain_nbgrader(lab.name, n, tmp)
-        print(f"plain nbgrader, serial, unsandboxed:  {plain_s:7.1f} s  {plain_s / n:5.1f} s/submission  "
-              f"{60 * n / plain_s:5.1f} submissions/min  scores {plain_scores}", flush=True)
+        print(
+            f"plain nbgrader, serial, unsandboxed:  {plain_s:7.1f} s  {plain_s / n:5.1f}"
+            f" s/submission  {60 * n / plain_s:5.1f} submissions/min  scores {plain_scores}",
+            flush=True,
+        )
         solo_s, solo_scores = plain_nbgrader(lab.name, n, tmp, per_student=True)
-        print(f"plain nbgrader, one process/student:  {solo_s:7.1f} s  {solo_s / n:5.1f} s/submission  "
-              f"{60 * n / solo_s:5.1f} submissions/min  scores {solo_scores}", flush=True)
+        print(
+            f"plain nbgrader, one process/student:  {solo_s:7.1f} s  {solo_s / n:5.1f} s/submission"
+            f"  {60 * n / solo_s:5.1f} submissions/min  scores {solo_scores}",
+            flush=True,
+        )
         rows = {}
         for jobs in (1, args.jobs):
             if jobs in rows:
@@ -115,20 +141,26 @@ def main(argv: list[str] | None = None) -> int:
             wall, results = command(lab, n, jobs, tmp)
             rows[jobs] = (wall, results)
             scores = [r["score"] for r in results]
-            print(f"command, {jobs} job(s), sandboxed:        {wall:7.1f} s  {wall / n:5.1f} s/submission  "
-                  f"{60 * n / wall:5.1f} submissions/min  scores {scores}", flush=True)
+            print(
+                f"command, {jobs} job(s), sandboxed:        {wall:7.1f} s  {wall / n:5.1f}"
+                f" s/submission  {60 * n / wall:5.1f} submissions/min  scores {scores}",
+                flush=True,
+            )
         serial_wall, serial_results = rows[1]
         verify = statistics.mean(r.get("seconds_verify", 0) for r in serial_results)
         nbg = statistics.mean(r.get("seconds_nbgrader", 0) for r in serial_results)
         per_plain, per_solo, per_serial = plain_s / n, solo_s / n, serial_wall / n
-        print(f"\noverhead per submission (serial command - plain nbgrader over all): {per_serial - per_plain:+.1f} s\n"
-              f"  nbgrader run per student, kernel in the sandbox ({nbg:.1f} s; plain nbgrader {per_plain:.1f} s over "
-              f"all, {per_solo:.1f} s one process per student): {nbg - per_plain:+.1f} s vs over-all\n"
-              f"  entering the sandbox: {p_box - p_in:+.2f} s per process, 2 processes per submission\n"
-              f"  out-of-process re-check (second sandboxed process): {verify:.1f} s\n"
-              f"  preflight, feedback HTML, bookkeeping: {per_serial - nbg - verify:.1f} s\n"
-              f"sandbox overhead per submission (entering it twice + the re-check it enables): "
-              f"{2 * (p_box - p_in) + verify:.1f} s (target <= 2 s)")
+        print(
+            "\noverhead per submission (serial command - plain nbgrader over all):"
+            f" {per_serial - per_plain:+.1f} s\n  nbgrader run per student, kernel in the sandbox"
+            f" ({nbg:.1f} s; plain nbgrader {per_plain:.1f} s over all, {per_solo:.1f} s one"
+            f" process per student): {nbg - per_plain:+.1f} s vs over-all\n  entering the sandbox:"
+            f" {p_box - p_in:+.2f} s per process, 2 processes per submission\n  out-of-process"
+            f" re-check (second sandboxed process): {verify:.1f} s\n  preflight, feedback HTML,"
+            f" bookkeeping: {per_serial - nbg - verify:.1f} s\nsandbox overhead per submission"
+            f" (entering it twice + the re-check it enables): {2 * (p_box - p_in) + verify:.1f} s"
+            " (target <= 2 s)"
+        )
         if args.jobs in rows and args.jobs != 1:
             speedup = serial_wall / rows[args.jobs][0]
             print(f"parallel speed-up with {args.jobs} jobs: x{speedup:.2f}")

@@ -1,13 +1,17 @@
-"""The kernel executor's speed, measured (prints numbers; asserts nothing — machines here are noisy).
+"""The kernel executor's speed, measured (prints numbers; asserts nothing — machines here are
+noisy).
 
-    python3 -m grader.benchmark_simt              # matmul: executor vs numba's simulator; each kernel check
+    python3 -m grader.benchmark_simt              # matmul: executor vs numba's simulator; each
+    kernel check
     python3 -m grader.benchmark_simt --no-simulator
 
-1. A 64×64 tiled matmul (16×16 tiles, 16 blocks of 256 threads) on the course's SIMT executor and on numba's
-   CUDA simulator, on the same machine in the same run (the simulator in a child process: numba decides once per
-   process which ``numba.cuda`` it is). Wall and CPU seconds, and the OS threads each started.
-2. Every kernel exercise's visible and hidden checks (labs 5 and 6), with the solution notebook's own kernel.
-   Budget (issue 15): a puzzle's visible + hidden checks in at most 2 s on this 2-core machine.
+1. A 64×64 tiled matmul (16×16 tiles, 16 blocks of 256 threads) on the course's SIMT executor and on
+   numba's CUDA simulator, on the same machine in the same run (the simulator in a child process:
+   numba decides once per process which ``numba.cuda`` it is). Wall and CPU seconds, and the OS
+   threads each started.
+2. Every kernel exercise's visible and hidden checks (labs 5 and 6), with the solution notebook's
+   own kernel. Budget (issue 15): a puzzle's visible + hidden checks in at most 2 s on this 2-core
+   machine.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ def tiled_matmul(A, B, C):
 
 
 def matmul_once() -> dict:
-    """One launch of the 64×64 tiled matmul here: wall s, CPU s, OS threads started, max error vs NumPy."""
+    """One launch of the 64×64 tiled matmul here: wall s, CPU s, OS threads started, max error vs
+    NumPy."""
     rng = np.random.default_rng(0)
     A = rng.standard_normal((N, N)).astype(np.float32)
     B = rng.standard_normal((N, N)).astype(np.float32)
@@ -71,27 +76,39 @@ def matmul_once() -> dict:
     threading.Thread.start = counting_start
     try:
         grid = (math.ceil(N / TILE), math.ceil(N / TILE))
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         tiled_matmul[grid, (TILE, TILE)](A, B, C)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     finally:
         threading.Thread.start = real_start
-    return {"wall": wall, "cpu": cpu, "threads": len(started), "error": float(np.abs(C - A @ B).max())}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "threads": len(started),
+        "error": float(np.abs(C - A @ B).max()),
+    }
 
 
 def simulator_matmul() -> dict:
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     root = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-m", "grader.benchmark_simt", "--child"], capture_output=True, text=True,
-                         env=env, cwd=root, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-m", "grader.benchmark_simt", "--child"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=900,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"numba's simulator failed: {out.stderr.strip().splitlines()[-1:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def solution_kernels() -> dict[str, object]:
-    """The solution notebooks' own kernels (labs 5 and 6), defined as a notebook cell defines them."""
+    """The solution notebooks' own kernels (labs 5 and 6), defined as a notebook cell defines
+    them."""
     from grader import kernels
     from grader.course import ROOT
     from grader.labs import lab05_kernels as lab5
@@ -102,8 +119,15 @@ def solution_kernels() -> dict[str, object]:
                                           "halvings_regrouped")),
                        ("lab06_xla_sass", ("scale_bias_relu_kernel",))):
         cells = solution_cells(load_notebook(ROOT / "solutions" / lab / f"{lab}.ipynb"))
-        ns = {"np": np, "math": math, "BLOCK": lab5.REDUCE_BLOCK, "TM": lab5.TILE_M, "TN": lab5.TILE_N, "TK": lab5.TILE_K,
-              "REGROUP_BLOCK": lab5.REGROUP_BLOCK}
+        ns = {
+            "np": np,
+            "math": math,
+            "BLOCK": lab5.REDUCE_BLOCK,
+            "TM": lab5.TILE_M,
+            "TN": lab5.TILE_N,
+            "TK": lab5.TILE_K,
+            "REGROUP_BLOCK": lab5.REGROUP_BLOCK,
+        }
         for name in names:  # a solution cell's grade_id is its exercise's name
             if name in cells:
                 out[name] = kernels.load_kernel(cells[name], name, ns, cuda)
@@ -112,8 +136,9 @@ def solution_kernels() -> dict[str, object]:
 
 
 def puzzle_kernels(jit: Any = None) -> dict[str, object]:
-    """Lab 5b's solution kernels (every puzzle's solution cell has the puzzle's name as grade_id), with the lab's constants in scope,
-    compiled by ``jit`` (a ``cuda`` module: the executor's by default, numba's on a GPU)."""
+    """Lab 5b's solution kernels (every puzzle's solution cell has the puzzle's name as grade_id),
+    with the lab's constants in scope, compiled by ``jit`` (a ``cuda`` module: the executor's by
+    default, numba's on a GPU)."""
     from grader import kernels
     from grader.course import ROOT
     from grader.labs import lab05b_kernel_puzzles as lab5b
@@ -122,11 +147,14 @@ def puzzle_kernels(jit: Any = None) -> dict[str, object]:
     lab = "lab05b_kernel_puzzles"
     cells = solution_cells(load_notebook(ROOT / "solutions" / lab / f"{lab}.ipynb"))
     ns = {"np": np, "math": math, **{k: getattr(lab5b, k) for k in dir(lab5b) if k.isupper()}}
-    return {p.name: kernels.load_kernel(cells[p.name], p.name, ns, jit or cuda) for p in lab5b.ORDER}
+    return {
+        p.name: kernels.load_kernel(cells[p.name], p.name, ns, jit or cuda) for p in lab5b.ORDER
+    }
 
 
 def check_times() -> list[tuple[str, float, float]]:
-    """(exercise, visible s, hidden s) for every kernel exercise, checked with its solution kernel."""
+    """(exercise, visible s, hidden s) for every kernel exercise, checked with its solution
+    kernel."""
     from grader.labs import lab05_kernels as lab5
     from grader.labs import lab05b_kernel_puzzles as lab5b
     from grader.labs import lab06_xla_sass as lab6
@@ -146,17 +174,25 @@ def check_times() -> list[tuple[str, float, float]]:
 
 
 def report(simulator: bool = True) -> None:
-    print(f"{'64×64 tiled matmul (16×16 tiles, 4,096 threads)':50} {'wall s':>8} {'CPU s':>8} {'OS threads':>11}")
+    print(
+        f"{'64×64 tiled matmul (16×16 tiles, 4,096 threads)':50} {'wall s':>8} {'CPU s':>8}"
+        f" {'OS threads':>11}"
+    )
     mine = matmul_once()
     print(f"{'  course SIMT executor (gpucourse.simt)':50} {mine['wall']:8.2f} {mine['cpu']:8.2f} "
           f"{mine['threads']:11d}", flush=True)
     if simulator:
         sim = simulator_matmul()
-        print(f"{'  numba CUDA simulator (same machine, same run)':50} {sim['wall']:8.2f} {sim['cpu']:8.2f} "
-              f"{sim['threads']:11d}")
+        print(
+            f"{'  numba CUDA simulator (same machine, same run)':50} {sim['wall']:8.2f}"
+            f" {sim['cpu']:8.2f} {sim['threads']:11d}"
+        )
         print(f"  executor / simulator wall time: {mine['wall'] / sim['wall']:.2f}×"
               f"{'  SLOWER THAN THE SIMULATOR' if mine['wall'] > sim['wall'] else ''}")
-    print(f"\n{'kernel exercise (solution kernel)':50} {'visible s':>9} {'hidden s':>9} {'total s':>8}")
+    print(
+        f"\n{'kernel exercise (solution kernel)':50} {'visible s':>9} {'hidden s':>9}"
+        f" {'total s':>8}"
+    )
     for name, vis, hid in check_times():
         flag = "  OVER BUDGET" if vis + hid > CHECK_BUDGET_S else ""
         print(f"  {name:48} {vis:9.2f} {hid:9.2f} {vis + hid:8.2f}{flag}", flush=True)
@@ -165,7 +201,9 @@ def report(simulator: bool = True) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m grader.benchmark_simt", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--no-simulator", action="store_true", help="skip numba's simulator (it takes ~10 s)")
+    parser.add_argument(
+        "--no-simulator", action="store_true", help="skip numba's simulator (it takes ~10 s)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

@@ -1,5 +1,6 @@
-"""A test case of an exercise: the arguments a check calls the student's function with (shared by the check
-machinery, :mod:`grader.problem`, and the wire format, :mod:`grader.wire`, without an import circle)."""
+"""A test case of an exercise: the arguments a check calls the student's function with (shared by
+the check machinery, :mod:`grader.problem`, and the wire format, :mod:`grader.wire`, without an
+import circle)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ class Case:
     kwargs: dict = field(default_factory=dict)
 
     def call_text(self, name: str) -> str:
-        parts = [_short(a) for a in self.args] + [f"{k}={_short(v)}" for k, v in self.kwargs.items()]
+        parts = [_short(a) for a in self.args] + [
+            f"{k}={_short(v)}" for k, v in self.kwargs.items()
+        ]
         return f"{name}({', '.join(parts)})"
 
 
 def _short(v: Any) -> str:
-    """An argument or value in a message: ``<float32 array (3, 4)>``, ``'sort'``, ``37_125`` (an argument list
-    would make ``37,125`` read as two numbers)."""
+    """An argument or value in a message: ``<float32 array (3, 4)>``, ``'sort'``, ``37_125`` (an
+    argument list would make ``37,125`` read as two numbers)."""
     if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic):
         return f"<{v.dtype} array {shape_text(v.shape)}>"
     if isinstance(v, str):

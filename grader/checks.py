@@ -1,14 +1,14 @@
 """Shared check functions for nbgrader test cells.
 
-Every check raises :class:`CheckFailure` (an ``AssertionError``) with a message a student can act on:
-``"gemm_cost(64, 32, 16, 'float32') → flops: expected 65,536, got 32,768"``. Checks never print to
-stderr: nbgrader scores a test cell that writes anything there as 0.
+Every check raises :class:`CheckFailure` (an ``AssertionError``) with a message a student can act
+on: ``"gemm_cost(64, 32, 16, 'float32') → flops: expected 65,536, got 32,768"``. Checks never print
+to stderr: nbgrader scores a test cell that writes anything there as 0.
 
-Messages never show two different values the same way: :func:`show_pair` prints the expected and the received
-value with the fewest digits that tell them apart, and names the types (NumPy dtype, int vs float) when the
-values print alike (``expected 0.300000012 (float32), got 0.3 (float64)``, never "expected 0.3, got 0.3").
-In a notebook a failure renders as its message alone (:mod:`grader.feedback`), not as a traceback through the
-grader.
+Messages never show two different values the same way: :func:`show_pair` prints the expected and the
+received value with the fewest digits that tell them apart, and names the types (NumPy dtype, int vs
+float) when the values print alike (``expected 0.300000012 (float32), got 0.3 (float64)``, never
+"expected 0.3, got 0.3"). In a notebook a failure renders as its message alone
+(:mod:`grader.feedback`), not as a traceback through the grader.
 """
 
 from __future__ import annotations
@@ -24,20 +24,22 @@ class CheckFailure(AssertionError):
     """A student's answer is wrong; the message says what was expected and what came back."""
 
     def _render_traceback_(self) -> list[str]:
-        """IPython shows this instead of a traceback (see grader.feedback): the message first, the student's
-        own frames when their code raised, never the grader's frames."""
+        """IPython shows this instead of a traceback (see grader.feedback): the message first, the
+        student's own frames when their code raised, never the grader's frames."""
         from .feedback import render_failure
 
         return render_failure(self)
 
 
-DIGITS = 6  # significant digits of a float in a message, unless more are needed to tell two values apart
+# significant digits of a float in a message, unless more are needed to tell two values apart
+DIGITS = 6
 
 
 def show(x: Any, digits: int | None = DIGITS, sep: str = ",") -> str:
-    """Format a value for a message: thousands separators for ints (``1,000``; ``1_000`` inside a tuple or with
-    ``sep="_"``, e.g. in an argument list, where a comma would be ambiguous), ``digits`` significant digits for floats, ``(1,)`` for a one-element tuple, shape
-    and dtype for an array. ``digits=None``: the shortest text that reads back as the same float."""
+    """Format a value for a message: thousands separators for ints (``1,000``; ``1_000`` inside a
+    tuple or with ``sep="_"``, e.g. in an argument list, where a comma would be ambiguous),
+    ``digits`` significant digits for floats, ``(1,)`` for a one-element tuple, shape and dtype for
+    an array. ``digits=None``: the shortest text that reads back as the same float."""
     if isinstance(x, (bool, np.bool_)) or x is None:
         return repr(bool(x)) if isinstance(x, np.bool_) else repr(x)
     if isinstance(x, np.str_):
@@ -66,7 +68,8 @@ def shape_text(shape: Iterable[int]) -> str:
 
 def _type_name(x: Any) -> str:
     dtype = getattr(x, "dtype", None)
-    if dtype is not None and not hasattr(x, "__len__"):  # a NumPy scalar: its dtype says float32 vs float64
+    # a NumPy scalar: its dtype says float32 vs float64
+    if dtype is not None and not hasattr(x, "__len__"):
         return str(dtype)
     return type(x).__name__
 
@@ -77,20 +80,21 @@ def _alike(a: str, b: str) -> bool:
 
 
 def show_pair(expected: Any, got: Any) -> tuple[str, str]:
-    """``(show(expected), show(got))``, with enough digits to see that they differ, and their types named when
-    the types differ but the values print alike."""
+    """``(show(expected), show(got))``, with enough digits to see that they differ, and their types
+    named when the types differ but the values print alike."""
     e, g = show(expected), show(got)
     if not _alike(e, g):
         return e, g
     for digits in (9, 12, None):
-        e2, g2 = show(expected, digits), show(got, digits)
-        if not _alike(e2, g2):
-            e, g = e2, g2
+        shown_expected, shown_got = show(expected, digits), show(got, digits)
+        if not _alike(shown_expected, shown_got):
+            e, g = shown_expected, shown_got
             break
-    te, tg = _type_name(expected), _type_name(got)
+    type_expected, type_got = _type_name(expected), _type_name(got)
     numpy_types = isinstance(expected, np.generic) or isinstance(got, np.generic)
-    if _alike(e, g) or (te != tg and numpy_types):  # float32 vs float64 is the likely mistake: say it
-        e, g = f"{e} ({te})", f"{g} ({tg})"
+    # float32 vs float64 is the likely mistake: say it
+    if _alike(e, g) or (type_expected != type_got and numpy_types):
+        e, g = f"{e} ({type_expected})", f"{g} ({type_got})"
     return e, g
 
 
@@ -115,12 +119,16 @@ def expect_type(what: str, got: Any, types: type | tuple[type, ...], description
 
 
 def expect_tuple(what: str, got: Any, names: str) -> tuple:
-    """A function that must return several values: ``names`` lists them, e.g. "flops, bytes". Returns the tuple."""
+    """A function that must return several values: ``names`` lists them, e.g. "flops, bytes".
+    Returns the tuple."""
     n = len(names.split(","))
     if not isinstance(got, (tuple, list)) or len(got) != n:
         hint = " (did you forget `return`?)" if got is None else ""
         if isinstance(got, (tuple, list)):
-            desc = f"a {type(got).__name__} of {len(got)}: {_clip(show(got if isinstance(got, tuple) else list(got)))}"
+            desc = (
+                f"a {type(got).__name__} of {len(got)}:"
+                f" {_clip(show(got if isinstance(got, tuple) else list(got)))}"
+            )
         else:
             desc = f"{type(got).__name__} {_clip(show(got))}" if got is not None else "None"
         raise CheckFailure(f"{what}: expected a tuple ({names}), got {desc}{hint}")
@@ -152,34 +160,53 @@ def expect_int(what: str, got: Any, expected: int, hint: str = "") -> None:
             hint = hint or ("a float holds every integer exactly only up to 2**53; "
                             "compute with Python ints (// instead of /)")
         elif isinstance(got, np.integer) and not -INT64 <= expected < INT64:
-            hint = hint or (f"the answer does not fit in {got.dtype}: NumPy integers overflow silently; "
-                            "compute with Python ints (int(...))")
+            hint = hint or (
+                f"the answer does not fit in {got.dtype}: NumPy integers overflow silently; "
+                "compute with Python ints (int(...))"
+            )
     elif got is None:
         fail(what, expected, got, hint or "your function returned None: did you forget `return`?")
     elif not isinstance(got, (bool, np.bool_)):
-        raise CheckFailure(f"{what}: expected the integer {show(expected)}, got {type(got).__name__} "
-                           f"{_clip(show(got))}" + (f". Hint: {hint}" if hint else ""))
+        raise CheckFailure(
+            f"{what}: expected the integer {show(expected)}, got {type(got).__name__} "
+            f"{_clip(show(got))}"
+            + (f". Hint: {hint}" if hint else "")
+        )
     fail(what, expected, got, hint)
 
 
-def expect_close(what: str, got: Any, expected: float, rtol: float = 1e-6, atol: float = 0.0, hint: str = "") -> None:
+def expect_close(
+    what: str, got: Any, expected: float, rtol: float = 1e-6, atol: float = 0.0, hint: str = ""
+) -> None:
     if got is None:
         fail(what, expected, got, hint or "your function returned None: did you forget `return`?")
     try:
         value = float(got)
     except (TypeError, ValueError):
-        raise CheckFailure(f"{what}: expected a number close to {show(expected)}, got {type(got).__name__} "
-                           f"{_clip(show(got))}") from None
+        raise CheckFailure(
+            f"{what}: expected a number close to {show(expected)}, got {type(got).__name__} "
+            f"{_clip(show(got))}"
+        ) from None
     if _both_nan(value, expected) or math.isclose(value, expected, rel_tol=rtol, abs_tol=atol):
         return
     e, g = show_pair(expected, got)
     near = ""
-    if math.isfinite(value) and math.isfinite(expected) and expected != 0 and abs(value - expected) < 1e-3 * abs(expected):
-        near = f" (relative difference {abs(value - expected) / abs(expected):.1e}, more than the {rtol:g} allowed)"
+    if (
+        math.isfinite(value)
+        and math.isfinite(expected)
+        and expected != 0
+        and abs(value - expected) < 1e-3 * abs(expected)
+    ):
+        near = (
+            f" (relative difference {abs(value - expected) / abs(expected):.1e}, more than the"
+            f" {rtol:g} allowed)"
+        )
     raise CheckFailure(f"{what}: expected {e}, got {g}{near}" + (f". Hint: {hint}" if hint else ""))
 
 
-def expect_choice(what: str, got: Any, expected: str, choices: Iterable[str], hint: str = "") -> None:
+def expect_choice(
+    what: str, got: Any, expected: str, choices: Iterable[str], hint: str = ""
+) -> None:
     choices = tuple(choices)
     if got not in choices:
         raise CheckFailure(f"{what}: expected one of {', '.join(map(repr, choices))}, got {got!r}")
@@ -198,10 +225,17 @@ def to_host(a: Any) -> np.ndarray:
     return np.asarray(a)
 
 
-def expect_array_close(what: str, got: Any, expected: Any, rtol: float | None = None, atol: float | None = None,
-                       dtype: Any = None) -> None:
-    """Shape (and ``dtype`` when given), then values within the dtype's precision. A failure says how many
-    elements are wrong, which is the first and where the largest error is. NaN matches NaN, inf matches inf."""
+def expect_array_close(
+    what: str,
+    got: Any,
+    expected: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    dtype: Any = None,
+) -> None:
+    """Shape (and ``dtype`` when given), then values within the dtype's precision. A failure says
+    how many elements are wrong, which is the first and where the largest error is. NaN matches NaN,
+    inf matches inf."""
     if got is None:
         raise CheckFailure(f"{what}: expected an array, got None (did you forget `return`?)")
     try:
@@ -213,8 +247,10 @@ def expect_array_close(what: str, got: Any, expected: Any, rtol: float | None = 
         dtypes = f" (and dtype {g.dtype}, expected {np.dtype(dtype)})" if dtype is not None and \
             g.dtype != np.dtype(dtype) else ""
         transposed = ". Hint: is it transposed?" if g.ndim == 2 and g.shape == e.shape[::-1] else ""
-        raise CheckFailure(f"{what} shape: expected {shape_text(e.shape)}, got {shape_text(g.shape)}"
-                           f"{dtypes}{transposed}")
+        raise CheckFailure(
+            f"{what} shape: expected {shape_text(e.shape)}, got {shape_text(g.shape)}"
+            f"{dtypes}{transposed}"
+        )
     if dtype is not None and g.dtype != np.dtype(dtype):
         raise CheckFailure(f"{what}: expected dtype {np.dtype(dtype)}, got {g.dtype} (the shape "
                            f"{shape_text(g.shape)} is right)")
@@ -225,24 +261,34 @@ def expect_array_close(what: str, got: Any, expected: Any, rtol: float | None = 
             raise CheckFailure(f"{what}: expected numbers, got an array of dtype {g.dtype}")
         if rtol is None:
             rtol = RTOL.get(str(g.dtype), 1e-6)
-        gf, ef = g.astype(np.float64), e.astype(np.float64)
-        finite = np.isfinite(ef)
+        got64, expected64 = g.astype(np.float64), e.astype(np.float64)
+        finite = np.isfinite(expected64)
         if atol is None:
-            atol = rtol * max(1.0, float(np.max(np.abs(ef[finite])))) if finite.any() else 0.0
+            atol = (
+                rtol * max(1.0, float(np.max(np.abs(expected64[finite])))) if finite.any() else 0.0
+            )
         with np.errstate(invalid="ignore"):
-            err = np.abs(gf - ef)
-            ok = (err <= atol + rtol * np.abs(ef)) | (gf == ef) | (np.isnan(gf) & np.isnan(ef))
+            err = np.abs(got64 - expected64)
+            ok = (
+                (err <= atol + rtol * np.abs(expected64))
+                | (got64 == expected64)
+                | (np.isnan(got64) & np.isnan(expected64))
+            )
         bad = ~ok
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
-        msg = f"{what}: {int(bad.sum()):,} of {g.size:,} elements are wrong; first at index {shape_text(first)}: " \
-              f"{_elements(e[first], g[first])}"
+        msg = (
+            f"{what}: {int(bad.sum()):,} of {g.size:,} elements are wrong; first at index"
+            f" {shape_text(first)}: {_elements(e[first], g[first])}"
+        )
         if g.dtype != bool and bad.sum() > 1:
             with np.errstate(invalid="ignore"):
                 score = np.where(bad, np.nan_to_num(err, nan=np.inf), -1.0)
             worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(score)), g.shape))
             if worst != first:
-                msg += f"; largest error at index {shape_text(worst)}: {_elements(e[worst], g[worst])}"
+                msg += (
+                    f"; largest error at index {shape_text(worst)}: {_elements(e[worst], g[worst])}"
+                )
         raise CheckFailure(msg)
 
 

@@ -1,8 +1,9 @@
 """The course's files as the grading side sees them: notebook pairs, labs generated from solutions.
 
-Authors edit the ``.py`` (py:percent) twin of a notebook or the notebook itself; ``python -m grader sync``
-brings the pair back in step and strips outputs; ``python -m grader generate`` rebuilds ``labs/`` from
-``solutions/`` with nbgrader; ``python -m grader check`` fails when either is stale (CI runs it via pytest).
+Authors edit the ``.py`` (py:percent) twin of a notebook or the notebook itself; ``python -m grader
+sync`` brings the pair back in step and strips outputs; ``python -m grader generate`` rebuilds
+``labs/`` from ``solutions/`` with nbgrader; ``python -m grader check`` fails when either is stale
+(CI runs it via pytest).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ PAIRED_DIRS = ("course", "solutions")
 
 
 def nbgrader_env(extra_config_dir: Path | None = None) -> dict[str, str]:
-    """Environment in which ``nbgrader`` finds the course config and its own tools (alembic) on PATH."""
+    """Environment in which ``nbgrader`` finds the course config and its own tools (alembic) on
+    PATH."""
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     dirs = [str(extra_config_dir)] if extra_config_dir else [str(CONFIG_DIR)]
@@ -35,26 +37,42 @@ def nbgrader_env(extra_config_dir: Path | None = None) -> dict[str, str]:
 def nbgrader(*args: str, cwd: Path = ROOT, config_dir: Path | None = None, check: bool = True,
              timeout: float | None = 1800) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "nbgrader", *args]
-    return subprocess.run(cmd, cwd=cwd, env=nbgrader_env(config_dir), check=check, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=nbgrader_env(config_dir),
+        check=check,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def labs() -> list[str]:
     """Names of the labs (folders of solutions/ that hold a notebook)."""
-    return sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+    return sorted(
+        p.name for p in (ROOT / "solutions").iterdir() if p.is_dir() and any(p.glob("*.ipynb"))
+    )
 
 
 def paired_notebooks() -> list[Path]:
-    """Every notebook of course/ and solutions/ (as its .ipynb path), whichever half of the pair exists."""
-    found = {p.with_suffix(".ipynb") for d in PAIRED_DIRS for pattern in ("*.ipynb", "*.py")
-             for p in (ROOT / d).rglob(pattern) if ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts}
+    """Every notebook of course/ and solutions/ (as its .ipynb path), whichever half of the pair
+    exists."""
+    found = {
+        p.with_suffix(".ipynb")
+        for d in PAIRED_DIRS
+        for pattern in ("*.ipynb", "*.py")
+        for p in (ROOT / d).rglob(pattern)
+        if ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts
+    }
     return sorted(found)
 
 
 def _strip(nb: dict) -> dict:
-    """No outputs, no execution counts, stable cell ids (the nbgrader grade_id, else the position), and no pairing
-    in the notebook's own metadata: course/ and solutions/ pair through their jupytext.toml, and a paired
-    notebook's metadata would follow it into labs/ and into every copy a student makes."""
+    """No outputs, no execution counts, stable cell ids (the nbgrader grade_id, else the position),
+    and no pairing in the notebook's own metadata: course/ and solutions/ pair through their
+    jupytext.toml, and a paired notebook's metadata would follow it into labs/ and into every copy a
+    student makes."""
     nb.get("metadata", {}).get("jupytext", {}).pop("formats", None)
     for i, cell in enumerate(nb.get("cells", [])):
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
@@ -67,20 +85,22 @@ def _strip(nb: dict) -> dict:
 
 
 def sync(paths: list[Path] | None = None) -> list[str]:
-    """Bring each notebook in step with its py:percent twin (the newer one wins), outputs stripped."""
+    """Bring each notebook in step with its py:percent twin (the newer one wins), outputs
+    stripped."""
     import jupytext
 
     changed = []
     for ipynb in paths or paired_notebooks():
-        py = ipynb.with_suffix(".py")
-        if py.exists() and (not ipynb.exists() or py.stat().st_mtime > ipynb.stat().st_mtime):
-            nb = jupytext.read(py)
+        twin = ipynb.with_suffix(".py")
+        if twin.exists() and (not ipynb.exists() or twin.stat().st_mtime > ipynb.stat().st_mtime):
+            nb = jupytext.read(twin)
         else:
             nb = jupytext.read(ipynb)
         nb = _strip(nb)
         if ipynb.parent.parent == ROOT / "solutions":
-            exercise_cells.derive(nb.cells)  # heading numbers and the exercise table, from the cell order
-        for path, fmt in ((ipynb, "ipynb"), (py, "py:percent")):
+            # heading numbers and the exercise table, from the cell order
+            exercise_cells.derive(nb.cells)
+        for path, fmt in ((ipynb, "ipynb"), (twin, "py:percent")):
             text = jupytext.writes(nb, fmt=fmt)
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 path.write_text(text, encoding="utf-8")
@@ -95,22 +115,32 @@ def out_of_sync() -> list[str]:
     problems = []
     for ipynb in paired_notebooks():
         rel = ipynb.relative_to(ROOT)
-        py = ipynb.with_suffix(".py")
-        if not py.exists() or not ipynb.exists():
+        twin = ipynb.with_suffix(".py")
+        if not twin.exists() or not ipynb.exists():
             problems.append(f"{rel}: one half of the pair is missing (run `python -m grader sync`)")
             continue
         nb = json.loads(ipynb.read_text(encoding="utf-8"))
         if any(c.get("outputs") or c.get("execution_count") for c in nb["cells"]):
             problems.append(f"{rel}: committed with outputs (run `python -m grader sync`)")
         if "formats" in nb.get("metadata", {}).get("jupytext", {}):
-            problems.append(f"{rel}: pairs itself in its metadata, which labs/ and students' copies would inherit "
-                            "(run `python -m grader sync`)")
-        from_py = jupytext.read(py)
-        a = [(c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in nb["cells"]]
-        b = [(c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader")) for c in from_py.cells]
+            problems.append(
+                f"{rel}: pairs itself in its metadata, which labs/ and students' copies would"
+                " inherit (run `python -m grader sync`)"
+            )
+        from_py = jupytext.read(twin)
+        a = [
+            (c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader"))
+            for c in nb["cells"]
+        ]
+        b = [
+            (c["cell_type"], source_text(c["source"]), c.get("metadata", {}).get("nbgrader"))
+            for c in from_py.cells
+        ]
         if a != b:
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            problems.append(f"{rel}: differs from {py.name} at cell {first} (run `python -m grader sync`)")
+            problems.append(
+                f"{rel}: differs from {twin.name} at cell {first} (run `python -m grader sync`)"
+            )
     return problems
 
 
@@ -133,7 +163,8 @@ def source_text(source: str | list[str]) -> str:
 
 
 def generate(dest: Path | None = None, use_db: bool = False, only: list[str] | None = None) -> Path:
-    """Run nbgrader generate_assignment for every lab (or those in ``only``), into ``dest`` (default: labs/)."""
+    """Run nbgrader generate_assignment for every lab (or those in ``only``), into ``dest``
+    (default: labs/)."""
     dest = dest or ROOT / "labs"
     args = ["--force", f"--CourseDirectory.release_directory={dest}"]
     if not use_db:
@@ -161,22 +192,36 @@ def stale_labs() -> list[str]:
         for lab in labs():
             want = sorted(p.relative_to(fresh) for p in (fresh / lab).rglob("*") if p.is_file())
             have_dir = ROOT / "labs" / lab
-            have = sorted(p.relative_to(ROOT / "labs") for p in have_dir.rglob("*") if p.is_file()) if have_dir.exists() else []
+            have = (
+                sorted(p.relative_to(ROOT / "labs") for p in have_dir.rglob("*") if p.is_file())
+                if have_dir.exists()
+                else []
+            )
             if want != have:
-                problems.append(f"labs/{lab}: files {[str(p) for p in have]} != generated {[str(p) for p in want]}")
+                problems.append(
+                    f"labs/{lab}: files {[str(p) for p in have]} != generated"
+                    f" {[str(p) for p in want]}"
+                )
                 continue
             for rel in want:
                 a, b = fresh / rel, ROOT / "labs" / rel
-                same = _normalized(a) == _normalized(b) if rel.suffix == ".ipynb" else a.read_bytes() == b.read_bytes()
+                same = (
+                    _normalized(a) == _normalized(b)
+                    if rel.suffix == ".ipynb"
+                    else a.read_bytes() == b.read_bytes()
+                )
                 if not same:
                     problems.append(f"labs/{rel} is stale (run `python -m grader generate`)")
-        extra = sorted(p.name for p in (ROOT / "labs").iterdir() if p.is_dir() and p.name not in labs())
+        extra = sorted(
+            p.name for p in (ROOT / "labs").iterdir() if p.is_dir() and p.name not in labs()
+        )
         problems += [f"labs/{name} has no source in solutions/" for name in extra]
         return problems
 
 
 def copy_lab_sources(dest_root: Path) -> None:
-    """Copy solutions/ notebooks (not their .py twins) into another course root, for throwaway grading runs."""
+    """Copy solutions/ notebooks (not their .py twins) into another course root, for throwaway
+    grading runs."""
     for lab in labs():
         (dest_root / "solutions" / lab).mkdir(parents=True, exist_ok=True)
         for nb in (ROOT / "solutions" / lab).glob("*.ipynb"):

@@ -2,14 +2,16 @@
 
 - :func:`write_expected` / :func:`stale_expected`: a split lab's visible expected values as data
   (``grader/labs/<lab>.expected.json``), computed by the references of ``grader/answers/<lab>.py``;
-- :func:`build`: ``python -m grader student-edition DEST`` — the exercise side (``gpucourse``, ``grader`` without
-  ``grader/answers`` and the instructor's tooling, ``course/``, ``labs/``) copied into ``DEST/src`` and a wheel of it
-  into ``DEST``, verified before it is kept: no answer-side module, and no line of answer-side source (compared
-  token by token, so a reformatted copy is caught too) in any file of the folder or member of the wheel;
-- :func:`solution_leaks`: ``python -m grader solution-leaks`` — no solution of ``solutions/`` in what students
-  install: no function of a solution cell whose normalised syntax tree (names renamed in order of first
-  appearance, docstrings and annotations dropped) equals a function or lambda of the edition, and no logical line
-  of 8 or more tokens of a solution block in any of its files. :func:`build` refuses an edition that has either.
+- :func:`build`: ``python -m grader student-edition DEST`` — the exercise side (``gpucourse``,
+  ``grader`` without ``grader/answers`` and the instructor's tooling, ``course/``, ``labs/``) copied
+  into ``DEST/src`` and a wheel of it into ``DEST``, verified before it is kept: no answer-side
+  module, and no line of answer-side source (compared token by token, so a reformatted copy is
+  caught too) in any file of the folder or member of the wheel;
+- :func:`solution_leaks`: ``python -m grader solution-leaks`` — no solution of ``solutions/`` in
+  what students install: no function of a solution cell whose normalised syntax tree (names renamed
+  in order of first appearance, docstrings and annotations dropped) equals a function or lambda of
+  the edition, and no logical line of 8 or more tokens of a solution block in any of its files.
+  :func:`build` refuses an edition that has either.
 """
 
 from __future__ import annotations
@@ -37,13 +39,16 @@ def split_labs() -> list[str]:
 
 
 def unsplit_labs() -> list[str]:
-    """Labs whose references and generators are still in grader/labs (they ship with the edition until split)."""
-    return sorted(p.stem for p in (ROOT / "grader" / "labs").glob("lab*.py") if p.stem not in split_labs())
+    """Labs whose references and generators are still in grader/labs (they ship with the edition
+    until split)."""
+    return sorted(
+        p.stem for p in (ROOT / "grader" / "labs").glob("lab*.py") if p.stem not in split_labs()
+    )
 
 
 def _stored(module: Any) -> dict[str, Any]:
-    """The problems of a split lab whose answer side is in grader/answers (a lab may keep some on its exercise side:
-    those need no stored expected values, their references are there)."""
+    """The problems of a split lab whose answer side is in grader/answers (a lab may keep some on
+    its exercise side: those need no stored expected values, their references are there)."""
     from .problem import _answer_module
 
     answers = _answer_module(module)
@@ -68,8 +73,9 @@ def write_expected(lab: str) -> Path:
 
 
 def stale_expected(lab: str, recompute: bool = False) -> list[str]:
-    """What is wrong with a split lab's stored expected values: missing, a problem or case missing, and (with
-    ``recompute``: runs every reference on the visible cases) values the references no longer give."""
+    """What is wrong with a split lab's stored expected values: missing, a problem or case missing,
+    and (with ``recompute``: runs every reference on the visible cases) values the references no
+    longer give."""
     from .wire import decode
     from .problem import expected_path
 
@@ -83,21 +89,31 @@ def stale_expected(lab: str, recompute: bool = False) -> list[str]:
            f"{len(p.visible)} visible cases: run python -m grader expected {lab}"
            for name, p in _stored(module).items() if len(stored.get(name, [])) != len(p.visible)]
     if not bad and recompute and _expected(lab) != text:
-        bad.append(f"{path.relative_to(ROOT)} differs from what the references give: run python -m grader "
-                   f"expected {lab}")
+        bad.append(
+            f"{path.relative_to(ROOT)} differs from what the references give: run python -m grader "
+            f"expected {lab}"
+        )
     return bad
 
 
-# -- building the edition -----------------------------------------------------------------------------------------
+# -- building the edition --------------------------------------------------------------------------
 
 COPIED = ("gpucourse", "grader", "course", "labs", "README.md", "LICENSE", "pyproject.toml")
-# the instructor's tooling: mutation testing and its machinery, the benchmarks (they import the answer side, and a
-# student has no use for them)
+# the instructor's tooling: mutation testing and its machinery, the benchmarks (they import the
+# answer side, and a student has no use for them)
 INSTRUCTOR_ONLY = ("answers", "strength", "mutation.py", "equivalent_mutants.toml", "benchmark.py",
                    "benchmark_grading.py", "benchmark_simt.py")
-MIN_TOKENS = 10 # a logical line this long is specific enough to say "this is the answer side's code"
-_SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
-         tokenize.ENDMARKER}
+# a logical line this long is specific enough to say "this is the answer side's code"
+MIN_TOKENS = 10
+_SKIP = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENCODING,
+    tokenize.ENDMARKER,
+}
 
 
 class LeakError(RuntimeError):
@@ -105,8 +121,9 @@ class LeakError(RuntimeError):
 
 
 def logical_lines(source: str, min_tokens: int = MIN_TOKENS) -> set[tuple[str, ...]]:
-    """Token strings of every logical line of ``source`` with at least ``min_tokens`` tokens, imports excepted:
-    the same code reformatted (spacing, line breaks inside brackets, comments) gives the same tuples."""
+    """Token strings of every logical line of ``source`` with at least ``min_tokens`` tokens,
+    imports excepted: the same code reformatted (spacing, line breaks inside brackets, comments)
+    gives the same tuples."""
     out: set[tuple[str, ...]] = set()
     line: list[str] = []
     try:
@@ -130,7 +147,8 @@ def answer_side(root: Path = ROOT) -> dict[str, set[tuple[str, ...]]]:
 
 
 def _texts(name: str, data: bytes) -> list[str]:
-    """The source texts of one file of the edition: a notebook's code cells, a text file whole; none for binary."""
+    """The source texts of one file of the edition: a notebook's code cells, a text file whole; none
+    for binary."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -143,7 +161,9 @@ def _texts(name: str, data: bytes) -> list[str]:
     return [text]
 
 
-def leaks(files: dict[str, bytes], answers: dict[str, set[tuple[str, ...]]], markers: tuple[str, ...] = ()) -> list[str]:
+def leaks(
+    files: dict[str, bytes], answers: dict[str, set[tuple[str, ...]]], markers: tuple[str, ...] = ()
+) -> list[str]:
     """Where answer-side source (or a marker string) appears among ``files`` (name -> bytes)."""
     found = []
     for name, data in sorted(files.items()):
@@ -161,7 +181,9 @@ def leaks(files: dict[str, bytes], answers: dict[str, set[tuple[str, ...]]], mar
 
 
 def _folder_files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def _wheel_files(wheel: Path) -> dict[str, bytes]:
@@ -170,18 +192,22 @@ def _wheel_files(wheel: Path) -> dict[str, bytes]:
 
 
 def _ignore(folder: str, names: list[str]) -> set[str]:
-    skip = {n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".egg-info"))}
+    skip = {
+        n
+        for n in names
+        if n in ("__pycache__", ".ipynb_checkpoints") or n.endswith((".pyc", ".egg-info"))
+    }
     if Path(folder).name == "grader":
-        # the answer side, and the instructor's tooling (mutation testing's reviewed equivalents quote reference
-        # lines, original and mutated)
+        # the answer side, and the instructor's tooling (mutation testing's reviewed equivalents
+        # quote reference lines, original and mutated)
         skip.update(n for n in names if n in INSTRUCTOR_ONLY)
     return skip
 
 
 def build(dest: Path, root: Path = ROOT, markers: tuple[str, ...] = ()) -> Path:
-    """The student edition in ``dest``: ``dest/src`` (the exercise side) and ``dest/gpucourse-*.whl``, verified
-    (:func:`leaks`) in both forms before anything is kept. Returns the wheel. ``markers``: strings that must not
-    appear either (the marker test)."""
+    """The student edition in ``dest``: ``dest/src`` (the exercise side) and
+    ``dest/gpucourse-*.whl``, verified (:func:`leaks`) in both forms before anything is kept.
+    Returns the wheel. ``markers``: strings that must not appear either (the marker test)."""
     dest = Path(dest)
     src = dest / "src"
     shutil.rmtree(src, ignore_errors=True)
@@ -196,9 +222,14 @@ def build(dest: Path, root: Path = ROOT, markers: tuple[str, ...] = ()) -> Path:
             shutil.copy2(path, src / name)
     # the edition's pyproject: the answer side is not a package of it
     pp = src / "pyproject.toml"
-    pp.write_text(pp.read_text(encoding="utf-8").replace(', "grader.answers"', "").replace(', "grader.strength"', ""),
-                  encoding="utf-8")
-    # visible expected values as data, computed now by the references (the committed ones may be stale)
+    pp.write_text(
+        pp.read_text(encoding="utf-8")
+        .replace(', "grader.answers"', "")
+        .replace(', "grader.strength"', ""),
+        encoding="utf-8",
+    )
+    # visible expected values as data, computed now by the references (the committed ones may be
+    # stale)
     for lab in split_labs():
         from .problem import expected_path
 
@@ -208,9 +239,26 @@ def build(dest: Path, root: Path = ROOT, markers: tuple[str, ...] = ()) -> Path:
     found = leaks(_folder_files(src), answers, markers) + solution_leaks(_folder_files(src), root)
     if found:
         shutil.rmtree(src, ignore_errors=True)
-        raise LeakError("the student edition would contain the answer side:\n  " + "\n  ".join(found[:20]))
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(dest), str(src)], capture_output=True, text=True, cwd=dest)
+        raise LeakError(
+            "the student edition would contain the answer side:\n  " + "\n  ".join(found[:20])
+        )
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dest),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=dest,
+    )
     if built.returncode != 0:
         raise RuntimeError(f"pip wheel failed: {built.stderr[-2000:]}")
     shutil.rmtree(src / "build", ignore_errors=True)
@@ -220,18 +268,24 @@ def build(dest: Path, root: Path = ROOT, markers: tuple[str, ...] = ()) -> Path:
     found = leaks(_wheel_files(wheel), answers, markers) + solution_leaks(_wheel_files(wheel), root)
     if found:
         wheel.unlink()
-        raise LeakError("the student edition's wheel would contain the answer side:\n  " + "\n  ".join(found[:20]))
+        raise LeakError(
+            "the student edition's wheel would contain the answer side:\n  "
+            + "\n  ".join(found[:20])
+        )
     return wheel
 
 
-# -- no solution in the edition -------------------------------------------------------------------------------------
+# -- no solution in the edition --------------------------------------------------------------------
 
-SOLUTION_TOKENS = 8  # a logical line of a solution block this long, found in the edition, is the solution's code
-SOLUTION_NODES = 16  # a function this small (syntax nodes) says nothing: ``lambda X, W: X @ W`` is 9
+# a logical line of a solution block this long, found in the edition, is the solution's code
+SOLUTION_TOKENS = 8
+# a function this small (syntax nodes) says nothing: ``lambda X, W: X @ W`` is 9
+SOLUTION_NODES = 16
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-# Lines of 8+ tokens that solution blocks share with the course's own cells because the course teaches them as
-# idioms, not answers: a CUDA thread's index, the guard of a 2-D kernel, the seeded RNG, waiting for JAX's result.
-# A loop header ``for i in range(n):`` is never specific either (skipped by its shape).
+# Lines of 8+ tokens that solution blocks share with the course's own cells because the course
+# teaches them as idioms, not answers: a CUDA thread's index, the guard of a 2-D kernel, the seeded
+# RNG, waiting for JAX's result. A loop header ``for i in range(n):`` is never specific either
+# (skipped by its shape).
 IDIOMS = (
     "rng = np.random.default_rng(0)",
     "i = cuda.grid(1)",
@@ -243,7 +297,12 @@ IDIOMS = (
 
 
 def _idiom(line: tuple[str, ...]) -> bool:
-    loop = len(line) == 8 and line[0] == "for" and line[2:5] == ("in", "range", "(") and line[6:] == (")", ":")
+    loop = (
+        len(line) == 8
+        and line[0] == "for"
+        and line[2:5] == ("in", "range", "(")
+        and line[6:] == (")", ":")
+    )
     return loop or line in _IDIOM_LINES
 
 
@@ -259,8 +318,8 @@ def _cells(nb_text: str) -> list[dict[str, Any]]:
 
 
 def solution_cells(root: Path = ROOT) -> dict[str, str]:
-    """``"<lab>/<grade_id>"`` -> the code of every solution cell of ``solutions/`` (the cells an instructor fills;
-    what lies between BEGIN and END SOLUTION is what students must write)."""
+    """``"<lab>/<grade_id>"`` -> the code of every solution cell of ``solutions/`` (the cells an
+    instructor fills; what lies between BEGIN and END SOLUTION is what students must write)."""
     out = {}
     for nb in sorted((root / "solutions").glob("*/*.ipynb")):
         for k, cell in enumerate(_cells(nb.read_text(encoding="utf-8"))):
@@ -272,7 +331,8 @@ def solution_cells(root: Path = ROOT) -> dict[str, str]:
 
 
 def _python(source: str) -> ast.Module | None:
-    """A notebook cell's or a file's code as a tree (IPython's ``%magic`` and ``!shell`` lines blanked), or None."""
+    """A notebook cell's or a file's code as a tree (IPython's ``%magic`` and ``!shell`` lines
+    blanked), or None."""
     lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines()]
     try:
         return ast.parse("\n".join(lines))
@@ -281,9 +341,10 @@ def _python(source: str) -> ast.Module | None:
 
 
 class _Normalised(ast.NodeTransformer):
-    """A function's tree with every name renamed in order of first appearance (v0, v1, ...) and its docstrings,
-    bare strings and annotations dropped: the same code with other names, comments or types gives the same dump.
-    Attribute names, keywords and constants stay (they are what the code *does*)."""
+    """A function's tree with every name renamed in order of first appearance (v0, v1, ...) and its
+    docstrings, bare strings and annotations dropped: the same code with other names, comments or
+    types gives the same dump. Attribute names, keywords and constants stay (they are what the code
+    *does*)."""
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
@@ -301,8 +362,15 @@ class _Normalised(ast.NodeTransformer):
 
     def _function(self, node: Any) -> ast.AST:
         node.name, node.returns = self._rename(node.name), None
-        node.body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
-                                                   and isinstance(b.value.value, str))] or [ast.Pass()]
+        node.body = [
+            b
+            for b in node.body
+            if not (
+                isinstance(b, ast.Expr)
+                and isinstance(b.value, ast.Constant)
+                and isinstance(b.value.value, str)
+            )
+        ] or [ast.Pass()]
         return self.generic_visit(node)
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function
@@ -317,30 +385,36 @@ def normalised(fn: ast.AST) -> str:
     """The dump of a function's (or lambda's) normalised tree (:class:`_Normalised`)."""
     import copy
 
-    return ast.dump(_Normalised().visit(copy.deepcopy(fn)), annotate_fields=False, include_attributes=False)
+    return ast.dump(
+        _Normalised().visit(copy.deepcopy(fn)), annotate_fields=False, include_attributes=False
+    )
 
 
 def functions(tree: ast.AST) -> list[ast.AST]:
     """Every function definition and lambda in a tree, nested ones included."""
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    ]
 
 
 def _block_lines(source: str) -> set[int]:
     """Line numbers (1-based) strictly between BEGIN and END SOLUTION."""
     inside, out = False, set()
-    for no, line in enumerate(source.splitlines(), 1):
+    for number, line in enumerate(source.splitlines(), 1):
         if BEGIN in line:
             inside = True
         elif END in line:
             inside = False
         elif inside:
-            out.add(no)
+            out.add(number)
     return out
 
 
 def solution_token_lines(source: str, min_tokens: int = SOLUTION_TOKENS) -> set[tuple[str, ...]]:
-    """The token strings of every logical line that starts inside a solution block of a cell and has at least
-    ``min_tokens`` tokens (comments and layout ignored)."""
+    """The token strings of every logical line that starts inside a solution block of a cell and has
+    at least ``min_tokens`` tokens (comments and layout ignored)."""
     block, out, line, start = _block_lines(source), set(), [], 0
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -358,7 +432,8 @@ def solution_token_lines(source: str, min_tokens: int = SOLUTION_TOKENS) -> set[
 
 
 def _edition_code(files: dict[str, bytes]) -> dict[str, list[str]]:
-    """name -> the code texts of one file of the edition: a Python file whole, a notebook's code cells."""
+    """name -> the code texts of one file of the edition: a Python file whole, a notebook's code
+    cells."""
     out = {}
     for name, data in files.items():
         if name.endswith((".py", ".ipynb")):
@@ -367,21 +442,24 @@ def _edition_code(files: dict[str, bytes]) -> dict[str, list[str]]:
 
 
 def solution_leaks(files: dict[str, bytes], root: Path = ROOT) -> list[str]:
-    """Where a solution of ``solutions/`` appears among ``files`` (name -> bytes: an edition's folder or wheel):
-    a function or lambda whose normalised tree equals one of a solution cell's functions, or a logical line of 8+
-    tokens of a solution block in any text file. Each finding names the file, the solution cell and the code."""
+    """Where a solution of ``solutions/`` appears among ``files`` (name -> bytes: an edition's
+    folder or wheel): a function or lambda whose normalised tree equals one of a solution cell's
+    functions, or a logical line of 8+ tokens of a solution block in any text file. Each finding
+    names the file, the solution cell and the code."""
     solutions = solution_cells(root)
     wanted: dict[str, str] = {}  # normalised dump -> "<lab>/<grade_id>: def name"
     lines: dict[tuple[str, ...], str] = {}
     for where, src in solutions.items():
         tree = _python(src)
         for fn in functions(tree) if tree is not None else []:
-            if _size(fn) >= SOLUTION_NODES and _block_lines(src) & set(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)):
+            if _size(fn) >= SOLUTION_NODES and _block_lines(src) & set(
+                range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)
+            ):
                 label = getattr(fn, "name", "lambda")
                 wanted.setdefault(normalised(fn), f"{where}: {label}")
-        for tl in solution_token_lines(src):
-            if not _idiom(tl):
-                lines.setdefault(tl, where)
+        for token_line in solution_token_lines(src):
+            if not _idiom(token_line):
+                lines.setdefault(token_line, where)
     found = []
     for name, texts in sorted(_edition_code(files).items()):
         for text in texts:
@@ -392,13 +470,17 @@ def solution_leaks(files: dict[str, bytes], root: Path = ROOT) -> list[str]:
                     found.append(f"{name}:{fn.lineno}: the solution {hit} (same code, other names)")
     for name, data in sorted(files.items()):
         for text in _texts(name, data):
-            for tl in sorted(logical_lines(text, SOLUTION_TOKENS) & set(lines))[:3]:
-                found.append(f"{name}: a line of the solution {lines[tl]}: {' '.join(tl)[:120]}")
+            for token_line in sorted(logical_lines(text, SOLUTION_TOKENS) & set(lines))[:3]:
+                found.append(
+                    f"{name}: a line of the solution {lines[token_line]}:"
+                    f" {' '.join(token_line)[:120]}"
+                )
     return found
 
 
 def edition_files(root: Path = ROOT) -> dict[str, bytes]:
-    """What :func:`build` copies into the edition's folder, read from the checkout (before the build runs)."""
+    """What :func:`build` copies into the edition's folder, read from the checkout (before the build
+    runs)."""
     out = {}
     for name in COPIED:
         path = root / name

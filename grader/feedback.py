@@ -1,17 +1,18 @@
-"""What a student sees when a check fails: the check's message first, then — only when their own code raised
-or was stopped — *their* frames, never the grader's.
+"""What a student sees when a check fails: the check's message first, then — only when their own
+code raised or was stopped — *their* frames, never the grader's.
 
-IPython asks an exception for ``_render_traceback_()`` before it formats a traceback (``InteractiveShell.
-showtraceback``), and ipykernel sends the returned lines as the ``traceback`` of the cell's ``error`` output, with
-``ename``/``evalue`` unchanged. So the same short text appears
+IPython asks an exception for ``_render_traceback_()`` before it formats a traceback
+(``InteractiveShell. showtraceback``), and ipykernel sends the returned lines as the ``traceback``
+of the cell's ``error`` output, with ``ename``/``evalue`` unchanged. So the same short text appears
 
 - under the cell in JupyterLab,
-- in nbgrader's Validate dialog (which joins the error output's ``traceback`` lines, ANSI colours turned into HTML),
+- in nbgrader's Validate dialog (which joins the error output's ``traceback`` lines, ANSI colours
+  turned into HTML),
 - in the autograded notebook and the student's feedback (nbclient records what the kernel sent),
 
-while nbgrader still scores the cell 0 (it has an ``error`` output) and the grading report still reads
-``CheckFailure: <message>`` from ``ename``/``evalue``. Outside IPython (pytest, the grader's re-check worker) an
-exception is just its message.
+while nbgrader still scores the cell 0 (it has an ``error`` output) and the grading report still
+reads ``CheckFailure: <message>`` from ``ename``/``evalue``. Outside IPython (pytest, the grader's
+re-check worker) an exception is just its message.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ WIDTH = 100  # columns: nbgrader's Validate dialog shows ~105 without a horizont
 
 
 def headline(exc: BaseException) -> str:
-    """``CheckFailure: <message>`` in red, first; wrapped at WIDTH columns so that all of it is in view (Validate's
-    dialog does not wrap lines). ``ename``/``evalue`` of the error output keep the message unwrapped."""
+    """``CheckFailure: <message>`` in red, first; wrapped at WIDTH columns so that all of it is in
+    view (Validate's dialog does not wrap lines). ``ename``/``evalue`` of the error output keep the
+    message unwrapped."""
     name = type(exc).__name__
     lines: list[str] = []
     for i, para in enumerate(str(exc).splitlines() or [""]):
@@ -50,8 +52,8 @@ def headline(exc: BaseException) -> str:
 
 
 def render_failure(exc: BaseException) -> list[str]:
-    """Lines for a failed check: the message; then, if the student's code raised (or was stopped by the time
-    limit), where that happened in their code and the original error."""
+    """Lines for a failed check: the message; then, if the student's code raised (or was stopped by
+    the time limit), where that happened in their code and the original error."""
     from .timelimit import CallTimeout
 
     lines = [headline(exc)]
@@ -71,13 +73,17 @@ def render_failure(exc: BaseException) -> list[str]:
 
 
 def render_not_implemented(exc: BaseException, exercise: str) -> list[str]:
-    """A NotImplementedError escaping a check: the blank stub (say so), or something the student's code called."""
+    """A NotImplementedError escaping a check: the blank stub (say so), or something the student's
+    code called."""
     frames = list(_walk(exc.__traceback__))
     last = frames[-1] if frames else None
     line = linecache.getline(last[0], last[1]).strip() if last else ""
     if not str(exc) and "NotImplementedError" in line and not _is_library(last[0]):
-        return [f"{RED}{BOLD}NotImplementedError{RESET}{RED}: {exercise} is not written yet: replace "
-                f"`raise NotImplementedError()` in its cell with your code, run that cell, then this one.{RESET}"]
+        return [
+            f"{RED}{BOLD}NotImplementedError{RESET}{RED}: {exercise} is not written yet: replace"
+            " `raise NotImplementedError()` in its cell with your code, run that cell, then this"
+            f" one.{RESET}"
+        ]
     lines = [headline(exc)]
     shown = student_frames(exc.__traceback__)
     if shown:
@@ -86,10 +92,12 @@ def render_not_implemented(exc: BaseException, exercise: str) -> list[str]:
 
 
 def attach(exc: BaseException, lines: list[str]) -> None:
-    """Make IPython show ``lines`` for this one exception instance (its type and message are unchanged)."""
+    """Make IPython show ``lines`` for this one exception instance (its type and message are
+    unchanged)."""
     try:
         exc._render_traceback_ = lambda: list(lines)  # type: ignore[attr-defined]
-    except (AttributeError, TypeError):  # an exception type with __slots__: keep IPython's own traceback
+    # an exception type with __slots__: keep IPython's own traceback
+    except (AttributeError, TypeError):
         pass
 
 
@@ -106,8 +114,8 @@ def _is_grader(filename: str) -> bool:
 
 
 def _is_library(filename: str) -> str | None:
-    """The package a frame belongs to when it is library code (NumPy, JAX, the standard library, the course's
-    own gpucourse package), else None."""
+    """The package a frame belongs to when it is library code (NumPy, JAX, the standard library, the
+    course's own gpucourse package), else None."""
     if filename.startswith("<") and filename.endswith(">"):  # <cell ...>, <string>, <frozen ...>
         return "Python" if filename.startswith("<frozen") else None
     try:
@@ -119,7 +127,11 @@ def _is_library(filename: str) -> str | None:
     for root in _LIBRARY_DIRS:
         if path.is_relative_to(root):
             rel = path.relative_to(root).parts
-            top = rel[0] if rel and rel[0] not in ("site-packages", "dist-packages") else (rel[1] if len(rel) > 1 else "")
+            top = (
+                rel[0]
+                if rel and rel[0] not in ("site-packages", "dist-packages")
+                else (rel[1] if len(rel) > 1 else "")
+            )
             return top.removesuffix(".py") or "Python"
     return None
 
@@ -146,15 +158,18 @@ def _ipython():
 
 
 def student_frames(tb: TracebackType | None) -> list[str]:
-    """The frames of a traceback that are the student's, formatted like Python does (two lines each); grader
-    frames are dropped, runs of library frames are folded into one line naming the library."""
+    """The frames of a traceback that are the student's, formatted like Python does (two lines
+    each); grader frames are dropped, runs of library frames are folded into one line naming the
+    library."""
     out: list[str] = []
     folded: list[str] = []
 
     def flush() -> None:
         if folded:
             names = ", ".join(dict.fromkeys(folded))
-            out.append(f"  {DIM}… {len(folded)} frame{'s' * (len(folded) != 1)} inside {names}{RESET}")
+            out.append(
+                f"  {DIM}… {len(folded)} frame{'s' * (len(folded) != 1)} inside {names}{RESET}"
+            )
             folded.clear()
 
     for filename, lineno, name in _walk(tb):

@@ -1,16 +1,17 @@
 """pytest plugin: expected outputs for ``NBVAL_CHECK_OUTPUT`` cells, kept in the cell's source.
 
-Notebooks are committed without outputs, and nbval only compares outputs of cells that were run in the
-committed file. So a checked cell states its expected output as a trailing comment block, readable in any
-diff, like a doctest::
+Notebooks are committed without outputs, and nbval only compares outputs of cells that were run in
+the committed file. So a checked cell states its expected output as a trailing comment block,
+readable in any diff, like a doctest::
 
     # NBVAL_CHECK_OUTPUT
     print(2 * 3)
     # Expected output:
     # 6
 
-When nbval reads a notebook, this plugin turns that block into the cell's reference output (stdout), and
-nbval then fails the cell if the executed output differs. Registered through the ``pytest11`` entry point.
+When nbval reads a notebook, this plugin turns that block into the cell's reference output (stdout),
+and nbval then fails the cell if the executed output differs. Registered through the ``pytest11``
+entry point.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ def inject(nb) -> None:
             continue
         text = expected_output(cell.source)
         if text is None:
-            raise ValueError(f"cell marked NBVAL_CHECK_OUTPUT has no '# Expected output:' block:\n{cell.source[:200]}")
+            raise ValueError(
+                "cell marked NBVAL_CHECK_OUTPUT has no '# Expected output:'"
+                f" block:\n{cell.source[:200]}"
+            )
         from nbformat.v4 import new_output
 
         cell.outputs = [new_output("stream", name="stdout", text=text)]
@@ -56,7 +60,9 @@ def pytest_configure(config) -> None:
         inject(nb)
         return nb
 
-    proxy = SimpleNamespace(**{k: getattr(nbformat, k) for k in dir(nbformat) if not k.startswith("__")})
+    proxy = SimpleNamespace(
+        **{k: getattr(nbformat, k) for k in dir(nbformat) if not k.startswith("__")}
+    )
     proxy.read = read
     proxy._gpucourse_expected = True
     nbval_plugin.nbformat = proxy

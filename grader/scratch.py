@@ -1,9 +1,11 @@
-"""A throwaway nbgrader course: run nbgrader for real on made-up submissions, read grades from its gradebook.
+"""A throwaway nbgrader course: run nbgrader for real on made-up submissions, read grades from its
+gradebook.
 
-A throwaway course root is built in a temporary folder: the lab's source notebook, the course's nbgrader
-config (folders redirected there), a fresh gradebook. Submissions are the *released* notebook with its
-solution cells filled in — with the instructor's solution, with nothing (the blank), or with wrong answers.
-Used by the tests (solution full / blank zero / wrong less) and by the benchmark.
+A throwaway course root is built in a temporary folder: the lab's source notebook, the course's
+nbgrader config (folders redirected there), a fresh gradebook. Submissions are the *released*
+notebook with its solution cells filled in — with the instructor's solution, with nothing (the
+blank), or with wrong answers. Used by the tests (solution full / blank zero / wrong less) and by
+the benchmark.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def exercise_of(test_id: str) -> str:
 
 
 def fill(released: dict, answers: dict[str, str]) -> dict:
-    """The released notebook with the given solution cells replaced (as a student would type them)."""
+    """The released notebook with the given solution cells replaced (as a student would type
+    them)."""
     nb = copy.deepcopy(released)
     for cell in nb["cells"]:
         gid = grade_id(cell)
@@ -84,7 +87,9 @@ class GradedCourse:
     def autograde(self, *students: str) -> None:
         args = ["autograde", self.lab, "--create", "--force"]
         if students:
-            args.append("--CourseDirectory.student_id=" + (students[0] if len(students) == 1 else "*"))
+            args.append(
+                "--CourseDirectory.student_id=" + (students[0] if len(students) == 1 else "*")
+            )
         course.nbgrader(*args, cwd=self.root, config_dir=self.root, check=False)
 
     def grades(self, student: str) -> dict[str, float]:
@@ -104,7 +109,8 @@ class GradedCourse:
 
 
 def make_course(tmp: Path, lab: str) -> GradedCourse:
-    """A throwaway nbgrader course holding one lab, with the lab generated (and recorded in its gradebook)."""
+    """A throwaway nbgrader course holding one lab, with the lab generated (and recorded in its
+    gradebook)."""
     src = course.ROOT / "solutions" / lab
     notebooks = sorted(src.glob("*.ipynb"))
     assert len(notebooks) == 1, f"{lab}: expected one notebook, found {notebooks}"

@@ -1,22 +1,23 @@
 """A time limit on one call of a student's function, so that a visible check ends by itself.
 
-A ``while True:`` search with no exit used to hang its test cell until nbgrader's cell timeout (60 s) killed
-it with ``CellTimeoutError`` and no word about which input looped. :func:`time_limit` stops the call instead
-and lets the caller say "did not return within N s on case …".
+A ``while True:`` search with no exit used to hang its test cell until nbgrader's cell timeout (60
+s) killed it with ``CellTimeoutError`` and no word about which input looped. :func:`time_limit`
+stops the call instead and lets the caller say "did not return within N s on case …".
 
 How the call is stopped:
 
-- **In the main thread on Linux and macOS** (IPython runs cells there, and so does the grader's re-check
-  worker): ``SIGALRM`` from ``signal.setitimer``. The handler raises :class:`CallTimeout` inside the student's
-  code, also out of ``time.sleep`` and blocking waits, and fires again every 0.25 s until the call has ended. A
-  loop whose body catches ``BaseException`` (or uses a bare ``except:``) around everything it does may swallow
-  every one of them: that deliberate case is left to nbgrader's cell timeout and the grader's watchdog. A timer that was already running (the grader's
-  own per-step alarm) is kept: whichever deadline comes first wins, and the outer timer is re-armed afterwards
-  with the time it has left.
-- **Elsewhere** (Windows, or a check called from another thread): a watchdog thread raises ``CallTimeout`` in
-  the calling thread with CPython's ``PyThreadState_SetAsyncExc``. It takes effect at the next Python
-  bytecode, so a call stuck inside one long C function (``time.sleep(600)``, a huge NumPy operation) ends only
-  when that function returns.
+- **In the main thread on Linux and macOS** (IPython runs cells there, and so does the grader's
+  re-check worker): ``SIGALRM`` from ``signal.setitimer``. The handler raises :class:`CallTimeout`
+  inside the student's code, also out of ``time.sleep`` and blocking waits, and fires again every
+  0.25 s until the call has ended. A loop whose body catches ``BaseException`` (or uses a bare
+  ``except:``) around everything it does may swallow every one of them: that deliberate case is left
+  to nbgrader's cell timeout and the grader's watchdog. A timer that was already running (the
+  grader's own per-step alarm) is kept: whichever deadline comes first wins, and the outer timer is
+  re-armed afterwards with the time it has left.
+- **Elsewhere** (Windows, or a check called from another thread): a watchdog thread raises
+  ``CallTimeout`` in the calling thread with CPython's ``PyThreadState_SetAsyncExc``. It takes
+  effect at the next Python bytecode, so a call stuck inside one long C function
+  (``time.sleep(600)``, a huge NumPy operation) ends only when that function returns.
 
 ``CallTimeout`` is a ``BaseException``, so a student's ``except Exception:`` does not swallow it.
 """
@@ -35,7 +36,8 @@ REFIRE_S = 0.25  # a swallowed CallTimeout is raised again this often until the 
 
 
 class CallTimeout(BaseException):
-    """Raised inside the student's function when its time is up (caught by :mod:`grader.problem`)."""
+    """Raised inside the student's function when its time is up (caught by
+    :mod:`grader.problem`)."""
 
     def __init__(self, seconds: float):
         super().__init__(f"stopped after {seconds:g} s")
@@ -74,13 +76,15 @@ class _SignalLimit:
             return  # disarmed, or inside __exit__ (raising there would leave the timer running)
         if self.outer_deadline is not None and time.monotonic() >= self.outer_deadline - 1e-3 \
                 and callable(self.outer_handler):
-            self.outer_handler(signum, frame)  # the enclosing timer's deadline came first: its handler decides
+            # the enclosing timer's deadline came first: its handler decides
+            self.outer_handler(signum, frame)
             return
         raise CallTimeout(self.seconds)
 
     def __enter__(self) -> _SignalLimit:
         self.outer_handler = signal.getsignal(signal.SIGALRM)
-        delay, self.outer_interval = signal.setitimer(signal.ITIMER_REAL, 0)  # reads and disarms the outer timer
+        # reads and disarms the outer timer
+        delay, self.outer_interval = signal.setitimer(signal.ITIMER_REAL, 0)
         self.outer_deadline = time.monotonic() + delay if delay > 0 else None
         first = self.seconds if self.outer_deadline is None else min(self.seconds, delay)
         self.armed = True
@@ -88,7 +92,9 @@ class _SignalLimit:
         signal.setitimer(signal.ITIMER_REAL, max(first, 1e-3), REFIRE_S)
         return self
 
-    def __exit__(self, etype: type | None, exc: BaseException | None, tb: TracebackType | None) -> bool:
+    def __exit__(
+        self, etype: type | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
         self.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self.outer_handler)
@@ -99,14 +105,17 @@ class _SignalLimit:
 
 
 def _async_raise(thread_id: int, exc_type: type[BaseException]) -> None:
-    """Schedule ``exc_type`` to be raised in the thread at its next bytecode check (CPython only). Never call it
-    with NULL to cancel: CPython 3.11 then leaves its eval-breaker flag set for good, and every thread runs on
-    the slow path (a simulated kernel took minutes instead of 0.1 s)."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type))
+    """Schedule ``exc_type`` to be raised in the thread at its next bytecode check (CPython only).
+    Never call it with NULL to cancel: CPython 3.11 then leaves its eval-breaker flag set for good,
+    and every thread runs on the slow path (a simulated kernel took minutes instead of 0.1 s)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc_type)
+    )
 
 
 class _ThreadLimit:
-    """Watchdog-thread limit for threads other than the main one, and for platforms without setitimer."""
+    """Watchdog-thread limit for threads other than the main one, and for platforms without
+    setitimer."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -132,12 +141,15 @@ class _ThreadLimit:
         threading.Thread(target=self._watch, name="grader-time-limit", daemon=True).start()
         return self
 
-    def __exit__(self, etype: type | None, exc: BaseException | None, tb: TracebackType | None) -> bool:
+    def __exit__(
+        self, etype: type | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
         self.armed = False
         with self.lock:  # an injection in progress finishes; none follows
             pass
         self.done.set()
-        if self.fired:  # a CallTimeout scheduled but not raised yet is raised (and dropped) here, not later
+        # a CallTimeout scheduled but not raised yet is raised (and dropped) here, not later
+        if self.fired:
             try:
                 for _ in range(1000):
                     pass
@@ -147,14 +159,20 @@ class _ThreadLimit:
 
 
 class _TimeoutForThread:
-    """PyThreadState_SetAsyncExc takes an exception *class* and instantiates it without arguments: one subclass
-    per limit carries the seconds."""
+    """PyThreadState_SetAsyncExc takes an exception *class* and instantiates it without arguments:
+    one subclass per limit carries the seconds."""
 
     _cache: dict[float, type[CallTimeout]] = {}
 
     @classmethod
     def make(cls, seconds: float) -> type[CallTimeout]:
         if seconds not in cls._cache:
-            cls._cache[seconds] = type("CallTimeout", (CallTimeout,), {"__init__": lambda self: CallTimeout.__init__(
-                self, seconds), "__module__": __name__})
+            cls._cache[seconds] = type(
+                "CallTimeout",
+                (CallTimeout,),
+                {
+                    "__init__": lambda self: CallTimeout.__init__(self, seconds),
+                    "__module__": __name__,
+                },
+            )
         return cls._cache[seconds]

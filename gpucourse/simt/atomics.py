@@ -1,7 +1,8 @@
-"""``cuda.atomic.*``: read-modify-write of one element of global or shared memory, with numba-cuda's semantics
-(docs/source/reference/kernel.rst): each returns the old value; integers wrap like the hardware; ``inc``/``dec``
-wrap at the limit like CUDA's atomicInc/atomicDec; ``max``/``min`` keep the stored value when either side is NaN,
-``nanmax``/``nanmin`` treat NaN as missing. Atomics never race with each other; against plain accesses they do.
+"""``cuda.atomic.*``: read-modify-write of one element of global or shared memory, with numba-cuda's
+semantics (docs/source/reference/kernel.rst): each returns the old value; integers wrap like the
+hardware; ``inc``/``dec`` wrap at the limit like CUDA's atomicInc/atomicDec; ``max``/``min`` keep
+the stored value when either side is NaN, ``nanmax``/``nanmin`` treat NaN as missing. Atomics never
+race with each other; against plain accesses they do.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from .numbatypes import typed
 from .values import Uninit, cast
 
 
-# The element types numba-cuda types each atomic on (numba_cuda/numba/cuda/cudadecl.py: all_numba_types,
-# integer_numba_types, unsigned_int_numba_types): any other dtype is a TypingError when compiled for a GPU.
+# The element types numba-cuda types each atomic on (numba_cuda/numba/cuda/cudadecl.py:
+# all_numba_types, integer_numba_types, unsigned_int_numba_types): any other dtype is a TypingError
+# when compiled for a GPU.
 _ALL = ("int32", "uint32", "int64", "uint64", "float32", "float64")
 _INTS = ("int32", "uint32", "int64", "uint64")
 DTYPES = {**dict.fromkeys(("add", "sub", "max", "min", "nanmax", "nanmin"), _ALL),
@@ -29,8 +31,10 @@ def _check_dtype(name: str, dtype: Any) -> None:
     if ok is not None and dtype is not None and dtype.name not in ok:
         hint = " (an unsigned counter: np.uint32)" if name in ("inc", "dec") else ""
         article = "an" if dtype.name[0] in "aeiou" else "a"
-        raise TypeError(f"cuda.atomic.{name} on {article} {dtype.name} array: numba-cuda supports it on "
-                        f"{', '.join(ok)} arrays only{hint}, so this kernel does not compile for a GPU")
+        raise TypeError(
+            f"cuda.atomic.{name} on {article} {dtype.name} array: numba-cuda supports it on "
+            f"{', '.join(ok)} arrays only{hint}, so this kernel does not compile for a GPU"
+        )
 
 
 def _operand(run: Any, v: Any, what: str) -> Any:
@@ -41,14 +45,17 @@ def _operand(run: Any, v: Any, what: str) -> Any:
 
 
 class _Atomic:
-    """cuda.atomic.*: read-modify-write of one element, returning the old value (numba-cuda's semantics)."""
+    """cuda.atomic.*: read-modify-write of one element, returning the old value (numba-cuda's
+    semantics)."""
 
     @staticmethod
     def _do(name: str, ary: Any, idx: Any, op: Callable[[Any], Any]) -> Any:
         run = _run(f"atomic.{name}")
         if not isinstance(ary, TracedArray):
-            raise TypeError(f"cuda.atomic.{name} needs an array element of global or shared memory (a kernel argument "
-                            f"or a cuda.shared.array), got {type(ary).__name__}")
+            raise TypeError(
+                f"cuda.atomic.{name} needs an array element of global or shared memory (a kernel"
+                f" argument or a cuda.shared.array), got {type(ary).__name__}"
+            )
         root = ary._root
         _check_dtype(name, root.dtype)
         if root.readonly:
@@ -105,19 +112,22 @@ class _Atomic:
 
     @classmethod
     def inc(cls, ary: Any, idx: Any, val: Any) -> Any:
-        """``ary[idx] = 0 if ary[idx] >= val else ary[idx] + 1`` (CUDA's atomicInc: a counter that wraps at val)."""
+        """``ary[idx] = 0 if ary[idx] >= val else ary[idx] + 1`` (CUDA's atomicInc: a counter that
+        wraps at val)."""
         v = cls._val(ary, val, "inc")
         return cls._do("inc", ary, idx, lambda o: o - o if o >= v else o + 1)
 
     @classmethod
     def dec(cls, ary: Any, idx: Any, val: Any) -> Any:
-        """``ary[idx] = val if ary[idx] == 0 or ary[idx] > val else ary[idx] - 1`` (CUDA's atomicDec)."""
+        """``ary[idx] = val if ary[idx] == 0 or ary[idx] > val else ary[idx] - 1`` (CUDA's
+        atomicDec)."""
         v = cls._val(ary, val, "dec")
         return cls._do("dec", ary, idx, lambda o: v if (o == 0 or o > v) else o - 1)
 
     @classmethod
     def max(cls, ary: Any, idx: Any, val: Any) -> Any:
-        """Python's max with the stored value first: a NaN on either side leaves the stored value."""
+        """Python's max with the stored value first: a NaN on either side leaves the stored
+        value."""
         v = cls._val(ary, val, "max")
         return cls._do("max", ary, idx, lambda o: v if v > o else o)
 

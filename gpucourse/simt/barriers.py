@@ -1,11 +1,12 @@
 """Block barriers and grid synchronisation: when they release, and what is barrier divergence.
 
-A block barrier releases when every thread of the block that has not exited waits at one (since Volta a
-barrier waits for all *non-exited* threads: an early ``return`` before it is fine). A thread that went *past* the
-barrier's point in the program without calling it (a ``syncthreads()`` inside an ``if`` only some threads take),
-or threads waiting at different ``syncthreads()`` calls, are **barrier divergence** — undefined in CUDA (a GPU may
-hang or release the waiting threads early), reported as compute-sanitizer's synccheck reports it; the launch goes
-on as a GPU that releases the barrier would. ``grid.sync()`` is the same for every thread of the grid.
+A block barrier releases when every thread of the block that has not exited waits at one (since
+Volta a barrier waits for all *non-exited* threads: an early ``return`` before it is fine). A thread
+that went *past* the barrier's point in the program without calling it (a ``syncthreads()`` inside
+an ``if`` only some threads take), or threads waiting at different ``syncthreads()`` calls, are
+**barrier divergence** — undefined in CUDA (a GPU may hang or release the waiting threads early),
+reported as compute-sanitizer's synccheck reports it; the launch goes on as a GPU that releases the
+barrier would. ``grid.sync()`` is the same for every thread of the grid.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from .threads import BARRIER, DONE, GRID, READY, SimBlock, SimThread, at
 
 
 class Barriers:
-    """The barrier half of :class:`~gpucourse.simt.launch.Launch` (a mixin: it uses the launch's state)."""
+    """The barrier half of :class:`~gpucourse.simt.launch.Launch` (a mixin: it uses the launch's
+    state)."""
 
     def barrier(self, kind: str, pred: Any, site: tuple) -> Any:
         t = self.cur
@@ -32,16 +34,22 @@ class Barriers:
         t = self.cur
         t.state, t.wait = GRID, ("grid", None, site)
         if self.n_blocks > H100_SMS * max(1, MAX_THREADS_PER_SM // self.tpb):
-            self.warn(("coop",), f"grid.sync() in a grid of {self.n_blocks:,} blocks of {self.tpb} threads: a "
-                      "cooperative launch must fit on the GPU at once (an H100 holds at most "
-                      f"{H100_SMS * max(1, MAX_THREADS_PER_SM // self.tpb):,} such blocks); numba-cuda would refuse "
-                      "this launch")
+            self.warn(
+                ("coop",),
+                f"grid.sync() in a grid of {self.n_blocks:,} blocks of {self.tpb} threads: a"
+                " cooperative launch must fit on the GPU at once (an H100 holds at most"
+                f" {H100_SMS * max(1, MAX_THREADS_PER_SM // self.tpb):,} such blocks); numba-cuda"
+                " would refuse this launch",
+            )
         self.sched.switch()
 
-    def _skipped(self, waiting: SimThread, others: list[SimThread], mark: bool = True) -> list[tuple[SimThread, int]]:
-        """The exited threads among ``others`` that ran *past* the point where ``waiting`` waits, without stopping
-        there: (thread, the first line past it). Threads that exited before reaching that point (an early
-        ``return``) are not counted: since Volta a barrier waits for all *non-exited* threads."""
+    def _skipped(
+        self, waiting: SimThread, others: list[SimThread], mark: bool = True
+    ) -> list[tuple[SimThread, int]]:
+        """The exited threads among ``others`` that ran *past* the point where ``waiting`` waits,
+        without stopping there: (thread, the first line past it). Threads that exited before
+        reaching that point (an early ``return``) are not counted: since Volta a barrier waits for
+        all *non-exited* threads."""
         loops, header = self.kernel.loops, self.kernel.header
         here = event_keys(waiting.trace, loops, header)[-1] if waiting.trace else None
         out = []
@@ -66,17 +74,25 @@ class Barriers:
         skipped = self._skipped(live[0], exited) if exited else []
         if skipped:
             who = group_ranges([u.lt for u, _ in skipped])
-            self.sync_issue(("skip", first_site), "barrier divergence",
-                            f"threads {who} of block {blk.id} went past the cuda.{kind}(){at(first_site)} without "
-                            f"calling it (thread {skipped[0][0].lt} ran on to line {skipped[0][1]}) while threads "
-                            f"{group_ranges([t.lt for t in live])} wait there. A barrier inside an `if` that only some "
-                            "threads of the block take is undefined in CUDA (a GPU may hang, or release the waiting "
-                            "threads early): call syncthreads() where every thread of the block reaches it")
+            self.sync_issue(
+                ("skip", first_site),
+                "barrier divergence",
+                f"threads {who} of block {blk.id} went past the cuda.{kind}(){at(first_site)}"
+                f" without calling it (thread {skipped[0][0].lt} ran on to line {skipped[0][1]})"
+                f" while threads {group_ranges([t.lt for t in live])} wait there. A barrier inside"
+                " an `if` that only some threads of the block take is undefined in CUDA (a GPU may"
+                " hang, or release the waiting threads early): call syncthreads() where every"
+                " thread of the block reaches it",
+            )
         if len(sites) > 1 or len({t.wait[0] for t in live}) > 1:
             desc = "; ".join(f"threads {group_ranges(v)}{at(s)}" for s, v in sites.items())
-            self.sync_issue(("sites", tuple(sites)), "barrier divergence",
-                            f"the threads of block {blk.id} wait at different barriers ({desc}): each "
-                            "syncthreads() call must be reached by all threads of the block (CUDA leaves this undefined)")
+            self.sync_issue(
+                ("sites", tuple(sites)),
+                "barrier divergence",
+                f"the threads of block {blk.id} wait at different barriers ({desc}): each"
+                " syncthreads() call must be reached by all threads of the block (CUDA leaves this"
+                " undefined)",
+            )
         result = None
         if kind != "syncthreads":
             preds = []
@@ -99,15 +115,23 @@ class Barriers:
 
     def _release_grid(self, parked: list[SimBlock]) -> None:
         live = [t for blk in parked for t in blk.threads if t.state is GRID]
-        exited = [t for blk in self.blocks_started for t in blk.threads if t.state is DONE and not t.checked]
+        exited = [
+            t
+            for blk in self.blocks_started
+            for t in blk.threads
+            if t.state is DONE and not t.checked
+        ]
         skipped = self._skipped(live[0], exited) if exited and live else []
         if skipped:
             blocks = sorted({u.blk.id for u, _ in skipped})
-            self.sync_issue(("grid-skip",), "barrier divergence",
-                            f"{len(skipped):,} threads (in blocks {group_ranges(blocks)}) went past grid.sync()"
-                            f"{at(live[0].wait[2])} without calling it (thread {skipped[0][0].lt} of block "
-                            f"{skipped[0][0].blk.id} ran on to line {skipped[0][1]}): every thread of the grid that has "
-                            "not exited must reach it")
+            self.sync_issue(
+                ("grid-skip",),
+                "barrier divergence",
+                f"{len(skipped):,} threads (in blocks {group_ranges(blocks)}) went past"
+                f" grid.sync(){at(live[0].wait[2])} without calling it (thread {skipped[0][0].lt}"
+                f" of block {skipped[0][0].blk.id} ran on to line {skipped[0][1]}): every thread of"
+                " the grid that has not exited must reach it",
+            )
         merged = self._merge_knows(live)
         for blk in parked:
             group = [t for t in blk.threads if t.state is GRID]

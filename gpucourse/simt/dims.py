@@ -1,4 +1,5 @@
-"""Launch geometry and the hardware limits the executor enforces (those of NVIDIA's sm_90, the H100/H200)."""
+"""Launch geometry and the hardware limits the executor enforces (those of NVIDIA's sm_90, the
+H100/H200)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ FULL_MASK = 0xFFFFFFFF  # every lane of a warp
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIM = (1024, 1024, 64)
 MAX_GRID_DIM = (2**31 - 1, 65535, 65535)
-STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static shared memory per block (more needs dynamic shared memory)
-SHARED_OPTIN_LIMIT = 227 * 1024  # bytes per block with the opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize)
+# bytes of static shared memory per block (more needs dynamic shared memory)
+STATIC_SHARED_LIMIT = 48 * 1024
+# bytes per block with the opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize)
+SHARED_OPTIN_LIMIT = 227 * 1024
 H100_SMS = 132  # SMs of an H100 SXM: how many blocks a cooperative launch can hold at once
 MAX_THREADS_PER_SM = 2048
 
@@ -47,8 +50,10 @@ def check_launch(grid: Dim3, block: Dim3) -> None:
     """Raise ValueError for a launch a GPU refuses (cudaErrorInvalidConfiguration)."""
     tpb = block.x * block.y * block.z
     if tpb > MAX_THREADS_PER_BLOCK:
-        raise ValueError(f"a block holds at most {MAX_THREADS_PER_BLOCK} threads, got {tuple(block)} = {tpb} "
-                         "(a GPU refuses the launch: invalid configuration)")
+        raise ValueError(
+            f"a block holds at most {MAX_THREADS_PER_BLOCK} threads, got {tuple(block)} = {tpb} "
+            "(a GPU refuses the launch: invalid configuration)"
+        )
     for axis, n, most in zip("xyz", block, MAX_BLOCK_DIM):
         if n > most:
             raise ValueError(f"blockDim.{axis} is at most {most}, got {n}")
@@ -57,10 +62,12 @@ def check_launch(grid: Dim3, block: Dim3) -> None:
             raise ValueError(f"gridDim.{axis} is at most {most:,}, got {n:,}")
 
 
+# `of`: the extent the index `d` is taken in (a block's or a grid's)
 def linear(d: Dim3, of: Dim3) -> int:
     """Linear id of index ``d`` in a box of shape ``of`` (x fastest, as CUDA numbers threads)."""
     return d.x + of.x * (d.y + of.y * d.z)
 
 
+# `of`: the extent the index is taken in (a block's or a grid's)
 def unlinear(i: int, of: Dim3) -> Dim3:
     return Dim3(i % of.x, (i // of.x) % of.y, i // (of.x * of.y))

@@ -6,9 +6,10 @@ from typing import Any
 
 
 class KernelError(RuntimeError):
-    """The launch could not finish: a thread raised (an out-of-bounds index included), a barrier or warp
-    operation deadlocked, or a thread never ended. The message names the thread and the source line;
-    ``report`` holds what the launch did up to that point (or None), ``thread`` is (block, thread in block)."""
+    """The launch could not finish: a thread raised (an out-of-bounds index included), a barrier or
+    warp operation deadlocked, or a thread never ended. The message names the thread and the source
+    line; ``report`` holds what the launch did up to that point (or None), ``thread`` is (block,
+    thread in block)."""
 
     def __init__(self, message: str, report: Any = None, thread: tuple[int, int] | None = None,
                  line: int | None = None):
@@ -17,21 +18,26 @@ class KernelError(RuntimeError):
 
 
 class OutOfBounds(IndexError):
-    """An index outside the array (memcheck on a GPU: "Invalid __global__ read"); the message names it."""
+    """An index outside the array (memcheck on a GPU: "Invalid __global__ read"); the message names
+    it."""
 
 
 class NotModelled(AttributeError):
     """A numba-cuda feature the executor does not model; the message says what a GPU would do."""
 
     def __init__(self, what: str, on_gpu: str = ""):
-        gpu = f" On an NVIDIA GPU {on_gpu}" if on_gpu else " On an NVIDIA GPU numba-cuda provides it"
+        gpu = (
+            f" On an NVIDIA GPU {on_gpu}" if on_gpu else " On an NVIDIA GPU numba-cuda provides it"
+        )
         super().__init__(
-            f"gpucourse's SIMT executor does not model {what}.{gpu}. To compare with numba's own CUDA simulator, "
-            "set GPUCOURSE_CUDA_SIM=numba before importing gpucourse.")
+            f"gpucourse's SIMT executor does not model {what}.{gpu}. To compare with numba's own"
+            " CUDA simulator, set GPUCOURSE_CUDA_SIM=numba before importing gpucourse."
+        )
 
 
 class BudgetExceeded(BaseException):
-    """Raised inside a thread that ran too long (not an Exception: a kernel's own `except` cannot swallow it)."""
+    """Raised inside a thread that ran too long (not an Exception: a kernel's own `except` cannot
+    swallow it)."""
 
 
 class ThreadKilled(BaseException):

@@ -1,5 +1,6 @@
-"""What numba-cuda's ``cuda`` module offers on the host, as the executor has it: device arrays (copies the host
-reaches only by copying), streams and events (everything runs at once, in order), the device's limits."""
+"""What numba-cuda's ``cuda`` module offers on the host, as the executor has it: device arrays
+(copies the host reaches only by copying), streams and events (everything runs at once, in order),
+the device's limits."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from .dims import H100_SMS, MAX_THREADS_PER_BLOCK, SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, WARP_SIZE
+from .dims import (
+    H100_SMS,
+    MAX_THREADS_PER_BLOCK,
+    SHARED_OPTIN_LIMIT,
+    STATIC_SHARED_LIMIT,
+    WARP_SIZE,
+)
 
 
 class _Stream:
@@ -27,7 +34,10 @@ class _Stream:
         return self.handle
 
     def __repr__(self) -> str:
-        return f"<gpucourse.simt stream {self.handle} (the executor runs everything at once, in order)>"
+        return (
+            f"<gpucourse.simt stream {self.handle} (the executor runs everything at once, in"
+            " order)>"
+        )
 
 
 class _Event:
@@ -54,9 +64,11 @@ class _Event:
 
 
 class _Device:
-    """What ``cuda.get_current_device()`` returns here: the limits the executor enforces (an H100's, sm_90)."""
+    """What ``cuda.get_current_device()`` returns here: the limits the executor enforces (an H100's,
+    sm_90)."""
 
     name = b"gpucourse SIMT executor (sm_90 limits, no GPU)"
+    # numba-cuda's Device.id: the device's ordinal
     id = 0
     compute_capability = (9, 0)
     WARP_SIZE = WARP_SIZE
@@ -74,11 +86,12 @@ class _Device:
         return "<gpucourse SIMT executor: CUDA threads run as coroutines on this CPU>"
 
 
-# -- host-side arrays ------------------------------------------------------------------------------------------------
+# -- host-side arrays ------------------------------------------------------------------------------
 
 class DeviceArray:
-    """What ``cuda.to_device`` / ``cuda.device_array`` return: "device" memory the host reaches only by copies.
-    A ``device_array``'s elements are uninitialised until something writes them (reading one is reported)."""
+    """What ``cuda.to_device`` / ``cuda.device_array`` return: "device" memory the host reaches only
+    by copies. A ``device_array``'s elements are uninitialised until something writes them (reading
+    one is reported)."""
 
     __slots__ = ("_data", "_init")
 

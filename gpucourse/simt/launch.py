@@ -1,23 +1,29 @@
-"""One launch: the CUDA threads, their scheduling, barriers and warp operations, and what memory saw.
+"""One launch: the CUDA threads, their scheduling, barriers and warp operations, and what memory
+saw.
 
-Every CUDA thread is a *greenlet* (a coroutine with its own stack, switched in the calling OS thread): a
-launch needs no OS thread of its own, whatever its size. Blocks run one after another (a cooperative launch
-that calls ``grid.sync()`` starts the next block while the earlier ones wait there). Inside a block the
-scheduler runs each thread until it blocks — at ``cuda.syncthreads()``, at a warp operation, at ``grid.sync()``
-— or yields from a long loop; when no thread can run, it resolves what the blocked threads wait for:
+Every CUDA thread is a *greenlet* (a coroutine with its own stack, switched in the calling OS
+thread): a launch needs no OS thread of its own, whatever its size. Blocks run one after another (a
+cooperative launch that calls ``grid.sync()`` starts the next block while the earlier ones wait
+there). Inside a block the scheduler runs each thread until it blocks — at ``cuda.syncthreads()``,
+at a warp operation, at ``grid.sync()`` — or yields from a long loop; when no thread can run, it
+resolves what the blocked threads wait for:
 
-- a warp operation (``shfl_*_sync``, ``*_sync`` votes, ``syncwarp``, ``activemask``) completes when every lane
-  its mask names has arrived at the same operation with the same mask, or has exited; a lane named in the mask
-  that waits elsewhere is a deadlock, reported as synccheck reports it;
-- a block barrier releases when every thread of the block that has not exited waits at one (Volta and later
-  wait for all *non-exited* threads, so an early ``return`` before the barrier is fine). A thread that went
-  *past* the barrier without calling it (a ``syncthreads()`` inside an ``if`` only some threads take), or
-  threads waiting at different ``syncthreads()`` calls, are *barrier divergence*: undefined in CUDA (a GPU
+- a warp operation (``shfl_*_sync``, ``*_sync`` votes, ``syncwarp``, ``activemask``) completes when
+  every lane its mask names has arrived at the same operation with the same mask, or has exited; a
+  lane named in the mask that waits elsewhere is a deadlock, reported as synccheck reports it;
+- a block barrier releases when every thread of the block that has not exited waits at one (Volta
+  and later wait for all *non-exited* threads, so an early ``return`` before the barrier is fine). A
+  thread that went
+  *past* the barrier without calling it (a ``syncthreads()`` inside an ``if`` only some threads
+  take), or
+  threads waiting at different ``syncthreads()`` calls, are *barrier divergence*: undefined in CUDA
+  (a GPU
   may hang), reported as an error; the launch goes on.
 
-Memory: each access to global or shared memory is appended to the launch's access log (thread, statement,
-element, kind, epoch); races are found from the log when the report is made (``races.py``). Fresh shared and
-local memory is poisoned, and reading an element no thread wrote gives a tracked uninitialised value.
+Memory: each access to global or shared memory is appended to the launch's access log (thread,
+statement, element, kind, epoch); races are found from the log when the report is made
+(``races.py``). Fresh shared and local memory is poisoned, and reading an element no thread wrote
+gives a tracked uninitialised value.
 """
 
 from __future__ import annotations
@@ -38,14 +44,35 @@ from . import state
 from .barriers import Barriers
 from .dims import SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, Dim3, unlinear
 from .errors import BudgetExceeded, KernelError, NotModelled, OutOfBounds, ThreadKilled
-from .instrument import (Compiled, compile_function, current_user_frame, freeze, python_function, rebind,
-                         signature_key, where)
+from .instrument import (
+    Compiled,
+    compile_function,
+    current_user_frame,
+    freeze,
+    python_function,
+    rebind,
+    signature_key,
+    where,
+)
 from .memory import ATOMIC, Root, TracedArray
 from .numbatypes import typed
 from .races import detect
 from .report import (ArrayInfo, Float64Op, KernelReport, SyncIssue, UninitializedUse,
                      group_ranges)
-from .threads import BARRIER, CHECK_EVERY, DONE, ERROR, GRID, PREEMPT, READY, WARP, SimBlock, SimThread, at, snapshot_value
+from .threads import (
+    BARRIER,
+    CHECK_EVERY,
+    DONE,
+    ERROR,
+    GRID,
+    PREEMPT,
+    READY,
+    WARP,
+    SimBlock,
+    SimThread,
+    at,
+    snapshot_value,
+)
 from .values import Origin, Uninit, as_dtype, poisoned
 from .warps import WarpOps
 MAX_RACES_KEPT = 50
@@ -53,10 +80,22 @@ MAX_EXAMPLES = 20
 
 
 class Launch(Barriers, WarpOps):
-    """Everything one ``kernel[grid, block](*args)`` needs while it runs, and the report it leaves."""
+    """Everything one ``kernel[grid, block](*args)`` needs while it runs, and the report it
+    leaves."""
 
-    def __init__(self, kernel: Any, grid: Dim3, block: Dim3, args: tuple, *, cuda: Any, sharedmem: int = 0,
-                 block_order: str = "forward", max_iterations: int = 1_000_000, time_limit: float | None = 60.0):
+    def __init__(
+        self,
+        kernel: Any,
+        grid: Dim3,
+        block: Dim3,
+        args: tuple,
+        *,
+        cuda: Any,
+        sharedmem: int = 0,
+        block_order: str = "forward",
+        max_iterations: int = 1_000_000,
+        time_limit: float | None = 60.0,
+    ):
         self.cuda = cuda
         self.grid, self.block = grid, block
         self.tpb = block.x * block.y * block.z
@@ -68,11 +107,15 @@ class Launch(Barriers, WarpOps):
         self.py = python_function(kernel)
         self.name = self.py.__name__
         self.traces: list[list[int]] = [[] for _ in range(self.n_threads)]
-        # 3 int64 words per access: tid << 32 | (trace position + 1), root id << 40 | position, epoch id << 2 | kind
+        # 3 int64 words per access: tid << 32 | (trace position + 1), root id << 40 | position,
+        # epoch id << 2 | kind
         self.log = array("q")
-        self.epochs: list[tuple[int, int, int]] = []  # epoch id -> (block, barrier phase, grid phase)
-        self.sync_hist: dict[int, tuple[list[int], list[tuple]]] = {}  # tid -> (log rows, vector clocks) at syncwarps
-        self.knows_hist: dict[int, tuple[list[int], list[dict]]] = {}  # tid -> (log rows, fence knowledge)
+        # epoch id -> (block, barrier phase, grid phase)
+        self.epochs: list[tuple[int, int, int]] = []
+        # tid -> (log rows, vector clocks) at syncwarps
+        self.sync_hist: dict[int, tuple[list[int], list[tuple]]] = {}
+        # tid -> (log rows, fence knowledge)
+        self.knows_hist: dict[int, tuple[list[int], list[dict]]] = {}
         self.roots: list[Root] = []
         self.nwrites = 0
         self.uninit: list[UninitializedUse] = []
@@ -82,7 +125,8 @@ class Launch(Barriers, WarpOps):
         self.sync_errors: list[SyncIssue] = []
         self._sync_seen: dict[tuple, int] = {}
         self.warnings: list[str] = []
-        self.fp64: dict[tuple[types.CodeType, int], int] = {}  # (code, line) -> float64 values made from float32 there
+        # (code, line) -> float64 values made from float32 there
+        self.fp64: dict[tuple[types.CodeType, int], int] = {}
         self._warn_seen: set = set()
         self.static_shared = 0
         self.local_bytes = 0
@@ -105,7 +149,7 @@ class Launch(Barriers, WarpOps):
         self.args = [self._argument(a, i) for i, a in enumerate(args)]
         self._check_aliasing()
 
-    # -- arguments -------------------------------------------------------------------------------------------
+    # -- arguments ---------------------------------------------------------------------------------
     def new_epoch(self, block: int, phase: int, gphase: int) -> int:
         self.epochs.append((block, phase, gphase))
         return len(self.epochs) - 1
@@ -120,13 +164,17 @@ class Launch(Barriers, WarpOps):
         host, init = self.cuda._host_view(a)
         if host is None:
             if isinstance(a, TracedArray):
-                raise TypeError(f"argument {name}: an array of an earlier launch cannot be passed to a kernel")
-            return typed(a)  # a np.float32 argument is a float32 (F32); Python floats and ints: float64, int64
+                raise TypeError(
+                    f"argument {name}: an array of an earlier launch cannot be passed to a kernel"
+                )
+            # a np.float32 argument is a float32 (F32); Python floats and ints: float64, int64
+            return typed(a)
         if host.dtype.kind not in "biufc":
             raise NotModelled(f"kernel arguments of dtype {host.dtype} (argument {name})")
         root = Root(self, name, "global", host.shape, host.dtype, initialised=init is None)
         if init is not None:
-            root.init, root.mode = init, 2  # a cuda.device_array: unwritten elements stay uninitialised across launches
+            # a cuda.device_array: unwritten elements stay uninitialised across launches
+            root.init, root.mode = init, 2
         return TracedArray(host, root, self)
 
     def _check_aliasing(self) -> None:
@@ -134,24 +182,28 @@ class Launch(Barriers, WarpOps):
         for i, a in enumerate(arrays):
             for b in arrays[i + 1:]:
                 if np.may_share_memory(a._a, b._a):
-                    self.warn(("alias", a.name, b.name), f"arguments {a.name} and {b.name} share memory: accesses "
-                              "through one are not checked against accesses through the other")
+                    self.warn(
+                        ("alias", a.name, b.name),
+                        f"arguments {a.name} and {b.name} share memory: accesses "
+                        "through one are not checked against accesses through the other",
+                    )
 
-    # -- compiled functions ----------------------------------------------------------------------------------
+    # -- compiled functions ------------------------------------------------------------------------
     def _register(self, c: Compiled) -> None:
         code = c.code if c.code is not None else c.original.__code__
         self.compiled[code] = c
         self.user_codes.add(code)
 
     def call_device(self, dev: Any, args: tuple, kwargs: dict) -> Any:
-        """A device function called from a running thread: its instrumented version (budgeted loops)."""
+        """A device function called from a running thread: its instrumented version (budgeted
+        loops)."""
         fn = self._devices.get(id(dev))
         if fn is None:
-            py = dev.py_func
-            c = compile_function(py, trace=False)
+            python_fn = dev.py_func
+            c = compile_function(python_fn, trace=False)
             self._register(c)
-            g, closure = rebind(py, self.cuda, self.cuda._wrap_dispatcher)
-            g, closure = freeze(py, g, closure, ())
+            g, closure = rebind(python_fn, self.cuda, self.cuda._wrap_dispatcher)
+            g, closure = freeze(python_fn, g, closure, ())
             fn = c.make(g, closure, None, self.device_loop)
             self._devices[id(dev)] = fn
         return fn(*args, **kwargs)
@@ -162,14 +214,18 @@ class Launch(Barriers, WarpOps):
         if not n % CHECK_EVERY:
             self.checkpoint(t, line, sys._getframe(1))
 
-    # -- running ------------------------------------------------------------------------------------------------
+    # -- running -----------------------------------------------------------------------------------
     def execute(self) -> KernelReport:
         if state.CURRENT.run is not None:
-            raise RuntimeError("a kernel cannot launch a kernel (numba-cuda has no dynamic parallelism)")
+            raise RuntimeError(
+                "a kernel cannot launch a kernel (numba-cuda has no dynamic parallelism)"
+            )
         static_dyn = self.sharedmem
         if static_dyn > SHARED_OPTIN_LIMIT:
-            raise ValueError(f"{static_dyn:,} bytes of dynamic shared memory per block: the most a block can have on "
-                             f"an H100 is {SHARED_OPTIN_LIMIT:,} (a GPU refuses the launch)")
+            raise ValueError(
+                f"{static_dyn:,} bytes of dynamic shared memory per block: the most a block can"
+                f" have on an H100 is {SHARED_OPTIN_LIMIT:,} (a GPU refuses the launch)"
+            )
         order = [unlinear(b, self.grid) for b in range(self.n_blocks)]
         if self.block_order == "reverse":
             order.reverse()
@@ -184,8 +240,10 @@ class Launch(Barriers, WarpOps):
         pending = deque(order)
         parked: list[SimBlock] = []
         try:
-            with np.errstate(all="ignore"):  # as on a GPU: overflow wraps, 0/0 is NaN, and nothing is printed
-                self._context = contextvars.copy_context()  # each thread runs in it (NumPy's errstate lives there)
+            # as on a GPU: overflow wraps, 0/0 is NaN, and nothing is printed
+            with np.errstate(all="ignore"):
+                # each thread runs in it (NumPy's errstate lives there)
+                self._context = contextvars.copy_context()
                 if settrace:
                     sys.settrace(self._tracer)
                 while pending or parked:
@@ -219,9 +277,17 @@ class Launch(Barriers, WarpOps):
         bid = bidx.x + self.grid.x * (bidx.y + self.grid.y * bidx.z)
         blk = SimBlock(self, bid, bidx)
         if self.sharedmem:
-            blk.dyn = Root(self, "dynamic_shared", "shared", (self.sharedmem,), np.dtype(np.uint8), initialised=False,
-                           block=bid)
-            blk.dyn_data = np.full(self.sharedmem, 0xFF, dtype=np.uint8)  # all-ones bytes: NaN as any float
+            blk.dyn = Root(
+                self,
+                "dynamic_shared",
+                "shared",
+                (self.sharedmem,),
+                np.dtype(np.uint8),
+                initialised=False,
+                block=bid,
+            )
+            # all-ones bytes: NaN as any float
+            blk.dyn_data = np.full(self.sharedmem, 0xFF, dtype=np.uint8)
         self.blocks_started.append(blk)
         for t in blk.threads:
             fn = self.kernel.make(self.globals, self.closure, t.trace.append, t.loop)
@@ -233,8 +299,10 @@ class Launch(Barriers, WarpOps):
         try:
             result = fn(*self.args)
             if result is not None:
-                t.exc = TypeError(f"a kernel cannot return a value (it returned {result!r}): numba-cuda kernels return "
-                                  "nothing; write results into an output array")
+                t.exc = TypeError(
+                    f"a kernel cannot return a value (it returned {result!r}): numba-cuda kernels"
+                    " return nothing; write results into an output array"
+                )
                 t.state = ERROR
                 return
             t.state = DONE
@@ -268,7 +336,8 @@ class Launch(Barriers, WarpOps):
                     continue
                 stall = 0
                 if s is ERROR:
-                    if isinstance(t.exc, (KeyboardInterrupt, SystemExit)):  # the user stopped the cell: stop
+                    # the user stopped the cell: stop
+                    if isinstance(t.exc, (KeyboardInterrupt, SystemExit)):
                         raise t.exc
                     raise self._thread_error(t)
             if blk.pending_warp and self._resolve_warp(blk):
@@ -292,7 +361,8 @@ class Launch(Barriers, WarpOps):
                 if g is not None and not g.dead and g:
                     try:
                         g.throw(ThreadKilled)
-                    except BaseException:  # noqa: BLE001 - a dying thread must not mask the real error
+                    # a dying thread must not mask the real error
+                    except BaseException:  # noqa: BLE001
                         pass
                 t.glet = None
 
@@ -307,20 +377,27 @@ class Launch(Barriers, WarpOps):
             t = self.cur
             t.trace.append(frame.f_lineno)
             t.iters += 1
-            if t.iters > 8 * self.max_iterations or (not t.iters % 4096 and time.perf_counter() > self.deadline):
+            if t.iters > 8 * self.max_iterations or (
+                not t.iters % 4096 and time.perf_counter() > self.deadline
+            ):
                 raise BudgetExceeded(self._budget_text(t))
         return self._trace_line
 
-    # -- budgets ----------------------------------------------------------------------------------------------
+    # -- budgets -----------------------------------------------------------------------------------
     def _budget_text(self, t: SimThread) -> str:
         if time.perf_counter() > self.deadline:
-            return (f"the launch ran for more than {self.time_limit:g} s: an endless loop, or a kernel too big for an "
-                    "instrumented run (launch fewer threads)")
-        return (f"the thread ran more than {self.max_iterations:,} loop iterations: an endless loop? (a `while` whose "
-                "condition never changes, or a loop bound that is never reached)")
+            return (
+                f"the launch ran for more than {self.time_limit:g} s: an endless loop, or a kernel"
+                " too big for an instrumented run (launch fewer threads)"
+            )
+        return (
+            f"the thread ran more than {self.max_iterations:,} loop iterations: an endless loop? (a"
+            " `while` whose condition never changes, or a loop bound that is never reached)"
+        )
 
     def checkpoint(self, t: SimThread, line: int, frame: types.FrameType) -> None:
-        """Every CHECK_EVERY loop iterations: the budgets, then a chance for the other threads to run."""
+        """Every CHECK_EVERY loop iterations: the budgets, then a chance for the other threads to
+        run."""
         if t.iters > self.max_iterations or time.perf_counter() > self.deadline:
             raise BudgetExceeded(self._budget_text(t))
         snap = (self.nwrites, tuple((k, snapshot_value(v)) for k, v in frame.f_locals.items()))
@@ -332,13 +409,20 @@ class Launch(Barriers, WarpOps):
     def _livelock(self, blk: SimBlock, t: SimThread) -> KernelError:
         frame_line = t.trace[-1] if t.trace else None
         others = [u for u in blk.threads if u.state in (BARRIER, WARP, GRID)]
-        waiting = f"; threads {group_ranges([u.lt for u in others])} of the block wait at a barrier" if others else ""
-        msg = (f"{t.where()}{where(self.kernel_code, frame_line)} loops forever: neither its variables nor any "
-               f"memory change from one iteration to the next (an endless loop, or a spin-wait on a value no thread "
-               f"that can still run will write{waiting}). On a GPU the kernel would hang")
+        waiting = (
+            f"; threads {group_ranges([u.lt for u in others])} of the block wait at a barrier"
+            if others
+            else ""
+        )
+        msg = (
+            f"{t.where()}{where(self.kernel_code, frame_line)} loops forever: neither its variables"
+            " nor any memory change from one iteration to the next (an endless loop, or a"
+            f" spin-wait on a value no thread that can still run will write{waiting}). On a GPU the"
+            " kernel would hang"
+        )
         return KernelError(msg, thread=(blk.id, t.lt), line=frame_line)
 
-    # -- errors from threads ------------------------------------------------------------------------------------
+    # -- errors from threads -----------------------------------------------------------------------
     def _thread_error(self, t: SimThread) -> KernelError:
         exc = t.exc
         frames = []
@@ -364,8 +448,10 @@ class Launch(Barriers, WarpOps):
         if isinstance(exc, (BudgetExceeded, NotModelled, OutOfBounds)):
             text = str(exc)
         elif isinstance(exc, ZeroDivisionError):
-            text = (f"ZeroDivisionError: {exc} (on a GPU a float division by zero gives inf or nan, an integer one an "
-                    "undefined value: guard the divisor)")
+            text = (
+                f"ZeroDivisionError: {exc} (on a GPU a float division by zero gives inf or nan, an"
+                " integer one an undefined value: guard the divisor)"
+            )
         elif isinstance(exc, RecursionError):
             text = "RecursionError: the device functions call each other without end"
         else:
@@ -393,7 +479,7 @@ class Launch(Barriers, WarpOps):
             return f"at cuda.{t.wait[0]}(){at(t.wait[3])}"
         return "running"
 
-    # -- memory -------------------------------------------------------------------------------------------------
+    # -- memory ------------------------------------------------------------------------------------
     def shared_array(self, shape: Any, dtype: Any, site: tuple) -> TracedArray:
         t = self.cur
         if t is None:
@@ -402,14 +488,18 @@ class Launch(Barriers, WarpOps):
         arr = blk.shared.get(site)
         if arr is not None:
             return arr
-        self._constant_shape(site, "a dynamic size: cuda.shared.array(0, dtype) with kernel[grid, block, 0, nbytes]")
+        self._constant_shape(
+            site, "a dynamic size: cuda.shared.array(0, dtype) with kernel[grid, block, 0, nbytes]"
+        )
         dt = _element_type(dtype, "shared")
         shape = _shape(shape)
         name = self._array_name(site)
         if shape == (0,) or (len(shape) == 1 and shape[0] == 0):
             if blk.dyn is None:
-                raise ValueError("cuda.shared.array(0, ...) is dynamic shared memory, but the launch gave none: launch "
-                                 "with kernel[grid, block, stream, nbytes]")
+                raise ValueError(
+                    "cuda.shared.array(0, ...) is dynamic shared memory, but the launch gave none:"
+                    " launch with kernel[grid, block, stream, nbytes]"
+                )
             n = self.sharedmem // dt.itemsize
             data = blk.dyn_data[: n * dt.itemsize].view(dt)
             arr = TracedArray(data, blk.dyn, self, np.arange(n, dtype=np.int64) * dt.itemsize)
@@ -419,9 +509,12 @@ class Launch(Barriers, WarpOps):
                 self._static_sites[site] = nbytes
                 self.static_shared = sum(self._static_sites.values())
                 if self.static_shared > STATIC_SHARED_LIMIT:
-                    raise ValueError(f"{self.static_shared:,} bytes of static shared memory per block: the limit is "
-                                     f"{STATIC_SHARED_LIMIT:,} (48 KiB); on a GPU the kernel fails to compile "
-                                     "(ptxas: too much shared data). Larger tiles need dynamic shared memory")
+                    raise ValueError(
+                        f"{self.static_shared:,} bytes of static shared memory per block: the limit"
+                        f" is {STATIC_SHARED_LIMIT:,} (48 KiB); on a GPU the kernel fails to"
+                        " compile (ptxas: too much shared data). Larger tiles need dynamic shared"
+                        " memory"
+                    )
             root = Root(self, name, "shared", shape, dt, initialised=False, block=blk.id)
             arr = TracedArray(poisoned(shape, dt), root, self)
         blk.shared[site] = arr
@@ -430,7 +523,9 @@ class Launch(Barriers, WarpOps):
     def _constant_shape(self, site: tuple, instead: str) -> None:
         c = self.compiled.get(site[0])
         why = c.runtime_shapes.get(site[1]) if c is not None else None
-        if why:  # a run-time shape gets what to use instead; an expression's message already says (it ends in ".")
+        # a run-time shape gets what to use instead; an expression's message already says (it ends
+        # in ".")
+        if why:
             raise TypeError(why if why.endswith(".") else f"{why}; use {instead}")
 
     def _array_name(self, site: tuple) -> str:
@@ -438,9 +533,13 @@ class Launch(Barriers, WarpOps):
         if name is None:
             code, line = site[0], site[1]
             c = self.compiled.get(code)
-            base = (c.names.get(line) if c is not None else None) or f"shared{len(self._shared_names)}"
+            base = (
+                c.names.get(line) if c is not None else None
+            ) or f"shared{len(self._shared_names)}"
             name = base
-            taken = set(self._shared_names.values()) | {r.name for r in self.roots if r.space == "global"}
+            taken = set(self._shared_names.values()) | {
+                r.name for r in self.roots if r.space == "global"
+            }
             k = 2
             while name in taken:
                 name = f"{base}#{k}"
@@ -467,8 +566,15 @@ class Launch(Barriers, WarpOps):
         host = a._a if isinstance(a, TracedArray) else np.asarray(a)  # a kernel argument: its data
         arr = self._consts.get(id(a))
         if arr is None:
-            root = Root(None, f"const{len(self._consts)}", "const", host.shape, host.dtype, logged=False,
-                        readonly=True)
+            root = Root(
+                None,
+                f"const{len(self._consts)}",
+                "const",
+                host.shape,
+                host.dtype,
+                logged=False,
+                readonly=True,
+            )
             root.run = self
             arr = TracedArray(host.copy(), root, self)
             self._consts[id(a)] = arr
@@ -483,7 +589,8 @@ class Launch(Barriers, WarpOps):
             app(t.log_tid_bits + len(t.trace))
             app(root.ridh + flat)
             app(t.log_epoch_bits + ATOMIC)
-        # fence + atomic: acquire what earlier releasers published here, then publish this thread's fenced accesses
+        # fence + atomic: acquire what earlier releasers published here, then publish this thread's
+        # fenced accesses
         rel = root.rel
         if rel is not None:
             got = rel.get(flat)
@@ -512,7 +619,8 @@ class Launch(Barriers, WarpOps):
     def fence(self, scope: str) -> None:
         t = self.cur
         if scope != "block":
-            t.fenced = len(self.log) // 3  # accesses logged before this row are published by the next atomic
+            # accesses logged before this row are published by the next atomic
+            t.fenced = len(self.log) // 3
 
     def uninit_read(self, root: Root, flat: int) -> Uninit:
         self.uninit_reads += 1
@@ -538,13 +646,16 @@ class Launch(Barriers, WarpOps):
 
     def negative_index(self, root: Root, desc: str, i: int, n: int) -> None:
         here = self._here()
-        self.warn(("neg", root.name, here), f"{desc}{here}: a negative index wraps around like Python's, to element "
-                  f"{i + n} of {n} (numba-cuda adds the length; in CUDA C the same index reads before the array — "
-                  "if the wrap is not what you meant, guard the index)")
+        self.warn(
+            ("neg", root.name, here),
+            f"{desc}{here}: a negative index wraps around like Python's, to element {i + n} of {n}"
+            " (numba-cuda adds the length; in CUDA C the same index reads before the array — if"
+            " the wrap is not what you meant, guard the index)",
+        )
 
     def fp64_made(self, frame: Any) -> None:
-        """A float32 operand was promoted to float64 (numba-cuda's typing: ``x * 0.1``, ``acc = 0.0; acc += x``):
-        count it at the kernel line (or the device-function line) making the value."""
+        """A float32 operand was promoted to float64 (numba-cuda's typing: ``x * 0.1``, ``acc = 0.0;
+        acc += x``): count it at the kernel line (or the device-function line) making the value."""
         codes = self.user_codes
         while frame is not None and frame.f_code not in codes:
             frame = frame.f_back
@@ -569,33 +680,65 @@ class Launch(Barriers, WarpOps):
             if len(self.sync_errors) < MAX_EXAMPLES:
                 self.sync_errors.append(SyncIssue(kind, text))
 
-    # -- the report ----------------------------------------------------------------------------------------------
+    # -- the report --------------------------------------------------------------------------------
     def report(self, complete: bool = True) -> KernelReport:
         log = unpack_log(self.log)
         roots = [ArrayInfo(r.name, r.space, r.shape, r.dtype, r.unit) for r in self.roots]
-        races, race_count, benign, benign_at = detect(log, np.array(self.epochs, dtype=np.int64).reshape(-1, 3), self.tpb, self.roots,
-                                   self.traces, self.kernel_code, self.sync_hist, self.knows_hist)
-        return KernelReport(self.name, self.grid, self.block, self.traces, log, roots, self.kernel.loops,
-                            self.kernel.header, races=races, race_count=race_count, benign_races=benign,
-                            benign_at=benign_at,
-                            uninitialized=self.uninit, uninitialized_count=self.uninit_count,
-                            uninitialized_reads=self.uninit_reads, sync_errors=self.sync_errors,
-                            warnings=self.warnings, float64_ops=self.float64_ops(),
-                            shared_bytes=self.static_shared,
-                            dynamic_shared_bytes=self.sharedmem, local_bytes=self.local_bytes, complete=complete)
+        races, race_count, benign, benign_at = detect(
+            log,
+            np.array(self.epochs, dtype=np.int64).reshape(-1, 3),
+            self.tpb,
+            self.roots,
+            self.traces,
+            self.kernel_code,
+            self.sync_hist,
+            self.knows_hist,
+        )
+        return KernelReport(
+            self.name,
+            self.grid,
+            self.block,
+            self.traces,
+            log,
+            roots,
+            self.kernel.loops,
+            self.kernel.header,
+            races=races,
+            race_count=race_count,
+            benign_races=benign,
+            benign_at=benign_at,
+            uninitialized=self.uninit,
+            uninitialized_count=self.uninit_count,
+            uninitialized_reads=self.uninit_reads,
+            sync_errors=self.sync_errors,
+            warnings=self.warnings,
+            float64_ops=self.float64_ops(),
+            shared_bytes=self.static_shared,
+            dynamic_shared_bytes=self.sharedmem,
+            local_bytes=self.local_bytes,
+            complete=complete,
+        )
 
 
 def _greenlet() -> Any:
     try:
         from greenlet import greenlet
-    except ImportError:  # a dependency of the course (pyproject.toml); Colab ships it with SQLAlchemy
-        raise RuntimeError("the course's SIMT executor needs the greenlet package: pip install greenlet") from None
+    # a dependency of the course (pyproject.toml); Colab ships it with SQLAlchemy
+    except ImportError:
+        raise RuntimeError(
+            "the course's SIMT executor needs the greenlet package: pip install greenlet"
+        ) from None
     return greenlet
 
 
 def unpack_log(log: array) -> np.ndarray:
-    """(accesses, 6) int64: tid, trace position (-1: none), root id, position in the root, kind, epoch id."""
-    w = np.frombuffer(log, dtype=np.int64).reshape(-1, 3) if len(log) else np.zeros((0, 3), np.int64)
+    """(accesses, 6) int64: tid, trace position (-1: none), root id, position in the root, kind,
+    epoch id."""
+    w = (
+        np.frombuffer(log, dtype=np.int64).reshape(-1, 3)
+        if len(log)
+        else np.zeros((0, 3), np.int64)
+    )
     out = np.empty((len(w), 6), dtype=np.int64)
     out[:, 0] = w[:, 0] >> 32
     out[:, 1] = (w[:, 0] & 0xFFFFFFFF) - 1
@@ -612,19 +755,25 @@ def _shape(shape: Any) -> tuple[int, ...]:
     try:
         return tuple(int(s) for s in shape)
     except TypeError:
-        raise TypeError(f"an array shape must be an int or a tuple of ints, got {shape!r}") from None
+        raise TypeError(
+            f"an array shape must be an int or a tuple of ints, got {shape!r}"
+        ) from None
 
 
 def _element_type(dtype: Any, space: str) -> np.dtype:
-    """A shared or local array's element type. ``None`` is not one: NumPy reads ``np.dtype(None)`` as float64, but
-    numba-cuda's typing of ``cuda.{space}.array(shape, None)`` fails and the kernel does not compile."""
+    """A shared or local array's element type. ``None`` is not one: NumPy reads ``np.dtype(None)``
+    as float64, but numba-cuda's typing of ``cuda.{space}.array(shape, None)`` fails and the kernel
+    does not compile."""
     if dtype is None:
-        raise TypeError(f"cuda.{space}.array(shape, None): an array needs an element type (np.float32, np.int32, ...); "
-                        "numba-cuda does not compile it without one")
+        raise TypeError(
+            f"cuda.{space}.array(shape, None): an array needs an element type (np.float32,"
+            " np.int32, ...); numba-cuda does not compile it without one"
+        )
     return as_dtype(dtype)
 
 
 def caller_site() -> tuple:
-    """(code, line) of the kernel statement calling a cuda.* function, and the call instruction (a site key)."""
+    """(code, line) of the kernel statement calling a cuda.* function, and the call instruction (a
+    site key)."""
     f = sys._getframe(2)
     return (f.f_code, f.f_lineno, f.f_lasti)

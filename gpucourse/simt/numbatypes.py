@@ -1,27 +1,29 @@
 """Scalar arithmetic in the types numba-cuda gives it, not NumPy's (NEP 50).
 
-numba-cuda types a Python float literal or float argument as float64 and an int literal or argument as int64, and
-mixes them with a float32 or a small integer the way its typing rules say (``numba/core/typing/builtins.py``,
-checked against ``numba.cuda.compile_ptx``): ``float32 * 0.1``, ``float32 / 3``, ``float32 * float64`` and
-``acc = 0.0; acc += float32`` are float64 (the GPU converts with ``cvt.f64.f32`` and computes in FP64, the trap of
-lab 5); ``int32 * int32``, ``int32 << 2`` are int64 and ``uint32 - uint32`` is uint64 (numba promotes every
-integer operand to 64 bits); ``float32 ** int`` stays float32. NumPy 2 instead keeps ``np.float32(x) * 0.1`` a
-float32 (a Python scalar is "weak"), and ``np.int32 * np.int32`` an int32.
+numba-cuda types a Python float literal or float argument as float64 and an int literal or argument
+as int64, and mixes them with a float32 or a small integer the way its typing rules say
+(``numba/core/typing/builtins.py``, checked against ``numba.cuda.compile_ptx``): ``float32 * 0.1``,
+``float32 / 3``, ``float32 * float64`` and ``acc = 0.0; acc += float32`` are float64 (the GPU
+converts with ``cvt.f64.f32`` and computes in FP64, the trap of lab 5); ``int32 * int32``, ``int32
+<< 2`` are int64 and ``uint32 - uint32`` is uint64 (numba promotes every integer operand to 64
+bits); ``float32 ** int`` stays float32. NumPy 2 instead keeps ``np.float32(x) * 0.1`` a float32 (a
+Python scalar is "weak"), and ``np.int32 * np.int32`` an int32.
 
-So an element loaded from a float32 array (or a cast ``np.float32(x)``, a float32 argument, a float32 math result)
-is an :class:`F32` (a Python float holding the float32's exact value, ``.dtype`` float32) whose operators promote
-as numba-cuda does; small integers (int8 … uint32) are subclasses of their NumPy type (``TypedInt32``, ...) whose
-arithmetic gives an int64 (a Python int) or, both operands unsigned, a uint64. Python floats and ints (literals,
-arguments, ``range``) stay what they are: float64 and int64. The builtins ``min``, ``max`` and ``float`` are
-typed too (``max(x_f32, 1.0)`` is a float64, ``float(x_f32)`` a float32), and ``math.floor/ceil/trunc`` give a
-float (:mod:`gpucourse.simt.gpumath`). A float64 value made from a float32 operand is noted with the kernel line
-that made it (:meth:`gpucourse.simt.launch.Launch.fp64_made`, ``KernelReport.float64_ops``) — once the value is
-a float64, later float64-with-float32 operations are NumPy's own and not counted again, so a line's count is a
-lower bound.
+So an element loaded from a float32 array (or a cast ``np.float32(x)``, a float32 argument, a
+float32 math result) is an :class:`F32` (a Python float holding the float32's exact value,
+``.dtype`` float32) whose operators promote as numba-cuda does; small integers (int8 … uint32) are
+subclasses of their NumPy type (``TypedInt32``, ...) whose arithmetic gives an int64 (a Python int)
+or, both operands unsigned, a uint64. Python floats and ints (literals, arguments, ``range``) stay
+what they are: float64 and int64. The builtins ``min``, ``max`` and ``float`` are typed too
+(``max(x_f32, 1.0)`` is a float64, ``float(x_f32)`` a float32), and ``math.floor/ceil/trunc`` give a
+float (:mod:`gpucourse.simt.gpumath`). A float64 value made from a float32 operand is noted with the
+kernel line that made it (:meth:`gpucourse.simt.launch.Launch.fp64_made`,
+``KernelReport.float64_ops``) — once the value is a float64, later float64-with-float32 operations
+are NumPy's own and not counted again, so a line's count is a lower bound.
 
-Known differences left: int64 arithmetic on Python ints does not wrap at 2**63 (as before); NumPy functions
-called on kernel values (``np.sqrt(x)``) follow NumPy's rules; ``isinstance(x, np.float32)`` inside a kernel sees
-the executor's types.
+Known differences left: int64 arithmetic on Python ints does not wrap at 2**63 (as before); NumPy
+functions called on kernel values (``np.sqrt(x)``) follow NumPy's rules; ``isinstance(x,
+np.float32)`` inside a kernel sees the executor's types.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def _note() -> None:
         run.fp64_made(sys._getframe(2))
 
 
-# -- the numba type of a Python or NumPy scalar -------------------------------------------------------------------
+# -- the numba type of a Python or NumPy scalar ---------------------------------------------------
 # (kind, bits): kind "f" float, "i" signed, "u" unsigned, "b" bool; None: not a scalar we type
 
 def _ntype(o: Any) -> tuple[str, int] | None:
@@ -88,11 +90,12 @@ def _float_result(a: tuple[str, int], b: tuple[str, int]) -> int:
     return max(bits, 32) if bits < 64 else 64
 
 
-# -- float32 --------------------------------------------------------------------------------------------------------
-# F32 is a Python float holding a float32's value exactly. Arithmetic between two float32s runs on the doubles and
-# is rounded once to float32 by adding NumPy's -0.0f (a Python float is "weak" for NumPy, so the sum is a float32
-# and the addition of -0.0 is exact): faster than any NumPy scalar constructor, and exact, since for + - * / a
-# float64 result rounded to float32 equals the float32 operation (53 >= 2 * 24 + 2 bits).
+# -- float32 ---------------------------------------------------------------------------------------
+# F32 is a Python float holding a float32's value exactly. Arithmetic between two float32s runs on
+# the doubles and is rounded once to float32 by adding NumPy's -0.0f (a Python float is "weak" for
+# NumPy, so the sum is a float32 and the addition of -0.0 is exact): faster than any NumPy scalar
+# constructor, and exact, since for + - * / a float64 result rounded to float32 equals the float32
+# operation (53 >= 2 * 24 + 2 bits).
 
 _NZ = np.float32(-0.0)
 _fnew = float.__new__
@@ -104,7 +107,8 @@ def _f32_arith(name: str, op: Callable[[Any, Any], Any]) -> tuple[Callable, Call
     def f32op(a: float, b: float) -> Any:
         if fop is not None:
             return _fnew(F32, _NZ + fop(a, b))
-        return _fnew(F32, op(_f32(a), _f32(b)))  # /, //, %, **: NumPy's float32 operation (IEEE inf/nan on 0)
+        # /, //, %, **: NumPy's float32 operation (IEEE inf/nan on 0)
+        return _fnew(F32, op(_f32(a), _f32(b)))
 
     def fwd(self: Any, o: Any) -> Any:
         c = o.__class__
@@ -151,26 +155,28 @@ def _mixed(op: Callable, name: str, f: Any, o: Any, t: tuple[str, int], reverse:
 
 
 def _pow_int(base: Any, exp: int) -> Any:
-    """numba's float ** integer: exponentiation by squaring in the base's float type (numbers.py int_power_impl)."""
-    tp = base.__class__
-    r = tp(1)
+    """numba's float ** integer: exponentiation by squaring in the base's float type (numbers.py
+    int_power_impl)."""
+    float_type = base.__class__
+    r = float_type(1)
     invert = exp < 0
     e = -exp if invert else exp
     a = base
     while e:
         if e & 1:
-            r = tp(r * a)
+            r = float_type(r * a)
         e >>= 1
         if not e:
             break
-        a = tp(a * a)
-    return tp(tp(1) / r) if invert else r
+        a = float_type(a * a)
+    return float_type(float_type(1) / r) if invert else r
 
 
 class F32(float):
-    """A float32 value in a kernel (its exact value, as a Python float): arithmetic as numba-cuda types it (float32
-    with float32 and small ints, float64 with a Python float or int, a float64 or an int32/int64). Comparisons are
-    float's own: numba-cuda compares a float32 with a float64 in float64, which is exact."""
+    """A float32 value in a kernel (its exact value, as a Python float): arithmetic as numba-cuda
+    types it (float32 with float32 and small ints, float64 with a Python float or int, a float64 or
+    an int32/int64). Comparisons are float's own: numba-cuda compares a float32 with a float64 in
+    float64, which is exact."""
 
     __slots__ = ()
     dtype = np.dtype(np.float32)
@@ -215,37 +221,41 @@ class F32(float):
 
 
 as_f32 = partial(_fnew, F32)
-"""``as_f32(v)``: a float32 loaded from memory (a NumPy float32) as a kernel value: exact, no rounding needed (a C
-call: loads are the executor's hot path)."""
+"""``as_f32(v)``: a float32 loaded from memory (a NumPy float32) as a kernel value: exact, no
+rounding needed (a C call: loads are the executor's hot path)."""
 
 
-# -- small integers --------------------------------------------------------------------------------------------------
+# -- small integers --------------------------------------------------------------------------------
 
 def _int_arith(name: str, op: Callable[[int, int], Any]) -> tuple[Callable, Callable]:
-    def calc(a: Any, ta: tuple, b: Any, tb: tuple) -> Any:
-        if ta[0] == "f" or tb[0] == "f":
+    def calc(a: Any, type_a: tuple, b: Any, type_b: tuple) -> Any:
+        if type_a[0] == "f" or type_b[0] == "f":
             return NotImplemented  # F32/float: their own methods (or float arithmetic) decide
         if name == "truediv":
             return _f64(int(a)) / _f64(int(b))
         if name == "pow":
-            ia, ib = int(a), int(b)
-            if ib < 0:
-                return 0 if abs(ia) != 1 else (ia if ib % 2 else 1)
-            r = ia ** ib
+            int_a, int_b = int(a), int(b)
+            if int_b < 0:
+                return 0 if abs(int_a) != 1 else (int_a if int_b % 2 else 1)
+            r = int_a ** int_b
         else:
             r = op(int(a), int(b))
-        if ta[0] == "u" and tb[0] in "ub":
+        if type_a[0] == "u" and type_b[0] in "ub":
             return np.uint64(r & _MASK64)  # both unsigned: uint64
-        if tb[0] == "u" and ta[0] in "ub":
+        if type_b[0] == "u" and type_a[0] in "ub":
             return np.uint64(r & _MASK64)
-        if (ta == ("u", 64) or tb == ("u", 64)):
+        if (type_a == ("u", 64) or type_b == ("u", 64)):
             return _wrap_i64(r)  # numba-cuda: uint64 op int64 is int64
         return _wrap_i64(r)
 
     def fwd(self: Any, o: Any) -> Any:
         c = o.__class__
         if c is int:
-            return _wrap_i64(op(int(self), o)) if name not in ("truediv", "pow") else calc(self, self._nt, o, ("i", 64))
+            return (
+                _wrap_i64(op(int(self), o))
+                if name not in ("truediv", "pow")
+                else calc(self, self._nt, o, ("i", 64))
+            )
         if c is float:
             return op(_f64(int(self)), o) if name != "pow" else _f64(int(self)) ** o
         t = _ntype(o)
@@ -258,7 +268,11 @@ def _int_arith(name: str, op: Callable[[int, int], Any]) -> tuple[Callable, Call
     def rev(self: Any, o: Any) -> Any:
         c = o.__class__
         if c is int:
-            return _wrap_i64(op(o, int(self))) if name not in ("truediv", "pow") else calc(o, ("i", 64), self, self._nt)
+            return (
+                _wrap_i64(op(o, int(self)))
+                if name not in ("truediv", "pow")
+                else calc(o, ("i", 64), self, self._nt)
+            )
         if c is float:
             return op(o, _f64(int(self)))
         t = _ntype(o)
@@ -273,8 +287,8 @@ def _int_arith(name: str, op: Callable[[int, int], Any]) -> tuple[Callable, Call
 
 def _int_float(op: Callable, name: str, i: Any, f: Any, t: tuple, reverse: bool) -> Any:
     bits = _float_result(i._nt, t)
-    ty = _f64 if bits == 64 else _f32
-    a, b = ty(int(i)), ty(f)
+    float_type = _f64 if bits == 64 else _f32
+    a, b = float_type(int(i)), float_type(f)
     r = op(b, a) if reverse else op(a, b)
     return F32(r) if bits == 32 else r
 
@@ -310,20 +324,41 @@ def _int_cmp(op: Callable) -> Callable:
 
 def _small_int(base: type) -> type:
     dt = np.dtype(base)
-    ns: dict[str, Any] = {"__slots__": (), "_nt": (dt.kind, dt.itemsize * 8), "__hash__": base.__hash__,
-                          "__doc__": f"A {dt.name} value in a kernel: arithmetic promotes to 64 bits as in numba-cuda."}
-    for name, op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                     ("truediv", operator.truediv), ("floordiv", operator.floordiv), ("mod", operator.mod),
-                     ("pow", operator.pow), ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor)):
+    ns: dict[str, Any] = {
+        "__slots__": (),
+        "_nt": (dt.kind, dt.itemsize * 8),
+        "__hash__": base.__hash__,
+        "__doc__": (
+            f"A {dt.name} value in a kernel: arithmetic promotes to 64 bits as in numba-cuda."
+        ),
+    }
+    for name, op in (
+        ("add", operator.add),
+        ("sub", operator.sub),
+        ("mul", operator.mul),
+        ("truediv", operator.truediv),
+        ("floordiv", operator.floordiv),
+        ("mod", operator.mod),
+        ("pow", operator.pow),
+        ("and", operator.and_),
+        ("or", operator.or_),
+        ("xor", operator.xor),
+    ):
         ns[f"__{name}__"], ns[f"__r{name}__"] = _int_arith(name, op)
     ns["__lshift__"], ns["__rlshift__"] = _int_shift(operator.lshift)
     ns["__rshift__"], ns["__rrshift__"] = _int_shift(operator.rshift)
-    for name, op in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
-                     ("eq", operator.eq), ("ne", operator.ne)):
+    for name, op in (
+        ("lt", operator.lt),
+        ("le", operator.le),
+        ("gt", operator.gt),
+        ("ge", operator.ge),
+        ("eq", operator.eq),
+        ("ne", operator.ne),
+    ):
         ns[f"__{name}__"] = _int_cmp(op)
     unsigned = dt.kind == "u"
-    # numba negates/inverts in the operand's own width, then extends to 64 bits (-uint8(200) is 56, -int32(-2**31)
-    # stays -2**31)
+    # numba negates/inverts in the operand's own width, then extends to 64 bits (-uint8(200) is 56,
+    # -int32(-2**31) stays -2**31)
     own = (1 << dt.itemsize * 8) - 1
     if unsigned:
         ns["__neg__"] = lambda self: np.uint64(-int(self) & own)
@@ -357,10 +392,17 @@ for _c in (I8, I16, I32, U8, U16, U32):
     _TYPES[_c] = _c._nt
     _TYPES[_c.__mro__[1]] = _c._nt
 
-TYPED: dict[np.dtype, Any] = {np.dtype(np.float32): as_f32, np.dtype(np.int8): I8, np.dtype(np.int16): I16,
-                               np.dtype(np.int32): I32, np.dtype(np.uint8): U8, np.dtype(np.uint16): U16,
-                               np.dtype(np.uint32): U32}
-"""dtype -> the class of a kernel's values of that type (no entry: the NumPy scalar or Python value as is)."""
+TYPED: dict[np.dtype, Any] = {
+    np.dtype(np.float32): as_f32,
+    np.dtype(np.int8): I8,
+    np.dtype(np.int16): I16,
+    np.dtype(np.int32): I32,
+    np.dtype(np.uint8): U8,
+    np.dtype(np.uint16): U16,
+    np.dtype(np.uint32): U32,
+}
+"""dtype -> the class of a kernel's values of that type (no entry: the NumPy scalar or Python
+value as is)."""
 
 
 def typed(v: Any) -> Any:
@@ -371,7 +413,7 @@ def typed(v: Any) -> Any:
     return c(v) if c is not None else v
 
 
-# -- builtins min/max: numba-cuda types the result as the operands promoted (np.promote_types) -------------------------
+# -- builtins min/max: numba-cuda types the result as the operands promoted (np.promote_types) -----
 
 def _dtype_of(v: Any) -> np.dtype | None:
     t = _ntype(v)
@@ -405,7 +447,9 @@ def _minmax(pick: Callable) -> Callable:
         return c(dt.type(r))
 
     typed_pick.__name__ = typed_pick.__qualname__ = pick.__name__
-    typed_pick.__doc__ = f"{pick.__name__}(...) typed as numba-cuda types it: the operands' promoted type."
+    typed_pick.__doc__ = (
+        f"{pick.__name__}(...) typed as numba-cuda types it: the operands' promoted type."
+    )
     return typed_pick
 
 
@@ -421,4 +465,5 @@ def _float(x: Any = 0.0) -> Any:
 _float.__name__ = _float.__qualname__ = "float"
 
 BUILTINS = {"min": _minmax(min), "max": _minmax(max), "float": _float}
-"""Builtins a kernel gets in their numba-cuda-typed version (:func:`gpucourse.simt.instrument.rebind`)."""
+"""Builtins a kernel gets in their numba-cuda-typed version
+(:func:`gpucourse.simt.instrument.rebind`)."""

@@ -11,24 +11,42 @@ from .dims import WARP_SIZE
 from .report import KernelReport
 
 
-def plot_access(report: KernelReport, array: str, kind: str = "w", by: str = "block", ax: Any = None, title: str = ""):
+def plot_access(
+    report: KernelReport,
+    array: str,
+    kind: str = "w",
+    by: str = "block",
+    ax: Any = None,
+    title: str = "",
+):
     """Draw which block (or warp, or thread) accessed each element of a 1-D or 2-D array."""
     from .. import plotting
 
     m = report.access_map(array, kind, by)
     if m.ndim == 1:
         m = m[None, :]
-    ax = plotting.axes("column index [element]", "row index [element]", title or
-                       f"{report.name}: {array} {'written' if kind == 'w' else 'read'} by {by}", ax=ax)
+    ax = plotting.axes(
+        "column index [element]",
+        "row index [element]",
+        title or f"{report.name}: {array} {'written' if kind == 'w' else 'read'} by {by}",
+        ax=ax,
+    )
     masked = np.ma.masked_less(m, 0)
-    im = ax.imshow(masked, cmap="tab20", interpolation="nearest", aspect="auto")
+    image = ax.imshow(masked, cmap="tab20", interpolation="nearest", aspect="auto")
     ax.grid(False)
-    ax.figure.colorbar(im, ax=ax, label=f"{by} id [-]")
+    ax.figure.colorbar(image, ax=ax, label=f"{by} id [-]")
     return ax
 
 
-def launch_tree(report: KernelReport, sm_of_block: dict[int, int] | None = None, kernel: str = "",
-                stream: str = "", max_blocks: int = 4, max_warps: int = 2, max_threads: int = 2) -> str:
+def launch_tree(
+    report: KernelReport,
+    sm_of_block: dict[int, int] | None = None,
+    kernel: str = "",
+    stream: str = "",
+    max_blocks: int = 4,
+    max_warps: int = 2,
+    max_threads: int = 2,
+) -> str:
     """The seed 002 tree (kernel → grid → blocks on SMs → warps → threads) for an actual launch."""
     tpb = report.threads_per_block
     k = kernel or report.name
@@ -36,22 +54,22 @@ def launch_tree(report: KernelReport, sm_of_block: dict[int, int] | None = None,
              f"{tuple(report.grid)} blocks × {tuple(report.block)} threads"]
     nb = report.n_blocks
     shown = list(range(min(nb, max_blocks)))
-    for bi, b in enumerate(shown):
-        last_b = bi == len(shown) - 1 and nb <= max_blocks
-        sm = f"SM {sm_of_block[b]}" if sm_of_block and b in sm_of_block else "SM ?"
-        lines.append(f"           {'└──' if last_b else '├──'} Block {b} ({sm})")
+    for row, b in enumerate(shown):
+        last_b = row == len(shown) - 1 and nb <= max_blocks
+        sm_label = f"SM {sm_of_block[b]}" if sm_of_block and b in sm_of_block else "SM ?"
+        lines.append(f"           {'└──' if last_b else '├──'} Block {b} ({sm_label})")
         pre = "               " if last_b else "           │   "
-        nw = math.ceil(tpb / WARP_SIZE)
-        for w in range(min(nw, max_warps)):
-            last_w = w == min(nw, max_warps) - 1 and nw <= max_warps
+        warps_per_block = math.ceil(tpb / WARP_SIZE)
+        for w in range(min(warps_per_block, max_warps)):
+            last_w = w == min(warps_per_block, max_warps) - 1 and warps_per_block <= max_warps
             t0, t1 = w * WARP_SIZE, min((w + 1) * WARP_SIZE, tpb)
             lines.append(f"{pre}{'└──' if last_w else '├──'} Warp {b}-{w} (threads {t0}–{t1 - 1})")
             pre2 = pre + ("    " if last_w else "│   ")
             for t in range(t0, min(t1, t0 + max_threads)):
                 lines.append(f"{pre2}├── Thread {t} (global {b * tpb + t})")
             lines.append(f"{pre2}└── ...")
-        if nw > max_warps:
-            lines.append(f"{pre}└── ... {nw - max_warps} more warps")
+        if warps_per_block > max_warps:
+            lines.append(f"{pre}└── ... {warps_per_block - max_warps} more warps")
     if nb > max_blocks:
         lines.append(f"           └── ... {nb - max_blocks} more blocks")
     return "\n".join(lines)

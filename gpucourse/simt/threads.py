@@ -15,30 +15,68 @@ if TYPE_CHECKING:
     from .launch import Launch
     from .memory import Root, TracedArray
 
-READY, DONE, BARRIER, GRID, WARP, PREEMPT, ERROR = "ready", "done", "barrier", "grid", "warp", "preempt", "error"
+READY, DONE, BARRIER, GRID, WARP, PREEMPT, ERROR = (
+    "ready",
+    "done",
+    "barrier",
+    "grid",
+    "warp",
+    "preempt",
+    "error",
+)
 CHECK_EVERY = 64  # loop iterations between a thread's budget checks (and chances for others to run)
 
 
 class SimThread:
-    """One CUDA thread: its indices, its statement trace, its place in the memory model, its greenlet."""
+    """One CUDA thread: its indices, its statement trace, its place in the memory model, its
+    greenlet."""
 
-    __slots__ = ("launch", "tid", "log_tid_bits", "log_epoch_bits", "lt", "lane", "warp", "blk", "tidx", "trace", "epid", "phase", "gphase",
-                 "wc", "vc", "knows", "fenced", "iters", "snap", "stalled", "state", "wait", "result", "exc", "glet",
-                 "locals_", "phase_start", "checked")
+    __slots__ = (
+        "launch",
+        "tid",
+        "log_tid_bits",
+        "log_epoch_bits",
+        "lt",
+        "lane",
+        "warp",
+        "blk",
+        "tidx",
+        "trace",
+        "epid",
+        "phase",
+        "gphase",
+        "wc",
+        "vc",
+        "knows",
+        "fenced",
+        "iters",
+        "snap",
+        "stalled",
+        "state",
+        "wait",
+        "result",
+        "exc",
+        "glet",
+        "locals_",
+        "phase_start",
+        "checked",
+    )
 
-    def __init__(self, launch: "Launch", blk: "SimBlock", lt: int):
-        self.launch, self.blk, self.lt = launch, blk, lt
-        self.tid = blk.id * launch.tpb + lt
+    def __init__(self, launch: "Launch", blk: "SimBlock", local_tid: int):
+        self.launch, self.blk, self.lt = launch, blk, local_tid
+        self.tid = blk.id * launch.tpb + local_tid
         self.log_tid_bits = self.tid << 32  # the thread's bits of an access-log word
-        self.lane, self.warp = lt % WARP_SIZE, lt // WARP_SIZE
-        self.tidx = unlinear(lt, launch.block)
+        self.lane, self.warp = local_tid % WARP_SIZE, local_tid // WARP_SIZE
+        self.tidx = unlinear(local_tid, launch.block)
         self.trace: list[int] = launch.traces[self.tid]
         self.phase = self.gphase = 0
         self.epid = blk.epid  # id of (block, barrier phase, grid phase): the epoch of its accesses
         self.log_epoch_bits = blk.epid << 2  # the epoch's bits of an access-log word
         self.wc = 0  # syncwarps passed
-        self.vc: list[int] | None = None  # per lane of the warp: latest syncwarp count known (ordering)
-        self.knows: dict[int, int] | None = None  # tid -> log row up to which fence + atomic published its accesses
+        # per lane of the warp: latest syncwarp count known (ordering)
+        self.vc: list[int] | None = None
+        # tid -> log row up to which fence + atomic published its accesses
+        self.knows: dict[int, int] | None = None
         self.fenced = -1
         self.iters, self.snap, self.stalled = 0, None, False
         self.state, self.wait, self.result, self.exc = READY, None, None, None
@@ -59,8 +97,19 @@ class SimThread:
 
 
 class SimBlock:
-    __slots__ = ("id", "bidx", "threads", "warps", "runnable", "shared", "dyn", "dyn_data", "pending_warp",
-                 "warp_problem", "epid")
+    __slots__ = (
+        "id",
+        "bidx",
+        "threads",
+        "warps",
+        "runnable",
+        "shared",
+        "dyn",
+        "dyn_data",
+        "pending_warp",
+        "warp_problem",
+        "epid",
+    )
 
     def __init__(self, launch: "Launch", bid: int, bidx: Dim3):
         self.id, self.bidx = bid, bidx
@@ -70,7 +119,7 @@ class SimBlock:
         self.pending_warp = 0
         self.warp_problem: str | None = None
         self.epid = launch.new_epoch(bid, 0, 0)
-        self.threads = [SimThread(launch, self, lt) for lt in range(launch.tpb)]
+        self.threads = [SimThread(launch, self, local_tid) for local_tid in range(launch.tpb)]
         self.warps = [self.threads[w:w + WARP_SIZE] for w in range(0, launch.tpb, WARP_SIZE)]
         self.runnable: deque[SimThread] = deque(self.threads)
 

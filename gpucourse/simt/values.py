@@ -1,14 +1,16 @@
 """Element types and uninitialised values.
 
-- :func:`as_dtype` accepts every way a kernel names an element type: ``np.float32``, ``"float32"``, and numba's
-  scalar types (``numba.float32``, ``numba.types.int32``), as GPU-Puzzles and numba's documentation write them.
+- :func:`as_dtype` accepts every way a kernel names an element type: ``np.float32``, ``"float32"``,
+  and numba's scalar types (``numba.float32``, ``numba.types.int32``), as GPU-Puzzles and numba's
+  documentation write them.
 - :class:`ScalarType` is what ``simt.cuda.float32`` is: usable as a dtype, as a cast inside a kernel
   (``float32(x)``), and in signatures (``float32[:]``), like ``numba.cuda.float32``.
-- Fresh shared and local memory (and ``cuda.device_array``) is *poisoned*: floats hold NaN, integers a repeating
-  0xDEADBEEF pattern, as a GPU's memory holds whatever was there before. Reading an element no thread wrote
-  gives an :class:`Uninit` value instead of a number. It flows through arithmetic like valgrind's undefined
-  bits; *using* it — storing it to global memory, branching on it, indexing with it, converting it — is
-  reported (``KernelReport.uninitialized``), so a read whose value is discarded (a padded tile) is no error.
+- Fresh shared and local memory (and ``cuda.device_array``) is *poisoned*: floats hold NaN, integers
+  a repeating 0xDEADBEEF pattern, as a GPU's memory holds whatever was there before. Reading an
+  element no thread wrote gives an :class:`Uninit` value instead of a number. It flows through
+  arithmetic like valgrind's undefined bits; *using* it — storing it to global memory, branching on
+  it, indexing with it, converting it — is reported (``KernelReport.uninitialized``), so a read
+  whose value is discarded (a padded tile) is no error.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ _NUMBA_NAMES = {"boolean": "bool", "bool_": "bool", "byte": "uint8"}
 
 
 def as_dtype(d: Any) -> np.dtype:
-    """NumPy dtype of ``d``: a NumPy dtype or type, a string, or a numba scalar type (``numba.float32``)."""
+    """NumPy dtype of ``d``: a NumPy dtype or type, a string, or a numba scalar type
+    (``numba.float32``)."""
     if isinstance(d, np.dtype):
         return d
     try:
@@ -39,16 +42,19 @@ def as_dtype(d: Any) -> np.dtype:
             return np.dtype(name)
         except TypeError:
             pass
-    raise TypeError(f"{d!r} is not an element type a kernel can use (np.float32, 'float32' or numba.float32)")
+    raise TypeError(
+        f"{d!r} is not an element type a kernel can use (np.float32, 'float32' or numba.float32)"
+    )
 
 
-# -- poison ------------------------------------------------------------------------------------------------------
+# -- poison ----------------------------------------------------------------------------------------
 
 _PATTERN = 0xDEADBEEFDEADBEEF
 
 
 def poison_value(dtype: np.dtype) -> Any:
-    """What a never-written element of ``dtype`` holds here: NaN for floats, 0xDEADBEEF… for integers."""
+    """What a never-written element of ``dtype`` holds here: NaN for floats, 0xDEADBEEF… for
+    integers."""
     if dtype.kind in "fc":
         return np.nan
     if dtype.kind == "b":
@@ -73,8 +79,10 @@ class Origin:
 
     def __str__(self) -> str:
         idx = ", ".join(str(i) for i in self.index)
-        return (f"{self.array}[{idx}], which no thread had written, read by thread {self.thread[1]} of block "
-                f"{self.thread[0]}{self.line}")
+        return (
+            f"{self.array}[{idx}], which no thread had written, read by thread {self.thread[1]} of"
+            f" block {self.thread[0]}{self.line}"
+        )
 
 
 def _binary(self: "Uninit", other: Any) -> "Uninit":
@@ -86,8 +94,9 @@ def _unary(self: "Uninit") -> "Uninit":
 
 
 class Uninit:
-    """An uninitialised value. Arithmetic and comparisons give Uninit; turning it into a concrete value
-    (``if``, an index, ``float()``, ``math.*``, a store to global memory) is reported as a use."""
+    """An uninitialised value. Arithmetic and comparisons give Uninit; turning it into a concrete
+    value (``if``, an index, ``float()``, ``math.*``, a store to global memory) is reported as a
+    use."""
 
     __slots__ = ("origin",)
     __array_ufunc__ = None  # NumPy scalars defer to our reflected operators
@@ -99,7 +108,9 @@ class Uninit:
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _binary
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _binary
     __pow__ = __rpow__ = __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = _binary
-    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __divmod__ = __rdivmod__ = __matmul__ = _binary
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __divmod__ = __rdivmod__ = __matmul__ = (
+        _binary
+    )
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _binary
     __neg__ = __pos__ = __abs__ = __invert__ = _unary
 
@@ -143,7 +154,7 @@ class Uninit:
     __str__ = __repr__
 
 
-# -- numba-style scalar types -------------------------------------------------------------------------------------
+# -- numba-style scalar types ----------------------------------------------------------------------
 
 class ArrayType:
     """``float32[:]``, ``float32[:, ::1]`` in a signature: only its dtype and rank matter here."""
@@ -157,16 +168,20 @@ class ArrayType:
 
 
 class ScalarType:
-    """``simt.cuda.float32`` and friends: a dtype (``np.dtype(float32)`` works), a cast (``float32(x)`` inside a
-    kernel rounds like the GPU does) and a signature element (``float32[:]``, ``float32(float32, int32)``)."""
+    """``simt.cuda.float32`` and friends: a dtype (``np.dtype(float32)`` works), a cast
+    (``float32(x)`` inside a kernel rounds like the GPU does) and a signature element
+    (``float32[:]``, ``float32(float32, int32)``)."""
 
     def __init__(self, name: str):
         self.name = name
         self.dtype = np.dtype(_NUMBA_NAMES.get(name, name)) if name != "void" else None
 
     def __call__(self, *args: Any) -> Any:
-        if self.dtype is None or (args and all(isinstance(a, (ScalarType, ArrayType)) for a in args)):
-            return Signature(self, args)  # float32(float32, int32): a signature, as numba spells one
+        if self.dtype is None or (
+            args and all(isinstance(a, (ScalarType, ArrayType)) for a in args)
+        ):
+            # float32(float32, int32): a signature, as numba spells one
+            return Signature(self, args)
         (value,) = args
         if isinstance(value, Uninit):
             return value
@@ -188,8 +203,10 @@ class Signature:
 
 
 def cast(value: Any, dtype: np.dtype) -> Any:
-    """``value`` as a scalar of ``dtype`` with the GPU's conversion: integers wrap, floats truncate toward zero."""
-    t = TYPED.get(dtype, dtype.type)  # float32 -> F32, int32 -> I32, ...: a kernel value typed as numba-cuda types it
+    """``value`` as a scalar of ``dtype`` with the GPU's conversion: integers wrap, floats truncate
+    toward zero."""
+    # float32 -> F32, int32 -> I32, ...: a kernel value typed as numba-cuda types it
+    t = TYPED.get(dtype, dtype.type)
     if dtype.kind in "iu" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         bits = dtype.itemsize * 8
         v = int(value) & ((1 << bits) - 1)

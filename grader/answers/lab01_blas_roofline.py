@@ -1,9 +1,11 @@
-"""Lab 1's answer side: the reference of every exercise and its hidden-case generator (instructor only).
+"""Lab 1's answer side: the reference of every exercise and its hidden-case generator (instructor
+only).
 
-Never installed for students, never present in a grading sandbox (grader/sandbox.py hides ``grader/answers``):
-the student edition (``python -m grader student-edition``) leaves it out and checks that none of its source is
-in what it ships. The exercise side, grader/labs/lab01_blas_roofline.py, is the rest of the lab; this module imports
-it, never the reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
+Never installed for students, never present in a grading sandbox (grader/sandbox.py hides
+``grader/answers``): the student edition (``python -m grader student-edition``) leaves it out and
+checks that none of its source is in what it ships. The exercise side,
+grader/labs/lab01_blas_roofline.py, is the rest of the lab; this module imports it, never the
+reverse (``Problem.has_answers`` binds ``ANSWERS`` on first use where this module is installed).
 """
 
 from __future__ import annotations
@@ -44,29 +46,58 @@ def _axpy_cases(rng: np.random.Generator) -> list[Case]:
 
 def _gemv_cases(rng: np.random.Generator) -> list[Case]:
     """Every dtype (m ≠ n almost surely), one more at random, then a square A."""
-    return ([Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), dtype)) for dtype in DTYPES]
-            + [Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), str(rng.choice(DTYPES)))),
-               Case((m := int(rng.integers(1, 50_000)), m, str(rng.choice(DTYPES))))])
+    return [
+        Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), dtype))
+        for dtype in DTYPES
+    ] + [
+        Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), str(rng.choice(DTYPES)))),
+        Case((m := int(rng.integers(1, 50_000)), m, str(rng.choice(DTYPES)))),
+    ]
 
 
 def _gemm_cases(rng: np.random.Generator) -> list[Case]:
-    """Every dtype with m, n, k drawn apart, one more at random, then all three equal (square); then accumulating
-    (every dtype, and accumulate=False said explicitly once)."""
-    return ([Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,)) for dtype in DTYPES]
-            + [Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),)),
-               Case((m := int(rng.integers(1, 20_000)), m, m, str(rng.choice(DTYPES))))]
-            + [Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,), {"accumulate": True})
-               for dtype in DTYPES]
-            + [Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),),
-                    {"accumulate": False})])
+    """Every dtype with m, n, k drawn apart, one more at random, then all three equal (square); then
+    accumulating (every dtype, and accumulate=False said explicitly once)."""
+    return (
+        [
+            Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,))
+            for dtype in DTYPES
+        ]
+        + [
+            Case(
+                tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),)
+            ),
+            Case((m := int(rng.integers(1, 20_000)), m, m, str(rng.choice(DTYPES)))),
+        ]
+        + [
+            Case(
+                tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,),
+                {"accumulate": True},
+            )
+            for dtype in DTYPES
+        ]
+        + [
+            Case(
+                tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),),
+                {"accumulate": False},
+            )
+        ]
+    )
 
 
-def max_batch_within(d_in: int, d_out: int, act_dtype: str, weight_dtype: str, peak_flops: float, bandwidth: float,
-                     budget_s: float) -> tuple[int, str] | None:
-    """The largest B whose layer's roofline time max(2·B·d_in·d_out / peak, s·(B·d_in + d_in·d_out + B·d_out) / bw)
-    is at most the budget (s: act_dtype's size for X and Y, weight_dtype's for W), and the roof that limits it
-    there; None when B = 1 is over. Exact rational arithmetic: both times are linear in B, so each gives a bound, and
-    the answer is the floor of the smaller."""
+def max_batch_within(
+    d_in: int,
+    d_out: int,
+    act_dtype: str,
+    weight_dtype: str,
+    peak_flops: float,
+    bandwidth: float,
+    budget_s: float,
+) -> tuple[int, str] | None:
+    """The largest B whose layer's roofline time max(2·B·d_in·d_out / peak, s·(B·d_in + d_in·d_out +
+    B·d_out) / bw) is at most the budget (s: act_dtype's size for X and Y, weight_dtype's for W),
+    and the roof that limits it there; None when B = 1 is over. Exact rational arithmetic: both
+    times are linear in B, so each gives a bound, and the answer is the floor of the smaller."""
     s, w = _size(act_dtype), _size(weight_dtype)
     peak, bw, budget = Fraction(peak_flops), Fraction(bandwidth), Fraction(budget_s)
     by_compute = budget * peak / (2 * d_in * d_out)
@@ -84,16 +115,17 @@ def _layer_time(d_in: int, d_out: int, s: int, w: int, peak: float, bw: float, b
 
 
 def _budget_cases(rng: np.random.Generator) -> list[Case]:
-    """Random layers on random machines, each budget strictly between the times of two consecutive batches (no
-    tie by rounding): answers limited by the memory roof, by the compute roof, and None; then ties exact in
-    binary floating point."""
+    """Random layers on random machines, each budget strictly between the times of two consecutive
+    batches (no tie by rounding): answers limited by the memory roof, by the compute roof, and None;
+    then ties exact in binary floating point."""
     cases: list[Case] = []
     want = ["memory", "memory", "compute", "compute", "compute", None]
     while want:
         peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
         d_in, d_out = (int(2 ** rng.uniform(7, 14)) for _ in range(2))
         act = str(rng.choice(["float16", "float32"]))
-        weight = str(rng.choice(["int8", act])) if len(want) % 2 else "int8"  # weight-only quantized, or not
+        # weight-only quantized, or not
+        weight = str(rng.choice(["int8", act])) if len(want) % 2 else "int8"
         s, w = _size(act), _size(weight)
         if want[0] is None:
             budget = _layer_time(d_in, d_out, s, w, peak, bw, 1) * float(rng.uniform(0.3, 0.95))
@@ -102,19 +134,26 @@ def _budget_cases(rng: np.random.Generator) -> list[Case]:
             budget = _layer_time(d_in, d_out, s, w, peak, bw, b + float(rng.uniform(0.1, 0.9)))
         case = Case((d_in, d_out, act, weight, peak, bw, budget))
         got = max_batch_within(*case.args)
-        if (got is None) == (want[0] is None) and (got is None or (got[1] == want[0] and got[0] <= MAX_BATCH)):
+        if (got is None) == (want[0] is None) and (
+            got is None or (got[1] == want[0] and got[0] <= MAX_BATCH)
+        ):
             cases.append(case)
             want.pop(0)
-    # the memory time exactly the budget at B = 512: (512·2^12 + 2^21) / 2^30 = 2^-8 — "at most" includes it
+    # the memory time exactly the budget at B = 512: (512·2^12 + 2^21) / 2^30 = 2^-8 — "at most"
+    # includes it
     cases.append(Case((1024, 1024, "float16", "float16", 2.0**40, 2.0**30, 2.0**-8)))
-    # int8 weights, float16 activations: (B·2^12 + 2^20) / 2^30 = 2^-8 at B = 768 (float16 weights: 512)
+    # int8 weights, float16 activations: (B·2^12 + 2^20) / 2^30 = 2^-8 at B = 768 (float16 weights:
+    # 512)
     cases.append(Case((1024, 1024, "float16", "int8", 2.0**40, 2.0**30, 2.0**-8)))
-    # the compute time exactly the budget at B = 64: 2·64·2^20 / 2^32 = 2^-5 (the memory time far below)
+    # the compute time exactly the budget at B = 64: 2·64·2^20 / 2^32 = 2^-5 (the memory time far
+    # below)
     cases.append(Case((1024, 1024, "float16", "float16", 2.0**32, 2.0**30, 2.0**-5)))
-    # both times exactly the budget at B = 3: 2·3·4 / (3·2^32) = (3·4 + 4) / 2^33 = 2^-29 — 'compute' on a tie
+    # both times exactly the budget at B = 3: 2·3·4 / (3·2^32) = (3·4 + 4) / 2^33 = 2^-29 —
+    # 'compute' on a tie
     cases.append(Case((2, 2, "int8", "int8", 3 * 2.0**32, 2.0**33, 2.0**-29)))
-    # one input feature, 1024 outputs: the activations' traffic dominates, memory-bound at B = 100 (2050·100 + 1024
-    # bytes), its FLOPs (2048·100) just below at a ridge of 1 FLOP/byte; the budget 1000 bytes' time past that
+    # one input feature, 1024 outputs: the activations' traffic dominates, memory-bound at B = 100
+    # (2050·100 + 1024 bytes), its FLOPs (2048·100) just below at a ridge of 1 FLOP/byte; the budget
+    # 1000 bytes' time past that
     cases.append(Case((1, 1024, "float16", "int8", 2.0**30, 2.0**30, 207_024 * 2.0**-30)))
     # a budget B = 1 meets exactly (memory: (4 + 4) / 2^33 = 2^-30; compute 8 / 2^36 below)
     cases.append(Case((2, 2, "int8", "int8", 2.0**36, 2.0**33, 2.0**-30)))
@@ -122,22 +161,26 @@ def _budget_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def min_batch_compute_bound(d_in: int, d_out: int, dtype: str, peak_flops: float, bandwidth: float) -> int | None:
-    """Smallest batch B making (B×d_in)·(d_in×d_out) compute-bound; None when no batch can. Exact rational
+def min_batch_compute_bound(
+    d_in: int, d_out: int, dtype: str, peak_flops: float, bandwidth: float
+) -> int | None:
+    """Smallest batch B making (B×d_in)·(d_in×d_out) compute-bound; None when no batch can. Exact
+    rational
     arithmetic: a tie (intensity == ridge point) is decided by no rounding.
     intensity(B) = 2·B·d_in·d_out / (s·(B·d_in + d_in·d_out + B·d_out)) >= ridge
                <=>  B · (2·d_in·d_out − ridge·s·(d_in + d_out)) >= ridge·s·d_in·d_out"""
     s, ridge = _size(dtype), Fraction(peak_flops) / Fraction(bandwidth)
     coef = 2 * d_in * d_out - ridge * s * (d_in + d_out)
-    if coef <= 0:  # even B → ∞ (intensity → 2·d_in·d_out / (s·(d_in + d_out))) stays below the ridge
+    # even B → ∞ (intensity → 2·d_in·d_out / (s·(d_in + d_out))) stays below the ridge
+    if coef <= 0:
         return None
     return math.ceil(ridge * s * d_in * d_out / coef)  # >= 1: the quotient is positive
 
 
 def _within_max_batch(case: Case) -> bool:
-    """The spec's promise, decided without the reference (exact arithmetic): no batch reaches the ridge (the limit
-    2·d_in·d_out / (s·(d_in + d_out)) as B → ∞ is at or below it), or B = MAX_BATCH already does (intensity grows
-    with B, so the answer is at most MAX_BATCH)."""
+    """The spec's promise, decided without the reference (exact arithmetic): no batch reaches the
+    ridge (the limit 2·d_in·d_out / (s·(d_in + d_out)) as B → ∞ is at or below it), or B = MAX_BATCH
+    already does (intensity grows with B, so the answer is at most MAX_BATCH)."""
     d_in, d_out, dtype, peak, bw = case.args
     s, ridge = _size(dtype), Fraction(peak) / Fraction(bw)
     never = Fraction(2 * d_in * d_out, s * (d_in + d_out)) <= ridge
@@ -147,26 +190,32 @@ def _within_max_batch(case: Case) -> bool:
 
 def _batch_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
-    while len(cases) < 7:  # random layers on random machines, answers kept within the spec's MAX_BATCH
+    # random layers on random machines, answers kept within the spec's MAX_BATCH
+    while len(cases) < 7:
         peak, bw = ROOFS[int(rng.integers(len(ROOFS) - 1))]
         d_in, d_out = (int(2 ** rng.uniform(8, 14)) for _ in range(2))
         case = Case((d_in, d_out, str(rng.choice(["float16", "float32"])), peak, bw))
         if _within_max_batch(case):
             cases.append(case)
     cases.append(Case((256, 256, "float32", 989.4e12, 3.35e12)))  # never compute-bound
-    # exactly at the ridge, in binary floating point: B = 512 gives 2·512·1024² / (2·(512·1024 + 1024² + 512·1024))
-    # = 256 FLOP/byte = 256e12 / 1e12 — "reaches" includes equality (B = 513 if it did not)
+    # exactly at the ridge, in binary floating point: B = 512 gives 2·512·1024² / (2·(512·1024 +
+    # 1024² + 512·1024)) = 256 FLOP/byte = 256e12 / 1e12 — "reaches" includes equality (B = 513 if
+    # it did not)
     cases.append(Case((1024, 1024, "float16", 256e12, 1e12)))
-    # the limit itself: as B grows, intensity -> 2·1024² / (2·2048) = 512 FLOP/byte but never reaches it: None
+    # the limit itself: as B grows, intensity -> 2·1024² / (2·2048) = 512 FLOP/byte but never
+    # reaches it: None
     cases.append(Case((1024, 1024, "float16", 512e12, 1e12)))
-    # a ridge below 1 FLOP/byte: the smallest batch, B = 1, is already compute-bound (intensity ≈ 1 >= 0.5)
+    # a ridge below 1 FLOP/byte: the smallest batch, B = 1, is already compute-bound (intensity ≈ 1
+    # >= 0.5)
     cases.append(Case((4096, 4096, "float16", 2.0**39, 2.0**40)))
-    # a layer that only just can: the limit 2·2·2 / (1·4) = 2 FLOP/byte is barely above the ridge 1.875, and B = 15
-    # lands exactly on it (2·15·4 / (15·2 + 4 + 15·2) = 120/64 = 1.875, exact in binary floating point)
+    # a layer that only just can: the limit 2·2·2 / (1·4) = 2 FLOP/byte is barely above the ridge
+    # 1.875, and B = 15 lands exactly on it (2·15·4 / (15·2 + 4 + 15·2) = 120/64 = 1.875, exact in
+    # binary floating point)
     cases.append(Case((2, 2, "int8", 1.875e12, 1e12)))
-    # a tie that is NOT exact in binary: B = 966 gives 2·966·3072·1536 / (2·(966·3072 + 3072·1536 + 966·1536)) =
-    # 494592/995 FLOP/byte = peak / bandwidth exactly. The intensity and the ridge each round to the same double, so
-    # comparing them finds 966; the closed form evaluated in floating point lands just above 966 and its ceil on 967
+    # a tie that is NOT exact in binary: B = 966 gives 2·966·3072·1536 / (2·(966·3072 + 3072·1536 +
+    # 966·1536)) = 494592/995 FLOP/byte = peak / bandwidth exactly. The intensity and the ridge each
+    # round to the same double, so comparing them finds 966; the closed form evaluated in floating
+    # point lands just above 966 and its ceil on 967
     cases.append(Case((3072, 1536, "float16", 494.592e12, 0.995e12)))
     return cases
 
@@ -175,7 +224,8 @@ def chain_bytes(n: int, dtype: str, arities: list[int], fused: bool) -> int:
     s = _size(dtype)
     if not fused:  # every op reads all its operands from memory and writes its result back
         return sum((a + 1) * n * s for a in arities)
-    inputs = arities[0] + sum(a - 1 for a in arities[1:])  # each later op takes the previous result + new inputs
+    # each later op takes the previous result + new inputs
+    inputs = arities[0] + sum(a - 1 for a in arities[1:])
     return (inputs + 1) * n * s
 
 
@@ -183,8 +233,11 @@ def _chain_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for k in range(8):  # every dtype, fused and not
         arities = [int(a) for a in rng.integers(1, 4, size=int(rng.integers(1, 7)))]
-        cases.append(Case((int(rng.integers(1, 10**8)), DTYPES[k % len(DTYPES)], arities, bool(k % 2))))
-    # float32, and a chain whose every later op (the second included) takes new inputs, fused and not
+        cases.append(
+            Case((int(rng.integers(1, 10**8)), DTYPES[k % len(DTYPES)], arities, bool(k % 2)))
+        )
+    # float32, and a chain whose every later op (the second included) takes new inputs, fused and
+    # not
     n = int(rng.integers(1, 10**8))
     cases += [Case((n, "float32", [2, 3, 2, 1], True)), Case((n, "float32", [2, 3, 2, 1], False))]
     return cases
@@ -200,11 +253,14 @@ def _matmul_cases(rng: np.random.Generator) -> list[Case]:
     cases = []
     for _ in range(5):
         tile = int(rng.choice([3, 4, 5, 8, 16]))
-        m, k, n = (int(tile * rng.integers(1, 4) + rng.integers(1, tile)) for _ in range(3))  # never multiples
+        # never multiples
+        m, k, n = (int(tile * rng.integers(1, 4) + rng.integers(1, tile)) for _ in range(3))
         dtype = str(rng.choice(("float32", "float64")))
         cases.append(Case((_rand(rng, (m, k), dtype), _rand(rng, (k, n), dtype), tile)))
     side = int(rng.integers(5, 12))  # square, not a multiple of the tile
-    cases.append(Case((_rand(rng, (side, side), "float64"), _rand(rng, (side, side), "float64"), 4)))
+    cases.append(
+        Case((_rand(rng, (side, side), "float64"), _rand(rng, (side, side), "float64"), 4))
+    )
     return cases
 
 
@@ -229,12 +285,14 @@ def _roof_time(op: str, n: int, dtype: str, peak: float, bw: float) -> float:
     return max(flops / peak, elements * _size(dtype) / bw)
 
 
-def min_size_for_fraction(op: str, dtype: str, peak_flops: float, bandwidth: float, overhead_s: float,
-                          fraction: float) -> int:
-    """The smallest n with t(n) / (overhead + t(n)) >= fraction, t(n) the roofline time max(FLOPs / peak,
-    bytes / bandwidth): t(n)·(1 − fraction) >= fraction·overhead, i.e. FLOPs >= fraction·overhead·peak / (1 −
-    fraction) or bytes >= fraction·overhead·bandwidth / (1 − fraction). Exact rational arithmetic; both grow with n,
-    so a scan from n = 1 finds it (integers against two fixed fractions: fast)."""
+def min_size_for_fraction(
+    op: str, dtype: str, peak_flops: float, bandwidth: float, overhead_s: float, fraction: float
+) -> int:
+    """The smallest n with t(n) / (overhead + t(n)) >= fraction, t(n) the roofline time max(FLOPs /
+    peak, bytes / bandwidth): t(n)·(1 − fraction) >= fraction·overhead, i.e. FLOPs >=
+    fraction·overhead·peak / (1 − fraction) or bytes >= fraction·overhead·bandwidth / (1 −
+    fraction). Exact rational arithmetic; both grow with n, so a scan from n = 1 finds it (integers
+    against two fixed fractions: fast)."""
     f, t0 = Fraction(fraction), Fraction(overhead_s)
     need = f * t0 / (1 - f)  # seconds of roofline time that amortise the overhead
     by_flops, by_bytes = need * Fraction(peak_flops), need * Fraction(bandwidth)
@@ -246,8 +304,9 @@ def min_size_for_fraction(op: str, dtype: str, peak_flops: float, bandwidth: flo
 
 
 def _size_cases(rng: np.random.Generator) -> list[Case]:
-    """gemv and gemm on random machines, overheads and fractions, answers kept within MAX_SIZE and off ties (the
-    fraction drawn between those of two consecutive sizes); then exact ties in binary floating point."""
+    """gemv and gemm on random machines, overheads and fractions, answers kept within MAX_SIZE and
+    off ties (the fraction drawn between those of two consecutive sizes); then exact ties in binary
+    floating point."""
     cases: list[Case] = []
     ops = ["gemv", "gemv", "gemv", "gemm", "gemm", "gemm"]
     while ops:
@@ -259,21 +318,34 @@ def _size_cases(rng: np.random.Generator) -> list[Case]:
         frac_lo, frac_hi = lo / (t0 + lo), hi / (t0 + hi)
         if not 0.3 < frac_hi < 0.99 or frac_hi - frac_lo < 1e-9:
             continue
-        case = Case((ops[0], dtype, peak, bw, t0, frac_lo + (frac_hi - frac_lo) * float(rng.uniform(0.2, 0.8))))
+        case = Case(
+            (
+                ops[0],
+                dtype,
+                peak,
+                bw,
+                t0,
+                frac_lo + (frac_hi - frac_lo) * float(rng.uniform(0.2, 0.8)),
+            )
+        )
         if min_size_for_fraction(*case.args) <= MAX_SIZE:
             cases.append(case)
             ops.pop(0)
     # ties: the roofline time exactly t0·fraction / (1 − fraction) at the answer
-    cases.append(Case(("gemm", "float32", 2.0**40, 2.0**30, 2.0**-16, 0.75)))  # 3·2^-16 at n = 64 (memory-bound)
+    # 3·2^-16 at n = 64 (memory-bound)
+    cases.append(Case(("gemm", "float32", 2.0**40, 2.0**30, 2.0**-16, 0.75)))
     cases.append(Case(("gemv", "float32", 2.0**40, 2.0**30, 4_008_000 * 2.0**-30, 0.5)))  # n = 1000
-    cases.append(Case(("gemm", "int8", 2.0**30, 2.0**40, 2.0**-11, 0.5)))  # compute-bound: 2·64³ / 2^30 = 2^-11
-    cases.append(Case(("gemv", "float16", 2.0**40, 2.0**30, 1e-12, 0.5)))  # a negligible overhead: n = 1
+    # compute-bound: 2·64³ / 2^30 = 2^-11
+    cases.append(Case(("gemm", "int8", 2.0**30, 2.0**40, 2.0**-11, 0.5)))
+    # a negligible overhead: n = 1
+    cases.append(Case(("gemv", "float16", 2.0**40, 2.0**30, 1e-12, 0.5)))
     rng.shuffle(cases)
     return cases
 
 
 def time_call_reference(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
-    """The spec's answer, for a Workload: the time one call of its work takes, whatever ``repeat`` is."""
+    """The spec's answer, for a Workload: the time one call of its work takes, whatever ``repeat``
+    is."""
     return fn.work_s
 
 
@@ -284,16 +356,26 @@ def _timing_cases(rng: np.random.Generator) -> list[Case]:
     spike = int(rng.integers(1, 4))
     cases = [
         Case((Workload(ms(8, 12), asynchronous=True),), {"repeat": int(rng.integers(3, 6))}),
-        Case((Workload(ms(8, 12), first_s=ms(200, 300)),), {"repeat": 1}),  # one timed run: the warm-up must go
+        # one timed run: the warm-up must go
+        Case((Workload(ms(8, 12), first_s=ms(200, 300)),), {"repeat": 1}),
         Case((Workload(ms(8, 12), first_s=ms(200, 300), asynchronous=True),), {"repeat": 2}),
         Case((Workload(ms(8, 12), spikes=(2, 4)),), {"repeat": 5}),
         # one spike among 4 (the median of the other three, or the minimum, is the true time)
         Case((Workload(ms(8, 12), asynchronous=True, spikes=(spike,)),), {"repeat": 4}),
-        Case((Workload(ms(10, 15), first_s=ms(200, 300), asynchronous=True, spikes=(3,)),), {"repeat": 3}),
-        # calls far shorter than the clock's 2 ms tick: one call per measurement reads 0 or a whole tick
-        Case((Workload(float(rng.integers(20, 60)) / 1e6, asynchronous=True, tick_s=2e-3),),
-             {"repeat": int(rng.integers(3, 6))}),
-        Case((Workload(float(rng.integers(20, 60)) / 1e6, first_s=ms(200, 300), tick_s=2e-3),), {"repeat": 3}),
+        Case(
+            (Workload(ms(10, 15), first_s=ms(200, 300), asynchronous=True, spikes=(3,)),),
+            {"repeat": 3},
+        ),
+        # calls far shorter than the clock's 2 ms tick: one call per measurement reads 0 or a whole
+        # tick
+        Case(
+            (Workload(float(rng.integers(20, 60)) / 1e6, asynchronous=True, tick_s=2e-3),),
+            {"repeat": int(rng.integers(3, 6))},
+        ),
+        Case(
+            (Workload(float(rng.integers(20, 60)) / 1e6, first_s=ms(200, 300), tick_s=2e-3),),
+            {"repeat": 3},
+        ),
     ]
     rng.shuffle(cases)
     return cases
@@ -301,21 +383,27 @@ def _timing_cases(rng: np.random.Generator) -> list[Case]:
 
 def explain_point(flops: float, nbytes: float, seconds: float, peak_flops: float, bandwidth: float,
                   working_set: float, cache_bytes: float) -> str:
-    """Exact rational arithmetic. Above the DRAM roof, a working set larger than the cache is explained up to a
-    factor 1 / (1 − cache / working_set): whatever the replacement policy (LRU or not), at most cache_bytes of it
-    can still be cached when the op starts, so DRAM delivers at least the rest — a margin near the cache size
-    (non-LRU retention) where a hard cut at the cache size would call a right measurement impossible."""
+    """Exact rational arithmetic. Above the DRAM roof, a working set larger than the cache is
+    explained up to a factor 1 / (1 − cache / working_set): whatever the replacement policy (LRU or
+    not), at most cache_bytes of it can still be cached when the op starts, so DRAM delivers at
+    least the rest — a margin near the cache size (non-LRU retention) where a hard cut at the cache
+    size would call a right measurement impossible."""
     flops_, nbytes_, seconds_ = Fraction(flops), Fraction(nbytes), Fraction(seconds)
     intensity, achieved = flops_ / nbytes_, flops_ / seconds_
     if achieved > Fraction(peak_flops):
         return "impossible"  # nothing computes faster than the compute roof
     dram = intensity * Fraction(bandwidth)
     if achieved > dram:  # above the DRAM roof (only possible left of the ridge)
-        # DRAM delivers at least (1 − cache / working set) of the bytes (nothing, when it fits: the factor is <= 0)
+        # DRAM delivers at least (1 − cache / working set) of the bytes (nothing, when it fits: the
+        # factor is <= 0)
         if achieved * (1 - Fraction(cache_bytes) / Fraction(working_set)) <= dram:
             return "cache"
         return "impossible"
-    return "memory-bound" if intensity < Fraction(peak_flops) / Fraction(bandwidth) else "compute-bound"
+    return (
+        "memory-bound"
+        if intensity < Fraction(peak_flops) / Fraction(bandwidth)
+        else "compute-bound"
+    )
 
 
 def _explain_cases(rng: np.random.Generator) -> list[Case]:
@@ -332,27 +420,30 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
         flops = nbytes * intensity
         attainable = min(peak, intensity * bw)
         fits = bool(rng.integers(2))
-        ws = cache * (float(rng.uniform(0.1, 0.9)) if fits else float(rng.uniform(1.2, 20)))
+        working_set = cache * (
+            float(rng.uniform(0.1, 0.9)) if fits else float(rng.uniform(1.2, 20))
+        )
         if kind in ("memory-bound", "compute-bound"):
             achieved = attainable * float(rng.uniform(0.05, 0.99))
         elif kind == "cache":
             if k < len(EXPLANATIONS):  # fits: any factor above the DRAM roof
-                ws = cache * float(rng.uniform(0.1, 0.95))
+                working_set = cache * float(rng.uniform(0.1, 0.95))
                 factor = float(rng.uniform(1.2, 4.0))
             else:  # does not fit, but by little: under the bound 1 / (1 − cache / ws)
-                ws = cache * float(rng.uniform(1.1, 2.5))
-                factor = 1 + (1 / (1 - cache / ws) - 1) * float(rng.uniform(0.2, 0.9))
+                working_set = cache * float(rng.uniform(1.1, 2.5))
+                factor = 1 + (1 / (1 - cache / working_set) - 1) * float(rng.uniform(0.2, 0.9))
             achieved = intensity * bw * factor
-        else:  # above the bound without fitting (the first time), above the compute roof (the second)
+        # above the bound without fitting (the first time), above the compute roof (the second)
+        else:
             if k < len(EXPLANATIONS):
-                ws = cache * float(rng.uniform(1.1, 3.0))
-                achieved = intensity * bw / (1 - cache / ws) * float(rng.uniform(1.1, 2.0))
+                working_set = cache * float(rng.uniform(1.1, 3.0))
+                achieved = intensity * bw / (1 - cache / working_set) * float(rng.uniform(1.1, 2.0))
             else:
                 achieved = peak * float(rng.uniform(1.1, 3.0))
-        cases.append(Case((flops, nbytes, flops / achieved, peak, bw, ws, cache)))
-    # above the compute roof with a working set that fits, at a memory-bound and at a compute-bound intensity: only
-    # the peak check says 'impossible' (testing the DRAM roof first says 'cache' for the first; testing only the DRAM
-    # roof says 'compute-bound' for the second)
+        cases.append(Case((flops, nbytes, flops / achieved, peak, bw, working_set, cache)))
+    # above the compute roof with a working set that fits, at a memory-bound and at a compute-bound
+    # intensity: only the peak check says 'impossible' (testing the DRAM roof first says 'cache' for
+    # the first; testing only the DRAM roof says 'compute-bound' for the second)
     for factor in (0.25, 8.0):
         peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
         cache = float(2 ** int(rng.integers(20, 27)))
@@ -360,16 +451,22 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
         flops = nbytes * peak / bw * factor
         cases.append(Case((flops, nbytes, flops / (peak * float(rng.uniform(1.1, 3.0))), peak, bw,
                            cache * float(rng.uniform(0.1, 0.9)), cache)))
-    # a working set 4× the cache at 2× the DRAM roof: above the bound 4/3, 'impossible'; one 1.25× the cache at 3×
-    # the DRAM roof: under the bound 5, 'cache' (a fixed margin — "within 1.5× or 2× of the cache" — gets one wrong)
+    # a working set 4× the cache at 2× the DRAM roof: above the bound 4/3, 'impossible'; one 1.25×
+    # the cache at 3× the DRAM roof: under the bound 5, 'cache' (a fixed margin — "within 1.5× or 2×
+    # of the cache" — gets one wrong)
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**27, 2.0**25)))
     cases.append(Case((2.0**33, 2.0**30, 1 / 3, 2.0**36, 2.0**30, 5 * 2.0**23, 2.0**25)))
-    # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge (compute-bound)
-    cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))  # 2× the DRAM roof: cache
-    cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))  # at the ridge, under
-    cases.append(Case((2.0**36, 2.0**26, 1.0, 2.0**36, 2.0**30, 2.0**20, 2.0**25)))  # exactly at the peak: on it
-    cases.append(Case((2.0**33, 2.0**30, 1.0, 2.0**36, 2.0**30, 2.0**31, 2.0**25)))  # exactly on the DRAM roof
-    # working set 2× the cache: the bound is exactly 2×; at exactly 2× the DRAM roof: explained (a tie counts)
+    # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge
+    # (compute-bound) 2× the DRAM roof: cache
+    cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))
+    # at the ridge, under
+    cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))
+    # exactly at the peak: on it
+    cases.append(Case((2.0**36, 2.0**26, 1.0, 2.0**36, 2.0**30, 2.0**20, 2.0**25)))
+    # exactly on the DRAM roof
+    cases.append(Case((2.0**33, 2.0**30, 1.0, 2.0**36, 2.0**30, 2.0**31, 2.0**25)))
+    # working set 2× the cache: the bound is exactly 2×; at exactly 2× the DRAM roof: explained (a
+    # tie counts)
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**26, 2.0**25)))
     # the same a hair above 2×: impossible
     cases.append(Case((2.0**33, 2.0**30, 0.5 * (1 - 2.0**-20), 2.0**36, 2.0**30, 2.0**26, 2.0**25)))

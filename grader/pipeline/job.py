@@ -1,11 +1,13 @@
-"""One job: a student's submission graded end to end in its own folder (``grading/jobs/<lab>/<student>/``).
+"""One job: a student's submission graded end to end in its own folder
+(``grading/jobs/<lab>/<student>/``).
 
-    preflight  ->  hidden-case seeds  ->  nbgrader autograde (kernel sandboxed)  ->  re-check (sandboxed worker)
+    preflight  ->  hidden-case seeds  ->  nbgrader autograde (kernel sandboxed)  ->  re-check
+    (sandboxed worker)
                ->  verdict (fail closed)  ->  publish (result JSON, capped notebook, feedback)
 
-Nothing in a job is shared with another: its own nbgrader course root and gradebook copy, its own sandbox slot
-(an unprivileged user per slot when the grader runs as root), its own scratch folders; the folder is removed
-afterwards (``GRADER_KEEP_JOBS=1`` keeps it for debugging).
+Nothing in a job is shared with another: its own nbgrader course root and gradebook copy, its own
+sandbox slot (an unprivileged user per slot when the grader runs as root), its own scratch folders;
+the folder is removed afterwards (``GRADER_KEEP_JOBS=1`` keeps it for debugging).
 """
 
 from __future__ import annotations
@@ -21,31 +23,48 @@ from .ingest import origin_of
 from .lab import Lab
 from .preflight import preflight, review_flags
 from .publish import publish, write_result
-from .recheck import lab_problems, parse_checks, plan, run_recheck_resuming, split_problems, stop_cause
+from .recheck import (
+    lab_problems,
+    parse_checks,
+    plan,
+    run_recheck_resuming,
+    split_problems,
+    stop_cause,
+)
 from .wire import encode_cases
 from .secret import Secret, write_seed_file
 from .verdict import cell_messages, combine, verdicts
 from .workspace import Settings, Workspace, result_key
 
 
-def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, slot: int, secret: Secret) -> dict:
+def grade_submission(
+    lab: Lab, ws: Workspace, student: str, settings: Settings, slot: int, secret: Secret
+) -> dict:
     data = ws.submission_bytes(student, lab)
     origin = origin_of(ws, student, lab)
     source = lab.source()
     tests = lab.tests()
     result: dict[str, Any] = {
-        "student": student, "lab": lab.name, "original": origin.get("original", student),
-        "key": result_key(data, lab, settings, secret.fingerprint()), "secret": secret.fingerprint(),
-        "max_score": sum(tests.values()), "score": 0.0, "status": "graded",
-        "issues": list(origin.get("import_issues", [])), "cells": {},
+        "student": student,
+        "lab": lab.name,
+        "original": origin.get("original", student),
+        "key": result_key(data, lab, settings, secret.fingerprint()),
+        "secret": secret.fingerprint(),
+        "max_score": sum(tests.values()),
+        "score": 0.0,
+        "status": "graded",
+        "issues": list(origin.get("import_issues", [])),
+        "cells": {},
     }
     tpl = template(lab, ws)
     nb, issues = preflight(data, lab, released_notebook(lab, ws))
     result["issues"] += issues
     if nb is None:
         result["status"] = "not graded"
-        result["cells"] = {t: {"points": p, "score": 0.0, "message": "not graded (see issues)", "checked": "-"}
-                           for t, p in tests.items()}
+        result["cells"] = {
+            t: {"points": p, "score": 0.0, "message": "not graded (see issues)", "checked": "-"}
+            for t, p in tests.items()
+        }
         publish(lab, ws, student, result, None, source)
         return result
     result["issues"] += review_flags(nb)
@@ -57,14 +76,24 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
     shutil.copy2(lab.source_path, job / "source" / lab.name / lab.source_path.name)
     sandbox = Sandbox(settings.limits, slot=slot)
 
-    # this student's hidden cases: one seed per problem, derived from the instructor's secret (which stays here)
+    # this student's hidden cases: one seed per problem, derived from the instructor's secret (which
+    # stays here)
     problems = lab_problems(lab)
     seeds = secret.seeds(lab.name, student, sorted(problems))
-    # a split lab's generators stay here: its sandboxes get this student's hidden cases as data, not seeds
-    split = split_problems(lab)  # (a problem whose cases are not data stays on the exercise side: seeded)
-    cases = {n: encode_cases(p.hidden_cases(seed=seeds[n])) for n, p in problems.items() if n in split}
-    seed_file = write_seed_file(job / "seeds" / "hidden-seeds.json", lab.name, student,
-                                {n: s for n, s in seeds.items() if n not in cases}, sandbox.uid, cases)
+    # a split lab's generators stay here: its sandboxes get this student's hidden cases as data, not
+    # seeds (a problem whose cases are not data stays on the exercise side: seeded)
+    split = split_problems(lab)
+    cases = {
+        n: encode_cases(p.hidden_cases(seed=seeds[n])) for n, p in problems.items() if n in split
+    }
+    seed_file = write_seed_file(
+        job / "seeds" / "hidden-seeds.json",
+        lab.name,
+        student,
+        {n: s for n, s in seeds.items() if n not in cases},
+        sandbox.uid,
+        cases,
+    )
     inputs, env = [seed_file], {FILE_ENV: str(seed_file)}
 
     run = run_nbgrader(lab, job, student, nb, sandbox, settings, inputs, env)
@@ -79,12 +108,14 @@ def grade_submission(lab: Lab, ws: Workspace, student: str, settings: Settings, 
     checked, tamper, stop = verdicts(steps, expected, recheck.lines, problems)
     if tamper:
         result["issues"].append("TAMPERING: " + "; ".join(tamper))
-    for where in recheck.resumed:  # one runaway exercise: its test failed, the check resumed after it
+    # one runaway exercise: its test failed, the check resumed after it
+    for where in recheck.resumed:
         result["issues"].append(f"the check process stopped in {where}; resumed after it")
     if stop:
         vrc = recheck.rc
         result["issues"].append(f"{stop} ({stop_cause(vrc, recheck.timed_out)})")
-        log = ws.stop_log(student, lab)  # for the instructor: why it stopped (a sandbox that could not start...)
+        # for the instructor: why it stopped (a sandbox that could not start...)
+        log = ws.stop_log(student, lab)
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(f"exit status {vrc}{' (timed out)' if recheck.timed_out else ''}\n"
                        + tail(job / "verify.log", 20000), encoding="utf-8")

@@ -1,7 +1,8 @@
 """The lab being graded and the notebook helpers every stage shares.
 
-A :class:`Lab` is one folder of ``solutions/`` (the nbgrader *source*: solutions plus hidden tests, one
-notebook). Cells are identified by their nbgrader ``grade_id``; test cells carry ``grade`` and ``points``.
+A :class:`Lab` is one folder of ``solutions/`` (the nbgrader *source*: solutions plus hidden tests,
+one notebook). Cells are identified by their nbgrader ``grade_id``; test cells carry ``grade`` and
+``points``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ class Lab:
     @classmethod
     def find(cls, name: str) -> "Lab":
         if name not in course.labs():
-            raise SystemExit(f"no such lab in solutions/: {name} (labs: {', '.join(course.labs())})")
+            raise SystemExit(
+                f"no such lab in solutions/: {name} (labs: {', '.join(course.labs())})"
+            )
         nbs = sorted((course.ROOT / "solutions" / name).glob("*.ipynb"))
         if len(nbs) != 1:
             raise SystemExit(f"{name}: expected one notebook in solutions/{name}, found {len(nbs)}")
@@ -55,7 +58,11 @@ class Lab:
 
     def cells(self) -> dict[str, dict]:
         """grade_id -> cell, for every cell of the source that has one."""
-        return {nbgrader_meta(c)["grade_id"]: c for c in self.source()["cells"] if nbgrader_meta(c).get("grade_id")}
+        return {
+            nbgrader_meta(c)["grade_id"]: c
+            for c in self.source()["cells"]
+            if nbgrader_meta(c).get("grade_id")
+        }
 
     def tests(self) -> dict[str, float]:
         """Test cell grade_id -> its points, in notebook order."""
@@ -64,9 +71,16 @@ class Lab:
 
 
 def prepare_process(lab: Lab) -> None:
-    """Call first in a grading command. A lab whose setup cell gives JAX several CPU devices (lab 7's mesh:
-    ``--xla_force_host_platform_device_count=8``) needs them in the grader too, which computes the reference
-    answers in its own process; JAX reads XLA_FLAGS once, when it is imported, so this must run before that."""
-    m = re.search(r"--xla_force_host_platform_device_count=(\d+)", lab.source_path.read_text(encoding="utf-8"))
-    if m and "jax" not in sys.modules and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    """Call first in a grading command. A lab whose setup cell gives JAX several CPU devices (lab
+    7's mesh: ``--xla_force_host_platform_device_count=8``) needs them in the grader too, which
+    computes the reference answers in its own process; JAX reads XLA_FLAGS once, when it is
+    imported, so this must run before that."""
+    m = re.search(
+        r"--xla_force_host_platform_device_count=(\d+)", lab.source_path.read_text(encoding="utf-8")
+    )
+    if (
+        m
+        and "jax" not in sys.modules
+        and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
+    ):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + m.group(0)).strip()

@@ -1,13 +1,16 @@
-"""What a submission's outputs may cost: caps applied while nbgrader runs the notebook, and on the notebook kept.
+"""What a submission's outputs may cost: caps applied while nbgrader runs the notebook, and on the
+notebook kept.
 
-A submission that printed 200 MB used to leave a 100 MB autograded notebook on disk (a class of 300 such is
-30 GB) and 200 MB in nbgrader's memory. Now, in nbgrader's own process (trusted: the kernel cannot change it):
+A submission that printed 200 MB used to leave a 100 MB autograded notebook on disk (a class of 300
+such is 30 GB) and 200 MB in nbgrader's memory. Now, in nbgrader's own process (trusted: the kernel
+cannot change it):
 
-- :class:`CappedExecute` (nbgrader's ``Execute`` with a budget, swapped into ``Autograde.autograde_preprocessors``
-  by the job's config) keeps at most :data:`CELL_OUTPUT_BYTES` of output per cell and
-  :data:`NOTEBOOK_OUTPUT_BYTES` per notebook *as the messages arrive*; the rest is dropped and one stdout line
-  says how much. Grading is unchanged: an ``error`` output is always kept (its text shortened), and a cell that
-  wrote to stderr keeps a piece of it (nbgrader scores such a test cell 0);
+- :class:`CappedExecute` (nbgrader's ``Execute`` with a budget, swapped into
+  ``Autograde.autograde_preprocessors`` by the job's config) keeps at most :data:`CELL_OUTPUT_BYTES`
+  of output per cell and :data:`NOTEBOOK_OUTPUT_BYTES` per notebook *as the messages arrive*; the
+  rest is dropped and one stdout line says how much. Grading is unchanged: an ``error`` output is
+  always kept (its text shortened), and a cell that wrote to stderr keeps a piece of it (nbgrader
+  scores such a test cell 0);
 - nbgrader's ``LimitOutput`` still cuts long text to 200 lines and tracebacks to 40;
 - :func:`cap_notebook` bounds the file kept in ``grading/autograded/`` (and so the feedback page) to
   :data:`KEPT_NOTEBOOK_BYTES` whatever happened before (outputs replaced, largest first).
@@ -23,7 +26,8 @@ from typing import Any
 CELL_OUTPUT_BYTES = 1 << 20       # outputs one cell may keep
 NOTEBOOK_OUTPUT_BYTES = 4 << 20   # outputs all cells together may keep
 ERROR_TEXT_BYTES = 8 << 10        # an error's message, and each of its traceback lines
-STDERR_KEPT_BYTES = 1 << 10       # what is kept of stderr beyond the budget (its presence decides a test cell)
+# what is kept of stderr beyond the budget (its presence decides a test cell)
+STDERR_KEPT_BYTES = 1 << 10
 KEPT_NOTEBOOK_BYTES = 8 << 20     # the executed notebook kept on disk (source <= 2 MB + outputs)
 
 
@@ -33,8 +37,12 @@ def payload_bytes(output: dict) -> int:
     if kind == "stream":
         return len(_text(output.get("text", "")))
     if kind == "error":
-        return len(str(output.get("evalue", ""))) + sum(len(str(t)) for t in output.get("traceback", []) or [])
-    return sum(len(v if isinstance(v, str) else json.dumps(v)) for v in (output.get("data") or {}).values())
+        return len(str(output.get("evalue", ""))) + sum(
+            len(str(t)) for t in output.get("traceback", []) or []
+        )
+    return sum(
+        len(v if isinstance(v, str) else json.dumps(v)) for v in (output.get("data") or {}).values()
+    )
 
 
 def _text(v: Any) -> str:
@@ -42,12 +50,16 @@ def _text(v: Any) -> str:
 
 
 def marker_text(dropped: int) -> str:
-    return (f"[grader] output truncated: {dropped:,} more characters were not kept (the grader keeps "
-            f"{CELL_OUTPUT_BYTES >> 20} MB per cell and {NOTEBOOK_OUTPUT_BYTES >> 20} MB per notebook)\n")
+    return (
+        f"[grader] output truncated: {dropped:,} more characters were not kept (the grader keeps"
+        f" {CELL_OUTPUT_BYTES >> 20} MB per cell and {NOTEBOOK_OUTPUT_BYTES >> 20} MB per"
+        " notebook)\n"
+    )
 
 
 def short_error(content: dict) -> dict:
-    """An error's content with its message and traceback lines cut to :data:`ERROR_TEXT_BYTES` each."""
+    """An error's content with its message and traceback lines cut to :data:`ERROR_TEXT_BYTES`
+    each."""
     out = dict(content)
     out["evalue"] = str(content.get("evalue", ""))[:ERROR_TEXT_BYTES]
     out["traceback"] = [str(t)[:ERROR_TEXT_BYTES] for t in (content.get("traceback") or [])[:200]]
@@ -63,8 +75,8 @@ class _CellBudget:
 
 
 def capped_execute_class():
-    """nbgrader's Execute preprocessor with output budgets (defined lazily: importing nbgrader is slow and only
-    nbgrader's own process needs it)."""
+    """nbgrader's Execute preprocessor with output budgets (defined lazily: importing nbgrader is
+    slow and only nbgrader's own process needs it)."""
     from nbgrader.preprocessors import Execute
     from nbformat.v4 import new_output
 
@@ -86,12 +98,15 @@ def capped_execute_class():
 
         def output(self, outs, msg, display_id, cell_index):
             budget = self._budget(cell_index)
-            if getattr(self, "clear_before_next_output", False):  # a delayed clear_output empties the cell first
+            # a delayed clear_output empties the cell first
+            if getattr(self, "clear_before_next_output", False):
                 self._forget(budget)
             content = msg.get("content") or {}
             kind = msg.get("msg_type")
             if kind == "error":  # decides the grade: always kept
-                return super().output(outs, {**msg, "content": short_error(content)}, display_id, cell_index)
+                return super().output(
+                    outs, {**msg, "content": short_error(content)}, display_id, cell_index
+                )
             size = payload_bytes({"output_type": kind, **content})
             room = min(CELL_OUTPUT_BYTES - budget.kept, NOTEBOOK_OUTPUT_BYTES - self._cap_total)
             if size <= room:
@@ -106,7 +121,9 @@ def capped_execute_class():
                 kept = max(room, STDERR_KEPT_BYTES if stderr and not budget.stderr_kept else 0, 0)
                 if kept:
                     text = _text(content.get("text", ""))[:kept]
-                    out = super().output(outs, {**msg, "content": {**content, "text": text}}, display_id, cell_index)
+                    out = super().output(
+                        outs, {**msg, "content": {**content, "text": text}}, display_id, cell_index
+                    )
                     budget.kept += kept
                     self._cap_total += kept
                     budget.stderr_kept = budget.stderr_kept or stderr
@@ -121,18 +138,21 @@ def capped_execute_class():
 
 
 def capped_preprocessors(default: list) -> list:
-    """nbgrader's autograde preprocessors with Execute replaced by :class:`CappedExecute` (it must be there)."""
+    """nbgrader's autograde preprocessors with Execute replaced by :class:`CappedExecute` (it must
+    be there)."""
     from nbgrader.preprocessors import Execute
 
     if not isinstance(default, list) or Execute not in default:
-        raise RuntimeError("nbgrader's autograde preprocessors no longer include Execute: update output_cap")
+        raise RuntimeError(
+            "nbgrader's autograde preprocessors no longer include Execute: update output_cap"
+        )
     capped = capped_execute_class()
     return [capped if p is Execute else p for p in default]
 
 
 def cap_notebook(nb: dict, limit: int = KEPT_NOTEBOOK_BYTES) -> tuple[dict, int]:
-    """The notebook with outputs replaced (largest first) until its JSON is at most ``limit`` characters, and
-    how many outputs were replaced. Errors are shortened, never removed."""
+    """The notebook with outputs replaced (largest first) until its JSON is at most ``limit``
+    characters, and how many outputs were replaced. Errors are shortened, never removed."""
     replaced = 0
     for cell in nb.get("cells", []):
         for i, o in enumerate(cell.get("outputs") or []):
@@ -146,7 +166,11 @@ def cap_notebook(nb: dict, limit: int = KEPT_NOTEBOOK_BYTES) -> tuple[dict, int]
     for n, cell, i in sorted(outputs, key=lambda t: -t[0]):
         if size <= limit:
             break
-        name = cell["outputs"][i].get("name", "stdout") if cell["outputs"][i].get("output_type") == "stream" else "stdout"
+        name = (
+            cell["outputs"][i].get("name", "stdout")
+            if cell["outputs"][i].get("output_type") == "stream"
+            else "stdout"
+        )
         cell["outputs"][i] = {"output_type": "stream", "name": name, "text": marker_text(n)}
         size -= n
         replaced += 1

@@ -1,7 +1,7 @@
-"""Stage 2, preflight (in the grader, nothing executed): the submitted bytes become a clean notebook to grade,
-or None with the reason. Decode (UTF-8, else reported), parse the JSON, strip all outputs, find the lab's
-cells by grade_id, restore the lab's nbgrader metadata; report renamed/extra files, missing, duplicated and
-edited cells. Bad input is reported, never fatal for the class."""
+"""Stage 2, preflight (in the grader, nothing executed): the submitted bytes become a clean notebook
+to grade, or None with the reason. Decode (UTF-8, else reported), parse the JSON, strip all outputs,
+find the lab's cells by grade_id, restore the lab's nbgrader metadata; report renamed/extra files,
+missing, duplicated and edited cells. Bad input is reported, never fatal for the class."""
 
 from __future__ import annotations
 
@@ -10,40 +10,53 @@ import re
 
 from .lab import Lab, nbgrader_meta, source_text
 
-MAX_NOTEBOOK_BYTES = 100 << 20     # larger submissions are refused (after outputs are stripped: 2 MB of source)
+# larger submissions are refused (after outputs are stripped: 2 MB of source)
+MAX_NOTEBOOK_BYTES = 100 << 20
 MAX_SOURCE_BYTES = 2 << 20
-# answer cells that touch the grader's objects, or reach into the grading process itself: flagged REVIEW for a
-# human (legitimate answers never need them)
-# (a candidate's identity too: lab 2's is_correct_backward must test the candidate, not read which one it is)
-SUSPICIOUS = re.compile(r"\.reference\b|grader\.labs|grader\.checks|grader\.problem|\bproblems\[|\.form\b|"
-                        r"answer_sites\b|\bsys\.modules\b|"
-                        r"\bFORMS\b|\b_form_[a-z]\b|getattr\s*\([^)]*[\"']form[\"']")
-PROCESS_ESCAPES = re.compile(r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctypes\b|\bos\._exit\b|results\.jsonl|"
-                             r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self|"
-                             # frames, the garbage collector's view and functions rebuilt from another's code: how a
-                             # lock's saved originals or a course function's internals are reached
-                             r"\bget_objects\b|\bgi_frame\b|\bf_locals\b|\bf_back\b|\bcurrentframe\b|"
-                             r"\binspect\.stack\b|__globals__|__code__|\bFunctionType\b|"
-                             # another process, where no lock holds (XLA's count run in a child, say)
-                             r"\bsubprocess\b|\bos\.system\b|\bos\.popen\b|\bmultiprocessing\b|\bos\.fork\b|"
-                             # another thread, started before a lock (its profile watch holds in this thread only)
-                             r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPool|\b_thread\b|"
-                             # the watch itself
-                             r"\bsetprofile\b|\bsettrace\b|"
-                             # the course's helpers that run code in a child Python (numba-cuda's compiler)
-                             r"\bnumba_ptx|\bnumba_sass")
-# answer cells that write what an observation reads: the instrumentation the student's own process holds (the
-# device tracker's counters, the virtual clock and its workloads), attributes set by name or through __dict__,
-# the course's modules rebound, or a workload's true seconds (lab 1: work_s, first_s) or its clock read. The tamper
-# snapshot of the re-check catches replaced functions and classes; plain counters are protected by this flag
-# (grader/DESIGN.md, threat model)
-INSTRUMENT_WRITES = re.compile(r"\.(?:h2d_bytes|d2h_bytes|h2d_copies|peak|calls|timed|reads|leftover|reads_at_first|"
-                               r"seconds|busy_until|now)\s*[-+*/]?=(?!=)|\bsetattr\s*\(|__setattr__|__dict__|"
-                               r"\bvars\s*\(|\bgpucourse(?:\.\w+)+\s*=(?!=)|\.seconds\b|"
-                               # the time module's clocks rebound (the course's timer then reads the given clock)
-                               r"\btime\.(?:perf_counter|monotonic|time|process_time)(?:_ns)?\s*=(?!=)|"
-                               # lab 1's workload: its true times, its clock (a counter written through it: shown as such)
-                               r"\.(?:work_s|first_s|_ready_at)\b|\.clock\b(?!\.(?:reads|now|busy_until)\s*[-+*/]?=(?!=))")
+# answer cells that touch the grader's objects, or reach into the grading process itself: flagged
+# REVIEW for a human (legitimate answers never need them) (a candidate's identity too: lab 2's
+# is_correct_backward must test the candidate, not read which one it is)
+SUSPICIOUS = re.compile(
+    r"\.reference\b|grader\.labs|grader\.checks|grader\.problem|\bproblems\[|\.form\b|"
+    r"answer_sites\b|\bsys\.modules\b|"
+    r"\bFORMS\b|\b_form_[a-z]\b|getattr\s*\([^)]*[\"']form[\"']"
+)
+PROCESS_ESCAPES = re.compile(
+    r"\bsys\.argv\b|\b_getframe\b|\bgc\.get_ref|\bctypes\b|\bos\._exit\b|results\.jsonl|"
+    r"job\.pickle|grader\.seeding|GRADER_HIDDEN_SEEDS|/proc/self|"
+    # frames, the garbage collector's view and functions rebuilt from
+    # another's code: how a lock's saved originals or a course function's
+    # internals are reached
+    r"\bget_objects\b|\bgi_frame\b|\bf_locals\b|\bf_back\b|\bcurrentframe\b|"
+    r"\binspect\.stack\b|__globals__|__code__|\bFunctionType\b|"
+    # another process, where no lock holds (XLA's count run in a child,
+    # say)
+    r"\bsubprocess\b|\bos\.system\b|\bos\.popen\b|\bmultiprocessing\b|\bos\.fork\b|"
+    # another thread, started before a lock (its profile watch holds in
+    # this thread only)
+    r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPool|\b_thread\b|"
+    # the watch itself
+    r"\bsetprofile\b|\bsettrace\b|"
+    # the course's helpers that run code in a child Python (numba-cuda's
+    # compiler)
+    r"\bnumba_ptx|\bnumba_sass"
+)
+# answer cells that write what an observation reads: the instrumentation the student's own process
+# holds (the device tracker's counters, the virtual clock and its workloads), attributes set by name
+# or through __dict__, the course's modules rebound, or a workload's true seconds (lab 1: work_s,
+# first_s) or its clock read. The tamper snapshot of the re-check catches replaced functions and
+# classes; plain counters are protected by this flag (grader/DESIGN.md, threat model)
+INSTRUMENT_WRITES = re.compile(
+    r"\.(?:h2d_bytes|d2h_bytes|h2d_copies|peak|calls|timed|reads|leftover|reads_at_first|"
+    r"seconds|busy_until|now)\s*[-+*/]?=(?!=)|\bsetattr\s*\(|__setattr__|__dict__|"
+    r"\bvars\s*\(|\bgpucourse(?:\.\w+)+\s*=(?!=)|\.seconds\b|"
+    # the time module's clocks rebound (the course's timer then reads the
+    # given clock)
+    r"\btime\.(?:perf_counter|monotonic|time|process_time)(?:_ns)?\s*=(?!=)|"
+    # lab 1's workload: its true times, its clock (a counter written
+    # through it: shown as such)
+    r"\.(?:work_s|first_s|_ready_at)\b|\.clock\b(?!\.(?:reads|now|busy_until)\s*[-+*/]?=(?!=))"
+)
 
 
 def decode_notebook(data: bytes) -> tuple[str, list[str]]:
@@ -56,7 +69,9 @@ def decode_notebook(data: bytes) -> tuple[str, list[str]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         text = data.decode("cp1252", errors="replace")
-        issues.append(f"notebook is not UTF-8 (first bad byte at offset {exc.start}): read as Windows-1252")
+        issues.append(
+            f"notebook is not UTF-8 (first bad byte at offset {exc.start}): read as Windows-1252"
+        )
     return text, issues
 
 
@@ -64,14 +79,23 @@ LEGACY_ID = re.compile(r"^(ex\d+[a-z]?)_(.+)$")
 
 
 def _legacy_ids(cells: list[dict], source: dict[str, dict]) -> dict[str, str]:
-    """{old grade_id: today's} for a notebook made from a release whose grade ids carried the exercise's position
-    (``ex3_time_call``, ``ex3_intro``, ``ex3_time_call_visible``): today a cell's grade_id is its exercise's name
-    (``time_call``, ``time_call_intro``, ``time_call_visible``; grader/exercise_cells.py)."""
-    old = [g for c in cells if isinstance(g := nbgrader_meta(c).get("grade_id"), str) and g not in source]
+    """{old grade_id: today's} for a notebook made from a release whose grade ids carried the
+    exercise's position (``ex3_time_call``, ``ex3_intro``, ``ex3_time_call_visible``): today a
+    cell's grade_id is its exercise's name (``time_call``, ``time_call_intro``,
+    ``time_call_visible``; grader/exercise_cells.py)."""
+    old = [
+        g
+        for c in cells
+        if isinstance(g := nbgrader_meta(c).get("grade_id"), str) and g not in source
+    ]
     names: dict[str, str] = {}  # "ex3" -> "time_call", from the answer cells' old ids
     for gid in old:
         match = LEGACY_ID.match(gid)
-        if match and match.group(2) in source and nbgrader_meta(source[match.group(2)]).get("solution"):
+        if (
+            match
+            and match.group(2) in source
+            and nbgrader_meta(source[match.group(2)]).get("solution")
+        ):
             names[match.group(1)] = match.group(2)
     out = {}
     for gid in old:
@@ -96,13 +120,23 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, issues + [f"not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"]
+        return None, issues + [
+            f"not a notebook: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"
+        ]
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None, issues + ["not a notebook: no list of cells"]
-    cells = [c for c in nb["cells"] if isinstance(c, dict) and c.get("cell_type") in ("code", "markdown", "raw")]
+    cells = [
+        c
+        for c in nb["cells"]
+        if isinstance(c, dict) and c.get("cell_type") in ("code", "markdown", "raw")
+    ]
     if len(cells) != len(nb["cells"]):
         issues.append(f"dropped {len(nb['cells']) - len(cells)} malformed cell(s)")
-    source = {nbgrader_meta(c)["grade_id"]: c for c in released["cells"] if nbgrader_meta(c).get("grade_id")}
+    source = {
+        nbgrader_meta(c)["grade_id"]: c
+        for c in released["cells"]
+        if nbgrader_meta(c).get("grade_id")
+    }
     legacy = _legacy_ids(cells, source)
     seen: set[str] = set()
     huge = 0
@@ -119,11 +153,15 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
         gid = nbgrader_meta(cell).get("grade_id")
         if gid is None:
             continue
-        if gid in legacy:  # a notebook from a release that numbered its exercises: the cell's name today
+        # a notebook from a release that numbered its exercises: the cell's name today
+        if gid in legacy:
             gid = cell["metadata"]["nbgrader"]["grade_id"] = legacy[gid]
-        if gid in seen or gid not in source:  # duplicated or foreign: keep the code, drop the grading metadata
-            issues.append(f"cell {gid!r} is {'duplicated' if gid in seen else 'not part of this lab'}: "
-                          "graded as an ordinary cell")
+        # duplicated or foreign: keep the code, drop the grading metadata
+        if gid in seen or gid not in source:
+            issues.append(
+                f"cell {gid!r} is {'duplicated' if gid in seen else 'not part of this lab'}: "
+                "graded as an ordinary cell"
+            )
             cell["metadata"].pop("nbgrader", None)
             continue
         seen.add(gid)
@@ -132,8 +170,10 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
                 and cell["source"].strip() != source_text(want["source"]).strip()):
             issues.append(f"locked cell {gid!r} was edited: restored from the lab")
         if nbgrader_meta(want).get("locked") and want["cell_type"] == "markdown":
-            cell["source"] = source_text(want["source"])  # the lab's text (a renumbered heading, say), no note
-        cell["metadata"]["nbgrader"] = dict(nbgrader_meta(want))  # the lab's metadata, not the student's
+            # the lab's text (a renumbered heading, say), no note
+            cell["source"] = source_text(want["source"])
+        # the lab's metadata, not the student's
+        cell["metadata"]["nbgrader"] = dict(nbgrader_meta(want))
         cell["cell_type"] = want["cell_type"]
     if huge > 1 << 20:
         issues.append(f"the notebook carried {huge >> 20} MB of outputs: removed before grading")
@@ -145,7 +185,9 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
         issues.append(f"missing locked cells re-added from the lab: "
                       f"{', '.join(g for g in missing if g not in lost_solutions)}")
     if sum(len(c["source"]) for c in cells) > MAX_SOURCE_BYTES:
-        return None, issues + [f"more than {MAX_SOURCE_BYTES >> 20} MB of code and text: not graded"]
+        return None, issues + [
+            f"more than {MAX_SOURCE_BYTES >> 20} MB of code and text: not graded"
+        ]
     if not any(nbgrader_meta(c).get("solution") for c in cells) and not any(
             c["cell_type"] == "code" and not nbgrader_meta(c) for c in cells):
         return None, issues + ["empty submission: none of the lab's answer cells is present"]
@@ -158,20 +200,29 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
 
 
 def review_flags(nb: dict) -> list[str]:
-    """Report lines for answer cells a human should read: they use the grader's own objects (references,
-    problems, check functions), reach into the grading process (its arguments, frames, exit, result files) or
-    write the instrumentation an observation reads (counters, the virtual clock, attributes set by name)."""
+    """Report lines for answer cells a human should read: they use the grader's own objects
+    (references, problems, check functions), reach into the grading process (its arguments, frames,
+    exit, result files) or write the instrumentation an observation reads (counters, the virtual
+    clock, attributes set by name)."""
     answers = [(nbgrader_meta(c).get("grade_id"), source_text(c["source"])) for c in nb["cells"]
                if nbgrader_meta(c).get("solution")]
     out = []
     grader_objects = [gid for gid, src in answers if SUSPICIOUS.search(src)]
     if grader_objects:
-        out.append(f"REVIEW: answer cells use the grader's own objects: {', '.join(grader_objects)}")
-    escapes = [f"{gid} ({PROCESS_ESCAPES.search(src).group(0)})" for gid, src in answers if PROCESS_ESCAPES.search(src)]
+        out.append(
+            f"REVIEW: answer cells use the grader's own objects: {', '.join(grader_objects)}"
+        )
+    escapes = [
+        f"{gid} ({PROCESS_ESCAPES.search(src).group(0)})"
+        for gid, src in answers
+        if PROCESS_ESCAPES.search(src)
+    ]
     if escapes:
         out.append(f"REVIEW: answer cells reach into the grading process: {', '.join(escapes)}")
     writes = [f"{gid} ({INSTRUMENT_WRITES.search(src).group(0).strip()})" for gid, src in answers
               if INSTRUMENT_WRITES.search(src)]
     if writes:
-        out.append(f"REVIEW: answer cells write the instrumentation the checks read: {', '.join(writes)}")
+        out.append(
+            f"REVIEW: answer cells write the instrumentation the checks read: {', '.join(writes)}"
+        )
     return out

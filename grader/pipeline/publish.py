@@ -1,9 +1,10 @@
 """Stage 6, publish: what the grading leaves for the instructor and the students.
 
-Per student: ``results/<lab>/<student>.json`` (the source of truth: per test cell score, message, how it was
-checked), the executed notebook (capped: :func:`grader.pipeline.output_cap.keep_notebook`) and the feedback page
-(scores and messages; hidden tests' code, output and cases removed). Per class: the grades CSV (one row per
-student, one column per test cell) and the report (what failed and why, for each student).
+Per student: ``results/<lab>/<student>.json`` (the source of truth: per test cell score, message,
+how it was checked), the executed notebook (capped:
+:func:`grader.pipeline.output_cap.keep_notebook`) and the feedback page (scores and messages; hidden
+tests' code, output and cases removed). Per class: the grades CSV (one row per student, one column
+per test cell) and the report (what failed and why, for each student).
 """
 
 from __future__ import annotations
@@ -21,41 +22,74 @@ def write_result(lab: Lab, ws: Workspace, student: str, result: dict) -> None:
     path = ws.result(student, lab)
     path.parent.mkdir(parents=True, exist_ok=True)
     stable = {k: v for k, v in result.items() if not k.startswith("seconds")}
-    path.write_text(json.dumps(stable, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(stable, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
-def publish(lab: Lab, ws: Workspace, student: str, result: dict, autograded: Path | None, source: dict) -> None:
-    """Write the result JSON, the executed notebook (capped) and the student's feedback (hidden tests removed)."""
+def publish(
+    lab: Lab, ws: Workspace, student: str, result: dict, autograded: Path | None, source: dict
+) -> None:
+    """Write the result JSON, the executed notebook (capped) and the student's feedback (hidden
+    tests removed)."""
     write_result(lab, ws, student, result)
     fb_dir = ws.root / "feedback" / student / lab.name
     fb_dir.mkdir(parents=True, exist_ok=True)
     if autograded is not None:
-        nb = keep_notebook(autograded, ws.root / "autograded" / student / lab.name / autograded.name)
+        nb = keep_notebook(
+            autograded, ws.root / "autograded" / student / lab.name / autograded.name
+        )
     else:
-        nb = {"cells": [], "metadata": source.get("metadata", {}), "nbformat": 4, "nbformat_minor": 5}
+        nb = {
+            "cells": [],
+            "metadata": source.get("metadata", {}),
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
     (fb_dir / f"{lab.notebook}.html").write_text(feedback_html(nb, result), encoding="utf-8")
 
 
 def feedback_html(nb: dict, result: dict) -> str:
-    """The student's feedback: the executed notebook with scores, hidden test code and output removed."""
+    """The student's feedback: the executed notebook with scores, hidden test code and output
+    removed."""
     import nbformat
     from nbconvert import HTMLExporter
     from nbgrader.preprocessors import ClearHiddenTests
 
-    rows = "\n".join(f"| `{k}` | {c['score']:g} / {c['points']:g} | {c['message'][:300].replace('|', '/')} |"
-                     if "hidden" not in k else
-                     f"| `{k}` | {c['score']:g} / {c['points']:g} | "
-                     f"{'passed' if c['score'] >= c['points'] else 'failed (hidden test: details are not shown)'} |"
-                     for k, c in result["cells"].items())
-    issues = "".join(f"\n- {i}" for i in result["issues"] if not i.startswith(("REVIEW", "TAMPERING")))
-    head = (f"# Feedback: {result['lab']}\n\n**Score: {result['score']:g} / {result['max_score']:g}** "
-            f"({result['status']})\n\n| test | score | message |\n|---|---|---|\n{rows}\n"
-            + (f"\n**Problems with the submission:**{issues}\n" if issues else ""))
+    rows = "\n".join(
+        (
+            f"| `{k}` | {c['score']:g} / {c['points']:g} | {c['message'][:300].replace('|', '/')} |"
+            if "hidden" not in k
+            else (
+                f"| `{k}` | {c['score']:g} / {c['points']:g} | "
+                + ("passed" if c["score"] >= c["points"]
+                   else "failed (hidden test: details are not shown)")
+                + " |"
+            )
+        )
+        for k, c in result["cells"].items()
+    )
+    issues = "".join(
+        f"\n- {i}" for i in result["issues"] if not i.startswith(("REVIEW", "TAMPERING"))
+    )
+    head = (
+        f"# Feedback: {result['lab']}\n\n**Score: {result['score']:g} / {result['max_score']:g}** "
+        f"({result['status']})\n\n| test | score | message |\n|---|---|---|\n{rows}\n"
+        + (f"\n**Problems with the submission:**{issues}\n" if issues else "")
+    )
     for cell in nb.get("cells", []):
         cell["source"] = src = source_text(cell.get("source"))
         if "BEGIN HIDDEN TESTS" in src and cell.get("cell_type") == "code":
-            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "(hidden test: output not shown)\n"}]
-    nb["cells"] = [{"cell_type": "markdown", "metadata": {}, "source": head, "id": "feedback-summary"}] + nb.get("cells", [])
+            cell["outputs"] = [
+                {
+                    "output_type": "stream",
+                    "name": "stdout",
+                    "text": "(hidden test: output not shown)\n",
+                }
+            ]
+    nb["cells"] = [
+        {"cell_type": "markdown", "metadata": {}, "source": head, "id": "feedback-summary"}
+    ] + nb.get("cells", [])
     node = nbformat.from_dict(nb)
     node, _ = ClearHiddenTests().preprocess(node, {})
     html, _ = HTMLExporter(template_name="lab").from_notebook_node(node)
@@ -64,7 +98,11 @@ def feedback_html(nb: dict, result: dict) -> str:
 
 def load_results(lab: Lab, ws: Workspace) -> list[dict]:
     base = ws.root / "results" / lab.name
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(base.glob("*.json"))] if base.exists() else []
+    return (
+        [json.loads(p.read_text(encoding="utf-8")) for p in sorted(base.glob("*.json"))]
+        if base.exists()
+        else []
+    )
 
 
 def lab_tests(lab: Lab) -> list[str]:
@@ -78,10 +116,22 @@ def export_csv(lab: Lab, ws: Workspace, path: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["student", "original_name", "lab", "score", "max_score", "status", "issues", *tests])
+        w.writerow(
+            ["student", "original_name", "lab", "score", "max_score", "status", "issues", *tests]
+        )
         for r in results:
-            w.writerow([r["student"], r.get("original", ""), lab.name, f"{r['score']:g}", f"{r['max_score']:g}",
-                        r["status"], len(r["issues"]), *(f"{r['cells'].get(t, {}).get('score', 0):g}" for t in tests)])
+            w.writerow(
+                [
+                    r["student"],
+                    r.get("original", ""),
+                    lab.name,
+                    f"{r['score']:g}",
+                    f"{r['max_score']:g}",
+                    r["status"],
+                    len(r["issues"]),
+                    *(f"{r['cells'].get(t, {}).get('score', 0):g}" for t in tests),
+                ]
+            )
     return path
 
 
@@ -89,7 +139,10 @@ def report(lab: Lab, ws: Workspace) -> str:
     lines = []
     results = load_results(lab, ws)
     for r in results:
-        lines.append(f"{r['student']} ({r.get('original', '')}): {r['score']:g}/{r['max_score']:g} — {r['status']}")
+        lines.append(
+            f"{r['student']} ({r.get('original', '')}): {r['score']:g}/{r['max_score']:g} —"
+            f" {r['status']}"
+        )
         lines += [f"    ! {i}" for i in r["issues"]]
         for t, c in r["cells"].items():
             if c["score"] < c["points"]:

@@ -1,15 +1,17 @@
 """The sandboxed kernel's entry point (the argv of the grading kernelspec, inside bubblewrap).
 
-Exactly ``python -m ipykernel_launcher``, after two things that must happen before any cell runs: reading the
-per-student hidden-case seeds (:mod:`grader.seeding`, which also removes their file's name from the
-environment), and leaving the mark by which the grader knows that *this* kernel ran the notebook (were the job's
-nbgrader config not applied, nbgrader would quietly start its default, unsandboxed kernel instead).
+Exactly ``python -m ipykernel_launcher``, after two things that must happen before any cell runs:
+reading the per-student hidden-case seeds (:mod:`grader.seeding`, which also removes their file's
+name from the environment), and leaving the mark by which the grader knows that *this* kernel ran
+the notebook (were the job's nbgrader config not applied, nbgrader would quietly start its default,
+unsandboxed kernel instead).
 """
 
 import os
 import sys
 
-if sys.path and sys.path[0] == "":  # as ipykernel_launcher: the working directory is not an import path
+# as ipykernel_launcher: the working directory is not an import path
+if sys.path and sys.path[0] == "":
     del sys.path[0]
 
 import grader.seeding  # noqa: E402,F401  (read the seeds now, before student code)

@@ -1,16 +1,16 @@
-"""Stage 5, the verdict (in the grader): the worker's results judged against the reference, then merged with
-nbgrader's scores, **failing closed**.
+"""Stage 5, the verdict (in the grader): the worker's results judged against the reference, then
+merged with nbgrader's scores, **failing closed**.
 
-- :func:`verdicts`: per re-checked test cell {"ok", "message"}: every call's answer (decoded from plain data)
-  compared with the expected answer by the problem's own ``compare``; a raised error names the earlier student
-  cell that failed; steps after the worker stopped are "not reached" (the re-check resumes past a step that stops
-  its process, :func:`grader.pipeline.recheck.run_recheck_resuming`: only a stop it cannot resume leaves steps
-  unreached); everything after tampering is "not
-  trusted" (kernel-only cells after tampering too).
-- :func:`combine`: a test cell scores nbgrader's points only if the out-of-process check passed too. A cell
-  that could not be verified keeps nbgrader's score and is marked "kernel-only". If nbgrader could not finish
-  (kernel died, timeout, out of memory), cells verified before the failure keep their points and the rest
-  score 0 with the reason.
+- :func:`verdicts`: per re-checked test cell {"ok", "message"}: every call's answer (decoded from
+  plain data) compared with the expected answer by the problem's own ``compare``; a raised error
+  names the earlier student cell that failed; steps after the worker stopped are "not reached" (the
+  re-check resumes past a step that stops its process,
+  :func:`grader.pipeline.recheck.run_recheck_resuming`: only a stop it cannot resume leaves steps
+  unreached); everything after tampering is "not trusted" (kernel-only cells after tampering too).
+- :func:`combine`: a test cell scores nbgrader's points only if the out-of-process check passed too.
+  A cell that could not be verified keeps nbgrader's score and is marked "kernel-only". If nbgrader
+  could not finish (kernel died, timeout, out of memory), cells verified before the failure keep
+  their points and the rest score 0 with the reason.
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ from .lab import nbgrader_meta, source_text
 from .wire import decode, encode, has_course_object, has_unsupported
 
 
-def verdicts(steps: list[dict], expected: dict, lines: list[str], problems: dict) -> tuple[dict[str, dict], list[str], str | None]:
-    """Per test cell {"ok", "message"} from the worker's results, judged here; tamper reports; the stop reason."""
+def verdicts(
+    steps: list[dict], expected: dict, lines: list[str], problems: dict
+) -> tuple[dict[str, dict], list[str], str | None]:
+    """Per test cell {"ok", "message"} from the worker's results, judged here; tamper reports; the
+    stop reason."""
     from ..checks import CheckFailure
 
     records: dict[int, dict] = {}
@@ -46,7 +49,8 @@ def verdicts(steps: list[dict], expected: dict, lines: list[str], problems: dict
             records.setdefault(rec["step"], {}).update(rec)
     out: dict[str, dict] = {}
     tainted = False
-    failed_cells: list[str] = []  # answer cells that raised since the last test cell: the likely cause
+    # answer cells that raised since the last test cell: the likely cause
+    failed_cells: list[str] = []
     last = max(records) if records else -1
     for i, step in enumerate(steps):
         rec = records.get(i)
@@ -58,51 +62,73 @@ def verdicts(steps: list[dict], expected: dict, lines: list[str], problems: dict
             failed_cells = []
         if step["kind"] not in ("call", "after", "end"):
             continue
-        if step.get("kernel_only"):  # nbgrader's verdict stands, unless the checks were replaced before it
+        # nbgrader's verdict stands, unless the checks were replaced before it
+        if step.get("kernel_only"):
             if rec is not None and tainted:
-                out[step["test"]] = {"ok": False, "message": "not trusted: earlier code replaced check functions or "
-                                                             f"NumPy/JAX ({'; '.join(tamper)})"}
+                out[step["test"]] = {
+                    "ok": False,
+                    "message": (
+                        "not trusted: earlier code replaced check functions or "
+                        f"NumPy/JAX ({'; '.join(tamper)})"
+                    ),
+                }
             continue
         cell = out.setdefault(step["test"], {"ok": True, "message": ""})
         if not cell["ok"]:
             continue
         if rec is None:
-            cell.update(ok=False, message="not reached: the grading process stopped before this test "
-                                          f"({'killed' if not done else 'no result'})")
+            cell.update(
+                ok=False,
+                message=(
+                    "not reached: the grading process stopped before this test "
+                    f"({'killed' if not done else 'no result'})"
+                ),
+            )
             continue
         if tainted:
-            cell.update(ok=False, message="not trusted: earlier code replaced check functions or NumPy/JAX "
-                                          f"({'; '.join(tamper)})")
+            cell.update(
+                ok=False,
+                message=(
+                    "not trusted: earlier code replaced check functions or NumPy/JAX "
+                    f"({'; '.join(tamper)})"
+                ),
+            )
             continue
         if step["kind"] == "call":
             chk, case, want = expected[i]
             what = case.call_text(chk.fn)
-            if has_unsupported(encode(want)):  # the answer itself is not plain data: nbgrader's verdict stands
+            # the answer itself is not plain data: nbgrader's verdict stands
+            if has_unsupported(encode(want)):
                 cell["unverifiable"] = True
                 continue
             if not rec.get("ok"):
                 cause = f" (earlier, {failed_cells[-1]})" if failed_cells else ""
                 cell.update(ok=False, message=f"{what} raised {rec.get('error')}{cause}")
                 continue
-            if step.get("observe"):  # a kernel's observation: the problem's own judge, any failure is a failure
+            # a kernel's observation: the problem's own judge, any failure is a failure
+            if step.get("observe"):
                 try:
                     problems[chk.problem].judge(decode(rec.get("value")), want, case)
                 except CheckFailure as exc:
                     cell.update(ok=False, message=str(exc))
-                except Exception as exc:  # noqa: BLE001 - an observation that cannot be judged is a wrong one
+                # an observation that cannot be judged is a wrong one
+                except Exception as exc:  # noqa: BLE001
                     cell.update(ok=False, message=f"{what}: could not judge the observation "
                                                   f"({type(exc).__name__}: {exc})")
                 continue
             try:
                 problems[chk.problem].compare(what, decode(rec.get("value")), want, case)
-            except Exception as exc:  # a comparison that chokes on a strange answer is a wrong answer
+            # a comparison that chokes on a strange answer is a wrong answer
+            except Exception as exc:
                 message = str(exc) if isinstance(exc, CheckFailure) else \
                     f"{what}: could not compare the answer ({type(exc).__name__}: {exc})"
-                opaque = has_unsupported(encode((case.args, case.kwargs))) or has_course_object(rec.get("value"))
+                opaque = has_unsupported(encode((case.args, case.kwargs))) or has_course_object(
+                    rec.get("value")
+                )
                 if opaque and not tainted:
-                    # the case passes objects (a device model, a callback), or the answer holds one of the course's
-                    # objects, whose state the comparison may read: that state stayed in the sandbox, so nbgrader's
-                    # verdict decides this cell
+                    # the case passes objects (a device model, a callback), or the answer holds one
+                    # of the course's objects, whose state the comparison may read: that state
+                    # stayed in the sandbox, so nbgrader's verdict decides this cell
                     cell["unverifiable"] = True
                 else:
                     cell.update(ok=False, message=message)
@@ -111,14 +137,25 @@ def verdicts(steps: list[dict], expected: dict, lines: list[str], problems: dict
     for test, cell in list(out.items()):
         if cell.pop("unverifiable", False) and cell["ok"]:
             del out[test]  # "kernel-only"
-    stop = None if done else (f"the check process stopped after step {last + 1} of {len(steps)}"
-                              + (": a cell ran past its time limit and ignored the timeout" if stuck else ""))
+    stop = (
+        None
+        if done
+        else (
+            f"the check process stopped after step {last + 1} of {len(steps)}"
+            + (": a cell ran past its time limit and ignored the timeout" if stuck else "")
+        )
+    )
     return out, tamper, stop
 
 
-def combine(tests: dict[str, float], nbgrader_scores: dict[str, float] | None, checked: dict[str, dict],
-            messages: dict[str, str]) -> dict[str, dict]:
-    """Per test cell {points, score, message, checked}: nbgrader's score, failed closed by the re-check."""
+def combine(
+    tests: dict[str, float],
+    nbgrader_scores: dict[str, float] | None,
+    checked: dict[str, dict],
+    messages: dict[str, str],
+) -> dict[str, dict]:
+    """Per test cell {points, score, message, checked}: nbgrader's score, failed closed by the
+    re-check."""
     cells = {}
     for test_id, points in tests.items():
         nbg = nbgrader_scores.get(test_id) if nbgrader_scores is not None else None
@@ -138,7 +175,8 @@ def combine(tests: dict[str, float], nbgrader_scores: dict[str, float] | None, c
 
 
 def cell_messages(path: Path) -> dict[str, str]:
-    """Test cell id -> the last line of its error (what nbgrader saw), from the executed notebook."""
+    """Test cell id -> the last line of its error (what nbgrader saw), from the executed
+    notebook."""
     out = {}
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))

@@ -1,7 +1,8 @@
 """The reviewed list of equivalent mutants: ``grader/equivalent_mutants.toml``.
 
-A mutant is *equivalent* when no input the spec allows can tell it from the original (``x >= 1`` vs ``x > 0`` on
-integers), so no test can kill it. Each entry is written by a person who checked that, and says why::
+A mutant is *equivalent* when no input the spec allows can tell it from the original (``x >= 1`` vs
+``x > 0`` on integers), so no test can kill it. Each entry is written by a person who checked that,
+and says why::
 
     [[mutant]]
     lab = "lab01_blas_roofline"
@@ -12,9 +13,9 @@ integers), so no test can kill it. Each entry is written by a person who checked
     backend = "cpu"                               # optional: only on this backend ("cpu" or "gpu")
     reason = "the closed form only picks where the search starts: ..."
 
-Entries are matched on the changed line's text before and after (not on line numbers, which move whenever the lab
-module is edited). An entry whose mutant the hidden cases *kill* is wrong and reported as such; an entry that no
-longer matches any mutant is stale and reported too.
+Entries are matched on the changed line's text before and after (not on line numbers, which move
+whenever the lab module is edited). An entry whose mutant the hidden cases *kill* is wrong and
+reported as such; an entry that no longer matches any mutant is stale and reported too.
 """
 
 from __future__ import annotations
@@ -57,9 +58,14 @@ class Entry:
     backend: str | None = None
 
     def matches(self, lab: str, problem: str, mutant: Mutant) -> bool:
-        return (self.lab == lab and self.function == mutant.function and (self.problem in (None, problem))
-                and (self.backend in (None, _backend()))
-                and _norm(self.original) == _norm(mutant.original) and _norm(self.mutated) == _norm(mutant.mutated))
+        return (
+            self.lab == lab
+            and self.function == mutant.function
+            and (self.problem in (None, problem))
+            and (self.backend in (None, _backend()))
+            and _norm(self.original) == _norm(mutant.original)
+            and _norm(self.mutated) == _norm(mutant.mutated)
+        )
 
 
 @dataclass
@@ -78,13 +84,17 @@ class Equivalents:
             if missing:
                 raise ValueError(f"{path.name}: entry {i + 1} lacks {', '.join(missing)}")
             if len(raw["reason"].strip()) < MIN_REASON_CHARS:
-                raise ValueError(f"{path.name}: entry {i + 1} ({raw['function']}): the reason must say why the "
-                                 f"mutant is equivalent (at least {MIN_REASON_CHARS} characters)")
+                raise ValueError(
+                    f"{path.name}: entry {i + 1} ({raw['function']}): the reason must say why the "
+                    f"mutant is equivalent (at least {MIN_REASON_CHARS} characters)"
+                )
             unknown = set(raw) - set(REQUIRED) - set(OPTIONAL)
             if unknown:
                 raise ValueError(f"{path.name}: entry {i + 1} has unknown keys {sorted(unknown)}")
             if raw.get("backend") not in (None, "cpu", "gpu"):
-                raise ValueError(f"{path.name}: entry {i + 1}: backend is 'cpu' or 'gpu', got {raw['backend']!r}")
+                raise ValueError(
+                    f"{path.name}: entry {i + 1}: backend is 'cpu' or 'gpu', got {raw['backend']!r}"
+                )
             entries.append(Entry(**{k: raw[k] for k in (*REQUIRED, *OPTIONAL) if k in raw}))
         return cls(entries)
 

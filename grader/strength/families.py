@@ -1,20 +1,22 @@
 """Case families: every hidden test must hold every family its visible test holds.
 
-A *family* is a class of input or outcome a wrong answer can hinge on. Each case is tagged from what it is, not from
-how it was drawn:
+A *family* is a class of input or outcome a wrong answer can hinge on. Each case is tagged from what
+it is, not from how it was drawn:
 
-- per argument (named after the reference's parameters): its dtype (a dtype string, or an array's dtype), a string
-  or bool value from a small vocabulary ('adam', 'float16', True), None; boundary integers (0, 1, negative);
-  lists and tuples of one element or none; arrays: square or not, one element, all-True / all-False / mixed masks;
-- per result (the reference's answer): None, True/False, a word ('memory', 'compute', 'gpu'), each word of a tuple
-  answer, a set of names ({'all-gather', 'all-reduce'}), 0 or 1;
-- kernel launches: a last block that is only partly inside the data (sizes not a multiple of the block), or none;
-- problem-specific families the issue names: exact ties on a decision boundary, wrap-around on a torus, a partial
-  last warp, the same chip twice.
+- per argument (named after the reference's parameters): its dtype (a dtype string, or an array's
+  dtype), a string or bool value from a small vocabulary ('adam', 'float16', True), None; boundary
+  integers (0, 1, negative); lists and tuples of one element or none; arrays: square or not, one
+  element, all-True / all-False / mixed masks;
+- per result (the reference's answer): None, True/False, a word ('memory', 'compute', 'gpu'), each
+  word of a tuple answer, a set of names ({'all-gather', 'all-reduce'}), 0 or 1;
+- kernel launches: a last block that is only partly inside the data (sizes not a multiple of the
+  block), or none;
+- problem-specific families the issue names: exact ties on a decision boundary, wrap-around on a
+  torus, a partial last warp, the same chip twice.
 
-:func:`family_report` compares the families of the visible cases with those of the hidden cases. Mutation testing
-(:mod:`.runner`) gives the other half of "at least as strong": every mutant the visible cases kill, the hidden cases
-kill too.
+:func:`family_report` compares the families of the visible cases with those of the hidden cases.
+Mutation testing (:mod:`.runner`) gives the other half of "at least as strong": every mutant the
+visible cases kill, the hidden cases kill too.
 """
 
 from __future__ import annotations
@@ -29,7 +31,17 @@ import numpy as np
 
 from ..problem import Case, Problem
 
-DTYPE_NAMES = {"float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool"}
+DTYPE_NAMES = {
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+}
 MAX_WORD = 24  # strings longer than this are data (HLO, SASS, CUDA source), not a family
 
 
@@ -64,7 +76,11 @@ def _value_tags(name: str, v: Any) -> set[str]:
             tags.add(f"{name}: one element")
         if str(v.dtype) == "bool" and v.size:
             a = np.asarray(v)
-            tags.add(f"{name}: all True" if a.all() else f"{name}: all False" if not a.any() else f"{name}: mixed")
+            tags.add(
+                f"{name}: all True"
+                if a.all()
+                else f"{name}: all False" if not a.any() else f"{name}: mixed"
+            )
         return tags
     if isinstance(v, (list, tuple)):
         if len(v) == 0:
@@ -84,14 +100,20 @@ def _result_tags(r: Any) -> set[str]:
     if isinstance(r, tuple):
         out = set()
         for i, x in enumerate(r):
-            if x is None or isinstance(x, (bool, np.bool_)) or isinstance(x, str) and len(x) <= MAX_WORD:
+            if (
+                x is None
+                or isinstance(x, (bool, np.bool_))
+                or isinstance(x, str)
+                and len(x) <= MAX_WORD
+            ):
                 out.add(f"result[{i}]={x!r}" if isinstance(x, str) else f"result[{i}]={x}")
         return out
     return set()
 
 
 def _launch_tags(problem: Problem, case: Case) -> set[str]:
-    """A kernel exercise: is the last block only partly inside the data? (any array dimension, x = last axis)"""
+    """A kernel exercise: is the last block only partly inside the data? (any array dimension, x =
+    last axis)"""
     launch = getattr(problem, "launch", None)
     if launch is None:
         return set()
@@ -108,18 +130,22 @@ def _launch_tags(problem: Problem, case: Case) -> set[str]:
     return {"launch: partial last block" if partial else "launch: whole blocks only"}
 
 
-# -- the families the issue names, where the generic tags cannot see them -------------------------------------------
+# -- the families the issue names, where the generic tags cannot see them --------------------------
 
 def _tie_link(case: Case, result: Any) -> set[str]:
     flops, bytes_in, bytes_out, cpu, gpu, latency = case.args  # lab 3's min_link_bandwidth
     moved = bytes_in + bytes_out
-    left = max(flops / cpu["flops"], moved / cpu["bandwidth"]) - 2 * latency - max(flops / gpu["flops"],
-                                                                                    moved / gpu["bandwidth"])
+    left = (
+        max(flops / cpu["flops"], moved / cpu["bandwidth"])
+        - 2 * latency
+        - max(flops / gpu["flops"], moved / gpu["bandwidth"])
+    )
     return {"tie: 2·latency + GPU time == CPU time"} if left == 0 else set()
 
 
 def _torus(case: Case, result: Any) -> set[str]:
-    a, b, dims = case.args[:3]  # slice_hops(a, b, dims, chip): whether an axis wraps is the chip's rule
+    # slice_hops(a, b, dims, chip): whether an axis wraps is the chip's rule
+    a, b, dims = case.args[:3]
     deltas = [(abs(x - y), d) for x, y, d in zip(a, b, dims)]
     tags = set()
     if all(delta == 0 for delta, _ in deltas):

@@ -2,18 +2,21 @@
 
 Two judges, one per kind of subject (:mod:`.subjects`):
 
-- :class:`ReferenceJudge` — the original reference's outputs on the cases are computed once; a mutant (or the
-  reference running with a mutated helper) is called on the same cases and its outputs go through the Problem's own
-  ``compare``, with the original's as the expected values. Killed when ``compare`` raises, the mutant raises, or it
-  runs past its time limit. A Problem whose ``compare`` accepts anything (a kernel exercise compares inside its
-  ``check``) is judged by the course's array comparison instead. Before any mutant, the unmutated reference must
-  pass its own judge, else the reference is not answer-shaped (a ``(C, hw)`` answer, a device-memory protocol) and
-  the solution is mutated instead.
-- :class:`SolutionJudge` — a mutated solution goes through the checker itself, ``Problem.check(fn, hidden=...)``,
-  exactly as a student's answer does (answer lock, instrumented kernel run, structure checks and all).
+- :class:`ReferenceJudge` — the original reference's outputs on the cases are computed once; a
+  mutant (or the reference running with a mutated helper) is called on the same cases and its
+  outputs go through the Problem's own ``compare``, with the original's as the expected values.
+  Killed when ``compare`` raises, the mutant raises, or it runs past its time limit. A Problem whose
+  ``compare`` accepts anything (a kernel exercise compares inside its ``check``) is judged by the
+  course's array comparison instead. Before any mutant, the unmutated reference must pass its own
+  judge, else the reference is not answer-shaped (a ``(C, hw)`` answer, a device-memory protocol)
+  and the solution is mutated instead.
+- :class:`SolutionJudge` — a mutated solution goes through the checker itself, ``Problem.check(fn,
+  hidden=...)``, exactly as a student's answer does (answer lock, instrumented kernel run, structure
+  checks and all).
 
-Hidden cases decide the verdict. Visible cases are tried only on mutants the hidden cases miss: a mutant the visible
-test kills and the hidden one does not is a place where the hidden test is weaker than the visible one.
+Hidden cases decide the verdict. Visible cases are tried only on mutants the hidden cases miss: a
+mutant the visible test kills and the hidden one does not is a place where the hidden test is weaker
+than the visible one.
 """
 
 from __future__ import annotations
@@ -41,13 +44,17 @@ LIMIT_FACTOR = 10.0  # … or this many times what the original took on the same
 
 
 class MutantTimeout(BaseException):
-    """Raised in the main thread when a mutant runs past its limit (a BaseException: checks catch Exception)."""
+    """Raised in the main thread when a mutant runs past its limit (a BaseException: checks catch
+    Exception)."""
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` (SIGALRM; no limit outside the main thread or without SIGALRM)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+    """Interrupt the block after ``seconds`` (SIGALRM; no limit outside the main thread or without
+    SIGALRM)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "setitimer"
+    ):
         yield
         return
 
@@ -65,9 +72,10 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 @contextlib.contextmanager
 def compile_cache() -> Iterator[dict]:
-    """XLA compiles each distinct lowered module once: a mutant that leaves a computation unchanged reuses the
-    original's executable (``jax.stages.Lowered.compile`` keyed by the module's text, which holds shapes, dtypes,
-    shardings and every op). Only while the block runs; nothing is cached when JAX is not loaded."""
+    """XLA compiles each distinct lowered module once: a mutant that leaves a computation unchanged
+    reuses the original's executable (``jax.stages.Lowered.compile`` keyed by the module's text,
+    which holds shapes, dtypes, shardings and every op). Only while the block runs; nothing is
+    cached when JAX is not loaded."""
     import sys
 
     cache: dict = {}
@@ -94,7 +102,11 @@ def compile_cache() -> Iterator[dict]:
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """No stdout, no warnings, no floating-point chatter from a mutant."""
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), np.errstate(all="ignore"):
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        warnings.catch_warnings(),
+        np.errstate(all="ignore"),
+    ):
         warnings.simplefilter("ignore")
         yield
 
@@ -115,10 +127,11 @@ class NotAnswerShaped(Exception):
     """The unmutated reference fails its own judge: its outputs are not what an answer returns."""
 
 
-# -- comparing outputs -------------------------------------------------------------------------------------------
+# -- comparing outputs -----------------------------------------------------------------------------
 
 def compare_arrays(what: str, got: Any, expected: Any, case: Case) -> None:
-    """The course's array comparison, output by output (kernel exercises compare inside their check)."""
+    """The course's array comparison, output by output (kernel exercises compare inside their
+    check)."""
     got_t = got if isinstance(got, tuple) else (got,)
     exp_t = expected if isinstance(expected, tuple) else (expected,)
     if len(got_t) != len(exp_t):
@@ -128,11 +141,13 @@ def compare_arrays(what: str, got: Any, expected: Any, case: Case) -> None:
 
 
 def _as_input_dtype(got: Any, case: Case) -> Any:
-    """A reference computed in float64 where the answer must keep its inputs' dtype (float32, bfloat16)."""
+    """A reference computed in float64 where the answer must keep its inputs' dtype (float32,
+    bfloat16)."""
     return np.asarray(got).astype(case.args[0].dtype)
 
 
-# references whose output differs in form from an answer's, and how an answer computing the same would return it
+# references whose output differs in form from an answer's, and how an answer computing the same
+# would return it
 ADAPTERS: dict[str, Callable[[Any, Case], Any]] = {
     "fused_bias_gelu": _as_input_dtype,
     "fixed_scale_tanh": _as_input_dtype,
@@ -150,7 +165,8 @@ def _arrays(value: Any) -> list[np.ndarray]:
 
 
 class ReferenceJudge:
-    """The Problem's compare on the original reference's outputs vs a mutant's, over one set of cases."""
+    """The Problem's compare on the original reference's outputs vs a mutant's, over one set of
+    cases."""
 
     def __init__(self, problem: Problem, hidden: bool):
         self.problem, self.hidden = problem, hidden
@@ -185,7 +201,9 @@ class ReferenceJudge:
             try:
                 got.append(fn(*case.args, **case.kwargs))
             except Exception as exc:  # noqa: BLE001 - a mutant may raise anything
-                return Verdict(True, f"{case.call_text(self.problem.name)} raised {first_line(exc)}")
+                return Verdict(
+                    True, f"{case.call_text(self.problem.name)} raised {first_line(exc)}"
+                )
         return got
 
     def judge(self, outputs: list[Any] | Verdict) -> Verdict:
@@ -195,15 +213,18 @@ class ReferenceJudge:
             what = case.call_text(self.problem.name)
             try:
                 self.compare(what, self.adapt(got, case), expected, case)
-            except Exception as exc:  # noqa: BLE001 - CheckFailure, or a compare tripping on an odd value
+            # CheckFailure, or a compare tripping on an odd value
+            except Exception as exc:  # noqa: BLE001
                 return Verdict(True, first_line(exc))
         return Verdict(False)
 
     def restore(self) -> None:
         """Fresh cases if a mutant wrote into an input array."""
         now = [_arrays(c.args) for c in self.cases]
-        if any(len(a) != len(b) or any(not np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
-               for a, b in zip(now, self._snapshot)):
+        if any(
+            len(a) != len(b) or any(not np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+            for a, b in zip(now, self._snapshot)
+        ):
             self._load()
 
 
@@ -220,11 +241,14 @@ class SolutionJudge:
         verdict = self.judge(self.outputs(answer))
         self.baseline_s = time.perf_counter() - t0
         if verdict.killed:
-            raise NotAnswerShaped(f"the instructor's solution fails its own {self.kind} check: {verdict.how}")
+            raise NotAnswerShaped(
+                f"the instructor's solution fails its own {self.kind} check: {verdict.how}"
+            )
 
     def outputs(self, fn: Any) -> Verdict:
-        # the check's own per-call limit, loosened: on a loaded machine the instructor's solution must not lose its
-        # mode to a student's 10 s limit (a mutant that hangs is stopped by the runner's limit, from the baseline)
+        # the check's own per-call limit, loosened: on a loaded machine the instructor's solution
+        # must not lose its mode to a student's 10 s limit (a mutant that hangs is stopped by the
+        # runner's limit, from the baseline)
         p = self.problem
         limits = p.time_limit, p.check_budget
         p.time_limit, p.check_budget = limits[0] * CHECK_SLACK, limits[1] * CHECK_SLACK
@@ -244,7 +268,7 @@ class SolutionJudge:
         pass
 
 
-# -- one mutant, one problem ---------------------------------------------------------------------------------------
+# -- one mutant, one problem -----------------------------------------------------------------------
 
 @dataclass
 class MutantResult:
@@ -268,7 +292,8 @@ class MutantResult:
 
 @contextlib.contextmanager
 def _fresh_caches(subjects: list[Subject]) -> Iterator[None]:
-    """lru caches of the reach emptied before and after: a cached result must not hide (or keep) a mutant."""
+    """lru caches of the reach emptied before and after: a cached result must not hide (or keep) a
+    mutant."""
     caches = [s.original for s in subjects if hasattr(s.original, "cache_clear")]
     for c in caches:
         c.cache_clear()
@@ -326,12 +351,19 @@ class ProblemRun:
     results: list[MutantResult] = field(default_factory=list)
 
 
-def modes_for(problem: Problem, lab_module: types.ModuleType, book: SolutionBook | None, solutions: str,
-              include_course: bool, notes: list[str]) -> list[Mode]:
-    """Reference mode where the reference is answer-shaped. Solution mode (``solutions == "auto"``) where only it
-    can see what the hidden test checks: a kernel answer, a reference that is not answer-shaped or has nothing to
-    mutate (a lookup), a Problem with an ``after`` check (structure, tiling, instrumentation: it runs on the
-    answer, never on the reference); for every problem with ``solutions == "all"``."""
+def modes_for(
+    problem: Problem,
+    lab_module: types.ModuleType,
+    book: SolutionBook | None,
+    solutions: str,
+    include_course: bool,
+    notes: list[str],
+) -> list[Mode]:
+    """Reference mode where the reference is answer-shaped. Solution mode (``solutions == "auto"``)
+    where only it can see what the hidden test checks: a kernel answer, a reference that is not
+    answer-shaped or has nothing to mutate (a lookup), a Problem with an ``after`` check (structure,
+    tiling, instrumentation: it runs on the answer, never on the reference); for every problem with
+    ``solutions == "all"``."""
     modes = []
     reach = reference_subjects(problem, lab_module, include_course)
     notes += [f"reference: {s}" for s in reach.skipped]
@@ -348,14 +380,24 @@ def modes_for(problem: Problem, lab_module: types.ModuleType, book: SolutionBook
             notes.append(f"reference mode impossible, the reference is not answer-shaped: {exc}")
     kernel = book is not None and book.is_kernel(problem.name)
     checked_after = problem.after is not None
-    want = solutions == "all" or (solutions == "auto" and (kernel or not reference_ok or checked_after))
+    want = solutions == "all" or (
+        solutions == "auto" and (kernel or not reference_ok or checked_after)
+    )
     if want and book is not None and book.answer(problem.name) is not None:
         answer = book.answer(problem.name)
         sreach = book.subjects(problem.name)
         notes += [f"solution: {s}" for s in sreach.skipped]
         try:
             hidden = SolutionJudge(problem, True, answer)
-            modes.append(Mode("solution", sreach, answer, hidden, lambda: SolutionJudge(problem, False, answer)))
+            modes.append(
+                Mode(
+                    "solution",
+                    sreach,
+                    answer,
+                    hidden,
+                    lambda: SolutionJudge(problem, False, answer),
+                )
+            )
         except NotAnswerShaped as exc:
             notes.append(str(exc))
     elif want:
@@ -365,14 +407,19 @@ def modes_for(problem: Problem, lab_module: types.ModuleType, book: SolutionBook
 
 def _lists_any(problem: Problem, lab: str, lab_module: types.ModuleType, book: SolutionBook | None,
                equivalents: Equivalents, include_course: bool) -> bool:
-    """Whether any mutant of what this problem's modes could mutate is listed as equivalent (made, not run)."""
+    """Whether any mutant of what this problem's modes could mutate is listed as equivalent (made,
+    not run)."""
     if not any(e.lab == lab and e.problem in (None, problem.name) for e in equivalents.entries):
         return False
     reaches = [reference_subjects(problem, lab_module, include_course)]
     if book is not None and book.answer(problem.name) is not None:
         reaches.append(book.subjects(problem.name))
-    return any(any(e.matches(lab, problem.name, m) for e in equivalents.entries)
-               for reach in reaches for subject in reach.subjects for m in mutants(subject.source)[0])
+    return any(
+        any(e.matches(lab, problem.name, m) for e in equivalents.entries)
+        for reach in reaches
+        for subject in reach.subjects
+        for m in mutants(subject.source)[0]
+    )
 
 
 def _visible_verdict(subject: Subject, mutant: Mutant, mode: Mode) -> str:
@@ -380,16 +427,33 @@ def _visible_verdict(subject: Subject, mutant: Mutant, mode: Mode) -> str:
         judge = mode.visible
     except NotAnswerShaped as exc:
         return f"n/a ({exc})"
-    seen = evaluate(subject, mutant, judge, mode.root, mode.reach, max(MIN_LIMIT_S, LIMIT_FACTOR * judge.baseline_s))
+    seen = evaluate(
+        subject,
+        mutant,
+        judge,
+        mode.root,
+        mode.reach,
+        max(MIN_LIMIT_S, LIMIT_FACTOR * judge.baseline_s),
+    )
     return "killed" if seen.killed else "survived"
 
 
-def run_problem(problem: Problem, lab: str, lab_module: types.ModuleType, book: SolutionBook | None,
-                equivalents: Equivalents, solutions: str = "auto", include_course: bool = False,
-                skip: set[str] = frozenset(), on_start: Callable[[str], None] | None = None,
-                on_result: Callable[[MutantResult], None] | None = None, listed_only: bool = False) -> ProblemRun:
-    """Judge every mutant of the problem's reference (or, ``listed_only``, only those listed as equivalent: the
-    cheap check that the equivalents file is in step, which CI runs; the full run is the benchmark's)."""
+def run_problem(
+    problem: Problem,
+    lab: str,
+    lab_module: types.ModuleType,
+    book: SolutionBook | None,
+    equivalents: Equivalents,
+    solutions: str = "auto",
+    include_course: bool = False,
+    skip: set[str] = frozenset(),
+    on_start: Callable[[str], None] | None = None,
+    on_result: Callable[[MutantResult], None] | None = None,
+    listed_only: bool = False,
+) -> ProblemRun:
+    """Judge every mutant of the problem's reference (or, ``listed_only``, only those listed as
+    equivalent: the cheap check that the equivalents file is in step, which CI runs; the full run is
+    the benchmark's)."""
     run = ProblemRun(problem.name)
     if listed_only and not _lists_any(problem, lab, lab_module, book, equivalents, include_course):
         return run  # nothing of this problem is listed: no baseline to pay for
@@ -402,23 +466,35 @@ def run_problem(problem: Problem, lab: str, lab_module: types.ModuleType, book: 
             run.broken += broken
             for mutant in made:
                 key = f"{problem.name}:{mode.name}:{mutant.key}"
-                if key in skip or (listed_only and equivalents.find(lab, problem.name, mutant) is None):
+                if key in skip or (
+                    listed_only and equivalents.find(lab, problem.name, mutant) is None
+                ):
                     continue
                 if on_start:
                     on_start(key)
                 t0 = time.perf_counter()
                 verdict = evaluate(subject, mutant, mode.hidden, mode.root, mode.reach, limit)
-                result = MutantResult(problem.name, mode.name, mutant.function, subject.source.filename, mutant.line,
-                                      mutant.operator, mutant.original, mutant.mutated, key,
-                                      "timeout" if verdict.timeout else "killed" if verdict.killed else "survived",
-                                      verdict.how)
+                result = MutantResult(
+                    problem.name,
+                    mode.name,
+                    mutant.function,
+                    subject.source.filename,
+                    mutant.line,
+                    mutant.operator,
+                    mutant.original,
+                    mutant.mutated,
+                    key,
+                    "timeout" if verdict.timeout else "killed" if verdict.killed else "survived",
+                    verdict.how,
+                )
                 if not verdict.killed:
                     result.visible = _visible_verdict(subject, mutant, mode)
                 entry = equivalents.find(lab, problem.name, mutant)
                 if entry is not None:
                     if result.status == "survived":
                         result.status, result.how = "equivalent", entry.reason
-                    elif result.status == "timeout":  # right but slow (a search from a worse start): not a kill
+                    # right but slow (a search from a worse start): not a kill
+                    elif result.status == "timeout":
                         result.status = "equivalent"
                         result.how = f"{entry.reason} (here it also ran slowly: {result.how})"
                     else:

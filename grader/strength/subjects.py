@@ -2,17 +2,20 @@
 
 Two kinds of subject:
 
-- **reference** — the Problem's ``reference`` and every function it reaches in the lab module (its helpers; with
-  ``include_course`` also the ``gpucourse`` functions it reaches). Reached = named in its code: a global, an
-  attribute of a module it holds, a method of a class it holds (followed transitively, methods through ``self``);
-- **solution** — the instructor's answer in ``solutions/<lab>/<lab>.py`` (the notebook's solution cell, run after the
-  lab's ``setup`` cell, exactly as a student's kernel runs it) and the other solution functions it calls. Kernel
-  exercises are mutated this way: their answer is a ``@cuda.jit`` kernel, the reference only a NumPy formula.
+- **reference** — the Problem's ``reference`` and every function it reaches in the lab module (its
+  helpers; with ``include_course`` also the ``gpucourse`` functions it reaches). Reached = named in
+  its code: a global, an attribute of a module it holds, a method of a class it holds (followed
+  transitively, methods through ``self``);
+- **solution** — the instructor's answer in ``solutions/<lab>/<lab>.py`` (the notebook's solution
+  cell, run after the lab's ``setup`` cell, exactly as a student's kernel runs it) and the other
+  solution functions it calls. Kernel exercises are mutated this way: their answer is a
+  ``@cuda.jit`` kernel, the reference only a NumPy formula.
 
-A mutant is compiled in the original's globals, with its own line numbers matching the file (so tracebacks, the SIMT
-executor's line counts and ``inspect.getsource`` all work), re-decorated as the original was (``@cuda.jit``,
-``@functools.lru_cache``), and swapped in at every place the original object is held: the defining module, modules
-that imported it by name, the solution namespace, a class.
+A mutant is compiled in the original's globals, with its own line numbers matching the file (so
+tracebacks, the SIMT executor's line counts and ``inspect.getsource`` all work), re-decorated as the
+original was (``@cuda.jit``, ``@functools.lru_cache``), and swapped in at every place the original
+object is held: the defining module, modules that imported it by name, the solution namespace, a
+class.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ _OWNED_PREFIXES = ("grader.", "gpucourse.")
 
 
 def raw_function(obj: Any) -> types.FunctionType | None:
-    """The Python function behind a function, an lru_cache wrapper, a numba kernel, a static or class method."""
+    """The Python function behind a function, an lru_cache wrapper, a numba kernel, a static or
+    class method."""
     for _ in range(4):
         if isinstance(obj, types.FunctionType):
             return obj
@@ -58,10 +62,12 @@ def raw_function(obj: Any) -> types.FunctionType | None:
 
 @dataclass(eq=False)
 class Subject:
-    """One function that can be mutated: its source, the object held today, and every place that holds it."""
+    """One function that can be mutated: its source, the object held today, and every place that
+    holds it."""
 
     source: FunctionSource
-    original: Any  # what the holders hold: a function, an lru_cache wrapper, a kernel, a staticmethod
+    # what the holders hold: a function, an lru_cache wrapper, a kernel, a staticmethod
+    original: Any
     sites: list[tuple[Any, str]]  # (a dict or a class, name)
     globals: dict  # the namespace its code runs in
 
@@ -77,9 +83,12 @@ class Subject:
         """The mutant as an object of the original's kind (decorators applied), ready to swap in."""
         filename = f"<mutant {mutant.key}>"
         text = self.source.padded(mutant.text)
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)  # inspect.getsource works
+        # inspect.getsource works
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         namespace: dict = {}
-        exec(compile(text, filename, "exec"), self.globals, namespace)  # noqa: S102 - our own mutants
+        exec(
+            compile(text, filename, "exec"), self.globals, namespace
+        )  # noqa: S102 - our own mutants
         name = self.source.qualname.rsplit(".", 1)[-1]
         if name not in namespace:
             raise RuntimeError(f"mutant {mutant.key} did not define {name}")
@@ -120,8 +129,13 @@ def _function_source(fn: types.FunctionType, qualname: str) -> FunctionSource | 
 
 
 def _holders(obj: Any, extra: list[dict]) -> list[tuple[dict, str]]:
-    """Every (namespace, name) that holds ``obj``: loaded grader/gpucourse modules and the extra namespaces."""
-    spaces = [m.__dict__ for n, m in list(sys.modules.items()) if n.startswith(_OWNED_PREFIXES) and m is not None]
+    """Every (namespace, name) that holds ``obj``: loaded grader/gpucourse modules and the extra
+    namespaces."""
+    spaces = [
+        m.__dict__
+        for n, m in list(sys.modules.items())
+        if n.startswith(_OWNED_PREFIXES) and m is not None
+    ]
     unique = {id(s): s for s in spaces + extra}
     found = []
     for space in unique.values():
@@ -133,12 +147,15 @@ def _holders(obj: Any, extra: list[dict]) -> list[tuple[dict, str]]:
 
 @dataclass
 class Reach:
-    """Functions reachable from some roots, restricted to those ``allowed`` says are ours to mutate."""
+    """Functions reachable from some roots, restricted to those ``allowed`` says are ours to
+    mutate."""
 
     allowed: Callable[[types.FunctionType], bool]
     home: str = ""  # functions of this module are named bare; others as module.function
-    also_home: tuple[str, ...] = ()  # a split lab: its exercise side is named bare too (as before the split)
-    namespaces: list[dict] = field(default_factory=list)  # besides modules: where functions may be held
+    # a split lab: its exercise side is named bare too (as before the split)
+    also_home: tuple[str, ...] = ()
+    # besides modules: where functions may be held
+    namespaces: list[dict] = field(default_factory=list)
     subjects: list[Subject] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     _seen: set[int] = field(default_factory=set)
@@ -156,7 +173,9 @@ class Reach:
         if source is None:
             self.skipped.append(f"{qualname}: no source")
         elif re.search(r"\bsuper\(\)", source.text):
-            self.skipped.append(f"{qualname}: uses super(), which a mutant compiled outside its class cannot")
+            self.skipped.append(
+                f"{qualname}: uses super(), which a mutant compiled outside its class cannot"
+            )
         else:
             sites = [(cls, attr)] if cls is not None else _holders(obj, self.namespaces)
             if sites:
@@ -178,7 +197,8 @@ class Reach:
                 self._add_method(cls, name)
 
     def _add_value(self, value: Any, name: str, names: set[str] = frozenset()) -> None:
-        if isinstance(value, type):  # a class it builds: its constructor, and the methods it calls by name
+        # a class it builds: its constructor, and the methods it calls by name
+        if isinstance(value, type):
             for attr in ("__init__", "__post_init__", "__call__", *sorted(names)):
                 self._add_method(value, attr)
             return
@@ -188,11 +208,14 @@ class Reach:
     def _add_method(self, cls: type, name: str) -> None:
         for klass in cls.__mro__:
             if name in klass.__dict__:
-                self.add(klass.__dict__[name], klass, name)  # a property's source compiles to a property
+                # a property's source compiles to a property
+                self.add(klass.__dict__[name], klass, name)
                 return
 
 
-def in_modules(*module_names: str, prefixes: tuple[str, ...] = ()) -> Callable[[types.FunctionType], bool]:
+def in_modules(
+    *module_names: str, prefixes: tuple[str, ...] = ()
+) -> Callable[[types.FunctionType], bool]:
     def allowed(fn: types.FunctionType) -> bool:
         mod = fn.__module__ or ""
         return mod in module_names or mod.startswith(prefixes)
@@ -200,9 +223,12 @@ def in_modules(*module_names: str, prefixes: tuple[str, ...] = ()) -> Callable[[
     return allowed
 
 
-def reference_subjects(problem: Any, lab_module: types.ModuleType, include_course: bool = False) -> Reach:
-    """The reference and what it reaches in the lab module (and in ``gpucourse`` when ``include_course``). Only what
-    the reference calls: a ``forbid`` helper it does not call could never be told apart by its cases."""
+def reference_subjects(
+    problem: Any, lab_module: types.ModuleType, include_course: bool = False
+) -> Reach:
+    """The reference and what it reaches in the lab module (and in ``gpucourse`` when
+    ``include_course``). Only what the reference calls: a ``forbid`` helper it does not call could
+    never be told apart by its cases."""
     from ..problem import _answer_module
 
     if hasattr(problem, "has_answers"):
@@ -217,16 +243,19 @@ def reference_subjects(problem: Any, lab_module: types.ModuleType, include_cours
     reach.add(root)
     fn = raw_function(root)
     if fn is not None and not allowed(fn):
-        reach.skipped.insert(0, f"the reference {fn.__module__}.{fn.__qualname__} lives outside the lab module")
+        reach.skipped.insert(
+            0, f"the reference {fn.__module__}.{fn.__qualname__} lives outside the lab module"
+        )
     return reach
 
 
-# -- the instructor's solutions, as a student's kernel runs them ---------------------------------------------------
+# -- the instructor's solutions, as a student's kernel runs them -----------------------------------
 
 @dataclass
 class SolutionBook:
-    """A lab's solution notebook (its py:percent twin) executed the way a student's kernel runs it: the ``setup``
-    cell, then every solution cell; functions keep the twin's file name and line numbers."""
+    """A lab's solution notebook (its py:percent twin) executed the way a student's kernel runs it:
+    the ``setup`` cell, then every solution cell; functions keep the twin's file name and line
+    numbers."""
 
     lab: str
     namespace: dict
@@ -269,7 +298,9 @@ def solution_function_names(lab: str) -> set[str]:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
             tree = ast.parse(cell.source)
-            names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            names |= {
+                n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
     return names
 
 
@@ -280,7 +311,8 @@ def solution_book(lab: str) -> SolutionBook:
     path = course.ROOT / "solutions" / lab / f"{lab}.py"
     text = path.read_text(encoding="utf-8")
     file_lines = text.splitlines()
-    starts = {m.group(1): text.count("\n", 0, m.start()) + 2 for m in _CELL.finditer(text)}  # source's first line
+    # source's first line
+    starts = {m.group(1): text.count("\n", 0, m.start()) + 2 for m in _CELL.finditer(text)}
     nb = jupytext.reads(text, fmt="py:percent")
     namespace: dict = {"__name__": f"solutions.{lab}"}
     cell_of: dict[str, str] = {}
@@ -292,14 +324,19 @@ def solution_book(lab: str) -> SolutionBook:
             continue
         source = cell.source
         start = starts.get(gid, 0)
-        if start and file_lines[start - 1:start - 1 + len(source.splitlines())] == source.splitlines():
+        if (
+            start
+            and file_lines[start - 1 : start - 1 + len(source.splitlines())] == source.splitlines()
+        ):
             filename, padded = str(path), "\n" * (start - 1) + source
         else:  # the twin's layout is not what we expect: keep the cell's own numbering
             filename, padded = f"<solution {lab}:{gid}>", source
             linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         before = set(namespace)
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(padded, filename, "exec"), namespace)  # noqa: S102 - the course's own solutions
+            exec(
+                compile(padded, filename, "exec"), namespace
+            )  # noqa: S102 - the course's own solutions
         if meta.get("solution"):
             for name in set(namespace) - before:
                 cell_of[name] = gid

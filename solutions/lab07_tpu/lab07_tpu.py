@@ -39,23 +39,31 @@
 # imported: if you imported JAX some other way, restart the kernel.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# Colab set-up (does nothing outside Google Colab): install the course (student edition), pick the backend.
+# Colab set-up (does nothing outside Google Colab): install the course (student edition),
+# pick the backend.
 import os, re, shutil, subprocess, sys
 COURSE = "https://github.com/gpu-course/gpu-course/releases/download/student-edition/gpucourse-0.1.0-py3-none-any.whl"  # instructors: `python -m gpucourse.colab retarget OWNER/REPO@BRANCH`
 if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["--no-deps", "--force-reinstall", os.environ.get("GPUCOURSE_INSTALL") or COURSE], check=True)
-    if subprocess.run([sys.executable, "-c", "import grader.answers"], capture_output=True).returncode == 0:
-        subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"], check=True)
-        raise RuntimeError("this build of the course holds the answers (grader/answers): install the student edition")
-    gpu = shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    wheel = os.environ.get("GPUCOURSE_INSTALL") or COURSE
+    subprocess.run(pip + ["--no-deps", "--force-reinstall", wheel], check=True)
+    answers = [sys.executable, "-c", "import grader.answers"]
+    if subprocess.run(answers, capture_output=True).returncode == 0:
+        uninstall = [sys.executable, "-m", "pip", "uninstall", "-y", "-q", "gpucourse"]
+        subprocess.run(uninstall, check=True)
+        raise RuntimeError("this build of the course holds the answers (grader/answers): "
+                           "install the student edition")
+    gpu = (shutil.which("nvidia-smi")
+           and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0)
     smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if gpu else ""
-    major = re.search(r"CUDA Version: (\d+)", smi)  # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    # the newest CUDA the driver runs: numba-cuda's flavour follows it
+    major = re.search(r"CUDA Version: (\d+)", smi)
     flavour = f"[cu{major.group(1)}]" if major and major.group(1) in ("12", "13") else ""
-    subprocess.run(pip + [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']], check=True)
+    deps = [d.replace("numba-cuda", "numba-cuda" + flavour, 1) for d in ['numba-cuda>=0.20']]
+    subprocess.run(pip + deps, check=True)
     os.environ["GPUCOURSE_BACKEND"] = "gpu" if gpu else "cpu"
-    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"],
-          "" if gpu else "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
+    print("course installed; backend:", os.environ["GPUCOURSE_BACKEND"], "" if gpu else
+          "(no GPU: Runtime > Change runtime type > GPU, then run this cell again)")
 
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}

@@ -155,6 +155,12 @@ def open_notebook(page, server: LabServer, path: str) -> None:
     """Open a notebook as a student does (JupyterLab's /lab/tree URL) and wait until its kernel is idle."""
     page.goto(server.url(f"lab/tree/{path}"))
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").first.wait_for(timeout=60_000)
+    # JupyterLab adds a long notebook's cells in batches after the first shows (a loaded CI run once looked for a
+    # cell that was not there yet): wait until every cell of the file is in the page
+    cells = len(json.loads((server.checkout / path).read_text())["cells"])
+    page.wait_for_function(
+        "n => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').length >= n",
+        arg=cells, timeout=60_000, polling=250)
     wait_idle(page)
 
 

@@ -67,6 +67,9 @@ def cell_with(page, text: str, without: str | None = None):
     found = panel.locator(".jp-CodeCell", has_text=text)
     if without:
         found = found.filter(has_not_text=without)
+    # JupyterLab adds a long notebook's cells in batches after the first one shows (a CI run once counted 0 here
+    # while they were still coming): wait for the cell, then insist it is the only one
+    found.first.wait_for(state="attached", timeout=60_000)
     assert found.count() == 1, f"expected one cell with {text!r}, found {found.count()}"
     found.first.scroll_into_view_if_needed()
     return found.first.element_handle()
