@@ -18,23 +18,26 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/02_backprop_gemms.ipynb)
 #
-# Training runs the network forward, then backward to get the gradient (기울기) of the loss with respect to
-# every parameter. This section shows — in the compiler's own output, not in a diagram — that the backward pass
-# is made of the same matrix multiplies as the forward pass, twice over, and that what it needs from the forward
-# pass is what fills a GPU's memory.
+# Training runs the network forward,
+# then backward to get the gradient (기울기) of the loss with respect to every parameter.
+# This section shows — in the compiler's own output,
+# not in a diagram — that the backward pass is made of the same matrix multiplies as the forward
+# pass, twice over, and that what it needs from the forward pass is what fills a GPU's memory.
 #
 # **You will learn**
-# - the `jax.grad` example of [seed 000](00_overview.ipynb#Sources-and-claims-checks), reproduced, and the general
-#   rule for a dense layer: dW = Xᵀ·dY, dX = dY·Wᵀ;
+# - the `jax.grad` example of [article 000](00_overview.ipynb#Sources-and-claims-checks),
+#   reproduced, and the general rule for a dense layer: dW = Xᵀ·dY, dX = dY·Wᵀ;
 # - to find those GEMMs as `dot_general` in the gradient's jaxpr and as `dot` in XLA's compiled HLO;
-# - why a training step costs ≈ 3× the forward FLOPs (XLA's cost model agrees), and why slightly less;
-# - what the forward pass must save for the backward pass (activations, 활성화), what JAX actually saves, and why
-#   the two differ;
+# - why a training step costs ≈ 3× the forward FLOPs (XLA's cost model agrees),
+#   and why slightly less;
+# - what the forward pass must save for the backward pass (activations, 활성화),
+#   what JAX actually saves, and why the two differ;
 # - how activation checkpointing (활성화 체크포인트) trades recompute for memory — measured per policy;
-# - why a GPU runs out of memory (OOM) at a certain batch size, in fp32 and in mixed precision (16 bytes per
-#   parameter either way), with a memory model XLA confirms (lab 2 has you write it);
-# - a transformer layer: training FLOPs = 6·N per token plus an attention term, and the activation formula of
-#   Korthikanti et al., both checked against XLA.
+# - why a GPU runs out of memory (OOM) at a certain batch size,
+#   in fp32 and in mixed precision (16 bytes per parameter either way),
+#   with a memory model XLA confirms (lab 2 has you write it);
+# - a transformer layer: training FLOPs = 6·N per token plus an attention term,
+#   and the activation formula of Korthikanti et al., both checked against XLA.
 #
 # The lab for this section is `labs/lab02_backprop/`.
 
@@ -93,10 +96,11 @@ def put(a):
 
 
 # %% [markdown]
-# ## 2.1 The seed's example
+# ## 2.1 The source article's example
 #
-# [Seed 000](00_overview.ipynb#Sources-and-claims-checks) writes a linear map with the weight on the left, $Y = W \cdot X$, takes the L2 loss
-# $L = \sum Y^2$ and states the chain rule (연쇄 법칙) result $\frac{\partial L}{\partial W} = \frac{\partial L}{\partial Y} \cdot X^T$.
+# [Article 000](00_overview.ipynb#Sources-and-claims-checks) writes a linear map with the weight on
+# the left, $Y = W \cdot X$, takes the L2 loss $L = \sum Y^2$ and states the chain rule
+# (연쇄 법칙) result $\frac{\partial L}{\partial W} = \frac{\partial L}{\partial Y} \cdot X^T$.
 # Its code, unchanged:
 
 # %%
@@ -122,7 +126,7 @@ x = jnp.array([1.0, 2.0, 3.0])
 dw = grad_fn(w, x)
 print(dw)
 
-# the seed's formula, by hand: dL/dY = 2·Y, then an outer product with X
+# the source article's formula, by hand: dL/dY = 2·Y, then an outer product with X
 dY = 2 * forward(w, x)
 assert np.allclose(dw, np.outer(dY, x))
 # Expected output:
@@ -130,26 +134,30 @@ assert np.allclose(dw, np.outer(dY, x))
 #  [12. 24. 36.]]
 
 # %% [markdown]
-# $Y = (6, 6)$, so $\partial L/\partial Y = 2Y = (12, 12)$, and $(12, 12)^T \cdot (1, 2, 3)$ is the printed matrix.
-# With a single vector $x$ this "GEMM" is an outer product (BLAS Level 2). It becomes a real GEMM once $X$
-# holds a batch of vectors — the next section.
+# $Y = (6, 6)$, so $\partial L/\partial Y = 2Y = (12, 12)$, and $(12, 12)^T \cdot (1, 2,
+# 3)$ is the printed matrix.
+# With a single vector $x$ this "GEMM" is an outer product (BLAS Level 2).
+# It becomes a real GEMM once $X$ holds a batch of vectors — the next section.
 #
 # ## 2.2 A dense layer's two backward GEMMs
 #
-# Frameworks store a batch as rows: $X$ is $(B, d_{in})$, $W$ is $(d_{in}, d_{out})$ and $Y = X W$ is
-# $(B, d_{out})$. Each output is $Y_{bj} = \sum_i X_{bi} W_{ij}$. Given $dY = \partial L/\partial Y$ from the
-# layer above, the chain rule gives
+# Frameworks store a batch as rows:
+# $X$ is $(B, d_{in})$, $W$ is $(d_{in}, d_{out})$ and $Y = X W$ is $(B, d_{out})$.
+# Each output is $Y_{bj} = \sum_i X_{bi} W_{ij}$.
+# Given $dY = \partial L/\partial Y$ from the layer above, the chain rule gives
 #
 # $$\frac{\partial L}{\partial W_{ij}} = \sum_b X_{bi}\, dY_{bj} \;\Rightarrow\; dW = X^T \cdot dY \quad (d_{in} \times B)\cdot(B \times d_{out}),$$
 # $$\frac{\partial L}{\partial X_{bi}} = \sum_j dY_{bj}\, W_{ij} \;\Rightarrow\; dX = dY \cdot W^T \quad (B \times d_{out})\cdot(d_{out} \times d_{in}).$$
 #
-# Two GEMMs, each with exactly the forward GEMM's $2 B d_{in} d_{out}$ FLOPs. `dW` sums over the **batch**
-# (the batch is its contraction dimension); `dX` is what flows on to the layer below. The seed's formula is the
-# first of the two in its column convention ($Y = WX \Rightarrow dW = dY \cdot X^T$: the same equation,
-# transposed); the seed does not write the second, which every layer but the first needs.
+# Two GEMMs, each with exactly the forward GEMM's $2 B d_{in} d_{out}$ FLOPs.
+# `dW` sums over the **batch** (the batch is its contraction dimension);
+# `dX` is what flows on to the layer below.
+# The source article's formula is the first of the two in its column convention
+# ($Y = WX \Rightarrow dW = dY \cdot X^T$: the same equation, transposed);
+# the source article does not write the second, which every layer but the first needs.
 #
-# Checked against JAX's own reverse mode (`jax.vjp`) on shapes that are all different — a transposition mistake
-# cannot hide there:
+# Checked against JAX's own reverse mode (`jax.vjp`) on shapes that are all different
+# — a transposition mistake cannot hide there:
 
 # %%
 B, d_in, d_out = 5, 3, 4
@@ -158,20 +166,21 @@ _, vjp = jax.vjp(lambda X, W: X @ W, put(X), put(W))
 dX_jax, dW_jax = vjp(put(dY))
 assert np.allclose(dW_jax, X.T @ dY, rtol=1e-5, atol=1e-5) and dW_jax.shape == W.shape
 assert np.allclose(dX_jax, dY @ W.T, rtol=1e-5, atol=1e-5) and dX_jax.shape == X.shape
-# the seed's column convention is the same rule, transposed: Y' = W'·X' with W' = Wᵀ, X' = Xᵀ
+# the source article's column convention is the same rule, transposed: Y' = W'·X' with W' = Wᵀ, X' = Xᵀ
 _, vjp_col = jax.vjp(lambda Wc, Xc: Wc @ Xc, put(W.T), put(X.T))
 dWc, dXc = vjp_col(put(dY.T))
-assert np.allclose(dWc, dY.T @ X, rtol=1e-5, atol=1e-5)  # ∂L/∂W' = ∂L/∂Y' · X'ᵀ — the seed's formula
+assert np.allclose(dWc, dY.T @ X, rtol=1e-5, atol=1e-5)  # ∂L/∂W' = ∂L/∂Y' · X'ᵀ — the source article's formula
 print(f"dW = Xᵀ·dY: {tuple(dW_jax.shape)} = ({d_in}×{B})·({B}×{d_out});  dX = dY·Wᵀ: {tuple(dX_jax.shape)} = "
       f"({B}×{d_out})·({d_out}×{d_in});  both equal jax.vjp")
 
 # %% [markdown]
 # ## 2.3 Seeing the GEMMs: the gradient's jaxpr and XLA's HLO
 #
-# Take a 2-layer MLP, `loss = sum((tanh(X·W1)·W2)²)`, and ask JAX for the gradient with respect to the
-# weights. `jax.make_jaxpr` shows the program JAX builds; every matrix multiply in it is a `dot_general`.
-# The forward pass has 2; the backward pass adds `dW2`, `dH = dY·W2ᵀ` and `dW1` — and *not* `dX`, because
-# nobody asked for the gradient of the data.
+# Take a 2-layer MLP, `loss = sum((tanh(X·W1)·W2)²)`,
+# and ask JAX for the gradient with respect to the weights.
+# `jax.make_jaxpr` shows the program JAX builds; every matrix multiply in it is a `dot_general`.
+# The forward pass has 2; the backward pass adds `dW2`, `dH = dY·W2ᵀ` and `dW1` — and *not* `dX`,
+# because nobody asked for the gradient of the data.
 
 # %%
 def mlp_loss(params, X):
@@ -192,21 +201,28 @@ n_contract_batch = sum(c == "([0], [0])" for _, c in dots)
 assert n_contract_batch == 2, "dW1 and dW2 contract over the batch dimension (dimension 0 of both operands)"
 
 # %% [markdown]
-# Read the contraction dimensions: `([1], [0])` is an ordinary `A·B`; `([0], [0])` contracts the *batch*
-# dimension of both operands — that is $X^T \cdot dY$ without ever materialising $X^T$; `([1], [1])` is
-# $dY \cdot W^T$. The jaxpr also holds two `transpose` equations, which the filter above hides: the two
-# weight-gradient `dot_general`s print $dW^T$'s shapes and a transpose follows each. XLA folds them into the compiled
-# `dot`s' dimension numbers, so in the compiled program a transpose is not data movement, just a choice of which
-# index to sum over.
+# Read the contraction dimensions: `([1], [0])` is an ordinary `A·B`;
+# `([0], [0])` contracts the *batch* dimension of both operands
+# — that is $X^T \cdot dY$ without ever materialising $X^T$; `([1], [1])` is $dY \cdot W^T$.
+# The jaxpr also holds two `transpose` equations, which the filter above hides:
+# the two weight-gradient `dot_general`s print $dW^T$'s shapes and a transpose follows each.
+# XLA folds them into the compiled `dot`s' dimension numbers,
+# so in the compiled program a transpose is not data movement,
+# just a choice of which index to sum over.
 #
-# XLA compiles the same program. In its optimized HLO the five GEMMs are still there, with the elementwise work
-# fused around them. On CPU each is a `dot` instruction, some wrapped in fusions. On a GPU there is no single form:
-# XLA:GPU emits a GEMM as a Triton GEMM fusion (a kernel it generates, the `dot` kept inside), as a call to cuBLAS
-# that replaces the `dot` (`__cublas$lt$matmul` on Hopper; `__cublas$gemm` is the older entry point), or — for GEMMs
-# as tiny as these, below its size threshold for rewriting — as a plain loop fusion of its own; on a real GPU the
-# autotuner picks between Triton and cuBLAS per GEMM (§2.6). The cell counts all three forms, and shows which one
-# XLA:GPU picks for an H100 (deviceless on a CPU-only machine, `gc.xla_gpu`; on a GPU, compiled and autotuned
-# there) for this gradient and for the same network at B, d0, d1, d2 = 1024, 512, 512, 256, with each emitter:
+# XLA compiles the same program.
+# In its optimized HLO the five GEMMs are still there, with the elementwise work fused around them.
+# On CPU each is a `dot` instruction, some wrapped in fusions.
+# On a GPU there is no single form:
+# XLA:GPU emits a GEMM as a Triton GEMM fusion (a kernel it generates, the `dot` kept inside),
+# as a call to cuBLAS that replaces the `dot` (`__cublas$lt$matmul` on Hopper;
+# `__cublas$gemm` is the older entry point), or — for GEMMs as tiny as these,
+# below its size threshold for rewriting — as a plain loop fusion of its own;
+# on a real GPU the autotuner picks between Triton and cuBLAS per GEMM (§2.6).
+# The cell counts all three forms, and shows which one XLA:GPU picks for an H100
+# (deviceless on a CPU-only machine, `gc.xla_gpu`;
+# on a GPU, compiled and autotuned there) for this gradient and for the same network at B, d0, d1,
+# d2 = 1024, 512, 512, 256, with each emitter:
 
 # %%
 from collections import Counter
@@ -267,11 +283,14 @@ else:
 # %% [markdown]
 # ## 2.4 Why training costs ≈ 3× the forward FLOPs
 #
-# Every forward GEMM of $2 B d_{in} d_{out}$ FLOPs brings two backward GEMMs of the same size — except the
-# first layer's $dX$. For $L$ equal layers the gradient program therefore does
-# $(L + L + (L - 1)) / L = 3 - 1/L$ times the forward FLOPs. XLA's cost model (`cost_analysis`, read from the
-# compiled program) says so, layer count by layer count. (`tm.compile_for_analysis` compiles only to read XLA's
-# analyses: it switches LLVM's code optimisation off, which does not change them and compiles faster.)
+# Every forward GEMM of $2 B d_{in} d_{out}$ FLOPs brings two backward GEMMs of the same size
+# — except the first layer's $dX$.
+# For $L$ equal layers the gradient program therefore does $(L + L +
+# (L - 1)) / L = 3 - 1/L$ times the forward FLOPs.
+# XLA's cost model (`cost_analysis`, read from the compiled program) says so,
+# layer count by layer count.
+# (`tm.compile_for_analysis` compiles only to read XLA's analyses:
+# it switches LLVM's code optimisation off, which does not change them and compiles faster.)
 
 # %%
 B, d = 256, 128
@@ -308,13 +327,15 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# XLA's count sits a little above $3 - 1/L$: it also counts the elementwise arithmetic ($\tanh$'s derivative, the
-# loss), which the GEMM count leaves out. ($\tanh$ itself XLA:CPU counts as a *transcendental*, not as FLOPs; see
-# below.)
+# XLA's count sits a little above $3 - 1/L$:
+# it also counts the elementwise arithmetic ($\tanh$'s derivative, the loss),
+# which the GEMM count leaves out.
+# ($\tanh$ itself XLA:CPU counts as a *transcendental*, not as FLOPs; see below.)
 #
-# The clock agrees in kind (one 4-layer model, forward vs forward + backward, same batch): the backward pass is
-# real work, several times the forward (the ratio is printed beside XLA's FLOP ratio; on a shared machine the two
-# need not agree: the assert allows a factor of 2.2 either way).
+# The clock agrees in kind (one 4-layer model, forward vs forward + backward, same batch):
+# the backward pass is real work, several times the forward
+# (the ratio is printed beside XLA's FLOP ratio; on a shared machine the two need not agree:
+# the assert allows a factor of 2.2 either way).
 
 # %%
 Ws = [put(rng.standard_normal((384, 384)) / np.sqrt(384)) for _ in range(4)]
@@ -341,22 +362,29 @@ flop_ratio = 3 - 1 / 4
 assert flop_ratio / SHARED < time_ratio < flop_ratio * SHARED, "the backward is real work, in proportion to its FLOPs"
 
 # %% [markdown]
-# The cell measures a fixed number of rounds and asserts once, on the best run of each program (the printed
-# times are the ones the ratio uses; the medians are printed beside them): a busy machine slows some runs down and
-# never speeds one up, so the best run is the closest to the program's own cost. The band asserted is wide, and
-# it is worth being plain about what that means: this assert only shows that the backward is real work that
-# costs more than the forward, *not* that it costs 2.75× — a ratio of 1.3× would pass too. The *evidence* for the
-# ratio is XLA's FLOP count above; the clock's number is the printed one, and the spread of the per-round ratios
-# (last printed line) shows how far apart two honest measurements fall on the machine that ran this. Why so wide:
-# the course's tests run this notebook on a shared 2-core machine with other programs; XLA:CPU runs a GEMM on
-# every core it gets, and while other programs hold one of the two cores, a call runs on the other alone, up to 2×
-# slower, and the best of 25 runs of one program and of another may come from such different moments. Pinning
-# XLA:CPU to one thread removes the "one core or two" part of that, not the time-sharing with other programs on
-# the core it keeps. So the band is the FLOP ratio within `SHARED` = 2.2× (that factor 2, and 10 % more) either
-# way.
-# Where does the forward's time go? Take it apart:
-# its four GEMMs alone (chained, as in the forward), and its four $\tanh$ alone (distinct arrays of the same shapes,
-# so none is merged), each timed as its own call.
+# The cell measures a fixed number of rounds and asserts once,
+# on the best run of each program (the printed times are the ones the ratio uses;
+# the medians are printed beside them):
+# a busy machine slows some runs down and never speeds one up,
+# so the best run is the closest to the program's own cost.
+# The band asserted is wide, and it is worth being plain about what that means:
+# this assert only shows that the backward is real work that costs more than the forward,
+# *not* that it costs 2.75× — a ratio of 1.3× would pass too.
+# The *evidence* for the ratio is XLA's FLOP count above;
+# the clock's number is the printed one,
+# and the spread of the per-round ratios
+# (last printed line) shows how far apart two honest measurements fall on the machine that ran this.
+# Why so wide: the course's tests run this notebook on a shared 2-core machine with other programs;
+# XLA:CPU runs a GEMM on every core it gets, and while other programs hold one of the two cores,
+# a call runs on the other alone, up to 2× slower,
+# and the best of 25 runs of one program and of another may come from such different moments.
+# Pinning XLA:CPU to one thread removes the "one core or two" part of that,
+# not the time-sharing with other programs on the core it keeps.
+# So the band is the FLOP ratio within `SHARED` = 2.2× (that factor 2, and 10 % more) either way.
+# Where does the forward's time go?
+# Take it apart: its four GEMMs alone (chained, as in the forward),
+# and its four $\tanh$ alone (distinct arrays of the same shapes, so none is merged),
+# each timed as its own call.
 
 # %%
 gemm4 = jax.jit(lambda X, Ws: X @ Ws[0] @ Ws[1] @ Ws[2] @ Ws[3])  # 4 × (512, 384) @ (384, 384), chained as in the
@@ -391,32 +419,44 @@ assert cost.get("transcendentals", 0.0) == 4 * 512 * 384
 assert cost.get("flops", 0.0) == 0 or be.is_gpu, "XLA:CPU weighs a tanh as 0 FLOPs"  # XLA:GPU has its own model
 
 # %% [markdown]
-# On a CPU the parts are the forward's work, measured apart: their sum is asserted only to lie within the same
-# factor `SHARED` of the forward either way, for the same reason (a part timed while another program holds a core
-# runs up to 2× slower). How near 1.00× the printed sum lands is this machine's noise, not a property of the
-# program (the per-round ratios printed two cells above show how far apart honest timings fall here), so read the
-# printed shares as this run's, and what is asserted as the claim. The $\tanh$ take the share printed above. A part's share can exceed 100 %: each part is timed as its own call
-# (its own dispatch, no fusion with the other part), and even best runs carry a shared machine's noise. That share depends on the machine — how fast it runs a GEMM against
-# how fast it runs a vectorised $\tanh$ — and is asserted only to be a minority (under half). Timed alone they are
-# the same work, not necessarily the same kernels: XLA:CPU may run the whole forward, GEMMs and $\tanh$ together, as
-# one fused library call (`print(fwd_fn.lower(Ws, X_).compile().as_text())` shows what this version does). It matters
-# for the time ratio: XLA:CPU's FLOP count weighs a $\tanh$ as 0 FLOPs (the last line: a transcendental), the
-# clock as the time printed.
-# The second line is a model with no elementwise work in the backward: the forward's time, plus its GEMM time
-# times $2 - 1/L$, against the ratio measured in the same rounds as the parts (the forward is timed once more here,
-# beside its parts: two cells' best times of one program differ on a shared machine, so a model and a measurement
-# are compared within one cell's rounds). The measured ratio need not equal the model (this run's two numbers are
-# printed above): it moves by the backward's own elementwise work
-# ($\tanh$'s derivative, a few multiplies and adds per element, no second $\tanh$), by how efficiently XLA runs the
-# backward's products (other shapes and operand layouts than the forward's, and possibly other kernels than the
-# forward's fused ones), and by the noise of a shared machine; this cell does not separate the three, which is why
-# no band around the model is asserted.
+# On a CPU the parts are the forward's work, measured apart:
+# their sum is asserted only to lie within the same factor `SHARED` of the forward either way,
+# for the same reason (a part timed while another program holds a core runs up to 2× slower).
+# How near 1.00× the printed sum lands is this machine's noise,
+# not a property of the program (the per-round ratios printed two cells above show how far apart
+# honest timings fall here), so read the printed shares as this run's,
+# and what is asserted as the claim.
+# The $\tanh$ take the share printed above.
+# A part's share can exceed 100 %: each part is timed as its own call (its own dispatch,
+# no fusion with the other part), and even best runs carry a shared machine's noise.
+# That share depends on the machine
+# — how fast it runs a GEMM against how fast it runs a vectorised $\tanh$
+# — and is asserted only to be a minority (under half).
+# Timed alone they are the same work, not necessarily the same kernels:
+# XLA:CPU may run the whole forward, GEMMs and $\tanh$ together,
+# as one fused library call (`print(fwd_fn.lower(Ws,
+# X_).compile().as_text())` shows what this version does).
+# It matters for the time ratio: XLA:CPU's FLOP count weighs a $\tanh$ as 0 FLOPs (the last line:
+# a transcendental), the clock as the time printed.
+# The second line is a model with no elementwise work in the backward:
+# the forward's time, plus its GEMM time times $2 - 1/L$,
+# against the ratio measured in the same rounds as the parts (the forward is timed once more here,
+# beside its parts: two cells' best times of one program differ on a shared machine,
+# so a model and a measurement are compared within one cell's rounds).
+# The measured ratio need not equal the model (this run's two numbers are printed above):
+# it moves by the backward's own elementwise work ($\tanh$'s derivative,
+# a few multiplies and adds per element, no second $\tanh$),
+# by how efficiently XLA runs the backward's products
+# (other shapes and operand layouts than the forward's,
+# and possibly other kernels than the forward's fused ones), and by the noise of a shared machine;
+# this cell does not separate the three, which is why no band around the model is asserted.
 #
 # ## 2.5 What the forward pass saves for the backward pass
 #
-# $dW = X^T \cdot dY$ needs each layer's **input** $X$ — computed in the forward pass, used again only in the
-# backward pass. So reverse mode keeps it (and other intermediates) alive in between: the *residuals*. JAX
-# prints them for the 2-layer MLP of §2.3:
+# $dW = X^T \cdot dY$ needs each layer's **input** $X$ — computed in the forward pass,
+# used again only in the backward pass.
+# So reverse mode keeps it (and other intermediates) alive in between: the *residuals*.
+# JAX prints them for the 2-layer MLP of §2.3:
 
 # %%
 print_saved_residuals(mlp_loss, params, Xb)
@@ -426,28 +466,38 @@ assert all(r.shape[0] == Xb.shape[0] for r in saved if not r.is_argument), "ever
 assert [r.why.split()[2] for r in saved if not r.is_argument] == ["tanh", "sub", "mul"]
 
 # %% [markdown]
-# Besides the arguments (the weights, and $X$ — layer 1's input), JAX keeps three arrays: $H = \tanh(XW_1)$,
-# which is also layer 2's input; `sub`, which is $1 - H$, a factor of $\tanh$'s derivative
-# $1 - H^2 = (1 + H)(1 - H)$ that JAX's rule for `tanh` computes in the forward pass; and `mul`, $2Y$, the
-# loss's gradient. Everything but the arguments has the batch as its first dimension: saved activations grow
-# linearly with the batch.
+# Besides the arguments (the weights, and $X$ — layer 1's input), JAX keeps three arrays:
+# $H = \tanh(XW_1)$, which is also layer 2's input;
+# `sub`, which is $1 - H$, a factor of $\tanh$'s derivative $1 - H^2 =
+# (1 + H)(1 - H)$ that JAX's rule for `tanh` computes in the forward pass;
+# and `mul`, $2Y$, the loss's gradient.
+# Everything but the arguments has the batch as its first dimension:
+# saved activations grow linearly with the batch.
 #
-# **The minimum is smaller than what JAX saves.** Take a stack of $L$ layers $y_l = \tanh(y_{l-1} W_l)$,
-# $y_0 = X$. Layer $l$'s backward pass needs $dZ_l = dY_l \odot (1 - y_l^2)$, then $dW_l = y_{l-1}^T dZ_l$ and
-# $dY_{l-1} = dZ_l W_l^T$: only $y_{l-1}$ and $y_l$ — and $y_{l-1}$ is the previous layer's output. One array per
-# layer suffices: $y_1 \dots y_L$. JAX does not find that minimum, for two reasons:
+# **The minimum is smaller than what JAX saves.**
+# Take a stack of $L$ layers $y_l = \tanh(y_{l-1} W_l)$, $y_0 = X$.
+# Layer $l$'s backward pass needs $dZ_l = dY_l \odot (1 - y_l^2)$,
+# then $dW_l = y_{l-1}^T dZ_l$ and $dY_{l-1} = dZ_l W_l^T$:
+# only $y_{l-1}$ and $y_l$ — and $y_{l-1}$ is the previous layer's output.
+# One array per layer suffices: $y_1 \dots y_L$.
+# JAX does not find that minimum, for two reasons:
 #
-# 1. **each primitive chooses its own residuals.** Reverse mode linearizes the program primitive by primitive;
-#    `tanh`'s rule (in JAX's `lax.py`: the tangent is $(g + g \cdot y)(1 - y)$) keeps its output $y$ and
-#    $1 - y$ (above), `dot_general` keeps its operands. Nothing looks across
-#    primitives for a smaller set, or recomputes $1 - y$ in the backward pass to save its storage, unless a
-#    checkpoint policy (§2.6) says so;
-# 2. **`lax.scan` stacks what each iteration keeps.** Real models stack identical layers with `scan`; the
-#    carry entering layer $l$ and the output of layer $l - 1$ are the same values, but they are two different
-#    residuals of the scan body, stacked into two arrays of shape (L, B, d).
+# 1. **each primitive chooses its own residuals.**
+#    Reverse mode linearizes the program primitive by primitive; `tanh`'s rule (in JAX's `lax.py`:
+#    the tangent is $(g + g \cdot y)(1 - y)$) keeps its output $y$ and $1 - y$ (above),
+#    `dot_general` keeps its operands.
+#    Nothing looks across primitives for a smaller set,
+#    or recomputes $1 - y$ in the backward pass to save its storage,
+#    unless a checkpoint policy (§2.6) says so;
+# 2. **`lax.scan` stacks what each iteration keeps.**
+#    Real models stack identical layers with `scan`;
+#    the carry entering layer $l$ and the output of layer $l - 1$ are the same values,
+#    but they are two different residuals of the scan body, stacked into two arrays of shape (L, B,
+#    d).
 #
-# The JAX scaling book's chapter on transformers makes the same point for $f = \exp(g)$, where autodiff keeps
-# both $g(x)$ and $\exp(g(x))$. Writing the backward pass by hand with `jax.custom_vjp` reaches the minimum:
+# The JAX scaling book's chapter on transformers makes the same point for $f = \exp(g)$,
+# where autodiff keeps both $g(x)$ and $\exp(g(x))$.
+# Writing the backward pass by hand with `jax.custom_vjp` reaches the minimum:
 # `tm.tanh_stack` keeps $y_1 \dots y_L$ and nothing else, and its gradients equal JAX's.
 
 # %%
@@ -481,10 +531,11 @@ assert abs(per_layer["minimum (tm.tanh_stack)"] - (1 + 1 / L)) < 1e-9  # y_1..y_
 assert abs(per_layer["JAX's reverse mode (lax.scan)"] - (3 + 1 / L)) < 1e-9  # layer input, tanh output, 1 - y
 
 # %% [markdown]
-# Three stacked (L, B, d) arrays against one (the extra $1/L$ on both lines is the loss's $2 y_L$). Both
-# programs compute the same gradients with the same GEMMs; the hand-written one simply forgets what it does
-# not need. XLA's buffer assignment (`memory_analysis().temp_size_in_bytes`, the scratch memory the compiled
-# gradient reserves) follows the residuals as the batch grows:
+# Three stacked (L, B, d) arrays against one (the extra $1/L$ on both lines is the loss's $2 y_L$).
+# Both programs compute the same gradients with the same GEMMs;
+# the hand-written one simply forgets what it does not need.
+# XLA's buffer assignment (`memory_analysis().temp_size_in_bytes`,
+# the scratch memory the compiled gradient reserves) follows the residuals as the batch grows:
 
 # %%
 batches = [512, 2048]
@@ -510,21 +561,25 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# The gap between the two lines is working memory: the gradient of the stacked weights and the gradient flowing
-# down (the cell asserts that the gap lies between the weights' size and that plus three activations).
+# The gap between the two lines is working memory:
+# the gradient of the stacked weights and the gradient flowing down
+# (the cell asserts that the gap lies between the weights' size and that plus three activations).
 #
 # ## 2.6 Activation checkpointing: memory saved vs FLOPs added
 #
-# `jax.checkpoint` (a.k.a. `jax.remat`) decides per layer what to save; the rest is **recomputed** in the
-# backward pass from what was saved. Three policies, from most memory to most recompute:
+# `jax.checkpoint` (a.k.a.
+# `jax.remat`) decides per layer what to save;
+# the rest is **recomputed** in the backward pass from what was saved.
+# Three policies, from most memory to most recompute:
 #
 # - `everything_saveable` — save every intermediate (same as no checkpointing);
 # - `dots_saveable` — save only the matmul outputs; recompute the cheap elementwise ops;
 # - `nothing_saveable` — save only each layer's input; recompute the layer's GEMM too.
 #
-# Measured on the stack above (B = 2048) from XLA's own numbers: scratch memory from `memory_analysis`, FLOPs
-# from `cost_analysis` (XLA counts a `scan` body once, so these are FLOPs **per layer** — all layers are
-# identical). The hand-written minimum of §2.5 is the fourth point.
+# Measured on the stack above (B = 2048) from XLA's own numbers:
+# scratch memory from `memory_analysis`, FLOPs from `cost_analysis` (XLA counts a `scan` body once,
+# so these are FLOPs **per layer** — all layers are identical).
+# The hand-written minimum of §2.5 is the fourth point.
 
 # %%
 policies = {"everything": jax.checkpoint_policies.everything_saveable,
@@ -587,25 +642,36 @@ ax.legend(title="policy")
 plt.show()
 
 # %% [markdown]
-# The trade in numbers (the printed lines): saving only each layer's input cuts the scratch memory by more
-# than half on XLA:CPU (and on XLA:GPU, deviceless for an H100, to the ratios printed for each GEMM emitter: about
-# half or less; the cell's bound on a real GPU is 0.55×) and costs one extra forward GEMM per layer — a training step goes from ≈ 3 to ≈ 4 forward passes'
-# worth of GEMM FLOPs. `dots_saveable` saves less memory for almost no extra FLOPs, because what it recomputes is
-# elementwise. The hand-written backward pass gets `nothing_saveable`'s memory without its recompute: for this
-# layer the policies trade against a bound that autodiff does not reach. This section compares the policies by
-# XLA's counts, not by the clock: on a shared CPU the recompute competes with memory traffic and with other
-# programs; on a GPU, where the extra GEMM runs on tensor cores, the FLOP count is the number to expect.
+# The trade in numbers (the printed lines):
+# saving only each layer's input cuts the scratch memory by more than half on XLA:CPU
+# (and on XLA:GPU, deviceless for an H100, to the ratios printed for each GEMM emitter:
+# about half or less; the cell's bound on a real GPU is 0.55×) and costs one extra forward GEMM per
+# layer — a training step goes from ≈ 3 to ≈ 4 forward passes' worth of GEMM FLOPs.
+# `dots_saveable` saves less memory for almost no extra FLOPs,
+# because what it recomputes is elementwise.
+# The hand-written backward pass gets `nothing_saveable`'s memory without its recompute:
+# for this layer the policies trade against a bound that autodiff does not reach.
+# This section compares the policies by XLA's counts, not by the clock:
+# on a shared CPU the recompute competes with memory traffic and with other programs;
+# on a GPU, where the extra GEMM runs on tensor cores, the FLOP count is the number to expect.
 #
-# A caution that depends on the compiler: inside one `jit`, XLA sees the forward and the backward pass together,
-# and `jax.checkpoint` only *asks* for a recompute. It marks the values to recompute with optimization barriers
-# (`prevent_cse=True`, the default), which forbid XLA to merge a recomputed GEMM with its forward twin — for as long
-# as the barriers exist. XLA:CPU removes them early in its pass pipeline and then de-duplicates; XLA:GPU removes
-# them only after scheduling (pass order: openxla/xla, `xla/service/cpu/cpu_compiler.cc` and
-# `xla/service/gpu/gpu_compiler.cc`, `OptimizationBarrierExpander`). The same 4 layers written as straight-line
-# code instead of a `scan`, without a policy and with `nothing_saveable`, compiled by this backend's XLA and — on
-# a CPU-only machine — deviceless by XLA:GPU for an H100 (`gc.xla_gpu`), once with each way XLA:GPU emits a GEMM:
-# as a Triton fusion (a kernel XLA generates) or as a cuBLAS call (`xla_gpu_enable_triton_gemm` off). On a real
-# GPU the autotuner picks between them per GEMM.
+# A caution that depends on the compiler:
+# inside one `jit`, XLA sees the forward and the backward pass together,
+# and `jax.checkpoint` only *asks* for a recompute.
+# It marks the values to recompute with optimization barriers (`prevent_cse=True`, the default),
+# which forbid XLA to merge a recomputed GEMM with its forward twin
+# — for as long as the barriers exist.
+# XLA:CPU removes them early in its pass pipeline and then de-duplicates;
+# XLA:GPU removes them only after scheduling (pass order:
+# openxla/xla, `xla/service/cpu/cpu_compiler.cc` and `xla/service/gpu/gpu_compiler.cc`,
+# `OptimizationBarrierExpander`).
+# The same 4 layers written as straight-line code instead of a `scan`,
+# without a policy and with `nothing_saveable`,
+# compiled by this backend's XLA and — on a CPU-only machine
+# — deviceless by XLA:GPU for an H100 (`gc.xla_gpu`), once with each way XLA:GPU emits a GEMM:
+# as a Triton fusion (a kernel XLA generates) or as a cuBLAS call
+# (`xla_gpu_enable_triton_gemm` off).
+# On a real GPU the autotuner picks between them per GEMM.
 
 # %%
 Ws4 = [Wst[i] for i in range(4)]
@@ -688,30 +754,45 @@ if cpu_rows:
           f"{cpu_rows['no policy'][0] / unrolled['no policy']['saved']:.2f}× JAX's residuals")
 
 # %% [markdown]
-# Read the rows. JAX's residuals shrink as the policy asks, and the program JAX hands over carries one barrier per
-# checkpointed layer. **XLA:GPU keeps the recompute**: both of its builds compile 15 GEMMs (4 forward, 4 for dW, 3
-# for dX, and the 4 recomputed ones). **Whether memory drops depends on what the no-policy build already fused**:
-# with Triton GEMMs the no-policy build keeps JAX's residuals (its scratch equals the residual list, asserted) and
-# the policy cuts it; with cuBLAS GEMMs the no-policy build has already computed the elementwise residuals inside
-# fusions, so its scratch is below the residual list, and the 4 recomputed GEMMs' outputs make the policy's build
-# *larger* (both asserted, values printed). On a real GPU the mix of emitters is the autotuner's choice, so there the
-# cell asserts only the GEMM count and prints the memory. **XLA:CPU** does not keep the recompute: with the
-# barriers gone before its de-duplication pass, each recomputed GEMM is merged with its forward twin, 11 GEMMs
-# remain, and the forward results stay alive; its scratch memory even *grows* by the printed factor (which buffers
-# live is XLA:CPU's buffer assignment's choice once the barriers are gone). So on straight-line code the policy's
-# effect on memory is the compiler's to decide; inside a `scan` the recompute happens in the backward loop's body on
-# every backend, which is where real models put their layers and where the policies above bit.
+# Read the rows.
+# JAX's residuals shrink as the policy asks,
+# and the program JAX hands over carries one barrier per checkpointed layer.
+# **XLA:GPU keeps the recompute**: both of its builds compile 15 GEMMs (4 forward, 4 for dW,
+# 3 for dX, and the 4 recomputed ones).
+# **Whether memory drops depends on what the no-policy build already fused**:
+# with Triton GEMMs the no-policy build keeps JAX's residuals (its scratch equals the residual list,
+# asserted) and the policy cuts it;
+# with cuBLAS GEMMs the no-policy build has already computed the elementwise residuals inside
+# fusions, so its scratch is below the residual list,
+# and the 4 recomputed GEMMs' outputs make the policy's build *larger* (both asserted,
+# values printed).
+# On a real GPU the mix of emitters is the autotuner's choice,
+# so there the cell asserts only the GEMM count and prints the memory.
+# **XLA:CPU** does not keep the recompute:
+# with the barriers gone before its de-duplication pass,
+# each recomputed GEMM is merged with its forward twin, 11 GEMMs remain,
+# and the forward results stay alive;
+# its scratch memory even *grows* by the printed factor
+# (which buffers live is XLA:CPU's buffer assignment's choice once the barriers are gone).
+# So on straight-line code the policy's effect on memory is the compiler's to decide;
+# inside a `scan` the recompute happens in the backward loop's body on every backend,
+# which is where real models put their layers and where the policies above bit.
 #
-# One more thing to flag, in the no-policy rows: XLA:CPU and XLA:GPU's cuBLAS build reserve *less* scratch than
-# JAX's residual list (the printed ratio for XLA:CPU; the rows for XLA:GPU): on straight-line code, XLA sees that
-# the residuals $1 - y$ and $2y$ are elementwise functions of values it keeps anyway ($y$), and computes them inside
-# the backward pass's fusions instead of storing them. XLA:GPU's Triton build keeps exactly the residuals. §2.5's
-# "XLA reserves at least the residuals" holds for the `scan`, whose body's residuals are stacked into loop outputs
-# that XLA must materialise — on straight-line code it depends on the build.
+# One more thing to flag, in the no-policy rows:
+# XLA:CPU and XLA:GPU's cuBLAS build reserve *less* scratch than JAX's residual list
+# (the printed ratio for XLA:CPU; the rows for XLA:GPU):
+# on straight-line code, XLA sees that the residuals $1 - y$ and $2y$ are elementwise functions of
+# values it keeps anyway ($y$), and computes them inside the backward pass's fusions instead of
+# storing them.
+# XLA:GPU's Triton build keeps exactly the residuals.
+# §2.5's "XLA reserves at least the residuals" holds for the `scan`,
+# whose body's residuals are stacked into loop outputs that XLA must materialise
+# — on straight-line code it depends on the build.
 #
 # ## 2.7 Why OOM appears at a certain batch size
 #
-# The seed's motivating question. A training step with Adam holds, in float32:
+# The source article's motivating question.
+# A training step with Adam holds, in float32:
 #
 # | what | bytes | depends on the batch? |
 # |---|---|---|
@@ -722,16 +803,21 @@ if cpu_rows:
 # | saved activations | $4 B \cdot$ (residuals per example) | linear |
 # | working gradients in flight | $\approx 4 B \cdot 2 d$ | linear |
 #
-# The fixed part is set by the model; the rest grows with $B$ until it meets the device's memory. That meeting
-# point is the batch size at which training runs out of memory. The saved activations are what JAX really keeps:
-# for this network (a `scan` of tanh layers with biases, a mean-squared-error loss) `print_saved_residuals` lists 3
-# arrays of width $d$ per layer (§2.5) plus one for the loss's gradient $2(y - \text{target})$, and the working
-# gradients are about two arrays of the width. Writing this model — and inverting it for the largest batch — is
-# exercise 3 of lab 2, so the course does not ship it as code: its numbers, term by term, come from
-# `gpucourse/data/training_memory.json` (`tm.course_memory_data()`), computed by the lab's instructor-side reference
-# of that exercise. The cell below checks that the stored saved-activation count is what JAX saves here, then checks
-# the model against XLA's buffer assignment for a real Adam step — parameters and optimizer state **donated**
-# (`donate_argnums`), so that the updated values are written over the old ones, as in any training loop:
+# The fixed part is set by the model; the rest grows with $B$ until it meets the device's memory.
+# That meeting point is the batch size at which training runs out of memory.
+# The saved activations are what JAX really keeps:
+# for this network (a `scan` of tanh layers with biases,
+# a mean-squared-error loss) `print_saved_residuals` lists 3 arrays of width $d$ per layer
+# (§2.5) plus one for the loss's gradient $2(y - \text{target})$,
+# and the working gradients are about two arrays of the width.
+# Writing this model — and inverting it for the largest batch — is exercise 3 of lab 2,
+# so the course does not ship it as code:
+# its numbers, term by term, come from `gpucourse/data/training_memory.json`
+# (`tm.course_memory_data()`), computed by the lab's instructor-side reference of that exercise.
+# The cell below checks that the stored saved-activation count is what JAX saves here,
+# then checks the model against XLA's buffer assignment for a real Adam step
+# — parameters and optimizer state **donated** (`donate_argnums`),
+# so that the updated values are written over the old ones, as in any training loop:
 
 # %%
 def stack_with_bias(params, X, Y):
@@ -786,8 +872,9 @@ for b, e, x_ in zip(batches, est, xla):
 print("breakdown at B = 8192 [MiB]:", {k: round(v / 2**20, 1) for k, v in estimate(fp32_net, 8192).items() if v})
 
 # %% [markdown]
-# So the batch that fits a budget follows from two numbers XLA confirms: the fixed bytes and the bytes per
-# example. Say this model had 256 MiB to train in:
+# So the batch that fits a budget follows from two numbers XLA confirms:
+# the fixed bytes and the bytes per example.
+# Say this model had 256 MiB to train in:
 
 # %%
 def batch_room(net, budget):
@@ -819,14 +906,18 @@ ax.legend(loc="upper left", fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Mixed precision** changes the bytes per value, not the bookkeeping. The usual recipe keeps 16-bit parameters
-# and gradients for the GEMMs and an fp32 master copy of the parameters plus fp32 Adam state for the update:
-# $2 + 2 + 4 + 4 + 4 = 16$ bytes per parameter — **the same 16 bytes as fp32 Adam** ($4 + 4 + 4 + 4$). Its sources
-# (Micikevicius et al. 2018, NVIDIA's *Mixed Precision Training*; Rajbhandari et al. 2020, *ZeRO*, §3.1) describe
-# it in **fp16**, with loss scaling to keep small gradients from underflowing; bf16, used here and on TPUs, has
-# fp32's exponent range and needs no loss scaling, and both are 2 bytes, so the byte counts are the same (asserted
-# below). What halves is everything that scales with the batch: activations, the batch itself and the working
-# gradients, now 2 bytes per value.
+# **Mixed precision** changes the bytes per value, not the bookkeeping.
+# The usual recipe keeps 16-bit parameters and gradients for the GEMMs and an fp32 master copy of
+# the parameters plus fp32 Adam state for the update:
+# $2 + 2 + 4 + 4 + 4 = 16$ bytes per parameter
+# — **the same 16 bytes as fp32 Adam** ($4 + 4 + 4 + 4$).
+# Its sources (Micikevicius et al. 2018, NVIDIA's *Mixed Precision Training*;
+# Rajbhandari et al. 2020, *ZeRO*, §3.1) describe it in **fp16**,
+# with loss scaling to keep small gradients from underflowing;
+# bf16, used here and on TPUs, has fp32's exponent range and needs no loss scaling,
+# and both are 2 bytes, so the byte counts are the same (asserted below).
+# What halves is everything that scales with the batch:
+# activations, the batch itself and the working gradients, now 2 bytes per value.
 
 # %%
 mixed_net = memory_model["tanh 6x512, mixed bf16"]
@@ -843,13 +934,18 @@ assert 2 * (total(mixed_net, 8192) - total(mixed_net, 0)) == total(fp32_net, 819
 assert abs(b_mixed - 2 * b_est) <= 1, "2×: the same fixed bytes leave the same room, at half the bytes per example"
 
 # %% [markdown]
-# Does XLA agree? The same Adam step with an fp32 master copy, bf16 working parameters and a bf16 batch (input
-# and target rows), compiled for B = 8192, where the bytes per example are over 90 % of the estimate (asserted).
-# The prediction, for hardware with bf16 GEMMs: the ratio of XLA's buffers for the two steps is (nearly) the
-# ratio of their bytes per example — the estimate printed first. XLA's own ratio on this backend is printed next
-# to it, and the cell asserts what each backend does. (The model idealises one row: the step computes the loss in
-# fp32, `h.astype(jnp.float32)`, so the loss's saved gradient row is 4 bytes per value where the model — and lab
-# 2's exercise 3 — counts 2.)
+# Does XLA agree?
+# The same Adam step with an fp32 master copy,
+# bf16 working parameters and a bf16 batch (input and target rows), compiled for B = 8192,
+# where the bytes per example are over 90 % of the estimate (asserted).
+# The prediction, for hardware with bf16 GEMMs:
+# the ratio of XLA's buffers for the two steps is (nearly) the ratio of their bytes per example
+# — the estimate printed first.
+# XLA's own ratio on this backend is printed next to it,
+# and the cell asserts what each backend does.
+# (The model idealises one row: the step computes the loss in fp32, `h.astype(jnp.float32)`,
+# so the loss's saved gradient row is 4 bytes per value where the model — and lab 2's exercise 3
+# — counts 2.)
 
 # %%
 bf16 = jnp.bfloat16
@@ -915,30 +1011,43 @@ elif not be.is_gpu:
     print("[XLA:GPU] skipped: " + xla_gpu.describe())
 
 # %% [markdown]
-# On this CPU (when the backend line says `cpu`) the estimate and XLA disagree, and the HLO says why: XLA's CPU
-# backend has no bf16 GEMM, so it converts the operands to f32 and runs every `dot` in f32 (the element types
-# printed above). It even converts the saved bf16 residuals to f32 before the backward loop (the last line: the
-# forward loop saves 3 stacks of bf16 residuals, one per saved array of a layer, and the backward loop reads f32
-# copies of them), so the buffers do not halve here — XLA's ratio printed above is near 1. The estimate assumes hardware that computes in bf16: on
-# a GPU the GEMMs run on tensor cores in bf16 and read the bf16 residuals directly. The last lines show it on any
-# machine: XLA:GPU, compiling the same two steps for an H100, assigns the mixed step about half the buffers of the
-# fp32 one, with either GEMM emitter — the estimate's ratio — and the cell asserts the ratio is below 0.7 there
-# (and, on a real GPU, for the steps compiled on it). "Mixed precision saves memory" is a statement about activations on hardware with
-# 16-bit arithmetic, never about the 16 bytes per parameter.
+# On this CPU (when the backend line says `cpu`) the estimate and XLA disagree,
+# and the HLO says why: XLA's CPU backend has no bf16 GEMM,
+# so it converts the operands to f32 and runs every `dot` in f32 (the element types printed above).
+# It even converts the saved bf16 residuals to f32 before the backward loop (the last line:
+# the forward loop saves 3 stacks of bf16 residuals, one per saved array of a layer,
+# and the backward loop reads f32 copies of them),
+# so the buffers do not halve here — XLA's ratio printed above is near 1.
+# The estimate assumes hardware that computes in bf16:
+# on a GPU the GEMMs run on tensor cores in bf16 and read the bf16 residuals directly.
+# The last lines show it on any machine:
+# XLA:GPU, compiling the same two steps for an H100,
+# assigns the mixed step about half the buffers of the fp32 one,
+# with either GEMM emitter — the estimate's ratio
+# — and the cell asserts the ratio is below 0.7 there (and, on a real GPU,
+# for the steps compiled on it).
+# "Mixed precision saves memory" is a statement about activations on hardware with 16-bit
+# arithmetic, never about the 16 bytes per parameter.
 #
-# On a GPU the budget is the device's memory, and past the line the allocation fails with `RESOURCE_EXHAUSTED`
-# — an OOM, not a slowdown: device memory is not paged out (section 3). The next cell does that for real on a
-# GPU, under the estimate's own assumptions (fp32 Adam, parameters and optimizer state donated): it sizes the
-# model to the device, predicts the largest batch, checks with XLA's buffer assignment that 0.85× of it fits and
-# 1.15× does not, then runs both — the first must train, the second must run out of memory.
+# On a GPU the budget is the device's memory,
+# and past the line the allocation fails with `RESOURCE_EXHAUSTED` — an OOM, not a slowdown:
+# device memory is not paged out (section 3).
+# The next cell does that for real on a GPU, under the estimate's own assumptions (fp32 Adam,
+# parameters and optimizer state donated):
+# it sizes the model to the device, predicts the largest batch,
+# checks with XLA's buffer assignment that 0.85× of it fits and 1.15× does not,
+# then runs both — the first must train, the second must run out of memory.
 #
-# The budget is not the whole card. JAX's GPU allocator starts with **75 %** of the device's total memory
-# (JAX docs, "GPU memory allocation"; the environment variable `XLA_CLIENT_MEM_FRACTION`, formerly
-# `XLA_PYTHON_CLIENT_MEM_FRACTION`, sets another fraction). On a GPU the cell reads the limit the allocator reports
-# (`memory_stats()["bytes_limit"]`); without one it applies the same fraction to a card's memory, and prints the
-# batch for the whole card beside it. (With no fraction set, newer JAX lets the pool start at 75 % and grow to the
-# whole card; this notebook's set-up cell pins the fraction, `XLA_CLIENT_MEM_FRACTION=0.75`, so that the budget is
-# known and the limit the allocator reports is the cap.)
+# The budget is not the whole card.
+# JAX's GPU allocator starts with **75 %** of the device's total memory (JAX docs,
+# "GPU memory allocation"; the environment variable `XLA_CLIENT_MEM_FRACTION`,
+# formerly `XLA_PYTHON_CLIENT_MEM_FRACTION`, sets another fraction).
+# On a GPU the cell reads the limit the allocator reports (`memory_stats()["bytes_limit"]`);
+# without one it applies the same fraction to a card's memory,
+# and prints the batch for the whole card beside it.
+# (With no fraction set, newer JAX lets the pool start at 75 % and grow to the whole card;
+# this notebook's set-up cell pins the fraction, `XLA_CLIENT_MEM_FRACTION=0.75`,
+# so that the budget is known and the limit the allocator reports is the cap.)
 
 # %%
 # the fraction this notebook's set-up cell pins (75 %, JAX's starting pool), or the one you set yourself
@@ -1001,27 +1110,34 @@ else:
 # %% [markdown]
 # ## 2.8 A transformer layer: FLOPs and activations
 #
-# Transformers train on the same principle, with two additions the MLP does not have: the attention matrix
-# ($s \times s$ per head and sequence) and the elementwise work around it (softmax, LayerNorm, GELU). The
-# standard estimates:
+# Transformers train on the same principle, with two additions the MLP does not have:
+# the attention matrix ($s \times s$ per head and sequence) and the elementwise work around it
+# (softmax, LayerNorm, GELU).
+# The standard estimates:
 #
-# - **FLOPs.** $6N$ per token for the weight GEMMs (6 FLOPs per parameter per token: 2 forward, 4 backward — §2.4 with
-#   $L \to \infty$), the "6ND" of Kaplan et al. 2020 and Hoffmann et al. 2022 ($D$ = tokens), plus the attention
-#   GEMMs $QK^T$ and $PV$ that have no parameters: $2 \cdot 2 \cdot s \cdot d$ forward per token and layer, ×3 for
-#   training, $12 \cdot L \cdot s \cdot d$ per token (Chowdhery et al. 2022, *PaLM*, appendix B; the JAX scaling
-#   book's transformer chapter derives the same term). $N$ counts the GEMM weights only: $12 d^2$ per layer
-#   (attention 4d², a two-matrix MLP 8d²; the LayerNorms' $4d$ gains and biases take part in no GEMM and are left
-#   out), so attention adds $s / 6d$ to the weight FLOPs; the scaling book's gated three-matrix MLP
-#   has $16 d^2$ and gets $s / 8d$.
-# - **Activations.** Korthikanti et al. 2022 (*Reducing Activation Recomputation in Large Transformer Models*,
+# - **FLOPs.** $6N$ per token for the weight GEMMs (6 FLOPs per parameter per token:
+#   2 forward, 4 backward — §2.4 with $L \to \infty$),
+#   the "6ND" of Kaplan et al. 2020 and Hoffmann et al. 2022 ($D$ = tokens),
+#   plus the attention GEMMs $QK^T$ and $PV$ that have no parameters:
+#   $2 \cdot 2 \cdot s \cdot d$ forward per token and layer, ×3 for training,
+#   $12 \cdot L \cdot s \cdot d$ per token (Chowdhery et al. 2022, *PaLM*, appendix B;
+#   the JAX scaling book's transformer chapter derives the same term). $N$ counts the GEMM weights
+#   only: $12 d^2$ per layer (attention 4d², a two-matrix MLP 8d²;
+#   the LayerNorms' $4d$ gains and biases take part in no GEMM and are left out),
+#   so attention adds $s / 6d$ to the weight FLOPs;
+#   the scaling book's gated three-matrix MLP has $16 d^2$ and gets $s / 8d$.
+# - **Activations.**
+#   Korthikanti et al. 2022 (*Reducing Activation Recomputation in Large Transformer Models*,
 #   §4.1) count what one layer keeps without recomputation, in 16-bit values with dropout:
-#   $s b h (34 + 5 a s / h)$ bytes $= 34\,sbh + 5\,a s^2 b$ — $sbh$ terms for the inputs of every GEMM,
-#   LayerNorm and GELU, and $a s^2 b$ terms for the softmax output, its dropout mask and dropout output. Without
-#   dropout (the layer below has none) it is $16\,sbh + a s^2 b$ values.
+#   $s b h (34 + 5 a s / h)$ bytes $= 34\,sbh + 5\,a s^2 b$
+#   — $sbh$ terms for the inputs of every GEMM, LayerNorm and GELU,
+#   and $a s^2 b$ terms for the softmax output, its dropout mask and dropout output.
+#   Without dropout (the layer below has none) it is $16\,sbh + a s^2 b$ values.
 #
-# One GPT block (`tm.transformer_block`: pre-LayerNorm, causal attention, MLP 4× wide, fp32), $h = 128$ with
-# 4 heads, compiled for two shapes with the same number of tokens — 4 sequences of 64 and 1 of 256 — so that
-# only the $s^2$ terms differ:
+# One GPT block (`tm.transformer_block`:
+# pre-LayerNorm, causal attention, MLP 4× wide, fp32), $h = 128$ with 4 heads,
+# compiled for two shapes with the same number of tokens — 4 sequences of 64 and 1 of 256
+# — so that only the $s^2$ terms differ:
 
 # %%
 h_t, a_t = 128, 4
@@ -1076,35 +1192,93 @@ assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 *
 # %% [markdown]
 # Read the printout:
 #
-# - **FLOPs**: the $6N$ rule alone undercounts the $s = 256$ shape by the printed fraction — for this small
-#   width the attention term is $s / 6d = 1/3$ of the weight FLOPs — and $6N + 12 L s d$ per token lands within
-#   a few percent of XLA's count (the rest is softmax, LayerNorm and GELU). For a large model ($d$ in the thousands)
-#   the attention term matters only at long contexts.
-# - **Activations**: Korthikanti's count is a lower bound on what XLA reserves — on XLA:CPU, XLA's temporaries are
-#   the factor printed above, ≈ 1.9× the formula for both shapes (asserted between 1.7 and 2.1) — and the $s^2$
-#   term is real: at
-#   the same number of tokens, longer sequences cost XLA the printed number of bytes per attention-score element
-#   — more than the formula's one softmax output (4 bytes in fp32). JAX's autodiff of a plain `jnp` softmax saves
-#   more than the output (§2.5's "each primitive chooses its own residuals"): its residual list holds about three
-#   fp32 $s \times s$ arrays per score (the printed bytes per score, asserted between 12 and 16), and XLA:CPU's
-#   buffers keep about two of them (asserted between 7 and 9 bytes per score on a CPU): XLA fuses the rest away.
+# - **FLOPs**: the $6N$ rule alone undercounts the $s = 256$ shape by the printed fraction
+#   — for this small width the attention term is $s / 6d = 1/3$ of the weight FLOPs
+#   — and $6N + 12 L s d$ per token lands within a few percent of XLA's count (the rest is softmax,
+#   LayerNorm and GELU).
+#   For a large model ($d$ in the thousands) the attention term matters only at long contexts.
+# - **Activations**: Korthikanti's count is a lower bound on what XLA reserves — on XLA:CPU,
+#   XLA's temporaries are the factor printed above,
+#   ≈ 1.9× the formula for both shapes (asserted between 1.7 and 2.1) — and the $s^2$ term is real:
+#   at the same number of tokens, longer sequences cost XLA the printed number of bytes per
+#   attention-score element — more than the formula's one softmax output (4 bytes in fp32).
+#   JAX's autodiff of a plain `jnp` softmax saves more than the output
+#   (§2.5's "each primitive chooses its own residuals"):
+#   its residual list holds about three fp32 $s \times s$ arrays per score
+#   (the printed bytes per score, asserted between 12 and 16),
+#   and XLA:CPU's buffers keep about two of them
+#   (asserted between 7 and 9 bytes per score on a CPU): XLA fuses the rest away.
 #
-# Korthikanti's point follows from the formula (last printed line): at GPT-3 scale the $5 a s^2 b$ term is
-# larger than all the $34\,sbh$ terms together, yet it is cheap to recompute (softmax and dropout, no GEMM) — so recompute just that ("selective recomputation")
-# instead of the whole layer. FlashAttention goes further: it never writes the $s \times s$ matrix to HBM (its
-# tiles live in on-chip shared memory and registers), and recomputes them in the backward pass.
+# Korthikanti's point follows from the formula (last printed line):
+# at GPT-3 scale the $5 a s^2 b$ term is larger than all the $34\,sbh$ terms together,
+# yet it is cheap to recompute (softmax and dropout,
+# no GEMM) — so recompute just that ("selective recomputation") instead of the whole layer.
+# FlashAttention goes further: it never writes the $s \times s$ matrix to HBM
+# (its tiles live in on-chip shared memory and registers), and recomputes them in the backward pass.
 
 # %% [markdown]
 # ## Claims check
 #
-# | ID | claim (seed 000) | what this machine shows | verdict |
-# |---|---|---|---|
-# | C03 | the backward pass is also GEMMs: ∂L/∂W = ∂L/∂Y · Xᵀ | §2.1 reproduces the seed's `dw` exactly; §2.2 checks dW = Xᵀ·dY and dX = dY·Wᵀ against `jax.vjp` on non-square shapes; §2.3 finds 5 `dot_general`s in the gradient's jaxpr (2 forward, 3 backward) and 5 GEMMs in XLA's compiled HLO; §2.4: XLA's cost model gives 3 − 1/L × the forward FLOPs within 3 % (printed for L = 1 … 8); §2.8: a transformer layer's training FLOPs match 6·N per token plus the attention GEMMs' 12·L·s·d within 5 % of XLA's count | **confirmed**, and sharpened: the seed's formula is for its column convention (Y = W·X); in the row convention of frameworks it is dW = Xᵀ·dY; and each layer needs a *second* GEMM, dX = dY·Wᵀ, which the seed omits — that is why training costs ≈ 3× the forward pass, not 2×; in attention, QKᵀ and P·V are GEMMs without parameters that the "6N" rule leaves out |
-# | C04 | saved activations drive training memory; activation checkpointing trades recompute for memory | §2.5: JAX keeps 3 activations per tanh layer under `scan` where 1 suffices (a hand-written backward keeps exactly 1, same gradients); everything saved besides the arguments is per-example and XLA's scratch memory grows with the batch at ≈ the residuals' rate; §2.6: `nothing_saveable` cuts XLA:CPU's scratch memory by more than half (on a GPU the cell asserts < 0.55×) for +1 forward GEMM per layer, `dots_saveable` saves less for ≈ 0 extra FLOPs, the hand-written minimum saves as much as `nothing_saveable` for 0 extra FLOPs (percentages printed there); §2.7: an estimate of params + grads + Adam state + activations lands within 12 % of XLA's buffer assignment (asserted; printed per batch) and predicts the largest batch for a 256 MiB budget; mixed precision keeps 16 bytes per parameter and, on hardware with bf16 GEMMs, halves the bytes per example (the prediction; XLA on this CPU computes bf16 in f32 and does not halve them: ratio printed, HLO shown); §2.8: a transformer layer's activations have an s² term (Korthikanti et al.: 34·s·b·h + 5·a·s²·b bytes in 16-bit), a lower bound on XLA's buffers (XLA:CPU keeps ≈ 1.9× the formula, asserted; per attention score JAX's residual list holds ≈ 3 fp32 s×s arrays, XLA:CPU's buffers ≈ 2, both printed and asserted); §2.6 straight-line code: XLA:GPU keeps the recompute (15 GEMMs, deviceless H100, with Triton and with cuBLAS GEMMs); whether memory drops depends on what the no-policy build already fused (Triton build: drops; cuBLAS build: grows); XLA:CPU merges the recomputed GEMMs away (a quirk of its pass order; all asserted per build) | **qualified**: activations dominate only at large batch or long sequences; the fixed 16 bytes per parameter of Adam (fp32 or mixed precision alike) dominate small batches and large models; how much is saved is a choice of the autodiff system (JAX keeps more than the minimum) and of the checkpoint policy, which XLA:GPU honours (recomputes) on `scan`ned and straight-line layers alike, though on straight-line layers the memory it saves depends on the GEMM emitter |
+# | ID | claim (article 000) | verdict |
+# |---|---|---|
+# | C03 | the backward pass is also GEMMs: ∂L/∂W = ∂L/∂Y · Xᵀ | **confirmed** ([why](#Claim-C03)) |
+# | C04 | saved activations drive training memory; activation checkpointing trades recompute for memory | **qualified** ([why](#Claim-C04)) |
 #
-# On a GPU the same cells run on the device (JAX on CUDA, cuBLAS GEMMs in the HLO, bf16 GEMMs on tensor cores in
-# §2.7's mixed-precision check), and §2.7 brackets a real OOM.
+# #### Claim C03
 #
-# **Next:** the lab, `labs/lab02_backprop/lab02_backprop.ipynb` — write the backward pass, count a training
-# step, size a batch (fp32 and mixed precision), pick a checkpointing policy and test hand-written backward passes
-# against black-box forwards.
+# **confirmed**, and sharpened: the source article's formula is for its column convention (Y = W·X);
+# in the row convention of frameworks it is dW = Xᵀ·dY;
+# and each layer needs a *second* GEMM, dX = dY·Wᵀ,
+# which the source article omits — that is why training costs ≈ 3× the forward pass, not 2×;
+# in attention, QKᵀ and P·V are GEMMs without parameters that the "6N" rule leaves out.
+#
+# *Evidence.*
+# §2.1 reproduces the source article's `dw` exactly;
+# §2.2 checks dW = Xᵀ·dY and dX = dY·Wᵀ against `jax.vjp` on non-square shapes;
+# §2.3 finds 5 `dot_general`s in the gradient's jaxpr (2 forward,
+# 3 backward) and 5 GEMMs in XLA's compiled HLO; §2.4:
+# XLA's cost model gives 3 − 1/L × the forward FLOPs within 3 % (printed for L = 1 … 8); §2.8:
+# a transformer layer's training FLOPs match 6·N per token plus the attention GEMMs' 12·L·s·d within
+# 5 % of XLA's count.
+#
+# #### Claim C04
+#
+# **qualified**: activations dominate only at large batch or long sequences;
+# the fixed 16 bytes per parameter of Adam
+# (fp32 or mixed precision alike) dominate small batches and large models;
+# how much is saved is a choice of the autodiff system
+# (JAX keeps more than the minimum) and of the checkpoint policy,
+# which XLA:GPU honours (recomputes) on `scan`ned and straight-line layers alike,
+# though on straight-line layers the memory it saves depends on the GEMM emitter.
+#
+# *Evidence.*
+# §2.5: JAX keeps 3 activations per tanh layer under `scan` where 1 suffices
+# (a hand-written backward keeps exactly 1, same gradients);
+# everything saved besides the arguments is per-example and XLA's scratch memory grows with the
+# batch at ≈ the residuals' rate; §2.6:
+# `nothing_saveable` cuts XLA:CPU's scratch memory by more than half
+# (on a GPU the cell asserts < 0.55×) for +1 forward GEMM per layer,
+# `dots_saveable` saves less for ≈ 0 extra FLOPs,
+# the hand-written minimum saves as much as `nothing_saveable` for 0 extra FLOPs
+# (percentages printed there); §2.7:
+# an estimate of params + grads + Adam state + activations lands within 12 % of XLA's buffer
+# assignment (asserted; printed per batch) and predicts the largest batch for a 256 MiB budget;
+# mixed precision keeps 16 bytes per parameter and, on hardware with bf16 GEMMs,
+# halves the bytes per example (the prediction;
+# XLA on this CPU computes bf16 in f32 and does not halve them: ratio printed, HLO shown); §2.8:
+# a transformer layer's activations have an s² term (Korthikanti et al.:
+# 34·s·b·h + 5·a·s²·b bytes in 16-bit),
+# a lower bound on XLA's buffers (XLA:CPU keeps ≈ 1.9× the formula, asserted;
+# per attention score JAX's residual list holds ≈ 3 fp32 s×s arrays, XLA:CPU's buffers ≈ 2,
+# both printed and asserted); §2.6 straight-line code:
+# XLA:GPU keeps the recompute (15 GEMMs, deviceless H100, with Triton and with cuBLAS GEMMs);
+# whether memory drops depends on what the no-policy build already fused (Triton build: drops;
+# cuBLAS build: grows); XLA:CPU merges the recomputed GEMMs away (a quirk of its pass order;
+# all asserted per build)
+#
+# On a GPU the same cells run on the device (JAX on CUDA, cuBLAS GEMMs in the HLO,
+# bf16 GEMMs on tensor cores in §2.7's mixed-precision check), and §2.7 brackets a real OOM.
+#
+# **Next:** the lab, `labs/lab02_backprop/lab02_backprop.ipynb` — write the backward pass,
+# count a training step, size a batch (fp32 and mixed precision),
+# pick a checkpointing policy and test hand-written backward passes against black-box forwards.

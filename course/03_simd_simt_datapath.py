@@ -18,20 +18,26 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/03_simd_simt_datapath.ipynb)
 #
-# A CPU, a GPU and an NPU all apply one instruction to many numbers at once — they differ in *how many*, in
-# who decides what runs next, and in how far the data has to travel. This section measures the first on your
-# CPU, models the second, and runs [seed 002](00_overview.ipynb#Sources-and-claims-checks)'s program — disk → CPU memory → GPU memory and back — step by step.
+# A CPU, a GPU and an NPU all apply one instruction to many numbers at once
+# — they differ in *how many*, in who decides what runs next, and in how far the data has to travel.
+# This section measures the first on your CPU, models the second,
+# and runs [article 002](00_overview.ipynb#Sources-and-claims-checks)'s program
+# — disk → CPU memory → GPU memory and back — step by step.
 #
 # **You will learn**
-# - what the seed's CPU / GPU / NPU table means in numbers: cores, lanes, memories, links;
-# - to see SIMD — the CPU's vector operations (벡터 연산) — on your own CPU: the vector width in its flags and in
-#   the machine code the compiler emits, and what it buys over a Python loop;
-# - SIMT (Single Instruction, Multiple Threads): 32 threads, one instruction, an active mask — and what a branch
-#   costs;
-# - the seed 002 program `load → to_gpu → process → to_cpu → print`, each step timed, as a timeline;
-# - why GPU memory has no path to disk in the classic model, and where GPUDirect Storage qualifies that;
+# - what the source article's CPU / GPU / NPU table means in numbers: cores, lanes, memories, links;
+# - to see SIMD — the CPU's vector operations (벡터 연산) — on your own CPU:
+#   the vector width in its flags and in the machine code the compiler emits,
+#   and what it buys over a Python loop;
+# - SIMT (Single Instruction, Multiple Threads):
+#   32 threads, one instruction, an active mask — and what a branch costs;
+# - the article 002 program `load → to_gpu → process → to_cpu → print`, each step timed,
+#   as a timeline;
+# - why GPU memory has no path to disk in the classic model,
+#   and where GPUDirect Storage qualifies that;
 # - PCIe, DMA (직접 메모리 접근) and pinned memory; the break-even size where offloading pays;
-# - what out-of-memory (OOM) looks like, chunked streaming that works, and KV-cache offload as the exception.
+# - what out-of-memory (OOM) looks like, chunked streaming that works,
+#   and KV-cache offload as the exception.
 #
 # The lab for this section is `labs/lab03_datapath/`.
 
@@ -82,18 +88,23 @@ rng = np.random.default_rng(0)
 f32 = np.float32
 
 # %% [markdown]
-# ## 3.1 The seed's table, in numbers
+# ## 3.1 The source article's table, in numbers
 #
-# [Seed 000](00_overview.ipynb#Sources-and-claims-checks) compares the three kinds of processor in words. A CPU is built to minimize latency (지연 시간): few
-# complex cores, big caches and elaborate control logic for branches and calls, DDR memory. A GPU is built for
-# throughput (처리량): thousands of simple cores sharing control logic, fed by high-bandwidth memory (고대역폭
-# 메모리, HBM). An NPU such as Google's TPU gives up generality and fills the chip with matrix multiply units
-# (행렬 연산 유닛). Words like "core" hide the interesting numbers, and they must be compared like with like:
-# **vector ALUs** — the fp32 units that run ordinary arithmetic, one fp32 unit each (an FMA unit, 2 FLOPs per cycle,
-# on the CPU and GPU; an adder or multiplier ALU on the TPU's VPU), counted as units, not FLOPs, the same
-# way on every chip: a CPU core's SIMD pipes × their lanes, a GPU's "CUDA cores" (one FP32 unit per lane of an SM),
-# a TPU's vector unit (an (8, 128) grid of lanes with two ALUs in each lane) — and **matrix units**, where an
-# accelerator's FLOPs are (tensor cores, MXUs), counted in dense bf16 FLOP/s.
+# [Article 000](00_overview.ipynb#Sources-and-claims-checks) compares the three kinds of processor
+# in words.
+# A CPU is built to minimize latency (지연 시간):
+# few complex cores, big caches and elaborate control logic for branches and calls, DDR memory.
+# A GPU is built for throughput (처리량):
+# thousands of simple cores sharing control logic, fed by high-bandwidth memory (고대역폭 메모리, HBM).
+# An NPU such as Google's TPU gives up generality and fills the chip with matrix multiply units
+# (행렬 연산 유닛).
+# Words like "core" hide the interesting numbers, and they must be compared like with like:
+# **vector ALUs** — the fp32 units that run ordinary arithmetic, one fp32 unit each (an FMA unit,
+# 2 FLOPs per cycle, on the CPU and GPU;
+# an adder or multiplier ALU on the TPU's VPU), counted as units, not FLOPs,
+# the same way on every chip: a CPU core's SIMD pipes × their lanes,
+# a GPU's "CUDA cores" (one FP32 unit per lane of an SM), a TPU's vector unit (an (8, 128) grid of lanes with two ALUs in each lane) — and **matrix units**,
+# where an accelerator's FLOPs are (tensor cores, MXUs), counted in dense bf16 FLOP/s.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -127,20 +138,29 @@ assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 # the wrong comparison — TPU v4 MXU MACs counted as fp32 ALUs: 131,072 vs the H100's 16,896 = 7.8×
 
 # %% [markdown]
-# Like with like. **Vector ALUs**: the 16-core desktop CPU has 512 fp32 ALUs (each core is itself a small SIMD
-# machine: 2 FMA pipes × 16 lanes), an H100 16,896 — 33×, not "16 vs thousands" — and a TPU v4 4,096 (each
-# TensorCore's vector unit is an (8, 128) grid of lanes with 2 ALUs per lane: "a total of 2048 floating point
-# adders" per core, the scaling book's TPU chapter), a quarter of the H100's. Counting the TPU's 2,048 *lanes*
-# against the H100's 16,896 *units* would make the gap 8×: the CPU's pipes and the TPU's second ALU must be
-# counted alike. **Matrix units**: in dense bf16 an H100's tensor cores
-# deliver 3.6× a TPU v4's MXUs per chip (989 vs 275 TFLOP/s). Counting the TPU's MXU multiply-accumulators as
-# "fp32 ALUs" (the last line) would make a TPU v4 look like 7.8× an H100 — the wrong unit: MXUs multiply bf16
-# matrices, not fp32 vectors, and per chip the H100's matrix units are faster. What the TPU does have is the most
-# matrix hardware per unit of control logic: two instruction streams (cores) each drive four 128×128 systolic
-# arrays (section 7) — the seed's "smallest control unit" row, in numbers. The table's other rows: flexibility
-# falls from CPU to NPU (an NPU runs what its compiler scheduled, section 7); the interconnects are PCIe, and between
-# CPU sockets Intel's UPI (formerly QPI) or AMD's Infinity Fabric (xGMI); PCIe and NVLink for GPUs (NVLink between
-# GPUs because PCIe is too slow, §3.6); and vendor links for NPUs (Google's ICI, AWS's NeuronLink).
+# Like with like.
+# **Vector ALUs**: the 16-core desktop CPU has 512 fp32 ALUs
+# (each core is itself a small SIMD machine:
+# 2 FMA pipes × 16 lanes), an H100 16,896 — 33×,
+# not "16 vs thousands" — and a TPU v4 4,096 (each TensorCore's vector unit is an (8, 128) grid of lanes with 2 ALUs per lane:
+# "a total of 2048 floating point adders" per core, the scaling book's TPU chapter),
+# a quarter of the H100's.
+# Counting the TPU's 2,048 *lanes* against the H100's 16,896 *units* would make the gap 8×:
+# the CPU's pipes and the TPU's second ALU must be counted alike.
+# **Matrix units**: in dense bf16 an H100's tensor cores deliver 3.6× a TPU v4's MXUs per chip
+# (989 vs 275 TFLOP/s).
+# Counting the TPU's MXU multiply-accumulators as "fp32 ALUs"
+# (the last line) would make a TPU v4 look like 7.8× an H100 — the wrong unit:
+# MXUs multiply bf16 matrices, not fp32 vectors, and per chip the H100's matrix units are faster.
+# What the TPU does have is the most matrix hardware per unit of control logic:
+# two instruction streams (cores) each drive four 128×128 systolic arrays (section 7)
+# — the source article's "smallest control unit" row, in numbers.
+# The table's other rows: flexibility falls from CPU to NPU
+# (an NPU runs what its compiler scheduled, section 7);
+# the interconnects are PCIe, and between CPU sockets Intel's UPI
+# (formerly QPI) or AMD's Infinity Fabric (xGMI);
+# PCIe and NVLink for GPUs (NVLink between GPUs because PCIe is too slow, §3.6);
+# and vendor links for NPUs (Google's ICI, AWS's NeuronLink).
 #
 # And this machine:
 
@@ -161,11 +181,14 @@ assert 1 <= cores <= logical and vector_bits in (0, 128, 256, 512)
 # %% [markdown]
 # ## 3.2 SIMD on this CPU, measured
 #
-# SIMD = one instruction, several data elements in one wide register. The seed: "AVX-512 computes 16 fp32
-# values with one instruction": 512 bits / 32 bits = 16. Whether your CPU can is in its flags (above); whether
-# your *code* does is in the machine code the compiler emits. numba compiles a plain Python loop with LLVM, and
-# `inspect_asm()` shows the x86 assembly: a `…ps` instruction on a `zmm` register works on 16 floats, on `ymm`
-# 8, on `xmm` 4; a `…ss` instruction works on one.
+# SIMD = one instruction, several data elements in one wide register.
+# The source article: "AVX-512 computes 16 fp32 values with one instruction":
+# 512 bits / 32 bits = 16.
+# Whether your CPU can is in its flags (above);
+# whether your *code* does is in the machine code the compiler emits. numba compiles a plain Python
+# loop with LLVM, and `inspect_asm()` shows the x86 assembly:
+# a `…ps` instruction on a `zmm` register works on 16 floats, on `ymm` 8, on `xmm` 4;
+# a `…ss` instruction works on one.
 
 # %%
 @numba.njit(fastmath=True)
@@ -196,17 +219,24 @@ if simd_simt.is_x86():  # the assembly reader knows x86 only (on ARM, look for `
     assert widest >= 128 and (vector_bits == 0 or widest <= vector_bits), "vectorized within the CPU's width"
 
 # %% [markdown]
-# `vfmadd…ps` is a *fused multiply-add* on a whole register: `a * x[i] + y[i]` for 4, 8 or 16 values of `i`
-# at once. (The compiler also emits narrower and scalar code for the loop's remainder.) Which register you see
-# depends on the CPU's feature flags (printed in §3.1: what the OS exposes, which in a VM may be less than the
-# chip has) *and* on the compiler's tuning for its core. With the AVX-512 flags exposed, AMD Zen 4 and Zen 5 (LLVM
-# core `znver4`, `znver5`) give `zmm` — the seed's 16 lanes, for real; a VM that hides those flags gets `ymm` even
-# on a `znver4` core. On Intel's AVX-512 cores (`skylake-avx512`,
-# `cascadelake`, `icelake-server`, `sapphirerapids`, the usual cloud Xeons) you will see `ymm`: LLVM's tuning for
-# them sets `prefer-256-bit`, so its vectorizer uses 256-bit vectors even though the CPU has 512-bit ones (heavy
-# 512-bit code lowers the clock of those cores). On an AVX2-only CPU you see `ymm`, and on one without AVX `xmm`.
-# The assert checks only that the loop is vectorized and no wider than the CPU allows. Now the clock: the same
-# loop interpreted by Python, NumPy's precompiled vector loop, and the numba loop.
+# `vfmadd…ps` is a *fused multiply-add* on a whole register:
+# `a * x[i] + y[i]` for 4, 8 or 16 values of `i` at once.
+# (The compiler also emits narrower and scalar code for the loop's remainder.)
+# Which register you see depends on the CPU's feature flags (printed in §3.1:
+# what the OS exposes, which in a VM may be less than the chip has) *and* on the compiler's tuning
+# for its core.
+# With the AVX-512 flags exposed, AMD Zen 4 and Zen 5 (LLVM core `znver4`,
+# `znver5`) give `zmm` — the source article's 16 lanes, for real;
+# a VM that hides those flags gets `ymm` even on a `znver4` core.
+# On Intel's AVX-512 cores (`skylake-avx512`, `cascadelake`, `icelake-server`, `sapphirerapids`,
+# the usual cloud Xeons) you will see `ymm`:
+# LLVM's tuning for them sets `prefer-256-bit`,
+# so its vectorizer uses 256-bit vectors even though the CPU has 512-bit ones
+# (heavy 512-bit code lowers the clock of those cores).
+# On an AVX2-only CPU you see `ymm`, and on one without AVX `xmm`.
+# The assert checks only that the loop is vectorized and no wider than the CPU allows.
+# Now the clock: the same loop interpreted by Python, NumPy's precompiled vector loop,
+# and the numba loop.
 
 # %%
 a = f32(2.0)
@@ -226,11 +256,14 @@ assert ns_per["Python loop"] > 20 * ns_per["numba @njit loop"], "compiled + vect
 assert ns_per["Python loop"] > 20 * ns_per["NumPy (a*x + y)"]
 
 # %% [markdown]
-# Most of the Python loop's cost is the interpreter, not the arithmetic: compiling removes it, vectorizing then
-# divides what is left by the lane count. Vectorizing is not automatic, though. A **sum** has a chain of
-# dependencies (`s += x[i]` needs the previous `s`); adding 16 partial sums in parallel *reorders* the
-# additions, and floating-point addition is not associative, so the compiler may only do it when you allow it
-# (`fastmath=True`). Same loop, two permissions:
+# Most of the Python loop's cost is the interpreter, not the arithmetic:
+# compiling removes it, vectorizing then divides what is left by the lane count.
+# Vectorizing is not automatic, though.
+# A **sum** has a chain of dependencies (`s += x[i]` needs the previous `s`);
+# adding 16 partial sums in parallel *reorders* the additions,
+# and floating-point addition is not associative,
+# so the compiler may only do it when you allow it (`fastmath=True`).
+# Same loop, two permissions:
 
 # %%
 @numba.njit
@@ -266,18 +299,21 @@ ratio = gc.confirm_faster(total_fast, total_strict, big, factor=1.5, claim="pack
 assert abs(sums["total_strict"] - sums["total_fast"]) < 1e-2 * np.abs(big).sum()  # close, not bit-identical
 
 # %% [markdown]
-# The strict loop issues one scalar `vaddss` per element and waits for each result; the fastmath loop keeps
-# several vector accumulators busy. The two sums differ in the last digits — the price of reordering, and the
-# reason GPU reductions (which also reorder) don't reproduce a CPU's sum bit for bit.
+# The strict loop issues one scalar `vaddss` per element and waits for each result;
+# the fastmath loop keeps several vector accumulators busy.
+# The two sums differ in the last digits — the price of reordering,
+# and the reason GPU reductions (which also reorder) don't reproduce a CPU's sum bit for bit.
 #
 # ## 3.3 SIMT: 32 threads, one instruction, an active mask
 #
-# A GPU SM does the same trick at a larger scale, but the programmer writes *one thread's* code. The hardware
-# groups 32 consecutive threads into a **warp** and issues each instruction once for all 32 lanes. When threads
-# of a warp disagree on an `if`, the warp executes both paths one after the other, and an **active mask** turns
-# off the lanes that are not on the path being executed. First, the grouping, with a real CUDA kernel (numba-cuda:
-# on the GPU when there is one; on CPU in the course's instrumented executor, `gpucourse.simt`, which runs each warp
-# in lock step with an active mask, §5):
+# A GPU SM does the same trick at a larger scale, but the programmer writes *one thread's* code.
+# The hardware groups 32 consecutive threads into a **warp** and issues each instruction once for
+# all 32 lanes.
+# When threads of a warp disagree on an `if`, the warp executes both paths one after the other,
+# and an **active mask** turns off the lanes that are not on the path being executed.
+# First, the grouping, with a real CUDA kernel (numba-cuda: on the GPU when there is one;
+# on CPU in the course's instrumented executor, `gpucourse.simt`,
+# which runs each warp in lock step with an active mask, §5):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -310,8 +346,10 @@ assert warpsize[0] == simd_simt.WARP_SIZE == 32
 # path taken by threads 0..7: [1, 2, 2, 2, 1, 2, 2, 2]
 
 # %% [markdown]
-# The kernel can also show the mask itself: `cuda.activemask()` returns, as a 32-bit integer, which lanes of the
-# warp are executing the instruction that calls it (bit *i* = lane *i*). Called on each side of the same branch:
+# The kernel can also show the mask itself:
+# `cuda.activemask()` returns, as a 32-bit integer,
+# which lanes of the warp are executing the instruction that calls it (bit *i* = lane *i*).
+# Called on each side of the same branch:
 
 # %%
 @cuda.jit
@@ -335,16 +373,21 @@ else:  # a GPU may split a path further (independent thread scheduling), but nev
     assert all(int(m) & ~0xEEEEEEEE == 0 for m in np.delete(mask, np.s_[::4])), "path B's only the other lanes"
 
 # %% [markdown]
-# `0x11111111` has every fourth bit set: the 8 lanes with `t % 4 == 0` ran path A together while the other 24 were
-# masked off; `0xeeeeeeee` is the complement, path B. (On a GPU since Volta, threads of a warp may also be
-# scheduled independently, so the hardware is allowed to split a path further; `activemask` reports what it did.)
-# The cost of this, as a model: one warp issuing `if t % 4 == 0: A else: B` with path A 6 instructions long and
-# path B 4. A path is issued if at least one lane takes it; while it runs, only the lanes that took it are active.
-# Below, each row is one issued instruction, each column a lane, dark = active. These masks were computed by the
-# course's reference model (`grader/answers/lab03_datapath.py`, `warp_masks`) and ship as data,
-# `gpucourse/data/warp_masks.json` (`simd_simt.stored_warp_masks()` reads it; a test recomputes it). The cell checks
-# them against what the rule above says: every active lane-slot is useful work, and a path is issued only if some
-# lane takes it.
+# `0x11111111` has every fourth bit set:
+# the 8 lanes with `t % 4 == 0` ran path A together while the other 24 were masked off;
+# `0xeeeeeeee` is the complement, path B. (On a GPU since Volta,
+# threads of a warp may also be scheduled independently,
+# so the hardware is allowed to split a path further; `activemask` reports what it did.)
+# The cost of this, as a model: one warp issuing `if t % 4 == 0: A else:
+# B` with path A 6 instructions long and path B 4.
+# A path is issued if at least one lane takes it;
+# while it runs, only the lanes that took it are active.
+# Below, each row is one issued instruction, each column a lane, dark = active.
+# These masks were computed by the course's reference model (`grader/answers/lab03_datapath.py`,
+# `warp_masks`) and ship as data, `gpucourse/data/warp_masks.json`
+# (`simd_simt.stored_warp_masks()` reads it; a test recomputes it).
+# The cell checks them against what the rule above says:
+# every active lane-slot is useful work, and a path is issued only if some lane takes it.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -379,15 +422,18 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# A divergent warp pays for both paths: 10 issue slots instead of 6 or 4, and most lane-slots idle. A branch
-# costs nothing when all 32 threads of a warp agree (`t < 32`), whatever other warps do — so arranging data so
-# that warps agree is a real optimization (section 5 measures it). Lab exercise 4 designs such an arrangement: which
-# thread processes which item so that a whole grid issues the fewest instructions.
+# A divergent warp pays for both paths: 10 issue slots instead of 6 or 4, and most lane-slots idle.
+# A branch costs nothing when all 32 threads of a warp agree (`t < 32`),
+# whatever other warps do — so arranging data so that warps agree is a real optimization
+# (section 5 measures it).
+# Lab exercise 4 designs such an arrangement:
+# which thread processes which item so that a whole grid issues the fewest instructions.
 #
-# The CPU's vector units face the same problem and solve it the same way: a vectorized loop with an `if` computes
-# both sides for all lanes and **blends** them under a mask (AVX-512 even has mask registers `k0–k7`). That is
-# also how you vectorize a branch in NumPy: `np.where(cond, a, b)` — lab exercise 5 does it for a three-branch loss
-# and its gradient.
+# The CPU's vector units face the same problem and solve it the same way:
+# a vectorized loop with an `if` computes both sides for all lanes and **blends** them under a mask
+# (AVX-512 even has mask registers `k0–k7`).
+# That is also how you vectorize a branch in NumPy:
+# `np.where(cond, a, b)` — lab exercise 5 does it for a three-branch loss and its gradient.
 
 # %%
 @numba.njit(fastmath=True)
@@ -417,7 +463,7 @@ if simd_simt.is_x86():
 # | a branch | both sides + blend/mask, chosen by the compiler | both paths under an active mask, by the hardware |
 # | independent instruction streams | one per core (+ SMT) | up to 64 warps resident per SM (H100, A100; 48 on sm_86/sm_89), 4 issuing per clock |
 #
-# ## 3.4 Seed 002's program, run for real
+# ## 3.4 Article 002's program, run for real
 #
 # ```python
 # data = numpy.load("~")           # line 1: disk → CPU memory
@@ -427,12 +473,15 @@ if simd_simt.is_x86():
 # print(data)                      # line 5: the CPU reads its own memory
 # ```
 #
-# Running it starts one operating-system process; the GPU is not a process of its own but a co-processor the
-# process *uses*: the CPU runs the program, prepares the data and decides which kernel runs when, the GPU executes
-# what it is sent. Here it is with the course's device-memory tracker (`gpucourse.devmem`): on a GPU its arrays
-# are CuPy arrays in real device memory and `to_device`/`to_host` are real PCIe copies; on this CPU the "device" is a second
-# buffer in the same RAM, so `to_gpu` is a memcpy — the bytes still move, just not over PCIe. Every step is timed
-# with `gc.measure` (synchronized).
+# Running it starts one operating-system process;
+# the GPU is not a process of its own but a co-processor the process *uses*:
+# the CPU runs the program, prepares the data and decides which kernel runs when,
+# the GPU executes what it is sent.
+# Here it is with the course's device-memory tracker (`gpucourse.devmem`):
+# on a GPU its arrays are CuPy arrays in real device memory and `to_device`/`to_host` are real PCIe
+# copies; on this CPU the "device" is a second buffer in the same RAM,
+# so `to_gpu` is a memcpy — the bytes still move, just not over PCIe.
+# Every step is timed with `gc.measure` (synchronized).
 
 # %%
 N = 2**22  # 16 MiB of float32
@@ -466,15 +515,19 @@ assert mem.h2d_bytes >= data.nbytes and mem.d2h_bytes >= result.nbytes
 del d, r
 
 # %% [markdown]
-# (`load` reads a file written a moment ago, so it comes from the operating system's page cache in RAM, not
-# from the disk itself; a cold read is limited by the drive: ~7 GB/s for a PCIe 4.0 NVMe SSD.)
+# (`load` reads a file written a moment ago,
+# so it comes from the operating system's page cache in RAM, not from the disk itself;
+# a cold read is limited by the drive: ~7 GB/s for a PCIe 4.0 NVMe SSD.)
 #
-# The same program on an H100 behind PCIe 5.0, from published figures (`gc.datapath`): load from an NVMe drive,
-# copy at 63 GB/s (PCIe 5.0 ×16 after its line encoding, §3.6), process at HBM speed (3.35 TB/s, the op is
-# memory-bound), copy back. A third row is seed 002's "complicated case": one step of the processing needs the
-# CPU, so the data goes to the CPU and back in the middle. Both model rows price the copies at the link's peak,
-# which only a *pinned* host buffer gets; the array `np.load` returns is pageable, and §3.6–3.7 show that a pageable
-# copy is staged by the CPU and slower still, so these copy bars are the optimistic bound.
+# The same program on an H100 behind PCIe 5.0, from published figures (`gc.datapath`):
+# load from an NVMe drive, copy at 63 GB/s (PCIe 5.0 ×16 after its line encoding, §3.6),
+# process at HBM speed (3.35 TB/s, the op is memory-bound), copy back.
+# A third row is article 002's "complicated case":
+# one step of the processing needs the CPU, so the data goes to the CPU and back in the middle.
+# Both model rows price the copies at the link's peak, which only a *pinned* host buffer gets;
+# the array `np.load` returns is pageable,
+# and §3.6–3.7 show that a pageable copy is staged by the CPU and slower still,
+# so these copy bars are the optimistic bound.
 
 # %%
 nbytes = N * 4
@@ -495,7 +548,7 @@ rows = {
                                          ("process (on GPU)", process / 2), ("to_cpu (GPU → CPU)", to_gpu),
                                          ("print", 0.0)],
 }
-ax = gc.plotting.axes("time since the program started [ms]", "program [-]", f"Seed 002's program on {nbytes / 2**20:.0f} MiB",
+ax = gc.plotting.axes("time since the program started [ms]", "program [-]", f"Article 002's program on {nbytes / 2**20:.0f} MiB",
                       figsize=(11, 4.4))
 datapath.draw_timeline(ax, rows, unit=1e-3)
 plt.tight_layout()
@@ -508,17 +561,20 @@ assert process < 0.05 * total_model, "on a GPU the work itself is the smallest b
 assert 2 * to_gpu > 20 * process and 2 * to_gpu < 1e-3 < nbytes / nvme, "copies: tens of × the work; disk: longer"
 
 # %% [markdown]
-# On the GPU, `process` is a sliver: for a memory-bound operation the work is microseconds, moving the bytes in and
-# out tens of times longer (about half a millisecond for these 16 MiB: printed and asserted), and reading them from
-# disk longer still. That is the seed's advice in one
-# picture: load once, copy once, keep data on the GPU for as many operations as possible — and avoid CPU-only
-# steps in the middle, which cost two more trips over PCIe.
+# On the GPU, `process` is a sliver:
+# for a memory-bound operation the work is microseconds,
+# moving the bytes in and out tens of times longer (about half a millisecond for these 16 MiB:
+# printed and asserted), and reading them from disk longer still.
+# That is the source article's advice in one picture:
+# load once, copy once, keep data on the GPU for as many operations as possible
+# — and avoid CPU-only steps in the middle, which cost two more trips over PCIe.
 #
 # ## 3.5 Why GPU memory has no path to disk
 #
-# Seed 002: a GPU cannot read the disk mid-computation; disk ↔ GPU data always passes through CPU memory, and
-# data larger than GPU memory gives an OOM error rather than paging. Its reason is bandwidth: put every hop on one
-# axis.
+# Article 002: a GPU cannot read the disk mid-computation;
+# disk ↔ GPU data always passes through CPU memory,
+# and data larger than GPU memory gives an OOM error rather than paging.
+# Its reason is bandwidth: put every hop on one axis.
 
 # %%
 def hop_color(name):
@@ -545,16 +601,20 @@ assert ssd < bw["PCIe 4.0 x16"] < bw["PCIe 5.0 x16"] < bw["NVLink 4 (H100, per G
 assert 440 < hbm / ssd < 460
 
 # %% [markdown]
-# A kernel that had to wait for the disk would run at 1/450 of its memory speed (the ratio printed above): every
-# SM idle. So the classic design moves data *between* computations: disk → page cache in CPU memory → (through a pinned staging buffer)
-# → PCIe DMA → GPU memory, driven by the CPU.
+# A kernel that had to wait for the disk would run at 1/450 of its memory speed
+# (the ratio printed above): every SM idle.
+# So the classic design moves data *between* computations:
+# disk → page cache in CPU memory → (through a pinned staging buffer) → PCIe DMA → GPU memory,
+# driven by the CPU.
 #
-# **Where this is qualified: GPUDirect Storage (GDS).** Since CUDA 11.4, NVIDIA's cuFile API lets an NVMe drive
-# DMA *directly* into GPU memory over PCIe, skipping the bounce buffer in CPU memory (NVIDIA *GPUDirect Storage
-# Overview Guide*). The CPU still issues the request and the file system still decides where the blocks are, the
-# transfer still happens between kernels, and it needs supported drives, drivers and file systems — but the bytes
-# no longer pass through CPU memory. In Python it is `kvikio` (RAPIDS); on a GPU with it installed, this cell
-# reads the file straight into device memory:
+# **Where this is qualified: GPUDirect Storage (GDS).**
+# Since CUDA 11.4, NVIDIA's cuFile API lets an NVMe drive DMA *directly* into GPU memory over PCIe,
+# skipping the bounce buffer in CPU memory (NVIDIA *GPUDirect Storage Overview Guide*).
+# The CPU still issues the request and the file system still decides where the blocks are,
+# the transfer still happens between kernels, and it needs supported drives,
+# drivers and file systems — but the bytes no longer pass through CPU memory.
+# In Python it is `kvikio` (RAPIDS);
+# on a GPU with it installed, this cell reads the file straight into device memory:
 
 # %%
 raw = workdir / "data.f32"
@@ -577,22 +637,31 @@ shutil.rmtree(workdir, ignore_errors=True)  # the files were only needed for the
 # %% [markdown]
 # ## 3.6 PCIe, DMA and pinned memory
 #
-# `to_gpu` is a **DMA** (직접 메모리 접근) transfer: the driver queues a copy command ("these bytes to that
-# address") for the GPU's copy engine, a DMA engine, and the CPU goes on; the engine moves the bytes over PCIe and
-# signals completion (seed 000). One condition:
-# DMA needs host memory the OS will not move or swap out — **pinned** (page-locked) memory. An ordinary NumPy
-# array is *pageable*, so the CUDA driver first copies it, with the CPU, into a pinned staging buffer, then DMAs
-# from there (CUDA C++ Best Practices Guide, "Pinned Memory").
+# `to_gpu` is a **DMA** (직접 메모리 접근) transfer:
+# the driver queues a copy command ("these bytes to that address") for the GPU's copy engine,
+# a DMA engine, and the CPU goes on;
+# the engine moves the bytes over PCIe and signals completion (article 000).
+# One condition: DMA needs host memory the OS will not move or swap out
+# — **pinned** (page-locked) memory.
+# An ordinary NumPy array is *pageable*, so the CUDA driver first copies it, with the CPU,
+# into a pinned staging buffer, then DMAs from there (CUDA C++ Best Practices Guide,
+# "Pinned Memory").
 #
-# **What "PCIe 5.0 ×16 = 64 GB/s" means.** It is the raw signalling rate: 32 GT/s per lane × 16 lanes ÷ 8 bits,
-# per direction. PCIe 3.0–5.0 send every 128 bits of data as a 130-bit block (128b/130b encoding), so DMA can
-# move at most 128/130 of it: 63.0 GB/s. PCIe 6.0 doubles the rate with PAM4 signalling (2 bits per symbol) and
-# drops the line code for fixed 256-byte FLITs, each carrying 236 bytes of packets beside 20 bytes of link
-# payload, CRC and forward error correction (PCI-SIG). Every packet also carries a header, sequence number and
-# CRC (≈ 20–30 bytes per packet), and its payload is at most the link's *Max_Payload_Size*: the specification
-# allows up to 4096 bytes, systems typically configure 128–512, and at 24 bytes of overhead per packet that alone
-# costs about 16 % at 128 and 4.5 % at 512 (the last line). Flow-control packets share the link
-# too: what a real copy reaches is lower again — the GPU cell below measures it.
+# **What "PCIe 5.0 ×16 = 64 GB/s" means.**
+# It is the raw signalling rate: 32 GT/s per lane × 16 lanes ÷ 8 bits, per direction.
+# PCIe 3.0–5.0 send every 128 bits of data as a 130-bit block (128b/130b encoding),
+# so DMA can move at most 128/130 of it: 63.0 GB/s.
+# PCIe 6.0 doubles the rate with PAM4 signalling
+# (2 bits per symbol) and drops the line code for fixed 256-byte FLITs,
+# each carrying 236 bytes of packets beside 20 bytes of link payload,
+# CRC and forward error correction (PCI-SIG).
+# Every packet also carries a header, sequence number and CRC (≈ 20–30 bytes per packet),
+# and its payload is at most the link's *Max_Payload_Size*:
+# the specification allows up to 4096 bytes, systems typically configure 128–512,
+# and at 24 bytes of overhead per packet that alone costs about 16 % at 128 and 4.5 % at 512
+# (the last line).
+# Flow-control packets share the link too:
+# what a real copy reaches is lower again — the GPU cell below measures it.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -614,8 +683,8 @@ assert share[128] < 0.85 < 0.95 < share[512] < share[4096], "the configured payl
 # payload share of a packet, by Max_Payload_Size: 128 B 84.2%, 256 B 91.4%, 512 B 95.5%, 4096 B 99.4%
 
 # %% [markdown]
-# On a GPU the next cell measures pageable and pinned copies with CUDA events, against the encoded peaks; on this
-# CPU it says what it would measure.
+# On a GPU the next cell measures pageable and pinned copies with CUDA events,
+# against the encoded peaks; on this CPU it says what it would measure.
 
 # %%
 if gc.require_gpu("host→device and device→host bandwidth, pageable vs pinned, 256 MiB, CUDA events"):
@@ -644,8 +713,9 @@ else:
           f"PCIe 5.0 x16 {datapath.fmt_rate(bw['PCIe 5.0 x16'])} per direction")
 
 # %% [markdown]
-# That the CPU only *starts* a DMA copy shows on a GPU as a gap between two clocks: the host's time to enqueue an
-# asynchronous copy from pinned memory on a stream, and the copy's duration on the GPU.
+# That the CPU only *starts* a DMA copy shows on a GPU as a gap between two clocks:
+# the host's time to enqueue an asynchronous copy from pinned memory on a stream,
+# and the copy's duration on the GPU.
 
 # %%
 if gc.require_gpu("a pinned async copy: host time to enqueue vs the copy's duration"):
@@ -678,20 +748,29 @@ assert hbm / bw["PCIe 5.0 x16"] > 50
 # HBM3 (H100) / DDR5 server (12 ch)              =    7.3×
 
 # %% [markdown]
-# And against this machine. §3.1's memcpy rate (the best copy of its fixed rounds, used unchanged here) counts
-# every byte twice, read and written, which is how STREAM
-# and every memory datasheet count bandwidth; a STREAM-style add (`c = a + b`, 3 bytes counted per byte of `c`)
-# measures the same memory another way. Both run on **one core** (NumPy does not spread them over threads), so
-# they show what one core sustains, usually less than the memory's peak that all cores together can draw. And one
-# core sustains different rates for different access patterns: the add reads two streams and writes a third, and
-# each of its stores that misses the cache first reads the line it lands in (*write-allocate*: a 4th byte per
-# byte of `c` that STREAM's count leaves out), while a large memcpy usually skips that read (glibc copies with
-# non-temporal stores above a cache-size threshold, below it with `rep movsb`, whose fast-string stores skip it too
-# on Intel CPUs). So the two need not match: the ratio is printed, below 1 where the add's write-allocate reads
-# cost the core bandwidth, near 1 where the memory system hides them or where memcpy itself runs below the add's
-# rate (a copy that is not the fastest this core can do). What is asserted is only that they agree in order of
-# magnitude (within a factor of 4). The add runs the same fixed number of rounds as §3.1's copy, and the best run
-# of each is compared, once:
+# And against this machine.
+# §3.1's memcpy rate (the best copy of its fixed rounds,
+# used unchanged here) counts every byte twice, read and written,
+# which is how STREAM and every memory datasheet count bandwidth;
+# a STREAM-style add (`c = a + b`, 3 bytes counted per byte of `c`) measures the same memory another
+# way.
+# Both run on **one core** (NumPy does not spread them over threads),
+# so they show what one core sustains,
+# usually less than the memory's peak that all cores together can draw.
+# And one core sustains different rates for different access patterns:
+# the add reads two streams and writes a third,
+# and each of its stores that misses the cache first reads the line it lands in (*write-allocate*:
+# a 4th byte per byte of `c` that STREAM's count leaves out),
+# while a large memcpy usually skips that read
+# (glibc copies with non-temporal stores above a cache-size threshold, below it with `rep movsb`,
+# whose fast-string stores skip it too on Intel CPUs).
+# So the two need not match: the ratio is printed,
+# below 1 where the add's write-allocate reads cost the core bandwidth,
+# near 1 where the memory system hides them or where memcpy itself runs below the add's rate
+# (a copy that is not the fastest this core can do).
+# What is asserted is only that they agree in order of magnitude (within a factor of 4).
+# The add runs the same fixed number of rounds as §3.1's copy, and the best run of each is compared,
+# once:
 
 # %%
 adds = [datapath.measure_host_add(nbytes=64 * 2**20)[0] for _ in range(MEMORY_ROUNDS)]  # §3.1's fixed rounds
@@ -708,23 +787,34 @@ assert hbm / max(host_bw, host_add) > 3
 # %% [markdown]
 # ## 3.7 When does offloading pay? The break-even size
 #
-# Offloading costs `to_gpu + process + to_cpu`; staying costs the CPU's time. For `n` elements both grow
-# linearly, but the GPU side starts with two copy latencies and pays PCIe per byte. So the question is per
-# element: is *copy + GPU work* cheaper than *CPU work*? For a vector add (1 FLOP per 12 bytes) on a desktop CPU
-# with dual-channel DDR5, the PCIe copy alone is slower than the CPU reading its own memory: it **never** pays,
-# however large `n` (asserted below; where it can pay on a slower machine, and why staging undoes that, follows). For a matrix
-# multiply (2n³ FLOPs on 3n² numbers) the work grows faster than the copies, and it pays beyond some size.
-# The GPU is an H100 over PCIe 5.0; the CPU is a published desktop CPU, and this machine with its roofs measured.
-# A roof is meant to be a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32 GEMM — a size
-# chosen to let every core's vector units run flat out, warmed up, the best of several runs (other programs only
-# ever slow a run down), though on a shared or busy machine it reaches only the fraction of the nominal peak printed
-# beside it, and it is then the roof *measured here, under whatever else runs* — and its memory roof is the faster of the two bandwidths measured in §3.1 and §3.6 (one core's: all cores
-# together draw more, so this machine's true ridge point lies left of the one drawn). The nominal peak
-# (physical cores × FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel reports, computed as §1 does:
-# 2 pipes on most cores, 1 of 512 bits on Intel's client cores with AVX-512; a pipe's lanes are its width, 8 on
-# AMD's Zen 4 and mobile Zen 5, whose 256-bit pipes run AVX-512 in two halves) is printed beside
-# it for scale. It counts *physical* cores (§3.1's printout gives both counts): with SMT (Hyper-Threading) two logical CPUs
-# share one core's FMA pipes, and counting logical CPUs would double the nominal peak.
+# Offloading costs `to_gpu + process + to_cpu`; staying costs the CPU's time.
+# For `n` elements both grow linearly,
+# but the GPU side starts with two copy latencies and pays PCIe per byte.
+# So the question is per element: is *copy + GPU work* cheaper than *CPU work*?
+# For a vector add (1 FLOP per 12 bytes) on a desktop CPU with dual-channel DDR5,
+# the PCIe copy alone is slower than the CPU reading its own memory:
+# it **never** pays, however large `n` (asserted below;
+# where it can pay on a slower machine, and why staging undoes that, follows).
+# For a matrix multiply (2n³ FLOPs on 3n² numbers) the work grows faster than the copies,
+# and it pays beyond some size.
+# The GPU is an H100 over PCIe 5.0;
+# the CPU is a published desktop CPU, and this machine with its roofs measured.
+# A roof is meant to be a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32
+# GEMM — a size chosen to let every core's vector units run flat out, warmed up,
+# the best of several runs (other programs only ever slow a run down),
+# though on a shared or busy machine it reaches only the fraction of the nominal peak printed beside
+# it, and it is then the roof *measured here,
+# under whatever else runs* — and its memory roof is the faster of the two bandwidths measured in
+# §3.1 and §3.6 (one core's: all cores together draw more,
+# so this machine's true ridge point lies left of the one drawn).
+# The nominal peak (physical cores × FMA pipes × fp32 lanes per pipe × 2 FLOP × the clock the kernel
+# reports, computed as §1 does: 2 pipes on most cores,
+# 1 of 512 bits on Intel's client cores with AVX-512;
+# a pipe's lanes are its width, 8 on AMD's Zen 4 and mobile Zen 5,
+# whose 256-bit pipes run AVX-512 in two halves) is printed beside it for scale.
+# It counts *physical* cores (§3.1's printout gives both counts):
+# with SMT (Hyper-Threading) two logical CPUs share one core's FMA pipes,
+# and counting logical CPUs would double the nominal peak.
 
 # %%
 cpu_peak, t_peak = datapath.measure_host_peak_flops(n=1536, repeat=4)  # NumPy's BLAS, warmed, best of several
@@ -780,26 +870,35 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# If the measured GEMM peak printed above is a small fraction of the nominal one, the cores were shared with other
-# programs while this ran (or ran below the reported clock); the break-even printed for this CPU moves with it: a
-# slower CPU makes offloading pay sooner.
+# If the measured GEMM peak printed above is a small fraction of the nominal one,
+# the cores were shared with other programs while this ran (or ran below the reported clock);
+# the break-even printed for this CPU moves with it: a slower CPU makes offloading pay sooner.
 #
-# The dashed line is what a benchmark that ignores transfers reports: the GPU "wins" everywhere. With the copies
-# included, the vector add's GPU line runs parallel to the CPU's — above it. The rule behind it: a vector add moves
-# 12 bytes per FLOP, so it can only pay when the CPU code's memory rate is slower than PCIe — as the row for this
-# CPU prices it: **one core** (the course's timings are single-core) against the link, false of any desktop's
-# all-core DDR5. And the copy engine's own reads and writes go through the same host DRAM: a pinned DMA moves the
-# 8 input bytes out and the 4 result bytes in, 12 bytes per element, as the CPU's add does — so the offload can only
-# win while the CPU code draws less of the DRAM than the copy engine can (single-threaded code, as here), and only
-# **if the data already lives in pinned memory**: the model's link is the pinned DMA peak. From pageable
-# memory — an ordinary NumPy array — the driver first copies every byte with the CPU at this machine's own memcpy
-# speed (§3.6, C09), and the last printed row shows that a vector add then never pays on this machine (asserted).
-# The reason holds on any machine whose copies run through the same DRAM as its add: staging moves at least 24 bytes
-# per element through host memory (the CPU reads the 8 input bytes and writes them into the pinned buffer, then reads
-# the 4 output bytes out of it and writes them back: 16 + 8), while the add on the CPU moves 12 (reads 8, writes 4;
-# 16 if the write allocates its line first, §3.6). The trip costs the host 1.5–2× the memory traffic of doing the
-# add itself, before the GPU has done anything.
-# On a GPU, the next cell finds the break-even of a real matmul, copies included, against NumPy on the host.
+# The dashed line is what a benchmark that ignores transfers reports: the GPU "wins" everywhere.
+# With the copies included, the vector add's GPU line runs parallel to the CPU's — above it.
+# The rule behind it: a vector add moves 12 bytes per FLOP,
+# so it can only pay when the CPU code's memory rate is slower than PCIe
+# — as the row for this CPU prices it:
+# **one core** (the course's timings are single-core) against the link,
+# false of any desktop's all-core DDR5.
+# And the copy engine's own reads and writes go through the same host DRAM:
+# a pinned DMA moves the 8 input bytes out and the 4 result bytes in, 12 bytes per element,
+# as the CPU's add does — so the offload can only win while the CPU code draws less of the DRAM than
+# the copy engine can (single-threaded code, as here),
+# and only **if the data already lives in pinned memory**: the model's link is the pinned DMA peak.
+# From pageable memory — an ordinary NumPy array
+# — the driver first copies every byte with the CPU at this machine's own memcpy speed (§3.6, C09),
+# and the last printed row shows that a vector add then never pays on this machine (asserted).
+# The reason holds on any machine whose copies run through the same DRAM as its add:
+# staging moves at least 24 bytes per element through host memory
+# (the CPU reads the 8 input bytes and writes them into the pinned buffer,
+# then reads the 4 output bytes out of it and writes them back:
+# 16 + 8), while the add on the CPU moves 12 (reads 8, writes 4;
+# 16 if the write allocates its line first, §3.6).
+# The trip costs the host 1.5–2× the memory traffic of doing the add itself,
+# before the GPU has done anything.
+# On a GPU, the next cell finds the break-even of a real matmul, copies included,
+# against NumPy on the host.
 
 # %%
 if gc.require_gpu("matmul on the host (NumPy) vs to_gpu + CuPy matmul + to_cpu, by size"):
@@ -818,9 +917,11 @@ if gc.require_gpu("matmul on the host (NumPy) vs to_gpu + CuPy matmul + to_cpu, 
 # %% [markdown]
 # ## 3.8 Larger than device memory: OOM, then streaming
 #
-# A GPU allocates device memory with `cudaMalloc`; when it does not fit, the call fails — PyTorch prints
-# "CUDA out of memory. Tried to allocate …", CuPy raises `OutOfMemoryError`, JAX `RESOURCE_EXHAUSTED`. Nothing is
-# paged out to disk. `devmem.DeviceMemory` enforces a budget the same way; here a 4 MiB device meets 16 MiB:
+# A GPU allocates device memory with `cudaMalloc`;
+# when it does not fit, the call fails — PyTorch prints "CUDA out of memory.
+# Tried to allocate …", CuPy raises `OutOfMemoryError`, JAX `RESOURCE_EXHAUSTED`.
+# Nothing is paged out to disk.
+# `devmem.DeviceMemory` enforces a budget the same way; here a 4 MiB device meets 16 MiB:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -842,9 +943,11 @@ if gc.require_gpu("a real CuPy out-of-memory error: asking for 1.5× the device'
         print(f"{type(e).__name__}: {e}")
 
 # %% [markdown]
-# The cure is the one every data loader uses: **stream** the data in chunks that fit, keep only one chunk (and
-# its temporaries) on the device at a time, and combine the partial results. A reduction — the root mean square of
-# the 16 MiB array on the 4 MiB device:
+# The cure is the one every data loader uses:
+# **stream** the data in chunks that fit,
+# keep only one chunk (and its temporaries) on the device at a time,
+# and combine the partial results.
+# A reduction — the root mean square of the 16 MiB array on the 4 MiB device:
 
 # %%
 chunk = small.budget // (2 * 4)  # each chunk needs itself + one temporary (d * d), float32
@@ -861,16 +964,21 @@ assert small.d2h_copies == -(-N // chunk) and small.d2h_bytes == 8 * small.d2h_c
 assert np.isclose(rms, np.sqrt(np.mean(data.astype(np.float64) ** 2)), rtol=1e-6)
 
 # %% [markdown]
-# `del` matters: like CuPy, the tracker frees memory when the last reference goes, and `dchunk = …` rebinds the
-# name only *after* the new chunk is allocated — without the `del`, two chunks would be alive at once. A real
-# pipeline also overlaps the copy of chunk *i + 1* with the work on chunk *i* (streams, section 4): then two chunks
-# *are* alive at once by design, so each must be smaller — the budget, not one chunk size, is the rule.
+# `del` matters: like CuPy, the tracker frees memory when the last reference goes,
+# and `dchunk = …` rebinds the name only *after* the new chunk is allocated — without the `del`,
+# two chunks would be alive at once.
+# A real pipeline also overlaps the copy of chunk *i + 1* with the work on chunk *i* (streams,
+# section 4): then two chunks *are* alive at once by design, so each must be smaller — the budget,
+# not one chunk size, is the rule.
 #
-# **Qualifications.** CUDA *Unified Memory* (`cudaMallocManaged`) lets a GPU oversubscribe its memory on Linux
-# since Pascal: pages migrate between device and *host memory* on demand (CUDA Programming Guide, "Unified Memory
-# Programming") — slowly, and never to disk; frameworks allocate with `cudaMalloc` by default, hence OOM. And the
-# seed's own closing remark is the modern exception: **LLM serving offloads the KV cache**. A transformer keeps a
-# key and a value vector per layer, KV head and token of context:
+# **Qualifications.**
+# CUDA *Unified Memory* (`cudaMallocManaged`) lets a GPU oversubscribe its memory on Linux since
+# Pascal: pages migrate between device and *host memory* on demand (CUDA Programming Guide,
+# "Unified Memory Programming") — slowly, and never to disk;
+# frameworks allocate with `cudaMalloc` by default, hence OOM.
+# And the source article's own closing remark is the modern exception:
+# **LLM serving offloads the KV cache**.
+# A transformer keeps a key and a value vector per layer, KV head and token of context:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -892,32 +1000,41 @@ assert per_token == 128 * 1024
 # 8 × 131,072 tokens:  137.4 GB  (fits an 80 GB H100 with 16 GB of weights: no ; one trip over PCIe 5.0: 2.18 s)
 
 # %% [markdown]
-# Serving engines therefore move KV blocks of paused or finished requests out of GPU memory — LMCache and Mooncake
-# tier them to CPU memory and SSDs (vLLM reaches them through its KV-connector interface), FlexGen offloads weights
-# and KV cache to CPU memory and disk — and pay the transfer time to serve longer contexts or more users. vLLM's own
-# preemption changed: its V0 engine could *swap* a preempted request's KV blocks to CPU memory; the V1 engine
-# preempts by *recomputation* (`PreemptionMode.RECOMPUTE`: the blocks are freed and rebuilt by a new prefill), so
-# CPU offload in current vLLM goes through a KV connector such as LMCache's (vLLM documentation, "Preemption" and
-# "KV cache offloading"). Note what did *not* change: the
-# software moves the data between kernels over the same CPU/PCIe path (or GDS); the GPU still never pages.
+# Serving engines therefore move KV blocks of paused or finished requests out of GPU memory
+# — LMCache and Mooncake tier them to CPU memory and SSDs
+# (vLLM reaches them through its KV-connector interface),
+# FlexGen offloads weights and KV cache to CPU memory and disk
+# — and pay the transfer time to serve longer contexts or more users. vLLM's own preemption changed:
+# its V0 engine could *swap* a preempted request's KV blocks to CPU memory;
+# the V1 engine preempts by *recomputation* (`PreemptionMode.RECOMPUTE`:
+# the blocks are freed and rebuilt by a new prefill),
+# so CPU offload in current vLLM goes through a KV connector such as LMCache's (vLLM documentation,
+# "Preemption" and "KV cache offloading").
+# Note what did *not* change: the software moves the data between kernels over the same CPU/PCIe
+# path (or GDS); the GPU still never pages.
 #
 # ## 3.9 Where the other memory lives (C26)
 #
-# "CPU and GPU have separate memories; each reaches only its own" describes a discrete GPU with ordinary
-# allocations. CUDA can also map pinned host memory into the GPU's address space ("zero-copy"): a kernel then
-# reads and writes host RAM directly over PCIe — slowly, but without a copy. Unified Memory (§3.8) migrates
-# pages between the two memories on demand.
+# "CPU and GPU have separate memories;
+# each reaches only its own" describes a discrete GPU with ordinary allocations.
+# CUDA can also map pinned host memory into the GPU's address space ("zero-copy"):
+# a kernel then reads and writes host RAM directly over PCIe — slowly, but without a copy.
+# Unified Memory (§3.8) migrates pages between the two memories on demand.
 #
-# A **Grace Hopper** superchip (GH200) does not merge the memories either: it keeps two physical memories, LPDDR5X
-# beside the Grace CPU and HBM3 beside the Hopper GPU, joined by NVLink-C2C, a cache-coherent chip-to-chip link.
-# What is shared is the *address space*: the GPU can load and store CPU memory — even ordinary pageable
-# `malloc` memory, through the CPU's page tables (Address Translation Services) — and the CPU can reach the HBM,
-# without copies and coherently (NVIDIA, *Grace Hopper Superchip Architecture In-Depth*, 2022). The figures below
-# are the shipping GH200's (NVIDIA GH200 product page and datasheet, 2024: 96 GB HBM3 at 4 TB/s, or the HBM3e SKU
-# with 144 GB at 4.9 TB/s — announced in August 2023 as 141 GB at 5 TB/s; up to 480 GB LPDDR5X at "up to" 512 GB/s,
-# a nominal figure: other sources quote ≈ 500 GB/s, and the bandwidth scales with the memory fitted; the 2022
-# pre-launch paper quoted 3 TB/s and 546 GB/s). A GPU kernel that reads CPU memory does it at NVLink-C2C speed, not
-# HBM speed:
+# A **Grace Hopper** superchip (GH200) does not merge the memories either:
+# it keeps two physical memories, LPDDR5X beside the Grace CPU and HBM3 beside the Hopper GPU,
+# joined by NVLink-C2C, a cache-coherent chip-to-chip link.
+# What is shared is the *address space*:
+# the GPU can load and store CPU memory — even ordinary pageable `malloc` memory,
+# through the CPU's page tables (Address Translation Services) — and the CPU can reach the HBM,
+# without copies and coherently (NVIDIA, *Grace Hopper Superchip Architecture In-Depth*, 2022).
+# The figures below are the shipping GH200's (NVIDIA GH200 product page and datasheet, 2024:
+# 96 GB HBM3 at 4 TB/s, or the HBM3e SKU with 144 GB at 4.9 TB/s
+# — announced in August 2023 as 141 GB at 5 TB/s;
+# up to 480 GB LPDDR5X at "up to" 512 GB/s, a nominal figure:
+# other sources quote ≈ 500 GB/s, and the bandwidth scales with the memory fitted;
+# the 2022 pre-launch paper quoted 3 TB/s and 546 GB/s).
+# A GPU kernel that reads CPU memory does it at NVLink-C2C speed, not HBM speed:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -941,9 +1058,11 @@ assert 7 < c2c / bw["PCIe 5.0 x16"] < 7.5
 # a GPU kernel streaming CPU memory over NVLink-C2C is 8.9× slower than its own HBM3, 10.9× slower than its own HBM3e; 7.1× faster than over PCIe 5.0 ×16
 
 # %% [markdown]
-# So "unified" describes the addresses, not the memory: data placement still decides speed, and the driver and
-# frameworks still migrate hot data into HBM. Only integrated GPUs (laptop and phone chips, NVIDIA Jetson,
-# Apple silicon) have one physical memory for CPU and GPU. On a discrete GPU, the next cell shows zero-copy.
+# So "unified" describes the addresses, not the memory:
+# data placement still decides speed, and the driver and frameworks still migrate hot data into HBM.
+# Only integrated GPUs (laptop and phone chips, NVIDIA Jetson,
+# Apple silicon) have one physical memory for CPU and GPU.
+# On a discrete GPU, the next cell shows zero-copy.
 
 # %%
 if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back by the CPU without a copy"):
@@ -963,21 +1082,134 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # %% [markdown]
 # ## Claims check
 #
-# | ID | claim | what this machine shows / primary source | verdict |
-# |---|---|---|---|
-# | C05 | AVX-512 computes 16 fp32 values with one instruction (seed 000) | §3.2 prints this CPU's widest vector extension and the widest packed instruction numba compiled: `vfmadd…ps` on `zmm` registers (512 bits = 16 fp32 lanes) on AMD Zen 4/5, but on `ymm` (8 lanes) on Intel's AVX-512 cores (LLVM's tuning for them prefers 256-bit vectors) and on AVX2-only CPUs; the compiled loop runs more than 20× faster per element than the Python loop (asserted; the ratio is printed). A plain `sum` stays scalar (`vaddss`) unless reordering is allowed | **qualified**: true of the instruction; whether a compiler uses it depends on its tuning for the core (LLVM, and so numba, emits 256-bit vectors on Intel's AVX-512 server cores); many CPUs lack AVX-512 (Intel client CPUs since Alder Lake have AVX2 only: 8 lanes), some execute a 512-bit op as two 256-bit halves (AMD Zen 4), and compilers use it only for loops whose lanes are independent |
-# | C06 | desktop CPUs have about 4–16 cores; GPUs thousands (seed 000) | §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores". Counted in fp32 vector ALUs, the CPU has 16 × 2 × 16 = 512 (a TPU v4 4,096: 2 cores × 8 × 128 lanes × 2 ALUs), so the gap is 33×, not 1000×; the GPU's FLOPs are mostly in its tensor cores (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes) | **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core; compare SMs with cores (132 vs 16) or ALUs with ALUs (16,896 vs 512), and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16). Desktop CPUs now reach 24 cores (Core i9-14900K) |
-# | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (seed 000) | §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×, vs a 12-channel server 460.8 GB/s = 7.3× (datasheet peaks, each counting bytes read + written); this machine's memory, measured the same way on one core (memcpy counting read + write, and a STREAM add, each the best of a fixed 5 rounds, agreeing within 4×; one core draws less than the memory's peak, so the ratio is an upper bound), gives the ratio printed in §3.6 | **confirmed** (several times against a server CPU, tens of times against a desktop) |
-# | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (seed 000) | §3.6: HBM3 / PCIe 5.0 ×16 = 53×, / PCIe 4.0 ×16 = 106× (PCIe after its 128b/130b encoding: 63.0 and 31.5 GB/s per direction; the datasheets' 64 and 32 GB/s are raw rates); §3.4 timeline: the copies dominate a memory-bound op; §3.7: a vector add never pays for its transfer on a desktop with dual-channel DDR5 (asserted), can pay on a machine whose memory is slower than the link only from pinned memory, and never from pageable memory (asserted on this machine); on a GPU the pinned/pageable cell measures the link | **confirmed** |
-# | C09 | DMA moves the bytes; the CPU only starts and confirms the transfer (seed 000) | §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends (measured there); CUDA Best Practices Guide: pageable transfers are first copied by the CPU into a pinned staging buffer | **qualified**: true for pinned memory; from ordinary pageable memory the CPU does copy every byte once (the staging copy), which is why pinned transfers are faster |
-# | C26 | CPU and GPU have separate memories; each device's units reach only their own (seed 002) | §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU): a kernel writes mapped host memory directly | **qualified**: true for a discrete GPU and ordinary allocations; zero-copy mapped memory and Unified Memory let a GPU reach CPU memory over PCIe; Grace Hopper keeps two physical memories (LPDDR5X, HBM3 or HBM3e) in one coherent address space, the GPU reading CPU memory at NVLink-C2C speed (450 GB/s each way, about 1/9 of the shipping GH200's 4 TB/s HBM3 and 1/11 of its HBM3e, §3.9; GH200 datasheet); only integrated GPUs share one physical memory |
-# | C27 | GPU memory has no direct path to disk; data always passes through CPU memory (seed 002) | §3.5: NVMe at 7.45 GB/s is 450× slower than HBM3, so disk I/O belongs between kernels; NVIDIA GPUDirect Storage (cuFile, CUDA ≥ 11.4) DMAs NVMe ↔ GPU memory without a CPU bounce buffer | **qualified**: true of the classic path and of kernels (no kernel reads a file); with GDS the bytes skip CPU memory, though the CPU still orchestrates |
-# | C28 | GPUs don't page device memory out to disk: data larger than GPU memory means OOM (seed 002) | §3.8: the tracker's OOM, and on a GPU CuPy's real `OutOfMemoryError`; streaming in chunks computes the same result within the budget | **qualified**: never to disk, and `cudaMalloc` (what frameworks use) fails with OOM; but Unified Memory can oversubscribe device memory by migrating pages to *host* memory, and streaming or offloading avoids OOM in software |
-# | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (seed 002) | §3.8: Llama-3.1-8B's KV cache is 128 KiB per token — 137 GB for 8 × 128k-token contexts, more than an H100 holds; LMCache/Mooncake/FlexGen tier KV blocks to CPU memory or SSD (in vLLM through KV connectors); vLLM V0 swapped preempted requests' blocks to CPU memory, V1 preempts by recomputation instead | **qualified**: offload is real and common, but as an add-on tier (KV connectors, LMCache, Mooncake), not the default of the best-known engine — vLLM V1 recomputes rather than swaps; and it is software moving blocks between steps (over PCIe or GDS), not GPU paging |
+# | ID | claim | verdict |
+# |---|---|---|
+# | C05 | AVX-512 computes 16 fp32 values with one instruction (article 000) | **qualified** ([why](#Claim-C05)) |
+# | C06 | desktop CPUs have about 4–16 cores; GPUs thousands (article 000) | **qualified** ([why](#Claim-C06)) |
+# | C07 | HBM feeds a GPU several times faster than CPU memory feeds a CPU (article 000) | **confirmed** ([why](#Claim-C07)) |
+# | C08 | PCIe is far slower than the GPU's HBM, so transfers must be minimized (article 000) | **confirmed** ([why](#Claim-C08)) |
+# | C09 | DMA moves the bytes; the CPU only starts and confirms the transfer (article 000) | **qualified** ([why](#Claim-C09)) |
+# | C26 | CPU and GPU have separate memories; each device's units reach only their own (article 002) | **qualified** ([why](#Claim-C26)) |
+# | C27 | GPU memory has no direct path to disk; data always passes through CPU memory (article 002) | **qualified** ([why](#Claim-C27)) |
+# | C28 | GPUs don't page device memory out to disk: data larger than GPU memory means OOM (article 002) | **qualified** ([why](#Claim-C28)) |
+# | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (article 002) | **qualified** ([why](#Claim-C33)) |
 #
-# On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even, OOM,
-# zero-copy) on the device itself.
+# #### Claim C05
 #
-# **Next:** the lab, `labs/lab03_datapath/lab03_datapath.ipynb` — placing a pipeline's steps on CPU or GPU, the
-# slowest link at which offloading pays, streaming within a memory budget, warp utilization, vectorizing a branch,
+# **qualified**: true of the instruction;
+# whether a compiler uses it depends on its tuning for the core (LLVM, and so numba,
+# emits 256-bit vectors on Intel's AVX-512 server cores);
+# many CPUs lack AVX-512 (Intel client CPUs since Alder Lake have AVX2 only:
+# 8 lanes), some execute a 512-bit op as two 256-bit halves (AMD Zen 4),
+# and compilers use it only for loops whose lanes are independent.
+#
+# *Evidence.*
+# §3.2 prints this CPU's widest vector extension and the widest packed instruction numba compiled:
+# `vfmadd…ps` on `zmm` registers (512 bits = 16 fp32 lanes) on AMD Zen 4/5,
+# but on `ymm` (8 lanes) on Intel's AVX-512 cores
+# (LLVM's tuning for them prefers 256-bit vectors) and on AVX2-only CPUs;
+# the compiled loop runs more than 20× faster per element than the Python loop (asserted;
+# the ratio is printed).
+# A plain `sum` stays scalar (`vaddss`) unless reordering is allowed.
+#
+# #### Claim C06
+#
+# **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core;
+# compare SMs with cores (132 vs 16) or ALUs with ALUs (16,896 vs 512),
+# and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16).
+# Desktop CPUs now reach 24 cores (Core i9-14900K)
+#
+# *Evidence.*
+# §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores".
+# Counted in fp32 vector ALUs, the CPU has 16 × 2 × 16 = 512 (a TPU v4 4,096:
+# 2 cores × 8 × 128 lanes × 2 ALUs), so the gap is 33×, not 1000×;
+# the GPU's FLOPs are mostly in its tensor cores
+# (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes)
+#
+# #### Claim C07
+#
+# **confirmed** (several times against a server CPU, tens of times against a desktop)
+#
+# *Evidence.*
+# §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×,
+# vs a 12-channel server 460.8 GB/s = 7.3× (datasheet peaks, each counting bytes read + written);
+# this machine's memory, measured the same way on one core (memcpy counting read + write,
+# and a STREAM add, each the best of a fixed 5 rounds, agreeing within 4×;
+# one core draws less than the memory's peak, so the ratio is an upper bound),
+# gives the ratio printed in §3.6.
+#
+# #### Claim C08
+#
+# **confirmed**.
+#
+# *Evidence.*
+# §3.6: HBM3 / PCIe 5.0 ×16 = 53×, / PCIe 4.0 ×16 = 106× (PCIe after its 128b/130b encoding:
+# 63.0 and 31.5 GB/s per direction; the datasheets' 64 and 32 GB/s are raw rates); §3.4 timeline:
+# the copies dominate a memory-bound op; §3.7:
+# a vector add never pays for its transfer on a desktop with dual-channel DDR5 (asserted),
+# can pay on a machine whose memory is slower than the link only from pinned memory,
+# and never from pageable memory (asserted on this machine);
+# on a GPU the pinned/pageable cell measures the link.
+#
+# #### Claim C09
+#
+# **qualified**: true for pinned memory;
+# from ordinary pageable memory the CPU does copy every byte once (the staging copy),
+# which is why pinned transfers are faster.
+#
+# *Evidence.*
+# §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends
+# (measured there); CUDA Best Practices Guide:
+# pageable transfers are first copied by the CPU into a pinned staging buffer.
+#
+# #### Claim C26
+#
+# **qualified**: true for a discrete GPU and ordinary allocations;
+# zero-copy mapped memory and Unified Memory let a GPU reach CPU memory over PCIe;
+# Grace Hopper keeps two physical memories (LPDDR5X, HBM3 or HBM3e) in one coherent address space,
+# the GPU reading CPU memory at NVLink-C2C speed (450 GB/s each way,
+# about 1/9 of the shipping GH200's 4 TB/s HBM3 and 1/11 of its HBM3e, §3.9; GH200 datasheet);
+# only integrated GPUs share one physical memory.
+#
+# *Evidence.*
+# §3.4 runs the program with explicit `to_device`/`to_host` copies; §3.9 (GPU):
+# a kernel writes mapped host memory directly.
+#
+# #### Claim C27
+#
+# **qualified**: true of the classic path and of kernels (no kernel reads a file);
+# with GDS the bytes skip CPU memory, though the CPU still orchestrates.
+#
+# *Evidence.*
+# §3.5: NVMe at 7.45 GB/s is 450× slower than HBM3, so disk I/O belongs between kernels;
+# NVIDIA GPUDirect Storage (cuFile, CUDA ≥ 11.4) DMAs NVMe ↔ GPU memory without a CPU bounce buffer.
+#
+# #### Claim C28
+#
+# **qualified**: never to disk, and `cudaMalloc` (what frameworks use) fails with OOM;
+# but Unified Memory can oversubscribe device memory by migrating pages to *host* memory,
+# and streaming or offloading avoids OOM in software.
+#
+# *Evidence.*
+# §3.8: the tracker's OOM, and on a GPU CuPy's real `OutOfMemoryError`;
+# streaming in chunks computes the same result within the budget.
+#
+# #### Claim C33
+#
+# **qualified**: offload is real and common, but as an add-on tier (KV connectors, LMCache,
+# Mooncake), not the default of the best-known engine — vLLM V1 recomputes rather than swaps;
+# and it is software moving blocks between steps (over PCIe or GDS), not GPU paging.
+#
+# *Evidence.*
+# §3.8: Llama-3.1-8B's KV cache is 128 KiB per token — 137 GB for 8 × 128k-token contexts,
+# more than an H100 holds; LMCache/Mooncake/FlexGen tier KV blocks to CPU memory or SSD
+# (in vLLM through KV connectors); vLLM V0 swapped preempted requests' blocks to CPU memory,
+# V1 preempts by recomputation instead.
+#
+# On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even,
+# OOM, zero-copy) on the device itself.
+#
+# **Next:** the lab, `labs/lab03_datapath/lab03_datapath.ipynb`
+# — placing a pipeline's steps on CPU or GPU, the slowest link at which offloading pays,
+# streaming within a memory budget, warp utilization, vectorizing a branch,
 # and fitting a transfer path.

@@ -18,21 +18,29 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/05_grids_blocks_warps.ipynb)
 #
-# A kernel launch starts thousands of threads. This section follows them down the hierarchy the seeds describe
-# — the kernel's view (커널 관점): grid → block → warp → thread — onto the hardware that runs them, the
-# streaming multiprocessor (SM), and measures what the hierarchy costs when it is used badly.
+# A kernel launch starts thousands of threads.
+# This section follows them down the hierarchy the source articles describe
+# — the kernel's view (커널 관점): grid → block → warp → thread — onto the hardware that runs them,
+# the streaming multiprocessor (SM), and measures what the hierarchy costs when it is used badly.
 #
 # **You will learn**
-# - to index 1-D and 2-D data from `cuda.grid`, guard the ragged last block, and write grid-stride loops;
-# - what one SM holds (registers, shared memory, L1) and how many blocks fit: occupancy from published limits;
-# - why a waiting warp costs nothing (latency hiding by warp switching) and how many warps that takes (Little's law);
-# - what warp divergence (분기) really costs — the seed's "about 2×", checked;
+# - to index 1-D and 2-D data from `cuda.grid`, guard the ragged last block,
+#   and write grid-stride loops;
+# - what one SM holds (registers, shared memory, L1) and how many blocks fit:
+#   occupancy from published limits;
+# - why a waiting warp costs nothing (latency hiding by warp switching) and how many warps that
+#   takes (Little's law);
+# - what warp divergence (분기) really costs — the source article's "about 2×", checked;
 # - coalescing and shared-memory tiling, counted per thread by an instrumented executor.
 #
-# Every kernel here is a numba-cuda `@cuda.jit` function: it runs on the GPU when there is one and, without one, on
-# the course's SIMT executor by default (`gpucourse.simt`: numba-cuda's API, CUDA threads run as coroutines; the
-# setup cell's "kernels" line says which runner is in use). The executor also runs the *same* Python kernel instrumented and reports per thread and per warp
-# what it did — on both backends alike. The lab is `labs/lab05_kernels/`.
+# Every kernel here is a numba-cuda `@cuda.jit` function:
+# it runs on the GPU when there is one and, without one,
+# on the course's SIMT executor by default (`gpucourse.simt`:
+# numba-cuda's API, CUDA threads run as coroutines;
+# the setup cell's "kernels" line says which runner is in use).
+# The executor also runs the *same* Python kernel instrumented and reports per thread and per warp
+# what it did — on both backends alike.
+# The lab is `labs/lab05_kernels/`.
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -80,16 +88,21 @@ h100 = gc.hardware.H100_SXM
 # %% [markdown]
 # ## 5.1 Grid → block → warp → thread
 #
-# Seed 000 names the levels: the **grid** (그리드) is every thread of one launch; it is cut into **blocks**
-# (블록), each placed on one SM, whose threads can share data fast; the SM runs a block's threads in **warps**
-# (워프) of 32 that execute the same instruction together. A launch `kernel[blocks, threads_per_block](...)`
-# fixes the first two; the hardware makes the warps. Thread `i = blockIdx.x · blockDim.x + threadIdx.x`
-# (`cuda.grid(1)`) is the usual one-thread-per-element index, and since the grid is rounded *up* to whole
-# blocks, the last block needs a guard.
+# Article 000 names the levels: the **grid** (그리드) is every thread of one launch;
+# it is cut into **blocks** (블록), each placed on one SM, whose threads can share data fast;
+# the SM runs a block's threads in **warps** (워프) of 32 that execute the same instruction together.
+# A launch `kernel[blocks, threads_per_block](...)` fixes the first two;
+# the hardware makes the warps.
+# Thread `i = blockIdx.x · blockDim.x + threadIdx.x`
+# (`cuda.grid(1)`) is the usual one-thread-per-element index,
+# and since the grid is rounded *up* to whole blocks, the last block needs a guard.
 #
-# The first kernel computes nothing: every thread writes down who it is — its block, its number in the block, its
-# global index — in the column of a table that its index names. For `n = 200` elements and blocks of 64 threads,
-# the launch geometry is `ceil(200 / 64) = 4` blocks = 256 threads, of which the last 56 have no element.
+# The first kernel computes nothing:
+# every thread writes down who it is — its block, its number in the block,
+# its global index — in the column of a table that its index names.
+# For `n = 200` elements and blocks of 64 threads,
+# the launch geometry is `ceil(200 / 64) = 4` blocks = 256 threads,
+# of which the last 56 have no element.
 
 # %%
 @cuda.jit
@@ -119,9 +132,10 @@ print(report)
 assert report.n_threads == 256 and len(report.warps) == 8 and report.total("global", "w") == 3 * n  # 3 per element
 
 # %% [markdown]
-# The seed 002 tree, drawn from this launch. Which SM runs which block is the hardware's choice: on a GPU it
-# is read from the `%smid` register of every block of a real launch; on CPU the tree shows the executor's
-# blocks with the SM left open.
+# The article 002 tree, drawn from this launch.
+# Which SM runs which block is the hardware's choice:
+# on a GPU it is read from the `%smid` register of every block of a real launch;
+# on CPU the tree shows the executor's blocks with the SM left open.
 
 # %%
 sm_of_block = None
@@ -141,9 +155,11 @@ print(tree)
 assert "Warp 0-1 (threads 32–63)" in tree and "Block 3" in tree
 
 # %% [markdown]
-# A warp is 32 *consecutive* threads of a block. The picture colours every element of the table (its three
-# rows: block, thread, index) by the warp that wrote it: 8 warps; the last block's second warp (threads 224–255)
-# writes nothing — every lane fails the guard — and its first warp stores with only 8 of 32 lanes.
+# A warp is 32 *consecutive* threads of a block.
+# The picture colours every element of the table (its three rows:
+# block, thread, index) by the warp that wrote it: 8 warps;
+# the last block's second warp (threads 224–255) writes nothing — every lane fails the guard
+# — and its first warp stores with only 8 of 32 lanes.
 
 # %%
 ax = simt.plot_access(report, "ids", "w", by="warp", title="who_am_i: which warp wrote column i of ids")
@@ -156,8 +172,9 @@ assert report.warps[-1].steps == 2 and report.warps[-1].active == 2 * 32  # inde
 assert report.warps[-2].steps == 3 and report.warps[-2].active == 2 * 32 + 8  # 8 live lanes store
 
 # %% [markdown]
-# **Warp = 32 threads (C14).** On a GPU the device reports its warp size; everywhere, CUDA's programming guide
-# fixes it at 32 for every NVIDIA architecture so far.
+# **Warp = 32 threads (C14).**
+# On a GPU the device reports its warp size;
+# everywhere, CUDA's programming guide fixes it at 32 for every NVIDIA architecture so far.
 
 # %%
 if gc.require_gpu("ask the device for its warp size"):
@@ -169,17 +186,21 @@ assert simt.WARP_SIZE == 32 and all(w.threads == 32 for w in report.warps)
 # %% [markdown]
 # ## 5.2 Two dimensions, guards, and grid-stride loops
 #
-# For a matrix, `cuda.grid(2)` returns `(x, y)`; with row-major storage x should walk along a row (the
-# contiguous axis) — why, §5.6 measures. Shapes rarely divide the block, so both coordinates are guarded.
-# A **grid-stride loop** decouples the data size from the launch: each thread handles elements
-# `i, i + gridsize, i + 2·gridsize, …`, so a fixed grid (say, a few blocks per SM) covers any `n`.
+# For a matrix, `cuda.grid(2)` returns `(x, y)`;
+# with row-major storage x should walk along a row (the contiguous axis) — why, §5.6 measures.
+# Shapes rarely divide the block, so both coordinates are guarded.
+# A **grid-stride loop** decouples the data size from the launch:
+# each thread handles elements `i, i + gridsize, i + 2·gridsize, …`, so a fixed grid (say,
+# a few blocks per SM) covers any `n`.
 #
-# As in §5.1, the kernels below compute nothing: they record which thread touched which element. `owner_2d` runs
-# 2 × 2 blocks of 16 × 8 threads over a 13 × 21 array (neither dimension a multiple of the block) and writes into
-# every element the number of the block that reached it and the thread's number inside that block
-# (`threadIdx.y · blockDim.x + threadIdx.x`, the order in which the block's threads are cut into warps).
-# `stride_owner` runs 64 threads over 300 elements and writes into each element the global index of the thread
-# that handled it.
+# As in §5.1, the kernels below compute nothing: they record which thread touched which element.
+# `owner_2d` runs 2 × 2 blocks of 16 × 8 threads over a 13 × 21 array
+# (neither dimension a multiple of the block) and writes into every element the number of the block
+# that reached it and the thread's number inside that block
+# (`threadIdx.y · blockDim.x + threadIdx.x`,
+# the order in which the block's threads are cut into warps).
+# `stride_owner` runs 64 threads over 300 elements and writes into each element the global index of
+# the thread that handled it.
 
 # %%
 @cuda.jit
@@ -230,10 +251,14 @@ plt.show()
 # %% [markdown]
 # ## 5.3 The SM: registers, shared memory, L1 — and occupancy
 #
-# Seed 000 lists what an SM holds; seed 002 adds that these are *private* to the SM while L2 and global memory
-# (HBM) are shared by all SMs. Published figures for the H100 SXM (Hopper whitepaper, CUDA Programming Guide for
-# compute capability 9.0; `gc.hardware`). One detail decides a lot below: an SM is four **sub-partitions**, each
-# with its own warp scheduler and a quarter of the register file, and every warp lives in one of them.
+# Article 000 lists what an SM holds;
+# article 002 adds that these are *private* to the SM while L2 and global memory
+# (HBM) are shared by all SMs.
+# Published figures for the H100 SXM (Hopper whitepaper,
+# CUDA Programming Guide for compute capability 9.0; `gc.hardware`).
+# One detail decides a lot below: an SM is four **sub-partitions**,
+# each with its own warp scheduler and a quarter of the register file,
+# and every warp lives in one of them.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -248,7 +273,7 @@ print(f"  shared memory up to {p['shared_memory_bytes'] // 1024} KB (carved from
 print(f"  up to {p['max_warps']} warps = {p['max_threads']} threads and {p['max_blocks']} blocks resident")
 print("shared by all SMs: 50 MB L2 cache, 80 GB HBM3")
 print(f"registers per thread when the SM is full: {p['register_file_bytes'] // 4 // p['max_threads']}")
-# the datasheet's figure (Hopper whitepaper, typed into gc.hardware), not measured: the seed's 256 KB (C13); on a GPU
+# the datasheet's figure (Hopper whitepaper, typed into gc.hardware), not measured: the source article's 256 KB (C13); on a GPU
 # the device's own count (cudaDeviceProp.regsPerMultiprocessor) is the independent check
 assert p["register_file_bytes"] == 256 * 1024
 if be.is_gpu and "H100" in be.gpu.name:
@@ -262,27 +287,38 @@ if be.is_gpu and "H100" in be.gpu.name:
 # registers per thread when the SM is full: 32
 
 # %% [markdown]
-# Every resident thread keeps its own registers for its whole life — that is why switching warps needs no
-# save/restore (C13, C15). The price: registers and shared memory are *partitioned* among resident blocks, so a
-# kernel that uses many of them fits fewer warps on the SM. **Occupancy** = resident warps / 64. NVIDIA computes
-# it in a header-only calculator, `cuda_occupancy.h`, and `gpucourse.occupancy` follows it rule by rule:
+# Every resident thread keeps its own registers for its whole life
+# — that is why switching warps needs no save/restore (C13, C15).
+# The price: registers and shared memory are *partitioned* among resident blocks,
+# so a kernel that uses many of them fits fewer warps on the SM.
+# **Occupancy** = resident warps / 64.
+# NVIDIA computes it in a header-only calculator, `cuda_occupancy.h`,
+# and `gpucourse.occupancy` follows it rule by rule:
 #
 # - **warps**: 64 per SM, so `64 // warps per block` blocks;
-# - **registers**: granted per warp, `registers/thread × 32` rounded up to 256; a sub-partition's 16,384 registers
-#   hold `16384 // that` whole warps, the SM four times that. Dividing the SM's 65,536 registers by a block's
-#   registers is wrong whenever the four remainders would add up to another block: 32 threads × 81 registers
-#   (2,816 per warp) fit 5 warps per sub-partition = 20 blocks, not 65,536 // 2,816 = 23. And a launch is refused
-#   when the block's warps, **rounded up to a multiple of 4 sub-partitions**, would not fit in the 65,536
-#   registers one block may hold: 257 threads × 200 registers is 9 warps → 12 × 6,400 = 76,800 > 65,536, so
-#   **0** blocks — though 9 × 6,400 = 57,600 looks as if it fits. (On the H100 and A100, where one block may hold
-#   all 65,536 registers, this check refuses exactly the launches for which the sub-partition count gives 0 blocks:
-#   6,400 registers per warp leave room for 2 warps per sub-partition, 8 per SM, fewer than 9 — asserted below for
-#   every warp and register count. The header keeps both; they differ only where a block may hold less than an SM);
-# - **shared memory**: a block takes what it declares + 1 KB reserved, rounded up to 128 bytes, and may not
-#   exceed 48 KB unless the kernel opts in (`cudaFuncSetAttribute(kernel,
-#   cudaFuncAttributeMaxDynamicSharedMemorySize, n)`) — an opt-in for **dynamic** shared memory only: a block's
-#   static `__shared__` arrays (every `cuda.shared.array` in this course) never exceed 48 KB, opt-in or not
-#   (CUDA C++ Programming Guide, compute capability 9.0); the SM's carve-out holds `carve-out // that` blocks;
+# - **registers**: granted per warp, `registers/thread × 32` rounded up to 256;
+#   a sub-partition's 16,384 registers hold `16384 // that` whole warps, the SM four times that.
+#   Dividing the SM's 65,536 registers by a block's registers is wrong whenever the four remainders
+#   would add up to another block: 32 threads × 81 registers
+#   (2,816 per warp) fit 5 warps per sub-partition = 20 blocks, not 65,536 // 2,816 = 23.
+#   And a launch is refused when the block's warps,
+#   **rounded up to a multiple of 4 sub-partitions**,
+#   would not fit in the 65,536 registers one block may hold:
+#   257 threads × 200 registers is 9 warps → 12 × 6,400 = 76,800 > 65,536,
+#   so **0** blocks — though 9 × 6,400 = 57,600 looks as if it fits.
+#   (On the H100 and A100, where one block may hold all 65,536 registers,
+#   this check refuses exactly the launches for which the sub-partition count gives 0 blocks:
+#   6,400 registers per warp leave room for 2 warps per sub-partition, 8 per SM,
+#   fewer than 9 — asserted below for every warp and register count.
+#   The header keeps both; they differ only where a block may hold less than an SM);
+# - **shared memory**: a block takes what it declares + 1 KB reserved, rounded up to 128 bytes,
+#   and may not exceed 48 KB unless the kernel opts in (`cudaFuncSetAttribute(kernel,
+#   cudaFuncAttributeMaxDynamicSharedMemorySize,
+#   n)`) — an opt-in for **dynamic** shared memory only:
+#   a block's static `__shared__` arrays
+#   (every `cuda.shared.array` in this course) never exceed 48 KB,
+#   opt-in or not (CUDA C++ Programming Guide, compute capability 9.0);
+#   the SM's carve-out holds `carve-out // that` blocks;
 # - **blocks**: at most 32 per SM.
 
 # %%
@@ -314,10 +350,12 @@ for w in range(1, 33):  # warps per block: the per-block check refuses exactly w
 #   257 threads × 200 regs,   0 KB shared          :  0 blocks,  0 warps,   0% (registers)
 
 # %% [markdown]
-# These are not our rules to invent. NVIDIA ships its calculator as C++ in every CUDA toolkit and in its pip wheels
-# (`nvidia/cu13/include/cuda_occupancy.h`, from the `toolchain` extra). The next cell compiles it with g++ — no GPU
-# needed — feeds it an H100's device properties, and compares every warp count (most blocks ragged, not multiples
-# of 32 threads) with every register count:
+# These are not our rules to invent.
+# NVIDIA ships its calculator as C++ in every CUDA toolkit and in its pip wheels
+# (`nvidia/cu13/include/cuda_occupancy.h`, from the `toolchain` extra).
+# The next cell compiles it with g++ — no GPU needed — feeds it an H100's device properties,
+# and compares every warp count (most blocks ragged,
+# not multiples of 32 threads) with every register count:
 
 # %%
 from gpucourse import occupancy_nvidia
@@ -351,11 +389,13 @@ plt.show()
 assert occupancy.occupancy(256, 255, 0).occupancy == 0.125
 
 # %% [markdown]
-# Seed 002's sizes (C30): "usually 100–500 threads per block" and "each SM executes 1–4 warps at the same time".
-# CUDA allows 1–1024 threads per block; multiples of 32 avoid half-empty warps (the last warp of a 100-thread
-# block has 4 live lanes of 32), and 128–256 is the common choice. An H100 SM *holds* up to 64 warps and its 4
-# schedulers each *issue* one warp instruction per cycle — "1–4 at the same time" is the issue rate, not the
-# number of warps in flight:
+# Article 002's sizes (C30): "usually 100–500 threads per block" and "each SM executes 1–4 warps at
+# the same time".
+# CUDA allows 1–1024 threads per block;
+# multiples of 32 avoid half-empty warps
+# (the last warp of a 100-thread block has 4 live lanes of 32), and 128–256 is the common choice.
+# An H100 SM *holds* up to 64 warps and its 4 schedulers each *issue* one warp instruction per cycle
+# — "1–4 at the same time" is the issue rate, not the number of warps in flight:
 
 # %%
 for threads in (100, 128, 500, 512):
@@ -366,9 +406,10 @@ for threads in (100, 128, 500, 512):
 assert occupancy.occupancy(100, 32, 0).warps_per_sm > p["warp_schedulers"]
 
 # %% [markdown]
-# Blocks of one kernel are independent (C31): CUDA guarantees no order between them, so the hardware may
-# spread them over SMs in any order. A correct kernel cannot tell — run the blocks backwards and nothing
-# changes; on a GPU the `%smid` readout in §5.1 shows blocks on different SMs.
+# Blocks of one kernel are independent (C31):
+# CUDA guarantees no order between them, so the hardware may spread them over SMs in any order.
+# A correct kernel cannot tell — run the blocks backwards and nothing changes;
+# on a GPU the `%smid` readout in §5.1 shows blocks on different SMs.
 
 # %%
 fwd = [np.full(shape2, -1, np.int32) for _ in range(2)]
@@ -383,28 +424,41 @@ if sm_of_block is not None:
 # %% [markdown]
 # ## 5.4 Latency hiding: warps switch, bytes stay in flight
 #
-# A load that misses the L2 and goes to HBM takes hundreds of cycles: a pointer-chasing microbenchmark (each load's
-# address comes from the previous load, so nothing overlaps) measured **~655 cycles** on an H100 PCIe at its
-# 1,755 MHz boost clock, **373 ns** (D. Ernst's `gpu-benches`, `gpu-latency/h100_pcie.txt`; an L2 hit costs ~265 to
-# ~475 cycles depending on the L2 partition, an L1 hit ~34). On a GPU the next cell measures it on yours: a chain of
-# links, one per 128-byte line in random order, through at least 8× the L2, each run continuing where the last one stopped,
-# so that no timed load finds its line in the cache — beside the same chase through a chain that fits in the L2.
-# What such a number includes: at a power of two of at least 8× the L2 and at least 512 MiB (512 MiB on an H100) the chain also spans hundreds of 2 MiB pages,
-# visited in random order (the cell prints how rarely two consecutive links share a page), so a load may also miss
-# the TLBs, the caches of address translations, and wait for a page-table walk. The measurement cannot separate
-# that from the trip to HBM: it is the latency of a random load at that footprint — an L2 miss *plus* whatever
-# address translation costs there — not the bare DRAM access. The source's 655 cycles include the same:
-# gpu-benches' chain is random too and reaches 1.5 GB (`gpu-latency/main.cu`; its 655 cycles are read at about
-# 550 MiB: the file's footprint column is KiB). The small chain's 8 MiB
-# are 4 such pages. The cell's asserts (the big chain well above the small one, and on an H100 nearer the source's
-# 655 cycles than its 475) are what the cell checks when run on a GPU, not a reported result: no GPU run of this
-# course is recorded yet (`course/gpu_runs/`).
-# Seed 000 (C15): while warp A waits, the scheduler issues from warp B — no context switch, because B's registers
-# are already there. How many warps does that take? **Little's law**: to sustain bandwidth $B$ against latency
-# $L$, $B \cdot L$ bytes must be in flight. The latency used is the *unloaded* one (one pointer chase, an idle memory
-# system); at full bandwidth requests queue and the latency rises, so the count below is a lower bound (Little's
-# law is linear in the latency). The numbers below are computed from the published latency and the datasheet, not
-# measured here (the cell after it measures the latency on a GPU).
+# A load that misses the L2 and goes to HBM takes hundreds of cycles:
+# a pointer-chasing microbenchmark (each load's address comes from the previous load,
+# so nothing overlaps) measured **~655 cycles** on an H100 PCIe at its 1,755 MHz boost clock,
+# **373 ns** (D. Ernst's `gpu-benches`, `gpu-latency/h100_pcie.txt`;
+# an L2 hit costs ~265 to ~475 cycles depending on the L2 partition, an L1 hit ~34).
+# On a GPU the next cell measures it on yours:
+# a chain of links, one per 128-byte line in random order, through at least 8× the L2,
+# each run continuing where the last one stopped,
+# so that no timed load finds its line in the cache
+# — beside the same chase through a chain that fits in the L2.
+# What such a number includes: at a power of two of at least 8× the L2 and at least 512 MiB
+# (512 MiB on an H100) the chain also spans hundreds of 2 MiB pages,
+# visited in random order (the cell prints how rarely two consecutive links share a page),
+# so a load may also miss the TLBs, the caches of address translations,
+# and wait for a page-table walk.
+# The measurement cannot separate that from the trip to HBM:
+# it is the latency of a random load at that footprint
+# — an L2 miss *plus* whatever address translation costs there — not the bare DRAM access.
+# The source's 655 cycles include the same:
+# gpu-benches' chain is random too and reaches 1.5 GB (`gpu-latency/main.cu`;
+# its 655 cycles are read at about 550 MiB: the file's footprint column is KiB).
+# The small chain's 8 MiB are 4 such pages.
+# The cell's asserts (the big chain well above the small one,
+# and on an H100 nearer the source's 655 cycles than its 475) are what the cell checks when run on a
+# GPU, not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
+# Article 000 (C15): while warp A waits, the scheduler issues from warp B — no context switch,
+# because B's registers are already there.
+# How many warps does that take?
+# **Little's law**: to sustain bandwidth $B$ against latency $L$,
+# $B \cdot L$ bytes must be in flight.
+# The latency used is the *unloaded* one (one pointer chase, an idle memory system);
+# at full bandwidth requests queue and the latency rises,
+# so the count below is a lower bound (Little's law is linear in the latency).
+# The numbers below are computed from the published latency and the datasheet,
+# not measured here (the cell after it measures the latency on a GPU).
 
 # %%
 cycles = gc.hardware.H100_LATENCY_CYCLES["HBM (L2 miss)"]
@@ -479,14 +533,19 @@ if gc.require_gpu("measure the latency of a load that misses L2: one thread chas
         assert cyc > (table["L2 hit (far)"] + table["HBM (L2 miss)"]) / 2, (cyc, table)
 
 # %% [markdown]
-# A toy model makes the switching visible. Each warp computes for `c` cycles (the last instruction a load), then
-# waits `L` cycles for it. An H100 SM does not issue from one pool of warps: it has **4 warp schedulers**, one per
-# sub-partition, each issuing at most one instruction per cycle and only from *its own* warps (warp `w` lives on
-# scheduler `w % 4`). So one warp keeps one scheduler busy `c/(c+L)` of the time — a quarter of the SM's issue
-# slots: the SM is busy `c/(4(c+L))`, not `c/(c+L)`. Filling every slot takes `ceil((c+L)/c)` warps *per
-# scheduler*, 4× that per SM. `gc.occupancy.sm_busy` simulates the four schedulers, each issue slot accounted for
-# (greedy-then-oldest: a scheduler keeps issuing from one warp until it stalls, then takes the warp that has waited
-# longest); the closed form must match it.
+# A toy model makes the switching visible.
+# Each warp computes for `c` cycles (the last instruction a load), then waits `L` cycles for it.
+# An H100 SM does not issue from one pool of warps:
+# it has **4 warp schedulers**, one per sub-partition,
+# each issuing at most one instruction per cycle and only from *its own* warps
+# (warp `w` lives on scheduler `w % 4`).
+# So one warp keeps one scheduler busy `c/(c+L)` of the time — a quarter of the SM's issue slots:
+# the SM is busy `c/(4(c+L))`, not `c/(c+L)`.
+# Filling every slot takes `ceil((c+L)/c)` warps *per scheduler*, 4× that per SM.
+# `gc.occupancy.sm_busy` simulates the four schedulers,
+# each issue slot accounted for (greedy-then-oldest:
+# a scheduler keeps issuing from one warp until it stalls,
+# then takes the warp that has waited longest); the closed form must match it.
 
 # %%
 c, L = 40, cycles
@@ -511,17 +570,21 @@ assert simulated[0] == c / (4 * (c + L)) and simulated[need - 1] == 1.0 > simula
 assert need > 64 and simulated[63] < 1  # at this ratio even a full SM cannot hide the latency with one load per warp
 
 # %% [markdown]
-# With 40 cycles of work per load and HBM's ~655-cycle latency, the SM would need 72 warps — more than the 64 it
-# can hold — to hide the latency with one load in flight per warp; at 64 it uses the fraction of its slots printed
-# above. Both ways out are the ones Little's law pointed to: more independent work per load (a larger `c`), or
-# several loads in flight per warp before the first one is needed.
+# With 40 cycles of work per load and HBM's ~655-cycle latency,
+# the SM would need 72 warps — more than the 64 it can hold
+# — to hide the latency with one load in flight per warp;
+# at 64 it uses the fraction of its slots printed above.
+# Both ways out are the ones Little's law pointed to:
+# more independent work per load (a larger `c`),
+# or several loads in flight per warp before the first one is needed.
 
 # %% [markdown]
 # ## 5.5 Warp divergence: both paths, one after the other
 #
-# Seed 000 (C16): when a warp's threads disagree at an `if`, the warp runs the `if` path with the other lanes
-# masked off, then the `else` path — "about 2× the time, half the utilization". The executor shows it lane by
-# lane: **SIMT efficiency** = active lanes per issued warp step / 32.
+# Article 000 (C16): when a warp's threads disagree at an `if`,
+# the warp runs the `if` path with the other lanes masked off,
+# then the `else` path — "about 2× the time, half the utilization".
+# The executor shows it lane by lane: **SIMT efficiency** = active lanes per issued warp step / 32.
 
 # %%
 @cuda.jit
@@ -560,8 +623,10 @@ print(f"divergent / uniform warp steps: {ratio:.2f}×")
 assert 1.7 < ratio < 2.0 and div.simt_efficiency < 0.6 < 0.95 < uni.simt_efficiency
 
 # %% [markdown]
-# Close to the seed's 2× here, because the two paths are equally long and dominate the kernel. In general the
-# divergent warp pays the *sum* of the paths instead of the longest one. The cost depends on the shape:
+# Close to the source article's 2× here,
+# because the two paths are equally long and dominate the kernel.
+# In general the divergent warp pays the *sum* of the paths instead of the longest one.
+# The cost depends on the shape:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -589,14 +654,18 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Does a real GPU run both paths one after the other, or could the compiler turn the `if`/`else` into branch-free
-# selects (predication), which would cost no divergence at all? The PTX numba-cuda generates for `branchy` on
-# Hopper (compute capability 9.0, compiled here with no GPU) shows each path as a loop of `fma` instructions
-# with its own constant, and a conditional branch (`@%p bra`) picking one — a loop whose trip count is only known
-# at run time cannot be predicated away. PTX is not yet machine code, so the cell also assembles that PTX with
-# `ptxas` to sm_90 SASS: the two loops are still there (`DFMA` with +0.5 and −0.25), behind predicated branches
-# (`@P0 BRA`), inside a `BSSY`/`BSYNC` pair where the warp's lanes reconverge — no `FSEL` selects. (Lab 5's
-# machine-code cell shows the same for its divergent loop.)
+# Does a real GPU run both paths one after the other,
+# or could the compiler turn the `if`/`else` into branch-free selects (predication),
+# which would cost no divergence at all?
+# The PTX numba-cuda generates for `branchy` on Hopper (compute capability 9.0,
+# compiled here with no GPU) shows each path as a loop of `fma` instructions with its own constant,
+# and a conditional branch (`@%p bra`) picking one
+# — a loop whose trip count is only known at run time cannot be predicated away.
+# PTX is not yet machine code, so the cell also assembles that PTX with `ptxas` to sm_90 SASS:
+# the two loops are still there (`DFMA` with +0.5 and −0.25),
+# behind predicated branches (`@P0 BRA`),
+# inside a `BSSY`/`BSYNC` pair where the warp's lanes reconverge — no `FSEL` selects.
+# (Lab 5's machine-code cell shows the same for its divergent loop.)
 
 # %%
 if "nvvm" in " ".join(gc.toolchain.missing()).lower():
@@ -619,9 +688,10 @@ else:
     assert sass_consts == [-0.25, 0.5] and cond_bra >= 2 and sass.count("BSSY") >= 1 and sass.count("FSEL") == 0
 
 # %% [markdown]
-# On a GPU the same kernel is timed with CUDA events (`reps` large so the branches dominate); the cell asserts the
-# divergent kernel at least 1.3× the uniform one — what the cell checks when run on a GPU, not a reported result: no
-# GPU run of this course is recorded yet (`course/gpu_runs/`).
+# On a GPU the same kernel is timed with CUDA events (`reps` large so the branches dominate);
+# the cell asserts the divergent kernel at least 1.3× the uniform one
+# — what the cell checks when run on a GPU, not a reported result:
+# no GPU run of this course is recorded yet (`course/gpu_runs/`).
 
 # %%
 if gc.require_gpu("time the divergent and the warp-uniform kernel with CUDA events"):
@@ -641,17 +711,22 @@ if gc.require_gpu("time the divergent and the warp-uniform kernel with CUDA even
 # %% [markdown]
 # ## 5.6 Coalescing: neighbouring threads, neighbouring addresses
 #
-# Global memory is served in 32-byte sectors. When the 32 lanes of a warp read 32 consecutive float32s, the
-# request touches 4 sectors (128 bytes, all used). When consecutive lanes read down a column of a row-major
-# matrix, every lane hits a different sector: 32 sectors to deliver 128 useful bytes. These are the sectors one
-# warp-wide request asks of L1/L2, not the bytes DRAM moves: with (32, 32) blocks, the next warp of the block
-# reads the neighbouring column of the same 32 rows — the same sectors — so the caches serve much of the 8×
-# and DRAM moves far fewer extra bytes. The GPU timing below therefore asserts a 2× slowdown, not 8× — what the cell
-# checks when run on a GPU, not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
+# Global memory is served in 32-byte sectors.
+# When the 32 lanes of a warp read 32 consecutive float32s,
+# the request touches 4 sectors (128 bytes, all used).
+# When consecutive lanes read down a column of a row-major matrix,
+# every lane hits a different sector: 32 sectors to deliver 128 useful bytes.
+# These are the sectors one warp-wide request asks of L1/L2, not the bytes DRAM moves:
+# with (32, 32) blocks, the next warp of the block reads the neighbouring column of the same 32 rows
+# — the same sectors — so the caches serve much of the 8× and DRAM moves far fewer extra bytes.
+# The GPU timing below therefore asserts a 2× slowdown,
+# not 8× — what the cell checks when run on a GPU, not a reported result:
+# no GPU run of this course is recorded yet (`course/gpu_runs/`).
 #
-# The copy below works on the matrix's memory as it lies: one flat array, element `(r, c)` at offset
-# `r · cols + c`. With x → column, neighbouring lanes read neighbouring offsets; with x → row, they read offsets
-# `cols` elements (`4 · cols` bytes) apart.
+# The copy below works on the matrix's memory as it lies:
+# one flat array, element `(r, c)` at offset `r · cols + c`.
+# With x → column, neighbouring lanes read neighbouring offsets;
+# with x → row, they read offsets `cols` elements (`4 · cols` bytes) apart.
 
 # %%
 @cuda.jit
@@ -702,13 +777,16 @@ if gc.require_gpu("measure the bandwidth of the coalesced and the strided copy w
 # %% [markdown]
 # ## 5.7 Shared-memory tiling — and the race it invites
 #
-# A naive matmul thread reads a row of A and a column of B: `2k` global reads per output. A tiled kernel loads a
-# TILE×TILE piece of each into shared memory, synchronises, and lets all TILE² threads of the block reuse it:
-# `2·ceil(k/TILE)` reads per thread. Seed 002's "repeatedly modified data lives in SMEM" is exactly this.
-# The accumulators and the zero padding are `np.float32(0.0)`, not `0.0`: numba types a bare `0.0` as float64, so
-# `acc = 0.0` would turn each float32 product into a multiply, a conversion and a float64 add (FP64 runs at half
-# the FP32 rate on an H100 SXM, a small fraction of it on consumer GPUs). Lab 5's machine-code cell shows that
-# trap in the SASS.
+# A naive matmul thread reads a row of A and a column of B: `2k` global reads per output.
+# A tiled kernel loads a TILE×TILE piece of each into shared memory, synchronises,
+# and lets all TILE² threads of the block reuse it: `2·ceil(k/TILE)` reads per thread.
+# Article 002's "repeatedly modified data lives in SMEM" is exactly this.
+# The accumulators and the zero padding are `np.float32(0.0)`, not `0.0`:
+# numba types a bare `0.0` as float64,
+# so `acc = 0.0` would turn each float32 product into a multiply,
+# a conversion and a float64 add (FP64 runs at half the FP32 rate on an H100 SXM,
+# a small fraction of it on consumer GPUs).
+# Lab 5's machine-code cell shows that trap in the SASS.
 
 # %%
 TILE = 8
@@ -767,10 +845,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Drop the barriers and the kernel is wrong — but on a real GPU it can be wrong only *sometimes*, depending on
-# how warps happen to be scheduled. The executor runs threads
-# in a fixed order between barriers and checks every shared-memory access against the others of the same
-# phase, so the race is reported every time, on every machine:
+# Drop the barriers and the kernel is wrong — but on a real GPU it can be wrong only *sometimes*,
+# depending on how warps happen to be scheduled.
+# The executor runs threads in a fixed order between barriers and checks every shared-memory access
+# against the others of the same phase, so the race is reported every time, on every machine:
 
 # %%
 A = rng.standard_normal((10, 20)).astype(np.float32)
@@ -789,16 +867,102 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # %% [markdown]
 # ## Claims check
 #
-# | ID | claim (seed) | what this machine shows / primary source | verdict |
-# |---|---|---|---|
-# | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | Hopper whitepaper / CUDA Programming Guide (cc 9.0): 65,536 × 32-bit registers = 256 KB per SM (§5.3: the datasheet's figure, not measured here; checked against the device's `regsPerMultiprocessor` on an H100), split into 4 sub-partitions of 16,384, one per warp scheduler; each resident thread keeps its registers, so switching saves/restores nothing. §5.3 adds the cost the seed omits: registers are partitioned among resident warps *per sub-partition*, so 64 registers/thread halve the resident warps (50 %), 128 quarter them, 32 threads × 81 registers fit 20 blocks (not 23), and 257 × 200 cannot launch — NVIDIA's `cuda_occupancy.h`, compiled in §5.3, agrees on every configuration tried | **qualified**: true by the datasheet (a stated figure, not measured here), with the occupancy trade-off |
-# | C14 | a warp is 32 threads executing the same instruction (000, 002) | warp size 32 on every NVIDIA GPU (CUDA Programming Guide; read from the device on a GPU); the executor groups 32 consecutive threads per warp and §5.5 shows lanes of one warp masked off when they disagree. Since Volta each thread has its own program counter (independent thread scheduling), so "same instruction" holds per issued step, not for the warp's whole life | **qualified** |
-# | C15 | a waiting warp is replaced by another with no context-switch cost (000) | §5.4: the switch is free (registers stay put), but each of an SM's 4 schedulers switches only among its own warps: one warp keeps c/(4(c+L)) of the SM's issue slots busy, and filling them takes 4 × ceil((c+L)/c) warps — 72 for 40 cycles of work per ~655-cycle HBM load (measured on an H100 PCIe, `gpu-benches`), more than the 64 an SM holds; Little's law asks for at least ~74 warp-wide loads in flight per SM at 3.35 TB/s (computed from the published latency and the datasheet, not measured; a lower bound: the unloaded latency, which queueing at full bandwidth raises). Switching hides latency only with enough warps on every scheduler *and* several loads in flight per warp | **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says, and memory-level parallelism) |
-# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×); the sm_90 PTX, and the SASS `ptxas` makes of it, keep the two paths as two loops behind conditional branches, not predicated selects; in general the warp pays the *sum* of the paths: 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32; on a GPU timed with CUDA events (asserted > 1.3×) | **qualified**: 2× only for two equal, dominant paths |
-# | C30 | a block has ~100–500 threads; each SM runs 1–4 warps at once (002) | CUDA: 1–1024 threads per block, multiples of 32 recommended (a 100-thread block wastes 28 lanes of its last warp); an H100 SM holds up to 64 warps (2048 threads), 16 per sub-partition, and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4) | **qualified**: 1–4 is the issue rate (one warp per scheduler per cycle), not the number of resident warps |
-# | C31 | blocks of a kernel are independent and spread over the SMs (002) | CUDA guarantees no order between blocks; §5.3 runs blocks backwards with identical results; on a GPU the `%smid` readout of §5.1 lists the SMs that ran them | **confirmed** |
-# | C32 | each SM has its own registers, shared memory, read-only memory and L1; L2 and global memory are shared (002) | Hopper whitepaper: per SM 256 KB registers, 256 KB combined L1/shared (up to 228 KB shared), plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3) | **confirmed** (on Hopper, thread-block clusters can also read other SMs' shared memory: distributed shared memory) |
+# | ID | claim (article) | verdict |
+# |---|---|---|
+# | C13 | an H100 SM has a 256 KB register file; per-thread registers make warp switches nearly free (000) | **qualified** ([why](#Claim-C13)) |
+# | C14 | a warp is 32 threads executing the same instruction (000, 002) | **qualified** ([why](#Claim-C14)) |
+# | C15 | a waiting warp is replaced by another with no context-switch cost (000) | **confirmed** / **qualified** ([why](#Claim-C15)) |
+# | C16 | a divergent if/else runs both paths in turn: about 2× time, half the utilization (000) | **qualified** ([why](#Claim-C16)) |
+# | C30 | a block has ~100–500 threads; each SM runs 1–4 warps at once (002) | **qualified** ([why](#Claim-C30)) |
+# | C31 | blocks of a kernel are independent and spread over the SMs (002) | **confirmed** ([why](#Claim-C31)) |
+# | C32 | each SM has its own registers, shared memory, read-only memory and L1; L2 and global memory are shared (002) | **confirmed** ([why](#Claim-C32)) |
 #
-# **Next:** the lab, `labs/lab05_kernels/lab05_kernels.ipynb` — guard, index, reduce, tile, budget registers for an
-# occupancy target with this section's model, and fix a divergent kernel, the kernels graded by the instrumented
-# executor.
+# #### Claim C13
+#
+# **qualified**: true by the datasheet (a stated figure, not measured here),
+# with the occupancy trade-off.
+#
+# *Evidence.*
+# Hopper whitepaper / CUDA Programming Guide (cc 9.0):
+# 65,536 × 32-bit registers = 256 KB per SM (§5.3: the datasheet's figure, not measured here;
+# checked against the device's `regsPerMultiprocessor` on an H100),
+# split into 4 sub-partitions of 16,384, one per warp scheduler;
+# each resident thread keeps its registers, so switching saves/restores nothing.
+# §5.3 adds the cost the source article omits:
+# registers are partitioned among resident warps *per sub-partition*,
+# so 64 registers/thread halve the resident warps (50 %), 128 quarter them,
+# 32 threads × 81 registers fit 20 blocks (not 23),
+# and 257 × 200 cannot launch — NVIDIA's `cuda_occupancy.h`, compiled in §5.3,
+# agrees on every configuration tried.
+#
+# #### Claim C14
+#
+# **qualified**.
+#
+# *Evidence.* warp size 32 on every NVIDIA GPU (CUDA Programming Guide;
+# read from the device on a GPU); the executor groups 32 consecutive threads per warp and §5.5 shows
+# lanes of one warp masked off when they disagree.
+# Since Volta each thread has its own program counter (independent thread scheduling),
+# so "same instruction" holds per issued step, not for the warp's whole life.
+#
+# #### Claim C15
+#
+# **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says,
+# and memory-level parallelism)
+#
+# *Evidence.*
+# §5.4: the switch is free (registers stay put),
+# but each of an SM's 4 schedulers switches only among its own warps:
+# one warp keeps c/(4(c+L)) of the SM's issue slots busy,
+# and filling them takes 4 × ceil((c+L)/c) warps
+# — 72 for 40 cycles of work per ~655-cycle HBM load (measured on an H100 PCIe, `gpu-benches`),
+# more than the 64 an SM holds; Little's law asks for at least ~74 warp-wide loads in flight per SM
+# at 3.35 TB/s (computed from the published latency and the datasheet, not measured; a lower bound:
+# the unloaded latency, which queueing at full bandwidth raises).
+# Switching hides latency only with enough warps on every scheduler *and* several loads in flight
+# per warp.
+#
+# #### Claim C16
+#
+# **qualified**: 2× only for two equal, dominant paths.
+#
+# *Evidence.*
+# §5.5, instrumented: with two equal 8-iteration paths the divergent/uniform warp-step ratio and
+# SIMT efficiencies are printed there (the ratio asserted between 1.7× and 2.0×);
+# the sm_90 PTX, and the SASS `ptxas` makes of it,
+# keep the two paths as two loops behind conditional branches, not predicated selects;
+# in general the warp pays the *sum* of the paths:
+# 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32;
+# on a GPU timed with CUDA events (asserted > 1.3×)
+#
+# #### Claim C30
+#
+# **qualified**: 1–4 is the issue rate (one warp per scheduler per cycle),
+# not the number of resident warps.
+#
+# *Evidence.*
+# CUDA: 1–1024 threads per block, multiples of 32 recommended
+# (a 100-thread block wastes 28 lanes of its last warp);
+# an H100 SM holds up to 64 warps (2048 threads), 16 per sub-partition,
+# and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4)
+#
+# #### Claim C31
+#
+# **confirmed**.
+#
+# *Evidence.*
+# CUDA guarantees no order between blocks; §5.3 runs blocks backwards with identical results;
+# on a GPU the `%smid` readout of §5.1 lists the SMs that ran them.
+#
+# #### Claim C32
+#
+# **confirmed** (on Hopper, thread-block clusters can also read other SMs' shared memory:
+# distributed shared memory)
+#
+# *Evidence.*
+# Hopper whitepaper: per SM 256 KB registers, 256 KB combined L1/shared (up to 228 KB shared),
+# plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3)
+#
+# **Next:** the lab, `labs/lab05_kernels/lab05_kernels.ipynb` — guard, index, reduce, tile,
+# budget registers for an occupancy target with this section's model, and fix a divergent kernel,
+# the kernels graded by the instrumented executor.

@@ -18,31 +18,39 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/07_tpu.ipynb)
 #
-# A TPU (Tensor Processing Unit) is Google's NPU (신경망 처리 장치): a chip that gives up the GPU's generality
-# and fills most of its area with matrix units. This section takes the seed's claims about it — the systolic
-# array, weight stationarity, execution in the order the compiler fixed, and the ICI 3D torus — and runs each one:
-# as a cycle-stepped simulation, as a real Pallas kernel, and as real sharded programs on eight JAX devices.
-# There is no TPU here: every TPU number below is either a model (labelled as one, and checked against a
-# cycle-by-cycle or message-by-message simulation) or a published figure (with its source).
+# A TPU (Tensor Processing Unit) is Google's NPU (신경망 처리 장치):
+# a chip that gives up the GPU's generality and fills most of its area with matrix units.
+# This section takes the source article's claims about it — the systolic array, weight stationarity,
+# execution in the order the compiler fixed, and the ICI 3D torus — and runs each one:
+# as a cycle-stepped simulation, as a real Pallas kernel,
+# and as real sharded programs on eight JAX devices.
+# There is no TPU here: every TPU number below is either a model (labelled as one,
+# and checked against a cycle-by-cycle or message-by-message simulation) or a published figure
+# (with its source).
 #
 # **You will learn**
-# - how a weight-stationary systolic array (시스톨릭 배열) computes a matmul, cycle by cycle, and how many cycles
-#   it takes;
-# - what double-buffered weights buy a 128×128 matrix unit, what limits a small batch in a model whose weight-load
-#   rate is a parameter (TPU v1's is published, later ones' are not), and above all HBM bandwidth — the TPU's
-#   roofline and its critical batch (v4, v5e, v5p, v6e);
-# - what "the compiler fixes the order" means against a GPU's warp schedulers, compared under the same memory;
-# - how TPU kernels are written: Pallas, `BlockSpec`s and a grid, and what double buffering costs in VMEM;
-# - the ICI torus: which slices really wrap around, hop counts, and the α–β costs of all-gather, reduce-scatter,
-#   all-reduce and all-to-all over one axis and over all axes at once;
-# - which collectives XLA inserts when one `jnp.dot` is sharded across a 2×4 mesh, and when tensor-parallel and
-#   FSDP matmuls are communication-bound.
+# - how a weight-stationary systolic array (시스톨릭 배열) computes a matmul, cycle by cycle,
+#   and how many cycles it takes;
+# - what double-buffered weights buy a 128×128 matrix unit,
+#   what limits a small batch in a model whose weight-load rate is a parameter
+#   (TPU v1's is published, later ones' are not),
+#   and above all HBM bandwidth — the TPU's roofline and its critical batch (v4, v5e, v5p, v6e);
+# - what "the compiler fixes the order" means against a GPU's warp schedulers,
+#   compared under the same memory;
+# - how TPU kernels are written: Pallas, `BlockSpec`s and a grid,
+#   and what double buffering costs in VMEM;
+# - the ICI torus: which slices really wrap around, hop counts, and the α–β costs of all-gather,
+#   reduce-scatter, all-reduce and all-to-all over one axis and over all axes at once;
+# - which collectives XLA inserts when one `jnp.dot` is sharded across a 2×4 mesh,
+#   and when tensor-parallel and FSDP matmuls are communication-bound.
 #
 # The lab for this section is `labs/lab07_tpu/`.
 
 # %% [markdown]
-# JAX decides how many CPU devices it has when it starts, so `XLA_FLAGS` must be set **before** JAX is first
-# imported — this cell does that, then imports everything. (Restart the kernel if JAX was already imported.)
+# JAX decides how many CPU devices it has when it starts,
+# so `XLA_FLAGS` must be set **before** JAX is first imported — this cell does that,
+# then imports everything.
+# (Restart the kernel if JAX was already imported.)
 
 # %%
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -102,25 +110,34 @@ assert len(devices) == 8, "XLA_FLAGS was set too late: restart the kernel and ru
 # %% [markdown]
 # ## 7.1 The systolic array, cycle by cycle
 #
-# The seed describes the matrix unit as a grid of processing elements (PE) where "inputs come in from the left,
-# partial sums flow down, and the results accumulate in a chain". In the **weight-stationary** (가중치 고정)
-# variant the TPU uses, PE `(k, n)` first receives the weight `W[k, n]` and keeps it. Then every clock cycle
-# each PE takes the activation arriving from its left neighbour and the partial sum arriving from above,
-# computes `psum + a·w`, and hands the activation to the right and the new partial sum down — register to
-# register, no memory access inside the array.
+# The source article describes the matrix unit as a grid of processing elements
+# (PE) where "inputs come in from the left, partial sums flow down,
+# and the results accumulate in a chain".
+# In the **weight-stationary** (가중치 고정) variant the TPU uses, PE `(k,
+# n)` first receives the weight `W[k, n]` and keeps it.
+# Then every clock cycle each PE takes the activation arriving from its left neighbour and the
+# partial sum arriving from above, computes `psum + a·w`,
+# and hands the activation to the right and the new partial sum down — register to register,
+# no memory access inside the array.
 #
-# For the sums to meet the right activations, row `m` of `A` enters **skewed**: `A[m, k]` enters array row `k`
-# at cycle `m + k`. Then PE `(k, n)` works on output `(m, n)` at cycle `m + k + n`, and `C[m, n]` leaves the bottom
-# of column `n` at cycle `m + (K − 1) + n`. The last result leaves at cycle `(M−1) + (K−1) + (N−1)`:
+# For the sums to meet the right activations, row `m` of `A` enters **skewed**:
+# `A[m, k]` enters array row `k` at cycle `m + k`.
+# Then PE `(k, n)` works on output `(m, n)` at cycle `m + k + n`, and `C[m,
+# n]` leaves the bottom of column `n` at cycle `m + (K − 1) + n`.
+# The last result leaves at cycle `(M−1) + (K−1) + (N−1)`:
 #
 # $$\text{cycles}(M, K, N) = M + K + N - 2$$
 #
-# — `K − 1` cycles to fill the pipeline, `N − 1` to drain it, `M` to stream the rows. Writing that array register
-# by register — one clock edge of every PE, then the skewed schedule around it — is the lab's exercises 1 and 2, so
-# the course does not install it: the runs below were made by the instructor's register-level model (every PE's
-# activation and partial-sum registers, clocked edge by edge) and stored as data, `gpucourse/data/systolic_runs.json`
-# (a test checks that the file is what that model gives today). What the course installs is the array seen from
-# its edges, `gc.systolic.WeightStationaryArray`, which the lab's exercise 2 clocks. A 4×3 times 3×3 product:
+# — `K − 1` cycles to fill the pipeline, `N − 1` to drain it, `M` to stream the rows.
+# Writing that array register by register — one clock edge of every PE,
+# then the skewed schedule around it — is the lab's exercises 1 and 2,
+# so the course does not install it:
+# the runs below were made by the instructor's register-level model
+# (every PE's activation and partial-sum registers, clocked edge by edge) and stored as data,
+# `gpucourse/data/systolic_runs.json` (a test checks that the file is what that model gives today).
+# What the course installs is the array seen from its edges, `gc.systolic.WeightStationaryArray`,
+# which the lab's exercise 2 clocks.
+# A 4×3 times 3×3 product:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -148,15 +165,18 @@ print(f"{run.cycles} cycles, {run.useful_macs} useful MACs, utilization {run.uti
 # 8 cycles, 36 useful MACs, utilization 50%
 
 # %% [markdown]
-# Watch it run (press ▶; each frame is one clock cycle). Orange cells are PEs doing a useful multiply-accumulate;
-# `a` is the activation a PE holds, `Σ` the partial sum it just sent down, green the results leaving the array.
+# Watch it run (press ▶; each frame is one clock cycle).
+# Orange cells are PEs doing a useful multiply-accumulate;
+# `a` is the activation a PE holds, `Σ` the partial sum it just sent down,
+# green the results leaving the array.
 
 # %%
 display(HTML(systolic.animate(run, W, interval_ms=1200).to_jshtml()))
 
 # %% [markdown]
-# The same eight cycles as a printable grid — the diagonal wave front of the skewed inputs is visible: PE
-# `(k, n)` is busy exactly when `m + k + n` equals the cycle for some row `m`.
+# The same eight cycles as a printable grid
+# — the diagonal wave front of the skewed inputs is visible:
+# PE `(k, n)` is busy exactly when `m + k + n` equals the cycle for some row `m`.
 
 # %%
 fig = systolic.frame_grid(run, W, ncols=4)
@@ -171,11 +191,14 @@ print("every cycle, the busy PEs are exactly those the formula m + k + n predict
 # %% [markdown]
 # ## 7.2 Weight stationary: what it saves (C17)
 #
-# The seed: keeping weights in the PEs and streaming only activations "saves a lot of memory bandwidth, because
-# the same weight is reused". Count it. A MAC array *without* data reuse would fetch both operands of every
-# multiply: `2·M·K·N` reads. The systolic array fetches each weight once per tile (`K·N`), each activation once
-# (`M·K`: it then travels through `N` PEs), and writes each result once (`M·N`). The register-level array counted
-# what entered and left it (stored runs, as in §7.1; random 32×32 weights, `M` random rows):
+# The source article: keeping weights in the PEs and streaming only activations "saves a lot of
+# memory bandwidth, because the same weight is reused".
+# Count it.
+# A MAC array *without* data reuse would fetch both operands of every multiply: `2·M·K·N` reads.
+# The systolic array fetches each weight once per tile (`K·N`), each activation once (`M·K`:
+# it then travels through `N` PEs), and writes each result once (`M·N`).
+# The register-level array counted what entered and left it (stored runs, as in §7.1;
+# random 32×32 weights, `M` random rows):
 
 # %%
 rng = np.random.default_rng(7)
@@ -195,17 +218,23 @@ assert saving[1] > 1.5, "at M = 1 the array still saves: each activation is reus
 assert saving[128] < 128 / 4, "at M = 128 the saving is capped near K = N = 32, far below the weight's reuse M"
 
 # %% [markdown]
-# The reuse of a weight is the batch `M`, but the saving is not `M` (asserted above): it is about
-# `2 / (1/M + 1/K + 1/N)`, which the *smallest* of `M`, `K`, `N` rules — every operand is reused, a weight `M`
-# times, an activation `N` times (once per PE of its row), an output's partial sum `K` times. At `M = 1` the array
-# still saves 1.9× (the activations' reuse); at `M = 16` the saving is close to `M`; at `M = 128` it is capped near
-# `K = N = 32`, at 28.9×, not 128× (the same law as §7.4's intensity). With `M = 1` (one token of
-# autoregressive decoding) every weight still makes its trip from memory for a single multiply. Weight
-# stationarity is a way to *exploit* reuse, not a source of it: a GPU gets the same reuse from register and
-# shared-memory tiling (section 5) and its tensor cores. §7.3 and §7.4 put numbers on what a small `M` costs.
+# The reuse of a weight is the batch `M`, but the saving is not `M` (asserted above):
+# it is about `2 / (1/M + 1/K + 1/N)`, which the *smallest* of `M`, `K`,
+# `N` rules — every operand is reused, a weight `M` times,
+# an activation `N` times (once per PE of its row), an output's partial sum `K` times.
+# At `M = 1` the array still saves 1.9× (the activations' reuse);
+# at `M = 16` the saving is close to `M`;
+# at `M = 128` it is capped near `K = N = 32`, at 28.9×,
+# not 128× (the same law as §7.4's intensity).
+# With `M = 1` (one token of autoregressive decoding) every weight still makes its trip from memory
+# for a single multiply.
+# Weight stationarity is a way to *exploit* reuse, not a source of it:
+# a GPU gets the same reuse from register and shared-memory tiling (section 5) and its tensor cores.
+# §7.3 and §7.4 put numbers on what a small `M` costs.
 #
-# The same shape law is measurable on any matrix engine. Here: `(M × 512)·(512 × 512)` float32 through XLA on
-# the backend's JAX device (this CPU; the GPU and its tensor cores on a GPU backend), FLOP/s against `M`:
+# The same shape law is measurable on any matrix engine.
+# Here: `(M × 512)·(512 × 512)` float32 through XLA on the backend's JAX device (this CPU;
+# the GPU and its tensor cores on a GPU backend), FLOP/s against `M`:
 
 # %%
 Kd = Nd = 512
@@ -222,29 +251,39 @@ assert achieved[256] > 2 * achieved[1], "a batch of 256 reuses each weight 256×
 # %% [markdown]
 # ## 7.3 A large GEMM on a 128×128 array: tiles, double-buffered weights and the weight load
 #
-# TPU v2–v5 matrix units (MXU) are 128×128 PEs (v6e: 256×256). A layer's `K × N` weight matrix is cut into
-# array-sized tiles, zero-padded at the edges; all `M` activation rows stream through each tile. Per tile, two
-# things must happen: its weights must get *into* the array, and its activations must stream *through* it.
+# TPU v2–v5 matrix units (MXU) are 128×128 PEs (v6e: 256×256).
+# A layer's `K × N` weight matrix is cut into array-sized tiles, zero-padded at the edges;
+# all `M` activation rows stream through each tile.
+# Per tile, two things must happen:
+# its weights must get *into* the array, and its activations must stream *through* it.
 #
-# Weights enter from the top edge, one row per cycle down a shift register in every column — the TPU v1 paper
-# speaks of "the 256 cycles it takes to shift a tile in" on its 256-wide array (Jouppi et al., ISCA 2017) —
-# so a tile occupies a column's weight port for `rows` cycles. **That load rate is TPU v1's mechanism.** Google has
-# not published the weight path of the MXUs of TPU v2–v6, so in this model it is a parameter (one row per cycle
-# until we vary it further down). Each PE has **two** weight registers: the next tile
-# is shifted in and latched into the spare one while the current tile streams (double buffering), and a PE
-# switches when the new tile's first activation reaches it ("weights take effect with the advancing wave
-# alongside the first data of a new block", same paper). Consecutive tiles therefore start `max(M, rows)`
-# cycles apart — the stream when `M ≥ rows`, the weight load when `M < rows` — and only the last tile's fill and
-# drain comes on top (the JAX scaling book's TPU chapter: "After that initial bubble, new inputs and weights can
-# be loaded in without an additional bubble"). With `T` tiles:
+# Weights enter from the top edge, one row per cycle down a shift register in every column
+# — the TPU v1 paper speaks of "the 256 cycles it takes to shift a tile in" on its 256-wide array
+# (Jouppi et al., ISCA 2017) — so a tile occupies a column's weight port for `rows` cycles.
+# **That load rate is TPU v1's mechanism.**
+# Google has not published the weight path of the MXUs of TPU v2–v6,
+# so in this model it is a parameter (one row per cycle until we vary it further down).
+# Each PE has **two** weight registers:
+# the next tile is shifted in and latched into the spare one while the current tile streams
+# (double buffering), and a PE switches when the new tile's first activation reaches it
+# ("weights take effect with the advancing wave alongside the first data of a new block",
+# same paper).
+# Consecutive tiles therefore start `max(M, rows)` cycles apart — the stream when `M ≥ rows`,
+# the weight load when `M < rows` — and only the last tile's fill and drain comes on top
+# (the JAX scaling book's TPU chapter:
+# "After that initial bubble, new inputs and weights can be loaded in without an additional
+# bubble").
+# With `T` tiles:
 #
 # $$\text{cycles} = (T-1)\cdot\max(M,\ \text{rows}) + M + \text{rows} + \text{cols} - 2$$
 #
-# `gc.systolic.run_tiled` clocks exactly that machine — weight shift chains, latches, two registers per PE,
-# activations tagged with their tile — and raises `ScheduleHazard` if a schedule would read a weight not yet
-# latched or overwrite one still in use. Against the closed form (`gc.systolic.TiledGemm`), on a 4×4 array with
-# 9 tiles (`M` below, at and above the array's 4 rows; `K = 9` and `N = 10` not multiples of 4) and on the real
-# 128×128 size:
+# `gc.systolic.run_tiled` clocks exactly that machine — weight shift chains, latches,
+# two registers per PE, activations tagged with their tile
+# — and raises `ScheduleHazard` if a schedule would read a weight not yet latched or overwrite one
+# still in use.
+# Against the closed form (`gc.systolic.TiledGemm`), on a 4×4 array with 9 tiles (`M` below,
+# at and above the array's 4 rows; `K = 9` and `N = 10` not multiples of 4) and on the real 128×128
+# size:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -269,8 +308,9 @@ for M, K, N, R in ((2, 9, 10, 4), (4, 9, 10, 4), (7, 9, 10, 4), (5, 256, 100, 12
 # 128×128, M = 200, 2 tiles: simulated  654 cycles = model  654 | one weight register  781 | fill+drain per tile  908
 
 # %% [markdown]
-# The model and the clocked array agree to the cycle in every case, and the schedule is tight: start any tile one
-# cycle earlier and the array computes a wrong result — the simulator stops at the cycle where it would:
+# The model and the clocked array agree to the cycle in every case, and the schedule is tight:
+# start any tile one cycle earlier and the array computes a wrong result
+# — the simulator stops at the cycle where it would:
 
 # %%
 Am, Wm, run2, _ = small[2, 4]
@@ -283,12 +323,16 @@ except systolic.ScheduleHazard as err:
     print(f"tile 1 one cycle early: {err}")
 
 # %% [markdown]
-# Where the cycles go, PE by PE: the fraction of the 16 PEs doing useful work in each cycle. With `M = 2` no more
-# than half the PEs are ever busy: a tile can start only every 4 cycles (its 4 rows of weights need 4 cycles of
-# the weight port) and brings only 2 activation rows, so half the diagonals of the wave are empty. With one weight
-# register the gaps grow: a tile's weights cannot be latched until the previous tile has drained out of the
-# column. With `M = 7` the stream outlasts the weight load, and the double-buffered array keeps all 16 PEs busy
-# through every full tile, where the single-register array reaches 16 only for a cycle at a time.
+# Where the cycles go, PE by PE: the fraction of the 16 PEs doing useful work in each cycle.
+# With `M = 2` no more than half the PEs are ever busy:
+# a tile can start only every 4 cycles
+# (its 4 rows of weights need 4 cycles of the weight port) and brings only 2 activation rows,
+# so half the diagonals of the wave are empty.
+# With one weight register the gaps grow:
+# a tile's weights cannot be latched until the previous tile has drained out of the column.
+# With `M = 7` the stream outlasts the weight load,
+# and the double-buffered array keeps all 16 PEs busy through every full tile,
+# where the single-register array reaches 16 only for a cycle at a time.
 
 # %%
 fig, axs = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
@@ -310,9 +354,10 @@ assert small[2, 4][2].busy.max() == 8, "M = 2: never more than half the array bu
 assert longest_full_run(small[7, 4][2].busy) >= 7 and longest_full_run(small[7, 4][3].busy) == 1
 
 # %% [markdown]
-# Now the real size: utilization of a 128×128 array against the batch `M`, for a square 4096² layer, a
-# 1000² layer (padded to 8×8 tiles) and a thin `N = 64` one. The dotted line is `M/128`: the weight-load limit of
-# this model (one weight row per cycle, TPU v1's rate).
+# Now the real size: utilization of a 128×128 array against the batch `M`, for a square 4096² layer,
+# a 1000² layer (padded to 8×8 tiles) and a thin `N = 64` one.
+# The dotted line is `M/128`: the weight-load limit of this model (one weight row per cycle,
+# TPU v1's rate).
 
 # %%
 Ms = np.unique(np.logspace(0, 15, 46, base=2).astype(int))
@@ -334,24 +379,35 @@ assert big.utilization > 0.99 and abs(one.utilization * 128 - 1) < 0.01 and half
 assert systolic.TiledGemm(8192, 4096, 64).utilization < 0.5
 
 # %% [markdown]
-# In this model `M = 1` uses about 1/128 of the array, printed above: what limits it is the weights, not the
-# pipeline fill — every tile's 128 rows of weights take 128 cycles to shift in and are then used by a single
-# activation row. Utilization grows as `M/128` until the stream outlasts the weight load, less the one fill and
-# drain at the end (hence 50 % at `M = 65`, not 64). A model that let the array fill and drain for every tile would
-# charge 254 extra cycles per tile and predict the 1/255 printed above. The cycle-stepped array shows that this
-# per-tile fill and drain is not forced by the dataflow once weights are double-buffered — it has double buffering
-# built in, so it cannot tell us whether a given TPU double-buffers; the scaling book says today's do ("new inputs
-# and weights can be loaded in without an additional bubble"). Padding costs separately: `N = 64` leaves half of
-# every tile's columns idle (the green curve can never pass 50 %).
+# In this model `M = 1` uses about 1/128 of the array, printed above:
+# what limits it is the weights, not the pipeline fill
+# — every tile's 128 rows of weights take 128 cycles to shift in and are then used by a single
+# activation row.
+# Utilization grows as `M/128` until the stream outlasts the weight load,
+# less the one fill and drain at the end (hence 50 % at `M = 65`, not 64).
+# A model that let the array fill and drain for every tile would charge 254 extra cycles per tile
+# and predict the 1/255 printed above.
+# The cycle-stepped array shows that this per-tile fill and drain is not forced by the dataflow once
+# weights are double-buffered — it has double buffering built in,
+# so it cannot tell us whether a given TPU double-buffers;
+# the scaling book says today's do ("new inputs and weights can be loaded in without an additional
+# bubble").
+# Padding costs separately: `N = 64` leaves half of every tile's columns idle
+# (the green curve can never pass 50 %).
 #
-# **How fast do weights load on TPU v2–v6?** Not published, and the scaling book's TPU chapter disagrees with this
-# model's 128 cycles: "VMEM bandwidth is around 22x higher than HBM bandwidth which means an MXU operation reading
-# from/writing to VMEM requires an arithmetic intensity of only 10-20 to achieve peak FLOPs utilization. That means
-# if we can fit our weights into VMEM instead of HBM, our matrix multiplications can be FLOPs bound at much smaller
-# batch sizes." An intensity of 10–20 is a batch of 10–20 rows per weight tile, where the model above needs 128.
-# Both cannot hold for the same MXU. The model can say what it would take: make the weight port faster
-# (`weight_rows_per_cycle`; 8 rows per cycle, 16 cycles a tile, is an illustration, not a figure) and vary the
-# number of weight registers per PE (`buffers`) — each setting checked against the clocked array:
+# **How fast do weights load on TPU v2–v6?**
+# Not published, and the scaling book's TPU chapter disagrees with this model's 128 cycles:
+# "VMEM bandwidth is around 22x higher than HBM bandwidth which means an MXU operation reading
+# from/writing to VMEM requires an arithmetic intensity of only 10-20 to achieve peak FLOPs
+# utilization.
+# That means if we can fit our weights into VMEM instead of HBM,
+# our matrix multiplications can be FLOPs bound at much smaller batch sizes."
+# An intensity of 10–20 is a batch of 10–20 rows per weight tile, where the model above needs 128.
+# Both cannot hold for the same MXU.
+# The model can say what it would take: make the weight port faster (`weight_rows_per_cycle`;
+# 8 rows per cycle, 16 cycles a tile, is an illustration,
+# not a figure) and vary the number of weight registers per PE (`buffers`)
+# — each setting checked against the clocked array:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -375,16 +431,20 @@ assert abs(u16[1, 2] - 0.125) < 0.001 and 0.2 < u16[8, 2] < 0.25 and u16[8, 8] >
 # 8 rows/cycle, 8 registers                M =   1:  6.2%, M =  16: 88.4%, M =  64: 99.6%  (M = 16 limited by the weight registers)
 
 # %% [markdown]
-# A faster port alone does not do it here: a column latches a whole tile at once, so a weight register frees only
-# when the tile two back has drained out of all 128 rows — with two registers a tile then costs `(M + 127)/2`
-# cycles on average. With 8 rows per cycle *and* 8 registers, `M = 16` reaches the 88 % printed above: the
-# scaling book's "10–20" is what such an MXU would give. Which of these a real TPU is, Google has not published;
+# A faster port alone does not do it here:
+# a column latches a whole tile at once,
+# so a weight register frees only when the tile two back has drained out of all 128 rows
+# — with two registers a tile then costs `(M + 127)/2` cycles on average.
+# With 8 rows per cycle *and* 8 registers, `M = 16` reaches the 88 % printed above:
+# the scaling book's "10–20" is what such an MXU would give.
+# Which of these a real TPU is, Google has not published;
 # below, every `M/128` statement is about the one-row-per-cycle model, labelled as such.
 #
-# The published peak follows from the same arrays. TPU v4 has 4 MXUs per TensorCore and 2 TensorCores per chip
-# at 1050 MHz (Jouppi et al., ISCA 2023); v5e has 4 MXUs and one TensorCore at 1.5 GHz (the scaling book's TPU
-# chapter); each MXU does 128·128 MACs (2 FLOPs each) per cycle. Where no clock is published, the same product gives
-# the clock the published peak implies:
+# The published peak follows from the same arrays.
+# TPU v4 has 4 MXUs per TensorCore and 2 TensorCores per chip at 1050 MHz (Jouppi et al.,
+# ISCA 2023); v5e has 4 MXUs and one TensorCore at 1.5 GHz (the scaling book's TPU chapter);
+# each MXU does 128·128 MACs (2 FLOPs each) per cycle.
+# Where no clock is published, the same product gives the clock the published peak implies:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -406,20 +466,27 @@ assert abs(tpu.TPU_V6E.implied_clock_hz() - 3.5e9) < 0.01e9 and tpu.TPU_V6E.unve
 # TPU v6e: 918 TFLOP/s / (256·256 MACs × 2 FLOP × 2 MXUs × 1 cores) = 3.50 GHz implied (no published clock)  <- unverified
 
 # %% [markdown]
-# v6e's line does not add up: Google's v6e page gives each TensorCore "two 256x256 matrix-multiply units", and
-# with the published 918 TFLOP/s that needs a 3.5 GHz clock, more than twice v5e's 1.5 GHz. One of the published
-# figures (the MXU count, or what a "MAC" of v6e's MXU does) is not what it seems. Another revision of the same
-# page says 4 MXUs per TensorCore, which with 918 TFLOP/s implies 1.75 GHz — v5p's implied clock; `gc.tpu` marks
-# v6e's MXU count unverified, and nothing below depends on it.
+# v6e's line does not add up: Google's v6e page gives each TensorCore "two 256x256 matrix-multiply
+# units", and with the published 918 TFLOP/s that needs a 3.5 GHz clock,
+# more than twice v5e's 1.5 GHz.
+# One of the published figures (the MXU count,
+# or what a "MAC" of v6e's MXU does) is not what it seems.
+# Another revision of the same page says 4 MXUs per TensorCore,
+# which with 918 TFLOP/s implies 1.75 GHz — v5p's implied clock;
+# `gc.tpu` marks v6e's MXU count unverified, and nothing below depends on it.
 
 # %% [markdown]
 # ## 7.4 Before the MXU, HBM: the TPU's roofline and its critical batch
 #
-# §7.3 assumed the weights were already waiting in VMEM. They come from HBM. A bf16 layer `(M×K)·(K×N)` does
-# `2·M·K·N` FLOPs and moves `2·(M·K + K·N + M·N)` bytes; for `M ≪ K, N` that is an arithmetic intensity
-# (연산 밀도) of about `M` FLOP per byte. The chip is compute-bound only right of its ridge point, peak FLOP/s
-# over HBM bytes/s (§1's roofline) — for a weight-streaming layer, the **critical batch**. From Google's
-# published figures (`gc.tpu`, sources in its docstring; VMEM per TensorCore from JAX's own Pallas TPU table):
+# §7.3 assumed the weights were already waiting in VMEM.
+# They come from HBM.
+# A bf16 layer `(M×K)·(K×N)` does `2·M·K·N` FLOPs and moves `2·(M·K + K·N + M·N)` bytes;
+# for `M ≪ K, N` that is an arithmetic intensity (연산 밀도) of about `M` FLOP per byte.
+# The chip is compute-bound only right of its ridge point,
+# peak FLOP/s over HBM bytes/s (§1's roofline) — for a weight-streaming layer,
+# the **critical batch**.
+# From Google's published figures (`gc.tpu`, sources in its docstring;
+# VMEM per TensorCore from JAX's own Pallas TPU table):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -434,9 +501,9 @@ assert abs(tpu.TPU_V5E.ridge - 240) < 1  # "about 240 FLOPs/byte on TPU v5e" (th
 # TPU v6e:  918 TFLOP/s bf16, HBM  1638 GB/s -> ridge 560.4 FLOP/byte; VMEM 128 MiB per TensorCore
 
 # %% [markdown]
-# The four TPUs on a roofline like §1's, with the H100's bf16 datasheet roof for comparison, and a bf16
-# `(M×8192)·(8192×8192)` layer on v5e for several batches `M` (markers at their intensity and their attainable
-# FLOP/s — a model, not a measurement):
+# The four TPUs on a roofline like §1's, with the H100's bf16 datasheet roof for comparison,
+# and a bf16 `(M×8192)·(8192×8192)` layer on v5e for several batches `M`
+# (markers at their intensity and their attainable FLOP/s — a model, not a measurement):
 
 # %%
 roofs = [gc.roofline.Roofline(c.name, c.bf16_flops, c.hbm_bytes_per_s) for c in tpu.TPU_CHIPS.values()]
@@ -464,12 +531,14 @@ for c in tpu.TPU_CHIPS.values():  # the rounded batch reaches the ridge, one row
     assert layer_intensity(crit[c.name]) >= c.ridge > layer_intensity(crit[c.name] - 1) and crit[c.name] > c.ridge
 
 # %% [markdown]
-# The critical batch of each chip printed above sits a little above its ridge point: the layer's intensity is
-# `8192·M / (8192 + 2M)` FLOP/byte — `M`, less the activations it also moves. Put both limits on v5e for that
-# layer: the MXU model of §7.3 with TPU v1's weight-load rate (the four MXUs split `N`, each runs its share of the
-# tiles at 1.5 GHz) and HBM
-# (everything crosses it once, overlapped with compute as the TPU pipelines its DMAs). Each alone, and the chip
-# that has both:
+# The critical batch of each chip printed above sits a little above its ridge point:
+# the layer's intensity is `8192·M / (8192 + 2M)` FLOP/byte — `M`,
+# less the activations it also moves.
+# Put both limits on v5e for that layer:
+# the MXU model of §7.3 with TPU v1's weight-load rate (the four MXUs split `N`,
+# each runs its share of the tiles at 1.5 GHz) and HBM (everything crosses it once,
+# overlapped with compute as the TPU pipelines its DMAs).
+# Each alone, and the chip that has both:
 
 # %%
 chip, K8 = tpu.TPU_V5E, 8192
@@ -507,21 +576,25 @@ assert u64["hbm"] < 0.6 * u64["mxu"] and u64["both"] == u64["hbm"], "at M = 64, 
 assert v5e_utilization(1024)["both"] > 0.8
 
 # %% [markdown]
-# In the figure the chip (the wide band) follows whichever limit is lower; below the critical batch that is HBM, by
-# a wide margin (the M = 64 row above). The MXU limit of the one-row-per-cycle model (`M/128`) could only show when
-# the weights already sit in VMEM — reused by a fused kernel, or prefetched during the previous layer (the scaling
-# book's "VMEM prefetching") — and there the scaling book expects far less of a limit (its "10–20", §7.3). Either
-# way this is §1's roofline lesson for the TPU: the systolic array's dataflow does not remove the memory roof;
-# batching does.
+# In the figure the chip (the wide band) follows whichever limit is lower;
+# below the critical batch that is HBM, by a wide margin (the M = 64 row above).
+# The MXU limit of the one-row-per-cycle model
+# (`M/128`) could only show when the weights already sit in VMEM — reused by a fused kernel,
+# or prefetched during the previous layer (the scaling book's "VMEM prefetching")
+# — and there the scaling book expects far less of a limit (its "10–20", §7.3).
+# Either way this is §1's roofline lesson for the TPU:
+# the systolic array's dataflow does not remove the memory roof; batching does.
 
 # %% [markdown]
 # ## 7.5 The order the compiler fixed vs warp scheduling (C18)
 #
-# The seed: "a GPU has warp scheduling, branch handling and dynamic parallelism; a TPU needs none of that and
-# runs the order XLA fixed". Inside the MXU this is literal: the systolic schedule `S[m, k, n] = m + k + n` of
-# §7.1 was known before `A` existed. The register-level array, run on very different inputs (stored runs, as in §7.1:
-# zeros, random numbers, and random numbers a million times larger, through the same 8×8 weights) — the clock count
-# and the busy pattern cannot change:
+# The source article: "a GPU has warp scheduling, branch handling and dynamic parallelism;
+# a TPU needs none of that and runs the order XLA fixed".
+# Inside the MXU this is literal: the systolic schedule `S[m, k,
+# n] = m + k + n` of §7.1 was known before `A` existed.
+# The register-level array, run on very different inputs (stored runs, as in §7.1:
+# zeros, random numbers, and random numbers a million times larger,
+# through the same 8×8 weights) — the clock count and the busy pattern cannot change:
 
 # %%
 runs = stored["data_independent"]
@@ -532,16 +605,19 @@ assert all(np.array_equal(a.active, b.active) for r in runs[1:] for a, b in zip(
 print(f"three different inputs: {runs[0].cycles} cycles each, identical busy PEs in every cycle")
 
 # %% [markdown]
-# For the chip as a whole the comparison must be fair: memory is as slow for a TPU as for a GPU. So give both
-# models the **same work and the same memory**: 32 items, each one load followed by 20 instructions that use
-# it; one instruction issues per cycle; every load takes 30 cycles with probability 0.7 and 400 with 0.3 (the
-# same draw for both). The only difference is who decides the order:
+# For the chip as a whole the comparison must be fair: memory is as slow for a TPU as for a GPU.
+# So give both models the **same work and the same memory**:
+# 32 items, each one load followed by 20 instructions that use it; one instruction issues per cycle;
+# every load takes 30 cycles with probability 0.7 and 400 with 0.3 (the same draw for both).
+# The only difference is who decides the order:
 #
-# - a **GPU SM** (`gc.systolic.warp_schedule`): 8 warps of 4 items; each cycle the scheduler issues from any warp
-#   whose data has arrived — the order is decided at run time;
-# - a **TPU-style core** (`gc.systolic.static_schedule`): one instruction stream a compiler fixed, software-
-#   pipelined over `b` VMEM buffers (up to `b` loads in flight, as Pallas does with its double buffers); when a
-#   load is late, the core waits in place.
+# - a **GPU SM** (`gc.systolic.warp_schedule`): 8 warps of 4 items;
+#   each cycle the scheduler issues from any warp whose data has arrived
+#   — the order is decided at run time;
+# - a **TPU-style core** (`gc.systolic.static_schedule`):
+#   one instruction stream a compiler fixed,
+#   software- pipelined over `b` VMEM buffers (up to `b` loads in flight,
+#   as Pallas does with its double buffers); when a load is late, the core waits in place.
 
 # %%
 latency = lambda r: r.choice([30, 400], p=[0.7, 0.3])  # noqa: E731  (cycles; the same for both machines)
@@ -568,17 +644,25 @@ fixed = {systolic.static_schedule(32, 20, lambda r: 60, np.random.default_rng(s)
 assert len(fixed) == 1, "with a fixed latency the static core's time is fixed too"
 
 # %% [markdown]
-# Read the printout: both machines' finish times vary from run to run, because both wait on the same memory. A
-# fixed order does **not** make the time fixed (only a fixed latency does, checked in the last assert). What
-# differs is the order: one issue order in all 40 runs of the static core, a new one run after run on the warp
-# scheduler (the counts printed above). With as many loads in flight (8), the static core is slower on average —
-# a late load stalls everything behind it, where the warp scheduler runs another warp — and the compiler answers
-# with more buffers (the 32-buffer row). That is the TPU's bargain: no scheduling hardware, and in exchange the
-# compiler must know its latencies. It can plan them better than a GPU could: no hardware-managed cache sits in front
-# of the TensorCore's operands — the MXU and vector unit read vector registers loaded from VMEM, which is filled by DMAs the compiler itself issues and
-# sizes — so no cache hits and misses vary them (HBM and ICI contention still can). TPU v4 does have a larger
-# on-chip memory between HBM and VMEM, **CMEM** (Jouppi et al., ISCA 2023; JAX's Pallas TPU table gives its size),
-# but the TensorCore's operands still come from VMEM:
+# Read the printout: both machines' finish times vary from run to run,
+# because both wait on the same memory.
+# A fixed order does **not** make the time fixed (only a fixed latency does,
+# checked in the last assert).
+# What differs is the order: one issue order in all 40 runs of the static core,
+# a new one run after run on the warp scheduler (the counts printed above).
+# With as many loads in flight (8),
+# the static core is slower on average — a late load stalls everything behind it,
+# where the warp scheduler runs another warp
+# — and the compiler answers with more buffers (the 32-buffer row).
+# That is the TPU's bargain: no scheduling hardware,
+# and in exchange the compiler must know its latencies.
+# It can plan them better than a GPU could:
+# no hardware-managed cache sits in front of the TensorCore's operands
+# — the MXU and vector unit read vector registers loaded from VMEM,
+# which is filled by DMAs the compiler itself issues and sizes
+# — so no cache hits and misses vary them (HBM and ICI contention still can).
+# TPU v4 does have a larger on-chip memory between HBM and VMEM, **CMEM** (Jouppi et al., ISCA 2023;
+# JAX's Pallas TPU table gives its size), but the TensorCore's operands still come from VMEM:
 #
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -593,11 +677,14 @@ assert tpu.TPU_V4.cmem_bytes == 134_000_000 and tpu.TPU_V5P.cmem_bytes == 0
 # TPU v6e: VMEM 128 MiB per TensorCore; CMEM none in JAX's table
 
 # %% [markdown]
-# What *this* machine can show about XLA's schedules: the optimized HLO carries `is_scheduled=true` — but on
-# every backend, this CPU included, so it is not evidence about TPUs. It shows that XLA fixes the order of the
-# program's operations (fusions, and collectives in a sharded program) at compile time; a TPU runs that order
-# down to its VLIW bundles, a GPU runs it as kernels whose warps are then scheduled by hardware. A sharded
-# program is also one program for all devices (`num_partitions`):
+# What *this* machine can show about XLA's schedules:
+# the optimized HLO carries `is_scheduled=true` — but on every backend, this CPU included,
+# so it is not evidence about TPUs.
+# It shows that XLA fixes the order of the program's operations (fusions,
+# and collectives in a sharded program) at compile time;
+# a TPU runs that order down to its VLIW bundles,
+# a GPU runs it as kernels whose warps are then scheduled by hardware.
+# A sharded program is also one program for all devices (`num_partitions`):
 
 # %%
 def mlp(x, w1, w2):
@@ -618,17 +705,22 @@ print(f"sharded over the 2×4 mesh: one module, num_partitions={parts.group(1)},
 assert parts and int(parts.group(1)) == 8 and "is_scheduled=true" in spmd_header
 
 # %% [markdown]
-# What this buys a pod: every chip runs the same precompiled program, collectives at fixed places in it, with no
-# run-time scheduler to coordinate across thousands of chips. What it does not remove: the communication itself,
-# and waiting on it. How much that costs is the rest of this section.
+# What this buys a pod: every chip runs the same precompiled program,
+# collectives at fixed places in it,
+# with no run-time scheduler to coordinate across thousands of chips.
+# What it does not remove: the communication itself, and waiting on it.
+# How much that costs is the rest of this section.
 #
 # ## 7.6 Pallas: how TPU kernels are written
 #
-# When XLA's fusions are not enough, TPU kernels are written in **Pallas** (`jax.experimental.pallas`). A
-# kernel body sees *blocks* (`Ref`s in the TPU's on-chip VMEM); a `grid` says how many program instances run;
-# each operand's `BlockSpec` says which block an instance gets — from those index maps Pallas derives the
-# HBM → VMEM copies and pipelines them. With `interpret=True` the same program runs on this CPU. A float32 blocked
-# matmul, accumulating straight into its float32 output block:
+# When XLA's fusions are not enough,
+# TPU kernels are written in **Pallas** (`jax.experimental.pallas`).
+# A kernel body sees *blocks* (`Ref`s in the TPU's on-chip VMEM);
+# a `grid` says how many program instances run;
+# each operand's `BlockSpec` says which block an instance gets
+# — from those index maps Pallas derives the HBM → VMEM copies and pipelines them.
+# With `interpret=True` the same program runs on this CPU.
+# A float32 blocked matmul, accumulating straight into its float32 output block:
 
 # %%
 def f32_matmul_kernel(x_ref, y_ref, out_ref):
@@ -659,8 +751,9 @@ print(f"Pallas (interpret mode) vs XLA's dot: max |difference| = {err:.2e}")
 assert err < 1e-3
 
 # %% [markdown]
-# Each grid step is one program instance. A kernel that only counts its own invocations shows the grid and
-# the index maps at work: every output block is visited once per `k` block, `(96 / 32) = 3` times.
+# Each grid step is one program instance.
+# A kernel that only counts its own invocations shows the grid and the index maps at work:
+# every output block is visited once per `k` block, `(96 / 32) = 3` times.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -686,13 +779,16 @@ assert np.all(np.asarray(visits) == 3)
 #  [3 3]]
 
 # %% [markdown]
-# The block shape is the kernel's main decision, and the BlockSpecs make its cost countable. Two facts of
-# Pallas's TPU pipeline set the numbers (Pallas docs, "Software Pipelining": "we keep 2 buffers for each input X
-# and each output Y"; the scheduler in `jax/_src/pallas/mosaic/pipeline.py`): every blocked operand, input *and*
-# output, gets **two** VMEM buffers — the next block is copied in while the kernel works on the current one — and
-# a block is copied only when its index changes from one grid step to the next. `gc.pallas_tpu.plan` reads the
-# grid, block shapes, dtypes, buffer counts and index maps from the traced `pallas_call` and walks the grid. For
-# a 2048³ float32 matmul (traced on shapes only — no 48 MiB arrays are made):
+# The block shape is the kernel's main decision, and the BlockSpecs make its cost countable.
+# Two facts of Pallas's TPU pipeline set the numbers (Pallas docs, "Software Pipelining":
+# "we keep 2 buffers for each input X and each output Y";
+# the scheduler in `jax/_src/pallas/mosaic/pipeline.py`):
+# every blocked operand, input *and* output,
+# gets **two** VMEM buffers — the next block is copied in while the kernel works on the current one
+# — and a block is copied only when its index changes from one grid step to the next.
+# `gc.pallas_tpu.plan` reads the grid, block shapes, dtypes,
+# buffer counts and index maps from the traced `pallas_call` and walks the grid.
+# For a 2048³ float32 matmul (traced on shapes only — no 48 MiB arrays are made):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -714,23 +810,31 @@ assert plans[32].hbm_bytes > 10 * plans[512].hbm_bytes
 # blocks 512×512: grid (4, 4, 4), HBM↔VMEM traffic  0.14 GiB, VMEM per step  6144 KiB (= 2 × 3072 KiB of blocks)
 
 # %% [markdown]
-# Bigger blocks mean less HBM traffic but more VMEM per step, and the VMEM bill is twice the blocks: 512² float32
-# blocks need the 6 MiB printed above, within v4's 16 MiB of VMEM per TensorCore, while 1024² blocks (24 MiB) are
-# not — on v5e or v6e (128 MiB) they are. (A kernel gets a smaller default "scoped" share of VMEM, raised with
-# `pltpu.CompilerParams(vmem_limit_bytes=…)`.) A kernel that cannot afford two copies of an operand can ask for
-# one with `pipeline_mode=pl.Buffered(1)` and give up the overlap for it.
+# Bigger blocks mean less HBM traffic but more VMEM per step, and the VMEM bill is twice the blocks:
+# 512² float32 blocks need the 6 MiB printed above, within v4's 16 MiB of VMEM per TensorCore,
+# while 1024² blocks (24 MiB) are not — on v5e or v6e (128 MiB) they are.
+# (A kernel gets a smaller default "scoped" share of VMEM,
+# raised with `pltpu.CompilerParams(vmem_limit_bytes=…)`.)
+# A kernel that cannot afford two copies of an operand can ask for one with
+# `pipeline_mode=pl.Buffered(1)` and give up the overlap for it.
 #
-# Two rules of a real TPU that the small examples of this section ignore (they run in interpret mode only):
-# - **Block shapes.** The last two dimensions of every block must be multiples of 8 and 128 — they map onto the
-#   vector registers' 8 sublanes × 128 lanes and onto the MXU — unless a block dimension spans the whole array
-#   dimension. The 32×16 blocks above are not legal there; 128×128 and 512×512 are.
-# - **The accumulator.** `f32_matmul_kernel` adds every `k` block's product straight into its output block. That is
-#   fine only because the output is float32. With a bfloat16 output (8 significant bits, 7 stored) every step would round the
-#   running sum: the usual pattern (the Pallas TPU matmul guide) keeps a float32 accumulator of one output block in
-#   VMEM *scratch* (`scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]`, a buffer that lives for the whole grid and
-#   is never copied to HBM) and writes the output block once, cast to bf16, at the last `k` step. The lab's exercise
-#   4 writes a dense layer that way, with legal blocks and its bias and activation fused into that last step. What
-#   rounding every step costs, in one bf16 addition:
+# Two rules of a real TPU that the small examples of this section ignore
+# (they run in interpret mode only):
+# - **Block shapes.**
+#   The last two dimensions of every block must be multiples of 8 and 128
+#   — they map onto the vector registers' 8 sublanes × 128 lanes and onto the MXU
+#   — unless a block dimension spans the whole array dimension.
+#   The 32×16 blocks above are not legal there; 128×128 and 512×512 are.
+# - **The accumulator.**
+#   `f32_matmul_kernel` adds every `k` block's product straight into its output block.
+#   That is fine only because the output is float32.
+#   With a bfloat16 output (8 significant bits, 7 stored) every step would round the running sum:
+#   the usual pattern (the Pallas TPU matmul guide) keeps a float32 accumulator of one output block
+#   in VMEM *scratch* (`scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]`,
+#   a buffer that lives for the whole grid and is never copied to HBM) and writes the output block
+#   once, cast to bf16, at the last `k` step. The lab's exercise 4 writes a dense layer that way,
+#   with legal blocks and its bias and activation fused into that last step. What rounding every
+#   step costs, in one bf16 addition:
 
 # %%
 vmem_1024 = 2 * 4 * 3 * 1024 * 1024
@@ -745,17 +849,23 @@ print(f"256 + 7 × 0.5: bf16 running sum {float(running_bf16):g}; f32 accumulato
 assert float(running_bf16) == 256.0 and float(running_f32.astype(jnp.bfloat16)) == 260.0
 
 # %% [markdown]
-# The grid's order matters for a second reason. On a TPU the grid is a sequential loop on each TensorCore, last axis
-# fastest (on two-core "megacore" chips, v4 and v5p, axes marked "parallel" are split between the cores; a
-# reduction axis stays "arbitrary"), and an
-# output block stays in VMEM only while consecutive steps keep its index: when the index changes, Pallas writes the
-# block to HBM and never reads it back. So **every output block must be visited in one unbroken run** of steps —
-# "we do require that all invocations that write to a particular slice are consecutive … The third and *last* grid
-# axis would tile the reduction dimension" (Pallas docs, "TPU details"); otherwise, "incorrect values" (Pallas docs,
-# sparse kernels). Put the reduction axis *first*, grid `(k, i, j)`: plain `interpret=True` still computes the right
-# numbers (it keeps whole arrays, no VMEM), so it cannot catch the mistake. `gc.pallas_tpu.plan` can, from the
-# BlockSpecs alone, and so can JAX's own TPU interpreter (`interpret=pltpu.InterpretParams()`), which simulates the
-# TPU's pipeline:
+# The grid's order matters for a second reason.
+# On a TPU the grid is a sequential loop on each TensorCore,
+# last axis fastest (on two-core "megacore" chips, v4 and v5p,
+# axes marked "parallel" are split between the cores;
+# a reduction axis stays "arbitrary"),
+# and an output block stays in VMEM only while consecutive steps keep its index:
+# when the index changes, Pallas writes the block to HBM and never reads it back.
+# So **every output block must be visited in one unbroken run** of steps
+# — "we do require that all invocations that write to a particular slice are consecutive … The third
+# and *last* grid axis would tile the reduction dimension" (Pallas docs, "TPU details");
+# otherwise, "incorrect values" (Pallas docs, sparse kernels).
+# Put the reduction axis *first*, grid `(k, i, j)`:
+# plain `interpret=True` still computes the right numbers (it keeps whole arrays, no VMEM),
+# so it cannot catch the mistake.
+# `gc.pallas_tpu.plan` can, from the BlockSpecs alone,
+# and so can JAX's own TPU interpreter (`interpret=pltpu.InterpretParams()`),
+# which simulates the TPU's pipeline:
 
 # %%
 def kfirst_kernel(x_ref, y_ref, out_ref):  # f32_matmul_kernel, with the k block on grid axis 0
@@ -792,17 +902,23 @@ for name, fn in (("k last ", blocked_matmul), ("k first", kfirst_matmul)):
     assert out_op.consecutive == (out_op.changes == 4) == ("refuses" not in verdict) == (name == "k last ")
 
 # %% [markdown]
-# On an NVIDIA GPU two things change. The grid's program instances run **in parallel**: "On GPUs, each program is
-# executed in parallel on separate threads. Thus, we need to think about race conditions on writes to HBM" (Pallas
-# quickstart). The kernel above, whose `k` steps add into the same output block, would race; on a GPU the
-# reduction is a loop *inside* the kernel, and each program owns one output block. And the backend: in this JAX,
-# `pallas_call` on an NVIDIA GPU lowers to **Mosaic GPU** by default (the `jax_pallas_use_mosaic_gpu` flag printed
-# below; Hopper and newer GPUs only), while the Triton backend "is maintained only on a best-effort basis, and is
-# not recommended" (Pallas quickstart). The GPU kernel below asks for Triton explicitly
-# (`pallas.triton.CompilerParams`), because Triton runs it on Ampere and newer (compute capability 8.0 and up,
-# every data-centre GPU since the A100, and the L4) — not on Colab's T4 (7.5), where XLA refuses Triton ("Triton
-# support is only enabled for Ampere GPUs (compute capability 8.0) and up"). Its numbers are checked here in
-# interpret mode, and on a GPU of compute capability 8.0 or more compiled:
+# On an NVIDIA GPU two things change.
+# The grid's program instances run **in parallel**:
+# "On GPUs, each program is executed in parallel on separate threads.
+# Thus, we need to think about race conditions on writes to HBM" (Pallas quickstart).
+# The kernel above, whose `k` steps add into the same output block, would race;
+# on a GPU the reduction is a loop *inside* the kernel, and each program owns one output block.
+# And the backend: in this JAX, `pallas_call` on an NVIDIA GPU lowers to **Mosaic GPU** by default
+# (the `jax_pallas_use_mosaic_gpu` flag printed below;
+# Hopper and newer GPUs only), while the Triton backend "is maintained only on a best-effort basis,
+# and is not recommended" (Pallas quickstart).
+# The GPU kernel below asks for Triton explicitly (`pallas.triton.CompilerParams`),
+# because Triton runs it on Ampere and newer (compute capability 8.0 and up,
+# every data-centre GPU since the A100, and the L4) — not on Colab's T4 (7.5),
+# where XLA refuses Triton ("Triton support is only enabled for Ampere GPUs
+# (compute capability 8.0) and up").
+# Its numbers are checked here in interpret mode,
+# and on a GPU of compute capability 8.0 or more compiled:
 
 # %%
 def gpu_matmul_kernel(x_ref, y_ref, o_ref, *, bk):  # x_ref: (bm, k) row panel, y_ref: (k, bn) column panel
@@ -845,33 +961,47 @@ elif gc.require_gpu("the Pallas GPU matmul compiled through Triton, checked agai
 # %% [markdown]
 # ## 7.7 ICI: tori, meshes, and which slices wrap around (C19)
 #
-# TPU chips talk over ICI (Inter-Chip Interconnect), chip to chip, without going through their hosts. A TPU v4 or
-# v5p chip has six ICI ports, to its ±1 neighbours in x, y and z; v5e and v6e chips have four, in a 2D grid. Where
-# an axis has a **wraparound** link from its last chip back to its first, that axis is a ring and the grid a
-# torus (3D 토러스); where it has none, the axis is a line and the grid a mesh. Which slices get wraparounds:
+# TPU chips talk over ICI (Inter-Chip Interconnect), chip to chip,
+# without going through their hosts.
+# A TPU v4 or v5p chip has six ICI ports, to its ±1 neighbours in x, y and z;
+# v5e and v6e chips have four, in a 2D grid.
+# Where an axis has a **wraparound** link from its last chip back to its first,
+# that axis is a ring and the grid a torus (3D 토러스);
+# where it has none, the axis is a line and the grid a mesh.
+# Which slices get wraparounds:
 #
-# - v5p, in Google's words (v5p page): "All 4x4x4 and larger slices (one cube) have full 3D torus connectivity.
-#   Slices smaller than a full cube are 3D connected, however, they don't have wrap-around links that make them a
-#   3D torus." The wraparound links run through the optical circuit switches that join whole 4×4×4 cubes. One job
-#   gets at most 16×16×24 chips ("The maximum v5p shape is 16x16x24"), not the whole 8,960-chip pod.
-# - v4: the same rule, from the JAX scaling book: "Any multiple of a full cube (e.g. `4x4x4` or `4x4x8`) will have
-#   wraparounds provided by the optical switches" and "a `2x2x4` won't have any wraparounds". Google's v4 page is
-#   narrower: its "Interconnect topology" row says "3D mesh", and "The connections can be configured as a 3D torus
-#   on slices where the topology, AxBxC, is either 2A=B=C or 2A=2B=C, where each dimension is a multiple of 4. For
-#   example, 4x4x8, 4x8x8, or 12x12x24." The shapes the two sources judge differently (4×4×4, 8×8×8, 16×16×16, …)
-#   are marked *disputed* below, and the lab grades none of them.
-# - v5e and v6e: an axis wraps only when it spans the full 16 chips of the 16×16 pod: 16×16 is a 2D torus, 8×16
-#   wraps along its 16-chip axis only, 4×4 is a plain mesh (the scaling book; Google lists the 2D shapes 1×1 …
-#   16×16).
+# - v5p, in Google's words (v5p page):
+#   "All 4x4x4 and larger slices (one cube) have full 3D torus connectivity.
+#   Slices smaller than a full cube are 3D connected, however,
+#   they don't have wrap-around links that make them a 3D torus."
+#   The wraparound links run through the optical circuit switches that join whole 4×4×4 cubes.
+#   One job gets at most 16×16×24 chips ("The maximum v5p shape is 16x16x24"),
+#   not the whole 8,960-chip pod.
+# - v4: the same rule, from the JAX scaling book:
+#   "Any multiple of a full cube (e.g. `4x4x4` or `4x4x8`) will have wraparounds provided by the
+#   optical switches" and "a `2x2x4` won't have any wraparounds".
+#   Google's v4 page is narrower: its "Interconnect topology" row says "3D mesh",
+#   and "The connections can be configured as a 3D torus on slices where the topology, AxBxC,
+#   is either 2A=B=C or 2A=2B=C, where each dimension is a multiple of 4.
+#   For example, 4x4x8, 4x8x8, or 12x12x24."
+#   The shapes the two sources judge differently (4×4×4, 8×8×8, 16×16×16,
+#   …) are marked *disputed* below, and the lab grades none of them.
+# - v5e and v6e: an axis wraps only when it spans the full 16 chips of the 16×16 pod:
+#   16×16 is a 2D torus, 8×16 wraps along its 16-chip axis only,
+#   4×4 is a plain mesh (the scaling book; Google lists the 2D shapes 1×1 … 16×16).
 #
-# Only shapes Google lists are accepted (`TpuChip.check_slice`, which uses `TpuChip.listed`; for v4, its rule "all
-# ≤ 4 or all multiples of 4"); any other one must be asked for as `hypothetical=True`.
+# Only shapes Google lists are accepted (`TpuChip.check_slice`, which uses `TpuChip.listed`;
+# for v4, its rule "all ≤ 4 or all multiples of 4");
+# any other one must be asked for as `hypothetical=True`.
 #
-# Turning those sentences into a rule, and counting hops with it, is lab 7's exercise 6, so the course package does
-# not install that model: the wraparound flags, hop counts and (in §7.8–7.9) collective prices below come from the
-# lab's answer side (`grader/answers/ici.py`), which computed them and stored them in `gpucourse/data/ici.json`
-# (`gc.interconnect.stored()`; a test recomputes them and fails when the file is stale). What this machine computes
-# live is marked as such: link counts, the refusals, the compiled programs of §7.9.
+# Turning those sentences into a rule, and counting hops with it, is lab 7's exercise 6,
+# so the course package does not install that model:
+# the wraparound flags, hop counts and
+# (in §7.8–7.9) collective prices below come from the lab's answer side (`grader/answers/ici.py`),
+# which computed them and stored them in `gpucourse/data/ici.json` (`gc.interconnect.stored()`;
+# a test recomputes them and fails when the file is stale).
+# What this machine computes live is marked as such:
+# link counts, the refusals, the compiled programs of §7.9.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -907,9 +1037,11 @@ for chip, dims in ((tpu.TPU_V5P, tpu.TPU_V5P.pod), (tpu.TPU_V5E, (16, 4))):
 # refused: Google does not list a 16x4 TPU v5e slice; pass hypothetical=True to apply the rule anyway
 
 # %% [markdown]
-# What a wraparound buys. `gc.interconnect.Torus` describes the grid (`wrap` can be set per axis) and counts its
-# links live; the hop counts — the diameter (the most hops between two chips) and the mean over all pairs — are
-# the stored model's. On a torus a message never needs more than half of each axis:
+# What a wraparound buys.
+# `gc.interconnect.Torus` describes the grid (`wrap` can be set per axis) and counts its links live;
+# the hop counts — the diameter (the most hops between two chips) and the mean over all pairs
+# — are the stored model's.
+# On a torus a message never needs more than half of each axis:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -950,12 +1082,14 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Two more qualifications of "a 3D torus without switches". v4 and v5p pods are built from 4×4×4 cubes whose
-# faces are joined through **optical circuit switches** (Jouppi et al., ISCA 2023): the wiring is switched, just
-# not packet by packet — the torus can be reshaped per job — and traffic between pods (or slices) crosses the
-# data-centre network. A GPU server is switched outright: NVLink links every H100 to NVSwitch chips
-# (`gc.hardware.LINKS`: 450 GB/s per direction per GPU), so any two of its GPUs are one switch traversal apart —
-# two links, GPU → NVSwitch → GPU — where two chips of a small TPU slice may be several links apart:
+# Two more qualifications of "a 3D torus without switches". v4 and v5p pods are built from 4×4×4
+# cubes whose faces are joined through **optical circuit switches** (Jouppi et al., ISCA 2023):
+# the wiring is switched, just not packet by packet — the torus can be reshaped per job
+# — and traffic between pods (or slices) crosses the data-centre network.
+# A GPU server is switched outright: NVLink links every H100 to NVSwitch chips (`gc.hardware.LINKS`:
+# 450 GB/s per direction per GPU), so any two of its GPUs are one switch traversal apart
+# — two links, GPU → NVSwitch → GPU
+# — where two chips of a small TPU slice may be several links apart:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -971,11 +1105,15 @@ assert wraps_of("TPU v5e", (4, 4)) == (False, False) and v5e_4x4["diameter"] == 
 # %% [markdown]
 # ## 7.8 What collectives cost: the α–β model
 #
-# A collective over one mesh axis of `p` chips costs `rounds · α + bytes / β`: α the latency of one hop (about
-# 1 µs on ICI, the scaling book), β one link's bandwidth in one direction, and *bytes* the load on the busiest
-# link in one direction. ICI links work in both directions at once, so on a **ring** every chip sends half of
-# each block each way and nothing travels more than `p/2` hops; on a **line** (no wraparound) the end chips have
-# one link, and data must cross the whole axis. With `V` the whole array (`gc.interconnect`'s table):
+# A collective over one mesh axis of `p` chips costs `rounds · α + bytes / β`:
+# α the latency of one hop (about 1 µs on ICI, the scaling book),
+# β one link's bandwidth in one direction,
+# and *bytes* the load on the busiest link in one direction.
+# ICI links work in both directions at once,
+# so on a **ring** every chip sends half of each block each way and nothing travels more than `p/2`
+# hops; on a **line** (no wraparound) the end chips have one link,
+# and data must cross the whole axis.
+# With `V` the whole array (`gc.interconnect`'s table):
 #
 # | collective | what it does | ring: rounds, busiest link | line: rounds, busiest link |
 # |---|---|---|---|
@@ -984,12 +1122,17 @@ assert wraps_of("TPU v5e", (4, 4)) == (False, False) and v5e_4x4["diameter"] == 
 # | all-reduce | reduce-scatter + all-gather | `2⌊p/2⌋`, `(p−1)/p · V` | `2(p−1)`, `2(p−1)/p · V` |
 # | all-to-all | chunk `j→k` of every chip to chip `k` | `⌊p/2⌋`, ≈ `V/8` | `p−1`, ≈ `V/4` |
 #
-# The bandwidth term barely depends on `p` — what grows with `p` is the number of rounds, each paying α. Writing
-# this model is lab 7's exercise 7, so it is not installed: its closed forms were checked on the lab's answer side
-# (`grader/answers/ici.py`) against a simulation that moves real arrays message by message, round by round, and
-# counts the bytes on every directed link — the rounds and the busiest link agree exactly for every kind, ring and
-# line, p = 1…16 (tests/test_interconnect.py) — and the results are stored. On 8 chips, the simulation's counts
-# (stored), and the textbook one-direction ring all-reduce run live (`gc.interconnect.simulate_ring_allreduce`):
+# The bandwidth term barely depends on `p` — what grows with `p` is the number of rounds,
+# each paying α.
+# Writing this model is lab 7's exercise 7, so it is not installed:
+# its closed forms were checked on the lab's answer side
+# (`grader/answers/ici.py`) against a simulation that moves real arrays message by message,
+# round by round, and counts the bytes on every directed link
+# — the rounds and the busiest link agree exactly for every kind, ring and line,
+# p = 1…16 (tests/test_interconnect.py) — and the results are stored.
+# On 8 chips, the simulation's counts (stored),
+# and the textbook one-direction ring all-reduce run live
+# (`gc.interconnect.simulate_ring_allreduce`):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -1016,10 +1159,13 @@ print(f"the textbook one-direction ring all-reduce: {textbook.steps} rounds, "
 # the textbook one-direction ring all-reduce: 14 rounds, 1.750·V through each link's one working direction
 
 # %% [markdown]
-# The all-reduce's numbers show the two ways to lose a factor of 2: use only one direction of each link (the
-# textbook ring, last line) or have no wraparound (the line). An all-to-all moves each chunk only part of the
-# way: on a ring its busiest link carries `p/(4(p−1))` of an all-gather's — 2/7 at `p = 8` (0.125·V against
-# 0.438·V above), tending to the scaling book's "AllGather / 4" as `p` grows:
+# The all-reduce's numbers show the two ways to lose a factor of 2:
+# use only one direction of each link (the textbook ring,
+# last line) or have no wraparound (the line).
+# An all-to-all moves each chunk only part of the way:
+# on a ring its busiest link carries `p/(4(p−1))` of an all-gather's
+# — 2/7 at `p = 8` (0.125·V against 0.438·V above),
+# tending to the scaling book's "AllGather / 4" as `p` grows:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -1034,13 +1180,17 @@ for p_ in (8, 16, 1024):
 
 # %% [markdown]
 #
-# **All axes at once.** A collective over a whole 2D or 3D slice can use every axis's links at the same time: cut
-# the array into one piece per axis and send the pieces through the axes in rotated orders (piece 1: x then y then
-# z; piece 2: y, z, x; …). The bandwidth term then falls by the number of axes (scaling book: "AllGather over
-# multiple axes ... increases the available bandwidth by a factor of n_axes"). Running the whole array one axis
-# after the other keeps one axis busy at a time — 2 of a v5p chip's 6 ports. A 100 MB all-reduce (data-parallel
-# gradients) on the v5p slices Google lists, 1 µs per hop, 100 GB/s per link per direction, with each slice's own
-# wraparound rule (Google's own, for v5p) — the model's times, stored:
+# **All axes at once.**
+# A collective over a whole 2D or 3D slice can use every axis's links at the same time:
+# cut the array into one piece per axis and send the pieces through the axes in rotated orders
+# (piece 1: x then y then z; piece 2: y, z, x; …).
+# The bandwidth term then falls by the number of axes (scaling book:
+# "AllGather over multiple axes ... increases the available bandwidth by a factor of n_axes").
+# Running the whole array one axis after the other keeps one axis busy at a time
+# — 2 of a v5p chip's 6 ports.
+# A 100 MB all-reduce (data-parallel gradients) on the v5p slices Google lists, 1 µs per hop,
+# 100 GB/s per link per direction, with each slice's own wraparound rule (Google's own,
+# for v5p) — the model's times, stored:
 
 # %%
 v5p = tpu.TPU_V5P
@@ -1069,15 +1219,20 @@ assert chips[-1] == 96 * chips[2] and at_once[-1] < 1.25 * at_once[2], "96× the
 assert ring1[-1] > 10 * at_once[-1], "one ring through 6144 chips: a hop of latency per chip"
 
 # %% [markdown]
-# From 64 to 6144 chips — 96 times as many — the all-axes all-reduce time grows by about a fifth (the rows above):
-# the bandwidth term depends on the bytes, not the chip count, and the rounds (`Σ d_i`) grow slowly — the "nearly
-# linear scaling" the seed promises, for the communication data parallelism needs. Running one axis after another
-# costs close to 3× on a 3D torus (a little less when the axes differ in length, as in 8×16×16, or when latency
-# counts, as it does more with v5p's faster links); a single ring
-# through all 6144 chips pays a hop of latency per chip. And the 2×4×4 slice, with no wraparound, takes more than
-# twice the time of the bigger 4×4×4: lines instead of rings. The same model takes the other chips' links from
-# `gc.tpu`: Google's "bidirectional ICI bandwidth per chip" divided by ports and directions (v4: Jouppi et al.'s
-# 50 GB/s links), consistent with Google's published pod bisection and all-reduce bandwidths (tests/test_tpu.py):
+# From 64 to 6144 chips — 96 times as many
+# — the all-axes all-reduce time grows by about a fifth (the rows above):
+# the bandwidth term depends on the bytes, not the chip count,
+# and the rounds (`Σ d_i`) grow slowly — the "nearly linear scaling" the source article promises,
+# for the communication data parallelism needs.
+# Running one axis after another costs close to 3× on a 3D torus
+# (a little less when the axes differ in length, as in 8×16×16, or when latency counts,
+# as it does more with v5p's faster links);
+# a single ring through all 6144 chips pays a hop of latency per chip. And the 2×4×4 slice,
+# with no wraparound, takes more than twice the time of the bigger 4×4×4: lines instead of rings.
+# The same model takes the other chips' links from `gc.tpu`:
+# Google's "bidirectional ICI bandwidth per chip" divided by ports and directions (v4:
+# Jouppi et al.'s 50 GB/s links), consistent with Google's published pod bisection and all-reduce
+# bandwidths (tests/test_tpu.py):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -1093,10 +1248,12 @@ assert {c.name: c.ici_link_bytes_per_s for c in tpu.TPU_CHIPS.values()} == {
 # TPU v6e:   800 GB/s per chip both ways / 4 ports / 2 = 100 GB/s per link and direction
 
 # %% [markdown]
-# The JAX scaling book's table ("How to think about TPUs", current revision) lists less per link and direction —
-# 45 GB/s for v4 and v5e, 90 GB/s for v5p and v6e (an earlier revision listed 50 and 100 for v5e, v5p and v6e, the
-# figures above) — without saying how it got them. Google publishes the per-chip figures this course divides, so it
-# keeps them; with the book's, every bandwidth term of this section would be longer by the factor printed here:
+# The JAX scaling book's table ("How to think about TPUs",
+# current revision) lists less per link and direction — 45 GB/s for v4 and v5e,
+# 90 GB/s for v5p and v6e (an earlier revision listed 50 and 100 for v5e, v5p and v6e,
+# the figures above) — without saying how it got them.
+# Google publishes the per-chip figures this course divides, so it keeps them;
+# with the book's, every bandwidth term of this section would be longer by the factor printed here:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -1115,10 +1272,12 @@ for chip in tpu.TPU_CHIPS.values():
 # %% [markdown]
 # ## 7.9 A pod on one machine: sharded matmuls, the collectives XLA inserts, and what they cost
 #
-# The eight CPU devices form a 2×4 mesh with axes `x` (2) and `y` (4), standing in for eight chips of a pod
-# slice. A `PartitionSpec` says which array dimension is split over which mesh axis; `jit` compiles ONE program
-# that every device runs on its own shard (SPMD: `num_partitions=8` in §7.5's module), and XLA's SPMD partitioner
-# inserts the communication. Four ways to shard `C = A @ B`:
+# The eight CPU devices form a 2×4 mesh with axes `x` (2) and `y` (4),
+# standing in for eight chips of a pod slice.
+# A `PartitionSpec` says which array dimension is split over which mesh axis;
+# `jit` compiles ONE program that every device runs on its own shard (SPMD:
+# `num_partitions=8` in §7.5's module), and XLA's SPMD partitioner inserts the communication.
+# Four ways to shard `C = A @ B`:
 
 # %%
 COLL = r"\s(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)(?:-start)?\("
@@ -1146,11 +1305,14 @@ for name, (sa, sb, so, expected) in cases.items():
     assert found == expected, (name, found)
 
 # %% [markdown]
-# Read the partial-sum case in the HLO itself: each device multiplies its `256×128` slice of `A` by its
-# `128×128` slice of `B`, giving a full-size but *partial* `C`; the `all-reduce` sums it within each group of
-# four devices along `y` (the groups the `replica_groups` attribute lists — this JAX may print them in a mesh
-# notation, `mesh[...] {'axis_1'}`, naming the mesh axis of size 4, which is `y`; `gc.interconnect.hlo_collectives`
-# reads the group size from either form), and the sum is added with the `to_apply` computation.
+# Read the partial-sum case in the HLO itself:
+# each device multiplies its `256×128` slice of `A` by its `128×128` slice of `B`,
+# giving a full-size but *partial* `C`;
+# the `all-reduce` sums it within each group of four devices along `y`
+# (the groups the `replica_groups` attribute lists — this JAX may print them in a mesh notation,
+# `mesh[...] {'axis_1'}`, naming the mesh axis of size 4, which is `y`;
+# `gc.interconnect.hlo_collectives` reads the group size from either form),
+# and the sum is added with the `to_apply` computation.
 
 # %%
 entry = gc.xla.Compiled(compiled_text["k split over y: partial sums"], 0, 0, 0, 0, 0)
@@ -1161,17 +1323,22 @@ ar = interconnect.hlo_collectives(entry.hlo)
 assert [(c.kind, c.elements, c.group_size) for c in ar] == [("all-reduce", 256 * 128, 4)]
 
 # %% [markdown]
-# The third collective of the family, **reduce-scatter** (sum, but each device keeps only its `1/p` slice:
-# the first half of an all-reduce), appears when a program asks for it explicitly — here through
-# `shard_map` and `psum_scatter`. When `jit` partitions automatically and wants a scattered sum, XLA's CPU backend
-# keeps the whole `all-reduce` and then cuts each device's slice out of the result (a `dynamic-slice`, fused into
-# the last `fusion` of the program below). XLA's GPU compiler runs a pass that rewrites exactly that pair into a
-# reduce-scatter (`ReduceScatterCreator`, in the "collective-optimizations" pipeline of
-# `xla/service/gpu/gpu_compiler.cc`); the TPU compiler is not open source, so what it emits here is not shown.
+# The third collective of the family, **reduce-scatter** (sum,
+# but each device keeps only its `1/p` slice:
+# the first half of an all-reduce),
+# appears when a program asks for it explicitly — here through `shard_map` and `psum_scatter`.
+# When `jit` partitions automatically and wants a scattered sum,
+# XLA's CPU backend keeps the whole `all-reduce` and then cuts each device's slice out of the result
+# (a `dynamic-slice`, fused into the last `fusion` of the program below).
+# XLA's GPU compiler runs a pass that rewrites exactly that pair into a reduce-scatter
+# (`ReduceScatterCreator`, in the "collective-optimizations" pipeline of
+# `xla/service/gpu/gpu_compiler.cc`);
+# the TPU compiler is not open source, so what it emits here is not shown.
 #
-# Lab 7's exercise 5 turns the first cell around: for a sharding, *you* write the program the partitioner writes —
-# one `shard_map`, the local matmul, every collective explicit — and the checker holds the bytes each device
-# receives in it to what XLA's own program receives.
+# Lab 7's exercise 5 turns the first cell around:
+# for a sharding, *you* write the program the partitioner writes — one `shard_map`,
+# the local matmul, every collective explicit
+# — and the checker holds the bytes each device receives in it to what XLA's own program receives.
 
 # %%
 try:
@@ -1201,24 +1368,30 @@ assert whole.kind == "all-reduce" and whole.elements == 256 * 128 and whole.grou
 assert cut and (int(cut.group(1)), int(cut.group(2))) == (256 // 4, 128)
 
 # %% [markdown]
-# **What the sharded matmuls cost.** Now at a transformer's size: the MLP of a layer with `B = 65536` tokens,
-# `D = 8192`, `F = 4D = 32768` — the up-projection `(B×D)·(D×F)` and the down-projection `(B×F)·(F×D)` —
-# compiled for the 2×4 mesh from shapes alone (nothing is allocated). From each compiled program we read the FLOPs
-# per device (`cost_analysis`) and every collective with its size and group (`gc.interconnect.hlo_collectives`),
-# live; their price on a **TPU v5e 2×4 slice** (no wraparound: both axes are lines; 50 GB/s per link per
-# direction, 1 µs per hop), at bf16 — 2 bytes per element, the CPU program is f32 — is the α–β model's, stored
-# (lab 7's answer side priced exactly these collectives; the cell checks they are the ones compiled here). Five
-# layouts:
+# **What the sharded matmuls cost.**
+# Now at a transformer's size: the MLP of a layer with `B = 65536` tokens, `D = 8192`,
+# `F = 4D = 32768` — the up-projection `(B×D)·(D×F)` and the down-projection `(B×F)·(F×D)`
+# — compiled for the 2×4 mesh from shapes alone (nothing is allocated).
+# From each compiled program we read the FLOPs per device
+# (`cost_analysis`) and every collective with its size and group
+# (`gc.interconnect.hlo_collectives`), live; their price on a **TPU v5e 2×4 slice** (no wraparound:
+# both axes are lines; 50 GB/s per link per direction, 1 µs per hop), at bf16 — 2 bytes per element,
+# the CPU program is f32 — is the α–β model's,
+# stored (lab 7's answer side priced exactly these collectives;
+# the cell checks they are the ones compiled here).
+# Five layouts:
 #
 # - *data parallel*: tokens split, weights replicated — no communication in the forward matmul;
-# - *FSDP* (fully sharded data parallel): tokens **and** weights split over all 8 devices; the weights are
-#   all-gathered before the matmul;
-# - *tensor parallel, column split* (Megatron's first matmul, the up-projection): the weights' `F` columns split
-#   over `y` — no communication here;
-# - *tensor parallel, row split* (Megatron's second matmul, the down-projection): its contraction dimension `F`
-#   split over `y`; the partial sums — a `B×D` activation — all-reduced;
-# - for contrast, a row split of the *up*-projection: the contraction over the narrow `D` split over `y`, and the
-#   all-reduced partial sums are `B×F`, four times Megatron's.
+# - *FSDP* (fully sharded data parallel): tokens **and** weights split over all 8 devices;
+#   the weights are all-gathered before the matmul;
+# - *tensor parallel, column split* (Megatron's first matmul, the up-projection):
+#   the weights' `F` columns split over `y` — no communication here;
+# - *tensor parallel, row split* (Megatron's second matmul, the down-projection):
+#   its contraction dimension `F` split over `y`;
+#   the partial sums — a `B×D` activation — all-reduced;
+# - for contrast, a row split of the *up*-projection:
+#   the contraction over the narrow `D` split over `y`, and the all-reduced partial sums are `B×F`,
+#   four times Megatron's.
 
 # %%
 Bt, Dm, Fm = 65536, 8192, 32768  # 8192 tokens per chip
@@ -1260,28 +1433,36 @@ for (t_m, t_c), contracted in (((t_math_tp, t_comm_tp), Fm), ((t_math_up, t_comm
 assert priced["FSDP"][1] < priced["FSDP"][0], "FSDP with 8192 tokens per chip is compute-bound here"
 
 # %% [markdown]
-# Why those verdicts, in general (the scaling book's "when are we comms-bound", with `C` a chip's FLOP/s and
-# `W = 2β` a ring axis's bandwidth both ways):
+# Why those verdicts, in general (the scaling book's "when are we comms-bound",
+# with `C` a chip's FLOP/s and `W = 2β` a ring axis's bandwidth both ways):
 #
-# - **FSDP** all-gathers each weight matrix (`2·D·F` bytes in bf16) once per forward: `T_comms ≈ 2DF / (n·W)`
-#   over `n` ring axes at once, against `T_math = 2·(B/X)·D·F / C` for `B/X` tokens per chip. It is compute-bound
-#   when the tokens per chip exceed `C / W` — the chip's "ICI intensity" — divided by `n`. (In the printout above,
-#   8192 tokens per chip on two lines of a 2×4 slice: compute-bound.)
-# - **Row-split tensor parallelism** all-reduces the partial sums of its output, an activation whose size does not
-#   shrink with the TP degree `Y`, while each chip's FLOPs do. In Megatron's MLP the row split is the
-#   down-projection: it all-reduces `2·B·D` bytes against `2·B·F·D/Y` FLOPs, so it is compute-bound while `F / Y`
-#   stays above about `2·C/W` on a ring (`3·C/W` on the line of 4 chips here: `F/Y = 8192` against `3 · 1970`,
-#   compute-bound, as printed; the cell asserts this rule against both verdicts). Split the *up*-projection by rows
-#   instead and the all-reduce carries `B×F`: the condition becomes `D / Y > 2·C/W`, four times harder — that layout
-#   is comms-bound above, its all-reduce taking about three times the matmul. That is why Megatron splits the first
-#   matmul by columns and the second by rows.
-#   In the sequence-parallel pairing (all-gather in, reduce-scatter out, `4·B·D` bytes per layer pair against
-#   `4·B·D·F/Y` FLOPs) the bound becomes `Y < F / (C/W)` per axis.
+# - **FSDP** all-gathers each weight matrix (`2·D·F` bytes in bf16) once per forward:
+#   `T_comms ≈ 2DF / (n·W)` over `n` ring axes at once,
+#   against `T_math = 2·(B/X)·D·F / C` for `B/X` tokens per chip. It is compute-bound when the
+#   tokens per chip exceed `C / W` — the chip's "ICI intensity" — divided by `n`.
+#   (In the printout above, 8192 tokens per chip on two lines of a 2×4 slice: compute-bound.)
+# - **Row-split tensor parallelism** all-reduces the partial sums of its output,
+#   an activation whose size does not shrink with the TP degree `Y`, while each chip's FLOPs do.
+#   In Megatron's MLP the row split is the down-projection:
+#   it all-reduces `2·B·D` bytes against `2·B·F·D/Y` FLOPs,
+#   so it is compute-bound while `F / Y` stays above about `2·C/W` on a ring
+#   (`3·C/W` on the line of 4 chips here:
+#   `F/Y = 8192` against `3 · 1970`, compute-bound, as printed;
+#   the cell asserts this rule against both verdicts).
+#   Split the *up*-projection by rows instead and the all-reduce carries `B×F`:
+#   the condition becomes `D / Y > 2·C/W`, four times harder — that layout is comms-bound above,
+#   its all-reduce taking about three times the matmul.
+#   That is why Megatron splits the first matmul by columns and the second by rows.
+#   In the sequence-parallel pairing (all-gather in, reduce-scatter out,
+#   `4·B·D` bytes per layer pair against `4·B·D·F/Y` FLOPs) the bound becomes `Y < F /
+#   (C/W)` per axis.
 #
-# Each chip's ICI intensity from its published figures — the tokens per chip FSDP needs, and the largest TP degree
-# for `F = 32768` — over one axis and over all axes of its torus. The TP column is the layer-pair bound
-# `Y < F / (C/W)` (the scaling book's: the FLOPs of *both* matmuls against the pair's collectives); the row-split
-# down-projection alone, `F / Y > 2·C/W` above, allows half of it — the factor 2 is the up-projection's FLOPs:
+# Each chip's ICI intensity from its published figures — the tokens per chip FSDP needs,
+# and the largest TP degree for `F = 32768` — over one axis and over all axes of its torus.
+# The TP column is the layer-pair bound `Y < F / (C/W)` (the scaling book's:
+# the FLOPs of *both* matmuls against the pair's collectives);
+# the row-split down-projection alone, `F / Y > 2·C/W` above,
+# allows half of it — the factor 2 is the up-projection's FLOPs:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -1298,24 +1479,93 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # TPU v6e: C/W =  4590 FLOP/byte -> FSDP needs >  4590 tokens per chip on one axis, > 2295 on all 2; TP (layer pair) up to Y =  7.1 (one axis), 14.3 (2 axes)
 
 # %% [markdown]
-# The pattern across generations: v6e's FLOPs grew faster than its links, so its ICI intensity is the highest and
-# it tolerates the least tensor parallelism; FSDP on any of them wants on the order of a thousand or more tokens
-# per chip. (With the scaling book's link figures, 10 % lower (§7.8), the thresholds rise by 1/0.9 ≈ 11 %, e.g.
-# 2550 for v5p.) The CPU mesh above confirms which collectives each layout needs; their cost is a model, and its
-# inputs are published figures.
+# The pattern across generations: v6e's FLOPs grew faster than its links,
+# so its ICI intensity is the highest and it tolerates the least tensor parallelism;
+# FSDP on any of them wants on the order of a thousand or more tokens per chip.
+# (With the scaling book's link figures, 10 % lower (§7.8), the thresholds rise by 1/0.9 ≈ 11 %,
+# e.g. 2550 for v5p.) The CPU mesh above confirms which collectives each layout needs;
+# their cost is a model, and its inputs are published figures.
 #
 # ## Claims check
 #
-# | ID | claim (seed 000) | what this machine shows / primary source | verdict |
-# |---|---|---|---|
-# | C17 | the TPU's systolic array keeps weights stationary and streams activations, saving bandwidth | §7.1: the cycle-stepped array computes `A @ W` exactly in `M + K + N − 2` cycles; §7.2: it fetches `K·N + M·K + M·N` elements instead of `2·M·K·N + M·N` (1.9× less at M = 1, 16.2× at M = 16, 28.9× at M = 128 for K = N = 32); §7.3: in a model with double-buffered weights that shift in one row per cycle (TPU v1's published mechanism; checked cycle by cycle against a clocked array with weight shift chains) tiles start `max(M, 128)` cycles apart, so M = 1 uses ≈ 1/128 of a 128×128 array and 50 % needs M ≥ 65; the scaling book says instead that from VMEM an intensity of "only 10-20" reaches peak, which the same model gives only with a faster weight port and more weight registers (88 % at M = 16 with 8 rows/cycle and 8 registers) — v2–v6's weight path is unpublished; §7.4: below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e; Google's figures) HBM binds first | **qualified**: the array moves operands register to register and reuses each weight M times, each activation N times — the saving is ≈ 2/(1/M + 1/K + 1/N), ruled by the smallest of M, K, N (≈ M only while M ≪ K, N); in this model (TPU v1's weight load) a small batch is limited by the weight load (M/128 per tile), a limit the scaling book puts far lower for today's TPUs; either way HBM binds long before it; GPUs obtain the same reuse by tiling into registers and shared memory |
-# | C18 | a TPU runs the order the compiler fixed, with no warp scheduling, so pods have low overhead | §7.5: the MXU's cycle schedule is data-independent; under the same memory latencies a compiler-fixed in-order core keeps one issue order in 40 runs while a warp-scheduler model changes order from run to run — and both finish times vary, the static core stalling more unless given more buffers; `is_scheduled=true` appears in this CPU's HLO too (XLA fixes op order on every backend) and a sharded program is one module for all 8 devices; TensorCore design: Jouppi et al., CACM 2020 / ISCA 2023, the scaling book's TPU chapter (a scalar core issues all instructions and DMAs) | **qualified**: the order — instructions, DMAs, collectives — is fixed at compile time and there is no warp scheduler; but a fixed order is not a fixed time (the core waits on DMAs and ICI), the compiler must hide latency with buffers the hardware would otherwise hide with warps, and "low overhead" is about scheduling only: communication still costs what §7.8–7.9 price |
-# | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | §7.7: 4×4×4 torus: 6 links per chip, diameter 6 vs 9 for an open mesh; 16×16×16: mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes; §7.8: the α–β costs of the four collectives, checked message by message; a 100 MB all-reduce on v5p slices with all axes at once grows by only about a fifth from 64 to 6144 chips (96× as many), close to 3× faster than one axis at a time. Sources: Google's v5p page ("All 4x4x4 and larger slices (one cube) have full 3D torus connectivity", smaller ones have no wrap-around links; largest slice 16x16x24); Google's v4 page ("Interconnect topology: 3D mesh"; a torus "on slices where the topology, AxBxC, is either 2A=B=C or 2A=2B=C"); the JAX scaling book (every multiple of a full cube wraps, v4 included; v5e/v6e wrap only on 16-chip axes); Google's v5e/v6e pages (2D torus; per-chip ICI bandwidths); Jouppi et al. ISCA 2023 (optical circuit switches) | **qualified**: true for v5p slices of one 4×4×4 cube or more (Google) and for v4 slices of whole cubes (the scaling book; Google's v4 page names only 2A=B=C and 2A=2B=C shapes, so 4×4×4, 8×8×8, 16×16×16 are disputed) — smaller slices are meshes without wraparound; v5e/v6e are 2D (a torus only at the full 16×16); cubes are joined by optical circuit switches (reconfigurable, not packet-switched); traffic between slices crosses the data-centre network |
+# | ID | claim (article 000) | verdict |
+# |---|---|---|
+# | C17 | the TPU's systolic array keeps weights stationary and streams activations, saving bandwidth | **qualified** ([why](#Claim-C17)) |
+# | C18 | a TPU runs the order the compiler fixed, with no warp scheduling, so pods have low overhead | **qualified** ([why](#Claim-C18)) |
+# | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | **qualified** ([why](#Claim-C19)) |
 #
-# On a GPU backend §7.2's FLOP/s measurement runs on cuBLAS and §7.6's GPU Pallas kernel (the reduction inside the
-# kernel, Triton asked for explicitly; JAX's default GPU backend is Mosaic GPU) is compiled and checked;
-# everything else is a model or CPU-real JAX (meshes, collectives, HLO) and reads the same on every machine.
+# #### Claim C17
 #
-# **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array, schedule a whole matmul on it, choose the
-# shape of a matrix unit, write a fused Pallas kernel, write a sharded matmul with its collectives by hand
-# (`shard_map`), count hops on real slices and price collectives.
+# **qualified**: the array moves operands register to register and reuses each weight M times,
+# each activation N times — the saving is ≈ 2/(1/M + 1/K + 1/N), ruled by the smallest of M, K,
+# N (≈ M only while M ≪ K, N); in this model
+# (TPU v1's weight load) a small batch is limited by the weight load (M/128 per tile),
+# a limit the scaling book puts far lower for today's TPUs; either way HBM binds long before it;
+# GPUs obtain the same reuse by tiling into registers and shared memory.
+#
+# *Evidence.*
+# §7.1: the cycle-stepped array computes `A @ W` exactly in `M + K + N − 2` cycles; §7.2:
+# it fetches `K·N + M·K + M·N` elements instead of `2·M·K·N + M·N` (1.9× less at M = 1,
+# 16.2× at M = 16, 28.9× at M = 128 for K = N = 32); §7.3:
+# in a model with double-buffered weights that shift in one row per cycle
+# (TPU v1's published mechanism; checked cycle by cycle against a clocked array with weight shift
+# chains) tiles start `max(M, 128)` cycles apart,
+# so M = 1 uses ≈ 1/128 of a 128×128 array and 50 % needs M ≥ 65;
+# the scaling book says instead that from VMEM an intensity of "only 10-20" reaches peak,
+# which the same model gives only with a faster weight port and more weight registers
+# (88 % at M = 16 with 8 rows/cycle and 8 registers) — v2–v6's weight path is unpublished; §7.4:
+# below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e;
+# Google's figures) HBM binds first.
+#
+# #### Claim C18
+#
+# **qualified**: the order — instructions, DMAs,
+# collectives — is fixed at compile time and there is no warp scheduler;
+# but a fixed order is not a fixed time (the core waits on DMAs and ICI),
+# the compiler must hide latency with buffers the hardware would otherwise hide with warps,
+# and "low overhead" is about scheduling only: communication still costs what §7.8–7.9 price.
+#
+# *Evidence.*
+# §7.5: the MXU's cycle schedule is data-independent;
+# under the same memory latencies a compiler-fixed in-order core keeps one issue order in 40 runs
+# while a warp-scheduler model changes order from run to run — and both finish times vary,
+# the static core stalling more unless given more buffers;
+# `is_scheduled=true` appears in this CPU's HLO too
+# (XLA fixes op order on every backend) and a sharded program is one module for all 8 devices;
+# TensorCore design: Jouppi et al., CACM 2020 / ISCA 2023,
+# the scaling book's TPU chapter (a scalar core issues all instructions and DMAs)
+#
+# #### Claim C19
+#
+# **qualified**: true for v5p slices of one 4×4×4 cube or more
+# (Google) and for v4 slices of whole cubes (the scaling book;
+# Google's v4 page names only 2A=B=C and 2A=2B=C shapes, so 4×4×4, 8×8×8,
+# 16×16×16 are disputed) — smaller slices are meshes without wraparound;
+# v5e/v6e are 2D (a torus only at the full 16×16);
+# cubes are joined by optical circuit switches (reconfigurable, not packet-switched);
+# traffic between slices crosses the data-centre network.
+#
+# *Evidence.*
+# §7.7: 4×4×4 torus: 6 links per chip, diameter 6 vs 9 for an open mesh; 16×16×16:
+# mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes;
+# §7.8: the α–β costs of the four collectives, checked message by message;
+# a 100 MB all-reduce on v5p slices with all axes at once grows by only about a fifth from 64 to
+# 6144 chips (96× as many), close to 3× faster than one axis at a time.
+# Sources: Google's v5p page ("All 4x4x4 and larger slices
+# (one cube) have full 3D torus connectivity", smaller ones have no wrap-around links;
+# largest slice 16x16x24); Google's v4 page ("Interconnect topology: 3D mesh";
+# a torus "on slices where the topology, AxBxC, is either 2A=B=C or 2A=2B=C");
+# the JAX scaling book (every multiple of a full cube wraps, v4 included;
+# v5e/v6e wrap only on 16-chip axes); Google's v5e/v6e pages (2D torus; per-chip ICI bandwidths);
+# Jouppi et al. ISCA 2023 (optical circuit switches)
+#
+# On a GPU backend §7.2's FLOP/s measurement runs on cuBLAS and §7.6's GPU Pallas kernel
+# (the reduction inside the kernel, Triton asked for explicitly;
+# JAX's default GPU backend is Mosaic GPU) is compiled and checked;
+# everything else is a model or CPU-real JAX (meshes, collectives,
+# HLO) and reads the same on every machine.
+#
+# **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array,
+# schedule a whole matmul on it, choose the shape of a matrix unit, write a fused Pallas kernel,
+# write a sharded matmul with its collectives by hand (`shard_map`),
+# count hops on real slices and price collectives.

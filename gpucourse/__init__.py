@@ -24,7 +24,7 @@ Modules, by what they hold:
 - ``gpu_check`` the one GPU command: ``python -m gpucourse.gpu_check``
 - ``streams``  the command queue and streams: an engine model that draws timelines, real CuPy
   streams on a GPU
-- ``blas``     BLAS levels made countable (the seed's triple loop with counters)
+- ``blas``     BLAS levels made countable (the source article's triple loop with counters)
 - ``hardware`` published figures (with sources) for GPUs the course cannot measure everywhere
 - ``training_memory`` params / grads / optimizer state / activations: estimates vs XLA's buffers
 - ``toolchain`` PTX/SASS for sm_90 with no GPU: numba-cuda → PTX, NVRTC → cubin, nvdisasm → SASS

@@ -1,9 +1,10 @@
-"""BLAS levels made countable: the seed's triple loop with counters on every memory access.
+"""BLAS levels made countable: the source article's triple loop with counters on every memory
+access.
 
 Level 1 (vector-vector, e.g. axpy ``y = a·x + y``), Level 2 (matrix-vector, gemv ``y = A·x``) and
-Level 3 (matrix-matrix, gemm ``C = A·B``). The loop below is the seed's pseudo-code, run for real on
-small shapes, so that the course can *count* what it only asserts: O(MNK) multiply-adds against O(MN
-+ MK + KN) distinct data.
+Level 3 (matrix-matrix, gemm ``C = A·B``). The loop below is the source article's pseudo-code, run
+for real on small shapes, so that the course can *count* what it only asserts: O(MNK) multiply-adds
+against O(MN + MK + KN) distinct data.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ class LoopCounts:
 
 
 def triple_loop_matmul(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, LoopCounts]:
-    """C = A @ B with the seed's i-j-k loop, counting every element access. Keep shapes small (pure
-    Python)."""
+    """C = A @ B with the source article's i-j-k loop, counting every element access. Keep shapes
+    small (pure Python)."""
     M, K = A.shape
     K_of_B, N = B.shape
     if K != K_of_B:

@@ -128,7 +128,8 @@ GRACE_HOPPER: dict[str, float] = {
     "NVLink-C2C (CPU ↔ GPU, each direction)": 450 * GB,
 }
 
-# The seed's CPU / GPU / NPU table with one published example of each, compared like with like:
+# The source article's CPU / GPU / NPU table with one published example of each, compared like with
+# like:
 # - cores: independent instruction streams (CPU cores; GPU SMs; TPU TensorCores);
 # - fp32 vector ALUs (key fp32_lanes): fp32 units of the vector units, outside any matrix unit,
 #   counted as units,
@@ -227,7 +228,7 @@ def roofline_time(flops: float, nbytes: float, roof: Roofline) -> float:
 
 
 def offload_times(w: Workload, cpu: Roofline, gpu: Roofline, link: Link) -> dict[str, float]:
-    """The seed 002 program's steps in seconds: on the CPU, or to_gpu → process → to_cpu on the
+    """The article 002 program's steps in seconds: on the CPU, or to_gpu → process → to_cpu on the
     GPU."""
     traffic = w.bytes_in + w.bytes_out
     return {

@@ -3,7 +3,7 @@
 A discrete GPU has its own memory (VRAM/HBM). Data gets there only by an explicit copy from host
 memory (``to_device``), results come back only by an explicit copy (``to_host``), and when an
 allocation does not fit the allocator raises an out-of-memory error — the device never pages to disk
-(seed 002). This module makes that contract checkable on any machine:
+(article 002). This module makes that contract checkable on any machine:
 
     mem = DeviceMemory(budget=8 * 2**20)          # an 8 MiB "GPU"
     d = mem.to_device(x_host[:1000])              # host -> device copy (counted), allocation

@@ -67,10 +67,9 @@ class WeightStationaryArray:
 
     Usage (what the compiler's schedule does)::
 
-        hw = WeightStationaryArray(W)          # load a K×N weight tile (K <= rows, N <= cols)
+        hw = WeightStationaryArray(W)  # load a K×N weight tile (K <= rows, N <= cols)
         for t in range(cycles(M, K, N)):
-            out = hw.tick(a_in)                 # a_in: (K,) activations for the left edge this
-            cycle
+            out = hw.tick(a_in)         # a_in: (K,) activations for the left edge this cycle
             # out: (N,) partial sums leaving the bottom edge this cycle
 
     This is the array seen from outside, as the compiler sees it: a *delay line*. It keeps what

@@ -4,10 +4,10 @@ A :class:`Problem` holds an exercise's spec, a reference implementation, fixed *
 generator of randomized *hidden* cases. Notebooks use it in three places::
 
     P = lab.problems["gemm_cost"]
-    P.show()                    # the spec and a worked example, before the student writes code
-    P.check(gemm_cost)          # visible test cell: fixed cases, clear messages
-    P.check(gemm_cost, hidden=True)   # hidden test cell: randomized cases, seeded (per student when
-    graded)
+    P.show()                         # the spec and a worked example, before the student writes code
+    P.check(gemm_cost)               # visible test cell: fixed cases, clear messages
+    P.check(gemm_cost, hidden=True)  # hidden test cell: randomized cases, seeded (per student
+                                     # when graded)
 
 Hidden cases are drawn from a seeded generator, so grading the same submission twice gives the same
 grade. The grading command seeds each student's hidden cases from the instructor's secret

@@ -20,6 +20,7 @@ import pytest
 from grader import __main__ as cli
 from grader import course, grade
 from grader.edition import split_labs
+from grader.pipeline.steps import End, Exec
 from grader.sandbox import bwrap_path
 from tests import grading
 from tests.adversarial import corpus
@@ -270,9 +271,8 @@ def test_job_config_sandboxes_the_kernel_and_caps_outputs(tmp_path):
 def test_tampering_fails_the_kernel_only_cells_after_it():
     """A test cell the re-check cannot replay keeps nbgrader's verdict — unless student code before it replaced
     what the checks rely on; cells before the tampering keep theirs."""
-    steps = [{"kind": "end", "test": "early_kernel_only", "kernel_only": True},
-             {"kind": "exec", "cell": "ex1", "source": "", "student": True},
-             {"kind": "end", "test": "late_kernel_only", "kernel_only": True}]
+    steps = [End("early_kernel_only", kernel_only=True), Exec("ex1", "", student=True),
+             End("late_kernel_only", kernel_only=True)]
     lines = [json.dumps(r) for r in ({"step": 0, "ok": True}, {"step": 1, "ok": True},
                                      {"step": 1, "tampered": ["numpy.abs"]}, {"step": 2, "ok": True}, {"done": True})]
     checked, tamper, stop = grade.verdicts(steps, {}, lines, {})

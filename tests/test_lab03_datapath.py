@@ -10,6 +10,7 @@ import pytest
 from grader.checks import CheckFailure
 from grader.answers import lab03_datapath as answers  # the instructor's side: references, hidden-case generators
 from grader.labs import lab03_datapath as lab
+from grader.pipeline.steps import Call
 
 
 def chunked_ok(x, mem, fn, copies):
@@ -399,20 +400,20 @@ def test_chunked_map_cells_are_rechecked_by_observation():
     for q in lab.problems.values():  # as the grading job does first: this student's hidden cases, drawn here
         q.hidden_cases(seed=11)
     steps, expected = recheck.plan(source, source.source(), seeds={"chunked_map": 11})
-    mine = [i for i, st in enumerate(steps) if st.get("test", "").startswith("chunked_map")]
-    assert {steps[i]["test"] for i in mine} == {"chunked_map_visible", "chunked_map_hidden"}
-    calls = [i for i in mine if steps[i]["kind"] == "call"]
-    assert len(calls) == 8 and all(steps[i].get("observe") and "case" in steps[i] for i in calls)
-    assert not any(steps[i].get("kernel_only") for i in mine)
-    hidden = [expected[i][1] for i in calls if steps[i]["hidden"]]
+    mine = [i for i, st in enumerate(steps) if getattr(st, "test", "").startswith("chunked_map")]
+    assert {steps[i].test for i in mine} == {"chunked_map_visible", "chunked_map_hidden"}
+    calls = [i for i in mine if isinstance(steps[i], Call)]
+    assert len(calls) == 8 and all(steps[i].observe and steps[i].case is not None for i in calls)
+    assert not any(getattr(steps[i], "kernel_only", False) for i in mine)
+    hidden = [expected[i][1] for i in calls if steps[i].hidden]
     assert [c.args[0].size for c in hidden] == [c.args[0].size for c in lab.CHUNKED.hidden_cases(seed=11)]
     tests = {"chunked_map_visible", "chunked_map_hidden"}
     for name, fn in _chunked_answers().items():
         lines = []
         for i in mine:
             rec = {"step": i, "ok": True}
-            if steps[i]["kind"] == "call":
-                case = decode_cases([_as_json(steps[i]["case"])])[0]  # what the worker rebuilds
+            if isinstance(steps[i], Call):
+                case = decode_cases([_as_json(steps[i].case)])[0]  # what the worker rebuilds
                 try:
                     rec["value"] = encode(lab.CHUNKED.observe(fn, case))
                 except Exception as exc:  # noqa: BLE001

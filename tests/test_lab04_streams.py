@@ -11,6 +11,7 @@ from gpucourse import streams as st
 from grader.checks import CheckFailure
 from grader.answers import lab04_streams as answers  # the instructor's side: references, hidden-case generators
 from grader.labs import lab04_streams as lab
+from grader.pipeline.steps import After, Call, End
 
 DAG = lab.problems["schedule_dag"]
 
@@ -248,18 +249,19 @@ def test_time_call_is_judged_in_the_grader_from_plain_data():
     for p in lab.problems.values():
         p.has_answers()
     steps, expected = recheck.plan(grade.Lab.find(name), released, {"time_call": 11})
-    calls = {i: s for i, s in enumerate(steps) if s["kind"] == "call" and s["problem"] == "time_call"}
-    assert len(calls) == len(lab.TIMING.visible) + 8 and all("case" in s and not s.get("observe") for s in calls.values())
-    sent = decode_cases([s["case"] for s in calls.values()])
+    calls = {i: s for i, s in enumerate(steps) if isinstance(s, Call) and s.problem == "time_call"}
+    assert len(calls) == len(lab.TIMING.visible) + 8 and all(
+        s.case is not None and not s.observe for s in calls.values())
+    sent = decode_cases([s.case for s in calls.values()])
     assert [encode(c.args) for c in sent] == [encode(c.args) for c in lab.TIMING.visible + lab.TIMING.hidden_cases(seed=11)]
 
     def judged(fn):
         lines = [json.dumps({"step": i, "ok": True, "value": encode(lab.TIMING.call(fn, case))})  # the worker's part
                  for i, case in zip(calls, sent)]
         lines += [json.dumps({"step": i, "ok": True, "value": ""}) for i, s in enumerate(steps)
-                  if s.get("problem") == "time_call" and s["kind"] == "after"]
+                  if isinstance(s, After) and s.problem == "time_call"]
         lines += [json.dumps({"step": i, "ok": True}) for i, s in enumerate(steps)
-                  if s["kind"] == "end" and s["test"].startswith("time_call")] + [json.dumps({"done": True})]
+                  if isinstance(s, End) and s.test.startswith("time_call")] + [json.dumps({"done": True})]
         checked = verdict.verdicts(steps, expected, lines, lab.problems)[0]
         return {k: v for k, v in checked.items() if k.startswith("time_call")}
 

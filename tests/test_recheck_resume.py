@@ -9,15 +9,16 @@ import json
 
 from grader.pipeline import recheck
 from grader.pipeline.recheck import RecheckRun, run_recheck_resuming
+from grader.pipeline.steps import Call, End, Exec
 from grader.pipeline.verdict import verdicts
 
 # a notebook of three exercises: each a student cell, then a test cell of two calls
-STEPS = [{"kind": "exec", "cell": "setup", "source": "", "student": False}]
+STEPS = [Exec("setup", "", student=False)]
 for ex in ("ex1", "ex2", "ex3"):
-    STEPS += [{"kind": "exec", "cell": ex, "source": "", "student": True},
-              {"kind": "call", "test": f"{ex}_test", "fn": ex, "problem": ex, "hidden": False, "index": 0},
-              {"kind": "call", "test": f"{ex}_test", "fn": ex, "problem": ex, "hidden": False, "index": 1},
-              {"kind": "end", "test": f"{ex}_test"}]
+    STEPS += [Exec(ex, "", student=True),
+              Call(f"{ex}_test", ex, ex, hidden=False, index=0),
+              Call(f"{ex}_test", ex, ex, hidden=False, index=1),
+              End(f"{ex}_test")]
 
 
 def fake_runs(monkeypatch, stop_at):
@@ -29,7 +30,7 @@ def fake_runs(monkeypatch, stop_at):
         seen.append(steps)
         lines = []
         for i, st in enumerate(steps):
-            key = (st.get("cell"), st.get("test"), st.get("index"))
+            key = (getattr(st, "cell", None), getattr(st, "test", None), getattr(st, "index", None))
             if key in stop_at:
                 rc, stuck = stop_at[key]
                 if stuck:
@@ -55,8 +56,8 @@ class Case:
         return f"{fn}(...)"
 
 
-EXPECTED = {i: (recheck.Check(st["test"], st["problem"], st["fn"], False), Case(), None)
-            for i, st in enumerate(STEPS) if st["kind"] == "call"}
+EXPECTED = {i: (recheck.Check(st.test, st.problem, st.fn, False), Case(), None)
+            for i, st in enumerate(STEPS) if isinstance(st, Call)}
 PROBLEMS = {"ex1": Always, "ex2": Always, "ex3": Always}
 
 
@@ -65,7 +66,7 @@ def test_a_call_that_kills_the_process_costs_its_own_test_cell_only(monkeypatch)
     run = run_recheck_resuming(None, STEPS, "m", None, None, None, [], {})
     assert len(seen) == 2
     # the fresh process: every cell before the runaway (to rebuild the state), then everything after its test
-    assert [(s["kind"], s.get("cell") or s.get("test")) for s in seen[1]] == [
+    assert [(s.kind, s.label) for s in seen[1]] == [
         ("exec", "setup"), ("exec", "ex1"), ("exec", "ex2"), ("end", "ex2_test"),
         ("exec", "ex3"), ("call", "ex3_test"), ("call", "ex3_test"), ("end", "ex3_test")]
     checked, tamper, stop = verdicts(STEPS, EXPECTED, run.lines, PROBLEMS)
@@ -79,7 +80,7 @@ def test_a_call_that_kills_the_process_costs_its_own_test_cell_only(monkeypatch)
 def test_a_student_cell_that_ends_the_process_is_skipped_and_its_exercise_fails(monkeypatch):
     seen = fake_runs(monkeypatch, {("ex1", None, None): (0, False)})
     run = run_recheck_resuming(None, STEPS, "m", None, None, None, [], {})
-    assert [s.get("cell") for s in seen[1] if s["kind"] == "exec"] == ["setup", "ex2", "ex3"]
+    assert [s.cell for s in seen[1] if isinstance(s, Exec)] == ["setup", "ex2", "ex3"]
     checked, _, stop = verdicts(STEPS, EXPECTED, run.lines, PROBLEMS)
     assert stop is None and checked["ex2_test"]["ok"] and checked["ex3_test"]["ok"]
     # the fake's calls of ex1 pass (it does not know the cell was skipped); the real worker's raise NameError

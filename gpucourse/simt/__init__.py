@@ -2,12 +2,12 @@
 
 Two ways in, the same executor::
 
-    report = simt.run(kernel, griddim, blockdim, *args)   # args: NumPy arrays (written in place)
-    and scalars
+    report = simt.run(kernel, griddim, blockdim, *args)  # args: NumPy arrays (written in place)
+                                    # and scalars
     report.simt_efficiency          # active lanes per issued warp step / 32
     report.per_thread("global")     # mean reads/writes per thread of global memory
-    report.races                    # conflicting accesses between barriers: deterministic, never by
-    luck
+    report.races                    # conflicting accesses between barriers: deterministic, never
+                                    # by luck
     report.problems()               # synchronisation errors, races, uses of uninitialised memory
 
     cuda = simt.cuda                # numba-cuda's API (the course's CPU backend: be.cuda)

@@ -47,7 +47,8 @@ def launch_tree(
     max_warps: int = 2,
     max_threads: int = 2,
 ) -> str:
-    """The seed 002 tree (kernel → grid → blocks on SMs → warps → threads) for an actual launch."""
+    """The article 002 tree (kernel → grid → blocks on SMs → warps → threads) for an actual
+    launch."""
     tpb = report.threads_per_block
     k = kernel or report.name
     lines = ["GPU", f"└── Kernel {k}" + (f"   ({stream})" if stream else ""), f"      └── Grid {k} "

@@ -113,7 +113,7 @@ _PIPELINE_FAMILIES = {
     "a run pays, its steps alone do not": (
         lambda c, best: best != _per_step_round_trips(c) and "gpu" in best
     ),
-    # seed 002's complicated case: the array goes back to the CPU in the middle and returns
+    # article 002's complicated case: the array goes back to the CPU in the middle and returns
     "back and forth": lambda c, best: "".join(p[0] for p in best).strip("c").count("c") > 0,
     "all on the CPU though a step could offload": (
         lambda c, best: "gpu" not in best and any(s["gpu_ok"] for s in c.args[0])

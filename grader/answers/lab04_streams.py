@@ -502,8 +502,8 @@ def _chunk_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _seed_cases(rng: np.random.Generator) -> list[Case]:
-    """The visible cases' schedules with other durations and deadlines: the seed's three streams
-    (with and without its two events) and two ops in one stream."""
+    """The visible cases' schedules with other durations and deadlines: the source article's three
+    streams (with and without its two events) and two ops in one stream."""
     from ..labs.lab04_streams import SEED_STREAMS
 
     cases = []

@@ -261,7 +261,7 @@ CHAIN = ByHand(
         op's result plus (arities[i] − 1) new input arrays. Unfused: each op is its own kernel that
         reads all its operands from memory and writes its result to memory. Fused: one kernel reads
         every input array once, keeps intermediates in registers and writes only the final result.
-        The seed's  relu(x*y + z)  is  arities = [2, 2, 1].
+        The source article's  relu(x*y + z)  is  arities = [2, 2, 1].
     """,
     visible=[
         Case((1000, "float32", [2, 2, 1], False)),

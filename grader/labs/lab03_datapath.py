@@ -6,7 +6,7 @@ Conventions the specs share (the course notebook derives them):
   bytes written;
 - a link is a dict {"bandwidth": bytes/s, "latency": seconds per copy}; a copy of b bytes takes
   latency + b / bandwidth;
-- offloading = copy the inputs to the GPU, process there, copy the outputs back (seed 002's
+- offloading = copy the inputs to the GPU, process there, copy the outputs back (article 002's
   program).
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, checks: what students
@@ -93,8 +93,8 @@ def _compare_placement(what: str, got: Any, expected: tuple, case: Case) -> None
         )
 
 
-# the seed's "complicated case": 2 TFLOP steps on either side of a step that needs the CPU (64 MiB
-# array)
+# the source article's "complicated case": 2 TFLOP steps on either side of a step that needs the CPU
+# (64 MiB array)
 _PIPE = 2.0**26
 PIPELINE_SEED = Case(
     (
@@ -129,7 +129,8 @@ PIPELINE = Problem(
     name="place_pipeline",
     spec="""
         place_pipeline(steps, nbytes, cpu, gpu, link) -> (seconds, placement)
-        Seed 002's program with several processing steps: an array of `nbytes` bytes is loaded into
+        Article 002's program with several processing steps: an array of `nbytes` bytes is loaded
+          into
         host memory, goes through steps[0], steps[1], ... in order, and must be back in host memory
         at the end (to print it). steps[i] is a dict {"flops": FLOPs, "bytes": bytes the step reads
         + writes, "gpu_ok": bool}; a step whose gpu_ok is False needs the CPU.
@@ -196,7 +197,7 @@ LINK = Problem(
         min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency) -> bandwidth [bytes/s] or
         None A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes.
         On the CPU it takes its roofline time with cpu's dict (bytes = bytes_in + bytes_out).
-        Offloaded, it is seed 002's program over a link of bandwidth B: copy bytes_in to the GPU
+        Offloaded, it is article 002's program over a link of bandwidth B: copy bytes_in to the GPU
         (latency + bytes_in / B), the GPU's roofline time (same FLOPs and bytes), copy bytes_out
         back (latency + bytes_out / B). Offloading is strictly faster than the CPU exactly when B is
         above some bandwidth B*: return B*. Return None when no bandwidth, however large, makes it

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..sandbox import Sandbox, run_limited
 from .lab import Lab, nbgrader_meta, source_text
+from .steps import After, Call, End, Exec, Step, to_wire
 from .wire import encode_cases
 from .workspace import Settings
 
@@ -136,7 +137,7 @@ def _observed(problem: Any, split: bool) -> bool:
 
 def plan(
     lab: Lab, nb: dict, seeds: dict[str, int] | None = None
-) -> tuple[list[dict], dict[int, tuple[Check, Any, Any]]]:
+) -> tuple[list[Step], dict[int, tuple[Check, Any, Any]]]:
     """Steps for the worker, and for each call step the (check, case, expected answer) kept in the
     grader. ``seeds``: problem -> this student's hidden-case seed (None: the public seeds, as
     outside grading)."""
@@ -144,7 +145,7 @@ def plan(
     module = importlib.import_module(module_name) if module_name else None
     split = split_problems(lab)
     source = lab.cells()
-    steps: list[dict] = []
+    steps: list[Step] = []
     expected: dict[int, tuple[Check, Any, Any]] = {}
     order = [c for c in nb["cells"] if c["cell_type"] == "code"]
     present = {nbgrader_meta(c).get("grade_id") for c in order}
@@ -181,45 +182,20 @@ def plan(
                     # a split lab's case travels as plain data (its generator is not in the
                     # sandbox); else the worker rebuilds the case itself (seeded), so arguments that
                     # are not data need no pickling
-                    steps.append(
-                        {
-                            "kind": "call",
-                            "test": gid,
-                            "fn": chk.fn,
-                            "problem": chk.problem,
-                            "hidden": chk.hidden,
-                            "index": k,
-                            **({"case": data[k]} if data else {}),
-                            **({"observe": True} if observe else {}),
-                        }
-                    )
+                    steps.append(Call(gid, chk.fn, chk.problem, chk.hidden, k,
+                                      case=data[k] if data else None, observe=observe))
                 if problem.after:
-                    steps.append(
-                        {
-                            "kind": "after",
-                            "test": gid,
-                            "problem": chk.problem,
-                            "fn": chk.fn,
-                            "hidden": chk.hidden,
-                        }
-                    )
-            steps.append({"kind": "end", "test": gid})
+                    steps.append(After(gid, chk.problem, chk.fn, chk.hidden))
+            steps.append(End(gid))
         elif meta.get("grade") and not meta.get("solution"):
             # a test cell the grader cannot re-check: nbgrader's kernel result stands
             # ("kernel-only"), unless the student's code before it tampered with the checks (this
             # marker says where it is)
-            steps.append({"kind": "end", "test": gid, "kernel_only": True})
+            steps.append(End(gid, kernel_only=True))
         else:
             trusted = bool(meta.get("locked")) and gid in source
             code = source_text(source[gid]["source"]) if trusted else source_text(cell["source"])
-            steps.append(
-                {
-                    "kind": "exec",
-                    "cell": gid or "(student cell)",
-                    "source": code,
-                    "student": not trusted,
-                }
-            )
+            steps.append(Exec(gid or "(student cell)", code, student=not trusted))
     return steps, expected
 
 
@@ -268,7 +244,7 @@ def _progress(lines: list[str]) -> tuple[bool, bool, int]:
 
 def run_recheck_resuming(
     job: Path,
-    steps: list[dict],
+    steps: list[Step],
     module_name: str | None,
     seeds: dict[str, int] | None,
     sandbox: Sandbox,
@@ -294,7 +270,7 @@ def run_recheck_resuming(
         cause = ("it ran past its time limit and ignored the timeout" if stuck
                  else stop_cause(run.rc, run.timed_out))
         resumed.append(
-            f"step {killer + 1} ({steps[killer].get('test') or steps[killer].get('cell')}): {cause}"
+            f"step {killer + 1} ({steps[killer].label}): {cause}"
         )
         lines = [ln for ln in lines if '"done"' not in ln and '"stuck"' not in ln]
         lines.append(json.dumps({"step": killer, "ok": False,
@@ -302,15 +278,14 @@ def run_recheck_resuming(
                                           "the steps after it were checked in a fresh process"}))
         dropped = {killer}
         # the rest of that test cell's checks: lost with it
-        if steps[killer]["kind"] in ("call", "after"):
+        if isinstance(steps[killer], (Call, After)):
             dropped |= {
                 i
                 for i in range(killer, len(steps))
-                if steps[i].get("test") == steps[killer]["test"]
-                and steps[i]["kind"] in ("call", "after")
+                if isinstance(steps[i], (Call, After)) and steps[i].test == steps[killer].test
             }
         base = [i for i in range(len(steps))
-                if (i < killer and steps[i]["kind"] == "exec") or (i > killer and i not in dropped)]
+                if (i < killer and isinstance(steps[i], Exec)) or (i > killer and i not in dropped)]
         run = run_recheck(
             job,
             [steps[i] for i in base],
@@ -337,7 +312,7 @@ def run_recheck_resuming(
 
 def run_recheck(
     job: Path,
-    steps: list[dict],
+    steps: list[Step],
     module_name: str | None,
     seeds: dict[str, int] | None,
     sandbox: Sandbox,
@@ -351,7 +326,7 @@ def run_recheck(
     with open(vhome / "job.pickle", "wb") as fh:
         pickle.dump(
             {
-                "steps": steps,
+                "steps": [to_wire(step) for step in steps],
                 "lab_module": module_name,
                 "step_timeout": settings.cell_timeout,
                 "seeds": dict(seeds or {}),

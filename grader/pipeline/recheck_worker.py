@@ -33,6 +33,7 @@ from typing import Any
 # this student's hidden-case seeds, read before any student code
 import grader.seeding  # noqa: F401
 
+from .steps import After, Call, End, Exec, from_wire
 from .wire import decode_cases, encode
 
 
@@ -122,6 +123,7 @@ def worker(job_path: str, out_path: str) -> int:
 
     with open(job_path, "rb") as fh:
         job = pickle.load(fh)
+    steps = [from_wire(data) for data in job["steps"]]
     out = open(out_path, "w", encoding="utf-8", buffering=1)
     sys.stdout = sys.stderr = io.StringIO()  # what the student prints does not matter here
 
@@ -153,14 +155,16 @@ def worker(job_path: str, out_path: str) -> int:
         if cases or not job["lab_module"]:
             return
         lab_problems = importlib.import_module(job["lab_module"]).problems
-        for step in job["steps"]:
-            key = (step.get("problem"), bool(step.get("hidden")))
+        for step in steps:
+            if not isinstance(step, Call):
+                continue
+            key = (step.problem, bool(step.hidden))
             # a split lab: the grader sent the case as data
-            if step["kind"] == "call" and "case" in step:
-                cases.setdefault(key, []).extend(decode_cases([step["case"]]))
+            if step.case is not None:
+                cases.setdefault(key, []).extend(decode_cases([step.case]))
                 problem_of[key[0]] = lab_problems[key[0]]
                 problem_of[key[0]].answer_sites()
-            elif step["kind"] == "call" and key not in cases:
+            elif key not in cases:
                 p = lab_problems[key[0]]
                 cases[key] = list(
                     p.hidden_cases(seed=job["seeds"].get(key[0])) if key[1] else p.visible
@@ -186,89 +190,85 @@ def worker(job_path: str, out_path: str) -> int:
     import threading
 
     threading.Thread(target=watchdog, daemon=True).start()
-    for i, step in enumerate(job["steps"]):
+    def run_exec(i: int, step: Exec) -> None:
+        nonlocal watched, deep, baseline
+        # first student code: snapshot what checks rely on
+        if step.student and not watched:
+            from grader import checks, problem, seeding
+
+            # this process's threads before any student code: its own
+            problem.guard_threads()
+            build_cases()
+            watched = [builtins, math, np, np.linalg, np.random, checks, problem, problem.Problem,
+                       seeding]
+            watched += [
+                sys.modules[m]
+                for m in (job["lab_module"], "jax", "jax.numpy", "gpucourse")
+                if m and m in sys.modules
+            ]
+            lab_module = sys.modules.get(job["lab_module"] or "")
+            deep = (_observation_modules(job["lab_module"]),
+                    _problem_classes(getattr(lab_module, "problems", {})))
+            baseline = _snapshot(watched)
+            baseline.update(_deep_snapshot(*deep))
+            for name, p in getattr(lab_module, "problems", {}).items():
+                baseline.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
+        try:
+            exec(compile(transform(step.source), f"<cell {step.cell}>", "exec"), ns)
+            emit(step=i, ok=True)
+        # the student's cell failed; keep going like a kernel
+        except BaseException as exc:  # noqa: BLE001
+            emit(step=i, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
+        if watched:
+            now = _snapshot(watched)
+            now.update(_deep_snapshot(*deep))
+            lab_module = sys.modules.get(job["lab_module"] or "")
+            for name, p in getattr(lab_module, "problems", {}).items():
+                now.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
+            changed = sorted(k for k in baseline if now.get(k) != baseline[k])
+            # a method set on a problem *instance* shadows its class's, which the snapshot above
+            # watches
+            changed += sorted(
+                f"problems[{name!r}].{k}"
+                for name, p in getattr(lab_module, "problems", {}).items()
+                for k in vars(p)
+                if f"problems[{name!r}].{k}" not in baseline and hasattr(type(p), k)
+            )
+            if changed:
+                emit(step=i, tampered=changed[:20])
+                baseline = now
+
+    def run_call(i: int, step: Call) -> None:
+        fn = ns.get(step.fn)
+        if fn is None:
+            emit(step=i, ok=False, error=f"NameError: name {step.fn!r} is not defined")
+        elif not callable(fn):
+            emit(step=i, ok=False, error=f"{step.fn} is not a function")
+        else:
+            # (no student cell ran before: nothing could have changed the lab yet)
+            build_cases()
+            case = cases[(step.problem, bool(step.hidden))][step.index]
+            p = problem_of[step.problem]
+            # answers locked while fn runs; a kernel is observed (outputs + the executor's report
+            # as data)
+            value = encode(p.observe(fn, case) if step.observe else p.call(fn, case))
+            emit(step=i, ok=True, value=value)
+
+    def run_after(i: int, step: After) -> None:
+        problem_obj = sys.modules[job["lab_module"]].problems[step.problem]
+        fn = ns.get(step.fn)
+        msg = problem_obj.after(fn, step.hidden) if callable(fn) else ""
+        emit(step=i, ok=callable(fn), value=str(msg)[:500])
+
+    def run_end(i: int, step: End) -> None:
+        emit(step=i, ok=True)
+
+    run = {Exec: run_exec, Call: run_call, After: run_after, End: run_end}
+    for i, step in enumerate(steps):
         deadline[0] = time.monotonic() + job["step_timeout"]
         signal.alarm(job["step_timeout"])
         try:
-            if step["kind"] == "exec":
-                # first student code: snapshot what checks rely on
-                if step["student"] and not watched:
-                    from grader import checks, problem, seeding
-
-                    # this process's threads before any student code: its own
-                    problem.guard_threads()
-                    build_cases()
-                    watched = [
-                        builtins,
-                        math,
-                        np,
-                        np.linalg,
-                        np.random,
-                        checks,
-                        problem,
-                        problem.Problem,
-                        seeding,
-                    ]
-                    watched += [
-                        sys.modules[m]
-                        for m in (job["lab_module"], "jax", "jax.numpy", "gpucourse")
-                        if m and m in sys.modules
-                    ]
-                    lab_module = sys.modules.get(job["lab_module"] or "")
-                    deep = (_observation_modules(job["lab_module"]),
-                            _problem_classes(getattr(lab_module, "problems", {})))
-                    baseline = _snapshot(watched)
-                    baseline.update(_deep_snapshot(*deep))
-                    for name, p in getattr(lab_module, "problems", {}).items():
-                        baseline.update(
-                            {f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()}
-                        )
-                try:
-                    exec(compile(transform(step["source"]), f"<cell {step['cell']}>", "exec"), ns)
-                    emit(step=i, ok=True)
-                # the student's cell failed; keep going like a kernel
-                except BaseException as exc:  # noqa: BLE001
-                    emit(step=i, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
-                if watched:
-                    now = _snapshot(watched)
-                    now.update(_deep_snapshot(*deep))
-                    lab_module = sys.modules.get(job["lab_module"] or "")
-                    for name, p in getattr(lab_module, "problems", {}).items():
-                        now.update({f"problems[{name!r}].{k}": id(v) for k, v in vars(p).items()})
-                    changed = sorted(k for k in baseline if now.get(k) != baseline[k])
-                    # a method set on a problem *instance* shadows its class's, which the snapshot
-                    # above watches
-                    changed += sorted(
-                        f"problems[{name!r}].{k}"
-                        for name, p in getattr(lab_module, "problems", {}).items()
-                        for k in vars(p)
-                        if f"problems[{name!r}].{k}" not in baseline and hasattr(type(p), k)
-                    )
-                    if changed:
-                        emit(step=i, tampered=changed[:20])
-                        baseline = now
-            elif step["kind"] == "call":
-                fn = ns.get(step["fn"])
-                if fn is None:
-                    emit(step=i, ok=False, error=f"NameError: name {step['fn']!r} is not defined")
-                elif not callable(fn):
-                    emit(step=i, ok=False, error=f"{step['fn']} is not a function")
-                else:
-                    # (no student cell ran before: nothing could have changed the lab yet)
-                    build_cases()
-                    case = cases[(step["problem"], bool(step["hidden"]))][step["index"]]
-                    p = problem_of[step["problem"]]
-                    # answers locked while fn runs; a kernel is observed (outputs + the executor's
-                    # report as data)
-                    value = encode(p.observe(fn, case) if step.get("observe") else p.call(fn, case))
-                    emit(step=i, ok=True, value=value)
-            elif step["kind"] == "after":
-                problem_obj = sys.modules[job["lab_module"]].problems[step["problem"]]
-                fn = ns.get(step["fn"])
-                msg = problem_obj.after(fn, step["hidden"]) if callable(fn) else ""
-                emit(step=i, ok=callable(fn), value=str(msg)[:500])
-            else:
-                emit(step=i, ok=True)
+            run[type(step)](i, step)
         except BaseException as exc:  # noqa: BLE001
             emit(step=i, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
         finally:

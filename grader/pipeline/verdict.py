@@ -19,11 +19,12 @@ import json
 from pathlib import Path
 
 from .lab import nbgrader_meta, source_text
+from .steps import After, Call, End, Exec, Step
 from .wire import decode, encode, has_course_object, has_unsupported
 
 
 def verdicts(
-    steps: list[dict], expected: dict, lines: list[str], problems: dict
+    steps: list[Step], expected: dict, lines: list[str], problems: dict
 ) -> tuple[dict[str, dict], list[str], str | None]:
     """Per test cell {"ok", "message"} from the worker's results, judged here; tamper reports; the
     stop reason."""
@@ -43,7 +44,7 @@ def verdicts(
             stuck = True
         elif "tampered" in rec:
             step = steps[rec["step"]]
-            tamper.append(f"code in {step.get('cell')} replaced {', '.join(rec['tampered'])}")
+            tamper.append(f"code in {step.label} replaced {', '.join(rec['tampered'])}")
             records.setdefault(rec["step"], {})["tampered"] = True
         elif isinstance(rec.get("step"), int):
             records.setdefault(rec["step"], {}).update(rec)
@@ -54,18 +55,17 @@ def verdicts(
     last = max(records) if records else -1
     for i, step in enumerate(steps):
         rec = records.get(i)
-        if step["kind"] == "exec" and rec and rec.get("tampered"):
-            tainted = True
-        if step["kind"] == "exec" and step.get("student") and rec and rec.get("ok") is False:
-            failed_cells.append(f"cell {step['cell']} raised {rec.get('error')}"[:300])
-        if step["kind"] == "end":
-            failed_cells = []
-        if step["kind"] not in ("call", "after", "end"):
+        if isinstance(step, Exec):
+            tainted = tainted or bool(rec and rec.get("tampered"))
+            if step.student and rec and rec.get("ok") is False:
+                failed_cells.append(f"cell {step.cell} raised {rec.get('error')}"[:300])
             continue
+        if isinstance(step, End):
+            failed_cells = []
         # nbgrader's verdict stands, unless the checks were replaced before it
-        if step.get("kernel_only"):
+        if isinstance(step, End) and step.kernel_only:
             if rec is not None and tainted:
-                out[step["test"]] = {
+                out[step.test] = {
                     "ok": False,
                     "message": (
                         "not trusted: earlier code replaced check functions or "
@@ -73,7 +73,7 @@ def verdicts(
                     ),
                 }
             continue
-        cell = out.setdefault(step["test"], {"ok": True, "message": ""})
+        cell = out.setdefault(step.test, {"ok": True, "message": ""})
         if not cell["ok"]:
             continue
         if rec is None:
@@ -94,7 +94,7 @@ def verdicts(
                 ),
             )
             continue
-        if step["kind"] == "call":
+        if isinstance(step, Call):
             chk, case, want = expected[i]
             what = case.call_text(chk.fn)
             # the answer itself is not plain data: nbgrader's verdict stands
@@ -106,7 +106,7 @@ def verdicts(
                 cell.update(ok=False, message=f"{what} raised {rec.get('error')}{cause}")
                 continue
             # a kernel's observation: the problem's own judge, any failure is a failure
-            if step.get("observe"):
+            if step.observe:
                 try:
                     problems[chk.problem].judge(decode(rec.get("value")), want, case)
                 except CheckFailure as exc:
@@ -132,7 +132,7 @@ def verdicts(
                     cell["unverifiable"] = True
                 else:
                     cell.update(ok=False, message=message)
-        elif step["kind"] == "after" and not rec.get("ok"):
+        elif isinstance(step, After) and not rec.get("ok"):
             cell.update(ok=False, message=str(rec.get("error") or "the extra check failed"))
     for test, cell in list(out.items()):
         if cell.pop("unverifiable", False) and cell["ok"]:

@@ -18,8 +18,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab01_blas_roofline/lab01_blas_roofline.ipynb)
 #
-# Companion of `course/01_blas_roofline.ipynb`. Nine exercises (ten functions), 3 points per function
-# (1 visible test, 2 hidden):
+# Companion of `course/01_blas_roofline.ipynb`.
+# Nine exercises (ten functions), 3 points per function (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -33,16 +33,21 @@
 # | 8 | measure | a timing function you can trust (warm-up, wait for the result, median or minimum) |
 # | 9 | explain | why a measured point sits where it does — even above its roof |
 #
-# Exercises 8 and 9 end in **predict → measure → explain on your own machine**: you measure its two roofs with
-# your timer, predict ops with the roofline, measure them, and explain each point.
+# Exercises 8 and 9 end in **predict → measure → explain on your own machine**:
+# you measure its two roofs with your timer, predict ops with the roofline, measure them,
+# and explain each point.
 #
-# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
-# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
-# expected and what it got; a hidden test runs randomized cases when your lab is graded. Replace
-# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+# **How this lab works.**
+# Each exercise prints its spec (`.show()`),
+# gives you a stub that says roughly how many lines the answer takes, then checks your function:
+# the visible test runs fixed cases and tells you what it expected and what it got;
+# a hidden test runs randomized cases when your lab is graded.
+# Replace `raise NotImplementedError()` with your code.
+# Use **Validate** (nbgrader's toolbar button) before you submit.
 #
-# Conventions: one multiply-add = 2 FLOPs; bytes = compulsory traffic (every input read once, every output
-# written once); `dtype` is a NumPy dtype name — `np.dtype(dtype).itemsize` gives its size in bytes.
+# Conventions: one multiply-add = 2 FLOPs;
+# bytes = compulsory traffic (every input read once, every output written once);
+# `dtype` is a NumPy dtype name — `np.dtype(dtype).itemsize` gives its size in bytes.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -83,8 +88,8 @@ be = gc.setup()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "axpy_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — BLAS Level 1 and Level 2: axpy and gemv
 #
-# Level 1 is vector–vector work: `y ← a·x + y`. Count its FLOPs and its bytes — then notice the
-# ratio does not depend on `n`.
+# Level 1 is vector–vector work: `y ← a·x + y`.
+# Count its FLOPs and its bytes — then notice the ratio does not depend on `n`.
 
 # %% nbgrader={"grade": false, "grade_id": "axpy_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["axpy_cost"].show()
@@ -107,7 +112,8 @@ lab.problems["axpy_cost"].check(axpy_cost, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "gemv_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# Level 2 is matrix–vector work: `y ← A·x`. Every element of `A` is used exactly once.
+# Level 2 is matrix–vector work: `y ← A·x`.
+# Every element of `A` is used exactly once.
 
 # %% nbgrader={"grade": false, "grade_id": "gemv_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["gemv_cost"].show()
@@ -132,9 +138,10 @@ lab.problems["gemv_cost"].check(gemv_cost, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "gemm_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — BLAS Level 3: gemm
 #
-# Level 3 is matrix–matrix work, `C ← A·B`: O(mnk) FLOPs on O(mk + kn + mn) data — the seed's reason GEMM
-# can be compute-bound. BLAS's GEMM is really `C ← α·A·B + β·C`: with β = 1 it accumulates into `C`, which then
-# has to be read as well as written.
+# Level 3 is matrix–matrix work, `C ← A·B`:
+# O(mnk) FLOPs on O(mk + kn + mn) data — the source article's reason GEMM can be compute-bound.
+# BLAS's GEMM is really `C ← α·A·B + β·C`:
+# with β = 1 it accumulates into `C`, which then has to be read as well as written.
 
 # %% nbgrader={"grade": false, "grade_id": "gemm_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["gemm_cost"].show()
@@ -160,13 +167,19 @@ lab.problems["gemm_cost"].check(gemm_cost, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "max_batch_within_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Predict with the roofline: a latency budget
 #
-# An op needs `flops / peak_flops` seconds of arithmetic and `nbytes / bandwidth` seconds of memory traffic.
-# The two overlap on a GPU, so the slower one sets the time — and names the roof the op sits under. (The course's
-# `gc.roofline.Roofline` and `gc.datapath.roofline_time` make that prediction for you: use them if you like.)
-# Now turn the prediction around, as a server does: a dense layer must answer every call within a latency
-# budget. A bigger batch serves more requests per call but takes longer. How large may the batch be? Its weight
-# matrix is read once per call whatever the batch, so at small batches the call is all weight traffic — which is
-# why servers quantize the weights alone (int8 weights, float16 activations): half the weight bytes.
+# An op needs `flops / peak_flops` seconds of arithmetic and `nbytes / bandwidth` seconds of memory
+# traffic.
+# The two overlap on a GPU, so the slower one sets the time — and names the roof the op sits under.
+# (The course's `gc.roofline.Roofline` and `gc.datapath.roofline_time` make that prediction for you:
+# use them if you like.)
+# Now turn the prediction around, as a server does:
+# a dense layer must answer every call within a latency budget.
+# A bigger batch serves more requests per call but takes longer.
+# How large may the batch be?
+# Its weight matrix is read once per call whatever the batch,
+# so at small batches the call is all weight traffic
+# — which is why servers quantize the weights alone (int8 weights, float16 activations):
+# half the weight bytes.
 
 # %% nbgrader={"grade": false, "grade_id": "max_batch_within_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_batch_within"].show()
@@ -201,11 +214,13 @@ lab.problems["max_batch_within"].check(max_batch_within, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "min_batch_compute_bound_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — When does a dense layer become compute-bound?
 #
-# A dense layer's weight matrix is read once per batch, however large the batch: a bigger batch reuses
-# it more, so intensity grows with `B` — up to a limit. Find the first batch size that reaches the ridge point
-# (`peak_flops / bandwidth`). A closed form exists; a loop is fine too. A tie counts: a batch whose intensity
-# equals the ridge point exactly is compute-bound. Decide that with the intensity itself — a closed form evaluated
-# in floating point can land one batch too high at such a tie.
+# A dense layer's weight matrix is read once per batch, however large the batch:
+# a bigger batch reuses it more, so intensity grows with `B` — up to a limit.
+# Find the first batch size that reaches the ridge point (`peak_flops / bandwidth`).
+# A closed form exists; a loop is fine too.
+# A tie counts: a batch whose intensity equals the ridge point exactly is compute-bound.
+# Decide that with the intensity itself
+# — a closed form evaluated in floating point can land one batch too high at such a tie.
 
 # %% nbgrader={"grade": false, "grade_id": "min_batch_compute_bound_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_batch_compute_bound"].show()
@@ -241,8 +256,10 @@ lab.problems["min_batch_compute_bound"].check(min_batch_compute_bound, hidden=Tr
 # %% [markdown] nbgrader={"grade": false, "grade_id": "chain_bytes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — What fusion saves
 #
-# The seed's `jnp.maximum(x * y + z, 0)` is three elementwise ops. Run one kernel per op and every
-# intermediate makes a round trip through memory; fuse them and it stays in registers. Count both.
+# The source article's `jnp.maximum(x * y + z, 0)` is three elementwise ops.
+# Run one kernel per op and every intermediate makes a round trip through memory;
+# fuse them and it stays in registers.
+# Count both.
 
 # %% nbgrader={"grade": false, "grade_id": "chain_bytes_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["chain_bytes"].show()
@@ -270,10 +287,12 @@ lab.problems["chain_bytes"].check(chain_bytes, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "blocked_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — A blocked matrix multiply
 #
-# GPUs (and CPU BLAS libraries) compute GEMM tile by tile: a tile of `A` and a tile of `B` are loaded
-# once into fast memory (shared memory, registers, cache) and reused for a whole tile of `C`. Write the loop
-# nest. The checker runs your function on instrumented arrays and reports how many elements your tiles loaded
-# — compare it with the naive loop's `2·m·n·k`.
+# GPUs (and CPU BLAS libraries) compute GEMM tile by tile:
+# a tile of `A` and a tile of `B` are loaded once into fast memory (shared memory, registers,
+# cache) and reused for a whole tile of `C`.
+# Write the loop nest.
+# The checker runs your function on instrumented arrays and reports how many elements your tiles
+# loaded — compare it with the naive loop's `2·m·n·k`.
 
 # %% nbgrader={"grade": false, "grade_id": "blocked_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["blocked_matmul"].show()
@@ -306,11 +325,15 @@ lab.problems["blocked_matmul"].check(blocked_matmul, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "min_size_for_fraction_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — How large must an op be to reach its roof?
 #
-# §1.2's 64³ GEMM stays well below the compute roof: every call pays fixed costs (dispatch, launch, set-up) that
-# its little work cannot amortise. With a fixed cost per call, how large must an op be to reach, say, 90 % of its
-# roof? Judge it against the roof *at its own intensity*: "a gemv reached 2 % of peak FLOP/s, the BLAS must be
-# slow" is a wrong diagnosis — a Level-2 op can never get near the compute roof, and its roof is the memory one.
-# Count each call as in exercises 1 and 2 (a square gemv reads its n×n matrix and an n-vector, writes an n-vector).
+# §1.2's 64³ GEMM stays well below the compute roof:
+# every call pays fixed costs (dispatch, launch, set-up) that its little work cannot amortise.
+# With a fixed cost per call, how large must an op be to reach, say, 90 % of its roof?
+# Judge it against the roof *at its own intensity*:
+# "a gemv reached 2 % of peak FLOP/s,
+# the BLAS must be slow" is a wrong diagnosis — a Level-2 op can never get near the compute roof,
+# and its roof is the memory one.
+# Count each call as in exercises 1 and 2 (a square gemv reads its n×n matrix and an n-vector,
+# writes an n-vector).
 
 # %% nbgrader={"grade": false, "grade_id": "min_size_for_fraction_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_size_for_fraction"].show()
@@ -343,17 +366,22 @@ lab.problems["min_size_for_fraction"].check(min_size_for_fraction, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "time_call_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 8 — Measure: a timing function you can trust
 #
-# Every number on a roofline is a time. Three mistakes make a timing wrong on any machine: timing the first call
-# (it compiles), stopping the clock when the call *returns* (JAX and CuPy queue the work and return at once — the
-# result does not exist yet, and a warm-up not waited for is still running when the timing starts), and averaging
-# runs that other programs slowed down. Write the course's timing method yourself, reading the clock you are
-# handed (`clock()`, for every reading): on a GPU the clock that sees the device's work is the device's own (CUDA
-# events), not the host's, and here the checks pass a clock that only the calls' work moves — against those stand-in
-# calls the course's `gc.measure`, which reads `time.perf_counter`, measures the wrong thing (on real work it is
-# right). On your machine (the last cell) your
-# function gets `clock=time.perf_counter`. It is graded on calls whose true duration is known by construction, so
-# the grade does not depend on how busy the grading machine is: your answer must land in a band around the true
-# time, and your function must read the given clock, warm up once and wait for every result.
+# Every number on a roofline is a time.
+# Three mistakes make a timing wrong on any machine:
+# timing the first call (it compiles),
+# stopping the clock when the call *returns* (JAX and CuPy queue the work and return at once
+# — the result does not exist yet, and a warm-up not waited for is still running when the timing
+# starts), and averaging runs that other programs slowed down.
+# Write the course's timing method yourself, reading the clock you are handed (`clock()`,
+# for every reading): on a GPU the clock that sees the device's work is the device's own
+# (CUDA events), not the host's, and here the checks pass a clock that only the calls' work moves
+# — against those stand-in calls the course's `gc.measure`, which reads `time.perf_counter`,
+# measures the wrong thing (on real work it is right).
+# On your machine (the last cell) your function gets `clock=time.perf_counter`.
+# It is graded on calls whose true duration is known by construction,
+# so the grade does not depend on how busy the grading machine is:
+# your answer must land in a band around the true time, and your function must read the given clock,
+# warm up once and wait for every result.
 
 # %% nbgrader={"grade": false, "grade_id": "time_call_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()
@@ -394,14 +422,20 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "explain_point_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 9 — Explain: a point above its roof
 #
-# A measured point can land *above* the roofline. Above the compute roof nothing explains it: no chip computes
-# faster than its peak, so the measurement is wrong. Above the memory roof one thing can: the roof is DRAM's
-# bandwidth, and an op whose data all fit in the cache is fed faster than DRAM can. If the data do not fit, the
-# point can still be fed partly from the cache — but only partly: the spec says how much a cache can explain.
-# Beyond that the point is impossible too — usually a clock stopped before the work finished (exercise 8), or
-# bytes counted wrong. Sort a measurement into the four cases. On the boundaries: a point exactly *on* a roof is on or under
-# the roofline (not above it), a working set exactly the size of the cache fits, and an intensity exactly at the
-# ridge point is compute-bound.
+# A measured point can land *above* the roofline.
+# Above the compute roof nothing explains it:
+# no chip computes faster than its peak, so the measurement is wrong.
+# Above the memory roof one thing can:
+# the roof is DRAM's bandwidth, and an op whose data all fit in the cache is fed faster than DRAM
+# can.
+# If the data do not fit, the point can still be fed partly from the cache — but only partly:
+# the spec says how much a cache can explain.
+# Beyond that the point is impossible too
+# — usually a clock stopped before the work finished (exercise 8), or bytes counted wrong.
+# Sort a measurement into the four cases.
+# On the boundaries: a point exactly *on* a roof is on or under the roofline (not above it),
+# a working set exactly the size of the cache fits,
+# and an intensity exactly at the ridge point is compute-bound.
 
 # %% nbgrader={"grade": false, "grade_id": "explain_point_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["explain_point"].show()
@@ -435,16 +469,25 @@ lab.problems["explain_point"].check(explain_point, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "yours_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Your machine: predict → measure → explain (not graded)
 #
-# Put it together on the machine in front of you: one CPU core (as §1 does), or the GPU on a GPU backend. With **your** `time_call`: measure the
-# memory roof (the fastest of §1's read streams over an array larger than the cache: `gc.roofline.read_candidates()`)
-# and the compute roof (the fastest of §1's GEMMs: `gc.roofline.compute_candidates()`); then for each op, **predict** its time with the roofline, **measure** it, and
-# **explain** the point with your `explain_point`. The last op is a JAX call timed one call at a time without
-# waiting for its result (in a long batch, JAX's queue fills up and the host ends up waiting for the work anyway,
-# which hides the mistake): watch what the explanation says about it. As in §1, a roof is the *best* of several timings, and a point counts
-# as above a roof only when it beats it by more than 20 % (noise). Numbers are this machine's, so nothing here is
-# graded (the cell skips itself while nbgrader grades or validates). Each roof and op is timed a fixed number of
-# times and summarised once: if a ratio looks odd, say so rather than re-running until it looks right (other
-# programs only slow runs down, so a waited-for op far above both roofs points at the timer or the count).
+# Put it together on the machine in front of you:
+# one CPU core (as §1 does), or the GPU on a GPU backend.
+# With **your** `time_call`: measure the memory roof
+# (the fastest of §1's read streams over an array larger than the cache:
+# `gc.roofline.read_candidates()`) and the compute roof (the fastest of §1's GEMMs:
+# `gc.roofline.compute_candidates()`);
+# then for each op, **predict** its time with the roofline, **measure** it,
+# and **explain** the point with your `explain_point`.
+# The last op is a JAX call timed one call at a time without waiting for its result
+# (in a long batch, JAX's queue fills up and the host ends up waiting for the work anyway,
+# which hides the mistake): watch what the explanation says about it.
+# As in §1, a roof is the *best* of several timings,
+# and a point counts as above a roof only when it beats it by more than 20 % (noise).
+# Numbers are this machine's, so nothing here is graded
+# (the cell skips itself while nbgrader grades or validates).
+# Each roof and op is timed a fixed number of times and summarised once:
+# if a ratio looks odd, say so rather than re-running until it looks right
+# (other programs only slow runs down,
+# so a waited-for op far above both roofs points at the timer or the count).
 
 # %% nbgrader={"grade": false, "grade_id": "yours", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import os
@@ -508,5 +551,7 @@ else:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other shapes and dtypes: an answer that only handles the examples will lose those points.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test should print a ✓ line.
+# The hidden tests use other shapes and dtypes:
+# an answer that only handles the examples will lose those points.

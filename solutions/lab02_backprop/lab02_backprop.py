@@ -18,7 +18,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab02_backprop/lab02_backprop.ipynb)
 #
-# Companion of `course/02_backprop_gemms.ipynb`. Five exercises, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/02_backprop_gemms.ipynb`.
+# Five exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -28,13 +29,17 @@
 # | 4 | measure | the checkpointing policy that fits a budget, read from XLA's `memory_analysis` |
 # | 5 | diagnose | a gradient test of a black-box forward pass: finite differences, the dot-product test, a tolerance for float32 |
 #
-# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
-# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
-# expected and what it got; a hidden test runs randomized cases (other shapes) when your lab is graded. Replace
-# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+# **How this lab works.**
+# Each exercise prints its spec (`.show()`),
+# gives you a stub that says roughly how many lines the answer takes, then checks your function:
+# the visible test runs fixed cases and tells you what it expected and what it got;
+# a hidden test runs randomized cases (other shapes) when your lab is graded.
+# Replace `raise NotImplementedError()` with your code.
+# Use **Validate** (nbgrader's toolbar button) before you submit.
 #
-# Conventions (from the course notebook): row convention `Y = X @ W` with `X: (B, d_in)`, `W: (d_in, d_out)`;
-# then `dW = Xᵀ·dY` and `dX = dY·Wᵀ`. One multiply-add = 2 FLOPs; `np.dtype(dtype).itemsize` gives bytes per element.
+# Conventions (from the course notebook): row convention `Y = X @ W` with `X: (B, d_in)`, `W:
+# (d_in, d_out)`; then `dW = Xᵀ·dY` and `dX = dY·Wᵀ`.
+# One multiply-add = 2 FLOPs; `np.dtype(dtype).itemsize` gives bytes per element.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -77,10 +82,12 @@ be = gc.setup()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "mlp_backward_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — The backward pass of a 2-layer MLP, as GEMMs
 #
-# Every dense layer's backward pass is two GEMMs: one for the weight gradient, one for the gradient that flows
-# on to the layer below. Write them by hand for `Y = relu(X @ W1) @ W2` — recompute the forward pass first,
-# you need `Z` (for the relu mask) and `H` (for `dW2`). Check your shapes: each gradient has the shape of the
-# thing it is the gradient of. Where `Z` is exactly 0 (an all-zero example, a dead unit), relu's derivative is 0:
+# Every dense layer's backward pass is two GEMMs:
+# one for the weight gradient, one for the gradient that flows on to the layer below.
+# Write them by hand for `Y = relu(X @ W1) @ W2` — recompute the forward pass first,
+# you need `Z` (for the relu mask) and `H` (for `dW2`).
+# Check your shapes: each gradient has the shape of the thing it is the gradient of.
+# Where `Z` is exactly 0 (an all-zero example, a dead unit), relu's derivative is 0:
 # the mask is `Z > 0`.
 
 # %% nbgrader={"grade": false, "grade_id": "mlp_backward_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -110,13 +117,15 @@ lab.problems["mlp_backward"].check(mlp_backward, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "step_gemms_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — Predict the GEMMs and FLOPs of one training step
 #
-# The course notebook found the GEMMs of a training step in JAX's program (§2.3) and read XLA's FLOP count for it:
-# close to 3× the forward pass, a little less (§2.4). Now predict them for a network given as data, before anything
-# is built: which weights train (fine-tuning freezes the bottom layers), and whether the activations are
-# recomputed (activation checkpointing, §2.6). For each layer ask: does it need dW? does a gradient have to flow
-# *through* it to reach a trained weight below (dX)? does the backward pass visit it at all (then, with
-# recomputation, its forward GEMM runs again)? The hidden networks have thousands of layers: tracing them is too
-# slow, the chain rule is not.
+# The course notebook found the GEMMs of a training step in JAX's program
+# (§2.3) and read XLA's FLOP count for it: close to 3× the forward pass, a little less (§2.4).
+# Now predict them for a network given as data, before anything is built:
+# which weights train (fine-tuning freezes the bottom layers),
+# and whether the activations are recomputed (activation checkpointing, §2.6).
+# For each layer ask: does it need dW? does a gradient have to flow *through* it to reach a trained
+# weight below (dX)? does the backward pass visit it at all (then, with recomputation,
+# its forward GEMM runs again)?
+# The hidden networks have thousands of layers: tracing them is too slow, the chain rule is not.
 
 # %% nbgrader={"grade": false, "grade_id": "step_gemms_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["step_gemms"].show()
@@ -152,13 +161,17 @@ lab.problems["step_gemms"].check(step_gemms, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "largest_batch_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Why OOM starts at a certain batch size
 #
-# Parameters, gradients and optimizer state cost the same at any batch size; the batch, the activations saved
-# for the backward pass and the gradients in flight grow with every example. The largest batch that fits is where
-# the growing part meets the budget. Write course §2.7's memory model — the one its cell checks against XLA's
-# buffer assignment — and invert it (a closed form exists; a loop is fine for small answers but the hidden budgets
-# are large). What the backward pass keeps per layer is an input: JAX's reverse mode keeps 3 arrays per tanh layer
-# where a hand-written backward keeps 1 (§2.5), and that factor moves the answer more than anything else. In mixed
-# precision the fixed part is *not* smaller (§2.7).
+# Parameters, gradients and optimizer state cost the same at any batch size;
+# the batch, the activations saved for the backward pass and the gradients in flight grow with every
+# example.
+# The largest batch that fits is where the growing part meets the budget.
+# Write course §2.7's memory model — the one its cell checks against XLA's buffer assignment
+# — and invert it (a closed form exists;
+# a loop is fine for small answers but the hidden budgets are large).
+# What the backward pass keeps per layer is an input:
+# JAX's reverse mode keeps 3 arrays per tanh layer where a hand-written backward keeps 1 (§2.5),
+# and that factor moves the answer more than anything else.
+# In mixed precision the fixed part is *not* smaller (§2.7).
 
 # %% nbgrader={"grade": false, "grade_id": "largest_batch_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["largest_batch"].show()
@@ -192,10 +205,12 @@ lab.problems["largest_batch"].check(largest_batch, hidden=True)
 # ## Exercise 4 — Pick a checkpointing policy that fits
 #
 # Activation checkpointing (활성화 체크포인트) saves less in the forward pass and recomputes the rest in the
-# backward pass. Don't guess what it saves: ask the compiler. `lab.grad_of(name)` is the jitted gradient of a
-# stack of layers under each policy; compile it for the given shapes and read how much scratch memory XLA
-# reserves. Prefer the policy that recomputes least. A policy fits when its working memory is at most the budget
-# (exactly the budget fits).
+# backward pass.
+# Don't guess what it saves: ask the compiler.
+# `lab.grad_of(name)` is the jitted gradient of a stack of layers under each policy;
+# compile it for the given shapes and read how much scratch memory XLA reserves.
+# Prefer the policy that recomputes least.
+# A policy fits when its working memory is at most the budget (exactly the budget fits).
 
 # %% nbgrader={"grade": false, "grade_id": "pick_policy_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pick_policy"].show()
@@ -225,24 +240,29 @@ lab.problems["pick_policy"].check(pick_policy, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "is_correct_backward_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Diagnose: test a backward pass you cannot differentiate
 #
-# A hand-written backward pass (a fused kernel's, a custom op's) is checked against its forward pass — and often
-# the forward is a black box to autodiff: a NumPy function, a library call, a kernel. Finite differences see any
-# function: for a random direction `u`, the central difference `(f(x + εu) − f(x − εu)) / 2ε` is `J·u` up to
-# O(ε²), and the **dot-product test** compares `⟨dy, J·u⟩` with `⟨backward(x, dy), u⟩ = ⟨Jᵀ·dy, u⟩` — one
-# forward pair per test, whatever the sizes. Two numbers to choose:
-# - **ε**: these forwards compute in float32 (rounding ≈ 1e-7 relative). With ε = 1e-8 (float64's habit), x + εu
-#   *is* x in float32 and the difference is noise; with ε = 1e-3 the rounding error is ~1e-4 of the result and the
-#   O(ε²) error smaller still.
-# - **the tolerance**: above that noise, below the error of a near miss (a few per cent): about 1e-3 relative to the
-#   size of the terms summed, plus the rounding of the outputs themselves — each difference carries about
-#   ε₃₂·|f(x)|/ε of noise (ε₃₂ = 2⁻²³), whatever the change Δf is, so an output that is large but moves little
-#   (a log-sum-exp) needs that term. And more than one probe: a single random direction can land where a near
-#   miss's error cancels.
+# A hand-written backward pass (a fused kernel's,
+# a custom op's) is checked against its forward pass
+# — and often the forward is a black box to autodiff: a NumPy function, a library call, a kernel.
+# Finite differences see any function:
+# for a random direction `u`, the central difference `(f(x + εu) − f(x − εu)) / 2ε` is `J·u` up to
+# O(ε²), and the **dot-product test** compares `⟨dy, J·u⟩` with `⟨backward(x, dy), u⟩ = ⟨Jᵀ·dy,
+# u⟩` — one forward pair per test, whatever the sizes.
+# Two numbers to choose:
+# - **ε**: these forwards compute in float32 (rounding ≈ 1e-7 relative).
+#   With ε = 1e-8 (float64's habit), x + εu *is* x in float32 and the difference is noise;
+#   with ε = 1e-3 the rounding error is ~1e-4 of the result and the O(ε²) error smaller still.
+# - **the tolerance**: above that noise, below the error of a near miss (a few per cent):
+#   about 1e-3 relative to the size of the terms summed,
+#   plus the rounding of the outputs themselves
+#   — each difference carries about ε₃₂·|f(x)|/ε of noise (ε₃₂ = 2⁻²³), whatever the change Δf is,
+#   so an output that is large but moves little (a log-sum-exp) needs that term.
+#   And more than one probe: a single random direction can land where a near miss's error cancels.
 #
-# And the inputs: random `x`, `dy` and `u`, with `B > 1`. Some wrong passes are right for a batch of one, on
-# constant rows, on tiny `x`, or for a symmetric `dy` (`dy = y`, the gradient of `½Σy²`, is symmetric for a Gram
-# matrix). A candidate that raises or returns the wrong shape is wrong (check the shape yourself: `np.vdot`
-# flattens its arguments).
+# And the inputs: random `x`, `dy` and `u`, with `B > 1`.
+# Some wrong passes are right for a batch of one, on constant rows, on tiny `x`,
+# or for a symmetric `dy` (`dy = y`, the gradient of `½Σy²`, is symmetric for a Gram matrix).
+# A candidate that raises or returns the wrong shape is wrong (check the shape yourself:
+# `np.vdot` flattens its arguments).
 
 # %% nbgrader={"grade": false, "grade_id": "is_correct_backward_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["is_correct_backward"].show()
@@ -283,5 +303,7 @@ lab.problems["is_correct_backward"].check(is_correct_backward, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other shapes: an answer that only handles the examples will lose those points.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test should print a ✓ line.
+# The hidden tests use other shapes:
+# an answer that only handles the examples will lose those points.

@@ -18,7 +18,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab03_datapath/lab03_datapath.ipynb)
 #
-# Companion of `course/03_simd_simt_datapath.ipynb`. Six exercises, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/03_simd_simt_datapath.ipynb`.
+# Six exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -29,14 +30,18 @@
 # | 5 | implement | a vectorized three-branch loss and its gradient, without a Python loop |
 # | 6 | diagnose | latency and bandwidth of a transfer path from noisy, interrupted runs, and the copy size they imply |
 #
-# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
-# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
-# expected and what it got; a hidden test runs randomized cases when your lab is graded. Replace
-# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+# **How this lab works.**
+# Each exercise prints its spec (`.show()`),
+# gives you a stub that says roughly how many lines the answer takes, then checks your function:
+# the visible test runs fixed cases and tells you what it expected and what it got;
+# a hidden test runs randomized cases when your lab is graded.
+# Replace `raise NotImplementedError()` with your code.
+# Use **Validate** (nbgrader's toolbar button) before you submit.
 #
-# Conventions: a processor is a dict `{"flops": FLOP/s, "bandwidth": bytes/s}` and runs work in its roofline time
-# `max(flops / proc["flops"], bytes / proc["bandwidth"])`; a link is a dict `{"bandwidth": bytes/s, "latency": s}`
-# and a copy of `b` bytes over it takes `latency + b / bandwidth`.
+# Conventions: a processor is a dict `{"flops": FLOP/s, "bandwidth":
+# bytes/s}` and runs work in its roofline time `max(flops / proc["flops"],
+# bytes / proc["bandwidth"])`; a link is a dict `{"bandwidth": bytes/s, "latency":
+# s}` and a copy of `b` bytes over it takes `latency + b / bandwidth`.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -78,12 +83,16 @@ be = gc.setup()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "place_pipeline_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — Which steps run on the GPU?
 #
-# [Seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s program is `load → to_gpu → process → to_cpu → print`, and its "complicated case" has a
-# processing step that needs the CPU in the middle. The GPU's steps may be 50× faster than the CPU's, but every
-# crossing of PCIe costs a copy of the whole array, far slower than the GPU's HBM (63 GB/s per direction for PCIe
-# 5.0 ×16 against 3.35 TB/s) and only comparable to a desktop CPU's DDR5 (two channels: 90 GB/s). The course's
-# model (`gc.datapath.offload_times`) prices *one* offload with its two copies; in a pipeline, a run of GPU steps
-# shares one copy in and one copy out. Find the best placement of every step.
+# [Article 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s program is `load →
+# to_gpu → process → to_cpu → print`,
+# and its "complicated case" has a processing step that needs the CPU in the middle.
+# The GPU's steps may be 50× faster than the CPU's,
+# but every crossing of PCIe costs a copy of the whole array,
+# far slower than the GPU's HBM (63 GB/s per direction for PCIe 5.0 ×16 against 3.35 TB/s) and only
+# comparable to a desktop CPU's DDR5 (two channels: 90 GB/s).
+# The course's model (`gc.datapath.offload_times`) prices *one* offload with its two copies;
+# in a pipeline, a run of GPU steps shares one copy in and one copy out.
+# Find the best placement of every step.
 
 # %% nbgrader={"grade": false, "grade_id": "place_pipeline_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["place_pipeline"].show()
@@ -121,14 +130,16 @@ lab.problems["place_pipeline"].check(place_pipeline, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "min_link_bandwidth_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — How fast must the link be?
 #
-# Whether offloading pays depends on the link: a vector add never pays over PCIe from a desktop (its DDR5 is
-# faster than PCIe, course §3.7), a big matrix multiply pays over almost anything. Turn the question around: for
-# one workload, CPU and GPU, what is the slowest link bandwidth at which offloading (both copies included) beats
-# the CPU? The copies' latencies do not shrink with bandwidth: if they and the GPU's own work already take the
-# CPU's time, no link is fast enough.
+# Whether offloading pays depends on the link:
+# a vector add never pays over PCIe from a desktop (its DDR5 is faster than PCIe, course §3.7),
+# a big matrix multiply pays over almost anything.
+# Turn the question around: for one workload, CPU and GPU,
+# what is the slowest link bandwidth at which offloading (both copies included) beats the CPU?
+# The copies' latencies do not shrink with bandwidth:
+# if they and the GPU's own work already take the CPU's time, no link is fast enough.
 #
-# Ties: "pays" means strictly faster, so when the latencies plus the GPU's work take *exactly* the CPU's time the
-# answer is `None`.
+# Ties: "pays" means strictly faster,
+# so when the latencies plus the GPU's work take *exactly* the CPU's time the answer is `None`.
 
 # %% nbgrader={"grade": false, "grade_id": "min_link_bandwidth_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["min_link_bandwidth"].show()
@@ -156,12 +167,16 @@ lab.problems["min_link_bandwidth"].check(min_link_bandwidth, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "chunked_map_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Bigger than device memory
 #
-# A GPU does not page its memory out to disk: an array larger than device memory raises an out-of-memory error
-# (`mem.to_device(x)` on the whole array raises it). The cure is to stream: copy a chunk in, process
-# it, copy the result out, free, repeat. `gpucourse.devmem.DeviceMemory` tracks every allocation on a budget;
-# the checker reads its peak and its copy counters. Any design that stays within the budget passes: one chunk at a
-# time as large as fits, or double buffering (the next chunk copied in while the current one is processed, course
-# §3.8 and §4.7), which needs room for both.
+# A GPU does not page its memory out to disk:
+# an array larger than device memory raises an out-of-memory error
+# (`mem.to_device(x)` on the whole array raises it).
+# The cure is to stream: copy a chunk in, process it, copy the result out, free, repeat.
+# `gpucourse.devmem.DeviceMemory` tracks every allocation on a budget;
+# the checker reads its peak and its copy counters.
+# Any design that stays within the budget passes:
+# one chunk at a time as large as fits,
+# or double buffering (the next chunk copied in while the current one is processed,
+# course §3.8 and §4.7), which needs room for both.
 
 # %% nbgrader={"grade": false, "grade_id": "chunked_map_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["chunked_map"].show()
@@ -192,11 +207,14 @@ lab.problems["chunked_map"].check(chunked_map, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "warp_layout_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — SIMT: lay the data out so that warps agree
 #
-# A warp is 32 threads that share one instruction stream. When its threads disagree on a branch, the warp runs
-# both paths one after the other, masking off the lanes that did not take the path being run (course §3.3). You
-# cannot change which items need which path, but you choose which thread processes which item: find the layout
-# whose warps issue the fewest instructions, count them, and give the fraction of lane slots doing useful work.
-# (`gpucourse.simt` runs a kernel warp by warp and counts what a layout issues; it does not choose the layout.)
+# A warp is 32 threads that share one instruction stream.
+# When its threads disagree on a branch, the warp runs both paths one after the other,
+# masking off the lanes that did not take the path being run (course §3.3).
+# You cannot change which items need which path, but you choose which thread processes which item:
+# find the layout whose warps issue the fewest instructions, count them,
+# and give the fraction of lane slots doing useful work.
+# (`gpucourse.simt` runs a kernel warp by warp and counts what a layout issues;
+# it does not choose the layout.)
 
 # %% nbgrader={"grade": false, "grade_id": "warp_layout_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_layout"].show()
@@ -234,11 +252,14 @@ lab.problems["warp_layout"].check(warp_layout, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "asym_huber_vectorized_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Vectorize a branchy loss and its gradient
 #
-# `lab.huber_loop` (print it with `import inspect; print(inspect.getsource(lab.huber_loop))`) shows the shape of
-# the problem: one Python iteration per element, with a branch. Your loss has three branches, and you return its
-# gradient too (what a training step needs). Write it as whole-array operations: every branch is computed for
-# every element and a mask picks one — exactly what a SIMD unit (and a warp) does with a branch. The checker counts
-# the Python lines your function executes and reports the speed-up.
+# `lab.huber_loop` (print it with `import inspect;
+# print(inspect.getsource(lab.huber_loop))`) shows the shape of the problem:
+# one Python iteration per element, with a branch.
+# Your loss has three branches, and you return its gradient too (what a training step needs).
+# Write it as whole-array operations:
+# every branch is computed for every element and a mask picks one
+# — exactly what a SIMD unit (and a warp) does with a branch.
+# The checker counts the Python lines your function executes and reports the speed-up.
 
 # %% nbgrader={"grade": false, "grade_id": "asym_huber_vectorized_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["asym_huber_vectorized"].show()
@@ -265,14 +286,18 @@ lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "transfer_plan_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — Diagnose a transfer path from measurements, then size a copy
 #
-# A copy costs a fixed latency plus bytes over bandwidth. Small copies measure the latency, large ones the
-# bandwidth — a single point measures neither. Fit both from a series of measurements (the kind
-# `gc.datapath.measure_h2d` produces on a GPU), then use the model: how large must a copy be to reach a given
-# fraction of the link's bandwidth? Real timings wobble by a *fraction* of themselves: a 100 ms copy is off by
-# milliseconds, a 10 µs one by a fraction of a microsecond, and a fit that weighs every point's error in seconds
-# alike is steered by the largest copies. And on a busy machine some runs are interrupted: such a run is slower,
-# never faster (course §3.7 takes the best of several runs for the same reason). You are graded against the
-# latency and bandwidth the measurements were generated from, and the size they imply.
+# A copy costs a fixed latency plus bytes over bandwidth.
+# Small copies measure the latency, large ones the bandwidth — a single point measures neither.
+# Fit both from a series of measurements (the kind `gc.datapath.measure_h2d` produces on a GPU),
+# then use the model: how large must a copy be to reach a given fraction of the link's bandwidth?
+# Real timings wobble by a *fraction* of themselves:
+# a 100 ms copy is off by milliseconds, a 10 µs one by a fraction of a microsecond,
+# and a fit that weighs every point's error in seconds alike is steered by the largest copies.
+# And on a busy machine some runs are interrupted:
+# such a run is slower, never faster
+# (course §3.7 takes the best of several runs for the same reason).
+# You are graded against the latency and bandwidth the measurements were generated from,
+# and the size they imply.
 
 # %% nbgrader={"grade": false, "grade_id": "transfer_plan_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["transfer_plan"].show()
@@ -302,6 +327,7 @@ lab.problems["transfer_plan"].check(transfer_plan, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other sizes, machines, dtypes and branch patterns: an answer that only handles the examples will lose
-# those points.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test should print a ✓ line.
+# The hidden tests use other sizes, machines, dtypes and branch patterns:
+# an answer that only handles the examples will lose those points.

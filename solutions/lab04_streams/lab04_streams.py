@@ -18,27 +18,33 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab04_streams/lab04_streams.ipynb)
 #
-# Companion of `course/04_queues_streams.ipynb`. Five exercises, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/04_queues_streams.ipynb`.
+# Five exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
-# | 1 | predict (inverse) | how long one kernel of a multi-stream schedule with events may run before the schedule misses its deadline ([seed 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s Stream 1/2/3 example) |
+# | 1 | predict (inverse) | how long one kernel of a multi-stream schedule with events may run before the schedule misses its deadline ([article 002](../../course/00_overview.ipynb#Sources-and-claims-checks)'s Stream 1/2/3 example) |
 # | 2 | implement | streams and events for a graph of copies and kernels: correct, and overlapped as far as the data allows |
 # | 3 | diagnose | a fixed version of a broken timing snippet (asynchronous dispatch, compile time, load, a coarse clock) |
 # | 4 | predict (inverse) | how many tiny launches make launch overhead dominate, for splits too large to simulate |
 # | 5 | design | a chunked copy/compute pipeline over several streams, with the fewest chunks that meet a deadline |
 #
-# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
-# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
-# expected and what it got; a hidden test runs randomized cases when your lab is graded. Replace
-# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+# **How this lab works.**
+# Each exercise prints its spec (`.show()`),
+# gives you a stub that says roughly how many lines the answer takes, then checks your function:
+# the visible test runs fixed cases and tells you what it expected and what it got;
+# a hidden test runs randomized cases when your lab is graded.
+# Replace `raise NotImplementedError()` with your code.
+# Use **Validate** (nbgrader's toolbar button) before you submit.
 #
-# Schedules are judged by the course's stream/engine model, `gc.streams.simulate` (times in µs): ops of one
-# stream run in order; ops of different streams run concurrently when the GPU has room; `waits` are events;
-# streams are spread over 8 hardware queues (CUDA's default). `gc.streams.happens_before` and `gc.streams.races`
-# tell you what your schedule guarantees. You may call all three to try your ideas; exercises 1 and 5 ask what the
-# model does not compute directly (how long an op may run, how many chunks a deadline needs). On a GPU, exercise 5
-# also runs your pipeline for real.
+# Schedules are judged by the course's stream/engine model, `gc.streams.simulate` (times in µs):
+# ops of one stream run in order; ops of different streams run concurrently when the GPU has room;
+# `waits` are events; streams are spread over 8 hardware queues (CUDA's default).
+# `gc.streams.happens_before` and `gc.streams.races` tell you what your schedule guarantees.
+# You may call all three to try your ideas;
+# exercises 1 and 5 ask what the model does not compute directly (how long an op may run,
+# how many chunks a deadline needs).
+# On a GPU, exercise 5 also runs your pipeline for real.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -80,13 +86,16 @@ be = gc.setup()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "max_duration_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — How long may one kernel take?
 #
-# The seed's example: Stream 1 runs A → B → C, Stream 2 runs D → E, Stream 3 runs F → G → H → I. Within a
-# stream, order is guaranteed; across streams, nothing is — unless an **event** says so (`waits`: record an event
-# after B in stream 1, make stream 2 wait for it before E). The makespan is set by the longest *chain* of ops
-# that wait for one another. Turn the prediction around: the schedule must end by a deadline; how long may one
-# given kernel run? A kernel on the longest chain may grow only by the deadline's margin; one off it, by more —
-# until its own chain becomes the longest. (`gc.streams.simulate` predicts a makespan for given durations; the
-# question here is the inverse.)
+# The source article's example: Stream 1 runs A → B → C, Stream 2 runs D → E,
+# Stream 3 runs F → G → H → I. Within a stream, order is guaranteed;
+# across streams, nothing is — unless an **event** says so (`waits`:
+# record an event after B in stream 1, make stream 2 wait for it before E).
+# The makespan is set by the longest *chain* of ops that wait for one another.
+# Turn the prediction around: the schedule must end by a deadline;
+# how long may one given kernel run?
+# A kernel on the longest chain may grow only by the deadline's margin;
+# one off it, by more — until its own chain becomes the longest.
+# (`gc.streams.simulate` predicts a makespan for given durations; the question here is the inverse.)
 
 # %% nbgrader={"grade": false, "grade_id": "max_duration_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_duration"].show()
@@ -136,12 +145,16 @@ lab.problems["max_duration"].check(max_duration, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "schedule_dag_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — Streams and events for a graph of copies and kernels
 #
-# A real program is not a set of independent chains: a kernel needs the copy that brought its input, a reduction
-# needs several kernels, a copy-out needs the kernel that produced the data. You get that dependency graph and
-# the order in which the host issues the tasks; you choose each task's **stream** and its **events** (`waits`).
-# Two ways to get it wrong: a dependency that nothing guarantees (a race: the answer is sometimes right), or an
-# ordering the data does not need (a task stuck behind an unrelated one in its stream, a surplus wait, a
-# stream that has to share a hardware queue) — correct, but slower. The checker wants neither.
+# A real program is not a set of independent chains:
+# a kernel needs the copy that brought its input, a reduction needs several kernels,
+# a copy-out needs the kernel that produced the data.
+# You get that dependency graph and the order in which the host issues the tasks;
+# you choose each task's **stream** and its **events** (`waits`).
+# Two ways to get it wrong: a dependency that nothing guarantees (a race:
+# the answer is sometimes right), or an ordering the data does not need
+# (a task stuck behind an unrelated one in its stream, a surplus wait,
+# a stream that has to share a hardware queue) — correct, but slower.
+# The checker wants neither.
 
 # %% nbgrader={"grade": false, "grade_id": "schedule_dag_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["schedule_dag"].show()
@@ -177,8 +190,8 @@ lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "time_call_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Fix a broken timing snippet
 #
-# A classmate timed a jitted function like this and reported that the GPU is "incredibly fast" — and, on the
-# first run, "incredibly slow":
+# A classmate timed a jitted function like this and reported that the GPU is "incredibly fast"
+# — and, on the first run, "incredibly slow":
 #
 # ```python
 # t0 = time.perf_counter()
@@ -186,14 +199,19 @@ lab.problems["schedule_dag"].check(schedule_dag, hidden=True)
 # print("f takes", time.perf_counter() - t0, "s")
 # ```
 #
-# Two bugs: the call returns as soon as the work is *queued* (the clock stops before the work is done), and the
-# first call also traces and compiles. A third trap waits on a shared machine: other programs slow some calls
-# down (never speed one up), so one measurement is not enough — take the minimum or the median of several (the
-# course's §4.4 does: "a busy machine slows some runs, never speeds one up"). And a fourth: a clock has a
-# resolution, and a call shorter than one tick reads as 0 or as a whole tick — time batches of calls queued back
-# to back (the launches then hide behind the work, §4.4). Write the fixed version. The tests run your function on
-# stand-in jitted functions with a virtual clock whose true times are known — some slowed by load, some on a
-# clock that ticks every 2 ms — then once on a real `jax.jit` function with `time.perf_counter`.
+# Two bugs: the call returns as soon as the work is *queued*
+# (the clock stops before the work is done), and the first call also traces and compiles.
+# A third trap waits on a shared machine:
+# other programs slow some calls down (never speed one up),
+# so one measurement is not enough — take the minimum or the median of several
+# (the course's §4.4 does: "a busy machine slows some runs, never speeds one up").
+# And a fourth: a clock has a resolution,
+# and a call shorter than one tick reads as 0 or as a whole tick
+# — time batches of calls queued back to back (the launches then hide behind the work, §4.4).
+# Write the fixed version.
+# The tests run your function on stand-in jitted functions with a virtual clock whose true times are
+# known — some slowed by load, some on a clock that ticks every 2 ms
+# — then once on a real `jax.jit` function with `time.perf_counter`.
 
 # %% nbgrader={"grade": false, "grade_id": "time_call_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["time_call"].show()
@@ -232,15 +250,23 @@ lab.problems["time_call"].check(time_call, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "launches_to_dominate_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — How many tiny launches make overhead dominate?
 #
-# [Seed 000](../../course/00_overview.ipynb#Sources-and-claims-checks): a launch costs "3–5 µs", so a 1 µs
-# kernel is dominated by it. The course's §4.4 splits that cost in two: the latency (paid once, by the first kernel
-# of an idle queue) and the host's time per launch, which limits back-to-back kernels. This exercise is about the second: the
-# host queues launches while the GPU works, and as long as each kernel runs longer than a launch takes, the queue
-# never runs dry. Split a fixed amount of work into more and more kernels and find where the GPU starts idling
-# more than it works. `streams.CommandQueue` runs one split launch by launch — try it on small splits — but the
-# tests split seconds to minutes of work, where N reaches millions to hundreds of millions: derive the makespan
-# T(N) in closed form (both regimes: the GPU is the bottleneck, or the host is) and invert it. Ties: where T(N)
-# is exactly 2·work_us the GPU idles exactly as long as it works — not *more*, so that N does not count yet.
+# [Article 000](../../course/00_overview.ipynb#Sources-and-claims-checks):
+# a launch costs "3–5 µs", so a 1 µs kernel is dominated by it.
+# The course's §4.4 splits that cost in two:
+# the latency (paid once, by the first kernel of an idle queue) and the host's time per launch,
+# which limits back-to-back kernels.
+# This exercise is about the second:
+# the host queues launches while the GPU works,
+# and as long as each kernel runs longer than a launch takes, the queue never runs dry.
+# Split a fixed amount of work into more and more kernels and find where the GPU starts idling more
+# than it works.
+# `streams.CommandQueue` runs one split launch by launch — try it on small splits
+# — but the tests split seconds to minutes of work,
+# where N reaches millions to hundreds of millions:
+# derive the makespan T(N) in closed form (both regimes:
+# the GPU is the bottleneck, or the host is) and invert it.
+# Ties: where T(N) is exactly 2·work_us the GPU idles exactly as long as it works — not *more*,
+# so that N does not count yet.
 
 # %% nbgrader={"grade": false, "grade_id": "launches_to_dominate_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["launches_to_dominate"].show()
@@ -273,16 +299,21 @@ lab.problems["launches_to_dominate"].check(launches_to_dominate, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fewest_chunks_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — The fewest chunks that meet a deadline
 #
-# Copy everything, compute, copy back: the copy engines and the SMs take turns and two of the three idle at any
-# moment. Cut the data into chunks and spread them over streams: while chunk 1 is computed, chunk 2 is being
-# copied in and chunk 0 copied out. (On a real GPU this needs **pinned** host memory: copies from pageable
-# memory are staged by the driver and do not overlap.) Chunk i goes to stream i % n_streams, so a stream's next
-# copy-in waits for its last copy-out: at most n_streams chunks sit in device memory at once — the pattern to use
-# when memory is tight (course §4.7 shows another one, a stream per engine, which does not bound it).
+# Copy everything, compute, copy back:
+# the copy engines and the SMs take turns and two of the three idle at any moment.
+# Cut the data into chunks and spread them over streams:
+# while chunk 1 is computed, chunk 2 is being copied in and chunk 0 copied out.
+# (On a real GPU this needs **pinned** host memory:
+# copies from pageable memory are staged by the driver and do not overlap.) Chunk i goes to stream i
+# % n_streams, so a stream's next copy-in waits for its last copy-out:
+# at most n_streams chunks sit in device memory at once
+# — the pattern to use when memory is tight (course §4.7 shows another one, a stream per engine,
+# which does not bound it).
 #
-# More chunks overlap more, but every op costs the host a launch (§4.4): past some count the launches cost more
-# than the overlap gains. Build the pipeline with `streams.Op`, time it with `streams.simulate(ops,
-# launch_us=...)`, and find the smallest chunk count that meets the deadline.
+# More chunks overlap more, but every op costs the host a launch (§4.4):
+# past some count the launches cost more than the overlap gains.
+# Build the pipeline with `streams.Op`, time it with `streams.simulate(ops, launch_us=...)`,
+# and find the smallest chunk count that meets the deadline.
 
 # %% nbgrader={"grade": false, "grade_id": "fewest_chunks_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fewest_chunks"].show()
@@ -338,5 +369,7 @@ except NotImplementedError:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other schedules, sizes and clocks: an answer that only handles the examples will lose those points.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test should print a ✓ line.
+# The hidden tests use other schedules, sizes and clocks:
+# an answer that only handles the examples will lose those points.

@@ -18,7 +18,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab05_kernels/lab05_kernels.ipynb)
 #
-# Companion of `course/05_grids_blocks_warps.ipynb`. Seven exercises, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/05_grids_blocks_warps.ipynb`.
+# Seven exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -30,14 +31,19 @@
 # | 6 | diagnose | regroup a data-dependent loop so each warp's lanes do similar work: SIMT efficiency ≥ 80 %, accesses still coalesced |
 # | 7 | predict, measure | waves and the tail-effect slowdown of a grid on an H100's 132 SMs, then measured on a pool of slots |
 #
-# **How kernels are graded.** You write `@cuda.jit` kernels (`cuda` is numba-cuda on a GPU; without one, the
-# course's executor with numba-cuda's API). The checker runs your kernel on the course's *instrumented* SIMT executor
-# (`gpucourse.simt`), which reports per thread how often it read and wrote global and shared memory, per warp how
-# many lanes were active in each step (SIMT efficiency), every data race, every `syncthreads()` only part of a
-# block reaches, and every use of shared memory no thread wrote — deterministically, on every machine. On a GPU
-# your kernel also runs on the device and must agree. Hidden tests use sizes that are not multiples of the block.
+# **How kernels are graded.**
+# You write `@cuda.jit` kernels (`cuda` is numba-cuda on a GPU;
+# without one, the course's executor with numba-cuda's API).
+# The checker runs your kernel on the course's *instrumented* SIMT executor (`gpucourse.simt`),
+# which reports per thread how often it read and wrote global and shared memory,
+# per warp how many lanes were active in each step (SIMT efficiency), every data race,
+# every `syncthreads()` only part of a block reaches,
+# and every use of shared memory no thread wrote — deterministically, on every machine.
+# On a GPU your kernel also runs on the device and must agree.
+# Hidden tests use sizes that are not multiples of the block.
 #
-# Replace `raise NotImplementedError()` with your code. Use **Validate** before you submit.
+# Replace `raise NotImplementedError()` with your code.
+# Use **Validate** before you submit.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -85,10 +91,11 @@ REGROUP_BLOCK = lab.REGROUP_BLOCK  # 256 threads per block, one tile of 256 elem
 # %% [markdown] nbgrader={"grade": false, "grade_id": "scale_shift_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — A map with a guard
 #
-# One thread per element: thread `i = cuda.grid(1)` (= `blockIdx.x * blockDim.x + threadIdx.x`) handles `x[i]`.
-# The grid is rounded *up* to whole blocks, so the last block has threads past the end of the array. Without a
-# guard they read and write out of bounds — on a GPU that silently corrupts memory, or faults with an illegal
-# address (or crashes later); here it is reported.
+# One thread per element: thread `i = cuda.grid(1)`
+# (= `blockIdx.x * blockDim.x + threadIdx.x`) handles `x[i]`.
+# The grid is rounded *up* to whole blocks, so the last block has threads past the end of the array.
+# Without a guard they read and write out of bounds — on a GPU that silently corrupts memory,
+# or faults with an illegal address (or crashes later); here it is reported.
 
 # %% nbgrader={"grade": false, "grade_id": "scale_shift_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_shift"].show()
@@ -115,11 +122,15 @@ lab.problems["scale_shift"].check(scale_shift, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ramp_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — 2-D indexing, coalesced
 #
-# `cuda.grid(2)` returns `(x, y)`. A warp is 32 *consecutive* threads of a block, counted with `threadIdx.x`
-# fastest: with (16, 8) blocks a warp is 16 threads along x by 2 along y. If x walks along a row (the contiguous
-# axis of a row-major array), the warp reads 16 neighbouring float32s (64 bytes) of each of its 2 rows: 4 32-byte
-# sectors per request. If x walks down a column, its 16 x-lanes read 16 different rows, a sector each (its 2
-# y-lanes read neighbouring columns of one row: the same sector): 16 sectors per request, 4× as many.
+# `cuda.grid(2)` returns `(x, y)`.
+# A warp is 32 *consecutive* threads of a block, counted with `threadIdx.x` fastest:
+# with (16, 8) blocks a warp is 16 threads along x by 2 along y.
+# If x walks along a row (the contiguous axis of a row-major array),
+# the warp reads 16 neighbouring float32s (64 bytes) of each of its 2 rows:
+# 4 32-byte sectors per request.
+# If x walks down a column, its 16 x-lanes read 16 different rows,
+# a sector each (its 2 y-lanes read neighbouring columns of one row: the same sector):
+# 16 sectors per request, 4× as many.
 
 # %% nbgrader={"grade": false, "grade_id": "ramp_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["ramp_2d"].show()
@@ -146,13 +157,18 @@ lab.problems["ramp_2d"].check(ramp_2d, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "block_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — A block-level reduction in shared memory
 #
-# Shared memory (공유 메모리) is per block and fast; `cuda.syncthreads()` makes every thread of the block wait
-# until all have arrived, so what one thread wrote before the barrier is visible to all after it. The classic
-# tree halves the number of working threads each level. *Which* threads work matters. `if tid % (2*stride) == 0`
-# (interleaved) keeps a few lanes busy in *every* warp while `stride < 32`: all four warps split at each of those five
-# levels; at stride 32 one lane each of warps 0 and 2 works, at stride 64 one lane of warp 0 (those warps split,
-# the others idle whole) — 20 + 2 + 1 = 23 warp splits per block of 128. `if tid < stride` (sequential) keeps whole warps busy or idle while
-# `stride >= 32` (no warp splits), and only below 32 does the one remaining warp split: 5 per block.
+# Shared memory (공유 메모리) is per block and fast;
+# `cuda.syncthreads()` makes every thread of the block wait until all have arrived,
+# so what one thread wrote before the barrier is visible to all after it.
+# The classic tree halves the number of working threads each level.
+# *Which* threads work matters.
+# `if tid % (2*stride) == 0` (interleaved) keeps a few lanes busy in *every* warp while `stride <
+# 32`: all four warps split at each of those five levels;
+# at stride 32 one lane each of warps 0 and 2 works,
+# at stride 64 one lane of warp 0 (those warps split,
+# the others idle whole) — 20 + 2 + 1 = 23 warp splits per block of 128.
+# `if tid < stride` (sequential) keeps whole warps busy or idle while `stride >= 32`
+# (no warp splits), and only below 32 does the one remaining warp split: 5 per block.
 
 # %% nbgrader={"grade": false, "grade_id": "block_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_sum"].show()
@@ -189,20 +205,29 @@ lab.problems["block_sum"].check(block_sum, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "tiled_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — A register-blocked matmul with rectangular tiles
 #
-# §5.7's tiled kernel cut global reads from `2k` to `2·ceil(k/TILE)` per thread, but each product still costs two
-# shared-memory reads (`sA[ty, j]` and `sB[j, tx]`): two words loaded from shared memory per multiply-add, and in
-# its machine code more shared-memory load instructions than multiply-adds (the last cell prints the counts). Real
-# GEMM kernels take the next step, **register blocking**: each thread computes several outputs and reuses each value
-# it loaded from shared memory for all of them. Here a thread computes *two* outputs of one column, rows `ty` and
-# `ty + 8`: per `j` it reads `sA[ty, j]`, `sA[ty + 8, j]` and `sB[j, tx]` once — 3 shared reads for 2 products
-# instead of 4 — and the block needs half the threads (16 × 8 for a 16 × 16 tile of `C`). The k axis is cut into
-# slabs of `TK = 8`, so the A tile is 16 × 8 and the B tile 8 × 16: neither has the block's shape. The B slab maps
-# onto the threads as is; for the A slab, number the threads `t = ty * 16 + tx` and let thread `t` load element
-# `(t // 8, t % 8)`, so a warp's 32 loads are 4 runs of 8 neighbouring floats (coalesced; `sA[tx, ty]` would read
-# down 16 rows). Keep both `cuda.syncthreads()`, guard every load (0.0 outside A and B) and both stores — `m`, `k` and `n`
-# are not multiples of the tiles, and the second row `ty + 8` can fall outside `C` when the first does not. Start
-# the two accumulators at `np.float32(0.0)`: the last cell shows what `0.0` (a float64 in numba) costs in the
-# machine code.
+# §5.7's tiled kernel cut global reads from `2k` to `2·ceil(k/TILE)` per thread,
+# but each product still costs two shared-memory reads (`sA[ty, j]` and `sB[j, tx]`):
+# two words loaded from shared memory per multiply-add,
+# and in its machine code more shared-memory load instructions than multiply-adds
+# (the last cell prints the counts).
+# Real GEMM kernels take the next step, **register blocking**:
+# each thread computes several outputs and reuses each value it loaded from shared memory for all of
+# them.
+# Here a thread computes *two* outputs of one column, rows `ty` and `ty + 8`:
+# per `j` it reads `sA[ty, j]`, `sA[ty + 8, j]` and `sB[j,
+# tx]` once — 3 shared reads for 2 products instead of 4
+# — and the block needs half the threads (16 × 8 for a 16 × 16 tile of `C`).
+# The k axis is cut into slabs of `TK = 8`, so the A tile is 16 × 8 and the B tile 8 × 16:
+# neither has the block's shape.
+# The B slab maps onto the threads as is;
+# for the A slab, number the threads `t = ty * 16 + tx` and let thread `t` load element `(t // 8,
+# t % 8)`, so a warp's 32 loads are 4 runs of 8 neighbouring floats (coalesced;
+# `sA[tx, ty]` would read down 16 rows).
+# Keep both `cuda.syncthreads()`, guard every load (0.0 outside A and B) and both stores — `m`,
+# `k` and `n` are not multiples of the tiles,
+# and the second row `ty + 8` can fall outside `C` when the first does not.
+# Start the two accumulators at `np.float32(0.0)`:
+# the last cell shows what `0.0` (a float64 in numba) costs in the machine code.
 
 # %% nbgrader={"grade": false, "grade_id": "tiled_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["tiled_matmul"].show()
@@ -252,15 +277,19 @@ lab.problems["tiled_matmul"].check(tiled_matmul, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "max_registers_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — How many registers may a thread use?
 #
-# An SM keeps a block resident only if it has room for all of it at once: its warps, its registers and its
-# shared memory. §5.3's model, `gc.occupancy.occupancy` (NVIDIA's `cuda_occupancy.h`, rule by rule), answers the
-# forward question: *with r registers per thread, how many blocks fit?* A kernel author usually faces the inverse
-# one: *the kernel must keep 3 blocks per SM resident to hide its memory latency — how many registers may the
-# compiler give each thread?* That is what `__launch_bounds__(threads, min_blocks)` asks nvcc for, and what a
-# register cap (`-maxrregcount`) sets. Answer it with the model: find the largest register count that still keeps
-# the target, and say what limits the resident blocks there — or that no register count can reach it.
-# Remember how registers are granted (per warp, in units of 256, from one of four sub-partitions), and check your
-# function on the register count one past your answer.
+# An SM keeps a block resident only if it has room for all of it at once:
+# its warps, its registers and its shared memory.
+# §5.3's model, `gc.occupancy.occupancy` (NVIDIA's `cuda_occupancy.h`, rule by rule),
+# answers the forward question: *with r registers per thread, how many blocks fit?*
+# A kernel author usually faces the inverse one:
+# *the kernel must keep 3 blocks per SM resident to hide its memory latency
+# — how many registers may the compiler give each thread?*
+# That is what `__launch_bounds__(threads, min_blocks)` asks nvcc for,
+# and what a register cap (`-maxrregcount`) sets.
+# Answer it with the model: find the largest register count that still keeps the target,
+# and say what limits the resident blocks there — or that no register count can reach it.
+# Remember how registers are granted (per warp, in units of 256, from one of four sub-partitions),
+# and check your function on the register count one past your answer.
 
 # %% nbgrader={"grade": false, "grade_id": "max_registers_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["max_registers"].show()
@@ -292,17 +321,22 @@ lab.problems["max_registers"].check(max_registers, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "halvings_regrouped_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — Diagnose and fix a divergent loop
 #
-# A short `if/else` is often no divergence at all on a real GPU: the compiler if-converts it into both sides plus a
-# select (`FSEL`/`SEL`), with no branch. A loop whose trip count depends on the data cannot be if-converted: the
-# warp keeps issuing the loop body until its *last* lane is done, finished lanes masked off, and the SASS shows the
-# branch and the reconvergence (`BSSY`/`BSYNC`) around it. The kernel below halves each element until it is at
-# most 1 and counts the halvings: elements around 2 take one or two trips, elements around 10⁴ take fourteen.
-# When a warp mixes both, its short lanes idle through the long ones' trips. Run it through the instrumented
-# executor to see its SIMT efficiency and its sectors per request, then write `halvings_regrouped`: same output,
-# same launch, each warp's lanes given elements of similar work — without giving up the contiguous global
-# accesses (the checker counts the sectors of `x` and `out` too). `lab.tile_order(x)` is the per-tile sort by
-# work the host prepared for you, longest loop first (so the partly empty last warp of a tile gets the shortest
-# loops); shared memory is the place to regroup.
+# A short `if/else` is often no divergence at all on a real GPU:
+# the compiler if-converts it into both sides plus a select (`FSEL`/`SEL`), with no branch.
+# A loop whose trip count depends on the data cannot be if-converted:
+# the warp keeps issuing the loop body until its *last* lane is done, finished lanes masked off,
+# and the SASS shows the branch and the reconvergence (`BSSY`/`BSYNC`) around it.
+# The kernel below halves each element until it is at most 1 and counts the halvings:
+# elements around 2 take one or two trips, elements around 10⁴ take fourteen.
+# When a warp mixes both, its short lanes idle through the long ones' trips.
+# Run it through the instrumented executor to see its SIMT efficiency and its sectors per request,
+# then write `halvings_regrouped`: same output, same launch,
+# each warp's lanes given elements of similar work
+# — without giving up the contiguous global accesses
+# (the checker counts the sectors of `x` and `out` too).
+# `lab.tile_order(x)` is the per-tile sort by work the host prepared for you,
+# longest loop first (so the partly empty last warp of a tile gets the shortest loops);
+# shared memory is the place to regroup.
 
 # %% nbgrader={"grade": false, "grade_id": "halvings_regrouped_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @cuda.jit
@@ -364,10 +398,12 @@ lab.problems["halvings_regrouped"].check(halvings_regrouped, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "wave_prediction_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — Predict, measure, explain: wave quantization
 #
-# Occupancy (§5.3's model, exercise 5) says how many blocks one SM holds at once; an H100 SXM has 132 SMs, so one
-# *wave* is 132 × blocks-per-SM blocks. A grid that needs one block more than a whole number of waves runs a last wave with
-# almost every SM idle — and that wave costs as long as a full one (NVIDIA calls this wave quantization, the tail
-# effect). **Predict** first: write `wave_prediction` from the spec below.
+# Occupancy (§5.3's model, exercise 5) says how many blocks one SM holds at once;
+# an H100 SXM has 132 SMs, so one *wave* is 132 × blocks-per-SM blocks.
+# A grid that needs one block more than a whole number of waves runs a last wave with almost every
+# SM idle — and that wave costs as long as a full one (NVIDIA calls this wave quantization,
+# the tail effect).
+# **Predict** first: write `wave_prediction` from the spec below.
 
 # %% nbgrader={"grade": false, "grade_id": "wave_prediction_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["wave_prediction"].show()
@@ -391,10 +427,12 @@ lab.problems["wave_prediction"].check(wave_prediction, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "wave_prediction_measure_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# **Measure.** This machine may have no GPU, but the quantization belongs to any pool of slots that each run one
-# block at a time and take the next when free — the block scheduler's rule. `waves.measured_waves` runs `n` equal
-# blocks (each a 50 ms sleep, so a busy CPU does not distort it) on 4 worker threads, a toy GPU of 4 SMs × 1
-# block, and prints the time in units of one block, best of 3, next to your prediction.
+# **Measure.**
+# This machine may have no GPU, but the quantization belongs to any pool of slots that each run one
+# block at a time and take the next when free — the block scheduler's rule.
+# `waves.measured_waves` runs `n` equal blocks (each a 50 ms sleep,
+# so a busy CPU does not distort it) on 4 worker threads, a toy GPU of 4 SMs × 1 block,
+# and prints the time in units of one block, best of 3, next to your prediction.
 
 # %% nbgrader={"grade": false, "grade_id": "wave_prediction_measure", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from gpucourse import waves
@@ -417,21 +455,29 @@ for n in (133, 10):
     print(f"{n} blocks on an H100 at 1 per SM: your prediction (waves, slowdown): {predicted}")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "wave_prediction_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# **Explain.** 5 blocks take as long as 8 (the printed waves above): the fifth block runs alone while three slots
-# idle. Under the model of the spec (equal blocks, resident blocks not slowing each other), an H100 does the same
-# at 132 × blocks-per-SM: a grid of 133 blocks at 1 block per SM needs a second wave for one block, and your
-# printed slowdown for it is close to 2 — a prediction of the model, which real blocks of unequal length only
-# approximate. A grid smaller than one wave is different: 10 blocks take one block time whatever happens, and
-# their large printed slowdown says how many of the slots idle — only more, smaller blocks would use them. The cure for the
-# tail is to size the grid (or the tile, or a persistent kernel's loop) to a whole number of waves — or so many
-# waves that the tail is small.
+# **Explain.**
+# 5 blocks take as long as 8 (the printed waves above):
+# the fifth block runs alone while three slots idle.
+# Under the model of the spec (equal blocks, resident blocks not slowing each other),
+# an H100 does the same at 132 × blocks-per-SM:
+# a grid of 133 blocks at 1 block per SM needs a second wave for one block,
+# and your printed slowdown for it is close to 2 — a prediction of the model,
+# which real blocks of unequal length only approximate.
+# A grid smaller than one wave is different:
+# 10 blocks take one block time whatever happens,
+# and their large printed slowdown says how many of the slots idle — only more,
+# smaller blocks would use them.
+# The cure for the tail is to size the grid (or the tile,
+# or a persistent kernel's loop) to a whole number of waves
+# — or so many waves that the tail is small.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pictures_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## What your kernels did
 #
-# Which block wrote each element (exercise 1 and 2), which warp wrote each output of the regrouped kernel (exercise 6:
-# warps still write contiguous runs — the regrouping happened in shared memory), and which block computed each element
-# of `C` (exercise 4).
+# Which block wrote each element (exercise 1 and 2),
+# which warp wrote each output of the regrouped kernel (exercise 6:
+# warps still write contiguous runs — the regrouping happened in shared memory),
+# and which block computed each element of `C` (exercise 4).
 
 # %% nbgrader={"grade": false, "grade_id": "pictures", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import matplotlib.pyplot as plt
@@ -456,36 +502,49 @@ plt.show()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "machine_code_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## What the compiler made of your kernels (not graded)
 #
-# The cell below compiles **your** `tiled_matmul` and `halvings_regrouped` the way a GPU run would — numba-cuda's
-# `compile_ptx` (NVVM) to PTX, NVIDIA's `ptxas` to an sm_90 (Hopper) cubin, `nvdisasm` to SASS — next to §5.7's
-# one-output kernel (as §5.7 writes it, and with `acc = 0.0`), the given `halvings_divergent` and a short if/else,
-# with no GPU needed (`gpucourse.toolchain`, one child process, ~15 s). It skips itself while nbgrader grades, and
-# when NVIDIA's compiler wheels are missing.
+# The cell below compiles **your** `tiled_matmul` and `halvings_regrouped` the way a GPU run would
+# — numba-cuda's `compile_ptx` (NVVM) to PTX, NVIDIA's `ptxas` to an sm_90 (Hopper) cubin,
+# `nvdisasm` to SASS — next to §5.7's one-output kernel (as §5.7 writes it, and with `acc = 0.0`),
+# the given `halvings_divergent` and a short if/else, with no GPU needed (`gpucourse.toolchain`,
+# one child process, ~15 s).
+# It skips itself while nbgrader grades, and when NVIDIA's compiler wheels are missing.
 #
-# - **Register blocking in the machine code.** The `j` loop has a constant trip count (`TK`), so it is unrolled;
-#   the `k` loop's trip count is known only at run time, so it is not fully unrolled — but the compiler may still
-#   copy its body a few times (§5.7's float32 kernel below prints a multiple of 8 products, several k steps), so
-#   compare *per product*. Your kernel issues `2·TK` multiply-adds per step for `3·TK` words read from shared
-#   memory (the executor's 3 shared reads per k); §5.7's issues `TILE` multiply-adds for `2·TILE` words. The
-#   compiler also *vectorizes*: a row of `sA` is contiguous, so `sA[ty, 0..7]` becomes two 128-bit `LDS.128` loads
-#   (four floats each), while `sB[j, tx]` walks down a column, one 32-bit `LDS` per element. Fewer shared-memory
-#   instructions per FMA is the point of register blocking.
-# - **The accumulator's type.** §5.7 starts its accumulator at `np.float32(0.0)`: one `FFMA` per product.
-#   Written `acc = 0.0` (the third kernel below), numba types the accumulator float64: each product is a
-#   float32 `FMUL`, a conversion `F2F.F64.F32` and a float64 `DADD` (FP64 runs at half the FP32 rate on an H100
-#   SXM, and a fraction of it on consumer GPUs). The same typing rule costs two more conversions per k step in that
-#   kernel (its 10 `F2F.F64.F32` = 8 products + 2), and in yours if its loads end `else 0.0`:
-#   `A[...] if ... else 0.0` mixes a float32 with a float64 literal, so the loaded value is widened to float64 and
-#   narrowed back (`F2F.F32.F64`) before its `STS`; `else np.float32(0.0)` removes them. Outside the `j` loop they
-#   would be 4 instructions per 16 FMAs — small, but the same trap.
-# - **A divergent branch the compiler removes, and one it cannot.** The short if/else on `i % 2` has no branch left:
-#   both sides are computed (`DFMA`, `DMUL`) and two `FSEL` (one per 32-bit half of the float64) pick per lane; its
-#   two `SEL` belong to Python's `%` (the sign fix for a negative `i`), not to the if/else. The one `BRA` it prints
-#   is the self-loop after `EXIT` that ends every SASS function, never reached. The data-dependent loop of
-#   `halvings_divergent` keeps a conditional back edge (`@P0 BRA`) inside a `BSSY`/`BSYNC` pair, where the warp's
-#   lanes reconverge (sm_70+). Your regrouped kernel still has that loop and that branch: regrouping removed the
-#   divergence at run time — which lanes share a warp — not an instruction. The executor's SIMT efficiency in your
-#   check line is the number that changed.
+# - **Register blocking in the machine code.**
+#   The `j` loop has a constant trip count (`TK`), so it is unrolled;
+#   the `k` loop's trip count is known only at run time,
+#   so it is not fully unrolled — but the compiler may still copy its body a few times
+#   (§5.7's float32 kernel below prints a multiple of 8 products, several k steps),
+#   so compare *per product*.
+#   Your kernel issues `2·TK` multiply-adds per step for `3·TK` words read from shared memory
+#   (the executor's 3 shared reads per k); §5.7's issues `TILE` multiply-adds for `2·TILE` words.
+#   The compiler also *vectorizes*: a row of `sA` is contiguous, so `sA[ty,
+#   0..7]` becomes two 128-bit `LDS.128` loads (four floats each), while `sB[j,
+#   tx]` walks down a column, one 32-bit `LDS` per element.
+#   Fewer shared-memory instructions per FMA is the point of register blocking.
+# - **The accumulator's type.**
+#   §5.7 starts its accumulator at `np.float32(0.0)`: one `FFMA` per product.
+#   Written `acc = 0.0` (the third kernel below), numba types the accumulator float64:
+#   each product is a float32 `FMUL`,
+#   a conversion `F2F.F64.F32` and a float64 `DADD` (FP64 runs at half the FP32 rate on an H100 SXM,
+#   and a fraction of it on consumer GPUs).
+#   The same typing rule costs two more conversions per k step in that kernel
+#   (its 10 `F2F.F64.F32` = 8 products + 2), and in yours if its loads end `else 0.0`:
+#   `A[...] if ... else 0.0` mixes a float32 with a float64 literal,
+#   so the loaded value is widened to float64 and narrowed back (`F2F.F32.F64`) before its `STS`;
+#   `else np.float32(0.0)` removes them.
+#   Outside the `j` loop they would be 4 instructions per 16 FMAs — small, but the same trap.
+# - **A divergent branch the compiler removes, and one it cannot.**
+#   The short if/else on `i % 2` has no branch left:
+#   both sides are computed (`DFMA`, `DMUL`) and two `FSEL`
+#   (one per 32-bit half of the float64) pick per lane;
+#   its two `SEL` belong to Python's `%` (the sign fix for a negative `i`), not to the if/else.
+#   The one `BRA` it prints is the self-loop after `EXIT` that ends every SASS function,
+#   never reached.
+#   The data-dependent loop of `halvings_divergent` keeps a conditional back edge
+#   (`@P0 BRA`) inside a `BSSY`/`BSYNC` pair, where the warp's lanes reconverge (sm_70+).
+#   Your regrouped kernel still has that loop and that branch:
+#   regrouping removed the divergence at run time — which lanes share a warp — not an instruction.
+#   The executor's SIMT efficiency in your check line is the number that changed.
 
 # %% nbgrader={"grade": false, "grade_id": "machine_code", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import os
@@ -544,5 +603,6 @@ else:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test prints a ✓ line with what the
-# instrumented executor measured. The hidden tests use other sizes, none a multiple of the block.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test prints a ✓ line with what the instrumented executor measured.
+# The hidden tests use other sizes, none a multiple of the block.

@@ -18,9 +18,11 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab05b_kernel_puzzles/lab05b_kernel_puzzles.ipynb)
 #
-# Companion of `course/05_grids_blocks_warps.ipynb`, before lab 5's performance exercises. Kernel puzzles,
-# from a one-line map to a softmax: GPU-Puzzles' set (the tiled matmul is lab 5's exercise 4) plus a coalesced
-# transpose, warp shuffles, a ballot, atomics and a softmax. 3 points each (1 visible test, 2 hidden).
+# Companion of `course/05_grids_blocks_warps.ipynb`, before lab 5's performance exercises.
+# Kernel puzzles, from a one-line map to a softmax:
+# GPU-Puzzles' set (the tiled matmul is lab 5's exercise 4) plus a coalesced transpose,
+# warp shuffles, a ballot, atomics and a softmax.
+# 3 points each (1 visible test, 2 hidden).
 #
 # <!-- exercise table -->
 # | # | puzzle |
@@ -45,25 +47,35 @@
 # | 18 | Softmax rows |
 # <!-- end exercise table -->
 #
-# **Budgets.** Each puzzle states a budget (global reads and writes per thread, shared memory per block, sectors
-# per request, SIMT efficiency, bank conflicts, atomics), and the checker enforces it on the course's instrumented
-# executor (`gpucourse.simt`): a right answer over budget fails, with the budget and by how much. Races that
-# change a value, a `cuda.syncthreads()` only part of a block reaches, and reads of memory nobody wrote always fail
-# (two threads storing the same value to one address, unordered, are counted on the passing line: under CUDA's memory
-# model that is still a race, whatever the values). Hidden tests use
-# other sizes (one element, exactly one block, not a multiple of the block) and adversarial values.
+# **Budgets.**
+# Each puzzle states a budget (global reads and writes per thread, shared memory per block,
+# sectors per request, SIMT efficiency, bank conflicts, atomics),
+# and the checker enforces it on the course's instrumented executor (`gpucourse.simt`):
+# a right answer over budget fails, with the budget and by how much.
+# Races that change a value, a `cuda.syncthreads()` only part of a block reaches,
+# and reads of memory nobody wrote always fail (two threads storing the same value to one address,
+# unordered, are counted on the passing line:
+# under CUDA's memory model that is still a race, whatever the values).
+# Hidden tests use other sizes (one element, exactly one block,
+# not a multiple of the block) and adversarial values.
 #
-# **Pictures.** After each puzzle, `diagram` draws what *your* kernel did — which thread of which block read and
-# wrote each element — from the executor's log, beside which outputs came out right, wrong or never written, and
-# the check's first failure on that case in red above it (the same message the check prints).
+# **Pictures.**
+# After each puzzle, `diagram` draws what *your* kernel did
+# — which thread of which block read and wrote each element — from the executor's log,
+# beside which outputs came out right, wrong or never written,
+# and the check's first failure on that case in red above it (the same message the check prints).
 #
-# **GPU.** `cuda` is numba-cuda on a GPU; without one, the executor with numba-cuda's API. On a GPU every check
-# also runs your kernel on the device and compares. The executor refuses some array methods numba-cuda compiles
-# (for example `.reshape`, `.transpose()`, `.flat`, `.sum()`, `np.sum`) and says so in its message: write the index
-# arithmetic. At the end, the PTX and SASS
-# of *your* transpose and warp reduction (no GPU needed): what padding the tile changed in the machine code.
+# **GPU.**
+# `cuda` is numba-cuda on a GPU; without one, the executor with numba-cuda's API.
+# On a GPU every check also runs your kernel on the device and compares.
+# The executor refuses some array methods numba-cuda compiles (for example `.reshape`,
+# `.transpose()`, `.flat`, `.sum()`, `np.sum`) and says so in its message:
+# write the index arithmetic.
+# At the end, the PTX and SASS of *your* transpose and warp reduction (no GPU needed):
+# what padding the tile changed in the machine code.
 #
-# Replace `raise NotImplementedError()` with your code. Use **Validate** before you submit.
+# Replace `raise NotImplementedError()` with your code.
+# Use **Validate** before you submit.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -112,7 +124,9 @@ POOL_SLOTS, CONV_SLOTS, TILE_PAD = lab.POOL_SLOTS, lab.CONV_SLOTS, lab.TILE_PAD
 # %% [markdown] nbgrader={"grade": false, "grade_id": "map_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 1 — Map
 #
-# The smallest kernel: every thread is handed its position in the block (`cuda.threadIdx.x`) and does one element. The budget counts how often each thread touched global memory.
+# The smallest kernel: every thread is handed its position in the block
+# (`cuda.threadIdx.x`) and does one element.
+# The budget counts how often each thread touched global memory.
 
 # %% nbgrader={"grade": false, "grade_id": "map_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_add"].show()
@@ -170,7 +184,10 @@ lab.problems["zip_add"].diagram(zip_add)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "map_guard_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 3 — Guard
 #
-# Launches come in whole blocks, so there are usually more threads than elements. The extra threads must not touch memory: on a GPU an out-of-bounds access may silently corrupt memory, or fault at once with an illegal address (or crash later); the executor stops at the line.
+# Launches come in whole blocks, so there are usually more threads than elements.
+# The extra threads must not touch memory:
+# on a GPU an out-of-bounds access may silently corrupt memory,
+# or fault at once with an illegal address (or crash later); the executor stops at the line.
 
 # %% nbgrader={"grade": false, "grade_id": "map_guard_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_guard"].show()
@@ -200,7 +217,8 @@ lab.problems["map_guard"].diagram(map_guard)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "map_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 4 — Map 2-D
 #
-# Blocks can be 2-D. `threadIdx.x` varies fastest inside a warp, so it belongs on the contiguous axis of a row-major array (the columns).
+# Blocks can be 2-D. `threadIdx.x` varies fastest inside a warp,
+# so it belongs on the contiguous axis of a row-major array (the columns).
 
 # %% nbgrader={"grade": false, "grade_id": "map_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_2d"].show()
@@ -231,7 +249,8 @@ lab.problems["map_2d"].diagram(map_2d)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "broadcast_add_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 5 — Broadcast
 #
-# Each thread combines one element of a column vector with one of a row vector — NumPy's broadcasting, as threads.
+# Each thread combines one element of a column vector with one of a row vector
+# — NumPy's broadcasting, as threads.
 
 # %% nbgrader={"grade": false, "grade_id": "broadcast_add_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["broadcast_add"].show()
@@ -262,7 +281,9 @@ lab.problems["broadcast_add"].diagram(broadcast_add)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "map_blocks_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 6 — Blocks
 #
-# Now a block is smaller than the array: several blocks, each of which knows its own number (`cuda.blockIdx.x`) and size (`cuda.blockDim.x`).
+# Now a block is smaller than the array:
+# several blocks, each of which knows its own number (`cuda.blockIdx.x`) and size
+# (`cuda.blockDim.x`).
 
 # %% nbgrader={"grade": false, "grade_id": "map_blocks_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks"].show()
@@ -292,7 +313,10 @@ lab.problems["map_blocks"].diagram(map_blocks)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "map_blocks_2d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 7 — Blocks 2-D, coalesced
 #
-# A 2-D grid of 2-D blocks on an array of any shape. The budget now includes **coalescing**: the 32-byte sectors one warp-wide access touches (a warp of 16 × 2 threads reading float32 along rows needs about 4; down columns, 16).
+# A 2-D grid of 2-D blocks on an array of any shape.
+# The budget now includes **coalescing**:
+# the 32-byte sectors one warp-wide access touches
+# (a warp of 16 × 2 threads reading float32 along rows needs about 4; down columns, 16).
 
 # %% nbgrader={"grade": false, "grade_id": "map_blocks_2d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["map_blocks_2d"].show()
@@ -323,7 +347,9 @@ lab.problems["map_blocks_2d"].diagram(map_blocks_2d)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "shared_first_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 8 — Shared memory
 #
-# **Shared memory** is per block, on chip, and only visible after a `cuda.syncthreads()` — the barrier every thread of the block must reach. The budget now includes the shared memory a block allocates.
+# **Shared memory** is per block, on chip,
+# and only visible after a `cuda.syncthreads()` — the barrier every thread of the block must reach.
+# The budget now includes the shared memory a block allocates.
 
 # %% nbgrader={"grade": false, "grade_id": "shared_first_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["shared_first"].show()
@@ -358,7 +384,9 @@ lab.problems["shared_first"].diagram(shared_first)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pool3_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 9 — Pooling
 #
-# A sliding window: neighbouring outputs share inputs. Reading them all from global memory costs 3 reads per thread; stage them once in shared memory (with the two elements before the block: the *halo*).
+# A sliding window: neighbouring outputs share inputs.
+# Reading them all from global memory costs 3 reads per thread;
+# stage them once in shared memory (with the two elements before the block: the *halo*).
 
 # %% nbgrader={"grade": false, "grade_id": "pool3_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pool3"].show()
@@ -395,7 +423,10 @@ lab.problems["pool3"].diagram(pool3)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "dot_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 10 — Dot product
 #
-# A reduction: many threads, one result. Only one thread may write it, and every thread must reach every barrier (a `syncthreads()` inside an `if` that some threads skip is *barrier divergence*: undefined behaviour on a GPU, reported here).
+# A reduction: many threads, one result.
+# Only one thread may write it, and every thread must reach every barrier
+# (a `syncthreads()` inside an `if` that some threads skip is *barrier divergence*:
+# undefined behaviour on a GPU, reported here).
 
 # %% nbgrader={"grade": false, "grade_id": "dot_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["dot"].show()
@@ -434,7 +465,8 @@ lab.problems["dot"].diagram(dot)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "conv1d_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 11 — 1-D convolution
 #
-# A convolution with a short kernel `k`: like pooling, with weights and a halo on the right. Both `a` and `k` come from shared memory.
+# A convolution with a short kernel `k`: like pooling, with weights and a halo on the right.
+# Both `a` and `k` come from shared memory.
 
 # %% nbgrader={"grade": false, "grade_id": "conv1d_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["conv1d"].show()
@@ -477,7 +509,9 @@ lab.problems["conv1d"].diagram(conv1d)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "block_scan_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 12 — Prefix sum
 #
-# A prefix sum inside each block (Hillis–Steele). The trap: a thread overwrites a value its neighbour has not read yet. The executor reports that race deterministically.
+# A prefix sum inside each block (Hillis–Steele).
+# The trap: a thread overwrites a value its neighbour has not read yet.
+# The executor reports that race deterministically.
 
 # %% nbgrader={"grade": false, "grade_id": "block_scan_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["block_scan"].show()
@@ -518,7 +552,9 @@ lab.problems["block_scan"].diagram(block_scan)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "row_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 13 — Row sum
 #
-# One block per row, a tree reduction in shared memory (GPU-Puzzles calls it the axis sum). *Which* threads work at each level decides how many warps split: the budget includes SIMT efficiency (active lanes / 32 per issued warp step).
+# One block per row, a tree reduction in shared memory (GPU-Puzzles calls it the axis sum).
+# *Which* threads work at each level decides how many warps split:
+# the budget includes SIMT efficiency (active lanes / 32 per issued warp step).
 
 # %% nbgrader={"grade": false, "grade_id": "row_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["row_sum"].show()
@@ -558,7 +594,10 @@ lab.problems["row_sum"].diagram(row_sum)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "transpose_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 14 — Transpose through padded shared memory
 #
-# The first kernel where both memory sides matter: reading `a` by rows is coalesced, writing `out` by rows of `out` is too — but only if the data goes through shared memory, and a tile read by columns hits one bank 32 times (a *bank conflict*) unless it is padded.
+# The first kernel where both memory sides matter:
+# reading `a` by rows is coalesced,
+# writing `out` by rows of `out` is too — but only if the data goes through shared memory,
+# and a tile read by columns hits one bank 32 times (a *bank conflict*) unless it is padded.
 
 # %% nbgrader={"grade": false, "grade_id": "transpose_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["transpose"].show()
@@ -596,7 +635,12 @@ lab.problems["transpose"].diagram(transpose)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "warp_sum_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 15 — Warp reduction with shuffles
 #
-# Inside a warp, lanes can read each other's registers: `cuda.shfl_down_sync(mask, v, offset)` returns lane `laneid + offset`'s `v`; a lane whose `laneid + offset` is 32 or more gets its own `v` back (the source lane does not wrap around: the top `offset` lanes keep their value). No shared memory, no barrier. Every lane named in the mask must execute the shuffle.
+# Inside a warp, lanes can read each other's registers:
+# `cuda.shfl_down_sync(mask, v, offset)` returns lane `laneid + offset`'s `v`;
+# a lane whose `laneid + offset` is 32 or more gets its own `v` back
+# (the source lane does not wrap around: the top `offset` lanes keep their value).
+# No shared memory, no barrier.
+# Every lane named in the mask must execute the shuffle.
 
 # %% nbgrader={"grade": false, "grade_id": "warp_sum_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["warp_sum"].show()
@@ -631,7 +675,9 @@ lab.problems["warp_sum"].diagram(warp_sum)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "compact_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 16 — Stream compaction with ballot
 #
-# `cuda.ballot_sync(mask, p)` gives every lane the 32-bit mask of lanes whose predicate is true. With `cuda.popc` (count of set bits) each lane finds its place in the packed output: stream compaction, the core of filtering and sparse kernels.
+# `cuda.ballot_sync(mask, p)` gives every lane the 32-bit mask of lanes whose predicate is true.
+# With `cuda.popc` (count of set bits) each lane finds its place in the packed output:
+# stream compaction, the core of filtering and sparse kernels.
 
 # %% nbgrader={"grade": false, "grade_id": "compact_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["compact"].show()
@@ -667,7 +713,10 @@ lab.problems["compact"].diagram(compact)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "histogram_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 17 — Histogram with atomics
 #
-# Many threads updating the same few counters: `+=` is a read-modify-write race; `cuda.atomic.add` is correct but serialises on hot counters (*contention*). A per-block copy in shared memory cuts the global atomics to one per bin per block — the hidden tests include an input where every value is in one bin.
+# Many threads updating the same few counters: `+=` is a read-modify-write race;
+# `cuda.atomic.add` is correct but serialises on hot counters (*contention*).
+# A per-block copy in shared memory cuts the global atomics to one per bin per block
+# — the hidden tests include an input where every value is in one bin.
 
 # %% nbgrader={"grade": false, "grade_id": "histogram_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["histogram"].show()
@@ -705,7 +754,11 @@ lab.problems["histogram"].diagram(histogram)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "softmax_rows_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Puzzle 18 — Softmax rows
 #
-# The shape of real ML kernels (attention's softmax): a max, a sum and a normalisation over a row, here one warp per row with butterfly shuffles (`cuda.shfl_xor_sync`: after 5 steps every lane holds the result). Hidden rows hold values near 1000 and −inf.
+# The shape of real ML kernels (attention's softmax):
+# a max, a sum and a normalisation over a row,
+# here one warp per row with butterfly shuffles (`cuda.shfl_xor_sync`:
+# after 5 steps every lane holds the result).
+# Hidden rows hold values near 1000 and −inf.
 
 # %% nbgrader={"grade": false, "grade_id": "softmax_rows_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["softmax_rows"].show()
@@ -744,29 +797,41 @@ lab.problems["softmax_rows"].diagram(softmax_rows)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "machine_code_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## What the compiler made of your kernels (not graded)
 #
-# Your `transpose` and `warp_sum` are real numba-cuda kernels: the cell below compiles **your** code the way a GPU
-# run would — numba-cuda's `compile_ptx` (NVVM) to PTX, then NVIDIA's `ptxas` to an sm_90 (Hopper) cubin and
-# `nvdisasm` to SASS, the machine code the GPU executes — with no GPU needed (`gpucourse.toolchain`; the three
-# kernels share one child process). It skips itself while nbgrader grades, and when NVIDIA's compiler wheels are
-# missing.
+# Your `transpose` and `warp_sum` are real numba-cuda kernels:
+# the cell below compiles **your** code the way a GPU run would
+# — numba-cuda's `compile_ptx` (NVVM) to PTX,
+# then NVIDIA's `ptxas` to an sm_90 (Hopper) cubin and `nvdisasm` to SASS,
+# the machine code the GPU executes — with no GPU needed (`gpucourse.toolchain`;
+# the three kernels share one child process).
+# It skips itself while nbgrader grades, and when NVIDIA's compiler wheels are missing.
 #
-# - **Transpose, padding.** Your kernel is compiled twice: as written (`TILE_PAD = TILE + 1`) and with `TILE_PAD = TILE`,
-#   the tile that bank-conflicts. Removing the conflict changes the shared-memory address arithmetic, not the
-#   accesses: the `IMAD` before each `STS` (store to shared) multiplies the tile row by the row stride, printed
-#   `0x21` (33 floats) against `0x20` (32); on the `LDS` (load from shared) side only the padded kernel lists an
-#   `IMAD` by `0x21` — unpadded, `tx * 32` needs no multiply (a shift will do). On the store side of `out`
-#   (`out[bx + j, by + tx] = tile[tx, j]`) a warp reads column `j` of the tile, lane `tx` its row `tx`: word
-#   `tx * stride + j`, in bank `(tx * stride + j) mod 32`.
-#   With stride 33 that bank differs for each of the 32 lanes; with stride 32 it is the same bank for all 32. The
-#   counts of `LDS` and `STS` printed are equal in both: a bank conflict is not an extra instruction — the hardware
-#   splits the warp's one `LDS` into conflict-free requests (wavefronts), one per distinct address in the busiest
-#   bank: 1 padded; unpadded, one per lane the guard lets through — 32 for a full 32-row tile, 20 on the visible
-#   case (20 rows). That is the number that differs: `bank conflicts 1.0-way` on your check's passing line, a
-#   conflict failure naming the ways (20.0-way on the visible case) for the unpadded tile.
-# - **Warp reduction.** Each `cuda.shfl_down_sync(0xFFFFFFFF, v, offset)` is one PTX `shfl.sync.down.b32` and one
-#   SASS `SHFL.DOWN` (PTX keeps the offset in a register; SASS shows it as an immediate, `0x10` … `0x1`, and
-#   `0x1f` is the lane clamp): your loop was unrolled into five straight-line shuffles — no shared memory, no
-#   barrier.
+# - **Transpose, padding.**
+#   Your kernel is compiled twice: as written (`TILE_PAD = TILE + 1`) and with `TILE_PAD = TILE`,
+#   the tile that bank-conflicts.
+#   Removing the conflict changes the shared-memory address arithmetic, not the accesses:
+#   the `IMAD` before each `STS` (store to shared) multiplies the tile row by the row stride,
+#   printed `0x21` (33 floats) against `0x20` (32);
+#   on the `LDS` (load from shared) side only the padded kernel lists an `IMAD` by `0x21`
+#   — unpadded, `tx * 32` needs no multiply (a shift will do).
+#   On the store side of `out` (`out[bx + j, by + tx] = tile[tx,
+#   j]`) a warp reads column `j` of the tile, lane `tx` its row `tx`:
+#   word `tx * stride + j`, in bank `(tx * stride + j) mod 32`.
+#   With stride 33 that bank differs for each of the 32 lanes;
+#   with stride 32 it is the same bank for all 32.
+#   The counts of `LDS` and `STS` printed are equal in both:
+#   a bank conflict is not an extra instruction
+#   — the hardware splits the warp's one `LDS` into conflict-free requests (wavefronts),
+#   one per distinct address in the busiest bank: 1 padded;
+#   unpadded, one per lane the guard lets through — 32 for a full 32-row tile,
+#   20 on the visible case (20 rows).
+#   That is the number that differs: `bank conflicts 1.0-way` on your check's passing line,
+#   a conflict failure naming the ways (20.0-way on the visible case) for the unpadded tile.
+# - **Warp reduction.**
+#   Each `cuda.shfl_down_sync(0xFFFFFFFF, v,
+#   offset)` is one PTX `shfl.sync.down.b32` and one SASS `SHFL.DOWN`
+#   (PTX keeps the offset in a register;
+#   SASS shows it as an immediate, `0x10` … `0x1`, and `0x1f` is the lane clamp):
+#   your loop was unrolled into five straight-line shuffles — no shared memory, no barrier.
 
 # %% nbgrader={"grade": false, "grade_id": "machine_code", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import os
@@ -819,6 +884,7 @@ else:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test prints a ✓ line with what the
-# instrumented executor measured; then lab 5 (`labs/lab05_kernels/`) asks for performance: coalescing, a reduction
-# whose warps don't diverge, a tiled matmul, occupancy.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test prints a ✓ line with what the instrumented executor measured;
+# then lab 5 (`labs/lab05_kernels/`) asks for performance:
+# coalescing, a reduction whose warps don't diverge, a tiled matmul, occupancy.

@@ -18,7 +18,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab06_xla_sass/lab06_xla_sass.ipynb)
 #
-# Companion of `course/06_jit_xla_sass.ipynb`. Nine functions, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/06_jit_xla_sass.ipynb`.
+# Nine functions, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -32,13 +33,15 @@
 # | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition, batches on a coarse clock |
 # | 9 | design | up to which array size fusion saves a given factor (dispatch, bytes and page faults), and what dominates there |
 #
-# Exercises 2, 8 and 9 are one story — **predict → measure → design**: what fusion buys on *your* machine; the
-# cell after exercise 9 puts your three functions together on this computer.
+# Exercises 2, 8 and 9 are one story — **predict → measure → design**:
+# what fusion buys on *your* machine;
+# the cell after exercise 9 puts your three functions together on this computer.
 #
-# Each exercise prints its spec (`.show()`), gives you a stub, then checks your function: the visible test runs
-# fixed cases; a hidden test runs randomized ones when your lab is graded. Replace `raise NotImplementedError()`
-# with your code and use **Validate** before you submit. Exercise 7 needs NVIDIA's compiler wheels
-# (`pip install -e '.[toolchain]'`, Linux/Windows); without them it is graded where they exist.
+# Each exercise prints its spec (`.show()`), gives you a stub, then checks your function:
+# the visible test runs fixed cases; a hidden test runs randomized ones when your lab is graded.
+# Replace `raise NotImplementedError()` with your code and use **Validate** before you submit.
+# Exercise 7 needs NVIDIA's compiler wheels (`pip install -e '.[toolchain]'`, Linux/Windows);
+# without them it is graded where they exist.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -86,9 +89,10 @@ print(toolchain.describe())
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fused_bias_gelu_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — One fusion, nothing materialized
 #
-# A bias-add, a GELU and a residual add are a typical transformer epilogue: a dozen elementwise ops. Written
-# with `jax.numpy`, XLA fuses them into one loop kernel. Written some other way (a Python loop over rows,
-# `jax.lax.map`, NumPy calls) it may not. The checker compiles your function and reads `gc.xla.compiled(...)`:
+# A bias-add, a GELU and a residual add are a typical transformer epilogue: a dozen elementwise ops.
+# Written with `jax.numpy`, XLA fuses them into one loop kernel.
+# Written some other way (a Python loop over rows, `jax.lax.map`, NumPy calls) it may not.
+# The checker compiles your function and reads `gc.xla.compiled(...)`:
 # `.fusions`, the entry ops, `.bytes_accessed` and `.temp_bytes`.
 
 # %% nbgrader={"grade": false, "grade_id": "fused_bias_gelu_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -114,11 +118,13 @@ lab.problems["fused_bias_gelu"].check(fused_bias_gelu, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fusion_bytes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — The bytes fusion saves, as XLA counts them
 #
-# XLA's cost model (`compiled.cost_analysis()["bytes accessed"]`) charges a kernel for every operand it reads
-# and every result it writes. Predict it for a chain run op by op and for the same chain fused, from that rule
-# (§6.3) with the shapes and the dtype's size — the checker asks XLA, and XLA's compiler and its analyses are
-# locked while your function runs: the count is what checks you, not what answers for you. Mind the broadcast
-# row vectors: a fused kernel reads an `(n,)` vector once, not `m` times.
+# XLA's cost model (`compiled.cost_analysis()["bytes accessed"]`) charges a kernel for every operand
+# it reads and every result it writes.
+# Predict it for a chain run op by op and for the same chain fused,
+# from that rule (§6.3) with the shapes and the dtype's size — the checker asks XLA,
+# and XLA's compiler and its analyses are locked while your function runs:
+# the count is what checks you, not what answers for you.
+# Mind the broadcast row vectors: a fused kernel reads an `(n,)` vector once, not `m` times.
 
 # %% nbgrader={"grade": false, "grade_id": "fusion_bytes_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_bytes"].show()
@@ -154,11 +160,14 @@ lab.problems["fusion_bytes"].check(fusion_bytes, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "breaking_op_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — Diagnose: which op breaks the fusion?
 #
-# Sorting, FFTs, host callbacks, data-dependent control flow: XLA cannot put these inside an elementwise loop
-# kernel, so the chain around them splits into a fusion before and a fusion after, with a round trip through
-# memory in between. Find the culprit in the optimized HLO, and read off what the round trip carries: the value the
-# breaker writes (its type is on its own line — and it need not be the inputs' dtype: an FFT of real numbers
-# produces complex ones). Here is the first visible case:
+# Sorting, FFTs, host callbacks, data-dependent control flow:
+# XLA cannot put these inside an elementwise loop kernel,
+# so the chain around them splits into a fusion before and a fusion after,
+# with a round trip through memory in between.
+# Find the culprit in the optimized HLO, and read off what the round trip carries:
+# the value the breaker writes (its type is on its own line — and it need not be the inputs' dtype:
+# an FFT of real numbers produces complex ones).
+# Here is the first visible case:
 
 # %% nbgrader={"grade": false, "grade_id": "breaking_op_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["breaking_op"]
@@ -198,9 +207,11 @@ lab.problems["breaking_op"].check(breaking_op, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fixed_scale_tanh_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — Fix a fusion breaker
 #
-# Somebody scaled the columns of `x` with a matrix multiply. Look at what XLA made of it: a `dot` (on CPU
-# wrapped in a `kCustom` fusion that calls a GEMM library: YNNPACK's `__ynn_fusion` on this XLA:CPU, as §6.5
-# prints), a temporary n×n matrix, and separate loop fusions around it.
+# Somebody scaled the columns of `x` with a matrix multiply.
+# Look at what XLA made of it: a `dot`
+# (on CPU wrapped in a `kCustom` fusion that calls a GEMM library:
+# YNNPACK's `__ynn_fusion` on this XLA:CPU, as §6.5 prints), a temporary n×n matrix,
+# and separate loop fusions around it.
 
 # %% nbgrader={"grade": false, "grade_id": "fixed_scale_tanh_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fixed_scale_tanh"].show()
@@ -227,22 +238,28 @@ lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "scale_bias_relu_kernel_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Write the fused epilogue kernel yourself, and move exactly what XLA moves
 #
-# What XLA generates for `relu(x * w + b)` — the epilogue a fused GEMM runs on its output tile: scale, bias,
-# activation — is, in CUDA terms, one kernel in which each thread loads its element, computes in registers and
-# stores once (§6.6). Write it with numba-cuda, on a launch you do not choose: the grid covers the columns but has
-# only a few blocks of rows, as a real launch is sized to the GPU (a few blocks per SM), not to the array. `cuda`
-# below is `be.cuda`; the checker runs your kernel on the course's instrumented executor (and also on the device,
-# on a GPU), which records every element each thread reads and writes. Checked besides the values:
+# What XLA generates for `relu(x * w + b)` — the epilogue a fused GEMM runs on its output tile:
+# scale, bias, activation — is, in CUDA terms, one kernel in which each thread loads its element,
+# computes in registers and stores once (§6.6).
+# Write it with numba-cuda, on a launch you do not choose:
+# the grid covers the columns but has only a few blocks of rows,
+# as a real launch is sized to the GPU (a few blocks per SM), not to the array.
+# `cuda` below is `be.cuda`; the checker runs your kernel on the course's instrumented executor
+# (and also on the device, on a GPU), which records every element each thread reads and writes.
+# Checked besides the values:
 #
-# - **the whole array from a small grid** (§5.2's grid-stride loop, here over the rows of a 2-D launch);
-# - **coalescing** (§5.6): a warp is 32 threads with neighbouring `threadIdx.x`; give them neighbouring columns
-#   (`cuda.grid(2)` returns `(x, y)` = `(column, row)`), so a warp-wide load of a float32 row touches 4 sectors,
-#   not 32;
-# - **the per-column vectors once, not per element**: every row a thread handles needs the same `w[j]` and `b[j]`;
-#   read them from global memory once per thread, before the row loop (registers), or once per block into shared
-#   memory (§5.7's tiles, with its barrier) — not once per element;
-# - **one pass**: your kernel's distinct global-memory bytes must equal XLA's `bytes_accessed` for the fused jnp
-#   version — x, w and b read once, `out` written once and never read back. Your kernel *is* that fusion.
+# - **the whole array from a small grid** (§5.2's grid-stride loop,
+#   here over the rows of a 2-D launch);
+# - **coalescing** (§5.6): a warp is 32 threads with neighbouring `threadIdx.x`;
+#   give them neighbouring columns (`cuda.grid(2)` returns `(x, y)` = `(column, row)`),
+#   so a warp-wide load of a float32 row touches 4 sectors, not 32;
+# - **the per-column vectors once, not per element**:
+#   every row a thread handles needs the same `w[j]` and `b[j]`;
+#   read them from global memory once per thread, before the row loop (registers),
+#   or once per block into shared memory (§5.7's tiles, with its barrier) — not once per element;
+# - **one pass**: your kernel's distinct global-memory bytes must equal XLA's `bytes_accessed` for
+#   the fused jnp version — x, w and b read once, `out` written once and never read back.
+#   Your kernel *is* that fusion.
 
 # %% nbgrader={"grade": false, "grade_id": "scale_bias_relu_kernel_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["scale_bias_relu_kernel"].show()
@@ -277,15 +294,19 @@ lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True
 # %% [markdown] nbgrader={"grade": false, "grade_id": "mma_flops_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — The tensor-core work in SASS
 #
-# SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it. "Did this matrix multiply use the tensor
-# cores, and how much work did it give them?" is read from the tensor-core instructions — and Hopper has a family of
-# them, not one: warp-level `mma.sync` becomes `HMMA` (fp16, bf16, tf32), `IMMA` (int8) or `DMMA` (fp64), and
-# warpgroup-level `wgmma` becomes `HGMMA`, `IGMMA` (int8) or `QGMMA` (fp8). Their first modifier is the shape of the
-# multiply-accumulate each one performs. `toolchain.Sass` lists and counts opcodes; the shapes are yours to read.
-# The count is **static, per issuing warp/warpgroup**: each listed instruction once, as one warp (HMMA) or one
-# warpgroup (HGMMA) issues it — not the kernel's work, which multiplies it by loop trips and by the warps launched.
-# The first visible case is a real 16×16×16 wmma kernel compiled for sm_90 (nvdisasm's listing, saved with the
-# lab):
+# SASS is the machine code an NVIDIA GPU executes; `nvdisasm` prints it.
+# "Did this matrix multiply use the tensor cores,
+# and how much work did it give them?" is read from the tensor-core instructions
+# — and Hopper has a family of them, not one:
+# warp-level `mma.sync` becomes `HMMA` (fp16, bf16, tf32), `IMMA` (int8) or `DMMA` (fp64),
+# and warpgroup-level `wgmma` becomes `HGMMA`, `IGMMA` (int8) or `QGMMA` (fp8).
+# Their first modifier is the shape of the multiply-accumulate each one performs.
+# `toolchain.Sass` lists and counts opcodes; the shapes are yours to read.
+# The count is **static, per issuing warp/warpgroup**:
+# each listed instruction once, as one warp (HMMA) or one warpgroup (HGMMA) issues it
+# — not the kernel's work, which multiplies it by loop trips and by the warps launched.
+# The first visible case is a real 16×16×16 wmma kernel compiled for sm_90 (nvdisasm's listing,
+# saved with the lab):
 
 # %% nbgrader={"grade": false, "grade_id": "mma_flops_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["mma_flops"]
@@ -327,12 +348,16 @@ lab.problems["mma_flops"].check(mma_flops, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "sass_counts_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — Compile for Hopper and count what it became
 #
-# `toolchain.compile_cuda(source, arch=arch)` runs NVRTC and returns a cubin; `toolchain.disassemble(cubin)`
-# runs `nvdisasm` on it. Chain them, then count. `wgmma` exists only for the target `sm_90a` (for `sm_90` NVRTC
-# refuses it), so the target is an argument. Then answer "did it use the tensor cores?" with the FFMA count
-# (`toolchain.Sass(text).count("FFMA")` counts base opcodes) and your `mma_flops`. The hidden cases include a
-# Horner polynomial with a random number of terms, a wmma GEMM with a random number of k-steps and tensor-core
-# kernels of other data types (int8, fp64): predict the numbers before you run them.
+# `toolchain.compile_cuda(source, arch=arch)` runs NVRTC and returns a cubin;
+# `toolchain.disassemble(cubin)` runs `nvdisasm` on it.
+# Chain them, then count.
+# `wgmma` exists only for the target `sm_90a` (for `sm_90` NVRTC refuses it),
+# so the target is an argument.
+# Then answer "did it use the tensor cores?" with the FFMA count
+# (`toolchain.Sass(text).count("FFMA")` counts base opcodes) and your `mma_flops`.
+# The hidden cases include a Horner polynomial with a random number of terms,
+# a wmma GEMM with a random number of k-steps and tensor-core kernels of other data types (int8,
+# fp64): predict the numbers before you run them.
 
 # %% nbgrader={"grade": false, "grade_id": "sass_counts_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["sass_counts"]
@@ -359,15 +384,18 @@ lab.problems["sass_counts"].check(sass_counts, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "measure_times_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 8 — Measure: time two calls the way asynchronous dispatch demands
 #
-# Exercise 2 *predicted* what fusion saves in bytes. To see what it saves in time you must measure, and a JAX
-# call (like a CUDA kernel launch) returns before its work is done. Write the timer: warm up, synchronize,
-# repeat, keep a robust statistic — reading the clock you are handed (`clock()`) for every measurement, as a GPU
-# timer reads the device's clock (CUDA events), not the host's. The checker gives your timer stand-in functions
-# whose work moves only that virtual clock, so it knows the exact answer (and each classic mistake gives a
-# recognisable wrong one; against these stand-ins the course's `gc.measure`, which reads `time.perf_counter`,
-# measures the wrong thing — on real work it is right). Some
-# of those clocks tick only every 2 ms while a call takes tens of microseconds, as lab 1's exercise 8 showed: time
-# batches of calls, grown until one spans many ticks;
+# Exercise 2 *predicted* what fusion saves in bytes.
+# To see what it saves in time you must measure,
+# and a JAX call (like a CUDA kernel launch) returns before its work is done.
+# Write the timer: warm up, synchronize, repeat,
+# keep a robust statistic — reading the clock you are handed (`clock()`) for every measurement,
+# as a GPU timer reads the device's clock (CUDA events), not the host's.
+# The checker gives your timer stand-in functions whose work moves only that virtual clock,
+# so it knows the exact answer (and each classic mistake gives a recognisable wrong one;
+# against these stand-ins the course's `gc.measure`, which reads `time.perf_counter`,
+# measures the wrong thing — on real work it is right).
+# Some of those clocks tick only every 2 ms while a call takes tens of microseconds,
+# as lab 1's exercise 8 showed: time batches of calls, grown until one spans many ticks;
 # after exercise 9 your timer measures real work on this machine with `clock=time.perf_counter`.
 
 # %% nbgrader={"grade": false, "grade_id": "measure_times_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -410,12 +438,14 @@ lab.problems["measure_times"].check(measure_times, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fusion_payoff_rows_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 9 — Design: up to which size does fusion pay?
 #
-# §6.3's model of one evaluation: `calls · dispatch + bytes / bandwidth + page faults · cost per fault`
-# (`gc.fusion.FusionModel` evaluates it for given sizes). Bytes and page faults grow with the array, dispatch does
-# not: with tiny arrays dispatch dominates and fusion's gain is the ratio of kernel counts; with large ones it falls
-# towards the per-row ratio of bytes and faults. Turn the model around: up to how many rows does fusion still save
-# a given factor — and what dominates the unfused time there? Solve for the size; trying sizes one by one takes
-# millions of steps in the hidden cases.
+# §6.3's model of one evaluation: `calls · dispatch + bytes / bandwidth + page faults · cost per
+# fault` (`gc.fusion.FusionModel` evaluates it for given sizes).
+# Bytes and page faults grow with the array, dispatch does not:
+# with tiny arrays dispatch dominates and fusion's gain is the ratio of kernel counts;
+# with large ones it falls towards the per-row ratio of bytes and faults.
+# Turn the model around: up to how many rows does fusion still save a given factor
+# — and what dominates the unfused time there?
+# Solve for the size; trying sizes one by one takes millions of steps in the hidden cases.
 
 # %% nbgrader={"grade": false, "grade_id": "fusion_payoff_rows_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fusion_payoff_rows"].show()
@@ -444,13 +474,17 @@ lab.problems["fusion_payoff_rows"].check(fusion_payoff_rows, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "on_this_machine_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Your three functions, on this machine
 #
-# Not graded: predict (exercise 2), measure (exercise 8) and design (exercise 9) the fusion of a 3-op chain on
-# 1024×1024 float32 arrays here. The machine's constants — dispatch per call, cost of a page fault, page faults
-# of the fastest run, paired with that run's time (`gc.fusion.best_run`) — are measured by `gc.fusion`, the
-# bandwidth calibrated on the fused call, as in §6.3; the model's ratio at this size is set beside the measured
-# one, and your `fusion_payoff_rows` says up to how many rows of 1024 columns fusion saves halfway between its
-# large-array gain and its gain on one row. (At 1024×1024 the arrays fit in a large L3: the bandwidth printed is
-# then cache bandwidth; §6.3 sizes its arrays out of the cache.)
+# Not graded: predict (exercise 2),
+# measure (exercise 8) and design (exercise 9) the fusion of a 3-op chain on 1024×1024 float32
+# arrays here.
+# The machine's constants — dispatch per call, cost of a page fault, page faults of the fastest run,
+# paired with that run's time (`gc.fusion.best_run`) — are measured by `gc.fusion`,
+# the bandwidth calibrated on the fused call, as in §6.3;
+# the model's ratio at this size is set beside the measured one,
+# and your `fusion_payoff_rows` says up to how many rows of 1024 columns fusion saves halfway
+# between its large-array gain and its gain on one row.
+# (At 1024×1024 the arrays fit in a large L3: the bandwidth printed is then cache bandwidth;
+# §6.3 sizes its arrays out of the cache.)
 
 # %% nbgrader={"grade": false, "grade_id": "on_this_machine", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import time
@@ -500,23 +534,31 @@ except NotImplementedError:
     print("finish exercises 2, 8 and 9 first")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "on_this_machine_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# **Reading the lines above.** Your `measure_times` ratio is taken first, right after compilation, and
-# (unless your timer alternates them) with the runs of one version all before those of the other: the caches, the
-# allocator and the other processes on the machine have not settled, and a burst of load may hit one side only —
-# so it can land far from the second measured ratio, and it is not what the model is judged against. The second
-# one (`gc.fusion.best_run`: 2 warm-ups, fastest of 9 runs, each time paired with the page faults of that same
-# run) is. Where measured/model prints well above 1, the model *under*-predicts the unfused side: its terms
-# are a one-element dispatch, bytes at the bandwidth calibrated on the fused call, and page faults; what the three
-# unfused calls pay beyond those is in no term, and this cell does not measure what it is (a candidate, not
-# shown here: starting and joining a multi-threaded kernel over a large array three times instead of once, which
-# the one-element dispatch probe does not see). The model misses by the printed factor. At this size
-# the arrays fit in a large L3, so that bandwidth is cache bandwidth: §6.3 sizes its arrays out of the cache,
-# alternates the two versions' runs, and checks the model within a stated band; this cell asserts nothing. The
-# design line uses the same constants: it is as good as the model is here (the measured/model line says how good).
+# **Reading the lines above.**
+# Your `measure_times` ratio is taken first, right after compilation,
+# and (unless your timer alternates them) with the runs of one version all before those of the
+# other: the caches, the allocator and the other processes on the machine have not settled,
+# and a burst of load may hit one side only — so it can land far from the second measured ratio,
+# and it is not what the model is judged against.
+# The second one (`gc.fusion.best_run`:
+# 2 warm-ups, fastest of 9 runs, each time paired with the page faults of that same run) is.
+# Where measured/model prints well above 1, the model *under*-predicts the unfused side:
+# its terms are a one-element dispatch, bytes at the bandwidth calibrated on the fused call,
+# and page faults; what the three unfused calls pay beyond those is in no term,
+# and this cell does not measure what it is (a candidate, not shown here:
+# starting and joining a multi-threaded kernel over a large array three times instead of once,
+# which the one-element dispatch probe does not see).
+# The model misses by the printed factor.
+# At this size the arrays fit in a large L3, so that bandwidth is cache bandwidth:
+# §6.3 sizes its arrays out of the cache, alternates the two versions' runs,
+# and checks the model within a stated band; this cell asserts nothing.
+# The design line uses the same constants:
+# it is as good as the model is here (the measured/model line says how good).
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other shapes, dtypes, fusion breakers, kernels, targets, workloads and machines: an answer that only
-# handles the examples will lose those points.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test should print a ✓ line.
+# The hidden tests use other shapes, dtypes, fusion breakers, kernels, targets,
+# workloads and machines: an answer that only handles the examples will lose those points.

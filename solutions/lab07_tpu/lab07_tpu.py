@@ -18,7 +18,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab07_tpu/lab07_tpu.ipynb)
 #
-# Companion of `course/07_tpu.ipynb`. Seven exercises, 3 points each (1 visible test, 2 hidden):
+# Companion of `course/07_tpu.ipynb`.
+# Seven exercises, 3 points each (1 visible test, 2 hidden):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -30,13 +31,17 @@
 # | 6 | compute | hop counts on a real TPU slice, where only some axes wrap around (`slice_hops`) |
 # | 7 | compute | the α–β time of all-gather, reduce-scatter, all-reduce and all-to-all over one axis (`collective_seconds`) |
 #
-# **How this lab works.** Each exercise prints its spec (`.show()`), gives you a stub that says roughly how many
-# lines the answer takes, then checks your function: the visible test runs fixed cases and tells you what it
-# expected and what it got; a hidden test runs randomized cases when your lab is graded. Replace
-# `raise NotImplementedError()` with your code. Use **Validate** (nbgrader's toolbar button) before you submit.
+# **How this lab works.**
+# Each exercise prints its spec (`.show()`),
+# gives you a stub that says roughly how many lines the answer takes, then checks your function:
+# the visible test runs fixed cases and tells you what it expected and what it got;
+# a hidden test runs randomized cases when your lab is graded.
+# Replace `raise NotImplementedError()` with your code.
+# Use **Validate** (nbgrader's toolbar button) before you submit.
 #
-# **Run the first cell first.** It gives JAX 8 CPU devices (`XLA_FLAGS`), which only works before JAX is
-# imported: if you imported JAX some other way, restart the kernel.
+# **Run the first cell first.**
+# It gives JAX 8 CPU devices (`XLA_FLAGS`), which only works before JAX is imported:
+# if you imported JAX some other way, restart the kernel.
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -88,10 +93,12 @@ print(f"JAX's host devices (the meshes of exercise 5): {len(jax.devices('cpu'))}
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pe_step_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — One clock cycle of the systolic array
 #
-# A weight-stationary array is a grid of processing elements (PEs, 처리 요소). PE `(k, n)` keeps the weight
-# `W[k, n]`; every cycle each PE passes its activation to the right and its partial sum down. Nothing is read
-# from memory inside the array: values move from register to register. Write the update of *all* PEs for one
-# clock edge, with NumPy slicing (no Python loop over PEs needed).
+# A weight-stationary array is a grid of processing elements (PEs, 처리 요소).
+# PE `(k, n)` keeps the weight `W[k, n]`;
+# every cycle each PE passes its activation to the right and its partial sum down.
+# Nothing is read from memory inside the array: values move from register to register.
+# Write the update of *all* PEs for one clock edge,
+# with NumPy slicing (no Python loop over PEs needed).
 
 # %% nbgrader={"grade": false, "grade_id": "pe_step_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pe_step"].show()
@@ -120,11 +127,15 @@ lab.problems["pe_step"].check(pe_step, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "systolic_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — The schedule: a whole matmul, cycle by cycle
 #
-# The array never decides anything: what enters which row at which cycle is fixed before the first cycle —
-# on a TPU by the compiler (XLA). Here you are the compiler. `gc.systolic.WeightStationaryArray(W)` is a
-# ready-made array seen from its edges: `hw.tick(a_in)` is one cycle, and it returns what the registers of
-# exercise 1 deliver at the bottom edge in that cycle. Skew the rows of `A` into the left edge, de-skew the results
-# leaving the bottom, and stop as soon as the last one is out.
+# The array never decides anything:
+# what enters which row at which cycle is fixed before the first cycle
+# — on a TPU by the compiler (XLA).
+# Here you are the compiler.
+# `gc.systolic.WeightStationaryArray(W)` is a ready-made array seen from its edges:
+# `hw.tick(a_in)` is one cycle, and it returns what the registers of exercise 1 deliver at the
+# bottom edge in that cycle.
+# Skew the rows of `A` into the left edge, de-skew the results leaving the bottom,
+# and stop as soon as the last one is out.
 
 # %% nbgrader={"grade": false, "grade_id": "systolic_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["systolic_matmul"].show()
@@ -160,12 +171,16 @@ lab.problems["systolic_matmul"].check(systolic_matmul, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "best_array_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 3 — The shape of the matrix unit
 #
-# Real layers are far larger than the array, so the compiler cuts `W` into array-sized tiles and streams the
-# activations through each. The course notebook (§7.3) builds the model of that — double-buffered weights that shift
-# in one row per cycle, so tiles start `max(M, rows)` cycles apart, one fill and drain at the end — checks it against
-# the array clocked cycle by cycle, and installs it as `gc.systolic.TiledGemm`. Now use it as an architect would: a
-# chip has room for a fixed number of PEs. Which *shape* runs a given layer fastest? A decode step (`M` = 1) and a
-# prefill (`M` in the thousands) do not agree, and neither does a matrix-vector product.
+# Real layers are far larger than the array,
+# so the compiler cuts `W` into array-sized tiles and streams the activations through each.
+# The course notebook (§7.3) builds the model of that
+# — double-buffered weights that shift in one row per cycle, so tiles start `max(M,
+# rows)` cycles apart, one fill and drain at the end
+# — checks it against the array clocked cycle by cycle, and installs it as `gc.systolic.TiledGemm`.
+# Now use it as an architect would: a chip has room for a fixed number of PEs.
+# Which *shape* runs a given layer fastest?
+# A decode step (`M` = 1) and a prefill (`M` in the thousands) do not agree,
+# and neither does a matrix-vector product.
 
 # %% nbgrader={"grade": false, "grade_id": "best_array_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["best_array"].show()
@@ -191,39 +206,54 @@ lab.problems["best_array"].check(best_array, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fused_dense_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 4 — A fused dense layer in Pallas
 #
-# TPU kernels are written in Pallas: a kernel body that sees one *block* of each operand (in VMEM, the TPU's
-# on-chip memory), a `grid` of program instances, and a `BlockSpec` per operand whose index map says which
-# block each instance gets — Pallas turns those into the HBM↔VMEM copies, double-buffered (two VMEM buffers per
-# operand: the next block loads while the kernel works on this one). On a TPU the grid is a sequential loop on each
-# TensorCore, last axis fastest (on two-core "megacore" chips, v4 and v5p, axes marked "parallel" are split between
-# the cores, so a reduction axis must stay "arbitrary"), and an output block is written back to HBM as soon as the grid moves to another one — never read
-# back: every grid step that writes one output block must come in one unbroken run, so the reduction (`k`) axis
-# goes last.
+# TPU kernels are written in Pallas:
+# a kernel body that sees one *block* of each operand (in VMEM, the TPU's on-chip memory),
+# a `grid` of program instances, and a `BlockSpec` per operand whose index map says which block each
+# instance gets — Pallas turns those into the HBM↔VMEM copies,
+# double-buffered (two VMEM buffers per operand:
+# the next block loads while the kernel works on this one).
+# On a TPU the grid is a sequential loop on each TensorCore,
+# last axis fastest (on two-core "megacore" chips, v4 and v5p,
+# axes marked "parallel" are split between the cores, so a reduction axis must stay "arbitrary"),
+# and an output block is written back to HBM as soon as the grid moves to another one
+# — never read back: every grid step that writes one output block must come in one unbroken run,
+# so the reduction (`k`) axis goes last.
 #
-# A dense layer is `relu(x @ w + b)`. Run as three separate kernels it would make the product round-trip through
-# HBM twice; XLA, given the three `jnp` ops in one `jit`, fuses the bias and the relu into the matmul (on a GPU as a
-# cuBLASLt `BIAS_RELU` epilogue or inside its Triton GEMM, §6) — and this exercise writes that fusion by hand: the
-# bias and the activation cost nothing but a few vector operations on a block that is already in VMEM — an
-# **epilogue**, run once per output block after its last `k` step. Three TPU rules the
+# A dense layer is `relu(x @ w + b)`.
+# Run as three separate kernels it would make the product round-trip through HBM twice;
+# XLA, given the three `jnp` ops in one `jit`,
+# fuses the bias and the relu into the matmul
+# (on a GPU as a cuBLASLt `BIAS_RELU` epilogue or inside its Triton GEMM,
+# §6) — and this exercise writes that fusion by hand:
+# the bias and the activation cost nothing but a few vector operations on a block that is already in
+# VMEM — an **epilogue**, run once per output block after its last `k` step. Three TPU rules the
 # course's float32 kernel (§7.6) could ignore, and this one cannot:
-# - **Block shapes.** The last two dimensions of every block must be multiples of 8 and 128 (they map onto the
-#   vector registers' 8 sublanes × 128 lanes and onto the MXU), unless a block dimension spans the whole array
-#   dimension. Every case here is legal: `(16, 128)` blocks, a `(1, bn)` bias block (1 is the whole first
-#   dimension of `b`), or an `n = 200` output taken whole.
-# - **Accumulate in float32.** The operands are bfloat16 (8 significant bits, 7 of them stored), and so is the result. Adding each
-#   `k` block's product into a bf16 output block rounds the running sum to 8 significant bits at every step: 256 + 0.5 stays 256.
-#   The usual pattern (the Pallas TPU matmul guide) keeps a float32 accumulator of one output block in VMEM
-#   *scratch* (`scratch_shapes=[pltpu.VMEM(shape, dtype)]`: a buffer that lives for the whole grid, not copied to or
-#   from HBM, handed to the kernel as one more `Ref` after the output's).
-# - **The epilogue runs once.** The bias belongs to the finished sum, and so does the relu: a partial sum may be
-#   negative and still end positive. Both happen on the float32 accumulator at the last `k` step, then one cast to
-#   bf16.
+# - **Block shapes.**
+#   The last two dimensions of every block must be multiples of 8 and 128
+#   (they map onto the vector registers' 8 sublanes × 128 lanes and onto the MXU),
+#   unless a block dimension spans the whole array dimension.
+#   Every case here is legal: `(16, 128)` blocks, a `(1,
+#   bn)` bias block (1 is the whole first dimension of `b`), or an `n = 200` output taken whole.
+# - **Accumulate in float32.**
+#   The operands are bfloat16 (8 significant bits, 7 of them stored), and so is the result.
+#   Adding each `k` block's product into a bf16 output block rounds the running sum to 8 significant
+#   bits at every step: 256 + 0.5 stays 256.
+#   The usual pattern (the Pallas TPU matmul guide) keeps a float32 accumulator of one output block
+#   in VMEM *scratch* (`scratch_shapes=[pltpu.VMEM(shape, dtype)]`:
+#   a buffer that lives for the whole grid, not copied to or from HBM,
+#   handed to the kernel as one more `Ref` after the output's).
+# - **The epilogue runs once.**
+#   The bias belongs to the finished sum, and so does the relu:
+#   a partial sum may be negative and still end positive.
+#   Both happen on the float32 accumulator at the last `k` step, then one cast to bf16.
 #
-# On this machine the kernel runs with `interpret=True`: same program, executed by JAX on the CPU, grid step after
-# grid step in order. Right numbers there do not show a TPU-shaped kernel (a grid that revisits output blocks, or
-# one program per element, can still add up) — so the checker also traces your function, reads your grid, BlockSpecs
-# and scratch, checks the output blocks are visited consecutively and that nothing is computed outside the kernel,
-# and reports the traffic and the VMEM per grid step they imply.
+# On this machine the kernel runs with `interpret=True`:
+# same program, executed by JAX on the CPU, grid step after grid step in order.
+# Right numbers there do not show a TPU-shaped kernel (a grid that revisits output blocks,
+# or one program per element, can still add up) — so the checker also traces your function,
+# reads your grid, BlockSpecs and scratch,
+# checks the output blocks are visited consecutively and that nothing is computed outside the
+# kernel, and reports the traffic and the VMEM per grid step they imply.
 
 # %% nbgrader={"grade": false, "grade_id": "fused_dense_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fused_dense"].show()
@@ -273,15 +303,19 @@ lab.problems["fused_dense"].check(fused_dense, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "sharded_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Write the partitioner's program yourself
 #
-# On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the collectives XLA's
-# SPMD partitioner inserts (course notebook §7.9 prints which ones, for four shardings). Here you are the
-# partitioner: with `jax.shard_map` you write what ONE device does with the blocks it holds — which block of `C`
-# it can compute, whether that block is a partial sum, which piece of the output it must end up with — and every
-# byte it exchanges with the others (`jax.lax.psum`, `all_gather`, `psum_scatter`; `axis_index` says which piece a
-# device owns). The checker reads the collectives of your compiled program and holds it to XLA's: each device may
-# receive no more bytes than in what `jit` compiles for the same shardings. You may compile XLA's version in a
-# scratch cell and read its collectives (`gc.interconnect.hlo_collectives`) to see your target; writing the program
-# that meets it is the exercise.
+# On a pod, one `jnp.dot` on sharded arrays becomes a local matmul on every chip *plus* the
+# collectives XLA's SPMD partitioner inserts (course notebook §7.9 prints which ones,
+# for four shardings).
+# Here you are the partitioner: with `jax.shard_map` you write what ONE device does with the blocks
+# it holds — which block of `C` it can compute, whether that block is a partial sum,
+# which piece of the output it must end up with
+# — and every byte it exchanges with the others (`jax.lax.psum`, `all_gather`, `psum_scatter`;
+# `axis_index` says which piece a device owns).
+# The checker reads the collectives of your compiled program and holds it to XLA's:
+# each device may receive no more bytes than in what `jit` compiles for the same shardings.
+# You may compile XLA's version in a scratch cell and read its collectives
+# (`gc.interconnect.hlo_collectives`) to see your target;
+# writing the program that meets it is the exercise.
 
 # %% nbgrader={"grade": false, "grade_id": "sharded_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["sharded_matmul"].show()
@@ -331,10 +365,11 @@ lab.problems["sharded_matmul"].check(sharded_matmul, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "slice_hops_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — Hops on a real slice
 #
-# ICI links join each chip to its neighbours directly; a message to a far chip is forwarded chip by chip. A
-# wraparound link (a torus, 3D 토러스) halves the worst case along its axis — but a TPU slice has wraparounds only
-# on some axes, and small slices have none (course notebook §7.7, with Google's and the scaling book's words). The
-# cases are slices Google lists, plus a few hypothetical ones the spec names.
+# ICI links join each chip to its neighbours directly;
+# a message to a far chip is forwarded chip by chip. A wraparound link (a torus,
+# 3D 토러스) halves the worst case along its axis — but a TPU slice has wraparounds only on some axes,
+# and small slices have none (course notebook §7.7, with Google's and the scaling book's words).
+# The cases are slices Google lists, plus a few hypothetical ones the spec names.
 
 # %% nbgrader={"grade": false, "grade_id": "slice_hops_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["slice_hops"].show()
@@ -365,9 +400,11 @@ lab.problems["slice_hops"].check(slice_hops, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "collective_seconds_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 7 — What a collective costs
 #
-# Sharded programs spend their communication in four collectives (course notebook §7.8). Price one of them over
-# one mesh axis in the α–β model: a latency per round, plus the bytes on the busiest link over its bandwidth.
-# Links work in both directions at once, and a ring (an axis with wraparound) lets data take the short way round.
+# Sharded programs spend their communication in four collectives (course notebook §7.8).
+# Price one of them over one mesh axis in the α–β model:
+# a latency per round, plus the bytes on the busiest link over its bandwidth.
+# Links work in both directions at once,
+# and a ring (an axis with wraparound) lets data take the short way round.
 
 # %% nbgrader={"grade": false, "grade_id": "collective_seconds_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["collective_seconds"].show()
@@ -402,6 +439,7 @@ lab.problems["collective_seconds"].check(collective_seconds, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "outro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Done?
 #
-# Run **Kernel → Restart and Run All**, then **Validate**. Every visible test should print a ✓ line. The hidden
-# tests use other shapes, shardings, slices, collectives and bandwidths: an answer that only handles the
-# examples will lose those points.
+# Run **Kernel → Restart and Run All**, then **Validate**.
+# Every visible test should print a ✓ line.
+# The hidden tests use other shapes, shardings, slices, collectives and bandwidths:
+# an answer that only handles the examples will lose those points.
