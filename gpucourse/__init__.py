@@ -151,7 +151,13 @@ def quiet_warnings() -> None:
 
 def setup(verbose: bool = True) -> Backend:
     """Choose the backend (``GPUCOURSE_BACKEND`` = auto|cpu|gpu), print its banner, apply the plot
-    style."""
+    style.
+
+    Args:
+        verbose: print the backend's banner.
+    Returns:
+        the :class:`Backend`: its array module ``xp``, ``is_gpu``, ``to_host`` and ``cuda``.
+    """
     be = get_backend()
     quiet_warnings()
     plotting.use_style()

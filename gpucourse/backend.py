@@ -312,7 +312,13 @@ def gpu_available() -> bool:
 
 
 def array_module(*arrays: Any) -> ModuleType:
-    """NumPy or CuPy, whichever the arrays live in (like ``cupy.get_array_module``)."""
+    """NumPy or CuPy, whichever the arrays live in (like ``cupy.get_array_module``).
+
+    Args:
+        *arrays: the arrays to look at (NumPy, CuPy, or Python scalars).
+    Returns:
+        the module ``numpy`` or ``cupy``.
+    """
     for a in arrays:
         if type(a).__module__.split(".")[0] == "cupy":
             return importlib.import_module("cupy")

@@ -223,13 +223,29 @@ def transfer_time(nbytes: float, link: Link) -> float:
 
 
 def roofline_time(flops: float, nbytes: float, roof: Roofline) -> float:
-    """Best-case seconds for ``flops`` FLOPs that move ``nbytes`` to/from ``roof``'s memory."""
+    """Best-case seconds for ``flops`` FLOPs that move ``nbytes`` to/from ``roof``'s memory.
+
+    Args:
+        flops: floating-point operations.
+        nbytes: bytes moved to and from memory.
+        roof: the machine (peak FLOP/s, bandwidth in bytes/s).
+    Returns:
+        seconds: ``max(flops / peak, nbytes / bandwidth)``.
+    """
     return max(flops / roof.peak_flops, nbytes / roof.bandwidth)
 
 
 def offload_times(w: Workload, cpu: Roofline, gpu: Roofline, link: Link) -> dict[str, float]:
     """The article 002 program's steps in seconds: on the CPU, or to_gpu → process → to_cpu on the
-    GPU."""
+    GPU.
+
+    Args:
+        w: the workload (its bytes and FLOPs).
+        cpu, gpu: each side's roofline.
+        link: the CPU-GPU link (bandwidth in bytes/s, latency in s).
+    Returns:
+        seconds per step: ``{"cpu": …, "to_gpu": …, "process": …, "to_cpu": …}``.
+    """
     traffic = w.bytes_in + w.bytes_out
     return {
         "cpu": roofline_time(w.flops, traffic, cpu),

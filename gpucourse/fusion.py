@@ -173,7 +173,14 @@ def page_faults(fn: Callable[..., Any], *args: Any, repeat: int = 5) -> float | 
 def fault_cost(pages: int = 4096, repeat: int = 3) -> float | None:
     """Seconds per minor page fault on this machine: map fresh anonymous memory (4 KiB pages:
     transparent huge pages refused with ``madvise``), write one byte per page, divide the time by
-    the faults counted (best of ``repeat``; None where faults are not counted)."""
+    the faults counted (best of ``repeat``; None where faults are not counted).
+
+    Args:
+        pages: 4 KiB pages mapped and touched per run.
+        repeat: runs.
+    Returns:
+        seconds per minor page fault, or None where faults are not counted.
+    """
     import mmap
     import time
 
@@ -209,7 +216,15 @@ class Side:
 @dataclass(frozen=True)
 class FusionModel:
     """``t ≈ calls·dispatch + bytes/bandwidth + faults·fault_cost`` for the unfused and the fused
-    chain."""
+    chain.
+
+    Args:
+        unfused, fused: each side's calls, bytes moved, page faults and measured seconds.
+        dispatch: seconds per call.
+        bandwidth: bytes per second.
+        fault_cost: seconds per minor page fault.
+        rounds: measured/model ratio of each round measured (this one included).
+    """
 
     unfused: Side
     fused: Side
@@ -295,7 +310,14 @@ class FusionModel:
 
 def dispatch_cost(fn: Callable[..., Any], *tiny_args: Any, repeat: int = 30) -> float:
     """Seconds per call of ``fn`` on inputs so small that the call is all overhead (best of
-    ``repeat``)."""
+    ``repeat``).
+
+    Args:
+        fn: the call; *tiny_args: inputs of one or a few elements.
+        repeat: runs.
+    Returns:
+        seconds per call (the best run).
+    """
     return measure(fn, *tiny_args, repeat=repeat, max_seconds=2.0).best
 
 
@@ -304,7 +326,14 @@ def best_run(
 ) -> tuple[float, float]:
     """(seconds, page faults) of the fastest of ``repeat`` synchronized runs: time and faults from
     the same run, so a run that faulted is charged its own faults (a load spike slows a run down,
-    never speeds one up)."""
+    never speeds one up).
+
+    Args:
+        fn: the call to time; *args: its arguments.
+        repeat: measured runs; warmup: discarded runs first.
+    Returns:
+        (seconds, page faults) of the fastest run.
+    """
     import time
 
     for _ in range(warmup):

@@ -229,7 +229,14 @@ def hlo_collectives(hlo: str) -> list[HloCollective]:
     synchronous collective whose result is a tuple (an all-reduce of several arrays at once, an
     all-to-all's pieces) counts every member. A collective-permute moves data between pairs
     (``source_target_pairs``): its group size is 2. A collective inside a loop is listed once,
-    whatever the loop's trip count."""
+    whatever the loop's trip count.
+
+    Args:
+        hlo: the text of an optimized HLO module (``compiled.as_text()``).
+    Returns:
+        one :class:`HloCollective` per collective op: its kind, result elements per device,
+        bytes per element, replica-group size and HLO line.
+    """
     out = []
     for line in hlo.splitlines():
         m = re.search(r"=\s*(.*?)\s" + COLLECTIVE_OPCODES + r"(-start)?\(", line)

@@ -200,7 +200,19 @@ def occupancy(
     ``shared_bytes_per_block``: static + dynamic shared memory of one block. ``opt_in``: the kernel
     raised its dynamic shared memory limit above 48 KiB. ``carveout``: preferred shared-memory
     carve-out in percent (0–100) or None for the default. Returns 0 blocks (with ``why_zero``) for a
-    launch that cannot run."""
+    launch that cannot run.
+
+    Args:
+        threads_per_block: threads of one block.
+        registers_per_thread: registers the compiler gave each thread.
+        shared_bytes_per_block: static + dynamic shared memory of one block, in bytes.
+        limits: the SM's limits (:func:`sm_limits`); None: an H100's.
+        opt_in: the kernel opts in to more than 48 KiB of shared memory per block.
+        carveout: the shared-memory carve-out in percent (None: the driver's default).
+    Returns:
+        an :class:`Occupancy`: blocks and warps per SM, the occupancy (0–1) and the limiting
+        resource.
+    """
     lim = limits or sm_limits()
     if not 1 <= threads_per_block <= lim["max_threads_per_block"]:
         raise ValueError(

@@ -52,6 +52,13 @@ MIB = 2**20
 
 @dataclass(frozen=True)
 class Roofline:
+    """A machine's two roofs.
+
+    Args:
+        name: the machine's name.
+        peak_flops: the compute roof, FLOP/s.
+        bandwidth: the memory roof, bytes/s.
+    """
     name: str
     peak_flops: float  # FLOP/s
     bandwidth: float  # bytes/s
@@ -168,7 +175,11 @@ def _size(text: str) -> int:
 def cache_bytes() -> tuple[int, str]:
     """(bytes, source) of the last-level cache data has to get past: the GPU's L2 on the GPU
     backend, else the CPU's largest cache (Linux sysfs; macOS sysctl). Falls back to 64 MiB, and
-    says so, where neither can be read."""
+    says so, where neither can be read.
+
+    Returns:
+        (bytes, where the number came from).
+    """
     be = get_backend()
     if be.is_gpu:
         props = be.xp.cuda.runtime.getDeviceProperties(0)
@@ -197,7 +208,14 @@ def cache_bytes() -> tuple[int, str]:
 def stream_bytes(factor: int = 2, minimum: int = 64 * MIB, maximum: int = 1024 * MIB) -> int:
     """Bytes per array for a DRAM/HBM measurement: ``factor`` × the last-level cache, within
     [minimum, maximum]. Twice the cache is enough for a stream: sweeping an array larger than the
-    cache in order evicts each line before the sweep comes back to it, so every access misses."""
+    cache in order evicts each line before the sweep comes back to it, so every access misses.
+
+    Args:
+        factor: times the last-level cache.
+        minimum, maximum: bounds, in bytes.
+    Returns:
+        bytes per array.
+    """
     return int(min(maximum, max(minimum, factor * cache_bytes()[0])))
 
 
@@ -380,7 +398,13 @@ def clock() -> str:
 @contextlib.contextmanager
 def blas_threads(n: int | None) -> Iterator[None]:
     """Limit the CPU's BLAS (OpenBLAS, MKL: whatever NumPy loaded) to ``n`` threads inside the block
-    (None or a GPU backend: no limit)."""
+    (None or a GPU backend: no limit).
+
+    Args:
+        n: BLAS threads inside the ``with`` block (None: no limit).
+    Returns:
+        a context manager.
+    """
     if n is None or get_backend().is_gpu:
         yield
         return
@@ -420,7 +444,14 @@ def _random(shape: Any, dtype: str, seed: int = 0) -> Any:
 @dataclass(frozen=True)
 class Op:
     """A workload to place on the roofline: the call, its FLOPs and bytes, and the bytes it
-    touches."""
+    touches.
+
+    Args:
+        label: the name a table or plot shows.
+        fn: the call, no arguments.
+        flops: FLOPs of one call; bytes: bytes it moves to and from memory.
+        working_set: bytes it touches (what must fit in a cache).
+    """
 
     label: str
     fn: Callable[[], Any]
@@ -454,7 +485,14 @@ def read_candidates(nbytes: int | None = None, dtype: str = "float32", cores: in
     a BLAS matrix-vector product over a *wide* 64-row matrix (a long streaming read with a tiny
     vector). The memory roof is the fastest: one core's bandwidth is limited by how many loads it
     keeps in flight, and a kernel that prefetches in software (OpenBLAS's gemv does) keeps more than
-    a plain loop."""
+    a plain loop.
+
+    Args:
+        nbytes: bytes each stream reads (None: :func:`stream_bytes`).
+        dtype: the element type; cores: CPU cores the BLAS streams may use.
+    Returns:
+        a list of :class:`Op`: time each, take the fastest as the memory roof.
+    """
     nbytes = nbytes or stream_bytes()
     s = np.dtype(dtype).itemsize
     reduction = read_stream(nbytes, dtype, cores)
@@ -485,13 +523,25 @@ def compute_candidates(dtype: str = "float32") -> list[Op]:
     """The compute-roof candidates: GEMMs of sizes §1 does not plot (it plots 64³…512³). The fastest
     is the roof: on a CPU the largest GEMM is not always the fastest (the longest calls are the
     likeliest to be slowed by other programs, and a core's clock varies with its neighbours' load),
-    on a GPU the largest is."""
+    on a GPU the largest is.
+
+    Args:
+        dtype: the element type of the GEMMs.
+    Returns:
+        a list of :class:`Op`: time each, take the fastest as the compute roof.
+    """
     sizes = (4096, 8192) if get_backend().is_gpu else (384, 640, 1024)
     return [gemm_op(n, dtype, label=f"gemm n={n} (roof candidate)") for n in sizes]
 
 
 def gemm_op(n: int, dtype: str = "float32", label: str | None = None) -> Op:
-    """C = A @ B on random n×n matrices: 2n³ FLOPs, 3n² elements of compulsory traffic."""
+    """C = A @ B on random n×n matrices: 2n³ FLOPs, 3n² elements of compulsory traffic.
+
+    Args:
+        n: the matrices' edge; dtype: their element type; label: the name shown.
+    Returns:
+        an :class:`Op` with its FLOPs, bytes and working set.
+    """
     A, B = _random((n, n), dtype, 2), _random((n, n), dtype, 3)
     s = np.dtype(dtype).itemsize
     return Op(label or f"gemm n={n}", lambda: A @ B, 2.0 * n**3, 3.0 * n * n * s, 3.0 * n * n * s)
@@ -502,7 +552,14 @@ def gemv_op(n: int, dtype: str = "float32", label: str | None = None, calls: int
     bytes counted ``calls`` times; the working set is one matrix). An op is timed once per round,
     between other ops that sweep the cache: a single call of a matrix that fits in the cache finds
     it evicted and reads it from DRAM. Back-to-back calls find it where the first one left it — the
-    only way to see what the cache delivers."""
+    only way to see what the cache delivers.
+
+    Args:
+        n: the matrix's edge; dtype: its element type; label: the name shown.
+        calls: calls per timed run.
+    Returns:
+        an :class:`Op` with its FLOPs, bytes and working set.
+    """
     if calls < 1:
         raise ValueError(f"calls must be at least 1, got {calls}")
     A, x = _random((n, n), dtype, 4), _random(n, dtype, 5)

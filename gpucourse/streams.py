@@ -415,7 +415,14 @@ def happens_before(items: Sequence[Any], nonblocking: Iterable[str] = ()) -> dic
     """For each op, every op guaranteed to have finished before it starts: the transitive closure of
     stream order, events, the legacy default stream and host synchronisations (ops issued after a
     HostSync come after what it waited for). Independent of durations: this is what makes a schedule
-    correct, not what the clock shows."""
+    correct, not what the clock shows.
+
+    Args:
+        items: ``Op`` and ``HostSync`` in host issue order.
+        nonblocking: streams created with ``cudaStreamNonBlocking``.
+    Returns:
+        ``{op name: names of the ops guaranteed to finish before it starts}``.
+    """
     items = list(items)
     _check_items(items)
     edges = device_dependencies(items, nonblocking)
@@ -449,7 +456,14 @@ def happens_before(items: Sequence[Any], nonblocking: Iterable[str] = ()) -> dic
 def races(items: Sequence[Any], nonblocking: Iterable[str] = ()) -> list[tuple[str, str, str]]:
     """(op, op, buffer) for every pair of ops that access the same buffer, at least one of them
     writing, with no happens-before order between them: a data race, whether or not the two overlap
-    in a particular timeline."""
+    in a particular timeline.
+
+    Args:
+        items: ``Op`` and ``HostSync`` in host issue order.
+        nonblocking: streams created with ``cudaStreamNonBlocking``.
+    Returns:
+        (op, op, buffer) for each unordered pair of accesses that conflict.
+    """
     items = list(items)
     hb = happens_before(items, nonblocking)
     ops = [x for x in items if isinstance(x, Op)]
@@ -479,6 +493,15 @@ def simulate(
     start; ``graph=True``: one launch issues all ops (a CUDA graph replay; no HostSync inside a
     graph); ``nonblocking``: streams created with ``cudaStreamNonBlocking`` (exempt from the legacy
     stream's rule 3).
+
+    Args:
+        ops: ``Op`` and ``HostSync`` in host issue order (durations in µs).
+        machine: SMs, copy engines and hardware queues.
+        launch_us, latency_us: host cost per issue, and issue-to-start latency, in µs.
+        graph: issue the whole list with one launch.
+        nonblocking: streams created with ``cudaStreamNonBlocking``.
+    Returns:
+        the :class:`Timeline`: each op's start and end in µs, and the makespan.
     """
     items = list(ops)
     _check_items(items)

@@ -78,6 +78,10 @@ class WeightStationaryArray:
     cycle ``t − (rows − 1 − k) − n`` (it reaches column n after n cycles, and its product then
     travels down the remaining rows). It keeps no PE registers: writing the registers' clock edge is
     lab 7's exercise 1 (the course notebook shows the register-level array's frames as data).
+
+    Args:
+        W: the weight tile, (K, N) with K <= rows and N <= cols.
+        rows, cols: the array's shape (None: the tile's).
     """
 
     # grading sends a clocked array to the grader as its attributes (grader.pipeline.wire)
@@ -454,6 +458,12 @@ class TiledGemm:
     — and the last tile's rows still need ``rows + cols − 2`` cycles to fill and drain the array:
 
         cycles = (tiles − 1) · max(M, rows) + M + rows + cols − 2
+
+    Args:
+        M, K, N: the GEMM ``(M×K)·(K×N)``.
+        rows, cols: the array's shape.
+        buffers: weight registers per PE.
+        weight_rows_per_cycle: rows the weight port shifts per cycle.
     """
 
     M: int

@@ -75,7 +75,13 @@ def format_seconds(s: float) -> str:
 
 
 def block(result: Any) -> Any:
-    """Wait until ``result`` (any pytree of JAX/CuPy/NumPy values) has really been computed."""
+    """Wait until ``result`` (any pytree of JAX/CuPy/NumPy values) has really been computed.
+
+    Args:
+        result: what a call returned: a JAX array, a CuPy or NumPy array, or a pytree of them.
+    Returns:
+        ``result`` itself, once every array in it is ready.
+    """
     jax = sys.modules.get("jax")
     if jax is not None:
         jax.block_until_ready(result)  # calls block_until_ready() on every pytree leaf that has it
@@ -116,6 +122,13 @@ def measure(
     ``sync=False`` reproduces the classic mistake (the stopwatch stops when the call *returns*) so
     that the course can show how wrong it is. ``max_seconds`` stops repeating early (at least 3
     runs) for slow calls. ``clock="cuda"`` uses CUDA events on the GPU backend.
+
+    Args:
+        fn: the call to time; *args, **kwargs: its arguments.
+        warmup: discarded calls; repeat: measured calls; max_seconds: stop early after this long.
+        sync: wait for the result before stopping the clock; clock: "host" or "cuda" (events).
+    Returns:
+        a :class:`Timing`: every run's seconds, with ``best`` and ``median``.
     """
     if repeat < 1:
         raise ValueError("repeat must be at least 1")

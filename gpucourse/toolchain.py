@@ -147,12 +147,20 @@ def missing() -> list[str]:
 
 
 def available() -> bool:
-    """True when CUDA C can be compiled to sm_90 and disassembled to SASS on this machine."""
+    """True when CUDA C can be compiled to sm_90 and disassembled to SASS on this machine.
+
+    Returns:
+        True when NVIDIA's compiler and disassembler wheels are installed and run.
+    """
     return not missing()
 
 
 def describe() -> str:
-    """One line for notebooks: versions found, or what is missing and how to install it."""
+    """One line for notebooks: versions found, or what is missing and how to install it.
+
+    Returns:
+        one line of text.
+    """
     gone = missing()
     if gone:
         return f"NVIDIA toolchain incomplete: missing {', '.join(gone)}. Install: {PIP_HINT}"

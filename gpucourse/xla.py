@@ -297,6 +297,14 @@ def fusion_breakers() -> dict[str, Callable]:
 
 @dataclass(frozen=True)
 class Compiled:
+    """What XLA compiled for one call, and what its own analyses say about it.
+
+    Args:
+        hlo: the optimized HLO module's text.
+        flops: XLA's cost analysis, FLOPs.
+        bytes_accessed: XLA's cost analysis, bytes read and written.
+        argument_bytes, output_bytes, temp_bytes: XLA's memory analysis, bytes.
+    """
     hlo: str  # optimized HLO of the entry computation and its fusions
     flops: float  # XLA's cost model
     bytes_accessed: float  # bytes XLA expects to read and write from memory
@@ -336,6 +344,14 @@ def _cost(analysis: Any) -> dict:
 
 
 def compiled(f: Callable[..., Any], *args: Any, **jit_kwargs: Any) -> Compiled:
+    """Compile ``f`` for ``args`` with ``jax.jit`` and read what XLA made of it.
+
+    Args:
+        f: the function; *args: example arguments (their shapes and dtypes are what counts).
+        **jit_kwargs: passed to ``jax.jit`` (``static_argnums``, say).
+    Returns:
+        a :class:`Compiled`: the optimized HLO and XLA's cost and memory analyses.
+    """
     import jax
 
     return of_executable(jax.jit(f, **jit_kwargs).lower(*args).compile())

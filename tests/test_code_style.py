@@ -63,3 +63,44 @@ def test_the_name_check_catches_an_unexplained_name_and_accepts_a_comment(tmp_pa
     monkeypatch.setattr(names, "GLOSSARY", ROOT / "CONTRIBUTING.md")
     assert [(b.name, b.line) for b in names.unexplained()] == [("qz", 2), ("rr", 6)]
     ast.parse((package / "m.py").read_text())
+
+
+def _helpers_students_call() -> dict[str, object]:
+    """Every ``gc.<module>.<name>`` and ``gc.<name>`` the lab notebooks' code uses, as objects."""
+    import re
+
+    import gpucourse as gc
+
+    found = {}
+    for path in sorted((ROOT / "solutions").glob("*/*.py")):
+        for name in re.findall(r"\bgc\.([a-z_]+(?:\.[A-Za-z_]+)?)\b", path.read_text(encoding="utf-8")):
+            obj = gc
+            for part in name.split("."):
+                obj = getattr(obj, part)
+            if callable(obj):
+                found[name] = obj
+    return found
+
+
+def test_helpers_students_call_say_what_they_take_and_give():
+    """Issue 24: a helper a lab's code calls has a one-line summary, and an ``Args:`` list naming
+    each parameter, and (a function) a ``Returns:`` entry."""
+    import inspect
+
+    helpers = _helpers_students_call()
+    assert len(helpers) >= 25, sorted(helpers)
+    missing = []
+    for name, obj in sorted(helpers.items()):
+        doc = inspect.getdoc(obj) or ""
+        summary = doc.split("\n\n", 1)[0]
+        params = [p for p in inspect.signature(obj).parameters
+                  if p not in ("self", "args", "kwargs", "tiny_args", "jit_kwargs")]
+        args = doc.split("Args:", 1)[1].split("Returns:", 1)[0] if "Args:" in doc else ""
+        if not summary or summary.startswith(name.rsplit(".", 1)[-1] + "("):
+            missing.append(f"gc.{name}: no summary line")
+        lost = [p for p in params if p not in args]
+        if lost:
+            missing.append(f"gc.{name}: Args: does not name {', '.join(lost)}")
+        if not inspect.isclass(obj) and "Returns:" not in doc:
+            missing.append(f"gc.{name}: no Returns:")
+    assert not missing, "\n".join(missing)
