@@ -71,13 +71,15 @@
 #
 # The source articles make 33 checkable statements, numbered C01–C33.
 # Each section ends with a **Claims check** table with one row per statement it covers:
-# the ID, the statement, what this machine measured (or, where only other hardware can show it,
-# a primary source: a datasheet, NVIDIA's documentation, a paper), and a **verdict**:
+# the ID, the statement and a **verdict**, and a link to a paragraph below the table that gives
+# the verdict's reasons and the evidence: what this machine measured (or, where only other hardware
+# can show it, a primary source: a datasheet, NVIDIA's documentation, a paper).
+# The verdicts:
 #
 # - **confirmed** — true as stated, and shown in the section;
-# - **qualified** — true under conditions the row states (a size, a precision,
+# - **qualified** — true under conditions the paragraph states (a size, a precision,
 #   a generation of hardware);
-# - **outdated** (or incorrect) — true once or never; the row says what is true instead.
+# - **outdated** (or incorrect) — true once or never; the paragraph says what is true instead.
 #
 # A claim that a cell of the section measures is also *asserted* there:
 # if this machine ever disagrees, the notebook fails instead of printing a contradiction.
@@ -230,7 +232,7 @@ if be.is_gpu or xla_gpu.available():
         ("lambda a, b: jnp.dot(a, b)", (a, b), {"xla_gpu_override_gemm_autotuner": xla_gpu.TUNED_TILE}),
     ])
     print(dot_gpu.provenance())
-    print(f"source article's 2×3·3×2:   {article_gpu.gemm.describe()}")
+    print(f"article 000's 2×3·3×2: {article_gpu.gemm.describe()}")
     print(f"128×128 float32:  {dot_gpu.gemm.describe()}")
     print(f"+ bias + relu, Triton GEMMs off: {layer_gpu.gemm.describe()}")
     print("128×128 float32, entry ops:", gc.xla.entry_ops(dot_gpu.hlo))
@@ -535,20 +537,26 @@ assert isinstance(c_host, np.ndarray) and err < tol
 # | C24 | results stay in GPU memory between ops and return to the CPU only when needed | **confirmed** ([why](#Claim-C24)) |
 # | C25 | Blackwell handles FP8 in hardware through the Transformer Engine | **qualified** ([why](#Claim-C25)) |
 #
+# Step 8 also takes apart the source article's "4×4×4 per cycle" (C21), judged in §6: **outdated**.
+#
+# **Next:** §1, BLAS levels and arithmetic intensity — `course/01_blas_roofline.ipynb`.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C23
 #
 # **confirmed** (qualified only by `static_argnums`,
-# which makes chosen arguments part of the cache key by value)
+# which makes chosen arguments part of the cache key by value).
 #
-# *Evidence.* step 1: a second call with other values does not re-run the Python;
+# *Evidence.* Step 1: a second call with other values does not re-run the Python;
 # the trace recorded `((128, 128), 'float32')` only; §6.1: branching on a traced value fails.
 #
 # #### Claim C24
 #
 # **confirmed** — on a GPU the arrays live in HBM;
-# JAX copies home only on request (printing, NumPy conversion, `device_get`)
+# JAX copies home only on request (printing, NumPy conversion, `device_get`).
 #
-# *Evidence.* steps 9–10: `c` and the next result stay on the backend's device;
+# *Evidence.* Steps 9–10: `c` and the next result stay on the backend's device;
 # the host copy happens at `np.asarray(c)`.
 #
 # #### Claim C25
@@ -558,12 +566,8 @@ assert isinstance(c_host, np.ndarray) and err < tol
 # (`transformer_engine`) that picks per-tensor scales
 # — Blackwell's novelty is FP4/FP6 and finer-grained scaling.
 #
-# *Evidence.* primary source: NVIDIA Blackwell architecture technical brief (2024)
+# *Evidence.* Primary source: NVIDIA Blackwell architecture technical brief (2024)
 # — 2nd-generation Transformer Engine,
 # FP8 and new FP4/FP6 tensor-core formats with micro-tensor scaling;
 # FP8 tensor cores already existed on Hopper (H100 datasheet:
-# 1,979 dense FP8 TFLOP/s, `gc.hardware`)
-#
-# Step 8 also takes apart the source article's "4×4×4 per cycle" (C21), judged in §6: **outdated**.
-#
-# **Next:** §1, BLAS levels and arithmetic intensity — `course/01_blas_roofline.ipynb`.
+# 1,979 dense FP8 TFLOP/s, `gc.hardware`).

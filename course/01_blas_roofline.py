@@ -725,13 +725,25 @@ plt.show()
 # | C01 | BLAS Level 3 moves O(MN+MK+KN) data for O(MNK) compute, so GEMM is compute-bound | **qualified** ([why](#Claim-C01)) |
 # | C02 | compilers turn as much as possible into GEMMs and fuse elementwise ops to cut memory traffic | **confirmed** ([why](#Claim-C02)) |
 #
+# On a GPU the same cells measure the GPU (CuPy/cuBLAS with CUDA events for §1.2–1.3,
+# JAX on the GPU for §1.4); `python -m gpucourse.gpu_check` gathers the numbers
+# (`gc.record`) into `course/gpu_runs/`.
+# What this notebook says of a GPU's numbers
+# (the GPU cells' bands against the datasheet) is what the cell checks when run on a GPU,
+# not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
+#
+# **Next:** the lab, `labs/lab01_blas_roofline/lab01_blas_roofline.ipynb` — count, predict, tile,
+# diagnose, then time and explain ops on your own machine.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C01
 #
 # **qualified**: compute-bound only when all three dimensions are large enough for intensity ≈
 # 2/(s·(1/M+1/N+1/K)) to pass the ridge
 # (n ≥ 887 for square bf16 on an H100) and the kernel tiles for reuse.
 #
-# *Evidence.* counted in §1.1 (2MNK FLOPs on MK+KN+MN distinct elements);
+# *Evidence.* Counted in §1.1 (2MNK FLOPs on MK+KN+MN distinct elements);
 # measured in §1.2 against roofs measured by their own kernels:
 # the 512³ GEMM sits far right of the ridge point,
 # the 64³ one (an eighth of its intensity) much closer to it and well below the compute roof
@@ -746,14 +758,4 @@ plt.show()
 # §1.3: one GEMM replaces 32 gemvs with the speed-up the roofline predicts (within 3×, printed);
 # §1.4: XLA compiles `relu(x*y+z)` to one `kLoop` fusion moving 4 arrays instead of 8,
 # and the measured speed-up matches a model of traffic + fresh buffers + dispatch
-# (within 0.6–1.6× of it)
-#
-# On a GPU the same cells measure the GPU (CuPy/cuBLAS with CUDA events for §1.2–1.3,
-# JAX on the GPU for §1.4); `python -m gpucourse.gpu_check` gathers the numbers
-# (`gc.record`) into `course/gpu_runs/`.
-# What this notebook says of a GPU's numbers
-# (the GPU cells' bands against the datasheet) is what the cell checks when run on a GPU,
-# not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
-#
-# **Next:** the lab, `labs/lab01_blas_roofline/lab01_blas_roofline.ipynb` — count, predict, tile,
-# diagnose, then time and explain ops on your own machine.
+# (within 0.6–1.6× of it).

@@ -1224,6 +1224,15 @@ assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 *
 # | C03 | the backward pass is also GEMMs: ∂L/∂W = ∂L/∂Y · Xᵀ | **confirmed** ([why](#Claim-C03)) |
 # | C04 | saved activations drive training memory; activation checkpointing trades recompute for memory | **qualified** ([why](#Claim-C04)) |
 #
+# On a GPU the same cells run on the device (JAX on CUDA, cuBLAS GEMMs in the HLO,
+# bf16 GEMMs on tensor cores in §2.7's mixed-precision check), and §2.7 brackets a real OOM.
+#
+# **Next:** the lab, `labs/lab02_backprop/lab02_backprop.ipynb` — write the backward pass,
+# count a training step, size a batch (fp32 and mixed precision),
+# pick a checkpointing policy and test hand-written backward passes against black-box forwards.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C03
 #
 # **confirmed**, and sharpened: the source article's formula is for its column convention (Y = W·X);
@@ -1274,11 +1283,4 @@ assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 *
 # XLA:GPU keeps the recompute (15 GEMMs, deviceless H100, with Triton and with cuBLAS GEMMs);
 # whether memory drops depends on what the no-policy build already fused (Triton build: drops;
 # cuBLAS build: grows); XLA:CPU merges the recomputed GEMMs away (a quirk of its pass order;
-# all asserted per build)
-#
-# On a GPU the same cells run on the device (JAX on CUDA, cuBLAS GEMMs in the HLO,
-# bf16 GEMMs on tensor cores in §2.7's mixed-precision check), and §2.7 brackets a real OOM.
-#
-# **Next:** the lab, `labs/lab02_backprop/lab02_backprop.ipynb` — write the backward pass,
-# count a training step, size a batch (fp32 and mixed precision),
-# pick a checkpointing policy and test hand-written backward passes against black-box forwards.
+# all asserted per build).

@@ -25,7 +25,7 @@
 # — disk → CPU memory → GPU memory and back — step by step.
 #
 # **You will learn**
-# - what the source article's CPU / GPU / NPU table means in numbers: cores, lanes, memories, links;
+# - what article 000's CPU / GPU / NPU table means in numbers: cores, lanes, memories, links;
 # - to see SIMD — the CPU's vector operations (벡터 연산) — on your own CPU:
 #   the vector width in its flags and in the machine code the compiler emits,
 #   and what it buys over a Python loop;
@@ -976,7 +976,7 @@ assert np.isclose(rms, np.sqrt(np.mean(data.astype(np.float64) ** 2)), rtol=1e-6
 # Pascal: pages migrate between device and *host memory* on demand (CUDA Programming Guide,
 # "Unified Memory Programming") — slowly, and never to disk;
 # frameworks allocate with `cudaMalloc` by default, hence OOM.
-# And the source article's own closing remark is the modern exception:
+# And article 002's own closing remark is the modern exception:
 # **LLM serving offloads the KV cache**.
 # A transformer keeps a key and a value vector per layer, KV head and token of context:
 
@@ -1094,6 +1094,16 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # | C28 | GPUs don't page device memory out to disk: data larger than GPU memory means OOM (article 002) | **qualified** ([why](#Claim-C28)) |
 # | C33 | modern LLM serving offloads KV cache out of GPU memory during computation, accepting the slowdown (article 002) | **qualified** ([why](#Claim-C33)) |
 #
+# On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even,
+# OOM, zero-copy) on the device itself.
+#
+# **Next:** the lab, `labs/lab03_datapath/lab03_datapath.ipynb`
+# — placing a pipeline's steps on CPU or GPU, the slowest link at which offloading pays,
+# streaming within a memory budget, warp utilization, vectorizing a branch,
+# and fitting a transfer path.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C05
 #
 # **qualified**: true of the instruction;
@@ -1117,18 +1127,18 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core;
 # compare SMs with cores (132 vs 16) or ALUs with ALUs (16,896 vs 512),
 # and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16).
-# Desktop CPUs now reach 24 cores (Core i9-14900K)
+# Desktop CPUs now reach 24 cores (Core i9-14900K).
 #
 # *Evidence.*
 # §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores".
 # Counted in fp32 vector ALUs, the CPU has 16 × 2 × 16 = 512 (a TPU v4 4,096:
 # 2 cores × 8 × 128 lanes × 2 ALUs), so the gap is 33×, not 1000×;
 # the GPU's FLOPs are mostly in its tensor cores
-# (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes)
+# (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes).
 #
 # #### Claim C07
 #
-# **confirmed** (several times against a server CPU, tens of times against a desktop)
+# **confirmed** (several times against a server CPU, tens of times against a desktop).
 #
 # *Evidence.*
 # §3.6: H100 HBM3 3.35 TB/s vs desktop DDR5 (2 channels) 89.6 GB/s = 37×,
@@ -1205,11 +1215,3 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # more than an H100 holds; LMCache/Mooncake/FlexGen tier KV blocks to CPU memory or SSD
 # (in vLLM through KV connectors); vLLM V0 swapped preempted requests' blocks to CPU memory,
 # V1 preempts by recomputation instead.
-#
-# On a GPU, the guarded cells above measure the GPU rows (pinned vs pageable, async DMA, break-even,
-# OOM, zero-copy) on the device itself.
-#
-# **Next:** the lab, `labs/lab03_datapath/lab03_datapath.ipynb`
-# — placing a pipeline's steps on CPU or GPU, the slowest link at which offloading pays,
-# streaming within a memory budget, warp utilization, vectorizing a branch,
-# and fitting a transfer path.

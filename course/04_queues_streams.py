@@ -30,11 +30,11 @@
 # - what a launch costs, as two different numbers:
 #   its **latency** (enqueue → running,
 #   paid when the queue is idle or the host waits) and its **throughput** (launches per second,
-#   which limits back-to-back kernels) — the source article's "3–5 µs" judged;
+#   which limits back-to-back kernels) — article 000's "3–5 µs" judged;
 #   why fusion and CUDA graphs are the cure, and when the cost does *not* matter;
 # - streams (스트림): in order within one,
 #   allowed to run concurrently across several
-#   — the source article's Stream 1/2/3 example as a timeline — and what really serializes them:
+#   — article 002's Stream 1/2/3 example as a timeline — and what really serializes them:
 #   the legacy default stream, shared hardware queues, full SMs;
 #   which schedules are *correct* (happens-before, races,
 #   the caching allocator's cross-stream hazard);
@@ -793,6 +793,14 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 # | C11 | the GPU runs queued commands asynchronously; the CPU must synchronize before using results (article 000) | **confirmed** ([why](#Claim-C11)) |
 # | C29 | kernels that must run in order share a stream; independent kernels in different streams run concurrently (article 002) | **qualified** ([why](#Claim-C29)) |
 #
+# **Next:** the lab, `labs/lab04_streams/lab04_streams.ipynb`
+# — find how long one kernel of a schedule may run,
+# give a graph of copies and kernels its streams and events, fix a broken timing,
+# find where launches dominate, build a chunked copy/compute pipeline with the fewest chunks that
+# meet a deadline.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C10
 #
 # **qualified**: the order of magnitude is right for CUDA's own launch path,
@@ -814,7 +822,7 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 # so Python's and CuPy's overhead is included beside CUDA's own launch cost —,
 # the GPU's time per kernel with a full queue (512 launches queued behind a long kernel,
 # asserted to be queued before it ends) and with a CUDA graph; NVIDIA's CUDA Graphs post:
-# 3.8 µs per short kernel with stream launches, 3.4 µs with a graph (V100)
+# 3.8 µs per short kernel with stream launches, 3.4 µs with a graph (V100).
 #
 # #### Claim C11
 #
@@ -828,7 +836,7 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 # event, stream and device synchronization wait for different amounts of work (model;
 # real CuPy streams on a GPU), and many calls synchronize implicitly (`.item()`, `print`,
 # synchronous `cudaMemcpy`, `cudaMalloc`,
-# the legacy default stream) — a synchronous copy in the middle of a program idles the GPU (model)
+# the legacy default stream) — a synchronous copy in the middle of a program idles the GPU (model).
 #
 # #### Claim C29
 #
@@ -845,10 +853,4 @@ if gc.require_gpu("pinned vs pageable host-to-device bandwidth, and the chunked 
 # one kernel on the legacy default stream serializes blocking streams (makespan printed),
 # a ninth stream shares a hardware queue and inherits a false dependency;
 # events add cross-stream order; §4.6:
-# correctness needs happens-before, not a lucky timeline (the caching allocator's cross-stream race)
-#
-# **Next:** the lab, `labs/lab04_streams/lab04_streams.ipynb`
-# — find how long one kernel of a schedule may run,
-# give a graph of copies and kernels its streams and events, fix a broken timing,
-# find where launches dominate, build a chunked copy/compute pipeline with the fewest chunks that
-# meet a deadline.
+# correctness needs happens-before, not a lucky timeline (the caching allocator's cross-stream race).

@@ -273,7 +273,7 @@ print(f"  shared memory up to {p['shared_memory_bytes'] // 1024} KB (carved from
 print(f"  up to {p['max_warps']} warps = {p['max_threads']} threads and {p['max_blocks']} blocks resident")
 print("shared by all SMs: 50 MB L2 cache, 80 GB HBM3")
 print(f"registers per thread when the SM is full: {p['register_file_bytes'] // 4 // p['max_threads']}")
-# the datasheet's figure (Hopper whitepaper, typed into gc.hardware), not measured: the source article's 256 KB (C13); on a GPU
+# the datasheet's figure (Hopper whitepaper, typed into gc.hardware), not measured: article 000's 256 KB (C13); on a GPU
 # the device's own count (cudaDeviceProp.regsPerMultiprocessor) is the independent check
 assert p["register_file_bytes"] == 256 * 1024
 if be.is_gpu and "H100" in be.gpu.name:
@@ -877,6 +877,12 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # | C31 | blocks of a kernel are independent and spread over the SMs (002) | **confirmed** ([why](#Claim-C31)) |
 # | C32 | each SM has its own registers, shared memory, read-only memory and L1; L2 and global memory are shared (002) | **confirmed** ([why](#Claim-C32)) |
 #
+# **Next:** the lab, `labs/lab05_kernels/lab05_kernels.ipynb` — guard, index, reduce, tile,
+# budget registers for an occupancy target with this section's model, and fix a divergent kernel,
+# the kernels graded by the instrumented executor.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C13
 #
 # **qualified**: true by the datasheet (a stated figure, not measured here),
@@ -899,7 +905,7 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 #
 # **qualified**.
 #
-# *Evidence.* warp size 32 on every NVIDIA GPU (CUDA Programming Guide;
+# *Evidence.* Warp size 32 on every NVIDIA GPU (CUDA Programming Guide;
 # read from the device on a GPU); the executor groups 32 consecutive threads per warp and §5.5 shows
 # lanes of one warp masked off when they disagree.
 # Since Volta each thread has its own program counter (independent thread scheduling),
@@ -908,7 +914,7 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # #### Claim C15
 #
 # **confirmed** (free switch) / **qualified** (needs 4× the warps a one-pool model says,
-# and memory-level parallelism)
+# and memory-level parallelism).
 #
 # *Evidence.*
 # §5.4: the switch is free (registers stay put),
@@ -933,7 +939,7 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # keep the two paths as two loops behind conditional branches, not predicated selects;
 # in general the warp pays the *sum* of the paths:
 # 1.08× for an 8-vs-1 split, 3× for four paths, up to ~22× for 32;
-# on a GPU timed with CUDA events (asserted > 1.3×)
+# on a GPU timed with CUDA events (asserted > 1.3×).
 #
 # #### Claim C30
 #
@@ -944,7 +950,7 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # CUDA: 1–1024 threads per block, multiples of 32 recommended
 # (a 100-thread block wastes 28 lanes of its last warp);
 # an H100 SM holds up to 64 warps (2048 threads), 16 per sub-partition,
-# and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4)
+# and its 4 schedulers each issue one warp instruction per cycle, from their own warps (§5.3, §5.4).
 #
 # #### Claim C31
 #
@@ -957,12 +963,8 @@ assert np.allclose(be.to_host(C_dev), A @ B, atol=1e-4)
 # #### Claim C32
 #
 # **confirmed** (on Hopper, thread-block clusters can also read other SMs' shared memory:
-# distributed shared memory)
+# distributed shared memory).
 #
 # *Evidence.*
 # Hopper whitepaper: per SM 256 KB registers, 256 KB combined L1/shared (up to 228 KB shared),
-# plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3)
-#
-# **Next:** the lab, `labs/lab05_kernels/lab05_kernels.ipynb` — guard, index, reduce, tile,
-# budget registers for an occupancy target with this section's model, and fix a divergent kernel,
-# the kernels graded by the instrumented executor.
+# plus constant/texture caches; 50 MB L2 and HBM shared by all 132 SMs (§5.3).

@@ -850,6 +850,17 @@ else:
 # | C21 | a tensor core performs a 4×4×4 matrix multiply per cycle | **outdated** ([why](#Claim-C21)) |
 # | C22 | matmuls compile to tensor-core HMMA instructions instead of FFMA when conditions allow | **qualified** ([why](#Claim-C22)) |
 #
+# On a GPU the §6.3 and §6.8 cells also run the kernels and time them;
+# their asserts are what the cell checks when run on a GPU, not a reported result:
+# no GPU run of this course is recorded yet (`course/gpu_runs/`).
+#
+# **Next:** the lab, `labs/lab06_xla_sass/lab06_xla_sass.ipynb` — fuse, count bytes,
+# find and fix a fusion breaker, write the fused kernel and check its traffic against XLA's,
+# count instructions in SASS you compile, and predict,
+# measure and explain what fusion buys on your machine.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C12
 #
 # **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates
@@ -865,7 +876,7 @@ else:
 # lies within the stated band of it (½–3× of the model's predicted ratio, which is printed:
 # a wide band; asserted on the median round, all five printed); §6.6–6.7:
 # the fused kernel's PTX/SASS loads x, y, z once, computes in registers, stores once (numba:
-# 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`)
+# 1 `fma.rn.f32`; XLA: 128-bit loads, `mul.rn`/`add.rn`).
 #
 # #### Claim C20
 #
@@ -911,12 +922,3 @@ else:
 # `HGMMA.64x128x8.F32.TF32` with a forced warpgroup-sized one
 # — and to `FFMA` with `precision="highest"`,
 # and a bf16 one to `HMMA` or `HGMMA` depending on the tile.
-#
-# On a GPU the §6.3 and §6.8 cells also run the kernels and time them;
-# their asserts are what the cell checks when run on a GPU, not a reported result:
-# no GPU run of this course is recorded yet (`course/gpu_runs/`).
-#
-# **Next:** the lab, `labs/lab06_xla_sass/lab06_xla_sass.ipynb` — fuse, count bytes,
-# find and fix a fusion breaker, write the fused kernel and check its traffic against XLA's,
-# count instructions in SASS you compile, and predict,
-# measure and explain what fusion buys on your machine.

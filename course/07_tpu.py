@@ -1494,6 +1494,19 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # | C18 | a TPU runs the order the compiler fixed, with no warp scheduling, so pods have low overhead | **qualified** ([why](#Claim-C18)) |
 # | C19 | TPUs connect chip to chip over ICI in a 3D torus, without switches | **qualified** ([why](#Claim-C19)) |
 #
+# On a GPU backend §7.2's FLOP/s measurement runs on cuBLAS and §7.6's GPU Pallas kernel
+# (the reduction inside the kernel, Triton asked for explicitly;
+# JAX's default GPU backend is Mosaic GPU) is compiled and checked;
+# everything else is a model or CPU-real JAX (meshes, collectives,
+# HLO) and reads the same on every machine.
+#
+# **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array,
+# schedule a whole matmul on it, choose the shape of a matrix unit, write a fused Pallas kernel,
+# write a sharded matmul with its collectives by hand (`shard_map`),
+# count hops on real slices and price collectives.
+#
+# ### Each claim: the verdict's reasons and the evidence
+#
 # #### Claim C17
 #
 # **qualified**: the array moves operands register to register and reuses each weight M times,
@@ -1533,7 +1546,7 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # `is_scheduled=true` appears in this CPU's HLO too
 # (XLA fixes op order on every backend) and a sharded program is one module for all 8 devices;
 # TensorCore design: Jouppi et al., CACM 2020 / ISCA 2023,
-# the scaling book's TPU chapter (a scalar core issues all instructions and DMAs)
+# the scaling book's TPU chapter (a scalar core issues all instructions and DMAs).
 #
 # #### Claim C19
 #
@@ -1557,15 +1570,4 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # a torus "on slices where the topology, AxBxC, is either 2A=B=C or 2A=2B=C");
 # the JAX scaling book (every multiple of a full cube wraps, v4 included;
 # v5e/v6e wrap only on 16-chip axes); Google's v5e/v6e pages (2D torus; per-chip ICI bandwidths);
-# Jouppi et al. ISCA 2023 (optical circuit switches)
-#
-# On a GPU backend §7.2's FLOP/s measurement runs on cuBLAS and §7.6's GPU Pallas kernel
-# (the reduction inside the kernel, Triton asked for explicitly;
-# JAX's default GPU backend is Mosaic GPU) is compiled and checked;
-# everything else is a model or CPU-real JAX (meshes, collectives,
-# HLO) and reads the same on every machine.
-#
-# **Next:** the lab, `labs/lab07_tpu/lab07_tpu.ipynb` — clock the array,
-# schedule a whole matmul on it, choose the shape of a matrix unit, write a fused Pallas kernel,
-# write a sharded matmul with its collectives by hand (`shard_map`),
-# count hops on real slices and price collectives.
+# Jouppi et al. ISCA 2023 (optical circuit switches).

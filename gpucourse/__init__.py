@@ -15,8 +15,7 @@ Modules, by what they hold:
 - ``simd_simt`` CPU vector width and compiled vector instructions; one warp's active masks (stored
   data)
 - ``simt``     the instrumented SIMT executor with numba-cuda's API (the CPU backend's kernel
-  runner): traffic,
-               SIMT efficiency, races, barrier divergence, uninitialised reads
+  runner): traffic, SIMT efficiency, races, barrier divergence, uninitialised reads
 - ``occupancy`` blocks/warps per SM as NVIDIA's cuda_occupancy.h computes them; Little's law
 - ``occupancy_nvidia`` NVIDIA's own occupancy calculator (cuda_occupancy.h) compiled with g++, no
   GPU needed

@@ -5,12 +5,10 @@ Everything else asks it for:
 
 - ``xp``         the array module: CuPy on a GPU, NumPy on CPU;
 - ``jax_device`` the device JAX places arrays on;
-- ``cuda``       the kernel runner: numba-cuda on the device; on CPU the course's instrumented SIMT
-  executor
-                 (``gpucourse.simt.cuda``: numba-cuda's API, every CUDA thread a coroutine, each
-                 launch's report in
-                 ``kernel.last_report``), or numba's CUDA simulator with
-                 ``GPUCOURSE_CUDA_SIM=numba``;
+- ``cuda``       the kernel runner: numba-cuda on the device; on CPU the course's instrumented
+                 SIMT executor (``gpucourse.simt.cuda``: numba-cuda's API, every CUDA thread a
+                 coroutine, each launch's report in ``kernel.last_report``), or numba's CUDA
+                 simulator with ``GPUCOURSE_CUDA_SIM=numba``;
 - ``sync()``     wait until all queued device work has finished.
 
 Choose the backend with the environment variable ``GPUCOURSE_BACKEND``:

@@ -35,10 +35,10 @@ REPO = "gpu-course/gpu-course"
 BRANCH = "main"
 RELEASE = "student-edition"  # the GitHub release whose asset is the student edition's wheel
 VERSION = "0.1.0"  # gpucourse.__version__ (a test keeps them equal): the wheel's file name holds it
-# runtime dependencies Colab does not preinstall (numba-cuda: the cell adds the
+# runtime dependencies Colab does not preinstall (numba-cuda: the cell adds the flavour of the
+# driver's CUDA major version, [cu12] or [cu13]: without one, numba-cuda resolves to cuda-bindings
+# 13, which needs a driver >= 580)
 COLAB_DEPS = ["numba-cuda>=0.20"]
-# flavour of the driver's CUDA major version, [cu12] or [cu13]: without one, numba-cuda resolves to
-# cuda-bindings 13, which needs a driver >= 580)
 MARK = "# Colab set-up"  # first line of the cell: how retarget (and the lead's insertion) finds it
 
 CELL_TEMPLATE = '''{mark} (does nothing outside Google Colab): install the course (student edition),

@@ -298,14 +298,14 @@ def draw_torus(
         for h in highlight:
             ax.scatter(*np.array(t.coords(h), dtype=float), s=80, color=PALETTE[3])
             c = np.array(t.coords(h))
-            nb = []
+            neighbours = []
             for axis, (d, w) in enumerate(zip(dims, t.wrap)):
                 for step in (-1, 1):
                     x = c[axis] + step
                     if (w or 0 <= x < d) and x % d != c[axis]:
-                        nb.append(np.where(np.arange(3) == axis, x % d, c))
-            nb = np.array(nb, dtype=float)
-            ax.scatter(nb[:, 0], nb[:, 1], nb[:, 2], s=55, color=PALETTE[1])
+                        neighbours.append(np.where(np.arange(3) == axis, x % d, c))
+            neighbours = np.array(neighbours, dtype=float)
+            ax.scatter(neighbours[:, 0], neighbours[:, 1], neighbours[:, 2], s=55, color=PALETTE[1])
     ax.set_xlabel("x [chip]")
     ax.set_ylabel("y [chip]")
     ax.set_zlabel("z [chip]")

@@ -780,9 +780,13 @@ def measure_on_gpu(ops: Sequence[Any], repeat: int = 3, copy_bytes_per_us: float
     # read the clock rate once, not inside the launch loop
     cycles_per_us = gpu_cycles(1000.0) / 1000.0
     names = list(dict.fromkeys(op.stream for op in cmds))
-    nb = set(nonblocking)
+    nonblocking_set = set(nonblocking)
     streams = {
-        name: cp.cuda.Stream.null if name == LEGACY else cp.cuda.Stream(non_blocking=name in nb)
+        name: (
+            cp.cuda.Stream.null
+            if name == LEGACY
+            else cp.cuda.Stream(non_blocking=name in nonblocking_set)
+        )
         for name in names
     }
     # timestamps of host syncs, outside every model stream
@@ -872,19 +876,19 @@ class LaunchCosts:
 
     latency: float  # host call → the kernel is running (idle queue): the host saw the kernel's flag
     # host time per launch call, back to back: the host side of launch throughput — a CuPy
-    enqueue: float
     # RawKernel call from Python, so it includes Python's and CuPy's own per-call overhead on top of
-    # CUDA's launch GPU time per empty kernel with the queue kept full: the device side of
-    # throughput
+    # CUDA's launch
+    enqueue: float
+    # GPU time per empty kernel with the queue kept full: the device side of throughput
     gpu_per_kernel: float
     graph_per_kernel: float  # GPU time per empty kernel replayed from a CUDA graph
     # launch + stream synchronize of one empty kernel: what a loop that waits every step pays
     round_trip: float
     event_pair: float  # CUDA events around one empty kernel on an idle queue (GPU clock)
-    # the host had queued all n launches before the spin kernel ended: gpu_per_kernel is
+    # the host had queued all n launches before the spin kernel ended: gpu_per_kernel is the GPU's
+    # own rate, not the host's enqueue rate seen through a queue that ran dry (or filled up and
+    # blocked)
     host_ahead: bool = True
-    # the GPU's own rate, not the host's enqueue rate seen through a queue that ran dry (or filled
-    # up and blocked)
 
 
 def measure_launch_on_gpu(n: int = 512, repeat: int = 30) -> LaunchCosts:

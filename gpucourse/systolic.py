@@ -411,10 +411,12 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
             busy[c] = int(useful_now.sum())
             useful += busy[c]
             # results leaving the bottom row: accumulate into C (K tiles of the same N tile add up)
-            tb = a_tile[R - 1]
-            out = (tb >= 0) & (np.arange(n_cols) < n_len[np.maximum(tb, 0)])
+            bottom_row = a_tile[R - 1]
+            out = (bottom_row >= 0) & (np.arange(n_cols) < n_len[np.maximum(bottom_row, 0)])
             np.add.at(
-                C, (a_row[R - 1][out], n_start[tb[out]] + np.arange(n_cols)[out]), leaving[out]
+                C,
+                (a_row[R - 1][out], n_start[bottom_row[out]] + np.arange(n_cols)[out]),
+                leaving[out],
             )
         # weight chains shift down kw rows; the top kw take the group of rows the column's port
         # feeds this cycle

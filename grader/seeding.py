@@ -1,14 +1,14 @@
 """Per-student hidden-case seeds, as a grading sandbox sees them (the exercise side of the seeding).
 
 Hidden cases are drawn from ``np.random.default_rng(seed)``. Outside grading (a student's own
-Validate, CI, nbval of ``solutions/``) the source article is a hash of the problem's name:
+Validate, CI, nbval of ``solutions/``) the seed is a hash of the problem's name:
 deterministic, the same for everyone. When the grading command (:mod:`grader.pipeline.secret`)
 grades a submission it derives one seed per problem from the instructor's secret, the lab and the
 student, writes them to a read-only file inside that student's sandbox and names it in
 ``GRADER_HIDDEN_SEEDS_FILE``; :meth:`grader.problem.Problem.seed` then returns them. The secret
 itself never enters the sandbox.
 
-The source articles are read once, when this module is first imported — the sandboxed kernel imports
+The seeds are read once, when this module is first imported — the sandboxed kernel imports
 it before any cell runs (:mod:`grader.pipeline.sandbox_kernel`), the re-check worker before any
 student code — and the variable is removed from the environment. A reload keeps them (student code
 cannot reset them to the public ones that way); replacing them is tampering the re-check reports.

@@ -1,4 +1,4 @@
-"""The seeds' 33 checkable claims (from shared/CLAIMS.md): ID -> (course section, gist)."""
+"""The source articles' 33 checkable claims (from shared/CLAIMS.md): ID -> (course section, gist)."""
 
 CLAIMS = {
     "C01": (1, 'BLAS Level 3 moves O(MN+MK+KN) data for O(MNK) compute, so GEMM is compute-bound'),

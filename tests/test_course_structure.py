@@ -1,5 +1,5 @@
 """The course's shape: notebook pairs in step, labs/ generated from solutions/, one template everywhere,
-every claim of the seeds checked in its section's Claims-check table."""
+every claim of the source articles checked in its section's Claims-check table."""
 
 from __future__ import annotations
 
@@ -79,6 +79,13 @@ def test_every_claim_of_the_section_has_a_verdict(nb):
     for cid in mine:
         assert cid in rows, f"{cid} ({CLAIMS[cid][1]}) has no row in the Claims-check table"
         assert VERDICT.search(rows[cid]), f"{cid}: the row must state **confirmed**, **qualified** or **outdated**"
+        # a short row links to its claim's paragraph: the verdict's reasons and the evidence
+        assert f"(#Claim-{cid})" in rows[cid], f"{cid}: the row links to #Claim-{cid}"
+        first = re.search(rf"^#### Claim {cid}\n\n\*\*(confirmed|qualified|outdated)\*\*", table[1], re.M)
+        assert first and first.group(1) in re.findall(r"\*\*(confirmed|qualified|outdated)\*\*", rows[cid]), \
+            f"{cid}: a '#### Claim {cid}' paragraph below the table starts with the row's verdict"
+        paragraph = table[1].split(f"#### Claim {cid}\n", 1)[1].split("\n#", 1)[0]
+        assert "*Evidence.*" in paragraph, f"{cid}: its paragraph gives the evidence"
 
 
 @pytest.mark.parametrize("lab", LABS)

@@ -37,7 +37,7 @@ def test_triple_loop_counts_match_the_formulas():
         gc.blas.triple_loop_matmul(np.ones((2, 3)), np.ones((2, 3)))
 
 
-def test_xla_reports_one_fusion_and_bytes_for_the_seed_chain():
+def test_xla_reports_one_fusion_and_bytes_for_the_article_chain():
     import jax.numpy as jnp
 
     x = jnp.ones(1000, jnp.float32)

@@ -11,18 +11,18 @@ import gpucourse as gc
 from gpucourse import streams as st
 from grader.answers import lab04_streams as answers  # the instructor's side: references, hidden-case generators
 
-SEED = {"1": [("A", 30), ("B", 20), ("C", 25)], "2": [("D", 40), ("E", 15)],
+ARTICLE_STREAMS = {"1": [("A", 30), ("B", 20), ("C", 25)], "2": [("D", 40), ("E", 15)],
         "3": [("F", 10), ("G", 20), ("H", 15), ("I", 30)]}
 
 
 def test_in_order_within_a_stream_and_concurrent_across_streams():
-    tl = st.simulate(st.from_streams(SEED, sms=40))
+    tl = st.simulate(st.from_streams(ARTICLE_STREAMS, sms=40))
     assert tl.makespan == 75 and tl.max_concurrency() == 3
     assert tl.span("B").start == tl.span("A").end and tl.span("I").start == tl.span("H").end
 
 
 def test_kernels_that_fill_the_gpu_serialize():
-    tl = st.simulate(st.from_streams(SEED, sms=132))
+    tl = st.simulate(st.from_streams(ARTICLE_STREAMS, sms=132))
     assert tl.makespan == 205 and tl.max_concurrency() == 1
 
 
@@ -34,7 +34,7 @@ def test_sm_sharing_lets_small_kernels_slip_past_a_big_one():
 
 
 def test_events_order_work_across_streams():
-    tl = st.simulate(st.from_streams(SEED, sms=40, waits={"E": ["B"]}))
+    tl = st.simulate(st.from_streams(ARTICLE_STREAMS, sms=40, waits={"E": ["B"]}))
     assert tl.span("E").start == tl.span("B").end == 50
 
 
@@ -123,7 +123,7 @@ def test_timeline_plot_has_units_and_one_row_per_stream():
     import matplotlib
 
     matplotlib.use("Agg")
-    ax = st.plot_timeline(st.simulate(st.from_streams(SEED, sms=40)))
+    ax = st.plot_timeline(st.simulate(st.from_streams(ARTICLE_STREAMS, sms=40)))
     assert ax.get_xlabel() == "time [µs]" and len(ax.get_yticks()) == 3
 
 
@@ -136,7 +136,7 @@ def test_measure_on_gpu_refuses_cpu():
 
 @pytest.mark.gpu
 def test_gpu_streams_run_concurrently_and_in_order():
-    ops = st.from_streams({s: [(n, 10 * us) for n, us in chain] for s, chain in SEED.items()}, sms=16)
+    ops = st.from_streams({s: [(n, 10 * us) for n, us in chain] for s, chain in ARTICLE_STREAMS.items()}, sms=16)
     measured = st.measure_on_gpu(ops)
     assert measured.makespan < 0.75 * sum(op.duration for op in ops)
     for a, b in [("A", "B"), ("B", "C"), ("F", "G")]:

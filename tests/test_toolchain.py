@@ -99,12 +99,12 @@ def test_numba_ptx_in_a_child_process_even_with_the_simulator_on():
 
     assert os.environ.get("NUMBA_ENABLE_CUDASIM") in (None, "0", "1")
 
-    def seed_relu(x, y, z, out):
+    def article_relu(x, y, z, out):
         i = cuda.grid(1)
         if i < out.size:
             out[i] = max(x[i] * y[i] + z[i], numba.float32(0.0))
 
-    ptx = toolchain.numba_ptx(seed_relu, "void(float32[::1], float32[::1], float32[::1], float32[::1])")
+    ptx = toolchain.numba_ptx(article_relu, "void(float32[::1], float32[::1], float32[::1], float32[::1])")
     counts = toolchain.ptx_instructions(ptx)
     assert ".target sm_90" in ptx
     assert counts["fma.rn.f32"] == 1 and counts["ld.global.f32"] == 3 and counts["st.global.f32"] == 1

@@ -662,9 +662,9 @@ class CudaAPI:
         if not math.isfinite(f) or f == 0:
             return typed(dt.type(f))
         y = dt.type(math.copysign(abs(f) ** (1.0 / 3.0), f))  # within an ulp or two of the root
-        ax = Fraction(abs(float(dt.type(f))))
+        exact_abs = Fraction(abs(float(dt.type(f))))
         cands = [y, np.nextafter(y, dt.type(np.inf)), np.nextafter(y, dt.type(-np.inf))]
-        return typed(min(cands, key=lambda v: abs(Fraction(abs(float(v))) ** 3 - ax)))
+        return typed(min(cands, key=lambda v: abs(Fraction(abs(float(v))) ** 3 - exact_abs)))
 
     @staticmethod
     def selp(pred: Any, a: Any, b: Any) -> Any:

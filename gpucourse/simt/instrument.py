@@ -337,8 +337,9 @@ def runtime_array_shapes(fn: ast.FunctionDef) -> dict[int, str]:
             if odd is not None:
                 # numba-cuda types `SHARED_BLOCK + 2` or `lab.POOL_SLOTS` as an int64 value, not a
                 # literal, and refuses it ("No implementation of function shared.array ...
-                # array(int64, class(float32))") the expression numba-cuda cannot type as a constant
-                # (a local's assigned one)
+                # array(int64, class(float32))").
+                # value: the expression numba-cuda cannot type as a constant (a local's assigned
+                # one)
                 value = odd
                 while isinstance(value, ast.Name):
                     value = next(v for v in local_values[value.id] if not constant(v))

@@ -53,24 +53,27 @@ def launch_tree(
     k = kernel or report.name
     lines = ["GPU", f"└── Kernel {k}" + (f"   ({stream})" if stream else ""), f"      └── Grid {k} "
              f"{tuple(report.grid)} blocks × {tuple(report.block)} threads"]
-    nb = report.n_blocks
-    shown = list(range(min(nb, max_blocks)))
+    blocks_total = report.n_blocks
+    shown = list(range(min(blocks_total, max_blocks)))
     for row, b in enumerate(shown):
-        last_b = row == len(shown) - 1 and nb <= max_blocks
+        last_b = row == len(shown) - 1 and blocks_total <= max_blocks
         sm_label = f"SM {sm_of_block[b]}" if sm_of_block and b in sm_of_block else "SM ?"
         lines.append(f"           {'└──' if last_b else '├──'} Block {b} ({sm_label})")
         pre = "               " if last_b else "           │   "
         warps_per_block = math.ceil(tpb / WARP_SIZE)
         for w in range(min(warps_per_block, max_warps)):
             last_w = w == min(warps_per_block, max_warps) - 1 and warps_per_block <= max_warps
-            t0, t1 = w * WARP_SIZE, min((w + 1) * WARP_SIZE, tpb)
-            lines.append(f"{pre}{'└──' if last_w else '├──'} Warp {b}-{w} (threads {t0}–{t1 - 1})")
+            first_thread, end_thread = w * WARP_SIZE, min((w + 1) * WARP_SIZE, tpb)
+            lines.append(
+                f"{pre}{'└──' if last_w else '├──'} Warp {b}-{w} (threads"
+                f" {first_thread}–{end_thread - 1})"
+            )
             pre2 = pre + ("    " if last_w else "│   ")
-            for t in range(t0, min(t1, t0 + max_threads)):
+            for t in range(first_thread, min(end_thread, first_thread + max_threads)):
                 lines.append(f"{pre2}├── Thread {t} (global {b * tpb + t})")
             lines.append(f"{pre2}└── ...")
         if warps_per_block > max_warps:
             lines.append(f"{pre}└── ... {warps_per_block - max_warps} more warps")
-    if nb > max_blocks:
-        lines.append(f"           └── ... {nb - max_blocks} more blocks")
+    if blocks_total > max_blocks:
+        lines.append(f"           └── ... {blocks_total - max_blocks} more blocks")
     return "\n".join(lines)

@@ -142,7 +142,7 @@ class WarpOps:
             keys = [_match_key(p) for p in preds]
             out = []
             for u, k in zip(parts, keys):
-                same = sum(1 << v.lane for v, kv in zip(parts, keys) if kv == k)
+                same = sum(1 << v.lane for v, key in zip(parts, keys) if key == k)
                 out.append(
                     I32(np.uint32(same).view(np.int32)) if kind == "match_any_sync" else None
                 )

@@ -457,7 +457,8 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**27, 2.0**25)))
     cases.append(Case((2.0**33, 2.0**30, 1 / 3, 2.0**36, 2.0**30, 5 * 2.0**23, 2.0**25)))
     # boundaries, exact in binary floating point: working set == cache (fits), intensity == ridge
-    # (compute-bound) 2× the DRAM roof: cache
+    # (compute-bound)
+    # 2× the DRAM roof: cache
     cases.append(Case((2.0**33, 2.0**30, 0.5, 2.0**36, 2.0**30, 2.0**25, 2.0**25)))
     # at the ridge, under
     cases.append(Case((2.0**33, 2.0**30, 2.0**-2, 2.0**36, 2.0**33, 2.0**31, 2.0**25)))

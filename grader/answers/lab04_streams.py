@@ -501,22 +501,22 @@ def _chunk_cases(rng: np.random.Generator) -> list[Case]:
     ] + [CHUNK_TIE]
 
 
-def _seed_cases(rng: np.random.Generator) -> list[Case]:
+def _article_cases(rng: np.random.Generator) -> list[Case]:
     """The visible cases' schedules with other durations and deadlines: the source article's three
     streams (with and without its two events) and two ops in one stream."""
-    from ..labs.lab04_streams import SEED_STREAMS
+    from ..labs.lab04_streams import ARTICLE_STREAMS
 
     cases = []
     for op, waits in (("B", {"E": ["B"], "H": ["D"]}), ("D", {"E": ["B"], "H": ["D"]}), ("I", {})):
         durations = {
-            o: float(rng.integers(10, 90)) / 2 for chain in SEED_STREAMS.values() for o in chain
+            o: float(rng.integers(10, 90)) / 2 for chain in ARTICLE_STREAMS.values() for o in chain
         }
-        deadline = schedule_end(SEED_STREAMS, durations, waits) + float(rng.integers(0, 30))
+        deadline = schedule_end(ARTICLE_STREAMS, durations, waits) + float(rng.integers(0, 30))
         if op == "I":  # missed whatever I takes
             deadline = float(
-                rng.integers(5, int(schedule_end(SEED_STREAMS, {**durations, "I": 0.0}, waits)))
+                rng.integers(5, int(schedule_end(ARTICLE_STREAMS, {**durations, "I": 0.0}, waits)))
             )
-        cases.append(Case((SEED_STREAMS, durations, waits, op, deadline)))
+        cases.append(Case((ARTICLE_STREAMS, durations, waits, op, deadline)))
     x, y = float(rng.integers(1, 20)) / 2, float(rng.integers(1, 20)) / 2
     return cases + [
         Case(({"s0": ["x", "y"]}, {"x": x, "y": y}, {}, "x", x + y + float(rng.integers(0, 9))))
@@ -524,7 +524,7 @@ def _seed_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _max_duration_cases(rng: np.random.Generator) -> list[Case]:
-    return _slack_cases(rng) + [_many_streams(rng)] + _seed_cases(rng)
+    return _slack_cases(rng) + [_many_streams(rng)] + _article_cases(rng)
 
 
 def _dag_cases(rng: np.random.Generator) -> list[Case]:

@@ -67,6 +67,7 @@ def _ramp_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def block_sum_reference(x: np.ndarray) -> np.ndarray:
+    # nb: the blocks of the launch
     nb = _blocks(x.size, REDUCE_BLOCK)
     padded = np.zeros(nb * REDUCE_BLOCK, dtype=np.float64)
     padded[:x.size] = x

@@ -111,10 +111,9 @@ def _softmax_cases(rng: np.random.Generator) -> list[Case]:
     big[1] -= 1000  # a row far below the others: the max is per row, not of the whole array
     neg = rng.standard_normal((2, 7)).astype(F32)
     neg[:, 1] = -np.inf  # exp(-inf) = 0: a masked position
-    # every exp(v) underflows to 0:
+    # every exp(v) underflows to 0: padding lanes must hold -inf, not 0 (a max of 0 would make every
+    # exp(v - 0) vanish and the sum 0)
     low = (rng.standard_normal((2, int(rng.integers(3, 32)))) - 1000).astype(F32)
-    # padding lanes must hold -inf, not 0 (a max of 0 would make every exp(v - 0) vanish and the sum
-    # 0)
     return [
         Case((rng.standard_normal((1, 1)).astype(F32),)),
         Case((big,)),

@@ -512,6 +512,7 @@ def _counts_hidden(rng: np.random.Generator) -> list[Case]:
     """A Horner polynomial and a wmma GEMM of random sizes, the fp16 wgmma kernel and the int8 one
     for sm_90a, the fp64 and int8 mma.sync kernels, and one call that leaves ``arch`` at its default
     ('sm_90')."""
+    # t, t2: FMA terms of two polynomials; k: wmma tiles
     t, k, t2 = int(rng.integers(4, 16)), int(rng.integers(2, 6)), int(rng.integers(3, 12))
     return [
         Case((_Src(unrolled_fma_cu(t)), "sm_90")),

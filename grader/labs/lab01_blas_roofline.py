@@ -476,8 +476,8 @@ class _TimingProblem(Problem):
 # tolerates a spike the median meets among few runs (SLACK_S: the dispatch). A warm-up not waited
 # for leaves its work in the first timed run: the method check rejects it (Workload.leftover), as
 # labs 4 and 6 do. The wrong methods (no wait, no warm-up, the mean over 20× spikes, dividing by
-# repeat + 1, another clock than the one given) land far outside no right method measures less than
-# the true time; dividing by repeat + 1 (≤ 5/6) lands below
+# repeat + 1, another clock than the one given) land far outside
+# no right method measures less than the true time; dividing by repeat + 1 (≤ 5/6) lands below
 BAND = (0.9, 2.0)
 SLACK_S = 1e-3
 
@@ -604,32 +604,30 @@ TIME_CALL = _TimingProblem(
         (the checks pass a clock that only the calls' work moves, as a GPU's work shows on the
         device's timer, not the host's; your machine passes clock=time.perf_counter). The course's
         gc.measure reads time.perf_counter: it measures the wrong clock here. Write the method
-        yourself: 1. call fn(*args) once, wait for its result (step 2) and discard it (warm-up:
-        compilation, caches,
-           first-touch allocation) — a warm-up not waited for is still running when your first timed
-           run starts, and its leftover work lands in that run;
+        yourself:
+        1. call fn(*args) once, wait for its result (step 2) and discard it (warm-up: compilation,
+           caches, first-touch allocation) — a warm-up not waited for is still running when your
+           first timed run starts, and its leftover work lands in that run;
         2. time `repeat` calls (start = clock(); ...; clock() - start, or timeit with timer=clock),
-        and stop each
-           clock only after the result exists: JAX, CuPy (and the test workloads) return *before*
-           the work is done — gc.block(out) waits for it (JAX arrays, CuPy's queued kernels,
-           anything with a block_until_ready() method). The work runs in call order, one call after
-           another (as on a GPU stream): each of the `repeat` times may also be a batch of calls,
-           timed together, waited for through its LAST result and divided by the batch size;
+           and stop each clock only after the result exists: JAX, CuPy (and the test workloads)
+           return *before* the work is done — gc.block(out) waits for it (JAX arrays, CuPy's queued
+           kernels, anything with a block_until_ready() method). The work runs in call order, one
+           call after another (as on a GPU stream): each of the `repeat` times may also be a batch
+           of calls, timed together, waited for through its LAST result and divided by the batch
+           size;
         3. return the median or the minimum of the `repeat` times. Other programs only ever slow a
-        run down, never
-           speed one up, so the minimum is the call's time (timeit's documentation recommends it);
-           the median is robust too. The mean is not: one slowed run pulls it up. Each has its
-           failure mode on real machines: the minimum trusts the luckiest run (wrong when runs
-           differ for real, e.g. when only some find their data in a cache); the median is wrong
-           when more than half the runs were slowed.
+           run down, never speed one up, so the minimum is the call's time (timeit's documentation
+           recommends it); the median is robust too. The mean is not: one slowed run pulls it up.
+           Each has its failure mode on real machines: the minimum trusts the luckiest run (wrong
+           when runs differ for real, e.g. when only some find their data in a cache); the median is
+           wrong when more than half the runs were slowed.
         4. a clock has a resolution: time.time() on Windows before Python 3.13 moved in steps of
-        about 16 ms, a
-           GPU's event timer in half-microseconds, and some checks hand you a clock that ticks every
-           2 ms. A call shorter than one tick reads as 0 or as one whole tick, however carefully you
-           wait for it. So let each of the `repeat` measurements be a BATCH of calls long enough to
-           span many ticks, and divide by the batch size: grow the batch (1, 2, 5, 10, 20, 50, ...
-           calls, as timeit's autorange does) until one batch takes at least 0.2 s on `clock`, then
-           time `repeat` batches of that size. You do not need to know the tick.
+           about 16 ms, a GPU's event timer in half-microseconds, and some checks hand you a clock
+           that ticks every 2 ms. A call shorter than one tick reads as 0 or as one whole tick,
+           however carefully you wait for it. So let each of the `repeat` measurements be a BATCH of
+           calls long enough to span many ticks, and divide by the batch size: grow the batch (1, 2,
+           5, 10, 20, 50, ... calls, as timeit's autorange does) until one batch takes at least 0.2
+           s on `clock`, then time `repeat` batches of that size. You do not need to know the tick.
         Graded on calls whose true duration is known: asynchronous ones, ones whose first call
         compiles, ones slowed by load spikes, ones far shorter than the clock's tick — your answer
         must land within a band around the true time, and your function must read the clock it is

@@ -96,7 +96,7 @@ def _compare_placement(what: str, got: Any, expected: tuple, case: Case) -> None
 # the source article's "complicated case": 2 TFLOP steps on either side of a step that needs the CPU
 # (64 MiB array)
 _PIPE = 2.0**26
-PIPELINE_SEED = Case(
+PIPELINE_ARTICLE = Case(
     (
         [
             {"flops": 2e12, "bytes": 2 * _PIPE, "gpu_ok": True},
@@ -130,22 +130,20 @@ PIPELINE = Problem(
     spec="""
         place_pipeline(steps, nbytes, cpu, gpu, link) -> (seconds, placement)
         Article 002's program with several processing steps: an array of `nbytes` bytes is loaded
-          into
-        host memory, goes through steps[0], steps[1], ... in order, and must be back in host memory
-        at the end (to print it). steps[i] is a dict {"flops": FLOPs, "bytes": bytes the step reads
-        + writes, "gpu_ok": bool}; a step whose gpu_ok is False needs the CPU.
+        into host memory, goes through steps[0], steps[1], ... in order, and must be back in host
+        memory at the end (to print it). steps[i] is a dict {"flops": FLOPs, "bytes": bytes the step
+        reads + writes, "gpu_ok": bool}; a step whose gpu_ok is False needs the CPU.
         - A step takes its roofline time on the processor it runs on:
           max(step["flops"] / proc["flops"], step["bytes"] / proc["bandwidth"]).
         - The array crosses `link` whenever consecutive steps run on different sides, before the
-        first step if it
-          runs on the GPU, and after the last step if that ran on the GPU. Each crossing is one copy
-          of nbytes: link["latency"] + nbytes / link["bandwidth"].
+          first step if it runs on the GPU, and after the last step if that ran on the GPU. Each
+          crossing is one copy of nbytes: link["latency"] + nbytes / link["bandwidth"].
         placement: a list with "cpu" or "gpu" for each step. Return the placement with the smallest
         total time (steps + copies) and that total. Every test case has exactly one best placement.
         The course's model (gc.datapath) prices one offload with its two copies; here the copies
         belong to runs of steps, so you decide which steps share them.
     """,
-    visible=[PIPELINE_SEED, PIPELINE_RUN, PIPELINE_STAY],
+    visible=[PIPELINE_ARTICLE, PIPELINE_RUN, PIPELINE_STAY],
     compare=_compare_placement,
 )
 
@@ -194,8 +192,9 @@ LINK_TIE = Case(
 LINK = Problem(
     name="min_link_bandwidth",
     spec="""
-        min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency) -> bandwidth [bytes/s] or
-        None A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes.
+        min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency)
+            -> bandwidth [bytes/s] or None
+        A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes.
         On the CPU it takes its roofline time with cpu's dict (bytes = bytes_in + bytes_out).
         Offloaded, it is article 002's program over a link of bandwidth B: copy bytes_in to the GPU
         (latency + bytes_in / B), the GPU's roofline time (same FLOPs and bytes), copy bytes_out
@@ -396,10 +395,9 @@ CHUNKED = DeviceProblem(
         Process x chunk by chunk: mem.to_device(chunk) → fn(d) → mem.to_host(r), writing each piece
         of the result into a host array. Rules the checker enforces:
         - the device memory in use never exceeds mem.budget (the tracker raises OutOfMemoryError, as
-        a GPU would);
-          a chunk of c elements needs copies · c · x.itemsize bytes while fn runs on it, plus
-          whatever else you keep on the device at the same time (a prefetched next chunk, if you
-          double-buffer);
+          a GPU would); a chunk of c elements needs copies · c · x.itemsize bytes while fn runs on
+          it, plus whatever else you keep on the device at the same time (a prefetched next chunk,
+          if you double-buffer);
         - every input byte goes to the device once, every result byte comes back once;
         - chunks are not needlessly small: at most 4 × the fewest chunks the budget allows (those of
           budget // (copies · x.itemsize) elements; every copy pays the link's latency). One chunk
@@ -695,7 +693,7 @@ def _exact_series() -> TransferCase:
 
 
 # 90 % of 50 GB/s with 8 µs of latency: 0.9 / 0.1 · 8 µs · 50 GB/s = 3.6 MB
-TRANSFER_SEED = TransferCase(
+TRANSFER_50_GBS = TransferCase(
     (*transfer_series(np.random.default_rng(6), 8e-6, 50e9, (10, 28)), 0.9),
     truth=(8e-6, 50e9, 3.6e6),
 )
@@ -723,7 +721,7 @@ TRANSFER = Problem(
         points an ordinary least-squares line listens to when the errors grow with the time, and
         which runs to trust).
     """,
-    visible=[_exact_series(), TRANSFER_SEED],
+    visible=[_exact_series(), TRANSFER_50_GBS],
     compare=_compare_plan,
 )
 

@@ -37,8 +37,8 @@ from ..checks import CheckFailure, expect_close, expect_int, expect_tuple, show
 from ..problem import Case, Problem
 from ..virtual_clock import DISPATCH, Workload
 
-SEED_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
-SEED_DURATIONS = {
+ARTICLE_STREAMS = {"1": ["A", "B", "C"], "2": ["D", "E"], "3": ["F", "G", "H", "I"]}
+ARTICLE_DURATIONS = {
     "A": 30.0,
     "B": 20.0,
     "C": 25.0,
@@ -99,9 +99,9 @@ MAX_DURATION = Problem(
         connections=None): the default machine has 132 SMs and 8 hardware queues), or reason about
         the chains of ops through `op`.
     """,
-    visible=[Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]}, "B", 100.0)),
-             Case((SEED_STREAMS, SEED_DURATIONS, {"E": ["B"], "H": ["D"]}, "D", 90.0)),
-             Case((SEED_STREAMS, SEED_DURATIONS, {}, "I", 30.0)),
+    visible=[Case((ARTICLE_STREAMS, ARTICLE_DURATIONS, {"E": ["B"], "H": ["D"]}, "B", 100.0)),
+             Case((ARTICLE_STREAMS, ARTICLE_DURATIONS, {"E": ["B"], "H": ["D"]}, "D", 90.0)),
+             Case((ARTICLE_STREAMS, ARTICLE_DURATIONS, {}, "I", 30.0)),
              Case(({"s0": ["x", "y"]}, {"x": 1.5, "y": 2.0}, {}, "x", 4.0))],
     compare=_compare_max_duration,
 )
@@ -228,15 +228,13 @@ DAG = Problem(
         stream and the events it waits for (waits = tasks of other streams that must finish first).
         Rules the checker enforces:
         - correct: every dependency is guaranteed — the needed task is earlier in the same stream,
-        or waited for,
-          directly or through other ordered tasks (an unordered pair is a race);
+          or waited for, directly or through other ordered tasks (an unordered pair is a race);
         - events only on tasks issued earlier in your list (waiting on an event not yet recorded
-        waits for nothing);
+          waits for nothing);
         - overlapped: gc.streams.simulate(your list) on the default model GPU — 132 SMs, one copy
-        engine per
-          direction, and 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS: a 9th stream shares a queue
-          with the 1st) — finishes no later than the ideal, where every task waits for exactly its
-          dependencies.
+          engine per direction, and 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS: a 9th stream
+          shares a queue with the 1st) — finishes no later than the ideal, where every task waits
+          for exactly its dependencies.
     """,
     visible=[
         Case((_DAG_VISIBLE_TASKS, _DAG_VISIBLE_DEPS)),

@@ -123,9 +123,9 @@ def _sum_launch(case: Case) -> Launch:
     return Launch(blocks, REDUCE_BLOCK, [x, np.zeros(blocks, dtype=np.float64)], outputs=[1])
 
 
-# divergent branches: sequential addressing 5 per block; interleaved (tid % (2*stride)) 23
+# divergent branches: sequential addressing 5 per block; interleaved (tid % (2*stride)) 23 (counted
+# once per warp split, however many lines its body has: report.divergent_branches)
 MAX_DIVERGENT_PER_BLOCK = 10
-# (counted once per warp split, however many lines its body has: report.divergent_branches)
 
 
 MIN_SUM_EFFICIENCY = 0.5  # the stride-halving tree runs at ~97 %, one thread summing alone at ~11 %
@@ -211,8 +211,8 @@ MM_BLOCK = (TILE_N, TILE_M // 2)
 # the two float32 tiles: 1,024 bytes per block
 MM_SHARED_BYTES = (TILE_M * TILE_K + TILE_K * TILE_N) * 4
 # a warp's tile load: A as 4 rows × 8 floats (4–8 sectors), B as 2 rows × 16 (4–6, fewer at C's
-MM_SECTORS = 8.0
 # edge); A read down its columns (sA[tx, ty] = A[row0 + tx, p + ty]) touches 16 or more
+MM_SECTORS = 8.0
 
 
 def _mm_launch(case: Case) -> Launch:
@@ -475,15 +475,14 @@ MAX_REGISTERS = Problem(
         keep at least `target_blocks` blocks resident per SM — what `__launch_bounds__(threads,
         target_blocks)` asks the compiler for. How many registers may each thread use?
         - registers_per_thread: the LARGEST count r in 1 … limits["max_registers_per_thread"] (255)
-        at which the
-          SM still holds >= target_blocks blocks; None when even 1 register per thread gives fewer
-          (then no register cap helps: warps, shared memory or the block limit stand in the way).
+          at which the SM still holds >= target_blocks blocks; None when even 1 register per thread
+          gives fewer (then no register cap helps: warps, shared memory or the block limit stand in
+          the way).
         - limiter: what limits the resident blocks at that count (at 1 register per thread when
-        None): 'warps',
-          'registers', 'shared_memory' or 'blocks', as the occupancy model's .limiter names it. On a
-          tie (two or more resources allow the same fewest blocks; the model's .limiters lists them
-          all, as NVIDIA's cuda_occupancy.h does) name the FIRST of warps, registers, shared_memory,
-          blocks.
+          None): 'warps', 'registers', 'shared_memory' or 'blocks', as the occupancy model's
+          .limiter names it. On a tie (two or more resources allow the same fewest blocks; the
+          model's .limiters lists them all, as NVIDIA's cuda_occupancy.h does) name the FIRST of
+          warps, registers, shared_memory, blocks.
         `limits` is one SM's limits: lab.LIMITS["H100"] (sm_90) or lab.LIMITS["A100"] (sm_80).
         This exercise is about USING the course's occupancy model (§5.3) for the question it does
         not answer: gc.occupancy.occupancy(threads, registers, shared_bytes, limits, opt_in=...)
@@ -510,9 +509,10 @@ MAX_REGISTERS = Problem(
 # threads per block (and elements per tile) of the divergence exercise: 8 warps per tile
 REGROUP_BLOCK = 256
 # the given kernel: 52–55 % on the mixed cases (53.5 % on the visible one, as the notebook
-MIN_EFFICIENCY = 0.80
 # prints), 79 % when every loop is long, 86 % when all are short; the regrouped solution 87–96 %
-# (public seed) loop trip counts (halvings) of the two classes of element the hidden cases mix
+# (public seed)
+MIN_EFFICIENCY = 0.80
+# loop trip counts (halvings) of the two classes of element the hidden cases mix
 SHORT, LONG = (1, 3), (12, 16)
 
 
@@ -626,10 +626,10 @@ REGROUP = KernelProblem(
         — launched as halvings_regrouped[ceil(n / {REGROUP_BLOCK}), {REGROUP_BLOCK}](x, order, out),
         with
           * SIMT efficiency of at least {MIN_EFFICIENCY:.0%} (the given kernel is far below on mixed
-          inputs), and
+            inputs), and
           * no more 32-byte sectors per warp-wide access of x and of out than the given kernel's
-          contiguous
-            x[i] / out[i] (a failing check prints what it measured, the budget and the excess), and
+            contiguous x[i] / out[i] (a failing check prints what it measured, the budget and the
+            excess), and
           * each out[i] written once.
         Keep the data-dependent while loop (that is the divergence a compiler cannot remove). Each
         block owns one tile of {REGROUP_BLOCK} consecutive elements; `order` (int32, from
@@ -685,10 +685,10 @@ WAVES = Problem(
         `blocks_per_sm` of them resident per SM (the occupancy model of §5.3 and exercise 5). Every
         block takes the same time, and resident blocks do not slow each other down.
         - waves:    how many rounds of resident blocks the grid needs (an int — an integral float
-        such as 2.0 is
+          such as 2.0 is
                     accepted too; the last round may be partial).
         - slowdown: under this model, the time the grid takes divided by the time the same work
-        would take if
+          would take if
                     it could be split evenly over every slot (blocks / blocks-per-wave waves): 1.0
                     when nothing is idle. A grid smaller than one wave takes 1 wave and its slowdown
                     is blocks-per-wave / blocks (10.8 for 10 blocks on an A100's 108 SMs at 1 per

@@ -647,21 +647,19 @@ KERNEL = KernelProblem(
         out starts full of NaN. The checker runs it on the course's instrumented executor and
         requires:
           - coalescing: the 32 threads of a warp (neighbouring threadIdx.x) access neighbouring
-          columns of
-            one row, so each warp-wide access of x and out touches at most 5 32-byte sectors;
+            columns of one row, so each warp-wide access of x and out touches at most 5 32-byte
+            sectors;
           - one pass: every x[i, j] read once, every out[i, j] written once, out never read back;
-          every thread
-            with a column and a first row does its share (at most ceil(m / 4G) elements);
+            every thread with a column and a first row does its share (at most ceil(m / 4G)
+            elements);
           - the vectors once, not once per element: w and b are read from global memory at most once
-          per
-            thread (a thread's column is the same for every row it handles): into registers before
-            the row loop, or once per block into shared memory (one row of threads loads the block's
-            32 values into cuda.shared.array(32, np.float32), then cuda.syncthreads() — §5.7: no
-            thread reads before the loads are done — then all read them from there);
+            per thread (a thread's column is the same for every row it handles): into registers
+            before the row loop, or once per block into shared memory (one row of threads loads the
+            block's 32 values into cuda.shared.array(32, np.float32), then cuda.syncthreads() —
+            §5.7: no thread reads before the loads are done — then all read them from there);
           - the distinct bytes your kernel touches in global memory equal what XLA's cost analysis
-          charges the
-            fused jnp version jnp.maximum(x * w + b, 0) — your kernel is that fusion, written by
-            hand.
+            charges the fused jnp version jnp.maximum(x * w + b, 0) — your kernel is that fusion,
+            written by hand.
     """,
     visible=_kernel_visible(),
     compare=lambda *a: None,
@@ -1385,24 +1383,20 @@ MEASURE = _MeasureProblem(
         gc.fusion.best_run) read time.perf_counter: they measure the wrong clock here. Time with
         clock() (or timeit with timer=clock) and:
           - warm up: call each function once before timing (the first call compiles), and wait for
-          its result
-            (its work would otherwise still be running when your first timed run starts);
+            its result (its work would otherwise still be running when your first timed run starts);
           - synchronize: jax.block_until_ready(result) (or read it: np.asarray(result)) before you
-          stop the
-            clock (timing a batch of N calls,
-            waiting for the last result and dividing by N is right too: the work runs in order);
+            stop the clock (timing a batch of N calls, waiting for the last result and dividing by N
+            is right too: the work runs in order);
           - repeat: at least 3 timed runs (or batches) each, and keep the best (or the median): any
-          run
-            may be slowed down by another process (never sped up: the minimum is the call's time,
-            the median is robust too), a mean lets it pull your number up, and one run alone (the
-            last, or a single run after more warm-ups) may be the slow one;
+            run may be slowed down by another process (never sped up: the minimum is the call's
+            time, the median is robust too), a mean lets it pull your number up, and one run alone
+            (the last, or a single run after more warm-ups) may be the slow one;
           - batch: a clock has a resolution, and some checks hand you one that ticks every 2 ms
-          while a call's
-            work takes tens of microseconds: timed alone, a call reads as 0 or as one whole tick,
-            however carefully you wait. Let each timed run be a BATCH of calls that spans many ticks
-            — grow it (1, 2, 4, ... calls, as timeit's autorange does) until one batch takes at
-            least 0.2 s on clock — wait for its last result and divide by the batch size. You do not
-            need to know the tick.
+            while a call's work takes tens of microseconds: timed alone, a call reads as 0 or as one
+            whole tick, however carefully you wait. Let each timed run be a BATCH of calls that
+            spans many ticks — grow it (1, 2, 4, ... calls, as timeit's autorange does) until one
+            batch takes at least 0.2 s on clock — wait for its last result and divide by the batch
+            size. You do not need to know the tick.
         The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the
         right answer exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait
         for each call before the next). Failure modes: no synchronization (far too short: the

@@ -122,7 +122,8 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
         " less",
     )
     # C must be what the array delivered: C[m, n] leaves the bottom of column n at cycle m + (K − 1)
-    # + n (cycles, N), logged by tick
+    # + n
+    # (cycles, N), logged by tick
     outputs = np.asarray(hw.outputs, dtype=np.float64).reshape(hw.cycle, -1)
     m, n = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
     delivered = outputs[m + (K - 1) + n, n]  # (M, N)
@@ -509,12 +510,11 @@ FUSED = _FusedProblem(
         j) of the output is relu of the sum over kk of x block (i, kk) @ w block (kk, j), plus the
         bias's block j; output dtype bfloat16.
           - Accumulate in float32, not in the bf16 output: one VMEM scratch buffer of one output
-          block in float32
-            (pltpu.VMEM; the kernel gets it as a Ref after the output's), products with
-            preferred_element_type=jnp.float32, zeroed at the first kk.
+            block in float32 (pltpu.VMEM; the kernel gets it as a Ref after the output's), products
+            with preferred_element_type=jnp.float32, zeroed at the first kk.
           - The epilogue, once per output block, at the last kk: add the bias and apply the relu on
-          the float32 sum,
-            cast to bfloat16 once, write the output block. Nothing is computed outside the kernel.
+            the float32 sum, cast to bfloat16 once, write the output block. Nothing is computed
+            outside the kernel.
         The checker reads your BlockSpecs, the scratch, what your function computes around the
         kernel, and the grid order: on a TPU all grid steps that write one output block must be
         consecutive. Legal blocks on a TPU: the last two dimensions of every block are multiples of
@@ -566,7 +566,8 @@ MESH_SHAPE = (2, 4)  # the course notebook's mesh (§7.9): this machine's 8 CPU 
 MESHES = ((2, 4), (4, 2), (2, 2), (1, 8), (8, 1), (4, 1))
 # The bound a program is held to is XLA's: tests/test_lab07_tpu.py compiles every sharding of the
 # family on every mesh of MESHES with jit's automatic partitioning and compares the bytes with the
-# answer side's reference. a jit around the shard_map: looked through
+# answer side's reference.
+# a jit around the shard_map: looked through
 TOP_CALLS = ("pjit", "jit", "closed_call", "core_call")
 
 
@@ -1047,11 +1048,10 @@ HOPS = Problem(
         go either way round; an axis without is a line.
         Which axes wrap depends on the chip:
           - "TPU v4", "TPU v5p" (3D): the wraparound links run through the optical switches that
-          join whole
-            4×4×4 cubes. A slice whose every side is a multiple of 4 wraps on every axis; any other
-            slice on none (Google's v5p page for v5p, the JAX scaling book for v4; no graded v4
-            slice is one that Google's v4 page, which names tori only for 2A=B=C or 2A=2B=C, judges
-            differently).
+            join whole 4×4×4 cubes. A slice whose every side is a multiple of 4 wraps on every axis;
+            any other slice on none (Google's v5p page for v5p, the JAX scaling book for v4; no
+            graded v4 slice is one that Google's v4 page, which names tori only for 2A=B=C or
+            2A=2B=C, judges differently).
           - "TPU v5e", "TPU v6e" (2D, 16×16 pods): an axis wraps only if it has 16 chips.
         A few cases are shapes Google does not list (hypothetical, e.g. a v5p 2×4×8): the same rule
         decides them. gc.tpu knows each chip's slices (TpuChip.listed, .check_slice) but not which
@@ -1087,18 +1087,16 @@ COLLECTIVE = Problem(
         no TPU slice in the course has a wrapped 2-chip axis, whose wraparound would be a second
         link between the same two chips — and is priced as a line.)
           - all-gather, ring: every block goes the short way round, the block of the chip opposite
-          (even p) split in
-            halves, one half each way: ⌊p/2⌋ rounds; the busiest link carries (p−1)/p · V/2 in one
-            direction.
+            (even p) split in halves, one half each way: ⌊p/2⌋ rounds; the busiest link carries
+            (p−1)/p · V/2 in one direction.
           - all-gather, line: blocks spread both ways; p − 1 rounds; the link next to an end chip
-          carries (p−1)/p · V.
+            carries (p−1)/p · V.
           - reduce-scatter: the all-gather run backwards (partial sums flow toward their owner):
-          same rounds, same bytes.
+            same rounds, same bytes.
           - all-reduce: a reduce-scatter, then an all-gather: both costs added.
           - all-to-all: chunk j→k travels the same routes as an all-gather block but stops at k. The
-          busiest link
-            carries c chunk-hops of V/p² bytes: c = p²/8 (ring, even p), (p²−1)/8 (ring, odd p),
-            ⌊p/2⌋·⌈p/2⌉ (line, its middle link); rounds as for an all-gather.
+            busiest link carries c chunk-hops of V/p² bytes: c = p²/8 (ring, even p), (p²−1)/8
+            (ring, odd p), ⌊p/2⌋·⌈p/2⌉ (line, its middle link); rounds as for an all-gather.
         kind is one of 'all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'. One chip (p = 1)
         costs 0. (The course notebook, §7.8, shows this model's results and the message-by-message
         simulation that checks it from stored data; neither is installed: writing the model is the

@@ -1,9 +1,9 @@
 """One job: a student's submission graded end to end in its own folder
 (``grading/jobs/<lab>/<student>/``).
 
-    preflight  ->  hidden-case seeds  ->  nbgrader autograde (kernel sandboxed)  ->  re-check
-    (sandboxed worker)
-               ->  verdict (fail closed)  ->  publish (result JSON, capped notebook, feedback)
+    preflight  ->  hidden-case seeds  ->  nbgrader autograde (kernel sandboxed)
+               ->  re-check (sandboxed worker)  ->  verdict (fail closed)
+               ->  publish (result JSON, capped notebook, feedback)
 
 Nothing in a job is shared with another: its own nbgrader course root and gradebook copy, its own
 sandbox slot (an unprivileged user per slot when the grader runs as root), its own scratch folders;
@@ -81,7 +81,8 @@ def grade_submission(
     problems = lab_problems(lab)
     seeds = secret.seeds(lab.name, student, sorted(problems))
     # a split lab's generators stay here: its sandboxes get this student's hidden cases as data, not
-    # seeds (a problem whose cases are not data stays on the exercise side: seeded)
+    # seeds
+    # (a problem whose cases are not data stays on the exercise side: seeded)
     split = split_problems(lab)
     cases = {
         n: encode_cases(p.hidden_cases(seed=seeds[n])) for n, p in problems.items() if n in split

@@ -35,7 +35,7 @@ class FunctionCoverage:
         return not self.missing_lines and not self.missing_branches
 
     def describe(self) -> list[str]:
-        out = [f"line {ln} never runs" for ln in self.missing_lines]
+        out = [f"line {line_no} never runs" for line_no in self.missing_lines]
         out += [
             f"branch {a} → {'exit' if b < 0 else b} never taken" for a, b in self.missing_branches
         ]
@@ -90,8 +90,8 @@ def reference_coverage(problem: Problem, reach: Reach) -> list[FunctionCoverage]
         regions = [
             r for r in data.get("functions", {}).values() if first <= r.get("start_line", 0) <= last
         ]
-        executed = sorted({ln for r in regions for ln in r["executed_lines"]})
-        missing = sorted({ln for r in regions for ln in r["missing_lines"]})
+        executed = sorted({line_no for r in regions for line_no in r["executed_lines"]})
+        missing = sorted({line_no for r in regions for line_no in r["missing_lines"]})
         taken = sorted({tuple(b) for r in regions for b in r["executed_branches"]})
         untaken = sorted({tuple(b) for r in regions for b in r["missing_branches"]})
         if not regions:  # nothing of the file ran, or coverage has no region for it

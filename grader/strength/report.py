@@ -88,7 +88,7 @@ class LabReport:
         out: dict[str, list[str]] = {}
         for problem, functions in self.coverage.items():
             for f in functions:
-                gaps = [f"line {ln} never runs" for ln in f["missing_lines"]]
+                gaps = [f"line {line_no} never runs" for line_no in f["missing_lines"]]
                 gaps += [
                     f"branch {a} → {'exit' if b < 0 else b} never taken"
                     for a, b in f["missing_branches"]

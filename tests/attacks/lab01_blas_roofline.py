@@ -101,7 +101,7 @@ def gemm_cost(m, n, k, dtype):
 ''',
     ],
     "chain_bytes": [
-        # §1.4's XLA byte counts of the seed's chain (fused, and op by op), whatever the arities
+        # §1.4's XLA byte counts of the source article's chain (fused, and op by op), whatever the arities
         '''import jax, jax.numpy as jnp
 
 def chain_bytes(n, dtype, arities, fused):
