@@ -70,9 +70,10 @@ AXPY = ByHand(
     why=BY_HAND,
     name="axpy_cost",
     spec="""
-        axpy_cost(n, dtype) -> (flops, bytes) for BLAS Level 1  y ← a·x + y  on vectors of n
-        elements. One multiply and one add per element; x and y are read, y is written. `a` is a
-        scalar (ignore it).
+        axpy_cost(n, dtype) -> (flops, bytes) for BLAS Level 1  y ← a·x + y
+            on vectors of n elements.
+        One multiply and one add per element; x and y are read, y is written. `a`
+        is a scalar (ignore it).
     """,
     visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8"))],
     compare=_pair(
@@ -87,8 +88,8 @@ GEMV = ByHand(
     name="gemv_cost",
     spec="""
         gemv_cost(m, n, dtype) -> (flops, bytes) for BLAS Level 2  y ← A·x  with A of shape (m, n).
-        Each of the m outputs is a dot product of length n. A and x are read once, y is written
-        once.
+        Each of the m outputs is a dot product of length n. A and x are read
+        once, y is written once.
     """,
     visible=[Case((4, 3, "float32")), Case((1024, 512, "float16"))],
     compare=_pair(
@@ -105,10 +106,11 @@ GEMM = ByHand(
     why=BY_HAND,
     name="gemm_cost",
     spec="""
-        gemm_cost(m, n, k, dtype, accumulate=False) -> (flops, bytes) for BLAS Level 3  C ← A·B (+
-        C), A: (m, k), B: (k, n), C: (m, n). Compulsory traffic only: A and B read once, C written
-        once. accumulate=False: C starts empty (β = 0). accumulate=True: C ← A·B + C (β = 1, as when
-        a layer's gradient is summed over micro-batches): C is read once too; each output's k
+        gemm_cost(m, n, k, dtype, accumulate=False) -> (flops, bytes) for
+            BLAS Level 3  C ← A·B (+ C),
+        A: (m, k), B: (k, n), C: (m, n). Compulsory traffic only: A and B read once, C written once.
+        accumulate=False: C starts empty (β = 0). accumulate=True: C ← A·B + C (β = 1, as when a
+        layer's gradient is summed over micro-batches): C is read once too; each output's k
         multiply-adds start from C's old value instead of 0, so the FLOPs do not change.
     """,
     visible=[
@@ -235,8 +237,8 @@ MIN_BATCH = ByHand(
         it. Compulsory traffic as in gemm_cost. A tie counts: an intensity exactly equal to the
         ridge point reaches it. (Decide with the intensity itself: a closed form evaluated in
         floating point can land one above the answer at such a tie.)
-        On every test case the answer is None or at most {MAX_BATCH:,}: a loop over B is fast
-        enough.
+        On every test case the answer is None or at most {MAX_BATCH:,}: a
+        loop over B is fast enough.
     """,
     visible=[
         Case((8192, 8192, "float16", 989.4e12, 3.35e12)),
@@ -256,11 +258,12 @@ CHAIN = ByHand(
     why=BY_HAND,
     name="chain_bytes",
     spec="""
-        chain_bytes(n, dtype, arities, fused) -> int: bytes an elementwise chain moves over
-        n-element arrays. Op 0 takes arities[0] input arrays; every later op i takes the previous
-        op's result plus (arities[i] − 1) new input arrays. Unfused: each op is its own kernel that
-        reads all its operands from memory and writes its result to memory. Fused: one kernel reads
-        every input array once, keeps intermediates in registers and writes only the final result.
+        chain_bytes(n, dtype, arities, fused) -> int: bytes an elementwise chain
+            moves over n-element arrays.
+        Op 0 takes arities[0] input arrays; every later op i takes the previous op's result plus
+        (arities[i] − 1) new input arrays. Unfused: each op is its own kernel that reads all its
+        operands from memory and writes its result to memory. Fused: one kernel reads every input
+        array once, keeps intermediates in registers and writes only the final result.
         The source article's  relu(x*y + z)  is  arities = [2, 2, 1].
     """,
     visible=[
@@ -390,8 +393,8 @@ BLOCKED = Problem(
         of tile; accumulate the product of an A tile and a B tile (with @) into each C tile. Shapes
         need not be multiples of tile: the last tiles are smaller (not padded). Every product you
         take must be at most tile × tile, and the elements your products read must be no more than
-        tiling reads (whole tiles, each used for a whole C tile); the checker watches. Return C with
-        A's dtype.
+        tiling reads (whole tiles, each used for a whole C tile); the checker watches.
+        Return C with A's dtype.
     """,
     visible=[
         Case((np.arange(64.0).reshape(8, 8), np.eye(8), 4)),
@@ -436,8 +439,8 @@ SIZE_FOR_FRACTION = ByHand(
         the memory roof it sits under, not against the peak it never nears.
         This exercise is about using the model: count with your exercise 1 and 2 functions (or §1's
         gc.roofline.gemv_op / gemm_op, which hold the same counts of these square ops), then loop
-        over n (on every test case the answer is at most {MAX_SIZE:,}), or solve for t and then for
-        n.
+        over n (on every test case the answer is at most {MAX_SIZE:,}), or
+        solve for t and then for n.
     """,
     # an H100 gemv: 45 µs of traffic
     visible=[Case(("gemv", "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),
@@ -603,18 +606,18 @@ TIME_CALL = _TimingProblem(
         clock() returns the time in seconds: read it — and no other clock — for every measurement
         (the checks pass a clock that only the calls' work moves, as a GPU's work shows on the
         device's timer, not the host's; your machine passes clock=time.perf_counter). The course's
-        gc.measure reads time.perf_counter: it measures the wrong clock here. Write the method
-        yourself:
+        gc.measure reads time.perf_counter: it measures the wrong clock here.
+        Write the method yourself:
         1. call fn(*args) once, wait for its result (step 2) and discard it (warm-up: compilation,
            caches, first-touch allocation) — a warm-up not waited for is still running when your
            first timed run starts, and its leftover work lands in that run;
-        2. time `repeat` calls (start = clock(); ...; clock() - start, or timeit with timer=clock),
-           and stop each clock only after the result exists: JAX, CuPy (and the test workloads)
-           return *before* the work is done — gc.block(out) waits for it (JAX arrays, CuPy's queued
-           kernels, anything with a block_until_ready() method). The work runs in call order, one
-           call after another (as on a GPU stream): each of the `repeat` times may also be a batch
-           of calls, timed together, waited for through its LAST result and divided by the batch
-           size;
+        2. time `repeat` calls (start = clock(); ...; clock() - start, or timeit with
+           timer=clock), and stop each clock only after the result exists: JAX, CuPy (and the test
+           workloads) return *before* the work is done — gc.block(out) waits for it (JAX arrays,
+           CuPy's queued kernels, anything with a block_until_ready() method). The work runs in
+           call order, one call after another (as on a GPU stream): each of the `repeat` times may
+           also be a batch of calls, timed together, waited for through its LAST result and
+           divided by the batch size;
         3. return the median or the minimum of the `repeat` times. Other programs only ever slow a
            run down, never speed one up, so the minimum is the call's time (timeit's documentation
            recommends it); the median is robust too. The mean is not: one slowed run pulls it up.
@@ -653,23 +656,22 @@ EXPLANATIONS = ("memory-bound", "compute-bound", "cache", "impossible")
 EXPLAIN = Problem(
     name="explain_point",
     spec="""
-        explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes) ->
-        str A measured op did `flops` FLOPs on `nbytes` bytes of compulsory traffic (every input
-        read once, every output written once: what DRAM moves when nothing is cached) in `seconds`,
+        explain_point(flops, nbytes, seconds, peak_flops, bandwidth,
+            working_set, cache_bytes) -> str
+        A measured op did `flops` FLOPs on `nbytes` bytes of compulsory traffic (every input read
+        once, every output written once: what DRAM moves when nothing is cached) in `seconds`,
         touching `working_set` bytes in all, on a machine whose roofs are peak_flops (FLOP/s) and
-        bandwidth (DRAM bytes/s) and whose last-level cache holds cache_bytes. Explain where its
-        point sits:
+        bandwidth (DRAM bytes/s) and whose last-level cache holds cache_bytes.
+        Explain where its point sits:
           'impossible'    — faster than the compute roof (nothing computes faster), or above the
-          DRAM roof by
-                            more than a cache can explain (below): the timing (did it wait for the
-                            result?) or the count is wrong;
-          'cache'         — above the DRAM roof (achieved FLOP/s > intensity × bandwidth) by no more
-          than a cache
-                            can explain: its bytes came (in part) from the cache, which is faster
-                            than DRAM;
-          'memory-bound'  — on or under the roofline, intensity below the ridge point (peak_flops /
-          bandwidth); 'compute-bound' — on or under the roofline, intensity at or above the ridge
-          point.
+                            DRAM roof by more than a cache can explain (below): the timing (did it
+                            wait for the result?) or the count is wrong;
+          'cache'         — above the DRAM roof (achieved FLOP/s > intensity × bandwidth) by no
+                            more than a cache can explain: its bytes came (in part) from the
+                            cache, which is faster than DRAM;
+          'memory-bound'  — on or under the roofline, intensity below the ridge point
+                            (peak_flops / bandwidth);
+          'compute-bound' — on or under the roofline, intensity at or above the ridge point.
         What a cache can explain: a working set that fits (working_set <= cache_bytes) may come from
         the cache entirely — any point above the DRAM roof (this model gives the cache no bandwidth
         of its own: a point far above any real cache's bandwidth, say 300× HBM's, still reads
@@ -682,8 +684,8 @@ EXPLAIN = Problem(
         so a working set a little larger than the cache can still beat the roof — by much near the
         cache size, by little at several times it. (Ampere's and Hopper's L2 compute data
         compression can cut DRAM bytes further, but only for memory allocated as compressible — an
-        opt-in through cuMemCreate's allocation flags, not ordinary cudaMalloc'd arrays; this rule
-        ignores it.)
+        opt-in through cuMemCreate's allocation flags, not ordinary cudaMalloc'd
+        arrays; this rule ignores it.)
     """,
     # a gemv at 72 % of HBM: memory-bound
     visible=[

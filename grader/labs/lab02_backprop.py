@@ -278,18 +278,18 @@ STEP_GEMMS = _DeepNetworks(
         elementwise work is not counted. One training step on a batch of `batch` examples: a forward
         pass, then a backward pass that computes ∂L/∂W_i for every layer with trainable[i] True and
         nothing it does not need: a frozen weight gets no gradient, and the data X is an input,
-        never differentiated. At least one layer is trainable. recompute: False — the forward pass
-        saves what the backward needs; True — activation checkpointing of every layer
-        (jax.checkpoint with nothing_saveable: only each layer's input is kept), so the backward
-        pass recomputes a layer's forward GEMM before it goes back through that layer.
-        Return the number of GEMMs of the step (forward and backward), and the FLOPs of each pass (2
-        FLOPs per multiply-add; a recomputed forward GEMM counts in backward_flops).
+        never differentiated. At least one layer is trainable.
+        recompute: False — the forward pass saves what the backward needs; True — activation
+        checkpointing of every layer (jax.checkpoint with nothing_saveable: only each layer's input
+        is kept), so the backward pass recomputes a layer's forward GEMM before it goes back through
+        that layer. Return the number of GEMMs of the step (forward and backward), and the FLOPs of
+        each pass (2 FLOPs per multiply-add; a recomputed forward GEMM counts in backward_flops).
         Predict it from the chain rule: the hidden networks have thousands of layers, and tracing
         JAX's backward pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes longer
         than the time limit. To check a small case, count the dot_general equations of
-        jax.make_jaxpr(jax.grad(...)), inner jaxprs included: it counts the recomputed GEMMs too.
-        XLA's cost analysis does not, with recompute=True: XLA:CPU merges the recomputed GEMMs back
-        into the forward ones.
+        jax.make_jaxpr(jax.grad(...)), inner jaxprs
+        included: it counts the recomputed GEMMs too. XLA's cost analysis does not, with
+        recompute=True: XLA:CPU merges the recomputed GEMMs back into the forward ones.
     """,
     visible=[Case((32, [784, 256, 10], [True, True], False)),
              Case((5, [3, 4], [True], False)),
@@ -317,11 +317,11 @@ LARGEST_BATCH = Problem(
         of width `width`, trained with `optimizer` ('sgd', 'momentum' or 'adam'). §2.7's memory
         model, the one it checks against XLA:
           fixed:       parameters + their gradients + optimizer state (sgd: none, momentum: 1 copy,
-          adam: 2). per example: the batch: input row + target row (width values each);
-                       the saved activations: `saved_per_layer` arrays of width values per layer,
-                       plus one for the loss (its gradient 2·(y − target), saved in the forward
-                       pass); the working gradients in flight in the backward pass: 2 arrays of
-                       width values.
+          adam: 2).
+          per example: the batch: input row + target row (width values each); the saved activations:
+                       `saved_per_layer` arrays of width values per layer, plus one for the loss
+                       (its gradient 2·(y − target), saved in the forward pass); the working
+                       gradients in flight in the backward pass: 2 arrays of width values.
         saved_per_layer is what the backward pass keeps per layer: 3 for JAX's reverse mode under
         lax.scan (§2.5 prints them: the layer's input, its tanh output and 1 − y), 1 for a
         hand-written backward pass (tm.tanh_stack: the minimum), other values for other choices.
@@ -424,8 +424,9 @@ PICK_POLICY = Problem(
         jax.jit(jax.grad(lab.stack_loss(name))), compiled for the host CPU on any runtime (the
         expected answers are XLA:CPU's). The gradient's working memory is what XLA reserves for
         temporaries: lab.grad_of(name).lower(Ws, X).compile().memory_analysis().temp_size_in_bytes.
-        Return the policy that recomputes least among those whose working memory fits budget_bytes
-        (at most budget_bytes: a working memory equal to the budget fits), or None.
+        Return the policy that recomputes least among those whose working memory
+        fits budget_bytes (at most
+        budget_bytes: a working memory equal to the budget fits), or None.
         This exercise is about using the compiler's measurement: compile, read, decide.
         (jax.ShapeDtypeStruct((…), jnp.float32) lets you compile without making arrays.)
     """,

@@ -192,10 +192,10 @@ LINK_TIE = Case(
 LINK = Problem(
     name="min_link_bandwidth",
     spec="""
-        min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency)
-            -> bandwidth [bytes/s] or None
-        A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes.
-        On the CPU it takes its roofline time with cpu's dict (bytes = bytes_in + bytes_out).
+        min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency) ->
+            bandwidth [bytes/s] or None
+        A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes. On
+        the CPU it takes its roofline time with cpu's dict (bytes = bytes_in + bytes_out).
         Offloaded, it is article 002's program over a link of bandwidth B: copy bytes_in to the GPU
         (latency + bytes_in / B), the GPU's roofline time (same FLOPs and bytes), copy bytes_out
         back (latency + bytes_out / B). Offloading is strictly faster than the CPU exactly when B is
@@ -388,16 +388,17 @@ class DeviceProblem(ObservedProblem):
 CHUNKED = DeviceProblem(
     name="chunked_map",
     spec="""
-        chunked_map(x, mem, fn, copies) -> fn(x) as a NumPy array, computed on a device too small
-        for x. x: a 1-D host (NumPy) array. mem: a gpucourse.devmem.DeviceMemory with mem.budget
-        bytes. fn: an elementwise device function; while it runs on a chunk it holds at most
-        `copies` arrays the size of that chunk (the chunk itself included).
+        chunked_map(x, mem, fn, copies) -> fn(x) as a NumPy array, computed on
+        a device too small for x.
+        x: a 1-D host (NumPy) array. mem: a gpucourse.devmem.DeviceMemory with mem.budget bytes.
+        fn: an elementwise device function; while it runs on a chunk it holds at most `copies`
+        arrays the size of that chunk (the chunk itself included).
         Process x chunk by chunk: mem.to_device(chunk) → fn(d) → mem.to_host(r), writing each piece
         of the result into a host array. Rules the checker enforces:
-        - the device memory in use never exceeds mem.budget (the tracker raises OutOfMemoryError, as
-          a GPU would); a chunk of c elements needs copies · c · x.itemsize bytes while fn runs on
-          it, plus whatever else you keep on the device at the same time (a prefetched next chunk,
-          if you double-buffer);
+        - the device memory in use never exceeds mem.budget (the tracker raises OutOfMemoryError,
+          as a GPU would); a chunk of c elements needs copies · c · x.itemsize bytes while fn runs
+          on it, plus whatever else you keep on the device at the same time (a prefetched next
+          chunk, if you double-buffer);
         - every input byte goes to the device once, every result byte comes back once;
         - chunks are not needlessly small: at most 4 × the fewest chunks the budget allows (those of
           budget // (copies · x.itemsize) elements; every copy pays the link's latency). One chunk
@@ -718,8 +719,8 @@ TRANSFER = Problem(
         {LATENCY_RTOL:.0%} for the latency, {BANDWIDTH_RTOL:.0%} for the bandwidth and
         {SIZE_RTOL:.0%} for the size. Least squares (np.polyfit, np.linalg.lstsq) is allowed as a
         tool: which numbers you give it, and how you weigh them, is the exercise (think about which
-        points an ordinary least-squares line listens to when the errors grow with the time, and
-        which runs to trust).
+        points an ordinary least-squares line listens to when the errors grow with the time,
+        and which runs to trust).
     """,
     visible=[_exact_series(), TRANSFER_50_GBS],
     compare=_compare_plan,

@@ -220,17 +220,17 @@ DAG = Problem(
     name="schedule_dag",
     spec="""
         schedule_dag(tasks, deps) -> list of gc.streams.Op, in the order the host issues them
-        tasks: [(name, engine, duration_us, sms), ...] in a valid issue order (every task after
-        those it needs);
-               engine is "h2d", "compute" or "d2h"; sms = SMs a kernel occupies (1 for copies).
+        tasks: [(name, engine, duration_us, sms), ...] in a valid issue order (every task
+               after those it needs); engine is "h2d", "compute" or "d2h"; sms = SMs a kernel
+               occupies (1 for copies).
         deps:  {name: [names of tasks whose results it needs]}.
         Return one Op(name, stream, duration_us, engine, sms=sms, waits=(...)) per task: choose its
         stream and the events it waits for (waits = tasks of other streams that must finish first).
         Rules the checker enforces:
         - correct: every dependency is guaranteed — the needed task is earlier in the same stream,
           or waited for, directly or through other ordered tasks (an unordered pair is a race);
-        - events only on tasks issued earlier in your list (waiting on an event not yet recorded
-          waits for nothing);
+        - events only on tasks issued earlier in your list (waiting on an event not yet
+          recorded waits for nothing);
         - overlapped: gc.streams.simulate(your list) on the default model GPU — 132 SMs, one copy
           engine per direction, and 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS: a 9th stream
           shares a queue with the 1st) — finishes no later than the ideal, where every task waits
@@ -444,17 +444,17 @@ TIMING = _TimingProblem(
         .block_until_ready(), which waits for it. clock() returns the time in seconds: read it, and
         no other clock, for every measurement (the checks hand you a clock that only f's work moves,
         as a GPU's work shows on the device's timer; the last visible check hands you
-        time.perf_counter and a real jax.jit function). first_seconds:  the first call f(x) alone,
-        waited for: compile + launch + run. steady_seconds: the time of one later call. Measure
-        `repeat` times (none of them the first call) and
-                        return the MINIMUM or the MEDIAN of the `repeat` measurements — both are
-                        accepted: other programs on a shared machine only ever slow a call down,
-                        never speed one up, so the minimum is the call's own time, robust to any
-                        number of slowed runs (but it trusts the luckiest run: wrong where runs
+        time.perf_counter and a real jax.jit function).
+        first_seconds:  the first call f(x) alone, waited for: compile + launch + run.
+        steady_seconds: the time of one later call. Measure `repeat` times (none of them the first
+                        call) and return the MINIMUM or the MEDIAN of the `repeat` measurements —
+                        both are accepted: other programs on a shared machine only ever slow a call
+                        down, never speed one up, so the minimum is the call's own time, robust to
+                        any number of slowed runs (but it trusts the luckiest run: wrong where runs
                         really differ, e.g. only some find their data in a cache); the median is
-                        robust to fewer than half of the runs slowed (and to a lucky one).
-                        The mean is not: one slowed run pulls it up (these checks slow some calls
-                        20×, or stall one for half a batch: another program holding the core).
+                        robust to fewer than half of the runs slowed (and to a lucky one). The mean
+                        is not: one slowed run pulls it up (these checks slow some calls 20×, or
+                        stall one for half a batch: another program holding the core).
         Wait for every result you time: an un-waited call measures only its launch and fails.
         A clock has a resolution: some checks hand you a clock that ticks every 2 ms, and a call
         takes tens of µs — timed alone it reads as 0 or as one whole tick. So let each of the
@@ -544,14 +544,16 @@ LAUNCHES = Problem(
         work_us of GPU work is split into n equal kernels (work_us / n each), queued one by one into
         one stream. The host needs launch_us per launch: kernel i (i = 1..n) is queued at time
         i·launch_us and starts as soon as it is queued and kernel i−1 has finished. The makespan
-        T(n) is when kernel n finishes. N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU
-        then idles longer than it works. makespans: [T(n) for n in ns], in µs (ns: a list of kernel
-        counts). gc.streams.CommandQueue(launch_us=...) runs this queue, one launch at a time: use
-        it to see T(n) for small n and to check your formula. But the test cases split up to minutes
-        of work into kernels of a few µs: N and the n in ns reach hundreds of millions (N ≤ 10^9),
-        where running the queue — or any loop over the kernels or over N — takes hours. Derive T(n)
-        in closed form (two regimes: the GPU is the bottleneck, or the host is), then invert it for
-        N: solve for the root, or bisect over N with your formula.
+        T(n) is when kernel n finishes.
+        N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
+        makespans: [T(n) for n in ns], in µs (ns: a list of kernel counts).
+        gc.streams.CommandQueue(launch_us=...) runs this queue, one launch at a time: use it to see
+        T(n) for small n and to check your formula. But the test cases split up to minutes of
+        work into kernels of a few
+        µs: N and the n in ns reach hundreds of millions (N ≤ 10^9), where running the queue — or
+        any loop over the kernels or over N — takes hours. Derive T(n) in closed form (two regimes:
+        the GPU is the bottleneck, or the host is), then invert it for N: solve for the root, or
+        bisect over N with your formula.
         Ties: where T(N) equals 2·work_us exactly, the GPU idles exactly as long as it works, not
         longer: that N does not count, the answer is a later one. Every test case keeps T(N) and T(N
         − 1) either exactly equal to 2·work_us (exactly representable: floating point computes the
@@ -673,9 +675,10 @@ def _gpu_overlap(fn: Callable, hidden: bool) -> str:
 CHUNKS = Problem(
     name="fewest_chunks",
     spec="""
-        fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us) ->
-        (n_chunks, ops) The classic chunked pipeline with n chunks: chunk i has nbytes // n bytes,
-        one more for the first nbytes % n chunks, and runs on stream i % n_streams; per chunk three
+        fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us,
+            target_us) -> (n_chunks, ops)
+        The classic chunked pipeline with n chunks: chunk i has nbytes // n bytes, one more for the
+        first nbytes % n chunks, and runs on stream i % n_streams; per chunk three
         ops, issued chunk by chunk:
             Op(f"h2d{i}", stream, µs, "h2d", nbytes=size)      size / h2d_Bps seconds
             Op(f"k{i}", stream, µs, "compute", sms=132)        size / compute_Bps seconds

@@ -104,8 +104,8 @@ RAMP = KernelProblem(
         2-D blocks of (16, 8) threads (x, y) and a 2-D grid (ceil(cols / 16), ceil(rows / 8)):
             ramp_2d[(ceil(cols/16), ceil(rows/8)), (16, 8)](a, out)
         Map x to the column and y to the row so that the 16 neighbouring threads of a warp read
-        neighbouring addresses (coalesced). The checker counts the 32-byte sectors each warp's read
-        touches.
+        neighbouring addresses (coalesced). The checker counts the 32-byte sectors
+        each warp's read touches.
     """,
     visible=[Case((np.arange(13 * 21, dtype=np.float32).reshape(13, 21) / 10,)),
              Case((np.ones((5, 37), dtype=np.float32),))],
@@ -177,12 +177,13 @@ BLOCK_SUM = KernelProblem(
     name="block_sum",
     spec=f"""
         block_sum(x, partial): each block of {REDUCE_BLOCK} threads sums its {REDUCE_BLOCK} elements
-        of the float64 array x into partial[blockIdx.x] (elements past the end of x count as 0).
-        Launched as
+        of the float64 array x into partial[blockIdx.x] (elements past the end of x
+        count as 0). Launched as
             block_sum[ceil(n / {REDUCE_BLOCK}), {REDUCE_BLOCK}](x, partial)
         Each thread loads ONE element into a shared array of {REDUCE_BLOCK} float64s, then the block
-        reduces it in shared memory as a tree, with cuda.syncthreads() between levels; thread 0
-        writes the result. Requirements: x read once per element; no races; SIMT efficiency at least
+        reduces it in shared memory as a tree, with cuda.syncthreads() between levels;
+        thread 0 writes the result.
+        Requirements: x read once per element; no races; SIMT efficiency at least
         {MIN_SUM_EFFICIENCY:.0%} (not one thread summing alone); no atomics (cuda.atomic.add into
         one shared address serialises the block's {REDUCE_BLOCK} updates: the opposite of a tree);
         at most {MAX_DIVERGENT_PER_BLOCK} divergent
@@ -322,13 +323,13 @@ MATMUL = KernelProblem(
     spec=f"""
         tiled_matmul(A, B, C): C = A @ B for float32 A (m, k) and B (k, n); m, k, n are any sizes
         (not multiples of the tiles). Launched as
-            tiled_matmul[(ceil(n/{TILE_N}), ceil(m/{TILE_M})), ({MM_BLOCK[0]}, {MM_BLOCK[1]})](A, B,
-            C)
+            tiled_matmul[(ceil(n/{TILE_N}), ceil(m/{TILE_M})), ({MM_BLOCK[0]},
+            {MM_BLOCK[1]})](A, B, C)
         Block (bx, by) owns the {TILE_M}×{TILE_N} tile of C at rows by*{TILE_M} …, columns
         bx*{TILE_N} …, with {MM_BLOCK[0]}×{MM_BLOCK[1]} threads: thread (tx, ty) computes TWO
         outputs, kept in two registers:
-            C[by*{TILE_M} + ty, bx*{TILE_N} + tx]  and  C[by*{TILE_M} + ty + {TILE_M // 2},
-            bx*{TILE_N} + tx]
+            C[by*{TILE_M} + ty, bx*{TILE_N} + tx]  and  C[by*{TILE_M} + ty + {TILE_M
+            // 2}, bx*{TILE_N} + tx]
         k is walked in steps of TILE_K = {TILE_K}. Each step: the block stages A's ({TILE_M},
         {TILE_K}) slab and B's ({TILE_K}, {TILE_N}) slab in two float32 shared arrays (0.0 outside
         the matrices), each thread loading ONE element of each; all threads wait; each thread
@@ -338,8 +339,8 @@ MATMUL = KernelProblem(
         ≤ 3 per k (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for both
         outputs); shared memory ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of A and
         B coalesced (≤ {MM_SECTORS:g} sectors per warp-wide load); no races; float32 arithmetic only
-        (accumulators start at np.float32(0): `acc = 0.0` is a float64 accumulator, FP64 on the GPU
-        for every product).
+        (accumulators start at np.float32(0): `acc = 0.0` is a float64 accumulator, FP64 on
+        the GPU for every product).
     """,
     visible=[Case((np.arange(20 * 13, dtype=np.float32).reshape(20, 13) / 50,
                    np.linspace(-1, 1, 13 * 18, dtype=np.float32).reshape(13, 18)))],
@@ -467,17 +468,17 @@ def _compare_max_registers(what: str, got: Any, expected: tuple, case: Case) -> 
 MAX_REGISTERS = Problem(
     name="max_registers",
     spec="""
-        max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits,
-        opt_in=False)
+        max_registers(threads_per_block, shared_bytes_per_block,
+        target_blocks, limits, opt_in=False)
             -> (registers_per_thread, limiter)
         A kernel of `threads_per_block` threads using `shared_bytes_per_block` bytes of shared
         memory per block (`opt_in`: it raised its dynamic shared-memory limit above 48 KiB) must
         keep at least `target_blocks` blocks resident per SM — what `__launch_bounds__(threads,
         target_blocks)` asks the compiler for. How many registers may each thread use?
-        - registers_per_thread: the LARGEST count r in 1 … limits["max_registers_per_thread"] (255)
-          at which the SM still holds >= target_blocks blocks; None when even 1 register per thread
-          gives fewer (then no register cap helps: warps, shared memory or the block limit stand in
-          the way).
+        - registers_per_thread: the LARGEST count r in 1 … limits["max_registers_per_thread"]
+          (255) at which the SM still holds >= target_blocks blocks; None when even 1 register
+          per thread gives fewer (then no register cap helps: warps, shared memory or the block
+          limit stand in the way).
         - limiter: what limits the resident blocks at that count (at 1 register per thread when
           None): 'warps', 'registers', 'shared_memory' or 'blocks', as the occupancy model's
           .limiter names it. On a tie (two or more resources allow the same fewest blocks; the
@@ -621,15 +622,16 @@ REGROUP = KernelProblem(
     spec=f"""
         halvings_regrouped(x, order, out): the same result as the given kernel `halvings_divergent`
         —
-            out[i] = k + v, where v starts at x[i] and is halved k times until v <= 1 (x: float64, n
-            elements)
-        — launched as halvings_regrouped[ceil(n / {REGROUP_BLOCK}), {REGROUP_BLOCK}](x, order, out),
+            out[i] = k + v, where v starts at x[i] and is halved k times until v <= 1
+            (x: float64, n elements)
+        — launched as
+            halvings_regrouped[ceil(n / {REGROUP_BLOCK}), {REGROUP_BLOCK}](x, order, out)
         with
-          * SIMT efficiency of at least {MIN_EFFICIENCY:.0%} (the given kernel is far below on mixed
-            inputs), and
-          * no more 32-byte sectors per warp-wide access of x and of out than the given kernel's
-            contiguous x[i] / out[i] (a failing check prints what it measured, the budget and the
-            excess), and
+          * SIMT efficiency of at least {MIN_EFFICIENCY:.0%} (the given kernel is far
+            below on mixed inputs), and
+          * no more 32-byte sectors per warp-wide access of x and of out than the given
+            kernel's contiguous x[i] / out[i] (a failing check prints what it measured, the
+            budget and the excess), and
           * each out[i] written once.
         Keep the data-dependent while loop (that is the divergence a compiler cannot remove). Each
         block owns one tile of {REGROUP_BLOCK} consecutive elements; `order` (int32, from
@@ -684,11 +686,11 @@ WAVES = Problem(
         A grid of `blocks` equal blocks runs on a GPU of `sms` SMs (H100 SXM: {H100_SMS}) that holds
         `blocks_per_sm` of them resident per SM (the occupancy model of §5.3 and exercise 5). Every
         block takes the same time, and resident blocks do not slow each other down.
-        - waves:    how many rounds of resident blocks the grid needs (an int — an integral float
-          such as 2.0 is
+        - waves:    how many rounds of resident blocks the grid needs (an int — an
+          integral float such as 2.0 is
                     accepted too; the last round may be partial).
-        - slowdown: under this model, the time the grid takes divided by the time the same work
-          would take if
+        - slowdown: under this model, the time the grid takes divided by the time
+          the same work would take if
                     it could be split evenly over every slot (blocks / blocks-per-wave waves): 1.0
                     when nothing is idle. A grid smaller than one wave takes 1 wave and its slowdown
                     is blocks-per-wave / blocks (10.8 for 10 blocks on an A100's 108 SMs at 1 per

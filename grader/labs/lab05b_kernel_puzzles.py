@@ -83,8 +83,8 @@ def _one_block_launch(case: Case) -> Launch:
 MAP_ADD = puzzle(
     "map_add", """
         map_add(a, out): out[i] = a[i] + 10 for a float32 array a of n ≤ 64 elements.
-        Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  — thread i handles
-        element i.
+        Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  —
+        thread i handles element i.
         Example: a = [0, 1, 2] (float32)  ->  out = [10, 11, 12] (float32).
     """,
     _one_block_launch,
@@ -139,12 +139,12 @@ def _map2d_launch(case: Case) -> Launch:
 MAP_2D = puzzle(
     "map_2d", f"""
         map_2d(a, out): out[r, c] = a[r, c] + 10 for a float32 array of shape (rows ≤
-        {BLOCK_2D_SMALL[1]}, cols ≤ {BLOCK_2D_SMALL[0]}), not necessarily square. Launched with ONE
-        2-D block of {BLOCK_2D_SMALL} threads (x, y):
+        {BLOCK_2D_SMALL[1]}, cols ≤ {BLOCK_2D_SMALL[0]}),
+        not necessarily square. Launched with ONE 2-D block of {BLOCK_2D_SMALL} threads (x, y):
             map_2d[1, {BLOCK_2D_SMALL}](a, out)
         x runs along the columns (the contiguous axis), y along the rows; guard both.
-        Example: a = [[0, 1, 2], [3, 4, 5]] (float32, shape (2, 3))  ->  out = [[10, 11, 12], [13,
-        14, 15]].
+        Example: a = [[0, 1, 2], [3, 4, 5]] (float32, shape (2, 3))  ->  out =
+        [[10, 11, 12], [13, 14, 15]].
     """,
     _map2d_launch,
     [Case((np.arange(6, dtype=F32).reshape(2, 3),))],
@@ -162,8 +162,8 @@ BROADCAST_ADD = puzzle(
     "broadcast_add", f"""
         broadcast_add(a, b, out): out[r, c] = a[r] + b[c] for float32 vectors a (rows ≤
         {BLOCK_2D_SMALL[1]}) and b (cols ≤ {BLOCK_2D_SMALL[0]}); out has shape (rows, cols).
-        Launched as  broadcast_add[1, {BLOCK_2D_SMALL}](a, b, out) with x along the columns and y
-        along the rows.
+        Launched as  broadcast_add[1, {BLOCK_2D_SMALL}](a, b, out) with x along the
+        columns and y along the rows.
         Example: a = [0, 10], b = [1, 2, 3] (float32)  ->  out = [[1, 2, 3], [11, 12, 13]].
     """,
     _bcast_launch,
@@ -209,10 +209,10 @@ MAP_BLOCKS_2D = puzzle(
     "map_blocks_2d", f"""
         map_blocks_2d(a, out): out[r, c] = a[r, c] * 2 - r for a float32 array of any shape (rows,
         cols). Launched with 2-D blocks of {BLOCK_2D} threads (x, y) on a 2-D grid:
-            map_blocks_2d[(ceil(cols / {BLOCK_2D[0]}), ceil(rows / {BLOCK_2D[1]})), {BLOCK_2D}](a,
-            out)
-        A warp is {BLOCK_2D[0]} neighbouring x by 2 y: map x to the column so that it reads
-        neighbouring addresses.
+            map_blocks_2d[(ceil(cols / {BLOCK_2D[0]}), ceil(rows /
+            {BLOCK_2D[1]})), {BLOCK_2D}](a, out)
+        A warp is {BLOCK_2D[0]} neighbouring x by 2 y: map x to the column so that it
+        reads neighbouring addresses.
         Example: a = ones((2, 3), float32)  ->  out = [[2, 2, 2], [1, 1, 1]].
     """,
     _blocks2d_launch,
@@ -252,8 +252,8 @@ POOL3 = puzzle(
         float32, launched as  pool3[ceil(n / {SHARED_BLOCK}), {SHARED_BLOCK}](a, out). Each block
         stages its {SHARED_BLOCK} elements plus the 2 before them in ONE
         cuda.shared.array(POOL_SLOTS, float32), POOL_SLOTS = {SHARED_BLOCK + 2}; the first two
-        threads also load that 2-element halo. Then the block waits, and each thread sums from
-        shared memory.
+        threads also load that 2-element halo. Then the block waits, and each thread
+        sums from shared memory.
         Example: a = [1, 2, 3, 4] (float32)  ->  out = [1, 3, 6, 9].
     """,
     _shared_launch,
@@ -320,8 +320,8 @@ def _scan_launch(case: Case) -> Launch:
 BLOCK_SCAN = puzzle(
     "block_scan", f"""
         block_scan(a, out): the inclusive prefix sum of each block's {SCAN_BLOCK} elements of the
-        float32 array a: out[i] = a[s] + a[s+1] + ... + a[i] with s = the first element of i's
-        block. Launched as
+        float32 array a: out[i] = a[s] + a[s+1] + ... + a[i] with s = the first element
+        of i's block. Launched as
             block_scan[ceil(n / {SCAN_BLOCK}), {SCAN_BLOCK}](a, out)
         Load once into shared memory, then log2({SCAN_BLOCK}) = 4 steps: at step d each thread adds
         the value d = 1, 2, 4, 8 places to its left. Read, barrier, write, barrier: a thread must
@@ -454,8 +454,8 @@ def _compact_launch(case: Case) -> Launch:
 COMPACT = puzzle(
     "compact", f"""
         compact(a, out, count): for every warp w, copy its positive elements of a[32w : 32w + 32] in
-        order to out[32w :], and count[w] = how many there were (int32); the rest of out stays 0.
-        Launched as
+        order to out[32w :], and count[w] = how many there were (int32); the rest of
+        out stays 0. Launched as
             compact[ceil(n / {WARP_BLOCK}), {WARP_BLOCK}](a, out, count)
         Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its value; lane l's
         place is the number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is

@@ -350,8 +350,8 @@ FUSION_BYTES = ByHand(
     spec="""
         fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes): PREDICT the bytes XLA's cost
         analysis will count, from the rule of §6.3 (a kernel reads each of its operands once and
-        writes its result once). x is an (m, n) array; ops is a list applied in order to the running
-        result:
+        writes its result once). x is an (m, n) array; ops is a list applied in
+        order to the running result:
           'mul_row', 'add_row'   multiply / add a NEW (n,) vector, broadcast over the rows
           'mul_full', 'add_full' multiply / add a NEW (m, n) array
           'relu', 'tanh', 'exp'  unary, no new operand
@@ -362,8 +362,8 @@ FUSION_BYTES = ByHand(
         Compute it with arithmetic on m, n, the ops and the dtype's size
         (jnp.dtype(dtype).itemsize): XLA's compiler and its analyses
         (jax.jit(...).lower(...).compile(), cost_analysis, gc.xla.compiled) are locked while your
-        function runs. The checker compiles the chains for the CPU and compares your prediction with
-        XLA's count.
+        function runs. The checker compiles the chains for the CPU and compares your
+        prediction with XLA's count.
     """,
     visible=[
         Case((1000, 3, "float32", ["mul_row", "add_row", "relu"])),
@@ -644,22 +644,22 @@ KERNEL = KernelProblem(
             scale_bias_relu_kernel[(ceil(n / 32), G), (32, 4)](x, w, b, out)
         so each thread handles rows i = y, y + 4G, y + 8G, ... (a grid-stride loop over the rows;
         cuda.gridsize(2) gives (columns, rows) of threads). m and n are not multiples of the block;
-        out starts full of NaN. The checker runs it on the course's instrumented executor and
-        requires:
-          - coalescing: the 32 threads of a warp (neighbouring threadIdx.x) access neighbouring
-            columns of one row, so each warp-wide access of x and out touches at most 5 32-byte
-            sectors;
-          - one pass: every x[i, j] read once, every out[i, j] written once, out never read back;
-            every thread with a column and a first row does its share (at most ceil(m / 4G)
-            elements);
+        out starts full of NaN. The checker runs it on the course's
+        instrumented executor and requires:
+          - coalescing: the 32 threads of a warp (neighbouring threadIdx.x) access
+            neighbouring columns of one row, so each warp-wide access of x and out touches
+            at most 5 32-byte sectors;
+          - one pass: every x[i, j] read once, every out[i, j] written once, out never
+            read back; every thread with a column and a first row does its share (at
+            most ceil(m / 4G) elements);
           - the vectors once, not once per element: w and b are read from global memory at most once
             per thread (a thread's column is the same for every row it handles): into registers
             before the row loop, or once per block into shared memory (one row of threads loads the
             block's 32 values into cuda.shared.array(32, np.float32), then cuda.syncthreads() —
             §5.7: no thread reads before the loads are done — then all read them from there);
-          - the distinct bytes your kernel touches in global memory equal what XLA's cost analysis
-            charges the fused jnp version jnp.maximum(x * w + b, 0) — your kernel is that fusion,
-            written by hand.
+          - the distinct bytes your kernel touches in global memory equal what XLA's cost
+            analysis charges the fused jnp version jnp.maximum(x * w + b, 0) — your kernel is
+            that fusion, written by hand.
     """,
     visible=_kernel_visible(),
     compare=lambda *a: None,
@@ -1075,17 +1075,18 @@ class _ToolchainProblem(ObservedProblem):
 SASS_COUNTS = _ToolchainProblem(
     name="sass_counts",
     spec="""
-        sass_counts(source, arch) -> {'FFMA': int, 'tensor_flops': int}: compile the CUDA C `source`
-        for the Hopper target `arch` ('sm_90', the default when arch is not given, or 'sm_90a' for
-        kernels that use wgmma) with gpucourse.toolchain (NVRTC → cubin → nvdisasm), and answer "did
-        it use the tensor cores?": the number of FP32 fused multiply-adds (base opcode FFMA) in the
-        SASS, and the operations of its tensor-core instructions — with your mma_flops.
+        sass_counts(source, arch) -> {'FFMA': int, 'tensor_flops': int}: compile
+            the CUDA C `source` for the
+        Hopper target `arch` ('sm_90', the default when arch is not given, or 'sm_90a' for kernels
+        that use wgmma) with gpucourse.toolchain (NVRTC → cubin → nvdisasm), and answer "did it use
+        the tensor cores?": the number of FP32 fused multiply-adds (base opcode FFMA) in the SASS,
+        and the operations of its tensor-core instructions — with your mma_flops.
         tensor_flops is mma_flops' static count (per issuing warp or warpgroup, each listed
         instruction once). `arch` goes to the compiler as given; it is not graded by itself: a
         function that always compiled for sm_90a would count the same (sm_90a is sm_90 plus its
         architecture-specific instructions: wgmma, setmaxnreg), while compiling a wgmma kernel for
-        sm_90 fails. (Without NVIDIA's toolchain wheels the toolchain raises ToolchainMissing: let
-        it propagate.)
+        sm_90 fails. (Without NVIDIA's toolchain wheels the toolchain raises
+        ToolchainMissing: let it propagate.)
     """,
     visible=[
         Case((_Src(ELEMENTWISE_CU), "sm_90")),
@@ -1397,13 +1398,14 @@ MEASURE = _MeasureProblem(
             spans many ticks — grow it (1, 2, 4, ... calls, as timeit's autorange does) until one
             batch takes at least 0.2 s on clock — wait for its last result and divide by the batch
             size. You do not need to know the tick.
-        The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the
-        right answer exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait
-        for each call before the next). Failure modes: no synchronization (far too short: the
-        enqueue), no warm-up (the compile is timed), an un-waited warm-up (its work is still running
-        when you first read the clock), the mean or a single run (a slowed run), fewer than 3 timed
-        runs, another clock (no reading of clock), one call per timed run on the coarse clock (0, or
-        a whole tick). The cell after exercise 9 runs your function on real work on this machine
+        The checker hands you stand-ins that run on the virtual clock it gives you, so
+        it knows the right answer
+        exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait for each call
+        before the next). Failure modes: no synchronization (far too short: the enqueue), no warm-up
+        (the compile is timed), an un-waited warm-up (its work is still running when you first read
+        the clock), the mean or a single run (a slowed run), fewer than 3 timed runs, another clock
+        (no reading of clock), one call per timed run on the coarse clock (0, or a whole tick). The
+        cell after exercise 9 runs your function on real work on this machine
         (clock=time.perf_counter).
     """,
     visible=[Case(_workloads(0.040, 0.020)), Case(_workloads(40e-6, 25e-6, tick_s=2e-3))],
@@ -1441,8 +1443,8 @@ TIME_MODEL = Problem(
         A chain of elementwise ops runs on arrays of m rows. calls, row_bytes, row_faults: (unfused,
         fused) pairs — kernels dispatched per evaluation, bytes moved PER ROW (XLA's cost analysis,
         divided by m), minor page faults PER ROW. machine: {"dispatch": seconds per call,
-        "bandwidth": bytes per second, "fault": seconds per page fault}. §6.3's model of one side on
-        m rows:
+        "bandwidth": bytes per second,
+        "fault": seconds per page fault}. §6.3's model of one side on m rows:
             time(m) = calls·dispatch + m·row_bytes/bandwidth + m·row_faults·fault
         The terms add: the model assumes each call's dispatch waits for the previous call's work (a
         synchronous loop — a host that waits for each result before it dispatches the next, as a

@@ -156,14 +156,15 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
 SYSTOLIC = Problem(
     name="systolic_matmul",
     spec="""
-        systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a weight-stationary array, cycle by
-        cycle. A: (M, K), W: (K, N). Make the array with  hw = gc.systolic.WeightStationaryArray(W)
-        (it loads W and delivers what your pe_step's registers would); each call  out =
-        hw.tick(a_in)  is one clock cycle: a_in (K,) enters the left edge, out (N,) is what leaves
-        the bottom edge. Feed the rows of A *skewed* (A[m, k] enters row k at cycle m + k; 0 where
-        there is nothing to send), collect C[m, n] from out[n] at cycle m + (K − 1) + n, and clock
-        exactly as many cycles as the last result needs. Return C and hw (the checker reads hw.cycle
-        and everything that left the bottom edge: where no result is due, that is 0).
+        systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a
+            weight-stationary array, cycle by cycle.
+        A: (M, K), W: (K, N). Make the array with  hw = gc.systolic.WeightStationaryArray(W)  (it
+        loads W and delivers what your pe_step's registers would); each call  out = hw.tick(a_in)
+        is one clock cycle: a_in (K,) enters the left edge, out (N,) is what leaves the bottom edge.
+        Feed the rows of A *skewed* (A[m, k] enters row k at cycle m + k; 0 where there is nothing
+        to send), collect C[m, n] from out[n] at cycle m + (K − 1) + n, and clock exactly as many
+        cycles as the last result needs. Return C and hw (the checker reads hw.cycle and everything
+        that left the bottom edge: where no result is due, that is 0).
     """,
     visible=[
         Case(
@@ -209,7 +210,8 @@ ARRAY = Problem(
         best_array(M, K, N, pes) -> (rows, cols): the shape of a weight-stationary array of `pes`
         PEs that runs (M×K)·(K×N) in the fewest cycles.
         Candidates: every rows × cols with rows · cols == pes, rows and cols powers of two (pes is
-        one), from 1 × pes to pes × 1. Cycles are those of the course's tiling model (§7.3):
+        one), from
+        1 × pes to pes × 1. Cycles are those of the course's tiling model (§7.3):
             gc.systolic.TiledGemm(M, K, N, rows, cols).cycles
         (W cut into ceil(K/rows)·ceil(N/cols) tiles; double-buffered weights that shift in one row
         per cycle, so tiles start max(M, rows) cycles apart; one fill and drain, rows + cols − 2, at
@@ -504,22 +506,24 @@ FUSED = _FusedProblem(
     name="fused_dense",
     spec="""
         fused_dense(x, w, b, bm, bn, bk) -> relu(x @ w + b) in bfloat16, as ONE Pallas kernel
-        (pl.pallas_call, interpret=True): a dense layer with its bias and activation fused into the
-        matmul. x: (m, k), w: (k, n), b: (1, n), all bfloat16; bm, bn, bk divide m, n, k. Use grid =
-        (m//bm, n//bn, k//bk), blocks x: (bm, bk), w: (bk, bn), b: (1, bn), out: (bm, bn); block (i,
-        j) of the output is relu of the sum over kk of x block (i, kk) @ w block (kk, j), plus the
-        bias's block j; output dtype bfloat16.
+        (pl.pallas_call, interpret=True): a dense layer with its bias and
+        activation fused into the matmul.
+        x: (m, k), w: (k, n), b: (1, n), all bfloat16; bm, bn, bk divide m, n, k. Use grid = (m//bm,
+        n//bn, k//bk), blocks x: (bm, bk), w: (bk, bn), b: (1, bn), out: (bm, bn); block (i, j) of
+        the output is relu of the sum over kk of x block (i, kk) @ w block (kk, j), plus the bias's
+        block j; output dtype bfloat16.
           - Accumulate in float32, not in the bf16 output: one VMEM scratch buffer of one output
             block in float32 (pltpu.VMEM; the kernel gets it as a Ref after the output's), products
             with preferred_element_type=jnp.float32, zeroed at the first kk.
-          - The epilogue, once per output block, at the last kk: add the bias and apply the relu on
-            the float32 sum, cast to bfloat16 once, write the output block. Nothing is computed
-            outside the kernel.
-        The checker reads your BlockSpecs, the scratch, what your function computes around the
-        kernel, and the grid order: on a TPU all grid steps that write one output block must be
-        consecutive. Legal blocks on a TPU: the last two dimensions of every block are multiples of
-        8 and 128, unless a block dimension spans the whole array dimension (every case is legal: a
-        (16, 128) block, the (1, bn) bias block, or n = 200 as one block).
+          - The epilogue, once per output block, at the last kk: add the bias and apply the relu
+            on the float32 sum, cast to bfloat16 once, write the output block. Nothing is
+            computed outside the kernel.
+        The checker reads your BlockSpecs, the scratch, what your function computes around
+        the kernel, and the grid
+        order: on a TPU all grid steps that write one output block must be consecutive.
+        Legal blocks on a TPU: the last two dimensions of every block are multiples of 8 and 128,
+        unless a block dimension spans the whole array dimension (every case is legal: a (16, 128)
+        block, the (1, bn) bias block, or n = 200 as one block).
     """,
     visible=[
         Case(
@@ -1041,12 +1045,12 @@ HYPOTHETICAL = {("TPU v5p", (2, 4, 8)), ("TPU v5p", (4, 4, 6))}
 HOPS = Problem(
     name="slice_hops",
     spec="""
-        slice_hops(a, b, dims, chip) -> int: the fewest ICI links a message crosses from chip a to
-        chip b. The chips form a slice of shape dims (e.g. (4, 4, 8)) of a TPU pod; a and b are
-        coordinate tuples. Each link joins chips that differ by ±1 in one coordinate. An axis *with
-        wraparound* also links its last chip to its first (coordinate d−1 to 0), so along it you may
-        go either way round; an axis without is a line.
-        Which axes wrap depends on the chip:
+        slice_hops(a, b, dims, chip) -> int: the fewest ICI links a message
+            crosses from chip a to chip b.
+        The chips form a slice of shape dims (e.g. (4, 4, 8)) of a TPU pod; a and b are coordinate
+        tuples. Each link joins chips that differ by ±1 in one coordinate. An axis *with wraparound*
+        also links its last chip to its first (coordinate d−1 to 0), so along it you may go either
+        way round; an axis without is a line. Which axes wrap depends on the chip:
           - "TPU v4", "TPU v5p" (3D): the wraparound links run through the optical switches that
             join whole 4×4×4 cubes. A slice whose every side is a multiple of 4 wraps on every axis;
             any other slice on none (Google's v5p page for v5p, the JAX scaling book for v4; no
@@ -1076,9 +1080,8 @@ COLLECTIVE = Problem(
     name="collective_seconds",
     spec="""
         collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency) -> seconds
-        One collective over one mesh axis of p chips, in the α–β model:
-            seconds = rounds · latency + (bytes on the busiest link, in one direction) /
-            link_bandwidth
+        One collective over one mesh axis of p chips, in the α–β model: seconds = rounds · latency +
+            (bytes on the busiest link, in one direction) / link_bandwidth
         link_bandwidth is one link's bytes/s in ONE direction; links work in both directions at
         once. nbytes (V) is the whole array: what each chip holds after an all-gather or before a
         reduce-scatter, the buffer of an all-reduce, the array an all-to-all reshards (each chip
@@ -1089,8 +1092,8 @@ COLLECTIVE = Problem(
           - all-gather, ring: every block goes the short way round, the block of the chip opposite
             (even p) split in halves, one half each way: ⌊p/2⌋ rounds; the busiest link carries
             (p−1)/p · V/2 in one direction.
-          - all-gather, line: blocks spread both ways; p − 1 rounds; the link next to an end chip
-            carries (p−1)/p · V.
+          - all-gather, line: blocks spread both ways; p − 1 rounds; the link next to an end
+            chip carries (p−1)/p · V.
           - reduce-scatter: the all-gather run backwards (partial sums flow toward their owner):
             same rounds, same bytes.
           - all-reduce: a reduce-scatter, then an all-gather: both costs added.
@@ -1099,8 +1102,8 @@ COLLECTIVE = Problem(
             (ring, odd p), ⌊p/2⌋·⌈p/2⌉ (line, its middle link); rounds as for an all-gather.
         kind is one of 'all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'. One chip (p = 1)
         costs 0. (The course notebook, §7.8, shows this model's results and the message-by-message
-        simulation that checks it from stored data; neither is installed: writing the model is the
-        exercise.)
+        simulation that checks it from stored data; neither is installed: writing
+        the model is the exercise.)
     """,
     visible=[
         Case(("all-gather", 1e9, 16, True, 50e9, 1e-6)),
