@@ -233,7 +233,7 @@ if be.is_gpu or xla_gpu.available():
     ])
     print(dot_gpu.provenance())
     print(f"article 000's 2×3·3×2: {article_gpu.gemm.describe()}")
-    print(f"128×128 float32:  {dot_gpu.gemm.describe()}")
+    print(f"128×128 float32:       {dot_gpu.gemm.describe()}")
     print(f"+ bias + relu, Triton GEMMs off: {layer_gpu.gemm.describe()}")
     print("128×128 float32, entry ops:", gc.xla.entry_ops(dot_gpu.hlo))
     # the split, where there is one: the dot's output shape, and the fusion that sums the slices (its ROOT line)

@@ -88,7 +88,7 @@ rng = np.random.default_rng(0)
 f32 = np.float32
 
 # %% [markdown]
-# ## 3.1 The source article's table, in numbers
+# ## 3.1 Article 000's table, in numbers
 #
 # [Article 000](00_overview.ipynb#Sources-and-claims-checks) compares the three kinds of processor
 # in words.

@@ -30,7 +30,7 @@
 #   occupancy from published limits;
 # - why a waiting warp costs nothing (latency hiding by warp switching) and how many warps that
 #   takes (Little's law);
-# - what warp divergence (분기) really costs — the source article's "about 2×", checked;
+# - what warp divergence (분기) really costs — article 000's "about 2×", checked;
 # - coalescing and shared-memory tiling, counted per thread by an instrumented executor.
 #
 # Every kernel here is a numba-cuda `@cuda.jit` function:
@@ -623,7 +623,7 @@ print(f"divergent / uniform warp steps: {ratio:.2f}×")
 assert 1.7 < ratio < 2.0 and div.simt_efficiency < 0.6 < 0.95 < uni.simt_efficiency
 
 # %% [markdown]
-# Close to the source article's 2× here,
+# Close to article 000's 2× here,
 # because the two paths are equally long and dominate the kernel.
 # In general the divergent warp pays the *sum* of the paths instead of the longest one.
 # The cost depends on the shape:

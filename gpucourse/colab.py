@@ -3,7 +3,7 @@ Colab only, installs the course's *student edition* and selects the GPU backend 
 runtime type → GPU).
 
     python -m gpucourse.colab cell                      # print the first-cell code (for this
-    checkout's repo)
+                                                        # checkout's repo)
     python -m gpucourse.colab badge course/01_blas_roofline.ipynb
     python -m gpucourse.colab retarget me/my-fork@spring # point every notebook's badge and cell at
     a fork

@@ -128,7 +128,7 @@ GRACE_HOPPER: dict[str, float] = {
     "NVLink-C2C (CPU ↔ GPU, each direction)": 450 * GB,
 }
 
-# The source article's CPU / GPU / NPU table with one published example of each, compared like with
+# Article 000's CPU / GPU / NPU table with one published example of each, compared like with
 # like:
 # - cores: independent instruction streams (CPU cores; GPU SMs; TPU TensorCores);
 # - fp32 vector ALUs (key fp32_lanes): fp32 units of the vector units, outside any matrix unit,

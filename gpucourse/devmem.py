@@ -7,12 +7,12 @@ allocation does not fit the allocator raises an out-of-memory error — the devi
 
     mem = DeviceMemory(budget=8 * 2**20)          # an 8 MiB "GPU"
     d = mem.to_device(x_host[:1000])              # host -> device copy (counted), allocation
-    (tracked)
+                                                  # (tracked)
     r = np.sqrt(d * d + 1.0)                      # device arithmetic: results and temporaries are
-    allocations
+                                                  # allocations
     y = mem.to_host(r)                            # device -> host copy (counted), a NumPy array
     del d, r                                      # memory returns to the pool when the last
-    reference goes
+                                                  # reference goes
     mem.peak, mem.h2d_bytes, mem.h2d_copies       # what the checker reads
 
 Storage is the backend's array module: NumPy on CPU (the "device" is a second buffer in the same

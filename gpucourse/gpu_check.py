@@ -2,7 +2,7 @@
 what it measured.
 
     python -m gpucourse.gpu_check                       # GPU-marked tests, then every course and
-    solution notebook
+                                                        # solution notebook
     python -m gpucourse.gpu_check --skip-tests --only course/01 course/05
 
 1. Without a usable NVIDIA GPU it says why and exits with status 2, having run nothing.

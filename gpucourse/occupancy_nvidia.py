@@ -10,7 +10,7 @@ result. It is the ground truth ``gpucourse.occupancy`` is tested against
 (``tests/test_occupancy_header.py``) and that §5 shows.
 
     calc = NvidiaOccupancy.build()          # None when g++ or the header is missing (see
-    `missing()`)
+                                            # `missing()`)
     calc.run(DEVICES["sm_90"], [(32, 81, 0, False, None)])[0].blocks  -> 20
 """
 

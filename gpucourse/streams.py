@@ -4,7 +4,7 @@ host queues.
 Two models, both on a *virtual* clock in microseconds (µs), so their answers are exact and the same
 on every machine:
 
-- :class:`CommandQueue` — the source article's ring buffer (명령 큐): the host pushes commands and
+- :class:`CommandQueue` — article 000's ring buffer (명령 큐): the host pushes commands and
   returns at once, the device pops and runs them one after another, asynchronously. Two costs, kept
   apart: ``launch_us`` is the host time per launch (it sets the launch *throughput*), ``latency_us``
   is the time from the push to the start on an idle device (launch *latency*). ``synchronize()`` is

@@ -382,7 +382,7 @@ def run_tiled(A: Any, W: Any, rows: int, cols: int, buffers: int = 2,
                     0.0,
                 )
                 tile0[ok], row0[ok] = t, m[ok]
-        # MACs (with the weight registers as they were at the start of the cycle)
+        # MACs (with the weight registers as they were at the start of the cycle): first,
         # everything moves one PE to the right
         for reg, edge in ((a, col0), (a_tile, tile0), (a_row, row0)):
             reg[:, 1:] = reg[:, :-1].copy()

@@ -3,7 +3,7 @@
     python -m grader sync        # notebooks <-> py:percent twins in step, outputs stripped
     python -m grader generate    # regenerate labs/ from solutions/ (nbgrader generate_assignment)
     python -m grader check       # fail if pairs are out of step or labs/ is stale (CI does this
-    too)
+                                 # too)
     python -m grader nbgrader ARGS...   # any nbgrader command with the course's config, e.g.
                                         #   python -m grader nbgrader autograde lab01_blas_roofline
 
@@ -11,15 +11,15 @@ The instructor's grading workflow (stages in grader/pipeline/; student code runs
 grader/sandbox.py):
 
     python -m grader release [LAB ...]            # regenerate labs/ from solutions/: what students
-    download
+                                                  # download
     python -m grader grade LAB SOURCE [--jobs N]  # import SOURCE (folder or .zip), autograde,
-    feedback, CSV, report
+                                                  # feedback, CSV, report
     python -m grader import LAB SOURCE            # only import (one notebook or folder per student)
     python -m grader autograde LAB [--student S]  # only autograde what is imported (unchanged ones
-    are kept)
+                                                  # are kept)
     python -m grader export LAB [--csv FILE]      # write grading/LAB_grades.csv again
     python -m grader report LAB                   # print the per-student report (what failed and
-    why)
+                                                  # why)
 
 Hidden cases are drawn per student from the instructor's grading secret (GPUCOURSE_GRADING_SECRET,
 else ~/.config/gpucourse/grading-secret, created mode 0600 on the first grade: back it up;

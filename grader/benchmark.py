@@ -2,11 +2,11 @@
 noisy).
 
     python3 -m grader.benchmark            # every notebook + one autograde per lab + executor +
-    mutation score per lab
+                                           # mutation score per lab
     python3 -m grader.benchmark --notebooks course/01_blas_roofline.ipynb --no-grading --no-mutation
     --no-executor
     python3 -m grader.benchmark_simt       # only the kernel executor: matmul vs numba's simulator,
-    kernel checks
+                                           # kernel checks
 
 Budget (COURSE_PLAN §7): whole course (course/ + solutions/) ≤ 8 min on 2 cores, no notebook over 60
 s, one lab autograded in ≤ 20 s. Each notebook runs in a fresh kernel, as nbval and nbgrader run it.

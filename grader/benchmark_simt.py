@@ -2,7 +2,7 @@
 noisy).
 
     python3 -m grader.benchmark_simt              # matmul: executor vs numba's simulator; each
-    kernel check
+                                                  # kernel check
     python3 -m grader.benchmark_simt --no-simulator
 
 1. A 64×64 tiled matmul (16×16 tiles, 16 blocks of 256 threads) on the course's SIMT executor and on

@@ -2,15 +2,15 @@
 feedback, CSV, report.
 
     python -m grader release [LAB ...]                  # regenerate labs/ from solutions/ (what
-    students get)
+                                                        # students get)
     python -m grader import LAB SOURCE                  # a folder or a .zip export: one notebook
-    per student
+                                                        # per student
     python -m grader autograde LAB [--jobs N]           # grade every imported submission in the
-    sandbox
+                                                        # sandbox
     python -m grader grade LAB SOURCE                   # all of it: import, autograde, feedback,
-    CSV, report
+                                                        # CSV, report
     python -m grader report LAB / export LAB            # print the per-student report / write the
-    CSV again
+                                                        # CSV again
 
 The pipeline lives in :mod:`grader.pipeline`, one module per stage (its docstring walks them from
 the export to the CSV); this module only gathers the names the command, the benchmark and the tests

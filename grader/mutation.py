@@ -1,16 +1,16 @@
 """Mutation testing, branch coverage and case families of every lab's references (issue 13).
 
     python -m grader.mutation                         # every lab: score, survivors, coverage gaps,
-    missing families
+                                                      # missing families
     python -m grader.mutation lab01_blas_roofline     # one lab (or several)
     python -m grader.mutation lab05_kernels --only tiled_matmul --verbose
     python -m grader.mutation --solutions all         # also mutate every notebook solution through
-    Problem.check
+                                                      # Problem.check
     python -m grader.mutation --include-course        # also mutate the gpucourse code a reference
-    delegates to
+                                                      # delegates to
     python -m grader.mutation --json report.json      # everything, machine-readable
     python -m grader.mutation lab07_tpu --seed 3      # hidden cases drawn as for another student
-    (seed 3)
+                                                      # (seed 3)
 
 Each lab runs in its own worker process (``--worker``): the lab's setup cell runs first, as in a
 student's kernel (lab 7 needs JAX's 8 CPU devices before JAX is imported), a mutant that hangs

@@ -74,7 +74,7 @@ def test_every_claim_of_the_section_has_a_verdict(nb):
     mine = sorted(i for i, (s, _) in CLAIMS.items() if s == section(nb))
     if not mine:
         return
-    assert len(table) == 2, "a '## Claims check' table closes the notebook"
+    assert len(table) == 2, "a '## Claims check' section closes the notebook"
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| (C\d\d) \|.*$", table[1], re.M)}
     for cid in mine:
         assert cid in rows, f"{cid} ({CLAIMS[cid][1]}) has no row in the Claims-check table"

@@ -27,13 +27,13 @@ DTYPES = {**dict.fromkeys(("add", "sub", "max", "min", "nanmax", "nanmin"), _ALL
 
 
 def _check_dtype(name: str, dtype: Any) -> None:
-    ok = DTYPES.get(name)
-    if ok is not None and dtype is not None and dtype.name not in ok:
+    allowed = DTYPES.get(name)
+    if allowed is not None and dtype is not None and dtype.name not in allowed:
         hint = " (an unsigned counter: np.uint32)" if name in ("inc", "dec") else ""
         article = "an" if dtype.name[0] in "aeiou" else "a"
         raise TypeError(
             f"cuda.atomic.{name} on {article} {dtype.name} array: numba-cuda supports it on "
-            f"{', '.join(ok)} arrays only{hint}, so this kernel does not compile for a GPU"
+            f"{', '.join(allowed)} arrays only{hint}, so this kernel does not compile for a GPU"
         )
 
 

@@ -13,15 +13,14 @@ stale).
 
     T = rounds · α + (bytes on the busiest link, one direction) / β
 
-=============  ===========================  ======================  =====================
-================ collective     ring: rounds                 ring: busiest link      line: rounds
-line: busiest link =============  ===========================  ======================
-=====================  ================ all-gather     ⌊p/2⌋                        (p−1)/p · V/2
-p − 1                  (p−1)/p · V reduce-scatter ⌊p/2⌋                        (p−1)/p · V/2
-p − 1                  (p−1)/p · V all-reduce     2⌊p/2⌋                       (p−1)/p · V
-2(p − 1)               2(p−1)/p · V all-to-all     ⌊p/2⌋                        c(p) · V/p²  (*)
-p − 1                  ⌊p/2⌋⌈p/2⌉ · V/p² =============  ===========================
-======================  =====================  ================
+==============  ============  ==================  ============  ==================
+collective      ring: rounds  ring: busiest link  line: rounds  line: busiest link
+==============  ============  ==================  ============  ==================
+all-gather      ⌊p/2⌋         (p−1)/p · V/2       p − 1         (p−1)/p · V
+reduce-scatter  ⌊p/2⌋         (p−1)/p · V/2       p − 1         (p−1)/p · V
+all-reduce      2⌊p/2⌋        (p−1)/p · V         2(p − 1)      2(p−1)/p · V
+all-to-all      ⌊p/2⌋         c(p) · V/p²  (*)    p − 1         ⌊p/2⌋⌈p/2⌉ · V/p²
+==============  ============  ==================  ============  ==================
 
 (*) c(p) = p²/8 for even p, (p² − 1)/8 for odd p. A ring needs p ≥ 3. Over several axes at once
 (:func:`collective_seconds` with ``concurrent=True``) the array is cut into one piece per axis and

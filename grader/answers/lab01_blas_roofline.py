@@ -293,6 +293,7 @@ def min_size_for_fraction(
     fraction·overhead·peak / (1 − fraction) or bytes >= fraction·overhead·bandwidth / (1 −
     fraction). Exact rational arithmetic; both grow with n, so a scan from n = 1 finds it (integers
     against two fixed fractions: fast)."""
+    # t0: the per-call overhead in seconds (not a clock reading)
     f, t0 = Fraction(fraction), Fraction(overhead_s)
     need = f * t0 / (1 - f)  # seconds of roofline time that amortise the overhead
     by_flops, by_bytes = need * Fraction(peak_flops), need * Fraction(bandwidth)
@@ -312,6 +313,7 @@ def _size_cases(rng: np.random.Generator) -> list[Case]:
     while ops:
         peak, bw = ROOFS[int(rng.integers(len(ROOFS)))]
         dtype = str(rng.choice(DTYPES))
+        # t0: a per-call overhead in seconds (not a clock reading)
         t0 = float(10 ** rng.uniform(-6, -4))
         n = int(10 ** rng.uniform(1, 4.5))
         lo, hi = (_roof_time(ops[0], k, dtype, peak, bw) for k in (n - 1, n))

@@ -78,7 +78,7 @@ def _random_schedule(rng: np.random.Generator) -> Case:
     for s in order:
         op = streams[s][position[s]]
         position[s] += 1
-        others = [o for (o, os) in earlier if os != s]
+        others = [o for (o, other_stream) in earlier if other_stream != s]
         if others and rng.random() < 0.45:
             k = int(rng.integers(1, min(2, len(others)) + 1))
             waits[op] = [str(o) for o in rng.choice(others, size=k, replace=False)]

@@ -86,7 +86,7 @@ be = gc.setup()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "max_duration_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — How long may one kernel take?
 #
-# The source article's example: Stream 1 runs A → B → C, Stream 2 runs D → E,
+# Article 002's example: Stream 1 runs A → B → C, Stream 2 runs D → E,
 # Stream 3 runs F → G → H → I. Within a stream, order is guaranteed;
 # across streams, nothing is — unless an **event** says so (`waits`:
 # record an event after B in stream 1, make stream 2 wait for it before E).
