@@ -81,8 +81,7 @@ xp = be.xp  # NumPy on CPU, CuPy on a GPU: every measurement below runs on the b
 # ## 1.1 Three levels of BLAS
 #
 # BLAS (Basic Linear Algebra Subprograms) sorts linear algebra by what it multiplies.
-# The source article writes GEMM as $C = \alpha AB + \beta C$ with $A$ of shape $(M,
-# K)$ and $B$ of shape $(K, N)$.
+# The source article writes GEMM as $C = \alpha AB + \beta C$ with $A$ of shape $(M, K)$ and $B$ of shape $(K, N)$.
 #
 # | level | example | FLOPs | data touched | intensity (FLOP/element) |
 # |---|---|---|---|---|
@@ -160,8 +159,7 @@ for n in (64, 512, 4096):
 #
 # A machine has two roofs: how many FLOPs per second its arithmetic units can do,
 # and how many bytes per second its memory can deliver.
-# The **roofline** says an op of intensity $I$ can run at most at $\min(\text{peak FLOP/s},\ I
-# \times \text{bandwidth})$.
+# The **roofline** says an op of intensity $I$ can run at most at $\min(\text{peak FLOP/s},\ I \times \text{bandwidth})$.
 # The two meet at the **ridge point**.
 #
 # A roof is only worth plotting under if it was measured right.

@@ -134,8 +134,7 @@ assert np.allclose(dw, np.outer(dY, x))
 #  [12. 24. 36.]]
 
 # %% [markdown]
-# $Y = (6, 6)$, so $\partial L/\partial Y = 2Y = (12, 12)$, and $(12, 12)^T \cdot (1, 2,
-# 3)$ is the printed matrix.
+# $Y = (6, 6)$, so $\partial L/\partial Y = 2Y = (12, 12)$, and $(12, 12)^T \cdot (1, 2, 3)$ is the printed matrix.
 # With a single vector $x$ this "GEMM" is an outer product (BLAS Level 2).
 # It becomes a real GEMM once $X$ holds a batch of vectors — the next section.
 #
@@ -285,8 +284,7 @@ else:
 #
 # Every forward GEMM of $2 B d_{in} d_{out}$ FLOPs brings two backward GEMMs of the same size
 # — except the first layer's $dX$.
-# For $L$ equal layers the gradient program therefore does $(L + L +
-# (L - 1)) / L = 3 - 1/L$ times the forward FLOPs.
+# For $L$ equal layers the gradient program therefore does $(L + L + (L - 1)) / L = 3 - 1/L$ times the forward FLOPs.
 # XLA's cost model (`cost_analysis`, read from the compiled program) says so,
 # layer count by layer count.
 # (`tm.compile_for_analysis` compiles only to read XLA's analyses:
@@ -468,8 +466,7 @@ assert [r.why.split()[2] for r in saved if not r.is_argument] == ["tanh", "sub",
 # %% [markdown]
 # Besides the arguments (the weights, and $X$ — layer 1's input), JAX keeps three arrays:
 # $H = \tanh(XW_1)$, which is also layer 2's input;
-# `sub`, which is $1 - H$, a factor of $\tanh$'s derivative $1 - H^2 =
-# (1 + H)(1 - H)$ that JAX's rule for `tanh` computes in the forward pass;
+# `sub`, which is $1 - H$, a factor of $\tanh$'s derivative $1 - H^2 = (1 + H)(1 - H)$ that JAX's rule for `tanh` computes in the forward pass;
 # and `mul`, $2Y$, the loss's gradient.
 # Everything but the arguments has the batch as its first dimension:
 # saved activations grow linearly with the batch.

@@ -123,9 +123,8 @@ def fault_bound(nbytes: int, madvised: bool) -> tuple[int | None, float]:
     """For a fresh anonymous buffer of ``nbytes``, first touched: (the largest huge page, KiB, that
     the THP settings allow it, 0 if none, None where THP is not readable; the most page faults per
     base page it can then take — 1 without huge pages, else one per huge page plus base pages at its
-    two unaligned ends). The settings say what is
-    *allowed*: the kernel still falls back to base pages when it cannot find or charge a huge page
-    (:func:`thp_fallbacks` counts that)."""
+    two unaligned ends). The settings say what is *allowed*: the kernel still falls back to base
+    pages when it cannot find or charge a huge page (:func:`thp_fallbacks` counts that)."""
     kib = huge_page_kib(madvised)
     if not kib:
         return kib, 1.0

@@ -43,16 +43,12 @@ on every machine:
      not fit).
 
   What the model leaves out, on purpose — the limits of treating a kernel as "``sms`` SMs for
-  ``duration`` µs":
-  the block scheduler places a kernel's *blocks*, not the kernel, on SMs, and several kernels'
-  blocks can share an
-  SM when registers, shared memory and thread slots allow; a kernel that launches enough blocks
-  fills every SM
-  and a later kernel's blocks start only as its blocks retire (tail overlap), not all at once;
-  concurrent kernels
-  slow each other down through shared memory bandwidth, L2 and power; and nothing here says when the
-  *hardware*
-  chooses to run two kernels of different streams concurrently — streams only allow it.
+  ``duration`` µs": the block scheduler places a kernel's *blocks*, not the kernel, on SMs, and
+  several kernels' blocks can share an SM when registers, shared memory and thread slots allow; a
+  kernel that launches enough blocks fills every SM and a later kernel's blocks start only as its
+  blocks retire (tail overlap), not all at once; concurrent kernels slow each other down through
+  shared memory bandwidth, L2 and power; and nothing here says when the *hardware* chooses to run
+  two kernels of different streams concurrently — streams only allow it.
 
 Correctness, apart from timing: :func:`happens_before` orders ops by stream order, events, the
 legacy default stream and host synchronisations; :func:`races` lists pairs of ops that touch the
@@ -108,12 +104,9 @@ class CommandQueue:
       ``launch_us`` is the host's time per launch, which bounds the launch *throughput* (at most one
       launch per ``launch_us``);
     - the device runs commands in order: a command starts ``latency_us`` after it was pushed (the
-      launch
-      *latency*: doorbell, fetching the command, setting up the grid), and not before the previous
-      one has
-      finished — so latency is paid in full by a kernel launched into an idle queue, and hidden
-      behind the
-      running kernel when the queue is full;
+      launch *latency*: doorbell, fetching the command, setting up the grid), and not before the
+      previous one has finished — so latency is paid in full by a kernel launched into an idle
+      queue, and hidden behind the running kernel when the queue is full;
     - when ``capacity`` commands are outstanding the ring buffer is full and ``launch`` waits for a
       free slot (the host stalls: CUDA's launch queue holds about a thousand launches);
     - ``synchronize()`` (``cudaDeviceSynchronize``) waits until the device is idle.

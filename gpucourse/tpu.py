@@ -33,12 +33,11 @@ bytes/s, bytes, Hz. Sources:
   for v4 and v5p (1.23 and 2.46 TB/s against Google's 1.2 and 2.765).
 
 **Which slices wrap.** The rule used here (whole 4×4×4 cubes wrap on every axis, anything smaller on
-none) is the
-scaling book's; Google states it for v5p. For v4 Google's wording is narrower (tori only for 2A=B=C
-or 2A=2B=C): the v4 shapes the two sources judge differently (4x4x4, 8x8x8, 8x8x12, 16x16x16, …) are
-*disputed* (:meth:`TpuChip.torus_disputed`). Shapes a version does not list are *hypothetical*:
-:meth:`TpuChip.check_slice` refuses them unless asked for ``hypothetical=True``, and refuses
-anything larger than the largest schedulable slice.
+none) is the scaling book's; Google states it for v5p. For v4 Google's wording is narrower (tori
+only for 2A=B=C or 2A=2B=C): the v4 shapes the two sources judge differently (4x4x4, 8x8x8, 8x8x12,
+16x16x16, …) are *disputed* (:meth:`TpuChip.torus_disputed`). Shapes a version does not list are
+*hypothetical*: :meth:`TpuChip.check_slice` refuses them unless asked for ``hypothetical=True``, and
+refuses anything larger than the largest schedulable slice.
 
 The per-link bandwidth below is Google's per-chip bidirectional figure divided by ports and
 directions; the published pod bisection and all-reduce bandwidths, which are independent figures,
@@ -46,10 +45,10 @@ agree with it (tests/test_tpu.py). The scaling book's current table uses 10 % lo
 (4.5e10 / 9e10 B/s one way), without saying how it got them (an earlier revision had 5e10 / 1e11 for
 v5e, v5p and v6e).
 
-**Unverified:** v6e's MXU count. Google's two 256×256 MXUs per TensorCore (and JAX's ``num_mxus =
-2``) with the
-published 918 TFLOP/s imply a 3.5 GHz clock (:meth:`TpuChip.implied_clock_hz`), far above v5e's 1.5
-GHz; Google publishes no v6e clock, so the count and the peak do not reconcile at a plausible clock.
+**Unverified:** v6e's MXU count. Google's two 256×256 MXUs per TensorCore (and JAX's
+``num_mxus = 2``) with the published 918 TFLOP/s imply a 3.5 GHz clock
+(:meth:`TpuChip.implied_clock_hz`), far above v5e's 1.5 GHz; Google publishes no v6e clock, so the
+count and the peak do not reconcile at a plausible clock.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ lab's exercises.
 A lab's exercises are listed once: ``problems`` in ``grader/labs/<lab>.py`` (a dict, in notebook
 order). Every exercise ``NAME`` then has, in the solution notebook and in this order:
 
-    NAME_intro     markdown, the exercise's text ("## Exercise N — title" or "## Puzzle N — title"
-    on top)
+    NAME_intro     markdown, the exercise's text
+                   ("## Exercise N — title" or "## Puzzle N — title" on top)
     NAME_show      code, shows the problem: ``lab.problems["NAME"].show()``
     NAME           the answer cell (nbgrader solution), defining ``NAME``
     NAME_visible   test cell, exactly ``lab.problems["NAME"].check(NAME)``

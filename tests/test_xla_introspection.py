@@ -63,7 +63,7 @@ def test_small_dot_wrapped_in_a_loop_fusion_and_no_gemm_at_all():
     g = xla.find_gemm(hlo("gpu_wrapped_dot"))
     assert g.how == "generated fusion" and g.runner == "XLA's own kLoop emitter" and g.target == ""
     with pytest.raises(ValueError, match="no dot.*'fusion'"):
-        xla.find_gemm(hlo("gpu_seed_chain"))
+        xla.find_gemm(hlo("gpu_article_chain"))
 
 
 def test_plain_dot_and_cpu_library_fusion():

@@ -24,12 +24,10 @@ How it executes (deterministically, in the calling OS thread):
 
 - every CUDA thread is a coroutine (a greenlet): a launch starts **no OS thread**, whatever its
   size. Blocks run one after the other; inside a block each thread runs until it reaches
-  ``cuda.syncthreads()`` (the end of a
-  *phase*), a warp operation or its end, in thread order; then the next phase starts. A warp
-  operation
-  (``shfl_*_sync``, votes, ``syncwarp``, ``activemask``) completes when the lanes its mask names
-  have all
-  arrived; ``cg.this_grid().sync()`` holds each block until every block has reached it.
+  ``cuda.syncthreads()`` (the end of a *phase*), a warp operation or its end, in thread order; then
+  the next phase starts. A warp operation (``shfl_*_sync``, votes, ``syncwarp``, ``activemask``)
+  completes when the lanes its mask names have all arrived; ``cg.this_grid().sync()`` holds each
+  block until every block has reached it.
 - every access to an argument array (global memory) or a ``cuda.shared.array`` (shared memory, one
   per block) goes through :class:`TracedArray`, which bounds-checks the index (a negative index
   wraps like Python, as numba-cuda compiles it, with a warning in the report; past the end is an

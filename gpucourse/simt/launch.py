@@ -13,12 +13,9 @@ resolves what the blocked threads wait for:
   lane named in the mask that waits elsewhere is a deadlock, reported as synccheck reports it;
 - a block barrier releases when every thread of the block that has not exited waits at one (Volta
   and later wait for all *non-exited* threads, so an early ``return`` before the barrier is fine). A
-  thread that went
-  *past* the barrier without calling it (a ``syncthreads()`` inside an ``if`` only some threads
-  take), or
-  threads waiting at different ``syncthreads()`` calls, are *barrier divergence*: undefined in CUDA
-  (a GPU
-  may hang), reported as an error; the launch goes on.
+  thread that went *past* the barrier without calling it (a ``syncthreads()`` inside an ``if`` only
+  some threads take), or threads waiting at different ``syncthreads()`` calls, are *barrier
+  divergence*: undefined in CUDA (a GPU may hang), reported as an error; the launch goes on.
 
 Memory: each access to global or shared memory is appended to the launch's access log (thread,
 statement, element, kind, epoch); races are found from the log when the report is made

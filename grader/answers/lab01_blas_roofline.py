@@ -164,9 +164,8 @@ def _budget_cases(rng: np.random.Generator) -> list[Case]:
 def min_batch_compute_bound(
     d_in: int, d_out: int, dtype: str, peak_flops: float, bandwidth: float
 ) -> int | None:
-    """Smallest batch B making (B×d_in)·(d_in×d_out) compute-bound; None when no batch can. Exact
-    rational
-    arithmetic: a tie (intensity == ridge point) is decided by no rounding.
+    """Smallest batch B making (B×d_in)·(d_in×d_out) compute-bound; None when no batch can.
+    Exact rational arithmetic: a tie (intensity == ridge point) is decided by no rounding.
     intensity(B) = 2·B·d_in·d_out / (s·(B·d_in + d_in·d_out + B·d_out)) >= ridge
                <=>  B · (2·d_in·d_out − ridge·s·(d_in + d_out)) >= ridge·s·d_in·d_out"""
     s, ridge = _size(dtype), Fraction(peak_flops) / Fraction(bandwidth)

@@ -70,10 +70,10 @@ AXPY = ByHand(
     why=BY_HAND,
     name="axpy_cost",
     spec="""
-        axpy_cost(n, dtype) -> (flops, bytes) for BLAS Level 1  y ← a·x +
-          y  on vectors of n elements.
-        One multiply and one add per element; x and y are read, y is written. `a`
-          is a scalar (ignore it).
+        axpy_cost(n, dtype) -> (flops, bytes) for BLAS Level 1  y ← a·x + y  on
+        vectors of n elements.
+        One multiply and one add per element; x and y are read, y is written. `a` is
+        a scalar (ignore it).
     """,
     visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8"))],
     compare=_pair(
@@ -88,8 +88,8 @@ GEMV = ByHand(
     name="gemv_cost",
     spec="""
         gemv_cost(m, n, dtype) -> (flops, bytes) for BLAS Level 2  y ← A·x  with A of shape (m, n).
-        Each of the m outputs is a dot product of length n. A and x are read
-          once, y is written once.
+        Each of the m outputs is a dot product of length n.
+        A and x are read once, y is written once.
     """,
     visible=[Case((4, 3, "float32")), Case((1024, 512, "float16"))],
     compare=_pair(
@@ -106,14 +106,12 @@ GEMM = ByHand(
     why=BY_HAND,
     name="gemm_cost",
     spec="""
-        gemm_cost(m, n, k, dtype, accumulate=False) -> (flops, bytes) for
-          BLAS Level 3  C ← A·B (+ C),
-        A: (m, k), B: (k, n), C: (m, n). Compulsory traffic only: A and B read once, C written once.
-        accumulate=False: C starts empty (β = 0). accumulate=True: C ← A·B + C
-          (β = 1, as when a layer's
-        gradient is summed over micro-batches): C is read once too; each output's k
-          multiply-adds start from
-        C's old value instead of 0, so the FLOPs do not change.
+        gemm_cost(m, n, k, dtype, accumulate=False) -> (flops, bytes)
+        for BLAS Level 3  C ← A·B (+ C),  A: (m, k), B: (k, n), C: (m, n).
+        Compulsory traffic only: A and B read once, C written once.
+        accumulate=False: C starts empty (β = 0). accumulate=True: C ← A·B + C (β = 1, as when
+        a layer's gradient is summed over micro-batches): C is read once too; each output's k
+        multiply-adds start from C's old value instead of 0, so the FLOPs do not change.
     """,
     visible=[
         Case((64, 32, 16, "float32")),
@@ -175,23 +173,18 @@ BUDGET = ByHand(
     spec=f"""
         max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s)
             -> (batch, bound) or None
-        A dense layer Y = X·W, X: (B, d_in), W: (d_in, d_out), Y: (B, d_out), runs as
-          one GEMM per call. X and Y
-        are act_dtype; W is weight_dtype — served weight-only quantized (say int8
-          weights, float16 activations),
-        it is read in its own, smaller dtype (the FLOPs stay 2·B·d_in·d_out). Serving
-          the layer, every call must
-        finish within budget_s seconds. Predict a call's time with the roofline — the larger of
-        FLOPs / peak_flops and bytes / bandwidth (compulsory traffic as in
-          gemm_cost: X and W read once, Y
-        written once, each in its own dtype) — and return the LARGEST batch B ≥ 1 whose predicted
-          time is at most budget_s, with the
-        roof that limits the call at that batch: 'memory' or 'compute' ('compute' when
-          the two times are equal).
+        A dense layer Y = X·W, X: (B, d_in), W: (d_in, d_out), Y: (B, d_out), runs as one GEMM
+        per call. X and Y are act_dtype; W is weight_dtype — served weight-only quantized (say
+        int8 weights, float16 activations), it is read in its own, smaller dtype (the FLOPs
+        stay 2·B·d_in·d_out). Serving the layer, every call must finish within budget_s seconds.
+        Predict a call's time with the roofline — the larger of FLOPs / peak_flops and
+        bytes / bandwidth (compulsory traffic as in gemm_cost: X and W read once, Y written once,
+        each in its own dtype) — and return the LARGEST batch B ≥ 1 whose predicted time is at
+        most budget_s, with the roof that limits the call at that batch: 'memory' or 'compute'
+        ('compute' when the two times are equal).
         Return None when even B = 1 takes longer than the budget.
-        This exercise is about using the model: you may loop over B (on every test case
-          the answer is None or at
-        most {MAX_BATCH:,}), or solve the two linear inequalities.
+        This exercise is about using the model: you may loop over B (on every test case the answer
+        is None or at most {MAX_BATCH:,}), or solve the two linear inequalities.
     """,
     # W alone takes 40 µs: HBM limits
     visible=[Case((8192, 8192, "float16", "float16", 989.4e12, 3.35e12, 42e-6)),
@@ -239,17 +232,14 @@ MIN_BATCH = ByHand(
     name="min_batch_compute_bound",
     spec=f"""
         min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth) -> int or None
-        A dense layer Y = X·W with X: (B, d_in), W: (d_in, d_out) is one GEMM.
-          Return the smallest batch size
-        B ≥ 1 whose arithmetic intensity reaches the machine's ridge point (peak_flops
-          / bandwidth), so that the
-        layer is compute-bound; return None if no batch size ever reaches it. Compulsory
-          traffic as in gemm_cost.
-        A tie counts: an intensity exactly equal to the ridge point reaches it. (Decide
-          with the intensity itself:
-        a closed form evaluated in floating point can land one above the answer at such a tie.)
-        On every test case the answer is None or at most {MAX_BATCH:,}: a
-          loop over B is fast enough.
+        A dense layer Y = X·W with X: (B, d_in), W: (d_in, d_out) is one GEMM. Return the
+        smallest batch size B ≥ 1 whose arithmetic intensity reaches the machine's ridge point
+        (peak_flops / bandwidth), so that the layer is compute-bound; return None if no batch
+        size ever reaches it. Compulsory traffic as in gemm_cost.
+        A tie counts: an intensity exactly equal to the ridge point reaches it. (Decide with the
+        intensity itself: a closed form evaluated in floating point can land one above the answer
+        at such a tie.) On every test case the answer is None or at most {MAX_BATCH:,}: a loop
+        over B is fast enough.
     """,
     visible=[
         Case((8192, 8192, "float16", 989.4e12, 3.35e12)),
@@ -269,14 +259,12 @@ CHAIN = ByHand(
     why=BY_HAND,
     name="chain_bytes",
     spec="""
-        chain_bytes(n, dtype, arities, fused) -> int: bytes an elementwise chain
-          moves over n-element arrays.
+        chain_bytes(n, dtype, arities, fused) -> int: bytes an elementwise chain moves
+        over n-element arrays.
         Op 0 takes arities[0] input arrays; every later op i takes the previous op's result plus
-        (arities[i] − 1) new input arrays. Unfused: each op is its own kernel that
-          reads all its operands from
-        memory and writes its result to memory. Fused: one kernel reads
-          every input array once, keeps
-        intermediates in registers and writes only the final result.
+        (arities[i] − 1) new input arrays. Unfused: each op is its own kernel that reads all its
+        operands from memory and writes its result to memory. Fused: one kernel reads every input
+        array once, keeps intermediates in registers and writes only the final result.
         The source article's  relu(x*y + z)  is  arities = [2, 2, 1].
     """,
     visible=[
@@ -401,17 +389,13 @@ BLOCKED = Problem(
     name="blocked_matmul",
     spec="""
         blocked_matmul(A, B, tile) -> C = A @ B, computed tile by tile.
-        A: (m, k), B: (k, n), in the backend's array module (NumPy on CPU,
-           CuPy on a GPU: get it with
-        gc.array_module(A)). Loop over output tiles C[i:i+tile, j:j+tile] and
-          over k in steps of tile;
-        accumulate the product of an A tile and a B tile (with @) into each C tile.
-          Shapes need not be multiples
-        of tile: the last tiles are smaller (not padded). Every product you take
-          must be at most tile × tile,
-        and the elements your products read must be no more than tiling reads (whole
-          tiles, each used for a whole
-        C tile); the checker watches. Return C with A's dtype.
+        A: (m, k), B: (k, n), in the backend's array module (NumPy on CPU, CuPy on a GPU: get it
+        with gc.array_module(A)). Loop over output tiles C[i:i+tile, j:j+tile] and over k in steps
+        of tile; accumulate the product of an A tile and a B tile (with @) into each C tile.
+        Shapes need not be multiples of tile: the last tiles are smaller (not padded). Every
+        product you take must be at most tile × tile, and the elements your products read must be
+        no more than tiling reads (whole tiles, each used for a whole C tile); the checker
+        watches. Return C with A's dtype.
     """,
     visible=[
         Case((np.arange(64.0).reshape(8, 8), np.eye(8), 4)),
@@ -447,21 +431,17 @@ SIZE_FOR_FRACTION = ByHand(
     name="min_size_for_fraction",
     spec=f"""
         min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction) -> int
-        op is 'gemv' (y ← A·x, A: n×n) or 'gemm' (C ← A·B, all n×n), counted as in
-          exercises 1 and 2. Every
-        call costs a fixed overhead_s seconds (launch, dispatch, set-up) on top of its roofline time
-        t(n) = max(FLOPs / peak_flops, bytes / bandwidth). Its achieved FLOP/s are
-          FLOPs / (overhead_s + t(n)),
-        and the roofline allows FLOPs / t(n) at its intensity: so it reaches t(n) /
-          (overhead_s + t(n)) of its
-        roof. Return the smallest n ≥ 1 at which that fraction is at least `fraction`
-          (0 < fraction < 1; a tie
-        counts). A gemv is judged against the memory roof it sits under, not against
-          the peak it never nears.
-        This exercise is about using the model: count with your exercise 1 and 2 functions (or §1's
-        gc.roofline.gemv_op / gemm_op, which hold the same counts of these square
-          ops), then loop over n (on
-        every test case the answer is at most {MAX_SIZE:,}), or solve for t and then for n.
+        op is 'gemv' (y ← A·x, A: n×n) or 'gemm' (C ← A·B, all n×n), counted as in exercises 1
+        and 2. Every call costs a fixed overhead_s seconds (launch, dispatch, set-up) on top of
+        its roofline time t(n) = max(FLOPs / peak_flops, bytes / bandwidth). Its achieved FLOP/s
+        are FLOPs / (overhead_s + t(n)), and the roofline allows FLOPs / t(n) at its intensity: so
+        it reaches t(n) / (overhead_s + t(n)) of its roof. Return the smallest n ≥ 1 at which that
+        fraction is at least `fraction` (0 < fraction < 1; a tie counts). A gemv is judged against
+        the memory roof it sits under, not against the peak it never nears.
+        This exercise is about using the model: count with your exercise 1 and 2 functions
+        (or §1's gc.roofline.gemv_op / gemm_op, which hold the same counts of these square
+        ops), then loop over n (on every test case the answer is at most {MAX_SIZE:,}), or
+        solve for t and then for n.
     """,
     # an H100 gemv: 45 µs of traffic
     visible=[Case(("gemv", "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),
@@ -625,13 +605,11 @@ TIME_CALL = _TimingProblem(
     name="time_call",
     spec="""
         time_call(fn, *args, clock, repeat=5) -> seconds for one call of fn(*args)
-        clock() returns the time in seconds: read it — and no other clock — for
-          every measurement (the checks
-        pass a clock that only the calls' work moves, as a GPU's work shows on
-          the device's timer, not the
-        host's; your machine passes clock=time.perf_counter). The course's gc.measure
-          reads time.perf_counter:
-        it measures the wrong clock here. Write the method yourself:
+        clock() returns the time in seconds: read it — and no other clock — for every
+        measurement (the checks pass a clock that only the calls' work moves, as a
+        GPU's work shows on the device's timer, not the host's; your machine passes
+        clock=time.perf_counter). The course's gc.measure reads time.perf_counter: it
+        measures the wrong clock here. Write the method yourself:
         1. call fn(*args) once, wait for its result (step 2) and discard it (warm-up: compilation,
            caches, first-touch allocation) — a warm-up not waited for is still running when your
            first timed run starts, and its leftover work lands in that run;
@@ -655,19 +633,14 @@ TIME_CALL = _TimingProblem(
            calls long enough to span many ticks, and divide by the batch size: grow the batch (1, 2,
            5, 10, 20, 50, ... calls, as timeit's autorange does) until one batch takes at least 0.2
            s on `clock`, then time `repeat` batches of that size. You do not need to know the tick.
-        Graded on calls whose true duration is known: asynchronous ones, ones whose
-          first call compiles, ones
-        slowed by load spikes, ones far shorter than the clock's tick — your answer must
-          land within a band around
-        the true time, and your function must read the clock it is given, warm up once,
-          and wait for the warm-up
-        and for every timed result. Failure modes: no wait (far too short), no warm-up
-          (the compile is timed), an
-        un-waited warm-up (its work is still running when you first read the clock),
-          the mean (pulled up by a
-        slowed run), another clock (no reading of clock: the work never shows), one
-          call per measurement on a
-        coarse clock (0, or a whole tick).
+        Graded on calls whose true duration is known: asynchronous ones, ones whose first call
+        compiles, ones slowed by load spikes, ones far shorter than the clock's tick — your answer
+        must land within a band around the true time, and your function must read the clock it is
+        given, warm up once, and wait for the warm-up and for every timed result. Failure modes: no
+        wait (far too short), no warm-up (the compile is timed), an un-waited warm-up (its work is
+        still running when you first read the clock), the mean (pulled up by a slowed run), another
+        clock (no reading of clock: the work never shows), one call per measurement on a coarse
+        clock (0, or a whole tick).
     """,
     visible=[Case((Workload(0.01, asynchronous=True),), {"repeat": 3}),
              Case((Workload(0.01, first_s=0.25),), {"repeat": 2}),
@@ -685,14 +658,13 @@ EXPLANATIONS = ("memory-bound", "compute-bound", "cache", "impossible")
 EXPLAIN = Problem(
     name="explain_point",
     spec="""
-        explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes) ->
-          str
-        A measured op did `flops` FLOPs on `nbytes` bytes of compulsory traffic (every
-          input read once, every output
-        written once: what DRAM moves when nothing is cached) in `seconds`, touching `working_set`
-        bytes in all, on a machine whose roofs are peak_flops (FLOP/s) and bandwidth
-          (DRAM bytes/s) and whose
-        last-level cache holds cache_bytes. Explain where its point sits:
+        explain_point(flops, nbytes, seconds, peak_flops, bandwidth, working_set, cache_bytes)
+            -> str
+        A measured op did `flops` FLOPs on `nbytes` bytes of compulsory traffic (every input
+        read once, every output written once: what DRAM moves when nothing is cached) in
+        `seconds`, touching `working_set` bytes in all, on a machine whose roofs are peak_flops
+        (FLOP/s) and bandwidth (DRAM bytes/s) and whose last-level cache holds cache_bytes.
+        Explain where its point sits:
           'impossible'    — faster than the compute roof (nothing computes faster), or above the
                             DRAM roof by more than a cache can explain (below): the timing (did it
                             wait for the result?) or the count is wrong;
@@ -702,28 +674,20 @@ EXPLAIN = Problem(
           'memory-bound'  — on or under the roofline, intensity below the ridge point
                             (peak_flops / bandwidth);
           'compute-bound' — on or under the roofline, intensity at or above the ridge point.
-        What a cache can explain: a working set that fits (working_set <=
-          cache_bytes) may come from the cache
-        entirely — any point above the DRAM roof (this model gives the cache no
-          bandwidth of its own: a point
-        far above any real cache's bandwidth, say 300× HBM's, still reads 'cache'
-          here; only the compute roof
-        bounds it). A larger one cannot all be there: at best cache_bytes of it are
-        still cached when the op starts, so DRAM delivers at least (1 − cache_bytes /
-          working_set) of its bytes
-        and the point can beat the DRAM roof by at most a factor 1 / (1 −
-          cache_bytes / working_set) (a tie
-        counts as explained). Why not "does not fit ⇒ impossible": a strict LRU cache
-          swept in order keeps none
-        of a working set larger than itself, but real last-level caches are not
-          strict LRU (adaptive insertion
-        keeps part of it), so a working set a little larger than the cache can
-          still beat the roof — by much
-        near the cache size, by little at several times it. (Ampere's and Hopper's L2
-          compute data compression
-        can cut DRAM bytes further, but only for memory allocated as
-          compressible — an opt-in through
-        cuMemCreate's allocation flags, not ordinary cudaMalloc'd arrays; this rule ignores it.)
+        What a cache can explain: a working set that fits (working_set <= cache_bytes) may come
+        from the cache entirely — any point above the DRAM roof (this model gives the cache no
+        bandwidth of its own: a point far above any real cache's bandwidth, say 300× HBM's, still
+        reads 'cache' here; only the compute roof bounds it). A larger one cannot all be there: at
+        best cache_bytes of it are still cached when the op starts, so DRAM delivers at least
+        (1 − cache_bytes / working_set) of its bytes and the point can beat the DRAM roof by at
+        most a factor 1 / (1 − cache_bytes / working_set) (a tie counts as explained). Why not
+        "does not fit ⇒ impossible": a strict LRU cache swept in order keeps none of a working set
+        larger than itself, but real last-level caches are not strict LRU (adaptive insertion
+        keeps part of it), so a working set a little larger than the cache can still beat the
+        roof — by much near the cache size, by little at several times it. (Ampere's and Hopper's
+        L2 compute data compression can cut DRAM bytes further, but only for memory allocated as
+        compressible — an opt-in through cuMemCreate's allocation flags, not ordinary cudaMalloc'd
+        arrays; this rule ignores it.)
     """,
     # a gemv at 72 % of HBM: memory-bound
     visible=[

@@ -198,12 +198,10 @@ MLP_BACKWARD = ByHand(
         mlp_backward(X, W1, W2, G) -> (dW1, dW2, dX)
         A 2-layer MLP without biases, row convention:   Z = X @ W1,   H = relu(Z),   Y = H @ W2.
         X: (B, d_in), W1: (d_in, h), W2: (h, d_out). G = ∂L/∂Y has Y's shape (B, d_out).
-        Return ∂L/∂W1, ∂L/∂W2 and ∂L/∂X (NumPy arrays with the shapes of W1, W2, X;
-          float64 or float32, compared
-        within float32's rounding), computed with
-        matrix products (@) and one elementwise mask — by hand: JAX's autodiff (jax.vjp, jax.grad,
-        jax.value_and_grad, jax.linear_transpose, jax.jacrev/jacfwd, jax.linearize,
-          jax.jvp, and the Taylor-mode
+        Return ∂L/∂W1, ∂L/∂W2 and ∂L/∂X (NumPy arrays with the shapes of W1, W2, X; float64 or
+        float32, compared within float32's rounding), computed with matrix products (@) and one
+        elementwise mask — by hand: JAX's autodiff (jax.vjp, jax.grad, jax.value_and_grad,
+        jax.linear_transpose, jax.jacrev/jacfwd, jax.linearize, jax.jvp, and the Taylor-mode
         jax.experimental.jet) is refused while your function runs. relu'(z) = 1 where z > 0, else 0.
         The checker compares with jax.vjp on shapes that are never square.
     """,
@@ -275,32 +273,25 @@ STEP_GEMMS = _DeepNetworks(
     name="step_gemms",
     spec="""
         step_gemms(batch, widths, trainable, recompute) -> (gemms, forward_flops, backward_flops)
-        A stack of dense layers widths[0] → widths[1] → … → widths[-1], layer i: h =
-          tanh(h @ W_i) with W_i of
-        shape (widths[i], widths[i+1]), no biases, a scalar loss on the last h;
-          elementwise work is not counted.
-        One training step on a batch of `batch` examples: a forward pass, then a
-          backward pass that computes
-        ∂L/∂W_i for every layer with trainable[i] True and nothing it does not
-          need: a frozen weight gets no
-        gradient, and the data X is an input, never differentiated. At least one layer is trainable.
-        recompute: False — the forward pass saves what the backward needs; True —
-                   activation checkpointing of
-        every layer (jax.checkpoint with nothing_saveable: only each layer's input is
-          kept), so the backward pass
-        recomputes a layer's forward GEMM before it goes back through that layer.
-        Return the number of GEMMs of the step (forward and backward), and the FLOPs
-          of each pass (2 FLOPs per
-        multiply-add; a recomputed forward GEMM counts in backward_flops).
-        Predict it from the chain rule: the hidden networks have thousands of layers,
-          and tracing JAX's backward
-        pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes
-          longer than the time limit. To
-        check a small case, count the dot_general equations of
-          jax.make_jaxpr(jax.grad(...)), inner jaxprs
-        included: it counts the recomputed GEMMs too. XLA's cost analysis does not,
-                  with recompute=True: XLA:CPU
-        merges the recomputed GEMMs back into the forward ones.
+        A stack of dense layers widths[0] → widths[1] → … → widths[-1], layer i: h = tanh(h @ W_i)
+        with W_i of shape (widths[i], widths[i+1]), no biases, a scalar loss on the last h;
+        elementwise work is not counted.
+        One training step on a batch of `batch` examples: a forward pass, then a backward pass that
+        computes ∂L/∂W_i for every layer with trainable[i] True and nothing it does not need: a
+        frozen weight gets no gradient, and the data X is an input, never differentiated. At least
+        one layer is trainable.
+        recompute: False — the forward pass saves what the backward needs; True — activation
+        checkpointing of every layer (jax.checkpoint with nothing_saveable: only each layer's
+        input is kept), so the backward pass recomputes a layer's forward GEMM before it goes
+        back through that layer.
+        Return the number of GEMMs of the step (forward and backward), and the FLOPs of each pass (2
+        FLOPs per multiply-add; a recomputed forward GEMM counts in backward_flops).
+        Predict it from the chain rule: the hidden networks have thousands of layers, and tracing
+        JAX's backward pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes
+        longer than the time limit. To check a small case, count the dot_general equations of
+        jax.make_jaxpr(jax.grad(...)), inner jaxprs included: it counts the recomputed GEMMs too.
+        XLA's cost analysis does not, with recompute=True: XLA:CPU merges the recomputed GEMMs back
+        into the forward ones.
     """,
     visible=[Case((32, [784, 256, 10], [True, True], False)),
              Case((5, [3, 4], [True], False)),
@@ -324,32 +315,26 @@ LARGEST_BATCH = Problem(
     spec="""
         largest_batch(layers, width, budget_bytes, dtype, optimizer, saved_per_layer) -> int
         Course §2.7's network: `layers` tanh layers of width `width`, each with a weight
-          (width × width) and a bias
-        (width), stacked with lax.scan, a mean-squared-error loss against a target of
-          width `width`, trained with
-        `optimizer` ('sgd', 'momentum' or 'adam'). §2.7's memory model, the
-          one it checks against XLA:
+        (width × width) and a bias (width), stacked with lax.scan, a mean-squared-error loss against
+        a target of width `width`, trained with `optimizer` ('sgd', 'momentum' or 'adam'). §2.7's
+        memory model, the one it checks against XLA:
           fixed:       parameters + their gradients + optimizer state (sgd: none,
                        momentum: 1 copy, adam: 2).
           per example: the batch: input row + target row (width values each); the saved activations:
                        `saved_per_layer` arrays of width values per layer, plus one for the loss
                        (its gradient 2·(y − target), saved in the forward pass); the working
                        gradients in flight in the backward pass: 2 arrays of width values.
-        saved_per_layer is what the backward pass keeps per layer: 3 for JAX's
-          reverse mode under lax.scan
-        (§2.5 prints them: the layer's input, its tanh output and 1 − y), 1 for a
-          hand-written backward pass
-        (tm.tanh_stack: the minimum), other values for other choices.
+        saved_per_layer is what the backward pass keeps per layer: 3 for JAX's reverse mode
+        under lax.scan (§2.5 prints them: the layer's input, its tanh output and 1 − y), 1 for a
+        hand-written backward pass (tm.tanh_stack: the minimum), other values for other choices.
         dtype 'float16', 'float32' or 'float64': everything is stored in dtype
-          (np.dtype(dtype).itemsize bytes).
+        (np.dtype(dtype).itemsize bytes).
         dtype 'mixed-bf16' (mixed precision): parameters and gradients in bf16 (2 bytes
-          each), plus an fp32 master
-          copy of the parameters (4 bytes) and fp32 optimizer state (4 bytes per
-            slot); per-example values in
-          bf16 (2 bytes).
-        Return the largest batch size whose total fits in budget_bytes (a total equal
-          to the budget fits; 0 if
-        not even one example fits).
+        each), plus an fp32 master
+          copy of the parameters (4 bytes) and fp32 optimizer state (4 bytes per slot); per-example
+          values in bf16 (2 bytes).
+        Return the largest batch size whose total fits in budget_bytes (a total equal to the budget
+        fits; 0 if not even one example fits).
     """,
     visible=[
         Case((6, 512, 256 * 2**20, "float32", "adam", 3)),
@@ -435,20 +420,16 @@ PICK_POLICY = Problem(
     name="pick_policy",
     spec="""
         pick_policy(layers, batch, width, budget_bytes) -> 'everything' | 'dots' | 'nothing' | None
-        lab.stack_loss(name) is loss(Ws, X) of `layers` tanh layers (Ws: (layers, width,
-          width), X: (batch, width),
-        float32) with each layer under jax.checkpoint(policy=…): 'everything'
-          saves every intermediate (no
-        recompute), 'dots' saves only matmul outputs (recomputes the tanh),
-          'nothing' saves only each layer's
-        input (recomputes the matmul too). lab.grad_of(name) is
-          jax.jit(jax.grad(lab.stack_loss(name))),
-        compiled for the host CPU on any runtime (the expected answers are XLA:CPU's).
+        lab.stack_loss(name) is loss(Ws, X) of `layers` tanh layers (Ws: (layers, width, width), X:
+        (batch, width), float32) with each layer under jax.checkpoint(policy=…): 'everything' saves
+        every intermediate (no recompute), 'dots' saves only matmul outputs (recomputes the tanh),
+        'nothing' saves only each layer's input (recomputes the matmul too). lab.grad_of(name) is
+        jax.jit(jax.grad(lab.stack_loss(name))), compiled for the host CPU on any runtime (the
+        expected answers are XLA:CPU's).
         The gradient's working memory is what XLA reserves for temporaries:
         lab.grad_of(name).lower(Ws, X).compile().memory_analysis().temp_size_in_bytes.
-        Return the policy that recomputes least among those whose working memory
-          fits budget_bytes (at most
-        budget_bytes: a working memory equal to the budget fits), or None.
+        Return the policy that recomputes least among those whose working memory fits budget_bytes
+        (at most budget_bytes: a working memory equal to the budget fits), or None.
         This exercise is about using the compiler's measurement: compile, read, decide.
         (jax.ShapeDtypeStruct((…), jnp.float32) lets you compile without making arrays.)
     """,
@@ -676,22 +657,18 @@ IS_CORRECT_BACKWARD = ByHand(
     ),
     spec="""
         is_correct_backward(forward, backward) -> bool
-        forward(x) -> y is an operation given only as a black box: a NumPy function
-          that takes a 2-D array x of
-        any shape (B, n), computes in float32 and returns a float32 array (y's shape
-          depends on the operation).
-        JAX cannot trace it: no jax.vjp or jax.grad of it. backward(x, dy) -> dx claims
-          to be its backward pass:
-        dx = ∂L/∂x given dy = ∂L/∂y, i.e. the vector-Jacobian product Jᵀ·dy, with x's shape.
-        Decide whether it is right: return True when backward(x, dy) equals Jᵀ·dy
-          for every x and dy (up to
-        float32's rounding), False otherwise. Test it with finite differences of the
-          forward — the dot-product
-        test ⟨dy, J·u⟩ ≈ ⟨dy, (forward(x + εu) − forward(x − εu)) / 2ε⟩ against
-          ⟨backward(x, dy), u⟩ — and pick ε
-        and the tolerance for float32. Some wrong ones are right on a batch of one, on
-          constant or tiny inputs, or
-        for a symmetric dy, and some are off by only a few per cent; your test must not be fooled.
+        forward(x) -> y is an operation given only as a black box: a NumPy function that takes a 2-D
+        array x of any shape (B, n), computes in float32 and returns a float32 array (y's shape
+        depends on the operation).
+        JAX cannot trace it: no jax.vjp or jax.grad of it. backward(x, dy) -> dx claims to
+        be its backward pass: dx = ∂L/∂x given dy = ∂L/∂y, i.e. the vector-Jacobian product
+        Jᵀ·dy, with x's shape.
+        Decide whether it is right: return True when backward(x, dy) equals Jᵀ·dy for every x and
+        dy (up to float32's rounding), False otherwise. Test it with finite differences of the
+        forward — the dot-product test ⟨dy, J·u⟩ ≈ ⟨dy, (forward(x + εu) − forward(x − εu)) / 2ε⟩
+        against ⟨backward(x, dy), u⟩ — and pick ε and the tolerance for float32. Some wrong ones
+        are right on a batch of one, on constant or tiny inputs, or for a symmetric dy, and some
+        are off by only a few per cent; your test must not be fooled.
         Never raise: a candidate that crashes or returns the wrong shape is simply wrong.
     """,
     visible=[Case(pair(*VISIBLE_CANDIDATES[name], name)) for name in VISIBLE_CANDIDATES],

@@ -129,24 +129,20 @@ PIPELINE = Problem(
     name="place_pipeline",
     spec="""
         place_pipeline(steps, nbytes, cpu, gpu, link) -> (seconds, placement)
-        Article 002's program with several processing steps: an array of `nbytes` bytes is
-          loaded into host memory,
-        goes through steps[0], steps[1], ... in order, and must be back in host memory
-          at the end (to print it).
-        steps[i] is a dict
-          {"flops": FLOPs, "bytes": bytes the step reads + writes, "gpu_ok": bool}; a step
-        whose gpu_ok is False needs the CPU.
+        Article 002's program with several processing steps: an array of `nbytes` bytes is loaded
+        into host memory, goes through steps[0], steps[1], ... in order, and must be back in host
+        memory at the end (to print it).
+        steps[i] is a dict {"flops": FLOPs, "bytes": bytes the step reads + writes, "gpu_ok": bool};
+        a step whose gpu_ok is False needs the CPU.
         - A step takes its roofline time on the processor it runs on:
           max(step["flops"] / proc["flops"], step["bytes"] / proc["bandwidth"]).
         - The array crosses `link` whenever consecutive steps run on different sides, before the
           first step if it runs on the GPU, and after the last step if that ran on the GPU. Each
           crossing is one copy of nbytes: link["latency"] + nbytes / link["bandwidth"].
-        placement: a list with "cpu" or "gpu" for each step. Return the placement
-                   with the smallest total time
-        (steps + copies) and that total. Every test case has exactly one best placement.
-        The course's model (gc.datapath) prices one offload with its two copies; here
-          the copies belong to runs
-        of steps, so you decide which steps share them.
+        placement: a list with "cpu" or "gpu" for each step. Return the placement with the smallest
+        total time (steps + copies) and that total. Every test case has exactly one best placement.
+        The course's model (gc.datapath) prices one offload with its two copies; here the copies
+        belong to runs of steps, so you decide which steps share them.
     """,
     visible=[PIPELINE_ARTICLE, PIPELINE_RUN, PIPELINE_STAY],
     compare=_compare_placement,
@@ -197,24 +193,19 @@ LINK_TIE = Case(
 LINK = Problem(
     name="min_link_bandwidth",
     spec="""
-        min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency) ->
-          bandwidth [bytes/s] or None
-        A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out`
-          bytes. On the CPU it takes
-        its roofline time with cpu's dict (bytes = bytes_in + bytes_out). Offloaded, it is
-          article 002's program over
-        a link of bandwidth B: copy bytes_in to the GPU (latency + bytes_in / B), the
-          GPU's roofline time (same
-        FLOPs and bytes), copy bytes_out back (latency + bytes_out / B).
-        Offloading is strictly faster than the CPU exactly when B is above some
-          bandwidth B*: return B*. Return
-        None when no bandwidth, however large, makes it pay (the two latencies plus the
-          GPU's work take at least
-        the CPU's time; an exact tie is not "faster").
+        min_link_bandwidth(flops, bytes_in, bytes_out, cpu, gpu, latency)
+            -> bandwidth [bytes/s] or None
+        A computation does `flops` FLOPs, reads `bytes_in` bytes and writes `bytes_out` bytes. On
+        the CPU it takes its roofline time with cpu's dict (bytes = bytes_in + bytes_out).
+        Offloaded, it is article 002's program over a link of bandwidth B: copy bytes_in to the GPU
+        (latency + bytes_in / B), the GPU's roofline time (same FLOPs and bytes), copy bytes_out
+        back (latency + bytes_out / B).
+        Offloading is strictly faster than the CPU exactly when B is above some bandwidth B*: return
+        B*. Return None when no bandwidth, however large, makes it pay (the two latencies plus the
+        GPU's work take at least the CPU's time; an exact tie is not "faster").
         Checked to a relative 1e-9. This is the course's model run backwards:
-          gc.datapath.offload_times prices one
-        link; solve for the link instead (a search over it must reach 1e-9 and
-          know when to answer None).
+        gc.datapath.offload_times prices one link; solve for the link instead (a search over it must
+        reach 1e-9 and know when to answer None).
     """,
     # 2 TFLOP on 800 MB: a slow link will do
     visible=[Case((2e12, 4e8, 4e8, CPUS[0], GPUS[0], 10e-6)),
@@ -399,15 +390,13 @@ class DeviceProblem(ObservedProblem):
 CHUNKED = DeviceProblem(
     name="chunked_map",
     spec="""
-        chunked_map(x, mem, fn, copies) -> fn(x) as a NumPy array, computed on
-          a device too small for x.
+        chunked_map(x, mem, fn, copies) -> fn(x) as a NumPy array, computed on a
+        device too small for x.
         x: a 1-D host (NumPy) array. mem: a gpucourse.devmem.DeviceMemory with mem.budget bytes.
-        fn: an elementwise device function; while it runs on a chunk it holds at most
-            `copies` arrays the size of
-        that chunk (the chunk itself included).
-        Process x chunk by chunk: mem.to_device(chunk) → fn(d) → mem.to_host(r), writing
-          each piece of the result
-        into a host array. Rules the checker enforces:
+        fn: an elementwise device function; while it runs on a chunk it holds at most `copies`
+        arrays the size of that chunk (the chunk itself included).
+        Process x chunk by chunk: mem.to_device(chunk) → fn(d) → mem.to_host(r), writing each piece
+        of the result into a host array. Rules the checker enforces:
         - the device memory in use never exceeds mem.budget (the tracker raises OutOfMemoryError,
           as a GPU would); a chunk of c elements needs copies · c · x.itemsize bytes while fn runs
           on it, plus whatever else you keep on the device at the same time (a prefetched next
@@ -417,9 +406,8 @@ CHUNKED = DeviceProblem(
           budget // (copies · x.itemsize) elements; every copy pays the link's latency). One chunk
           at a time at that size passes, and so does double buffering;
         - the result must be exactly fn(x).
-        Memory returns to the device only when the last reference to an array goes
-          (as in CuPy): `del` your
-        device arrays when you are done with them.
+        Memory returns to the device only when the last reference to an array goes (as in CuPy):
+        `del` your device arrays when you are done with them.
     """,
     visible=_chunked_visible(),
     compare=_compare_chunked,
@@ -499,22 +487,18 @@ WARP_LAYOUT = Problem(
         warp_layout(cond, cost_if, cost_else) -> (order, issued_instructions, utilization)
         cond: a 1-D NumPy array of bool, one entry per work item. Item i needs
             if cond[i]: <cost_if instructions>  else: <cost_else instructions>.
-        You launch len(cond) threads and choose which item each one processes: thread
-          t processes item order[t]
-        (order: a permutation of range(len(cond)), a list or an integer array).
-          Threads 0..31 form warp 0,
-        32..63 warp 1, and so on; the last warp may be partial (its missing lanes
-          exist but are never active).
-        A warp issues the if-path (cost_if instructions) if at least one of its
-          threads has an if-item, and the
-        else-path (cost_else) if at least one has an else-item; lanes on the other path
-          are masked off meanwhile.
+        You launch len(cond) threads and choose which item each one processes: thread t processes
+        item order[t] (order: a permutation of range(len(cond)), a list or an integer array).
+        Threads 0..31 form warp 0, 32..63 warp 1, and so on; the last warp may be partial (its
+        missing lanes exist but are never active).
+        A warp issues the if-path (cost_if instructions) if at least one of its threads has an
+        if-item, and the else-path (cost_else) if at least one has an else-item; lanes on the other
+        path are masked off meanwhile.
         Return an order whose warps issue the fewest instructions in total, that total, and the lane
-        utilization it gives: useful lane-instructions (each item's own path length,
-          summed over items) divided
-        by 32 × issued_instructions. Any order that reaches the fewest passes.
+        utilization it gives: useful lane-instructions (each item's own path length, summed over
+        items) divided by 32 × issued_instructions. Any order that reaches the fewest passes.
         (gpucourse.simt counts what a given layout issues, as the check does; which
-          layout is best is yours.)
+        layout is best is yours.)
     """,
     visible=[Case((np.arange(64) % 2 == 0, 10, 10)), Case((np.arange(40) < 20, 3, 9)),
              Case((np.arange(40) < 20, 9, 3))],
@@ -602,23 +586,18 @@ def _compare_asym(what: str, got: Any, expected: tuple, case: Case) -> None:
 ASYM_HUBER = Problem(
     name="asym_huber_vectorized",
     spec="""
-        asym_huber_vectorized(pred, target, lo, hi) -> (loss, grad): two arrays shaped
-          like pred, computed without
-        a Python loop over elements. For each i, with r = pred[i] - target[i]:
+        asym_huber_vectorized(pred, target, lo, hi) -> (loss, grad): two arrays shaped like pred,
+        computed without a Python loop over elements. For each i, with r = pred[i] - target[i]:
             loss[i] = 0.5 * r * r              grad[i] = r      if -lo <= r <= hi
             loss[i] = hi * (r - 0.5 * hi)      grad[i] = hi     if r > hi
             loss[i] = lo * (-r - 0.5 * lo)     grad[i] = -lo    if r < -lo
-        grad is d loss / d pred: the residual clipped to [-lo, hi]. With lo = hi =
-          delta this is the Huber loss
-        (lab.huber_loop, a loop over elements); with lo != hi, over- and
-          under-predictions are penalised
-        differently. (scipy.special.huber is the symmetric loss alone; picking its delta
-          per element with np.where
-        and clipping for the gradient is a right answer too — the lesson is the
-          masks, not the formula.)
-        The checker traces your function on 40,000 elements: a vectorized answer runs
-          a few dozen Python lines
-        whatever n is; a loop runs n of them.
+        grad is d loss / d pred: the residual clipped to [-lo, hi]. With lo = hi = delta this
+        is the Huber loss (lab.huber_loop, a loop over elements); with lo != hi, over- and
+        under-predictions are penalised differently. (scipy.special.huber is the symmetric loss
+        alone; picking its delta per element with np.where and clipping for the gradient is a
+        right answer too — the lesson is the masks, not the formula.) The checker traces your
+        function on 40,000 elements: a vectorized answer runs a few dozen Python lines whatever
+        n is; a loop runs n of them.
     """,
     visible=[
         Case((np.array([0.0, 0.5, -0.5, 3.0, -3.0]), np.zeros(5), 1.0, 2.0)),
@@ -727,33 +706,25 @@ TRANSFER = Problem(
     name="transfer_plan",
     spec=f"""
         transfer_plan(sizes, seconds, fraction) -> (latency, bandwidth, size)
-        Measured host→device copies on a busy machine: seconds[i, j] is the j-th of
-          several timed runs of a copy
-        of sizes[i] bytes. The model is
+        Measured host→device copies on a busy machine: seconds[i, j] is the j-th of several timed
+        runs of a copy of sizes[i] bytes. The model is
             seconds = latency + size / bandwidth.
-        Every run is off by noise *proportional to itself* (about {NOISE:.0%} of it),
-          as timings are, and many
-        runs were interrupted (another program took the core): an interrupted run
-          is slower, never faster.
+        Every run is off by noise *proportional to itself* (about {NOISE:.0%} of it), as timings
+        are, and many runs were interrupted (another program took the core): an interrupted run is
+        slower, never faster.
         Every size has at least one run that was not interrupted.
-        Return latency [s] and bandwidth [bytes/s] estimated from the sizes (any
-          estimator whose numbers land
-        within the tolerances below passes; a fit over every size's best run, weighted
-          for relative errors, is the
-        one that holds up as the noise grows — two points alone lean on their own noise),
-          and the smallest copy size
-        [bytes] whose effective rate, size / time, reaches `fraction` (0 < fraction
-          < 1) of the bandwidth: the
-        chunk size below which a chunked transfer (exercise 3) wastes more than
-          1 - fraction of the link.
-        Graded against the latency and bandwidth the measurements were generated from: within
-        {LATENCY_RTOL:.0%} for the latency, {BANDWIDTH_RTOL:.0%} for the bandwidth and
-          {SIZE_RTOL:.0%} for the size.
-        Least squares (np.polyfit, np.linalg.lstsq) is allowed as a tool: which numbers
-          you give it, and how you
-        weigh them, is the exercise (think about which points an ordinary
-          least-squares line listens to when
-        the errors grow with the time, and which runs to trust).
+        Return latency [s] and bandwidth [bytes/s] estimated from the sizes (any estimator whose
+        numbers land within the tolerances below passes; a fit over every size's best run, weighted
+        for relative errors, is the one that holds up as the noise grows — two points alone lean on
+        their own noise), and the smallest copy size [bytes] whose effective rate, size / time,
+        reaches `fraction` (0 < fraction < 1) of the bandwidth: the chunk size below which a chunked
+        transfer (exercise 3) wastes more than 1 - fraction of the link.
+        Graded against the latency and bandwidth the measurements were generated from:
+        within {LATENCY_RTOL:.0%} for the latency, {BANDWIDTH_RTOL:.0%} for the bandwidth
+        and {SIZE_RTOL:.0%} for the size.
+        Least squares (np.polyfit, np.linalg.lstsq) is allowed as a tool: which numbers you give it,
+        and how you weigh them, is the exercise (think about which points an ordinary least-squares
+        line listens to when the errors grow with the time, and which runs to trust).
     """,
     visible=[_exact_series(), TRANSFER_50_GBS],
     compare=_compare_plan,

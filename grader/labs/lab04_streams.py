@@ -88,20 +88,16 @@ MAX_DURATION = Problem(
         max_duration(streams, durations, waits, op, deadline_us) -> µs, or None
         streams:   {stream: [op, op, ...]}   ops of one stream run in this order, one after another
         durations: {op: µs}
-        waits:     {op: [other ops]}         events: op may start only after these ops
-                   (of other streams) ended
-        Every kernel is small: the GPU runs any number of them at once (no SM limit, a
-          hardware queue per stream),
-        and queuing costs nothing. Everything is queued at t = 0. An op starts as soon
-          as the previous op of its
-        stream and every op it waits for have finished; the schedule ends when its last op finishes.
-        Return the largest duration of `op` (every other op as given) for which
-          the schedule still ends by
-        deadline_us; None when it misses the deadline even with `op` taking 0 µs.
+        waits:     {op: [other ops]}         events: op may start only after these ops (of other
+                   streams) ended Every kernel is small: the GPU runs any number of them at once (no
+                   SM limit, a hardware queue per stream), and queuing costs nothing. Everything is
+                   queued at t = 0. An op starts as soon as the previous op of its stream and every
+                   op it waits for have finished; the schedule ends when its last op finishes.
+        Return the largest duration of `op` (every other op as given) for which the schedule still
+        ends by deadline_us; None when it misses the deadline even with `op` taking 0 µs.
         You may use gc.streams.simulate to try durations (on
-          gc.streams.Machine(sms=10**6, connections=None): the
-        default machine has 132 SMs and 8 hardware queues), or reason about the
-          chains of ops through `op`.
+        gc.streams.Machine(sms=10**6, connections=None): the default machine has 132 SMs and 8
+        hardware queues), or reason about the chains of ops through `op`.
     """,
     visible=[Case((ARTICLE_STREAMS, ARTICLE_DURATIONS, {"E": ["B"], "H": ["D"]}, "B", 100.0)),
              Case((ARTICLE_STREAMS, ARTICLE_DURATIONS, {"E": ["B"], "H": ["D"]}, "D", 90.0)),
@@ -228,11 +224,9 @@ DAG = Problem(
                after those it needs); engine is "h2d", "compute" or "d2h"; sms = SMs a kernel
                occupies (1 for copies).
         deps:  {name: [names of tasks whose results it needs]}.
-        Return one Op(name, stream, duration_us, engine, sms=sms, waits=(...)) per
-          task: choose its stream and
-        the events it waits for (waits = tasks of other streams that must finish
-          first). Rules the checker
-        enforces:
+        Return one Op(name, stream, duration_us, engine, sms=sms, waits=(...)) per task: choose its
+        stream and the events it waits for (waits = tasks of other streams that must finish first).
+        Rules the checker enforces:
         - correct: every dependency is guaranteed — the needed task is earlier in the same stream,
           or waited for, directly or through other ordered tasks (an unordered pair is a race);
         - events only on tasks issued earlier in your list (waiting on an event not yet
@@ -445,15 +439,12 @@ TIMING = _TimingProblem(
     name="time_call",
     spec="""
         time_call(f, x, repeat, clock) -> (first_seconds, steady_seconds)
-        f is a jitted function: calling it returns at once, when the work is queued,
-          not done (the work runs in
-        call order, one call after another, as on a GPU stream); its result has
-          .block_until_ready(), which waits
-        for it. clock() returns the time in seconds: read it, and no other clock,
-          for every measurement (the
-        checks hand you a clock that only f's work moves, as a GPU's work shows on the
-          device's timer; the last
-        visible check hands you time.perf_counter and a real jax.jit function).
+        f is a jitted function: calling it returns at once, when the work is queued, not done
+        (the work runs in call order, one call after another, as on a GPU stream); its result has
+        .block_until_ready(), which waits for it. clock() returns the time in seconds: read it,
+        and no other clock, for every measurement (the checks hand you a clock that only f's work
+        moves, as a GPU's work shows on the device's timer; the last visible check hands you
+        time.perf_counter and a real jax.jit function).
         first_seconds:  the first call f(x) alone, waited for: compile + launch + run.
         steady_seconds: the time of one later call. Measure `repeat` times (none of them the first
                         call) and return the MINIMUM or the MEDIAN of the `repeat` measurements —
@@ -465,19 +456,14 @@ TIMING = _TimingProblem(
                         is not: one slowed run pulls it up (these checks slow some calls 20×, or
                         stall one for half a batch: another program holding the core).
         Wait for every result you time: an un-waited call measures only its launch and fails.
-        A clock has a resolution: some checks hand you a clock that ticks every 2 ms,
-          and a call takes tens of
-        µs — timed alone it reads as 0 or as one whole tick. So let each of the
-          `repeat` measurements be a BATCH
-        of k calls back to back, waited for through the batch's LAST result (the
-          queue runs in order), divided
-        by k: grow k (1, 2, 4, 8, … as timeit's autorange does) until one batch takes
-          at least 0.2 s on clock,
-        then time `repeat` batches of that size. Back to back, the launches hide
-          behind the work (§4.4), so a
-        batch measures a call's work; a call timed alone also pays its launch:
-          both are right (the check
-        accepts anything from the work to launch + work, within 3 %).
+        A clock has a resolution: some checks hand you a clock that ticks every 2 ms, and a call
+        takes tens of µs — timed alone it reads as 0 or as one whole tick. So let each of the
+        `repeat` measurements be a BATCH of k calls back to back, waited for through the batch's
+        LAST result (the queue runs in order), divided by k: grow k (1, 2, 4, 8, … as timeit's
+        autorange does) until one batch takes at least 0.2 s on clock, then time `repeat` batches
+        of that size. Back to back, the launches hide behind the work (§4.4), so a batch measures
+        a call's work; a call timed alone also pays its launch: both are right (the check accepts
+        anything from the work to launch + work, within 3 %).
     """,
     visible=[
         timing_case(250e-6, 0.3, 5),
@@ -555,33 +541,25 @@ LAUNCHES = Problem(
     name="launches_to_dominate",
     spec="""
         launches_to_dominate(work_us, launch_us, ns) -> (N, makespans)
-        work_us of GPU work is split into n equal kernels (work_us / n each), queued
-          one by one into one stream.
-        The host needs launch_us per launch: kernel i (i = 1..n) is queued at time
-          i·launch_us and starts as
-        soon as it is queued and kernel i−1 has finished. The makespan T(n)
-          is when kernel n finishes.
+        work_us of GPU work is split into n equal kernels (work_us / n each), queued one by
+        one into one stream.
+        The host needs launch_us per launch: kernel i (i = 1..n) is queued at time i·launch_us
+        and starts as soon as it is queued and kernel i−1 has finished. The makespan T(n) is
+        when kernel n finishes.
         N: the smallest N ≥ 1 for which T(N) > 2·work_us: the GPU then idles longer than it works.
         makespans: [T(n) for n in ns], in µs (ns: a list of kernel counts).
-        gc.streams.CommandQueue(launch_us=...) runs this queue, one launch at a
-          time: use it to see T(n) for
-        small n and to check your formula. But the test cases split up to minutes of
-          work into kernels of a few
-        µs: N and the n in ns reach hundreds of millions (N ≤ 10^9), where running the
-            queue — or any loop over
-        the kernels or over N — takes hours. Derive T(n) in closed form (two regimes:
-          the GPU is the bottleneck,
-        or the host is), then invert it for N: solve for the root, or bisect
-          over N with your formula.
-        Ties: where T(N) equals 2·work_us exactly, the GPU idles exactly as long as it
-              works, not longer: that N
-        does not count, the answer is a later one. Every test case keeps T(N) and
-          T(N − 1) either exactly equal to
-        2·work_us (exactly representable: floating point computes the tie, and its
-          root, exactly) or more than a
-        relative 1e-12 away from it, so rounding never decides, whether you evaluate
-          T or compute the root in
-        floating point (check your N with T on a few cases: T(N − 1) <= 2·work_us < T(N)).
+        gc.streams.CommandQueue(launch_us=...) runs this queue, one launch at a time: use it to see
+        T(n) for small n and to check your formula. But the test cases split up to minutes of work
+        into kernels of a few µs: N and the n in ns reach hundreds of millions (N ≤ 10^9), where
+        running the queue — or any loop over the kernels or over N — takes hours. Derive T(n) in
+        closed form (two regimes: the GPU is the bottleneck, or the host is), then invert it for N:
+        solve for the root, or bisect over N with your formula.
+        Ties: where T(N) equals 2·work_us exactly, the GPU idles exactly as long as it works, not
+        longer: that N does not count, the answer is a later one. Every test case keeps T(N) and
+        T(N − 1) either exactly equal to 2·work_us (exactly representable: floating point computes
+        the tie, and its root, exactly) or more than a relative 1e-12 away from it, so rounding
+        never decides, whether you evaluate T or compute the root in floating point (check your N
+        with T on a few cases: T(N − 1) <= 2·work_us < T(N)).
     """,
     visible=[
         Case((1000.0, 4.0, [1, 100, 250, 251, 499, 500])),
@@ -697,25 +675,20 @@ def _gpu_overlap(fn: Callable, hidden: bool) -> str:
 CHUNKS = Problem(
     name="fewest_chunks",
     spec="""
-        fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us) ->
-          (n_chunks, ops)
-        The classic chunked pipeline with n chunks: chunk i has nbytes // n
-          bytes, one more for the first
-        nbytes % n chunks, and runs on stream i % n_streams; per chunk three
-          ops, issued chunk by chunk:
+        fewest_chunks(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us)
+            -> (n_chunks, ops)
+        The classic chunked pipeline with n chunks: chunk i has nbytes // n bytes, one more for
+        the first nbytes % n chunks, and runs on stream i % n_streams; per chunk three ops,
+        issued chunk by chunk:
             Op(f"h2d{i}", stream, µs, "h2d", nbytes=size)      size / h2d_Bps seconds
             Op(f"k{i}", stream, µs, "compute", sms=132)        size / compute_Bps seconds
             Op(f"d2h{i}", stream, µs, "d2h", nbytes=size)      size / d2h_Bps seconds
-        (durations in µs; the kernel fills all 132 SMs). Each op costs the host launch_us
-          to issue: the pipeline's
-        makespan is gc.streams.simulate(ops, launch_us=launch_us).makespan. (A
-          stream's next copy-in waits for
-        its copy-out, so at most n_streams chunks occupy device memory at once.)
-        Return the smallest n (1 ≤ n ≤ 32) whose pipeline finishes within target_us
-          (makespan ≤ target_us: a
-        makespan equal to the target counts), and that pipeline's ops in issue order;
-          (None, []) when no n up to
-        32 does.
+        (durations in µs; the kernel fills all 132 SMs). Each op costs the host launch_us to issue:
+        the pipeline's makespan is gc.streams.simulate(ops, launch_us=launch_us).makespan. (A
+        stream's next copy-in waits for its copy-out, so at most n_streams chunks occupy device
+        memory at once.) Return the smallest n (1 ≤ n ≤ 32) whose pipeline finishes within target_us
+        (makespan ≤ target_us: a makespan equal to the target counts), and that pipeline's ops in
+        issue order; (None, []) when no n up to 32 does.
     """,
     # no launch cost; a remainder of 3 bytes; launches that make the makespan rise again from 5
     # chunks on (only the smallest count fits: a bisection over 1..32 misses it); a target no count

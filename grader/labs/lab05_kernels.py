@@ -56,18 +56,14 @@ def _map_require(r: simt.KernelReport, case: Case, what: str) -> None:
 MAP = KernelProblem(
     name="scale_shift",
     spec="""
-        scale_shift(x, out, a, b): a kernel computing  out[i] = a * x[i] + b  for
-          every element of the 1-D
-        arrays x and out. One thread per element. It is launched as
+        scale_shift(x, out, a, b): a kernel computing  out[i] = a * x[i] + b  for every element of
+        the 1-D arrays x and out. One thread per element. It is launched as
             scale_shift[ceil(n / block), block](x, out, a, b)
         so the last block has threads with no element: guard them (their index is >= x.size).
-        a and b are Python floats (float64 in a kernel: np.float32(a) keeps the
-          arithmetic in float32); block
-        is the number of threads per block the checker launches with (32, 64 or
-          128; the kernel does not
-        receive it: cuda.grid(1) already counts blocks of that size). x and
-          out are float32 arrays of n
-        elements.
+        a and b are Python floats (float64 in a kernel: np.float32(a) keeps the arithmetic in
+        float32); block is the number of threads per block the checker launches with (32, 64 or 128;
+        the kernel does not receive it: cuda.grid(1) already counts blocks of that size). x and out
+        are float32 arrays of n elements.
     """,
     visible=[Case((np.arange(70, dtype=np.float32), 2.0, 1.0, 32)),
              Case((np.linspace(-1, 1, 100).astype(np.float32), -0.5, 3.0, 64))],
@@ -103,15 +99,13 @@ def _ramp_require(r: simt.KernelReport, case: Case, what: str) -> None:
 RAMP = KernelProblem(
     name="ramp_2d",
     spec="""
-        ramp_2d(a, out): a kernel computing  out[r, c] = a[r, c] * (r + 1) -
-          c  for a 2-D float32 array of
-        shape (rows, cols) — not square, not a multiple of the block. It is
-          launched with 2-D blocks of
-        (16, 8) threads (x, y) and a 2-D grid (ceil(cols / 16), ceil(rows / 8)):
+        ramp_2d(a, out): a kernel computing  out[r, c] = a[r, c] * (r + 1) - c  for a 2-D float32
+        array of shape (rows, cols) — not square, not a multiple of the block. It is launched
+        with 2-D blocks of (16, 8) threads (x, y) and a 2-D grid (ceil(cols / 16), ceil(rows / 8)):
             ramp_2d[(ceil(cols/16), ceil(rows/8)), (16, 8)](a, out)
-        Map x to the column and y to the row so that the 16 neighbouring threads of
-          a warp read neighbouring
-        addresses (coalesced). The checker counts the 32-byte sectors each warp's read touches.
+        Map x to the column and y to the row so that the 16 neighbouring threads of a warp
+        read neighbouring addresses (coalesced). The checker counts the 32-byte sectors each
+        warp's read touches.
     """,
     visible=[Case((np.arange(13 * 21, dtype=np.float32).reshape(13, 21) / 10,)),
              Case((np.ones((5, 37), dtype=np.float32),))],
@@ -182,23 +176,20 @@ def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
 BLOCK_SUM = KernelProblem(
     name="block_sum",
     spec=f"""
-        block_sum(x, partial): each block of {REDUCE_BLOCK} threads sums its
-          {REDUCE_BLOCK} elements of the float64
-        array x into partial[blockIdx.x] (elements past the end of x count as 0). Launched as
+        block_sum(x, partial): each block of {REDUCE_BLOCK} threads sums its {REDUCE_BLOCK}
+        elements of the float64 array x into partial[blockIdx.x] (elements past the end of x
+        count as 0). Launched as
             block_sum[ceil(n / {REDUCE_BLOCK}), {REDUCE_BLOCK}](x, partial)
-        Each thread loads ONE element into a shared array of {REDUCE_BLOCK} float64s,
-          then the block reduces it in
-        shared memory as a tree, with cuda.syncthreads() between levels; thread 0 writes the result.
+        Each thread loads ONE element into a shared array of {REDUCE_BLOCK} float64s, then the
+        block reduces it in shared memory as a tree, with cuda.syncthreads() between levels;
+        thread 0 writes the result.
         Requirements: x read once per element; no races; SIMT efficiency at least
-                      {MIN_SUM_EFFICIENCY:.0%} (not one
-        thread summing alone); no atomics (cuda.atomic.add into one shared
-        address serialises the block's {REDUCE_BLOCK} updates: the opposite of a tree); at most
-        {MAX_DIVERGENT_PER_BLOCK} divergent
-        branches per block — times a warp's threads split at an if or a loop, each split
-          counted once however many
-        lines its body has (pick which threads work at each level so that, while the
-          stride is 32 or more, whole
-        warps work or idle; below 32 a split is unavoidable).
+        {MIN_SUM_EFFICIENCY:.0%} (not one thread summing alone); no atomics (cuda.atomic.add into
+        one shared address serialises the block's {REDUCE_BLOCK} updates: the opposite of a tree);
+        at most {MAX_DIVERGENT_PER_BLOCK} divergent branches per block — times a warp's threads
+        split at an if or a loop, each split counted once however many lines its body has (pick
+        which threads work at each level so that, while the stride is 32 or more, whole warps work
+        or idle; below 32 a split is unavoidable).
     """,
     visible=[Case((np.arange(300, dtype=np.float64),))],
     compare=lambda *a: None,
@@ -330,33 +321,25 @@ def _mm_require(r: simt.KernelReport, case: Case, what: str) -> None:
 MATMUL = KernelProblem(
     name="tiled_matmul",
     spec=f"""
-        tiled_matmul(A, B, C): C = A @ B for float32 A (m, k) and B (k, n); m, k, n are
-          any sizes (not multiples
-        of the tiles). Launched as
-            tiled_matmul[(ceil(n/{TILE_N}), ceil(m/{TILE_M})), ({MM_BLOCK[0]}, {MM_BLOCK[1]})](A, B,
-              C)
-        Block (bx, by) owns the {TILE_M}×{TILE_N} tile of C at rows by*{TILE_M} …,
-          columns bx*{TILE_N} …, with
-        {MM_BLOCK[0]}×{MM_BLOCK[1]} threads: thread (tx, ty) computes TWO
-          outputs, kept in two registers:
-            C[by*{TILE_M} + ty, bx*{TILE_N} + tx]  and  C[by*{TILE_M} + ty + {TILE_M // 2},
-              bx*{TILE_N} + tx]
-        k is walked in steps of TILE_K = {TILE_K}. Each step: the block stages A's
-          ({TILE_M}, {TILE_K}) slab and B's
-        ({TILE_K}, {TILE_N}) slab in two float32 shared arrays (0.0 outside the
-          matrices), each thread loading ONE
-        element of each; all threads wait; each thread accumulates its {TILE_K} × 2
-          products; all wait again.
-        Budget per thread (checked by the executor): global reads ≤ 2 per step,
-          global writes ≤ 2 (and each
-        element of C written once in all, by the block whose tile holds it), shared reads ≤ 3 per k
-        (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for
-          both outputs); shared memory
-        ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of A and B coalesced
-          (≤ {MM_SECTORS:g} sectors
-        per warp-wide load); no races; float32 arithmetic only (accumulators start at
-          np.float32(0): `acc = 0.0`
-        is a float64 accumulator, FP64 on the GPU for every product).
+        tiled_matmul(A, B, C): C = A @ B for float32 A (m, k) and B (k, n); m, k, n are any sizes
+        (not multiples of the tiles). Launched as
+            tiled_matmul[(ceil(n/{TILE_N}), ceil(m/{TILE_M})), {MM_BLOCK}](A, B, C)
+        Block (bx, by) owns the {TILE_M}×{TILE_N} tile of C at rows by*{TILE_M} …, columns
+        bx*{TILE_N} …, with {MM_BLOCK[0]}×{MM_BLOCK[1]} threads: thread (tx, ty) computes TWO
+        outputs, kept in two registers:
+            C[by*{TILE_M} + ty, bx*{TILE_N} + tx]  and
+            C[by*{TILE_M} + ty + {TILE_M // 2}, bx*{TILE_N} + tx]
+        k is walked in steps of TILE_K = {TILE_K}. Each step: the block stages A's ({TILE_M},
+        {TILE_K}) slab and B's ({TILE_K}, {TILE_N}) slab in two float32 shared arrays (0.0 outside
+        the matrices), each thread loading ONE element of each; all threads wait; each thread
+        accumulates its {TILE_K} × 2 products; all wait again.
+        Budget per thread (checked by the executor): global reads ≤ 2 per step, global writes ≤ 2
+        (and each element of C written once in all, by the block whose tile holds it), shared
+        reads ≤ 3 per k (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for
+        both outputs); shared memory ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of
+        A and B coalesced (≤ {MM_SECTORS:g} sectors per warp-wide load); no races; float32
+        arithmetic only (accumulators start at np.float32(0): `acc = 0.0` is a float64 accumulator,
+        FP64 on the GPU for every product).
     """,
     visible=[Case((np.arange(20 * 13, dtype=np.float32).reshape(20, 13) / 50,
                    np.linspace(-1, 1, 13 * 18, dtype=np.float32).reshape(13, 18)))],
@@ -485,15 +468,12 @@ MAX_REGISTERS = Problem(
     name="max_registers",
     spec="""
         max_registers(threads_per_block, shared_bytes_per_block, target_blocks, limits,
-          opt_in=False)
-            -> (registers_per_thread, limiter)
-        A kernel of `threads_per_block` threads using `shared_bytes_per_block` bytes
-          of shared memory per block
-        (`opt_in`: it raised its dynamic shared-memory limit above 48 KiB) must keep
-          at least `target_blocks`
-        blocks resident per SM — what `__launch_bounds__(threads, target_blocks)` asks
-          the compiler for. How many
-        registers may each thread use?
+                      opt_in=False) -> (registers_per_thread, limiter)
+        A kernel of `threads_per_block` threads using `shared_bytes_per_block` bytes of
+        shared memory per block (`opt_in`: it raised its dynamic shared-memory limit above 48
+        KiB) must keep at least `target_blocks` blocks resident per SM — what
+        `__launch_bounds__(threads, target_blocks)` asks the compiler for. How many registers
+        may each thread use?
         - registers_per_thread: the LARGEST count r in 1 … limits["max_registers_per_thread"]
           (255) at which the SM still holds >= target_blocks blocks; None when even 1 register
           per thread gives fewer (then no register cap helps: warps, shared memory or the block
@@ -504,17 +484,13 @@ MAX_REGISTERS = Problem(
           model's .limiters lists them all, as NVIDIA's cuda_occupancy.h does) name the FIRST of
           warps, registers, shared_memory, blocks.
         `limits` is one SM's limits: lab.LIMITS["H100"] (sm_90) or lab.LIMITS["A100"] (sm_80).
-        This exercise is about USING the course's occupancy model (§5.3) for the
-          question it does not answer:
-        gc.occupancy.occupancy(threads, registers, shared_bytes, limits, opt_in=...)
-          gives the blocks for ONE
-        register count; you find the count. Its rules decide the answer: registers are
-          granted per warp in units of
-        256 (8 per thread) and split among the SM's 4 sub-partitions, shared memory per
-          block is capped at 48 KiB
-        without the opt-in (which only dynamic shared memory can use: static
-          __shared__ arrays stay within
-        48 KiB), and an SM holds at most 64 warps and 32 blocks.
+        This exercise is about USING the course's occupancy model (§5.3) for the question it does
+        not answer: gc.occupancy.occupancy(threads, registers, shared_bytes, limits, opt_in=...)
+        gives the blocks for ONE register count; you find the count. Its rules decide the answer:
+        registers are granted per warp in units of 256 (8 per thread) and split among the SM's 4
+        sub-partitions, shared memory per block is capped at 48 KiB without the opt-in (which only
+        dynamic shared memory can use: static __shared__ arrays stay within 48 KiB), and an SM holds
+        at most 64 warps and 32 blocks.
     """,
     visible=[Case((256, 0, 2, LIMITS["H100"])), Case((32, 0, 21, LIMITS["H100"])),
              Case((64, 0, 1, LIMITS["H100"])), Case((128, 40 * 1024, 5, LIMITS["A100"]))],
@@ -643,26 +619,24 @@ def _classes(rng: np.random.Generator, long_mask: np.ndarray) -> np.ndarray:
 REGROUP = KernelProblem(
     name="halvings_regrouped",
     spec=f"""
-        halvings_regrouped(x, order, out): the same result as the given kernel `halvings_divergent`
-        —
+        halvings_regrouped(x, order, out): the same result as the given kernel
+        `halvings_divergent` —
             out[i] = k + v, where v starts at x[i] and is halved k times until v <= 1
             (x: float64, n elements)
         — launched as
             halvings_regrouped[ceil(n / {REGROUP_BLOCK}), {REGROUP_BLOCK}](x, order, out),
         with
-          * SIMT efficiency of at least {MIN_EFFICIENCY:.0%} (the given kernel is far
-            below on mixed inputs), and
+          * SIMT efficiency of at least {MIN_EFFICIENCY:.0%} (the given kernel is far below
+            on mixed inputs), and
           * no more 32-byte sectors per warp-wide access of x and of out than the given
             kernel's contiguous x[i] / out[i] (a failing check prints what it measured, the
             budget and the excess), and
           * each out[i] written once.
-        Keep the data-dependent while loop (that is the divergence a compiler cannot
-          remove). Each block owns one
-        tile of {REGROUP_BLOCK} consecutive elements; `order` (int32, from
-          lab.tile_order(x)) lists, tile by tile,
-        the tile's local indices 0 … {REGROUP_BLOCK - 1} from the longest loop to the
-          shortest (a partial last tile
-        lists only its own elements). Which thread computes which element is yours to choose.
+        Keep the data-dependent while loop (that is the divergence a compiler cannot remove).
+        Each block owns one tile of {REGROUP_BLOCK} consecutive elements; `order` (int32, from
+        lab.tile_order(x)) lists, tile by tile, the tile's local indices 0 … {REGROUP_BLOCK - 1}
+        from the longest loop to the shortest (a partial last tile lists only its own elements).
+        Which thread computes which element is yours to choose.
     """,
     visible=[
         _regroup_case(
@@ -709,9 +683,8 @@ WAVES = Problem(
     spec=f"""
         wave_prediction(blocks, blocks_per_sm, sms) -> (waves, slowdown)
         A grid of `blocks` equal blocks runs on a GPU of `sms` SMs (H100 SXM: {H100_SMS}) that holds
-        `blocks_per_sm` of them resident per SM (the occupancy model of §5.3 and
-          exercise 5). Every block takes
-        the same time, and resident blocks do not slow each other down.
+        `blocks_per_sm` of them resident per SM (the occupancy model of §5.3 and exercise 5). Every
+        block takes the same time, and resident blocks do not slow each other down.
         - waves:    how many rounds of resident blocks the grid needs (an int — an integral float
                     such as 2.0 is accepted too; the last round may be partial).
         - slowdown: under this model, the time the grid takes divided by the time the same work

@@ -20,6 +20,7 @@ executor's report as data) and judged by the grader (``KernelProblem.judge``).
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Callable
 
 import numpy as np
@@ -48,7 +49,8 @@ def puzzle(name: str, spec: str, launch: Callable, visible: list[Case], budget: 
            extra: Callable | None = None) -> KernelProblem:
     """A puzzle of the exercise side: its reference and hidden-case generator live in
     grader/answers/lab05b_kernel_puzzles.py (instructor only), bound by ``Problem.has_answers``."""
-    return KernelProblem(name=name, spec=spec.rstrip() + "\n" + budget.text(), visible=visible,
+    shown = textwrap.dedent(spec).strip() + "\n" + budget.text()
+    return KernelProblem(name=name, spec=shown, visible=visible,
                          compare=lambda *a: None, launch=launch, require=budgeted(budget, extra))
 
 
@@ -83,8 +85,8 @@ def _one_block_launch(case: Case) -> Launch:
 MAP_ADD = puzzle(
     "map_add", """
         map_add(a, out): out[i] = a[i] + 10 for a float32 array a of n ≤ 64 elements.
-        Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  —
-          thread i handles element i.
+        Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  — thread
+                                                       i handles element i.
         Example: a = [0, 1, 2] (float32)  ->  out = [10, 11, 12] (float32).
     """,
     _one_block_launch,
@@ -138,13 +140,13 @@ def _map2d_launch(case: Case) -> Launch:
 
 MAP_2D = puzzle(
     "map_2d", f"""
-        map_2d(a, out): out[r, c] = a[r, c] + 10 for a float32 array of shape (rows ≤
-          {BLOCK_2D_SMALL[1]}, cols ≤ {BLOCK_2D_SMALL[0]}),
-        not necessarily square. Launched with ONE 2-D block of {BLOCK_2D_SMALL} threads (x, y):
+        map_2d(a, out): out[r, c] = a[r, c] + 10 for a float32 array of shape
+        (rows ≤ {BLOCK_2D_SMALL[1]}, cols ≤ {BLOCK_2D_SMALL[0]}), not necessarily square. Launched
+        with ONE 2-D block of {BLOCK_2D_SMALL} threads (x, y):
             map_2d[1, {BLOCK_2D_SMALL}](a, out)
         x runs along the columns (the contiguous axis), y along the rows; guard both.
-        Example: a = [[0, 1, 2], [3, 4, 5]] (float32, shape (2, 3))  ->  out =
-                 [[10, 11, 12], [13, 14, 15]].
+        Example: a = [[0, 1, 2], [3, 4, 5]] (float32, shape (2, 3))  ->
+        out = [[10, 11, 12], [13, 14, 15]].
     """,
     _map2d_launch,
     [Case((np.arange(6, dtype=F32).reshape(2, 3),))],
@@ -160,11 +162,11 @@ def _bcast_launch(case: Case) -> Launch:
 
 BROADCAST_ADD = puzzle(
     "broadcast_add", f"""
-        broadcast_add(a, b, out): out[r, c] = a[r] + b[c] for float32 vectors a (rows ≤
-          {BLOCK_2D_SMALL[1]}) and
-        b (cols ≤ {BLOCK_2D_SMALL[0]}); out has shape (rows, cols). Launched
-          as  broadcast_add[1, {BLOCK_2D_SMALL}](a, b, out)
-        with x along the columns and y along the rows.
+        broadcast_add(a, b, out): out[r, c] = a[r] + b[c] for float32 vectors
+        a (rows ≤ {BLOCK_2D_SMALL[1]}) and b (cols ≤ {BLOCK_2D_SMALL[0]});
+        out has shape (rows, cols).
+        Launched as  broadcast_add[1, {BLOCK_2D_SMALL}](a, b, out)  with x along the columns and
+        y along the rows.
         Example: a = [0, 10], b = [1, 2, 3] (float32)  ->  out = [[1, 2, 3], [11, 12, 13]].
     """,
     _bcast_launch,
@@ -181,11 +183,11 @@ def _blocks_launch(case: Case) -> Launch:
 
 MAP_BLOCKS = puzzle(
     "map_blocks", f"""
-        map_blocks(a, out): out[i] = a[i] + 10 for any n, with blocks of {BLOCK_1D}
-          threads — fewer threads per block
+        map_blocks(a, out): out[i] = a[i] + 10 for any n, with blocks of {BLOCK_1D} threads —
+        fewer threads per block
         than elements, so several blocks:  map_blocks[ceil(n / {BLOCK_1D}), {BLOCK_1D}](a, out).
-        Element i belongs to thread threadIdx.x of block blockIdx.x with i = blockIdx.x *
-          blockDim.x + threadIdx.x.
+        Element i belongs to thread threadIdx.x of block blockIdx.x with
+        i = blockIdx.x * blockDim.x + threadIdx.x.
         Example: n = 40 (float32): 2 blocks; block 1's threads 8..31 have no element.
     """,
     _blocks_launch,
@@ -194,6 +196,8 @@ MAP_BLOCKS = puzzle(
 
 # -- blocks 2-D (coalesced) ------------------------------------------------------------------------
 BLOCK_2D = (16, 4)  # a warp is 16 columns × 2 rows
+MAP_BLOCKS_2D_LAUNCH = (f"map_blocks_2d[(ceil(cols / {BLOCK_2D[0]}), ceil(rows / {BLOCK_2D[1]})),"
+                        f" {BLOCK_2D}](a, out)")
 
 
 def _blocks2d_launch(case: Case) -> Launch:
@@ -209,13 +213,12 @@ def _blocks2d_launch(case: Case) -> Launch:
 
 MAP_BLOCKS_2D = puzzle(
     "map_blocks_2d", f"""
-        map_blocks_2d(a, out): out[r, c] = a[r, c] * 2 - r for a float32 array
-          of any shape (rows, cols).
+        map_blocks_2d(a, out): out[r, c] = a[r, c] * 2 - r for a float32 array of
+        any shape (rows, cols).
         Launched with 2-D blocks of {BLOCK_2D} threads (x, y) on a 2-D grid:
-            map_blocks_2d[(ceil(cols / {BLOCK_2D[0]}), ceil(rows / {BLOCK_2D[1]})), {BLOCK_2D}](a,
-              out)
-        A warp is {BLOCK_2D[0]} neighbouring x by 2 y: map x to the column so that it
-          reads neighbouring addresses.
+            {MAP_BLOCKS_2D_LAUNCH}
+        A warp is {BLOCK_2D[0]} neighbouring x by 2 y: map x to the column so that it reads
+        neighbouring addresses.
         Example: a = ones((2, 3), float32)  ->  out = [[2, 2, 2], [1, 1, 1]].
     """,
     _blocks2d_launch,
@@ -235,13 +238,12 @@ def _shared_launch(case: Case) -> Launch:
 
 SHARED_FIRST = puzzle(
     "shared_first", f"""
-        shared_first(a, out): out[i] = a[i] + a[f], where f is the first element of i's block
-        (f = blockIdx.x * {SHARED_BLOCK}). Launched
-          as  shared_first[ceil(n / {SHARED_BLOCK}), {SHARED_BLOCK}](a, out).
+        shared_first(a, out): out[i] = a[i] + a[f], where f is the first
+        element of i's block (f = blockIdx.x * {SHARED_BLOCK}). Launched as
+        shared_first[ceil(n / {SHARED_BLOCK}), {SHARED_BLOCK}](a, out).
         Each thread reads ONE element of a into a block-wide
-          cuda.shared.array({SHARED_BLOCK}, float32); after
-        cuda.syncthreads() every thread reads the block's first element from
-          shared memory, not from a.
+        cuda.shared.array({SHARED_BLOCK}, float32); after cuda.syncthreads() every thread reads the
+        block's first element from shared memory, not from a.
         Example: a = [1, 2, 3, ..., 9, 10] (float32, n = 10)  ->  out = [2, 3, ..., 9, 18, 19].
     """,
     _shared_launch,
@@ -254,12 +256,12 @@ SHARED_FIRST = puzzle(
 POOL3 = puzzle(
     "pool3", f"""
         pool3(a, out): out[i] = a[i-2] + a[i-1] + a[i] (terms with a negative
-          index count as 0), float32,
-        launched as  pool3[ceil(n / {SHARED_BLOCK}), {SHARED_BLOCK}](a, out). Each block stages its
-          {SHARED_BLOCK} elements plus the 2 before
-        them in ONE cuda.shared.array(POOL_SLOTS, float32), POOL_SLOTS = {SHARED_BLOCK + 2};
-          the first two threads also
-        load that 2-element halo. Then the block waits, and each thread sums from shared memory.
+        index count as 0), float32, launched as
+        pool3[ceil(n / {SHARED_BLOCK}), {SHARED_BLOCK}](a, out). Each block stages
+        its {SHARED_BLOCK} elements plus the 2 before them in ONE
+        cuda.shared.array(POOL_SLOTS, float32), POOL_SLOTS = {SHARED_BLOCK + 2};
+        the first two threads also load that 2-element halo. Then the block waits,
+        and each thread sums from shared memory.
         Example: a = [1, 2, 3, 4] (float32)  ->  out = [1, 3, 6, 9].
     """,
     _shared_launch,
@@ -278,14 +280,12 @@ def _dot_launch(case: Case) -> Launch:
 DOT = puzzle(
     "dot", f"""
         dot(a, b, out): out[0] = sum(a * b) for float32 vectors of n ≤ {DOT_THREADS}
-          elements, launched with one
+        elements, launched with one
         block of {DOT_THREADS} threads:  dot[1, {DOT_THREADS}](a, b, out).
-        Each thread multiplies at most one pair into a
-          cuda.shared.array({DOT_THREADS}, float32) (0 past n), then
-        the block reduces it as a tree (one thread summing the 64 alone leaves the
-          rest idle: the SIMT budget
-        below); exactly ONE thread writes out[0]. Every thread must reach every
-        cuda.syncthreads() (a barrier inside `if i < n` is barrier divergence).
+        Each thread multiplies at most one pair into a cuda.shared.array({DOT_THREADS}, float32) (0
+        past n), then the block reduces it as a tree (one thread summing the 64 alone leaves the
+        rest idle: the SIMT budget below); exactly ONE thread writes out[0]. Every thread must reach
+        every cuda.syncthreads() (a barrier inside `if i < n` is barrier divergence).
         Example: a = [1, 2, 3], b = [4, 5, 6] (float32)  ->  out = [32].
     """,
     _dot_launch,
@@ -328,18 +328,15 @@ def _scan_launch(case: Case) -> Launch:
 
 BLOCK_SCAN = puzzle(
     "block_scan", f"""
-        block_scan(a, out): the inclusive prefix sum of each block's {SCAN_BLOCK}
-          elements of the float32 array a:
-        out[i] = a[s] + a[s+1] + ... + a[i] with s = the first element of i's block. Launched as
+        block_scan(a, out): the inclusive prefix sum of each block's {SCAN_BLOCK} elements of
+        the float32 array a: out[i] = a[s] + a[s+1] + ... + a[i] with s = the first element of
+        i's block. Launched as
             block_scan[ceil(n / {SCAN_BLOCK}), {SCAN_BLOCK}](a, out)
-        Load once into shared memory, then log2({SCAN_BLOCK}) = 4 steps: at step d each thread
-          adds the value d = 1, 2, 4,
-        8 places to its left. Read, barrier, write, barrier: a thread must not
-          overwrite a value its neighbour
-        has not read yet (the checker reports that race). Every thread works at
-          every step: one thread adding
-        the block up alone is serial (the SIMT budget below; blocks of {SCAN_BLOCK}
-          threads allow at most 50 %).
+        Load once into shared memory, then log2({SCAN_BLOCK}) = 4 steps: at step d each thread adds
+        the value d = 1, 2, 4, 8 places to its left. Read, barrier, write, barrier: a thread must
+        not overwrite a value its neighbour has not read yet (the checker reports that race). Every
+        thread works at every step: one thread adding the block up alone is serial (the SIMT budget
+        below; blocks of {SCAN_BLOCK} threads allow at most 50 %).
         Example: a = [1, 1, 1, 1, 1] (float32)  ->  out = [1, 2, 3, 4, 5].
     """,
     _scan_launch,
@@ -363,14 +360,13 @@ def _axis_launch(case: Case) -> Launch:
 ROW_SUM = puzzle(
     "row_sum",
     f"""
-        row_sum(a, out): out[r] = sum of row r of a float32 array of shape (rows, cols ≤
-          {ROW_SUM_BLOCK}), one block of
-        {ROW_SUM_BLOCK} threads per row:  row_sum[rows, {ROW_SUM_BLOCK}](a, out). Thread t loads
-          a[r, t] (0 past cols) into shared
-        memory; the block reduces it as a tree with a barrier per level; thread 0 writes out[r].
-        Pick the working threads so that, while the stride is 32 or more, whole
-          warps work or rest and warps
-        split only where they must (the divergent-branches budget).
+        row_sum(a, out): out[r] = sum of row r of a float32 array of shape
+        (rows, cols ≤ {ROW_SUM_BLOCK}), one block of {ROW_SUM_BLOCK} threads per row:
+            row_sum[rows, {ROW_SUM_BLOCK}](a, out)
+        Thread t loads a[r, t] (0 past cols) into shared memory; the block reduces it as a tree
+        with a barrier per level; thread 0 writes out[r].
+        Pick the working threads so that, while the stride is 32 or more, whole warps work or rest
+        and warps split only where they must (the divergent-branches budget).
         Example: a = [[1, 2, 3], [4, 5, 6]] (float32)  ->  out = [6, 15].
     """,
     _axis_launch,
@@ -402,17 +398,15 @@ def _tr_launch(case: Case) -> Launch:
 TRANSPOSE = puzzle(
     "transpose",
     f"""
-        transpose(a, out): out[c, r] = a[r, c] for a float32 array of any shape (rows,
-          cols); out is (cols, rows).
+        transpose(a, out): out[c, r] = a[r, c] for a float32 array of any shape (rows, cols);
+        out is (cols, rows).
         Launched with blocks of ({TILE}, {TILE_ROWS}) threads on a ({TILE}×{TILE})-tile grid:
             transpose[(ceil(cols / {TILE}), ceil(rows / {TILE})), ({TILE}, {TILE_ROWS})](a, out)
         Each thread moves {TILE // TILE_ROWS} elements (rows ty, ty + {TILE_ROWS}, ...). Both the
-          read of a and the write of
-        out must be coalesced (a warp touches one row of 32 neighbouring float32s):
-          read a tile of a into shared
-        memory by rows, barrier, write it to out by rows of out (columns of the tile). A
-          column of a {TILE}×{TILE}
-        float32 tile lies in one bank: pad the tile to (TILE, TILE_PAD) = ({TILE}, {TILE + 1}).
+        read of a and the write of out must be coalesced (a warp touches one row of 32 neighbouring
+        float32s): read a tile of a into shared memory by rows, barrier, write it to out by rows of
+        out (columns of the tile). A column of a {TILE}×{TILE} float32 tile lies in one bank: pad
+        the tile to (TILE, TILE_PAD) = ({TILE}, {TILE + 1}).
         (numba-cuda needs shared-array shapes as constants: TILE_PAD, not TILE + 1.)
     """,
     _tr_launch,
@@ -442,14 +436,13 @@ def _warp_launch(case: Case) -> Launch:
 
 WARP_SUM = puzzle(
     "warp_sum", f"""
-        warp_sum(a, out): out[w] = the sum of a[32w : 32w + 32] (0 past the end),
-          float32, for every warp w of
-        the launch  warp_sum[ceil(n / {WARP_BLOCK}), {WARP_BLOCK}](a, out)  (w =
-          global thread index // 32).
-        No shared memory: each lane loads one value into a register and the warp adds them with
-        cuda.shfl_down_sync(0xFFFFFFFF, v, offset) for offset = 16, 8, 4, 2, 1; lane 0
-          writes. EVERY lane of the
-        warp takes part in every shuffle (the full mask), including the lanes past the end of a.
+        warp_sum(a, out): out[w] = the sum of a[32w : 32w + 32] (0 past the end), float32, for every
+        warp w of the launch  warp_sum[ceil(n / {WARP_BLOCK}), {WARP_BLOCK}](a, out)  (w = global
+        thread index // 32).
+        No shared memory: each lane loads one value into a register and the warp adds them
+        with cuda.shfl_down_sync(0xFFFFFFFF, v, offset) for offset = 16, 8, 4, 2, 1; lane 0
+        writes. EVERY lane of the warp takes part in every shuffle (the full mask), including
+        the lanes past the end of a.
         Only warps that own at least one element write.
     """,
     _warp_launch,
@@ -476,12 +469,10 @@ COMPACT = puzzle(
           a[32w : 32w + 32] in order to
         out[32w :], and count[w] = how many there were (int32); the rest of out stays 0. Launched as
             compact[ceil(n / {WARP_BLOCK}), {WARP_BLOCK}](a, out, count)
-        Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its
-          value; lane l's place is the
-        number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is
-          cuda.popc(mask). Every lane
-        calls ballot_sync (lanes past the end with keep = False). No atomics: an atomic
-          slot's order is undefined.
+        Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its value; lane l's
+        place is the number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is
+        cuda.popc(mask). Every lane calls ballot_sync (lanes past the end with keep = False). No
+        atomics: an atomic slot's order is undefined.
         Example: a = [3, -1, 0, 5] (float32)  ->  out[:32] = [3, 5, 0, ...], count = [2].
     """,
     _compact_launch,
@@ -501,16 +492,14 @@ def _hist_launch(case: Case) -> Launch:
 
 HISTOGRAM = puzzle(
     "histogram", f"""
-        histogram(x, counts): counts[b] = how many elements of the int32 array x
-          equal b, for {HIST_BINS} bins
-        (0 ≤ x < {HIST_BINS}). Launched
-          as  histogram[ceil(n / {HIST_BLOCK}), {HIST_BLOCK}](x, counts)  with counts zeroed.
-        Many threads add to the same bin: `counts[b] += 1` is a race (read, add, write). Use
-        cuda.atomic.add. All {HIST_BLOCK} threads of a block hitting {HIST_BINS} global
-          counters serialise on them
-        (contention): count into a block-private cuda.shared.array({HIST_BINS}, int32)
-          with shared atomics, then
-        add it to global counts once per bin per block.
+        histogram(x, counts): counts[b] = how many elements of the int32 array x equal
+        b, for {HIST_BINS} bins (0 ≤ x < {HIST_BINS}). Launched as
+        histogram[ceil(n / {HIST_BLOCK}), {HIST_BLOCK}](x, counts)  with counts zeroed.
+        Many threads add to the same bin: `counts[b] += 1` is a race (read, add, write).
+        Use cuda.atomic.add. All {HIST_BLOCK} threads of a block hitting {HIST_BINS}
+        global counters serialise on them (contention): count into a block-private
+        cuda.shared.array({HIST_BINS}, int32) with shared atomics, then add it to global
+        counts once per bin per block.
     """,
     _hist_launch,
     [Case((np.arange(100, dtype=np.int32) % HIST_BINS,))],
@@ -557,16 +546,14 @@ def _softmax_launch(case: Case) -> Launch:
 
 SOFTMAX_ROWS = puzzle(
     "softmax_rows", """
-        softmax_rows(a, out): out[r, c] = exp(a[r, c] - m) / sum_c'
-          exp(a[r, c'] - m), m = max of row r, for a
+        softmax_rows(a, out): out[r, c] = exp(a[r, c] - m) / sum_c' exp(a[r, c'] - m),
+        m = max of row r, for a
         float32 array of shape (rows, cols ≤ 32); one warp per row:  softmax_rows[rows, 32](a, out).
-        Lane c loads a[r, c] once (-inf past cols: it then adds exp(-inf) = 0).
-          The warp finds the max with
-        cuda.shfl_xor_sync (offsets 16, 8, 4, 2, 1: afterwards every lane holds it), then the sum of
-        math.exp(v - m) the same way, then lane c < cols writes its value.
-          Subtracting the max is required:
-        rows of values near 1000 overflow exp otherwise; -inf entries
-          (masked positions) must give 0.
+        Lane c loads a[r, c] once (-inf past cols: it then adds exp(-inf) = 0). The warp finds the
+        max with cuda.shfl_xor_sync (offsets 16, 8, 4, 2, 1: afterwards every lane holds it), then
+        the sum of math.exp(v - m) the same way, then lane c < cols writes its value. Subtracting
+        the max is required: rows of values near 1000 overflow exp otherwise; -inf entries (masked
+        positions) must give 0.
         Example: a = [[0, 0], [0, ln 3]] (float32)  ->  out = [[0.5, 0.5], [0.25, 0.75]].
     """,
     _softmax_launch,

@@ -303,17 +303,15 @@ def _gelu_visible() -> list[Case]:
 BIAS_GELU = _JitProblem(
     name="fused_bias_gelu",
     spec="""
-        fused_bias_gelu(x, b, r) -> r + gelu(x + b), with JAX (jax.numpy), for x, r: (m,
-          n) and b: (n,) broadcast
-        over the rows; every array has the same dtype (float32 or bfloat16) and so must the result.
-        gelu is the tanh approximation: gelu(u) = 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³))) (what
-        jax.nn.gelu(u, approximate=True) computes: use it or write it out; the exercise
-          is what XLA makes of it).
-        The checker jits your function and reads the optimized HLO: it must be exactly
-          ONE fusion with no other
-        compute op, XLA's bytes accessed must equal inputs read once + output
-          written once, and buffer
-        assignment must reserve no temporary memory (no materialized intermediate).
+        fused_bias_gelu(x, b, r) -> r + gelu(x + b), with JAX (jax.numpy), for x, r: (m, n) and
+        b: (n,) broadcast over the rows; every array has the same dtype (float32 or bfloat16)
+        and so must the result.
+        gelu is the tanh approximation: gelu(u) = 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³)))
+        (what jax.nn.gelu(u, approximate=True) computes: use it or write it out; the exercise is
+        what XLA makes of it).
+        The checker jits your function and reads the optimized HLO: it must be exactly ONE fusion
+        with no other compute op, XLA's bytes accessed must equal inputs read once + output written
+        once, and buffer assignment must reserve no temporary memory (no materialized intermediate).
     """,
     visible=_gelu_visible(),
     compare=_compare_gelu,
@@ -351,27 +349,22 @@ FUSION_BYTES = ByHand(
         " nothing is compiled while your function runs"
     ),
     spec="""
-        fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes): PREDICT the
-          bytes XLA's cost analysis
-        will count, from the rule of §6.3 (a kernel reads each of its operands once and
-          writes its result once).
+        fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes): PREDICT the bytes XLA's cost
+        analysis will count, from the rule of §6.3 (a kernel reads each of its operands once and
+        writes its result once).
         x is an (m, n) array; ops is a list applied in order to the running result:
           'mul_row', 'add_row'   multiply / add a NEW (n,) vector, broadcast over the rows
           'mul_full', 'add_full' multiply / add a NEW (m, n) array
           'relu', 'tanh', 'exp'  unary, no new operand
-        unfused = the sum over ops of the bytes one op jitted ALONE accesses (it
-          reads its operands and writes
-        an (m, n) result); fused = the bytes the whole chain accesses under one jax.jit.
-        m, n ≥ 1 but never both 1 (on a one-element x, XLA's count for relu
-          depends on the dtype); one row
-        (m = 1) and one column (n = 1) are asked about.
+        unfused = the sum over ops of the bytes one op jitted ALONE accesses (it reads its operands
+        and writes an (m, n) result); fused = the bytes the whole chain accesses under one jax.jit.
+        m, n ≥ 1 but never both 1 (on a one-element x, XLA's count for relu depends on the dtype);
+        one row (m = 1) and one column (n = 1) are asked about.
         Compute it with arithmetic on m, n, the ops and the dtype's size
-          (jnp.dtype(dtype).itemsize): XLA's
-        compiler and its analyses (jax.jit(...).lower(...).compile(), cost_analysis,
-          gc.xla.compiled) are locked
-        while your function runs. The checker compiles the chains for the CPU and
-          compares your prediction with
-        XLA's count.
+        (jnp.dtype(dtype).itemsize): XLA's compiler and its analyses
+        (jax.jit(...).lower(...).compile(), cost_analysis, gc.xla.compiled) are locked while
+        your function runs. The checker compiles the chains for the CPU and compares your
+        prediction with XLA's count.
     """,
     visible=[
         Case((1000, 3, "float32", ["mul_row", "add_row", "relu"])),
@@ -453,21 +446,17 @@ def _compare_breaker(what: str, got: Any, expected: tuple[str, int], case: Case)
 BREAKING_OP = Problem(
     name="breaking_op",
     spec="""
-        breaking_op(hlo) -> (opcode, nbytes): the op that splits an elementwise chain
-          into several fusions, and
-        the bytes of the value it produces — the intermediate the break sends
-          through memory (written by the
-        breaker, read back by the next kernel; fused, it would have stayed in registers).
-        `hlo` is the optimized HLO text (compiled.as_text(), compiled for
-          the CPU) of a function like
-        tanh(BREAK(x*y + 1)*y - x).
-        Read the ENTRY computation only (the block that starts with a line
-          beginning 'ENTRY' and ends at the
-        matching '}' at the start of a line). Each instruction line looks like
+        breaking_op(hlo) -> (opcode, nbytes): the op that splits an elementwise chain into
+        several fusions, and the bytes of the value it produces — the intermediate the break
+        sends through memory (written by the breaker, read back by the next kernel; fused, it
+        would have stayed in registers).
+        `hlo` is the optimized HLO text (compiled.as_text(), compiled for the CPU) of a function
+        like tanh(BREAK(x*y + 1)*y - x).
+        Read the ENTRY computation only (the block that starts with a line beginning 'ENTRY' and
+        ends at the matching '}' at the start of a line). Each instruction line looks like
             %name = TYPE opcode(operands), attributes...
-        and the last one starts with 'ROOT'. The breaker is the first instruction
-          whose opcode is not one of
-        parameter, constant, fusion, tuple, get-tuple-element, copy, bitcast.
+        and the last one starts with 'ROOT'. The breaker is the first instruction whose opcode is
+        not one of parameter, constant, fusion, tuple, get-tuple-element, copy, bitcast.
         nbytes: the bytes of the breaker's TYPE. An array type is
                 DTYPE[d0,d1,...]{layout}: f32[5,7]{1,0} holds
         35 elements of 4 bytes, f32[] one element; a tuple type '(f32[5,2]{1,0},
@@ -517,14 +506,12 @@ def _scale_visible() -> list[Case]:
 FIX_SCALE = _JitProblem(
     name="fixed_scale_tanh",
     spec="""
-        fixed_scale_tanh(x, d, b) -> the same values
-          as  jnp.tanh(x @ jnp.diag(d) + b)  (x: (m, n); d, b: (n,);
-        float32), but compiled to ONE fusion: no `dot` anywhere in the optimized HLO,
-          inputs read once, output
-        written once, no temporary buffer. (The original builds an n×n diagonal matrix — n² float32
-          elements (4n² bytes), almost all zeros —
-        and sends it through a matrix multiply, which XLA does not fuse with the
-          elementwise ops around it.)
+        fixed_scale_tanh(x, d, b) -> the same values as  jnp.tanh(x @ jnp.diag(d) + b)
+        (x: (m, n); d, b: (n,); float32), but compiled to ONE fusion: no `dot` anywhere in
+        the optimized HLO, inputs read once, output written once, no temporary buffer. (The
+        original builds an n×n diagonal matrix — n² float32 elements (4n² bytes), almost all
+        zeros — and sends it through a matrix multiply, which XLA does not fuse with the
+        elementwise ops around it.)
     """,
     visible=_scale_visible(),
     compare=_compare_values,
@@ -654,18 +641,14 @@ KERNEL = KernelProblem(
     spec="""
         A @cuda.jit kernel  scale_bias_relu_kernel(x, w, b, out)  computing, in ONE pass,
             out[i, j] = max(x[i, j] * w[j] + b[j], 0)
-        for x, out: (m, n) float32 and w, b: (n,) float32: the epilogue XLA fuses
-          after a matmul (scale, bias,
-        activation). The checker launches it with blocks of (32, 4) threads (x, y):
-          x covers the COLUMNS, one
-        block per 32 (ceil(n / 32) blocks), but y has a FIXED number G of blocks
-          (rows_of_blocks, drawn per case)
-        that is usually too few for the rows:
+        for x, out: (m, n) float32 and w, b: (n,) float32: the epilogue XLA fuses after a matmul
+        (scale, bias, activation). The checker launches it with blocks of (32, 4) threads (x, y): x
+        covers the COLUMNS, one block per 32 (ceil(n / 32) blocks), but y has a FIXED number G of
+        blocks (rows_of_blocks, drawn per case) that is usually too few for the rows:
             scale_bias_relu_kernel[(ceil(n / 32), G), (32, 4)](x, w, b, out)
-        so each thread handles rows i = y, y + 4G, y + 8G, ... (a grid-stride loop over
-          the rows; cuda.gridsize(2)
-        gives (columns, rows) of threads). m and n are not multiples of the
-          block; out starts full of NaN.
+        so each thread handles rows i = y, y + 4G, y + 8G, ... (a grid-stride loop over the rows;
+        cuda.gridsize(2) gives (columns, rows) of threads). m and n are not multiples of the block;
+        out starts full of NaN.
         The checker runs it on the course's instrumented executor and requires:
           - coalescing: the 32 threads of a warp (neighbouring threadIdx.x) access
             neighbouring columns of one row, so each warp-wide access of x and out touches
@@ -907,34 +890,27 @@ def _mma_visible() -> list[Case]:
 MMA_FLOPS = Problem(
     name="mma_flops",
     spec="""
-        mma_flops(sass) -> int: the operations the tensor-core instructions of a SASS
-          listing (nvdisasm's output)
-        perform, each instruction counted once: 2·m·n·k for an m×n×k matrix
-          multiply-accumulate (a multiply and
-        an add per product term; integer and floating point alike). 0 when the kernel
-          never used the tensor cores.
+        mma_flops(sass) -> int: the operations the tensor-core instructions of a SASS listing
+        (nvdisasm's output) perform, each instruction counted once: 2·m·n·k for an m×n×k matrix
+        multiply-accumulate (a multiply and an add per product term; integer and floating point
+        alike). 0 when the kernel never used the tensor cores.
         This is a STATIC count per issuing warp (HMMA, IMMA, DMMA) or warpgroup (HGMMA,
-          IGMMA, QGMMA): each line
-        of the listing counted once — not the kernel's work, which multiplies it by how
-          many times each line runs
-        (loops) and by how many warps or warpgroups the grid launches.
+        IGMMA, QGMMA): each line of the listing counted once — not the kernel's work, which
+        multiplies it by how many times each line runs (loops) and by how many warps or
+        warpgroups the grid launches.
         An instruction line looks like
             /*0160*/                   @!P0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
-        : an address comment /*hex*/, an optional predicate (@P0, @!P1, @UP0),
-          then the opcode with its
-        modifiers after dots. The base opcode (before the first dot) says what unit runs
-          it. Hopper's tensor-core
-        opcodes come in two levels and several data types:
+        : an address comment /*hex*/, an optional predicate (@P0, @!P1, @UP0), then the opcode with
+        its modifiers after dots. The base opcode (before the first dot) says what unit runs it.
+        Hopper's tensor-core opcodes come in two levels and several data types:
           warp level (mma.sync, wmma):   HMMA (fp16, bf16, tf32), IMMA (int8), DMMA (fp64)
           warpgroup level (wgmma):       HGMMA (fp16, bf16, tf32), IGMMA (int8), QGMMA (fp8)
-        The first modifier is the shape: m, n, k joined by 'x'
-          (HGMMA.64x128x16.F32.BF16 is 64×128×16;
-        DMMA.8x8x4), or, at warp level, written without separators — m is 16
-          or 8, n is 8, k the rest:
-        HMMA.16816 is 16×8×16, HMMA.1688 16×8×8, IMMA.16832 16×8×32, IMMA.8816 8×8×16.
-        Section headers, labels, comments and kernel names (which may contain
-          'HMMA'!) are not instructions;
-        HFMA2, FFMA, MOVM, LDSM are not tensor-core instructions.
+        The first modifier is the shape: m, n, k joined by 'x' (HGMMA.64x128x16.F32.BF16
+        is 64×128×16; DMMA.8x8x4), or, at warp level, written without separators — m
+        is 16 or 8, n is 8, k the rest: HMMA.16816 is 16×8×16, HMMA.1688 16×8×8,
+        IMMA.16832 16×8×32, IMMA.8816 8×8×16.
+        Section headers, labels, comments and kernel names (which may contain 'HMMA'!) are not
+        instructions; HFMA2, FFMA, MOVM, LDSM are not tensor-core instructions.
     """,
     visible=_mma_visible(),
     compare=lambda what, got, expected, case: expect_int(
@@ -1105,21 +1081,17 @@ class _ToolchainProblem(ObservedProblem):
 SASS_COUNTS = _ToolchainProblem(
     name="sass_counts",
     spec="""
-        sass_counts(source, arch) -> {'FFMA': int, 'tensor_flops': int}: compile
-          the CUDA C `source` for the
-        Hopper target `arch` ('sm_90', the default when arch is not given, or
-          'sm_90a' for kernels that use
-        wgmma) with gpucourse.toolchain (NVRTC → cubin → nvdisasm), and answer "did
-          it use the tensor cores?":
-        the number of FP32 fused multiply-adds (base opcode FFMA) in the SASS,
-          and the operations of its
-        tensor-core instructions — with your mma_flops.
+        sass_counts(source, arch) -> {'FFMA': int, 'tensor_flops': int}: compile the CUDA C
+        `source` for the Hopper target `arch` ('sm_90', the default when arch is not
+        given, or 'sm_90a' for kernels that use wgmma) with gpucourse.toolchain
+        (NVRTC → cubin → nvdisasm), and answer "did it use the tensor cores?": the number
+        of FP32 fused multiply-adds (base opcode FFMA) in the SASS, and the operations of
+        its tensor-core instructions — with your mma_flops.
         tensor_flops is mma_flops' static count (per issuing warp or warpgroup, each
-          listed instruction once).
-        `arch` goes to the compiler as given; it is not graded by itself: a function
-          that always compiled for
-        sm_90a would count the same (sm_90a is sm_90 plus its architecture-specific instructions:
-          wgmma, setmaxnreg), while compiling a wgmma kernel for sm_90 fails.
+        listed instruction once).
+        `arch` goes to the compiler as given; it is not graded by itself: a function that always
+        compiled for sm_90a would count the same (sm_90a is sm_90 plus its architecture-specific
+        instructions: wgmma, setmaxnreg), while compiling a wgmma kernel for sm_90 fails.
         (Without NVIDIA's toolchain wheels the toolchain raises ToolchainMissing: let it propagate.)
     """,
     visible=[
@@ -1408,21 +1380,15 @@ class _MeasureProblem(ObservedProblem):
 MEASURE = _MeasureProblem(
     name="measure_times",
     spec="""
-        measure_times(slow, fast, *args, clock) -> (t_slow, t_fast): seconds of work
-          per call of slow(*args) and
-        of fast(*args). Like jitted JAX functions (and CUDA kernel launches), the calls
-          return BEFORE the work is
-        done (asynchronous dispatch): the work runs later, in call order, one call
-          after another; and the first
-        call compiles. clock() returns the time in seconds: read it — and no other
-          clock — for every measurement
-        (the checker passes a clock that only the calls' work moves, as a GPU's work
-          shows on its device timer,
-        not on the host's; on real work you pass clock=time.perf_counter). The
-          course's timers (gc.measure,
-        gc.fusion.best_run) read time.perf_counter: they measure the wrong clock
-          here. Time with clock() (or
-        timeit with timer=clock) and:
+        measure_times(slow, fast, *args, clock) -> (t_slow, t_fast): seconds of work per call of
+        slow(*args) and of fast(*args). Like jitted JAX functions (and CUDA kernel launches), the
+        calls return BEFORE the work is done (asynchronous dispatch): the work runs later, in call
+        order, one call after another; and the first call compiles. clock() returns the time in
+        seconds: read it — and no other clock — for every measurement (the checker passes a clock
+        that only the calls' work moves, as a GPU's work shows on its device timer, not on the
+        host's; on real work you pass clock=time.perf_counter). The course's timers (gc.measure,
+        gc.fusion.best_run) read time.perf_counter: they measure the wrong clock here. Time with
+        clock() (or timeit with timer=clock) and:
           - warm up: call each function once before timing (the first call compiles), and wait for
             its result (its work would otherwise still be running when your first timed run starts);
           - synchronize: jax.block_until_ready(result) (or read it: np.asarray(result)) before you
@@ -1438,18 +1404,14 @@ MEASURE = _MeasureProblem(
             spans many ticks — grow it (1, 2, 4, ... calls, as timeit's autorange does) until one
             batch takes at least 0.2 s on clock — wait for its last result and divide by the batch
             size. You do not need to know the tick.
-        The checker hands you stand-ins that run on the virtual clock it gives you, so
-          it knows the right answer
-        exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait
-                 for each call before the
-        next). Failure modes: no synchronization (far too short: the enqueue), no warm-up (the
-        compile is timed), an un-waited warm-up (its work is still running when you
-          first read the clock), the
-        mean or a single run (a slowed run), fewer than 3 timed runs, another clock
-          (no reading of clock), one
-        call per timed run on the coarse clock (0, or a whole tick). The cell
-          after exercise 9 runs your
-        function on real work on this machine (clock=time.perf_counter).
+        The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the
+        right answer exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait
+        for each call before the next). Failure modes: no synchronization (far too short: the
+        enqueue), no warm-up (the compile is timed), an un-waited warm-up (its work is still running
+        when you first read the clock), the mean or a single run (a slowed run), fewer than 3 timed
+        runs, another clock (no reading of clock), one call per timed run on the coarse clock (0, or
+        a whole tick). The cell after exercise 9 runs your function on real work on this machine
+        (clock=time.perf_counter).
     """,
     visible=[Case(_workloads(0.040, 0.020)), Case(_workloads(40e-6, 25e-6, tick_s=2e-3))],
     compare=lambda *a: None,
@@ -1483,33 +1445,25 @@ TIME_MODEL = Problem(
     name="fusion_payoff_rows",
     spec="""
         fusion_payoff_rows(calls, row_bytes, row_faults, machine, target) -> (rows, dominant)
-        A chain of elementwise ops runs on arrays of m rows. calls, row_bytes,
-          row_faults: (unfused, fused)
-        pairs — kernels dispatched per evaluation, bytes moved PER ROW (XLA's cost
-          analysis, divided by m), minor
-        page faults PER ROW. machine: {"dispatch": seconds per call, "bandwidth": bytes per second,
+        A chain of elementwise ops runs on arrays of m rows. calls, row_bytes, row_faults:
+        (unfused, fused) pairs — kernels dispatched per evaluation, bytes moved PER ROW
+        (XLA's cost analysis, divided by m), minor page faults PER ROW. machine:
+        {"dispatch": seconds per call, "bandwidth": bytes per second,
         "fault": seconds per page fault}. §6.3's model of one side on m rows:
             time(m) = calls·dispatch + m·row_bytes/bandwidth + m·row_faults·fault
-        The terms add: the model assumes each call's dispatch waits for the previous
-          call's work (a synchronous
-        loop — a host that waits for each result before it dispatches the next, as a
-          Python loop that reads each
-        result does). JAX dispatches asynchronously (§0 step 6, §6.3): where dispatches
-          run ahead of the work they
-        would overlap it and fusion would pay over fewer rows; the cases keep the additive
-          model for every machine.
-        Fusion's gain ratio(m) = time_unfused(m) / time_fused(m) starts near
-          calls_u/calls_f (small arrays:
-        dispatch) and falls towards the per-row ratio (large arrays: bytes and
-          faults). The cases guarantee
-        ratio(1) ≥ target > that large-m limit.
-        Return rows = the LARGEST m ≥ 1 with ratio(m) ≥ target (up to which size fusion
-          saves at least `target`×),
-        and dominant = the largest of the three terms of the UNFUSED time at m =
-          rows: "dispatch", "memory" or
-        "page faults" (the cases never tie). Use the model to answer a design question: rows
-          may be tens or hundreds of
-        millions, so solve for m (or search by halving); trying m one by one runs out of time.
+        The terms add: the model assumes each call's dispatch waits for the previous call's work (a
+        synchronous loop — a host that waits for each result before it dispatches the next, as a
+        Python loop that reads each result does). JAX dispatches asynchronously (§0 step 6, §6.3):
+        where dispatches run ahead of the work they would overlap it and fusion would pay over fewer
+        rows; the cases keep the additive model for every machine.
+        Fusion's gain ratio(m) = time_unfused(m) / time_fused(m) starts near calls_u/calls_f (small
+        arrays: dispatch) and falls towards the per-row ratio (large arrays: bytes and faults). The
+        cases guarantee ratio(1) ≥ target > that large-m limit.
+        Return rows = the LARGEST m ≥ 1 with ratio(m) ≥ target (up to which size fusion saves at
+        least `target`×), and dominant = the largest of the three terms of the UNFUSED time at
+        m = rows: "dispatch", "memory" or "page faults" (the cases never tie). Use the model to
+        answer a design question: rows may be tens or hundreds of millions, so solve for m (or
+        search by halving); trying m one by one runs out of time.
     """,
     visible=[
         Case(

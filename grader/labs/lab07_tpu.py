@@ -66,11 +66,9 @@ PE_STEP = Problem(
     name="pe_step",
     spec="""
         pe_step(a, p, W, a_in) -> (a_new, p_new): one clock cycle of a K×N weight-stationary array.
-        a, p, W are (K, N) arrays: the activation register and the partial-sum register
-          of every PE (what it held
-        after the previous cycle) and the stationary weights; a_in (K,) holds the
-          activations entering the left
-        edge this cycle. In one cycle every PE at once
+        a, p, W are (K, N) arrays: the activation register and the partial-sum register of every
+        PE (what it held after the previous cycle) and the stationary weights; a_in (K,) holds the
+        activations entering the left edge this cycle. In one cycle every PE at once
           - takes its activation from the PE on its left (column 0 takes a_in),
           - takes its incoming partial sum from the PE above (row 0 takes 0),
           - outputs  psum_in + activation · weight  as its new partial sum.
@@ -159,19 +157,15 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
 SYSTOLIC = Problem(
     name="systolic_matmul",
     spec="""
-        systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a
-          weight-stationary array, cycle by cycle.
-        A: (M, K), W: (K, N). Make the array with  hw =
-           gc.systolic.WeightStationaryArray(W)  (it loads W and
-        delivers what your pe_step's registers would); each call  out = hw.tick(a_in)  is one clock
-          cycle: a_in (K,) enters the
-        left edge, out (N,) is what leaves the bottom edge. Feed the rows of A *skewed*
-          (A[m, k] enters row k at
-        cycle m + k; 0 where there is nothing to send), collect C[m, n] from out[n] at
-          cycle m + (K − 1) + n, and
-        clock exactly as many cycles as the last result needs. Return C and hw (the
-          checker reads hw.cycle and
-        everything that left the bottom edge: where no result is due, that is 0).
+        systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a weight-stationary
+        array, cycle by cycle.
+        A: (M, K), W: (K, N). Make the array with  hw = gc.systolic.WeightStationaryArray(W)  (it
+        loads W and delivers what your pe_step's registers would); each call  out = hw.tick(a_in)
+        is one clock cycle: a_in (K,) enters the left edge, out (N,) is what leaves the bottom edge.
+        Feed the rows of A *skewed* (A[m, k] enters row k at cycle m + k; 0 where there is nothing
+        to send), collect C[m, n] from out[n] at cycle m + (K − 1) + n, and clock exactly as many
+        cycles as the last result needs. Return C and hw (the checker reads hw.cycle and everything
+        that left the bottom edge: where no result is due, that is 0).
     """,
     visible=[
         Case(
@@ -214,25 +208,18 @@ def _compare_array(what: str, got: Any, expected: tuple[int, int], case: Case) -
 ARRAY = Problem(
     name="best_array",
     spec="""
-        best_array(M, K, N, pes) -> (rows, cols): the shape of a weight-stationary
-          array of `pes` PEs that runs
-        (M×K)·(K×N) in the fewest cycles.
-        Candidates: every rows × cols with rows · cols == pes, rows and cols powers
-                    of two (pes is one), from
-        1 × pes to pes × 1. Cycles are those of the course's tiling model (§7.3):
+        best_array(M, K, N, pes) -> (rows, cols): the shape of a weight-stationary array of
+        `pes` PEs that runs (M×K)·(K×N) in the fewest cycles.
+        Candidates: every rows × cols with rows · cols == pes, rows and cols powers of two (pes is
+        one), from 1 × pes to pes × 1. Cycles are those of the course's tiling model (§7.3):
             gc.systolic.TiledGemm(M, K, N, rows, cols).cycles
-        (W cut into ceil(K/rows)·ceil(N/cols) tiles; double-buffered weights that shift
-          in one row per cycle, so
-        tiles start max(M, rows) cycles apart; one fill and drain, rows + cols − 2, at
-          the end). The model gives
-        every column its own weight port (a row of `cols` weights shifts in per cycle), so
-          a wider array also loads
-        weights faster: for a small M the winner's edge comes from that wider weight feed,
-          not from its shape alone
-        (with the feed held equal, the shape would make no difference to a one-row
-          decode step). This exercise is
-        about *using* that model to design: call it for the candidates you need. If
-          several shapes tie, return the
+        (W cut into ceil(K/rows)·ceil(N/cols) tiles; double-buffered weights that shift in one row
+        per cycle, so tiles start max(M, rows) cycles apart; one fill and drain, rows + cols − 2, at
+        the end). The model gives every column its own weight port (a row of `cols` weights shifts
+        in per cycle), so a wider array also loads weights faster: for a small M the winner's edge
+        comes from that wider weight feed, not from its shape alone (with the feed held equal, the
+        shape would make no difference to a one-row decode step). This exercise is about *using*
+        that model to design: call it for the candidates you need. If several shapes tie, return the
         one with the fewest rows.
     """,
     visible=[
@@ -518,14 +505,13 @@ class _FusedProblem(Problem):
 FUSED = _FusedProblem(
     name="fused_dense",
     spec="""
-        fused_dense(x, w, b, bm, bn, bk) -> relu(x @ w + b) in bfloat16, as ONE
-          Pallas kernel (pl.pallas_call,
-        interpret=True): a dense layer with its bias and activation fused into the matmul.
-        x: (m, k), w: (k, n), b: (1, n), all bfloat16; bm, bn, bk divide m, n, k. Use grid
-           = (m//bm, n//bn, k//bk),
-        blocks x: (bm, bk), w: (bk, bn), b: (1, bn), out: (bm, bn); block (i, j) of the
-          output is relu of the sum over
-        kk of x block (i, kk) @ w block (kk, j), plus the bias's block j; output dtype bfloat16.
+        fused_dense(x, w, b, bm, bn, bk) -> relu(x @ w + b) in bfloat16, as ONE Pallas kernel
+        (pl.pallas_call, interpret=True): a dense layer with its bias and activation fused into
+        the matmul.
+        x: (m, k), w: (k, n), b: (1, n), all bfloat16; bm, bn, bk divide m, n, k. Use grid = (m//bm,
+        n//bn, k//bk), blocks x: (bm, bk), w: (bk, bn), b: (1, bn), out: (bm, bn); block (i, j) of
+        the output is relu of the sum over kk of x block (i, kk) @ w block (kk, j), plus the bias's
+        block j; output dtype bfloat16.
           - Accumulate in float32, not in the bf16 output: one VMEM scratch buffer of one output
             block in float32 (pltpu.VMEM; the kernel gets it as a Ref after the output's), products
             with preferred_element_type=jnp.float32, zeroed at the first kk.
@@ -533,13 +519,11 @@ FUSED = _FusedProblem(
             on the float32 sum, cast to bfloat16 once, write the output block. Nothing is
             computed outside the kernel.
         The checker reads your BlockSpecs, the scratch, what your function computes around
-          the kernel, and the grid
-        order: on a TPU all grid steps that write one output block must be consecutive.
-        Legal blocks on a TPU: the last two dimensions of every block are multiples of
-          8 and 128, unless a block
-        dimension spans the whole array dimension (every case is legal: a (16, 128) block,
-          the (1, bn) bias block, or
-        n = 200 as one block).
+        the kernel, and the grid order: on a TPU all grid steps that write one output block
+        must be consecutive.
+        Legal blocks on a TPU: the last two dimensions of every block are multiples of 8 and 128,
+        unless a block dimension spans the whole array dimension (every case is legal: a (16, 128)
+        block, the (1, bn) bias block, or n = 200 as one block).
     """,
     visible=[
         Case(
@@ -1013,44 +997,31 @@ class ShardMapProblem(ObservedProblem):
 SHARDED = ShardMapProblem(
     name="sharded_matmul",
     spec="""
-        sharded_matmul(a_spec, b_spec, out_spec, mesh_shape) -> program: C = A @ B as you
-          would write it for a pod,
-        with jax.shard_map and explicit collectives.
-        program(a, b) gets A (m, k) and B (k, n), float32, already sharded over the
-          mesh host_mesh(mesh_shape)
-        (lab.host_mesh: axes 'x' and 'y', e.g. (2, 4): 'x' has 2 devices, 'y' 4) by
-          a_spec and b_spec, and returns
-        C sharded by out_spec. Each spec is a PartitionSpec as a tuple: ('x', None)
-          splits rows over 'x' and
-        replicates columns. b_spec splits k as a_spec does; every split divides its
-          dimension; m, k, n vary.
-        The program must be ONE jax.shard_map(body, mesh=..., in_specs=(P(*a_spec), P(*b_spec)),
-        out_specs=P(*out_spec)) over both axes: body sees the block of A and of B its
-          device holds and returns the
-        device's block of C. Inside it, you write the communication: jax.lax.psum /
-          psum_scatter (sum over an
-        axis), jax.lax.all_gather (join pieces), jax.lax.axis_index (which piece a
-          device owns, to slice with
-        jax.lax.dynamic_slice_in_dim) — no callbacks, no Pallas kernel (its remote
-          copies are communication no
-        collective shows), and no collective inside a loop (jax.lax.fori_loop, scan,
-          while_loop, in a lax.cond's
-        branch too: the checker counts a collective once, so unroll with a Python for).
-          shard_map checks that what
-        out_specs replicates over an axis is the same on every device of it: psum's result
-          is, all_gather's is when
-        you say so (to="invarying").
-        The checker runs it on every case with fresh random float32 A and B,
-          compares C with A @ B (float32
-        rounding allowed), reads your shard_map from the jaxpr, and reads the
-          collectives of the compiled program
-        from its HLO: the bytes each device receives in them (each element at its
-          own size; all-reduce over g
-        devices 2·(g−1)/g of its buffer,
-        all-gather (g−1)/g of its result, reduce-scatter (g−1) pieces,
-          collective-permute its result) must be
-        no more than in what jit's automatic partitioning (XLA's SPMD partitioner)
-          compiles for the same shardings.
+        sharded_matmul(a_spec, b_spec, out_spec, mesh_shape) -> program: C = A @ B as you would
+        write it for a pod, with jax.shard_map and explicit collectives.
+        program(a, b) gets A (m, k) and B (k, n), float32, already sharded over the mesh
+        host_mesh(mesh_shape) (lab.host_mesh: axes 'x' and 'y', e.g. (2, 4): 'x' has 2 devices,
+        'y' 4) by a_spec and b_spec, and returns C sharded by out_spec. Each spec is a PartitionSpec
+        as a tuple: ('x', None) splits rows over 'x' and replicates columns. b_spec splits k as
+        a_spec does; every split divides its dimension; m, k, n vary.
+        The program must be ONE
+        jax.shard_map(body, mesh=..., in_specs=(P(*a_spec), P(*b_spec)), out_specs=P(*out_spec))
+        over both axes: body sees the block of A and of B its device holds and returns the
+        device's block of C. Inside it, you write the communication: jax.lax.psum / psum_scatter
+        (sum over an axis), jax.lax.all_gather (join pieces), jax.lax.axis_index (which piece a
+        device owns, to slice with jax.lax.dynamic_slice_in_dim) — no callbacks, no Pallas kernel
+        (its remote copies are communication no collective shows), and no collective inside a
+        loop (jax.lax.fori_loop, scan, while_loop, in a lax.cond's branch too: the checker counts
+        a collective once, so unroll with a Python for). shard_map checks that what out_specs
+        replicates over an axis is the same on every device of it: psum's result is, all_gather's
+        is when you say so (to="invarying").
+        The checker runs it on every case with fresh random float32 A and B, compares C with A
+        @ B (float32 rounding allowed), reads your shard_map from the jaxpr, and reads the
+        collectives of the compiled program from its HLO: the bytes each device receives in
+        them (each element at its own size; all-reduce over g devices 2·(g−1)/g of its buffer,
+        all-gather (g−1)/g of its result, reduce-scatter (g−1) pieces, collective-permute its
+        result) must be no more than in what jit's automatic partitioning (XLA's SPMD
+        partitioner) compiles for the same shardings.
         Meshes are ones this machine's 8 CPU devices hold; an axis of one device splits nothing.
     """,
     visible=[Case((("x", None), (None, None), ("x", None), (2, 4), (64, 128, 32))),
@@ -1075,14 +1046,12 @@ HYPOTHETICAL = {("TPU v5p", (2, 4, 8)), ("TPU v5p", (4, 4, 6))}
 HOPS = Problem(
     name="slice_hops",
     spec="""
-        slice_hops(a, b, dims, chip) -> int: the fewest ICI links a message
-          crosses from chip a to chip b.
-        The chips form a slice of shape dims (e.g. (4, 4, 8)) of a TPU pod; a and b are
-          coordinate tuples. Each link
-        joins chips that differ by ±1 in one coordinate. An axis *with wraparound* also
-          links its last chip to its
-        first (coordinate d−1 to 0), so along it you may go either way round;
-          an axis without is a line.
+        slice_hops(a, b, dims, chip) -> int: the fewest ICI links a message crosses
+        from chip a to chip b.
+        The chips form a slice of shape dims (e.g. (4, 4, 8)) of a TPU pod; a and b are coordinate
+        tuples. Each link joins chips that differ by ±1 in one coordinate. An axis *with wraparound*
+        also links its last chip to its first (coordinate d−1 to 0), so along it you may go either
+        way round; an axis without is a line.
         Which axes wrap depends on the chip:
           - "TPU v4", "TPU v5p" (3D): the wraparound links run through the optical switches that
             join whole 4×4×4 cubes. A slice whose every side is a multiple of 4 wraps on every axis;
@@ -1090,10 +1059,10 @@ HOPS = Problem(
             graded v4 slice is one that Google's v4 page, which names tori only for 2A=B=C or
             2A=2B=C, judges differently).
           - "TPU v5e", "TPU v6e" (2D, 16×16 pods): an axis wraps only if it has 16 chips.
-        A few cases are shapes Google does not list (hypothetical, e.g. a v5p 2×4×8):
-          the same rule decides them.
-        gc.tpu knows each chip's slices (TpuChip.listed, .check_slice) but not which
-          axes wrap: that is yours.
+        A few cases are shapes Google does not list (hypothetical, e.g. a v5p 2×4×8): the
+        same rule decides them.
+        gc.tpu knows each chip's slices (TpuChip.listed, .check_slice) but not which axes
+        wrap: that is yours.
     """,
     visible=[
         Case(((0, 0, 0), (3, 0, 0), (4, 4, 8), "TPU v4")),
@@ -1114,35 +1083,31 @@ COLLECTIVE = Problem(
     name="collective_seconds",
     spec="""
         collective_seconds(kind, nbytes, p, wrap, link_bandwidth, latency) -> seconds
-        One collective over one mesh axis of p chips, in the α–β model: seconds = rounds · latency +
-            (bytes on the busiest link, in one direction) / link_bandwidth
-        link_bandwidth is one link's bytes/s in ONE direction; links work in both
-          directions at once. nbytes (V)
-        is the whole array: what each chip holds after an all-gather or before a
-          reduce-scatter, the buffer of an
-        all-reduce, the array an all-to-all reshards (each chip holds V/p of it, in p
-          chunks, one for each chip).
-        The axis is a ring if wrap and p >= 3, otherwise a line. (p = 2 with wrap is
-          hypothetical — no TPU slice
-        in the course has a wrapped 2-chip axis, whose wraparound would be a second
-          link between the same two
-        chips — and is priced as a line.)
+        One collective over one mesh axis of p chips, in the α–β model:
+            seconds = rounds · latency
+                      + (bytes on the busiest link, in one direction) / link_bandwidth
+        link_bandwidth is one link's bytes/s in ONE direction; links work in both directions at
+        once. nbytes (V) is the whole array: what each chip holds after an all-gather or before a
+        reduce-scatter, the buffer of an all-reduce, the array an all-to-all reshards (each chip
+        holds V/p of it, in p chunks, one for each chip).
+        The axis is a ring if wrap and p >= 3, otherwise a line. (p = 2 with wrap is hypothetical —
+        no TPU slice in the course has a wrapped 2-chip axis, whose wraparound would be a second
+        link between the same two chips — and is priced as a line.)
           - all-gather, ring: every block goes the short way round, the block of the chip opposite
             (even p) split in halves, one half each way: ⌊p/2⌋ rounds; the busiest link carries
             (p−1)/p · V/2 in one direction.
-          - all-gather, line: blocks spread both ways; p − 1 rounds; the link next to an end
-            chip carries (p−1)/p · V.
+          - all-gather, line: blocks spread both ways; p − 1 rounds; the link next to an end chip
+            carries (p−1)/p · V.
           - reduce-scatter: the all-gather run backwards (partial sums flow toward their owner):
             same rounds, same bytes.
           - all-reduce: a reduce-scatter, then an all-gather: both costs added.
           - all-to-all: chunk j→k travels the same routes as an all-gather block but stops at k. The
             busiest link carries c chunk-hops of V/p² bytes: c = p²/8 (ring, even p), (p²−1)/8
             (ring, odd p), ⌊p/2⌋·⌈p/2⌉ (line, its middle link); rounds as for an all-gather.
-        kind is one of 'all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'.
-          One chip (p = 1) costs 0.
-        (The course notebook, §7.8, shows this model's results and the
-          message-by-message simulation that checks
-        it from stored data; neither is installed: writing the model is the exercise.)
+        kind is one of 'all-gather', 'reduce-scatter', 'all-reduce', 'all-to-all'. One
+        chip (p = 1) costs 0.
+        (The course notebook, §7.8, shows this model's results and the message-by-message simulation
+        that checks it from stored data; neither is installed: writing the model is the exercise.)
     """,
     visible=[
         Case(("all-gather", 1e9, 16, True, 50e9, 1e-6)),

@@ -3,8 +3,8 @@ notebook's code again and calls the student's functions on the cases. It judges 
 back to the grader as JSON lines of plain data (:mod:`grader.pipeline.wire`), one per step, and the
 grader compares them with the reference.
 
-    python -m grader.pipeline.recheck_worker JOB.pickle RESULTS.jsonl      (run by
-    grader.pipeline.recheck)
+    python -m grader.pipeline.recheck_worker JOB.pickle RESULTS.jsonl
+        # run by grader.pipeline.recheck
 
 Steps (from :func:`grader.pipeline.recheck.plan`): ``exec`` a cell (the instructor's locked cells
 from the lab's source, the student's cells as submitted; IPython magics become no-ops); ``call`` the

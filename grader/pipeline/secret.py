@@ -16,9 +16,8 @@ derived per-problem seeds of the one student being graded go in, as a read-only 
   grader grade`` (its folder 0700). A secret file that others can read is refused.
 
 **Back it up.** If it is lost, a new one is created and every hidden case changes: regrading then
-gives grades
-on different cases (the results record the secret's fingerprint, and the command says when it
-changed).
+gives grades on different cases (the results record the secret's fingerprint, and the command says
+when it changed).
 """
 
 from __future__ import annotations

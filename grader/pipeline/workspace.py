@@ -1,17 +1,17 @@
 """The grading folder (``--dir``, default ``grading/`` in the course root) and the settings of a
 grading run.
 
-    grading/submitted/<student>/<lab>/<lab>.ipynb     the submission as imported (+ .origin.json:
-    file, sha256)
-    grading/results/<lab>/<student>.json              per-cell scores and messages (the source of
-    truth)
+    grading/submitted/<student>/<lab>/<lab>.ipynb     the submission as imported
+                                                      (+ .origin.json: file, sha256)
+    grading/results/<lab>/<student>.json              per-cell scores and messages
+                                                      (the source of truth)
     grading/autograded/<student>/<lab>/<lab>.ipynb    nbgrader's executed notebook (outputs capped)
     grading/feedback/<student>/<lab>/<lab>.html       feedback for the student, hidden tests removed
     grading/<lab>_grades.csv, grading/<lab>_report.txt
     grading/jobs/<lab>/<student>/                     one job's private nbgrader course root
-    (removed after)
+                                                      (removed after)
     grading/.template/<lab>/                          the lab generated once into a gradebook,
-    copied per job
+                                                      copied per job
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def test_instructor_opens_formgrader_and_sees_the_labs(page, lab_server):
     harness.screenshot(page, "instructor-01-formgrader-labs")
 
 
-KOREAN_NOTEBOOK = "course/00_overview.ipynb"  # its title carries the seed's question in Korean, glossed in English
+KOREAN_NOTEBOOK = "course/00_overview.ipynb"  # its title carries article 000's question in Korean, glossed in English
 CJK_FAMILY = re.compile(r"CJK|Nanum|Noto Sans KR|Noto Serif KR|Malgun|Apple SD Gothic|Baekmuk|UnDotum", re.I)
 
 
