@@ -457,11 +457,10 @@ BREAKING_OP = Problem(
             %name = TYPE opcode(operands), attributes...
         and the last one starts with 'ROOT'. The breaker is the first instruction whose opcode is
         not one of parameter, constant, fusion, tuple, get-tuple-element, copy, bitcast.
-        nbytes: the bytes of the breaker's TYPE. An array type is
-                DTYPE[d0,d1,...]{layout}: f32[5,7]{1,0} holds
-        35 elements of 4 bytes, f32[] one element; a tuple type '(f32[5,2]{1,0},
-          s32[5,2]{1,0})' holds the
-        sum of its arrays. Bytes per element: f32, s32: 4; c64 (complex64): 8; bf16: 2.
+        nbytes: the bytes of the breaker's TYPE. An array type is DTYPE[d0,d1,...]{layout}:
+        f32[5,7]{1,0} holds 35 elements of 4 bytes, f32[] one element; a tuple type
+        '(f32[5,2]{1,0}, s32[5,2]{1,0})' holds the sum of its arrays.
+        Bytes per element: f32, s32: 4; c64 (complex64): 8; bf16: 2.
     """,
     visible=[
         Case((_Hlo(broken_chain_hlo("sort", 6, 10), "tanh(sort(x*y + 1)*y - x), 6×10"),)),

@@ -1015,8 +1015,8 @@ SHARDED = ShardMapProblem(
         a collective once, so unroll with a Python for). shard_map checks that what out_specs
         replicates over an axis is the same on every device of it: psum's result is, all_gather's
         is when you say so (to="invarying").
-        The checker runs it on every case with fresh random float32 A and B, compares C with A
-        @ B (float32 rounding allowed), reads your shard_map from the jaxpr, and reads the
+        The checker runs it on every case with fresh random float32 A and B, compares C with
+        A @ B (float32 rounding allowed), reads your shard_map from the jaxpr, and reads the
         collectives of the compiled program from its HLO: the bytes each device receives in
         them (each element at its own size; all-reduce over g devices 2·(g−1)/g of its buffer,
         all-gather (g−1)/g of its result, reduce-scatter (g−1) pieces, collective-permute its
