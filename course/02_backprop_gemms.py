@@ -1254,7 +1254,8 @@ assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 *
 # (fp32 or mixed precision alike) dominate small batches and large models;
 # how much is saved is a choice of the autodiff system
 # (JAX keeps more than the minimum) and of the checkpoint policy,
-# which XLA:GPU honours (recomputes) on `scan`ned and straight-line layers alike,
+# which XLA:GPU honours on `scan`ned and straight-line layers alike in the memory it reserves
+# (§2.6 prints both) and, on straight-line layers, in the GEMMs it recomputes (counted there),
 # though on straight-line layers the memory it saves depends on the GEMM emitter.
 #
 # *Evidence.*

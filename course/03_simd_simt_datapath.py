@@ -644,8 +644,9 @@ shutil.rmtree(workdir, ignore_errors=True)  # the files were only needed for the
 # One condition: DMA needs host memory the OS will not move or swap out
 # — **pinned** (page-locked) memory.
 # An ordinary NumPy array is *pageable*, so the CUDA driver first copies it, with the CPU,
-# into a pinned staging buffer, then DMAs from there (CUDA C++ Best Practices Guide,
-# "Pinned Memory").
+# into a pinned staging buffer, then DMAs from there (CUDA Runtime API,
+# "API synchronization behavior": a copy from pageable memory "will return once the pageable
+# buffer has been copied to the staging memory for DMA transfer").
 #
 # **What "PCIe 5.0 ×16 = 64 GB/s" means.**
 # It is the raw signalling rate: 32 GT/s per lane × 16 lanes ÷ 8 bits, per direction.
@@ -766,7 +767,8 @@ assert hbm / bw["PCIe 5.0 x16"] > 50
 # whose fast-string stores skip it too on Intel CPUs).
 # So the two need not match: the ratio is printed,
 # below 1 where the add's write-allocate reads cost the core bandwidth,
-# near 1 where the memory system hides them or where memcpy itself runs below the add's rate
+# near 1 where the memory system hides them,
+# and above 1 where memcpy itself runs below the add's rate
 # (a copy that is not the fastest this core can do).
 # What is asserted is only that they agree in order of magnitude (within a factor of 4).
 # The add runs the same fixed number of rounds as §3.1's copy, and the best run of each is compared,
@@ -792,7 +794,8 @@ assert hbm / max(host_bw, host_add) > 3
 # but the GPU side starts with two copy latencies and pays PCIe per byte.
 # So the question is per element: is *copy + GPU work* cheaper than *CPU work*?
 # For a vector add (1 FLOP per 12 bytes) on a desktop CPU with dual-channel DDR5,
-# the PCIe copy alone is slower than the CPU reading its own memory:
+# the PCIe copies alone, one after the other as this model runs them,
+# are slower than the CPU reading its own memory:
 # it **never** pays, however large `n` (asserted below;
 # where it can pay on a slower machine, and why staging undoes that, follows).
 # For a matrix multiply (2n³ FLOPs on 3n² numbers) the work grows faster than the copies,
@@ -947,7 +950,11 @@ if gc.require_gpu("a real CuPy out-of-memory error: asking for 1.5× the device'
 # **stream** the data in chunks that fit,
 # keep only one chunk (and its temporaries) on the device at a time,
 # and combine the partial results.
-# A reduction — the root mean square of the 16 MiB array on the 4 MiB device:
+# A reduction — the root mean square of the 16 MiB array on the 4 MiB device.
+# The chunk below fills the budget exactly (the chunk and its one temporary);
+# the tracker counts only the arrays made here, while a real device's `sum`
+# also needs a small output buffer (and CuPy's reduction may need workspace):
+# on a GPU, leave a little headroom.
 
 # %%
 chunk = small.budget // (2 * 4)  # each chunk needs itself + one temporary (d * d), float32
@@ -1169,7 +1176,7 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 #
 # *Evidence.*
 # §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends
-# (measured there); CUDA Best Practices Guide:
+# (measured there); CUDA Runtime API, "API synchronization behavior":
 # pageable transfers are first copied by the CPU into a pinned staging buffer.
 #
 # #### Claim C26

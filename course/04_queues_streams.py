@@ -677,8 +677,9 @@ assert streams.races(hazard) == [("use a", "copy b", "block 0")] and streams.rac
 #
 # 1. the host buffer must be **pinned** (page-locked):
 #    only then can the copy engine DMA from it while the CPU goes on;
-#    from pageable memory the driver stages the data through a pinned buffer and the copy does not
-#    overlap (CUDA C++ Programming Guide,
+#    from pageable memory the CPU first copies the data into a pinned staging buffer, and the call
+#    returns only when that staging copy is done, so the copy overlaps little
+#    (CUDA Runtime API, "API synchronization behavior"; CUDA C++ Programming Guide,
 #    "Page-Locked Host Memory" and "Asynchronous Concurrent Execution");
 # 2. the work must be cut into **chunks** in different streams:
 #    copy-in of chunk *i+1*, the kernel of chunk *i* and the copy-out of chunk *i−1* then run at the

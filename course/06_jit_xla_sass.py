@@ -29,7 +29,8 @@
 # - to read the three IRs (중간 표현, intermediate representations) XLA goes through,
 #   and the fusion kinds;
 # - what fusion saves in bytes (predicted by XLA's cost model), in time (measured),
-#   and why the two ratios differ (dispatch, memory traffic, page faults — each measured);
+#   and how much of the difference between the two ratios a model of dispatch, memory traffic
+#   and page faults explains (each term measured; what it leaves over is printed);
 # - what common-subexpression elimination and buffer assignment do,
 #   read from the compiler's own dump;
 # - to get real PTX and SASS for Hopper with no GPU — from numba-cuda, from CUDA C,
@@ -315,6 +316,12 @@ if not be.is_gpu:  # on a GPU, these arrays take microseconds: dispatch, overlap
 # — hence the out-of-cache sizes.)
 # The band is relative to the model's predicted ratio (printed):
 # a measured ratio below half of it or above three times it fails.
+# Inside the band the model need not explain everything:
+# a median measured/model well above 1 with no faults in either column means
+# the unfused calls took longer than their dispatch and their DRAM traffic at the fused call's rate
+# — a part of the time this model leaves out
+# (each small op may stream below the rate one fused pass reaches),
+# and the spread of the five rounds shows how much of the miss is the machine's load.
 #
 # **On a GPU** the question is about HBM,
 # so the arrays must not fit in the 50 MB L2 cache of an H100:
@@ -865,7 +872,8 @@ else:
 #
 # **confirmed** — the saving in *time* is the byte ratio only where memory traffic dominates
 # (large arrays, a GPU's HBM); for small arrays per-call dispatch dominates,
-# and on a CPU page faults of fresh intermediates can add more.
+# and on a CPU page faults of fresh intermediates can add more where the run takes them
+# (the faults column shows whether it did; the model's leftover, measured/model, is printed too).
 #
 # *Evidence.*
 # §6.3: XLA's cost model: 8 arrays of traffic unfused vs 4 fused (byte ratio 2);

@@ -277,6 +277,9 @@ assert achieved[256] > 2 * achieved[1], "a batch of 256 reuses each weight 256×
 #
 # $$\text{cycles} = (T-1)\cdot\max(M,\ \text{rows}) + M + \text{rows} + \text{cols} - 2$$
 #
+# The count starts with the first tile's weights already latched:
+# its own `rows`-cycle load comes before the first activation and is not charged
+# (the clocked array below starts the same way).
 # `gc.systolic.run_tiled` clocks exactly that machine — weight shift chains, latches,
 # two registers per PE, activations tagged with their tile
 # — and raises `ScheduleHazard` if a schedule would read a weight not yet latched or overwrite one
@@ -403,7 +406,8 @@ assert systolic.TiledGemm(8192, 4096, 64).utilization < 0.5
 # That means if we can fit our weights into VMEM instead of HBM,
 # our matrix multiplications can be FLOPs bound at much smaller batch sizes."
 # An intensity of 10–20 is a batch of 10–20 rows per weight tile, where the model above needs 128.
-# Both cannot hold for the same MXU.
+# The book's figure is a bandwidth roofline: it implies that loading the weights is not the
+# bottleneck, while this model's one-row-per-cycle weight port makes it one.
 # The model can say what it would take: make the weight port faster (`weight_rows_per_cycle`;
 # 8 rows per cycle, 16 cycles a tile, is an illustration,
 # not a figure) and vary the number of weight registers per PE (`buffers`)

@@ -196,8 +196,8 @@ class Link:
 
 def pageable_link(link: Link, host_copy_bandwidth: float) -> Link:
     """``link`` as seen by ordinary (pageable) host memory: the CUDA driver first copies the data
-    with the CPU into a pinned staging buffer, then DMAs it (CUDA C++ Best Practices Guide, "Pinned
-    Memory"). ``host_copy_bandwidth`` is a memcpy rate counting bytes read + written
+    with the CPU into a pinned staging buffer, then DMAs it (CUDA Runtime API, "API synchronization
+    behavior"). ``host_copy_bandwidth`` is a memcpy rate counting bytes read + written
     (:func:`measure_host_copy`), so staging b bytes takes 2·b / host_copy_bandwidth. Even with
     staging and DMA perfectly overlapped, the copy runs no faster than the slower of the two:
     min(link, host_copy_bandwidth / 2) — an optimistic bound."""

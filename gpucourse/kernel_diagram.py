@@ -15,6 +15,8 @@ read). In every cell:
   element twice;
 - a dashed orange edge: a read outside the block's own range (an input element at a position whose
   output element the block does not write: a halo, a neighbour's data, a stride);
+- a purple edge, in a shared array's panel: the elements one warp-wide access needs from ONE bank
+  (the worst bank conflict of the launch; the caption says how many passes it costs);
 - a red edge and ``?``: read while no thread had written it (uninitialised shared memory); a red
   ``!``: a data race on the element; in the output's last panel, a red cell holds what the kernel
   left where the answer differs, and a grey ``–`` an element no thread wrote; the caption lists the
@@ -65,12 +67,13 @@ BLOCK_COLOURS = (
     "#e5d8bd",
     "#cbd5e8",
 )
-HALO, UNINIT, RACE, BAD, GONE = (
+HALO, UNINIT, RACE, BAD, GONE, BANK = (
     "outside its block's range",
     "read unwritten",
     "race",
     "wrong",
     "never written",
+    "one bank",
 )
 # a race under CUDA's memory model that changed no value here
 SAME = "same value stored by unordered threads"
@@ -292,8 +295,25 @@ def picture(
             for array, index in getattr(report, "benign_at", ()):
                 if array == name and (p := _flat(index, shape)) is not None and p in w:
                     _mark(write_cells, p, SAME)
-            pic.panels.append(Panel(f"{name} (shared, block {b}): written by", shape, write_cells))
-            pic.panels.append(Panel(f"{name} (shared, block {b}): read by", shape, read_cells))
+            captions = {}
+            for kind, panel_cells in (("w", write_cells), ("r", read_cells)):
+                worst = report.worst_conflict(name, kind) if hasattr(report, "worst_conflict") \
+                    else None
+                if worst is None or worst[1] != b:
+                    continue
+                ways, _, elems = worst
+                for p in elems:
+                    _mark(panel_cells, p, BANK)
+                captions[kind] = (
+                    f"bank conflict: purple, the {len(elems)} elements one warp-wide"
+                    f" {'write' if kind == 'w' else 'read'} needs from ONE bank ({ways} words, so"
+                    f" {ways} passes instead of 1; {report.bank_conflicts(name, kind):.1f}-way on"
+                    " average): a 4-byte element's bank is its index mod 32"
+                )
+            pic.panels.append(Panel(f"{name} (shared, block {b}): written by", shape, write_cells,
+                                    captions.get("w", "")))
+            pic.panels.append(Panel(f"{name} (shared, block {b}): read by", shape, read_cells,
+                                    captions.get("r", "")))
         if len(blocks) > MAX_BLOCK_PANELS:
             pic.notes.append(
                 f"{name}: blocks {blocks[MAX_BLOCK_PANELS]}… not drawn ({len(blocks)} blocks"
@@ -342,7 +362,7 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
     ] or [0.5]
     notes = [line for note in pic.notes for line in textwrap.wrap(note, 120)]
     # the legend's lines, its notes, and the row of block colours
-    legend_h = 1.78 + 0.19 * len(notes)
+    legend_h = 1.97 + 0.19 * len(notes)
     problem = textwrap.wrap(f"the check fails: {pic.problem}", 110) if pic.problem else []
     head = 0.35 + 0.2 * len(problem)
     fig = plt.figure(figsize=(WIDTH_IN, sum(heights) + legend_h + head), dpi=DPI)
@@ -427,6 +447,8 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
                         )
                     )
                 edge, style, width = "#888888", "-", 0.5
+                if BANK in cell_here.marks:
+                    edge, style, width = "#6a3d9a", "-", 2.2
                 if HALO in cell_here.marks:
                     edge, style, width = "#e6550d", "--", 2.0
                 if UNINIT in cell_here.marks or RACE in cell_here.marks:
@@ -482,8 +504,10 @@ def draw(report: KernelReport | Picture, maps: Any = None, title: str = "") -> A
         " block\n(2-D: block blockIdx.x + blockIdx.y × gridDim.x, thread threadIdx.x + threadIdx.y"
         " × blockDim.x)\n(×n: n threads; 3²: thread 3 twice; ×8²: 8 threads, some more than"
         " once)\norange dashed edge: read outside its block's own range · red !: a race (the"
-        " executor's examples)\norange =: a store of the value already there, unordered with"
-        " another thread's access\n(still a race in CUDA's memory model)\nred ?: read before any"
+        " executor's examples)\npurple edge: the elements one warp-wide access needs from one"
+        " shared-memory bank (a bank conflict: one pass per element)\norange =: a store of the"
+        " value already there, unordered with another thread's access\n(still a race in CUDA's"
+        " memory model)\nred ?: read before any"
         " thread wrote it (NaN here; a GPU leaves whatever was there)"
     )
     fig.text(

@@ -43,7 +43,9 @@ The per-link bandwidth below is Google's per-chip bidirectional figure divided b
 directions; the published pod bisection and all-reduce bandwidths, which are independent figures,
 agree with it (tests/test_tpu.py). The scaling book's current table uses 10 % lower link figures
 (4.5e10 / 9e10 B/s one way), without saying how it got them (an earlier revision had 5e10 / 1e11 for
-v5e, v5p and v6e).
+v5e, v5p and v6e). Some earlier revisions of Google's v5e page gave "Interchip Interconnect BW
+1600 Gbps" (200 GB/s per chip), half the "400 GBps" bidirectional figure the current page gives and
+this module uses.
 
 **Unverified:** v6e's MXU count. Google's two 256×256 MXUs per TensorCore (and JAX's
 ``num_mxus = 2``) with the published 918 TFLOP/s imply a 3.5 GHz clock

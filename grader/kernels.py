@@ -264,7 +264,14 @@ class KernelProblem(ObservedProblem):
                     fn, grid, block, *host_args, sharedmem=sharedmem, time_limit=self.time_limit
                 )
         except simt.KernelError as exc:
-            seen["error"] = f"{what} failed: {exc}"
+            cause = exc.__cause__
+            if isinstance(cause, NotImplementedError) and not str(cause):  # the blank stub
+                seen["error"] = (
+                    f"{self.name} is not written yet: replace `raise NotImplementedError()` in its"
+                    " cell with your kernel, run that cell, then this one"
+                )
+            else:
+                seen["error"] = f"{what} failed: {exc}"
             return seen
         except (simt.NotModelled, TypeError, ValueError) as exc:
             seen["error"] = f"{what}: {exc}"
@@ -474,9 +481,10 @@ class Budget:
     per block (static + dynamic); ``sectors``: most 32-byte sectors per warp-wide access of any
     global array; ``efficiency``: least SIMT efficiency; ``branches``: most divergent branches per
     block (:attr:`KernelReport.divergent_branches`); ``conflicts``: most ways of bank conflict on
-    any shared array; ``atomics``: most atomic updates per block of any global array. A budget names
-    the kind of memory access it limits, never a variable: the student's arrays may have any names,
-    and the same budget holds in the visible check, the hidden check and the re-check."""
+    any shared array; ``atomics`` / ``shared_atomics``: most atomic updates per block of any global
+    / shared array. A budget names the kind of memory access it limits, never a variable: the
+    student's arrays may have any names, and the same budget holds in the visible check, the hidden
+    check and the re-check."""
 
     reads: int | None = None
     writes: int | None = None
@@ -491,6 +499,8 @@ class Budget:
     branches: float | None = None
     conflicts: float | None = None  # most ways of bank conflict, on every shared array
     atomics: int | None = None  # most atomic updates per block, on every global array
+    # most atomic updates per block, on every shared array (0: a reduction must be a tree)
+    shared_atomics: int | None = None
 
     def text(self) -> str:
         """The budget as the spec states it."""
@@ -520,6 +530,8 @@ class Budget:
             lines.append(f"bank conflicts on shared memory ≤ {self.conflicts:g}-way")
         if self.atomics is not None:
             lines.append(f"atomic updates of global memory per block ≤ {self.atomics}")
+        if self.shared_atomics is not None:
+            lines.append(f"atomic updates of shared memory per block ≤ {self.shared_atomics}")
         lines.append(
             "no data races, no barrier only part of a block reaches, no read of memory nobody wrote"
         )
@@ -552,6 +564,9 @@ class Budget:
         if self.atomics is not None and glob:
             most = max(r.atomic_updates(a) for a in glob) / r.n_blocks
             out.append(f"global atomics {most:.1f}/block (≤ {self.atomics})")
+        if self.shared_atomics is not None and shared:
+            most = max(r.atomic_updates(a) for a in shared) / r.n_blocks
+            out.append(f"shared atomics {most:.1f}/block (≤ {self.shared_atomics})")
         return ", ".join(out)
 
     def enforce(self, r: simt.KernelReport, what: str) -> None:
@@ -662,12 +677,29 @@ class Budget:
         for array in global_arrays if self.atomics is not None else ():
             n, most = r.atomic_updates(array), self.atomics
             per_block = n / r.n_blocks
+            if per_block > most and most == 0:
+                raise CheckFailure(
+                    f"{what}: {per_block:.1f} atomic updates of global `{array}` per block; the"
+                    " budget is 0: this puzzle combines values with the reduction the spec names"
+                    " (warp shuffles or a tree in shared memory), and one thread writes each result"
+                    " — cuda.atomic.add serialises the updates, in an order CUDA does not define"
+                )
             if per_block > most:
                 raise CheckFailure(
                     f"{what}: {per_block:.1f} atomic updates of global `{array}` per block; the"
                     f" budget is {most} ({per_block / most:.1f}× over): every thread hitting the"
                     " same global counters serialises them; count in a shared-memory copy first,"
                     " then add it to global memory once per block"
+                )
+        for array in shared_arrays if self.shared_atomics is not None else ():
+            per_block = r.atomic_updates(array) / r.n_blocks
+            if per_block > self.shared_atomics:
+                raise CheckFailure(
+                    f"{what}: {per_block:.1f} atomic updates of shared `{array}` per block; the"
+                    f" budget is {self.shared_atomics}: an atomic add into one shared address is"
+                    " not a tree — the block's updates serialise, one after another, in an order"
+                    " CUDA does not define (so float sums differ from run to run); halve the stride"
+                    " each step, with a barrier between steps"
                 )
 
 

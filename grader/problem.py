@@ -111,6 +111,20 @@ def _feedback_frame(check: Callable[..., None]) -> Callable[..., None]:
 Compare = Callable[[str, Any, Any, Case], None]
 
 
+@contextlib.contextmanager
+def _arguments_restored(case: Case) -> Iterator[None]:
+    """A case's NumPy arguments put back after the student's call and its judgement: a function
+    that writes into its inputs is judged on what it did, but the case (a visible case is shared by
+    every check of the session) is the same for the next check."""
+    saved = [(a, a.copy()) for a in (*case.args, *case.kwargs.values())
+             if type(a) is np.ndarray and a.flags.writeable]
+    try:
+        yield
+    finally:
+        for arg, before in saved:
+            np.copyto(arg, before)
+
+
 @dataclass
 class Problem:
     name: str  # the function the student writes
@@ -204,7 +218,8 @@ class Problem:
             start = time.perf_counter()
             expected = self.reference(*case.args, **case.kwargs) if stored is None else stored[k]
             limit = max(self.time_limit, REFERENCE_FACTOR * (time.perf_counter() - start))
-            notes.append(self.judged(self.observed(fn, case, limit), expected, case))
+            with _arguments_restored(case):
+                notes.append(self.judged(self.observed(fn, case, limit), expected, case))
         seconds = time.perf_counter() - t0
         extra = self._after(fn, hidden) if self.after else ""
         kind = "hidden" if hidden else "visible"

@@ -14,7 +14,7 @@ import pytest
 from gpucourse import kernel_diagram as kd
 from grader import kernels
 from grader.labs import lab05b_kernel_puzzles as lab
-from tests.test_lab05b_kernel_puzzles import NS, WRONG, _gid, _solutions, _wrong, cuda
+from tests.test_lab05b_kernel_puzzles import NS, WRONG, _failure, _gid, _solutions, _wrong, cuda
 
 
 def _run(name: str, fn):
@@ -208,3 +208,19 @@ def test_what_memory_does_not_show_is_written_in_red_above_the_picture(solved):
     fig = kd.draw(pic)
     red = [t for t in fig.texts if t.get_text().startswith("the check fails: barrier divergence")]
     assert red and red[0].get_color() == "#cb181d" and red[0].get_fontsize() >= kd.FONT_PT
+
+
+def test_an_unpadded_transpose_tile_shows_the_bank_its_column_read_needs(solved):
+    """The unpadded tile reads the same elements as the padded one (same threads, same values): only the banks
+    differ. Its picture marks, in the shared read panel, the elements one warp-wide read takes from ONE bank (a
+    column of the 32-wide tile) and says how many passes that costs; the padded tile's picture marks none."""
+    wrong = next(k for k in range(len(WRONG[_gid(lab.problems["transpose"])]))
+                 if "bank conflicts" in _failure("transpose", _wrong("transpose", k)))
+    _, pic, _ = _run("transpose", _wrong("transpose", wrong))
+    read0 = next(p for p in pic.panels if p.title.endswith("(shared, block 0): read by"))
+    marked = sorted(p for p, c in read0.cells.items() if kd.BANK in c.marks)
+    cols = read0.shape[1]
+    assert len(marked) > 1 and len({p % cols for p in marked}) == 1, f"one column of the tile: {marked}"
+    assert "bank conflict" in read0.caption and "passes instead of 1" in read0.caption, read0.caption
+    _, right, _ = solved["transpose"]
+    assert not any(kd.BANK in c.marks for p in right.panels for c in p.cells.values())

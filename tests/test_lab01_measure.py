@@ -654,3 +654,20 @@ def time_call(fn, *args, clock, repeat=5):
         with pytest.raises(CheckFailure, match=hint):
             TIME_CALL.check(namespace["time_call"], hidden=True)
 
+
+
+def test_a_timer_that_waits_but_divides_by_one_more_call_is_told_to_check_its_divisor():
+    """Review: a method that waits for every batch but divides by k + 1 was told "the call returned before its work
+    was done"; it waited, so the hint now names the divisor."""
+    import contextlib
+    import io
+
+    right = CORRECT_TIMERS["np.asarray(out) of the batch's last result waits for the batch, minimum"]
+    source = right.replace("min(run(k) / k for", "min(run(k) / (k + 1) for")
+    assert source != right
+    namespace = {}
+    exec(compile(source, "<student cell>", "exec"), namespace)
+    with pytest.raises(CheckFailure) as failed, contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["time_call"].check(namespace["time_call"])
+    assert "divide each measurement by the number of calls it timed" in str(failed.value), str(failed.value)
+    assert "returned before its work was done" not in str(failed.value)

@@ -744,3 +744,21 @@ def test_warp_masks_divergent_uniform_and_partial():
     assert part.shape == (4, 32) and part.sum() == 80  # 12 missing lanes never active
     with pytest.raises(ValueError):
         answers.warp_masks(np.ones(33, bool), 1, 1)
+
+
+def test_a_placement_that_pays_a_copy_pair_per_gpu_step_is_named_before_its_time():
+    """The greedy answer (each step on its faster side, a copy in and out around every GPU step) gets a wrong total
+    and a wrong placement: the message names the placement and why, not only the total."""
+    import contextlib
+    import io
+
+    def per_step(steps, nbytes, cpu, gpu, link):
+        copy = link["latency"] + nbytes / link["bandwidth"]
+        roof = lambda s, p: max(s["flops"] / p["flops"], s["bytes"] / p["bandwidth"])
+        places = ["gpu" if s["gpu_ok"] and roof(s, gpu) + 2 * copy < roof(s, cpu) else "cpu" for s in steps]
+        total = sum(roof(s, gpu) + 2 * copy if p == "gpu" else roof(s, cpu) for s, p in zip(steps, places))
+        return total, places
+
+    with pytest.raises(CheckFailure) as failed, contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["place_pipeline"].check(per_step)
+    assert "→ placement: expected" in str(failed.value) and "one copy in and one copy out" in str(failed.value)

@@ -447,13 +447,15 @@ def test_fewest_chunks_answer_is_the_first_count_and_the_cases_are_clear_of_ties
     makespan up to the answer (and the 33rd for the "none" case) keeps a relative 1e-6 from the target, the hidden
     cases hold n = 1, a count past which the makespan rises above the target again (a bisection misses it), a
     target that only 33 chunks would meet, 31 or 32 chunks, and a target equal to a makespan."""
+    assert answers.CHUNK_TIE in lab.CHUNKS.visible, "the tie is visible too: 'within' includes the target"
     n, _ = answers.fewest_chunks(*answers.CHUNK_TIE.args)
     assert n == 4 and answers.pipeline_makespan(*answers.CHUNK_TIE.args[:1], 4, *answers.CHUNK_TIE.args[1:6]) == 23445.5
     for seed in range(6):
         kinds = {"one": False, "u": False, "none": False, "last": False}
         cases = lab.CHUNKS.hidden_cases(seed)
         assert answers.CHUNK_TIE in cases
-        for case in lab.CHUNKS.visible + [c for c in cases if c != answers.CHUNK_TIE]:
+        # the visible tie case (the hidden CHUNK_TIE) is the one case on a makespan by design
+        for case in [c for c in lab.CHUNKS.visible + cases if c != answers.CHUNK_TIE]:
             nbytes, n_streams, h, k, d, launch, target = case.args
             n, ops = answers.fewest_chunks(*case.args)
             m = [answers.pipeline_makespan(nbytes, c, n_streams, h, k, d, launch) for c in range(1, (n or 33) + 1)]
@@ -537,3 +539,21 @@ def test_max_duration_hidden_cases_hold_every_kind():
         exact = [c for c in cases if answers.schedule_end(c.args[0], {**c.args[1], c.args[3]: 0.0}, c.args[2]) == c.args[4]]
         grown = [answers.max_duration(*c.args) for c in exact]  # the boundary of None, from both sides of 1 µs
         assert None not in grown and any(g >= 1 for g in grown) and any(g < 1 for g in grown)
+
+
+def test_a_pipeline_with_a_stream_per_engine_is_told_about_its_streams_not_its_chunk_count():
+    import contextlib
+    import io
+
+    right = {case.args: answers.fewest_chunks(*case.args) for case in lab.CHUNKS.visible}  # before the lock
+
+    def per_engine(*args):
+        n, ops = right[args]
+        lane = {"h2d": "copy-in", "compute": "kernels", "d2h": "copy-out"}
+        return n, [st.Op(o.name, lane[o.engine], o.duration, o.engine, sms=o.sms, nbytes=o.nbytes) for o in ops]
+
+    with pytest.raises(CheckFailure) as failed, contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["fewest_chunks"].check(per_engine)
+    text = str(failed.value)
+    assert ("expected at most" in text and "streams" in text) or "before its data arrived" in text, text
+    assert "n_chunks" not in text, text

@@ -441,3 +441,79 @@ def map_blocks(a, out):
     lucky = sum(kernel_diagram.RACE in c.marks for c in answer.cells.values())
     assert lucky == lab.HIST_BINS and "right only because the executor runs one thread at a time" in answer.caption
     assert "use cuda.atomic.add" in pic.problem
+
+
+# (puzzle, a kernel written as a student would, words its failure must hold, visible and hidden): a reduction the
+# spec asks of shuffles or a tree, done with atomics instead; a float64 accumulator in a float32 puzzle; the stub
+CHEATS = [
+    ("warp_sum", """
+@cuda.jit
+def warp_sum(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        cuda.atomic.add(out, i // 32, a[i])
+""", ["atomic updates of global `out` per block", "the budget is 0", "warp shuffles or a tree"]),
+    ("dot", """
+@cuda.jit
+def dot(a, b, out):
+    acc = cuda.shared.array(DOT_THREADS, np.float32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        acc[0] = 0
+    cuda.syncthreads()
+    if t < a.size:
+        cuda.atomic.add(acc, 0, a[t] * b[t])
+    cuda.syncthreads()
+    if t == 0:
+        out[0] = acc[0]
+""", ["atomic updates of shared `acc` per block", "the budget is 0", "not a tree"]),
+    ("row_sum", """
+@cuda.jit
+def row_sum(a, out):
+    partial = cuda.shared.array(ROW_SUM_BLOCK, np.float32)
+    r, t = cuda.blockIdx.x, cuda.threadIdx.x
+    if t == 0:
+        partial[0] = 0
+    cuda.syncthreads()
+    if t < a.shape[1]:
+        cuda.atomic.add(partial, 0, a[r, t])
+    cuda.syncthreads()
+    if t == 0:
+        out[r] = partial[0]
+""", ["atomic updates of shared `partial` per block", "the budget is 0"]),
+    ("conv1d", """
+@cuda.jit
+def conv1d(a, k, out):
+    window = cuda.shared.array(CONV_SLOTS, np.float32)
+    taps = cuda.shared.array(MAXK, np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    window[t] = a[i] if i < a.size else 0
+    if t < MAXK - 1:
+        j = i + CONV_BLOCK
+        window[CONV_BLOCK + t] = a[j] if j < a.size else 0
+    if t < MAXK:
+        taps[t] = k[t] if t < k.size else 0
+    cuda.syncthreads()
+    total, j = 0.0, 0  # a Python float: numba-cuda types the sum float64
+    while i < a.size and j < k.size:
+        total += window[t + j] * taps[j]
+        j += 1
+    if i < a.size:
+        out[i] = total
+""", ["float64", "float32 data must be computed in float32", "accumulator"]),
+    ("map_add", """
+@cuda.jit
+def map_add(a, out):
+    raise NotImplementedError()
+""", ["map_add is not written yet", "replace `raise NotImplementedError()`"]),
+]
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+@pytest.mark.parametrize("name, source, words", CHEATS, ids=[c[0] for c in CHEATS])
+def test_a_reduction_by_atomics_a_float64_accumulator_and_the_blank_stub_fail_by_name(name, source, words, hidden):
+    fn = kernels.load_kernel(source, name, NS, cuda)
+    text = _failure(name, fn, hidden)
+    for w in words:
+        assert w in text, f"{name} ({'hidden' if hidden else 'visible'}): {w!r} not in {text!r}"

@@ -478,3 +478,28 @@ def test_collectives_a_while_runs_are_found_in_the_compiled_program():
     jaxpr walk): a collective in a while's body counts, one outside any loop does not."""
     assert lab.hlo_looped_collectives(_HLO_WITH_A_LOOP) == ["collective-permute"]
     assert lab.hlo_looped_collectives(_HLO_WITH_A_LOOP.replace("while(", "tuple(")) == []
+
+
+def test_a_function_that_writes_into_its_inputs_fails_and_leaves_the_visible_cases_as_they_were():
+    """pe_step updating its registers in place fails by name; the visible cases (shared by every check of the session)
+    are put back, so the right answer checked afterwards still passes."""
+    import contextlib
+    import io
+
+    def right(a, p, W, a_in):
+        a_new = np.empty_like(a)
+        a_new[:, 1:], a_new[:, 0] = a[:, :-1], a_in
+        p_new = np.empty_like(p)
+        p_new[0], p_new[1:] = a_new[0] * W[0], p[:-1] + a_new[1:] * W[1:]
+        return a_new, p_new
+
+    def in_place(a, p, W, a_in):
+        a_new, p_new = right(a, p, W, a_in)
+        a[:], p[:] = a_new, p_new
+        return a, p
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["pe_step"].check(right)
+        with pytest.raises(CheckFailure, match="modified its input argument a in place"):
+            lab.problems["pe_step"].check(in_place)
+        lab.problems["pe_step"].check(right)

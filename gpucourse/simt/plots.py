@@ -22,19 +22,40 @@ def plot_access(
     """Draw which block (or warp, or thread) accessed each element of a 1-D or 2-D array."""
     from .. import plotting
 
+    import matplotlib as mpl
+
     m = report.access_map(array, kind, by)
-    if m.ndim == 1:
+    one_d = m.ndim == 1
+    if one_d:
         m = m[None, :]
     ax = plotting.axes(
-        "column index [element]",
-        "row index [element]",
+        "index [element]" if one_d else "column index [element]",
+        "one row [-]" if one_d else "row index [element]",
         title or f"{report.name}: {array} {'written' if kind == 'w' else 'read'} by {by}",
         ax=ax,
     )
-    masked = np.ma.masked_less(m, 0)
-    image = ax.imshow(masked, cmap="tab20", interpolation="nearest", aspect="auto")
+    ids = int(m.max()) + 1 if (m >= 0).any() else 1
+    # one colour per id (ids are whole numbers): 20 distinct colours, or beyond 20 ids a rainbow
+    # in id order, so that a pattern that repeats every k ids shows as a repeating gradient
+    colours = ([mpl.colormaps["tab20"](i) for i in range(ids)] if ids <= 20
+               else [mpl.colormaps["turbo"](i / (ids - 1)) for i in range(ids)])
+    cmap = mpl.colors.ListedColormap(colours)
+    norm = mpl.colors.BoundaryNorm(np.arange(-0.5, ids + 0.5), ids)
+    image = ax.imshow(np.ma.masked_less(m, 0), cmap=cmap, norm=norm, interpolation="nearest",
+                      aspect="auto")
     ax.grid(False)
-    ax.figure.colorbar(image, ax=ax, label=f"{by} id [-]")
+    if one_d:
+        ax.set_yticks([])
+    else:
+        ax.yaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
+    step = 1 if ids <= 10 else 2 ** int(np.ceil(np.log2(ids / 8)))  # about 8 ticks, round steps
+    ticks = list(range(0, ids, step))
+    ax.figure.colorbar(image, ax=ax, label=f"{by} id [-]", ticks=ticks)
+    if ids > 20 and m.size <= 48:  # neighbouring ids look alike: name each element's id
+        for (row, col), v in np.ndenumerate(m):
+            if v >= 0:
+                ax.text(col, row, str(int(v)), ha="center", va="center", fontsize=7)
     return ax
 
 

@@ -558,6 +558,32 @@ class KernelReport(_Findings):
     def _elem_bytes(self, array: str) -> int:
         return next(r.dtype.itemsize for r in self._roots if r.name == array)
 
+    def worst_conflict(self, array: str, kind: str) -> tuple[int, int, list[int]] | None:
+        """The warp-wide access (``kind`` 'r' or 'w') of shared ``array`` whose busiest bank serves
+        the most distinct words: (those words, its block, the flat indices of the elements in that
+        bank), or None when no access of it has a conflict. Elements of 4 bytes or fewer (one
+        phase per warp access); the picture marks what :meth:`bank_conflicts` averages."""
+        mask = self._select(array, kind)
+        if not mask.any() or self._elem_bytes(array) > 4:
+            return None
+        everything = self._select(array, None)
+        req = self._requests(everything)[mask[everything]]
+        flat, tid = self._log[mask, 3], self._log[mask, 0]
+        words = flat * self.itemsize[array] // 4  # the 4-byte word each access reads
+        best = None
+        order = np.argsort(req, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, req[order][1:] != req[order][:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):  # one warp-wide request at a time
+            rows = order[a:b]
+            distinct = np.unique(words[rows])
+            banks, counts = np.unique(distinct % 32, return_counts=True)
+            if best is None or counts.max() > best[0]:
+                bank = banks[counts.argmax()]
+                elems = np.unique(flat[rows][words[rows] % 32 == bank])
+                block = int(tid[rows][0]) // self.threads_per_block
+                best = (int(counts.max()), block, [int(e) for e in elems])
+        return best if best is not None and best[0] > 1 else None
+
     def access_map(self, array: str, kind: str = "w", by: str = "block") -> np.ndarray:
         """An array of ``array``'s shape: which block/warp/thread first accessed each element (-1:
         none)."""

@@ -439,9 +439,9 @@ SIZE_FOR_FRACTION = ByHand(
         fraction is at least `fraction` (0 < fraction < 1; a tie counts). A gemv is judged against
         the memory roof it sits under, not against the peak it never nears.
         This exercise is about using the model: count with your exercise 1 and 2 functions
-        (or §1's gc.roofline.gemv_op / gemm_op, which hold the same counts of these square
-        ops), then loop over n (on every test case the answer is at most {MAX_SIZE:,}), or
-        solve for t and then for n.
+        (§1's gc.roofline.gemv_op / gemm_op hold the same counts, but they build the n×n
+        operands: far too slow to call inside a loop), then loop over n (on every test case the
+        answer is at most {MAX_SIZE:,}), or solve for t and then for n.
     """,
     # an H100 gemv: 45 µs of traffic
     visible=[Case(("gemv", "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),
@@ -514,6 +514,12 @@ def _compare_timing(what: str, got: Any, expected: float, case: Case) -> None:
                 f" {show(w.work_s)} s: timed alone, a call reads as 0 or as one whole tick. Time"
                 " batches of calls that span many ticks (grow the batch until it takes at least"
                 " 0.2 s on clock) and divide by the batch size"
+            )
+        elif got < lo and w.calls and not (w.unwaited() or w.leftover):
+            # judged where the call ran: every result was waited for, so the count is off
+            hint = (
+                "every result was waited for, yet your time is below the call's own: divide each"
+                " measurement by the number of calls it timed (not by one more)"
             )
         elif got < lo and w.asynchronous:
             hint = (

@@ -329,10 +329,9 @@ LARGEST_BATCH = Problem(
         hand-written backward pass (tm.tanh_stack: the minimum), other values for other choices.
         dtype 'float16', 'float32' or 'float64': everything is stored in dtype
         (np.dtype(dtype).itemsize bytes).
-        dtype 'mixed-bf16' (mixed precision): parameters and gradients in bf16 (2 bytes
-        each), plus an fp32 master
-          copy of the parameters (4 bytes) and fp32 optimizer state (4 bytes per slot); per-example
-          values in bf16 (2 bytes).
+        dtype 'mixed-bf16' (mixed precision): parameters and gradients in bf16 (2 bytes each),
+          plus an fp32 master copy of the parameters (4 bytes) and fp32 optimizer state
+          (4 bytes per slot); per-example values in bf16 (2 bytes).
         Return the largest batch size whose total fits in budget_bytes (a total equal to the budget
         fits; 0 if not even one example fits).
     """,

@@ -89,10 +89,11 @@ MAX_DURATION = Problem(
         streams:   {stream: [op, op, ...]}   ops of one stream run in this order, one after another
         durations: {op: µs}
         waits:     {op: [other ops]}         events: op may start only after these ops (of other
-                   streams) ended Every kernel is small: the GPU runs any number of them at once (no
-                   SM limit, a hardware queue per stream), and queuing costs nothing. Everything is
-                   queued at t = 0. An op starts as soon as the previous op of its stream and every
-                   op it waits for have finished; the schedule ends when its last op finishes.
+                                             streams) have ended.
+        Every kernel is small: the GPU runs any number of them at once (no SM limit, a hardware
+        queue per stream), and queuing costs nothing. Everything is queued at t = 0. An op starts
+        as soon as the previous op of its stream and every op it waits for have finished; the
+        schedule ends when its last op finishes.
         Return the largest duration of `op` (every other op as given) for which the schedule still
         ends by deadline_us; None when it misses the deadline even with `op` taking 0 µs.
         You may use gc.streams.simulate to try durations (on
@@ -578,6 +579,31 @@ LAUNCHES = Problem(
 MAX_CHUNKS = 32  # the spec's bound on the chunk count: a search over every count stays fast
 
 
+def _own_pipeline(what: str, ops: Any, n_streams: int, launch_us: float) -> None:
+    """The student's own pipeline, whatever its chunk count: no more streams than given, and each
+    chunk's copy-in, kernel and copy-out in order on the timeline (a race is named as one, not as a
+    wrong chunk count)."""
+    if not isinstance(ops, (list, tuple)) or not ops or not all(isinstance(o, st.Op) for o in ops):
+        return
+    streams = {op.stream for op in ops}
+    if len(streams) > n_streams:
+        raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len(streams)}")
+    names = {op.name for op in ops}
+    try:
+        timeline = st.simulate(list(ops), launch_us=launch_us)
+    except Exception:  # an ill-formed list: the checks below name what is wrong with it
+        return
+    i = 0
+    while {f"h2d{i}", f"k{i}", f"d2h{i}"} <= names:
+        h, k, d = (timeline.span(f"{p}{i}") for p in ("h2d", "k", "d2h"))
+        if k.start < h.end or d.start < k.end:
+            raise CheckFailure(
+                f"{what}: chunk {i} is computed or copied back before its data arrived: keep"
+                f" h2d{i}, k{i}, d2h{i} in order (same stream, or events)"
+            )
+        i += 1
+
+
 def _compare_chunks(
     what: str, got: Any, expected: tuple[int | None, list[st.Op]], case: Case
 ) -> None:
@@ -592,6 +618,7 @@ def _compare_chunks(
                 f"{target_us:g} µs, got n_chunks = {n_got!r} and {len(ops)} ops"
             )
         return
+    _own_pipeline(what, ops, n_streams, launch_us)  # a race or too many streams, named first
     expect_int(
         f"{what} → n_chunks",
         n_got,
@@ -692,11 +719,13 @@ CHUNKS = Problem(
     """,
     # no launch cost; a remainder of 3 bytes; launches that make the makespan rise again from 5
     # chunks on (only the smallest count fits: a bisection over 1..32 misses it); a target no count
-    # reaches
+    # reaches; a target equal to 4 chunks' makespan (every duration a dyadic number of µs, so the
+    # tie is exact in any order of computing: "within" includes the target)
     visible=[Case((2 * 10**6, 2, 25e9, 50e9, 25e9, 0.0, 130.0)),
              Case((100 * 10**6 + 3, 3, 25e9, 40e9, 20e9, 5.0, 8000.0)),
              Case((8 * 10**6, 2, 25e9, 50e9, 25e9, 30.0, 540.0)),
-             Case((8 * 10**6, 3, 25e9, 50e9, 25e9, 20.0, 400.0))],
+             Case((8 * 10**6, 3, 25e9, 50e9, 25e9, 20.0, 400.0)),
+             Case((2**24, 2, 2.0**30, 2.0**31, 2.0**30, 8.0, 23445.5))],
     compare=_compare_chunks,
     after=_gpu_overlap,
 )

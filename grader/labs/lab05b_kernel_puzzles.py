@@ -46,12 +46,12 @@ def _blocks(n: int, b: int) -> int:
 
 
 def puzzle(name: str, spec: str, launch: Callable, visible: list[Case], budget: Budget,
-           extra: Callable | None = None) -> KernelProblem:
+           extra: Callable | None = None, float32_only: bool = False) -> KernelProblem:
     """A puzzle of the exercise side: its reference and hidden-case generator live in
     grader/answers/lab05b_kernel_puzzles.py (instructor only), bound by ``Problem.has_answers``."""
     shown = textwrap.dedent(spec).strip() + "\n" + budget.text()
-    return KernelProblem(name=name, spec=shown, visible=visible,
-                         compare=lambda *a: None, launch=launch, require=budgeted(budget, extra))
+    return KernelProblem(name=name, spec=shown, visible=visible, compare=lambda *a: None,
+                         launch=launch, require=budgeted(budget, extra), float32_only=float32_only)
 
 
 def _uses_shared(r, case, what):
@@ -85,8 +85,8 @@ def _one_block_launch(case: Case) -> Launch:
 MAP_ADD = puzzle(
     "map_add", """
         map_add(a, out): out[i] = a[i] + 10 for a float32 array a of n ≤ 64 elements.
-        Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  — thread
-                                                       i handles element i.
+        Launched with ONE block of exactly n threads:  map_add[1, n](a, out)  — thread i
+        handles element i.
         Example: a = [0, 1, 2] (float32)  ->  out = [10, 11, 12] (float32).
     """,
     _one_block_launch,
@@ -290,7 +290,8 @@ DOT = puzzle(
     """,
     _dot_launch,
     [Case((np.arange(1, 21, dtype=F32), np.full(20, 0.5, F32)))],
-    Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4, efficiency=0.5), extra=_uses_shared)
+    Budget(reads=2, total_writes=1, shared=DOT_THREADS * 4, efficiency=0.5, shared_atomics=0),
+    extra=_uses_shared, float32_only=True)
 
 # -- 1-D convolution -------------------------------------------------------------------------------
 CONV_BLOCK = 16  # threads per block of the convolution
@@ -315,7 +316,8 @@ CONV1D = puzzle(
     """,
     _conv_launch,
     [Case((np.arange(1, 21, dtype=F32), np.array([1, 10, 100], F32)))],
-    Budget(reads=3, writes=1, shared=(CONV_BLOCK + MAXK - 1 + MAXK) * 4), extra=_uses_shared)
+    Budget(reads=3, writes=1, shared=(CONV_BLOCK + MAXK - 1 + MAXK) * 4), extra=_uses_shared,
+    float32_only=True)
 
 # -- prefix sum ------------------------------------------------------------------------------------
 SCAN_BLOCK = 16  # threads per block of the scan
@@ -377,7 +379,8 @@ ROW_SUM = puzzle(
     # level (11). SIMT efficiency ≥ 80 %: every tree passes (93 % with a one-line add, 85 % with
     # three lines: efficiency counts statements, so it cannot tell the trees apart); one thread
     # summing the row alone does not
-    Budget(reads=1, writes=1, shared=ROW_SUM_BLOCK * 4, efficiency=0.80, branches=ROW_SUM_BRANCHES),
+    Budget(reads=1, writes=1, shared=ROW_SUM_BLOCK * 4, efficiency=0.80, branches=ROW_SUM_BRANCHES,
+           atomics=0, shared_atomics=0),
     extra=_uses_shared,
 )
 
@@ -447,7 +450,7 @@ WARP_SUM = puzzle(
     """,
     _warp_launch,
     [Case((np.arange(70, dtype=F32),))],
-    Budget(reads=1, writes=1, shared=0))
+    Budget(reads=1, writes=1, shared=0, atomics=0))
 
 # -- stream compaction with ballot -----------------------------------------------------------------
 
@@ -465,14 +468,14 @@ def _compact_launch(case: Case) -> Launch:
 
 COMPACT = puzzle(
     "compact", f"""
-        compact(a, out, count): for every warp w, copy its positive elements of
-          a[32w : 32w + 32] in order to
-        out[32w :], and count[w] = how many there were (int32); the rest of out stays 0. Launched as
+        compact(a, out, count): for every warp w, copy its positive elements of a[32w : 32w + 32]
+        in order to out[32w :], and count[w] = how many there were (int32); the rest of out stays
+        0. Launched as
             compact[ceil(n / {WARP_BLOCK}), {WARP_BLOCK}](a, out, count)
         Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its value; lane l's
         place is the number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is
-        cuda.popc(mask). Every lane calls ballot_sync (lanes past the end with keep = False). No
-        atomics: an atomic slot's order is undefined.
+        cuda.popc(mask). Every lane that has not exited calls ballot_sync (lanes past the end with
+        keep = False). No atomics: an atomic slot's order is undefined.
         Example: a = [3, -1, 0, 5] (float32)  ->  out[:32] = [3, 5, 0, ...], count = [2].
     """,
     _compact_launch,

@@ -118,7 +118,7 @@ lab.problems["mlp_backward"].check(mlp_backward, hidden=True)
 # ## Exercise 2 — Predict the GEMMs and FLOPs of one training step
 #
 # The course notebook found the GEMMs of a training step in JAX's program
-# (§2.3) and read XLA's FLOP count for it: close to 3× the forward pass, a little less (§2.4).
+# (§2.3) and read XLA's FLOP count for it: 3 − 1/L times the forward pass for L equal layers, plus a little elementwise work (§2.4).
 # Now predict them for a network given as data, before anything is built:
 # which weights train (fine-tuning freezes the bottom layers),
 # and whether the activations are recomputed (activation checkpointing, §2.6).

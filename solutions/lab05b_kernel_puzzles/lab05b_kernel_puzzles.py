@@ -424,9 +424,11 @@ lab.problems["pool3"].diagram(pool3)
 # ## Puzzle 10 — Dot product
 #
 # A reduction: many threads, one result.
-# Only one thread may write it, and every thread must reach every barrier
-# (a `syncthreads()` inside an `if` that some threads skip is *barrier divergence*:
-# undefined behaviour on a GPU, reported here).
+# Only one thread may write it, and every thread must reach every barrier:
+# a `syncthreads()` inside an `if` that some threads skip, while they go on running,
+# is *barrier divergence* — undefined behaviour on a GPU, reported here.
+# (Threads that skip it and then exit are released from it on Volta and later,
+# and the executor follows that; CUDA C++ still asks for a condition the whole block agrees on.)
 
 # %% nbgrader={"grade": false, "grade_id": "dot_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["dot"].show()
