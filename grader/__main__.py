@@ -223,7 +223,9 @@ def _grading(args: argparse.Namespace) -> int:
               f"feedback in {ws.root / 'feedback'}")
     if args.cmd in ("grade", "autograde", "export"):
         print(f"grades: {grade.export_csv(lab, ws, getattr(args, 'csv', None))}")
-    if args.cmd in ("grade", "autograde", "report"):
+    if args.cmd in ("grade", "autograde"):
+        print(grade.summary(lab, ws))  # one line per student; the report file holds the details
+    if args.cmd == "report":
         print(grade.report(lab, ws))
     return 0
 

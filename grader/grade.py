@@ -8,7 +8,8 @@ feedback, CSV, report.
     python -m grader autograde LAB [--jobs N]           # grade every imported submission in the
                                                         # sandbox
     python -m grader grade LAB SOURCE                   # all of it: import, autograde, feedback,
-                                                        # CSV, report
+                                                        # CSV, report (prints one line per
+                                                        # student; the report file has it all)
     python -m grader report LAB / export LAB            # print the per-student report / write the
                                                         # CSV again
 
@@ -36,6 +37,7 @@ from .pipeline.publish import (
     lab_tests,
     load_results,
     report,
+    summary,
 )  # noqa: F401
 from .pipeline.recheck import Check, parse_checks, plan  # noqa: F401
 from .pipeline.secret import Secret, load_secret  # noqa: F401

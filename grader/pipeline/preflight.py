@@ -59,6 +59,18 @@ INSTRUMENT_WRITES = re.compile(
 )
 
 
+# nbgrader's hidden-test markers and what lies between them (``generate_assignment`` drops both)
+HIDDEN_TESTS_BLOCK = re.compile(
+    r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n.*?^[ \t]*### END HIDDEN TESTS[ \t]*$", re.M | re.S
+)
+
+
+def _without_hidden_tests(source: str) -> str:
+    """A cell's code with nbgrader's hidden-test blocks removed, as ``generate_assignment`` releases
+    it."""
+    return HIDDEN_TESTS_BLOCK.sub("", source).strip()
+
+
 def decode_notebook(data: bytes) -> tuple[str, list[str]]:
     issues = []
     if data.startswith(b"\xef\xbb\xbf"):
@@ -139,6 +151,8 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
     }
     legacy = _legacy_ids(cells, source)
     seen: set[str] = set()
+    hidden_tests: list[str] = []  # hidden-test cells exactly as the instructor's notebook has them
+    instructor = lab.cells()
     huge = 0
     for cell in cells:
         huge += len(json.dumps(cell.get("outputs", [])))
@@ -168,13 +182,24 @@ def preflight(data: bytes, lab: Lab, released: dict) -> tuple[dict | None, list[
         want = source[gid]
         if (nbgrader_meta(want).get("locked") and want["cell_type"] == "code"
                 and cell["source"].strip() != source_text(want["source"]).strip()):
-            issues.append(f"locked cell {gid!r} was edited: restored from the lab")
+            mine = cell["source"].strip()
+            if (gid in instructor and _without_hidden_tests(mine) != mine
+                    and mine == source_text(instructor[gid]["source"]).strip()):
+                hidden_tests.append(gid)  # the instructor's source notebook: its hidden tests
+            else:
+                issues.append(f"locked cell {gid!r} was edited: restored from the lab")
         if nbgrader_meta(want).get("locked") and want["cell_type"] == "markdown":
             # the lab's text (a renumbered heading, say), no note
             cell["source"] = source_text(want["source"])
         # the lab's metadata, not the student's
         cell["metadata"]["nbgrader"] = dict(nbgrader_meta(want))
         cell["cell_type"] = want["cell_type"]
+    if hidden_tests:
+        issues.append(
+            f"{len(hidden_tests)} hidden-test cells hold the hidden tests themselves: this is the"
+            " instructor's source notebook (solutions/), not a released lab; those cells were"
+            " graded as the lab has them, as for every student"
+        )
     if huge > 1 << 20:
         issues.append(f"the notebook carried {huge >> 20} MB of outputs: removed before grading")
     missing = [g for g, c in source.items() if g not in seen]

@@ -46,28 +46,38 @@ def publish(
             "nbformat": 4,
             "nbformat_minor": 5,
         }
-    (fb_dir / f"{lab.notebook}.html").write_text(feedback_html(nb, result), encoding="utf-8")
+    html = feedback_html(nb, result, lab_tests(lab))
+    (fb_dir / f"{lab.notebook}.html").write_text(html, encoding="utf-8")
 
 
-def feedback_html(nb: dict, result: dict) -> str:
+def _in_order(cells: dict[str, dict], order: list[str] | None) -> list[tuple[str, dict]]:
+    """A result's test cells in notebook order (``order``: the lab's test ids), any others last."""
+    order = order or []
+    rank = {t: i for i, t in enumerate(order)}
+    return sorted(cells.items(), key=lambda kv: (rank.get(kv[0], len(order)), kv[0]))
+
+
+def _shown_message(test: str, cell: dict) -> str:
+    """What the student's feedback says of one test cell: a hidden test's details stay hidden, but
+    a submission that was not graded says so for every cell alike."""
+    if cell["message"].startswith("not graded"):
+        return cell["message"][:300].replace("|", "/")
+    if "hidden" in test:
+        return ("passed" if cell["score"] >= cell["points"]
+                else "failed (hidden test: details are not shown)")
+    return cell["message"][:300].replace("|", "/")
+
+
+def feedback_html(nb: dict, result: dict, order: list[str] | None = None) -> str:
     """The student's feedback: the executed notebook with scores, hidden test code and output
-    removed."""
+    removed; ``order``: the lab's test ids in notebook order."""
     import nbformat
     from nbconvert import HTMLExporter
     from nbgrader.preprocessors import ClearHiddenTests
 
     rows = "\n".join(
-        (
-            f"| `{k}` | {c['score']:g} / {c['points']:g} | {c['message'][:300].replace('|', '/')} |"
-            if "hidden" not in k
-            else (
-                f"| `{k}` | {c['score']:g} / {c['points']:g} | "
-                + ("passed" if c["score"] >= c["points"]
-                   else "failed (hidden test: details are not shown)")
-                + " |"
-            )
-        )
-        for k, c in result["cells"].items()
+        f"| `{k}` | {c['score']:g} / {c['points']:g} | {_shown_message(k, c)} |"
+        for k, c in _in_order(result["cells"], order)
     )
     issues = "".join(
         f"\n- {i}" for i in result["issues"] if not i.startswith(("REVIEW", "TAMPERING"))
@@ -136,21 +146,50 @@ def export_csv(lab: Lab, ws: Workspace, path: Path | None = None) -> Path:
 
 
 def report(lab: Lab, ws: Workspace) -> str:
+    """The per-student report (written to ``<lab>_report.txt``): issues, then every test that lost
+    points, in notebook order; a submission that was not graded is one line, not one per test."""
     lines = []
     results = load_results(lab, ws)
+    order = lab_tests(lab)
     for r in results:
-        lines.append(
-            f"{r['student']} ({r.get('original', '')}): {r['score']:g}/{r['max_score']:g} —"
-            f" {r['status']}"
-        )
+        lines.append(_headline(r))
         lines += [f"    ! {i}" for i in r["issues"]]
-        for t, c in r["cells"].items():
-            if c["score"] < c["points"]:
-                lines.append(f"    ✗ {t} {c['score']:g}/{c['points']:g}: {c['message'][:300]}")
-    scores = [r["score"] for r in results]
-    if scores:
-        lines.append(f"\n{len(results)} students; mean {sum(scores) / len(scores):.2f}; "
-                     f"{sum(r['status'] != 'graded' for r in results)} not fully graded")
+        lost = [(t, c) for t, c in _in_order(r["cells"], order) if c["score"] < c["points"]]
+        if r["status"] == "not graded" and lost:
+            lines.append(f"    ✗ all {len(lost)} tests: {lost[0][1]['message'][:300]}")
+            continue
+        for t, c in lost:
+            lines.append(f"    ✗ {t} {c['score']:g}/{c['points']:g}: {c['message'][:300]}")
+    lines += _totals(results)
     text = "\n".join(lines)
     (ws.root / f"{lab.name}_report.txt").write_text(text + "\n", encoding="utf-8")
     return text
+
+
+def summary(lab: Lab, ws: Workspace) -> str:
+    """What the grading command prints: one line per student, the class totals and where the
+    report is (the report, written as well, holds every failed test and issue)."""
+    report(lab, ws)
+    results = load_results(lab, ws)
+    lines = []
+    for r in results:
+        lost = sum(c["score"] < c["points"] for c in r["cells"].values())
+        notes = [f"{lost} of {len(r['cells'])} tests lost points" if lost else "",
+                 f"{len(r['issues'])} issue(s)" if r["issues"] else ""]
+        lines.append(_headline(r) + "".join(f"; {n}" for n in notes if n))
+    lines += _totals(results)
+    lines.append(f"details (every failed test and issue): {ws.root / f'{lab.name}_report.txt'}")
+    return "\n".join(lines)
+
+
+def _headline(r: dict) -> str:
+    return (f"{r['student']} ({r.get('original', '')}): {r['score']:g}/{r['max_score']:g} —"
+            f" {r['status']}")
+
+
+def _totals(results: list[dict]) -> list[str]:
+    scores = [r["score"] for r in results]
+    if not scores:
+        return []
+    return [f"\n{len(results)} students; mean {sum(scores) / len(scores):.2f}; "
+            f"{sum(r['status'] != 'graded' for r in results)} not fully graded"]
