@@ -111,6 +111,18 @@ def _feedback_frame(check: Callable[..., None]) -> Callable[..., None]:
 Compare = Callable[[str, Any, Any, Case], None]
 
 
+def _example(v: Any) -> str:
+    """A value in show()'s example: a small array written out (a student checks a hand trace
+    against it), a larger one by shape and dtype."""
+    if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic) \
+            and 0 < v.size <= 16:
+        return f"{np.asarray(v).tolist()} ({v.dtype})"
+    if isinstance(v, tuple):
+        inner = ", ".join(_example(x) for x in v)
+        return f"({inner},)" if len(v) == 1 else f"({inner})"
+    return _short(v)
+
+
 @contextlib.contextmanager
 def _arguments_restored(case: Case) -> Iterator[None]:
     """A case's NumPy arguments put back after the student's call and its judgement: a function
@@ -198,7 +210,9 @@ class Problem:
         print(textwrap.dedent(self.spec).strip())
         case, value = self.visible[0], self.visible_expected()[0]
         value = value if self.shown is None else self.shown(value, case)
-        print(f"\nExample: {case.call_text(self.name)}  ->  {_short(value)}")
+        args = [_example(a) for a in case.args]
+        args += [f"{k}={_example(v)}" for k, v in case.kwargs.items()]
+        print(f"\nExample: {self.name}({', '.join(args)})  ->  {_example(value)}")
 
     @_feedback_frame
     def check(self, fn: Callable[..., Any], hidden: bool = False) -> None:
