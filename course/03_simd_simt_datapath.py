@@ -252,6 +252,8 @@ ax = gc.plotting.axes("implementation [-]", "time per element [ns]", f"saxpy on 
 ax.bar(list(ns_per), list(ns_per.values()), color=gc.plotting.PALETTE[:3])
 ax.set_yscale("log")
 plt.show()
+print(f"Python loop / numba loop: {ns_per['Python loop'] / ns_per['numba @njit loop']:,.0f}×; "
+      f"Python loop / NumPy: {ns_per['Python loop'] / ns_per['NumPy (a*x + y)']:,.0f}×")
 assert ns_per["Python loop"] > 20 * ns_per["numba @njit loop"], "compiled + vectorized beats the interpreter by far"
 assert ns_per["Python loop"] > 20 * ns_per["NumPy (a*x + y)"]
 
@@ -461,7 +463,7 @@ if simd_simt.is_x86():
 # | who writes the vector code | the compiler (or you, with intrinsics) | the hardware: you write one thread |
 # | lanes per instruction | 4 / 8 / 16 fp32 (SSE / AVX — AVX2 adds 256-bit integers, FMA3 the fused multiply-add — / AVX-512) | 32 threads per warp |
 # | a branch | both sides + blend/mask, chosen by the compiler | both paths under an active mask, by the hardware |
-# | independent instruction streams | one per core (+ SMT) | up to 64 warps resident per SM (H100, A100; 48 on sm_86/sm_89), 4 issuing per clock |
+# | independent instruction streams | one per core (+ SMT) | up to 64 warps resident per SM (H100, A100; 48 on sm_86/sm_89; 32 on sm_75, the T4), 4 issuing per clock |
 #
 # ## 3.4 Article 002's program, run for real
 #

@@ -436,6 +436,10 @@ if gc.require_gpu("launch latency (enqueue → running) vs launch throughput (ho
 # The model makes the throughput side precise:
 # spread 200 µs of GPU work over N kernels, launched one by one at 4 µs per launch,
 # and compare with one CUDA-graph launch of the same kernels.
+# It charges the host's launches only: the device's own gap between two kernels
+# (about 0.5 µs per kernel in the figures above: 3.4 µs with a graph for ≈ 2.9 µs of work,
+# which a graph does not remove)
+# is left out of both lines, so below a microsecond the graph line is an upper bound.
 
 # %%
 work_us, launch_us = 200.0, 4.0
@@ -467,7 +471,7 @@ assert launched[counts.index(200)] > 4 * work_us, "1 µs kernels: the launch rat
 # the host's launch rate sets the pace and a 1 µs kernel runs at ¼ of the GPU's speed
 # — the source article's warning, with its condition.
 # Both cures remove launches: **fusion** (커널 융합) makes fewer,
-# bigger kernels (the single `kLoop` fusion above);
+# bigger kernels (the single fusion above);
 # a **CUDA graph** records a sequence of launches once and replays it with one launch.
 #
 # ## 4.5 Streams: in order within one, allowed to overlap across several

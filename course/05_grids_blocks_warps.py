@@ -623,8 +623,9 @@ print(f"divergent / uniform warp steps: {ratio:.2f}×")
 assert 1.7 < ratio < 2.0 and div.simt_efficiency < 0.6 < 0.95 < uni.simt_efficiency
 
 # %% [markdown]
-# Close to article 000's 2× here,
-# because the two paths are equally long and dominate the kernel.
+# Below article 000's 2× here (the ratio is printed),
+# because the two paths are equally long but do not make up the whole kernel:
+# the index, the guard, the load and the store run once, on every lane, divergent or not.
 # In general the divergent warp pays the *sum* of the paths instead of the longest one.
 # The cost depends on the shape:
 

@@ -415,8 +415,9 @@ if not be.is_gpu:  # on a GPU the GEMM's kernel may also take the tanh (Triton) 
 #
 # ## 6.5 What blocks fusion
 #
-# Fusion needs ops XLA can generate inside one loop. Ops implemented by a library or by control flow
-# can't be: the chain splits around them and the intermediate goes through memory.
+# Fusion needs ops XLA emits inside one elementwise loop.
+# Ops it does not (a sort, an FFT, a library custom-call, control flow) can't be fused with the
+# chain: it splits around them and the intermediate goes through memory.
 # Each row compiles `tanh(BREAK(x·y + 1)·y − x)`:
 
 # %%

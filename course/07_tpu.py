@@ -388,7 +388,8 @@ assert systolic.TiledGemm(8192, 4096, 64).utilization < 0.5
 # activation row.
 # Utilization grows as `M/128` until the stream outlasts the weight load,
 # less the one fill and drain at the end (hence 50 % at `M = 65`, not 64).
-# A model that let the array fill and drain for every tile would charge 254 extra cycles per tile
+# A model that let the array fill and drain for every tile would make each tile cost
+# M + 254 = 255 cycles at M = 1 (instead of the 128 of its weight load)
 # and predict the 1/255 printed above.
 # The cycle-stepped array shows that this per-tile fill and drain is not forced by the dataflow once
 # weights are double-buffered — it has double buffering built in,

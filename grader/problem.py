@@ -116,7 +116,8 @@ def _example(v: Any) -> str:
     against it), a larger one by shape and dtype."""
     if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic) \
             and 0 < v.size <= 16:
-        return f"{np.asarray(v).tolist()} ({v.dtype})"
+        text = f"{np.asarray(v).tolist()} ({v.dtype})"
+        return text if len(text) <= 60 else _short(v)
     if isinstance(v, tuple):
         inner = ", ".join(_example(x) for x in v)
         return f"({inner},)" if len(v) == 1 else f"({inner})"

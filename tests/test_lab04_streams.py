@@ -557,3 +557,15 @@ def test_a_pipeline_with_a_stream_per_engine_is_told_about_its_streams_not_its_c
     text = str(failed.value)
     assert ("expected at most" in text and "streams" in text) or "before its data arrived" in text, text
     assert "n_chunks" not in text, text
+
+
+def test_a_stream_per_engine_is_refused_whenever_it_fits_the_stream_count():
+    """Round-2 read: with three streams or more, a stream per engine (h2d, kernels, d2h) fits the count and its
+    timeline is in order, but it breaks chunk i on stream i % n_streams (what bounds device memory): named."""
+    args = (100 * 10**6 + 3, 3, 25e9, 40e9, 20e9, 5.0, 8000.0)
+    _, ops = answers.fewest_chunks(*args)
+    lane = {"h2d": "copy-in", "compute": "kernels", "d2h": "copy-out"}
+    per_engine = [st.Op(o.name, lane[o.engine], o.duration, o.engine, sms=o.sms, nbytes=o.nbytes) for o in ops]
+    with pytest.raises(CheckFailure, match="ONE stream, stream i % n_streams"):
+        lab._own_pipeline("fewest_chunks(...)", per_engine, args[1], args[5])
+    lab._own_pipeline("fewest_chunks(...)", ops, args[1], args[5])  # the right pipeline: nothing to say

@@ -37,10 +37,11 @@ import numpy as np
 
 from . import gpumath
 from .errors import NotModelled
-from .numbatypes import BUILTINS
+from .numbatypes import BUILTINS, joined
 from .values import SCALAR_TYPES
 
 TRACE, LOOP = "__simt_t__", "__simt_L__"
+JOIN = "__simt_J__"  # numbatypes.joined: a conditional's two sides in one numba-cuda type
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class Compiled:
                 orig.__code__, fn_globals, orig.__name__, orig.__defaults__, cells or None
             )
         else:
-            hooks = {TRACE: trace_append, LOOP: loop_hook}
+            hooks = {TRACE: trace_append, LOOP: loop_hook, JOIN: joined}
             cells = []
             for name in self.code.co_freevars:
                 if name in hooks:
@@ -131,6 +132,7 @@ class _Instrument(ast.NodeTransformer):
     visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        self.generic_visit(node)  # a conditional expression in the value (visit_IfExp)
         # `sA = cuda.shared.array(...)`: remember the name, to call the array sA in reports
         v = node.value
         if (
@@ -161,7 +163,28 @@ class _Instrument(ast.NodeTransformer):
     visit_For = visit_While = _loop
 
     def visit_If(self, node: ast.If) -> ast.AST:
+        # a name one side assigns a number literal and the other something else: numba-cuda gives
+        # it one type, the two sides' unification (`if c: v = a[i]` / `else: v = 0.0` is float64)
+        sides = [_assigned(node.body), _assigned(node.orelse)]
+        for mine, other in ((sides[0], sides[1]), (sides[1], sides[0])):
+            for name, values in mine.items():
+                literal = next((a.value.value for a in other.get(name, []) if _number(a.value)),
+                               None)
+                if literal is None:
+                    continue
+                for assign in values:
+                    if not _number(assign.value):
+                        _join(assign, literal)
+        node.test = self.visit(node.test)
         node.body, node.orelse = self.stmts(node.body), self.stmts(node.orelse)
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        for side, other in ((node.body, node.orelse), (node.orelse, node.body)):
+            if _number(other) and not _number(side):
+                call = ast.Call(ast.Name(JOIN, ast.Load()), [node, ast.Constant(other.value)], [])
+                return ast.copy_location(call, node)
         return node
 
     def visit_With(self, node: ast.With) -> ast.AST:
@@ -177,6 +200,29 @@ class _Instrument(ast.NodeTransformer):
         for h in node.handlers:
             h.body = self.stmts(h.body)
         return node
+
+
+def _number(node: ast.AST) -> bool:
+    """A number literal (not a bool): numba-cuda types a float one float64, an int one int64."""
+    return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool))
+
+
+def _assigned(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:
+    """name -> the values the statements directly in ``body`` assign it (``v = ...``)."""
+    out: dict[str, list[ast.expr]] = {}
+    for s in body:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            out.setdefault(s.targets[0].id, []).append(s)
+    return out
+
+
+def _join(assign: ast.Assign, literal: Any) -> None:
+    """``v = x`` becomes ``v = __simt_J__(x, literal)`` (:func:`numbatypes.joined`)."""
+    value = assign.value
+    assign.value = ast.copy_location(
+        ast.Call(ast.Name(JOIN, ast.Load()), [value, ast.Constant(literal)], []), value
+    )
 
 
 _CACHE: dict[tuple[types.CodeType, bool], Compiled] = {}
@@ -234,7 +280,7 @@ def _compile(fn: types.FunctionType, trace: bool) -> Compiled:
         name="__simt_make__",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(a) for a in [TRACE, LOOP] + freevars],
+            args=[ast.arg(a) for a in [TRACE, LOOP, JOIN] + freevars],
             vararg=None,
             kwonlyargs=[],
             kw_defaults=[],

@@ -405,6 +405,35 @@ TYPED: dict[np.dtype, Any] = {
 value as is)."""
 
 
+def joined(v: Any, literal: Any) -> Any:
+    """The value of a conditional (``x if c else 0.0``, or a variable an ``if`` assigns ``x`` on one
+    side and a number literal on the other) as numba-cuda types it: one type for both sides, their
+    unification — float32 with a Python float or int is float64 (the float32 side is converted:
+    noted with its line, as an operation would be), a small integer with an int is int64."""
+    t = _ntype(v)
+    if t is None or isinstance(v, bool) or isinstance(literal, bool):
+        return v
+    kind, bits = t
+    if isinstance(literal, float):
+        if kind == "f" and bits == 32:
+            _note_here()
+            return float(v)
+        return float(v) if kind in "iu" else v
+    if isinstance(literal, int):
+        if kind == "f" and bits == 32:
+            _note_here()
+            return float(v)
+        return int(v) if kind in "iu" and bits < 64 else v
+    return v
+
+
+def _note_here() -> None:
+    """:func:`_note` for a caller one frame nearer the kernel (``joined`` is called from it)."""
+    run = state.CURRENT.run
+    if run is not None and run.cur is not None:
+        run.fp64_made(sys._getframe(2))
+
+
 def typed(v: Any) -> Any:
     """``v`` (a NumPy scalar) as a kernel value typed like numba-cuda."""
     if not isinstance(v, np.generic):

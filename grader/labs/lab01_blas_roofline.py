@@ -582,6 +582,12 @@ def _timing_method(fn: Callable[..., Any], hidden: bool) -> str:
             " (gc.block(out)) before you start timing"
         )
     # results neither waited for nor queued before one that was (the queue runs in order)
+    if w.first_call_timed:
+        raise CheckFailure(
+            f"time_call(..., repeat={repeat}) read the clock before the first call (the one that"
+            " compiles) and again after it: the compile lands in a timed run or sizes your batch."
+            " Call fn once and wait for its result (the warm-up) before you read the clock"
+        )
     if w.unwaited():
         raise CheckFailure(
             f"time_call(..., repeat={repeat}) never waited for {w.unwaited()} of the {w.calls}"

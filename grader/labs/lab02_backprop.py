@@ -621,9 +621,10 @@ def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
         hint = (
             "this backward is right: the forward computes in float32, so a finite difference with a"
             " tiny step (1e-6, 1e-8: float64's habits) is rounding noise — take a step near 1e-3,"
-            " and a tolerance of two terms, both needed: 1e-3 of the dot products themselves (|⟨dy,"
-            " J·u⟩| + |⟨dx, u⟩|) PLUS the outputs' own rounding, about 2^-23·Σ|dy|·|f(x±εu)|/ε"
-            " (without it a right backward of an op with large outputs that move little fails) — on"
+            " and a tolerance of two terms: 1e-3 of the dot products themselves (|⟨dy, J·u⟩| +"
+            " |⟨dx, u⟩|) PLUS the outputs' own rounding, about 2^-23·Σ|dy|·|f(x±εu)|/ε (without it"
+            " a right backward of an op with large outputs that move little can fail, most often on"
+            " small shapes) — on"
             " small shapes: a sum of absolute values over a large x grows with its size and accepts"
             " a few per cent; the forward cannot be traced by JAX (jax.vjp/jax.grad of it raise),"
             " and a crash or a wrong shape of yours would also reject it"

@@ -659,7 +659,11 @@ def _compare_plan(what: str, got: Any, expected: tuple, case: Case) -> None:
         got[1],
         bandwidth,
         rtol=BANDWIDTH_RTOL,
-        hint="bandwidth is 1 / slope of the fitted line, not size / time of one point",
+        hint=(
+            "bandwidth is 1 / slope of the fitted line, not size / time of one point; fit each"
+            " size's best run (an interrupted run is slower, never faster), weighted for relative"
+            " errors"
+        ),
     )
     expect_close(
         f"{what} → size [bytes], within {SIZE_RTOL:.0%} of the true size for fraction"

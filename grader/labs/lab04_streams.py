@@ -460,8 +460,9 @@ TIMING = _TimingProblem(
         A clock has a resolution: some checks hand you a clock that ticks every 2 ms, and a call
         takes tens of µs — timed alone it reads as 0 or as one whole tick. So let each of the
         `repeat` measurements be a BATCH of k calls back to back, waited for through the batch's
-        LAST result (the queue runs in order), divided by k: grow k (1, 2, 4, 8, … as timeit's
-        autorange does) until one batch takes at least 0.2 s on clock, then time `repeat` batches
+        LAST result (the queue runs in order), divided by k: grow k (doubling it, 1, 2, 4, 8, …, or
+        as timeit's autorange does, 1, 2, 5, 10, 20, …) until one batch takes at least 0.2 s on
+        clock, then time `repeat` batches
         of that size. Back to back, the launches hide behind the work (§4.4), so a batch measures
         a call's work; a call timed alone also pays its launch: both are right (the check accepts
         anything from the work to launch + work, within 3 %).
@@ -580,28 +581,41 @@ MAX_CHUNKS = 32  # the spec's bound on the chunk count: a search over every coun
 
 
 def _own_pipeline(what: str, ops: Any, n_streams: int, launch_us: float) -> None:
-    """The student's own pipeline, whatever its chunk count: no more streams than given, and each
-    chunk's copy-in, kernel and copy-out in order on the timeline (a race is named as one, not as a
-    wrong chunk count)."""
+    """The student's own pipeline, whatever its chunk count: no more streams than given, chunk i on
+    the stream of i % n_streams (what bounds device memory to n_streams chunks), and each chunk's
+    copy-in, kernel and copy-out ordered by stream order or events — guaranteed, not only on the
+    timeline (a race is named as one, not as a wrong chunk count)."""
     if not isinstance(ops, (list, tuple)) or not ops or not all(isinstance(o, st.Op) for o in ops):
         return
     streams = {op.stream for op in ops}
     if len(streams) > n_streams:
         raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len(streams)}")
     names = {op.name for op in ops}
+    stream_of = {op.name: op.stream for op in ops}
+    chunks = 0
+    while {f"h2d{chunks}", f"k{chunks}", f"d2h{chunks}"} <= names:
+        chunks += 1
+    slot: dict[int, Any] = {}  # i % n_streams -> the stream its chunks use
+    for i in range(chunks):
+        mine = {stream_of[f"{p}{i}"] for p in ("h2d", "k", "d2h")}
+        want = slot.setdefault(i % n_streams, next(iter(mine)))
+        if mine != {want} or list(slot.values()).count(want) > 1:
+            raise CheckFailure(
+                f"{what}: chunk {i}'s ops run on {sorted(map(str, mine))}: the spec puts all three"
+                f" ops of chunk i on ONE stream, stream i % n_streams, a different one for each"
+                " i % n_streams (a stream per engine does not bound how many chunks are on the"
+                " device at once)"
+            )
     try:
-        timeline = st.simulate(list(ops), launch_us=launch_us)
+        before = st.happens_before(list(ops))
     except Exception:  # an ill-formed list: the checks below name what is wrong with it
         return
-    i = 0
-    while {f"h2d{i}", f"k{i}", f"d2h{i}"} <= names:
-        h, k, d = (timeline.span(f"{p}{i}") for p in ("h2d", "k", "d2h"))
-        if k.start < h.end or d.start < k.end:
+    for i in range(chunks):
+        if f"h2d{i}" not in before[f"k{i}"] or f"k{i}" not in before[f"d2h{i}"]:
             raise CheckFailure(
-                f"{what}: chunk {i} is computed or copied back before its data arrived: keep"
+                f"{what}: chunk {i} may be computed or copied back before its data arrived: keep"
                 f" h2d{i}, k{i}, d2h{i} in order (same stream, or events)"
             )
-        i += 1
 
 
 def _compare_chunks(

@@ -105,7 +105,7 @@ RAMP = KernelProblem(
             ramp_2d[(ceil(cols/16), ceil(rows/8)), (16, 8)](a, out)
         Map x to the column and y to the row so that the 16 neighbouring threads of a warp
         read neighbouring addresses (coalesced). The checker counts the 32-byte sectors each
-        warp's read touches.
+        warp's read of `a` touches: at most 8 per request.
     """,
     visible=[Case((np.arange(13 * 21, dtype=np.float32).reshape(13, 21) / 10,)),
              Case((np.ones((5, 37), dtype=np.float32),))],
@@ -330,9 +330,9 @@ MATMUL = KernelProblem(
             C[by*{TILE_M} + ty, bx*{TILE_N} + tx]  and
             C[by*{TILE_M} + ty + {TILE_M // 2}, bx*{TILE_N} + tx]
         k is walked in steps of TILE_K = {TILE_K}. Each step: the block stages A's ({TILE_M},
-        {TILE_K}) slab and B's ({TILE_K}, {TILE_N}) slab in two float32 shared arrays (0.0 outside
-        the matrices), each thread loading ONE element of each; all threads wait; each thread
-        accumulates its {TILE_K} × 2 products; all wait again.
+        {TILE_K}) slab and B's ({TILE_K}, {TILE_N}) slab in two float32 shared arrays
+        (np.float32(0) outside the matrices), each thread loading ONE element of each; all threads
+        wait; each thread accumulates its {TILE_K} × 2 products; all wait again.
         Budget per thread (checked by the executor): global reads ≤ 2 per step, global writes ≤ 2
         (and each element of C written once in all, by the block whose tile holds it), shared
         reads ≤ 3 per k (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for

@@ -475,7 +475,7 @@ COMPACT = puzzle(
         Use mask = cuda.ballot_sync(0xFFFFFFFF, keep): bit j says lane j keeps its value; lane l's
         place is the number of keeping lanes below it, cuda.popc(mask & ((1 << l) - 1)); count is
         cuda.popc(mask). Every lane that has not exited calls ballot_sync (lanes past the end with
-        keep = False). No atomics: an atomic slot's order is undefined.
+        keep = False, or exited before it). No atomics: an atomic slot's order is undefined.
         Example: a = [3, -1, 0, 5] (float32)  ->  out[:32] = [3, 5, 0, ...], count = [2].
     """,
     _compact_launch,

@@ -1393,23 +1393,24 @@ MEASURE = _MeasureProblem(
           - synchronize: jax.block_until_ready(result) (or read it: np.asarray(result)) before you
             stop the clock (timing a batch of N calls, waiting for the last result and dividing by N
             is right too: the work runs in order);
-          - repeat: at least 3 timed runs (or batches) each, and keep the best (or the median): any
-            run may be slowed down by another process (never sped up: the minimum is the call's
-            time, the median is robust too), a mean lets it pull your number up, and one run alone
-            (the last, or a single run after more warm-ups) may be the slow one;
+          - repeat: several timed runs (or batches) each — 3 or more is safe — and keep the best
+            (or the median): any run may be slowed down by another process (never sped up: the
+            minimum is the call's time, the median is robust too), a mean lets it pull your number
+            up, and one run alone (the last, or a single run after more warm-ups) may be the slow
+            one;
           - batch: a clock has a resolution, and some checks hand you one that ticks every 2 ms
             while a call's work takes tens of microseconds: timed alone, a call reads as 0 or as one
             whole tick, however carefully you wait. Let each timed run be a BATCH of calls that
-            spans many ticks — grow it (1, 2, 4, ... calls, as timeit's autorange does) until one
-            batch takes at least 0.2 s on clock — wait for its last result and divide by the batch
-            size. You do not need to know the tick.
+            spans many ticks — grow it (1, 2, 4, ... calls; timeit's autorange: 1, 2, 5, 10, ...)
+            until one batch takes at least 0.2 s on clock — wait for its last result and divide by
+            the batch size. You do not need to know the tick.
         The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the
         right answer exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait
         for each call before the next). Failure modes: no synchronization (far too short: the
         enqueue), no warm-up (the compile is timed), an un-waited warm-up (its work is still running
-        when you first read the clock), the mean or a single run (a slowed run), fewer than 3 timed
-        runs, another clock (no reading of clock), one call per timed run on the coarse clock (0, or
-        a whole tick). The cell after exercise 9 runs your function on real work on this machine
+        when you first read the clock), the mean or a single run (a slowed run), another clock (no
+        reading of clock), one call per timed run on the coarse clock (0, or a whole tick).
+        The cell after exercise 9 runs your function on real work on this machine
         (clock=time.perf_counter).
     """,
     visible=[Case(_workloads(0.040, 0.020)), Case(_workloads(40e-6, 25e-6, tick_s=2e-3))],

@@ -225,7 +225,7 @@ lab.problems["block_sum"].check(block_sum, hidden=True)
 # for the A slab, number the threads `t = ty * 16 + tx` and let thread `t` load element `(t // 8,
 # t % 8)`, so a warp's 32 loads are 4 runs of 8 neighbouring floats (coalesced;
 # `sA[tx, ty]` would read down 16 rows).
-# Keep both `cuda.syncthreads()`, guard every load (0.0 outside A and B) and both stores — `m`,
+# Keep both `cuda.syncthreads()`, guard every load (np.float32(0) outside A and B) and both stores — `m`,
 # `k` and `n` are not multiples of the tiles,
 # and the second row `ty + 8` can fall outside `C` when the first does not.
 # Start the two accumulators at `np.float32(0.0)`:
