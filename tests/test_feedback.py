@@ -68,7 +68,7 @@ def test_only_the_four_wrong_cells_fail(failed):
 def test_a_wrong_value_shows_only_its_message(failed):
     error = failed[0]["axpy_cost"]
     assert "\n\n" not in error.strip() and _message(error) == ("CheckFailure: axpy_cost(1_000, 'float32') → flops: expected 2,000, got 1,000. Hint: 2 "
-                             "FLOPs per element (multiply + add)")
+                             "FLOPs per element (multiply + add); complex: 6 for the multiply, 2 for the add")
 
 
 @pytest.mark.slow

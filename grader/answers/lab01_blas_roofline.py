@@ -16,7 +16,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..labs.lab01_blas_roofline import DTYPES, EXPLANATIONS, MAX_BATCH, MAX_SIZE, ROOFS, Workload
+from ..labs.lab01_blas_roofline import (
+    COMPLEX_DTYPES,
+    DTYPES,
+    EXPLANATIONS,
+    MAX_BATCH,
+    MAX_SIZE,
+    ROOFS,
+    Workload,
+)
 from ..problem import Case
 
 
@@ -25,7 +33,9 @@ def _size(dtype: str) -> int:
 
 
 def axpy_cost(n: int, dtype: str) -> tuple[int, int]:
-    return 2 * n, 3 * n * _size(dtype)  # y = a*x + y: read x, read y, write y
+    # a complex multiply is 6 real FLOPs (4 multiplies, 2 adds), a complex add 2
+    flops = 8 * n if np.dtype(dtype).kind == "c" else 2 * n
+    return flops, 3 * n * _size(dtype)  # y = a*x + y: read x, read y, write y
 
 
 def gemv_cost(m: int, n: int, dtype: str) -> tuple[int, int]:
@@ -38,10 +48,11 @@ def gemm_cost(m: int, n: int, k: int, dtype: str, accumulate: bool = False) -> t
 
 
 def _axpy_cases(rng: np.random.Generator) -> list[Case]:
-    """Every dtype, two more at random, and one element."""
-    return ([Case((int(rng.integers(1, 10**9)), dtype)) for dtype in DTYPES]
-            + [Case((int(rng.integers(1, 10**9)), str(rng.choice(DTYPES)))) for _ in range(2)]
-            + [Case((1, str(rng.choice(DTYPES))))])
+    """Every dtype (the complex ones included), two more at random, and one element."""
+    every = DTYPES + COMPLEX_DTYPES
+    return ([Case((int(rng.integers(1, 10**9)), dtype)) for dtype in every]
+            + [Case((int(rng.integers(1, 10**9)), str(rng.choice(every)))) for _ in range(2)]
+            + [Case((1, str(rng.choice(every))))])
 
 
 def _gemv_cases(rng: np.random.Generator) -> list[Case]:

@@ -45,6 +45,8 @@ from ..virtual_clock import (
 )  # noqa: F401  (shared with lab 4's time_call)
 
 DTYPES = ("float16", "float32", "float64", "int8")
+# BLAS's caxpy / zaxpy: a complex multiply-add is 8 real FLOPs (axpy only)
+COMPLEX_DTYPES = ("complex64", "complex128")
 ROOFS = [  # (peak FLOP/s, bytes/s): H100 bf16, H100 fp32, A100 bf16, H200 bf16, a laptop CPU
     (989.4e12, 3.35e12), (67e12, 3.35e12), (312e12, 2.039e12), (989.4e12, 4.8e12), (0.6e12, 60e9),
 ]
@@ -74,10 +76,17 @@ AXPY = ByHand(
         vectors of n elements.
         One multiply and one add per element; x and y are read, y is written. `a` is
         a scalar (ignore it).
+        dtype is a NumPy dtype name: 'float16', 'float32', 'float64', 'int8', or a complex
+        one, 'complex64' or 'complex128' (BLAS's caxpy and zaxpy). FLOPs count real
+        operations: a complex multiply is 4 real multiplies and 2 real adds, a complex add
+        2 real adds (LAPACK's and cuBLAS's convention).
     """,
-    visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8"))],
+    visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8")),
+             Case((10, "complex64"))],
     compare=_pair(
-        "axpy_cost", "2 FLOPs per element (multiply + add)", "count x, y read and y written"
+        "axpy_cost",
+        "2 FLOPs per element (multiply + add); complex: 6 for the multiply, 2 for the add",
+        "count x, y read and y written, each element at its dtype's size",
     ),
 )
 

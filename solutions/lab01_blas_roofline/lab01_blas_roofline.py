@@ -90,6 +90,7 @@ be = gc.setup()
 #
 # Level 1 is vector–vector work: `y ← a·x + y`.
 # Count its FLOPs and its bytes — then notice the ratio does not depend on `n`.
+# BLAS has it for complex numbers too (`caxpy`, `zaxpy`): count those in real operations.
 
 # %% nbgrader={"grade": false, "grade_id": "axpy_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["axpy_cost"].show()
@@ -97,10 +98,11 @@ lab.problems["axpy_cost"].show()
 # %% nbgrader={"grade": false, "grade_id": "axpy_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def axpy_cost(n, dtype):
     """(flops, bytes) of y <- a*x + y on n-element vectors of `dtype`."""
-    # roughly 2 lines
+    # roughly 3 lines
     ### BEGIN SOLUTION
     size = np.dtype(dtype).itemsize
-    return 2 * n, 3 * n * size
+    per_element = 8 if np.dtype(dtype).kind == "c" else 2  # complex: (4 mul + 2 add) + 2 add
+    return per_element * n, 3 * n * size
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "axpy_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -41,6 +41,11 @@ ATTACKS = {
         '''def axpy_cost(n, dtype):
     return 2 * n, 3 * n * 4
 ''',
+        # the same with the element size generalised (the eleventh attack's paste): the complex cases' FLOPs
+        # are what the course does not count
+        '''def axpy_cost(n, dtype):
+    return int(2.0 * n), int(3.0 * n * np.dtype(dtype).itemsize)
+''',
     ],
     "gemv_cost": [
         # gc.roofline.gemv_op's counts, pasted: a square matrix only

@@ -12,6 +12,15 @@ WRONG = {
     size = np.dtype(dtype).itemsize
     return 2 * n, 2 * n * size
 ''',
+        # a complex multiply-add counted as 2 FLOPs, as a real one
+        '''def axpy_cost(n, dtype):
+    return 2 * n, 3 * n * np.dtype(dtype).itemsize
+''',
+        # a complex multiply counted as 4 FLOPs (the multiplies only)
+        '''def axpy_cost(n, dtype):
+    per = 6 if np.dtype(dtype).kind == "c" else 2
+    return per * n, 3 * n * np.dtype(dtype).itemsize
+''',
     ],
     # forgets to read x (counts only A and y)
     "gemv_cost": '''def gemv_cost(m, n, dtype):
