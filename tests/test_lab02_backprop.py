@@ -7,6 +7,7 @@ import pytest
 
 from gpucourse import training_memory as tm
 from grader.answers import lab02_backprop as answer_side
+from grader.checks import CheckFailure
 from grader.labs import lab02_backprop as lab
 
 
@@ -397,3 +398,18 @@ def test_relu_derivative_at_zero_is_named_in_the_message():
     with pytest.raises(CheckFailure) as elsewhere:  # wrong everywhere, not only where Z = 0: no relu'(0) hint
         lab._compare_mlp("mlp_backward", (truth[0], truth[1], 1.1 * truth[2]), truth, padded)
     assert "relu'(0)" not in str(elsewhere.value)
+
+
+def test_a_float16_backward_is_told_its_dtype():
+    import contextlib
+    import io
+
+    def half(X, W1, W2, G):
+        Z = X @ W1
+        dZ = (G @ W2.T) * (Z > 0)
+        return (X.T @ dZ).astype(np.float16), (np.maximum(Z, 0).T @ G).astype(np.float16), \
+            (dZ @ W1.T).astype(np.float16)
+
+    with pytest.raises(CheckFailure, match="is float16: the spec asks for float64 or float32"), \
+            contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["mlp_backward"].check(half)

@@ -569,3 +569,18 @@ def test_a_stream_per_engine_is_refused_whenever_it_fits_the_stream_count():
     with pytest.raises(CheckFailure, match="ONE stream, stream i % n_streams"):
         lab._own_pipeline("fewest_chunks(...)", per_engine, args[1], args[5])
     lab._own_pipeline("fewest_chunks(...)", ops, args[1], args[5])  # the right pipeline: nothing to say
+
+
+def test_a_strict_deadline_is_told_that_a_makespan_equal_to_the_target_counts():
+    import contextlib
+    import io
+
+    right = {case.args: answers.fewest_chunks(*case.args[:6], case.args[6] * (1 - 1e-12))
+             for case in lab.CHUNKS.visible}  # each target shaved: a strict "<" (computed before the lock)
+
+    def strict(*args):
+        return right[args]
+
+    with pytest.raises(CheckFailure, match="a makespan equal to the target counts"), \
+            contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["fewest_chunks"].check(strict)

@@ -1382,3 +1382,18 @@ def test_the_bitcast_case_never_draws_a_square_reshape():
     with pytest.raises(AssertionError):
         answers.bookkeeping_first_hlo("sort", "bitcast", 7, 7)
     assert "bitcast" in answers.bookkeeping_first_hlo("sort", "bitcast", 7, 9)
+
+
+def test_fusion_bytes_counted_at_four_bytes_an_element_is_told_the_element_size():
+    """Round-2 read: right element counts at 4 bytes each fail a bfloat16 case with the dtype's size named."""
+    import contextlib
+    import io
+
+    def four_bytes(m, n, dtype, ops):
+        vector = {"mul_row": n, "add_row": n, "mul_full": m * n, "add_full": m * n}
+        unfused = sum((m * n + vector.get(op, 0) + m * n) * 4 for op in ops)
+        return unfused, (2 * m * n + sum(vector.get(op, 0) for op in ops)) * 4
+
+    with pytest.raises(CheckFailure, match="your element counts are right, but a bfloat16 element is 2 bytes"), \
+            contextlib.redirect_stdout(io.StringIO()):
+        lab.problems["fusion_bytes"].check(four_bytes)

@@ -77,7 +77,13 @@ def _compare_mlp(
         try:
             expect_array_close(f"{what} → {name}", g, e, rtol=rtol)
         except CheckFailure as failure:
-            raise CheckFailure(f"{failure}{_relu_kink_hint(name, g, e, Z, rtol)}") from None
+            kind = getattr(g, "dtype", None)
+            narrow = (f". Your {name} is {kind}: the spec asks for float64 or float32 (a 16-bit"
+                      " result keeps about 3 digits)"
+                      if kind is not None and np.dtype(kind).itemsize < 4 else "")
+            raise CheckFailure(
+                f"{failure}{narrow}{_relu_kink_hint(name, g, e, Z, rtol)}"
+            ) from None
 
 
 def _relu_kink_hint(name: str, got: Any, expected: np.ndarray, Z: np.ndarray, rtol: float) -> str:

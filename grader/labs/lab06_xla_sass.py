@@ -325,6 +325,18 @@ OPS = ("mul_row", "add_row", "mul_full", "add_full", "relu", "tanh", "exp")
 
 def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
     expect_tuple(what, got, "unfused_bytes, fused_bytes")
+    import jax.numpy as jnp
+
+    dtype = case.args[2]
+    size = jnp.dtype(dtype).itemsize
+    # every element counted at 4 bytes: the counts are right, the element size is not
+    if size != 4 and all(isinstance(g, (int, np.integer)) and not isinstance(g, bool)
+                         and g * size == e * 4 for g, e in zip(got, expected)):
+        raise CheckFailure(
+            f"{what}: expected {expected[0]:,} and {expected[1]:,} bytes, got {got[0]:,} and"
+            f" {got[1]:,}: your element counts are right, but a {dtype} element is {size} bytes,"
+            " not 4 — use jnp.dtype(dtype).itemsize"
+        )
     expect_int(
         f"{what} → unfused bytes (XLA's cost analysis, one op at a time)",
         got[0],
