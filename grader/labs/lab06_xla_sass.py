@@ -115,14 +115,42 @@ def _compare_values(what: str, got: Any, expected: Any, case: Case) -> None:
     dtype = str(case.args[0].dtype)
     if getattr(got, "dtype", None) is not None and str(got.dtype) != dtype:
         raise CheckFailure(f"{what}: expected dtype {dtype}, got {got.dtype}")
-    rtol = {"bfloat16": 3e-2, "float32": 1e-4}[dtype]
+    if dtype == "bfloat16" and got is not None:
+        _one_rounding(what, got, expected, case)
+        return
     expect_array_close(
         what,
         np.asarray(got, dtype=np.float64) if got is not None else None,
         expected,
-        rtol=rtol,
-        atol=rtol * 4,
+        rtol=1e-4,
+        atol=4e-4,
     )
+
+
+# a bfloat16 result computed in float32 and rounded once: half a bfloat16 step of the value (2^-9,
+# allowed 2^-8), plus float32's own error on the terms before they cancel (2^-16 of |r| + |gelu|);
+# bfloat16 arithmetic throughout (a rounding after every op) misses it on about 1 element in 6
+BF16_ONE_ROUNDING, F32_TERMS = 2.0**-8, 2.0**-16
+
+
+def _one_rounding(what: str, got: Any, expected: Any, case: Case) -> None:
+    """A bfloat16 answer within one rounding of the exact value: the epilogue computed in float32
+    and rounded to bfloat16 once, at the end."""
+    g = np.asarray(got, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    if g.shape != e.shape:
+        expect_array_close(what, g, e)  # names the shapes
+    r = np.asarray(case.args[2], dtype=np.float64)
+    allowed = BF16_ONE_ROUNDING * np.abs(e) + F32_TERMS * (np.abs(r) + np.abs(e - r))
+    bad = ~(np.abs(g - e) <= allowed)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise CheckFailure(
+            f"{what}: {int(bad.sum()):,} of {g.size:,} elements are more than one bfloat16 rounding"
+            f" from the exact value; first at {at}: expected {e[at]:.6g}, got {g[at]:.6g}. Hint:"
+            " compute in float32 (x.astype(jnp.float32), …) and round to bfloat16 once, at the"
+            " end: bfloat16 arithmetic rounds after every op, and the residual add cancels"
+        )
 
 
 def _compare_gelu(what: str, got: Any, expected: Any, case: Case) -> None:
@@ -139,11 +167,12 @@ def _compare_gelu(what: str, got: Any, expected: Any, case: Case) -> None:
             x, b, r = (np.asarray(a, dtype=np.float64) for a in case.args[:3])
             u = x + b
             exact = r + 0.5 * u * (1 + np.vectorize(math.erf)(u / math.sqrt(2)))
-            dtype = str(case.args[0].dtype)
-            rtol = {"bfloat16": 3e-2, "float32": 1e-4}[dtype]
-            erf_form = np.allclose(
-                np.asarray(got, dtype=np.float64), exact, rtol=rtol, atol=rtol * 4
-            )
+            g = np.asarray(got, dtype=np.float64)
+            if str(case.args[0].dtype) == "bfloat16":  # within one rounding of the erf form
+                erf_form = bool(np.all(np.abs(g - exact) <= BF16_ONE_ROUNDING * np.abs(exact)
+                                       + F32_TERMS * (np.abs(r) + np.abs(exact - r))))
+            else:
+                erf_form = np.allclose(g, exact, rtol=1e-4, atol=4e-4)
         except Exception:  # noqa: BLE001 - a hint only
             erf_form = False
         if erf_form:
@@ -290,9 +319,9 @@ def _gelu_visible() -> list[Case]:
         Case((_rand(rng, (4, 8)), _rand(rng, (8,)), _rand(rng, (4, 8)))),
         Case(
             (
-                _rand(rng, (3, 5), "bfloat16"),
-                _rand(rng, (5,), "bfloat16"),
-                _rand(rng, (3, 5), "bfloat16"),
+                _rand(rng, (8, 32), "bfloat16"),
+                _rand(rng, (32,), "bfloat16"),
+                _rand(rng, (8, 32), "bfloat16"),
             )
         ),
     ]
@@ -306,6 +335,9 @@ BIAS_GELU = _JitProblem(
         fused_bias_gelu(x, b, r) -> r + gelu(x + b), with JAX (jax.numpy), for x, r: (m, n) and
         b: (n,) broadcast over the rows; every array has the same dtype (float32 or bfloat16)
         and so must the result.
+        In bfloat16 this is a mixed-precision epilogue: compute in float32 and round the result to
+        bfloat16 once, at the end. The check allows that one rounding (2^-8 of the value) plus
+        float32's own error; bfloat16 arithmetic throughout rounds after every op and misses it.
         gelu is the tanh approximation: gelu(u) = 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³)))
         (what jax.nn.gelu(u, approximate=True) computes: use it or write it out; the exercise is
         what XLA makes of it).

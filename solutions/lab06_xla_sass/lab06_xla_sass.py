@@ -91,6 +91,9 @@ print(toolchain.describe())
 #
 # A bias-add, a GELU and a residual add are a typical transformer epilogue: a dozen elementwise ops.
 # Written with `jax.numpy`, XLA fuses them into one loop kernel.
+# In bfloat16 it is also a mixed-precision epilogue, as a GPU's fused GEMM epilogue is:
+# the arithmetic in float32, one rounding to bfloat16 at the end — the casts cost nothing,
+# they fuse into the same loop.
 # Written some other way (a Python loop over rows, `jax.lax.map`, NumPy calls) it may not.
 # The checker compiles your function and reads `gc.xla.compiled(...)`:
 # `.fusions`, the entry ops, `.bytes_accessed` and `.temp_bytes`.
@@ -101,10 +104,12 @@ lab.problems["fused_bias_gelu"].show()
 # %% nbgrader={"grade": false, "grade_id": "fused_bias_gelu", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fused_bias_gelu(x, b, r):
     """r + gelu_tanh(x + b), traceable by jax.jit, one fusion."""
-    # roughly 3 lines
+    # roughly 4 lines
     ### BEGIN SOLUTION
-    u = x + b
-    return r + 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+    f32 = jnp.float32  # computed in float32, rounded once: the casts fuse into the same loop
+    u = x.astype(f32) + b.astype(f32)
+    g = 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+    return (r.astype(f32) + g).astype(x.dtype)
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fused_bias_gelu_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -23,6 +23,12 @@ full marks that way); the attacks below that let the readers decide more than th
 from tests.attacks.helper_thread import HELPER_THREAD
 
 ATTACKS = {
+    "fused_bias_gelu": [
+        # the eleventh attack: the library's GELU in the inputs' dtype (bfloat16 arithmetic throughout)
+        '''def fused_bias_gelu(x, b, r):
+    return r + jax.nn.gelu(x + b, approximate=True)
+''',
+    ],
     "fusion_bytes": [
         # the ninth attack: XLA's count of each op and of the chain, asked of a helper thread started before the lock
         HELPER_THREAD + '''

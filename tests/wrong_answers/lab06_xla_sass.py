@@ -1,13 +1,20 @@
 """Plausible wrong answers to lab 6, one per solution cell: each must score less than full marks."""
 
 WRONG = {
-    # correct values, but a loop over rows (jax.lax.map): a while loop and two fusions instead of one
-    "fused_bias_gelu": '''def fused_bias_gelu(x, b, r):
+    "fused_bias_gelu": [
+        # correct values, but a loop over rows (jax.lax.map): a while loop and two fusions instead of one
+        '''def fused_bias_gelu(x, b, r):
+    f32 = jnp.float32
     def row(xr):
-        u = xr + b
+        u = xr.astype(f32) + b.astype(f32)
         return 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
-    return r + jax.lax.map(row, x)
+    return (r.astype(f32) + jax.lax.map(row, x)).astype(x.dtype)
 ''',
+        # one fusion, but bfloat16 arithmetic throughout: a rounding after every op
+        '''def fused_bias_gelu(x, b, r):
+    return r + jax.nn.gelu(x + b, approximate=True)
+''',
+    ],
     "fusion_bytes": [
         # the fused kernel re-reads the row vectors for every row (m*n instead of n)
         '''def fusion_bytes(m, n, dtype, ops):
