@@ -372,7 +372,7 @@ assert 50 < hbm / pcie < 55
 # Even on CPU, JAX dispatches asynchronously:
 # the call returns long before a large product is finished (on this CPU, asserted:
 # in under a tenth of the time; on an H100 the same product runs far faster
-# — §1.2 prints its datasheet peaks — so there dispatch and work are much closer).
+# — §1's roofline plots them from the datasheets — so there dispatch and work are much closer).
 
 # %%
 big = jax.device_put(rng.standard_normal((1536, 1536)).astype(np.float32), be.jax_device)

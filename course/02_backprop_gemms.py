@@ -523,7 +523,7 @@ per_layer = {}
 for name, f in (("JAX's reverse mode (lax.scan)", stack_loss), ("minimum (tm.tanh_stack)", min_loss)):
     kept = [r for r in tm.saved_residuals(f, Wst, Xs) if not r.is_argument]
     per_layer[name] = sum(r.nbytes for r in kept) / (L * Xs.shape[0] * d * 4)
-    print(f"{name:31} keeps {len(kept)} arrays {sorted({r.shape for r in kept})}: "
+    print(f"{name:31} keeps {len(kept)} arrays (distinct shapes {sorted({r.shape for r in kept})}): "
           f"{per_layer[name]:.3f} activations of (B, d) per layer")
 g_jax = jax.jit(jax.grad(stack_loss, argnums=(0, 1)))(Wst, Xs[:100])  # the values on a slice of the batch
 g_min = jax.jit(jax.grad(min_loss, argnums=(0, 1)))(Wst, Xs[:100])
@@ -1258,9 +1258,10 @@ assert square == 5 * 96 * 2048**2 and sum(gpt3.values()) - square == 34 * 2048 *
 # (fp32 or mixed precision alike) dominate small batches and large models;
 # how much is saved is a choice of the autodiff system
 # (JAX keeps more than the minimum) and of the checkpoint policy,
-# which XLA:GPU honours on `scan`ned and straight-line layers alike in the memory it reserves
-# (§2.6 prints both) and, on straight-line layers, in the GEMMs it recomputes (counted there),
-# though on straight-line layers the memory it saves depends on the GEMM emitter.
+# which XLA:GPU honours in the GEMMs it recomputes (counted in §2.6),
+# and in the memory it reserves on `scan`ned layers;
+# on straight-line layers the memory can even grow (the cuBLAS build in §2.6 prints it):
+# what it saves there depends on the GEMM emitter.
 #
 # *Evidence.*
 # §2.5: JAX keeps 3 activations per tanh layer under `scan` where 1 suffices

@@ -114,7 +114,7 @@ for name, p in datapath.PROCESSORS.items():
     print(f"{name:32} {p['cores']:>5} {p['core_kind']:<11} {p['fp32_lanes']:>18,} {matrix:>18}  "
           f"{p['memory']}, {datapath.fmt_rate(p['bandwidth'])}")
 cpu_p, gpu_p, npu_p = datapath.PROCESSORS.values()
-print(f"vector ALUs: H100 / desktop CPU = {gpu_p['fp32_lanes'] / cpu_p['fp32_lanes']:.0f}×, "
+print(f"vector ALUs: H100 / desktop CPU = {gpu_p['fp32_lanes'] / cpu_p['fp32_lanes']:.1f}×, "
       f"H100 / TPU v4 = {gpu_p['fp32_lanes'] / npu_p['fp32_lanes']:.2f}×")
 print(f"dense bf16 matrix units: H100 / TPU v4 = {gpu_p['bf16_matrix_flops'] / npu_p['bf16_matrix_flops']:.1f}×; "
       f"TPU v4: 2 cores × 4 MXUs × 128 × 128 = {2 * 4 * 128 * 128:,} MACs per cycle × 2 FLOP × "
@@ -122,26 +122,27 @@ print(f"dense bf16 matrix units: H100 / TPU v4 = {gpu_p['bf16_matrix_flops'] / n
 mxu_macs = 2 * 4 * 128 * 128
 print(f"the wrong comparison — TPU v4 MXU MACs counted as fp32 ALUs: {mxu_macs:,} vs the H100's "
       f"{gpu_p['fp32_lanes']:,} = {mxu_macs / gpu_p['fp32_lanes']:.1f}×")
-assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (512, 16_896, 4096)
-# like with like: ALUs on every chip, not lanes on one — the CPU's 2 pipes per core and the TPU's 2 ALUs per lane count
-assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (16 * 2 * 16, 132 * 128, 2 * (8 * 128) * 2)
+assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (1024, 16_896, 4096)
+# like with like: ALUs on every chip, not lanes on one — the CPU's 4 pipes per core (2 FMA, 2 FADD) and the TPU's
+# 2 ALUs per lane count
+assert (cpu_p["fp32_lanes"], gpu_p["fp32_lanes"], npu_p["fp32_lanes"]) == (16 * 4 * 16, 132 * 128, 2 * (8 * 128) * 2)
 # the H100's count is its fp32 peak: 16,896 FMA units × 2 FLOP × 1.98 GHz = 67 TFLOP/s (the datasheet's 66.9)
 assert abs(gpu_p["fp32_lanes"] * 2 * 1.98e9 / gc.hardware.H100_SXM.peak_flops["fp32"] - 1) < 0.01
 assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 # Expected output:
 # processor (published)            cores               fp32 vector ALUs  dense bf16 matrix  memory
-# CPU (AMD Ryzen 9 9950X, desktop)    16 cores                      512               none  DDR5, 2 channels, 89.6 GB/s
+# CPU (AMD Ryzen 9 9950X, desktop)    16 cores                    1,024               none  DDR5, 2 channels, 89.6 GB/s
 # GPU (NVIDIA H100 SXM)              132 SMs                     16,896      989.4 TFLOP/s  HBM3 80 GB, 3.35 TB/s
 # NPU (Google TPU v4)                  2 TensorCores              4,096      275.0 TFLOP/s  HBM2 32 GiB, 1.20 TB/s
-# vector ALUs: H100 / desktop CPU = 33×, H100 / TPU v4 = 4.12×
+# vector ALUs: H100 / desktop CPU = 16.5×, H100 / TPU v4 = 4.12×
 # dense bf16 matrix units: H100 / TPU v4 = 3.6×; TPU v4: 2 cores × 4 MXUs × 128 × 128 = 131,072 MACs per cycle × 2 FLOP × 1.05 GHz = 275 TFLOP/s
 # the wrong comparison — TPU v4 MXU MACs counted as fp32 ALUs: 131,072 vs the H100's 16,896 = 7.8×
 
 # %% [markdown]
 # Like with like.
-# **Vector ALUs**: the 16-core desktop CPU has 512 fp32 ALUs
+# **Vector ALUs**: the 16-core desktop CPU has 1,024 fp32 ALUs
 # (each core is itself a small SIMD machine:
-# 2 FMA pipes × 16 lanes), an H100 16,896 — 33×,
+# 2 FMA pipes and 2 FADD pipes × 16 lanes), an H100 16,896 — 16.5×,
 # not "16 vs thousands" — and a TPU v4 4,096 (each TensorCore's vector unit is an (8, 128) grid of lanes with 2 ALUs per lane:
 # "a total of 2048 floating point adders" per core, the scaling book's TPU chapter),
 # a quarter of the H100's.
@@ -807,8 +808,9 @@ assert hbm / max(host_bw, host_add) > 3
 # A roof is meant to be a *peak*: this CPU's compute roof is NumPy's BLAS on a 1536 × 1536 float32
 # GEMM — a size chosen to let every core's vector units run flat out, warmed up,
 # the best of several runs (other programs only ever slow a run down),
-# though on a shared or busy machine it reaches only the fraction of the nominal peak printed beside
-# it, and it is then the roof *measured here,
+# though on a shared or busy machine it can reach only a fraction of the nominal peak printed beside
+# it (and above it where the cores boost past the clock the kernel reports, as a virtual machine's
+# base clock often is), and it is then the roof *measured here,
 # under whatever else runs* — and its memory roof is the faster of the two bandwidths measured in
 # §3.1 and §3.6 (one core's: all cores together draw more,
 # so this machine's true ridge point lies left of the one drawn).
@@ -877,6 +879,8 @@ plt.show()
 # %% [markdown]
 # If the measured GEMM peak printed above is a small fraction of the nominal one,
 # the cores were shared with other programs while this ran (or ran below the reported clock);
+# if it is above it, the cores ran faster than the reported clock (a boost, or a virtual machine
+# reporting its base clock);
 # the break-even printed for this CPU moves with it: a slower CPU makes offloading pay sooner.
 #
 # The dashed line is what a benchmark that ignores transfers reports: the GPU "wins" everywhere.
@@ -1140,8 +1144,8 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 #
 # *Evidence.*
 # §3.1, published: Ryzen 9 9950X 16 cores; H100 SXM 132 SMs × 128 FP32 units = 16,896 "CUDA cores".
-# Counted in fp32 vector ALUs, the CPU has 16 × 2 × 16 = 512 (a TPU v4 4,096:
-# 2 cores × 8 × 128 lanes × 2 ALUs), so the gap is 33×, not 1000×;
+# Counted in fp32 vector ALUs, the CPU has 16 × 4 × 16 = 1,024 (2 FMA and 2 FADD pipes per core; a TPU v4
+# 4,096: 2 cores × 8 × 128 lanes × 2 ALUs), so the gap is 16.5×, not 1000×;
 # the GPU's FLOPs are mostly in its tensor cores
 # (989 dense bf16 TFLOP/s vs 67 fp32 TFLOP/s of lanes).
 #
@@ -1179,7 +1183,9 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # *Evidence.*
 # §3.6: on a GPU, the host returns from an async pinned copy long before the copy ends
 # (measured there); CUDA Runtime API, "API synchronization behavior":
-# pageable transfers are first copied by the CPU into a pinned staging buffer.
+# pageable transfers are first copied by the CPU into a pinned staging buffer;
+# on a CPU-only run, §3.7's pageable-link row prints what that staging costs at this machine's own
+# memcpy rate.
 #
 # #### Claim C26
 #

@@ -228,9 +228,10 @@ if gc.require_gpu("stream synchronize returning long before device synchronize, 
 # **Calls that synchronize implicitly.**
 # Many calls wait without saying so, and each one drains part of the pipeline the host was building:
 #
-# - reading a result on the host: `x.item()`, `float(x)`, `print(x)`, `np.asarray(x)` (JAX, CuPy,
-#   PyTorch alike) wait for `x` — a `loss.item()` every step makes every step pay the full launch
-#   latency (§4.4 measures it);
+# - reading a result on the host waits for it: `x.item()`, `float(x)`, `print(x)`, and
+#   `np.asarray(x)` in JAX (CuPy wants `x.get()` or `cp.asnumpy(x)` and PyTorch `x.cpu()`: both
+#   refuse an implicit conversion) — a `loss.item()` every step makes every step pay the full
+#   launch latency (§4.4 measures it);
 # - a synchronous `cudaMemcpy` device → host returns only when the copy is done,
 #   and it is issued on the legacy default stream,
 #   so it first waits for the other blocking streams (CUDA Runtime API,
@@ -548,7 +549,8 @@ print(f"with the event, E starts at {with_event.span('E').start:g} µs instead o
 #   CUDA opens 8 by default, `CUDA_DEVICE_MAX_CONNECTIONS` sets 1 to 32 (CUDA C++ Programming Guide,
 #   "CUDA Environment Variables"); Hyper-Q hardware has 32 (Kepler GK110 whitepaper).
 #   A queue hands out commands in order,
-#   so a ninth stream shares a queue with the first and can wait behind its dependencies
+#   so a ninth stream typically shares a queue with the first (the mapping is not documented;
+#   what is observed, and what the model assigns, is round-robin) and can wait behind its dependencies
 #   — a *false dependency*;
 # - **room on the GPU**: at most 128 kernels resident at once on current data-centre GPUs
 #   (CUDA C++ Programming Guide, table of technical specifications:

@@ -1532,8 +1532,8 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # the scaling book says instead that from VMEM an intensity of "only 10-20" reaches peak,
 # which the same model gives only with a faster weight port and more weight registers
 # (88 % at M = 16 with 8 rows/cycle and 8 registers) — v2–v6's weight path is unpublished; §7.4:
-# below the critical batch ≈ peak/HBM bandwidth (240 on v5e, 229 v4, 166 v5p, 560 v6e;
-# Google's figures) HBM binds first.
+# below the critical batch — a little above the ridge point peak/HBM bandwidth (240 on v5e, 229 v4,
+# 166 v5p, 560 v6e from Google's figures; §7.4 prints the batches themselves) — HBM binds first.
 #
 # #### Claim C18
 #
@@ -1568,7 +1568,8 @@ assert abs(tpu.TPU_V5P.ici_intensity() - 2295) < 1  # the scaling book's 2550 us
 # mean 12.0 vs 15.9 hops; wraparound only on whole-cube v4/v5p slices and on 16-chip v5e/v6e axes;
 # §7.8: the α–β costs of the four collectives, checked message by message;
 # a 100 MB all-reduce on v5p slices with all axes at once grows by only about a fifth from 64 to
-# 6144 chips (96× as many), close to 3× faster than one axis at a time.
+# 6144 chips (96× as many), close to 3× faster than one axis at a time on cube-shaped slices
+# (asserted there) and about 2.6× on 8×16×16 and 16×16×24 (printed).
 # Sources: Google's v5p page ("All 4x4x4 and larger slices
 # (one cube) have full 3D torus connectivity", smaller ones have no wrap-around links;
 # largest slice 16x16x24); Google's v4 page ("Interconnect topology: 3D mesh";

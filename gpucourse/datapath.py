@@ -145,13 +145,14 @@ PROCESSORS: dict[str, dict[str, Any]] = {
     "CPU (AMD Ryzen 9 9950X, desktop)": dict(
         cores=16,
         core_kind="cores",
-        fp32_lanes=16 * 2 * 16,
+        fp32_lanes=16 * 4 * 16,
         bf16_matrix_flops=None,
         memory="DDR5, 2 channels",
         bandwidth=89.6 * GB,
         source=(
-            "AMD product page: 16 Zen 5 cores, AVX-512 with a 512-bit datapath, 2 FMA "
-            "pipes × 16 fp32 lanes per core; DDR5-5600 dual channel; no matrix unit"
+            "AMD product page: 16 Zen 5 cores, AVX-512 with a 512-bit datapath; AMD's Zen 5"
+            " software optimization guide: 2 FMA and 2 FADD pipes × 16 fp32 lanes per core;"
+            " DDR5-5600 dual channel; no matrix unit"
         ),
     ),
     "GPU (NVIDIA H100 SXM)": dict(

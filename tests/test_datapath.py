@@ -21,7 +21,7 @@ def test_published_figures_are_ordered_and_sourced():
     assert bw["PCIe 5.0 x16"] == 2 * bw["PCIe 4.0 x16"] == pytest.approx(63.0e9, rel=1e-3)  # after 128b/130b
     assert bw["HBM3e (H200 SXM)"] == gc.hardware.H200_SXM.memory_bandwidth
     cpu, h100, tpu = datapath.PROCESSORS.values()
-    assert (cpu["fp32_lanes"], h100["fp32_lanes"], tpu["fp32_lanes"]) == (512, 16_896, 4096)  # ALUs, alike
+    assert (cpu["fp32_lanes"], h100["fp32_lanes"], tpu["fp32_lanes"]) == (1024, 16_896, 4096)  # ALUs, alike (Zen 5: 2 FMA + 2 FADD pipes)
     assert h100["bf16_matrix_flops"] / tpu["bf16_matrix_flops"] == pytest.approx(3.6, abs=0.01)
     # TPU v4's 275 TFLOP/s is its MXUs' MACs at 1050 MHz: 2 cores × 4 MXUs × 128 × 128 × 2 FLOP
     assert 2 * 4 * 128 * 128 * 2 * datapath.TPU_V4_CLOCK_HZ == pytest.approx(tpu["bf16_matrix_flops"], rel=0.01)

@@ -517,3 +517,19 @@ def test_a_reduction_by_atomics_a_float64_accumulator_and_the_blank_stub_fail_by
     text = _failure(name, fn, hidden)
     for w in words:
         assert w in text, f"{name} ({'hidden' if hidden else 'visible'}): {w!r} not in {text!r}"
+
+
+def test_an_idle_thread_that_reads_fails_map_guard():
+    """Round-3 read: map_guard's spec says threads with i >= a.size do nothing; one that reads a[i % n] and guards
+    only its write now fails, visible and hidden, with the thread named."""
+    fn = kernels.load_kernel('''
+@cuda.jit
+def map_guard(a, out):
+    i = cuda.threadIdx.x
+    v = a[i % a.size]
+    if i < a.size:
+        out[i] = v + 10
+''', "map_guard", NS, cuda)
+    for hidden in (False, True):
+        assert "has no element" in _failure("map_guard", fn, hidden) and "guard the read too" in _failure(
+            "map_guard", fn, hidden)

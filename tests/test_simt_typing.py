@@ -42,6 +42,12 @@ CASES = [
     ("acc_float_literal_plus_f32", "acc = 0.0\nacc += a\nacc += b\nr = acc", ("f32", "f32"), 0),
     ("acc_np_float32_plus_f32", "acc = np.float32(0)\nacc += a\nacc += b\nr = acc", ("f32", "f32"), 0),
     # a conditional's two sides get one type (round-2 read): float32 with a float or int literal is float64
+    # math functions: a float32 argument keeps float32, an int64 (Python int) exponent does not (round-3 read)
+    ("math_erf_f32", "r = math.erf(a) + b", ("f32", "f32"), 1),
+    ("math_erfc_f32", "r = math.erfc(a) * b", ("f32", "f32"), 1),
+    ("math_pow_f32_int_literal", "r = math.pow(a, 2) + b", ("f32", "f32"), 0),
+    ("math_pow_f32_f32", "r = math.pow(a, b)", ("f32", "f32"), 1),
+    ("math_degrees_f32", "r = math.degrees(a) + b", ("f32", "f32"), 1),
     ("ifexp_f32_else_float_literal", "r = a * b if a > 0 else 0.0", ("f32", "f32"), 0),
     ("ifexp_float_literal_else_f32", "r = 0.0 if a < 0 else a + b", ("f32", "f32"), 0),
     ("ifexp_f32_else_int_literal", "r = a * b if a > 0 else 0", ("f32", "f32"), 0),

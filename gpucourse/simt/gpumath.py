@@ -62,11 +62,24 @@ _BINARY = {
 }
 
 
+# math functions numba-cuda also types float32 -> float32 that the tables above do not hold (their
+# NumPy twin is the fallback where CPython raises)
+_TYPED_TOO = {
+    "erf": lambda x: math.nan,  # CPython raises on nothing but a non-number
+    "erfc": lambda x: math.nan,
+    "degrees": np.degrees,
+    "radians": np.radians,
+}
+
+
 def _result_dtype(args: tuple) -> np.dtype:
     """numba-cuda's signatures: float32 when the first argument and every other float argument are
     float32."""
     floats = [a for a in args if isinstance(a, (float, np.floating))]
-    if isinstance(args[0], _F32S) and all(isinstance(a, _F32S) for a in floats):
+    # a Python int is an int64 to numba-cuda: with a float32 it picks the float64 signature
+    # (math.pow(x_f32, 2) is float64; math.pow(x_f32, np.int32(2)) float32)
+    wide_int = any(type(a) is int for a in args)
+    if isinstance(args[0], _F32S) and all(isinstance(a, _F32S) for a in floats) and not wide_int:
         return np.dtype(np.float32)  # float32(float32, ...), and pow(float32, int32)
     return np.dtype(np.float64)
 
@@ -208,6 +221,10 @@ def _module() -> types.ModuleType:
         setattr(mod, name, _wrap(name, getattr(math, name), np_fn))
     for name in ("gamma", "lgamma"):
         setattr(mod, name, _wrap(name, getattr(math, name), None))
+    # float in, float out, typed as the argument (float32 for a float32): numba-cuda's signatures
+    for name, np_fn in _TYPED_TOO.items():
+        if name in NUMBA_CUDA_MATH:
+            setattr(mod, name, _wrap(name, getattr(math, name), np_fn))
     mod.ldexp = _ldexp
     for name in ("floor", "ceil", "trunc"):
         setattr(mod, name, _rounding(name))

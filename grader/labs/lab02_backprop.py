@@ -296,8 +296,8 @@ STEP_GEMMS = _DeepNetworks(
         JAX's backward pass of one (jax.make_jaxpr of jax.grad, or XLA's cost analysis) takes
         longer than the time limit. To check a small case, count the dot_general equations of
         jax.make_jaxpr(jax.grad(...)), inner jaxprs included: it counts the recomputed GEMMs too.
-        XLA's cost analysis does not, with recompute=True: XLA:CPU merges the recomputed GEMMs back
-        into the forward ones.
+        XLA's cost analysis does not, for these straight-line networks with recompute=True: XLA:CPU
+        merges the recomputed GEMMs back into the forward ones.
     """,
     visible=[Case((32, [784, 256, 10], [True, True], False)),
              Case((5, [3, 4], [True], False)),
@@ -627,13 +627,12 @@ def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
         hint = (
             "this backward is right: the forward computes in float32, so a finite difference with a"
             " tiny step (1e-6, 1e-8: float64's habits) is rounding noise — take a step near 1e-3,"
-            " and a tolerance of two terms: 1e-3 of the dot products themselves (|⟨dy, J·u⟩| +"
-            " |⟨dx, u⟩|) PLUS the outputs' own rounding, about 2^-23·Σ|dy|·|f(x±εu)|/ε (without it"
-            " a right backward of an op with large outputs that move little can fail, most often on"
-            " small shapes) — on"
-            " small shapes: a sum of absolute values over a large x grows with its size and accepts"
-            " a few per cent; the forward cannot be traced by JAX (jax.vjp/jax.grad of it raise),"
-            " and a crash or a wrong shape of yours would also reject it"
+            " and a tolerance of two terms: 1e-3 of the size of the terms the dot product sums"
+            " (⟨|dy|, |f(x+εu) − f(x−εu)|⟩ / 2ε) PLUS the outputs' own rounding, a few times"
+            " 2^-23·⟨|dy|, |f(x+εu)| + |f(x−εu)|⟩ / 2ε (without it a right backward of an op whose"
+            " outputs are large but move little can fail); test on a few small shapes with B > 1;"
+            " the forward cannot be traced by JAX (jax.vjp/jax.grad of it raise), and a crash or a"
+            " wrong shape of yours would also reject it"
         )
     else:
         hint = (

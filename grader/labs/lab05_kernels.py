@@ -136,8 +136,9 @@ def _sum_require(r: simt.KernelReport, case: Case, what: str) -> None:
     if r.atomics:
         raise CheckFailure(
             f"{what}: {r.atomics:,} atomic updates (cuda.atomic.*): an atomic add is not a tree."
-            " All the threads of a block adding into one shared address are serialised, one update"
-            " after another, and the float sum depends on the order the hardware happens to pick."
+            " All the threads of a block adding into one address (shared or global) are serialised,"
+            " one update after another, and the float sum depends on the order the hardware happens"
+            " to pick."
             " Reduce without atomics: halve the stride at each level, threads tid < stride adding"
             " s[tid + stride] into s[tid], cuda.syncthreads() between levels"
         )

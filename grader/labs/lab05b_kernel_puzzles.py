@@ -54,6 +54,21 @@ def puzzle(name: str, spec: str, launch: Callable, visible: list[Case], budget: 
                          launch=launch, require=budgeted(budget, extra), float32_only=float32_only)
 
 
+def _idle_threads_idle(r, case, what):
+    """map_guard: a thread with no element (i >= a.size) makes no global access at all."""
+    from ..checks import CheckFailure
+
+    n, c = case.args[0].size, r.counts
+    busy = [t for t in range(n, c.shape[0]) if c[t, 0] or c[t, 1]]
+    if busy:
+        t = busy[0]
+        raise CheckFailure(
+            f"{what}: thread {t} has no element (i = {t} >= a.size = {n}) but made {int(c[t, 0])}"
+            f" global read(s) and {int(c[t, 1])} write(s), as did {len(busy) - 1} more idle"
+            " thread(s): guard the read too, not only the write — an idle thread does nothing"
+        )
+
+
 def _uses_shared(r, case, what):
     if r.total("shared", "w") == 0:
         from ..checks import CheckFailure
@@ -128,7 +143,7 @@ MAP_GUARD = puzzle(
     """,
     _guard_launch,
     [Case((np.arange(5, dtype=F32),))],
-    Budget(reads=1, writes=1, shared=0))
+    Budget(reads=1, writes=1, shared=0), extra=_idle_threads_idle)
 
 # -- map 2-D ---------------------------------------------------------------------------------------
 
@@ -285,7 +300,8 @@ DOT = puzzle(
         Each thread multiplies at most one pair into a cuda.shared.array({DOT_THREADS}, float32) (0
         past n), then the block reduces it as a tree (one thread summing the 64 alone leaves the
         rest idle: the SIMT budget below); exactly ONE thread writes out[0]. Every thread must reach
-        every cuda.syncthreads() (a barrier inside `if i < n` is barrier divergence).
+        every cuda.syncthreads() (a barrier inside `if i < n`, which the other threads skip and then
+        go on to the reduction, is barrier divergence).
         Example: a = [1, 2, 3], b = [4, 5, 6] (float32)  ->  out = [32].
     """,
     _dot_launch,

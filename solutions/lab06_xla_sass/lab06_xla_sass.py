@@ -556,7 +556,7 @@ except NotImplementedError:
 # The model misses by the printed factor.
 # At this size the arrays fit in a large L3, so that bandwidth is cache bandwidth:
 # §6.3 sizes its arrays out of the cache, alternates the two versions' runs,
-# and checks the model within a stated band; this cell asserts nothing.
+# and prints measured/model for each of its rounds; this cell asserts nothing.
 # The design line uses the same constants:
 # it is as good as the model is here (the measured/model line says how good).
 
