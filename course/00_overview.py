@@ -468,7 +468,8 @@ assert abs(clock - 1.8295e9) < 0.005e9 and clock < h100.boost_clock_hz == 1.98e9
 # draws less power and can clock higher:
 # it flatters the result), and reports it as a fraction of the datasheet's dense fp16 peak
 # (the same 989 TFLOP/s as bf16 on an H100),
-# asserting that it lies between 30 % and 100 % of it — what the cell checks when run on a GPU,
+# asserting that it lies between 30 % and 102 % of it (as §1.2 does: a card can clock a little above
+# the datasheet's assumed clock) — what the cell checks when run on a GPU,
 # not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`).
 
 # %%
@@ -484,7 +485,7 @@ if gc.require_gpu("a cuBLAS fp16 GEMM on random data, timed with CUDA events, as
     fp16_peak = gc.hardware.half_tensor_peak(spec) if spec else None  # the T4's fp16 figure; bf16's elsewhere
     print(f"{achieved / 1e12:.0f} TFLOP/s fp16 on {be.gpu.name}"
           + (f" = {achieved / fp16_peak:.0%} of the {spec.name} dense fp16 peak" if spec else ""))
-    assert achieved > 0 and (fp16_peak is None or 0.3 < achieved / fp16_peak <= 1.0)
+    assert achieved > 0 and (fp16_peak is None or 0.3 < achieved / fp16_peak < 1.02)
 
 # %% [markdown]
 # On a TPU the same dot runs on a systolic array instead (§7).

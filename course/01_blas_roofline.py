@@ -112,12 +112,12 @@ assert counts.distinct_elements == M * K + K * N + M * N  # O(MN + MK + KN) data
 print(f"FLOPs: {counts.flops}  = 2·M·N·K")
 print(f"loads issued by the loop: {counts.loads}  = 2·M·N·K (every multiply reads A and B again)")
 print(f"distinct elements touched: {counts.distinct_elements}  = MK + KN + MN")
-print(f"each element is reused {counts.reuse:.1f}× on average")
+print(f"each element is accessed {counts.reuse:.1f}× on average (loads + stores per distinct element)")
 # Expected output:
 # FLOPs: 240  = 2·M·N·K
 # loads issued by the loop: 240  = 2·M·N·K (every multiply reads A and B again)
 # distinct elements touched: 74  = MK + KN + MN
-# each element is reused 3.6× on average
+# each element is accessed 3.6× on average (loads + stores per distinct element)
 
 # %% [markdown]
 # Both of the source article's formulas hold — and the loop shows the condition it leaves out:
@@ -454,7 +454,7 @@ assert all(k.bandwidth(k.reads) < 1.3 * roof.bandwidth for k in kinds)
 # so *more* ops are memory-bound there (its FP32 CUDA-core ridge, printed for six GPUs in §1.2,
 # sits much further left).
 # On a GPU backend the measured roofline above is the GPU's own (float32 on CUDA cores,
-# against the 67 TFLOP/s FP32 datasheet figure),
+# against that card's FP32 datasheet figure, 67 TFLOP/s on an H100 SXM),
 # and the next cell measures its half-precision tensor-core roof too
 # (its 30 %–102 % band against the datasheet is what the cell checks when run on a GPU,
 # not a reported result: no GPU run of this course is recorded yet (`course/gpu_runs/`)).

@@ -424,10 +424,10 @@ assert cost.get("flops", 0.0) == 0 or be.is_gpu, "XLA:CPU weighs a tanh as 0 FLO
 # On a CPU the parts are the forward's work, measured apart:
 # their sum is asserted only to lie within the same factor `SHARED` of the forward either way,
 # for the same reason (a part timed while another program holds a core runs up to 2× slower).
-# How near 1.00× the printed sum lands is this machine's noise,
-# not a property of the program (the per-round ratios printed two cells above show how far apart
-# honest timings fall here), so read the printed shares as this run's,
-# and what is asserted as the claim.
+# How near 1.00× the printed sum lands is partly this machine's noise
+# (the per-round ratios printed two cells above show how far apart honest timings fall here)
+# and partly the program: the parts are not the forward's own kernels (below),
+# so read the printed shares as this run's, and what is asserted as the claim.
 # The $\tanh$ take the share printed above.
 # A part's share can exceed 100 %: each part is timed as its own call (its own dispatch,
 # no fusion with the other part), and even best runs carry a shared machine's noise.

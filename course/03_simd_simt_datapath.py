@@ -99,8 +99,8 @@ f32 = np.float32
 # An NPU such as Google's TPU gives up generality and fills the chip with matrix multiply units
 # (행렬 연산 유닛).
 # Words like "core" hide the interesting numbers, and they must be compared like with like:
-# **vector ALUs** — the fp32 units that run ordinary arithmetic, one fp32 unit each (an FMA unit,
-# 2 FLOPs per cycle, on the CPU and GPU;
+# **vector ALUs** — the fp32 units that run ordinary arithmetic, one fp32 unit each
+# (an FMA or an add-only unit on the CPU, an FMA unit on the GPU,
 # an adder or multiplier ALU on the TPU's VPU), counted as units, not FLOPs,
 # the same way on every chip: a CPU core's SIMD pipes × their lanes,
 # a GPU's "CUDA cores" (one FP32 unit per lane of an SM), a TPU's vector unit (an (8, 128) grid of lanes with two ALUs in each lane) — and **matrix units**,
@@ -142,7 +142,8 @@ assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 # Like with like.
 # **Vector ALUs**: the 16-core desktop CPU has 1,024 fp32 ALUs
 # (each core is itself a small SIMD machine:
-# 2 FMA pipes and 2 FADD pipes × 16 lanes), an H100 16,896 — 16.5×,
+# 2 FMA pipes and 2 FADD pipes × 16 lanes), an H100 16,896 — 16.5× in units
+# (about 13× in fp32 FLOP/s: only the FMA pipes do 2 FLOPs a cycle, §3.7's nominal peak),
 # not "16 vs thousands" — and a TPU v4 4,096 (each TensorCore's vector unit is an (8, 128) grid of lanes with 2 ALUs per lane:
 # "a total of 2048 floating point adders" per core, the scaling book's TPU chapter),
 # a quarter of the H100's.
@@ -1138,7 +1139,8 @@ if gc.require_gpu("a kernel writing to mapped (zero-copy) host memory, read back
 # #### Claim C06
 #
 # **qualified**: a GPU "core" is one lane of an SM, not a CPU-like core;
-# compare SMs with cores (132 vs 16) or ALUs with ALUs (16,896 vs 512),
+# compare SMs with cores (132 vs 16) or ALUs with ALUs (16,896 vs 1,024;
+# in fp32 FLOP/s, which only the FMA units double, about 13×),
 # and matrix units with matrix units (H100 3.6× a TPU v4 in dense bf16).
 # Desktop CPUs now reach 24 cores (Core i9-14900K).
 #

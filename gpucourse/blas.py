@@ -23,8 +23,8 @@ class LoopCounts:
 
     @property
     def reuse(self) -> float:
-        """Loads per distinct element: how often a cache or a tile could serve a value instead of
-        memory."""
+        """Accesses (loads + stores) per distinct element: how often an element is touched, so how
+        often a cache or a tile could serve it instead of memory."""
         return (self.loads + self.stores) / self.distinct_elements
 
 

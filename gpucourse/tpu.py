@@ -27,7 +27,8 @@ bytes/s, bytes, Hz. Sources:
   "Any multiple of a full cube (e.g. 4x4x4 or 4x4x8) will have wraparounds provided by the optical
   switches", "a 2x2x4 won't have any wraparounds"; v5e/v6e have a wraparound only on an axis of 16
   chips; v5e's MXU runs at 1.5 GHz.
-- JAX's own Pallas TPU table (jax/_src/pallas/mosaic/tpu_info.py): VMEM and CMEM per TensorCore, MXU
+- JAX's own Pallas TPU table (jax/_src/pallas/mosaic/tpu_info.py): VMEM per TensorCore, CMEM per
+  chip (v4's 128 MiB in Jouppi et al.; the table's 134,000,000 bytes), MXU
   count (``num_mxus``) and column size (``mxu_column_size``; the table gives no row count). Peak
   FLOP/s and HBM bandwidth here are Google's published figures; JAX's table has other HBM figures
   for v4 and v5p (1.23 and 2.46 TB/s against Google's 1.2 and 2.765).

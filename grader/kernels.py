@@ -533,7 +533,8 @@ class Budget:
         if self.shared_atomics is not None:
             lines.append(f"atomic updates of shared memory per block ≤ {self.shared_atomics}")
         lines.append(
-            "no data races, no barrier only part of a block reaches, no read of memory nobody wrote"
+            "no data races, no barrier a thread skips and runs on past, no read of memory nobody"
+            " wrote"
         )
         return "Budget (checked by the executor):\n    " + "\n    ".join(lines)
 

@@ -39,7 +39,10 @@ PROCESS_ESCAPES = re.compile(
     r"\bsetprofile\b|\bsettrace\b|"
     # the course's helpers that run code in a child Python (numba-cuda's
     # compiler)
-    r"\bnumba_ptx|\bnumba_sass"
+    r"\bnumba_ptx|\bnumba_sass|"
+    # counts made from a trace or a compiler's listing outside the locks (the twelfth attack)
+    r"\bexperimental\.roofline\b|\binspect_llvm\b|\binspect_asm\b|\bget_llvm_str\b|"
+    r"\bget_asm_str\b"
 )
 # answer cells that write what an observation reads: the instrumentation the student's own process
 # holds (the device tracker's counters, the virtual clock and its workloads), attributes set by name

@@ -304,7 +304,7 @@ lab.problems["launches_to_dominate"].check(launches_to_dominate, hidden=True)
 # Cut the data into chunks and spread them over streams:
 # while chunk 1 is computed, chunk 2 is being copied in and chunk 0 copied out.
 # (On a real GPU this needs **pinned** host memory:
-# copies from pageable memory are staged by the driver and do not overlap.) Chunk i goes to stream i
+# copies from pageable memory are staged by the CPU first and overlap little.) Chunk i goes to stream i
 # % n_streams, so a stream's next copy-in waits for its last copy-out:
 # at most n_streams chunks sit in device memory at once
 # — the pattern to use when memory is tight (course §4.7 shows another one, a stream per engine,

@@ -52,7 +52,7 @@
 # sectors per request, SIMT efficiency, bank conflicts, atomics),
 # and the checker enforces it on the course's instrumented executor (`gpucourse.simt`):
 # a right answer over budget fails, with the budget and by how much.
-# Races that change a value, a `cuda.syncthreads()` only part of a block reaches,
+# Races that change a value, a `cuda.syncthreads()` that a thread skips and then runs on past,
 # and reads of memory nobody wrote always fail (two threads storing the same value to one address,
 # unordered, are counted on the passing line:
 # under CUDA's memory model that is still a race, whatever the values).
@@ -427,8 +427,10 @@ lab.problems["pool3"].diagram(pool3)
 # Only one thread may write it, and every thread must reach every barrier:
 # a `syncthreads()` inside an `if` that some threads skip, while they go on running,
 # is *barrier divergence* — undefined behaviour on a GPU, reported here.
-# (Threads that skip it and then exit are released from it on Volta and later,
-# and the executor follows that; CUDA C++ still asks for a condition the whole block agrees on.)
+# (Threads that skip it and then exit are, as observed on Volta and later, released from it,
+# and the executor follows that — but this is not documented: the PTX ISA calls an aligned barrier
+# in conditional code undefined unless every thread evaluates the condition alike,
+# and the CUDA guide asks for a condition the whole block agrees on. Do not rely on it.)
 
 # %% nbgrader={"grade": false, "grade_id": "dot_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["dot"].show()
