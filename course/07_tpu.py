@@ -194,7 +194,8 @@ print("every cycle, the busy PEs are exactly those the formula m + k + n predict
 # The source article: keeping weights in the PEs and streaming only activations "saves a lot of
 # memory bandwidth, because the same weight is reused".
 # Count it.
-# A MAC array *without* data reuse would fetch both operands of every multiply: `2·M·K·N` reads.
+# A MAC array *without* data reuse would fetch both operands of every multiply: `2·M·K·N` reads,
+# plus the `M·N` result writes both arrays make.
 # The systolic array fetches each weight once per tile (`K·N`), each activation once (`M·K`:
 # it then travels through `N` PEs), and writes each result once (`M·N`).
 # The register-level array counted what entered and left it (stored runs, as in §7.1;
@@ -224,7 +225,8 @@ assert saving[128] < 128 / 4, "at M = 128 the saving is capped near K = N = 32, 
 # an activation `N` times (once per PE of its row), an output's partial sum `K` times.
 # At `M = 1` the array still saves 1.9× (the activations' reuse);
 # at `M = 16` the saving is close to `M`;
-# at `M = 128` it is capped near `K = N = 32`, at 28.9×,
+# at `M = 128` it is capped near `K = N = 32`, at 28.9× counted (the formula beside it,
+# which leaves out the result writes, gives 28.4×),
 # not 128× (the same law as §7.4's intensity).
 # With `M = 1` (one token of autoregressive decoding) every weight still makes its trip from memory
 # for a single multiply.
