@@ -266,7 +266,7 @@ class Problem:
             raise
         except Exception as exc:
             raise CheckFailure(f"{self.what(case)} raised {exc.__class__.__name__}: {exc}"
-                               f"{_tracer_hint(exc, fn)}{_memory_hint(exc)}") from exc
+                               f"{_tracer_hint(exc, fn)}") from exc
 
     def _observation(
         self, fn: Callable[..., Any], case: Case, limit: float | None, to_judge: bool = True
@@ -782,18 +782,6 @@ def _py_func(v: Any) -> Any:
     except Exception:  # noqa: BLE001 - never let an odd object break the check
         return v
     return inner if isinstance(inner, types.FunctionType) else v
-
-
-def _memory_hint(exc: BaseException) -> str:
-    """For the course's device-memory tracker running out (gpucourse.devmem): what usually holds
-    the memory."""
-    if type(exc).__name__ != "OutOfMemoryError" or "already allocated" not in str(exc):
-        return ""
-    return (
-        ". Hint: count what is on the device when this allocation comes — an array of the previous"
-        " chunk still referenced (memory returns only when its last reference goes: `del` it), or"
-        " two chunks in flight at full size (to double-buffer, halve the chunk)"
-    )
 
 
 def _tracer_hint(exc: BaseException, fn: Any) -> str:

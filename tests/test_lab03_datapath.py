@@ -764,22 +764,9 @@ def test_a_placement_that_pays_a_copy_pair_per_gpu_step_is_named_before_its_time
     assert "→ placement: expected" in str(failed.value) and "one copy in and one copy out" in str(failed.value)
 
 
-def test_running_out_of_device_memory_says_what_usually_holds_it_and_a_narrow_dtype_is_named():
+def test_a_narrow_dtype_is_named():
     import contextlib
     import io
-
-    def keeps_every_chunk(x, mem, fn, copies):
-        c = mem.budget // (copies * x.itemsize)
-        out, alive = np.empty_like(x), []
-        for s in range(0, x.size, c):
-            d = mem.to_device(x[s:s + c])
-            r = fn(d)
-            out[s:s + c] = mem.to_host(r)
-            alive.append((d, r))  # never freed
-        return out
-
-    with pytest.raises(CheckFailure, match="still referenced .* `del` it"), contextlib.redirect_stdout(io.StringIO()):
-        lab.problems["chunked_map"].check(keeps_every_chunk)
 
     def float32(pred, target, lo, hi):
         r = (pred - target).astype(np.float32)
