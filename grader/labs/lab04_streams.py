@@ -674,18 +674,8 @@ def _compare_chunks(
                 f"{what}: copy {name} must say how many bytes it moves, nbytes={op.nbytes} (the "
                 f"chunk's size), got nbytes={g.nbytes!r}: on a GPU that is what it copies"
             )
-    if len({op.stream for op in ops}) > n_streams:
-        raise CheckFailure(
-            f"{what}: expected at most {n_streams} streams, got {len({op.stream for op in ops})}"
-        )
+    # streams and each chunk's order were checked on the student's own pipeline (_own_pipeline)
     timeline = st.simulate(ops, launch_us=launch_us)
-    for i in range(n_want):
-        h, k, d = (timeline.span(f"{p}{i}") for p in ("h2d", "k", "d2h"))
-        if k.start < h.end or d.start < k.end:
-            raise CheckFailure(
-                f"{what}: chunk {i} is computed or copied back before its data arrived: keep"
-                f" h2d{i}, k{i}, d2h{i} in order (same stream, or events)"
-            )
     limit = min(target_us, st.simulate(want_ops, launch_us=launch_us).makespan * (1 + 1e-9))
     if timeline.makespan > limit:
         raise CheckFailure(
