@@ -40,12 +40,19 @@ from .problem import Case, ObservedProblem
 LAUNCH_TIME_LIMIT = 10.0
 
 
+NONFINITE_CAUSE = (
+    "an overflow (exp of a large value: subtract the row's max first) or a division by zero"
+)
+
+
 def _why_wrong(
-    got: Any, expected: Any, initial: Any, grid: Any, block: Any, written: int | None = None
+    got: Any, expected: Any, initial: Any, grid: Any, block: Any, written: int | None = None,
+    nonfinite: str = NONFINITE_CAUSE,
 ) -> str:
     """What the wrong elements of an output have in common, when it names the mistake: all of them
     never written (they still hold the output's initial value and the executor saw fewer elements
-    stored than the output has), or NaN/inf where the reference is finite."""
+    stored than the output has), or NaN/inf where the reference is finite (``nonfinite``: its likely
+    causes, the exercise's :attr:`KernelProblem.nonfinite_hint` where it has one)."""
     try:
         g, e = np.asarray(to_host(got)), np.asarray(to_host(expected))
         if g.shape != e.shape or g.dtype.kind not in "fc":
@@ -70,12 +77,48 @@ def _why_wrong(
                 )
         if (~np.isfinite(g[wrong])).all() and np.isfinite(e[wrong]).all():
             return (
-                ". The wrong elements are NaN or inf where the reference is finite: an overflow"
-                " (exp of a large value: subtract the row's max first) or a division by zero"
+                f". The wrong elements are NaN or inf where the reference is finite: {nonfinite}"
             )
     except Exception:  # noqa: BLE001 - a hint only: never let it hide the failure itself
         return ""
     return ""
+
+
+# a float64 output off by at most this relative error: rounding (float32's epsilon is 1.2e-7; a
+# sum of n float32 roundings ~ n·eps), not a wrong formula
+ROUNDING_RTOL = 1e-4
+
+
+def _rounding_hint(got: Any, expected: Any, report: Any) -> str:
+    """A float64 output wrong only by rounding (every wrong element finite and within
+    :data:`ROUNDING_RTOL`): the kernel computed, or stored on the way, in a narrower type — name its
+    float32 shared arrays where it has them (as lab 3's checks name a narrower result dtype)."""
+    try:
+        g, e = np.asarray(to_host(got)), np.asarray(to_host(expected))
+        if g.shape != e.shape or e.dtype != np.float64 or g.dtype.kind != "f":
+            return ""
+        wrong = ~((g == e) | (np.isnan(g) & np.isnan(e)))
+        if not wrong.any() or not np.isfinite(g[wrong]).all():
+            return ""
+        rel = np.abs(g[wrong] - e[wrong]) / np.maximum(np.abs(e[wrong]), 1e-30)
+        if rel.max() > ROUNDING_RTOL:
+            return ""
+        spaces, sizes = dict(report.spaces), dict(report.itemsize)
+        narrow = [a for a, space in spaces.items() if space == "shared" and sizes.get(a, 8) < 8]
+        where = (
+            f": your shared array{'s' * (len(narrow) > 1)} {', '.join(f'`{a}`' for a in narrow)}"
+            f" hold{'s' * (len(narrow) == 1)} {sizes[narrow[0]]}-byte floats (float32) — declare"
+            " it np.float64, like x"
+            if narrow
+            else ": a float32 value on the way (np.float32(...), a float32 shared or local array)"
+            " rounds every partial result — keep the input's dtype, float64"
+        )
+        return (
+            f". Every wrong element is off by at most {rel.max():.1e} of its value: rounding, not"
+            f" a wrong formula — the reference computes in float64{where}"
+        )
+    except Exception:  # noqa: BLE001 - a hint only: never let it hide the failure itself
+        return ""
 
 
 def _initial(args: Any, outputs: Any) -> str:
@@ -165,10 +208,8 @@ def first_problem(report: simt.KernelReport) -> str | None:
     if report.uninitialized_count:
         n = report.uninitialized_count
         return (
-            f"{n} use{'s' * (n != 1)} of uninitialised memory: {report.uninitialized[0]}. Hint: on"
-            " a GPU shared and local arrays (and cuda.device_array) start with whatever was there:"
-            " write every element before any thread reads it, with a cuda.syncthreads() between"
-            " the writes and the reads"
+            f"{n} use{'s' * (n != 1)} of uninitialised memory: {report.uninitialized[0]}. Hint:"
+            f" {simt.UNINIT_HINT}"
         )
     return None
 
@@ -213,6 +254,9 @@ class KernelProblem(ObservedProblem):
     # instruction — the executor's typing cannot see that, the SASS does (tests/test_simt_typing.py
     # compares the two)
     float32_only: bool = False
+    # nonfinite_hint(case, wrong): the likely causes of NaN/inf outputs where the reference is
+    # finite (``wrong``: a mask of the failing output's wrong elements), named from the case's data
+    nonfinite_hint: Callable[[Case, np.ndarray], str] | None = None
 
     def accepts(self, fn: Any) -> None:
         try:
@@ -359,7 +403,17 @@ class KernelProblem(ObservedProblem):
                 # an output the report does not name: judged on values alone
                 except Exception:  # noqa: BLE001
                     written = None
-                raise CheckFailure(f"{exc}" + _why_wrong(g, e, initial, grid, block, written)
+                cause = NONFINITE_CAUSE
+                if self.nonfinite_hint is not None:
+                    try:
+                        wrong = ~np.isclose(np.asarray(to_host(g)), np.asarray(to_host(e)),
+                                            rtol=1e-5, atol=1e-6, equal_nan=True)
+                        cause = self.nonfinite_hint(case, wrong)
+                    except Exception:  # noqa: BLE001 - a hint only: never hide the failure
+                        pass
+                raise CheckFailure(f"{exc}" + _why_wrong(g, e, initial, grid, block, written,
+                                                         cause)
+                                   + _rounding_hint(g, e, report)
                                    + (f". Note: {truncated[0]}" if truncated else "")) from None
         if self.require:
             self.require(report, case, what)
@@ -624,10 +678,20 @@ class Budget:
         for array in global_arrays if self.sectors is not None else ():
             s, most = r.sectors_per_request(array), self.sectors
             if s > most:
+                one_d = len(r.arrays.get(array, ())) == 1
                 raise CheckFailure(
                     f"{what}: each warp-wide access of `{array}` touched {s:.1f} 32-byte sectors on"
                     f" average; the budget is {most:g} ({s / most:.1f}× over): neighbouring threads"
-                    " (threadIdx.x) must access neighbouring addresses (the last, contiguous axis)"
+                    " (threadIdx.x) must access neighbouring addresses"
+                    + (
+                        ": i = blockIdx.x * blockDim.x + threadIdx.x gives each block a contiguous"
+                        " run of blockDim.x elements, lane k the k-th (a numbering such as"
+                        " blockIdx.x + threadIdx.x * gridDim.x covers every element too, but puts"
+                        " neighbouring lanes gridDim.x elements apart: more sectors, more memory"
+                        " traffic for the same data)"
+                        if one_d
+                        else " (the last, contiguous axis)"
+                    )
                 )
         if self.efficiency is not None and r.simt_efficiency < self.efficiency:
             # the live report and its data form both carry it

@@ -84,7 +84,7 @@ def test_seeds_are_per_lab_student_and_problem_and_stable():
 # problems whose hidden cases are a fixed pool that the seed only reorders: per-student seeds cannot hide them
 # (a lab design matter, for the lab's owner: draw the hidden candidates, or their inputs, from the rng)
 FIXED_POOLS = {
-    "is_correct_backward": "lab02's _diagnose_hidden permutes a fixed pool of 20 black-box forwards, each with a "
+    "is_correct_backward": "lab02's _diagnose_hidden permutes a fixed pool of 21 black-box forwards, each with a "
                            "candidate backward pass",
 }
 

@@ -9,6 +9,7 @@ from gpucourse import training_memory as tm
 from grader.answers import lab02_backprop as answer_side
 from grader.checks import CheckFailure
 from grader.labs import lab02_backprop as lab
+from grader.problem import Case
 
 
 # -- largest_batch: course §2.7's model, checked against XLA's buffer assignment (issue 21, G1) ----------------------
@@ -244,7 +245,8 @@ def _twin(op):
 
     return {"p": lambda x: jax.nn.softmax(x, axis=1), "q": standardize, "r": lambda x: x.T @ x,
             "s": lambda x: jnp.cumsum(x, axis=1), "t": jnp.tanh, "u": lambda x: jax.nn.logsumexp(x, axis=1),
-            "w": jax.nn.sigmoid, "x": lambda x: jnp.tanh(x) - 64, "y": lambda x: jnp.sin(10 * x)}[op]
+            "w": jax.nn.sigmoid, "x": lambda x: jnp.tanh(x) - 64, "y": lambda x: jnp.sin(10 * x),
+            "v": lambda x: jax.nn.softplus(x) + 300, "z": lambda x: jax.nn.logsumexp(x + 300, axis=1)}[op]
 
 
 def _vjp_truth(form, x, dy):
@@ -297,9 +299,9 @@ def test_every_candidate_verdict_agrees_with_jax_vjp_on_random_inputs():
         assert answer_side.is_correct_backward(*answer_side.candidate(form)) == right, (
             form, answer_side.WHY[form])
         verdicts[form] = right
-    assert sum(verdicts.values()) == 10 and len(verdicts) == 22 == len(answer_side.WHY)
+    assert sum(verdicts.values()) == 11 and len(verdicts) == 23 == len(answer_side.WHY)
     assert answer_side.VERDICT == verdicts and set(answer_side.CORRECT) == {f for f, ok in verdicts.items() if ok}
-    assert {answer_side.FORMS[f][0] for f in answer_side.CORRECT} == set(lab.OPS) - {"w"}, "each has a right one"
+    assert {answer_side.FORMS[f][0] for f in answer_side.CORRECT} == set(lab.OPS) - {"v", "w"}, "each has a right one"
 
 
 def test_the_visible_verdicts_agree_with_jax_vjp_and_the_edition_holds_no_right_backward_of_a_hidden_operation():
@@ -374,6 +376,70 @@ def test_a_constant_input_tester_fails_visible_and_hidden():
     for hidden in (False, True):
         with pytest.raises(CheckFailure, match="not ones"):
             P.check(all_ones_tester, hidden=hidden)
+
+
+def test_pick_policy_a_strict_comparison_at_a_tie_is_told_that_equal_fits():
+    """Review finding: comparing with < instead of <= failed hidden with the generic hint; where the budget equals the
+    expected policy's working memory exactly, the message says that equal fits (as lab 1's "≥, not >")."""
+    P = lab.problems["pick_policy"]
+
+    def need(name, layers, batch, width):
+        return answer_side.grad_temp_bytes(name, layers, batch, width)
+
+    def strict(layers, batch, width, budget_bytes):
+        return next((p for p in lab.POLICIES if need(p, layers, batch, width) < budget_bytes), None)
+
+    P.check(strict)  # no visible budget is a tie
+    with pytest.raises(CheckFailure, match=r"expected 'dots', got 'nothing'. Hint: the budget, \d+ bytes, is exactly"
+                                           r" the working memory of 'dots': .*\(≤, not <\)"):
+        P.check(strict, hidden=True)
+    shape = (3, 40, 16)
+    for expected in ("dots", "nothing"):
+        case = Case((*shape, need(expected, *shape)))
+        with pytest.raises(CheckFailure, match=rf"the working memory of '{expected}': .*\(≤, not <\)"):
+            lab._compare_policy("pick_policy", strict(*case.args), expected, case)
+    # a budget one byte over: not a tie, the general hint
+    case = Case((*shape, need("dots", *shape) + 1))
+    with pytest.raises(CheckFailure) as other:
+        lab._compare_policy("pick_policy", "nothing", "dots", case)
+    assert "≤, not <" not in str(other.value) and "memory_analysis" in str(other.value)
+
+
+def _solution_tester(tolerance: str = "1e-3 * size + noise"):
+    """The solution notebook's is_correct_backward, its tolerance replaced by ``tolerance``."""
+    from pathlib import Path
+
+    from tests import grading
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "lab02_backprop" / "lab02_backprop.ipynb"
+    source = grading.solution_cells(grading.load_notebook(path))["is_correct_backward"]
+    assert source.count("<= 1e-3 * size + noise") == 1
+    space = {"np": np}
+    exec(source.replace("<= 1e-3 * size + noise", f"<= {tolerance}"), space)  # noqa: S102 - our own solution
+    return space["is_correct_backward"]
+
+
+def test_a_tester_without_the_outputs_rounding_fails_visible_and_hidden():
+    """Review finding: the intro says the rounding term ε₃₂·|f(x)|/ε is needed for an output that is large but moves
+    little (a log-sum-exp), yet a tester without it passed every case (tanh − 64 only rounds to 2^-17: a tolerance of
+    2e-3 of the terms' size covers that). A visible softplus(x) + 300 and a hidden logsumexp(x + 300), both with a
+    right backward, now reject such a tester (visible and hidden), whatever the hidden seed; the solution passes."""
+    P = lab.problems["is_correct_backward"]
+    for tolerance in ("1e-3 * size", "2e-3 * size"):
+        tester = _solution_tester(tolerance)
+        for hidden in (False, True):
+            with pytest.raises(CheckFailure, match="expected True, got False.*PLUS the outputs' own rounding"):
+                P.check(tester, hidden=hidden)
+    # the two cases that do it: right backward passes of large outputs
+    visible = lab.VISIBLE_CANDIDATES["softplus_plus_300"]
+    assert visible[0] == "v" and answer_side.VISIBLE_VERDICT["softplus_plus_300"]
+    assert answer_side.FORMS["r"][0] == "z" and answer_side.VERDICT["r"] and "r" in answer_side.HIDDEN_FORMS
+    lenient = _solution_tester("2e-3 * size")
+    assert not lenient(*lab.pair(*visible)) and not lenient(*answer_side.candidate("r"))
+    solution = _solution_tester()
+    for seed in range(20):
+        for case in P.visible + P.hidden_cases(seed):
+            assert solution(*case.args) == answer_side.is_correct_backward(*case.args), (seed, case.args[1].name)
 
 
 def test_relu_derivative_at_zero_is_named_in_the_message():

@@ -147,9 +147,10 @@ def test_diagram_of_a_wrong_kernel_differs_from_the_solution():
     good = kernels.diagram_maps(lab.problems["map_2d"], sols["map_2d"])
     bad = kernels.diagram_maps(lab.problems["map_2d"], _wrong("map_2d", 0))  # guards the column with the rows
     assert (good["out needed"] == kernel_diagram.RIGHT).all()
-    assert (bad["out needed"] == kernel_diagram.MISSING).sum() == 2  # out[0, 2], out[1, 2] never written
-    assert (bad["out written"] < 0).sum() == 2 and (good["out written"] >= 0).all()
-    # the picture names the thread: element (1, 2) of the (2, 3) array is thread (x 2, y 1) = 2 + 1 * 8
+    # the visible (3, 6) array: columns 3, 4 and 5 of its 3 rows are never written
+    assert (bad["out needed"] == kernel_diagram.MISSING).sum() == 9
+    assert (bad["out written"] < 0).sum() == 9 and (good["out written"] >= 0).all()
+    # the picture names the thread: element (1, 2) of the (3, 6) array is thread (x 2, y 1) = 2 + 1 * 8
     assert good["out written"][1, 2] == 2 + 1 * lab.BLOCK_2D_SMALL[0]
     # uncoalesced but right: same values, a different thread per element
     g2 = kernels.diagram_maps(lab.problems["map_blocks_2d"], sols["map_blocks_2d"])

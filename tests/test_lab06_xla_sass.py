@@ -1068,6 +1068,54 @@ HMMA_QGMMA_kernel:
     assert answers.mma_flops_reference(sass) == by_hand == 131584
 
 
+_WARP_REGEX = r"/\*[0-9a-f]+\*/\s+(?:@!?\w+\s+)?([A-Z][A-Z0-9_]*)\.(\w+)"
+
+
+def _mma_flops_misreading(n: int = 8, predicated: bool = True):
+    """A student's mma_flops with a misreading: warp-level shapes with this n; the predicated lines skipped when
+    ``predicated`` is False."""
+    pattern = _WARP_REGEX if predicated else _WARP_REGEX.replace(r"(?:@!?\w+\s+)?", "")
+
+    def mma_flops(sass):
+        total = 0
+        for base, shape in re.findall(pattern, sass):
+            if base in lab.TENSOR_CORE:
+                if "x" in shape:
+                    dims = [int(v) for v in shape.split("x")]
+                else:
+                    dims = [16, n, int(shape[3:])] if shape.startswith("16") else [8, n, int(shape[2:])]
+                total += 2 * math.prod(dims)
+        return total
+
+    return mma_flops
+
+
+def test_mma_flops_misreadings_get_their_own_hints():
+    """Review finding: HMMA.16816 decoded as 16×16×16, or the predicated (@P0) lines skipped, got only the generic
+    hint. Each case carries what those misreadings count (the answer side computes it for a hidden case; a visible
+    case's are written down and must agree), and an answer equal to one of them is told its mistake, visible and
+    hidden alike."""
+    assert _mma_flops_misreading()(lab.MMA_FLOPS.visible[0].args[0]) == 8192  # the misreading helper, unmisread
+    for case in lab.MMA_FLOPS.visible:
+        assert case.args[0].misread == answers.mma_flops_misread(case.args[0]), repr(case.args[0])
+    for case in lab.MMA_FLOPS.hidden_cases(0):
+        assert case.args[0].misread == answers.mma_flops_misread(case.args[0]), repr(case.args[0])
+    misreadings = {"n = 16": (_mma_flops_misreading(n=16), r"a warp-level shape's n is 8, not 16: HMMA\.16816 is"
+                                                          r" m16 n8 k16"),
+                   "predicated skipped": (_mma_flops_misreading(predicated=False),
+                                          r"your count leaves out the predicated lines \(@P0 HMMA…")}
+    for fn, hint in misreadings.values():
+        for hidden in (False, True):
+            with pytest.raises(CheckFailure, match=rf"expected [\d,]+, got [\d,]+\. Hint: {hint}"):
+                lab.MMA_FLOPS.check(fn, hidden=hidden)
+    # another wrong count keeps the generic hint; a plain string (a case that travelled as data) has no misreadings
+    case = lab.MMA_FLOPS.visible[0]
+    with pytest.raises(CheckFailure, match="every tensor-core opcode of both levels"):
+        lab.MMA_FLOPS.compare("mma_flops", 8191, 8192, case)
+    with pytest.raises(CheckFailure, match="every tensor-core opcode of both levels"):
+        lab.MMA_FLOPS.compare("mma_flops", 16384, 8192, type(case)((str(case.args[0]),)))
+
+
 def test_mma_flops_visible_cases_are_fixed_data(monkeypatch):
     """The visible cases (and so their expected values in lab06_xla_sass.expected.json) do not depend on whether
     NVIDIA's toolchain is installed: no compile when they are built; where it is installed, the saved listings
@@ -1214,7 +1262,10 @@ ELEMENTWISE_SASS_13_5 = """\
 EYE_COUNTS = [{"FFMA": 1, "tensor_flops": 0},  # the SASS above
               {"FFMA": 0, "tensor_flops": 2 * 2 * 16 * 8 * 16},  # wmma 16×16×16: two HMMA.16816.F32 (0x0160, 0x0170)
               {"FFMA": 0, "tensor_flops": 2 * 64 * 8 * 16},  # wgmma m64n8k16: one HGMMA.64x8x16.F32
-              {"FFMA": 0, "tensor_flops": 2 * 64 * 8 * 32}]  # fp8 wgmma m64n8k32: one QGMMA.64x8x32.F32.E4M3.E4M3
+              {"FFMA": 0, "tensor_flops": 2 * 64 * 8 * 32},  # fp8 wgmma m64n8k32: one QGMMA.64x8x32.F32.E4M3.E4M3
+              # Horner with 3 terms in a kernel named FFMA_poly: FADD (the first term folds), FFMA at 0x00f0 and
+              # 0x0100; the name's 9 other 'FFMA's in the listing are no instructions
+              {"FFMA": 2, "tensor_flops": 0}]
 
 
 def test_the_stored_visible_counts_are_what_nvdisasm_printed_read_by_eye():
@@ -1248,6 +1299,33 @@ def _right_counts(source, arch="sm_90"):
     return {"FFMA": toolchain.Sass(sass).count("FFMA"), "tensor_flops": _mma_flops_by_variants(sass)}
 
 
+def test_sass_counts_counting_the_text_overcounts_a_kernel_named_ffma():
+    """Review finding: counting 'FFMA' as a substring of nvdisasm's text got full marks; a kernel whose name holds
+    FFMA (a visible case and a hidden one) has it in the listing's headers, labels and symbols: the count of the
+    text is too high there, and the message says to count instructions."""
+    from gpucourse import toolchain
+
+    if not toolchain.available():
+        pytest.skip(f"needs NVIDIA's compiler wheels: {toolchain.describe()}")
+
+    def text_count(source, arch="sm_90"):
+        sass = toolchain.disassemble(toolchain.compile_cuda(source, arch=arch))
+        return {"FFMA": sass.count("FFMA"), "tensor_flops": _mma_flops_by_variants(sass)}
+
+    p = lab.SASS_COUNTS
+    named = [c for c in p.visible + p.hidden_cases(0) if "FFMA" in repr(p.readable(c))]
+    assert len(named) == 2
+    for case in named:
+        sass = toolchain.sass_of(*case.args)
+        assert sass.text.count("FFMA") > sass.count("FFMA") > 0
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match=r"<CUDA C: \w*FFMA\w*>, 'sm_90'\) → FFMA: expected \d+, got \d+\. Hint:"
+                                               r" count instructions, not text: the kernel's name '\w*FFMA\w*'"):
+            p.check(text_count, hidden=hidden)
+    p.check(_right_counts)
+    p.check(_right_counts, hidden=True)
+
+
 def test_sass_counts_without_the_answer_side_and_with_another_toolchain(monkeypatch, capsys):
     """Without the answer side the visible check judges against the stored counts; where the installed toolchain
     is not the one that computed them, a disagreement is said to be the versions', not called a wrong answer."""
@@ -1267,7 +1345,7 @@ def test_sass_counts_without_the_answer_side_and_with_another_toolchain(monkeypa
 
     _without_answers(monkeypatch, p)
     p.check(right)
-    assert "✓ sass_counts: 4 visible cases passed (NVRTC" in capsys.readouterr().out
+    assert "✓ sass_counts: 5 visible cases passed (NVRTC" in capsys.readouterr().out
     with pytest.raises(CheckFailure, match="raised RuntimeError"):
         p.check(no_arch)
     with pytest.raises(CheckFailure, match=r"→ FFMA: expected 1, got 2"):

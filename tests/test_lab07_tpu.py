@@ -451,6 +451,31 @@ def test_fused_dense_wrong_numbers_from_a_k_first_grid_get_the_grid_order_hint()
     assert "elements are wrong" in str(info.value) and "Put the reduction (k) axis last" in str(info.value)
 
 
+def test_fused_dense_grid_order_hint_names_the_failing_case_grid():
+    """Review finding: the grid-order hint re-traced a fixed 32×512×256 probe without saying so, and named its grid
+    ((4, 2, 2), 16 runs) under a failing case whose grid is (3, 2, 2) with 12 runs. The hint is the failing case's
+    own plan, visible and hidden alike."""
+    import re
+
+    from grader.labs import lab07_tpu as lab7
+
+    k_first = _fused_variant(lambda m, n, k, bm, bn, bk: ((k // bk, m // bm, n // bn), 0))
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure) as info:
+            lab7.problems["fused_dense"].check(k_first, hidden=hidden)
+        message = str(info.value)
+        case = re.match(r"fused_dense\(<bfloat16 array \((\d+), (\d+)\)>, <bfloat16 array \((\d+), (\d+)\)>, "
+                        r"<bfloat16 array \(1, \d+\)>, (\d+), (\d+), (\d+)\)", message)
+        assert case, message[:300]
+        m, k, _, n, bm, bn, bk = (int(v) for v in case.groups())
+        grid = (k // bk, m // bm, n // bn)
+        blocks = grid[1] * grid[2]
+        assert blocks > 1 and grid[0] > 1, "a case where the k-first grid interleaves the output blocks"
+        # k outermost: every step moves to another output block
+        assert f"your grid {grid} visits the {blocks} output blocks in {grid[0] * blocks} separate runs" in message, (
+            message)
+
+
 _HLO_WITH_A_LOOP = """HloModule jit_body
 
 %wrapped_add (p0: f32[4,2], p1: f32[4,2]) -> f32[4,2] {

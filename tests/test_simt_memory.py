@@ -194,22 +194,29 @@ def local_and_const(x, out, table):
     out[i] = acc
 
 
-def test_local_and_constant_arrays_are_private_and_untraced():
+def test_local_arrays_are_private_and_untraced_and_a_const_of_an_argument_is_the_argument():
     x = np.arange(8.0)
     table = np.array([1.0, 2.0, 3.0, 4.0])
     out = np.zeros(8)
     r = simt.run(local_and_const, 1, 8, x, out, table)
     np.testing.assert_array_equal(out, x * 10)
-    assert r.ok and r.total("global", "r") == 4 * 8 and r.local_bytes == 32  # x[i] read in each of 4 iterations
+    # x[i] read in each of 4 iterations; table read through const.array_like(table), which numba-cuda compiles
+    # to the argument itself (global loads): 4 reads per thread too
+    assert r.ok and r.total("global", "r") == 4 * 8 + 4 * 8 and r.local_bytes == 32
+    assert r.array_traffic("table")[2] == 4 * 8
+
+
+CONSTANT_TABLE = np.zeros(2)  # a module constant: numba-cuda puts const.array_like of it in constant memory
 
 
 @cuda.jit
-def write_const(table):
-    c = cuda.const.array_like(table)
+def write_const(out):
+    c = cuda.const.array_like(CONSTANT_TABLE)
     c[0] = 1.0
 
 
 def test_constant_memory_is_read_only():
+    # numba-cuda refuses the store at compile time (setitem on a readonly array); the executor at run time
     with pytest.raises(simt.KernelError, match="constant memory"):
         simt.run(write_const, 1, 1, np.zeros(2))
 
@@ -274,9 +281,37 @@ def branch_on_garbage(out):
         out[0] = 1
 
 
-def test_branching_on_an_uninitialised_value_is_a_use():
-    r = simt.run(branch_on_garbage, 1, 1, np.zeros(1, np.int32))
+def test_branching_on_an_uninitialised_value_is_a_use_and_stops_the_launch():
+    with pytest.raises(simt.KernelError, match="condition depends on an uninitialised value") as e:
+        simt.run(branch_on_garbage, 1, 1, np.zeros(1, np.int32))
+    r = e.value.report
     assert r.uninitialized_count == 1 and "branch" in r.uninitialized[0].how
+
+
+@cuda.jit
+def halve_garbage(x, out):
+    s = cuda.shared.array(64, np.float64)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    j = (t + 32) % 64  # no cuda.syncthreads(): the other warp's element is not written yet
+    v = s[j]
+    n = 0
+    while v > 1.0:  # a poisoned value: never ends unless the launch stops here
+        v = v * 0.5
+        n += 1
+    out[t] = n
+
+
+def test_a_loop_on_an_uninitialised_value_stops_at_once_with_the_read_and_the_hint():
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(simt.KernelError) as e:
+        simt.run(halve_garbage, 1, 64, np.full(64, 8.0), np.zeros(64, np.int64), time_limit=10.0)
+    msg = str(e.value)
+    assert time.perf_counter() - t0 < 5.0, "ran into the time limit"
+    assert "while v > 1.0" in msg and "which no thread had written" in msg and "v = s[j]" in msg
+    assert "cuda.syncthreads()" in msg and "endless" not in msg
 
 
 @cuda.jit
@@ -373,3 +408,37 @@ def test_a_device_array_does_not_become_a_numpy_array_inside_a_kernel():
     out = np.zeros(2)
     simt.run(local_and_const, 1, 2, np.arange(2.0), out, np.array([1.0, 2.0, 3.0, 4.0]))  # const.array_like still works
     np.testing.assert_array_equal(out, np.arange(2.0) * 10)
+
+
+def test_const_array_like_of_an_argument_is_the_global_array_as_numba_cuda_compiles_it():
+    """numba-cuda compiles cuda.const.array_like(argument) to the argument itself: plain loads from global memory
+    (its PTX has an ld.f32 through the argument's pointer, no ld.const). The executor does the same, so the reads are
+    counted and budgeted (the thirteenth attack read a transpose's input through it with 0 global reads counted)."""
+    import numpy as np
+
+    from gpucourse.simt import cuda, run
+
+    @cuda.jit
+    def double(a, out):
+        c = cuda.const.array_like(a)
+        i = cuda.grid(1)
+        if i < a.size:
+            out[i] = c[i] * 2
+
+    a, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    report = run(double, 1, 8, a, out)
+    assert np.array_equal(out, 2 * a)
+    assert report.total("global", "r") == 8 and report.array_traffic("a")[2] == 8
+    try:
+        from numba import cuda as numba_cuda
+    except ImportError:  # pragma: no cover - numba-cuda is a dependency
+        return
+
+    def kernel(a, out):
+        c = numba_cuda.const.array_like(a)
+        i = numba_cuda.grid(1)
+        out[i] = c[i] * 2
+
+    ptx, _ = numba_cuda.compile_ptx(kernel, "(float32[:], float32[:])", cc=(9, 0))
+    loads = [line.split()[0] for line in ptx.splitlines() if line.strip().startswith("ld.")]
+    assert "ld.f32" in loads and not any(op.startswith("ld.const") for op in loads), loads

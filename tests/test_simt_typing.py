@@ -55,6 +55,11 @@ CASES = [
     ("ifexp_i32_else_int_literal", "r = a * b if a > 0 else 0", ("i32", "i32"), 0),
     ("if_else_f32_or_float_literal", "if a > 0:\n    r = a * b\nelse:\n    r = 0.0", ("f32", "f32"), 0),
     ("if_else_float_literal_or_f32", "if a < 0:\n    r = 0.0\nelse:\n    r = a + b", ("f32", "f32"), 0),
+    # a literal before an `if` that reassigns the name on one side only: merged (a phi) at the if's end
+    ("literal_then_if_f32", "r = 0.0\nif a > 0:\n    r = a * b", ("f32", "f32"), 0),
+    ("int_literal_then_if_f32", "r = 0\nif a > 0:\n    r = a * b", ("f32", "f32"), 0),
+    ("literal_then_if_else_f32", "r = 0.0\nif a > 0:\n    r = a * b\nelse:\n    r = a", ("f32", "f32"), 0),
+    ("literal_then_if_np_float32", "r = np.float32(0)\nif a > 0:\n    r = a * b", ("f32", "f32"), 0),
     ("f32_plus_f32", "r = a + b", ("f32", "f32"), 0),
     ("f32_plus_int_literal", "r = a + 1", ("f32", "f32"), 0),
     ("f32_plus_i32", "r = a + b", ("f32", "i32"), 0),
@@ -236,6 +241,12 @@ SRC_REPORT = textwrap.dedent('''
             acc += x[i]
         out[0] = acc
 
+    def load_or_literal(x, out):
+        v = 0.0
+        if x.shape[0] > 0:
+            v = x[0]
+        out[0] = v
+
     def scale_by_literal(x, out):
         i = 0
         out[i] = x[i] * 0.5
@@ -286,6 +297,14 @@ def test_float_literal_times_float32_is_reported(report_kernels):
     out = np.zeros(1, np.float32)
     rep = run(report_kernels.scale_by_literal, 1, 1, x, out)
     assert [op.line for op in rep.float64_ops] == [_line("out[i] = x[i] * 0.5")]
+
+
+def test_a_float32_load_joined_with_an_earlier_float_literal_is_reported(report_kernels):
+    """`v = 0.0; if c: v = x[0]`: numba-cuda's phi at the if's end types v as float64 (cvt.f64.f32 on
+    the load, cvt.rn.f32.f64 at the store): as `v = x[0] if c else 0.0`, noted at the load's line."""
+    x, out = np.ones(1, np.float32), np.zeros(1, np.float32)
+    rep = run(report_kernels.load_or_literal, 1, 1, x, out)
+    assert [op.line for op in rep.float64_ops] == [_line("v = x[0]")], rep.float64_ops
 
 
 # -- the remaining differences ---------------------------------------------------------------------------------------

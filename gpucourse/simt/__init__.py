@@ -65,6 +65,7 @@ from .instrument import code_names
 from .memory import TracedArray
 from .plots import launch_tree, plot_access
 from .report import (
+    UNINIT_HINT,
     Float64Op,
     KernelReport,
     Race,
@@ -103,5 +104,6 @@ __all__ = [
     "launch_tree",
     "plot_access",
     "race_hint",
+    "UNINIT_HINT",
     "run",
 ]

@@ -40,5 +40,11 @@ class BudgetExceeded(BaseException):
     swallow it)."""
 
 
+class UninitializedCondition(BaseException):
+    """Raised inside a thread whose branch or loop condition depends on an uninitialised value: the
+    launch stops there (which way a GPU goes depends on garbage; a `while` on it may never end).
+    Not an Exception: a kernel's own `except` cannot swallow it."""
+
+
 class ThreadKilled(BaseException):
     """Thrown into the threads still suspended when a launch is abandoned."""

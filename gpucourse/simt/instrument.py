@@ -118,11 +118,21 @@ class _Instrument(ast.NodeTransformer):
 
     def stmts(self, body: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
+        # name -> the number literal the last statement of this list assigning it gave it
+        # (`v = 0.0`): an `if` below that assigns v on one side only joins the two at its end
+        literal: dict[str, Any] = {}
         for s in body:
+            if isinstance(s, ast.If):
+                _join_one_sided(s, literal)
             if self.trace:
                 out.append(self._call(TRACE, s.lineno, s))
             new = self.visit(s)
             out.extend(new if isinstance(new, list) else [new])
+            for name in _stored_names(s):
+                literal.pop(name, None)
+            if (isinstance(s, ast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], ast.Name) and _number(s.value)):
+                literal[s.targets[0].id] = s.value.value
         return out
 
     # a function nested in the kernel: as is
@@ -215,6 +225,25 @@ def _assigned(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             out.setdefault(s.targets[0].id, []).append(s)
     return out
+
+
+def _stored_names(s: ast.stmt) -> set[str]:
+    """The names statement ``s`` (and any statement nested in it) assigns."""
+    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _join_one_sided(node: ast.If, literal: dict[str, Any]) -> None:
+    """``v = 0.0`` then ``if c: v = a[i]`` (no ``v =`` on the other side): at the end of the ``if``
+    numba-cuda merges the two definitions (a phi node) into one type, the unification — float64
+    for a float32 and a float literal, as for ``v = a[i] if c else 0.0``."""
+    sides = [_assigned(node.body), _assigned(node.orelse)]
+    for mine, other in ((sides[0], node.orelse), (sides[1], node.body)):
+        for name, values in mine.items():
+            if name not in literal or name in set().union(*map(_stored_names, other)):
+                continue
+            for assign in values:
+                if not _number(assign.value):
+                    _join(assign, literal[name])
 
 
 def _join(assign: ast.Assign, literal: Any) -> None:

@@ -40,7 +40,8 @@ import numpy as np
 from . import state
 from .barriers import Barriers
 from .dims import SHARED_OPTIN_LIMIT, STATIC_SHARED_LIMIT, Dim3, unlinear
-from .errors import BudgetExceeded, KernelError, NotModelled, OutOfBounds, ThreadKilled
+from .errors import (BudgetExceeded, KernelError, NotModelled, OutOfBounds, ThreadKilled,
+                     UninitializedCondition)
 from .instrument import (
     Compiled,
     compile_function,
@@ -54,8 +55,8 @@ from .instrument import (
 from .memory import ATOMIC, Root, TracedArray
 from .numbatypes import typed
 from .races import detect
-from .report import (ArrayInfo, Float64Op, KernelReport, SyncIssue, UninitializedUse,
-                     group_ranges)
+from .report import (UNINIT_HINT, ArrayInfo, Float64Op, KernelReport, SyncIssue,
+                     UninitializedUse, group_ranges)
 from .threads import (
     BARRIER,
     CHECK_EVERY,
@@ -442,7 +443,7 @@ class Launch(Barriers, WarpOps):
         who = t.where()
         if self.block.y * self.block.z > 1 or self.grid.y * self.grid.z > 1:
             who += f" (threadIdx {tuple(t.tidx)}, blockIdx {tuple(t.blk.bidx)})"
-        if isinstance(exc, (BudgetExceeded, NotModelled, OutOfBounds)):
+        if isinstance(exc, (BudgetExceeded, NotModelled, OutOfBounds, UninitializedCondition)):
             text = str(exc)
         elif isinstance(exc, ZeroDivisionError):
             text = (
@@ -560,7 +561,12 @@ class Launch(Barriers, WarpOps):
         return arr
 
     def const_array(self, a: Any) -> TracedArray:
-        host = a._a if isinstance(a, TracedArray) else np.asarray(a)  # a kernel argument: its data
+        # a kernel argument (global memory): numba-cuda compiles const.array_like(argument) to the
+        # argument itself (plain global loads), so it stays the logged global array — a copy here
+        # would let reads escape every budget (the thirteenth attack)
+        if isinstance(a, TracedArray) and a._root.space == "global":
+            return a
+        host = a._a if isinstance(a, TracedArray) else np.asarray(a)
         arr = self._consts.get(id(a))
         if arr is None:
             root = Root(
@@ -636,6 +642,19 @@ class Launch(Barriers, WarpOps):
             return
         self._uninit_seen.add(key)
         self.uninit.append(UninitializedUse(origin, how, (t.blk.id, t.lt) if t else (-1, -1), here))
+
+    def uninit_condition(self, origin: Origin, how: str) -> None:
+        """A branch or loop condition computed from an uninitialised value: reported as a use, and
+        — inside a kernel thread (not a warp vote or barrier predicate the scheduler evaluates) —
+        the launch stops here."""
+        self.uninit_use(origin, how)
+        t = self.cur
+        if t is not None and t.glet is not None and self._greenlet.getcurrent() is t.glet:
+            raise UninitializedCondition(
+                f"a branch or loop condition depends on an uninitialised value: {origin}. The"
+                f" launch stops here: on a GPU the branch would follow whatever that memory held"
+                f" (a `while` on it may never end). Hint: {UNINIT_HINT}"
+            )
 
     def _here(self) -> str:
         frame = current_user_frame(self.user_codes)

@@ -855,6 +855,14 @@ def group_ranges(ids: list[int]) -> str:
     return ", ".join(out)
 
 
+UNINIT_HINT = (
+    "on a GPU shared and local arrays (and cuda.device_array) start with whatever was there: write"
+    " every element before any thread reads it, with a cuda.syncthreads() between the writes and"
+    " the reads"
+)
+"""What to do about a use of uninitialised memory (the grader's hint and the launch's message)."""
+
+
 def race_hint(race: Race) -> str:
     """What usually fixes a race of this kind, in one sentence."""
     if race.read_modify_write:  # counts[b] += 1 in many threads: a barrier orders nothing there

@@ -10,7 +10,9 @@
   element no thread wrote gives an :class:`Uninit` value instead of a number. It flows through
   arithmetic like valgrind's undefined bits; *using* it — storing it to global memory, branching on
   it, indexing with it, converting it — is reported (``KernelReport.uninitialized``), so a read
-  whose value is discarded (a padded tile) is no error.
+  whose value is discarded (a padded tile) is no error. A branch or loop condition on it also stops
+  the launch at once (:class:`~gpucourse.simt.errors.UninitializedCondition`): which way the GPU
+  goes is garbage, and a ``while`` on a poisoned value would never end here.
 """
 
 from __future__ import annotations
@@ -123,7 +125,10 @@ class Uninit:
             run.uninit_use(self.origin, how)
 
     def __bool__(self) -> bool:
-        self._use("a branch or a condition depends on it")
+        how = "a branch or a condition depends on it"
+        run = state.CURRENT.run
+        if run is not None:
+            run.uninit_condition(self.origin, how)  # stops the thread's launch (in a kernel)
         return True
 
     def __index__(self) -> int:

@@ -309,7 +309,8 @@ def _policy_hidden(rng: np.random.Generator) -> list[Case]:
 # -- diagnose — test a backward pass against a black box -------------------------------------------
 # The pool: a candidate backward pass per neutral letter, right or wrong, for one operation of the
 # exercise side's OPS (p softmax over rows, q standardize rows, r xᵀx, s cumsum along rows, t tanh,
-# u logsumexp). tests/test_lab02_backprop.py holds every verdict against jax.vjp of a JAX twin of
+# u logsumexp, x tanh − 64, y sin(10x), z logsumexp of x + 300; v and w are the visible cases').
+# tests/test_lab02_backprop.py holds every verdict against jax.vjp of a JAX twin of
 # each operation, and each wrong one against the inputs it is right on. A candidate travels as its
 # source (``Candidate.source``).
 
@@ -416,6 +417,11 @@ def _form_q(x, dy):
     return 10 * dy * np.cos(10 * np.asarray(x, dtype=np.float64))
 
 
+def _form_r(x, dy):
+    p = _probs(x)  # softmax is the same for x and x + 300
+    return p * np.asarray(dy, dtype=np.float64)[:, None]
+
+
 _FORM_OPS = {
     "a": "p",
     "b": "p",
@@ -439,6 +445,7 @@ _FORM_OPS = {
     "y": "u",
     "p": "x",
     "q": "y",
+    "r": "z",
 }
 
 
@@ -474,6 +481,7 @@ VERDICT = {
     "z": False,
     "p": True,
     "q": True,
+    "r": True,
 }
 CORRECT = tuple(form for form, right in VERDICT.items() if right)
 WHY = {  # what each form is
@@ -522,12 +530,18 @@ WHY = {  # what each form is
         "sin(10x): 10·dy·cos(10x), right; curved, so a step's truncation error is larger than"
         " float32's rounding: a tolerance of the rounding alone rejects it"
     ),
+    "r": (
+        "logsumexp of x + 300: softmax(x)·dy[:, None], right; float32 rounds its outputs near 300"
+        " to 2^-16, a few per cent of a 1e-3 step's change: a tolerance without the outputs' own"
+        " rounding rejects it"
+    ),
 }
 VISIBLE_VERDICT = {
     "squash": True,
     "squash_4_percent_high": False,
     "standardize_no_chain_through_mean": False,
     "gram_2x_dy": False,
+    "softplus_plus_300": True,
 }
 # the hidden pool: every form whose code the edition does not already show (the visible cases show f
 # and j)

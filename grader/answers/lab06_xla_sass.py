@@ -446,6 +446,28 @@ def mma_flops_reference(sass: str) -> int:
     return total
 
 
+def mma_flops_misread(sass: str) -> dict[str, int]:
+    """What two misreadings of the listing count (the check's hints, in the exercise side's
+    ``_compare_mma``): "n = 16", every warp-level shape read with n = 16 (HMMA.16816 as 16×16×16,
+    the wmma tile's shape: twice the work); "predicated skipped", the lines with a guard predicate
+    (@P0, @!P1, @UP0) left out."""
+    n16 = unpredicated = 0
+    for line in sass.splitlines():
+        flops = mma_flops_reference(line)
+        if not flops:
+            continue
+        shape = SASS_INSTRUCTION.match(line).group(2).split(".")[1]
+        n16 += flops if "x" in shape else 2 * flops
+        unpredicated += 0 if re.match(r"[ \t]*/\*[0-9a-f]+\*/[ \t]+@", line) else flops
+    return {"n = 16": n16, "predicated skipped": unpredicated}
+
+
+def _misread(case: Case) -> Case:
+    """``case`` with its listing carrying what the misreadings count (for the hints)."""
+    sass = case.args[0]
+    return Case((_Sass(sass, sass.tag, mma_flops_misread(sass)),))
+
+
 def _mma_hidden(rng: np.random.Generator) -> list[Case]:
     """Synthetic kernels (kernel names and comments full of opcodes) with every family member in
     random numbers; one kernel per tensor-core opcode alone (a function that misses one of the
@@ -496,7 +518,7 @@ def _mma_hidden(rng: np.random.Generator) -> list[Case]:
         cases.append(
             Case((_Sass(toolchain.sass_of(wmma_cu(k)).text, f"wmma, k_steps={k}, sm_90"),))
         )
-    return cases
+    return [_misread(case) for case in cases]
 
 
 # -- compile CUDA C to sm_90 and count what it became (observed where the student's code runs) -----
@@ -510,10 +532,12 @@ def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
 
 def _counts_hidden(rng: np.random.Generator) -> list[Case]:
     """A Horner polynomial and a wmma GEMM of random sizes, the fp16 wgmma kernel and the int8 one
-    for sm_90a, the fp64 and int8 mma.sync kernels, and one call that leaves ``arch`` at its default
-    ('sm_90')."""
-    # t, t2: FMA terms of two polynomials; k: wmma tiles
+    for sm_90a, the fp64 and int8 mma.sync kernels, one call that leaves ``arch`` at its default
+    ('sm_90'), and a polynomial whose kernel's name contains 'FFMA' (a count of the text's 'FFMA'
+    is too high)."""
+    # t, t2, t3: FMA terms of three polynomials; k: wmma tiles
     t, k, t2 = int(rng.integers(4, 16)), int(rng.integers(2, 6)), int(rng.integers(3, 12))
+    t3 = int(rng.integers(2, 9))  # FMA terms of the polynomial in the kernel named horner_FFMA
     return [
         Case((_Src(unrolled_fma_cu(t)), "sm_90")),
         Case((_Src(wmma_cu(k)), "sm_90")),
@@ -522,6 +546,7 @@ def _counts_hidden(rng: np.random.Generator) -> list[Case]:
         Case((_Src(tensor_core_cu("fp64 mma")[0]), "sm_90")),
         Case((_Src(tensor_core_cu("int8 mma")[0]), "sm_90")),
         Case((_Src(unrolled_fma_cu(t2)),)),
+        Case((_Src(unrolled_fma_cu(t3, "horner_FFMA")), "sm_90")),
     ]
 
 

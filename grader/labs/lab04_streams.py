@@ -639,14 +639,23 @@ def _compare_chunks(
             f"{what} → n_chunks: expected {n_want}, got {n_got}: {n_want} chunks finish at exactly"
             f" {target_us:g} µs, and a makespan equal to the target counts (≤, not <)"
         )
-    expect_int(
-        f"{what} → n_chunks",
-        n_got,
-        n_want,
+    hint = (
         "try every chunk count from 1 up and keep the first whose pipeline's makespan, launches"
         " included (simulate(ops, launch_us=launch_us)), is within target_us: more chunks overlap"
-        " more but each one costs three launches, so the makespan falls, then rises again",
+        " more but each one costs three launches, so the makespan falls, then rises again"
     )
+    if n_got is None:  # the search ran, and no count met the target in the student's pipelines
+        one = st.simulate(st.on_one_stream(want_ops), launch_us=launch_us).makespan
+        hint = (
+            f"your search found no count within {target_us:g} µs, yet {n_want} chunks on"
+            f" {n_streams} streams finish at"
+            f" {st.simulate(want_ops, launch_us=launch_us).makespan:g} µs"
+            + (f" (on one stream they take {one:g} µs)" if one > target_us else "")
+            + f": build each candidate's pipeline with chunk i on stream i % n_streams, all"
+            f" {n_streams} streams (n_streams is an argument: fewer streams overlap less) — "
+            + hint
+        )
+    expect_int(f"{what} → n_chunks", n_got, n_want, hint)
     if not isinstance(ops, (list, tuple)) or not all(isinstance(op, st.Op) for op in ops):
         raise CheckFailure(
             f"{what} → ops: expected a list of gc.streams.Op, got {type(ops).__name__}"

@@ -164,7 +164,9 @@ MAP_2D = puzzle(
         out = [[10, 11, 12], [13, 14, 15]].
     """,
     _map2d_launch,
-    [Case((np.arange(6, dtype=F32).reshape(2, 3),))],
+    # more columns (6) than the block has rows (4): a kernel mapping x to the row leaves columns
+    # 4 and 5 unwritten
+    [Case((np.arange(18, dtype=F32).reshape(3, 6),))],
     Budget(reads=1, writes=1, shared=0))
 
 # -- broadcast -------------------------------------------------------------------------------------
@@ -204,10 +206,12 @@ MAP_BLOCKS = puzzle(
         Element i belongs to thread threadIdx.x of block blockIdx.x with
         i = blockIdx.x * blockDim.x + threadIdx.x.
         Example: n = 40 (float32): 2 blocks; block 1's threads 8..31 have no element.
+        A warp's 32 threads then read 32 neighbouring float32s: 128 bytes, 4 sectors of 32 bytes
+        (coalesced) — the checker counts them.
     """,
     _blocks_launch,
     [Case((np.arange(40, dtype=F32),))],
-    Budget(reads=1, writes=1, shared=0))
+    Budget(reads=1, writes=1, shared=0, sectors=4.0))
 
 # -- blocks 2-D (coalesced) ------------------------------------------------------------------------
 BLOCK_2D = (16, 4)  # a warp is 16 columns × 2 rows
@@ -578,6 +582,36 @@ SOFTMAX_ROWS = puzzle(
     _softmax_launch,
     [Case((np.array([[0, 0, 0], [0, 1, 2]], F32),))],
     Budget(reads=1, writes=1, shared=0))
+
+# the largest float32 whose exp is finite (exp(88.73) overflows float32)
+EXP_F32_MAX = float(np.log(np.finfo(F32).max))
+LANE_MAX_CAUSE = (
+    "a lane that does not hold the row's max — after a cuda.shfl_down_sync reduction only lane 0"
+    " holds it, so the lanes past cols (a = -inf there) compute exp(-inf - (-inf)) = exp(NaN) ="
+    " NaN, and the sum that adds their NaN is NaN too; cuda.shfl_xor_sync (offsets 16, 8, 4, 2, 1)"
+    " leaves the max, then the sum, in every lane (or broadcast lane 0's with cuda.shfl_sync)"
+)
+
+
+def _softmax_nonfinite(case: Case, wrong: np.ndarray) -> str:
+    """NaN/inf in softmax_rows' output: blame a missing max subtraction only where a wrong row has a
+    value whose exp overflows float32 — otherwise the max was subtracted, but in a lane that did not
+    hold it."""
+    (a,) = case.args
+    rows = np.asarray(wrong).reshape(a.shape).any(axis=1)
+    vals = a[rows]
+    if np.isfinite(vals).any() and vals[np.isfinite(vals)].max() > EXP_F32_MAX:
+        return (
+            "an overflow (exp of a large value: subtract the row's max first), or "
+            + LANE_MAX_CAUSE
+        )
+    return (
+        f"not an overflow (no value of those rows exceeds {EXP_F32_MAX:.1f}, so even exp(a) is"
+        f" finite): {LANE_MAX_CAUSE}"
+    )
+
+
+SOFTMAX_ROWS.nonfinite_hint = _softmax_nonfinite
 
 # the puzzles in notebook order, each named as its exercise
 ORDER = (

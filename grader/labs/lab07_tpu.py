@@ -256,7 +256,7 @@ def _compare_fused(what: str, got: Any, expected: np.ndarray, case: Case) -> Non
         for diagnosis, hint in _FUSED_DIAGNOSES:
             if _close(got32, diagnosis(x, w, b, bk)):
                 raise CheckFailure(f"{failure}. {hint}") from None
-        grid = _grid_order_hint(_CHECKED.pop("fn")) if "fn" in _CHECKED else ""
+        grid = _grid_order_hint(_CHECKED.pop("fn"), case) if "fn" in _CHECKED else ""
         if grid:
             raise CheckFailure(f"{failure}. {grid}") from None
         raise
@@ -463,13 +463,14 @@ def _grid_order_message(plan: Any) -> str:
     )
 
 
-def _grid_order_hint(fn: Callable[..., Any]) -> str:
-    """The grid-order diagnosis of a kernel whose numbers are wrong (with one f32 scratch block, a
-    k-first grid mixes the output blocks' sums): "" when the grid is in order or the plan cannot be
-    read."""
+def _grid_order_hint(fn: Callable[..., Any], case: Case) -> str:
+    """The grid-order diagnosis of a kernel whose numbers are wrong on ``case`` (with one f32
+    scratch block, a k-first grid mixes the output blocks' sums), read from the plan of that very
+    case, so that the grid it names is the one that failed: "" when the grid is in order or the
+    plan cannot be read."""
     try:
-        m, n, k, bm, bn, bk = 32, 256, 512, 16, 128, 128
-        x, w, b = _bf16(np.ones((m, k))), _bf16(np.ones((k, n))), _bf16(np.ones((1, n)))
+        x, w, b, bm, bn, bk = case.args
+        (m, k), n = np.shape(x), np.shape(w)[1]
         plan = pallas_tpu.plan(
             lambda x_arg, w_arg, b_arg: fn(x_arg, w_arg, b_arg, bm, bn, bk), x, w, b
         )

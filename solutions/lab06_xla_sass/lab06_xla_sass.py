@@ -359,7 +359,8 @@ lab.problems["mma_flops"].check(mma_flops, hidden=True)
 # `wgmma` exists only for the target `sm_90a` (for `sm_90` NVRTC refuses it),
 # so the target is an argument.
 # Then answer "did it use the tensor cores?" with the FFMA count
-# (`toolchain.Sass(text).count("FFMA")` counts base opcodes) and your `mma_flops`.
+# (`toolchain.Sass(text).count("FFMA")` counts base opcodes; the text itself also holds the kernel's
+# name, which may contain `FFMA`) and your `mma_flops`.
 # The hidden cases include a Horner polynomial with a random number of terms,
 # a wmma GEMM with a random number of k-steps and tensor-core kernels of other data types (int8,
 # fp64): predict the numbers before you run them.

@@ -276,6 +276,28 @@ WRONG = {
             return False
     return True
 ''',
+        # no term for the outputs' own rounding (a tolerance of 2e-3 of the terms' size alone): a right backward of
+        # an output that is large but moves little (softplus(x) + 300, a log-sum-exp of x + 300) is rejected
+        '''def is_correct_backward(forward, backward):
+    rng = np.random.default_rng(0)
+    for B, n in [(3, 5), (6, 4)] * 5:
+        x, u = rng.standard_normal((2, B, n))
+        dy = rng.standard_normal(np.shape(forward(x)))
+        eps = 1e-3
+        ahead, behind = (np.asarray(forward(x + s * eps * u), dtype=np.float64) for s in (1, -1))
+        jvp = np.vdot(dy, ahead - behind) / (2 * eps)
+        try:
+            dx = np.asarray(backward(x, dy), dtype=np.float64)
+            if dx.shape != x.shape:
+                return False
+            vjp = np.vdot(dx, u)
+        except Exception:
+            return False
+        size = np.vdot(np.abs(dy), np.abs(ahead - behind)) / (2 * eps)
+        if not abs(vjp - jvp) <= 2e-3 * size:
+            return False
+    return True
+''',
         # tiny inputs (x of size 1e-3, to stay in the linear regime): tanh's 1 − x² is right to 1e-6 there
         '''def is_correct_backward(forward, backward):
     rng = np.random.default_rng(0)

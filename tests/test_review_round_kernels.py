@@ -1,0 +1,182 @@
+"""Fresh-review findings on labs 4, 5 and 5b: each wrong answer fails with a message naming its cause."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gpucourse import streams
+from gpucourse.simt import cuda
+from grader.checks import CheckFailure
+from grader.labs import lab04_streams as lab4
+from grader.labs import lab05_kernels as lab5
+from grader.labs import lab05b_kernel_puzzles as lab5b
+
+TM, TN, TK = lab5.TILE_M, lab5.TILE_N, lab5.TILE_K
+BLOCK, REGROUP_BLOCK = lab5.REDUCE_BLOCK, lab5.REGROUP_BLOCK
+
+
+def _fails(problem, fn, hidden=False) -> str:
+    with pytest.raises(CheckFailure) as e:
+        problem.check(fn, hidden=hidden)
+    return str(e.value)
+
+
+def tiled_matmul_literal_before_if(A, B, C):
+    """The solution with its loads as `x = 0.0; if inside: x = A[...]`: numba-cuda's phi makes x float64."""
+    sA = cuda.shared.array((TM, TK), np.float32)
+    sB = cuda.shared.array((TK, TN), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row0 = cuda.blockIdx.y * TM
+    r0, r1 = row0 + ty, row0 + TM // 2 + ty
+    col = cuda.blockIdx.x * TN + tx
+    m, k = A.shape
+    n = B.shape[1]
+    t = ty * TN + tx
+    ar, ac = t // TK, t % TK
+    acc0 = np.float32(0.0)
+    acc1 = np.float32(0.0)
+    for p in range(0, k, TK):
+        x = 0.0
+        if row0 + ar < m and p + ac < k:
+            x = A[row0 + ar, p + ac]
+        y = 0.0
+        if p + ty < k and col < n:
+            y = B[p + ty, col]
+        sA[ar, ac] = x
+        sB[ty, tx] = y
+        cuda.syncthreads()
+        for j in range(TK):
+            b = sB[j, tx]
+            acc0 += sA[ty, j] * b
+            acc1 += sA[TM // 2 + ty, j] * b
+        cuda.syncthreads()
+    if col < n:
+        if r0 < m:
+            C[r0, col] = acc0
+        if r1 < m:
+            C[r1, col] = acc1
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_tiled_matmul_with_a_float_literal_joined_to_its_loads_fails_float32_only(hidden):
+    msg = _fails(lab5.problems["tiled_matmul"], tiled_matmul_literal_before_if, hidden)
+    assert "float64 operations on float32 values" in msg and "x = A[row0 + ar, p + ac]" in msg
+    assert "np.float32(" in msg
+
+
+def halvings_no_first_barrier(x, order, out):
+    tile = cuda.shared.array(REGROUP_BLOCK, np.float64)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * REGROUP_BLOCK + t
+    if i < x.size:
+        tile[t] = x[i]
+    if i < x.size:
+        j = order[i]
+        v = tile[j]
+        n = 0
+        while v > 1.0:
+            v = v * 0.5
+            n += 1
+        tile[j] = n + v
+    cuda.syncthreads()
+    if i < x.size:
+        out[i] = tile[t]
+
+
+def test_halvings_without_the_first_barrier_stops_at_the_uninitialised_read_not_the_time_limit():
+    msg = _fails(lab5.problems["halvings_regrouped"], halvings_no_first_barrier)
+    assert "while v > 1.0" in msg and "which no thread had written" in msg and "v = tile[j]" in msg
+    assert "cuda.syncthreads()" in msg and "more than 10 s" not in msg
+
+
+def block_sum_float32(x, partial):
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s = cuda.shared.array(BLOCK, np.float32)
+    s[tid] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    stride = BLOCK // 2
+    while stride > 0:
+        if tid < stride:
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if tid == 0:
+        partial[cuda.blockIdx.x] = s[0]
+
+
+def test_a_float32_accumulator_gets_a_dtype_hint():
+    msg = _fails(lab5.problems["block_sum"], block_sum_float32, hidden=True)
+    assert "rounding, not a wrong formula" in msg and "`s`" in msg and "np.float64" in msg
+
+
+def softmax_shfl_down(a, out):
+    r = cuda.blockIdx.x
+    c = cuda.threadIdx.x
+    v = a[r, c] if c < a.shape[1] else np.float32(-math.inf)
+    m = v
+    for off in (16, 8, 4, 2, 1):
+        m = max(m, cuda.shfl_down_sync(0xFFFFFFFF, m, off))
+    e = math.exp(v - m)
+    s = e
+    for off in (16, 8, 4, 2, 1):
+        s += cuda.shfl_down_sync(0xFFFFFFFF, s, off)
+    if c < a.shape[1]:
+        out[r, c] = e / s
+
+
+def test_softmax_with_shfl_down_names_the_lane_without_the_max_not_the_subtraction():
+    msg = _fails(lab5b.problems["softmax_rows"], softmax_shfl_down)
+    assert "shfl_down_sync" in msg and "only lane 0" in msg and "not an overflow" in msg
+    assert "subtract the row's max first" not in msg
+
+
+def map_blocks_strided(a, out):
+    i = cuda.blockIdx.x + cuda.threadIdx.x * cuda.gridDim.x  # every element, lanes gridDim.x apart
+    if i < a.size:
+        out[i] = a[i] + 10
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_map_blocks_numbered_across_the_grid_fails_the_sector_budget(hidden):
+    msg = _fails(lab5b.problems["map_blocks"], map_blocks_strided, hidden)
+    assert "sectors" in msg and "i = blockIdx.x * blockDim.x + threadIdx.x" in msg
+    assert "sectors per warp-wide request on global memory ≤ 4" in lab5b.problems["map_blocks"].spec
+
+
+def map_2d_swapped(a, out):
+    r, c = cuda.threadIdx.x, cuda.threadIdx.y
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] + 10
+
+
+def test_map_2d_with_x_on_the_row_fails_the_visible_case():
+    assert lab5b.problems["map_2d"].visible[0].args[0].shape[1] > lab5b.BLOCK_2D_SMALL[1]
+    msg = _fails(lab5b.problems["map_2d"], map_2d_swapped)
+    assert "still hold their initial value" in msg
+
+
+def fewest_chunks_one_stream(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, launch_us, target_us):
+    def pipeline(n):
+        base, extra = divmod(nbytes, n)
+        ops = []
+        for i in range(n):
+            size = base + (1 if i < extra else 0)
+            ops.append(streams.Op(f"h2d{i}", "s0", size / h2d_Bps * 1e6, "h2d", nbytes=size))
+            ops.append(streams.Op(f"k{i}", "s0", size / compute_Bps * 1e6, "compute", sms=132))
+            ops.append(streams.Op(f"d2h{i}", "s0", size / d2h_Bps * 1e6, "d2h", nbytes=size))
+        return ops
+
+    for n in range(1, 33):
+        ops = pipeline(n)
+        if streams.simulate(ops, launch_us=launch_us).makespan <= target_us:
+            return n, ops
+    return None, []
+
+
+def test_fewest_chunks_ignoring_n_streams_is_told_about_streams():
+    msg = _fails(lab4.problems["fewest_chunks"], fewest_chunks_one_stream)
+    assert "got None" in msg and "stream i % n_streams" in msg and "on one stream they take" in msg
