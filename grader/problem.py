@@ -583,10 +583,16 @@ def _library_codes(sites: list[tuple[Any, str, Any, str]]) -> dict[types.CodeTyp
     for owner, attr, obj, label in sites:
         if getattr(owner, "__name__", "").startswith("grader") or attr == "reference":
             continue
-        fn = inspect.unwrap(obj) if callable(obj) and not isinstance(obj, type) else None
-        code = getattr(fn, "__code__", None)
-        if isinstance(code, types.CodeType):
-            out[code] = label
+        # a table (JAX's per-primitive rules): each rule in it, however the table was reached (the
+        # thirteenth attack copied the table before the lock and called its rules)
+        entries = list(obj.values()) if isinstance(obj, dict) else [obj]
+        for entry in entries:
+            fn = inspect.unwrap(entry) if callable(entry) and not isinstance(entry, type) else None
+            fn = getattr(fn, "func", fn)  # a functools.partial: the function it calls
+            code = getattr(fn, "__code__", None)
+            if isinstance(code, types.CodeType):
+                out[code] = f"{label} ({getattr(fn, '__name__', 'a rule')})" if entry is not obj \
+                    else label
     return out
 
 

@@ -179,3 +179,29 @@ def test_reaching_for_the_locks_originals_through_the_problem_is_flagged():
             "metadata": {"nbgrader": {"grade_id": "mlp_backward", "solution": True}}}
     flags = review_flags({"cells": [cell]})
     assert any("grader's own objects" in f and "mlp_backward" in f for f in flags), flags
+
+
+def test_a_rule_table_copied_before_the_lock_is_still_locked():
+    """The thirteenth attack copied JAX's transpose rules (dict(ad.primitive_transposes)) when its cell ran and
+    called them inside mlp_backward: the table's tripwire never saw a lookup, but the call watch knows each rule's
+    code."""
+    import jax.numpy as jnp
+    import numpy as np
+    from jax._src.interpreters import ad
+
+    from grader.labs import lab02_backprop as lab
+
+    rules = dict(ad.primitive_transposes)
+    p = lab.problems["mlp_backward"]
+
+    def mlp_backward(X, W1, W2, dY):
+        import jax
+
+        transpose = rules[jax.lax.dot_general_p]
+        ct = np.asarray(transpose(jnp.asarray(dY), ad.UndefinedPrimal(jax.core.ShapedArray(X.shape, X.dtype)),
+                                  jnp.asarray(W2), dimension_numbers=(((1,), (0,)), ((), ())), precision=None,
+                                  preferred_element_type=None, out_sharding=None)[0])
+        return ct, ct, ct
+
+    with pytest.raises(CheckFailure, match="primitive_transposes"):
+        p.check(mlp_backward)

@@ -358,6 +358,18 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
         assert f"write the instrumentation the checks read: axpy_cost ({shown})" in flags, code
     for honest in ("if clock.now == t0:", "best = min(best, t.peak)", "assert mem.peak <= mem.budget"):
         assert review_flags(grading.fill(released, {"axpy_cost": honest})) == [], honest
+    # the thirteenth attack's routes around the locks (grader/DESIGN.md): XLA's C++ entry points kept at cell level
+    # (the call watch sees Python code only), numba's LLVM module read directly, a library's source run a second
+    # time, JAX's rule tables copied
+    for code, shown in [("import jaxlib._jax as _jx\nC = _jx.hlo_module_cost_analysis", "jaxlib"),
+                        ("from jax._src.lib import xla_client", "xla_client"),
+                        ("ir = str(d.overloads[sig].library._final_module)", "_final_module"),
+                        ("exec(compile(src, name, 'exec'), ns)", "exec("),
+                        ("src = open(mod.__file__).read()", "__file__"),
+                        ("m = importlib.import_module(name)", "importlib"),
+                        ("R = dict(ad.primitive_transposes)", "primitive_transposes")]:
+        flags = "\n".join(review_flags(grading.fill(released, {"axpy_cost": code})))
+        assert f"reach into the grading process: axpy_cost ({shown}" in flags, code
 
 
 @pytest.mark.slow

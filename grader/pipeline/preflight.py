@@ -42,7 +42,14 @@ PROCESS_ESCAPES = re.compile(
     r"\bnumba_ptx|\bnumba_sass|"
     # counts made from a trace or a compiler's listing outside the locks (the twelfth attack)
     r"\bexperimental\.roofline\b|\binspect_llvm\b|\binspect_asm\b|\bget_llvm_str\b|"
-    r"\bget_asm_str\b"
+    r"\bget_asm_str\b|"
+    # the thirteenth attack: XLA's C++ entry points kept before the lock (no Python code for the
+    # watch to see), numba's LLVM module read directly, a library module's source run a second time
+    # (new code objects), JAX's rule tables copied
+    r"\bjaxlib\b|\b_jax\b|\bxla_client\b|\bxla_extension\b|\bhlo_module_cost_analysis\b|"
+    r"\bcompile_and_load\b|\b_final_module\b|\bModuleRef\b|\bexec\s*\(|\beval\s*\(|"
+    r"__file__|\bimportlib\b|__import__|\bpublic_test_util\b|\bprimitive_transposes\b|"
+    r"\bprimitive_jvps\b"
 )
 # answer cells that write what an observation reads: the instrumentation the student's own process
 # holds (the device tracker's counters, the virtual clock and its workloads), attributes set by name
