@@ -379,8 +379,10 @@ if not be.is_gpu:
 # $\mathrm{softmax}_i = e^{x_i - m_n} / l_n$.
 # Nothing is approximated: the recurrence is an identity, so the result is the two-pass one up to
 # rounding. And nothing can overflow: every exponent is ≤ 0, so every term is in (0, 1] and $1 \le l_j \le j$.
-# (A masked score is −∞ and adds $e^{-\infty} = 0$; by FlashAttention's convention a row whose every
-# score is masked has log-sum-exp −∞ — the lab's kernel has to get that case right.)
+# (A masked score is −∞ and adds $e^{-\infty} = 0$. A row whose every score is masked has $l = 0$ and
+# log-sum-exp $\log 0 = -\infty$, the lab's convention, and FlashAttention-3's; FlashAttention-2's
+# non-split kernel stores +∞ there instead. Either way the row's output is 0 — the lab's kernel has to
+# get that case right.)
 #
 # The recurrence, on a stream of 2,000 float32 scores around 80 (some above 88.7),
 # against a two-pass log-sum-exp in float64:
@@ -430,8 +432,9 @@ assert abs(np.log(np.finfo(np.float32).max) - 88.72) < 0.01 and 80 < lse < 110
 # $e^{m_\text{old} - m_\text{new}}$, exactly as l is above, before the tile's own terms are added;
 # at the end the output row is the accumulator divided by l.
 # The s × s matrices never exist outside the chip: each tile of scores lives in registers and shared memory
-# for one step. For training, the forward saves only the log-sum-exp of each row ($m + \log l$),
-# and the backward recomputes P from it instead of reading a stored s × s matrix.
+# for one step. For training, the forward saves the row statistics instead of P — FlashAttention (2022) saves
+# m and l, FlashAttention-2 (Dao 2023, §3.1) only their log-sum-exp $m + \log l$ —
+# and the backward recomputes P from them instead of reading a stored s × s matrix.
 # Writing that update, and the kernel around it on the executor, is lab 8.
 #
 # ## 8.3 What XLA does with `jnp` attention

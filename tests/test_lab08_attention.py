@@ -23,7 +23,7 @@ SOLUTION = course.ROOT / "solutions" / "lab08_attention" / "lab08_attention.ipyn
 def _solution_kernel():
     """The solution notebook's kernel, compiled for the executor."""
     code = grading.solution_cells(grading.load_notebook(SOLUTION))["fused_attention"]
-    ns = {"np": np, "math": math, "cuda": cuda, "TILE": TILE, "HEAD_DIM": HEAD_DIM}
+    ns = {"np": np, "math": math, "cuda": cuda, "TILE": TILE, "HEAD_DIM": HEAD_DIM, "HEAD_PAD": HEAD_DIM + 1}
     exec(code, ns)
     return ns["fused_attention"]
 

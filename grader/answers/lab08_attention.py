@@ -134,8 +134,11 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
     """Long sequences (the executor cannot count these: a model is the only way), tiles of
     different sizes for queries and keys, s not a multiple of either, causal or not, 2- and 4-byte
     values, one row."""
-    cases = [Case((1, 1, 1, 1, 16, 16, True, 4))]
-    for _ in range(7):
+    # causal with query tiles smaller than key tiles: the keys loaded run past the diagonal to the
+    # end of the key tile (one whole tile and a partial end)
+    cases = [Case((1, 1, 1, 1, 16, 16, True, 4)), Case((2, 3, 200, 64, 16, 64, True, 2)),
+             Case((1, 4, 1000, 128, 64, 128, True, 4))]
+    for _ in range(6):
         block_q = int(rng.choice([16, 32, 64, 128]))
         block_k = int(rng.choice([16, 32, 64, 128]))
         s = int(rng.integers(1, 64)) * 64 + int(rng.choice([0, int(rng.integers(1, 64))]))
@@ -226,7 +229,9 @@ def _context_cases(rng: np.random.Generator) -> list[Case]:
     cases.append(Case((100, 1, 1, 64, 1, 2, False)))  # not even s = 1
     cases.append(Case((130, 1, 1, 16, 1, 2, False)))  # exactly s = 1 (4·16·2 + 2 bytes)
     cases.append(Case((132, 1, 1, 16, 1, 2, True)))  # exactly s = 1, fused (4·16·2 + 4 bytes)
-    cases.append(Case((10**20 + 12345, 1, 1, 1, 1, 1, False)))  # s near 1e10: float sqrt misrounds
+    # just below a perfect square, (1e10)²: the float square root rounds up to 1e10 (9999999998),
+    # the integer one does not (s = 9999999997)
+    cases.append(Case((10**20 - 5, 1, 1, 1, 1, 1, False)))
     return cases
 
 

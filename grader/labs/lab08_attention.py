@@ -4,7 +4,8 @@ memory.
 
 Conventions the specs share (the course notebook, course/08_attention.ipynb, derives them):
 - Scores are ``q · k / sqrt(d)``; a masked score is -inf; a row whose every score is masked has the
-  output 0 and the log-sum-exp -inf (FlashAttention's convention for an empty row).
+  output 0 and the log-sum-exp log 0 = -inf (as FlashAttention-3 stores it; FlashAttention-2's
+  non-split kernel stores +inf).
 - Bytes are what crosses the device-memory (HBM) boundary: reads and writes of global memory.
 - Grouped-query attention: ``heads`` query heads share ``kv_heads`` key/value heads
   (``heads % kv_heads == 0``); ``kv_heads == heads`` is ordinary multi-head attention.
@@ -37,7 +38,8 @@ F32 = np.float32
 TILE = 16  # query rows per block and keys per K/V tile of the fused kernel (one thread per row)
 HEAD_DIM = 16  # the largest head dimension the kernel handles (its shared and local arrays' size)
 # what the fused kernel may hold in shared memory per block: one K and one V tile, float32
-SHARED_BYTES = 2 * TILE * HEAD_DIM * 4
+# (rows padded by one float allowed: a row of HEAD_DIM floats puts a warp's stores in 2 banks)
+SHARED_BYTES = 2 * TILE * (HEAD_DIM + 1) * 4
 
 
 # -- exercise 1: one step of online softmax, with the output ---------------------------------------
@@ -85,7 +87,9 @@ ONLINE_STEP = Problem(
         the old max, so they are rescaled by exp(m - m_new) before the block's terms, each
         exp(s - m_new), are added. A row whose every score so far is -inf keeps m = -inf, l = 0,
         acc = 0 (no NaN). After the last block, the attention output is acc / l. Float64 arrays;
-        return new arrays and leave the inputs as they are.
+        return new arrays and leave the inputs as they are. In the example below, row 0 sees its
+        first scores [0, ln 3], row 1 a larger max (2 > 1: rescale by e^-1), row 2 only -inf:
+        s = [[0, ln 3], [2, -inf], [-inf, -inf]], v = [[1, 0], [0, 1]].
     """,
     visible=[
         # row 0: its first scores; row 1: a larger max (rescale); row 2: nothing but -inf yet
@@ -143,23 +147,24 @@ def _only_outputs_written_and_tiles_shared(r, case: Case, what: str) -> None:
 FUSED_ATTENTION = KernelProblem(
     name="fused_attention",
     spec=textwrap.dedent(f"""
-        fused_attention(q, k, v, out, lse, kv_len, causal): attention of every head, fused, as
-        one kernel launched fused_attention[(ceil(s / TILE), heads), TILE] with TILE = {TILE}.
-        q, k, v are float32 arrays (heads, s, d) with d ≤ HEAD_DIM = {HEAD_DIM}; out (heads, s,
-        d) and lse (heads, s) are float32 outputs. Thread t of block (x, h) owns query row
-        i = x · TILE + t of head h (nothing to do when i ≥ s). Key j is masked for that row when
-        j ≥ kv_len[h] (padding: kv_len is an int32 array (heads,) of values ≥ 0, possibly 0 or
-        past s), or when causal is nonzero and j > i. For its row the thread writes out[h, i] =
-        softmax(scores) @ v[h] with scores = q[h, i] · k[h, j] / sqrt(d), and lse[h, i] = the
-        log-sum-exp of the unmasked scores; a row with no unmasked key gets out = 0 and
-        lse = -inf. The block walks the keys in tiles of TILE: its threads load one tile of K and
-        of V into shared memory (thread t loads key row j0 + t), synchronise, each folds the tile
-        into its own running max, sum and output (exercise 1's update, one key at a time, in
-        float32 registers: cuda.local.array(HEAD_DIM, np.float32)), and synchronise again before
-        the next tile. The s × s scores never reach global memory: the only global writes are
-        out and lse, each element once; a thread reads kv_len[h] and its q row once and, per key
-        tile, one K row and one V row (at most 1 + d + 2 · d · ceil(s / TILE) global reads).
-        Float32 arithmetic only: a float64 value made from float32 ones fails the check.
+        fused_attention(q, k, v, out, lse, kv_len, causal): attention of every head, fused, as one
+        kernel launched fused_attention[(ceil(s / TILE), heads), TILE] with TILE = {TILE}. q, k, v
+        are float32 arrays (heads, s, d) with d ≤ HEAD_DIM = {HEAD_DIM}; out (heads, s, d) and lse
+        (heads, s) are float32 outputs. Thread t of block (x, h) owns query row i = x · TILE + t of
+        head h (nothing to do when i ≥ s). Key j is masked for that row when j ≥ kv_len[h] (padding:
+        kv_len is an int32 array (heads,) of values ≥ 0, possibly 0 or past s), or when causal is
+        nonzero and j > i. For its row the thread writes out[h, i] = softmax(scores) @ v[h] with
+        scores = q[h, i] · k[h, j] / sqrt(d), and lse[h, i] = the log-sum-exp of the unmasked
+        scores; a row with no unmasked key gets out = 0 and lse = -inf. The block walks the keys in
+        tiles of TILE: its threads load one tile of K and of V into shared memory (thread t loads
+        key row j0 + t), synchronise, each folds the tile into its own running max, sum and output
+        (exercise 1's update, one key at a time, in float32 registers: cuda.local.array(HEAD_DIM,
+        np.float32)), and synchronise again before the next tile (shared memory allows tile rows
+        padded to HEAD_DIM + 1 floats, so that the threads' stores k_tile[t, c] fall in different
+        banks). The s × s scores never reach global memory: the only global writes are out and lse,
+        each element once; a thread reads kv_len[h] and its q row once and, per key tile, one K row
+        and one V row (at most 1 + d + 2 · d · ceil(s / TILE) global reads). Float32 arithmetic
+        only: a float64 value made from float32 ones fails the check.
     """).strip(),
     visible=[],  # set below (needs the launch's arrays)
     compare=lambda *a: None,
@@ -189,8 +194,9 @@ FUSED_ATTENTION.visible = [
 
 def _compare_bytes(what: str, got: Any, expected: int, case: Case) -> None:
     expect_int(f"{what} (bytes)", got, expected,
-               hint="count Q once, K and V once per query tile (up to the diagonal when causal),"
-               " O once and the float32 log-sum-exp once per row")
+               hint="count Q once; K and V once per query tile, in whole key tiles of block_k rows"
+               " (causal: up to and including the key tile that holds the block's last row, not"
+               " exactly to the diagonal); O once; the float32 log-sum-exp once per row")
 
 
 FUSED_BYTES = Problem(
@@ -227,7 +233,11 @@ def _compare_crossover(what: str, got: Any, expected: int | None, case: Case) ->
     if got is None:
         raise CheckFailure(f"{what}: expected batch {expected}, got None (a large enough batch"
                            " shares the weights over enough tokens here)")
-    expect_int(f"{what} (batch)", got, expected)
+    expect_int(f"{what} (batch)", got, expected,
+               hint="per step: the weights' bytes once, whatever the batch; each sequence's K and V"
+               " caches (kv_heads · head_dim values per token each) and its FLOPs (2 per weight,"
+               " and 4 · heads · head_dim · context for attention) once per sequence; the smallest"
+               " integer batch whose FLOPs / bytes reaches peak_flops / bandwidth")
 
 
 DECODE_CROSSOVER = Problem(
@@ -263,8 +273,9 @@ LONGEST_CONTEXT = Problem(
     spec="""
         longest_context(budget, batch, heads, d, layers, itemsize, fused) -> int: the longest
         sequence s for which what attention saves for its backward pass, over all layers, fits
-        in budget bytes (0 if not even s = 1 fits). Per layer and per (sequence, head) the
-        backward needs q, k, v and the output o (s × d values each, itemsize bytes per value),
+        in budget bytes (0 if not even s = 1 fits). Per layer and per (sequence, head) training
+        keeps q, k, v and the output o (s × d values each, itemsize bytes per value; o is the
+        output projection's input, and a fused backward reads it for rowsum(dO · O)),
         and besides them: without fusion (fused False) the softmax probabilities P (s × s
         values, itemsize each), from which the backward computes dS; with a fused kernel (fused
         True) only the log-sum-exp of each row (s values, float32: 4 bytes), from which the

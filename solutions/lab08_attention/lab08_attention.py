@@ -45,7 +45,9 @@
 # **The kernel (exercise 2)** runs on the course's instrumented executor without a GPU
 # (`gpucourse.simt`, numba-cuda's API) and on the GPU as well when there is one;
 # the check enforces its budget (global writes, shared memory, global reads per thread, no float64,
-# no races) and `diagram` draws what your kernel did.
+# no races) and `diagram` draws what your kernel did —
+# including bank conflicts (purple) on the K and V tiles if their rows are HEAD_DIM floats wide
+# (lab 5b's transpose: pad a row by one float).
 
 # %% nbgrader={"grade": false, "grade_id": "colab_setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Colab set-up (does nothing outside Google Colab): install the course (student edition),
@@ -88,6 +90,7 @@ cuda = be.cuda  # numba.cuda on a GPU; on CPU the course's executor (gpucourse.s
 # query rows per block = keys per K/V tile; the largest head dimension (the shared and local arrays' size:
 # shapes must be constants for numba-cuda on a GPU, a name like these)
 TILE, HEAD_DIM = lab.TILE, lab.HEAD_DIM
+HEAD_PAD = HEAD_DIM + 1  # a padded tile row: thread t's store k_tile[t, c] lands in bank (17 t + c) % 32
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "online_softmax_step_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 1 — Online softmax, with the output
@@ -150,8 +153,8 @@ def fused_attention(q, k, v, out, lse, kv_len, causal):
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * TILE + t  # this thread's query row
     s, d = q.shape[1], q.shape[2]
-    k_tile = cuda.shared.array((TILE, HEAD_DIM), np.float32)  # one K tile, shared by the block
-    v_tile = cuda.shared.array((TILE, HEAD_DIM), np.float32)
+    k_tile = cuda.shared.array((TILE, HEAD_PAD), np.float32)  # one K tile, shared by the block
+    v_tile = cuda.shared.array((TILE, HEAD_PAD), np.float32)
     qi = cuda.local.array(HEAD_DIM, np.float32)  # registers: the scaled query row
     acc = cuda.local.array(HEAD_DIM, np.float32)  # registers: the running output
     scale = np.float32(1.0 / math.sqrt(d))
