@@ -410,7 +410,7 @@ def test_a_kernel_that_differs_on_the_device_fails_the_check(gpu_backend, monkey
         lab.MAP.check(k)
 
 
-KERNEL_LABS = ("lab05_kernels", "lab05b_kernel_puzzles", "lab06_xla_sass")
+KERNEL_LABS = ("lab05_kernels", "lab05b_kernel_puzzles", "lab06_xla_sass", "lab08_attention")
 
 
 def _solution_kernels(lab: str):

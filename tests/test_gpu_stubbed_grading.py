@@ -22,7 +22,7 @@ from grader.pipeline.lab import nbgrader_meta
 from grader.pipeline.verdict import cell_messages
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL_LABS = {"lab05_kernels", "lab05b_kernel_puzzles", "lab06_xla_sass"}
+KERNEL_LABS = {"lab05_kernels", "lab05b_kernel_puzzles", "lab06_xla_sass", "lab08_attention"}
 
 INSTALL = f"""\
 # (not part of the lab) the GPU libraries stubbed at their boundary: tests/gpu_stub.py

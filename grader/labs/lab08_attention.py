@@ -1,0 +1,291 @@
+"""Lab 8 — attention, fused: the capstone. The online-softmax update, a fused attention kernel on
+the course's executor, its memory traffic, and what attention costs in decoding and in training
+memory.
+
+Conventions the specs share (the course notebook, course/08_attention.ipynb, derives them):
+- Scores are ``q · k / sqrt(d)``; a masked score is -inf; a row whose every score is masked has the
+  output 0 and the log-sum-exp log 0 = -inf (as FlashAttention-3 stores it; FlashAttention-2's
+  non-split kernel stores +inf).
+- Bytes are what crosses the device-memory (HBM) boundary: reads and writes of global memory.
+- Grouped-query attention: ``heads`` query heads share ``kv_heads`` key/value heads
+  (``heads % kv_heads == 0``); ``kv_heads == heads`` is ordinary multi-head attention.
+
+No installed code answers an exercise (issue 20). The course derives only the normaliser's
+recurrence (max and sum, no output) and shows only naive attention on the executor and the
+traffic's ideal lower bound; it never writes a tiled kernel, nor counts one's traffic, nor the
+decode crossover of a whole layer, nor what the backward saves; no library call is modelled inside
+a kernel on the executor.
+
+This module is the lab's *exercise side* (specs, visible cases, comparisons, kernel budgets: what
+students install); the references and hidden-case generators are its answer side,
+grader/answers/lab08_attention.py (the instructor's only; grader/DESIGN.md). The visible cases'
+expected values ship as data: lab08_attention.expected.json.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from ..checks import CheckFailure, expect_array_close, expect_int, expect_tuple
+from ..kernels import Budget, KernelProblem, Launch, budgeted
+from ..problem import Case, Problem
+
+F32 = np.float32
+TILE = 16  # query rows per block and keys per K/V tile of the fused kernel (one thread per row)
+HEAD_DIM = 16  # the largest head dimension the kernel handles (its shared and local arrays' size)
+# what the fused kernel may hold in shared memory per block: one K and one V tile, float32
+# (rows padded by one float allowed: a row of HEAD_DIM floats puts a warp's stores in 2 banks)
+SHARED_BYTES = 2 * TILE * (HEAD_DIM + 1) * 4
+
+
+# -- exercise 1: one step of online softmax, with the output ---------------------------------------
+
+
+def _compare_step(what: str, got: Any, expected: tuple, case: Case) -> None:
+    expect_tuple(what, got, "m_new, l_new, acc_new")
+    for k, name in enumerate(("m_new (the running max)", "l_new (the running sum)",
+                              "acc_new (the running output)")):
+        value = np.asarray(got[k], dtype=np.float64) if got[k] is not None else None
+        if value is not None and np.isnan(value).any() and not np.isnan(expected[k]).any():
+            row = int(np.argwhere(np.isnan(value))[0][0])
+            raise CheckFailure(
+                f"{what} → {name}: NaN in row {row}, expected {expected[k][row]}: a row whose"
+                " scores were all -inf so far has m = -inf, and exp(m - m_new) = exp(-inf - (-inf))"
+                " is NaN — such a row keeps l = 0 and acc = 0"
+            )
+        expect_array_close(f"{what} → {name}", got[k], expected[k], rtol=1e-9)
+    for i, arg in enumerate(case.args):
+        if not np.array_equal(arg, _STEP_INPUTS.get(id(case), case.args)[i], equal_nan=True):
+            raise CheckFailure(f"{what} modified its argument {('m', 'l', 'acc', 's', 'v')[i]} in"
+                               " place: return new arrays")
+
+
+_STEP_INPUTS: dict[int, tuple] = {}
+
+
+def step_case(m, l, acc, s, v) -> Case:
+    """A case of exercise 1, its inputs remembered to catch an update made in place."""
+    args = tuple(np.array(a, dtype=np.float64) for a in (m, l, acc, s, v))
+    case = Case(args)
+    _STEP_INPUTS[id(case)] = tuple(a.copy() for a in args)
+    return case
+
+
+ONLINE_STEP = Problem(
+    name="online_softmax_step",
+    spec="""
+        online_softmax_step(m, l, acc, s, v) -> (m_new, l_new, acc_new): fold one block of keys
+        into the running state of FlashAttention's online softmax, for every query row at once.
+        m (rows,) is the running max of the scores seen so far (-inf before any), l (rows,) the
+        running sum of exp(score - m), acc (rows, d) the running sum of exp(score - m) · v; s
+        (rows, bk) holds the new block's scores (-inf where masked) and v (bk, d) its values. The
+        new max is the larger of m and the block's max; the old l and acc were summed relative to
+        the old max, so they are rescaled by exp(m - m_new) before the block's terms, each
+        exp(s - m_new), are added. A row whose every score so far is -inf keeps m = -inf, l = 0,
+        acc = 0 (no NaN). After the last block, the attention output is acc / l. Float64 arrays;
+        return new arrays and leave the inputs as they are. In the example below, row 0 sees its
+        first scores [0, ln 3], row 1 a larger max (2 > 1: rescale by e^-1), row 2 only -inf:
+        s = [[0, ln 3], [2, -inf], [-inf, -inf]], v = [[1, 0], [0, 1]].
+    """,
+    visible=[
+        # row 0: its first scores; row 1: a larger max (rescale); row 2: nothing but -inf yet
+        step_case([-np.inf, 1.0, -np.inf], [0.0, 1.0, 0.0], [[0.0, 0.0], [2.0, 4.0], [0.0, 0.0]],
+                  [[0.0, math.log(3.0)], [2.0, -np.inf], [-np.inf, -np.inf]],
+                  [[1.0, 0.0], [0.0, 1.0]]),
+    ],
+    compare=_compare_step,
+)
+
+
+# -- exercise 2: the fused attention kernel --------------------------------------------------------
+
+
+def _blocks(n: int, b: int) -> int:
+    return -(-n // b)
+
+
+def attention_launch(case: Case) -> Launch:
+    """fused_attention[(query tiles, heads), TILE](q, k, v, out, lse, kv_len, causal)."""
+    q, k, v, kv_len, causal = case.args
+    heads, s, d = q.shape
+    out = np.full((heads, s, d), np.nan, F32)  # NaN until written: an unwritten row shows
+    lse = np.full((heads, s), np.nan, F32)
+    return Launch((_blocks(s, TILE), heads), TILE, [q, k, v, out, lse, kv_len, causal],
+                  outputs=[3, 4])
+
+
+def _only_outputs_written_and_tiles_shared(r, case: Case, what: str) -> None:
+    """The s × s matrix never reaches global memory (every global write is an output element,
+    once), and K/V come through shared memory (a thread reads kv_len[h] and its query row once and
+    one K row and one V row per tile, not every key itself)."""
+    q = case.args[0]
+    heads, s, d = q.shape
+    writes, outputs = r.total("global", "w"), heads * s * (d + 1)
+    if writes != outputs:
+        raise CheckFailure(
+            f"{what}: the kernel made {writes:,} global writes; out and lse have {outputs:,}"
+            " elements, each written once — fused attention keeps the scores and probabilities"
+            " (the s × s matrix) on chip and writes only the output"
+        )
+    most = 1 + d + 2 * d * _blocks(s, TILE)  # kv_len[h], its q row, a K row and a V row per tile
+    reads = r.per_thread("global")["max_reads"]
+    if reads > most:
+        raise CheckFailure(
+            f"{what}: a thread made {reads:,} global reads; the budget is {most:,} (kv_len[h], its"
+            f" own q row of d = {d}, then one K row and one V row of each of the"
+            f" {_blocks(s, TILE)} key tiles, which the block's threads load together into shared"
+            " memory and all read"
+            " from there) — a thread that reads every key from global memory itself re-reads K"
+            " and V once per query row"
+        )
+
+
+FUSED_ATTENTION = KernelProblem(
+    name="fused_attention",
+    spec=textwrap.dedent(f"""
+        fused_attention(q, k, v, out, lse, kv_len, causal): attention of every head, fused, as one
+        kernel launched fused_attention[(ceil(s / TILE), heads), TILE] with TILE = {TILE}. q, k, v
+        are float32 arrays (heads, s, d) with d ≤ HEAD_DIM = {HEAD_DIM}; out (heads, s, d) and lse
+        (heads, s) are float32 outputs. Thread t of block (x, h) owns query row i = x · TILE + t of
+        head h (nothing to do when i ≥ s). Key j is masked for that row when j ≥ kv_len[h] (padding:
+        kv_len is an int32 array (heads,) of values ≥ 0, possibly 0 or past s), or when causal is
+        nonzero and j > i. For its row the thread writes out[h, i] = softmax(scores) @ v[h] with
+        scores = q[h, i] · k[h, j] / sqrt(d), and lse[h, i] = the log-sum-exp of the unmasked
+        scores; a row with no unmasked key gets out = 0 and lse = -inf. The block walks the keys in
+        tiles of TILE: its threads load one tile of K and of V into shared memory (thread t loads
+        key row j0 + t), synchronise, each folds the tile into its own running max, sum and output
+        (exercise 1's update, one key at a time, in float32 registers: cuda.local.array(HEAD_DIM,
+        np.float32)), and synchronise again before the next tile (shared memory allows tile rows
+        padded to HEAD_DIM + 1 floats, so that the threads' stores k_tile[t, c] fall in different
+        banks). The s × s scores never reach global memory: the only global writes are out and lse,
+        each element once; a thread reads kv_len[h] and its q row once and, per key tile, one K row
+        and one V row (at most 1 + d + 2 · d · ceil(s / TILE) global reads). Float32 arithmetic
+        only: a float64 value made from float32 ones fails the check.
+    """).strip(),
+    visible=[],  # set below (needs the launch's arrays)
+    compare=lambda *a: None,
+    launch=attention_launch,
+    require=budgeted(Budget(writes=HEAD_DIM + 1, shared=SHARED_BYTES),
+                     _only_outputs_written_and_tiles_shared),
+    float32_only=True,
+)
+FUSED_ATTENTION.spec += "\n" + Budget(writes=HEAD_DIM + 1, shared=SHARED_BYTES).text()
+
+
+def attention_case(heads: int, s: int, d: int, kv_len: list[int], causal: int,
+                   rng: np.random.Generator, scale: float = 1.0) -> Case:
+    """A case of exercise 2: q, k, v drawn from ``rng`` (standard normal times ``scale``)."""
+    q, k, v = (F32(scale) * rng.standard_normal((heads, s, d)).astype(F32) for _ in range(3))
+    return Case((q, k, v, np.array(kv_len, np.int32), int(causal)))
+
+
+FUSED_ATTENTION.visible = [
+    attention_case(1, 20, 4, [20], 0, np.random.default_rng(8)),
+    attention_case(2, 18, 4, [18, 0], 1, np.random.default_rng(88)),
+]
+
+
+# -- exercise 3: the fused kernel's bytes ----------------------------------------------------------
+
+
+def _compare_bytes(what: str, got: Any, expected: int, case: Case) -> None:
+    expect_int(f"{what} (bytes)", got, expected,
+               hint="count Q once; K and V once per query tile, in whole key tiles of block_k rows"
+               " (causal: up to and including the key tile that holds the block's last row, not"
+               " exactly to the diagonal); O once; the float32 log-sum-exp once per row")
+
+
+FUSED_BYTES = Problem(
+    name="fused_bytes",
+    spec="""
+        fused_bytes(batch, heads, s, d, block_q, block_k, causal, itemsize) -> int: the bytes a
+        fused attention forward moves between device memory and the chip, for batch · heads
+        independent heads of s queries and s keys of dimension d (no padding). The kernel is
+        exercise 2's, generalised: one block per (query tile of block_q rows, head); the block
+        reads its query rows once, walks the keys in tiles of block_k rows (the last tile of
+        rows or keys may be partial), reading each K and V tile it needs once, and writes its
+        output rows (d values each) and one log-sum-exp per row. q, k, v and out hold itemsize
+        bytes per value; the log-sum-exp is float32 (4 bytes) whatever itemsize is. Causal: a
+        block loads the key tiles from the first up to the tile holding its last query row's
+        own key, and none after; not causal: every tile. Count nothing else (no caches).
+    """,
+    visible=[Case((1, 1, 64, 16, 16, 32, True, 2))],
+    compare=_compare_bytes,
+)
+
+
+# -- exercise 4: when does decoding become compute-bound? ------------------------------------------
+
+
+def _compare_crossover(what: str, got: Any, expected: int | None, case: Case) -> None:
+    if expected is None:
+        if got is not None:
+            raise CheckFailure(
+                f"{what}: expected None (no batch makes this decode step compute-bound: each"
+                f" sequence brings its own KV cache, so the intensity levels off below the ridge"
+                f" point), got {got!r}"
+            )
+        return
+    if got is None:
+        raise CheckFailure(f"{what}: expected batch {expected}, got None (a large enough batch"
+                           " shares the weights over enough tokens here)")
+    expect_int(f"{what} (batch)", got, expected,
+               hint="per step: the weights' bytes once, whatever the batch; each sequence's K and V"
+               " caches (kv_heads · head_dim values per token each) and its FLOPs (2 per weight,"
+               " and 4 · heads · head_dim · context for attention) once per sequence; the smallest"
+               " integer batch whose FLOPs / bytes reaches peak_flops / bandwidth")
+
+
+DECODE_CROSSOVER = Problem(
+    name="decode_crossover",
+    spec="""
+        decode_crossover(d_model, heads, kv_heads, d_ff, context, itemsize, peak_flops,
+        bandwidth) -> int or None: the smallest batch at which one decode step of one decoder
+        layer is compute-bound on an accelerator (its FLOPs per byte at least peak_flops /
+        bandwidth), or None if no batch is. The layer has head_dim = d_model // heads,
+        projections Wq and Wo (d_model × d_model), Wk and Wv (d_model × kv_heads · head_dim) and
+        an MLP of two matrices (d_model × d_ff and d_ff × d_model). A decode step makes one new
+        token for each of batch sequences, each with context tokens already in its KV cache. Per
+        token, each weight costs 2 FLOPs and attention 2 · 2 · heads · head_dim · context (q · K
+        and p · V). Bytes: every weight is read once per step (itemsize each), shared by the
+        whole batch; each sequence reads its own cached K and V (context · kv_heads · head_dim
+        values each, itemsize each). Ignore activations and the new token's K and V.
+    """,
+    visible=[Case((4096, 32, 8, 14336, 256, 1, 989.4e12, 3.35e12))],
+    compare=_compare_crossover,
+)
+
+
+# -- exercise 5: what training saves for attention's backward --------------------------------------
+
+
+def _compare_context(what: str, got: Any, expected: int, case: Case) -> None:
+    expect_int(f"{what} (tokens)", got, expected,
+               hint="the longest s whose saved bytes are at most the budget: check s and s + 1")
+
+
+LONGEST_CONTEXT = Problem(
+    name="longest_context",
+    spec="""
+        longest_context(budget, batch, heads, d, layers, itemsize, fused) -> int: the longest
+        sequence s for which what attention saves for its backward pass, over all layers, fits
+        in budget bytes (0 if not even s = 1 fits). Per layer and per (sequence, head) training
+        keeps q, k, v and the output o (s × d values each, itemsize bytes per value; o is the
+        output projection's input, and a fused backward reads it for rowsum(dO · O)),
+        and besides them: without fusion (fused False) the softmax probabilities P (s × s
+        values, itemsize each), from which the backward computes dS; with a fused kernel (fused
+        True) only the log-sum-exp of each row (s values, float32: 4 bytes), from which the
+        backward recomputes P tile by tile.
+    """,
+    visible=[Case((2**30, 1, 16, 64, 4, 2, False))],
+    compare=_compare_context,
+)
+
+
+# the exercises in notebook order, each named as its function
+ORDER = (ONLINE_STEP, FUSED_ATTENTION, FUSED_BYTES, DECODE_CROSSOVER, LONGEST_CONTEXT)
+problems: dict[str, Any] = {p.name: p for p in ORDER}

@@ -1,0 +1,150 @@
+"""Lab 8's references against ground truth that does not share their assumptions: the executor's own traffic
+counts (exercise 3's model), JAX's attention (exercise 2), the softmax computed whole (exercise 1), and exhaustive
+searches (exercises 4 and 5); then the plausible wrong models each exercise is about fail with their message."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gpucourse.simt import cuda, run
+from grader import course
+from grader.answers import lab08_attention as answers  # the instructor's side: references, hidden-case generators
+from grader.checks import CheckFailure
+from grader.labs import lab08_attention as lab
+from tests import grading
+
+TILE, HEAD_DIM = lab.TILE, lab.HEAD_DIM
+SOLUTION = course.ROOT / "solutions" / "lab08_attention" / "lab08_attention.ipynb"
+
+
+def _solution_kernel():
+    """The solution notebook's kernel, compiled for the executor."""
+    code = grading.solution_cells(grading.load_notebook(SOLUTION))["fused_attention"]
+    ns = {"np": np, "math": math, "cuda": cuda, "TILE": TILE, "HEAD_DIM": HEAD_DIM, "HEAD_PAD": HEAD_DIM + 1}
+    exec(code, ns)
+    return ns["fused_attention"]
+
+
+@pytest.mark.parametrize("heads,s,d,causal", [(1, 16, 4, False), (2, 37, 3, False), (1, 37, 5, True),
+                                              (2, 48, 2, True), (1, 1, 1, True)])
+def test_the_bytes_model_is_what_the_executor_counts_on_the_solution_kernel(heads, s, d, causal):
+    """Exercise 3's reference at the kernel's own tiles (block_q = block_k = TILE, float32) equals the global
+    traffic the executor logs for the solution's kernel: every load and store, counted one by one."""
+    rng = np.random.default_rng(s)
+    q, k, v = (rng.standard_normal((heads, s, d)).astype(np.float32) for _ in range(3))
+    out, lse = np.zeros_like(q), np.zeros((heads, s), np.float32)
+    kv_len = np.full(heads, s, np.int32)
+    report = run(_solution_kernel(), (-(-s // TILE), heads), TILE, q, k, v, out, lse, kv_len, int(causal))
+    counted = sum(report.array_traffic(a)[2] + report.array_traffic(a)[3] for a in ("q", "k", "v", "out", "lse"))
+    kv_len_reads = report.array_traffic("kv_len")[2]  # the padding lengths: not attention's traffic
+    assert kv_len_reads == report.n_threads
+    assert 4 * counted == answers.fused_bytes(1, heads, s, d, TILE, TILE, causal, 4)
+    out64, lse64 = answers.fused_attention(q, k, v, kv_len, causal)
+    np.testing.assert_allclose(out, out64, rtol=2e-4, atol=2e-4)
+
+
+def test_the_attention_reference_is_jax_attention():
+    """Exercise 2's reference against jax.nn.dot_product_attention (its own masking), causal and padded."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    heads, s, d = 3, 21, 8
+    q, k, v = (rng.standard_normal((heads, s, d)).astype(np.float32) for _ in range(3))
+    kv_len = np.array([21, 9, 1], np.int32)
+    for causal in (False, True):
+        out, lse = answers.fused_attention(q, k, v, kv_len, causal)
+        # JAX's layout is (batch, seq, heads, dim): one batch per head, so each has its own key length
+        as_batch = [jnp.asarray(a)[:, :, None, :] for a in (q, k, v)]
+        want = jax.nn.dot_product_attention(*as_batch, is_causal=causal, key_value_seq_lengths=jnp.asarray(kv_len))
+        np.testing.assert_allclose(out, np.asarray(want)[:, :, 0, :], rtol=1e-5, atol=1e-5)
+        scores = np.einsum("hid,hjd->hij", q.astype(np.float64), k) / math.sqrt(d)
+        j = np.arange(s)
+        allowed = (j[None, None, :] < kv_len[:, None, None]) & (~causal | (j[None, None, :] <= j[None, :, None]))
+        direct = np.log(np.where(allowed, np.exp(scores), 0).sum(axis=2))
+        np.testing.assert_allclose(lse, direct, rtol=1e-9)
+
+
+def test_the_online_step_folded_over_blocks_is_the_softmax_computed_whole():
+    """Exercise 1's reference, folded block by block from the empty state, gives softmax(s) @ v and the
+    log-sum-exp of each row, including a row masked everywhere (output 0) and logits near 1e4."""
+    rng = np.random.default_rng(1)
+    rows, n, d = 4, 23, 3
+    s = rng.standard_normal((rows, n)) * 5
+    s[1] += 1e4
+    s[2] = -np.inf
+    s[3, ::2] = -np.inf
+    v = rng.standard_normal((n, d))
+    m, l, acc = np.full(rows, -np.inf), np.zeros(rows), np.zeros((rows, d))
+    for start in range(0, n, 5):
+        m, l, acc = answers.online_softmax_step(m, l, acc, s[:, start:start + 5], v[start:start + 5])
+    live = [0, 1, 3]
+    p = np.exp(s[live] - s[live].max(axis=1, keepdims=True))
+    np.testing.assert_allclose(acc[live] / l[live, None], p / p.sum(axis=1, keepdims=True) @ v, rtol=1e-12)
+    np.testing.assert_allclose(m[live] + np.log(l[live]), np.logaddexp.reduce(s[live], axis=1), rtol=1e-12)
+    assert m[2] == -np.inf and l[2] == 0 and not acc[2].any()
+
+
+def test_the_decode_crossover_is_the_first_compute_bound_batch_found_by_search():
+    """Exercise 4's closed form against a walk over batches with the intensity computed in exact fractions."""
+    from fractions import Fraction
+
+    for case in answers._decode_cases(np.random.default_rng(4))[:6]:
+        d, h, kvh, ff, ctx, it, peak, bw = case.args
+        hd = d // h
+        params = 2 * d * d + 2 * d * kvh * hd + 2 * d * ff
+        ridge = Fraction(peak) / Fraction(bw)
+
+        def compute_bound(b):
+            return Fraction(b * (2 * params + 4 * h * hd * ctx), params * it + b * 2 * ctx * kvh * hd * it) >= ridge
+
+        expected = answers.decode_crossover(*case.args)
+        assert expected is not None and compute_bound(expected) and (expected == 1 or not compute_bound(expected - 1))
+
+
+def test_the_longest_context_is_the_boundary_of_what_fits():
+    for case in answers._context_cases(np.random.default_rng(5)):
+        budget, b, h, d, n, it, fused = case.args
+        s = answers.longest_context(*case.args)
+
+        def saved(x):
+            return n * b * h * (4 * x * d * it + (4 * x if fused else x * x * it))
+
+        assert s == 0 and saved(1) > budget or saved(s) <= budget < saved(s + 1)
+
+
+def test_the_hidden_cases_reach_the_corners():
+    """Fully masked heads and causal cases in exercise 2; None and numbers in exercise 4; exact boundaries in 5."""
+    rng = np.random.default_rng(6)
+    attention = answers._attention_cases(rng)
+    assert any(0 in c.args[3] for c in attention) and any(c.args[4] for c in attention)
+    assert any(c.args[0].shape[1] % TILE for c in attention) and any(c.args[0].shape[2] == HEAD_DIM for c in attention)
+    decode = [answers.decode_crossover(*c.args) for c in answers._decode_cases(rng)]
+    assert None in decode and sum(x is not None for x in decode) >= 6 and 1 < max(x or 0 for x in decode)
+
+
+def _fails(name, fn, says):
+    p = lab.problems[name]
+    with pytest.raises(CheckFailure, match=says):
+        p.check(fn)
+        p.check(fn, hidden=True)
+
+
+def test_wrong_models_fail_with_what_they_missed():
+    wrong = grading.wrong_answer_lists("lab08_attention")
+    ns = {"np": np, "math": math, "cuda": cuda, "TILE": TILE, "HEAD_DIM": HEAD_DIM}
+    says = {
+        "online_softmax_step": ["running output", "NaN in row"],
+        "fused_attention": ["races?", "float64", "elements are wrong", "global reads; the budget"],
+        "fused_bytes": ["expected 16,640"] * 2,
+        "decode_crossover": ["expected 281", "expected batch 281"],
+        "longest_context": ["expected 2,771"] * 2,
+    }
+    for name, codes in wrong.items():
+        for code, message in zip(codes, says[name], strict=True):
+            scope = dict(ns)
+            exec(code, scope)
+            _fails(name, scope[name], message)
