@@ -79,15 +79,27 @@ class WeightStationaryArray:
     travels down the remaining rows). It keeps no PE registers: writing the registers' clock edge is
     lab 7's exercise 1 (the course notebook shows the register-level array's frames as data).
 
+    A real array can be faulty: ``stuck=(k, n, w)`` makes PE ``(k, n)``'s weight register stuck at
+    ``w`` (it multiplies by ``w`` whatever was loaded; ``W`` still holds what was loaded). What such
+    an array delivers is ``A @ W`` with that one weight replaced — the array's result, which only a
+    schedule that reads the bottom edge gets (lab 7's checker hands one to ``systolic_matmul``).
+
     Args:
         W: the weight tile, (K, N) with K <= rows and N <= cols.
         rows, cols: the array's shape (None: the tile's).
+        stuck: None, or (k, n, w): PE (k, n) (k < K, n < N) multiplies by w instead of W[k, n].
     """
 
     # grading sends a clocked array to the grader as its attributes (grader.pipeline.wire)
     __wire__ = "state"
 
-    def __init__(self, W: Any, rows: int | None = None, cols: int | None = None):
+    def __init__(
+        self,
+        W: Any,
+        rows: int | None = None,
+        cols: int | None = None,
+        stuck: tuple[int, int, float] | None = None,
+    ):
         W = np.asarray(W, dtype=np.float64)
         if W.ndim != 2:
             raise ValueError(f"W must be a matrix, got shape {W.shape}")
@@ -100,6 +112,12 @@ class WeightStationaryArray:
         self.K, self.N = K, N
         self.W = np.zeros((self.rows, self.cols))
         self.W[:K, :N] = W  # unused PEs hold weight 0
+        if stuck is not None:
+            k, n, w = stuck
+            if not (0 <= k < K and 0 <= n < N):
+                raise ValueError(f"stuck PE ({k}, {n}) is outside the {K}×{N} weight tile")
+            stuck = (int(k), int(n), float(w))
+        self.stuck = stuck
         # (rows,) what entered the left edge, one per cycle clocked
         self.entered: list[np.ndarray] = []
         self.cycle = 0
@@ -123,10 +141,28 @@ class WeightStationaryArray:
         # (rows, cols) entry cycle
         when = self.cycle - (self.rows - 1 - k) - np.arange(self.cols)[None, :]
         seen = history[np.maximum(when, -1) + 1, np.broadcast_to(k, when.shape)]  # 0 before cycle 0
-        bottom = (self.W * seen).sum(axis=0)[: self.N]
+        bottom = (self.wired() * seen).sum(axis=0)[: self.N]
         self.outputs.append(bottom.copy())
         self.cycle += 1
         return bottom
+
+    def wired(self) -> np.ndarray:
+        """(rows, cols): the weights the PEs actually multiply by (``W``, but a stuck PE's)."""
+        weights = self.W.copy()
+        stuck = getattr(self, "stuck", None)
+        if stuck is not None:
+            weights[stuck[0], stuck[1]] = stuck[2]
+        return weights
+
+    def __repr__(self) -> str:
+        fault = getattr(self, "stuck", None)
+        fault_text = (
+            f", PE ({fault[0]}, {fault[1]})'s weight stuck at {fault[2]:g}" if fault else ""
+        )
+        return (
+            f"<WeightStationaryArray: a {self.K}×{self.N} weight tile on {self.rows}×{self.cols}"
+            f" PEs{fault_text}, clocked {self.cycle} cycles>"
+        )
 
 
 @dataclass

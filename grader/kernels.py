@@ -420,9 +420,10 @@ class KernelProblem(ObservedProblem):
         f64 = tuple(getattr(report, "float64_ops", ()))
         if self.float32_only and f64:
             raise CheckFailure(
-                f"{what}: {f64[0]} — this exercise's float32 data must be computed in float32: a "
-                "float64 accumulator is a conversion and an FP64 instruction per product on a GPU "
-                "(half the float32 rate on an H100, 1/64 on consumer GPUs)"
+                f"{what}: {f64[0]} — this exercise's float32 data must be computed in float32: "
+                "float64 arithmetic (a float64 accumulator, a Python float argument, a float32"
+                " times an int64 index) is a conversion and an FP64 instruction per operation on a"
+                " GPU (half the float32 rate on an H100, 1/64 on consumer GPUs)"
             )
         if seen.get("device_error"):
             raise CheckFailure(f"{what} on the GPU raised {seen['device_error']}")
@@ -499,10 +500,11 @@ class KernelProblem(ObservedProblem):
         )
         if self.float32_only:
             print(
-                "Float32 data is computed in float32 here: `acc = 0.0` makes a float64 accumulator"
-                " (numba-cuda types a Python float as float64), FP64 on the GPU for every += —"
-                " write acc = np.float32(0); a kernel that makes float64 values from float32 ones"
-                " fails this check"
+                "Float32 data is computed in float32 here: numba-cuda types a Python float"
+                " (`acc = 0.0`, a float argument) as float64, and a float32 with an int64 (an"
+                " index) as float64 — FP64 on the GPU for every operation. Write"
+                " np.float32(0), np.float32(a), np.float32(r + 1); a kernel that makes float64"
+                " values from float32 ones fails this check"
             )
 
     def diagram(self, fn: Any, case: int = 0) -> None:

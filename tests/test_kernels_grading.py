@@ -203,14 +203,54 @@ def test_float64_accumulators_fail_where_float32_is_the_lesson():
     problem.check(kernel(_tiled_matmul_source("np.float32(0.0)"), "tiled_matmul"))
 
 
+RAMP_FP64 = RAMP_X_ALONG_ROWS.replace("r, c = cuda.grid(2)", "c, r = cuda.grid(2)").replace(
+    "a[r, c] * np.float32(r + 1) - np.float32(c)", "a[r, c] * (r + 1) - c")
+MAP_BLOCKS_2D_FP64 = '''@cuda.jit
+def map_blocks_2d(a, out):
+    c, r = cuda.grid(2)
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = a[r, c] * 2 - r
+'''
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_float64_arithmetic_fails_where_the_spec_teaches_float32(hidden):
+    """scale_shift's spec teaches np.float32(a), and ramp_2d's and map_blocks_2d's solutions cast their int64 indices:
+    `a * x[i] + b` with Python floats and `a[r, c] * (r + 1) - c` are float64 arithmetic (cvt.f64.f32 … cvt.rn.f32.f64
+    in numba-cuda's PTX, FP64 in the SASS), which once passed visible and hidden. Now they fail naming the line; the
+    float32 versions pass."""
+    from grader.labs import lab05b_kernel_puzzles as lab5b
+
+    cases = [(lab5.problems["scale_shift"], SCALE_SHIFT_FP64, "out[i] = a * x[i] + b", "a * x[i] + b",
+              "np.float32(a) * x[i] + np.float32(b)"),
+             (lab5.problems["ramp_2d"], RAMP_FP64, "out[r, c] = a[r, c] * (r + 1) - c", "a[r, c] * (r + 1) - c",
+              "a[r, c] * np.float32(r + 1) - np.float32(c)"),
+             (lab5b.problems["map_blocks_2d"], MAP_BLOCKS_2D_FP64, "out[r, c] = a[r, c] * 2 - r", "a[r, c] * 2 - r",
+              "a[r, c] * np.float32(2) - np.float32(r)")]
+    for problem, source, line, fp64, fp32 in cases:
+        with pytest.raises(CheckFailure) as info:
+            problem.check(kernel(source, problem.name), hidden=hidden)
+        msg = str(info.value)
+        assert "float64 operation" in msg and line in msg and "np.float32(" in msg, msg
+        problem.check(kernel(source.replace(fp64, fp32), problem.name), hidden=hidden)
+
+
 def test_float64_arithmetic_elsewhere_passes_with_a_note_naming_the_line(capsys):
-    """Where the float64 may be folded away by the compiler or costs nothing that the exercise is about, it is a
-    note on the passing line (not graded); the float32 version has none."""
-    lab5.problems["scale_shift"].check(kernel(SCALE_SHIFT_FP64, "scale_shift"))
+    """Where NVVM folds the float64 away (one operation on a float32 and an exact constant, rounded straight back:
+    `a[i] + 10`, tests/test_simt_typing.py), it is a note on the passing line (not graded); the float32 version has
+    none."""
+    from grader.labs import lab05b_kernel_puzzles as lab5b
+
+    src = '''@cuda.jit
+def map_blocks(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] + 10
+'''
+    lab5b.problems["map_blocks"].check(kernel(src, "map_blocks"))
     out = capsys.readouterr().out
-    assert "✓ scale_shift" in out and "note (not graded):" in out and "at line 5" in out, out
-    right = SCALE_SHIFT_FP64.replace("a * x[i] + b", "np.float32(a) * x[i] + np.float32(b)")
-    lab5.problems["scale_shift"].check(kernel(right, "scale_shift"))
+    assert "✓ map_blocks" in out and "note (not graded):" in out and "at line 5" in out, out
+    lab5b.problems["map_blocks"].check(kernel(src.replace("a[i] + 10", "a[i] + np.float32(10)"), "map_blocks"))
     assert "note (not graded)" not in capsys.readouterr().out
 
 

@@ -266,6 +266,27 @@ def test_measure_exercise_is_exact_for_the_right_method_and_names_each_mistake()
         lab.MEASURE.check(_timer(batch=False))
 
 
+def test_a_batching_timer_without_warm_up_is_told_the_compile_sized_its_batches():
+    """Review C1: a timer that grows its batches to 0.2 s, waits for the last result and keeps the best of several,
+    but never warms up: the first call's compile (0.3 s) lands in its first batch, which then looks long enough, so
+    every batch stays at one call and the coarse clock reads 0 — the message names that (as lab 1's time_call does),
+    not the batching advice the timer already follows; visible and hidden alike. A warmed-up timer that does not
+    batch still gets the batching advice, and the warmed-up batching timer passes."""
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure) as err:
+            lab.MEASURE.check(_timer(warmup=False), hidden=hidden)
+        assert "the first call compiles (about 0.3 s): timed inside your first batch" in str(err.value)
+        assert "batches stayed at one call each" in str(err.value) and "Time BATCHES" not in str(err.value)
+        with pytest.raises(CheckFailure, match="Time BATCHES of calls"):
+            lab.MEASURE.check(_timer(batch=False), hidden=hidden)
+    lab.MEASURE.check(_timer(), hidden=True)
+    # fast timed after slow: the reads of slow's timing before fast's first call are not a timed compile
+    seen = lab.MEASURE.observe(_timer(batch=False), lab.MEASURE.visible[1])
+    assert not any(lab.compile_timed(w) for w in seen["workloads"])
+    seen = lab.MEASURE.observe(_timer(warmup=False), lab.MEASURE.visible[1])
+    assert all(lab.compile_timed(w) for w in seen["workloads"])
+
+
 def test_the_coarse_clock_cases_need_batches():
     """Lab 1's coarse clock (issue 20): calls of 20–60 µs on a clock that ticks every 2 ms, visible and on every
     seed's hidden cases; one call per timed run — the course's timer's loop — reads 0 or a whole tick."""

@@ -105,6 +105,30 @@ def test_slice_hops_needs_the_wraparound_rules():
         lab.problems["slice_hops"].check(big_slices_are_tori, hidden=True)
 
 
+def test_slice_hops_says_which_axes_of_the_failed_slice_wrap():
+    """Review m4: a wrong wraparound rule is told which axes of the slice it failed on wrap (the answer side's rule,
+    carried by the case: written down for the visible ones, which must agree with it)."""
+    def always_torus(a, b, dims, chip):
+        return sum(min(abs(x - y), d - abs(x - y)) for x, y, d in zip(a, b, dims))
+
+    def never_wraps(a, b, dims, chip):
+        return sum(abs(x - y) for x, y in zip(a, b))
+
+    with pytest.raises(CheckFailure, match="in this 2×4×4 TPU v5p slice none of its axes wraps"):
+        lab.problems["slice_hops"].check(always_torus)
+    with pytest.raises(CheckFailure, match="in this 4×4×8 TPU v4 slice every axis wraps"):
+        lab.problems["slice_hops"].check(never_wraps)
+    with pytest.raises(CheckFailure, match="slice (every axis wraps|axis 1 wraps, the other does not)"):
+        lab.problems["slice_hops"].check(never_wraps, hidden=True)
+    for case in lab.problems["slice_hops"].visible + lab.problems["slice_hops"].hidden_cases():
+        a, b, dims, chip = case.args
+        hypothetical = (chip, tuple(dims)) in lab.HYPOTHETICAL
+        assert dims.wraps == answers.wraparound(answers.tpu.TPU_CHIPS[chip], dims, hypothetical), (chip, dims)
+    v5e = lab.problems["slice_hops"].visible[2]
+    with pytest.raises(CheckFailure, match="in this 8×16 TPU v5e slice axis 1 wraps, the other does not"):
+        lab.problems["slice_hops"].compared(0, 1, v5e)
+
+
 def test_slice_hops_grades_listed_or_declared_hypothetical_slices_only():
     from gpucourse import tpu
 

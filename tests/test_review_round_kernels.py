@@ -67,6 +67,64 @@ def test_tiled_matmul_with_a_float_literal_joined_to_its_loads_fails_float32_onl
     assert "np.float32(" in msg
 
 
+def _solution_tiled_matmul(a_load_else: str, prelude: str = ""):
+    """The solution's tiled_matmul (its exact load shape, a conditional stored straight into sA) with the A load's
+    `else np.float32(0.0)` replaced by ``a_load_else``; ``prelude``: a line before the loop."""
+    from grader import course
+    from grader.kernels import load_kernel
+    from tests import grading
+
+    nb = grading.load_notebook(course.ROOT / "solutions" / "lab05_kernels" / "lab05_kernels.ipynb")
+    source = grading.solution_cells(nb)["tiled_matmul"]
+    load = "sA[ar, ac] = A[row0 + ar, p + ac] if row0 + ar < m and p + ac < k else np.float32(0.0)"
+    assert load in source
+    source = source.replace(load, load.replace("np.float32(0.0)", a_load_else))
+    if prelude:
+        source = source.replace("    for p in range(0, k, TK):", f"    {prelude}\n    for p in range(0, k, TK):")
+    return load_kernel(source, "tiled_matmul", {"np": np, "TM": TM, "TN": TN, "TK": TK}, cuda)
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("a_load_else,prelude", [("0.0", ""), ("-0.0", ""), ("float(0)", ""),
+                                                 ("zero", "zero = 0.0")])
+def test_tiled_matmul_with_a_float64_other_side_stored_into_shared_fails_float32_only(hidden, a_load_else, prelude):
+    """`sA[...] = A[...] if inside else 0.0` (and -0.0, float(0), a local holding 0.0): numba-cuda unifies the two
+    sides to float64 (cvt.f64.f32 on the load, cvt.rn.f32.f64 at the store); the -0.0, float(0) and named forms
+    once passed visible and hidden, the executor joining only a bare literal. Now each is a float64 value made from
+    float32, at the load's line."""
+    msg = _fails(lab5.problems["tiled_matmul"], _solution_tiled_matmul(a_load_else, prelude), hidden)
+    assert "float64 operation" in msg and f"p + ac < k else {a_load_else}" in msg, msg
+
+
+def test_tiled_matmul_with_a_float32_other_side_passes():
+    lab5.problems["tiled_matmul"].check(_solution_tiled_matmul("zero", "zero = np.float32(0.0)"))
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_tiled_matmul_without_the_end_of_loop_barrier_is_a_write_after_read_across_iterations(hidden):
+    """The solution without its end-of-loop syncthreads was called a read-after-write race "with no
+    cuda.syncthreads() between" two lines that have one between them; the conflict is the next iteration's write
+    against this iteration's read. The hint asks for a barrier at the end of the loop body, not a syncwarp; the
+    genuine read-after-write (no barrier after the loads) keeps its message."""
+    from grader import course
+    from grader.kernels import load_kernel
+    from tests import grading
+
+    nb = grading.load_notebook(course.ROOT / "solutions" / "lab05_kernels" / "lab05_kernels.ipynb")
+    source = grading.solution_cells(nb)["tiled_matmul"]
+    ns = {"np": np, "TM": TM, "TN": TN, "TK": TK}
+    end = "        cuda.syncthreads()  # nobody overwrites a slab someone is still reading\n"
+    assert end in source
+    msg = _fails(lab5.problems["tiled_matmul"], load_kernel(source.replace(end, ""), "tiled_matmul", ns, cuda),
+                 hidden)
+    assert "write-after-read race on shared" in msg and "in its next loop iteration" in msg, msg
+    assert "at the end of the loop body" in msg and "syncwarp" not in msg and "with no cuda.syncthreads()" not in msg
+    first = "        cuda.syncthreads()  # both slabs complete before anyone reads them\n"
+    msg = _fails(lab5.problems["tiled_matmul"], load_kernel(source.replace(first, ""), "tiled_matmul", ns, cuda),
+                 hidden)
+    assert "read-after-write race" in msg and "next loop iteration" not in msg, msg
+
+
 def halvings_no_first_barrier(x, order, out):
     tile = cuda.shared.array(REGROUP_BLOCK, np.float64)
     t = cuda.threadIdx.x
@@ -108,8 +166,10 @@ def block_sum_float32(x, partial):
         partial[cuda.blockIdx.x] = s[0]
 
 
-def test_a_float32_accumulator_gets_a_dtype_hint():
-    msg = _fails(lab5.problems["block_sum"], block_sum_float32, hidden=True)
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_float32_accumulator_gets_a_dtype_hint(hidden):
+    """The visible case once held whole numbers (float32 sums exact): a float32 shared array passed it."""
+    msg = _fails(lab5.problems["block_sum"], block_sum_float32, hidden=hidden)
     assert "rounding, not a wrong formula" in msg and "`s`" in msg and "np.float64" in msg
 
 

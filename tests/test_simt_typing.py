@@ -53,6 +53,12 @@ CASES = [
     ("ifexp_f32_else_int_literal", "r = a * b if a > 0 else 0", ("f32", "f32"), 0),
     ("ifexp_f32_else_np_float32", "r = a * b if a > 0 else np.float32(0)", ("f32", "f32"), 0),
     ("ifexp_i32_else_int_literal", "r = a * b if a > 0 else 0", ("i32", "i32"), 0),
+    # the other side a float64 that is not a bare literal (a reviewer's `else 0.0` variants, lab 5's tiled_matmul)
+    ("ifexp_f32_else_negative_zero", "r = a * b if a > 0 else -0.0", ("f32", "f32"), 0),
+    ("ifexp_f32_else_float_of_int", "r = a * b if a > 0 else float(0)", ("f32", "f32"), 0),
+    ("ifexp_f32_else_float_local", "z = 0.0\nr = a * b if a > 0 else z", ("f32", "f32"), 0),
+    ("ifexp_f32_else_f32_local", "z = np.float32(0)\nr = a * b if a > 0 else z", ("f32", "f32"), 0),
+    ("ifexp_i32_else_int_local", "z = 0\nr = a * b if a < 0 else z", ("i32", "i32"), 0),
     ("if_else_f32_or_float_literal", "if a > 0:\n    r = a * b\nelse:\n    r = 0.0", ("f32", "f32"), 0),
     ("if_else_float_literal_or_f32", "if a < 0:\n    r = 0.0\nelse:\n    r = a + b", ("f32", "f32"), 0),
     # a literal before an `if` that reassigns the name on one side only: merged (a phi) at the if's end

@@ -255,10 +255,10 @@ def test_the_register_level_model_is_not_installed():
 
 # -- lab 7's systolic_matmul checker: the result must come out of the array ------------------------------------------
 
-def _solution(A, W):
+def _solution(A, W, hw=None):
     M, K = A.shape
     N = W.shape[1]
-    hw = systolic.WeightStationaryArray(W)
+    hw = systolic.WeightStationaryArray(W) if hw is None else hw
     C = np.zeros((M, N))
     for t in range(systolic.cycles(M, K, N)):
         m_in = t - np.arange(K)
@@ -298,3 +298,59 @@ def test_lab7_systolic_checker_accepts_the_array_and_rejects_numpy_in_disguise()
         for hidden in (False, True):
             with pytest.raises(CheckFailure, match="did not compute it"):
                 SYSTOLIC.check(cheat, hidden=hidden)
+
+
+def _schedule_then_numpy(A, W, hw=None):
+    """Review m2: the right schedule (skewed in, exactly M + K + N - 2 cycles, zeros outside it), the array's
+    outputs ignored and C computed in NumPy."""
+    M, K = A.shape
+    hw = systolic.WeightStationaryArray(W) if hw is None else hw
+    for t in range(systolic.cycles(M, K, W.shape[1])):
+        m_in = t - np.arange(K)
+        ok = (m_in >= 0) & (m_in < M)
+        hw.tick(np.where(ok, A[np.clip(m_in, 0, M - 1), np.arange(K)], 0.0))
+    return A @ W, hw
+
+
+def test_a_stuck_pe_delivers_a_at_w_with_that_weight_replaced():
+    A = np.arange(1.0, 13.0).reshape(4, 3)
+    W = np.arange(6.0).reshape(3, 2) - 2
+    hw = systolic.WeightStationaryArray(W, stuck=(2, 1, 7.0))
+    wired = W.copy()
+    wired[2, 1] = 7.0
+    C, hw = _solution(A, W, hw)
+    np.testing.assert_allclose(C, A @ wired)
+    assert np.array_equal(hw.W, W) and hw.stuck == (2, 1, 7.0) and "stuck at 7" in repr(hw)
+    with pytest.raises(ValueError, match="outside"):
+        systolic.WeightStationaryArray(W, stuck=(3, 0, 1.0))
+
+
+def test_lab7_systolic_checker_hands_a_faulty_array_so_c_must_come_from_it():
+    """Review m2: one visible and one hidden case hand the student a faulty array (a PE's weight stuck at another
+    value): a schedule that reads C from the array passes, clocking it twice in a row (the case hands a fresh copy
+    each call); NumPy's A @ W after the right schedule fails visible and hidden, the message naming the fault; a new
+    array instead of the one handed over is named too."""
+    from grader.checks import CheckFailure
+    from grader.labs.lab07_tpu import SYSTOLIC
+
+    assert sum("hw" in c.kwargs for c in SYSTOLIC.visible) == 1
+    assert sum("hw" in c.kwargs for c in SYSTOLIC.hidden_cases()) == 1
+    for hidden in (False, True):
+        SYSTOLIC.check(_solution, hidden=hidden)
+        SYSTOLIC.check(_solution, hidden=hidden)
+        with pytest.raises(CheckFailure, match=r"array is faulty — PE \(\d+, \d+\) multiplies by .* not A @ W"):
+            SYSTOLIC.check(_schedule_then_numpy, hidden=hidden)
+        with pytest.raises(CheckFailure, match="the one you returned is another"):
+            SYSTOLIC.check(lambda A, W, hw=None: _solution(A, W), hidden=hidden)
+
+
+def test_the_faulty_array_case_travels_as_data():
+    """The hidden faulty-array case goes to a grading sandbox as data and comes back an equal array."""
+    from grader.labs.lab07_tpu import SYSTOLIC
+    from grader.wire import decode_cases, encode_cases
+
+    case = next(c for c in SYSTOLIC.hidden_cases() if "hw" in c.kwargs)
+    (back,) = decode_cases(encode_cases([case]))
+    hw = back.kwargs["hw"]
+    assert isinstance(hw, systolic.WeightStationaryArray) and hw.stuck == case.kwargs["hw"].stuck
+    assert np.array_equal(hw.wired(), case.kwargs["hw"].wired())

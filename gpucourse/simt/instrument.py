@@ -191,11 +191,15 @@ class _Instrument(ast.NodeTransformer):
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
         self.generic_visit(node)
-        for side, other in ((node.body, node.orelse), (node.orelse, node.body)):
-            if _number(other) and not _number(side):
-                call = ast.Call(ast.Name(JOIN, ast.Load()), [node, ast.Constant(other.value)], [])
-                return ast.copy_location(call, node)
-        return node
+        # numba-cuda types both sides whichever runs: the taken side's value is joined with the
+        # value of each side whose type is known without running it (a number, a name)
+        if all(_number(side) for side in (node.body, node.orelse)):
+            return node
+        known = [_known(side) for side in (node.body, node.orelse) if _static(side)]
+        if not known:
+            return node
+        call = ast.Call(ast.Name(JOIN, ast.Load()), [node, *known], [])
+        return ast.copy_location(call, node)
 
     def visit_With(self, node: ast.With) -> ast.AST:
         node.body = self.stmts(node.body)
@@ -216,6 +220,27 @@ def _number(node: ast.AST) -> bool:
     """A number literal (not a bool): numba-cuda types a float one float64, an int one int64."""
     return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
             and not isinstance(node.value, bool))
+
+
+def _static(node: ast.AST) -> bool:
+    """An expression whose numba-cuda type the executor can know without running it: a number
+    literal, one negated (``-0.0``), ``float`` or ``int`` of one (``float(0)``: float64), or a name
+    (its value in the frame)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("float", "int") and not node.keywords and len(node.args) <= 1):
+        return all(_number(a) for a in node.args)
+    return _number(node) or isinstance(node, ast.Name)
+
+
+def _known(node: ast.expr) -> ast.expr:
+    """What :func:`numbatypes.joined` is given for a :func:`_static` side: its value (a number
+    expression has no effects) or, for a name, the name as a str (looked up when it is bound)."""
+    if isinstance(node, ast.Name):
+        return ast.Constant(node.id)
+    # a number, -0.0, float(0): evaluated once, here (float of an int is a float64 in a kernel too)
+    return ast.Constant(eval(compile(ast.Expression(node), "<const>", "eval"), {}))
 
 
 def _assigned(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:

@@ -49,11 +49,12 @@ def _wrap_i64(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def _note() -> None:
-    """A float64 value is being made from a float32 operand: record the kernel line."""
+def _note(depth: int = 2) -> None:
+    """A float64 value is being made from a float32 operand: record the kernel line (the frame
+    ``depth`` calls up, or the nearest kernel frame above it)."""
     run = state.CURRENT.run
     if run is not None and run.cur is not None:
-        run.fp64_made(sys._getframe(2))
+        run.fp64_made(sys._getframe(depth))
 
 
 # -- the numba type of a Python or NumPy scalar ---------------------------------------------------
@@ -405,33 +406,38 @@ TYPED: dict[np.dtype, Any] = {
 value as is)."""
 
 
-def joined(v: Any, literal: Any) -> Any:
+def joined(v: Any, *others: Any) -> Any:
     """The value of a conditional (``x if c else 0.0``, or a variable an ``if`` assigns ``x`` on one
     side and a number literal on the other) as numba-cuda types it: one type for both sides, their
-    unification — float32 with a Python float or int is float64 (the float32 side is converted:
-    noted with its line, as an operation would be), a small integer with an int is int64."""
-    t = _ntype(v)
-    if t is None or isinstance(v, bool) or isinstance(literal, bool):
-        return v
-    kind, bits = t
-    if isinstance(literal, float):
-        if kind == "f" and bits == 32:
-            _note_here()
-            return float(v)
-        return float(v) if kind in "iu" else v
-    if isinstance(literal, int):
-        if kind == "f" and bits == 32:
-            _note_here()
-            return float(v)
-        return int(v) if kind in "iu" and bits < 64 else v
+    unification — float32 with a Python float or an int64 is float64 (the float32 side is converted:
+    noted with its line, as an operation would be), a small integer with an int is int64.
+    ``others``: the values of the sides whose type is known without running them (a number,
+    ``-0.0``, ``float(0)``), or a str: the name of a variable, looked up in the kernel's frame
+    (``x if c else zero`` with ``zero = 0.0``); an unbound name is left out."""
+    for other in others:
+        if isinstance(other, str):
+            frame = sys._getframe(1)
+            scope = frame.f_locals if other in frame.f_locals else frame.f_globals
+            if other not in scope:
+                continue
+            other = scope[other]
+        v = _join_one(v, other)
     return v
 
 
-def _note_here() -> None:
-    """:func:`_note` for a caller one frame nearer the kernel (``joined`` is called from it)."""
-    run = state.CURRENT.run
-    if run is not None and run.cur is not None:
-        run.fp64_made(sys._getframe(2))
+def _join_one(v: Any, other: Any) -> Any:
+    t, u = _ntype(v), _ntype(other)
+    if t is None or u is None or isinstance(v, bool) or isinstance(other, bool):
+        return v
+    kind, bits = t
+    if u[0] == "f" and u[1] == 64 or u[0] in "iu" and u[1] == 64:
+        if kind == "f" and bits == 32:
+            _note(2)
+            return float(v)
+        if u[0] == "f":
+            return float(v) if kind in "iu" else v
+        return int(v) if kind in "iu" and bits < 64 else v
+    return v
 
 
 def typed(v: Any) -> Any:

@@ -168,6 +168,10 @@ def _replay(
         writes = (log[:, 2] == rid) & (log[:, 3] == flat) & (log[:, 4] != 0)
         # (at most MAX_KEPT races recorded: one pass over the log each)
         writers = set(log[writes, 0].tolist())
+        next_iteration = (label == "read-after-write" and p_block == c_block
+                          and _overwritten_next_iteration(p, c, log, traces))
+        if next_iteration:  # in program order the read came first: the next iteration's write
+            p, c, p_block, c_block, label = c, p, c_block, p_block, "write-after-read"
         races.append(
             Race(
                 root.space,
@@ -179,6 +183,7 @@ def _replay(
                 _line(p, traces, kernel_code, pos_of),
                 _line(c, traces, kernel_code, pos_of),
                 both_write=p[0] in writers and c[0] in writers,
+                next_iteration=next_iteration,
             )
         )
 
@@ -244,6 +249,29 @@ def _remember(slots: list, base: int, c: tuple, ep_of: list) -> None:
         elif ep_of[latest[1]][0] != ep_of[c[1]][0]:
             slots[base + 2] = latest
     slots[base] = c
+
+
+def _source_line(rec: tuple, log: np.ndarray, traces: list[list[int]]) -> int | None:
+    t, _, seq = rec
+    pos = int(log[seq, 1])
+    return traces[t][pos] if 0 <= pos < len(traces[t]) else None
+
+
+def _overwritten_next_iteration(w: tuple, r: tuple, log: np.ndarray,
+                                traces: list[list[int]]) -> bool:
+    """A write ``w`` that a read ``r`` of another thread of the block saw, in the same phase, is
+    the writer's next loop iteration when the write's line comes before the read's in the source
+    and the writer had itself run the read's line earlier in this phase: it finished this
+    iteration's reads, looped back and overwrote the element before ``r``'s thread read it (a tile
+    loop without the barrier at the end of its body: a write-after-read across iterations, though
+    a barrier sits between the two lines)."""
+    w_line, r_line = _source_line(w, log, traces), _source_line(r, log, traces)
+    if w_line is None or r_line is None or w_line >= r_line:
+        return False
+    t, epoch, seq = w
+    mine = np.flatnonzero((log[:seq, 0] == t) & (log[:seq, 5] == epoch))
+    trace = traces[t]
+    return any(0 <= p < len(trace) and trace[p] == r_line for p in log[mine, 1].tolist())
 
 
 def _line(rec: tuple, traces: list[list[int]], code: Any, pos_of: dict[int, int]) -> str:

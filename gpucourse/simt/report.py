@@ -49,6 +49,9 @@ class Race:
     second_where: str = ""
     # each of the two threads also writes the element (a shared counter, not a neighbour)
     both_write: bool = False
+    # a write-after-read across loop iterations: the writer looped back and overwrote the element
+    # (first: the read, second: the next iteration's write) before the reader had read it
+    next_iteration: bool = False
 
     @property
     def same_block(self) -> bool:
@@ -74,6 +77,12 @@ class Race:
         between = (
             "one read-modify-write in both threads, with nothing making it atomic"
             if self.read_modify_write
+            else (
+                "in its next loop iteration: a barrier between the two lines orders them within"
+                " one iteration, but none between this iteration's read and the next iteration's"
+                " write"
+            )
+            if self.next_iteration
             else (
                 "with no cuda.syncthreads() between them"
                 if self.same_block
@@ -876,6 +885,12 @@ def race_hint(race: Race) -> str:
         return (
             "each element should be written by one thread only (or combined with cuda.atomic.*):"
             " blocks run in any order and never wait for one another"
+        )
+    if race.next_iteration:
+        return (
+            "a cuda.syncthreads() at the end of the loop body, after the last read of the shared"
+            " array: no thread then starts the next iteration's writes before every thread of the"
+            " block has finished this iteration's reads"
         )
     if race.space == "shared":
         same_warp = race.first[1] // 32 == race.second[1] // 32

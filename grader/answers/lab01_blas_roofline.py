@@ -24,6 +24,7 @@ from ..labs.lab01_blas_roofline import (
     MAX_SIZE,
     ROOFS,
     Workload,
+    _Op,
 )
 from ..problem import Case
 
@@ -296,7 +297,13 @@ def _roof_time(op: str, n: int, dtype: str, peak: float, bw: float) -> float:
 
 
 def min_size_for_fraction(
-    op: str, dtype: str, peak_flops: float, bandwidth: float, overhead_s: float, fraction: float
+    op: str,
+    dtype: str,
+    peak_flops: float,
+    bandwidth: float,
+    overhead_s: float,
+    fraction: float,
+    _counts: dict[str, Callable[[int], tuple[int, int]]] = _GEMV_GEMM,
 ) -> int:
     """The smallest n with t(n) / (overhead + t(n)) >= fraction, t(n) the roofline time max(FLOPs /
     peak, bytes / bandwidth): t(n)·(1 − fraction) >= fraction·overhead, i.e. FLOPs >=
@@ -309,9 +316,22 @@ def min_size_for_fraction(
     by_flops, by_bytes = need * Fraction(peak_flops), need * Fraction(bandwidth)
     s = _size(dtype)
     n = 1
-    while _GEMV_GEMM[op](n)[0] < by_flops and _GEMV_GEMM[op](n)[1] * s < by_bytes:
+    while _counts[op](n)[0] < by_flops and _counts[op](n)[1] * s < by_bytes:
         n += 1
     return n
+
+
+# the gemv counted as n² elements (x and y dropped): the mistake _compare_size names
+_GEMV_N_SQUARED = {"gemv": lambda n: (2 * n * n, n * n)}
+
+
+def _with_n2(case: Case) -> Case:
+    """A gemv ``case`` with its op carrying what counting n² elements gives (for the hint)."""
+    op, *rest = case.args
+    if op != "gemv":
+        return case
+    n_squared = min_size_for_fraction("gemv", *rest, _counts=_GEMV_N_SQUARED)
+    return Case((_Op("gemv", n_squared=n_squared), *rest))
 
 
 def _size_cases(rng: np.random.Generator) -> list[Case]:
@@ -352,7 +372,7 @@ def _size_cases(rng: np.random.Generator) -> list[Case]:
     # a negligible overhead: n = 1
     cases.append(Case(("gemv", "float16", 2.0**40, 2.0**30, 1e-12, 0.5)))
     rng.shuffle(cases)
-    return cases
+    return [_with_n2(c) for c in cases]
 
 
 def time_call_reference(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:

@@ -16,7 +16,14 @@ import numpy as np
 
 from gpucourse import interconnect, systolic, tpu
 
-from ..labs.lab07_tpu import HYPOTHETICAL, MESHES, _step_case, sharding_family
+from ..labs.lab07_tpu import (
+    HYPOTHETICAL,
+    MESHES,
+    _Dims,
+    _step_case,
+    faulty_array,
+    sharding_family,
+)
 from ..labs.lab07_tpu import _bf16 as _exercise_bf16
 from ..problem import Case
 
@@ -57,8 +64,14 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
         cases.append(_step_case((a, p, W, rng.integers(-5, 6, size=K).astype(float))))
     return cases
 
-def _systolic_reference(A: np.ndarray, W: np.ndarray) -> np.ndarray:
-    return np.asarray(A, dtype=np.float64) @ np.asarray(W, dtype=np.float64)
+def _systolic_reference(
+    A: np.ndarray, W: np.ndarray, hw: systolic.WeightStationaryArray | None = None
+) -> np.ndarray:
+    """What the array delivers: A @ W, or on the checker's faulty array A @ (W with its stuck PE's
+    weight)."""
+    K, N = np.shape(W)
+    weights = np.asarray(W, dtype=np.float64) if hw is None else hw.wired()[:K, :N]
+    return np.asarray(A, dtype=np.float64) @ weights
 
 def _systolic_cases(rng: np.random.Generator) -> list[Case]:
     """Arrays of every class (one PE, one row, one column, square, wide, tall), each with a stream
@@ -81,6 +94,13 @@ def _systolic_cases(rng: np.random.Generator) -> list[Case]:
         W = rng.choice([-1.0, 1.0], size=(K, N)) * rng.uniform(0.5, 2.0, size=(K, N))
         A = rng.choice([-1.0, 1.0], size=(M, K)) * rng.integers(1, 5, size=(M, K))
         cases.append(Case((A, W)))
+    # the checker's faulty array (a square one, a stream longer than it is tall): one PE's weight
+    # stuck at another value (never the one loaded), so only a C read from the array is right
+    (K, N), M = square, square[0] + 3
+    W = rng.choice([-1.0, 1.0], size=(K, N)) * rng.uniform(0.5, 2.0, size=(K, N))
+    A = rng.choice([-1.0, 1.0], size=(M, K)) * rng.integers(1, 5, size=(M, K))
+    k, n = int(rng.integers(0, K)), int(rng.integers(0, N))
+    cases.append(Case((A, W), {"hw": faulty_array(W, k, n, W[k, n] + float(rng.choice([-3, 2])))}))
     return cases
 
 def best_array(M: int, K: int, N: int, pes: int) -> tuple[int, int]:
@@ -314,7 +334,15 @@ def _slice_cases(rng: np.random.Generator) -> list[Case]:
     # corner to corner: every axis's wraparound would matter
     for chip, dims in sorted(HYPOTHETICAL):
         cases.append(Case((tuple(0 for _ in dims), tuple(d - 1 for d in dims), dims, chip)))
-    return cases
+    return [_with_wraps(c) for c in cases]
+
+
+def _with_wraps(case: Case) -> Case:
+    """``case`` with its dims carrying which axes wrap (for the hint)."""
+    a, b, dims, chip = case.args
+    hypothetical = (chip, tuple(dims)) in HYPOTHETICAL
+    wraps = wraparound(tpu.TPU_CHIPS[chip], dims, hypothetical=hypothetical)
+    return Case((a, b, _Dims(dims, wraps), chip))
 
 def axis_rounds(kind: str, p: int, ring: bool) -> int:
     """Communication rounds (each a hop, paying the latency α once) of one collective over one axis

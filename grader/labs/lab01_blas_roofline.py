@@ -419,15 +419,32 @@ BLOCKED = Problem(
 # -- how large must an op be to reach a fraction of its roof? --------------------------------------
 
 
+class _Op(str):
+    """An op's name ('gemv', 'gemm') that carries ``n_squared``: the answer a gemv counted as n²
+    elements (x and y dropped) gives on its case (the hint of :func:`_compare_size`): computed by
+    the answer side for a hidden case, written down for a visible one
+    (tests/test_lab01_roofline_hints.py checks it); a case that travels as data is a plain string
+    again and has none."""
+
+    def __new__(cls, op: str, n_squared: int | None = None) -> "_Op":
+        obj = super().__new__(cls, op)
+        obj.n_squared = n_squared
+        return obj
+
+
 def _compare_size(what: str, got: Any, expected: int, case: Case) -> None:
-    expect_int(
-        what,
-        got,
-        expected,
+    hint = (
         "a call takes overhead_s + its roofline time t, so it reaches t / (overhead_s + t) of its"
         " roof — the roof at its own intensity, not the peak; find the smallest n where that is at"
-        " least `fraction`",
+        " least `fraction`"
     )
+    n_squared = getattr(case.args[0], "n_squared", None)
+    if n_squared not in (None, expected) and isinstance(got, int) and got == n_squared:
+        hint = (
+            "count the gemv's bytes as in exercise 1: n² + 2n elements (A, x and y), not n² — your"
+            " answer is what dropping x and y gives"
+        )
+    expect_int(what, got, expected, hint)
 
 
 # the spec's bound on a test case's answer (a loop over n is fast enough)
@@ -453,7 +470,8 @@ SIZE_FOR_FRACTION = ByHand(
         answer is at most {MAX_SIZE:,}), or solve for t and then for n.
     """,
     # an H100 gemv: 45 µs of traffic
-    visible=[Case(("gemv", "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),
+    # the gemv's n_squared: 8,682 (its bytes counted as n² elements)
+    visible=[Case((_Op("gemv", n_squared=8682), "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),
              Case(("gemm", "float16", 989.4e12, 3.35e12, 5e-6, 0.9)),  # compute-bound by then
              Case(("gemm", "float32", 2.0**40, 2.0**30, 3 * 2.0**-16, 0.5))],  # a tie at n = 64
     compare=_compare_size,
@@ -722,16 +740,27 @@ EXPLAIN = Problem(
         # 32/36))
         Case((2 * 3072**2, 4 * 3072**2, 3.2e-4, 0.6e12, 60e9, 4 * 3072**2, 32 * 1024**2)),
     ],
-    compare=lambda what, got, expected, case: expect_choice(
-        what,
-        got,
-        expected,
-        EXPLANATIONS,
+    compare=lambda what, got, expected, case: _compare_explain(what, got, expected, case),
+)
+
+
+def _compare_explain(what: str, got: Any, expected: str, case: Case) -> None:
+    from fractions import Fraction
+
+    hint = (
         "compare achieved FLOP/s (flops / seconds) with the compute roof and with intensity ×"
         " bandwidth; above the DRAM roof, a cache explains at most a factor 1 / (1 − cache_bytes /"
-        " working_set) — any factor when the working set fits",
-    ),
-)
+        " working_set) — any factor when the working set fits"
+    )
+    flops, nbytes, _, peak_flops, bandwidth = case.args[:5]
+    at_ridge = Fraction(flops) / Fraction(nbytes) == Fraction(peak_flops) / Fraction(bandwidth)
+    if (got, expected) == ("memory-bound", "compute-bound") and at_ridge:
+        hint = (
+            "this op's intensity (flops / nbytes) is exactly the ridge point (peak_flops /"
+            " bandwidth), and the tie rule is: at or above the ridge, compute-bound; below it,"
+            " memory-bound"
+        )
+    expect_choice(what, got, expected, EXPLANATIONS, hint)
 
 problems = {
     p.name: p

@@ -61,15 +61,17 @@ MAP = KernelProblem(
             scale_shift[ceil(n / block), block](x, out, a, b)
         so the last block has threads with no element: guard them (their index is >= x.size).
         a and b are Python floats (float64 in a kernel: np.float32(a) keeps the arithmetic in
-        float32); block is the number of threads per block the checker launches with (32, 64 or 128;
-        the kernel does not receive it: cuda.grid(1) already counts blocks of that size). x and out
-        are float32 arrays of n elements.
+        float32; float64 arithmetic on the float32 data fails this check); block is the number
+        of threads per block the checker launches with (32, 64 or 128; the kernel does not
+        receive it: cuda.grid(1) already counts blocks of that size). x and out are float32
+        arrays of n elements.
     """,
     visible=[Case((np.arange(70, dtype=np.float32), 2.0, 1.0, 32)),
              Case((np.linspace(-1, 1, 100).astype(np.float32), -0.5, 3.0, 64))],
     compare=lambda *a: None,
     launch=_map_launch,
     require=_map_require,
+    float32_only=True,
 )
 
 # -- 2-D indexing, coalesced -----------------------------------------------------------------------
@@ -106,12 +108,15 @@ RAMP = KernelProblem(
         Map x to the column and y to the row so that the 16 neighbouring threads of a warp
         read neighbouring addresses (coalesced). The checker counts the 32-byte sectors each
         warp's read of `a` touches: at most 8 per request.
+        r and c are int64 in a kernel, and numba-cuda computes a float32 times an int64 in float64:
+        np.float32(r + 1) keeps the arithmetic in float32 (float64 arithmetic fails this check).
     """,
     visible=[Case((np.arange(13 * 21, dtype=np.float32).reshape(13, 21) / 10,)),
              Case((np.ones((5, 37), dtype=np.float32),))],
     compare=lambda *a: None,
     launch=_ramp_launch,
     require=_ramp_require,
+    float32_only=True,
 )
 
 # -- a block-level reduction in shared memory ------------------------------------------------------
@@ -192,7 +197,8 @@ BLOCK_SUM = KernelProblem(
         which threads work at each level so that, while the stride is 32 or more, whole warps work
         or idle; below 32 a split is unavoidable).
     """,
-    visible=[Case((np.arange(300, dtype=np.float64),))],
+    # + 0.1: no element, and no block's sum, is a float32 (a float32 shared array fails visibly)
+    visible=[Case((np.arange(300, dtype=np.float64) + 0.1,))],
     compare=lambda *a: None,
     launch=_sum_launch,
     require=_sum_require,

@@ -238,12 +238,14 @@ MAP_BLOCKS_2D = puzzle(
             {MAP_BLOCKS_2D_LAUNCH}
         A warp is {BLOCK_2D[0]} neighbouring x by 2 y: map x to the column so that it reads
         neighbouring addresses.
+        2 and r are int64, and numba-cuda computes a float32 with an int64 in float64:
+        np.float32(2) and np.float32(r) keep it in float32 (float64 arithmetic fails this check).
         Example: a = ones((2, 3), float32)  ->  out = [[2, 2, 2], [1, 1, 1]].
     """,
     _blocks2d_launch,
     # grid (3, 4): not square, so a swapped blockIdx shows
     [Case((np.arange(13 * 37, dtype=F32).reshape(13, 37) / 7,))],
-    Budget(reads=1, writes=1, shared=0, sectors=6.0))
+    Budget(reads=1, writes=1, shared=0, sectors=6.0), float32_only=True)
 
 # -- shared ----------------------------------------------------------------------------------------
 SHARED_BLOCK = 8  # threads per block of the shared-memory puzzles

@@ -1245,7 +1245,8 @@ class Workload:
     It also records how it was timed: ``timed`` counts the calls made after a clock read that
     followed its first call (the timed runs; a batch of N counts N), and ``leftover`` is True when
     that first clock read came while the first call's work was still queued (a warm-up not waited
-    for: its work lands in the first timed run).
+    for: its work lands in the first timed run). ``reads_at_first`` and ``reads_at_second`` are the
+    clock's reads when its first and its second call were made (:meth:`compile_timed`).
 
     A dataclass of its parameters: a case's workloads travel to a sandbox as these fields
     (grader/pipeline/wire.py) and the check rebuilds them fresh, on one new shared
@@ -1268,7 +1269,7 @@ class Workload:
     def reset(self) -> None:
         self.calls = self.timed = 0
         self.first: Pending | None = None
-        self.reads_at_first, self.leftover = 0, False
+        self.reads_at_first, self.reads_at_second, self.leftover = 0, 0, False
 
     def saw_read(self) -> None:
         """Called by the clock on each of the timer's reads: the first read after the first call
@@ -1282,6 +1283,8 @@ class Workload:
             self.clock.now += self.compile_s  # tracing and compiling block the caller
         elif self.clock.reads > self.reads_at_first:
             self.timed += 1
+        if self.calls == 2:
+            self.reads_at_second = self.clock.reads
         self.clock.now += DISPATCH
         work = self.seconds * (self.spike_factor if self.calls - 1 in self.spikes else 1.0)
         # in order: after the work queued before it
@@ -1299,6 +1302,15 @@ class Workload:
             f"<{self.name}: a jitted function's stand-in, asynchronous, compiles on its first"
             f" call{tick}>"
         )
+
+
+def compile_timed(w: dict[str, Any]) -> bool:
+    """Whether an observed workload's first call (the one that compiles) sat inside a measurement:
+    the clock was read before it, and twice or more between it and the second call — the reading
+    that stopped that measurement and the one that started the next (lab 1's
+    Workload.first_call_timed, told apart from the reads of the other workload timed before it: a
+    waited-for warm-up is followed by one read, the start of the first timed run)."""
+    return bool(w.get("reads_at_first")) and w.get("reads_at_second", 0) - w["reads_at_first"] >= 2
 
 
 def fresh_workloads(*workloads: Workload) -> list[Workload]:
@@ -1356,6 +1368,7 @@ class _MeasureProblem(ObservedProblem):
                     "calls": w.calls,
                     "timed": w.timed,
                     "reads_at_first": w.reads_at_first,
+                    "reads_at_second": w.reads_at_second,
                     "leftover": w.leftover,
                 }
                 for w in (slow, fast)
@@ -1424,13 +1437,27 @@ class _MeasureProblem(ObservedProblem):
                     " another process slowed down"
                 )
         tick = max(getattr(w, "tick_s", 0.0) for w in case.args[:2])
-        for name, t, true in (("t_slow", t_slow, expected[0]), ("t_fast", t_fast, expected[1])):
+        for name, w, stand_in, t, true in (
+            ("t_slow", slow, case.args[0], t_slow, expected[0]),
+            ("t_fast", fast, case.args[1], t_fast, expected[1]),
+        ):
             # a call waited for before the next is made also pays its dispatch (DISPATCH: its work
             # starts only then): right, and noticeable only on the coarse clock's calls of tens of
             # µs
             if 0.9 * true <= t <= 1.1 * true + DISPATCH:
                 continue
+            # no batch grew (all its calls' work is under 0.2 s) and the compile was inside the
+            # first measurement: that one looked long enough (lab 1's time_call says the same)
+            unwarmed = tick > true and compile_timed(w) and w["calls"] * true < 0.2
+            compile_s = getattr(stand_in, "compile_s", 0.0)
             hint = (
+                f"the first call compiles (about {compile_s:g} s): timed inside your first batch,"
+                " it made that batch look long enough, so your batches stayed at one call each,"
+                f" which this clock (it ticks every {tick * 1e3:g} ms) reads as 0 or one tick. Call"
+                f" {w['name']} once and wait for it (jax.block_until_ready) before you size or time"
+                " any batch"
+                if unwarmed
+                else
                 f"this clock ticks every {tick * 1e3:g} ms and one call's work is far shorter:"
                 " timed alone, a call reads as 0 or as one whole tick, however carefully you wait"
                 " for it. Time BATCHES of calls that span many ticks (grow the batch until one"
@@ -1487,9 +1514,10 @@ MEASURE = _MeasureProblem(
         The checker hands you stand-ins that run on the virtual clock it gives you, so it knows the
         right answer exactly: within 10 % (plus the 10 µs a call takes to dispatch, when you wait
         for each call before the next). Failure modes: no synchronization (far too short: the
-        enqueue), no warm-up (the compile is timed), an un-waited warm-up (its work is still running
-        when you first read the clock), the mean or a single run (a slowed run), another clock (no
-        reading of clock), one call per timed run on the coarse clock (0, or a whole tick).
+        enqueue), no warm-up (the compile is timed, or makes your first batch look long enough),
+        an un-waited warm-up (its work is still running when you first read the clock), the mean
+        or a single run (a slowed run), another clock (no reading of clock), one call per timed run
+        on the coarse clock (0, or a whole tick).
         The cell after exercise 9 runs your function on real work on this machine
         (clock=time.perf_counter).
     """,

@@ -113,7 +113,24 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
             f"{what}: the array you returned does not hold W (load W into it:"
             " WeightStationaryArray(W))"
         )
-    expect_array_close(f"{what} → C", C, expected, rtol=1e-9)
+    given = case.kwargs.get("hw")
+    if given is not None and getattr(hw, "stuck", None) != given.stuck:
+        raise CheckFailure(
+            f"{what}: this case hands you the array to clock (hw={given!r}), and the one you"
+            " returned is another: when hw is given, clock it (not a new"
+            " WeightStationaryArray(W)) and return it"
+        )
+    try:
+        expect_array_close(f"{what} → C", C, expected, rtol=1e-9)
+    except CheckFailure as wrong:
+        if given is None:
+            raise
+        k, n, w = given.stuck
+        raise CheckFailure(
+            f"{wrong}. This case's array is faulty — PE ({k}, {n}) multiplies by {w:g}, not by"
+            f" W[{k}, {n}] = {W[k, n]:g} — so its C is what the array delivers, not A @ W:"
+            " collect each C[m, n] from hw.tick's output at cycle m + (K − 1) + n"
+        ) from None
     expect_int(
         f"{what} → cycles the array was clocked (hw.cycle)",
         hw.cycle,
@@ -154,27 +171,54 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
         )
 
 
-SYSTOLIC = Problem(
+class _SystolicProblem(Problem):
+    """systolic_matmul's Problem: a case that hands the student an array (``hw=``, a faulty one)
+    hands a fresh, unclocked copy on every call, however often the check cell is re-run — the
+    visible cases are made once."""
+
+    def call(self, fn: Callable[..., Any], case: Case, limit: float | None = None) -> Any:
+        given = case.kwargs.get("hw")
+        if given is not None:
+            fresh = systolic.WeightStationaryArray(
+                given.W[: given.K, : given.N], given.rows, given.cols, stuck=given.stuck
+            )
+            case = Case(case.args, {**case.kwargs, "hw": fresh})
+        return super().call(fn, case, limit)
+
+
+def faulty_array(W: np.ndarray, k: int, n: int, w: float) -> systolic.WeightStationaryArray:
+    """The array a case hands over: W loaded, PE (k, n)'s weight stuck at w."""
+    return systolic.WeightStationaryArray(W, stuck=(k, n, w))
+
+
+_W_VISIBLE = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]])
+
+SYSTOLIC = _SystolicProblem(
     name="systolic_matmul",
     spec="""
-        systolic_matmul(A, W) -> (C, hw): compute C = A @ W on a weight-stationary
+        systolic_matmul(A, W, hw=None) -> (C, hw): compute C = A @ W on a weight-stationary
         array, cycle by cycle.
         A: (M, K), W: (K, N). Make the array with  hw = gc.systolic.WeightStationaryArray(W)  (it
-        loads W and delivers what your pe_step's registers would); each call  out = hw.tick(a_in)
-        is one clock cycle: a_in (K,) enters the left edge, out (N,) is what leaves the bottom edge.
+        loads W and delivers what your pe_step's registers would) — unless the checker hands you
+        one as hw: then clock that one. Each call  out = hw.tick(a_in)  is one clock cycle: a_in
+        (K,) enters the left edge, out (N,) is what leaves the bottom edge.
         Feed the rows of A *skewed* (A[m, k] enters row k at cycle m + k; 0 where there is nothing
         to send), collect C[m, n] from out[n] at cycle m + (K − 1) + n, and clock exactly as many
         cycles as the last result needs. Return C and hw (the checker reads hw.cycle and everything
         that left the bottom edge: where no result is due, that is 0).
+        C is what the array delivers: one visible and one hidden case hand you a FAULTY array
+        (hw.stuck = (k, n, w): PE (k, n) multiplies by w, not by W[k, n]), whose C is A @ W with
+        that one weight replaced — not A @ W. Read C from hw.tick's outputs and it is right on
+        every array.
     """,
     visible=[
-        Case(
-            (
-                np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
-                np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]]),
-            )
-        ),
+        Case((np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), _W_VISIBLE)),
         Case((np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2) - 2)),
+        # the checker's array: PE (1, 2) stuck at weight −1 (W[1, 2] = 3 was loaded)
+        Case(
+            (np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), _W_VISIBLE),
+            {"hw": faulty_array(_W_VISIBLE, 1, 2, -1.0)},
+        ),
     ],
     compare=_compare_systolic,
 )
@@ -1044,6 +1088,39 @@ CHIPS = ("TPU v4", "TPU v5p", "TPU v5e", "TPU v6e")
 HYPOTHETICAL = {("TPU v5p", (2, 4, 8)), ("TPU v5p", (4, 4, 6))}
 
 
+class _Dims(tuple):
+    """A slice's shape that carries ``wraps`` (per axis, whether it wraps around: the hint of
+    :func:`_compare_hops`): computed by the answer side for a hidden case, written down for a
+    visible one (tests/test_lab07_tpu.py checks them); a case that travels as data is a plain tuple
+    again and has none."""
+
+    def __new__(cls, dims: tuple, wraps: tuple[bool, ...] | None = None) -> "_Dims":
+        obj = super().__new__(cls, dims)
+        obj.wraps = None if wraps is None else tuple(bool(w) for w in wraps)
+        return obj
+
+
+def _compare_hops(what: str, got: Any, expected: int, case: Case) -> None:
+    hint = "per axis: min(|Δ|, d − |Δ|) where the axis wraps, |Δ| where it does not"
+    dims, chip = case.args[2], case.args[3]
+    wraps = getattr(dims, "wraps", None)
+    if wraps is not None:
+        shape = "×".join(str(d) for d in dims)
+        wrapping = [str(i) for i, w in enumerate(wraps) if w]
+        if not wrapping:
+            which = "none of its axes wraps (each is a line: |Δ| per axis)"
+        elif len(wrapping) == len(wraps):
+            which = "every axis wraps (min(|Δ|, d − |Δ|) per axis)"
+        else:
+            rest = len(wraps) - len(wrapping)
+            which = (
+                f"axis {' and '.join(wrapping)} wrap{'s' * (len(wrapping) == 1)}, the other"
+                f"{'s' * (rest > 1)} do{'es' * (rest == 1)} not"
+            )
+        hint += f" — in this {shape} {chip} slice {which}"
+    expect_int(what, got, expected, hint)
+
+
 HOPS = Problem(
     name="slice_hops",
     spec="""
@@ -1065,17 +1142,13 @@ HOPS = Problem(
         gc.tpu knows each chip's slices (TpuChip.listed, .check_slice) but not which axes
         wrap: that is yours.
     """,
+    # which axes wrap (the hint's): all of a 4×4×8 v4, none of a 2×4×4 v5p, the 16 of an 8×16 v5e
     visible=[
-        Case(((0, 0, 0), (3, 0, 0), (4, 4, 8), "TPU v4")),
-        Case(((0, 0, 0), (0, 0, 3), (2, 4, 4), "TPU v5p")),
-        Case(((0, 0), (5, 15), (8, 16), "TPU v5e")),
+        Case(((0, 0, 0), (3, 0, 0), _Dims((4, 4, 8), (True, True, True)), "TPU v4")),
+        Case(((0, 0, 0), (0, 0, 3), _Dims((2, 4, 4), (False, False, False)), "TPU v5p")),
+        Case(((0, 0), (5, 15), _Dims((8, 16), (False, True)), "TPU v5e")),
     ],
-    compare=lambda what, got, expected, case: expect_int(
-        what,
-        got,
-        expected,
-        "per axis: min(|Δ|, d − |Δ|) where the axis wraps, |Δ| where it does not",
-    ),
+    compare=_compare_hops,
 )
 
 # -- what a collective costs over one axis ---------------------------------------------------------

@@ -136,16 +136,19 @@ lab.problems["pe_step"].check(pe_step, hidden=True)
 # bottom edge in that cycle.
 # Skew the rows of `A` into the left edge, de-skew the results leaving the bottom,
 # and stop as soon as the last one is out.
+# C is what the array delivers: one visible and one hidden case hand you a faulty array as `hw`
+# (one PE's weight stuck at another value), whose right answer is not `A @ W`.
 
 # %% nbgrader={"grade": false, "grade_id": "systolic_matmul_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["systolic_matmul"].show()
 
 # %% nbgrader={"grade": false, "grade_id": "systolic_matmul", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def systolic_matmul(A, W):
-    """(C, hw): C = A @ W computed on hw = gc.systolic.WeightStationaryArray(W), one hw.tick per cycle."""
+def systolic_matmul(A, W, hw=None):
+    """(C, hw): C = A @ W computed on hw = gc.systolic.WeightStationaryArray(W) (or on the array hw handed to you),
+    one hw.tick per cycle; C is what the array delivers."""
     M, K = A.shape
     N = W.shape[1]
-    hw = systolic.WeightStationaryArray(W)
+    hw = systolic.WeightStationaryArray(W) if hw is None else hw
     C = np.zeros((M, N))
     # roughly 8 lines
     ### BEGIN SOLUTION

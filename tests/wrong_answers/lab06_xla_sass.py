@@ -311,6 +311,25 @@ def scale_bias_relu_kernel(x, w, b, out):
 
     return best(slow), best(fast)
 ''',
+        # batches grown until one spans 0.2 s, synchronized, best of 3 — but no warm-up: the first call's compile
+        # (0.3 s) lands in the first batch, which then looks long enough, so every batch stays at one call and the
+        # 2 ms clock reads 0
+        '''def measure_times(slow, fast, *args, clock):
+    def best(fn):
+        def run(k):
+            t0 = clock()
+            for _ in range(k):
+                out = fn(*args)
+            jax.block_until_ready(out)
+            return clock() - t0
+
+        k = 1
+        while run(k) < 0.2:
+            k *= 2
+        return min(run(k) / k for _ in range(3))
+
+    return best(slow), best(fast)
+''',
         # batches, but of a fixed 8 calls: 0.3 ms of work spans no tick of a 2 ms clock
         '''def measure_times(slow, fast, *args, clock):
     def per_call(fn, n=8):

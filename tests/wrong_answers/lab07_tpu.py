@@ -58,6 +58,19 @@ WRONG = {
         C[m_out[done], np.arange(N)[done]] = out[done]
     return C, hw
 ''',
+        # the right schedule (skewed in, exactly M + K + N - 2 cycles, zeros outside it), but C computed in NumPy
+        # and the array's outputs ignored: right on a sound array, wrong on the checker's faulty one (one PE's weight
+        # stuck at another value), whose C is what the array delivers
+        '''def systolic_matmul(A, W, hw=None):
+    M, K = A.shape
+    N = W.shape[1]
+    hw = systolic.WeightStationaryArray(W) if hw is None else hw
+    for t in range(M + K + N - 2):
+        m_in = t - np.arange(K)
+        ok = (m_in >= 0) & (m_in < M)
+        hw.tick(np.where(ok, A[np.clip(m_in, 0, M - 1), np.arange(K)], 0.0))
+    return A @ W, hw
+''',
     ],
     "best_array": [
         # the square array whatever the workload (what TPUs build): wrong for decode and for matrix-vector products
