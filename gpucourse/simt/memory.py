@@ -1,7 +1,8 @@
 """Traced memory: every element a kernel reads or writes goes through :class:`TracedArray`.
 
 A :class:`Root` is one allocation — a kernel argument (global memory), one block's
-``cuda.shared.array``, one thread's ``cuda.local.array``, a ``cuda.const.array_like`` copy. A
+``cuda.shared.array``, one thread's ``cuda.local.array``, a ``cuda.const.array_like`` copy of a
+module constant (of a kernel argument it is the argument itself, as numba-cuda compiles it). A
 :class:`TracedArray` is a view of a root: the root itself, or a slice (``a[i, :]``, ``a[2:5]``,
 ``a.T``) that numba-cuda allows inside kernels. Element accesses are checked and recorded against
 the root, so a race through a slice is the same race.
