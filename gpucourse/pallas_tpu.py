@@ -64,7 +64,8 @@ def block_shape(mapping: Any) -> tuple[int, ...]:
     out = []
     for d in mapping.block_shape:
         size = getattr(d, "block_size", d)
-        out.append(1 if size is None else int(size))
+        # a squeezed dimension (None, or pl.Squeezed() in newer JAX) is one element of the array
+        out.append(1 if size is None or type(size).__name__ == "Squeezed" else int(size))
     return tuple(out)
 
 

@@ -68,6 +68,26 @@ def test_the_attention_reference_is_jax_attention():
         np.testing.assert_allclose(lse, direct, rtol=1e-9)
 
 
+def test_the_pallas_reference_is_jax_attention_and_the_solution_kernel_matches_it():
+    """Exercise 3's reference against jax.nn.dot_product_attention, and the solution's Pallas kernel (interpret mode)
+    against the reference on a case with several key blocks and large logits."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    case = answers._pallas_cases(np.random.default_rng(2))[1]  # logits ×30, bq > bk
+    q, k, v, bq, bk = case.args
+    want = jax.nn.dot_product_attention(*(jnp.asarray(a).transpose(1, 0, 2)[None] for a in (q, k, v)))
+    np.testing.assert_allclose(answers.pallas_attention(*case.args), np.asarray(want)[0].transpose(1, 0, 2),
+                               rtol=1e-5, atol=1e-5)
+    code = grading.solution_cells(grading.load_notebook(SOLUTION))["pallas_attention"]
+    ns = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
+    exec(code, ns)
+    np.testing.assert_allclose(np.asarray(ns["pallas_attention"](*case.args)), answers.pallas_attention(*case.args),
+                               rtol=2e-4, atol=2e-4)
+
+
 def test_the_online_step_folded_over_blocks_is_the_softmax_computed_whole():
     """Exercise 1's reference, folded block by block from the empty state, gives softmax(s) @ v and the
     log-sum-exp of each row, including a row masked everywhere (output 0) and logits near 1e4."""
@@ -135,10 +155,17 @@ def _fails(name, fn, says):
 
 def test_wrong_models_fail_with_what_they_missed():
     wrong = grading.wrong_answer_lists("lab08_attention")
-    ns = {"np": np, "math": math, "cuda": cuda, "TILE": TILE, "HEAD_DIM": HEAD_DIM}
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    ns = {"np": np, "math": math, "cuda": cuda, "TILE": TILE, "HEAD_DIM": HEAD_DIM, "jax": jax, "jnp": jnp,
+          "pl": pl, "pltpu": pltpu}
     says = {
         "online_softmax_step": ["running output", "NaN in row"],
         "fused_attention": ["races?", "float64", "elements are wrong", "global reads; the budget"],
+        "pallas_attention": ["elements are wrong", "separate runs"],
         "fused_bytes": ["expected 16,640"] * 2,
         "decode_crossover": ["expected 281", "expected batch 281"],
         "longest_context": ["expected 2,771"] * 2,

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..labs.lab08_attention import HEAD_DIM, attention_case, step_case
+from ..labs.lab08_attention import HEAD_DIM, attention_case, pallas_case, step_case
 from ..problem import Case
 
 # -- exercise 1 ------------------------------------------------------------------------------------
@@ -113,7 +113,31 @@ def _far_apart(case: Case) -> Case:
 TILE_SPAN = (18, 40)  # sequence lengths of the random case: two or three tiles, the last partial
 
 
-# -- exercise 3 ------------------------------------------------------------------------------------
+# -- exercise 3 (Pallas) ---------------------------------------------------------------------------
+
+
+def pallas_attention(q, k, v, bq, bk):
+    """softmax(q kᵀ / sqrt(d)) v in float64 (bq and bk do not change the numbers)."""
+    scores = np.matmul(q, k.transpose(0, 2, 1), dtype=np.float64) / math.sqrt(q.shape[2])
+    p = np.exp(scores - scores.max(axis=2, keepdims=True))
+    return p @ v / p.sum(axis=2, keepdims=True)
+
+
+def _pallas_cases(rng: np.random.Generator) -> list[Case]:
+    """Several heads; query blocks smaller and larger than key blocks; one key block (bk = s) and
+    one query block (bq = s); logits in the hundreds (exp overflows without the running max); all
+    scores equal (q = 0: ties everywhere, the plain mean of v)."""
+    zeros = pallas_case(1, 32, 8, 8, 16, rng)
+    return [
+        pallas_case(2, 64, 16, 16, 32, rng),
+        pallas_case(1, 64, 8, 32, 16, rng, scale=30.0),
+        pallas_case(3, 48, 16, 16, 48, rng),
+        pallas_case(1, 32, 8, 32, 8, rng),
+        Case((np.zeros_like(zeros.args[0]), *zeros.args[1:])),
+    ]
+
+
+# -- exercise 4 ------------------------------------------------------------------------------------
 
 
 def fused_bytes(batch, heads, s, d, block_q, block_k, causal, itemsize):
@@ -148,7 +172,7 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-# -- exercise 4 ------------------------------------------------------------------------------------
+# -- exercise 5 ------------------------------------------------------------------------------------
 
 
 def decode_crossover(d_model, heads, kv_heads, d_ff, context, itemsize, peak_flops, bandwidth):
@@ -198,7 +222,7 @@ def _near_integer(d_model, heads, kv_heads, d_ff, context, itemsize, peak_flops,
     return abs(float(x) - round(float(x))) < 1e-6
 
 
-# -- exercise 5 ------------------------------------------------------------------------------------
+# -- exercise 6 ------------------------------------------------------------------------------------
 
 
 def longest_context(budget, batch, heads, d, layers, itemsize, fused):
@@ -239,6 +263,7 @@ def _context_cases(rng: np.random.Generator) -> list[Case]:
 ANSWERS = {
     "online_softmax_step": (online_softmax_step, _step_cases),
     "fused_attention": (fused_attention, _attention_cases),
+    "pallas_attention": (pallas_attention, _pallas_cases),
     "fused_bytes": (fused_bytes, _bytes_cases),
     "decode_crossover": (decode_crossover, _decode_cases),
     "longest_context": (longest_context, _context_cases),

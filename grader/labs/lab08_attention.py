@@ -14,7 +14,9 @@ No installed code answers an exercise (issue 20). The course derives only the no
 recurrence (max and sum, no output) and shows only naive attention on the executor and the
 traffic's ideal lower bound; it never writes a tiled kernel, nor counts one's traffic, nor the
 decode crossover of a whole layer, nor what the backward saves; no library call is modelled inside
-a kernel on the executor.
+a kernel on the executor. JAX's own Pallas attention (``jax.experimental.pallas.ops``) is a kernel
+of another shape (its key loop inside one grid step, the whole K in one block): exercise 3's
+checker, which reads the grid and the BlockSpecs, refuses it.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, kernel budgets: what
 students install); the references and hidden-case generators are its answer side,
@@ -88,13 +90,16 @@ ONLINE_STEP = Problem(
         exp(s - m_new), are added. A row whose every score so far is -inf keeps m = -inf, l = 0,
         acc = 0 (no NaN). After the last block, the attention output is acc / l. Float64 arrays;
         return new arrays and leave the inputs as they are. In the example below, row 0 sees its
-        first scores [0, ln 3], row 1 a larger max (2 > 1: rescale by e^-1), row 2 only -inf:
-        s = [[0, ln 3], [2, -inf], [-inf, -inf]], v = [[1, 0], [0, 1]].
+        first scores [0, ln 3], row 1 a larger max (2 > 1: rescale by e^-1), row 2 only -inf, row
+        3 scores below its max of 3 (no rescale): s = [[0, ln 3], [2, -inf], [-inf, -inf], [1,
+        2]], v = [[1, 0], [0, 1]].
     """,
     visible=[
-        # row 0: its first scores; row 1: a larger max (rescale); row 2: nothing but -inf yet
-        step_case([-np.inf, 1.0, -np.inf], [0.0, 1.0, 0.0], [[0.0, 0.0], [2.0, 4.0], [0.0, 0.0]],
-                  [[0.0, math.log(3.0)], [2.0, -np.inf], [-np.inf, -np.inf]],
+        # row 0: its first scores; row 1: a larger max (rescale); row 2: nothing but -inf yet;
+        # row 3: a block below the running max (the old max stays, its terms are exp(s - m))
+        step_case([-np.inf, 1.0, -np.inf, 3.0], [0.0, 1.0, 0.0, 2.0],
+                  [[0.0, 0.0], [2.0, 4.0], [0.0, 0.0], [1.0, 1.0]],
+                  [[0.0, math.log(3.0)], [2.0, -np.inf], [-np.inf, -np.inf], [1.0, 2.0]],
                   [[1.0, 0.0], [0.0, 1.0]]),
     ],
     compare=_compare_step,
@@ -138,10 +143,27 @@ def _only_outputs_written_and_tiles_shared(r, case: Case, what: str) -> None:
             f"{what}: a thread made {reads:,} global reads; the budget is {most:,} (kv_len[h], its"
             f" own q row of d = {d}, then one K row and one V row of each of the"
             f" {_blocks(s, TILE)} key tiles, which the block's threads load together into shared"
-            " memory and all read"
-            " from there) — a thread that reads every key from global memory itself re-reads K"
-            " and V once per query row"
+            f" memory and all read from there). {_over_budget(r, case)}"
         )
+
+
+def _over_budget(r, case: Case) -> str:
+    """Which input the extra reads went to: the launch's global inputs in order (q, k, v, then
+    kv_len after the two outputs), each against what the whole launch may read of it."""
+    q = case.args[0]
+    heads, s, d = q.shape
+    blocks, threads = _blocks(s, TILE) * heads, r.n_threads
+    arrays = [a for a, space in dict(r.spaces).items() if space == "global"]
+    if len(arrays) != 6:
+        return ""
+    allowed = {0: ("q", heads * s * d, "read each query row once, into registers"),
+               1: ("k", blocks * s * d, "load each key row once per block, into shared memory"),
+               2: ("v", blocks * s * d, "load each value row once per block, into shared memory"),
+               5: ("kv_len", threads, "read kv_len[h] once per thread, before the key loop")}
+    over = [f"{name} ({r.array_traffic(arrays[k])[2]:,} reads where the budget allows {most:,}:"
+            f" {how})" for k, (name, most, how) in allowed.items()
+            if r.array_traffic(arrays[k])[2] > most]
+    return ("Over budget: " + "; ".join(over)) if over else ""
 
 
 FUSED_ATTENTION = KernelProblem(
@@ -151,20 +173,21 @@ FUSED_ATTENTION = KernelProblem(
         kernel launched fused_attention[(ceil(s / TILE), heads), TILE] with TILE = {TILE}. q, k, v
         are float32 arrays (heads, s, d) with d ≤ HEAD_DIM = {HEAD_DIM}; out (heads, s, d) and lse
         (heads, s) are float32 outputs. Thread t of block (x, h) owns query row i = x · TILE + t of
-        head h (nothing to do when i ≥ s). Key j is masked for that row when j ≥ kv_len[h] (padding:
-        kv_len is an int32 array (heads,) of values ≥ 0, possibly 0 or past s), or when causal is
-        nonzero and j > i. For its row the thread writes out[h, i] = softmax(scores) @ v[h] with
-        scores = q[h, i] · k[h, j] / sqrt(d), and lse[h, i] = the log-sum-exp of the unmasked
-        scores; a row with no unmasked key gets out = 0 and lse = -inf. The block walks the keys in
-        tiles of TILE: its threads load one tile of K and of V into shared memory (thread t loads
-        key row j0 + t), synchronise, each folds the tile into its own running max, sum and output
-        (exercise 1's update, one key at a time, in float32 registers: cuda.local.array(HEAD_DIM,
-        np.float32)), and synchronise again before the next tile (shared memory allows tile rows
-        padded to HEAD_DIM + 1 floats, so that the threads' stores k_tile[t, c] fall in different
-        banks). The s × s scores never reach global memory: the only global writes are out and lse,
-        each element once; a thread reads kv_len[h] and its q row once and, per key tile, one K row
-        and one V row (at most 1 + d + 2 · d · ceil(s / TILE) global reads). Float32 arithmetic
-        only: a float64 value made from float32 ones fails the check.
+        head h (no output row when i ≥ s: such a thread still loads its key row of every tile and
+        reaches every barrier). Key j is masked for that row when j ≥ kv_len[h] (padding: kv_len is
+        an int32 array (heads,) of values ≥ 0, possibly 0 or past s), or when causal is nonzero and
+        j > i. For its row the thread writes out[h, i] = softmax(scores) @ v[h] with scores = q[h,
+        i] · k[h, j] / sqrt(d), and lse[h, i] = the log-sum-exp of the unmasked scores; a row with
+        no unmasked key gets out = 0 and lse = -inf. The block walks the keys in tiles of TILE: its
+        threads load one tile of K and of V into shared memory (thread t loads key row j0 + t),
+        synchronise, each folds the tile into its own running max, sum and output (exercise 1's
+        update, one key at a time, in float32 registers: cuda.local.array(HEAD_DIM, np.float32)),
+        and synchronise again before the next tile (shared memory allows tile rows padded to
+        HEAD_DIM + 1 floats, so that the threads' stores k_tile[t, c] fall in different banks). The
+        s × s scores never reach global memory: the only global writes are out and lse, each element
+        once; a thread reads kv_len[h] and its q row once and, per key tile, one K row and one V row
+        (at most 1 + d + 2 · d · ceil(s / TILE) global reads). Float32 arithmetic only: a float64
+        value made from float32 ones fails the check.
     """).strip(),
     visible=[],  # set below (needs the launch's arrays)
     compare=lambda *a: None,
@@ -183,13 +206,165 @@ def attention_case(heads: int, s: int, d: int, kv_len: list[int], causal: int,
     return Case((q, k, v, np.array(kv_len, np.int32), int(causal)))
 
 
+# the case with an empty head and causal masking first: the diagram draws the first visible case
 FUSED_ATTENTION.visible = [
-    attention_case(1, 20, 4, [20], 0, np.random.default_rng(8)),
     attention_case(2, 18, 4, [18, 0], 1, np.random.default_rng(88)),
+    attention_case(1, 20, 4, [20], 0, np.random.default_rng(8)),
 ]
 
 
-# -- exercise 3: the fused kernel's bytes ----------------------------------------------------------
+# -- exercise 3: the same in Pallas ----------------------------------------------------------------
+
+
+def _compare_pallas(what: str, got: Any, expected: np.ndarray, case: Case) -> None:
+    dtype = getattr(got, "dtype", None)
+    if str(dtype) != "float32":
+        raise CheckFailure(
+            f"{what}: expected a float32 result (out_shape q.dtype), got dtype {dtype}"
+        )
+    try:
+        expect_array_close(what, np.asarray(got), expected, rtol=2e-4)
+    except CheckFailure as failure:
+        order = _grid_order(_CHECKED.pop("fn", None), case)
+        raise CheckFailure(f"{failure}{order}") from None
+
+
+_CHECKED: dict[str, Any] = {}  # the function being checked, for the grid-order diagnosis
+
+
+def _grid_order(fn: Any, case: Case) -> str:
+    """Why the numbers are wrong when the key blocks are not the grid's last axis: the running
+    state of one query block is reset and mixed with another's between its key blocks. "" when the
+    plan cannot be read or is in order."""
+    if fn is None:
+        return ""
+    try:
+        from gpucourse import pallas_tpu
+
+        q, k, v, bq, bk = case.args
+        plan = pallas_tpu.plan(lambda a, b, c: fn(a, b, c, bq, bk), q, k, v)
+        out = plan.operands[-1]
+    except Exception:  # noqa: BLE001 - a hint only
+        return ""
+    if out.consecutive:
+        return ""
+    return (f". Your grid {plan.grid} visits the {out.distinct} output blocks in {out.changes}"
+            " separate runs: the scratch holds one query block's running max, sum and output, so"
+            " all the key blocks of one query block must run one after another — the key-block"
+            " axis last: grid = (heads, s // bq, s // bk)")
+
+
+class _PallasProblem(Problem):
+    """Keeps the function being checked, so that a wrong result can be diagnosed from its grid."""
+
+    def observed(self, fn: Any, case: Case, limit: float | None = None,
+                 to_judge: bool = True) -> Any:
+        _CHECKED["fn"] = fn
+        return super().observed(fn, case, limit, to_judge)
+
+
+def _pallas_structure(fn: Any, hidden: bool) -> str:
+    """One pallas_call and nothing computed around it, the grid and BlockSpecs the spec names, the
+    output blocks visited in one run each (the key axis last), and float32 scratch for the running
+    state of one query block."""
+    import jax.numpy as jnp
+
+    from gpucourse import pallas_tpu
+
+    from .lab07_tpu import _outer_primitives
+
+    heads, s, d, bq, bk = (2, 128, 32, 32, 64) if hidden else (1, 64, 16, 16, 32)
+    q = jnp.zeros((heads, s, d), jnp.float32)
+    call = f"pallas_attention(({heads}×{s}×{d}) q, k, v, {bq}, {bk})"
+
+    def traced(q_arg: Any, k_arg: Any, v_arg: Any) -> Any:
+        return fn(q_arg, k_arg, v_arg, bq, bk)
+
+    calls = pallas_tpu.pallas_calls(traced, q, q, q)
+    if len(calls) != 1:
+        raise CheckFailure(f"{call}: expected exactly one pl.pallas_call, found {len(calls)}")
+    outside = _outer_primitives(traced, q, q, q)
+    if outside:
+        raise CheckFailure(
+            f"{call}: outside the kernel your function computes {sorted(outside)}: the scores,"
+            " the softmax and the division by the running sum all belong in the kernel"
+        )
+    plan = pallas_tpu.plan(traced, q, q, q)
+    want_grid = (heads, s // bq, s // bk)
+    if plan.grid != want_grid:
+        raise CheckFailure(
+            f"{call}: the grid is {plan.grid}; expected (heads, s // bq, s // bk) = {want_grid}:"
+            " one step per (head, query block, key block), the key blocks last"
+        )
+    shapes = [o.block for o in plan.operands]
+    want = [(1, bq, d), (1, bk, d), (1, bk, d), (1, bq, d)]
+    if shapes != want:
+        raise CheckFailure(
+            f"{call}: BlockSpec shapes (q, k, v, out): expected {want}, got {shapes}"
+        )
+    from .lab07_tpu import _block_reach
+
+    for name, (array, block, reach) in zip(("q", "k", "v", "out"), _block_reach(traced, q, q, q)):
+        if any(r > a for r, a in zip(reach, array)):  # interpret mode clamps; a TPU's DMA would not
+            raise CheckFailure(
+                f"{call}: the index map of {name} asks for blocks up to element {reach} of an array"
+                f" of shape {array} (blocks {block}): a block index counts blocks, not elements,"
+                " and every block must lie inside the array"
+            )
+    if not plan.operands[3].consecutive:
+        out = plan.operands[3]
+        raise CheckFailure(
+            f"{call}: your index maps visit the {out.distinct} output blocks in {out.changes}"
+            " separate runs of grid steps; on a TPU an output block is written back when the grid"
+            " moves on and never read back: the key-block axis must be the grid's last"
+        )
+    least, most = 4 * bq * d, 4 * (bq * d + 2 * bq * 128)
+    if not least <= plan.scratch_bytes <= most:
+        raise CheckFailure(
+            f"{call}: your kernel's scratch is {plan.scratch_bytes:,} bytes; the running state"
+            f" of one query block in float32 — the output accumulator ({bq} × {d}) and the row"
+            f" max and sum ({bq} values each, or {bq} × 128 lane-wide) — is {least:,} to"
+            f" {most:,} bytes (pltpu.VMEM scratch: it is what carries the softmax from one key"
+            " block to the next)"
+        )
+    return (
+        f"\n  grid {plan.grid}, blocks {want}: the BlockSpecs move {plan.hbm_bytes:,} bytes"
+        f" between HBM and VMEM (q, k, v and out hold {4 * 4 * heads * s * d:,}: K and V are"
+        f" read once per query block); one grid step needs {plan.vmem_bytes:,} bytes of VMEM"
+    )
+
+
+def pallas_case(heads: int, s: int, d: int, bq: int, bk: int, rng: np.random.Generator,
+                scale: float = 1.0) -> Case:
+    """A case of the Pallas exercise: q scaled by ``scale`` (large logits), k and v standard
+    normal."""
+    q, k, v = (rng.standard_normal((heads, s, d)).astype(F32) for _ in range(3))
+    return Case((q * F32(scale), k, v, bq, bk))
+
+
+PALLAS_ATTENTION = _PallasProblem(
+    name="pallas_attention",
+    spec="""
+        pallas_attention(q, k, v, bq, bk) -> out: softmax(q @ kᵀ / sqrt(d)) @ v for every head,
+        as ONE Pallas kernel (pl.pallas_call, interpret=True) that streams the keys: q, k, v are
+        float32 (heads, s, d), no mask; bq and bk divide s. Use grid = (heads, s // bq, s // bk)
+        and blocks q: (1, bq, d), k and v: (1, bk, d), out: (1, bq, d) (or None for the 1: the
+        head axis squeezed out of the kernel's Refs), so that step (h, i, j)
+        sees query block i and key block j of head h. Keep the running state of the query block
+        in float32 VMEM scratch (pltpu.VMEM, after the output's Ref): the row max, the row sum and
+        the output accumulator (bq × d); start it at the first key block, fold each key block in
+        with exercise 1's update (here never an empty row), and at the last key block write
+        out = accumulator / sum. The output is float32 and nothing is computed outside the
+        kernel. The checker compares the numbers and reads your grid, BlockSpecs, scratch and
+        what your function computes around the kernel.
+    """,
+    visible=[pallas_case(1, 64, 16, 16, 32, np.random.default_rng(3))],
+    compare=_compare_pallas,
+    after=_pallas_structure,
+)
+
+
+# -- exercise 4: the fused kernel's bytes ----------------------------------------------------------
 
 
 def _compare_bytes(what: str, got: Any, expected: int, case: Case) -> None:
@@ -218,7 +393,7 @@ FUSED_BYTES = Problem(
 )
 
 
-# -- exercise 4: when does decoding become compute-bound? ------------------------------------------
+# -- exercise 5: when does decoding become compute-bound? ------------------------------------------
 
 
 def _compare_crossover(what: str, got: Any, expected: int | None, case: Case) -> None:
@@ -260,7 +435,7 @@ DECODE_CROSSOVER = Problem(
 )
 
 
-# -- exercise 5: what training saves for attention's backward --------------------------------------
+# -- exercise 6: what training saves for attention's backward --------------------------------------
 
 
 def _compare_context(what: str, got: Any, expected: int, case: Case) -> None:
@@ -287,5 +462,6 @@ LONGEST_CONTEXT = Problem(
 
 
 # the exercises in notebook order, each named as its function
-ORDER = (ONLINE_STEP, FUSED_ATTENTION, FUSED_BYTES, DECODE_CROSSOVER, LONGEST_CONTEXT)
+ORDER = (ONLINE_STEP, FUSED_ATTENTION, PALLAS_ATTENTION, FUSED_BYTES, DECODE_CROSSOVER,
+         LONGEST_CONTEXT)
 problems: dict[str, Any] = {p.name: p for p in ORDER}

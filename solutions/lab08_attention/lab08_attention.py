@@ -29,9 +29,10 @@
 # |---|---|
 # | 1 | Online softmax, with the output |
 # | 2 | The fused attention kernel |
-# | 3 | What the fused kernel moves |
-# | 4 | When does decoding become compute-bound? |
-# | 5 | What training keeps for attention's backward |
+# | 3 | The same in Pallas |
+# | 4 | What the fused kernel moves |
+# | 5 | When does decoding become compute-bound? |
+# | 6 | What training keeps for attention's backward |
 # <!-- end exercise table -->
 #
 # **How this lab works.**
@@ -80,7 +81,11 @@ if "google.colab" in sys.modules or os.environ.get("GPUCOURSE_INSTALL"):
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import math
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 import gpucourse as gc
 from grader.labs import lab08_attention as lab
@@ -204,8 +209,75 @@ lab.problems["fused_attention"].check(fused_attention, hidden=True)
 # %% nbgrader={"grade": false, "grade_id": "fused_attention_diagram", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["fused_attention"].diagram(fused_attention)
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "pallas_attention_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 3 — The same in Pallas
+#
+# The kernel you just wrote, as JAX writes kernels: Pallas, whose BlockSpecs say which block of each
+# array a grid step sees, and whose scratch buffers live across grid steps.
+# Here the key blocks are a grid axis, so the running max, sum and output of a query block must
+# survive from one grid step to the next — in VMEM scratch, as on a TPU (course §7.6's blocked
+# matmul kept its accumulator the same way).
+# It runs in interpret mode on this CPU; course §8.4 compiled JAX's own Pallas attention for an H100
+# and showed the `wgmma` instructions a kernel like this becomes.
+
+# %% nbgrader={"grade": false, "grade_id": "pallas_attention_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pallas_attention"].show()
+
+# %% nbgrader={"grade": false, "grade_id": "pallas_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def pallas_attention(q, k, v, bq, bk):
+    """softmax(q kᵀ / √d) v as one pallas_call over (head, query block, key block), an online softmax in VMEM."""
+    heads, s, d = q.shape
+    # roughly 32 lines
+    ### BEGIN SOLUTION
+    def kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref):
+        j = pl.program_id(2)  # the key block: the grid's last axis, so one query block's steps run in a row
+
+        @pl.when(j == 0)  # a new query block: empty running state
+        def _():
+            m_ref[...] = jnp.full(m_ref.shape, -jnp.inf, jnp.float32)
+            l_ref[...] = jnp.zeros(l_ref.shape, jnp.float32)
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        q_scaled = q_ref[...] * (1 / math.sqrt(d))  # (bq, d)
+        # (bq, bk): the scores of this query block against this key block
+        scores = jnp.dot(q_scaled, k_ref[...].T, preferred_element_type=jnp.float32)
+        m_new = jnp.maximum(m_ref[...], scores.max(axis=1, keepdims=True))  # (bq, 1)
+        alpha = jnp.exp(m_ref[...] - m_new)  # rescales what was summed relative to the old max
+        p = jnp.exp(scores - m_new)  # (bq, bk)
+        l_ref[...] = alpha * l_ref[...] + p.sum(axis=1, keepdims=True)
+        pv = jnp.dot(p, v_ref[...], preferred_element_type=jnp.float32)  # (bq, d)
+        acc_ref[...] = alpha * acc_ref[...] + pv
+        m_ref[...] = m_new
+
+        @pl.when(j == pl.num_programs(2) - 1)  # the last key block: normalise once, write the block
+        def _():
+            o_ref[...] = (acc_ref[...] / l_ref[...]).astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
+        grid=(heads, s // bq, s // bk),
+        # None: the head axis is squeezed out of the block (the kernel sees (bq, d) and (bk, d) Refs)
+        in_specs=[pl.BlockSpec((None, bq, d), lambda h, i, j: (h, i, 0)),
+                  pl.BlockSpec((None, bk, d), lambda h, i, j: (h, j, 0)),
+                  pl.BlockSpec((None, bk, d), lambda h, i, j: (h, j, 0))],
+        out_specs=pl.BlockSpec((None, bq, d), lambda h, i, j: (h, i, 0)),
+        scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),
+                        pltpu.VMEM((bq, d), jnp.float32)],
+        interpret=True,
+    )(q, k, v)
+    ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "pallas_attention_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["pallas_attention"].check(pallas_attention)
+
+# %% nbgrader={"grade": true, "grade_id": "pallas_attention_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+### BEGIN HIDDEN TESTS
+lab.problems["pallas_attention"].check(pallas_attention, hidden=True)
+### END HIDDEN TESTS
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fused_bytes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 3 — What the fused kernel moves
+# ## Exercise 4 — What the fused kernel moves
 #
 # The executor counted your kernel's traffic on small shapes (the passing line of exercise 2).
 # At the shapes that matter — thousands of tokens, tiles of 64 or 128 — nothing can count it for you:
@@ -241,7 +313,7 @@ lab.problems["fused_bytes"].check(fused_bytes, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "decode_crossover_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 4 — When does decoding become compute-bound?
+# ## Exercise 5 — When does decoding become compute-bound?
 #
 # One decode step makes one token per sequence.
 # The weights are read once per step, whatever the batch, so batching raises the FLOPs per byte
@@ -277,7 +349,7 @@ lab.problems["decode_crossover"].check(decode_crossover, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "longest_context_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 5 — What training keeps for attention's backward
+# ## Exercise 6 — What training keeps for attention's backward
 #
 # Training keeps what the backward pass needs.
 # Naive attention keeps the probabilities P, s × s per head;

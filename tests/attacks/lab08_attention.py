@@ -1,7 +1,7 @@
 """Attacks on lab08_attention from the student edition alone: what a student assembles from course/08's code.
 
 Course §8 holds what the lab builds on and nothing it asks: the scalar (max, sum) normaliser stream
-(`online_logsumexp`), the naive three kernels (`scores_kernel`, `softmax_kernel`, `pv_kernel`), naive attention's
+(`online_logsumexp`), JAX's own Pallas `mha` as a library call, the naive three kernels (`scores_kernel`, `softmax_kernel`, `pv_kernel`), naive attention's
 bytes and the ideal lower bound (`naive_bytes`, `ideal_bytes`), the KV cache's bytes per token and a decode step's
 attention intensity at batch 1 (`decode_intensity`). Each attack pastes the nearest of them with the least edit
 that makes it run, and scores less than full: the output accumulator, the tiles in shared memory, K and V re-read
@@ -49,6 +49,17 @@ def fused_attention(q, k, v, out, lse, kv_len, causal):
                 o += math.exp(acc * scale - m) / total * v[h, j, c]
             out[h, i, c] = o
         lse[h, i] = m + math.log(total)
+''',
+    # §8.4's library call: JAX's own Pallas flash attention (a kernel of another shape: its key loop inside one grid
+    # step, the whole K in one block), its layout changed around it
+    "pallas_attention": '''from jax.experimental.pallas.ops.gpu import attention as jax_attention
+
+
+def pallas_attention(q, k, v, bq, bk):
+    seq_first = [a.transpose(1, 0, 2)[None] for a in (q, k, v)]  # (1, s, heads, d)
+    out = jax_attention.mha(*seq_first, None, sm_scale=1 / math.sqrt(q.shape[2]), interpret=True,
+                            block_sizes=jax_attention.BlockSizes(block_q=bq, block_k=bk))
+    return out[0].transpose(1, 0, 2)
 ''',
     # §8.1's ideal_bytes (Q, K, V once, O once) plus the log-sum-exp
     "fused_bytes": '''def fused_bytes(batch, heads, s, d, block_q, block_k, causal, itemsize):
