@@ -456,8 +456,9 @@ FUSION = re.compile(r"%(\S+) = (\S+?)\{[^}]*\} fusion\(.*?kind=(k\w+)(?:.*?\"kin
 
 def fusions_of(hlo):
     """(name, output type, fusion kind, code-generator kind) of each fusion in the ENTRY computation."""
-    entry = re.search(r"^ENTRY .*?^}", hlo, re.S | re.M).group(0)
-    return [m.groups() for m in map(FUSION.search, entry.splitlines()) if m]
+    start = hlo.index("\nENTRY ")  # the entry computation: from its header to its closing brace
+    entry_lines = hlo[start:hlo.index("\n}", start)].splitlines()
+    return [m.groups() for m in map(FUSION.search, entry_lines) if m]
 
 
 for name, shape, kind, generator in fusions_of(cpu_attention.hlo):

@@ -41,8 +41,8 @@ def test_the_bytes_model_is_what_the_executor_counts_on_the_solution_kernel(head
     counted = sum(report.array_traffic(a)[2] + report.array_traffic(a)[3] for a in ("q", "k", "v", "out", "lse"))
     kv_len_reads = report.array_traffic("kv_len")[2]  # the padding lengths: not attention's traffic
     assert kv_len_reads == report.n_threads
-    assert 4 * counted == answers.fused_bytes(1, heads, s, d, TILE, TILE, causal, 4)
-    out64, lse64 = answers.fused_attention(q, k, v, kv_len, causal)
+    assert 4 * counted == answers._bytes_reference(1, heads, s, d, TILE, TILE, causal, 4)
+    out64, lse64 = answers._attention_reference(q, k, v, kv_len, causal)
     np.testing.assert_allclose(out, out64, rtol=2e-4, atol=2e-4)
 
 
@@ -56,7 +56,7 @@ def test_the_attention_reference_is_jax_attention():
     q, k, v = (rng.standard_normal((heads, s, d)).astype(np.float32) for _ in range(3))
     kv_len = np.array([21, 9, 1], np.int32)
     for causal in (False, True):
-        out, lse = answers.fused_attention(q, k, v, kv_len, causal)
+        out, lse = answers._attention_reference(q, k, v, kv_len, causal)
         # JAX's layout is (batch, seq, heads, dim): one batch per head, so each has its own key length
         as_batch = [jnp.asarray(a)[:, :, None, :] for a in (q, k, v)]
         want = jax.nn.dot_product_attention(*as_batch, is_causal=causal, key_value_seq_lengths=jnp.asarray(kv_len))
@@ -79,12 +79,12 @@ def test_the_pallas_reference_is_jax_attention_and_the_solution_kernel_matches_i
     case = answers._pallas_cases(np.random.default_rng(2))[1]  # logits ×30, bq > bk
     q, k, v, bq, bk = case.args
     want = jax.nn.dot_product_attention(*(jnp.asarray(a).transpose(1, 0, 2)[None] for a in (q, k, v)))
-    np.testing.assert_allclose(answers.pallas_attention(*case.args), np.asarray(want)[0].transpose(1, 0, 2),
+    np.testing.assert_allclose(answers._pallas_reference(*case.args), np.asarray(want)[0].transpose(1, 0, 2),
                                rtol=1e-5, atol=1e-5)
     code = grading.solution_cells(grading.load_notebook(SOLUTION))["pallas_attention"]
     ns = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
     exec(code, ns)
-    np.testing.assert_allclose(np.asarray(ns["pallas_attention"](*case.args)), answers.pallas_attention(*case.args),
+    np.testing.assert_allclose(np.asarray(ns["pallas_attention"](*case.args)), answers._pallas_reference(*case.args),
                                rtol=2e-4, atol=2e-4)
 
 
@@ -100,7 +100,7 @@ def test_the_online_step_folded_over_blocks_is_the_softmax_computed_whole():
     v = rng.standard_normal((n, d))
     m, l, acc = np.full(rows, -np.inf), np.zeros(rows), np.zeros((rows, d))
     for start in range(0, n, 5):
-        m, l, acc = answers.online_softmax_step(m, l, acc, s[:, start:start + 5], v[start:start + 5])
+        m, l, acc = answers._step_reference(m, l, acc, s[:, start:start + 5], v[start:start + 5])
     live = [0, 1, 3]
     p = np.exp(s[live] - s[live].max(axis=1, keepdims=True))
     np.testing.assert_allclose(acc[live] / l[live, None], p / p.sum(axis=1, keepdims=True) @ v, rtol=1e-12)
@@ -121,14 +121,14 @@ def test_the_decode_crossover_is_the_first_compute_bound_batch_found_by_search()
         def compute_bound(b):
             return Fraction(b * (2 * params + 4 * h * hd * ctx), params * it + b * 2 * ctx * kvh * hd * it) >= ridge
 
-        expected = answers.decode_crossover(*case.args)
+        expected = answers._decode_reference(*case.args)
         assert expected is not None and compute_bound(expected) and (expected == 1 or not compute_bound(expected - 1))
 
 
 def test_the_longest_context_is_the_boundary_of_what_fits():
     for case in answers._context_cases(np.random.default_rng(5)):
         budget, b, h, d, n, it, fused = case.args
-        s = answers.longest_context(*case.args)
+        s = answers._context_reference(*case.args)
 
         def saved(x):
             return n * b * h * (4 * x * d * it + (4 * x if fused else x * x * it))
@@ -142,7 +142,7 @@ def test_the_hidden_cases_reach_the_corners():
     attention = answers._attention_cases(rng)
     assert any(0 in c.args[3] for c in attention) and any(c.args[4] for c in attention)
     assert any(c.args[0].shape[1] % TILE for c in attention) and any(c.args[0].shape[2] == HEAD_DIM for c in attention)
-    decode = [answers.decode_crossover(*c.args) for c in answers._decode_cases(rng)]
+    decode = [answers._decode_reference(*c.args) for c in answers._decode_cases(rng)]
     assert None in decode and sum(x is not None for x in decode) >= 6 and 1 < max(x or 0 for x in decode)
 
 

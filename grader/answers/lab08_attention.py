@@ -21,7 +21,7 @@ from ..problem import Case
 # -- exercise 1 ------------------------------------------------------------------------------------
 
 
-def online_softmax_step(m, l, acc, s, v):
+def _step_reference(m, l, acc, s, v):
     m_new = np.maximum(m, s.max(axis=1))  # (rows,)
     # a finite stand-in for the max of a row with no score yet (-inf becomes the most negative
     # float64): exp(-inf - floor) = 0, never the NaN of exp(-inf - (-inf))
@@ -39,7 +39,7 @@ def _state(rng: np.random.Generator, rows: int, d: int, scale: float) -> tuple:
         bk = int(rng.integers(1, 6))
         s = rng.standard_normal((rows, bk)) * scale
         s[rng.random((rows, bk)) < 0.3] = -np.inf
-        m, l, acc = online_softmax_step(m, l, acc, s, rng.standard_normal((bk, d)))
+        m, l, acc = _step_reference(m, l, acc, s, rng.standard_normal((bk, d)))
     return m, l, acc
 
 
@@ -68,7 +68,7 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
 # -- exercise 2 ------------------------------------------------------------------------------------
 
 
-def fused_attention(q, k, v, kv_len, causal):
+def _attention_reference(q, k, v, kv_len, causal):
     """(out, lse) in float64 of float32 inputs: the s × s scores, masked, softmaxed."""
     heads, s, d = q.shape
     # (heads, s, s), in float64
@@ -116,7 +116,7 @@ TILE_SPAN = (18, 40)  # sequence lengths of the random case: two or three tiles,
 # -- exercise 3 (Pallas) ---------------------------------------------------------------------------
 
 
-def pallas_attention(q, k, v, bq, bk):
+def _pallas_reference(q, k, v, bq, bk):
     """softmax(q kᵀ / sqrt(d)) v in float64 (bq and bk do not change the numbers)."""
     scores = np.matmul(q, k.transpose(0, 2, 1), dtype=np.float64) / math.sqrt(q.shape[2])
     p = np.exp(scores - scores.max(axis=2, keepdims=True))
@@ -140,7 +140,7 @@ def _pallas_cases(rng: np.random.Generator) -> list[Case]:
 # -- exercise 4 ------------------------------------------------------------------------------------
 
 
-def fused_bytes(batch, heads, s, d, block_q, block_k, causal, itemsize):
+def _bytes_reference(batch, heads, s, d, block_q, block_k, causal, itemsize):
     per_head = 0
     for start in range(0, s, block_q):
         rows = min(block_q, s - start)
@@ -175,7 +175,7 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
 # -- exercise 5 ------------------------------------------------------------------------------------
 
 
-def decode_crossover(d_model, heads, kv_heads, d_ff, context, itemsize, peak_flops, bandwidth):
+def _decode_reference(d_model, heads, kv_heads, d_ff, context, itemsize, peak_flops, bandwidth):
     head_dim = d_model // heads
     params = 2 * d_model * d_model + 2 * d_model * kv_heads * head_dim + 2 * d_model * d_ff
     flops = 2 * params + 4 * heads * head_dim * context  # per sequence
@@ -204,7 +204,7 @@ def _decode_cases(rng: np.random.Generator) -> list[Case]:
         ctx = int(rng.choice([16, 64, 128, 256, 512, 1024, 4096, 32768])) + int(rng.integers(0, 8))
         args = (d, h, kvh, d_ff, ctx, int(rng.choice([1, 2])), peak, bw)
         if not _near_integer(*args):
-            found[decode_crossover(*args) is not None].append(Case(args))
+            found[_decode_reference(*args) is not None].append(Case(args))
     return [*found[True][:6], *found[False][:2],
             Case((4096, 32, 32, 11008, 131072, 2, 989.4e12, 3.35e12)),  # None: no GQA, long
             Case((4096, 32, 8, 14336, 16, 2, 50e12, 3.35e12))]  # a low ridge: a small batch
@@ -225,7 +225,7 @@ def _near_integer(d_model, heads, kv_heads, d_ff, context, itemsize, peak_flops,
 # -- exercise 6 ------------------------------------------------------------------------------------
 
 
-def longest_context(budget, batch, heads, d, layers, itemsize, fused):
+def _context_reference(budget, batch, heads, d, layers, itemsize, fused):
     copies = layers * batch * heads  # of one (sequence, head)'s saved tensors
     if fused:  # s · (4 · d · itemsize + 4) <= budget / copies
         return budget // (copies * (4 * d * itemsize + 4))
@@ -261,10 +261,10 @@ def _context_cases(rng: np.random.Generator) -> list[Case]:
 
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
-    "online_softmax_step": (online_softmax_step, _step_cases),
-    "fused_attention": (fused_attention, _attention_cases),
-    "pallas_attention": (pallas_attention, _pallas_cases),
-    "fused_bytes": (fused_bytes, _bytes_cases),
-    "decode_crossover": (decode_crossover, _decode_cases),
-    "longest_context": (longest_context, _context_cases),
+    "online_softmax_step": (_step_reference, _step_cases),
+    "fused_attention": (_attention_reference, _attention_cases),
+    "pallas_attention": (_pallas_reference, _pallas_cases),
+    "fused_bytes": (_bytes_reference, _bytes_cases),
+    "decode_crossover": (_decode_reference, _decode_cases),
+    "longest_context": (_context_reference, _context_cases),
 }
