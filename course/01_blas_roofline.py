@@ -130,7 +130,8 @@ print(f"each element is accessed {counts.reuse:.1f}× on average (loads + stores
 # intensity in FLOP/byte halves every time the element size doubles.
 # For a square GEMM it also grows with n (2n³ FLOPs on 3n² elements:
 # 2n/3 FLOP per element) — the property the whole course leans on.
-# (Level 1 and Level 2, whose intensity per byte does not grow, are the lab's to count: exercise 1.)
+# (Level 1 and Level 2, whose intensity per byte does not grow, are the lab's to count — backwards, from a profiler's
+# counters to the call: exercise 1.)
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -1,7 +1,7 @@
 """Shared check functions for nbgrader test cells.
 
 Every check raises :class:`CheckFailure` (an ``AssertionError``) with a message a student can act
-on: ``"gemm_cost(64, 32, 16, 'float32') → flops: expected 65,536, got 32,768"``. Checks never print
+on: ``"gemm_k(64, 32, 65_536, 14_336, 'float32') → k: expected 16, got 32"``. Checks never print
 to stderr: nbgrader scores a test cell that writes anything there as 0.
 
 Messages never show two different values the same way: :func:`show_pair` prints the expected and the

@@ -3,10 +3,10 @@
 A :class:`Problem` holds an exercise's spec, a reference implementation, fixed *visible* cases and a
 generator of randomized *hidden* cases. Notebooks use it in three places::
 
-    P = lab.problems["gemm_cost"]
+    P = lab.problems["gemm_k"]
     P.show()                         # the spec and a worked example, before the student writes code
-    P.check(gemm_cost)               # visible test cell: fixed cases, clear messages
-    P.check(gemm_cost, hidden=True)  # hidden test cell: randomized cases, seeded (per student
+    P.check(gemm_k)                  # visible test cell: fixed cases, clear messages
+    P.check(gemm_k, hidden=True)     # hidden test cell: randomized cases, seeded (per student
                                      # when graded)
 
 Hidden cases are drawn from a seeded generator, so grading the same submission twice gives the same

@@ -17,64 +17,71 @@ LOCKED = "does this exercise for you"
 assert all(p.has_answers() for p in lab1.problems.values())  # lab 1 is split: bind its answer side (references)
 
 
-def own_gemm_cost(m, n, k, dtype, accumulate=False):
-    return 2 * m * n * k, (m * k + k * n + (2 if accumulate else 1) * m * n) * np.dtype(dtype).itemsize
+def own_gemm_k(m, n, flops, nbytes, dtype):
+    k, rest = divmod(flops, 2 * m * n)
+    for accumulate in (False, True):
+        if not rest and k >= 1 and (m * k + k * n + (2 if accumulate else 1) * m * n) * np.dtype(dtype).itemsize == nbytes:
+            return k, accumulate
+    return None
 
 
 def test_an_honest_answer_passes_and_nothing_stays_locked():
-    p = lab1.problems["gemm_cost"]
-    reference, module_fn, compiled = p.reference, answers1.gemm_cost, gc.xla.compiled
-    p.check(own_gemm_cost)
-    p.check(own_gemm_cost, hidden=True)
-    assert p.reference is reference and answers1.gemm_cost is module_fn and gc.xla.compiled is compiled
+    p = lab1.problems["gemm_k"]
+    reference, module_fn, compiled = p.reference, answers1._gemm_k_reference, gc.xla.compiled
+    p.check(own_gemm_k)
+    p.check(own_gemm_k, hidden=True)
+    assert p.reference is reference and answers1._gemm_k_reference is module_fn and gc.xla.compiled is compiled
 
 
 def test_calling_the_lab_reference_fails():
-    def through_module(m, n, k, dtype):
-        return answers1.gemm_cost(m, n, k, dtype)
+    def through_module(m, n, flops, nbytes, dtype):
+        return answers1._gemm_k_reference(m, n, flops, nbytes, dtype)
 
-    def through_problem(m, n, k, dtype):
-        return lab1.problems["gemm_cost"].reference(m, n, k, dtype)
+    def through_problem(m, n, flops, nbytes, dtype):
+        return lab1.problems["gemm_k"].reference(m, n, flops, nbytes, dtype)
 
-    def through_another_exercise(n, dtype):  # another exercise's reference is an answer too
-        return lab1.problems["gemm_cost"].reference(1, n, 1, dtype)
+    def through_another_exercise(flops, nbytes):  # another exercise's reference is an answer too
+        return lab1.problems["gemm_k"].reference(1, 1, flops, nbytes, "float32")
 
     for fn in (through_module, through_problem):
-        with pytest.raises(CheckFailure, match=f"gemm_cost calls .*{LOCKED}"):
-            lab1.problems["gemm_cost"].check(fn)
+        with pytest.raises(CheckFailure, match=f"gemm_k calls .*{LOCKED}"):
+            lab1.problems["gemm_k"].check(fn)
     with pytest.raises(CheckFailure, match=LOCKED):
-        lab1.problems["axpy_cost"].check(through_another_exercise)
-    assert answers1.gemm_cost(1, 1, 1, "float32") == (2, 12)  # restored after a failure
+        lab1.problems["axpy_calls"].check(through_another_exercise)
+    assert answers1._gemm_k_reference(1, 1, 2, 12, "float32") == (1, False)  # restored after a failure
 
 
 def test_holding_the_reference_fails_before_anything_runs():
-    answer = answers1.gemm_cost
+    answer = answers1._gemm_k_reference
 
-    def alias(m, n, k, dtype):
-        return answer(m, n, k, dtype)
+    def alias(m, n, flops, nbytes, dtype):
+        return answer(m, n, flops, nbytes, dtype)
 
-    def default(m, n, k, dtype, f=lab1.problems["gemm_cost"].reference):
-        return f(m, n, k, dtype)
+    def default(m, n, flops, nbytes, dtype, f=lab1.problems["gemm_k"].reference):
+        return f(m, n, flops, nbytes, dtype)
 
-    def helper(m, n, k, dtype):
-        return alias(m, n, k, dtype)
+    def helper(m, n, flops, nbytes, dtype):
+        return alias(m, n, flops, nbytes, dtype)
 
     for fn in (alias, default, helper):
-        with pytest.raises(CheckFailure, match=f"keeps a reference to .*gemm_cost.*{LOCKED}"):
-            lab1.problems["gemm_cost"].check(fn)
+        with pytest.raises(CheckFailure, match=f"keeps a reference to .*gemm_k.*{LOCKED}"):
+            lab1.problems["gemm_k"].check(fn)
 
 
-def test_course_helpers_that_do_the_exercise_are_locked():
-    from grader.labs import lab06_xla_sass as lab6
+def test_a_library_that_does_the_exercise_is_locked():
+    """The locks that are left guard "by hand" (lab 2): JAX's autodiff while mlp_backward runs."""
+    import jax
+    from grader.labs import lab02_backprop as lab2
 
-    compiled = gc.xla.compiled
+    vjp = jax.vjp
 
-    def fusion_bytes(m, n, dtype, ops):
-        return gc.xla.compiled(lambda x: x, np.zeros((m, n), dtype))
+    def mlp_backward(X, W1, W2, G):
+        _, pullback = jax.vjp(lambda W1, W2: jax.numpy.maximum(X @ W1, 0.0) @ W2, W1, W2)
+        return pullback(G)
 
-    with pytest.raises(CheckFailure, match=rf"gpucourse.xla.compiled \(XLA's own count: predict .*\), which {LOCKED}"):
-        lab6.problems["fusion_bytes"].check(fusion_bytes)
-    assert gc.xla.compiled is compiled  # restored
+    with pytest.raises(CheckFailure, match=rf"jax.vjp .*{LOCKED}"):
+        lab2.problems["mlp_backward"].check(mlp_backward)
+    assert jax.vjp is vjp  # restored
 
 
 def test_every_forbidden_name_exists():
@@ -99,23 +106,27 @@ def test_odd_objects_in_the_students_globals_do_not_break_the_check():
     def jitted_gemm(m, n, k, size, c_passes):
         return 2 * m * n * k, (m * k + k * n + c_passes * m * n) * size
 
-    def gemm_cost(m, n, k, dtype, accumulate=False):
+    def gemm_k(m, n, flops, nbytes, dtype):
         assert weird is not None
-        return jitted_gemm(m, n, k, np.dtype(dtype).itemsize, 2 if accumulate else 1)
+        k = flops // (2 * m * n)
+        for accumulate in (False, True):
+            if flops % (2 * m * n) == 0 and jitted_gemm(m, n, k, np.dtype(dtype).itemsize, 1 + accumulate) == (flops, nbytes):
+                return k, accumulate
+        return None
 
-    lab1.problems["gemm_cost"].check(gemm_cost)
+    lab1.problems["gemm_k"].check(gemm_k)
 
-    answer = answers1.gemm_cost
+    answer = answers1._gemm_k_reference
 
     @numba.njit
     def sneaky(m, n, k):
         return 0
 
-    def through_numba_helper(m, n, k, dtype):
-        return sneaky(m, n, k), answer
+    def through_numba_helper(m, n, flops, nbytes, dtype):
+        return sneaky(m, n, flops), answer
 
     with pytest.raises(CheckFailure, match="keeps a reference"):
-        lab1.problems["gemm_cost"].check(through_numba_helper)
+        lab1.problems["gemm_k"].check(through_numba_helper)
 
 
 UNLOCK = '''

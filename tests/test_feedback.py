@@ -16,16 +16,16 @@ from tests.test_validate import LAB, validate
 
 # answers a student could write, each in the same lab (the other exercises answered right)
 ANSWERS = {
-    # a value off by the FLOP convention
-    "axpy_cost": grading.wrong_answers(LAB)["axpy_cost"],
+    # one call where the counters fit two
+    "axpy_calls": grading.wrong_answers(LAB)["axpy_calls"],
     # their own bug: an exception inside their function
-    "gemv_cost": '''def gemv_cost(m, n, dtype):
+    "gemv_shapes": '''def gemv_shapes(flops, nbytes, dtype):
     size = np.dtype(dtype).itemsize
-    per_row = n // (m - m)  # ZeroDivisionError
-    return 2 * m * n, per_row * size
+    per_row = flops // (size - size)  # ZeroDivisionError
+    return [(per_row, 1)]
 ''',
     # not written yet
-    "gemm_cost": '''def gemm_cost(m, n, k, dtype):
+    "gemm_k": '''def gemm_k(m, n, flops, nbytes, dtype):
     # YOUR CODE HERE
     raise NotImplementedError()
 ''',
@@ -61,29 +61,33 @@ def _message(error: str) -> str:
 @pytest.mark.slow
 def test_only_the_four_wrong_cells_fail(failed):
     errors, _ = failed
-    assert set(errors) == {"axpy_cost", "gemv_cost", "gemm_cost", "min_batch_compute_bound"}, errors
+    assert set(errors) == {"axpy_calls", "gemv_shapes", "gemm_k", "min_batch_compute_bound"}, errors
 
 
 @pytest.mark.slow
 def test_a_wrong_value_shows_only_its_message(failed):
-    error = failed[0]["axpy_cost"]
-    assert "\n\n" not in error.strip() and _message(error) == ("CheckFailure: axpy_cost(1_000, 'float32') → flops: expected 2,000, got 1,000. Hint: 2 "
-                             "FLOPs per element (multiply + add); complex: 6 for the multiply, 2 for the add")
+    error = failed[0]["axpy_calls"]
+    assert "\n\n" not in error.strip() and _message(error) == (
+        "CheckFailure: axpy_calls(2_000, 12_000): expected [(250, 'complex128'), (1000, 'float32')], got [(1000, "
+        "'float32')]. Hint: these counters fit two calls: a complex axpy does 8 real FLOPs per element, so it has a "
+        "quarter of the elements of a real one with the same FLOPs — and at 4× the element size, the same bytes. "
+        "List every call")
 
 
 @pytest.mark.slow
 def test_a_students_own_exception_shows_their_frames_not_the_graders(failed):
-    error = failed[0]["gemv_cost"]
-    assert _message(error) == "CheckFailure: gemv_cost(4, 3, 'float32') raised ZeroDivisionError: integer division " \
-                              "or modulo by zero"
-    assert re.search(r"Where your code raised it \(most recent call last\):\n  Cell In\[\d+\], line 3, in gemv_cost\n"
-                     r"    per_row = n // \(m - m\)  # ZeroDivisionError\nZeroDivisionError: integer division", error)
+    error = failed[0]["gemv_shapes"]
+    assert _message(error) == "CheckFailure: gemv_shapes(24, 76, 'float32') raised ZeroDivisionError: integer " \
+                              "division or modulo by zero"
+    assert re.search(r"Where your code raised it \(most recent call last\):\n  Cell In\[\d+\], line 3, in "
+                     r"gemv_shapes\n    per_row = flops // \(size - size\)  # ZeroDivisionError\n"
+                     r"ZeroDivisionError: integer division", error)
     assert "grader" not in error and "Traceback" not in error
 
 
 @pytest.mark.slow
 def test_a_blank_stub_says_it_is_not_written(failed):
-    assert _message(failed[0]["gemm_cost"]) == ("NotImplementedError: gemm_cost is not written yet: replace `raise "
+    assert _message(failed[0]["gemm_k"]) == ("NotImplementedError: gemm_k is not written yet: replace `raise "
                                               "NotImplementedError()` in its cell with your code, run that cell, "
                                               "then this one.")
 

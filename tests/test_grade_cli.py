@@ -104,8 +104,8 @@ def lab_hidden_case(student: str) -> str:
     from grader.labs import lab01_blas_roofline as L
     from grader.pipeline.secret import Secret
 
-    seed = Secret(SECRET.encode()).seed(LAB, student, "axpy_cost")
-    return L.problems["axpy_cost"].hidden_cases(seed=seed)[0].call_text("axpy_cost")
+    seed = Secret(SECRET.encode()).seed(LAB, student, "axpy_calls")
+    return L.problems["axpy_calls"].hidden_cases(seed=seed)[0].call_text("axpy_calls")
 
 
 def _cell(ws, student: str, grade_id: str) -> dict:
@@ -341,11 +341,11 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
         assert review_flags(grading.fill(released, grading.solution_cells(lab.source()))) == [], lab_name
     lab = grade.Lab.find(LAB)
     released = json.loads((course.ROOT / "labs" / LAB / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
-    nb = grading.fill(released, {"axpy_cost": "import sys\nout = open(sys.argv[2], 'a')",
-                                 "gemm_cost": "f = lab.problems['gemm_cost'].reference"})
+    nb = grading.fill(released, {"axpy_calls": "import sys\nout = open(sys.argv[2], 'a')",
+                                 "gemm_k": "f = lab.problems['gemm_k'].reference"})
     flags = "\n".join(review_flags(nb))
-    assert "reach into the grading process: axpy_cost (sys.argv)" in flags
-    assert "use the grader's own objects: gemm_cost" in flags
+    assert "reach into the grading process: axpy_calls (sys.argv)" in flags
+    assert "use the grader's own objects: gemm_k" in flags
     # issue 14: the instrumentation an observation reads (device counters, the virtual clock, a workload's
     # seconds) written or read by hand, attributes set by name, the course's modules rebound
     for code, shown in [("mem.h2d_bytes = x.nbytes", ".h2d_bytes ="), ("w.calls, w.timed = 4, 3", ".timed ="),
@@ -354,10 +354,10 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
                         ("vars(w)['timed'] = 3", "vars("),
                         ("gpucourse.xla.compiled = fake", "gpucourse.xla.compiled ="),
                         ("return fn.work_s", ".work_s"), ("t = fn.clock.now", ".clock")]:
-        flags = "\n".join(review_flags(grading.fill(released, {"axpy_cost": code})))
-        assert f"write the instrumentation the checks read: axpy_cost ({shown})" in flags, code
+        flags = "\n".join(review_flags(grading.fill(released, {"axpy_calls": code})))
+        assert f"write the instrumentation the checks read: axpy_calls ({shown})" in flags, code
     for honest in ("if clock.now == t0:", "best = min(best, t.peak)", "assert mem.peak <= mem.budget"):
-        assert review_flags(grading.fill(released, {"axpy_cost": honest})) == [], honest
+        assert review_flags(grading.fill(released, {"axpy_calls": honest})) == [], honest
     # the thirteenth attack's routes around the locks (grader/DESIGN.md): XLA's C++ entry points kept at cell level
     # (the call watch sees Python code only), numba's LLVM module read directly, a library's source run a second
     # time, JAX's rule tables copied
@@ -368,8 +368,8 @@ def test_review_flags_name_cells_that_reach_into_the_grader_and_spare_honest_ans
                         ("src = open(mod.__file__).read()", "__file__"),
                         ("m = importlib.import_module(name)", "importlib"),
                         ("R = dict(ad.primitive_transposes)", "primitive_transposes")]:
-        flags = "\n".join(review_flags(grading.fill(released, {"axpy_cost": code})))
-        assert f"reach into the grading process: axpy_cost ({shown}" in flags, code
+        flags = "\n".join(review_flags(grading.fill(released, {"axpy_calls": code})))
+        assert f"reach into the grading process: axpy_calls ({shown}" in flags, code
 
 
 @pytest.mark.slow

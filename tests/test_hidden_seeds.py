@@ -152,9 +152,9 @@ def test_hidden_cases_are_per_student_repeatable_and_a_leak_is_useless(lab, name
 def test_outside_grading_the_seed_is_public_and_deterministic(monkeypatch):
     from grader.labs import lab01_blas_roofline as lab1
 
-    p = lab1.problems["axpy_cost"]
-    assert p.seed() == zlib.crc32(b"axpy_cost")
-    assert [c.args for c in p.hidden_cases()] == [c.args for c in p.hidden_cases(seed=zlib.crc32(b"axpy_cost"))]
+    p = lab1.problems["axpy_calls"]
+    assert p.seed() == zlib.crc32(b"axpy_calls")
+    assert [c.args for c in p.hidden_cases()] == [c.args for c in p.hidden_cases(seed=zlib.crc32(b"axpy_calls"))]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -165,19 +165,19 @@ PROBE_SEEDS = r'''
 import importlib, json, os, sys
 import grader.seeding as s
 from grader.labs import lab01_blas_roofline as lab1
-out = {"env_after_import": os.environ.get(sys.argv[1]), "seed": s.installed_seed("axpy_cost"),
-       "problem_seed": lab1.problems["axpy_cost"].seed(),
-       "first_case": list(lab1.problems["axpy_cost"].hidden_cases()[0].args)}
+out = {"env_after_import": os.environ.get(sys.argv[1]), "seed": s.installed_seed("axpy_calls"),
+       "problem_seed": lab1.problems["axpy_calls"].seed(),
+       "first_case": list(lab1.problems["axpy_calls"].hidden_cases()[0].args)}
 os.environ[sys.argv[1]] = "/nonexistent"      # student code tries to reset the seeds to the public ones
 importlib.reload(s)
-out["seed_after_reload"] = s.installed_seed("axpy_cost")
+out["seed_after_reload"] = s.installed_seed("axpy_calls")
 print(json.dumps(out))
 '''
 
 
 def test_seeds_are_read_once_before_student_code_and_survive_a_reload(tmp_path):
     seeds_file = tmp_path / "hidden-seeds.json"
-    seeds_file.write_text(json.dumps({"lab": "lab01", "student": A, "seeds": {"axpy_cost": 12345}}))
+    seeds_file.write_text(json.dumps({"lab": "lab01", "student": A, "seeds": {"axpy_calls": 12345}}))
     env = {**os.environ, FILE_ENV: str(seeds_file), "PYTHONPATH": str(course.ROOT)}
     proc = subprocess.run([sys.executable, "-c", PROBE_SEEDS, FILE_ENV], capture_output=True, text=True,
                           env=env, timeout=120, cwd=tmp_path)
@@ -186,7 +186,7 @@ def test_seeds_are_read_once_before_student_code_and_survive_a_reload(tmp_path):
 
     assert out["env_after_import"] is None, "the seeds file's name stayed in the environment"
     assert out["seed"] == out["problem_seed"] == out["seed_after_reload"] == 12345
-    assert out["first_case"] == list(lab1.problems["axpy_cost"].hidden_cases(seed=12345)[0].args)
+    assert out["first_case"] == list(lab1.problems["axpy_calls"].hidden_cases(seed=12345)[0].args)
 
 
 def test_an_unreadable_seeds_file_fails_loudly(tmp_path):
@@ -203,11 +203,11 @@ def test_an_unreadable_seeds_file_fails_loudly(tmp_path):
 LAB = "lab01_blas_roofline"
 
 RECORD = '''
-_own_axpy_cost = axpy_cost
+_own_axpy_calls = axpy_calls
 _calls = []
-def axpy_cost(n, dtype):                      # records every call: the visible and the hidden cases
-    _calls.append([int(n), str(dtype)])
-    return _own_axpy_cost(n, dtype)
+def axpy_calls(flops, nbytes):                 # records every call: the visible and the hidden cases
+    _calls.append([int(flops), int(nbytes)])
+    return _own_axpy_calls(flops, nbytes)
 '''
 
 LEAK = '''
@@ -223,8 +223,8 @@ except OSError as e:
 
 TABLE = '''
 _TABLE = {table!r}
-def axpy_cost(n, dtype):                      # answers only what someone else's feedback leaked
-    return tuple(_TABLE.get(f"{{int(n)}}/{{dtype}}", (0, 0)))
+def axpy_calls(flops, nbytes):                 # answers only what someone else's feedback leaked
+    return [tuple(call) for call in _TABLE.get(f"{{int(flops)}}/{{int(nbytes)}}", [])]
 '''
 
 
@@ -238,7 +238,7 @@ def _outputs(nb_path: Path, grade_id: str) -> str:
 def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypatch):
     from grader import __main__ as cli
     from grader import grade
-    from grader.answers.lab01_blas_roofline import axpy_cost  # lab 1 is split: its references are answer-side
+    from grader.answers.lab01_blas_roofline import _axpy_calls_reference  # lab 1 is split: its references are answer-side
     from tests import grading
 
     secret_value = "classroom-secret-" + "x" * 24
@@ -258,7 +258,7 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
     args = ["--dir", str(ws), "--jobs", "2", "--cell-timeout", "30", "--memory-mb", "2048"]
 
     # 1. alice's honest answer records its arguments; a later cell of hers prints them: her feedback shows them
-    leak = grading.fill(released, {**full, "axpy_cost": full["axpy_cost"] + RECORD,
+    leak = grading.fill(released, {**full, "axpy_calls": full["axpy_calls"] + RECORD,
                                    last: full[last] + LEAK.format(secret_file=str(secret_file))})
     first = tmp_path / "export1"
     first.mkdir()
@@ -268,7 +268,9 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
     printed = _outputs(kept, last)
     calls = json.loads(re.search(r"LEAKED-CALLS (.*)", printed).group(1))
     feedback = (ws / "feedback" / A / LAB / f"{lab.notebook}.html").read_text(encoding="utf-8")
-    hidden_n = [n for n, _ in calls if n != 1000]
+    from grader.labs import lab01_blas_roofline as lab1
+    visible = {tuple(c.args) for c in lab1.problems["axpy_calls"].visible}
+    hidden_n = [flops for flops, nbytes in calls if (flops, nbytes) not in visible]
     assert hidden_n and all(str(n) in feedback for n in hidden_n), "the leak is not in alice's feedback"
     # the secret never entered her sandbox: not in its environment, its file unreadable, nowhere in the job
     assert "SECRET-UNREADABLE" in printed and secret_value not in printed
@@ -279,8 +281,8 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
 
     # 2. a table of alice's leaked arguments, answered right: under alice's name it passes (her hidden cases are
     #    the same on regrade), under bob's it fails his hidden test
-    table = {f"{n}/{d}": list(axpy_cost(n, d)) for n, d in calls}
-    cheat = grading.fill(released, {**full, "axpy_cost": TABLE.format(table=table)})
+    table = {f"{f}/{b}": [list(call) for call in _axpy_calls_reference(f, b)] for f, b in calls}
+    cheat = grading.fill(released, {**full, "axpy_calls": TABLE.format(table=table)})
     second = tmp_path / "export2"
     second.mkdir()
     for student in (A, B):
@@ -288,8 +290,8 @@ def test_a_leaked_argument_list_is_useless_to_another_student(tmp_path, monkeypa
     assert cli.main(["grade", LAB, str(second), *args]) == 0
     results = {r["student"]: r for r in grade.load_results(lab, grade.Workspace(ws))}
     alice, bob = results[A]["cells"], results[B]["cells"]
-    assert alice["axpy_cost_visible"]["score"] == 1 and alice["axpy_cost_hidden"]["score"] == 2, alice
-    assert bob["axpy_cost_visible"]["score"] == 1, bob
-    assert bob["axpy_cost_hidden"]["score"] == 0, f"bob passed with alice's leaked table: {bob}"
+    assert alice["axpy_calls_visible"]["score"] == 1 and alice["axpy_calls_hidden"]["score"] == 2, alice
+    assert bob["axpy_calls_visible"]["score"] == 1, bob
+    assert bob["axpy_calls_hidden"]["score"] == 0, f"bob passed with alice's leaked table: {bob}"
     assert results[B]["score"] == results[A]["score"] - 2
     assert results[A]["secret"] == results[B]["secret"] == Secret(secret_value.encode()).fingerprint()

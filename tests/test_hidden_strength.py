@@ -353,9 +353,9 @@ def test_a_stuck_worker_is_restarted_past_its_mutant(monkeypatch):
     """A worker stuck where no alarm reaches it is killed; its mutant counts as timed out; the rest still run."""
     from grader import mutation
 
-    stuck = "axpy_cost:reference:axpy_cost#2"
+    stuck = "axpy_calls:reference:_axpy_calls_reference#2"
     monkeypatch.setenv("GRADER_MUTATION_TEST_HANG", stuck)
-    report = mutation.lab_report("lab01_blas_roofline", only=["axpy_cost"], coverage=False, families=False,
+    report = mutation.lab_report("lab01_blas_roofline", only=["axpy_calls"], coverage=False, families=False,
                                  stall_s=3)
     assert report.complete and not report.errors, report.errors
     by_key = {m["key"]: m for m in report.mutants}

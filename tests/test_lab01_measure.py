@@ -611,9 +611,13 @@ def test_review_gemm_accumulate_hint_and_no_idle_advice():
     none; the L2-compression aside says compression is opt-in; the lab gives no 're-run when idle' advice."""
     from pathlib import Path
 
-    def extra_flops(m, n, k, dtype, accumulate=False):
+    def extra_flops(m, n, flops, nbytes, dtype):  # an accumulating call counted with m·n more FLOPs
         s = np.dtype(dtype).itemsize
-        return 2 * m * n * k + (m * n if accumulate else 0), (m * k + k * n + (2 if accumulate else 1) * m * n) * s
+        for accumulate in (False, True):
+            k, rest = divmod(flops - (m * n if accumulate else 0), 2 * m * n)
+            if not rest and k >= 1 and (m * k + k * n + (2 if accumulate else 1) * m * n) * s == nbytes:
+                return k, accumulate
+        return None
 
     with pytest.raises(CheckFailure, match="accumulating into C adds no FLOPs"):
         lab.GEMM.check(extra_flops)

@@ -126,7 +126,7 @@ def test_ici_intensity():
 
 
 def test_the_package_holds_no_matmul_cost_model():
-    """A matmul's FLOPs, bytes and roofline time are lab 1's exercises (gemv_cost, gemm_cost, max_batch_within,
+    """A matmul's FLOPs, bytes and roofline time are lab 1's exercises (gemv_shapes, gemm_k, max_batch_within,
     min_batch_compute_bound, min_size_for_fraction): the seventh independent attack answered all five with
     tpu.matmul_seconds / matmul_intensity, so the package no longer ships them (course §7 computes its one layer's
     closed form in the cell that plots it)."""

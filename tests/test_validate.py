@@ -42,8 +42,8 @@ def test_validate_passes_a_correct_lab(released_and_solutions, tmp_path):
 def test_validate_shows_the_failing_checks_message(released_and_solutions, tmp_path):
     released, solutions = released_and_solutions
     wrong = grading.wrong_answers(LAB)
-    nb = grading.fill(released, {**solutions, "gemm_cost": wrong["gemm_cost"]})
+    nb = grading.fill(released, {**solutions, "gemm_k": wrong["gemm_k"]})
     results = validate(nb, tmp_path)
     errors = [f["raw_error"] for f in results["failed"]]
     assert len(errors) == 1, errors
-    assert "gemm_cost(5, 7, 3, 'float16') → bytes: expected 142, got 284" in errors[0]
+    assert "gemm_k(5, 7, 210, 212, 'float16'): expected (3, True), got None" in errors[0]

@@ -33,68 +33,115 @@ def _size(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
-def axpy_cost(n: int, dtype: str) -> tuple[int, int]:
+def _axpy_counters(n: int, dtype: str) -> tuple[int, int]:
     # a complex multiply is 6 real FLOPs (4 multiplies, 2 adds), a complex add 2
     flops = 8 * n if np.dtype(dtype).kind == "c" else 2 * n
     return flops, 3 * n * _size(dtype)  # y = a*x + y: read x, read y, write y
 
 
-def gemv_cost(m: int, n: int, dtype: str) -> tuple[int, int]:
+def _gemv_counters(m: int, n: int, dtype: str) -> tuple[int, int]:
     return 2 * m * n, (m * n + n + m) * _size(dtype)  # y = A x: read A (m×n) and x (n), write y (m)
 
 
-def gemm_cost(m: int, n: int, k: int, dtype: str, accumulate: bool = False) -> tuple[int, int]:
+def _gemm_counters(m: int, n: int, k: int, dtype: str, accumulate: bool) -> tuple[int, int]:
     c_passes = 2 if accumulate else 1  # C written; with accumulate (β = 1) read first
     return 2 * m * n * k, (m * k + k * n + c_passes * m * n) * _size(dtype)
 
 
+def _axpy_calls_reference(flops: int, nbytes: int) -> list[tuple[int, str]]:
+    """Every dtype tried: n from the FLOPs, then both counters compared (an n that is no whole
+    number of elements gives other FLOPs back)."""
+    calls = []
+    for dtype in DTYPES + COMPLEX_DTYPES:
+        n = flops // (8 if np.dtype(dtype).kind == "c" else 2)
+        if n >= 1 and _axpy_counters(n, dtype) == (flops, nbytes):
+            calls.append((n, dtype))
+    return sorted(calls)
+
+
 def _axpy_cases(rng: np.random.Generator) -> list[Case]:
-    """Every dtype (the complex ones included), two more at random, and one element."""
+    """Every dtype's counters (a float16 and a float32 call also fit a complex one: k and 4k
+    elements), one element, then counters no axpy has: odd FLOPs (with the bytes of half an
+    element more in float16), the bytes of x and y without y's write, a gemv's, zero."""
     every = DTYPES + COMPLEX_DTYPES
-    return ([Case((int(rng.integers(1, 10**9)), dtype)) for dtype in every]
-            + [Case((int(rng.integers(1, 10**9)), str(rng.choice(every)))) for _ in range(2)]
-            + [Case((1, str(rng.choice(every))))])
+    cases = [Case(_axpy_counters(int(rng.integers(1, 10**9)), dtype)) for dtype in every]
+    k = int(rng.integers(1, 10**8))
+    cases += [Case(_axpy_counters(4 * k, "float16")), Case(_axpy_counters(k, "complex128")),
+              Case(_axpy_counters(1, str(rng.choice(every))))]
+    n = int(rng.integers(1, 10**6))
+    cases += [Case((2 * n + 1, 3 * (2 * n + 1))), Case((2 * n, 2 * n * 4)), Case((0, 0)),
+              Case(_gemv_counters(int(rng.integers(2, 500)), int(rng.integers(2, 500)), "float32"))]
+    return cases
+
+
+def _gemv_shapes_reference(flops: int, nbytes: int, dtype: str) -> list[tuple[int, int]]:
+    """m·n from the FLOPs, m + n from the bytes: the roots of t² − (m + n)·t + m·n, in integers,
+    then both counters compared."""
+    product = flops // 2
+    total = nbytes // _size(dtype) - product
+    disc = total * total - 4 * product
+    if disc < 0:
+        return []
+    small = (total - math.isqrt(disc)) // 2
+    large = total - small
+    if small < 1 or _gemv_counters(small, large, dtype) != (flops, nbytes):
+        return []
+    return sorted({(small, large), (large, small)})
 
 
 def _gemv_cases(rng: np.random.Generator) -> list[Case]:
-    """Every dtype (m ≠ n almost surely), one more at random, then a square A."""
-    return [
-        Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), dtype))
-        for dtype in DTYPES
-    ] + [
-        Case((int(rng.integers(1, 50_000)), int(rng.integers(1, 50_000)), str(rng.choice(DTYPES)))),
-        Case((m := int(rng.integers(1, 50_000)), m, str(rng.choice(DTYPES)))),
-    ]
+    """Every dtype (m ≠ n almost surely), a square A, a vector A (1 × n), then counters no gemv
+    has: y's write left out, the bytes in another dtype, odd FLOPs, no FLOPs."""
+    def draw() -> int:
+        return int(rng.integers(1, 100_000))
+
+    cases = [Case(_gemv_counters(draw(), draw(), dtype) + (dtype,)) for dtype in DTYPES]
+    dtype = str(rng.choice(DTYPES))
+    cases += [Case(_gemv_counters(m := draw(), m, dtype) + (dtype,)),
+              Case(_gemv_counters(1, draw(), dtype) + (dtype,))]
+    m, n = draw(), draw()
+    cases += [Case((2 * m * n, (m * n + n) * 4, "float32")),
+              Case((2 * m * n, (m * n + n + m) * 2, "float32")),
+              Case((2 * m * n + 1, (m * n + n + m) * 8, "float64")),
+              Case((0, draw() * 4, "float32"))]
+    return cases
+
+
+def _gemm_k_reference(m: int, n: int, flops: int, nbytes: int,
+                      dtype: str) -> tuple[int, bool] | None:
+    k = flops // (2 * m * n)  # an inexact division gives other FLOPs back below
+    for accumulate in (False, True):
+        if k >= 1 and _gemm_counters(m, n, k, dtype, accumulate) == (flops, nbytes):
+            return k, accumulate
+    return None
 
 
 def _gemm_cases(rng: np.random.Generator) -> list[Case]:
-    """Every dtype with m, n, k drawn apart, one more at random, then all three equal (square); then
-    accumulating (every dtype, and accumulate=False said explicitly once)."""
-    return (
-        [
-            Case(tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,))
-            for dtype in DTYPES
-        ]
-        + [
-            Case(
-                tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),)
-            ),
-            Case((m := int(rng.integers(1, 20_000)), m, m, str(rng.choice(DTYPES)))),
-        ]
-        + [
-            Case(
-                tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (dtype,),
-                {"accumulate": True},
-            )
-            for dtype in DTYPES
-        ]
-        + [
-            Case(
-                tuple(int(v) for v in rng.integers(1, 20_000, size=3)) + (str(rng.choice(DTYPES)),),
-                {"accumulate": False},
-            )
-        ]
-    )
+    """Every dtype, accumulating and not (m, n, k drawn apart), a square one, k = 1; then counters
+    no gemm of that m, n has: C read twice, FLOPs of one multiply-add per step, FLOPs that are no
+    multiple of 2·m·n."""
+    def draw() -> int:
+        return int(rng.integers(1, 20_000))
+
+    cases = []
+    for i, dtype in enumerate(DTYPES + DTYPES):
+        m, n = draw(), draw()
+        cases.append(Case((m, n) + _gemm_counters(m, n, draw(), dtype, i >= len(DTYPES))
+                          + (dtype,)))
+    dtype = str(rng.choice(DTYPES))
+    cases += [Case((m := draw(), m) + _gemm_counters(m, m, m, dtype, bool(rng.integers(2)))
+                   + (dtype,)),
+              Case((m := draw(), n := draw()) + _gemm_counters(m, n, 1, dtype, True) + (dtype,))]
+    m, n, k, size = draw(), draw(), draw(), _size(dtype)
+    even = n + (m + n) % 2  # m + even is even: k + 1/2 steps give whole bytes
+    cases += [
+        Case((m, n, 2 * m * n * k, (m * k + k * n + 3 * m * n) * size, dtype)),
+        # k + 1/2 steps: FLOPs and bytes both whole, k not
+        Case((m, even, m * even * (2 * k + 1), ((2 * k + 1) * (m + even) // 2 + m * even) * size,
+              dtype)),
+        Case((m, n, 2 * m * n * k + 2, (m * k + k * n + m * n) * size, dtype)),
+    ]
+    return cases
 
 
 def max_batch_within(
@@ -231,26 +278,47 @@ def _batch_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
-def chain_bytes(n: int, dtype: str, arities: list[int], fused: bool) -> int:
-    s = _size(dtype)
+def _chain_bytes(n: int, size: int, arity: int, length: int, fused: bool) -> int:
     if not fused:  # every op reads all its operands from memory and writes its result back
-        return sum((a + 1) * n * s for a in arities)
-    # each later op takes the previous result + new inputs
-    inputs = arities[0] + sum(a - 1 for a in arities[1:])
-    return (inputs + 1) * n * s
+        return length * (arity + 1) * n * size
+    # each later op takes the previous result + new inputs; the result written once
+    return 0 if length == 0 else (arity + (length - 1) * (arity - 1) + 1) * n * size
+
+
+def _longest_chain_reference(n: int, dtype: str, arity: int,
+                             budget_bytes: int) -> tuple[int, int | None]:
+    """Integer division for each: the unfused chain grows (arity + 1)·n elements an op; the fused
+    one starts at (arity + 1)·n and grows (arity − 1)·n an op (not at all for unary ops)."""
+    op_bytes = (arity + 1) * n * _size(dtype)  # one op alone, fused or not
+    unfused = budget_bytes // op_bytes
+    if budget_bytes < op_bytes:
+        return unfused, 0
+    if arity == 1:
+        return unfused, None
+    return unfused, 1 + (budget_bytes - op_bytes) // ((arity - 1) * n * _size(dtype))
 
 
 def _chain_cases(rng: np.random.Generator) -> list[Case]:
+    """Every dtype and arity; budgets exactly at a length's bytes (ties), one byte short of it,
+    not a whole number of elements, too small for one op; unary chains, fused without limit and
+    too small even for one op."""
     cases = []
-    for k in range(8):  # every dtype, fused and not
-        arities = [int(a) for a in rng.integers(1, 4, size=int(rng.integers(1, 7)))]
-        cases.append(
-            Case((int(rng.integers(1, 10**8)), DTYPES[k % len(DTYPES)], arities, bool(k % 2)))
-        )
-    # float32, and a chain whose every later op (the second included) takes new inputs, fused and
-    # not
-    n = int(rng.integers(1, 10**8))
-    cases += [Case((n, "float32", [2, 3, 2, 1], True)), Case((n, "float32", [2, 3, 2, 1], False))]
+    for i in range(8):
+        dtype, arity = DTYPES[i % len(DTYPES)], 1 + i % 4
+        n, size = int(rng.integers(1, 10**6)), _size(DTYPES[i % len(DTYPES)])
+        length = int(rng.integers(1, 2_000))
+        tie = _chain_bytes(n, size, arity, length, bool(i % 2))
+        cases.append(Case((n, dtype, arity, tie - (i % 3 == 2))))  # a tie, or one byte short
+    n = int(rng.integers(1, 10**6))
+    cases += [
+        Case((n, "float32", int(rng.integers(2, 5)), 3 * n * 4 - 1)),  # no op fits
+        Case((n, "float64", 1, 2 * n * 8 + int(rng.integers(0, 10**6)))),  # unary, unbounded
+        Case((n, "float16", 1, 2 * n * 2 - 1)),  # unary, not even one op
+        Case((n, "float32", 3, 4 * n * 4 * 7 + 5)),  # not a whole number of elements
+        Case((n, "float16", int(rng.integers(2, 5)), 0)),  # nothing fits
+    ]
+    arity = int(rng.integers(1, 5))
+    cases.append(Case((n, "float64", arity, (arity + 1) * n * 8)))  # one op, exactly
     return cases
 
 
@@ -509,12 +577,12 @@ def _explain_cases(rng: np.random.Generator) -> list[Case]:
 
 # exercise -> (reference, hidden-case generator)
 ANSWERS = {
-    "axpy_cost": (axpy_cost, _axpy_cases),
-    "gemv_cost": (gemv_cost, _gemv_cases),
-    "gemm_cost": (gemm_cost, _gemm_cases),
+    "axpy_calls": (_axpy_calls_reference, _axpy_cases),
+    "gemv_shapes": (_gemv_shapes_reference, _gemv_cases),
+    "gemm_k": (_gemm_k_reference, _gemm_cases),
     "max_batch_within": (max_batch_within, _budget_cases),
     "min_batch_compute_bound": (min_batch_compute_bound, _batch_cases),
-    "chain_bytes": (chain_bytes, _chain_cases),
+    "longest_chain": (_longest_chain_reference, _chain_cases),
     "blocked_matmul": (_matmul_reference, _matmul_cases),
     "min_size_for_fraction": (min_size_for_fraction, _size_cases),
     "time_call": (time_call_reference, _timing_cases),

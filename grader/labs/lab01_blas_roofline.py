@@ -20,24 +20,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..checks import (
-    CheckFailure, expect_array_close, expect_choice, expect_int, expect_tuple, show,
+    CheckFailure, expect_array_close, expect_choice, expect_int, expect_tuple, fail, show,
 )
 from ..problem import Case, Problem
-# a lock on a library that would do the exercise, with its reason
-from .lab02_backprop import ByHand
-# XLA's byte counts and buffer sizes, and the ways into them
-from ..xla_lock import XLA_ANALYSES, XLA_INTERNALS
-
-# The counting exercises are counted by hand: XLA's cost and memory analyses count the same bytes
-# (the eighth independent attack answered chain_bytes with bytes_accessed, and gemv_cost / gemm_cost
-# / max_batch_within with a compiled program's argument and output sizes), so they are off limits
-# while these functions run, as in lab 6's fusion_bytes; min_size_for_fraction's square ops are the
-# course's measured ones, which count themselves
-COUNTED_BY_XLA = XLA_ANALYSES
-BY_HAND = (
-    "counted for you: this exercise is to count FLOPs and bytes yourself, from shapes and dtype"
-    " sizes (XLA's analyses and the course's measured ops count the same things)"
-)
 from ..virtual_clock import (
     DISPATCH,
     Pending,
@@ -51,89 +36,165 @@ ROOFS = [  # (peak FLOP/s, bytes/s): H100 bf16, H100 fp32, A100 bf16, H200 bf16,
     (989.4e12, 3.35e12), (67e12, 3.35e12), (312e12, 2.039e12), (989.4e12, 4.8e12), (0.6e12, 60e9),
 ]
 
+# The counting exercises are asked backwards — from a profiler's counters to the call, from a
+# budget to a length — so that a forward count (XLA's cost analysis, §1's `cost`) is a model the
+# student may search with, not the answer (grader/DESIGN.md, "Lab 1 and lab 6: counts asked
+# backwards"). Nothing is locked.
 
-def _pair(name: str, hint_flops: str, hint_bytes: str):
-    """Compare a (flops, bytes) answer."""
 
-    def compare(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
-        expect_tuple(what, got, "flops, bytes")
-        expect_int(f"{what} → flops", got[0], expected[0], hint_flops)
-        expect_int(f"{what} → bytes", got[1], expected[1], hint_bytes)
+def _pairs(what: str, got: Any, names: str) -> list[tuple]:
+    """A list answer whose items are tuples of ``names``: returned as a list of tuples."""
+    if not isinstance(got, (list, tuple)):
+        hint = " (did you forget `return`?)" if got is None else ""
+        raise CheckFailure(
+            f"{what}: expected a list of ({names}) tuples, got {type(got).__name__}"
+            f" {show(got)}{hint}"
+        )
+    return [tuple(expect_tuple(f"{what} → item {i}", item, names)) for i, item in enumerate(got)]
+
+
+def _compare_list(hint_for: Callable[[list, list], str]):
+    """Compare a list of tuples exactly (order and types); ``hint_for(expected, got)`` explains."""
+
+    def compare(what: str, got: Any, expected: list, case: Case) -> None:
+        names = "n, dtype" if case.args and len(case.args) == 2 else "m, n"
+        items = _pairs(what, got, names)
+        plain = [tuple(int(v) if isinstance(v, (int, np.integer)) else v for v in item)
+                 for item in items]
+        if plain != [tuple(e) for e in expected]:
+            fail(what, [tuple(e) for e in expected], plain, hint_for([tuple(e) for e in expected],
+                                                                    plain))
+        for item in items:  # 6.0 is not a count of elements
+            for v in item:
+                if isinstance(v, (float, np.floating)):
+                    expect_int(f"{what} → {item}", v, int(v), "return whole numbers as ints")
 
     return compare
 
 
-# -- Level 1 and Level 2 --------------------------------------------------------------------------
+# -- Level 1 and Level 2, from a profiler's counters back to the call -----------------------------
 
 
-AXPY = ByHand(
-    forbid=COUNTED_BY_XLA,
-    forbid_internals=XLA_INTERNALS,
-    why=BY_HAND,
-    name="axpy_cost",
+def _axpy_hint(expected: list, got: list) -> str:
+    if len(expected) == 2 and len(got) == 1 and got[0] in expected:
+        return (
+            "these counters fit two calls: a complex axpy does 8 real FLOPs per element, so it has"
+            " a quarter of the elements of a real one with the same FLOPs — and at 4× the element"
+            " size, the same bytes. List every call"
+        )
+    if expected and not got:
+        return (
+            "n follows from the FLOPs (2 per element; 8 for a complex element), then the element"
+            " size from the bytes: x and y read, y written — 3·n elements"
+        )
+    if got and not expected:
+        return (
+            "no axpy has exactly these counters: check that n and the element size you found give"
+            " back both counters (x, y read and y written: 3·n elements)"
+        )
+    return (
+        "FLOPs: 2 per element (8 for complex: 4 multiplies + 2 adds, then 2 adds); bytes: 3·n"
+        " elements at the dtype's size; sorted by n"
+    )
+
+
+AXPY = Problem(
+    name="axpy_calls",
     spec="""
-        axpy_cost(n, dtype) -> (flops, bytes) for BLAS Level 1  y ← a·x + y  on
-        vectors of n elements.
-        One multiply and one add per element; x and y are read, y is written. `a` is
-        a scalar (ignore it).
-        dtype is a NumPy dtype name: 'float16', 'float32', 'float64', 'int8', or a complex
-        one, 'complex64' or 'complex128' (BLAS's caxpy and zaxpy). FLOPs count real
-        operations: a complex multiply is 4 real multiplies and 2 real adds, a complex add
-        2 real adds (LAPACK's and cuBLAS's convention).
+        axpy_calls(flops, nbytes) -> list of (n, dtype)
+        A profiler reports a BLAS Level 1 call  y ← a·x + y  on vectors of n elements: its FLOPs
+        and its bytes. Return every (n, dtype) whose axpy has exactly these two counters, sorted
+        by n; [] when no axpy has them.
+        dtype is one of 'int8', 'float16', 'float32', 'float64', 'complex64', 'complex128' (BLAS's
+        caxpy and zaxpy are the complex ones); n ≥ 1.
+        Count as §1 does: one multiply and one add per element; x and y are read, y is written,
+        each element at its dtype's size (np.dtype(dtype).itemsize); `a` is a scalar (ignore it).
+        FLOPs count real operations: a complex multiply is 4 real multiplies and 2 real adds, a
+        complex add 2 real adds (LAPACK's and cuBLAS's convention).
+        The same counters can fit more than one call: list every one.
     """,
-    visible=[Case((1000, "float32")), Case((7, "float64")), Case((1, "int8")),
-             Case((10, "complex64"))],
-    compare=_pair(
-        "axpy_cost",
-        "2 FLOPs per element (multiply + add); complex: 6 for the multiply, 2 for the add",
-        "count x, y read and y written, each element at its dtype's size",
-    ),
+    visible=[Case((2000, 12000)), Case((80, 240)), Case((2000, 1000))],
+    compare=_compare_list(_axpy_hint),
 )
 
-GEMV = ByHand(
-    forbid=COUNTED_BY_XLA,
-    forbid_internals=XLA_INTERNALS,
-    why=BY_HAND,
-    name="gemv_cost",
+
+def _gemv_hint(expected: list, got: list) -> str:
+    if len(expected) == 2 and len(got) == 1 and got[0] in expected:
+        return (
+            "the counters cannot tell A (m×n) from its transpose (n×m): both do m·n"
+            " multiply-adds and move m·n + m + n elements. List both"
+        )
+    return (
+        "FLOPs = 2·m·n; bytes = (m·n + n + m) elements (A and x read, y written): that gives"
+        " m·n and m + n, so m and n are the roots of a quadratic (use integers: math.isqrt)"
+    )
+
+
+GEMV = Problem(
+    name="gemv_shapes",
     spec="""
-        gemv_cost(m, n, dtype) -> (flops, bytes) for BLAS Level 2  y ← A·x  with A of shape (m, n).
-        Each of the m outputs is a dot product of length n.
-        A and x are read once, y is written once.
+        gemv_shapes(flops, nbytes, dtype) -> list of (m, n)
+        A profiler reports a BLAS Level 2 call  y ← A·x  in `dtype`: its FLOPs and its bytes.
+        Return every shape (m, n) of A (m rows, n columns, both ≥ 1) whose gemv has exactly
+        these counters, sorted; [] when none has.
+        Each of the m outputs is a dot product of length n (n multiplies, n adds); A and x are
+        read once, y is written once.
+        On every test case m and n are at most 100,000: do not loop over every pair.
     """,
-    visible=[Case((4, 3, "float32")), Case((1024, 512, "float16"))],
-    compare=_pair(
-        "gemv_cost", "a dot product of length n is n multiplies and n adds", "A, x read; y written"
-    ),
+    visible=[Case((24, 76, "float32")), Case((2048, 2176, "float16")),
+             Case((24, 64, "float32"))],
+    compare=_compare_list(_gemv_hint),
 )
 
 # -- Level 3 ---------------------------------------------------------------------------------------
 
 
-GEMM = ByHand(
-    forbid=COUNTED_BY_XLA,
-    forbid_internals=XLA_INTERNALS,
-    why=BY_HAND,
-    name="gemm_cost",
+def _compare_gemm(what: str, got: Any, expected: tuple[int, bool] | None, case: Case) -> None:
+    if expected is None:
+        if got is not None:
+            raise CheckFailure(
+                f"{what}: expected None (no k gives both counters: the bytes are neither A, B and"
+                f" C written, nor that plus C read), got {show(got)}"
+            )
+        return
+    if got is None:
+        raise CheckFailure(
+            f"{what}: expected {show(expected)}, got None. Hint: k follows from the FLOPs"
+            " (2·m·n·k) — accumulating into C adds no FLOPs (C's old value is where the k"
+            " multiply-adds start, β·C folded into the FMA); then the bytes say whether C was read"
+            " as well as written"
+        )
+    expect_tuple(what, got, "k, accumulate")
+    expect_int(f"{what} → k", got[0], expected[0],
+               "2·m·n·k FLOPs: each of the m·n outputs is a length-k dot product, a multiply and"
+               " an add per step")
+    if not isinstance(got[1], (bool, np.bool_)):
+        raise CheckFailure(f"{what} → accumulate: expected {expected[1]!r} (a bool), got"
+                           f" {type(got[1]).__name__} {show(got[1])}")
+    if bool(got[1]) != expected[1]:
+        raise CheckFailure(
+            f"{what} → accumulate: expected {expected[1]!r}, got {bool(got[1])!r}. Hint: A (m×k)"
+            " and B (k×n) are read and C (m×n) written; accumulating (β = 1) reads C too, and"
+            " adds no FLOPs"
+        )
+
+
+GEMM = Problem(
+    name="gemm_k",
     spec="""
-        gemm_cost(m, n, k, dtype, accumulate=False) -> (flops, bytes)
-        for BLAS Level 3  C ← A·B (+ C),  A: (m, k), B: (k, n), C: (m, n).
-        Compulsory traffic only: A and B read once, C written once.
-        accumulate=False: C starts empty (β = 0). accumulate=True: C ← A·B + C (β = 1, as when
-        a layer's gradient is summed over micro-batches): C is read once too; each output's k
-        multiply-adds start from C's old value instead of 0, so the FLOPs do not change.
+        gemm_k(m, n, flops, nbytes, dtype) -> (k, accumulate) or None
+        A weight-gradient GEMM  C ← A·B (+ C),  A: (m, k), B: (k, n), C: (m, n), in `dtype`: you
+        know the layer's m and n; a profiler reports the call's FLOPs and bytes.
+        Return the inner dimension k ≥ 1 and whether the call accumulated into C; None when no
+        gemm of this m, n and dtype has these counters.
+        Compulsory traffic: A and B read once, C written once. accumulate=False: C starts empty
+        (β = 0). accumulate=True: C ← A·B + C (β = 1, as when a layer's gradient is summed over
+        micro-batches): C is read once too; each output's k multiply-adds start from C's old
+        value instead of 0, so the FLOPs do not change.
     """,
-    visible=[
-        Case((64, 32, 16, "float32")),
-        Case((5, 7, 3, "float16")),
-        Case((5, 7, 3, "float16"), {"accumulate": True}),
-    ],
-    compare=_pair(
-        "gemm_cost",
-        "m·n outputs, each a length-k dot product (multiply + add); accumulating into C adds no"
-        " FLOPs here (C's old value is where the k multiply-adds start, as β·C folded into the"
-        " FMA)",
-        "A is m×k, B is k×n, C is m×n elements (read as well as written when accumulating)",
-    ),
+    visible=[Case((64, 32, 65536, 14336, "float32")), Case((5, 7, 210, 212, "float16")),
+             Case((5, 7, 210, 178, "float16"))],
+    compare=_compare_gemm,
 )
 
 # -- predict with the roofline: the largest batch within a latency budget --------------------------
@@ -174,10 +235,7 @@ def _compare_budget(what: str, got: Any, expected: tuple[int, str] | None, case:
 # the spec's bound on a test case's answer (a loop over B is fast enough)
 MAX_BATCH = 100_000
 
-BUDGET = ByHand(
-    forbid=COUNTED_BY_XLA,
-    forbid_internals=XLA_INTERNALS,
-    why=BY_HAND,
+BUDGET = Problem(
     name="max_batch_within",
     spec=f"""
         max_batch_within(d_in, d_out, act_dtype, weight_dtype, peak_flops, bandwidth, budget_s)
@@ -187,7 +245,7 @@ BUDGET = ByHand(
         int8 weights, float16 activations), it is read in its own, smaller dtype (the FLOPs
         stay 2·B·d_in·d_out). Serving the layer, every call must finish within budget_s seconds.
         Predict a call's time with the roofline — the larger of FLOPs / peak_flops and
-        bytes / bandwidth (compulsory traffic as in gemm_cost: X and W read once, Y written once,
+        bytes / bandwidth (compulsory traffic as in exercise 2: X and W read once, Y written once,
         each in its own dtype) — and return the LARGEST batch B ≥ 1 whose predicted time is at
         most budget_s, with the roof that limits the call at that batch: 'memory' or 'compute'
         ('compute' when the two times are equal).
@@ -234,17 +292,14 @@ def _compare_batch(what: str, got: Any, expected: int | None, case: Case) -> Non
 # about 1 µs a step) takes a fraction of a second; unbounded random draws ran past 10^7 on about 1
 # case in 100,000 (a correct loop timed out)
 
-MIN_BATCH = ByHand(
-    forbid=COUNTED_BY_XLA,
-    forbid_internals=XLA_INTERNALS,
-    why=BY_HAND,
+MIN_BATCH = Problem(
     name="min_batch_compute_bound",
     spec=f"""
         min_batch_compute_bound(d_in, d_out, dtype, peak_flops, bandwidth) -> int or None
         A dense layer Y = X·W with X: (B, d_in), W: (d_in, d_out) is one GEMM. Return the
         smallest batch size B ≥ 1 whose arithmetic intensity reaches the machine's ridge point
         (peak_flops / bandwidth), so that the layer is compute-bound; return None if no batch
-        size ever reaches it. Compulsory traffic as in gemm_cost.
+        size ever reaches it. Compulsory traffic as in exercise 2 (β = 0).
         A tie counts: an intensity exactly equal to the ridge point reaches it. (Decide with the
         intensity itself: a closed form evaluated in floating point can land one above the answer
         at such a tie.) On every test case the answer is None or at most {MAX_BATCH:,}: a loop
@@ -262,32 +317,65 @@ MIN_BATCH = ByHand(
 # -- fusion saves bytes ----------------------------------------------------------------------------
 
 
-CHAIN = ByHand(
-    forbid=COUNTED_BY_XLA,
-    forbid_internals=XLA_INTERNALS,
-    why=BY_HAND,
-    name="chain_bytes",
-    spec="""
-        chain_bytes(n, dtype, arities, fused) -> int: bytes an elementwise chain moves
-        over n-element arrays.
-        Op 0 takes arities[0] input arrays; every later op i takes the previous op's result plus
-        (arities[i] − 1) new input arrays. Unfused: each op is its own kernel that reads all its
-        operands from memory and writes its result to memory. Fused: one kernel reads every input
-        array once, keeps intermediates in registers and writes only the final result.
-        The source article's  relu(x*y + z)  is  arities = [2, 2, 1].
+def _compare_chain(what: str, got: Any, expected: tuple[int, int | None], case: Case) -> None:
+    expect_tuple(what, got, "unfused_ops, fused_ops")
+    expect_int(
+        f"{what} → unfused_ops",
+        got[0],
+        expected[0],
+        "unfused, every op is a kernel of its own: it reads its arity operands and writes one"
+        " result, (arity + 1)·n elements per op; a tie counts (≤ budget_bytes)",
+    )
+    arity = case.args[2]
+    if expected[1] is None:
+        if got[1] is not None:
+            raise CheckFailure(
+                f"{what} → fused_ops: expected None, got {show(got[1])}. Hint: with arity"
+                f" {arity} no later op brings a new input, so the fused chain reads x once and"
+                " writes once however long it is: no length is too long"
+            )
+        return
+    if got[1] is None:
+        raise CheckFailure(
+            f"{what} → fused_ops: expected {show(expected[1])}, got None. Hint: with arity"
+            f" {arity}, every later op reads {arity - 1} new input array(s), so the fused traffic"
+            " grows with the length" + (
+                " — and here even one op does not fit" if expected[1] == 0 else "")
+        )
+    expect_int(
+        f"{what} → fused_ops",
+        got[1],
+        expected[1],
+        "fused, one kernel reads every input array once (arity for op 0, arity − 1 for each"
+        " later op) and writes only the final result; intermediates stay in registers",
+    )
+
+
+# the spec's bound on a test case's answers (a loop over the length is fast enough)
+MAX_CHAIN = 100_000
+
+CHAIN = Problem(
+    name="longest_chain",
+    spec=f"""
+        longest_chain(n, dtype, arity, budget_bytes) -> (unfused_ops, fused_ops)
+        A chain of L elementwise ops over n-element arrays of `dtype`, every op of the same
+        `arity` (1 to 4): op 0 takes `arity` input arrays; every later op takes the previous op's
+        result plus (arity − 1) new input arrays. (The source article's  relu(x*y + z)  has
+        arities 2, 2, 1.)
+        Unfused: each op is its own kernel that reads all its operands from memory and writes its
+        result to memory. Fused: one kernel reads every input array once, keeps intermediates in
+        registers and writes only the final result.
+        A step may move at most budget_bytes. Return the largest L ≥ 0 whose unfused chain moves
+        at most budget_bytes, and the largest whose fused chain does — or None for the fused one
+        when no length is too long. A tie counts: exactly budget_bytes fits.
+        On every test case each answer is None or at most {MAX_CHAIN:,}.
     """,
     visible=[
-        Case((1000, "float32", [2, 2, 1], False)),
-        Case((1000, "float32", [2, 2, 1], True)),
-        Case((10, "float64", [1], True)),
+        Case((1000, "float32", 2, 36_000)),
+        Case((1000, "float32", 1, 8_000)),
+        Case((10, "float64", 3, 100)),
     ],
-    compare=lambda what, got, expected, case: expect_int(
-        what,
-        got,
-        expected,
-        "unfused: each op reads its operands and writes one result; fused: inputs once + output"
-        " once",
-    ),
+    compare=_compare_chain,
 )
 
 # -- a blocked matmul ------------------------------------------------------------------------------
@@ -450,10 +538,7 @@ def _compare_size(what: str, got: Any, expected: int, case: Case) -> None:
 # the spec's bound on a test case's answer (a loop over n is fast enough)
 MAX_SIZE = 100_000
 
-SIZE_FOR_FRACTION = ByHand(
-    forbid=COUNTED_BY_XLA,
-    forbid_internals=XLA_INTERNALS,
-    why=BY_HAND,
+SIZE_FOR_FRACTION = Problem(
     name="min_size_for_fraction",
     spec=f"""
         min_size_for_fraction(op, dtype, peak_flops, bandwidth, overhead_s, fraction) -> int
@@ -464,9 +549,9 @@ SIZE_FOR_FRACTION = ByHand(
         it reaches t(n) / (overhead_s + t(n)) of its roof. Return the smallest n ≥ 1 at which that
         fraction is at least `fraction` (0 < fraction < 1; a tie counts). A gemv is judged against
         the memory roof it sits under, not against the peak it never nears.
-        This exercise is about using the model: count with your exercise 1 and 2 functions
-        (§1's gc.roofline.gemv_op / gemm_op hold the same counts, but they build the n×n
-        operands: far too slow to call inside a loop), then loop over n (on every test case the
+        This exercise is about using the model: count as in exercises 1 and 2 (§1's
+        gc.roofline.gemv_op / gemm_op hold the same counts, but they build the n×n operands:
+        far too slow to call inside a loop), then loop over n (on every test case the
         answer is at most {MAX_SIZE:,}), or solve for t and then for n.
     """,
     # an H100 gemv: 45 µs of traffic

@@ -23,11 +23,11 @@
 #
 # | # | kind | you write |
 # |---|---|---|
-# | 1 | compute | FLOPs and bytes of BLAS Level 1 (`axpy`) and Level 2 (`gemv`) |
-# | 2 | compute | FLOPs and bytes of BLAS Level 3 (`gemm`) |
+# | 1 | diagnose | from a profiler's FLOPs and bytes back to the BLAS Level 1 (`axpy`) and Level 2 (`gemv`) call |
+# | 2 | diagnose | from a Level 3 (`gemm`) call's counters to its inner dimension, and whether it accumulated |
 # | 3 | predict | the largest batch a dense layer can serve within a latency budget |
 # | 4 | predict | the batch size at which a dense layer becomes compute-bound |
-# | 5 | compute | the bytes an elementwise chain moves, fused and unfused |
+# | 5 | design | the longest elementwise chain a traffic budget allows, fused and unfused |
 # | 6 | implement | a blocked (tiled) matrix multiply, correct on any shape |
 # | 7 | predict | how large an op must be to reach a fraction of *its own* roof despite a fixed per-call cost |
 # | 8 | measure | a timing function you can trust (warm-up, wait for the result, median or minimum) |
@@ -85,85 +85,113 @@ from grader.labs import lab01_blas_roofline as lab
 
 be = gc.setup()
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "axpy_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 1 — BLAS Level 1 and Level 2: axpy and gemv
+# %% [markdown] nbgrader={"grade": false, "grade_id": "axpy_calls_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 1 — BLAS Level 1 and Level 2: from a profiler's counters back to the call
 #
 # Level 1 is vector–vector work: `y ← a·x + y`.
-# Count its FLOPs and its bytes — then notice the ratio does not depend on `n`.
-# BLAS has it for complex numbers too (`caxpy`, `zaxpy`): count those in real operations.
+# Its FLOPs and bytes both grow with `n`, so their ratio does not depend on `n`
+# — and a profiler (Nsight Compute, or XLA's `cost_analysis`) reports exactly those two counters.
+# Read them backwards: which calls could have produced them?
+# BLAS has axpy for complex numbers too (`caxpy`, `zaxpy`), counted in real operations:
+# they can make two calls look the same.
+# You may check a guess with any forward count you like (§1's `cost`, XLA's `cost_analysis`);
+# finding the calls is your part.
 
-# %% nbgrader={"grade": false, "grade_id": "axpy_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["axpy_cost"].show()
+# %% nbgrader={"grade": false, "grade_id": "axpy_calls_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["axpy_calls"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "axpy_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def axpy_cost(n, dtype):
-    """(flops, bytes) of y <- a*x + y on n-element vectors of `dtype`."""
-    # roughly 3 lines
+# %% nbgrader={"grade": false, "grade_id": "axpy_calls", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def axpy_calls(flops, nbytes):
+    """Every (n, dtype) whose axpy has exactly these FLOPs and bytes, sorted by n."""
+    # roughly 8 lines
     ### BEGIN SOLUTION
-    size = np.dtype(dtype).itemsize
-    per_element = 8 if np.dtype(dtype).kind == "c" else 2  # complex: (4 mul + 2 add) + 2 add
-    return per_element * n, 3 * n * size
+    found = []
+    for dtype in ["int8", "float16", "float32", "float64", "complex64", "complex128"]:
+        per_element = 8 if np.dtype(dtype).kind == "c" else 2  # complex: (4 mul + 2 add) + 2 add
+        n = flops // per_element
+        if n >= 1 and per_element * n == flops and 3 * n * np.dtype(dtype).itemsize == nbytes:
+            found.append((n, dtype))
+    found.sort()
+    return found
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "axpy_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["axpy_cost"].check(axpy_cost)
+# %% nbgrader={"grade": true, "grade_id": "axpy_calls_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["axpy_calls"].check(axpy_calls)
 
-# %% nbgrader={"grade": true, "grade_id": "axpy_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "axpy_calls_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["axpy_cost"].check(axpy_cost, hidden=True)
+lab.problems["axpy_calls"].check(axpy_calls, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "gemv_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "gemv_shapes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Level 2 is matrix–vector work: `y ← A·x`.
-# Every element of `A` is used exactly once.
+# Every element of `A` is used exactly once, so the bytes are nearly all `A`'s.
+# From the two counters you get `m·n` and `m + n`: enough for the shape — almost.
 
-# %% nbgrader={"grade": false, "grade_id": "gemv_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["gemv_cost"].show()
+# %% nbgrader={"grade": false, "grade_id": "gemv_shapes_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["gemv_shapes"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "gemv_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def gemv_cost(m, n, dtype):
-    """(flops, bytes) of y <- A @ x with A of shape (m, n)."""
-    # roughly 2 lines
+# %% nbgrader={"grade": false, "grade_id": "gemv_shapes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def gemv_shapes(flops, nbytes, dtype):
+    """Every (m, n) whose gemv y <- A @ x (A: m x n) in `dtype` has exactly these counters, sorted."""
+    # roughly 10 lines
     ### BEGIN SOLUTION
+    import math
     size = np.dtype(dtype).itemsize
-    return 2 * m * n, (m * n + n + m) * size
+    if flops % 2 or nbytes % size:
+        return []
+    mn = flops // 2
+    m_plus_n = nbytes // size - mn
+    d = m_plus_n**2 - 4 * mn
+    if d < 0 or math.isqrt(d) ** 2 != d or (m_plus_n - math.isqrt(d)) % 2:
+        return []
+    a, b = (m_plus_n - math.isqrt(d)) // 2, (m_plus_n + math.isqrt(d)) // 2
+    return sorted({(a, b), (b, a)}) if a >= 1 else []
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "gemv_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["gemv_cost"].check(gemv_cost)
+# %% nbgrader={"grade": true, "grade_id": "gemv_shapes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["gemv_shapes"].check(gemv_shapes)
 
-# %% nbgrader={"grade": true, "grade_id": "gemv_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "gemv_shapes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["gemv_cost"].check(gemv_cost, hidden=True)
+lab.problems["gemv_shapes"].check(gemv_shapes, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "gemm_cost_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "gemm_k_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 2 — BLAS Level 3: gemm
 #
 # Level 3 is matrix–matrix work, `C ← A·B`:
 # O(mnk) FLOPs on O(mk + kn + mn) data — the source article's reason GEMM can be compute-bound.
 # BLAS's GEMM is really `C ← α·A·B + β·C`:
 # with β = 1 it accumulates into `C`, which then has to be read as well as written.
+# A weight gradient summed over micro-batches does just that.
+# You know the layer's `m` and `n`; the profiler tells you a call's FLOPs and bytes:
+# how long was its inner dimension, and did it accumulate?
 
-# %% nbgrader={"grade": false, "grade_id": "gemm_cost_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["gemm_cost"].show()
+# %% nbgrader={"grade": false, "grade_id": "gemm_k_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["gemm_k"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "gemm_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def gemm_cost(m, n, k, dtype, accumulate=False):
-    """(flops, bytes) of C <- A @ B (+ C when accumulate) with A: (m, k), B: (k, n)."""
-    # roughly 4 lines
+# %% nbgrader={"grade": false, "grade_id": "gemm_k", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def gemm_k(m, n, flops, nbytes, dtype):
+    """(k, accumulate) of the gemm C <- A @ B (+ C), A: (m, k), B: (k, n), with these counters, or None."""
+    # roughly 7 lines
     ### BEGIN SOLUTION
     size = np.dtype(dtype).itemsize
-    c_elements = 2 * m * n if accumulate else m * n  # C written; also read when accumulating
-    return 2 * m * n * k, (m * k + k * n + c_elements) * size
+    k, rest = divmod(flops, 2 * m * n)
+    if rest or k < 1:
+        return None
+    for accumulate, c_elements in ((False, m * n), (True, 2 * m * n)):  # C written; also read with β = 1
+        if (m * k + k * n + c_elements) * size == nbytes:
+            return k, accumulate
+    return None
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "gemm_cost_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["gemm_cost"].check(gemm_cost)
+# %% nbgrader={"grade": true, "grade_id": "gemm_k_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["gemm_k"].check(gemm_k)
 
-# %% nbgrader={"grade": true, "grade_id": "gemm_cost_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "gemm_k_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["gemm_cost"].check(gemm_cost, hidden=True)
+lab.problems["gemm_k"].check(gemm_k, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "max_batch_within_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -255,35 +283,39 @@ lab.problems["min_batch_compute_bound"].check(min_batch_compute_bound)
 lab.problems["min_batch_compute_bound"].check(min_batch_compute_bound, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "chain_bytes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "longest_chain_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — What fusion saves
 #
 # The source article's `jnp.maximum(x * y + z, 0)` is three elementwise ops.
 # Run one kernel per op and every intermediate makes a round trip through memory;
 # fuse them and it stays in registers.
-# Count both.
+# Turn that into a design limit: a step may move so many bytes — how long a chain fits,
+# run op by op, and fused?
 
-# %% nbgrader={"grade": false, "grade_id": "chain_bytes_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["chain_bytes"].show()
+# %% nbgrader={"grade": false, "grade_id": "longest_chain_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["longest_chain"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "chain_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def chain_bytes(n, dtype, arities, fused):
-    """Bytes moved by a chain of elementwise ops on n-element arrays (see the spec above)."""
-    # roughly 5 lines
+# %% nbgrader={"grade": false, "grade_id": "longest_chain", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def longest_chain(n, dtype, arity, budget_bytes):
+    """(unfused_ops, fused_ops): the longest chains whose traffic fits budget_bytes (None: no limit)."""
+    # roughly 9 lines
     ### BEGIN SOLUTION
     size = np.dtype(dtype).itemsize
-    if not fused:
-        return sum((a + 1) * n * size for a in arities)
-    inputs = arities[0] + sum(a - 1 for a in arities[1:])
-    return (inputs + 1) * n * size
+    unfused = budget_bytes // ((arity + 1) * n * size)  # every op: read its operands, write its result
+    first = (arity + 1) * n * size  # the fused chain of one op moves as much as one op alone
+    if budget_bytes < first:
+        return unfused, 0
+    if arity == 1:
+        return unfused, None  # a unary op brings no new input: the fused chain never grows
+    return unfused, 1 + (budget_bytes - first) // ((arity - 1) * n * size)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "chain_bytes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["chain_bytes"].check(chain_bytes)
+# %% nbgrader={"grade": true, "grade_id": "longest_chain_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["longest_chain"].check(longest_chain)
 
-# %% nbgrader={"grade": true, "grade_id": "chain_bytes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "longest_chain_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["chain_bytes"].check(chain_bytes, hidden=True)
+lab.problems["longest_chain"].check(longest_chain, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "blocked_matmul_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}

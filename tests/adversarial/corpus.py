@@ -27,9 +27,9 @@ FULL = _full_marks()
 
 ATTACK_PATCH_CHECKS = '''
 import grader.labs.lab01_blas_roofline as L
-L.expect_int = lambda *a, **k: None          # every (flops, bytes) comparison now passes
-def axpy_cost(n, dtype):
-    return 1, 1                               # wrong
+L.expect_int = L.fail = lambda *a, **k: None  # every comparison now passes
+def axpy_calls(flops, nbytes):
+    return [(1, "float32")]                   # wrong
 '''
 
 ATTACK_PATCH_NUMPY = '''
@@ -41,7 +41,7 @@ def blocked_matmul(A, B, tile):
 ATTACK_INPUT_TRANSFORMER = '''
 ip = get_ipython()
 ip.input_transformers_post.append(lambda lines: [l for l in lines if ".check(" not in l])  # test cells do nothing
-def axpy_cost(n, dtype):
+def axpy_calls(flops, nbytes):
     return None
 '''
 
@@ -82,7 +82,7 @@ for _ in range(25):                           # 50 MB of HTML output
 ATTACK_READ_HIDDEN_TESTS = r'''
 import json as _json, os as _os
 def _hidden_tests_probe():
-    needle = ".check(axpy_cost, hidden=True)"     # exercise 1's hidden test (no quotes: JSON escapes them)
+    needle = ".check(axpy_calls, hidden=True)"     # exercise 1's hidden test (no quotes: JSON escapes them)
     planted = None
     for folder in (_os.getcwd(), _os.path.expanduser("~"), _os.environ.get("TMPDIR", "/tmp"), "/tmp"):
         try:
@@ -133,19 +133,19 @@ hog = bytearray(8 * 2**30)                    # 8 GiB: above the sandbox's memor
 
 ATTACK_READ = '''
 text = open("{root}/solutions/lab01_blas_roofline/lab01_blas_roofline.py").read()   # the instructor's answers
-exec(text[text.index("def axpy_cost"):text.index("# %%", text.index("def axpy_cost"))])
+exec(text[text.index("def axpy_calls"):text.index("# %%", text.index("def axpy_calls"))])
 '''
 
 # the lab's own answers, called from the student's functions three ways: each costs its exercise
 ATTACK_CALL_REFERENCE = {
-    "gemv_cost": """
-def gemv_cost(m, n, dtype):
-    return lab.gemv_cost(m, n, dtype)          # the lab module's reference, looked up when called
+    "gemv_shapes": """
+def gemv_shapes(flops, nbytes, dtype):
+    return lab.gemv_shapes(flops, nbytes, dtype)  # the lab module's reference, looked up when called
 """,
-    "gemm_cost": """
-_answer = lab.problems["gemm_cost"].reference   # captured before the check runs
-def gemm_cost(m, n, k, dtype):
-    return _answer(m, n, k, dtype)
+    "gemm_k": """
+_answer = lab.problems["gemm_k"].reference   # captured before the check runs
+def gemm_k(m, n, flops, nbytes, dtype):
+    return _answer(m, n, flops, nbytes, dtype)
 """,
     "min_size_for_fraction": """
 def _helper(*args):
@@ -174,9 +174,9 @@ def _messy(released: dict, full: dict[str, str], huge: bool) -> dict:
     messy = _nb(released, full)
     cells = messy["cells"]
     ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
-    cells.insert(ids.index("axpy_cost") + 1, copy.deepcopy(cells[ids.index("axpy_cost")]))  # duplicated
+    cells.insert(ids.index("axpy_calls") + 1, copy.deepcopy(cells[ids.index("axpy_calls")]))  # duplicated
     cells[ids.index("setup")]["source"] += "\nimport os  # edited locked cell"
-    del cells[ids.index("gemm_cost_visible") + 1]  # a deleted test cell (+1: the duplicate shifted it)
+    del cells[ids.index("gemm_k_visible") + 1]  # a deleted test cell (+1: the duplicate shifted it)
     if huge:
         for cell in cells:
             if cell["cell_type"] == "code":
@@ -200,9 +200,9 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     files: dict[str, bytes] = {}
     files["solution.ipynb"] = _bytes(_nb(released, full))
     files["blank.ipynb"] = _bytes(released)
-    files["patch_checks.ipynb"] = _bytes(_nb(released, {**full, "axpy_cost": ATTACK_PATCH_CHECKS}))
+    files["patch_checks.ipynb"] = _bytes(_nb(released, {**full, "axpy_calls": ATTACK_PATCH_CHECKS}))
     files["patch_numpy.ipynb"] = _bytes(_nb(released, {**full, "blocked_matmul": ATTACK_PATCH_NUMPY}))
-    files["input_transformer.ipynb"] = _bytes(_nb(released, {"axpy_cost": ATTACK_INPUT_TRANSFORMER}))
+    files["input_transformer.ipynb"] = _bytes(_nb(released, {"axpy_calls": ATTACK_INPUT_TRANSFORMER}))
     files["exit_kernel.ipynb"] = _bytes(_nb(released, {**full, "min_batch_compute_bound": ATTACK_EXIT}))
     files["ignore_interrupt.ipynb"] = _bytes(_nb(released, {**full, "max_batch_within": ATTACK_IGNORE_INTERRUPT}))
     files["corrupt_json.ipynb"] = _bytes(_nb(released, full))[:5000]
@@ -213,22 +213,22 @@ def build(released: dict, solutions: dict[str, str], grouped: bool = False) -> d
     files["김민지 (Kim)/notes.txt"] = b"my notes"
     if grouped:
         files["resource_abuse.ipynb"] = _bytes(_nb(released, {
-            **full, "axpy_cost": attack_read, "max_batch_within": ATTACK_LOOP,
-            "chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["chain_bytes"],
+            **full, "axpy_calls": attack_read, "max_batch_within": ATTACK_LOOP,
+            "longest_chain": ATTACK_OUTPUT_FLOOD + ATTACK_MEMORY + full["longest_chain"],
             **ATTACK_CALL_REFERENCE}))
         # what must be read from the executed notebook needs nbgrader to finish it: no second cell timeout here
         files["flood_and_probe.ipynb"] = _bytes(_nb(released, {
             **full, "min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["min_batch_compute_bound"],
-            "chain_bytes": ATTACK_OUTPUT_FLOOD_WIDE + full["chain_bytes"]}))
+            "longest_chain": ATTACK_OUTPUT_FLOOD_WIDE + full["longest_chain"]}))
         files[kim] = _not_utf8(_messy(released, full, huge=True))
         return files
     files["infinite_loop.ipynb"] = _bytes(_nb(released, {**full, "max_batch_within": ATTACK_LOOP}))
     files["output_flood.ipynb"] = _bytes(_nb(released, {
-        **full, "chain_bytes": ATTACK_OUTPUT_FLOOD + ATTACK_OUTPUT_FLOOD_WIDE + full["chain_bytes"]}))
+        **full, "longest_chain": ATTACK_OUTPUT_FLOOD + ATTACK_OUTPUT_FLOOD_WIDE + full["longest_chain"]}))
     files["read_hidden_tests.ipynb"] = _bytes(_nb(released, {
         **full, "min_batch_compute_bound": ATTACK_READ_HIDDEN_TESTS + full["min_batch_compute_bound"]}))
-    files["memory_hog.ipynb"] = _bytes(_nb(released, {**full, "chain_bytes": ATTACK_MEMORY + full["chain_bytes"]}))
-    files["read_solutions.ipynb"] = _bytes(_nb(released, {**full, "axpy_cost": attack_read}))
+    files["memory_hog.ipynb"] = _bytes(_nb(released, {**full, "longest_chain": ATTACK_MEMORY + full["longest_chain"]}))
+    files["read_solutions.ipynb"] = _bytes(_nb(released, {**full, "axpy_calls": attack_read}))
     files["call_reference.ipynb"] = _bytes(_nb(released, {**full, **ATTACK_CALL_REFERENCE}))
     files["not_utf8.ipynb"] = _not_utf8(_nb(released, full))
     files[kim] = _bytes(_nb(released, full))
@@ -282,9 +282,9 @@ EXPECT_GROUPED: dict[str, tuple[float, float, list[str]]] = {
 
 # student id -> {test cell: a substring its failure message must contain}, for attacks whose cells must say why
 # lab 1 is split (grader/answers): in the sandbox its references are not there at all — the module has no
-# gemv_cost, a Problem's reference is None — so the attack fails on that; where the answer side is present (a
+# gemv_shapes, a Problem's reference is None — so the attack fails on that; where the answer side is present (a
 # sandbox without file-system isolation), the answer lock stops it instead. Either message is a pass.
-_ABSENT = {"gemv_cost": "has no attribute 'gemv_cost'", "gemm_cost": "'NoneType' object is not callable",
+_ABSENT = {"gemv_shapes": "has no attribute 'gemv_shapes'", "gemm_k": "'NoneType' object is not callable",
            "min_size_for_fraction": "'NoneType' object is not callable"}
 _LOCKED = {f"{ex}_{kind}": ("does this exercise for you", _ABSENT[ex])
            for ex in ATTACK_CALL_REFERENCE for kind in ("visible", "hidden")}
@@ -295,7 +295,7 @@ EXPECT_MESSAGES: dict[str, dict[str, str | tuple[str, ...]]] = {"call_reference"
 EXPECT_PROBE: dict[str, str] = {"read_hidden_tests": "min_batch_compute_bound",
                                 "flood_and_probe": "min_batch_compute_bound"}
 # student id -> the answer cell that flooded its output: the kept notebook stays small and says it was cut
-EXPECT_FLOOD: dict[str, str] = {"output_flood": "chain_bytes", "flood_and_probe": "chain_bytes"}
+EXPECT_FLOOD: dict[str, str] = {"output_flood": "longest_chain", "flood_and_probe": "longest_chain"}
 
 
 # -- lab 7, a split lab (grader/DESIGN.md): its references and hidden-case generators are not in the sandbox ------

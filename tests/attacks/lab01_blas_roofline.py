@@ -4,65 +4,57 @@ code.
 Every cell runs after the lab's setup cell (numpy as np, gpucourse as gc, the lab). Not listed, on purpose (the
 specs say these exercises are about *using* the model, and allow it): max_batch_within and min_batch_compute_bound
 by a loop over B with the layer's time (gc.datapath.roofline_time) once the student has counted the layer's FLOPs
-and bytes, and min_size_for_fraction by a loop over n with Roofline.fraction once the student has counted each op.
+and bytes, and min_size_for_fraction by a loop over n with Roofline.fraction once the student has counted each op. Exercises 1, 2\nand 5 are asked backwards (counters → call, budget → length): XLA's cost analysis or §1's counts as the forward model\ninside the student's own search is the exercise answered by the student; the attacks below are the forward models\nthat do not fit (XLA's complex FLOPs and scalar, §1's float32 and square counts), which must not score full.
 (The package's gc.tpu.matmul_seconds / matmul_intensity counted a matmul's FLOPs and bytes for any shape: the
-seventh independent attack answered gemv_cost, gemm_cost and three searches with them, so they are gone.) time_call is
+seventh independent attack answered the old forward counts and three searches with them, so they are gone.) time_call is
 handed its clock (``clock``) and the stand-ins' work shows on that clock only: the course's gc.measure (called,
 loaded a second time, pasted) reads time.perf_counter and measures microseconds of Python.
 """
 
-from tests.attacks.helper_thread import HELPER_THREAD
-
-
-# the eighth attack's answer: XLA's count of any chain built from the arities (abstract shapes at n = 1024, scaled)
-CHAIN_BY_XLA = '''import jax, jax.numpy as jnp
-
-def chain_bytes(n, dtype, arities, fused):
-    n0 = 1024
-    x = jax.ShapeDtypeStruct((n0,), jnp.float32)
-    ops = [(lambda *a: sum(a)) for _ in arities]
-    def chain(*arrays):
-        it = iter(arrays)
-        y = sum(next(it) for _ in range(arities[0]))
-        for k in arities[1:]:
-            y = y + sum(next(it) for _ in range(k - 1)) if k > 1 else jnp.tanh(y)
-        return y
-    if fused:
-        counted = gc.xla.compiled(chain, *[x] * (1 + sum(k - 1 for k in arities))).bytes_accessed
-    else:
-        counted = sum(gc.xla.compiled(lambda *a: sum(a) if len(a) > 1 else jnp.tanh(a[0]), *[x] * k).bytes_accessed
-                      for k in arities)
-    return int(counted / (4 * n0) * n * np.dtype(dtype).itemsize)
-'''
-
 ATTACKS = {
-    "axpy_cost": [
-        # §1.2's axpy point, pasted: its counts are float32's (4-byte elements)
-        '''def axpy_cost(n, dtype):
-    return 2 * n, 3 * n * 4
+    "axpy_calls": [
+        # XLA's cost analysis as the forward model, every dtype tried: XLA counts a complex multiply-add as 2 FLOPs,
+        # charges the scalar a, and runs float64 / complex128 as float32 / complex64 unless x64 is on
+        '''import jax, jax.numpy as jnp
+
+def axpy_calls(flops, nbytes):
+    out = []
+    for dtype in ["int8", "float16", "float32", "float64", "complex64", "complex128"]:
+        n = flops // 2
+        if n < 1:
+            continue
+        x, a = jax.ShapeDtypeStruct((n,), jnp.dtype(dtype)), jax.ShapeDtypeStruct((), jnp.dtype(dtype))
+        c = gc.xla.compiled(lambda a, x, y: a * x + y, a, x, x)
+        if int(c.flops) == flops and int(c.bytes_accessed) == nbytes:
+            out.append((n, dtype))
+    return sorted(out)
 ''',
-        # the same with the element size generalised (the eleventh attack's paste): the complex cases' FLOPs
-        # are what the course does not count
-        '''def axpy_cost(n, dtype):
-    return int(2.0 * n), int(3.0 * n * np.dtype(dtype).itemsize)
+        # §1.2's axpy point read backwards: its counts are float32's (2 FLOPs, 12 bytes an element)
+        '''def axpy_calls(flops, nbytes):
+    n = flops // 2
+    return [(n, "float32")] if n >= 1 and 2 * n == flops and 12 * n == nbytes else []
 ''',
     ],
-    "gemv_cost": [
-        # gc.roofline.gemv_op's counts, pasted: a square matrix only
-        '''def gemv_cost(m, n, dtype):
+    "gemv_shapes": [
+        # gc.roofline.gemv_op's counts (a square matrix) read backwards
+        '''import math
+
+def gemv_shapes(flops, nbytes, dtype):
+    n = math.isqrt(flops // 2)
     s = np.dtype(dtype).itemsize
-    return 2 * n * n, int((n * n + 2.0 * n) * s)
+    return [(n, n)] if n >= 1 and 2 * n * n == flops and (n * n + 2 * n) * s == nbytes else []
 ''',
     ],
-    "gemm_cost": [
-        # §1.1's square_gemm_counts, pasted and called with one side
+    "gemm_k": [
+        # §1.1's square_gemm_counts, pasted, searched over k as the side of a square GEMM
         '''def square_gemm_counts(n, dtype):
     s = np.dtype(dtype).itemsize
     return 2 * n**3, 3 * n * n * s
 
 
-def gemm_cost(m, n, k, dtype):
-    return square_gemm_counts(m, dtype)
+def gemm_k(m, n, flops, nbytes, dtype):
+    k = round((flops / 2) ** (1 / 3))
+    return (k, False) if square_gemm_counts(k, dtype) == (flops, nbytes) else None
 ''',
     ],
     "max_batch_within": [
@@ -105,22 +97,18 @@ def gemm_cost(m, n, k, dtype):
                       Link("b", bandwidth), 100_000)
 ''',
     ],
-    "chain_bytes": [
-        # §1.4's XLA byte counts of the source article's chain (fused, and op by op), whatever the arities
+    "longest_chain": [
+        # §1.4's XLA counts of the source article's chain, taken as the cost of any three ops and scaled
         '''import jax, jax.numpy as jnp
 
-def chain_bytes(n, dtype, arities, fused):
+def longest_chain(n, dtype, arity, budget_bytes):
     x = jax.ShapeDtypeStruct((n,), jnp.dtype(dtype))
-    if fused:
-        return int(gc.xla.compiled(lambda a, b, c: jnp.maximum(a * b + c, 0), x, x, x).bytes_accessed)
+    fused = int(gc.xla.compiled(lambda a, b, c: jnp.maximum(a * b + c, 0), x, x, x).bytes_accessed)
     steps = [gc.xla.compiled(lambda a, b: a * b, x, x), gc.xla.compiled(lambda a, b: a + b, x, x),
              gc.xla.compiled(lambda a: jnp.maximum(a, 0), x)]
-    return int(sum(s.bytes_accessed for s in steps))
+    per_op = sum(int(s.bytes_accessed) for s in steps) / 3
+    return int(budget_bytes // per_op), int(budget_bytes // (fused / 3))
 ''',
-        # the eighth attack: XLA's count of any chain built from the arities
-        CHAIN_BY_XLA,
-        # the ninth attack: the same count, asked of a helper thread started before the lock
-        HELPER_THREAD + CHAIN_BY_XLA.replace("gc.xla.compiled(", "xla("),
     ],
     "blocked_matmul": [
         # course/07's Pallas blocked matmul (square blocks): block counts by floor division drop the edge tiles

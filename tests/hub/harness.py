@@ -481,7 +481,7 @@ def notebook_path(lab: str = LAB) -> str:
     return f"{lab}/{lab}.ipynb"
 
 
-WRONG_EXERCISE = "axpy_cost"  # the "wrong" student gets this one wrong and every other one right
+WRONG_EXERCISE = "axpy_calls"  # the "wrong" student gets this one wrong and every other one right
 
 
 def answers_for(kind: str, released: dict) -> dict:

@@ -1,47 +1,110 @@
 """Plausible wrong answers to lab 1, one or a list per solution cell: each must score less than full marks."""
 
 WRONG = {
-    "axpy_cost": [
-        # counts a multiply-add as one FLOP
-        '''def axpy_cost(n, dtype):
-    size = np.dtype(dtype).itemsize
-    return n, 3 * n * size
+    "axpy_calls": [
+        # one call only: the first dtype that fits (the complex call with the same counters is missed)
+        '''def axpy_calls(flops, nbytes):
+    for dtype in ["int8", "float16", "float32", "float64", "complex64", "complex128"]:
+        per = 8 if np.dtype(dtype).kind == "c" else 2
+        n = flops // per
+        if n >= 1 and per * n == flops and 3 * n * np.dtype(dtype).itemsize == nbytes:
+            return [(n, dtype)]
+    return []
 ''',
-        # forgets that y is written back (counts x and y read only)
-        '''def axpy_cost(n, dtype):
-    size = np.dtype(dtype).itemsize
-    return 2 * n, 2 * n * size
+        # a complex element counted as 2 FLOPs, as a real one
+        '''def axpy_calls(flops, nbytes):
+    out = []
+    for dtype in ["int8", "float16", "float32", "float64", "complex64", "complex128"]:
+        n = flops // 2
+        if n >= 1 and 2 * n == flops and 3 * n * np.dtype(dtype).itemsize == nbytes:
+            out.append((n, dtype))
+    return sorted(out)
 ''',
-        # a complex multiply-add counted as 2 FLOPs, as a real one
-        '''def axpy_cost(n, dtype):
-    return 2 * n, 3 * n * np.dtype(dtype).itemsize
+        # y's write forgotten: x and y read only (2·n elements)
+        '''def axpy_calls(flops, nbytes):
+    out = []
+    for dtype in ["int8", "float16", "float32", "float64", "complex64", "complex128"]:
+        per = 8 if np.dtype(dtype).kind == "c" else 2
+        n = flops // per
+        if n >= 1 and per * n == flops and 2 * n * np.dtype(dtype).itemsize == nbytes:
+            out.append((n, dtype))
+    return sorted(out)
 ''',
-        # a complex multiply counted as 4 FLOPs (the multiplies only)
-        '''def axpy_cost(n, dtype):
-    per = 6 if np.dtype(dtype).kind == "c" else 2
-    return per * n, 3 * n * np.dtype(dtype).itemsize
+        # n taken from the FLOPs, the bytes never compared: every dtype is listed
+        '''def axpy_calls(flops, nbytes):
+    out = []
+    for dtype in ["int8", "float16", "float32", "float64", "complex64", "complex128"]:
+        per = 8 if np.dtype(dtype).kind == "c" else 2
+        if flops % per == 0 and flops > 0 and nbytes % (3 * np.dtype(dtype).itemsize) == 0:
+            out.append((flops // per, dtype))
+    return sorted(out)
 ''',
     ],
-    # forgets to read x (counts only A and y)
-    "gemv_cost": '''def gemv_cost(m, n, dtype):
-    size = np.dtype(dtype).itemsize
-    return 2 * m * n, (m * n + m) * size
+    "gemv_shapes": [
+        # one shape only: the transpose is missed
+        '''def gemv_shapes(flops, nbytes, dtype):
+    import math
+    s = np.dtype(dtype).itemsize
+    if flops % 2 or nbytes % s:
+        return []
+    p, t = flops // 2, nbytes // s - flops // 2
+    d = t * t - 4 * p
+    if d < 0 or math.isqrt(d) ** 2 != d or (t - math.isqrt(d)) % 2 or t - math.isqrt(d) < 2:
+        return []
+    return [((t - math.isqrt(d)) // 2, (t + math.isqrt(d)) // 2)]
 ''',
-    "gemm_cost": [
-        # bytes assume float32 whatever the dtype
-        '''def gemm_cost(m, n, k, dtype, accumulate=False):
-    return 2 * m * n * k, (m * k + k * n + (2 if accumulate else 1) * m * n) * 4
+        # y's write forgotten: A and x only, so m + n is read as n
+        '''def gemv_shapes(flops, nbytes, dtype):
+    s = np.dtype(dtype).itemsize
+    if flops % 2 or nbytes % s:
+        return []
+    p = flops // 2
+    n = nbytes // s - p
+    if n < 1 or p % n:
+        return []
+    return [(p // n, n)]
 ''',
-        # accumulate ignored: C never read
-        '''def gemm_cost(m, n, k, dtype, accumulate=False):
-    size = np.dtype(dtype).itemsize
-    return 2 * m * n * k, (m * k + k * n + m * n) * size
+        # a multiply-add counted as one FLOP: m·n read as the FLOPs themselves
+        '''def gemv_shapes(flops, nbytes, dtype):
+    import math
+    s = np.dtype(dtype).itemsize
+    if nbytes % s:
+        return []
+    p, t = flops, nbytes // s - flops
+    d = t * t - 4 * p
+    if d < 0 or math.isqrt(d) ** 2 != d or (t - math.isqrt(d)) % 2 or t - math.isqrt(d) < 2:
+        return []
+    a, b = (t - math.isqrt(d)) // 2, (t + math.isqrt(d)) // 2
+    return sorted({(a, b), (b, a)})
 ''',
-        # accumulating adds m·n FLOPs (the adds of C) on top of the 2mnk
-        '''def gemm_cost(m, n, k, dtype, accumulate=False):
-    size = np.dtype(dtype).itemsize
-    c = 2 if accumulate else 1
-    return 2 * m * n * k + (m * n if accumulate else 0), (m * k + k * n + c * m * n) * size
+    ],
+    "gemm_k": [
+        # accumulate never considered: C written once only
+        '''def gemm_k(m, n, flops, nbytes, dtype):
+    s = np.dtype(dtype).itemsize
+    k, r = divmod(flops, 2 * m * n)
+    if r == 0 and k >= 1 and (m * k + k * n + m * n) * s == nbytes:
+        return k, False
+    return None
+''',
+        # a multiply-add counted as one FLOP
+        '''def gemm_k(m, n, flops, nbytes, dtype):
+    s = np.dtype(dtype).itemsize
+    k, r = divmod(flops, m * n)
+    if r or k < 1:
+        return None
+    for acc, c in ((False, 1), (True, 2)):
+        if (m * k + k * n + c * m * n) * s == nbytes:
+            return k, acc
+    return None
+''',
+        # whatever is not a plain gemm's bytes is taken for an accumulating one
+        '''def gemm_k(m, n, flops, nbytes, dtype):
+    s = np.dtype(dtype).itemsize
+    k, r = divmod(flops, 2 * m * n)
+    if r or k < 1:
+        return None
+    return k, (m * k + k * n + m * n) * s != nbytes
 ''',
     ],
     "max_batch_within": [
@@ -176,12 +239,35 @@ WRONG = {
 ''',
     ],
     # fused: forgets to write the result
-    "chain_bytes": '''def chain_bytes(n, dtype, arities, fused):
-    size = np.dtype(dtype).itemsize
-    if not fused:
-        return sum((a + 1) * n * size for a in arities)
-    return (arities[0] + sum(a - 1 for a in arities[1:])) * n * size
+    "longest_chain": [
+        # the fused chain charged its intermediates too (arity + 1 elements an op, as unfused)
+        '''def longest_chain(n, dtype, arity, budget_bytes):
+    s = np.dtype(dtype).itemsize
+    u = budget_bytes // ((arity + 1) * n * s)
+    return u, u
 ''',
+        # a unary fused chain given a length anyway (the first op's bytes, then every later op 0: divides by 0 → the
+        # unfused length)
+        '''def longest_chain(n, dtype, arity, budget_bytes):
+    s = np.dtype(dtype).itemsize
+    u = budget_bytes // ((arity + 1) * n * s)
+    first = (arity + 1) * n * s
+    if budget_bytes < first:
+        return u, 0
+    return u, 1 + (budget_bytes - first) // (max(arity - 1, 1) * n * s)
+''',
+        # a tie does not count (strictly under the budget)
+        '''def longest_chain(n, dtype, arity, budget_bytes):
+    s = np.dtype(dtype).itemsize
+    u = (budget_bytes - 1) // ((arity + 1) * n * s)
+    first = (arity + 1) * n * s
+    if budget_bytes <= first:
+        return u, 0
+    if arity == 1:
+        return u, None
+    return u, 1 + (budget_bytes - 1 - first) // ((arity - 1) * n * s)
+''',
+    ],
     "blocked_matmul": [
         # drops the remainder tiles: right only when the shapes are multiples of the tile
         '''def blocked_matmul(A, B, tile):
