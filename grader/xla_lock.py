@@ -1,6 +1,7 @@
 """XLA's own byte counts and buffer sizes, and every way into them: the names a lab locks while a
-student's counting function runs (lab 1's counting exercises, lab 6's fusion_bytes), kept apart from
-the labs so that a lab that locks them need not import another lab (or JAX) to name them."""
+student's counting function runs (lab 1's counting exercises; lab 6's exercise 2 became an inverse
+question whose forward model XLA may compute, and locks nothing), kept apart from the labs so that a
+lab that locks them need not import another lab (or JAX) to name them."""
 
 # XLA's own byte count, and every way into it: the public stages (compile, cost and memory
 # analysis), the course's wrapper, and below them jaxlib's compile and cost-analysis entry points

@@ -31,8 +31,9 @@ from ..xla_lock import XLA_ANALYSES, XLA_INTERNALS
 # The counting exercises are counted by hand: XLA's cost and memory analyses count the same bytes
 # (the eighth independent attack answered chain_bytes with bytes_accessed, and gemv_cost / gemm_cost
 # / max_batch_within with a compiled program's argument and output sizes), so they are off limits
-# while these functions run, as in lab 6's fusion_bytes; min_size_for_fraction's square ops are the
-# course's measured ones, which count themselves
+# while these functions run (lab 6's byte exercise asks the inverse, rows within a budget, and
+# locks nothing); min_size_for_fraction's square ops are the course's measured ones, which count
+# themselves
 COUNTED_BY_XLA = XLA_ANALYSES
 BY_HAND = (
     "counted for you: this exercise is to count FLOPs and bytes yourself, from shapes and dtype"
