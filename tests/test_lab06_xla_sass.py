@@ -721,53 +721,81 @@ def _entry_opcodes(hlo):  # written here, without the course's HLO readers
     return re.findall(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\([^=]*?\)|\S+)\s+([\w\-]+)\(", entry, re.M)
 
 
-def _fusion_bytes_by_rule(m, n, dtype, ops):
-    import jax.numpy as jnp
+def test_rows_within_agrees_with_xlas_own_count():
+    """Exercise 2's ground truth stays XLA's, independent of the reference's formula: on the visible cases and a
+    seed's hidden ones, XLA's cost analysis (each op compiled alone, and the chain jitted) says that the reference's
+    m rows fit the budget and m + 1 rows do not, op by op and fused."""
+    p = lab.ROWS_WITHIN
+    for c in p.visible + p.hidden_cases(0):
+        n, dtype, ops, budget = c.args
+        rows = answers._rows_within_reference(*c.args)
+        for side, m in enumerate(rows):
+            assert m == 0 or answers.traffic_xla(m, n, dtype, ops)[side] <= budget, (c.args, side, m)
+            assert answers.traffic_xla(m + 1, n, dtype, ops)[side] > budget, (c.args, side, m + 1)
 
-    size, full = jnp.dtype(dtype).itemsize, m * n
-    extra = [n if op.endswith("_row") else full if op.endswith("_full") else 0 for op in ops]
-    return sum(2 * full + e for e in extra) * size, (2 * full + sum(extra)) * size
+
+def test_rows_within_cases_hold_what_the_spec_promises_and_the_mistakes_hinge_on():
+    """n ≥ 2, budgets below 2**24 bytes (XLA's float32 count is exact there), answers ≤ 100,000; every op and dtype;
+    on every seed: exact ties on both sides, 0 rows, 0 op by op with fused rows left, a budget below the row vectors
+    alone, and answers in the tens of thousands."""
+    p = lab.ROWS_WITHIN
+    for seed in range(6):
+        cases = [c.args for c in p.hidden_cases(seed)]
+        rows = [answers._rows_within_reference(*a) for a in cases]
+        assert all(n >= 2 and 0 < budget < 2**24 and max(r) <= 100_000 for (n, _, _, budget), r in zip(cases, rows))
+        assert {op for _, _, ops, _ in cases for op in ops} == set(lab.OPS)
+        assert {dtype for _, dtype, _, _ in cases} == {"float32", "bfloat16", "float16"}
+        for side in (0, 1):
+            assert any(r[side] and answers._traffic_rule(n, d, ops, r[side])[side] == budget
+                       for (n, d, ops, budget), r in zip(cases, rows)), (seed, side)
+        assert (0, 0) in rows and any(r[0] == 0 < r[1] for r in rows) and max(r[1] for r in rows) > 10_000
+        assert any(budget < answers._traffic_rule(n, d, ops, 0)[1] for n, d, ops, budget in cases)
 
 
-def test_fusion_bytes_is_predicted_never_compiled():
-    """Exercise 2 (issue 20): no course helper builds its chains (chain_function is on the answer side only), the
-    rule of §6.3 gives XLA's counts on every case, and XLA's compiler and analyses (the public stages, the course's
-    wrapper, jaxlib's entry points below them) are locked while the student's function runs, with the reason, and
-    restored afterwards."""
+def test_rows_within_locks_nothing_of_xla_a_search_over_its_count_is_the_students_answer():
+    """Class B by design: XLA's count is the forward model, so lab 6 no longer locks XLA (no ByHand, nothing
+    forbidden) and a bisection over gc.xla.compiled(...).bytes_accessed, abstract shapes, passes."""
     import jax
     import jax.numpy as jnp
-    from jaxlib import _jax
 
-    assert not hasattr(lab, "chain_function") and hasattr(answers, "chain_function")
-    p = lab.FUSION_BYTES
-    for seed in range(3):
-        for c in p.hidden_cases(seed):
-            assert _fusion_bytes_by_rule(*c.args) == p.reference(*c.args), c.args
-    p.check(_fusion_bytes_by_rule)
-    p.check(_fusion_bytes_by_rule, hidden=True)
-    kept = (jax.stages.Lowered.compile, jax.stages.Compiled.cost_analysis, _jax.Client.compile_and_load,
-            _jax.hlo_module_cost_analysis, gc.xla.compiled)
+    from grader.labs.lab02_backprop import ByHand
 
-    def by_compile(m, n, dtype, ops):
-        x = jax.ShapeDtypeStruct((m, n), jnp.dtype(dtype))
-        jax.jit(lambda a: a).lower(x).compile()
+    assert not isinstance(lab.ROWS_WITHIN, ByHand) and lab.ROWS_WITHIN.forbid == ()
+    assert all(p.forbid == () and not isinstance(p, ByHand) for p in lab.problems.values())
+    locked = [(obj, label) for p in lab.problems.values() for *_, obj, label in p.answer_sites()]
+    assert not any(obj is gc.xla.compiled or label.startswith(("gpucourse.xla", "jax")) for obj, label in locked)
+    unary = {"relu": lambda a: jnp.maximum(a, 0), "tanh": jnp.tanh, "exp": jnp.exp}
 
-    def by_lowered_cost(m, n, dtype, ops):
-        jax.jit(lambda a: a).lower(jax.ShapeDtypeStruct((m, n), jnp.dtype(dtype))).cost_analysis()
+    def rows_within(n, dtype, ops, budget_bytes):
+        def step(op):
+            return unary[op] if op in unary else (lambda a, v: a * v) if op.startswith("mul") else (lambda a, v: a + v)
 
-    def by_client(m, n, dtype, ops):
-        cpu = jax.devices("cpu")[0]
-        text = jax.jit(lambda a: a).lower(jax.ShapeDtypeStruct((m, n), jnp.dtype(dtype))).as_text()
-        cpu.client.compile_and_load(text, _jax.DeviceList((cpu,)), _jax.CompileOptions())
+        def operands(m, chosen):
+            return [jax.ShapeDtypeStruct((n,) if op.endswith("_row") else (m, n), dtype) for op in chosen
+                    if op not in unary]
 
-    for fn, site in ((by_compile, "jax.stages.Lowered.compile"), (by_lowered_cost, "jax.stages.Lowered.cost_analysis"),
-                     (by_client, "jaxlib._jax.Client.compile_and_load")):
-        with pytest.raises(CheckFailure, match=rf"calls {re.escape(site)} \(XLA's own count: predict the bytes "
-                                               r"from §6.3's rule"):
-            p.check(fn)
-    assert (jax.stages.Lowered.compile, jax.stages.Compiled.cost_analysis, _jax.Client.compile_and_load,
-            _jax.hlo_module_cost_analysis, gc.xla.compiled) == kept  # restored
-    assert jax.jit(lambda a: a + 1)(jnp.ones(3)).sum() == 6  # and JAX compiles again
+        def chain(x, *vs):
+            it = iter(vs)
+            for op in ops:
+                x = step(op)(x) if op in unary else step(op)(x, next(it))
+            return x
+
+        def traffic(m, side):
+            x = jax.ShapeDtypeStruct((m, n), dtype)
+            if side == 0:
+                return sum(gc.xla.compiled(step(op), x, *operands(m, [op])).bytes_accessed for op in ops)
+            return gc.xla.compiled(chain, x, *operands(m, ops)).bytes_accessed
+
+        found = []
+        for side in (0, 1):
+            lo, hi = 0, 100_001
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if traffic(mid, side) <= budget_bytes else (lo, mid)
+            found.append(lo)
+        return tuple(found)
+
+    lab.ROWS_WITHIN.check(rows_within)
 
 
 def test_breaking_op_cases_tell_the_first_breaker_from_the_last():
@@ -857,7 +885,7 @@ def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbo
     from grader.pipeline.wire import encode_cases
 
     assert split_problems(grade.Lab.find("lab06_xla_sass")) == set(answers.ANSWERS) == {
-        "fused_bias_gelu", "fusion_bytes", "breaking_op", "fixed_scale_tanh", "scale_bias_relu_kernel",
+        "fused_bias_gelu", "rows_within", "breaking_op", "fixed_scale_tanh", "scale_bias_relu_kernel",
         "mma_flops", "sass_counts", "measure_times", "fusion_payoff_rows"} == set(lab.problems)
     for name in answers.ANSWERS:
         assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
@@ -1499,16 +1527,35 @@ def test_the_bitcast_case_never_draws_a_square_reshape():
     assert "bitcast" in answers.bookkeeping_first_hlo("sort", "bitcast", 7, 9)
 
 
-def test_fusion_bytes_counted_at_four_bytes_an_element_is_told_the_element_size():
-    """Round-2 read: right element counts at 4 bytes each fail a bfloat16 case with the dtype's size named."""
+def test_rows_within_hints_name_each_mistake():
+    """Round-2 read, kept for the new exercise: right traffic at 4 bytes an element fails the bfloat16 visible case
+    with the dtype's size named; and the other mistakes the hints name: each row vector as m·n, the vectors left
+    out, a tie left out, the sides swapped."""
     import contextlib
     import io
 
-    def four_bytes(m, n, dtype, ops):
-        vector = {"mul_row": n, "add_row": n, "mul_full": m * n, "add_full": m * n}
-        unfused = sum((m * n + vector.get(op, 0) + m * n) * 4 for op in ops)
-        return unfused, (2 * m * n + sum(vector.get(op, 0) for op in ops)) * 4
+    import jax.numpy as jnp
 
-    with pytest.raises(CheckFailure, match="your element counts are right, but a bfloat16 element is 2 bytes"), \
-            contextlib.redirect_stdout(io.StringIO()):
-        lab.problems["fusion_bytes"].check(four_bytes)
+    def counted(four=False, vectors_per_row=False, no_vectors=False, strict=False, swapped=False):
+        def rows_within(n, dtype, ops, budget_bytes):
+            size = 4 if four else jnp.dtype(dtype).itemsize
+            vectors = 0 if no_vectors or vectors_per_row else n * sum(op.endswith("_row") for op in ops)
+            widest = n * sum(op.endswith("_full") or (vectors_per_row and op.endswith("_row")) for op in ops)
+            found = []
+            for per_row in (2 * n * len(ops) + widest, 2 * n + widest):
+                m = 0
+                while size * (per_row * (m + 1) + vectors) + strict <= budget_bytes:
+                    m += 1
+                found.append(m)
+            return tuple(found[::-1] if swapped else found)
+
+        return rows_within
+
+    for kw, why in ((dict(four=True), "at 4 bytes an element, but a bfloat16 element is 2 bytes"),
+                    (dict(vectors_per_row=True), "each row vector moves m·n elements"),
+                    (dict(no_vectors=True), "without the row vectors' bytes"),
+                    (dict(strict=True), r"one row short: 511 rows fit — a traffic equal to the budget fits \(≤"),
+                    (dict(swapped=True), "the other side's answer")):
+        with pytest.raises(CheckFailure, match=why), contextlib.redirect_stdout(io.StringIO()):
+            lab.problems["rows_within"].check(counted(**kw))
+    lab.problems["rows_within"].check(counted())  # the same loop, counted right

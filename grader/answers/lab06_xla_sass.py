@@ -68,12 +68,12 @@ def _bias_gelu_cases(rng: np.random.Generator) -> list[Case]:
     return cases + [Case((_rand(rng, (m, n), d), _rand(rng, (n,), d), _rand(rng, (m, n), d)))]
 
 
-# -- the bytes fusion saves, as XLA counts them ----------------------------------------------------
+# -- how many rows a byte budget holds, run op by op and fused ------------------------------------
 
 def chain_function(ops: list[str]):
     """f(x, *operands) applying ``ops`` in order; *_row ops take a new (n,) vector, *_full a new (m,
-    n) array: the chains whose bytes XLA counts (the answer side's only: the student predicts them,
-    never compiles them)."""
+    n) array: the chains whose bytes XLA counts (tests/test_lab06_xla_sass.py checks the
+    reference's rows against XLA's own count of them)."""
     jnp = _jnp()
 
     def f(x, *operands):
@@ -103,9 +103,9 @@ def _chain_args(m: int, n: int, dtype: str, ops: list[str]) -> list:
     return list(on_cpu(*args))
 
 
-def fusion_bytes_xla(m: int, n: int, dtype: str, ops: list[str]) -> tuple[int, int]:
-    """(unfused, fused) bytes accessed according to XLA's cost analysis: each op compiled alone vs
-    the chain jitted."""
+def traffic_xla(m: int, n: int, dtype: str, ops: list[str]) -> tuple[int, int]:
+    """(unfused, fused) bytes accessed by m rows according to XLA's cost analysis: each op compiled
+    alone vs the chain jitted (the ground truth the tests hold the reference to)."""
     from gpucourse import xla
 
     args = _chain_args(m, n, dtype, ops)
@@ -117,32 +117,97 @@ def fusion_bytes_xla(m: int, n: int, dtype: str, ops: list[str]) -> tuple[int, i
     return unfused, fused
 
 
-def _bytes_cases(rng: np.random.Generator) -> list[Case]:
-    """Every op of OPS in some chain (a permutation split over the first three cases) and every
-    dtype (one each); a row and a full operand in a 2-byte dtype; a chain of one op; the shapes
-    deliberately: one row, one column, square, and general non-square ones."""
+def _rows_within_reference(n, dtype, ops, budget_bytes):
+    """§6.3's rule inverted in integers: m rows move size·(per_row·m + once) bytes, where once is
+    the row vectors (n elements each, read once per kernel, whatever m); the largest m ≥ 0 within
+    the budget, 0 when not even one row fits."""
+    size = _jnp().dtype(dtype).itemsize
+    once = size * n * sum(op.endswith("_row") for op in ops)
+    full = sum(op.endswith("_full") for op in ops)
+    # op by op: every op reads x and writes a result (2 elements a row), a full operand one more;
+    # fused: x read and the result written once, each full operand read once
+    per_row = (size * n * (2 * len(ops) + full), size * n * (2 + full))
+    return tuple(max(0, (budget_bytes - once) // row) for row in per_row)
+
+
+# XLA's count is a float32: every budget stays below 2**24 bytes, where it is exact
+BUDGET_LIMIT = 2**24 - 1
+MAX_ROWS = 100_000  # the spec's bound on every answer
+
+
+def _traffic_rule(n: int, dtype: str, ops: list[str], m: int) -> tuple[int, int]:
+    """(unfused, fused) bytes of m rows by §6.3's rule (forward: the budgets are built with it)."""
+    size = _jnp().dtype(dtype).itemsize
+    operand = [n if op.endswith("_row") else m * n if op.endswith("_full") else 0 for op in ops]
+    return size * sum(2 * m * n + e for e in operand), size * (2 * m * n + sum(operand))
+
+
+def _rows_cases(rng: np.random.Generator) -> list[Case]:
+    """Every op of OPS in some chain and every dtype; budgets that are exactly the traffic of some m
+    (ties, fused and unfused), just below a row (0 rows, and 0 op by op with fused rows left),
+    answers up to MAX_ROWS (a unary chain on narrow rows), row vectors whose n elements decide the
+    answer (one byte below a fused row count, a budget that holds the vectors but no row, and one
+    that holds less than the vectors alone)."""
     ops = [str(o) for o in rng.permutation(OPS)]
     dtypes = [str(d) for d in rng.permutation(["float32", "bfloat16", "float16"])]
-    side = int(rng.integers(3, 300))
-    shapes = [(1, int(rng.integers(3, 2000))), (int(rng.integers(3, 2000)), 1), (side, side),
-              tuple(int(v) for v in rng.choice(np.arange(2, 2000), size=2, replace=False))]
-    # a row vector and a full operand in a 2-byte dtype (an operand built in float32 is caught
-    # there); one op alone
-    chains = [
-        ops[0:2],
-        ops[2:4],
-        ops[4:7],
-        [
-            str(o)
-            for o in rng.permutation(
-                [rng.choice(["mul_row", "add_row"]), rng.choice(["mul_full", "add_full"])]
-            )
-        ],
-        [str(rng.choice(OPS))],
-    ]
-    dtypes += [str(rng.choice(["bfloat16", "float16"])), str(rng.choice(dtypes))]
-    shapes.append(tuple(int(v) for v in rng.choice(np.arange(2, 300), size=2, replace=False)))
-    return [Case((m, n, d, c)) for (m, n), d, c in zip(shapes, dtypes, chains)]
+    row, full = str(rng.choice(["mul_row", "add_row"])), str(rng.choice(["mul_full", "add_full"]))
+    unary = [str(o) for o in rng.permutation(["relu", "tanh", "exp"])[: int(rng.integers(2, 4))]]
+    rows_only = [str(o) for o in rng.permutation(["mul_row", "add_row"])]
+    cases = []
+
+    def case(n: int, dtype: str, chain: list[str], budget: int) -> None:
+        top = min(BUDGET_LIMIT, _traffic_rule(n, dtype, chain, MAX_ROWS)[1])
+        assert 0 <= budget <= top, (n, dtype, chain, budget)
+        cases.append(Case((int(n), dtype, chain, int(budget))))
+
+    def rows_up_to(n: int, dtype: str, chain: list[str], side: int) -> int:
+        """The most rows one side may be asked about: answers ≤ MAX_ROWS, budgets ≤ the limit."""
+        top = min(BUDGET_LIMIT, _traffic_rule(n, dtype, chain, MAX_ROWS)[1])
+        return _rows_within_reference(n, dtype, chain, top)[side]
+
+    def width(lo: int, hi: int) -> int:
+        return int(rng.integers(lo, hi + 1))
+
+    # a tie on the fused side, then on the unfused side
+    n, chain = width(100, 2000), ops[0:2]
+    case(n, dtypes[0], chain, _traffic_rule(n, dtypes[0], chain, width(2, rows_up_to(
+        n, dtypes[0], chain, 1)))[1])
+    n, chain = width(2, 300), ops[2:4]
+    case(n, dtypes[1], chain, _traffic_rule(n, dtypes[1], chain, width(2, rows_up_to(
+        n, dtypes[1], chain, 0)))[0])
+    # anywhere between one fused row and the most rows
+    n, chain = width(2, 2000), ops[4:7]
+    low, high = (_traffic_rule(n, dtypes[2], chain, m)[1] for m in (1, rows_up_to(
+        n, dtypes[2], chain, 1)))
+    case(n, dtypes[2], chain, width(low, high))
+    # not one row, in a 2-byte dtype with a row vector and a full operand
+    n, chain = width(2, 2000), [str(o) for o in rng.permutation([row, full])]
+    dtype = str(rng.choice(["bfloat16", "float16"]))
+    case(n, dtype, chain, _traffic_rule(n, dtype, chain, 1)[1] - 1)
+    # one fused row or more, no row op by op
+    n, chain = width(2, 2000), ops[4:7]
+    one = _traffic_rule(n, dtypes[0], chain, 1)
+    case(n, dtypes[0], chain, width(one[1], one[0] - 1))
+    # many rows: a unary chain on narrow rows
+    n, dtype = width(2, 9), str(rng.choice(dtypes))
+    m = width(rows_up_to(n, dtype, unary, 1) // 2, rows_up_to(n, dtype, unary, 1))
+    low = _traffic_rule(n, dtype, unary, m)[1]
+    case(n, dtype, unary, width(low, min(low + 2 * n * 4 - 1, _traffic_rule(
+        n, dtype, unary, MAX_ROWS)[1], BUDGET_LIMIT)))
+    # row vectors: one byte short of a fused row count, and room for the vectors but not a row
+    n, chain = width(2, 2000), rows_only + [str(rng.choice(unary))]
+    case(n, dtypes[1], chain, _traffic_rule(n, dtypes[1], chain, width(1, 50))[1] - 1)
+    n, chain, dtype = width(2, 2000), [row], str(rng.choice(dtypes))
+    vectors = _traffic_rule(n, dtype, chain, 0)[1]
+    case(n, dtype, chain, width(vectors, _traffic_rule(n, dtype, chain, 1)[1] - 1))
+    # less than the row vectors alone: still 0 rows, never a negative count
+    n, chain = width(2, 2000), [row, str(rng.choice(unary))]
+    case(n, dtypes[2], chain, width(1, _traffic_rule(n, dtypes[2], chain, 0)[1] - 1))
+    # one op alone
+    n, chain, dtype = width(2, 2000), [str(rng.choice(OPS))], str(rng.choice(dtypes))
+    case(n, dtype, chain, width(_traffic_rule(n, dtype, chain, 1)[1], _traffic_rule(
+        n, dtype, chain, rows_up_to(n, dtype, chain, 1))[1]))
+    return cases
 
 
 # -- what breaks the fusion ------------------------------------------------------------------------
@@ -591,7 +656,7 @@ ANSWERS = {
     "mma_flops": (mma_flops_reference, _mma_hidden),
     "fused_bias_gelu": (_bias_gelu_reference, _bias_gelu_cases),
     "fixed_scale_tanh": (_scale_reference, _scale_cases),
-    "fusion_bytes": (fusion_bytes_xla, _bytes_cases),
+    "rows_within": (_rows_within_reference, _rows_cases),
     "breaking_op": (breaking_op, _tagged),
     "fusion_payoff_rows": (fusion_payoff_rows, _time_cases),
     "scale_bias_relu_kernel": (scale_bias_relu_reference, _kernel_cases),

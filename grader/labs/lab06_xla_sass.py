@@ -26,10 +26,11 @@ forward model (tests/attacks/lab06_xla_sass.py). Nor exercises 5 and 8: the kern
 few blocks of rows and its vectors must be read once per thread or per block, not per element (no §5
 kernel with its formula changed does that), and measure_times' cases include lab 1's coarse clock,
 where the course's timer — even reloaded and pointed at the clock given — times one call per run and
-reads 0 or a whole tick. Exercise 2, fusion_bytes, is a prediction of XLA's byte count from §6.3's
-rule: the chains it is checked on are built on the answer side only, and XLA's compiler and analyses
-are locked while the student's function runs (``ByHand``, as lab 2 locks JAX's autodiff), down to
-jaxlib's entry points, which a second copy of a course module still goes through.
+reads 0 or a whole tick. Exercise 2, rows_within, is an inverse (design) question whose forward
+model XLA may compute (class B): how many rows fit a byte budget, op by op and fused. XLA's count
+is that forward model, so a search over it is the student's own inversion and nothing is locked;
+its hints check an answer against a mistake's forward model at that answer and the next row, and
+never search.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import math
 import re
 import textwrap
 from dataclasses import dataclass
+from numbers import Real
 from pathlib import Path
 from typing import Any, Callable
 
@@ -50,12 +52,10 @@ from ..checks import (
     expect_close,
     expect_int,
     expect_tuple,
+    fail,
 )
 from ..kernels import KernelProblem, Launch
 from ..problem import Case, ObservedProblem, Problem, _expected_data, _lab_of, _tracer_hint
-# lab 2's lock on a library that would do the exercise, with its reason
-from .lab02_backprop import ByHand
-from ..xla_lock import XLA_ANALYSES, XLA_INTERNALS  # XLA's own byte count, and every way into it
 from gpucourse.toolchain import (
     ELEMENTWISE_CU,
     WGMMA_CU,
@@ -351,71 +351,109 @@ BIAS_GELU = _JitProblem(
     shown=_in_input_dtype,
 )
 
-# -- the bytes fusion saves, as XLA counts them ----------------------------------------------------
+# -- how many rows a byte budget holds, run op by op and fused ------------------------------------
 
 OPS = ("mul_row", "add_row", "mul_full", "add_full", "relu", "tanh", "exp")
 
 
-def _compare_bytes(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
-    expect_tuple(what, got, "unfused_bytes, fused_bytes")
+def _last_that_fits(rows: int, budget: int, traffic: Callable[[int], int]) -> bool:
+    """Whether ``rows`` is the largest m ≥ 0 whose ``traffic(m)`` fits ``budget`` (0: not even one
+    row fits): a check of an answer against one forward model at rows and rows + 1, no search."""
+    return rows >= 0 and (rows == 0 or traffic(rows) <= budget) and traffic(rows + 1) > budget
+
+
+def _rows_hint(side: int, got: int, expected: tuple[int, int], case: Case) -> str:
+    """What a wrong count of rows on ``side`` (0 unfused, 1 fused) most likely came from: each
+    mistake's forward model is checked at the student's answer (``_last_that_fits``)."""
     import jax.numpy as jnp
 
-    dtype = case.args[2]
-    size = jnp.dtype(dtype).itemsize
-    # every element counted at 4 bytes: the counts are right, the element size is not
-    if size != 4 and all(isinstance(g, (int, np.integer)) and not isinstance(g, bool)
-                         and g * size == e * 4 for g, e in zip(got, expected)):
-        raise CheckFailure(
-            f"{what}: expected {expected[0]:,} and {expected[1]:,} bytes, got {got[0]:,} and"
-            f" {got[1]:,}: your element counts are right, but a {dtype} element is {size} bytes,"
-            " not 4 — use jnp.dtype(dtype).itemsize"
-        )
-    expect_int(
-        f"{what} → unfused bytes (XLA's cost analysis, one op at a time)",
-        got[0],
-        expected[0],
-        "each op reads all of its operands (a row vector is n elements) and writes an m×n result",
-    )
-    expect_int(
-        f"{what} → fused bytes (XLA's cost analysis, the whole chain jitted)",
-        got[1],
-        expected[1],
-        "one kernel: every input read once, only the final result written",
-    )
+    n, dtype, ops, budget = case.args
+    size, rows = jnp.dtype(dtype).itemsize, sum(op.endswith("_row") for op in ops)
+    arrays = len([op for op in ops if op.endswith("_full")])  # (m, n) operands: n more a row
+    per_row = n * (2 * len(ops) + arrays) if side == 0 else n * (2 + arrays)
+
+    def model(elements: int, once: int, nbytes: int = size):
+        return lambda m: nbytes * (elements * m + once)
+
+    if got == expected[1 - side] != expected[side]:
+        return ("that is the other side's answer: return (unfused_rows, fused_rows), and count"
+                " op by op as one kernel per op (each writes its (m, n) result, the next reads it"
+                " back)")
+    if rows and _last_that_fits(got, budget, model(per_row + rows * n, 0)):
+        return ("that many rows fit if each row vector moves m·n elements; a kernel reads an (n,)"
+                " vector once, whatever m: n elements per kernel that reads it, not per row")
+    if rows and _last_that_fits(got, budget, model(per_row, 0)):
+        return (f"that many rows fit without the row vectors' bytes: each kernel that reads an"
+                f" (n,) vector moves its n elements once, whatever m ({rows}·n = {rows * n:,}"
+                " elements here), so they count even at m = 1")
+    if size != 4 and _last_that_fits(got, budget, model(per_row, rows * n, 4)):
+        return (f"that many rows fit at 4 bytes an element, but a {dtype} element is {size} bytes"
+                " (jnp.dtype(dtype).itemsize)")
+    if got < 0:
+        return "when not even one row fits, the answer is 0, never negative"
+    if got == expected[side] - 1:
+        return (f"one row short: {expected[side]:,} rows fit — a traffic equal to the budget"
+                " fits (≤, not <), and a division that rounds down once is enough")
+    if got == expected[side] + 1:
+        return f"{got:,} rows move more than {budget:,} bytes: the largest m that fits, round down"
+    return ("op by op, each op reads its operands (x, and an (n,) vector or an (m, n) array) and"
+            " writes an (m, n) result; fused, x and every operand are read once and only the result"
+            " is written; bytes = elements · jnp.dtype(dtype).itemsize")
 
 
-FUSION_BYTES = ByHand(
-    name="fusion_bytes",
-    forbid=XLA_ANALYSES,
-    forbid_internals=XLA_INTERNALS,
-    why=(
-        "XLA's own count: predict the bytes from §6.3's rule (a kernel reads each operand once and"
-        " writes its result once) with shapes and dtype sizes; XLA's count is what checks you, so"
-        " nothing is compiled while your function runs"
-    ),
+def _compare_rows_within(what: str, got: Any, expected: tuple[int, int], case: Case) -> None:
+    answer = expect_tuple(what, got, "unfused_rows, fused_rows")
+    for side, value in enumerate(answer):
+        whole = isinstance(value, (Real, np.number)) and not isinstance(value, (bool, np.bool_))
+        if not (whole and math.isfinite(float(value)) and float(value).is_integer()):
+            expect_int(f"{what} → {('unfused', 'fused')[side]} rows", value, expected[side],
+                       "a whole number of rows: the largest m that fits, rounded down")
+    answer = tuple(int(a) for a in answer)
+    if answer != tuple(expected):
+        side = 0 if answer[0] != expected[0] else 1
+        label = ("unfused rows (op by op, one kernel per op)", "fused rows (one kernel)")[side]
+        fail(f"{what} → {label}", tuple(expected), answer,
+             _rows_hint(side, answer[side], expected, case))
+
+
+ROWS_WITHIN = Problem(
+    name="rows_within",
     spec="""
-        fusion_bytes(m, n, dtype, ops) -> (unfused_bytes, fused_bytes): PREDICT the bytes XLA's cost
-        analysis will count, from the rule of §6.3 (a kernel reads each of its operands once and
-        writes its result once).
-        x is an (m, n) array; ops is a list applied in order to the running result:
+        rows_within(n, dtype, ops, budget_bytes) -> (unfused_rows, fused_rows): a DESIGN
+        question. A step may move at most budget_bytes through memory: how many rows of a batch
+        fit that budget when a chain of elementwise ops runs op by op, and how many when it is
+        fused?
+        x is an (m, n) array of dtype ('float32', 'bfloat16' or 'float16'); ops is a list applied
+        in order to the running result:
           'mul_row', 'add_row'   multiply / add a NEW (n,) vector, broadcast over the rows
           'mul_full', 'add_full' multiply / add a NEW (m, n) array
           'relu', 'tanh', 'exp'  unary, no new operand
-        unfused = the sum over ops of the bytes one op jitted ALONE accesses (it reads its operands
-        and writes an (m, n) result); fused = the bytes the whole chain accesses under one jax.jit.
-        m, n ≥ 1 but never both 1 (on a one-element x, XLA's count for relu depends on the dtype);
-        one row (m = 1) and one column (n = 1) are asked about.
-        Compute it with arithmetic on m, n, the ops and the dtype's size
-        (jnp.dtype(dtype).itemsize): XLA's compiler and its analyses
-        (jax.jit(...).lower(...).compile(), cost_analysis, gc.xla.compiled) are locked while
-        your function runs. The checker compiles the chains for the CPU and compares your
-        prediction with XLA's count.
+        The traffic of m rows is what XLA's cost analysis counts on the CPU (bytes accessed, §6.3):
+        unfused = the sum over ops of the bytes one op jitted ALONE accesses (it reads its
+        operands and writes an (m, n) result); fused = the bytes the whole chain accesses under
+        one jax.jit.
+        Return the LARGEST m ≥ 0 whose unfused traffic is ≤ budget_bytes and the largest m ≥ 0
+        whose fused traffic is ≤ budget_bytes: a traffic exactly equal to the budget fits; 0 when
+        not even one row fits.
+        n ≥ 2 (XLA counts relu on a one-element array differently per dtype) and ops holds at
+        least one op. Every budget is below 2**24 bytes (XLA's count is a float32: exact up to
+        there) and every answer is at most 100,000 rows.
+        The forward model is yours to choose: XLA's own count (gc.xla.compiled(f, *args)
+        .bytes_accessed, as §6.3 does; jax.ShapeDtypeStruct((m, n), dtype) arguments allocate
+        nothing) inside a search over m, or the rule of §6.3 in closed form (a kernel reads each
+        operand once and writes its result once, jnp.dtype(dtype).itemsize bytes an element).
+        Either way the inversion is yours. Mind the time: a call may take 10 s and the whole
+        check 50 s, and one compile takes tens of milliseconds (each op alone is one more), so
+        trying m one by one with XLA is far too slow. A bisection over XLA's count fits (17
+        halvings cover 100,000: a few seconds a case), and a closed form from the traffic's
+        per-row and per-kernel terms is faster still; with your own formula, even a loop over m
+        is fast enough.
     """,
     visible=[
-        Case((1000, 3, "float32", ["mul_row", "add_row", "relu"])),
-        Case((64, 64, "bfloat16", ["mul_full", "tanh"])),
+        Case((1024, "float32", ["mul_row", "add_row", "relu"], 4 * 2**20)),
+        Case((64, "bfloat16", ["mul_full", "tanh"], 38_400)),
     ],
-    compare=_compare_bytes,
+    compare=_compare_rows_within,
 )
 
 # -- what breaks the fusion ------------------------------------------------------------------------
@@ -1591,7 +1629,7 @@ problems = {
     p.name: p
     for p in (
         BIAS_GELU,
-        FUSION_BYTES,
+        ROWS_WITHIN,
         BREAKING_OP,
         FIX_SCALE,
         KERNEL,

@@ -24,7 +24,7 @@
 # | # | kind | you write |
 # |---|---|---|
 # | 1 | implement | a JAX function that XLA compiles to exactly one fusion, nothing materialized |
-# | 2 | predict | the bytes fusion saves, exactly as XLA's `cost_analysis` counts them |
+# | 2 | design | how many rows a memory-traffic budget holds, op by op and fused (XLA's `cost_analysis` counts the bytes) |
 # | 3 | diagnose | the op that splits a chain into several fusions, and the bytes it sends through memory, read from optimized HLO |
 # | 4 | fix | rewrite a function so the fusion breaker disappears |
 # | 5 | implement | the fused epilogue kernel in numba-cuda on a grid smaller than the array: a grid-stride loop, coalesced, w and b read once per thread (registers) or per block (shared memory), never per element, moving exactly the bytes XLA's fusion moves |
@@ -33,7 +33,7 @@
 # | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition, batches on a coarse clock |
 # | 9 | design | up to which array size fusion saves a given factor (dispatch, bytes and page faults), and what dominates there |
 #
-# Exercises 2, 8 and 9 are one story — **predict → measure → design**:
+# Exercises 2, 8 and 9 are one story — **budget → measure → design**:
 # what fusion buys on *your* machine;
 # the cell after exercise 9 puts your three functions together on this computer.
 #
@@ -120,46 +120,46 @@ lab.problems["fused_bias_gelu"].check(fused_bias_gelu)
 lab.problems["fused_bias_gelu"].check(fused_bias_gelu, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "fusion_bytes_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## Exercise 2 — The bytes fusion saves, as XLA counts them
+# %% [markdown] nbgrader={"grade": false, "grade_id": "rows_within_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## Exercise 2 — Design: how many rows fit a memory-traffic budget?
 #
-# XLA's cost model (`compiled.cost_analysis()["bytes accessed"]`) charges a kernel for every operand
-# it reads and every result it writes.
-# Predict it for a chain run op by op and for the same chain fused,
-# from that rule (§6.3) with the shapes and the dtype's size — the checker asks XLA,
-# and XLA's compiler and its analyses are locked while your function runs:
-# the count is what checks you, not what answers for you.
-# Mind the broadcast row vectors: a fused kernel reads an `(n,)` vector once, not `m` times.
+# Say a step of your program may move at most so many bytes through memory
+# (what the memory system moves in the time the step is given).
+# How many rows of a batch does that budget hold when a chain of elementwise ops runs op by op,
+# and how many when the chain is fused?
+# Op by op, every op reads the running result and writes a new one;
+# fused, the chain reads `x` once and writes once — fusion turns the same budget into more rows.
+# The broadcast row vectors are the exception: a kernel reads an `(n,)` vector once,
+# `n` elements whatever `m`, so they cost the same at one row as at a thousand.
+# The forward model — the bytes of `m` rows — is §6.3's, and XLA's cost analysis computes it:
+# use its count (`gc.xla.compiled(...).bytes_accessed`) or the rule behind it, as you like.
+# The exercise is the other direction, from a budget back to `m`: that inversion is yours.
 
-# %% nbgrader={"grade": false, "grade_id": "fusion_bytes_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["fusion_bytes"].show()
+# %% nbgrader={"grade": false, "grade_id": "rows_within_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["rows_within"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "fusion_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def fusion_bytes(m, n, dtype, ops):
-    """(unfused_bytes, fused_bytes) of the chain `ops` on an (m, n) array of `dtype`."""
+# %% nbgrader={"grade": false, "grade_id": "rows_within", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def rows_within(n, dtype, ops, budget_bytes):
+    """(unfused_rows, fused_rows): the most rows of n columns whose traffic fits in budget_bytes."""
     size = jnp.dtype(dtype).itemsize  # jnp.dtype knows 'bfloat16' too
-    # roughly 10 lines
+    # roughly 8 lines
     ### BEGIN SOLUTION
-    full = m * n
-    unfused, fused = 0, 2 * full  # fused: read x, write the result
+    vectors = sum(n for op in ops if op.endswith("_row"))  # read once per kernel, whatever m
+    unfused_row, fused_row = 0, 2 * n  # elements a row costs: fused, x read and the result written
     for op in ops:
-        if op.endswith("_row"):
-            unfused += 2 * full + n
-            fused += n
-        elif op.endswith("_full"):
-            unfused += 3 * full
-            fused += full
-        else:
-            unfused += 2 * full
-    return unfused * size, fused * size
+        operand = n if op.endswith("_full") else 0
+        unfused_row += 2 * n + operand  # alone, each op reads its input and writes its output
+        fused_row += operand
+    room = budget_bytes // size - vectors  # whole elements left for the rows
+    return max(room // unfused_row, 0), max(room // fused_row, 0)
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "fusion_bytes_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["fusion_bytes"].check(fusion_bytes)
+# %% nbgrader={"grade": true, "grade_id": "rows_within_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["rows_within"].check(rows_within)
 
-# %% nbgrader={"grade": true, "grade_id": "fusion_bytes_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "rows_within_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["fusion_bytes"].check(fusion_bytes, hidden=True)
+lab.problems["rows_within"].check(rows_within, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "breaking_op_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -390,7 +390,7 @@ lab.problems["sass_counts"].check(sass_counts, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "measure_times_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 8 — Measure: time two calls the way asynchronous dispatch demands
 #
-# Exercise 2 *predicted* what fusion saves in bytes.
+# Exercise 2 counted what fusion saves in bytes.
 # To see what it saves in time you must measure,
 # and a JAX call (like a CUDA kernel launch) returns before its work is done.
 # Write the timer: warm up, synchronize, repeat,
@@ -480,9 +480,9 @@ lab.problems["fusion_payoff_rows"].check(fusion_payoff_rows, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "on_this_machine_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Your three functions, on this machine
 #
-# Not graded: predict (exercise 2),
-# measure (exercise 8) and design (exercise 9) the fusion of a 3-op chain on 1024×1024 float32
-# arrays here.
+# Not graded: the fusion of a 3-op chain on 1024×1024 float32 arrays, here.
+# XLA counts its bytes, and your `rows_within` (exercise 2) says how many rows
+# the fused chain's bytes would hold op by op; then measure (exercise 8) and design (exercise 9).
 # The machine's constants — dispatch per call, cost of a page fault, page faults of the fastest run,
 # paired with that run's time (`gc.fusion.best_run`) — are measured by `gc.fusion`,
 # the bandwidth calibrated on the fused call, as in §6.3;
@@ -498,7 +498,6 @@ import time
 ops = ["mul_full", "add_full", "relu"]
 m = n = 1024
 try:
-    unfused_b, fused_b = fusion_bytes(m, n, "float32", ops)  # predict
     steps = [jax.jit(lambda a, b: a * b), jax.jit(lambda a, b: a + b), jax.jit(lambda a: jnp.maximum(a, 0))]
 
     def unfused(x, y, z):
@@ -506,6 +505,11 @@ try:
 
     fused = jax.jit(lambda x, y, z: jnp.maximum(x * y + z, 0))
     args = tuple(jnp.asarray(np.random.default_rng(i).standard_normal((m, n)).astype(np.float32)) for i in range(3))
+    # the bytes as XLA counts them (§6.3): each step compiled alone, and the fused chain
+    unfused_b = sum(gc.xla.compiled(step, *args[:k]).bytes_accessed for step, k in zip(steps, (2, 2, 1)))
+    fused_b = gc.xla.compiled(fused, *args).bytes_accessed
+    budget = int(fused_b)  # what the fused chain moves on all m rows
+    rows_unfused, rows_fused = rows_within(n, "float32", ops, budget)  # the budget, your way
     t_unfused, t_fused = measure_times(unfused, fused, *args, clock=time.perf_counter)  # measure, your way
     # the model needs each time WITH the page faults of that same run (the fastest run may have taken none while
     # others took hundreds): gc.fusion.best_run pairs them, as §6.3 does
@@ -519,7 +523,8 @@ try:
                                + rows * row_faults[i] * machine["fault"])
     ratio = time_at(0, m) / time_at(1, m)
     measured = tb_unfused / tb_fused
-    print(f"predicted bytes: {unfused_b / fused_b:.2f}×")
+    print(f"XLA's bytes: {unfused_b / fused_b:.2f}× (op by op / fused); a budget of {budget / 2**20:.0f} MiB holds "
+          f"{rows_unfused:,} rows op by op and {rows_fused:,} fused (your rows_within)")
     print(f"measured time, your measure_times: {t_unfused / t_fused:.2f}× (taken first, right after compiling; "
           "not compared with the model)")
     print(f"measured time, fastest runs with their own page faults: {measured:.2f}×; model: {ratio:.2f}×; "

@@ -4,9 +4,10 @@ Exercises 3, 6, 7 and 9 were redesigned (issue 20) so that no installed code ans
 the bytes of the breaker's result, which no course helper reads from an HLO type; mma_flops asks for the operations
 of the whole tensor-core family from the shapes in the opcodes' modifiers, which toolchain.Sass lists but never
 reads; sass_counts asks for those operations too; fusion_payoff_rows is the inverse of gpucourse.fusion's forward
-model. Exercise 2, fusion_bytes, predicts XLA's byte count from §6.3's rule: its chains are built on the answer
-side only, and XLA's compiler and analyses are locked while the function runs, down to jaxlib's entry points
-(the attacks ask XLA the four ways a student would). Exercise 5's launch has too few blocks of rows and asks w and b
+model. Exercise 2, rows_within, is an inverse (design) question whose forward model XLA may compute (class B): how
+many rows fit a byte budget, op by op and fused; XLA's count inside the student's own search is the student's
+answer, so no lock is set and no attack asks XLA (the attacks that asked it for the old forward counts are gone
+with the old exercise). Exercise 5's launch has too few blocks of rows and asks w and b
 read once per block (shared memory, a barrier): §5.2's kernels with the formula changed fail. Exercise 8's cases
 include lab 1's coarse clock (2 ms ticks, calls of tens of µs): the course's timer, even reloaded with its clock
 pointed at the one given, times one call per run and reads 0 or a whole tick. Each attack below is the closest a
@@ -20,179 +21,11 @@ around them — which instruction is the breaker and what its own type holds; wh
 opcode names and its 2·m·n·k. That submission is the exercise answered by the student (the third attack's scored
 full marks that way); the attacks below that let the readers decide more than the layout fail."""
 
-from tests.attacks.helper_thread import HELPER_THREAD
-
 ATTACKS = {
     "fused_bias_gelu": [
         # the eleventh attack: the library's GELU in the inputs' dtype (bfloat16 arithmetic throughout)
         '''def fused_bias_gelu(x, b, r):
     return r + jax.nn.gelu(x + b, approximate=True)
-''',
-    ],
-    "fusion_bytes": [
-        # the ninth attack: XLA's count of each op and of the chain, asked of a helper thread started before the lock
-        HELPER_THREAD + '''
-import jax, jax.numpy as jnp
-UN = {"relu": lambda a: jnp.maximum(a, 0), "tanh": jnp.tanh, "exp": jnp.exp}
-BIN = {"mul": lambda a, v: a * v, "add": lambda a, v: a + v}
-
-
-def fusion_bytes(m, n, dtype, ops):
-    S = jax.ShapeDtypeStruct
-    dt = jnp.dtype(dtype)
-    one = lambda o: UN[o] if o in UN else BIN[o.split("_")[0]]
-    new = lambda o: S((n,) if o.endswith("_row") else (m, n), dt)
-    x = S((m, n), dt)
-    unfused = sum(xla(one(o), *((x,) if o in UN else (x, new(o)))).bytes_accessed for o in ops)
-
-    def chain(x, *vs):
-        it = iter(vs)
-        for o in ops:
-            x = one(o)(x) if o in UN else one(o)(x, next(it))
-        return x
-
-    fused = xla(chain, x, *[new(o) for o in ops if o not in UN]).bytes_accessed
-    return int(unfused), int(fused)
-''',
-        # the eighth attack: XLA asked in a child Python through the course's numba-cuda helper, which used to exec
-        # any source and hand back the child's error text (now: one def, nothing run at definition)
-        '''import re
-
-_ASK = \'\'\'
-def fusion_bytes_child():
-    pass
-import jax, jax.numpy as jnp
-import gpucourse as gc
-M, N, DT, OPS = {args!r}
-UN = {{"relu": lambda a: jnp.maximum(a, 0), "tanh": jnp.tanh, "exp": jnp.exp}}
-BIN = {{"mul": lambda a, v: a * v, "add": lambda a, v: a + v}}
-one = lambda o: UN[o] if o in UN else BIN[o.split("_")[0]]
-new = lambda o: jnp.ones((N,) if o.endswith("_row") else (M, N), DT)
-x = jnp.ones((M, N), DT)
-unfused = sum(gc.xla.compiled(one(o), *((x,) if o in UN else (x, new(o)))).bytes_accessed for o in OPS)
-def chain(x, *vs):
-    it = iter(vs)
-    for o in OPS:
-        x = one(o)(x) if o in UN else one(o)(x, next(it))
-    return x
-fused = gc.xla.compiled(chain, x, *[new(o) for o in OPS if o not in UN]).bytes_accessed
-raise ValueError("XLA_SAYS %d %d" % (unfused, fused))
-\'\'\'
-
-
-def fusion_bytes(m, n, dtype, ops):
-    src = _ASK.format(args=(m, n, str(jnp.dtype(dtype)), list(ops)))
-    try:
-        gc.toolchain.numba_ptx(src, "void()")
-    except Exception as e:
-        u, f = re.search(r"XLA_SAYS (\\d+) (\\d+)", str(e)).groups()
-        return int(u), int(f)
-''',
-        # the chains built in the cell and XLA asked directly (abstract shapes: nothing allocated), as the spec says
-        # the checker does
-        '''def fusion_bytes(m, n, dtype, ops):
-    def chain(ops):
-        def f(x, *operands):
-            it = iter(operands)
-            for op in ops:
-                if op.endswith("_row") or op.endswith("_full"):
-                    x = x * next(it) if op.startswith("mul") else x + next(it)
-                else:
-                    x = jnp.maximum(x, 0) if op == "relu" else getattr(jnp, op)(x)
-            return x
-        return f
-
-    def shape(op):
-        return (n,) if op.endswith("_row") else (m, n)
-
-    def count(ops):
-        args = [jax.ShapeDtypeStruct(shape(op), jnp.dtype(dtype)) for op in ["x"] + ops
-                if op == "x" or op.endswith(("_row", "_full"))]
-        return int(jax.jit(chain(ops)).lower(*args).compile().cost_analysis()["bytes accessed"])
-
-    return sum(count([op]) for op in ops), count(ops)
-''',
-        # gpucourse.xla loaded a second time (its `compiled` is locked, the copy is not)
-        '''import importlib.util
-import sys
-
-_spec = importlib.util.spec_from_file_location("xla2", gc.xla.__file__)
-xla2 = importlib.util.module_from_spec(_spec)
-sys.modules["xla2"] = xla2  # its dataclasses look their module up there
-_spec.loader.exec_module(xla2)
-
-UNARY = {"relu": lambda x: jnp.maximum(x, 0), "tanh": jnp.tanh, "exp": jnp.exp}
-
-
-def fusion_bytes(m, n, dtype, ops):
-    x = np.ones((m, n), np.float32).astype(jnp.dtype(dtype))
-    operands = [np.ones((n,) if op.endswith("_row") else (m, n), np.float32).astype(jnp.dtype(dtype))
-                for op in ops if op not in UNARY]
-
-    def apply(op, x, y=None):
-        return UNARY[op](x) if op in UNARY else (x * y if op.startswith("mul") else x + y)
-
-    def chain(x, *ys):
-        it = iter(ys)
-        for op in ops:
-            x = apply(op, x, None if op in UNARY else next(it))
-        return x
-
-    it = iter(operands)
-    unfused = 0
-    for op in ops:
-        args = (x,) if op in UNARY else (x, next(it))
-        unfused += xla2.compiled(lambda *a, op=op: apply(op, *a), *args).bytes_accessed
-    return int(unfused), int(xla2.compiled(chain, x, *operands).bytes_accessed)
-''',
-        # below jax.stages: the lowered StableHLO compiled by jaxlib's CPU client, its executable asked for the count
-        '''from jaxlib import _jax
-
-UNARY = {"relu": lambda x: jnp.maximum(x, 0), "tanh": jnp.tanh, "exp": jnp.exp}
-
-
-def fusion_bytes(m, n, dtype, ops):
-    cpu = jax.devices("cpu")[0]
-    shape = lambda op: (n,) if op.endswith("_row") else (m, n)  # noqa: E731
-
-    def count(f, *shapes):
-        text = jax.jit(f).lower(*(jax.ShapeDtypeStruct(s, jnp.dtype(dtype)) for s in shapes)).as_text()
-        exe = cpu.client.compile_and_load(text, _jax.DeviceList((cpu,)), _jax.CompileOptions())
-        return int(exe.cost_analysis()["bytes accessed"])
-
-    def chain(x, *ys):
-        it = iter(ys)
-        for op in ops:
-            x = UNARY[op](x) if op in UNARY else (x * next(it) if op.startswith("mul") else x + next(it))
-        return x
-
-    unfused = sum(count(UNARY[op], (m, n)) if op in UNARY else count(lambda a, b: a * b, (m, n), shape(op))
-                  for op in ops)
-    return unfused, count(chain, (m, n), *(shape(op) for op in ops if op not in UNARY))
-''',
-        # XLA's memory analysis, not its cost analysis: a program's arguments + its output, held from the cell's
-        # top level
-        '''memory_analysis = jax.stages.Compiled.memory_analysis
-UNARY = {"relu": lambda x: jnp.maximum(x, 0), "tanh": jnp.tanh, "exp": jnp.exp}
-
-
-def fusion_bytes(m, n, dtype, ops):
-    shape = lambda op: (n,) if op.endswith("_row") else (m, n)  # noqa: E731
-
-    def moved(f, *shapes):
-        c = jax.jit(f).lower(*(jax.ShapeDtypeStruct(s, jnp.dtype(dtype)) for s in shapes)).compile()
-        mem = memory_analysis(c)
-        return int(mem.argument_size_in_bytes + mem.output_size_in_bytes)
-
-    def chain(x, *ys):
-        it = iter(ys)
-        for op in ops:
-            x = UNARY[op](x) if op in UNARY else (x * next(it) if op.startswith("mul") else x + next(it))
-        return x
-
-    unfused = sum(moved(UNARY[op], (m, n)) if op in UNARY else moved(lambda a, b: a * b, (m, n), shape(op))
-                  for op in ops)
-    return unfused, moved(chain, (m, n), *(shape(op) for op in ops if op not in UNARY))
 ''',
     ],
     "breaking_op": [

@@ -15,51 +15,39 @@ WRONG = {
     return r + jax.nn.gelu(x + b, approximate=True)
 ''',
     ],
-    "fusion_bytes": [
-        # the fused kernel re-reads the row vectors for every row (m*n instead of n)
-        '''def fusion_bytes(m, n, dtype, ops):
+    "rows_within": [
+        # the fused kernel charged each row vector as an m×n array (it reads an (n,) vector once, whatever m)
+        '''def rows_within(n, dtype, ops, budget_bytes):
     size = jnp.dtype(dtype).itemsize
-    full = m * n
-    unfused, fused = 0, 2 * full
+    vectors = sum(n for op in ops if op.endswith("_row"))
+    unfused_row, fused_row = 0, 2 * n
     for op in ops:
-        if op.endswith("_row"):
-            unfused += 2 * full + n
-            fused += full
-        elif op.endswith("_full"):
-            unfused += 3 * full
-            fused += full
-        else:
-            unfused += 2 * full
-    return unfused * size, fused * size
+        unfused_row += 3 * n if op.endswith("_full") else 2 * n
+        fused_row += 0 if op in ("relu", "tanh", "exp") else n
+    elements = budget_bytes // size
+    return max((elements - vectors) // unfused_row, 0), max(elements // fused_row, 0)
 ''',
-        # an op run alone is charged its row vector broadcast to (m, n) first (the broadcast is fused into the op:
-        # n elements read, not m*n)
-        '''def fusion_bytes(m, n, dtype, ops):
+        # a search that stops at traffic < budget: a row whose traffic equals the budget exactly is left out
+        '''def rows_within(n, dtype, ops, budget_bytes):
     size = jnp.dtype(dtype).itemsize
-    full = m * n
-    unfused, fused = 0, 2 * full
-    for op in ops:
-        if op.endswith("_row"):
-            unfused += 3 * full
-            fused += n
-        elif op.endswith("_full"):
-            unfused += 3 * full
-            fused += full
-        else:
-            unfused += 2 * full
-    return unfused * size, fused * size
+    once = sum(n for op in ops if op.endswith("_row"))
+    per_row = [sum(3 * n if op.endswith("_full") else 2 * n for op in ops),
+               2 * n + sum(n for op in ops if op.endswith("_full"))]
+    answer = []
+    for row in per_row:
+        m = 0
+        while size * (row * (m + 1) + once) < budget_bytes:
+            m += 1
+        answer.append(m)
+    return tuple(answer)
 ''',
-        # the fused chain still writes and reads back an intermediate after every op (XLA's count of a chain that
-        # fusion did not merge)
-        '''def fusion_bytes(m, n, dtype, ops):
+        # the row vectors' n elements per kernel left out: only what grows with m is counted
+        '''def rows_within(n, dtype, ops, budget_bytes):
     size = jnp.dtype(dtype).itemsize
-    full = m * n
-    unfused = fused = 0
-    for op in ops:
-        extra = n if op.endswith("_row") else full if op.endswith("_full") else 0
-        unfused += 2 * full + extra
-        fused += 2 * full + extra
-    return unfused * size, fused * size
+    full = sum(op.endswith("_full") for op in ops)
+    unfused = (2 * len(ops) + full) * n * size
+    fused = (2 + full) * n * size
+    return budget_bytes // unfused, budget_bytes // fused
 ''',
     ],
     "breaking_op": [
