@@ -336,11 +336,14 @@ def _compare_chain(what: str, got: Any, expected: tuple[int, int | None], case: 
             )
         return
     if got[1] is None:
+        hint = (
+            "not even one op fits: op 0 alone reads its arity inputs and writes its result,"
+            " (arity + 1)·n elements, fused or not" if expected[1] == 0 else
+            f"with arity {arity}, every later op reads {arity - 1} new input array(s), so the"
+            " fused traffic grows with the length"
+        )
         raise CheckFailure(
-            f"{what} → fused_ops: expected {show(expected[1])}, got None. Hint: with arity"
-            f" {arity}, every later op reads {arity - 1} new input array(s), so the fused traffic"
-            " grows with the length" + (
-                " — and here even one op does not fit" if expected[1] == 0 else "")
+            f"{what} → fused_ops: expected {show(expected[1])}, got None. Hint: {hint}"
         )
     expect_int(
         f"{what} → fused_ops",
