@@ -92,7 +92,8 @@ def test_a_wrong_kernel_looks_different_where_it_accesses_memory_differently(sol
 
 # wrong kernels whose every memory access and every output value on the drawn (first visible) case are the
 # solution's: a memory picture cannot differ; the check's message says what is wrong
-SAME_PICTURE = {("softmax_rows", 0)}  # no max subtracted: exp overflows on the hidden cases' large values only
+# (none now: softmax_rows' visible case has a row near 1000, so a kernel without the max subtracted shows its NaNs)
+SAME_PICTURE: set[tuple[str, int]] = set()
 
 
 def test_a_dropped_halo_load_shows_unwritten_shared_reads_and_the_wrong_values(solved):

@@ -582,7 +582,9 @@ SOFTMAX_ROWS = puzzle(
         Example: a = [[0, 0], [0, ln 3]] (float32)  ->  out = [[0.5, 0.5], [0.25, 0.75]].
     """,
     _softmax_launch,
-    [Case((np.array([[0, 0, 0], [0, 1, 2]], F32),))],
+    # the third row is near 1000 (exp overflows float32 without the max subtracted) with a masked
+    # position: the visible case shows both rules of the spec
+    [Case((np.array([[0, 0, 0], [0, 1, 2], [1000, 999, -np.inf]], F32),))],
     Budget(reads=1, writes=1, shared=0))
 
 # the largest float32 whose exp is finite (exp(88.73) overflows float32)
@@ -600,16 +602,16 @@ def _softmax_nonfinite(case: Case, wrong: np.ndarray) -> str:
     value whose exp overflows float32 — otherwise the max was subtracted, but in a lane that did not
     hold it."""
     (a,) = case.args
-    rows = np.asarray(wrong).reshape(a.shape).any(axis=1)
-    vals = a[rows]
-    if np.isfinite(vals).any() and vals[np.isfinite(vals)].max() > EXP_F32_MAX:
+    rows = np.flatnonzero(np.asarray(wrong).reshape(a.shape).any(axis=1))
+    small = [r for r in rows if not (np.isfinite(a[r]) & (a[r] > EXP_F32_MAX)).any()]
+    if not small:  # every such row holds a value whose exp overflows
         return (
             "an overflow (exp of a large value: subtract the row's max first), or "
             + LANE_MAX_CAUSE
         )
     return (
-        f"not an overflow (no value of those rows exceeds {EXP_F32_MAX:.1f}, so even exp(a) is"
-        f" finite): {LANE_MAX_CAUSE}"
+        f"not an overflow (row {small[0]} has no value above {EXP_F32_MAX:.1f}, so even exp(a) is"
+        f" finite there): {LANE_MAX_CAUSE}"
     )
 
 
