@@ -433,11 +433,12 @@ assert abs(np.log(np.finfo(np.float32).max) - 88.72) < 0.01 and 80 < lse < 110
 #
 # **From the normalizer to attention (prose only: the lab builds it).**
 # FlashAttention (Dao et al. 2022) applies the same identity to the *output* as well:
-# walking K and V tile by tile, each query row keeps its running max m, its running sum l,
-# and an unnormalised output accumulator — the sum of $e^{x_i - m}\, v_i$ so far.
-# When a new tile raises the max from $m_\text{old}$ to $m_\text{new}$, the accumulator is rescaled by
-# $e^{m_\text{old} - m_\text{new}}$, exactly as l is above, before the tile's own terms are added;
-# at the end the output row is the accumulator divided by l.
+# walking K and V tile by tile, each query row keeps its running max m, its running sum l and its output.
+# When a new tile raises the max from $m_\text{old}$ to $m_\text{new}$, the output so far is rescaled by
+# $e^{m_\text{old} - m_\text{new}}$, exactly as l is above, before the tile's own terms are added.
+# The 2022 algorithm keeps that output normalised, dividing by the new l at every step (its Algorithm 1,
+# line 12); FlashAttention-2 (Dao 2023, §3.1.1) keeps it *unnormalised* — the sum of
+# $e^{x_i - m}\, v_i$ so far — and divides by l once, at the end: fewer non-matmul FLOPs, the form lab 8 asks for.
 # The s × s matrices never exist outside the chip: each tile of scores lives in registers and shared memory
 # for one step. For training, the forward saves the row statistics instead of P — FlashAttention (2022) saves
 # m and l, FlashAttention-2 (Dao 2023, §3.1) only their log-sum-exp $m + \log l$ —

@@ -161,7 +161,10 @@ def _bytes_cases(rng: np.random.Generator) -> list[Case]:
     # causal with query tiles smaller than key tiles: the keys loaded run past the diagonal to the
     # end of the key tile (one whole tile and a partial end)
     cases = [Case((1, 1, 1, 1, 16, 16, True, 4)), Case((2, 3, 200, 64, 16, 64, True, 2)),
-             Case((1, 4, 1000, 128, 64, 128, True, 4))]
+             Case((1, 4, 1000, 128, 64, 128, True, 4)),
+             # causal with query tiles LARGER than key tiles: the block's last row, not its first,
+             # decides the last key tile (a fresh read found the first row's tile passing)
+             Case((1, 1, 256, 64, 128, 64, True, 2)), Case((2, 2, 300, 64, 64, 16, True, 4))]
     for _ in range(6):
         block_q = int(rng.choice([16, 32, 64, 128]))
         block_k = int(rng.choice([16, 32, 64, 128]))

@@ -102,8 +102,9 @@ HEAD_PAD = HEAD_DIM + 1  # a padded tile row: thread t's store k_tile[t, c] land
 #
 # The course streamed the softmax's *normaliser*: a running max `m` and a running sum `l`,
 # rescaled by `exp(m_old - m_new)` whenever the max grows.
-# FlashAttention carries one more thing through the stream: the output itself,
-# a running `acc = Σ exp(score - m) · v`, rescaled by the same factor.
+# FlashAttention carries one more thing through the stream: the output itself.
+# In FlashAttention-2's form (Dao 2023, §3.1.1) it is a running, unnormalised
+# `acc = Σ exp(score - m) · v`, rescaled by the same factor and divided by `l` once at the end.
 # Write the update for a whole block of keys and every query row at once.
 # Mind the rows that have seen only masked scores so far (`m = -inf`):
 # `exp(-inf - (-inf))` is NaN in IEEE arithmetic.
@@ -215,8 +216,8 @@ lab.problems["fused_attention"].diagram(fused_attention)
 # The kernel you just wrote, as JAX writes kernels: Pallas, whose BlockSpecs say which block of each
 # array a grid step sees, and whose scratch buffers live across grid steps.
 # Here the key blocks are a grid axis, so the running max, sum and output of a query block must
-# survive from one grid step to the next — in VMEM scratch, as on a TPU (course §7.6's blocked
-# matmul kept its accumulator the same way).
+# survive from one grid step to the next — in VMEM scratch, as on a TPU (lab 7's `fused_dense` kept
+# its float32 accumulator the same way; §7.6's matmul added into its float32 output block instead).
 # It runs in interpret mode on this CPU; course §8.4 compiled JAX's own Pallas attention for an H100
 # and showed the `wgmma` instructions a kernel like this becomes.
 
