@@ -23,7 +23,8 @@
 # — yours.
 #
 # **You will learn**
-# - the three BLAS levels, counted (not just asserted) on the source article's own triple loop;
+# - the three BLAS levels, and Level 3's counts checked (not just asserted) on the source article's own
+#   triple loop (Levels 1 and 2 are the lab's to count);
 # - to compute FLOPs, bytes and arithmetic intensity for any shape and dtype;
 # - to measure this machine's two roofs — memory bandwidth and peak FLOP/s — each by its own kernel,
 #   against a stated peak, and to place real ops under them;
@@ -501,7 +502,7 @@ if gc.require_gpu("measure the half-precision tensor-core roof (cuBLAS, n = 8192
 # — or one GEMM.
 # Same FLOPs, but the gemvs read `W` once *each* while the GEMM reads it once in all.
 # The roofline predicts the speed-up from the roofs measured above (one core):
-# each gemv is memory-bound (`n²·4` bytes of `W` at the memory roof);
+# each gemv is memory-bound (`W`'s `n²·4` bytes, plus x and y, at the memory roof);
 # the GEMM takes the longer of its FLOPs at the compute roof and its bytes at the memory roof.
 # `W` is made larger than the cache, so that every gemv really reads it from DRAM.
 
@@ -571,7 +572,7 @@ assert n_h100 == 5120 and round(i_h100, 1) == 15.8 and i_h100 < ridge_h100
 # Two causes can lower a fraction.
 # Load: these runs are timed apart from the roofs' rounds,
 # so the cell prints §1.2's gemv of the same `W`, timed in those rounds,
-# next to the gemvs' fraction, and says "slowed by other programs" when the gemvs here fall below
+# next to the gemvs' fraction, and says other programs may have slowed them when the gemvs here fall below
 # 0.7× of it.
 # Shape: only where the GEMM is compute-bound
 # (the cell prints which roof bounds it) does a GEMM 32 columns wide keep fewer FMA units busy than

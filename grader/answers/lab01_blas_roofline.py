@@ -140,6 +140,7 @@ def _gemm_cases(rng: np.random.Generator) -> list[Case]:
         Case((m, even, m * even * (2 * k + 1), ((2 * k + 1) * (m + even) // 2 + m * even) * size,
               dtype)),
         Case((m, n, 2 * m * n * k + 2, (m * k + k * n + m * n) * size, dtype)),
+        Case((m, n, 0, m * n * size, dtype)),  # no FLOPs, C's bytes alone: k = 0 is no gemm
     ]
     return cases
 

@@ -37,9 +37,9 @@ ROOFS = [  # (peak FLOP/s, bytes/s): H100 bf16, H100 fp32, A100 bf16, H200 bf16,
 ]
 
 # The counting exercises are asked backwards — from a profiler's counters to the call, from a
-# budget to a length — so that a forward count (XLA's cost analysis, §1's `cost`) is a model the
-# student may search with, not the answer (grader/DESIGN.md, "Lab 1 and lab 6: counts asked
-# backwards"). Nothing is locked.
+# budget to a length — so that a forward count (XLA's cost analysis, §1's square_gemm_counts) is a
+# model the student may search with, not the answer (grader/DESIGN.md, "Lab 1 and lab 6: counts
+# asked backwards"). Nothing is locked.
 
 
 def _pairs(what: str, got: Any, names: str) -> list[tuple]:
@@ -75,7 +75,21 @@ def _compare_list(hint_for: Callable[[list, list], str]):
 # -- Level 1 and Level 2, from a profiler's counters back to the call -----------------------------
 
 
+def _zero_or_order(expected: list, got: list, counts: str) -> str | None:
+    """The hint for a list that holds a call of no elements, or the right calls out of order."""
+    if any(v == 0 for item in got for v in item[:2] if isinstance(v, (int, np.integer))):
+        return (
+            f"a call has at least one element ({counts} ≥ 1): a count of 0 gives 0 FLOPs and 0"
+            " bytes for its part, which is no call"
+        )
+    if got != expected and sorted(got, key=str) == sorted(expected, key=str):
+        return "the right calls, in another order: sort them"
+    return None
+
+
 def _axpy_hint(expected: list, got: list) -> str:
+    if (hint := _zero_or_order(expected, got, "n")) is not None:
+        return hint
     if len(expected) == 2 and len(got) == 1 and got[0] in expected:
         return (
             "these counters fit two calls: a complex axpy does 8 real FLOPs per element, so it has"
@@ -119,6 +133,8 @@ AXPY = Problem(
 
 
 def _gemv_hint(expected: list, got: list) -> str:
+    if (hint := _zero_or_order(expected, got, "m, n")) is not None:
+        return hint
     if len(expected) == 2 and len(got) == 1 and got[0] in expected:
         return (
             "the counters cannot tell A (m×n) from its transpose (n×m): both do m·n"
@@ -161,8 +177,8 @@ def _compare_gemm(what: str, got: Any, expected: tuple[int, bool] | None, case: 
         raise CheckFailure(
             f"{what}: expected {show(expected)}, got None. Hint: k follows from the FLOPs"
             " (2·m·n·k) — accumulating into C adds no FLOPs (C's old value is where the k"
-            " multiply-adds start, β·C folded into the FMA); then the bytes say whether C was read"
-            " as well as written"
+            " multiply-adds start, β·C folded into the FMA); then the bytes, every element at the"
+            " dtype's size (np.dtype(dtype).itemsize), say whether C was read as well as written"
         )
     expect_tuple(what, got, "k, accumulate")
     expect_int(f"{what} → k", got[0], expected[0],

@@ -443,11 +443,12 @@ ROWS_WITHIN = Problem(
         nothing) inside a search over m, or the rule of §6.3 in closed form (a kernel reads each
         operand once and writes its result once, jnp.dtype(dtype).itemsize bytes an element).
         Either way the inversion is yours. Mind the time: a call may take 10 s and the whole
-        check 50 s, and one compile takes tens of milliseconds (each op alone is one more), so
-        trying m one by one with XLA is far too slow. A bisection over XLA's count fits (17
-        halvings cover 100,000: a few seconds a case), and a closed form from the traffic's
-        per-row and per-kernel terms is faster still; with your own formula, even a loop over m
-        is fast enough.
+        check 50 s, and one compile with its count takes about 0.1 s (each op alone is one more),
+        so trying m one by one with XLA is far too slow, and even a bisection over XLA's count
+        (17 halvings cover 100,000, on both sides) comes near the 10 s on a busy machine. The
+        traffic is linear in m: XLA's count at two row counts gives its per-row and per-kernel
+        terms, and a closed form from them takes milliseconds; with your own formula, even a
+        loop over m is fast enough.
     """,
     visible=[
         Case((1024, "float32", ["mul_row", "add_row", "relu"], 4 * 2**20)),

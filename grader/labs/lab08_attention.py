@@ -371,8 +371,8 @@ PALLAS_ATTENTION = _PallasProblem(
 
 def _compare_bytes(what: str, got: Any, expected: int, case: Case) -> None:
     expect_int(f"{what} (bytes)", got, expected,
-               hint="count Q once; K and V once per query tile, in key tiles of block_k rows, the last"
-                    " one partial, never past s"
+               hint="count Q once; K and V once per query tile, in key tiles of block_k rows, the"
+                    " last one partial, never past s"
                " (causal: up to and including the key tile that holds the block's last row, not"
                " exactly to the diagonal); O once; the float32 log-sum-exp once per row")
 

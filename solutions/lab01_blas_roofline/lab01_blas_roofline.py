@@ -90,12 +90,13 @@ be = gc.setup()
 #
 # Level 1 is vector–vector work: `y ← a·x + y`.
 # Its FLOPs and bytes both grow with `n`, so their ratio does not depend on `n`
-# — and a profiler (Nsight Compute, or XLA's `cost_analysis`) reports exactly those two counters.
+# — and a profiler reports exactly those two counters.
 # Read them backwards: which calls could have produced them?
-# BLAS has axpy for complex numbers too (`caxpy`, `zaxpy`), counted in real operations:
-# they can make two calls look the same.
-# You may check a guess with any forward count you like (§1's `cost`, XLA's `cost_analysis`);
-# finding the calls is your part.
+# BLAS has axpy for complex numbers too (`caxpy`, `zaxpy`), counted in real operations
+# as LAPACK and cuBLAS count them: they can make two calls look the same.
+# Mind whose convention a counter follows: XLA's `cost_analysis` counts one FLOP per element of
+# every elementwise op, complex ones included (2,000 FLOPs for a complex axpy of 1,000 elements,
+# not 8,000), so it is no check for the complex calls here.
 
 # %% nbgrader={"grade": false, "grade_id": "axpy_calls_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["axpy_calls"].show()
