@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Sandbox users of each pytest worker's own (grader/sandbox.py: UID_BASE + slot): the process limit (RLIMIT_NPROC)
+# counts every task of a slot's user, so two workers grading at once with the same users shared one limit, and a
+# check process was killed "by a resource limit" beside another grading test (issue 26's flaky observation).
+# Read when grader.sandbox is imported, which is after this file.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+os.environ.setdefault("GPUCOURSE_SANDBOX_UID_BASE", str(64000 + 1000 * int(_WORKER.removeprefix("gw") or 0)))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -97,9 +97,11 @@ def attacked(request, tmp_path_factory):
         (export / f"attack-{k + 1}.ipynb").write_text(json.dumps(grading.fill(released, {**solutions, **answers})),
                                                      encoding="utf-8")
     ws = tmp / "grading"
-    # sandbox users of their own: tests/test_grade_cli.py grades at the same time on the other pytest worker, and the
-    # process limit of a slot's user would be shared (an attack that starts many threads would kill its neighbours)
-    env = {**os.environ, "GPUCOURSE_GRADING_SECRET": SECRET, "GPUCOURSE_SANDBOX_UID_BASE": "64100"}
+    # sandbox users of their own: other grading tests run at the same time in this worker's range (tests/conftest.py
+    # gives each worker its own), and the process limit of a slot's user would be shared (an attack that starts many
+    # threads would kill its neighbours)
+    own = int(os.environ["GPUCOURSE_SANDBOX_UID_BASE"]) + 100
+    env = {**os.environ, "GPUCOURSE_GRADING_SECRET": SECRET, "GPUCOURSE_SANDBOX_UID_BASE": str(own)}
     run = subprocess.run([sys.executable, "-m", "grader", "grade", lab, str(export), "--dir", str(ws), "--jobs", "2",
                           "--wall-timeout", "300"], cwd=course.ROOT, env=env, capture_output=True, text=True,
                          timeout=1500)
