@@ -59,6 +59,12 @@ def _compare_step(what: str, got: Any, expected: tuple, case: Case) -> None:
                 " scores were all -inf so far has m = -inf, and exp(m - m_new) = exp(-inf - (-inf))"
                 " is NaN — such a row keeps l = 0 and acc = 0"
             )
+        if (getattr(got[k], "dtype", None) in (np.float32, np.float16)
+                and not np.allclose(value, expected[k], rtol=1e-9, equal_nan=True)):
+            raise CheckFailure(
+                f"{what} → {name}: a {got[k].dtype} result, off by its rounding: the inputs are"
+                " float64 and so is the answer (keep float64: np.exp of a float64 array is)"
+            )
         expect_array_close(f"{what} → {name}", got[k], expected[k], rtol=1e-9)
     for i, arg in enumerate(case.args):
         if not np.array_equal(arg, _STEP_INPUTS.get(id(case), case.args)[i], equal_nan=True):
