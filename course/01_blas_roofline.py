@@ -228,7 +228,7 @@ assert stream >= min(2 * cache, 1024 * 2**20)  # the memory roof's array does no
 
 # %% [markdown]
 # Now the ops, measured in the same rounds as the roofs:
-# axpy (Level 1) and gemv (Level 2) on arrays several times the cache,
+# axpy (Level 1) and gemv (Level 2) on arrays at least twice the cache,
 # a gemv small enough to sit *in* the cache (32 calls back to back in each timed run:
 # see below), and GEMMs (Level 3) from 64³ to 512³ — all float32, random data.
 # A point counts as *above* a roof when it beats the roof by more than 20 %:

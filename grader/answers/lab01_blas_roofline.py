@@ -69,6 +69,10 @@ def _axpy_cases(rng: np.random.Generator) -> list[Case]:
     cases += [Case(_axpy_counters(4 * k, "float16")), Case(_axpy_counters(k, "complex128")),
               Case(_axpy_counters(1, str(rng.choice(every))))]
     n = int(rng.integers(1, 10**6))
+    k = int(rng.integers(1, 10**6))
+    # FLOPs that are no whole number of elements, with the bytes of the rounded-down n (float32,
+    # complex64): an answer that checks only the bytes lists a call
+    cases += [Case((2 * n + 1, 3 * n * 4)), Case((8 * k + 4, 24 * k))]
     cases += [Case((2 * n + 1, 3 * (2 * n + 1))), Case((2 * n, 2 * n * 4)), Case((0, 0)),
               Case(_gemv_counters(int(rng.integers(2, 500)), int(rng.integers(2, 500)), "float32"))]
     return cases

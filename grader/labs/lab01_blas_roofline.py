@@ -53,8 +53,9 @@ def _pairs(what: str, got: Any, names: str) -> list[tuple]:
     return [tuple(expect_tuple(f"{what} → item {i}", item, names)) for i, item in enumerate(got)]
 
 
-def _compare_list(hint_for: Callable[[list, list], str]):
-    """Compare a list of tuples exactly (order and types); ``hint_for(expected, got)`` explains."""
+def _compare_list(hint_for: Callable[[list, list, Case], str]):
+    """Compare a list of tuples exactly (order and types); ``hint_for(expected, got, case)``
+    explains."""
 
     def compare(what: str, got: Any, expected: list, case: Case) -> None:
         names = "n, dtype" if case.args and len(case.args) == 2 else "m, n"
@@ -62,8 +63,8 @@ def _compare_list(hint_for: Callable[[list, list], str]):
         plain = [tuple(int(v) if isinstance(v, (int, np.integer)) else v for v in item)
                  for item in items]
         if plain != [tuple(e) for e in expected]:
-            fail(what, [tuple(e) for e in expected], plain, hint_for([tuple(e) for e in expected],
-                                                                    plain))
+            fail(what, [tuple(e) for e in expected], plain,
+                 hint_for([tuple(e) for e in expected], plain, case))
         for item in items:  # 6.0 is not a count of elements
             for v in item:
                 if isinstance(v, (float, np.floating)):
@@ -87,9 +88,17 @@ def _zero_or_order(expected: list, got: list, counts: str) -> str | None:
     return None
 
 
-def _axpy_hint(expected: list, got: list) -> str:
+def _axpy_hint(expected: list, got: list, case: Case) -> str:
     if (hint := _zero_or_order(expected, got, "n")) is not None:
         return hint
+    flops = case.args[0]
+    for n, dtype in got:  # a listed call that does not give back the FLOPs
+        if dtype in DTYPES + COMPLEX_DTYPES and (8 if "complex" in dtype else 2) * n != flops:
+            return (
+                f"({n}, {dtype!r}) does {(8 if 'complex' in dtype else 2) * n:,} FLOPs, not"
+                f" {flops:,}: n is a whole number of elements that gives back both counters"
+                " exactly (check the FLOPs too, not only the bytes)"
+            )
     if len(expected) == 2 and len(got) == 1 and got[0] in expected:
         return (
             "these counters fit two calls: a complex axpy does 8 real FLOPs per element, so it has"
@@ -132,9 +141,11 @@ AXPY = Problem(
 )
 
 
-def _gemv_hint(expected: list, got: list) -> str:
+def _gemv_hint(expected: list, got: list, case: Case) -> str:
     if (hint := _zero_or_order(expected, got, "m, n")) is not None:
         return hint
+    if len(got) != len(set(got)):
+        return "a shape is listed twice: a square A (m = n) is one shape, its own transpose"
     if len(expected) == 2 and len(got) == 1 and got[0] in expected:
         return (
             "the counters cannot tell A (m×n) from its transpose (n×m): both do m·n"

@@ -180,7 +180,7 @@ def _compare_gelu(what: str, got: Any, expected: Any, case: Case) -> None:
             raise CheckFailure(
                 f"{first}. Hint: your values are the exact GELU, 0.5·u·(1 + erf(u/√2)); the spec's"
                 " is the tanh approximation (jax.nn.gelu(u, approximate=True)), which differs from"
-                " it by up to about 1e-3"
+                " it by up to about 5e-4"
             ) from None
         raise
 

@@ -534,7 +534,7 @@ if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades
     print("(skipped while nbgrader grades or validates: run the notebook yourself to see your machine)")
 else:
     reads, gemms = gc.roofline.read_candidates(), gc.roofline.compute_candidates()
-    n = int((gc.roofline.stream_bytes() / 4) ** 0.5) // 256 * 256  # a gemv whose matrix is several times the cache
+    n = int((gc.roofline.stream_bytes() / 4) ** 0.5) // 256 * 256  # a gemv whose matrix is at least twice the cache
     A_host = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
     A, x = be.xp.asarray(A_host), be.xp.ones(n, be.xp.float32)  # on the device the roofs were measured on
     A_jax, x_jax = jax.numpy.asarray(A_host), jax.numpy.ones(n, jax.numpy.float32)

@@ -39,6 +39,15 @@ WRONG = {
             out.append((flops // per, dtype))
     return sorted(out)
 ''',
+        # n rounded down from the FLOPs, only the bytes checked: FLOPs that are no whole number of elements pass
+        '''def axpy_calls(flops, nbytes):
+    out = []
+    for dtype in ["int8", "float16", "float32", "float64", "complex64", "complex128"]:
+        n = flops // (8 if np.dtype(dtype).kind == "c" else 2)
+        if n >= 1 and 3 * n * np.dtype(dtype).itemsize == nbytes:
+            out.append((n, dtype))
+    return sorted(out)
+''',
     ],
     "gemv_shapes": [
         # one shape only: the transpose is missed
