@@ -81,6 +81,8 @@ class Operand:
     # grid steps at which its block index differs from the previous step's (the first counts)
     changes: int
     distinct: int  # different block indices over the whole grid
+    # per dimension, the largest (block index + 1) · block size over the grid: elements reached
+    reach: tuple[int, ...] = ()
 
     @property
     def block_bytes(self) -> int:
@@ -101,6 +103,13 @@ class Operand:
         of outputs on a TPU: an output block left and visited again would start from a stale VMEM
         buffer."""
         return self.changes == self.distinct
+
+    @property
+    def inside(self) -> bool:
+        """Every block the index map asks for lies inside the array. Interpret mode clamps a block
+        past the edge (so an index map that returns element offsets computes wrong numbers, no
+        error); a TPU's DMA would read or write out of bounds."""
+        return all(r <= a for r, a in zip(self.reach, self.array_shape))
 
 
 @dataclass(frozen=True)
@@ -128,9 +137,12 @@ class PallasPlan:
         return all(o.consecutive for o in self.operands if o.role == "out")
 
 
-def _block_index_changes(mapping: Any, grid: tuple[int, ...]) -> tuple[int, int]:
+def _block_index_changes(
+    mapping: Any, grid: tuple[int, ...]
+) -> tuple[int, int, tuple[int, ...]]:
     """Run the BlockSpec's index map over the whole grid (last axis fastest): the steps whose block
-    index differs from the step before, and the number of different block indices."""
+    index differs from the step before, the number of different block indices, and how far the
+    blocks reach (:attr:`Operand.reach`)."""
     import jax
     import jax.numpy as jnp
     from jax.extend.core import jaxpr_as_fun
@@ -142,9 +154,51 @@ def _block_index_changes(mapping: Any, grid: tuple[int, ...]) -> tuple[int, int]
     blocks = jax.vmap(lambda *g: jnp.stack(f(*g)))(*[jnp.asarray(i, jnp.int32) for i in idx])
     blocks = np.asarray(blocks)
     if blocks.shape[0] == 0:
-        return 0, 0
+        return 0, 0, ()
     changes = 1 + int(np.any(blocks[1:] != blocks[:-1], axis=1).sum())
-    return changes, len(np.unique(blocks.reshape(blocks.shape[0], -1), axis=0))
+    size = block_shape(mapping)
+    reach = tuple(int((blocks[:, d].max() + 1) * size[d]) for d in range(len(size)))
+    return changes, len(np.unique(blocks.reshape(blocks.shape[0], -1), axis=0)), reach
+
+
+# wrappers around a kernel, not arithmetic
+_WRAPPERS = {"pallas_call", "pjit", "jit", "closed_call"}
+
+
+def outer_primitives(fn: Callable[..., Any], *args: Any) -> set[str]:
+    """The primitives ``fn(*args)`` computes outside its pallas_calls (through jit wrappers, not
+    into kernels): empty when everything happens in the kernels."""
+    import jax
+
+    found: set[str] = set()
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            found.add(eqn.primitive.name)
+            if eqn.primitive.name == "pallas_call":
+                continue
+            for v in eqn.params.values():
+                inner = getattr(v, "jaxpr", None)
+                if inner is not None and hasattr(inner, "eqns"):
+                    walk(inner)
+                elif hasattr(v, "eqns"):
+                    walk(v)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+    return found - _WRAPPERS
+
+
+def overreach(plan: PallasPlan, names: tuple[str, ...]) -> str:
+    """What is wrong with the first operand (named by ``names``, in order) whose blocks reach past
+    its array, as a sentence; "" when every block lies inside (:attr:`Operand.inside`)."""
+    for name, op in zip(names, plan.operands):
+        if not op.inside:
+            return (
+                f"the index map of {name} asks for blocks up to element {op.reach} of an array of"
+                f" shape {op.array_shape} (blocks {op.block}): a block index counts blocks, not"
+                " elements, and every block must lie inside the array"
+            )
+    return ""
 
 
 def plan(fn: Callable[..., Any], *args: Any, call: int = 0) -> PallasPlan:

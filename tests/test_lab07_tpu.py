@@ -238,6 +238,20 @@ def test_fused_dense_visible_case_catches_an_unused_scratch():
         p.check(_scratch_unused(), hidden=True)
 
 
+def test_fused_dense_element_offsets_in_the_index_maps_are_named_where_the_numbers_fail():
+    """Index maps returning element offsets (i * bm) instead of block indices: interpret mode clamps each copy to the
+    array's edge, so the numbers are wrong before the structure check runs. The failure names the index map (visible
+    and hidden), and so does the structure check itself."""
+    p = lab.problems["fused_dense"]
+    fn = _wrong_fused(("lambda i, j, kk: (i * bm, kk * bk)",))
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match=r"wrong.*Hint: the index map of x asks for blocks up to element"
+                                               r".*counts blocks, not elements"):
+            p.check(fn, hidden=hidden)
+        with pytest.raises(CheckFailure, match="the index map of x asks for blocks"):
+            p.after(fn, hidden)
+
+
 def test_fused_dense_needs_an_f32_accumulator_a_fused_epilogue_and_legal_blocks():
     """Accumulating into the bf16 output (no scratch) fails the structure check; the bias and relu as XLA ops after
     the kernel fail it too; the epilogue run at every k step fails on the numbers. Every graded block is legal on a

@@ -165,7 +165,7 @@ def test_wrong_models_fail_with_what_they_missed():
     says = {
         "online_softmax_step": ["running output", "NaN in row"],
         "fused_attention": ["races?", "float64", "elements are wrong", "global reads; the budget"],
-        "pallas_attention": ["elements are wrong", "separate runs"],
+        "pallas_attention": ["elements are wrong", "separate runs", "counts blocks, not elements"],
         "fused_bytes": ["expected 16,640"] * 2,
         "decode_crossover": ["expected 281", "expected batch 281"],
         "longest_context": ["expected 2,771"] * 2,

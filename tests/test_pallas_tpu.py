@@ -127,6 +127,35 @@ def test_consecutive_outputs_agree_with_jax_tpu_interpreter(order):
         assert np.allclose(np.asarray(out), k)
 
 
+def test_reach_is_how_far_the_index_maps_go_and_overreach_names_the_first_operand_past_its_array():
+    """Block indices reach (max index + 1) · block per dimension; element offsets (i * bm) reach past the array, and
+    interpret mode clamps them silently: the plan says which operand and how far."""
+    m, n, k, bm, bn, bk = 32, 16, 48, 16, 8, 16
+    args = S((m, k), jnp.float32), S((k, n), jnp.float32)
+    right = pallas_tpu.plan(lambda x, y: _matmul(x, y, bm, bn, bk), *args)
+    assert [op.reach for op in right.operands] == [(m, k), (k, n), (m, n)]
+    assert all(op.inside for op in right.operands) and pallas_tpu.overreach(right, ("x", "y", "out")) == ""
+
+    def offsets(x, y):
+        return pl.pallas_call(
+            _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(m // bm, n // bn, k // bk),
+            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i * bm, kk)),
+                      pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)), interpret=True)(x, y)
+
+    wrong = pallas_tpu.plan(offsets, *args)
+    assert wrong.operands[0].reach == ((m // bm - 1) * bm * bm + bm, k) and not wrong.operands[0].inside
+    assert pallas_tpu.overreach(wrong, ("x", "y", "out")).startswith(
+        f"the index map of x asks for blocks up to element ({(m // bm - 1) * bm * bm + bm}, {k}) of an array of"
+        f" shape ({m}, {k})")
+
+
+def test_outer_primitives_are_what_is_computed_around_the_kernel():
+    x, y = S((32, 48), jnp.float32), S((48, 16), jnp.float32)
+    assert pallas_tpu.outer_primitives(lambda a, b: _matmul(a, b, 16, 8, 16), x, y) == set()
+    assert "max" in pallas_tpu.outer_primitives(lambda a, b: jnp.maximum(_matmul(a, b, 16, 8, 16), 0.0), x, y)
+
+
 def test_no_pallas_call_is_an_error():
     with pytest.raises(ValueError, match="no pl.pallas_call"):
         pallas_tpu.plan(lambda x: x + 1, S((4,), jnp.float32))

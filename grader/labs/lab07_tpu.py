@@ -364,33 +364,6 @@ _FUSED_DIAGNOSES = (
     ),
 )
 
-# wrappers around the kernel, not arithmetic
-_OUTER_OK = {"pallas_call", "pjit", "jit", "closed_call"}
-
-
-def _outer_primitives(fn: Callable[..., Any], *args: Any) -> set[str]:
-    """The primitives of ``fn``'s jaxpr outside its pallas_calls (through jit wrappers, not into
-    kernels)."""
-    import jax
-
-    found: set[str] = set()
-
-    def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            found.add(eqn.primitive.name)
-            if eqn.primitive.name == "pallas_call":
-                continue
-            for v in eqn.params.values():
-                inner = getattr(v, "jaxpr", None)
-                if inner is not None and hasattr(inner, "eqns"):
-                    walk(inner)
-                elif hasattr(v, "eqns"):
-                    walk(v)
-
-    walk(jax.make_jaxpr(fn)(*args).jaxpr)
-    return found - _OUTER_OK
-
-
 def _fused_structure(fn: Callable[..., Any], hidden: bool) -> str:
     """The result must come from one pallas_call (bias and relu inside it, nothing computed around
     it) whose BlockSpecs are the requested blocks, with an f32 VMEM accumulator of one output block,
@@ -408,7 +381,7 @@ def _fused_structure(fn: Callable[..., Any], hidden: bool) -> str:
             f"{call}: expected exactly one pl.pallas_call in the traced function, found"
             f" {len(calls)}"
         )
-    outside = _outer_primitives(traced, x, w, b)
+    outside = pallas_tpu.outer_primitives(traced, x, w, b)
     if outside:
         raise CheckFailure(
             f"{call}: outside the kernel your function computes {sorted(outside)}: the bias, the"
@@ -440,14 +413,9 @@ def _fused_structure(fn: Callable[..., Any], hidden: bool) -> str:
             " (bm, bn) float32). Adding each k block's product into the bf16 output rounds the"
             " running sum to 8 significant bits every step"
         )
-    for name, (array, block, reach) in zip(("x", "w", "b", "out"), _block_reach(traced, x, w, b)):
-        # interpret mode clamps the copy; a TPU's DMA would not
-        if any(r > d for r, d in zip(reach, array)):
-            raise CheckFailure(
-                f"{call}: the index map of {name} asks for blocks up to element {reach} of an array"
-                f" of shape {array} (blocks {block}): a block index counts blocks, not elements,"
-                " and every block must lie inside the array"
-            )
+    overreach = pallas_tpu.overreach(plan, ("x", "w", "b", "out"))
+    if overreach:  # interpret mode clamps the copy; a TPU's DMA would not
+        raise CheckFailure(f"{call}: {overreach}")
     out = plan.operands[3]
     if not out.consecutive:  # interpret mode computes the right numbers anyway; a TPU would not
         raise CheckFailure(f"{call}: {_grid_order_message(plan)}")
@@ -458,32 +426,6 @@ def _fused_structure(fn: Callable[..., Any], hidden: bool) -> str:
         f" block is copied {bias.changes} times); one grid step needs {plan.vmem_bytes:,} bytes of"
         f" VMEM: every block double-buffered, plus the {plan.scratch_bytes:,}-byte f32 accumulator"
     )
-
-
-def _block_reach(
-    fn: Callable[..., Any], *args: Any
-) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
-    """For every blocked operand of the pallas_call in ``fn(*args)``: its array shape, its block
-    shape, and how far its blocks reach over the whole grid (the largest (block index + 1) · block
-    size, per dimension)."""
-    import jax
-    import jax.numpy as jnp
-    from jax.extend.core import jaxpr_as_fun
-
-    (call,) = pallas_tpu.pallas_calls(fn, *args)
-    gm = call.params["grid_mapping"]
-    grid = tuple(int(g) for g in gm.grid)
-    idx = np.indices(grid).reshape(len(grid), -1)
-    out = []
-    for mapping in gm.block_mappings:
-        f = jaxpr_as_fun(mapping.index_map_jaxpr)
-        blocks = np.asarray(
-            jax.vmap(lambda *g: jnp.stack(f(*g)))(*[jnp.asarray(i, jnp.int32) for i in idx])
-        )
-        block = pallas_tpu.block_shape(mapping)
-        reach = tuple(int((blocks[:, d].max() + 1) * block[d]) for d in range(len(block)))
-        out.append((tuple(int(v) for v in mapping.array_aval.shape), block, reach))
-    return out
 
 
 def _in_bf16(value: Any, case: Case) -> Any:
@@ -519,6 +461,9 @@ def _grid_order_hint(fn: Callable[..., Any], case: Case) -> str:
             lambda x_arg, w_arg, b_arg: fn(x_arg, w_arg, b_arg, bm, bn, bk), x, w, b
         )
         need = (m // bm) * (n // bn) * (k // bk)
+        overreach = pallas_tpu.overreach(plan, ("x", "w", "b", "out"))
+        if overreach:  # e.g. an index map returning element offsets: interpret mode clamps
+            return f"Hint: {overreach}"
         if plan.steps != need:  # e.g. grid = (m, n, k): one program per element, not per block
             return (
                 f"Hint: for ({m}×{k}) @ ({k}×{n}) with blocks ({bm}, {bn}, {bk}) your grid"

@@ -252,6 +252,9 @@ def _grid_order(fn: Any, case: Case) -> str:
         out = plan.operands[-1]
     except Exception:  # noqa: BLE001 - a hint only
         return ""
+    overreach = pallas_tpu.overreach(plan, ("q", "k", "v", "out"))
+    if overreach:  # e.g. an index map returning element offsets: interpret mode clamps
+        return f". {overreach[0].upper()}{overreach[1:]}"
     if out.consecutive:
         return ""
     return (f". Your grid {plan.grid} visits the {out.distinct} output blocks in {out.changes}"
@@ -277,8 +280,6 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
 
     from gpucourse import pallas_tpu
 
-    from .lab07_tpu import _outer_primitives
-
     heads, s, d, bq, bk = (2, 128, 32, 32, 64) if hidden else (1, 64, 16, 16, 32)
     q = jnp.zeros((heads, s, d), jnp.float32)
     call = f"pallas_attention(({heads}×{s}×{d}) q, k, v, {bq}, {bk})"
@@ -289,7 +290,7 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
     calls = pallas_tpu.pallas_calls(traced, q, q, q)
     if len(calls) != 1:
         raise CheckFailure(f"{call}: expected exactly one pl.pallas_call, found {len(calls)}")
-    outside = _outer_primitives(traced, q, q, q)
+    outside = pallas_tpu.outer_primitives(traced, q, q, q)
     if outside:
         raise CheckFailure(
             f"{call}: outside the kernel your function computes {sorted(outside)}: the scores,"
@@ -308,15 +309,9 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
         raise CheckFailure(
             f"{call}: BlockSpec shapes (q, k, v, out): expected {want}, got {shapes}"
         )
-    from .lab07_tpu import _block_reach
-
-    for name, (array, block, reach) in zip(("q", "k", "v", "out"), _block_reach(traced, q, q, q)):
-        if any(r > a for r, a in zip(reach, array)):  # interpret mode clamps; a TPU's DMA would not
-            raise CheckFailure(
-                f"{call}: the index map of {name} asks for blocks up to element {reach} of an array"
-                f" of shape {array} (blocks {block}): a block index counts blocks, not elements,"
-                " and every block must lie inside the array"
-            )
+    overreach = pallas_tpu.overreach(plan, ("q", "k", "v", "out"))
+    if overreach:  # interpret mode clamps the copy; a TPU's DMA would not
+        raise CheckFailure(f"{call}: {overreach}")
     if not plan.operands[3].consecutive:
         out = plan.operands[3]
         raise CheckFailure(

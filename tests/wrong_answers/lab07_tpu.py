@@ -263,6 +263,35 @@ WRONG = {
     )(x, w)
     return jnp.maximum(acc + b.astype(jnp.float32), 0.0).astype(x.dtype)
 ''',
+        # index maps that return element offsets (i * bm), not block indices: interpret mode clamps each copy to the
+        # array's edge, so the numbers are wrong; a TPU's DMA would read past it
+        '''def fused_dense(x, w, b, bm, bn, bk):
+    m, k = x.shape
+    n = w.shape[1]
+
+    def kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...].astype(jnp.float32), 0.0).astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i * bm, kk * bk)),
+                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk * bk, j * bn)),
+                  pl.BlockSpec((1, bn), lambda i, j, kk: (0, j * bn))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i * bm, j * bn)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        interpret=True,
+    )(x, w, b)
+''',
     ],
     "sharded_matmul": [
         # gathers the rows first and sums the partial products after: the all-reduce carries the whole gathered block

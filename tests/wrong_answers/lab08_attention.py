@@ -297,6 +297,46 @@ def fused_attention(q, k, v, out, lse, kv_len, causal):
         interpret=True,
     )(q, k, v)
 ''',
+        # index maps that return element offsets (i * bq), not block indices: interpret mode clamps the copy
+        '''def pallas_attention(q, k, v, bq, bk):
+    """softmax(q kᵀ / √d) v as one pallas_call over (head, query block, key block), an online softmax in VMEM."""
+    heads, s, d = q.shape
+    # roughly 30 lines
+    def kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref):
+        j = pl.program_id(2)  # the key block: the grid's last axis, so one query block's steps run in a row
+
+        @pl.when(j == 0)  # a new query block: empty running state
+        def _():
+            m_ref[...] = jnp.full(m_ref.shape, -jnp.inf, jnp.float32)
+            l_ref[...] = jnp.zeros(l_ref.shape, jnp.float32)
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        # (bq, bk) scores of this query block against this key block
+        scores = jnp.dot(q_ref[0], k_ref[0].T, preferred_element_type=jnp.float32) / math.sqrt(d)
+        m_new = jnp.maximum(m_ref[...], scores.max(axis=1, keepdims=True))  # (bq, 1)
+        alpha = jnp.exp(m_ref[...] - m_new)  # rescales what was summed relative to the old max
+        p = jnp.exp(scores - m_new)  # (bq, bk)
+        l_ref[...] = alpha * l_ref[...] + p.sum(axis=1, keepdims=True)
+        acc_ref[...] = alpha * acc_ref[...] + jnp.dot(p, v_ref[0], preferred_element_type=jnp.float32)
+        m_ref[...] = m_new
+
+        @pl.when(j == pl.num_programs(2) - 1)  # the last key block: normalise once, write the block
+        def _():
+            o_ref[0] = (acc_ref[...] / l_ref[...]).astype(o_ref.dtype)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
+        grid=(heads, s // bq, s // bk),
+        in_specs=[pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i * bq, 0)),
+                  pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j * bk, 0)),
+                  pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j * bk, 0))],
+        out_specs=pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i * bq, 0)),
+        scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32), pltpu.VMEM((bq, 1), jnp.float32),
+                        pltpu.VMEM((bq, d), jnp.float32)],
+        interpret=True,
+    )(q, k, v)
+''',
     ],
     "fused_bytes": [
         # K and V read once (the ideal, not the tiled kernel)
