@@ -681,6 +681,31 @@ extern "C" __global__ void {name}(const float* x, float* out, int n) {{
 '''
 
 
+def mixed_fma_cu(f32: int, half2: int, f64: int, name: str = "mixed_fma") -> str:
+    """A kernel with three fused multiply-add chains, unrolled: ``f32`` float terms (FFMA, the first
+    folds to an FADD), ``half2`` __hfma2 terms on pairs of halves (HFMA2) and ``f64`` double terms
+    (DFMA). Only the first are FP32 FMAs; ptxas may also use an HFMA2.MMA to move a constant (an
+    HFMA2 on another pipe, not a matrix instruction)."""
+    body = "\n".join(
+        [f"    f = f * v + {0.5 + t:.1f}f;" for t in range(f32)]
+        + [f"    h = __hfma2(h, hv, __float2half2_rn({1.5 + t:.1f}f));" for t in range(half2)]
+        + [f"    d = d * dv + {2.5 + t:.1f};" for t in range(f64)]
+    )
+    return f'''
+#include <cuda_fp16.h>
+extern "C" __global__ void {name}(const float* x, const __half2* y, const double* z, float* out,
+                                  __half2* hout, double* dout, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i], f = 1.0f;
+    __half2 hv = y[i], h = __float2half2_rn(1.0f);
+    double dv = z[i], d = 1.0;
+{body}
+    out[i] = f; hout[i] = h; dout[i] = d;
+}}
+'''
+
+
 def wmma_cu(k_steps: int = 1, name: str = "wmma_gemm") -> str:
     """One warp computes C (16×16, fp32) += A (16×16k, fp16) · B (16k×16, fp16) with ``k_steps``
     wmma::mma_sync."""

@@ -1314,6 +1314,9 @@ EYE_COUNTS = [{"FFMA": 1, "tensor_flops": 0},  # the SASS above
               {"FFMA": 0, "tensor_flops": 2 * 64 * 8 * 32},  # fp8 wgmma m64n8k32: one QGMMA.64x8x32.F32.E4M3.E4M3
               # Horner with 3 terms in a kernel named FFMA_poly: FADD (the first term folds), FFMA at 0x00f0 and
               # 0x0100; the name's 9 other 'FFMA's in the listing are no instructions
+              {"FFMA": 2, "tensor_flops": 0},
+              # mixed_fma(3, 2, 2): FFMA at 0x01b0 and 0x01d0 (the first float term folds); HFMA2 at 0x01e0,
+              # HFMA2.MMA at 0x0150 and 0x0200, DFMA at 0x01f0 — no FP32 FMA, no matrix instruction
               {"FFMA": 2, "tensor_flops": 0}]
 
 
@@ -1375,6 +1378,37 @@ def test_sass_counts_counting_the_text_overcounts_a_kernel_named_ffma():
     p.check(_right_counts, hidden=True)
 
 
+def test_sass_counts_counting_every_fma_opcode_is_told_only_ffma_counts():
+    """A kernel with float, half2 and double FMAs (visible and hidden): counting every opcode that holds 'FMA'
+    (HFMA2, HFMA2.MMA, DFMA) overcounts, and the message names the other two kinds. The opcodes are read here by
+    splitting nvdisasm's lines, not with Sass.count."""
+    import re
+
+    from gpucourse import toolchain
+
+    if not toolchain.available():
+        pytest.skip(f"needs NVIDIA's compiler wheels: {toolchain.describe()}")
+    p = lab.SASS_COUNTS
+    mixed = [c for c in p.visible + p.hidden_cases(0) if "__hfma2" in c.args[0]]
+    assert len(mixed) == 2
+    for case in mixed:
+        lines = [ln.split("*/", 1)[1].split() for ln in toolchain.sass_of(*case.args).text.splitlines()
+                 if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
+        opcodes = [w[1] if w[0].startswith("@") else w[0] for w in lines if w]
+        bases = {op.split(".")[0] for op in opcodes}
+        assert {"FFMA", "HFMA2", "DFMA"} <= bases, bases
+
+    def every_fma(source, arch="sm_90"):
+        sass = toolchain.disassemble(toolchain.compile_cuda(source, arch=arch))
+        n = len(re.findall(r"^\s*/\*[0-9a-f]+\*/\s+[A-Z0-9]*FMA", sass, re.M))
+        return {"FFMA": n, "tensor_flops": _mma_flops_by_variants(sass)}
+
+    for hidden in (False, True):
+        with pytest.raises(CheckFailure, match=r"<CUDA C: mixed_fma>, 'sm_90'\) → FFMA: expected \d+, got \d+\. Hint:"
+                                               r" only FP32 FMAs count: .*HFMA2.*DFMA"):
+            p.check(every_fma, hidden=hidden)
+
+
 def test_sass_counts_without_the_answer_side_and_with_another_toolchain(monkeypatch, capsys):
     """Without the answer side the visible check judges against the stored counts; where the installed toolchain
     is not the one that computed them, a disagreement is said to be the versions', not called a wrong answer."""
@@ -1394,7 +1428,7 @@ def test_sass_counts_without_the_answer_side_and_with_another_toolchain(monkeypa
 
     _without_answers(monkeypatch, p)
     p.check(right)
-    assert "✓ sass_counts: 5 visible cases passed (NVRTC" in capsys.readouterr().out
+    assert f"✓ sass_counts: {len(p.visible)} visible cases passed (NVRTC" in capsys.readouterr().out
     with pytest.raises(CheckFailure, match="raised RuntimeError"):
         p.check(no_arch)
     with pytest.raises(CheckFailure, match=r"→ FFMA: expected 1, got 2"):

@@ -22,7 +22,7 @@ import re
 import numpy as np
 
 from gpucourse import toolchain
-from gpucourse.toolchain import WGMMA_CU, unrolled_fma_cu, wmma_cu
+from gpucourse.toolchain import WGMMA_CU, mixed_fma_cu, unrolled_fma_cu, wmma_cu
 from gpucourse.xla import entry_ops, fusion_breakers
 
 from ..labs.lab06_xla_sass import (
@@ -598,11 +598,13 @@ def sass_counts(source: str, arch: str = "sm_90") -> dict[str, int]:
 def _counts_hidden(rng: np.random.Generator) -> list[Case]:
     """A Horner polynomial and a wmma GEMM of random sizes, the fp16 wgmma kernel and the int8 one
     for sm_90a, the fp64 and int8 mma.sync kernels, one call that leaves ``arch`` at its default
-    ('sm_90'), and a polynomial whose kernel's name contains 'FFMA' (a count of the text's 'FFMA'
-    is too high)."""
+    ('sm_90'), a polynomial whose kernel's name contains 'FFMA' (a count of the text's 'FFMA'
+    is too high), and float, half2 and double FMAs in one kernel (HFMA2 and DFMA are not FFMA)."""
     # t, t2, t3: FMA terms of three polynomials; k: wmma tiles
     t, k, t2 = int(rng.integers(4, 16)), int(rng.integers(2, 6)), int(rng.integers(3, 12))
     t3 = int(rng.integers(2, 9))  # FMA terms of the polynomial in the kernel named horner_FFMA
+    # float, half2 and double FMA terms of a kernel that mixes them
+    mixed = [int(v) for v in rng.integers(2, 7, size=3)]
     return [
         Case((_Src(unrolled_fma_cu(t)), "sm_90")),
         Case((_Src(wmma_cu(k)), "sm_90")),
@@ -612,6 +614,7 @@ def _counts_hidden(rng: np.random.Generator) -> list[Case]:
         Case((_Src(tensor_core_cu("int8 mma")[0]), "sm_90")),
         Case((_Src(unrolled_fma_cu(t2)),)),
         Case((_Src(unrolled_fma_cu(t3, "horner_FFMA")), "sm_90")),
+        Case((_Src(mixed_fma_cu(*mixed)), "sm_90")),
     ]
 
 

@@ -59,6 +59,7 @@ from ..problem import Case, ObservedProblem, Problem, _expected_data, _lab_of, _
 from gpucourse.toolchain import (
     ELEMENTWISE_CU,
     WGMMA_CU,
+    mixed_fma_cu,
     unrolled_fma_cu,
     wmma_cu,
 )  # noqa: F401  (CUDA sources the lab compiles)
@@ -1073,6 +1074,13 @@ def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -
                 " count the instruction lines whose base opcode is FFMA"
                 " (toolchain.Sass(text).count('FFMA'))"
             )
+        elif (key == "FFMA" and "__hfma2" in case.args[0] and isinstance(got[key], int)
+              and got[key] > expected[key]):
+            hint = (
+                "only FP32 FMAs count: this kernel also has half2 FMAs (HFMA2, also issued as"
+                " HFMA2.MMA) and double ones (DFMA); count the instruction lines whose base opcode is exactly FFMA"
+                " (toolchain.Sass(text).count('FFMA'))"
+            )
         expect_int(f"{what} → {key}", got[key], expected[key], hint)
 
 
@@ -1217,6 +1225,8 @@ SASS_COUNTS = _ToolchainProblem(
         Case((_Src(tensor_core_cu("fp8 wgmma")[0]), "sm_90a")),
         # a kernel named after what it does: its name is in the listing, an FFMA that is not one
         Case((_Src(unrolled_fma_cu(3, "FFMA_poly")), "sm_90")),
+        # float, half2 and double FMAs side by side: HFMA2 (and HFMA2.MMA) and DFMA are not FFMA
+        Case((_Src(mixed_fma_cu(3, 2, 2)), "sm_90")),
     ],
     compare=_compare_counts,
 )

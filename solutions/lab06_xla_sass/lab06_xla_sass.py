@@ -361,9 +361,11 @@ lab.problems["mma_flops"].check(mma_flops, hidden=True)
 # Then answer "did it use the tensor cores?" with the FFMA count
 # (`toolchain.Sass(text).count("FFMA")` counts base opcodes; the text itself also holds the kernel's
 # name, which may contain `FFMA`) and your `mma_flops`.
+# Only FP32 FMAs count: a kernel with half2 (`HFMA2`) and double (`DFMA`) fused multiply-adds
+# beside its float ones is among the examples.
 # The hidden cases include a Horner polynomial with a random number of terms,
-# a wmma GEMM with a random number of k-steps and tensor-core kernels of other data types (int8,
-# fp64): predict the numbers before you run them.
+# a wmma GEMM with a random number of k-steps, tensor-core kernels of other data types (int8,
+# fp64) and a float/half2/double mix of random lengths: predict the numbers before you run them.
 
 # %% nbgrader={"grade": false, "grade_id": "sass_counts_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 P = lab.problems["sass_counts"]

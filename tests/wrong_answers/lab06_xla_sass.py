@@ -240,6 +240,12 @@ def scale_bias_relu_kernel(x, w, b, out):
     sass = toolchain.disassemble(toolchain.compile_cuda(source, arch=arch))
     return {"FFMA": sass.count("FFMA"), "tensor_flops": mma_flops(sass)}
 """,
+        # every fused multiply-add counted: HFMA2 (half2) and DFMA (double) are not FP32 FMAs
+        r"""def sass_counts(source, arch="sm_90"):
+    sass = toolchain.disassemble(toolchain.compile_cuda(source, arch=arch))
+    fmas = [ln for ln in sass.splitlines() if ln.strip().startswith("/*") and "FMA" in ln.split("*/")[-1]]
+    return {"FFMA": len(fmas), "tensor_flops": mma_flops(sass)}
+""",
     ],
     "measure_times": [
         # times the call without waiting for the result: it measures the enqueue (dispatch), not the work
