@@ -1078,8 +1078,8 @@ def _compare_counts(what: str, got: Any, expected: dict[str, int], case: Case) -
               and got[key] > expected[key]):
             hint = (
                 "only FP32 FMAs count: this kernel also has half2 FMAs (HFMA2, also issued as"
-                " HFMA2.MMA) and double ones (DFMA); count the instruction lines whose base opcode is exactly FFMA"
-                " (toolchain.Sass(text).count('FFMA'))"
+                " HFMA2.MMA) and double ones (DFMA); count the instruction lines whose base opcode"
+                " is exactly FFMA (toolchain.Sass(text).count('FFMA'))"
             )
         expect_int(f"{what} → {key}", got[key], expected[key], hint)
 
