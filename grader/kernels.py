@@ -505,8 +505,10 @@ class KernelProblem(ObservedProblem):
                 "Float32 data is computed in float32 here: numba-cuda types a Python float"
                 " (`acc = 0.0`, a float argument) as float64, and a float32 with an int64 (an"
                 " index) as float64 — FP64 on the GPU for every operation. Write"
-                " np.float32(0), np.float32(a), np.float32(r + 1); a kernel that makes float64"
-                " values from float32 ones fails this check"
+                " np.float32(0), np.float32(a), np.float32(r + 1); a kernel that computes with"
+                " float64 values made from float32 ones fails this check (a float64 only"
+                " converted and stored back, `x if c else 0.0` into a float32 array, is two"
+                " conversions at most, not arithmetic: it passes)"
             )
 
     def diagram(self, fn: Any, case: int = 0) -> None:

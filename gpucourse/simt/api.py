@@ -36,6 +36,7 @@ from .host import DeviceArray, _Device, _Event, _Stream
 from .launch import Launch, caller_site
 from .memory import TracedArray
 from .numbatypes import F32, I32, U32, typed
+from .numbatypes import _note as _note_fp64
 from .values import SCALAR_TYPES, Uninit, as_dtype, cast, poisoned
 
 if TYPE_CHECKING:
@@ -644,8 +645,14 @@ class CudaAPI:
     @staticmethod
     def fma(a: Any, b: Any, c: Any) -> Any:
         """``a * b + c`` rounded once (PTX fma.rn, as llvm.fma compiles): the exact value, then one
-        rounding to the dtype (float32 rounds the exact value directly, never through float64)."""
-        dt = _device_dtype(a, b, c)
+        rounding to the dtype (float32 rounds the exact value directly, never through float64). The
+        dtype is numba-cuda's: float32 when all three operands are float32, else float64."""
+        # numba-cuda has fma for float32 and for float64: float32 only when all three are float32
+        # (an int or a float64 operand picks the float64 one, compile_ptx: fma.rn.f64)
+        f32s = sum(isinstance(v, (F32, np.float32)) for v in (a, b, c))
+        dt = np.dtype(np.float32 if f32s == 3 else np.float64)
+        if 0 < f32s < 3:
+            _note_fp64()  # a float32 operand converted for the float64 fma: cvt.f64.f32 and a DFMA
         a64, b64, c64 = float(a), float(b), float(c)
         if not all(math.isfinite(v) for v in (a64, b64, c64)):
             return typed(dt.type(a64 * b64 + c64))  # inf and NaN propagate as in the unfused form

@@ -18,8 +18,10 @@ what they are: float64 and int64. The builtins ``min``, ``max`` and ``float`` ar
 (``max(x_f32, 1.0)`` is a float64, ``float(x_f32)`` a float32), and ``math.floor/ceil/trunc`` give a
 float (:mod:`gpucourse.simt.gpumath`). A float64 value made from a float32 operand is noted with the
 kernel line that made it (:meth:`gpucourse.simt.launch.Launch.fp64_made`,
-``KernelReport.float64_ops``) — once the value is a float64, later float64-with-float32 operations
-are NumPy's own and not counted again, so a line's count is a lower bound.
+``KernelReport.float64_ops``), and so is every operation of a float32 with a value loaded from a
+float64 array (:class:`F64`: a float64 accumulator array) — but once a computed value is a
+float64, later float64-with-float32 operations are NumPy's own and not counted again, so a line's
+count is a lower bound.
 
 Known differences left: int64 arithmetic on Python ints does not wrap at 2**63 (as before); NumPy
 functions called on kernel values (``np.sqrt(x)``) follow NumPy's rules; ``isinstance(x,
@@ -393,8 +395,80 @@ for _c in (I8, I16, I32, U8, U16, U32):
     _TYPES[_c] = _c._nt
     _TYPES[_c.__mro__[1]] = _c._nt
 
+def _f64_arith(name: str, op: Callable[[Any, Any], Any]) -> tuple[Callable, Callable]:
+    def fwd(self: Any, o: Any) -> Any:
+        if o.__class__ is F32 or o.__class__ is _f32:
+            _note()
+        return op(_f64(self), _f64(o) if o.__class__ is F32 else o)
+
+    def rev(self: Any, o: Any) -> Any:
+        if o.__class__ is F32 or o.__class__ is _f32:
+            _note()
+        return op(_f64(o) if o.__class__ is F32 else o, _f64(self))
+
+    fwd.__name__, rev.__name__ = f"__{name}__", f"__r{name}__"
+    return fwd, rev
+
+
+def _j64_arith(name: str, op: Callable[[Any, Any], Any]) -> tuple[Callable, Callable]:
+    def fwd(self: Any, o: Any) -> Any:
+        if _ntype(o) is None:
+            return NotImplemented
+        _note()
+        return op(_f64(self), _f64(o) if o.__class__ is F32 else o)
+
+    def rev(self: Any, o: Any) -> Any:
+        if _ntype(o) is None:
+            return NotImplemented
+        _note()
+        return op(_f64(o) if o.__class__ is F32 else o, _f64(self))
+
+    fwd.__name__, rev.__name__ = f"__{name}__", f"__r{name}__"
+    return fwd, rev
+
+
+class J64(float):
+    """A float32 made float64 by a conditional that joins it with a float64 (``x if c else 0.0``,
+    numba-cuda's unification). The conversion itself is not arithmetic: stored straight back into a
+    float32 array it costs two F2F at most (ptxas may remove them), and nothing is noted. Any
+    arithmetic it takes part in is FP64 on a value made from a float32 (``v = x[i] if c else
+    -math.inf; e = math.exp(v - m)``): noted at that line, and the result is a NumPy float64."""
+
+    __slots__ = ()
+
+    __add__, __radd__ = _j64_arith("add", operator.add)
+    __sub__, __rsub__ = _j64_arith("sub", operator.sub)
+    __mul__, __rmul__ = _j64_arith("mul", operator.mul)
+    __truediv__, __rtruediv__ = _j64_arith("truediv", operator.truediv)
+    __floordiv__, __rfloordiv__ = _j64_arith("floordiv", operator.floordiv)
+    __mod__, __rmod__ = _j64_arith("mod", operator.mod)
+    __pow__, __rpow__ = _j64_arith("pow", operator.pow)
+    __hash__ = float.__hash__
+
+
+class F64(np.float64):
+    """A float64 loaded from a float64 array (a local or shared array the kernel made float64, or a
+    float64 argument). Its arithmetic with a float32 value is a float64 made from a float32 operand
+    (``cvt.f64.f32``, then an FP64 instruction: ``acc = cuda.local.array(n, np.float64); acc[c] =
+    acc[c] * alpha + p``), noted as F32's own mixed operations are — NumPy's float64 would take the
+    float32 as a Python float and say nothing. Otherwise NumPy's float64, and its results plain
+    NumPy float64s."""
+
+    __slots__ = ()
+
+    __add__, __radd__ = _f64_arith("add", operator.add)
+    __sub__, __rsub__ = _f64_arith("sub", operator.sub)
+    __mul__, __rmul__ = _f64_arith("mul", operator.mul)
+    __truediv__, __rtruediv__ = _f64_arith("truediv", operator.truediv)
+    __floordiv__, __rfloordiv__ = _f64_arith("floordiv", operator.floordiv)
+    __mod__, __rmod__ = _f64_arith("mod", operator.mod)
+    __pow__, __rpow__ = _f64_arith("pow", operator.pow)
+    __hash__ = np.float64.__hash__
+
+
 TYPED: dict[np.dtype, Any] = {
     np.dtype(np.float32): as_f32,
+    np.dtype(np.float64): F64,
     np.dtype(np.int8): I8,
     np.dtype(np.int16): I16,
     np.dtype(np.int32): I32,
@@ -409,8 +483,9 @@ value as is)."""
 def joined(v: Any, *others: Any) -> Any:
     """The value of a conditional (``x if c else 0.0``, or a variable an ``if`` assigns ``x`` on one
     side and a number literal on the other) as numba-cuda types it: one type for both sides, their
-    unification — float32 with a Python float or an int64 is float64 (the float32 side is converted:
-    noted with its line, as an operation would be), a small integer with an int is int64.
+    unification — float32 with a Python float or an int64 is float64 (the float32 side is converted;
+    a conversion is not float64 arithmetic, so it is not noted: the arithmetic a float64 value then
+    takes part in with a float32 is), a small integer with an int is int64.
     ``others``: the values of the sides whose type is known without running them (a number,
     ``-0.0``, ``float(0)``), or a str: the name of a variable, looked up in the kernel's frame
     (``x if c else zero`` with ``zero = 0.0``); an unbound name is left out."""
@@ -432,8 +507,10 @@ def _join_one(v: Any, other: Any) -> Any:
     kind, bits = t
     if u[0] == "f" and u[1] == 64 or u[0] in "iu" and u[1] == 64:
         if kind == "f" and bits == 32:
-            _note(2)
-            return float(v)
+            # a conversion, not arithmetic: not noted here. Stored straight back into a float32
+            # array, ptxas keeps at most the two F2F conversions (or none: lab 5b's dot); the
+            # arithmetic it then takes part in is noted there (J64)
+            return _fnew(J64, float(v))
         if u[0] == "f":
             return float(v) if kind in "iu" else v
         return int(v) if kind in "iu" and bits < 64 else v
