@@ -132,12 +132,16 @@ assert round(gpu_p["bf16_matrix_flops"] / npu_p["bf16_matrix_flops"], 1) == 3.6
 # fp32 FLOP/s instead of units: a CPU FMA lane does 2 FLOPs a cycle, a FADD lane 1; at the 9950X's 5.7 GHz
 # maximum boost (AMD's product page; an upper bound: 16 cores under AVX-512 run slower, which widens the gap)
 CPU_BOOST_HZ = 5.7e9
-cpu_fma_flops = 16 * 2 * 16 * 2 * CPU_BOOST_HZ  # FMA pipes only: §3.7's nominal peak counts these
+cpu_fma_flops = 16 * 2 * 16 * 2 * CPU_BOOST_HZ  # FMA pipes only: §3.7's rule for a nominal peak counts these
 cpu_all_flops = cpu_fma_flops + 16 * 2 * 16 * 1 * CPU_BOOST_HZ  # and the FADD pipes' adds
 h100_fp32 = gc.hardware.H100_SXM.peak_flops["fp32"]
 print(f"fp32 FLOP/s: H100 {h100_fp32 / 1e12:.1f} T vs the CPU's FMA-only peak {cpu_fma_flops / 1e12:.2f} T ="
       f" {h100_fp32 / cpu_fma_flops:.1f}×, vs FMA + FADD {cpu_all_flops / 1e12:.2f} T = {h100_fp32 / cpu_all_flops:.1f}×")
 assert (round(h100_fp32 / cpu_fma_flops, 1), round(h100_fp32 / cpu_all_flops, 1)) == (11.5, 7.7)
+cpu_all_core_flops = 16 * 2 * 16 * 2 * 5.0e9  # FMA pipes at §3.7's assumed 5.0 GHz all-core clock
+print(f"at §3.7's 5.0 GHz all-core clock: the CPU's FMA-only peak {cpu_all_core_flops / 1e12:.2f} T ="
+      f" {h100_fp32 / cpu_all_core_flops:.1f}× below the H100")
+assert round(h100_fp32 / cpu_all_core_flops, 1) == 13.1
 # Expected output:
 # processor (published)            cores               fp32 vector ALUs  dense bf16 matrix  memory
 # CPU (AMD Ryzen 9 9950X, desktop)    16 cores                    1,024               none  DDR5, 2 channels, 89.6 GB/s
@@ -147,14 +151,17 @@ assert (round(h100_fp32 / cpu_fma_flops, 1), round(h100_fp32 / cpu_all_flops, 1)
 # dense bf16 matrix units: H100 / TPU v4 = 3.6×; TPU v4: 2 cores × 4 MXUs × 128 × 128 = 131,072 MACs per cycle × 2 FLOP × 1.05 GHz = 275 TFLOP/s
 # the wrong comparison — TPU v4 MXU MACs counted as fp32 ALUs: 131,072 vs the H100's 16,896 = 7.8×
 # fp32 FLOP/s: H100 67.0 T vs the CPU's FMA-only peak 5.84 T = 11.5×, vs FMA + FADD 8.76 T = 7.7×
+# at §3.7's 5.0 GHz all-core clock: the CPU's FMA-only peak 5.12 T = 13.1× below the H100
 
 # %% [markdown]
 # Like with like.
 # **Vector ALUs**: the 16-core desktop CPU has 1,024 fp32 ALUs
 # (each core is itself a small SIMD machine:
 # 2 FMA pipes and 2 FADD pipes × 16 lanes), an H100 16,896 — 16.5× in units
-# (in fp32 FLOP/s at the CPU's 5.7 GHz maximum boost, the last line: 11.5× against its FMA-only peak,
-# §3.7's nominal peak — an FMA lane does 2 FLOPs a cycle — and 7.7× counting the FADD pipes' adds too),
+# (in fp32 FLOP/s at the CPU's 5.7 GHz maximum boost, the last line: 11.5× against its FMA-only peak
+# — counted by §3.7's rule for a nominal peak: an FMA lane does 2 FLOPs a cycle —
+# and 7.7× counting the FADD pipes' adds too;
+# §3.7's published desktop roofline takes a 5.0 GHz all-core clock instead: 5.12 T, 13.1×, the line after),
 # not "16 vs thousands" — and a TPU v4 4,096 (each TensorCore's vector unit is an (8, 128) grid of lanes with 2 ALUs per lane:
 # "a total of 2048 floating point adders" per core, the scaling book's TPU chapter),
 # a quarter of the H100's.

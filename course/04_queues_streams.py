@@ -672,7 +672,7 @@ assert streams.races(hazard) == [("use a", "copy b", "block 0")] and streams.rac
 # The other fix is to free `x` only after the consumer is done (an event),
 # or to allocate it on the stream that uses it.
 # Lab 4's exercise 2 asks for this discipline on a whole graph of copies and kernels:
-# every dependency guaranteed, no ordering the data does not need.
+# every dependency guaranteed, and no ordering the data does not need that slows the graph down.
 #
 # ## 4.7 Copy/compute overlap: pinned memory, chunks, several streams
 #

@@ -28,6 +28,7 @@ CPU.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -186,6 +187,33 @@ def outer_primitives(fn: Callable[..., Any], *args: Any) -> set[str]:
 
     walk(jax.make_jaxpr(fn)(*args).jaxpr)
     return found - _WRAPPERS
+
+
+def kernel_files(fn: Callable[..., Any], *args: Any) -> set[str]:
+    """The source files whose lines traced the operations inside the kernels of ``fn(*args)``'s
+    pallas_calls (every frame of every equation's traceback, JAX's own internals left out): where a
+    kernel's arithmetic was written."""
+    import jax
+
+    internal = os.path.join(os.path.dirname(jax.__file__), "_src") + os.sep
+    files: set[str] = set()
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            traceback = getattr(eqn.source_info, "traceback", None)
+            for frame in getattr(traceback, "frames", ()) or ():
+                if not frame.file_name.startswith(internal):
+                    files.add(frame.file_name)
+            for v in eqn.params.values():
+                inner = getattr(v, "jaxpr", None)
+                if inner is not None and hasattr(inner, "eqns"):
+                    walk(inner)
+                elif hasattr(v, "eqns"):
+                    walk(v)
+
+    for call in pallas_calls(fn, *args):
+        walk(call.params["jaxpr"])
+    return files
 
 
 def overreach(plan: PallasPlan, names: tuple[str, ...]) -> str:

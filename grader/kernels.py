@@ -774,6 +774,16 @@ class Budget:
                 )
 
 
+def not_written(**kernels: Any) -> list[str]:
+    """The names of the given kernels that are still their stub (a body that only raises
+    NotImplementedError): a notebook cell that compiles the student's kernels says to write them
+    first instead of failing on a stub."""
+    from gpucourse.simt.instrument import python_function
+
+    return [name for name, k in kernels.items()
+            if set(python_function(k).__code__.co_names) <= {"NotImplementedError"}]
+
+
 def budgeted(budget: Budget, extra: Callable[[simt.KernelReport, Case, str], None] | None = None):
     """A KernelProblem ``require`` that enforces ``budget`` (then ``extra``, the exercise's own
     requirement)."""

@@ -534,3 +534,45 @@ def map_guard(a, out):
     for hidden in (False, True):
         assert "has no element" in _failure("map_guard", fn, hidden) and "guard the read too" in _failure(
             "map_guard", fn, hidden)
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("name, literal, line", [
+    ("softmax_rows", "np.float32(-math.inf)", "m = max(m, cuda.shfl_xor_sync(0xFFFFFFFF, m, off))"),
+    ("block_scan", "np.float32(0)", "s[t] += v"),
+])
+def test_float64_literal_joins_that_reach_arithmetic_fail_the_float32_only_puzzles(name, literal, line, hidden):
+    """§5 read, round 8: `else -math.inf` (softmax_rows: 31 DFMA, 8 DADD, 6 DMUL in the SASS) and `else 0.0`
+    (block_scan: 4 DADD) passed with only a note, while the conversions-only `else 0.0` of dot was refused. A joined
+    float32 is now noted where it takes part in arithmetic, and these two puzzles are float32-only like dot: the
+    solution with the float literal fails, naming the line of the first float64 arithmetic."""
+    from grader.course import ROOT
+    from grader.scratch import load_notebook, solution_cells
+
+    cells = solution_cells(load_notebook(ROOT / "solutions" / "lab05b_kernel_puzzles" / "lab05b_kernel_puzzles.ipynb"))
+    source = cells[_gid(lab.problems[name])]
+    assert literal in source
+    python_float = "-math.inf" if "inf" in literal else "0.0"
+    fn = kernels.load_kernel(source.replace(literal, python_float), name, NS, cuda)
+    msg = _failure(name, fn, hidden)
+    assert "float64 operation" in msg and f"(`{line}`)" in msg, msg
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_warp_sum_every_lane_storing_the_sum_is_over_the_write_budget(hidden):
+    """§5 read, round 8: with a butterfly (shfl_xor) every lane holds the warp's sum, and all of them storing it to
+    out[w] passed (the values agree); the spec says lane 0 writes, and 32 stores of one word are a race under CUDA's
+    memory model. One write per warp that owns an element is now a budget, in every check."""
+
+    @cuda.jit
+    def warp_sum(a, out):
+        i = cuda.grid(1)
+        v = a[i] if i < a.size else np.float32(0)
+        for offset in (16, 8, 4, 2, 1):
+            v += cuda.shfl_xor_sync(0xFFFFFFFF, v, offset)
+        if (i // 32) * 32 < a.size:
+            out[i // 32] = v
+
+    msg = _failure("warp_sum", warp_sum, hidden)
+    assert "for the" in msg and "warps that own elements; the budget is one write per such warp" in msg, msg
+    assert "only lane 0 stores" in msg

@@ -175,3 +175,70 @@ def test_wrong_models_fail_with_what_they_missed():
             scope = dict(ns)
             exec(code, scope)
             _fails(name, scope[name], message)
+
+
+# The fifteenth attack (an edition-only student): JAX's own TPU flash-attention kernel body run under the spec's grid,
+# BlockSpecs and scratch, its program ids shifted and its refs wrapped — 3/3 through the grading command before the
+# checker read where the kernel's operations were traced.
+JAX_TPU_FLASH_BODY = """
+import functools
+import types
+
+from jax.experimental.pallas.ops.tpu import flash_attention as _fa
+
+
+class _Batched:
+    '''A (1, bq, d) block Ref seen as JAX's flash-attention kernel sees its blocks: (block_b, 1, bq, d).'''
+    def __init__(self, ref):
+        self.ref, self.shape, self.dtype = ref, (1,) + tuple(ref.shape), ref.dtype
+
+    def __getitem__(self, idx):
+        return self.ref[idx[1:]]
+
+    def __setitem__(self, idx, value):
+        self.ref[idx[1:]] = value
+
+
+def pallas_attention(q, k, v, bq, bk):
+    '''softmax(q kᵀ / √d) v as one pallas_call over (head, query block, key block), an online softmax in VMEM.'''
+    heads, s, d = q.shape
+    # JAX's own TPU flash-attention kernel body; its grid is (batch, heads, q, kv): program ids shift by one
+    shifted = types.SimpleNamespace(**{n: getattr(pl, n) for n in dir(pl) if not n.startswith("__")})
+    shifted.program_id = lambda axis: pl.program_id(axis - 1)
+    body = functools.partial(_fa._flash_attention_kernel_single_batch, (0, 0), causal=False,
+                             sm_scale=1.0 / math.sqrt(d), block_k=bk, kv_seq_len=s,
+                             mask_value=_fa.DEFAULT_MASK_VALUE)
+
+    def kernel(q_ref, k_ref, v_ref, o_ref, m_scr, l_scr, acc_scr):
+        body(_Batched(q_ref), _Batched(k_ref), _Batched(v_ref), None, None, None, _Batched(o_ref), None, None,
+             m_scr, l_scr, acc_scr)
+
+    saved = (_fa.pl, _fa.MIN_BLOCK_SIZE)
+    _fa.pl, _fa.MIN_BLOCK_SIZE = shifted, 1  # row max and sum one lane wide
+    try:
+        return pl.pallas_call(
+            kernel, grid=(heads, s // bq, s // bk),
+            in_specs=[pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0)),
+                      pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0)),
+                      pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0))],
+            out_specs=pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0)),
+            out_shape=jax.ShapeDtypeStruct(q.shape, jnp.float32),
+            scratch_shapes=[pltpu.VMEM((1, 1, bq, 1), jnp.float32), pltpu.VMEM((1, 1, bq, 1), jnp.float32),
+                            pltpu.VMEM((1, 1, bq, d), jnp.float32)],
+            interpret=True)(q, k, v)
+    finally:
+        _fa.pl, _fa.MIN_BLOCK_SIZE = saved
+"""
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_jax_own_tpu_flash_attention_body_under_the_spec_grid_is_refused(hidden):
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
+    exec(JAX_TPU_FLASH_BODY, scope)
+    with pytest.raises(CheckFailure, match=r"traced in JAX's own attention kernels \(flash_attention.py"):
+        lab.problems["pallas_attention"].check(scope["pallas_attention"], hidden=hidden)

@@ -24,7 +24,8 @@ from gpucourse import hardware, simt
 from gpucourse import occupancy as occ
 
 from ..checks import CheckFailure, expect_choice, expect_close, expect_int, expect_tuple, fail
-from ..kernels import KernelProblem, Launch
+# not_written: the notebook's machine-code cell calls lab.not_written
+from ..kernels import KernelProblem, Launch, not_written  # noqa: F401
 from ..problem import Case, Problem
 
 # (x, y) threads: x runs along columns (the contiguous axis of a row-major array)

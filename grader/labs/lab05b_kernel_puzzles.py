@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..kernels import Budget, KernelProblem, Launch, budgeted
+# not_written: the notebook's machine-code cell calls lab.not_written
+from ..kernels import Budget, KernelProblem, Launch, budgeted, not_written  # noqa: F401
 from ..problem import Case
 
 F32 = np.float32
@@ -75,6 +76,26 @@ def _uses_shared(r, case, what):
 
         raise CheckFailure(
             f"{what}: the kernel never wrote shared memory: this puzzle is about cuda.shared.array"
+        )
+
+
+def _one_write_per_warp(r, case, what):
+    """warp_sum: one global write per warp that owns an element (lane 0's). Thirty-two lanes storing
+    the same sum to out[w] is 32 writes of one word: a race under CUDA's memory model (§5b's intro),
+    whatever the values."""
+    (a,) = case.args
+    owners = -(-a.size // 32)
+    spaces = dict(r.spaces)
+    writes = r.total("global", "w") + sum(r.atomic_updates(x) for x in r.arrays
+                                          if spaces.get(x) == "global")
+    if writes > owners:
+        from ..checks import CheckFailure
+
+        raise CheckFailure(
+            f"{what}: your kernel wrote global memory {writes} times for the {owners} warps that"
+            f" own elements; the budget is one write per such warp ({owners} in total),"
+            f" {writes - owners} over: only lane 0 stores the warp's sum (every lane storing the"
+            " same value to out[w] is still a race under CUDA's memory model)"
         )
 
 
@@ -287,7 +308,8 @@ POOL3 = puzzle(
     """,
     _shared_launch,
     [Case((np.arange(1, 12, dtype=F32),))],
-    Budget(reads=2, writes=1, shared=(SHARED_BLOCK + 2) * 4), extra=_uses_shared)
+    Budget(reads=2, writes=1, shared=(SHARED_BLOCK + 2) * 4), extra=_uses_shared,
+    float32_only=True)
 
 # -- dot product -----------------------------------------------------------------------------------
 DOT_THREADS = 64
@@ -369,7 +391,8 @@ BLOCK_SCAN = puzzle(
     # 9 for the tree; summing the block's prefix in every thread (sum(s[:t + 1])) reads up to
     # SCAN_BLOCK
     Budget(reads=1, writes=1, shared=2 * SCAN_BLOCK * 4, efficiency=0.3,
-           shared_reads=3 * (SCAN_BLOCK.bit_length() - 1)), extra=_uses_shared)
+           shared_reads=3 * (SCAN_BLOCK.bit_length() - 1)), extra=_uses_shared,
+    float32_only=True)
 
 # -- axis sum --------------------------------------------------------------------------------------
 ROW_SUM_BLOCK = 64  # threads per block of the row sum: two warps
@@ -403,7 +426,7 @@ ROW_SUM = puzzle(
     # summing the row alone does not
     Budget(reads=1, writes=1, shared=ROW_SUM_BLOCK * 4, efficiency=0.80, branches=ROW_SUM_BRANCHES,
            atomics=0, shared_atomics=0),
-    extra=_uses_shared,
+    extra=_uses_shared, float32_only=True,
 )
 
 # -- transpose through shared memory ---------------------------------------------------------------
@@ -468,11 +491,11 @@ WARP_SUM = puzzle(
         with cuda.shfl_down_sync(0xFFFFFFFF, v, offset) for offset = 16, 8, 4, 2, 1; lane 0
         writes. EVERY lane of the warp takes part in every shuffle (the full mask), including
         the lanes past the end of a.
-        Only warps that own at least one element write.
+        Only warps that own at least one element write, one write each (lane 0's).
     """,
     _warp_launch,
     [Case((np.arange(70, dtype=F32),))],
-    Budget(reads=1, writes=1, shared=0, atomics=0))
+    Budget(reads=1, writes=1, shared=0, atomics=0), extra=_one_write_per_warp, float32_only=True)
 
 # -- stream compaction with ballot -----------------------------------------------------------------
 
@@ -585,7 +608,7 @@ SOFTMAX_ROWS = puzzle(
     # the third row is near 1000 (exp overflows float32 without the max subtracted) with a masked
     # position: the visible case shows both rules of the spec
     [Case((np.array([[0, 0, 0], [0, 1, 2], [1000, 999, -np.inf]], F32),))],
-    Budget(reads=1, writes=1, shared=0))
+    Budget(reads=1, writes=1, shared=0), float32_only=True)
 
 # the largest float32 whose exp is finite (exp(88.73) overflows float32)
 EXP_F32_MAX = float(np.log(np.finfo(F32).max))
@@ -650,15 +673,6 @@ WARP_SUM_SIG = "void(float32[::1], float32[::1])"
 # (33 floats), col (0x20 for 32 floats; other IMADs multiply by 0x4, the bytes of a float, or are
 # 64-bit global address arithmetic)
 TILE_STRIDE = r"IMAD(?:\.U32)? R\d+, R\d+, (0x2[01]), R\d+ ;"
-
-
-def not_written(**kernels: Callable) -> list[str]:
-    """The names of the given kernels that are still their stub (a body that only raises
-    NotImplementedError)."""
-    from gpucourse.simt.instrument import python_function
-
-    return [name for name, k in kernels.items()
-            if set(python_function(k).__code__.co_names) <= {"NotImplementedError"}]
 
 
 def machine_code(transpose: Callable, warp_sum: Callable) -> dict[str, tuple[str, Any]]:

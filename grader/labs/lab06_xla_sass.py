@@ -1001,8 +1001,8 @@ MISREAD_HINTS = {
 
 def _compare_mma(what: str, got: Any, expected: int, case: Case) -> None:
     hint = (
-        "every tensor-core opcode of both levels and all data types, 2·m·n·k each, read from"
-        " instruction lines only"
+        "every tensor-core opcode of both levels and the spec's data types, 2·m·n·k each, read"
+        " from instruction lines only"
     )
     if isinstance(got, int) and not isinstance(got, bool) and got != expected:
         misread = getattr(case.args[0], "misread", {})
@@ -1028,7 +1028,8 @@ MMA_FLOPS = Problem(
             /*0160*/                   @!P0 HMMA.16816.F32 R16, R4.reuse, R12, RZ ;
         : an address comment /*hex*/, an optional predicate (@P0, @!P1, @UP0), then the opcode with
         its modifiers after dots. The base opcode (before the first dot) says what unit runs it.
-        Hopper's tensor-core opcodes come in two levels and several data types:
+        Hopper's tensor-core opcodes come in two levels and several data types; these are the
+        ones the cases use (1-bit BMMA and BGMMA exist too, in no case):
           warp level (mma.sync, wmma):   HMMA (fp16, bf16, tf32), IMMA (int8), DMMA (fp64)
           warpgroup level (wgmma):       HGMMA (fp16, bf16, tf32), IGMMA (int8), QGMMA (fp8)
         The first modifier is the shape: m, n, k joined by 'x' (HGMMA.64x128x16.F32.BF16

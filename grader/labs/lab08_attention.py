@@ -14,9 +14,12 @@ No installed code answers an exercise (issue 20). The course derives only the no
 recurrence (max and sum, no output) and shows only naive attention on the executor and the
 traffic's ideal lower bound; it never writes a tiled kernel, nor counts one's traffic, nor the
 decode crossover of a whole layer, nor what the backward saves; no library call is modelled inside
-a kernel on the executor. JAX's own Pallas attention (``jax.experimental.pallas.ops``) is a kernel
-of another shape (its key loop inside one grid step, the whole K in one block): exercise 3's
-checker, which reads the grid and the BlockSpecs, refuses it.
+a kernel on the executor. JAX's own Pallas attention (``jax.experimental.pallas.ops``): the GPU
+``mha`` is a kernel of another shape (its key loop inside one grid step, the whole K in one block),
+which exercise 3's checker refuses from the grid and the BlockSpecs; the TPU flash-attention body
+can be run under the spec's grid with some glue (the fifteenth attack), so the checker also reads
+where the kernel's operations were traced (``pallas_tpu.kernel_files``) and refuses a kernel whose
+arithmetic comes from those files.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, kernel budgets: what
 students install); the references and hidden-case generators are its answer side,
@@ -27,6 +30,7 @@ expected values ship as data: lab08_attention.expected.json.
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from typing import Any
 
@@ -295,6 +299,14 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
         raise CheckFailure(
             f"{call}: outside the kernel your function computes {sorted(outside)}: the scores,"
             " the softmax and the division by the running sum all belong in the kernel"
+        )
+    library = sorted(f for f in pallas_tpu.kernel_files(traced, q, q, q)
+                     if f"{os.sep}pallas{os.sep}ops{os.sep}" in f)
+    if library:  # JAX's own flash-attention body run under the spec's grid (the 15th attack)
+        raise CheckFailure(
+            f"{call}: your kernel's arithmetic was traced in JAX's own attention kernels"
+            f" ({', '.join(os.path.basename(f) for f in library)} in jax.experimental.pallas.ops):"
+            " this exercise is to write the online-softmax update in your kernel yourself"
         )
     plan = pallas_tpu.plan(traced, q, q, q)
     want_grid = (heads, s // bq, s // bk)

@@ -151,10 +151,12 @@ lab.problems["max_duration"].check(max_duration, hidden=True)
 # You get that dependency graph and the order in which the host issues the tasks;
 # you choose each task's **stream** and its **events** (`waits`).
 # Two ways to get it wrong: a dependency that nothing guarantees (a race:
-# the answer is sometimes right), or an ordering the data does not need
+# the answer is sometimes right), or an ordering the data does not need that slows the graph down
 # (a task stuck behind an unrelated one in its stream, a surplus wait,
 # a stream that has to share a hardware queue) — correct, but slower.
-# The checker wants neither.
+# The checker wants neither: no race, and a makespan no longer than the fastest schedule's.
+# (A surplus wait that costs nothing — on a task that would have started later anyway —
+# is not counted against you: the checker judges the schedule's time, not its waits one by one.)
 
 # %% nbgrader={"grade": false, "grade_id": "schedule_dag_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["schedule_dag"].show()

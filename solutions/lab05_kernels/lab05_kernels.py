@@ -323,8 +323,10 @@ lab.problems["max_registers"].check(max_registers, hidden=True)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "halvings_regrouped_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 6 — Diagnose and fix a divergent loop
 #
-# A short `if/else` is often no divergence at all on a real GPU:
-# the compiler if-converts it into both sides plus a select (`FSEL`/`SEL`), with no branch.
+# A short `if/else` often leaves no branch on a real GPU:
+# the compiler if-converts it into both sides plus a select (`FSEL`/`SEL`).
+# Every lane then computes both sides, so it still costs the sum of the two paths (§5.5)
+# — but no branch, no reconvergence, nothing to serialize beyond that.
 # A loop whose trip count depends on the data cannot be if-converted:
 # the warp keeps issuing the loop body until its *last* lane is done, finished lanes masked off,
 # and the SASS shows the branch and the reconvergence (`BSSY`/`BSYNC`) around it.
@@ -556,6 +558,9 @@ if os.environ.get("NBGRADER_EXECUTION"):  # nbgrader sets it while it autogrades
     print("skipped while nbgrader grades: this cell is not graded (it compiles for seconds)")
 elif not gc.toolchain.available():
     print(f"skipped: NVIDIA's compiler wheels are missing ({gc.toolchain.describe()})")
+elif lab.not_written(tiled_matmul=tiled_matmul, halvings_regrouped=halvings_regrouped):
+    print(f"write {' and '.join(lab.not_written(tiled_matmul=tiled_matmul, halvings_regrouped=halvings_regrouped))} "
+          "first: this cell compiles your tiled_matmul and halvings_regrouped")
 else:
     code = lab.machine_code(tiled_matmul, halvings_divergent, halvings_regrouped)
     loops = {name: lab.inner_loop(code[name])

@@ -427,10 +427,13 @@ lab.problems["pool3"].diagram(pool3)
 # Only one thread may write it, and every thread must reach every barrier:
 # a `syncthreads()` inside an `if` that some threads skip, while they go on running,
 # is *barrier divergence* — undefined behaviour on a GPU, reported here.
-# (Threads that skip it and then exit are, as observed on Volta and later, released from it,
-# and the executor follows that — but this is not documented: the PTX ISA calls an aligned barrier
-# in conditional code undefined unless every thread evaluates the condition alike,
-# and the CUDA guide asks for a condition the whole block agrees on. Do not rely on it.)
+# (Threads that skip it and then *exit* do release it: the PTX ISA's `exit` says
+# "if the exiting threads are holding up the barrier, the barrier is released",
+# and `barrier` waits only for non-exited threads; the executor follows that.
+# But threads that skip it and go on running are what the ISA forbids:
+# an aligned barrier (`bar.sync`, what `syncthreads()` compiles to) in conditional code is
+# undefined unless every thread evaluates the condition alike,
+# and the CUDA guide asks for a condition the whole block agrees on.)
 
 # %% nbgrader={"grade": false, "grade_id": "dot_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["dot"].show()

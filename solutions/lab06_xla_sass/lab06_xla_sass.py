@@ -28,7 +28,7 @@
 # | 3 | diagnose | the op that splits a chain into several fusions, and the bytes it sends through memory, read from optimized HLO |
 # | 4 | fix | rewrite a function so the fusion breaker disappears |
 # | 5 | implement | the fused epilogue kernel in numba-cuda on a grid smaller than the array: a grid-stride loop, coalesced, w and b read once per thread (registers) or per block (shared memory), never per element, moving exactly the bytes XLA's fusion moves |
-# | 6 | compute | the tensor-core work in SASS: every tensor-core opcode (HMMA, IMMA, DMMA, HGMMA, IGMMA, QGMMA), 2·m·n·k each |
+# | 6 | compute | the tensor-core work in SASS: the tensor-core opcodes of the fp64, fp16/bf16/tf32, fp8 and int8 types (HMMA, IMMA, DMMA, HGMMA, IGMMA, QGMMA), 2·m·n·k each |
 # | 7 | implement | compile CUDA C for Hopper (sm_90, sm_90a): did it use the tensor cores? FFMA count and tensor-core operations |
 # | 8 | measure | time two JAX calls right: warm-up, synchronization, repetition, batches on a coarse clock |
 # | 9 | design | up to which array size fusion saves a given factor (dispatch, bytes and page faults), and what dominates there |
@@ -304,7 +304,8 @@ lab.problems["scale_bias_relu_kernel"].check(scale_bias_relu_kernel, hidden=True
 # and how much work did it give them?" is read from the tensor-core instructions
 # — and Hopper has a family of them, not one:
 # warp-level `mma.sync` becomes `HMMA` (fp16, bf16, tf32), `IMMA` (int8) or `DMMA` (fp64),
-# and warpgroup-level `wgmma` becomes `HGMMA`, `IGMMA` (int8) or `QGMMA` (fp8).
+# and warpgroup-level `wgmma` becomes `HGMMA`, `IGMMA` (int8) or `QGMMA` (fp8)
+# (1-bit `mma`/`wgmma`, `BMMA` and `BGMMA`, exist too; no case of this lab uses them).
 # Their first modifier is the shape of the multiply-accumulate each one performs.
 # `toolchain.Sass` lists and counts opcodes; the shapes are yours to read.
 # The count is **static, per issuing warp/warpgroup**:
