@@ -37,27 +37,29 @@ import numpy as np
 DEFAULT_BUFFERS = 2  # Pallas TPU double-buffers every blocked operand
 
 
+def _equations(jaxpr: Any, into_kernels: bool = True) -> Any:
+    """Every equation of ``jaxpr`` and of the jaxprs nested in its equations' parameters (jit and
+    loop bodies, cond branches, and kernels unless ``into_kernels`` is False), depth first."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        if not into_kernels and eqn.primitive.name == "pallas_call":
+            continue
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, (list, tuple)) else (v,):
+                inner = getattr(sub, "jaxpr", None)
+                if inner is not None and hasattr(inner, "eqns"):
+                    yield from _equations(inner, into_kernels)
+                elif hasattr(sub, "eqns"):
+                    yield from _equations(sub, into_kernels)
+
+
 def pallas_calls(fn: Callable[..., Any], *args: Any) -> list[Any]:
     """The ``pallas_call`` equations in the jaxpr of ``fn(*args)`` (searched through nested jaxprs).
     ``args`` may be arrays or ``jax.ShapeDtypeStruct``s."""
     import jax
 
-    found: list[Any] = []
-
-    def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "pallas_call":
-                found.append(eqn)
-            for v in eqn.params.values():
-                for sub in v if isinstance(v, (list, tuple)) else (v,):
-                    inner = getattr(sub, "jaxpr", None)
-                    if inner is not None and hasattr(inner, "eqns"):
-                        walk(inner)
-                    elif hasattr(sub, "eqns"):
-                        walk(sub)
-
-    walk(jax.make_jaxpr(fn)(*args).jaxpr)
-    return found
+    jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
+    return [eqn for eqn in _equations(jaxpr) if eqn.primitive.name == "pallas_call"]
 
 
 def block_shape(mapping: Any) -> tuple[int, ...]:
@@ -171,22 +173,8 @@ def outer_primitives(fn: Callable[..., Any], *args: Any) -> set[str]:
     into kernels): empty when everything happens in the kernels."""
     import jax
 
-    found: set[str] = set()
-
-    def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            found.add(eqn.primitive.name)
-            if eqn.primitive.name == "pallas_call":
-                continue
-            for v in eqn.params.values():
-                inner = getattr(v, "jaxpr", None)
-                if inner is not None and hasattr(inner, "eqns"):
-                    walk(inner)
-                elif hasattr(v, "eqns"):
-                    walk(v)
-
-    walk(jax.make_jaxpr(fn)(*args).jaxpr)
-    return found - _WRAPPERS
+    jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
+    return {eqn.primitive.name for eqn in _equations(jaxpr, into_kernels=False)} - _WRAPPERS
 
 
 def kernel_files(fn: Callable[..., Any], *args: Any) -> set[str]:
@@ -197,22 +185,11 @@ def kernel_files(fn: Callable[..., Any], *args: Any) -> set[str]:
 
     internal = os.path.join(os.path.dirname(jax.__file__), "_src") + os.sep
     files: set[str] = set()
-
-    def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            traceback = getattr(eqn.source_info, "traceback", None)
-            for frame in getattr(traceback, "frames", ()) or ():
-                if not frame.file_name.startswith(internal):
-                    files.add(frame.file_name)
-            for v in eqn.params.values():
-                inner = getattr(v, "jaxpr", None)
-                if inner is not None and hasattr(inner, "eqns"):
-                    walk(inner)
-                elif hasattr(v, "eqns"):
-                    walk(v)
-
     for call in pallas_calls(fn, *args):
-        walk(call.params["jaxpr"])
+        for eqn in _equations(call.params["jaxpr"]):
+            traceback = getattr(eqn.source_info, "traceback", None)
+            files.update(f.file_name for f in getattr(traceback, "frames", ()) or ()
+                         if not f.file_name.startswith(internal))
     return files
 
 
