@@ -118,8 +118,9 @@ if GPU_XLA:
 #
 # **FLOPs.** `QKᵀ` is an (s × d)·(d × s) matrix product, 2·s²·d FLOPs (a multiply and an add per term);
 # `PV` is (s × s)·(s × d), 2·s²·d again.
-# The scaling and the softmax cost a few operations per score (scale, max, subtract, exp, sum, divide) —
-# s² terms against the matmuls' s²·d, so for d = 64 they are under 2 % of the count:
+# The scaling and the softmax cost a few operations per score — scale, max, subtract, sum, divide (five
+# FLOPs), and one exp, which cost models count apart, as a transcendental —
+# s² terms against the matmuls' s²·d, so for d = 64 the five are under 2 % of the count (5/256):
 #
 # $$\text{FLOPs} \approx 4\,s^2 d \;(+\,5\,s^2)\quad\text{per head.}$$
 #
@@ -387,8 +388,9 @@ if not be.is_gpu:
 # Nothing is approximated: the recurrence is an identity, so the result is the two-pass one up to
 # rounding. And nothing can overflow: every exponent is ≤ 0, so every term is in (0, 1] and $1 \le l_j \le j$.
 # (A masked score is −∞ and adds $e^{-\infty} = 0$. A row whose every score is masked has $l = 0$ and
-# log-sum-exp $\log 0 = -\infty$, the lab's convention, and FlashAttention-3's; FlashAttention-2's
-# non-split kernel stores +∞ there instead. Either way the row's output is 0 — the lab's kernel has to
+# log-sum-exp $\log 0 = -\infty$, the lab's convention, and what FlashAttention-3's current kernel
+# stores (`hopper/softmax.h`; its first release stored +∞ when not split, as FlashAttention-2's
+# non-split kernel still does). Either way the row's output is 0 — the lab's kernel has to
 # get that case right.)
 #
 # The recurrence, on a stream of 2,000 float32 scores around 80 (some above 88.7),

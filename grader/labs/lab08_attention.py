@@ -4,8 +4,8 @@ memory.
 
 Conventions the specs share (the course notebook, course/08_attention.ipynb, derives them):
 - Scores are ``q · k / sqrt(d)``; a masked score is -inf; a row whose every score is masked has the
-  output 0 and the log-sum-exp log 0 = -inf (as FlashAttention-3 stores it; FlashAttention-2's
-  non-split kernel stores +inf).
+  output 0 and the log-sum-exp log 0 = -inf (as FlashAttention-3's current kernel stores it;
+  FlashAttention-2's non-split kernel stores +inf).
 - Bytes are what crosses the device-memory (HBM) boundary: reads and writes of global memory.
 - Grouped-query attention: ``heads`` query heads share ``kv_heads`` key/value heads
   (``heads % kv_heads == 0``); ``kv_heads == heads`` is ordinary multi-head attention.
@@ -63,13 +63,15 @@ def _compare_step(what: str, got: Any, expected: tuple, case: Case) -> None:
                 " scores were all -inf so far has m = -inf, and exp(m - m_new) = exp(-inf - (-inf))"
                 " is NaN — such a row keeps l = 0 and acc = 0"
             )
-        if (getattr(got[k], "dtype", None) in (np.float32, np.float16)
-                and not np.allclose(value, expected[k], rtol=1e-9, equal_nan=True)):
+        try:
+            expect_array_close(f"{what} → {name}", got[k], expected[k], rtol=1e-9)
+        except CheckFailure as failure:
+            if getattr(got[k], "dtype", None) not in (np.float32, np.float16):
+                raise
             raise CheckFailure(
-                f"{what} → {name}: a {got[k].dtype} result, off by its rounding: the inputs are"
+                f"{failure}. Your result is {got[k].dtype}, off by its rounding: the inputs are"
                 " float64 and so is the answer (keep float64: np.exp of a float64 array is)"
-            )
-        expect_array_close(f"{what} → {name}", got[k], expected[k], rtol=1e-9)
+            ) from None
     for i, arg in enumerate(case.args):
         if not np.array_equal(arg, _STEP_INPUTS.get(id(case), case.args)[i], equal_nan=True):
             raise CheckFailure(f"{what} modified its argument {('m', 'l', 'acc', 's', 'v')[i]} in"
@@ -141,10 +143,19 @@ def _only_outputs_written_and_tiles_shared(r, case: Case, what: str) -> None:
     heads, s, d = q.shape
     writes, outputs = r.total("global", "w"), heads * s * (d + 1)
     if writes != outputs:
+        arrays = [a for a, space in dict(r.spaces).items() if space == "global"]
+        # out and lse are the launch's 4th and 5th global arrays: extra writes there are repeats
+        repeats = (len(arrays) == 6
+                   and sum(r.array_traffic(a)[3] for a in arrays[3:5]) == writes > outputs)
+        why = (" — your extra writes all went to out and lse: an output element written again"
+               " (e.g. after every key tile, FlashAttention-1's way), not the s × s matrix; keep"
+               " the running output in registers and write each element once, after the last"
+               " tile" if repeats else
+               " — fused attention keeps the scores and probabilities (the s × s matrix) on chip"
+               " and writes only the output")
         raise CheckFailure(
             f"{what}: the kernel made {writes:,} global writes; out and lse have {outputs:,}"
-            " elements, each written once — fused attention keeps the scores and probabilities"
-            " (the s × s matrix) on chip and writes only the output"
+            f" elements, each written once{why}"
         )
     most = 1 + d + 2 * d * _blocks(s, TILE)  # kv_len[h], its q row, a K row and a V row per tile
     reads = r.per_thread("global")["max_reads"]
@@ -153,7 +164,7 @@ def _only_outputs_written_and_tiles_shared(r, case: Case, what: str) -> None:
             f"{what}: a thread made {reads:,} global reads; the budget is {most:,} (kv_len[h], its"
             f" own q row of d = {d}, then one K row and one V row of each of the"
             f" {_blocks(s, TILE)} key tiles, which the block's threads load together into shared"
-            f" memory and all read from there). {_over_budget(r, case)}"
+            f" memory and all read from there).{_over_budget(r, case)}"
         )
 
 
@@ -173,7 +184,7 @@ def _over_budget(r, case: Case) -> str:
     over = [f"{name} ({r.array_traffic(arrays[k])[2]:,} reads where the budget allows {most:,}:"
             f" {how})" for k, (name, most, how) in allowed.items()
             if r.array_traffic(arrays[k])[2] > most]
-    return ("Over budget: " + "; ".join(over)) if over else ""
+    return (" Over budget: " + "; ".join(over)) if over else ""
 
 
 FUSED_ATTENTION = KernelProblem(
@@ -236,6 +247,12 @@ def _compare_pallas(what: str, got: Any, expected: np.ndarray, case: Case) -> No
         expect_array_close(what, np.asarray(got), expected, rtol=2e-4)
     except CheckFailure as failure:
         order = _grid_order(_CHECKED.pop("fn", None), case)
+        values = np.asarray(got, dtype=np.float64)
+        if not order and values.shape == np.shape(expected) and np.any(
+                ~np.isfinite(values) & np.isfinite(expected)):
+            order = (". NaN or inf where the reference is finite: an overflow (exp of a large"
+                     " score: keep the running row max in scratch and subtract it, rescaling the"
+                     " sum and the accumulator when it grows)")
         raise CheckFailure(f"{failure}{order}") from None
 
 
@@ -423,7 +440,9 @@ def _compare_crossover(what: str, got: Any, expected: int | None, case: Case) ->
         return
     if got is None:
         raise CheckFailure(f"{what}: expected batch {expected}, got None (a large enough batch"
-                           " shares the weights over enough tokens here)")
+                           " shares the weights over enough tokens here; if your intensity levels"
+                           " off too low, check each sequence's KV cache: kv_heads · head_dim"
+                           " values per token for K and for V, not heads · head_dim)")
     expect_int(f"{what} (batch)", got, expected,
                hint="per step: the weights' bytes once, whatever the batch; each sequence's K and V"
                " caches (kv_heads · head_dim values per token each) and its FLOPs (2 per weight,"
@@ -456,7 +475,8 @@ DECODE_CROSSOVER = Problem(
 
 def _compare_context(what: str, got: Any, expected: int, case: Case) -> None:
     expect_int(f"{what} (tokens)", got, expected,
-               hint="the longest s whose saved bytes are at most the budget: check s and s + 1")
+               hint="the longest s whose saved bytes are at most the budget: check s and s + 1,"
+                    " in integers (a float square root of a budget near 10²⁰ can be one off)")
 
 
 LONGEST_CONTEXT = Problem(
@@ -471,6 +491,8 @@ LONGEST_CONTEXT = Problem(
         values, itemsize each), from which the backward computes dS; with a fused kernel (fused
         True) only the log-sum-exp of each row (s values, float32: 4 bytes), from which the
         backward recomputes P tile by tile.
+        Budgets may be as large as 10²⁰ bytes and the answer must be exact: a float square root
+        can be one off there, so check your s (and s + 1) in integers (math.isqrt is exact).
     """,
     visible=[Case((2**30, 1, 16, 64, 4, 2, False))],
     compare=_compare_context,
