@@ -389,7 +389,7 @@ if not be.is_gpu:
 # rounding. And nothing can overflow: every exponent is ≤ 0, so every term is in (0, 1] and $1 \le l_j \le j$.
 # (A masked score is −∞ and adds $e^{-\infty} = 0$. A row whose every score is masked has $l = 0$ and
 # log-sum-exp $\log 0 = -\infty$, the lab's convention, and what FlashAttention-3's current kernel
-# stores (`hopper/softmax.h`; its first release stored +∞ when not split, as FlashAttention-2's
+# stores (`hopper/softmax.h`; an earlier version of it stored +∞ when not split, as FlashAttention-2's
 # non-split kernel still does). Either way the row's output is 0 — the lab's kernel has to
 # get that case right.)
 #

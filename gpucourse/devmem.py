@@ -91,6 +91,9 @@ class DeviceMemory:
                 f"{self.name}: out of memory. Tried to allocate {_fmt(nbytes)} ({nbytes:,} bytes); "
                 f"{_fmt(self.budget)} total capacity, {_fmt(self.in_use)} already allocated, "
                 f"{_fmt(self.free)} free"
+                + (" (held by device arrays still alive: memory returns only when an array's last"
+                   " reference goes — `del` the ones you are done with — and what you keep at once"
+                   " must fit together)" if self.in_use else "")
             )
         self.in_use += nbytes
         self.peak = max(self.peak, self.in_use)

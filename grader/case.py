@@ -26,9 +26,15 @@ class Case:
 
 def _short(v: Any) -> str:
     """An argument or value in a message: ``<float32 array (3, 4)>``, ``'sort'``, ``37_125`` (an
-    argument list would make ``37,125`` read as two numbers)."""
+    argument list would make ``37,125`` read as two numbers), a float in full (``1.4781827e-05``
+    rounded would not rebuild the case, nor show a tie that is exact)."""
     if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic):
         return f"<{v.dtype} array {shape_text(v.shape)}>"
     if isinstance(v, str):
         return repr(v)
+    if isinstance(v, (float, np.floating)) and np.isfinite(v):
+        kind = type(v) if isinstance(v, np.floating) else float  # a float32 reads back as float32
+        return next(text for d in range(6, 18) if kind(text := f"{float(v):.{d}g}") == v)
+    if isinstance(v, tuple):
+        return f"({', '.join(_short(x) for x in v)}{',' * (len(v) == 1)})"
     return show(v, sep="_")

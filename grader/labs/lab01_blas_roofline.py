@@ -871,7 +871,15 @@ def _compare_explain(what: str, got: Any, expected: str, case: Case) -> None:
             " bandwidth), and the tie rule is: at or above the ridge, compute-bound; below it,"
             " memory-bound"
         )
+    seconds = case.args[2]
+    faster_than_compute = Fraction(flops) / Fraction(seconds) > Fraction(peak_flops)
+    if (got, expected) == ("cache", "impossible") and faster_than_compute:
+        hint = (
+            "this point is faster than the compute roof (flops / seconds > peak_flops): no cache"
+            " lifts a point above it, so test the compute roof before the DRAM roof"
+        )
     expect_choice(what, got, expected, EXPLANATIONS, hint)
+
 
 problems = {
     p.name: p

@@ -81,9 +81,12 @@ def _compare_mlp(
             narrow = (f". Your {name} is {kind}: the spec asks for float64 or float32 (a 16-bit"
                       " result keeps about 3 digits)"
                       if kind is not None and np.dtype(kind).itemsize < 4 else "")
-            raise CheckFailure(
-                f"{failure}{narrow}{_relu_kink_hint(name, g, e, Z, rtol)}"
-            ) from None
+            kink = _relu_kink_hint(name, g, e, Z, rtol)
+            through = ("\n  dW2 is right, so the mistake is on the way back through relu: the"
+                       " gradient reaching Z is G @ W2ᵀ times relu'(Z) (1 where Z > 0, else 0),"
+                       " and dW1 and dX are both built from it"
+                       if name != "dW2" and not kink and not narrow else "")
+            raise CheckFailure(f"{failure}{narrow}{kink}{through}") from None
 
 
 def _relu_kink_hint(name: str, got: Any, expected: np.ndarray, Z: np.ndarray, rtol: float) -> str:
@@ -351,7 +354,8 @@ LARGEST_BATCH = Problem(
         what,
         got,
         expected,
-        "fixed = params · (bytes of param + grad (+ fp32 master) + optimizer slots); per example ="
+        "fixed = params · (bytes of param + grad (+ fp32 master) + optimizer slots), params ="
+        " layers · (width² weights + width biases); per example ="
         " (input and target rows + saved_per_layer·layers + 1 saved arrays + 2 working gradients) ·"
         " width · bytes per value",
     ),
@@ -693,7 +697,9 @@ def _compare_verdict(what: str, got: Any, expected: bool, case: Case) -> None:
             " with B > 1; check that backward returns x's shape (np.vdot flattens its arguments:"
             " the right numbers in the wrong shape pass a dot-product test); a tolerance near 1e-3,"
             " not 5 %: some wrong ones are off by a few per cent — and several random directions,"
-            " since one may land where the error cancels"
+            " since one may land where the error cancels; and a step near 1e-3, not 1e-6: in"
+            " float32 a tiny step makes the rounding term (2^-23·⟨|dy|, |f|⟩ / 2ε) so large that"
+            " your tolerance lets a wrong backward through"
         )
     expect_equal(what, bool(got), expected, hint)
 

@@ -651,9 +651,11 @@ def _compare_chunks(
             f" {n_streams} streams finish at"
             f" {st.simulate(want_ops, launch_us=launch_us).makespan:g} µs"
             + (f" (on one stream they take {one:g} µs)" if one > target_us else "")
-            + f": build each candidate's pipeline with chunk i on stream i % n_streams, all"
-            f" {n_streams} streams (n_streams is an argument: fewer streams overlap less) — "
-            + hint
+            + ": the makespan is not monotonic in the chunk count (it falls, then rises again: each"
+            " chunk costs three launches), so a bisection can miss the smallest count — try every"
+            " count from 1 up; and build each candidate's pipeline with chunk i on stream i %"
+            f" n_streams, all {n_streams} streams (n_streams is an argument: fewer streams overlap"
+            " less), its makespan simulated with launch_us"
         )
     expect_int(f"{what} → n_chunks", n_got, n_want, hint)
     if not isinstance(ops, (list, tuple)) or not all(isinstance(op, st.Op) for op in ops):

@@ -41,9 +41,15 @@ def _compare_step(what: str, got: Any, expected: tuple[np.ndarray, np.ndarray], 
     expect_array_close(
         f"{what} → a_new (activations after the cycle)", got[0], expected[0], rtol=1e-12, atol=1e-12
     )
-    expect_array_close(
-        f"{what} → p_new (partial sums after the cycle)", got[1], expected[1], rtol=1e-12, atol=1e-9
-    )
+    try:
+        expect_array_close(f"{what} → p_new (partial sums after the cycle)", got[1], expected[1],
+                           rtol=1e-12, atol=1e-9)
+    except CheckFailure as failure:
+        raise CheckFailure(
+            f"{failure}. a_new is right; each PE's new partial sum is the one from the PE above"
+            " (row 0: 0 — shift p down one row; np.roll would wrap the last row into row 0) plus"
+            " the activation it holds after this cycle (a_new, not last cycle's a) × its weight"
+        ) from None
     # the registers of the previous cycle must not be modified in place
     for i, arr in enumerate(case.args):
         if isinstance(arr, np.ndarray) and not np.array_equal(arr, _STEP_INPUTS[id(case)][i]):
@@ -124,7 +130,11 @@ def _compare_systolic(what: str, got: Any, expected: np.ndarray, case: Case) -> 
         expect_array_close(f"{what} → C", C, expected, rtol=1e-9)
     except CheckFailure as wrong:
         if given is None:
-            raise
+            raise CheckFailure(
+                f"{wrong}. Hint: skew the input — A[m, k] enters row k at cycle m + k, so row k"
+                " starts k cycles late — and collect C[m, n] from column n's output at cycle"
+                " m + (K − 1) + n"
+            ) from None
         k, n, w = given.stuck
         raise CheckFailure(
             f"{wrong}. This case's array is faulty — PE ({k}, {n}) multiplies by {w:g}, not by"
