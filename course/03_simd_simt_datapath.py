@@ -158,10 +158,10 @@ assert round(h100_fp32 / cpu_all_core_flops, 1) == 13.1
 # **Vector ALUs**: the 16-core desktop CPU has 1,024 fp32 ALUs
 # (each core is itself a small SIMD machine:
 # 2 FMA pipes and 2 FADD pipes × 16 lanes), an H100 16,896 — 16.5× in units
-# (in fp32 FLOP/s at the CPU's 5.7 GHz maximum boost, the last line: 11.5× against its FMA-only peak
+# (in fp32 FLOP/s at the CPU's 5.7 GHz maximum boost, the line `fp32 FLOP/s: …`: 11.5× against its FMA-only peak
 # — counted by §3.7's rule for a nominal peak: an FMA lane does 2 FLOPs a cycle —
 # and 7.7× counting the FADD pipes' adds too;
-# §3.7's published desktop roofline takes a 5.0 GHz all-core clock instead: 5.12 T, 13.1×, the line after),
+# §3.7's published desktop roofline takes a 5.0 GHz all-core clock instead: 5.12 T, 13.1×, the last line),
 # not "16 vs thousands" — and a TPU v4 4,096 (each TensorCore's vector unit is an (8, 128) grid of lanes with 2 ALUs per lane:
 # "a total of 2048 floating point adders" per core, the scaling book's TPU chapter),
 # a quarter of the H100's.
@@ -170,7 +170,7 @@ assert round(h100_fp32 / cpu_all_core_flops, 1) == 13.1
 # **Matrix units**: in dense bf16 an H100's tensor cores deliver 3.6× a TPU v4's MXUs per chip
 # (989 vs 275 TFLOP/s).
 # Counting the TPU's MXU multiply-accumulators as "fp32 ALUs"
-# (the last line) would make a TPU v4 look like 7.8× an H100 — the wrong unit:
+# (the line `the wrong comparison …`) would make a TPU v4 look like 7.8× an H100 — the wrong unit:
 # MXUs multiply bf16 matrices, not fp32 vectors, and per chip the H100's matrix units are faster.
 # What the TPU does have is the most matrix hardware per unit of control logic:
 # two instruction streams (cores) each drive four 128×128 systolic arrays (section 7)
@@ -405,8 +405,9 @@ else:  # a GPU may split a path further (independent thread scheduling), but nev
 # A path is issued if at least one lane takes it;
 # while it runs, only the lanes that took it are active.
 # Below, each row is one issued instruction, each column a lane, dark = active.
-# These masks were computed by the course's reference model (`grader/answers/lab03_datapath.py`,
-# `warp_masks`) and ship as data, `gpucourse/data/warp_masks.json`
+# These masks were computed by the course's reference model on the instructor's side
+# (not in the student edition: lab 3 asks for a model like it)
+# and ship as data, `gpucourse/data/warp_masks.json`
 # (`simd_simt.stored_warp_masks()` reads it; a test recomputes it).
 # The cell checks them against what the rule above says:
 # every active lane-slot is useful work, and a path is issued only if some lane takes it.
@@ -1092,8 +1093,9 @@ assert 7 < c2c / bw["PCIe 5.0 x16"] < 7.5
 # %% [markdown]
 # So "unified" describes the addresses, not the memory:
 # data placement still decides speed, and the driver and frameworks still migrate hot data into HBM.
-# Only integrated GPUs (laptop and phone chips, NVIDIA Jetson,
-# Apple silicon) have one physical memory for CPU and GPU.
+# Only integrated designs have one physical memory for CPU and GPU:
+# laptop and phone chips, NVIDIA Jetson, Apple silicon,
+# and data-centre APUs such as AMD's Instinct MI300A (one HBM3 pool for its CPU and GPU dies).
 # On a discrete GPU, the next cell shows zero-copy.
 
 # %%

@@ -576,7 +576,8 @@ else:
 # written to show the instruction, not what `jnp.dot` becomes (that comes after).
 # The SASS opcode also names the data type (lab 6 reads the int8, fp8 and fp64 ones too).
 # First one warp multiplying 16×16 half-precision tiles with the wmma API (`mma.h`),
-# accumulating in fp32 — the PTX `mma.sync` path, Ampere's:
+# accumulating in fp32 — the warp-level path, Ampere's: its PTX is `wmma.mma.sync` (m16n16k16),
+# which ptxas lowers to the same `HMMA.16816` instructions `mma.sync.m16n8k16` becomes (two of them):
 
 # %%
 print(wmma_cu(1))

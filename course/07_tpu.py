@@ -19,7 +19,8 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/course/07_tpu.ipynb)
 #
 # A TPU (Tensor Processing Unit) is Google's NPU (신경망 처리 장치):
-# a chip that gives up the GPU's generality and fills most of its area with matrix units.
+# a chip that gives up the GPU's generality and gives much of its area to matrix units and the on-chip memory
+# that feeds them (TPU v1: the matrix unit a quarter of the die, its 24 MiB buffer almost a third; Jouppi et al., 2017).
 # This section takes the source article's claims about it — the systolic array, weight stationarity,
 # execution in the order the compiler fixed, and the ICI 3D torus — and runs each one:
 # as a cycle-stepped simulation, as a real Pallas kernel,
@@ -314,7 +315,7 @@ for M, K, N, R in ((2, 9, 10, 4), (4, 9, 10, 4), (7, 9, 10, 4), (5, 256, 100, 12
 
 # %% [markdown]
 # The model and the clocked array agree to the cycle in every case, and the schedule is tight:
-# start any tile one cycle earlier and the array computes a wrong result
+# start a tile one cycle earlier — here tile 1 of the `M = 2` run — and the array would compute a wrong result
 # — the simulator stops at the cycle where it would:
 
 # %%
@@ -1117,8 +1118,8 @@ assert wraps_of("TPU v5e", (4, 4)) == (False, False) and v5e_4x4["diameter"] == 
 # β one link's bandwidth in one direction,
 # and *bytes* the load on the busiest link in one direction.
 # ICI links work in both directions at once,
-# so on a **ring** every chip sends half of each block each way and nothing travels more than `p/2`
-# hops; on a **line** (no wraparound) the end chips have one link,
+# so on a **ring** every block goes the short way round (only the block of the chip opposite, for an even
+# `p`, is split, half each way) and nothing travels more than ⌊p/2⌋ hops; on a **line** (no wraparound) the end chips have one link,
 # and data must cross the whole axis.
 # With `V` the whole array (`gc.interconnect`'s table):
 #

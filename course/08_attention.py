@@ -442,7 +442,8 @@ assert abs(np.log(np.finfo(np.float32).max) - 88.72) < 0.01 and 80 < lse < 110
 # line 12); FlashAttention-2 (Dao 2023, §3.1.1) keeps it *unnormalised* — the sum of
 # $e^{x_i - m}\, v_i$ so far — and divides by l once, at the end: fewer non-matmul FLOPs, the form lab 8 asks for.
 # The s × s matrices never exist outside the chip: each tile of scores lives in registers and shared memory
-# for one step. For training, the forward saves the row statistics instead of P — FlashAttention (2022) saves
+# for one step (the running output, d values per row, is the thread's own: registers, or local memory that
+# the L1 cache holds). For training, the forward saves the row statistics instead of P — FlashAttention (2022) saves
 # m and l, FlashAttention-2 (Dao 2023, §3.1) only their log-sum-exp $m + \log l$ —
 # and the backward recomputes P from them instead of reading a stored s × s matrix.
 # Writing that update, and the kernel around it on the executor, is lab 8.
@@ -726,5 +727,6 @@ assert 0.74 < fa3 < 0.76 and 0.71 < fa2 < 0.73  # the papers' own "75 %" and "72
 #
 # **Next:** the lab, [`labs/lab08_attention/lab08_attention.ipynb`](../labs/lab08_attention/lab08_attention.ipynb)
 # — write the online-softmax update with the output accumulator, a fused attention kernel on the executor
-# that never writes the s × s matrix, count the bytes a fused kernel moves, find the batch at which a whole
+# that never writes the s × s matrix, the same kernel in Pallas (interpret mode), count the bytes a fused
+# kernel moves, find the batch at which a whole
 # decoder layer's decode step turns compute-bound, and size what training must save for attention's backward.

@@ -120,6 +120,8 @@ class PallasPlan:
     grid: tuple[int, ...]
     operands: tuple[Operand, ...]
     scratch_bytes: int
+    # each scratch buffer's (shape, dtype name), in the kernel's order
+    scratch: tuple[tuple[tuple[int, ...], str], ...] = ()
 
     @property
     def steps(self) -> int:
@@ -228,8 +230,7 @@ def plan(fn: Callable[..., Any], *args: Any, call: int = 0) -> PallasPlan:
                 *_block_index_changes(bm, grid),
             )
         )
-    scratch = sum(
-        math.prod(a.shape) * np.dtype(a.dtype).itemsize
-        for a in getattr(gm, "scratch_avals", ()) or ()
-    )
-    return PallasPlan(grid, tuple(ops), int(scratch))
+    avals = tuple(getattr(gm, "scratch_avals", ()) or ())
+    scratch = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in avals)
+    buffers = tuple((tuple(int(d) for d in a.shape), str(np.dtype(a.dtype))) for a in avals)
+    return PallasPlan(grid, tuple(ops), int(scratch), buffers)

@@ -724,11 +724,13 @@ class StoreKind:
     ) -> str:
         """'no write-allocate' when the bytes write-allocate needs past this roof (the read side on
         one CPU core, the total where DRAM bandwidth limits the roof, as on a GPU) would take more
-        than the roof allows; the test that applied is named in brackets."""
+        than the roof allows, by over ``margin`` (a measured roof is itself a best of a few runs: a
+        store test a few per cent above it is noise, not proof); the test that applied is named in
+        brackets."""
         need, test = self.allocate_test(dram_limited)
         if self.bandwidth(need) > (1 + margin) * roof_bandwidth:
-            return f"no write-allocate [{test}: would beat the roof]"
-        return f"cannot tell [{test}: fits either way]"
+            return f"no write-allocate [{test}: would beat the roof by over {margin:.0%}]"
+        return f"cannot tell [{test}: within the roof's {margin:.0%} noise margin either way]"
 
 
 def store_kinds(nbytes: int | None = None, rounds: int = 9) -> list[StoreKind]:

@@ -242,3 +242,56 @@ def test_jax_own_tpu_flash_attention_body_under_the_spec_grid_is_refused(hidden)
     exec(JAX_TPU_FLASH_BODY, scope)
     with pytest.raises(CheckFailure, match=r"traced in JAX's own attention kernels \(flash_attention.py"):
         lab.problems["pallas_attention"].check(scope["pallas_attention"], hidden=hidden)
+
+
+OUTPUT_BLOCK_ACCUMULATOR = '''
+def pallas_attention(q, k, v, bq, bk):
+    heads, s, d = q.shape
+
+    def kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref):
+        j = pl.program_id(2)
+
+        @pl.when(j == 0)
+        def _():
+            m_ref[...] = jnp.full(m_ref.shape, -jnp.inf, jnp.float32)
+            l_ref[...] = jnp.zeros(l_ref.shape, jnp.float32)
+            o_ref[0] = jnp.zeros(o_ref.shape[1:], jnp.float32)
+
+        scores = jnp.dot(q_ref[0], k_ref[0].T, preferred_element_type=jnp.float32) / math.sqrt(d)
+        m_old = m_ref[:, :1]
+        m_new = jnp.maximum(m_old, scores.max(axis=1, keepdims=True))
+        alpha = jnp.exp(m_old - m_new)
+        p = jnp.exp(scores - m_new)
+        l_ref[...] = jnp.broadcast_to(alpha * l_ref[:, :1] + p.sum(axis=1, keepdims=True), l_ref.shape)
+        o_ref[0] = alpha * o_ref[0] + jnp.dot(p, v_ref[0], preferred_element_type=jnp.float32)
+        m_ref[...] = jnp.broadcast_to(m_new, m_ref.shape)
+
+        @pl.when(j == pl.num_programs(2) - 1)
+        def _():
+            o_ref[0] = o_ref[0] / l_ref[:, :1]
+
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), grid=(heads, s // bq, s // bk),
+        in_specs=[pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0)),
+                  pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0)),
+                  pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0))],
+        out_specs=pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0)),
+        scratch_shapes=[pltpu.VMEM((bq, 128), jnp.float32), pltpu.VMEM((bq, 128), jnp.float32)],
+        interpret=True)(q, k, v)
+'''
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_the_accumulator_must_be_its_own_scratch_buffer_whatever_the_row_stats_layout(hidden):
+    """§8 read, round 9: a kernel that accumulates in the float32 output block (as §7.6's matmul does) and keeps m
+    and l lane-wide passed, while the same design with (bq, 1) row stats failed on the scratch size: the spec keeps
+    the accumulator in scratch, and the check now looks for a (bq, d) float32 buffer, not a byte range."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
+    exec(OUTPUT_BLOCK_ACCUMULATOR, scope)
+    with pytest.raises(CheckFailure, match=r"needs its own float32 VMEM buffer of \d+ × \d+"):
+        lab.problems["pallas_attention"].check(scope["pallas_attention"], hidden=hidden)

@@ -266,3 +266,87 @@ def fewest_chunks_one_stream(nbytes, n_streams, h2d_Bps, compute_Bps, d2h_Bps, l
 def test_fewest_chunks_ignoring_n_streams_is_told_about_streams():
     msg = _fails(lab4.problems["fewest_chunks"], fewest_chunks_one_stream)
     assert "got None" in msg and "stream i % n_streams" in msg and "on one stream they take" in msg
+
+
+def scale_shift_cast(x, out, a, b):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = np.float64(x[i]) * a + b
+
+
+def block_scan_f64_shared(a, out):
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * 16 + t
+    s = cuda.shared.array(16, np.float64)
+    s[t] = a[i] if i < a.size else np.float32(0)
+    cuda.syncthreads()
+    d = 1
+    while d < 16:
+        v = s[t - d] if t >= d else np.float64(0)
+        cuda.syncthreads()
+        s[t] += v
+        cuda.syncthreads()
+        d *= 2
+    if i < a.size:
+        out[i] = s[t]
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("lab_module, name, kernel, line", [
+    (lab5, "scale_shift", scale_shift_cast, "out[i] = np.float64(x[i]) * a + b"),
+    (lab5b, "block_scan", block_scan_f64_shared, "s[t] += v"),
+])
+def test_explicit_float64_casts_and_float64_arrays_of_float32_values_fail_float32_only(lab_module, name, kernel, line,
+                                                                                      hidden):
+    """§5 read, round 9: `np.float64(x_f32)` and a float32 kept in a float64 shared array scored full marks in
+    float32-only exercises (SASS: DFMA, DADD; test_the_float64_report_against_the_sass_fp64_instructions). Both are
+    now float64 made from float32, noted where they compute."""
+    msg = _fails(lab_module.problems[name], kernel, hidden)
+    assert "float64 operation" in msg and f"(`{line}`)" in msg, msg
+
+
+@cuda.jit(device=True)
+def _halve(v):
+    n = 0
+    while v > 1.0:
+        v = v * 0.5
+        n += 1
+    return n + v
+
+
+def halvings_given_in_a_device_function(x, order, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = _halve(x[i])
+    while False:  # a dead loop, for a check that reads only the kernel's own source
+        pass
+
+
+REGROUP_BLOCK = lab5.REGROUP_BLOCK
+
+
+def halvings_regrouped_in_a_device_function(x, order, out):
+    tile = cuda.shared.array(REGROUP_BLOCK, np.float64)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * REGROUP_BLOCK + t
+    if i < x.size:
+        tile[t] = x[i]
+    cuda.syncthreads()
+    if i < x.size:
+        j = order[i]
+        tile[j] = _halve(tile[j])
+    cuda.syncthreads()
+    if i < x.size:
+        out[i] = tile[t]
+
+
+def test_a_loop_in_a_device_function_diverges_the_warp_as_inlined():
+    """§5 read, round 9: a device function's while loop counted as one step of the calling statement, so the given
+    divergent kernel with its loop moved into one scored 3/3 (99.6 % SIMT efficiency), and a right regrouped kernel
+    with its loop there scored 0 (no while in the kernel's source). Each device-loop iteration is now a step of the
+    calling statement (a GPU inlines device functions), and the loop check follows calls into device functions."""
+    p = lab5.problems["halvings_regrouped"]
+    msg = _fails(p, halvings_given_in_a_device_function, hidden=False)
+    assert "SIMT efficiency" in msg and "below the budget" in msg, msg
+    p.check(halvings_regrouped_in_a_device_function)
+    p.check(halvings_regrouped_in_a_device_function, hidden=True)

@@ -407,6 +407,20 @@ def _k_join_then_add(x, out):
         out[i] = v + x[0]  # a float64 with a float32: DADD
 
 
+def _k_cast_axpb(x, out, a, b):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = np.float64(x[i]) * a + b  # an explicit cast: FP64 from here on (§5 read, round 9)
+
+
+def _k_shared_f64_pairs(x, out):
+    s = cuda.shared.array(32, np.float64)  # float32 values kept in a float64 shared array
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    out[t] = s[t] + s[t ^ 1]
+
+
 def _k_sum_local_f64(x, out):
     acc = cuda.local.array(2, np.float64)  # a float64 accumulator array (§8 read: accepted before)
     acc[0] = np.float32(0)
@@ -444,6 +458,8 @@ def test_the_float64_report_against_the_sass_fp64_instructions():
                (_k_sum_local_f64, f"void({arr}, {arr})", True, True),
                (_k_join_store, f"void({arr}, {arr})", False, False),
                (_k_join_then_add, f"void({arr}, {arr})", True, True),
+               (_k_cast_axpb, f"void({arr}, {arr}, float64, float64)", True, True),
+               (_k_shared_f64_pairs, f"void({arr}, {arr})", True, True),
                (_k_sum_local_f32, f"void({arr}, {arr})", False, False)]
     ptxs = toolchain.numba_ptx_many([(k, sig) for k, sig, *_ in kernels])
     x = np.arange(40, dtype=np.float32)

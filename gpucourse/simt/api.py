@@ -35,7 +35,7 @@ from .errors import KernelError, NotModelled
 from .host import DeviceArray, _Device, _Event, _Stream
 from .launch import Launch, caller_site
 from .memory import TracedArray
-from .numbatypes import F32, I32, U32, typed
+from .numbatypes import F32, I32, J64, U32, typed
 from .numbatypes import _note as _note_fp64
 from .values import SCALAR_TYPES, Uninit, as_dtype, cast, poisoned
 
@@ -152,7 +152,7 @@ def _vote(p: Any, what: str) -> Any:
     return p
 
 
-_SHFL_TYPES = (np.int32, np.int64, np.float32, np.float64, F32)
+_SHFL_TYPES = (np.int32, np.int64, np.float32, np.float64, F32, J64)  # J64: a float64
 
 
 def _shfl_value(v: Any, what: str) -> Any:

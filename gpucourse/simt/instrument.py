@@ -4,7 +4,8 @@ The kernel's source is parsed and every statement is preceded by a call that app
 to the running thread's *trace* (the granularity of SIMT efficiency: one source statement). Loop
 headers call a hook that also counts iterations (a bounded budget, so an infinite loop ends with an
 error naming the line) and lets a spinning thread yield to the others. Device functions get only the
-loop hook: their statements count as part of the kernel line that calls them. Line numbers are those
+loop hook: their statements count as part of the kernel line that calls them, and each of their loop
+iterations as one more step of it (launch.device_loop). Line numbers are those
 of the original source, so an error says "line 7 of the cell", the line the student sees.
 
 The compiled function is built per CUDA thread from one code object, with the thread's hooks in
@@ -937,7 +938,7 @@ class _NumbaProxy(types.ModuleType):
 
 _NP_SCALARS = {
     np.dtype(t).type: np.dtype(t).name
-    for t in ("float32", "int8", "int16", "int32", "uint8", "uint16", "uint32")
+    for t in ("float32", "float64", "int8", "int16", "int32", "uint8", "uint16", "uint32")
 }
 
 

@@ -207,7 +207,12 @@ class Launch(Barriers, WarpOps):
         return fn(*args, **kwargs)
 
     def device_loop(self, line: int) -> None:
+        """A device function's loop iteration: one more step of the kernel statement that called it
+        (a GPU inlines device functions, so a loop whose trip count differs between lanes diverges
+        the warp there as it would in the kernel), and one iteration of the budget."""
         t = self.cur
+        if t.trace:
+            t.trace.append(t.trace[-1])
         n = t.iters = t.iters + 1
         if not n % CHECK_EVERY:
             self.checkpoint(t, line, sys._getframe(1))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .errors import NotModelled, OutOfBounds
-from .numbatypes import TYPED
+from .numbatypes import TYPED, from_float32, to_j64
 from .values import Uninit, cast, poison_value
 
 # access kinds, as logged (SAME: a write of the value already there)
@@ -316,6 +316,9 @@ class TracedArray:
                     ) from None
             if root.init is not None:
                 root.init[flat] = 1
+                if self._conv is not to_j64 and self._a.dtype == np.float64 and from_float32(value):
+                    # a float32 kept in a float64 shared or local array: its loads are J64
+                    self._conv = to_j64
             if root.intlike and isinstance(value, (float, np.floating)) and math.isfinite(value) \
                     and not float(value).is_integer():
                 self._run.warn(

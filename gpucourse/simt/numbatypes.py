@@ -428,13 +428,16 @@ def _j64_arith(name: str, op: Callable[[Any, Any], Any]) -> tuple[Callable, Call
 
 
 class J64(float):
-    """A float32 made float64 by a conditional that joins it with a float64 (``x if c else 0.0``,
-    numba-cuda's unification). The conversion itself is not arithmetic: stored straight back into a
-    float32 array it costs two F2F at most (ptxas may remove them), and nothing is noted. Any
-    arithmetic it takes part in is FP64 on a value made from a float32 (``v = x[i] if c else
+    """A float32 made float64: by a conditional that joins it with a float64 (``x if c else 0.0``,
+    numba-cuda's unification), by a cast (``np.float64(x)``), or by a store into a float64 shared
+    or local array and a load back. The conversion itself is not arithmetic: stored straight back
+    into a float32 array it costs two F2F at most (ptxas may remove them), and nothing is noted.
+    Any arithmetic it takes part in is FP64 on a value made from a float32 (``v = x[i] if c else
     -math.inf; e = math.exp(v - m)``): noted at that line, and the result is a NumPy float64."""
 
     __slots__ = ()
+    dtype = np.dtype(np.float64)
+    itemsize = 8
 
     __add__, __radd__ = _j64_arith("add", operator.add)
     __sub__, __rsub__ = _j64_arith("sub", operator.sub)
@@ -579,3 +582,14 @@ _float.__name__ = _float.__qualname__ = "float"
 BUILTINS = {"min": _minmax(min), "max": _minmax(max), "float": _float}
 """Builtins a kernel gets in their numba-cuda-typed version
 (:func:`gpucourse.simt.instrument.rebind`)."""
+
+
+def from_float32(v: Any) -> bool:
+    """``v`` is a float32 kernel value, or a float64 made from one (:class:`J64`)."""
+    c = v.__class__
+    return c is F32 or c is J64 or c is _f32
+
+
+def to_j64(v: Any) -> "J64":
+    """``v`` as a :class:`J64`: a float64 whose arithmetic is noted."""
+    return _fnew(J64, float(v))

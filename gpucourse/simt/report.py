@@ -141,9 +141,9 @@ class Float64Op:
         return (
             f"{self.count} float64 operation{'s' * (self.count != 1)} on float32 values{self.where}"
             " (numba-cuda types a Python float — a literal such as 0.0 or -np.inf, a float"
-            " argument — or an int as 64-bit, and an element of a float64 array as float64: find"
-            " where the value became float64 and write np.float32(...) there, or make the array"
-            " np.float32)"
+            " argument — or an int as 64-bit, and an np.float64(x) cast or an element of a"
+            " float64 array as float64: find where the value became float64 and write"
+            " np.float32(...) there, or make the array np.float32)"
         )
 
 

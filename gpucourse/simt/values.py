@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import state
-from .numbatypes import TYPED
+from .numbatypes import TYPED, from_float32, to_j64
 
 _NUMBA_NAMES = {"boolean": "bool", "bool_": "bool", "byte": "uint8"}
 
@@ -211,6 +211,8 @@ def cast(value: Any, dtype: np.dtype) -> Any:
     """``value`` as a scalar of ``dtype`` with the GPU's conversion: integers wrap, floats truncate
     toward zero."""
     # float32 -> F32, int32 -> I32, ...: a kernel value typed as numba-cuda types it
+    if dtype == np.float64 and from_float32(value):
+        return to_j64(value)  # np.float64(x_f32): FP64 from here on, noted where it computes
     t = TYPED.get(dtype, dtype.type)
     if dtype.kind in "iu" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         bits = dtype.itemsize * 8

@@ -518,7 +518,10 @@ BLOCKED = Problem(
         Shapes need not be multiples of tile: the last tiles are smaller (not padded). Every
         product you take must be at most tile × tile, and the elements your products read must be
         no more than tiling reads (whole tiles, each used for a whole C tile); the checker
-        watches. Return C with A's dtype.
+        watches: it follows slices of A and B into @ (np.matmul, np.dot, .dot), and through
+        .copy() or np.copy if you stage a tile in memory of its own — np.ascontiguousarray and
+        np.array hand back plain arrays it cannot follow, so stage with .copy(). Return C with
+        A's dtype.
     """,
     visible=[
         Case((np.arange(64.0).reshape(8, 8), np.eye(8), 4)),

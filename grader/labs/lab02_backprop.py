@@ -73,20 +73,31 @@ def _compare_mlp(
 ) -> None:
     expect_tuple(what, got, "dW1, dW2, dX")
     Z = np.asarray(case.args[0]) @ np.asarray(case.args[1])
+    failures: dict[str, CheckFailure] = {}
     for name, g, e in zip(("dW1", "dW2", "dX"), got, expected):
         try:
             expect_array_close(f"{what} → {name}", g, e, rtol=rtol)
         except CheckFailure as failure:
-            kind = getattr(g, "dtype", None)
-            narrow = (f". Your {name} is {kind}: the spec asks for float64 or float32 (a 16-bit"
-                      " result keeps about 3 digits)"
-                      if kind is not None and np.dtype(kind).itemsize < 4 else "")
-            kink = _relu_kink_hint(name, g, e, Z, rtol)
-            through = ("\n  dW2 is right, so the mistake is on the way back through relu: the"
-                       " gradient reaching Z is G @ W2ᵀ times relu'(Z) (1 where Z > 0, else 0),"
-                       " and dW1 and dX are both built from it"
-                       if name != "dW2" and not kink and not narrow else "")
-            raise CheckFailure(f"{failure}{narrow}{kink}{through}") from None
+            failures[name] = failure
+    if not failures:
+        return
+    name = next(n for n in ("dW1", "dW2", "dX") if n in failures)  # the first wrong one, reported
+    g, e = got[("dW1", "dW2", "dX").index(name)], expected[("dW1", "dW2", "dX").index(name)]
+    kind = getattr(g, "dtype", None)
+    narrow = (f". Your {name} is {kind}: the spec asks for float64 or float32 (a 16-bit"
+              " result keeps about 3 digits)"
+              if kind is not None and np.dtype(kind).itemsize < 4 else "")
+    kink = _relu_kink_hint(name, g, e, Z, rtol)
+    where = ""
+    if not kink and not narrow:  # which path the right and wrong gradients point at (all compared)
+        if "dW2" not in failures and "dW1" in failures:
+            where = ("\n  dW2 is right, so the mistake is on the way back through relu: the"
+                     " gradient reaching Z is G @ W2ᵀ times relu'(Z) (1 where Z > 0, else 0), and"
+                     " dW1 and dX are both built from it")
+        elif set(failures) == {"dX"}:
+            where = ("\n  dW1 and dW2 are right, so the gradient reaching Z is too: the mistake is"
+                     " in the last step, dX = (that gradient) @ W1ᵀ")
+    raise CheckFailure(f"{failures[name]}{narrow}{kink}{where}") from None
 
 
 def _relu_kink_hint(name: str, got: Any, expected: np.ndarray, Z: np.ndarray, rtol: float) -> str:

@@ -589,7 +589,11 @@ def _own_pipeline(what: str, ops: Any, n_streams: int, launch_us: float) -> None
         return
     streams = {op.stream for op in ops}
     if len(streams) > n_streams:
-        raise CheckFailure(f"{what}: expected at most {n_streams} streams, got {len(streams)}")
+        raise CheckFailure(
+            f"{what}: expected at most {n_streams} streams, got {len(streams)}: the spec puts all"
+            " three ops of chunk i (copy in, kernel, copy out) on ONE stream, stream i % n_streams"
+            " — not a stream per engine"
+        )
     names = {op.name for op in ops}
     stream_of = {op.name: op.stream for op in ops}
     chunks = 0

@@ -688,8 +688,9 @@ def _kernel_require(r: simt.KernelReport, case: Case, what: str) -> None:
             f" has {blocks_y * KERNEL_BLOCK[1]} rows of threads for {m} rows, so in a grid-stride"
             f" loop over the rows (i = y, y + gridsize_y, ...) each of the {thread_rows * n:,}"
             " threads with a column and a first row writes"
-            f" {math.ceil(m / (blocks_y * KERNEL_BLOCK[1]))} elements at most: cuda.gridsize(2)"
-            " gives the stride"
+            f" {math.ceil(m / (blocks_y * KERNEL_BLOCK[1]))} elements at most: the spec asks for"
+            " that order — rows i = y, y + gridsize_y, ... (cuda.gridsize(2) gives the stride) —"
+            " not contiguous chunks of rows per thread, which leave some threads idle"
         )
     threads = n * blocks_y * KERNEL_BLOCK[1]  # threads with a column (a row or not)
     for vec in (ws, bs):
@@ -737,8 +738,9 @@ KERNEL = KernelProblem(
         blocks (rows_of_blocks, drawn per case) that is usually too few for the rows:
             scale_bias_relu_kernel[(ceil(n / 32), G), (32, 4)](x, w, b, out)
         so each thread handles rows i = y, y + 4G, y + 8G, ... (a grid-stride loop over the rows;
-        cuda.gridsize(2) gives (columns, rows) of threads). m and n are not multiples of the block;
-        out starts full of NaN.
+        cuda.gridsize(2) gives (columns, rows) of threads; this order is required: contiguous
+        chunks of rows per thread fail the share rule below). m and n are not multiples of the
+        block; out starts full of NaN.
         The checker runs it on the course's instrumented executor and requires:
           - coalescing: the 32 threads of a warp (neighbouring threadIdx.x) access
             neighbouring columns of one row, so each warp-wide access of x and out touches

@@ -149,8 +149,8 @@ def _only_outputs_written_and_tiles_shared(r, case: Case, what: str) -> None:
                    and sum(r.array_traffic(a)[3] for a in arrays[3:5]) == writes > outputs)
         why = (" — your extra writes all went to out and lse: an output element written again"
                " (e.g. after every key tile, FlashAttention-1's way), not the s × s matrix; keep"
-               " the running output in registers and write each element once, after the last"
-               " tile" if repeats else
+               " the running output in the thread's own storage and write each element once,"
+               " after the last tile" if repeats else
                " — fused attention keeps the scores and probabilities (the s × s matrix) on chip"
                " and writes only the output")
         raise CheckFailure(
@@ -177,7 +177,7 @@ def _over_budget(r, case: Case) -> str:
     arrays = [a for a, space in dict(r.spaces).items() if space == "global"]
     if len(arrays) != 6:
         return ""
-    allowed = {0: ("q", heads * s * d, "read each query row once, into registers"),
+    allowed = {0: ("q", heads * s * d, "read each query row once, into the thread's own storage"),
                1: ("k", blocks * s * d, "load each key row once per block, into shared memory"),
                2: ("v", blocks * s * d, "load each value row once per block, into shared memory"),
                5: ("kv_len", threads, "read kv_len[h] once per thread, before the key loop")}
@@ -202,7 +202,9 @@ FUSED_ATTENTION = KernelProblem(
         no unmasked key gets out = 0 and lse = -inf. The block walks the keys in tiles of TILE: its
         threads load one tile of K and of V into shared memory (thread t loads key row j0 + t),
         synchronise, each folds the tile into its own running max, sum and output (exercise 1's
-        update, one key at a time, in float32 registers: cuda.local.array(HEAD_DIM, np.float32)),
+        update, one key at a time, in the thread's own float32 storage: scalars and
+        cuda.local.array(HEAD_DIM, np.float32), which is local memory when indexed by a run-time
+        loop, cached in L1),
         and synchronise again before the next tile (shared memory allows tile rows padded to
         HEAD_DIM + 1 floats, so that the threads' stores k_tile[t, c] fall in different banks). The
         s × s scores never reach global memory: the only global writes are out and lse, each element
@@ -348,6 +350,15 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
             " separate runs of grid steps; on a TPU an output block is written back when the grid"
             " moves on and never read back: the key-block axis must be the grid's last"
         )
+    accumulators = [shape for shape, dtype in plan.scratch
+                    if dtype == "float32" and math.prod(shape) == bq * d]
+    if not accumulators:
+        raise CheckFailure(
+            f"{call}: your kernel's scratch buffers are {list(plan.scratch)}; the output"
+            f" accumulator of one query block needs its own float32 VMEM buffer of {bq} × {d}"
+            " (pltpu.VMEM((bq, d), jnp.float32)) beside the row max and sum: the spec keeps all"
+            " three in scratch, and writes the output block once, at the last key block"
+        )
     least, most = 4 * bq * d, 4 * (bq * d + 2 * bq * 128)
     if not least <= plan.scratch_bytes <= most:
         raise CheckFailure(
@@ -464,6 +475,9 @@ DECODE_CROSSOVER = Problem(
         and p · V). Bytes: every weight is read once per step (itemsize each), shared by the
         whole batch; each sequence reads its own cached K and V (context · kv_heads · head_dim
         values each, itemsize each). Ignore activations and the new token's K and V.
+        (The shapes are Llama's, whose MLP has three matrices, SwiGLU; this model keeps two. The
+        example stores weights and cache in 1 byte — 8-bit weights — against the bf16 peak, as
+        weight-only quantised decoding runs.)
     """,
     visible=[Case((4096, 32, 8, 14336, 256, 1, 989.4e12, 3.35e12))],
     compare=_compare_crossover,

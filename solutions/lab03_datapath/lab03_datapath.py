@@ -258,7 +258,8 @@ lab.problems["warp_layout"].check(warp_layout, hidden=True)
 # Your loss has three branches, and you return its gradient too (what a training step needs).
 # Write it as whole-array operations:
 # every branch is computed for every element and a mask picks one
-# — exactly what a SIMD unit (and a warp) does with a branch.
+# — what a SIMD unit does with a branch, and what a divergent warp pays for one
+# (a warp whose lanes all agree skips the other path; §3.3).
 # The checker counts the Python lines your function executes and reports the speed-up.
 
 # %% nbgrader={"grade": false, "grade_id": "asym_huber_vectorized_show", "locked": true, "schema_version": 3, "solution": false, "task": false}

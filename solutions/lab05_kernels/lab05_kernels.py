@@ -569,8 +569,10 @@ else:
         products = c["FFMA"] + c["FMUL"]  # one FFMA, or one FMUL (then a DADD), per product
         words = c["LDS (32-bit)"] + 2 * c["LDS.64"] + 4 * c["LDS.128"]
         lds = c["LDS (32-bit)"] + c["LDS.64"] + c["LDS.128"]
+        per_product = (f"{lds / products:.2f} LDS and {words / products:.2f} words per product" if products else
+                       "no FFMA or FMUL at all: the products are float64 (DFMA, DMUL) — an np.float64 somewhere")
         print(f"--- {name}, whole kernel: {c}\n    {products} products, {lds} shared-load instructions moving "
-              f"{words} words: {lds / products:.2f} LDS and {words / products:.2f} words per product")
+              f"{words} words: {per_product}")
         c.update(products=products, words=words, lds=lds)
     mine, square, wide = loops.values()
     print(code["tiled_matmul (yours)"].excerpt(("LDS", "FFMA", "FMUL", "DADD", "BAR"), limit=48))
@@ -587,9 +589,9 @@ else:
         print(f"your loop is not the {2 * TK} products on {3 * TK} words of one unrolled k step (got {mine['products']} "
               f"and {mine['words']}): a j loop whose trip count is known only at run time is not fully unrolled, so "
               "these counts are of its compiled body; range(TK) over the zero-padded slab unrolls")
-    if mine["DADD"]:
-        print(f"your accumulators are float64: {mine['DADD']} DADD and {mine['F2F.F64.F32']} conversions per step; "
-              "start them at np.float32(0.0) for one FFMA per product")
+    if mine["DADD"] or mine["DFMA"]:
+        print(f"your accumulators are float64: {mine['DADD']} DADD, {mine['DFMA']} DFMA and {mine['F2F.F64.F32']} "
+              "conversions per step; start them at np.float32(0.0) for one FFMA per product")
     elif mine["F2F.F64.F32"]:
         print(f"your {mine['F2F.F64.F32']} F2F.F64.F32 per step are your loads' `else 0.0` (a float64 literal): "
               "each loaded float is widened and narrowed back before its STS; `else np.float32(0.0)` removes them")

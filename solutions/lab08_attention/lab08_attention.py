@@ -140,8 +140,13 @@ lab.problems["online_softmax_step"].check(online_softmax_step, hidden=True)
 # One block per query tile and head, one thread per query row.
 # The block's threads load a tile of K and of V into shared memory together,
 # then each thread folds the tile's keys into its own running max, sum and output
-# — exercise 1's update, one key at a time, in registers —
+# — exercise 1's update, one key at a time, in the thread's own storage —
 # and nothing of the s × s scores ever reaches global memory.
+# (That storage is a `cuda.local.array`: registers where the compiler can resolve every index at
+# compile time, otherwise *local memory* — per-thread device memory that the L1 cache holds.
+# Indexed by `for c in range(d)`, a run-time bound, the running output lands in local memory:
+# numba-cuda's PTX for the solution has a 128-byte `.local` depot, and ptxas keeps its `LDL`/`STL`.
+# The scalars — the running max and sum, each score — stay in registers.)
 # Hidden cases: sequence lengths that are not a multiple of the tile, causal masking, padding
 # (`kv_len`) that leaves a head with no key at all, and logits large enough to overflow `exp`
 # without the max.
@@ -161,9 +166,9 @@ def fused_attention(q, k, v, out, lse, kv_len, causal):
     s, d = q.shape[1], q.shape[2]
     k_tile = cuda.shared.array((TILE, HEAD_PAD), np.float32)  # one K tile, shared by the block
     v_tile = cuda.shared.array((TILE, HEAD_PAD), np.float32)
-    qi = cuda.local.array(HEAD_DIM, np.float32)  # registers: the scaled query row
-    acc = cuda.local.array(HEAD_DIM, np.float32)  # registers: the running output
-    scale = np.float32(1.0 / math.sqrt(d))
+    qi = cuda.local.array(HEAD_DIM, np.float32)  # thread-private (local memory here): the scaled query row
+    acc = cuda.local.array(HEAD_DIM, np.float32)  # thread-private (local memory here): the running output
+    scale = np.float32(1) / math.sqrt(np.float32(d))  # float32 throughout: 1/√d in one float32 sqrt
     for c in range(d):
         acc[c] = np.float32(0)
         if i < s:
@@ -219,7 +224,9 @@ lab.problems["fused_attention"].diagram(fused_attention)
 # survive from one grid step to the next — in VMEM scratch, as on a TPU (lab 7's `fused_dense` kept
 # its float32 accumulator the same way; §7.6's matmul added into its float32 output block instead).
 # It runs in interpret mode on this CPU; course §8.4 compiled JAX's own Pallas attention for an H100
-# and showed the `wgmma` instructions a kernel like this becomes.
+# and showed the `wgmma` instructions its online-softmax body becomes
+# (a kernel of another shape: on a GPU the program instances run in parallel, so `mha` walks its keys in a
+# loop inside one instance instead of across grid steps, as this TPU-style grid does).
 
 # %% nbgrader={"grade": false, "grade_id": "pallas_attention_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
 lab.problems["pallas_attention"].show()
