@@ -569,6 +569,8 @@ assert isinstance(c_host, np.ndarray) and err < tol
 #
 # **confirmed** — on a GPU the arrays live in HBM;
 # JAX copies home only on request (printing, NumPy conversion, `device_get`).
+# On a CPU-only run this verdict rests on JAX's documented transfer semantics (its transfer guard refuses
+# implicit device → host copies), which step 9's GPU cell checks when it runs; no GPU run is recorded yet.
 #
 # *Evidence.* Steps 9–10: `c` and the next result stay on the backend's device;
 # the host copy happens at `np.asarray(c)`.

@@ -434,7 +434,7 @@ assert all(k.bandwidth(k.reads) < 1.3 * roof.bandwidth for k in kinds)
 
 # %% [markdown]
 # Read the verdict column: on one core,
-# "no write-allocate" would mean the reads for ownership alone would have the core read faster than
+# "no write-allocate" would mean its own reads plus the reads for ownership would have the core read faster than
 # the fastest read stream of §1.2, by over 15 % — impossible, so those stores did not read their
 # lines first.
 # Where it says "cannot tell", both counts are possible (within that margin) and only hardware counters

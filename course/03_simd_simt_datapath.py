@@ -406,7 +406,7 @@ else:  # a GPU may split a path further (independent thread scheduling), but nev
 # while it runs, only the lanes that took it are active.
 # Below, each row is one issued instruction, each column a lane, dark = active.
 # These masks were computed by the course's reference model on the instructor's side
-# (not in the student edition: lab 3 asks for a model like it)
+# (not in the student edition: lab 3's exercise 4 uses the same issue rule to choose a layout)
 # and ship as data, `gpucourse/data/warp_masks.json`
 # (`simd_simt.stored_warp_masks()` reads it; a test recomputes it).
 # The cell checks them against what the rule above says:

@@ -361,7 +361,9 @@ if not be.is_gpu:
 # %% [markdown]
 # 32,768 tokens fit (about 69 GB, for the scores of one layer alone); 65,536 need about 275 GB.
 # A real naive implementation needs more — S and P, the weights, the KV cache —
-# so s_max ≈ 35 thousand is an upper bound, and the wall comes sooner.
+# so s_max ≈ 35 thousand is an upper bound against the datasheet's 80·10⁹ bytes, and the wall comes sooner.
+# (The card's memory is a little larger than that figure — 80 GiB of HBM3, about 79.6 GiB usable, which
+# would move the bound to about 36 thousand; the conclusion does not change.)
 # XLA's own memory analysis on this CPU shows the s × s buffers for what they are:
 # its `temp` allocation is exactly two float32 s × s matrices per head (8 MiB at s = 512, 4 heads).
 

@@ -144,7 +144,7 @@ def test_a_closed_form_that_drops_the_loop_fails_the_regroup_exercise():
                 n = int(math.ceil(math.log2(v)))
             out[i] = n + v / 2.0 ** n
 
-    with pytest.raises(CheckFailure, match="no while loop"):
+    with pytest.raises(CheckFailure, match="no data-dependent while loop"):
         lab.problems["halvings_regrouped"].check(halvings_regrouped)
 
 

@@ -295,3 +295,74 @@ def test_the_accumulator_must_be_its_own_scratch_buffer_whatever_the_row_stats_l
     exec(OUTPUT_BLOCK_ACCUMULATOR, scope)
     with pytest.raises(CheckFailure, match=r"needs its own float32 VMEM buffer of \d+ × \d+"):
         lab.problems["pallas_attention"].check(scope["pallas_attention"], hidden=hidden)
+
+
+# §8 read, round 10: not an online softmax — each thread keeps its whole row of scores in a local array (sized for
+# the longest hidden sequence), then takes the max and the sum over it as naive softmax does. It passed every budget.
+WHOLE_ROW_IN_LOCAL_MEMORY = """
+MAXS = 64
+
+
+def two_pass_local_row(q, k, v, out, lse, kv_len, causal):
+    # not online: each thread keeps its whole row of s scores (a local array), then a classic 3-pass softmax
+    h = cuda.blockIdx.y
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * TILE + t
+    s, d = q.shape[1], q.shape[2]
+    kt = cuda.shared.array((TILE, HEAD_PAD), np.float32)
+    row = cuda.local.array(MAXS, np.float32)   # the thread's row of the s x s matrix
+    qi = cuda.local.array(HEAD_DIM, np.float32)
+    acc = cuda.local.array(HEAD_DIM, np.float32)
+    scale = np.float32(1) / math.sqrt(np.float32(d))
+    for c in range(d):
+        acc[c] = np.float32(0)
+        if i < s:
+            qi[c] = q[h, i, c] * scale
+    last = min(s, kv_len[h])
+    m = np.float32(-math.inf)
+    for j0 in range(0, last, TILE):          # pass 1: K tiles -> scores into the local row
+        if j0 + t < last:
+            for c in range(d):
+                kt[t, c] = k[h, j0 + t, c]
+        cuda.syncthreads()
+        for jj in range(min(TILE, last - j0)):
+            j = j0 + jj
+            sc = np.float32(-math.inf)
+            if i < s and not (causal and j > i):
+                sc = np.float32(0)
+                for c in range(d):
+                    sc += qi[c] * kt[jj, c]
+            row[j] = sc
+            m = max(m, sc)
+        cuda.syncthreads()
+    l = np.float32(0)
+    for j in range(last):
+        if m > -math.inf:
+            row[j] = math.exp(row[j] - m)
+        else:
+            row[j] = np.float32(0)
+        l += row[j]
+    for j0 in range(0, last, TILE):          # pass 2: V tiles (reusing the shared buffer)
+        if j0 + t < last:
+            for c in range(d):
+                kt[t, c] = v[h, j0 + t, c]
+        cuda.syncthreads()
+        for jj in range(min(TILE, last - j0)):
+            for c in range(d):
+                acc[c] += row[j0 + jj] * kt[jj, c]
+        cuda.syncthreads()
+    if i < s:
+        for c in range(d):
+            out[h, i, c] = acc[c] / l if l > 0 else np.float32(0)
+        lse[h, i] = m + math.log(l)
+"""
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_whole_row_of_scores_in_local_memory_is_over_the_local_budget(hidden):
+    from grader.kernels import load_kernel
+
+    ns = {"np": np, "math": math, "TILE": TILE, "HEAD_DIM": HEAD_DIM, "HEAD_PAD": HEAD_DIM + 1}
+    fn = load_kernel(WHOLE_ROW_IN_LOCAL_MEMORY, "two_pass_local_row", ns, cuda)
+    with pytest.raises(CheckFailure, match=r"bytes of cuda.local.array per thread; the budget is \d+"):
+        lab.problems["fused_attention"].check(fn, hidden=hidden)

@@ -350,3 +350,21 @@ def test_a_loop_in_a_device_function_diverges_the_warp_as_inlined():
     assert "SIMT efficiency" in msg and "below the budget" in msg, msg
     p.check(halvings_regrouped_in_a_device_function)
     p.check(halvings_regrouped_in_a_device_function, hidden=True)
+
+
+def halvings_closed_form_with_a_dead_loop(x, order, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        n = math.ceil(math.log2(v)) if v > 1.0 else 0
+        out[i] = n + v / 2.0**n
+    while False:  # not the loop the exercise keeps
+        pass
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_closed_form_with_a_dead_while_loop_is_not_the_kept_loop(hidden):
+    """§5 read, round 10: the closed form plus `while False: pass` scored 3/3 (any while node satisfied the check);
+    the loop kept must be data-dependent: its condition reads a value its body assigns."""
+    msg = _fails(lab5.problems["halvings_regrouped"], halvings_closed_form_with_a_dead_loop, hidden)
+    assert "no data-dependent while loop" in msg, msg

@@ -233,9 +233,10 @@ DAG = Problem(
         - events only on tasks issued earlier in your list (waiting on an event not yet
           recorded waits for nothing);
         - overlapped: gc.streams.simulate(your list) on the default model GPU — 132 SMs, one copy
-          engine per direction, and 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS: a 9th stream
-          shares a queue with the 1st) — finishes no later than the ideal, where every task waits
-          for exactly its dependencies.
+          engine per direction, and 8 hardware queues (CUDA_DEVICE_MAX_CONNECTIONS; in the model a
+          9th stream shares a queue with the 1st: round-robin, as observed — CUDA does not document
+          the mapping) — finishes no later than the ideal, where every task waits for exactly its
+          dependencies.
     """,
     visible=[
         Case((_DAG_VISIBLE_TASKS, _DAG_VISIBLE_DEPS)),

@@ -344,10 +344,12 @@ MATMUL = KernelProblem(
         Budget per thread (checked by the executor): global reads ≤ 2 per step, global writes ≤ 2
         (and each element of C written once in all, by the block whose tile holds it), shared
         reads ≤ 3 per k (sA[ty, j], sA[ty + {TILE_M // 2}, j] and sB[j, tx] read once, used for
-        both outputs); shared memory ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of
-        A and B coalesced (≤ {MM_SECTORS:g} sectors per warp-wide load); no races; float32
-        arithmetic only (accumulators start at np.float32(0): `acc = 0.0` is a float64 accumulator,
-        FP64 on the GPU for every product).
+        both outputs — the budget counts your source's reads: ptxas would merge a second read
+        of sB[j, tx] into one LDS here, but register blocking is writing it once); shared memory
+        ≤ {MM_SHARED_BYTES} bytes per block (float32 tiles); loads of A and B coalesced
+        (≤ {MM_SECTORS:g} sectors per warp-wide load); no races; float32 arithmetic only
+        (accumulators start at np.float32(0): `acc = 0.0` is a float64 accumulator, FP64 on the
+        GPU for every product).
     """,
     visible=[Case((np.arange(20 * 13, dtype=np.float32).reshape(20, 13) / 50,
                    np.linspace(-1, 1, 13 * 18, dtype=np.float32).reshape(13, 18)))],
@@ -591,6 +593,17 @@ def _regroup_require(r: simt.KernelReport, case: Case, what: str) -> None:
         )
 
 
+def _data_dependent(loop: Any) -> bool:
+    """A while loop whose condition reads a variable its body assigns (``while v > 1: v = v *
+    0.5``): not ``while False: pass``, nor a loop whose test its body never changes."""
+    import ast
+
+    tested = {n.id for n in ast.walk(loop.test) if isinstance(n, ast.Name)}
+    assigned = {n.id for stmt in loop.body for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return bool(tested & assigned)
+
+
 def _keeps_the_loop(fn: Any, hidden: bool) -> str:
     """The spec keeps the data-dependent while loop: a closed form (ceil(log2 v), frexp) has no
     divergence to regroup and skips what the exercise teaches (kernel review, finding 3). Read from
@@ -607,7 +620,7 @@ def _keeps_the_loop(fn: Any, hidden: bool) -> str:
             tree = ast.parse(textwrap.dedent(inspect.getsource(python_function)))
         except (OSError, TypeError, SyntaxError):
             return None
-        if any(isinstance(node, ast.While) for node in ast.walk(tree)):
+        if any(_data_dependent(node) for node in ast.walk(tree) if isinstance(node, ast.While)):
             return True
         scope = getattr(python_function, "__globals__", {})
         called = {node.func.id for node in ast.walk(tree)
@@ -620,9 +633,9 @@ def _keeps_the_loop(fn: Any, hidden: bool) -> str:
         return ""
     if not found:
         raise CheckFailure(
-            "halvings_regrouped: your kernel has no while loop: keep the given kernel's"
-            " data-dependent loop (halve until v <= 1) — the exercise regroups that work, it does"
-            " not replace it"
+            "halvings_regrouped: your kernel has no data-dependent while loop (one whose condition"
+            " reads a value its body changes): keep the given kernel's loop (halve until v <= 1) —"
+            " the exercise regroups that work, it does not replace it"
         )
     return ""
 

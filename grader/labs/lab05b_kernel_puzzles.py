@@ -290,7 +290,7 @@ SHARED_FIRST = puzzle(
     """,
     _shared_launch,
     [Case((np.arange(1, 11, dtype=F32),))],
-    Budget(reads=1, writes=1, shared=SHARED_BLOCK * 4), extra=_uses_shared)
+    Budget(reads=1, writes=1, shared=SHARED_BLOCK * 4), extra=_uses_shared, float32_only=True)
 
 # -- pooling ---------------------------------------------------------------------------------------
 

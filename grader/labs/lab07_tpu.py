@@ -471,6 +471,15 @@ def _grid_order_hint(fn: Callable[..., Any], case: Case) -> str:
             lambda x_arg, w_arg, b_arg: fn(x_arg, w_arg, b_arg, bm, bn, bk), x, w, b
         )
         need = (m // bm) * (n // bn) * (k // bk)
+        outside = pallas_tpu.outer_primitives(
+            lambda x_arg, w_arg, b_arg: fn(x_arg, w_arg, b_arg, bm, bn, bk), x, w, b
+        )
+        if outside:  # e.g. the relu in the kernel and the bias added after it
+            return (
+                f"Hint: outside the kernel your function computes {sorted(outside)}: the bias, the"
+                " relu and the cast belong in the kernel's epilogue (the last k step), in that"
+                " order — relu(acc + b)"
+            )
         overreach = pallas_tpu.overreach(plan, ("x", "w", "b", "out"))
         if overreach:  # e.g. an index map returning element offsets: interpret mode clamps
             return f"Hint: {overreach}"
@@ -1092,8 +1101,9 @@ HOPS = Problem(
             graded v4 slice is one that Google's v4 page, which names tori only for 2A=B=C or
             2A=2B=C, judges differently).
           - "TPU v5e", "TPU v6e" (2D, 16×16 pods): an axis wraps only if it has 16 chips.
-        A few cases are shapes Google does not list (hypothetical, e.g. a v5p 2×4×8): the
-        same rule decides them.
+        A few cases are shapes Google does not list (hypothetical, e.g. a v5p 2×4×8 or 4×4×6):
+        the same rule decides them ("every side a multiple of 4" is the course's reading of
+        Google's whole-cube slices: a 4×4×6 is not whole cubes, so no axis wraps).
         gc.tpu knows each chip's slices (TpuChip.listed, .check_slice) but not which axes
         wrap: that is yours.
     """,

@@ -215,7 +215,8 @@ lab.problems["breaking_op"].check(breaking_op, hidden=True)
 # Somebody scaled the columns of `x` with a matrix multiply.
 # Look at what XLA made of it: a `dot`
 # (on CPU wrapped in a `kCustom` fusion that calls a GEMM library:
-# YNNPACK's `__ynn_fusion` on this XLA:CPU, as §6.5 prints), a temporary n×n matrix,
+# YNNPACK's `__ynn_fusion` on this XLA:CPU, as §6.5 prints — small shapes, like the 3×4 check case,
+# keep a plain `dot`), a temporary n×n matrix,
 # and separate loop fusions around it.
 
 # %% nbgrader={"grade": false, "grade_id": "fixed_scale_tanh_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
