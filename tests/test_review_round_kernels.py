@@ -368,3 +368,56 @@ def test_a_closed_form_with_a_dead_while_loop_is_not_the_kept_loop(hidden):
     the loop kept must be data-dependent: its condition reads a value its body assigns."""
     msg = _fails(lab5.problems["halvings_regrouped"], halvings_closed_form_with_a_dead_loop, hidden)
     assert "no data-dependent while loop" in msg, msg
+
+
+@cuda.jit(device=True)
+def _interleaved_level(s, t, stride):
+    if t % (2 * stride) == 0:
+        s[t] += s[t + stride]
+
+
+ROW_SUM_BLOCK = lab5b.ROW_SUM_BLOCK
+
+
+def row_sum_interleaved_in_a_device_function(a, out):
+    t = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    s = cuda.shared.array(ROW_SUM_BLOCK, np.float32)
+    s[t] = a[r, t] if t < a.shape[1] else np.float32(0)
+    cuda.syncthreads()
+    stride = 1
+    while stride < ROW_SUM_BLOCK:
+        _interleaved_level(s, t, stride)
+        cuda.syncthreads()
+        stride *= 2
+    if t == 0:
+        out[r] = s[0]
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_an_if_inside_a_device_function_diverges_the_warp_as_inlined(hidden):
+    """§5 read, round 11: the interleaved reduction's `if t % (2 * stride) == 0` moved into a device function was not
+    traced (0 divergent branches, 3/3); each statement a device function runs is now a step of the calling statement,
+    so the split counts as it does inline (11 branches per block against a budget of 8)."""
+    msg = _fails(lab5b.problems["row_sum"], row_sum_interleaved_in_a_device_function, hidden)
+    assert "divergent branches per block" in msg and "the budget is 8" in msg, msg
+
+
+def compact_every_lane_counts(a, out, count):
+    i = cuda.grid(1)
+    lane = i % 32
+    v = a[i] if i < a.size else np.float32(0)
+    keep = v > 0
+    mask = cuda.ballot_sync(0xFFFFFFFF, keep)
+    if keep:
+        out[i - lane + cuda.popc(mask & ((1 << lane) - 1))] = v
+    if i - lane < a.size:
+        count[i // 32] = cuda.popc(mask)  # every lane of the warp: the same value, 32 stores
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_compact_every_lane_storing_the_count_is_over_the_write_budget(hidden):
+    """§5 read, round 11: warp_sum refused 32 lanes storing one value while compact accepted it; both now ask for
+    one write per warp."""
+    msg = _fails(lab5b.problems["compact"], compact_every_lane_counts, hidden)
+    assert "one write per warp: lane 0 stores the warp's count" in msg, msg

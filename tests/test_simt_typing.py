@@ -66,6 +66,9 @@ CASES = [
     ("int_literal_then_if_f32", "r = 0\nif a > 0:\n    r = a * b", ("f32", "f32"), 0),
     ("literal_then_if_else_f32", "r = 0.0\nif a > 0:\n    r = a * b\nelse:\n    r = a", ("f32", "f32"), 0),
     ("literal_then_if_np_float32", "r = np.float32(0)\nif a > 0:\n    r = a * b", ("f32", "f32"), 0),
+    # a branch not taken at run time still types the variable (round-7 m4): r is float64 after the if
+    ("f32_then_untaken_if_literal", "r = a * b\nif a < 0:\n    r = 0.0", ("f32", "f32"), 0),
+    ("f32_then_untaken_else_literal", "if a > 0:\n    r = a * b\nelse:\n    r = 0.0", ("f32", "f32"), 0),
     ("f32_plus_f32", "r = a + b", ("f32", "f32"), 0),
     ("f32_plus_int_literal", "r = a + 1", ("f32", "f32"), 0),
     ("f32_plus_i32", "r = a + b", ("f32", "i32"), 0),

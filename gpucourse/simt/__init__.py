@@ -42,8 +42,9 @@ How it executes (deterministically, in the calling OS thread):
   count): threads at the same statement share the step, threads elsewhere wait masked off. **SIMT
   efficiency** = active lanes / (steps × 32). Granularity is one source statement of the kernel (not
   one instruction: a one-line ``a if c else b`` is one step); device functions count as part of the
-  statement that calls them, each iteration of a loop inside one as another step of that statement
-  (a GPU inlines them: lanes whose trip counts differ diverge there).
+  statement that calls them, each statement executed inside one (and each loop iteration) as
+  another step of that statement (a GPU inlines them: lanes that take an `if` inside one, or loop
+  longer, diverge there).
 - a loop that runs too long (``max_iterations`` per thread), a spin-wait no thread can end, or a
   deadlocked barrier ends the launch with :class:`KernelError`, naming the thread and the source
   line.

@@ -3,9 +3,9 @@
 The kernel's source is parsed and every statement is preceded by a call that appends its line number
 to the running thread's *trace* (the granularity of SIMT efficiency: one source statement). Loop
 headers call a hook that also counts iterations (a bounded budget, so an infinite loop ends with an
-error naming the line) and lets a spinning thread yield to the others. Device functions get only the
-loop hook: their statements count as part of the kernel line that calls them, and each of their loop
-iterations as one more step of it (launch.device_loop). Line numbers are those
+error naming the line) and lets a spinning thread yield to the others. Device functions' statements
+and loop iterations count as more steps of the kernel line that calls them (launch.device_step and
+device_loop). Line numbers are those
 of the original source, so an error says "line 7 of the cell", the line the student sees.
 
 The compiled function is built per CUDA thread from one code object, with the thread's hooks in
@@ -186,8 +186,25 @@ class _Instrument(ast.NodeTransformer):
                 for assign in values:
                     if not _number(assign.value):
                         _join(assign, literal)
+        # a name one side assigns a number literal and the other side leaves alone (`r = a * b`,
+        # then `if c: r = 0.0`): numba-cuda's phi at the if's end unifies it even when that side
+        # never runs, so it is joined after the if (unbound: nothing to join; untraced: no step)
+        after = []
+        for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+            untouched = set().union(*map(_stored_names, other)) if other else set()
+            for name, values in _assigned(mine).items():
+                literal = next((a.value.value for a in values if _number(a.value)), None)
+                if literal is not None and name not in untouched:
+                    join = f"{name} = {JOIN}({name}, {literal!r})"
+                    guarded = f"try:\n    {join}\nexcept NameError:\n    pass"
+                    after.append(ast.parse(guarded).body[0])
         node.test = self.visit(node.test)
         node.body, node.orelse = self.stmts(node.body), self.stmts(node.orelse)
+        if after:
+            end = node.end_lineno or node.lineno
+            for part in (n for stmt in after for n in ast.walk(stmt) if hasattr(n, "lineno")):
+                part.lineno = part.end_lineno = end  # the if's last line: no line of its own
+            return [node, *after]
         return node
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:

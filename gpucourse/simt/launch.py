@@ -198,13 +198,21 @@ class Launch(Barriers, WarpOps):
         fn = self._devices.get(id(dev))
         if fn is None:
             python_fn = dev.py_func
-            c = compile_function(python_fn, trace=False)
+            c = compile_function(python_fn, trace=True)
             self._register(c)
             g, closure = rebind(python_fn, self.cuda, self.cuda._wrap_dispatcher)
             g, closure = freeze(python_fn, g, closure, ())
-            fn = c.make(g, closure, None, self.device_loop)
+            fn = c.make(g, closure, self.device_step, self.device_loop)
             self._devices[id(dev)] = fn
         return fn(*args, **kwargs)
+
+    def device_step(self, line: int) -> None:
+        """A statement of a device function: one more step of the kernel statement that called it
+        (a GPU inlines device functions: an `if` inside one that some lanes take diverges the warp
+        there, as it would in the kernel)."""
+        trace = self.cur.trace
+        if trace:
+            trace.append(trace[-1])
 
     def device_loop(self, line: int) -> None:
         """A device function's loop iteration: one more step of the kernel statement that called it
