@@ -395,14 +395,25 @@ for _c in (I8, I16, I32, U8, U16, U32):
     _TYPES[_c] = _c._nt
     _TYPES[_c.__mro__[1]] = _c._nt
 
-def _f64_arith(name: str, op: Callable[[Any, Any], Any]) -> tuple[Callable, Callable]:
+def _f64_arith(name: str, op: Callable[[Any, Any], Any], always: bool) -> tuple[Callable, Callable]:
+    """The operator pair of a float64 kernel value: noted with every operand (``always``: a
+    :class:`J64`, made from a float32) or only with a float32 one (an :class:`F64`)."""
+
+    def noted(o: Any) -> bool:
+        c = o.__class__
+        return always or c is F32 or c is _f32
+
     def fwd(self: Any, o: Any) -> Any:
-        if o.__class__ is F32 or o.__class__ is _f32:
+        if always and _ntype(o) is None:
+            return NotImplemented
+        if noted(o):
             _note()
         return op(_f64(self), _f64(o) if o.__class__ is F32 else o)
 
     def rev(self: Any, o: Any) -> Any:
-        if o.__class__ is F32 or o.__class__ is _f32:
+        if always and _ntype(o) is None:
+            return NotImplemented
+        if noted(o):
             _note()
         return op(_f64(o) if o.__class__ is F32 else o, _f64(self))
 
@@ -410,21 +421,15 @@ def _f64_arith(name: str, op: Callable[[Any, Any], Any]) -> tuple[Callable, Call
     return fwd, rev
 
 
-def _j64_arith(name: str, op: Callable[[Any, Any], Any]) -> tuple[Callable, Callable]:
-    def fwd(self: Any, o: Any) -> Any:
-        if _ntype(o) is None:
-            return NotImplemented
-        _note()
-        return op(_f64(self), _f64(o) if o.__class__ is F32 else o)
-
-    def rev(self: Any, o: Any) -> Any:
-        if _ntype(o) is None:
-            return NotImplemented
-        _note()
-        return op(_f64(o) if o.__class__ is F32 else o, _f64(self))
-
-    fwd.__name__, rev.__name__ = f"__{name}__", f"__r{name}__"
-    return fwd, rev
+def _f64_operators(cls: type, always: bool) -> type:
+    """Install the arithmetic operators of a float64 kernel-value class (see :func:`_f64_arith`)."""
+    for name, op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                     ("truediv", operator.truediv), ("floordiv", operator.floordiv),
+                     ("mod", operator.mod), ("pow", operator.pow)):
+        fwd, rev = _f64_arith(name, op, always)
+        setattr(cls, f"__{name}__", fwd)
+        setattr(cls, f"__r{name}__", rev)
+    return cls
 
 
 class J64(float):
@@ -439,14 +444,10 @@ class J64(float):
     dtype = np.dtype(np.float64)
     itemsize = 8
 
-    __add__, __radd__ = _j64_arith("add", operator.add)
-    __sub__, __rsub__ = _j64_arith("sub", operator.sub)
-    __mul__, __rmul__ = _j64_arith("mul", operator.mul)
-    __truediv__, __rtruediv__ = _j64_arith("truediv", operator.truediv)
-    __floordiv__, __rfloordiv__ = _j64_arith("floordiv", operator.floordiv)
-    __mod__, __rmod__ = _j64_arith("mod", operator.mod)
-    __pow__, __rpow__ = _j64_arith("pow", operator.pow)
     __hash__ = float.__hash__
+
+
+_f64_operators(J64, always=True)
 
 
 class F64(np.float64):
@@ -459,15 +460,10 @@ class F64(np.float64):
 
     __slots__ = ()
 
-    __add__, __radd__ = _f64_arith("add", operator.add)
-    __sub__, __rsub__ = _f64_arith("sub", operator.sub)
-    __mul__, __rmul__ = _f64_arith("mul", operator.mul)
-    __truediv__, __rtruediv__ = _f64_arith("truediv", operator.truediv)
-    __floordiv__, __rfloordiv__ = _f64_arith("floordiv", operator.floordiv)
-    __mod__, __rmod__ = _f64_arith("mod", operator.mod)
-    __pow__, __rpow__ = _f64_arith("pow", operator.pow)
     __hash__ = np.float64.__hash__
 
+
+_f64_operators(F64, always=False)
 
 TYPED: dict[np.dtype, Any] = {
     np.dtype(np.float32): as_f32,
