@@ -456,7 +456,7 @@ plt.show()
 # a vectorized loop with an `if` computes both sides for all lanes and **blends** them under a mask
 # (AVX-512 even has mask registers `k0–k7`).
 # That is also how you vectorize a branch in NumPy:
-# `np.where(cond, a, b)` — lab exercise 5 does it for a three-branch loss and its gradient.
+# `np.where(cond, a, b)` — lab exercise 5 does it for a four-region loss and its gradient.
 
 # %%
 @numba.njit(fastmath=True)

@@ -41,69 +41,82 @@ def test_reference_answers_pass_their_own_checks():
     for name, p in lab.problems.items():
         p.has_answers()  # binds the reference from grader.answers
         fn = chunked_ok if name == "chunked_map" else as_student(p.reference)
-        if name == "asym_huber_vectorized":
+        if name == "asym_tukey_vectorized":
             continue  # its reference is the float64 formula; checked below with student-style answers
         p.check(fn)
         p.check(fn, hidden=True)
 
 
-def test_asym_huber_accepts_numpy_and_numba_answers_and_rejects_loops_and_the_symmetric_loss():
+def test_asym_tukey_accepts_numpy_and_numba_answers_and_rejects_loops_huber_and_one_cutoff():
     numba = pytest.importorskip("numba")
 
-    def numpy_answer(pred, target, lo, hi):  # the solution's shape: three branches blended by masks
+    def numpy_answer(pred, target, lo, hi):  # the solution's shape: every region computed, masks pick
         r = pred - target
-        loss = np.where(r > hi, hi * (r - 0.5 * hi), np.where(r < -lo, lo * (-r - 0.5 * lo), 0.5 * r * r))
-        return loss, np.clip(r, -lo, hi)
+        c = np.where(r >= 0, hi, lo).astype(r.dtype)
+        w = 1 - (r / c) ** 2
+        inside = np.abs(r) <= c
+        return np.where(inside, c * c / 6 * (1 - w**3), c * c / 6), np.where(inside, r * w * w, 0)
 
     @numba.njit
-    def _asym(pred, target, lo, hi, loss, grad):
+    def _tukey(pred, target, lo, hi, loss, grad):
         for i in range(pred.shape[0]):
             r = pred[i] - target[i]
-            if r > hi:
-                loss[i], grad[i] = hi * (r - 0.5 * hi), hi
-            elif r < -lo:
-                loss[i], grad[i] = lo * (-r - 0.5 * lo), -lo
+            c = hi if r >= 0 else lo
+            if abs(r) > c:
+                loss[i], grad[i] = c * c / 6, 0.0
             else:
-                loss[i], grad[i] = 0.5 * r * r, r
+                w = 1 - (r / c) ** 2
+                loss[i], grad[i] = c * c / 6 * (1 - w**3), r * w * w
 
     def numba_answer(pred, target, lo, hi):
         loss, grad = np.empty_like(pred), np.empty_like(pred)
-        _asym(pred, target, lo, hi, loss, grad)
+        _tukey(pred, target, lo, hi, loss, grad)
         return loss, grad
 
     def loop(pred, target, lo, hi):
         loss, grad = np.empty_like(pred), np.empty_like(pred)
         for i in range(len(pred)):
             r = pred[i] - target[i]
-            grad[i] = min(max(r, -lo), hi)
-            loss[i] = grad[i] * r - 0.5 * grad[i] * grad[i]
+            c = hi if r >= 0 else lo
+            w = max(1 - (r / c) ** 2, 0.0)
+            loss[i], grad[i] = c * c / 6 * (1 - w**3), r * w * w
         return loss, grad
 
     for answer in (numpy_answer, numba_answer):
-        lab.ASYM_HUBER.check(answer)
-        lab.ASYM_HUBER.check(answer, hidden=True)
+        lab.ASYM_TUKEY.check(answer)
+        lab.ASYM_TUKEY.check(answer, hidden=True)
     with pytest.raises(CheckFailure, match="loops over elements"):
-        lab.ASYM_HUBER.check(loop)
+        lab.ASYM_TUKEY.check(loop)
+
+    def one_cutoff(pred, target, lo, hi):  # hi on both sides
+        r = pred - target
+        w = np.maximum(1 - (r / hi) ** 2, 0)
+        return hi * hi / 6 * (1 - w**3), r * w * w
+
+    with pytest.raises(CheckFailure, match="its own cutoff"):
+        lab.ASYM_TUKEY.check(one_cutoff)
     scipy_special = pytest.importorskip("scipy.special")
 
-    def symmetric(pred, target, lo, hi):  # SciPy's Huber loss: one threshold for both sides
-        r = pred - target
-        return scipy_special.huber(hi, r), np.clip(r, -hi, hi)
-
-    with pytest.raises(CheckFailure, match="loss"):
-        lab.ASYM_HUBER.check(symmetric, hidden=True)
-
-    def per_side(pred, target, lo, hi):  # the fourth attack's answer: SciPy's loss, its delta chosen by a mask
+    def huber(pred, target, lo, hi):  # the old exercise's answer: SciPy's Huber loss per side, the residual clipped
         r = pred - target
         return np.where(r > 0, scipy_special.huber(hi, r), scipy_special.huber(lo, r)), np.clip(r, -lo, hi)
 
-    lab.ASYM_HUBER.check(per_side)  # right, and the spec says so: the masks are the lesson
-    lab.ASYM_HUBER.check(per_side, hidden=True)
+    with pytest.raises(CheckFailure, match="not Huber's"):
+        lab.ASYM_TUKEY.check(huber)
+
+    def zero_beyond(pred, target, lo, hi):  # flat tails at 0, not at c²/6
+        r = pred - target
+        c = np.where(r >= 0, hi, lo)
+        w = np.maximum(1 - (r / c) ** 2, 0)
+        return np.where(w > 0, c * c / 6 * (1 - w**3), 0), r * w * w
+
+    with pytest.raises(CheckFailure, match=r"c²/6 \(the value it reaches"):
+        lab.ASYM_TUKEY.check(zero_beyond)
 
 
-def test_asym_huber_hidden_cases_cross_both_thresholds():
+def test_asym_tukey_hidden_cases_cross_both_cutoffs():
     for seed in range(5):
-        cases = lab.ASYM_HUBER.hidden_cases(seed)
+        cases = lab.ASYM_TUKEY.hidden_cases(seed)
         assert {str(c.args[0].dtype) for c in cases} == {"float32", "float64"}
         assert any(c.args[0].size == 1 for c in cases)
         big = [c for c in cases if c.args[0].size > 100]
@@ -789,9 +802,10 @@ def test_a_narrow_dtype_is_named():
 
     def float32(pred, target, lo, hi):
         r = (pred - target).astype(np.float32)
-        loss = np.where(r > hi, hi * (r - 0.5 * hi), np.where(r < -lo, lo * (-r - 0.5 * lo), 0.5 * r * r))
-        return loss.astype(np.float32), np.clip(r, -lo, hi).astype(np.float32)
+        c = np.where(r >= 0, hi, lo).astype(np.float32)
+        w = np.maximum(1 - (r / c) ** 2, 0)
+        return (c * c / 6 * (1 - w**3)).astype(np.float32), (r * w * w).astype(np.float32)
 
     with pytest.raises(CheckFailure, match="is float32, pred is float64: a narrower type"), \
             contextlib.redirect_stdout(io.StringIO()):
-        lab.problems["asym_huber_vectorized"].check(float32, hidden=True)
+        lab.problems["asym_tukey_vectorized"].check(float32, hidden=True)

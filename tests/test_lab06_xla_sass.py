@@ -891,7 +891,8 @@ def test_the_split_sends_as_data_only_the_cases_whose_generators_left_the_sandbo
         assert not hasattr(lab, answers.ANSWERS[name][0].__name__), f"{name}'s reference is on the exercise side"
         assert encode_cases(lab.problems[name].hidden_cases())
     # nor do the solutions of the jitted exercises, of mma_flops and of sass_counts ship with the exercise side
-    for name in ("fused_bias_gelu", "fixed_scale_tanh", "mma_flops", "gelu_tanh", "sass_counts"):
+    # (lab.gelu_tanh is exercise 1's given activation, not an answer: the exercise is the precision around it)
+    for name in ("fused_bias_gelu", "fixed_scale_tanh", "mma_flops", "sass_counts"):
         assert not hasattr(lab, name), name
     # the re-check observes the exercises with a check of their own and calls mma_flops: none is kernel-only
     from grader.pipeline.recheck import _called, _observed
@@ -1593,3 +1594,27 @@ def test_rows_within_hints_name_each_mistake():
         with pytest.raises(CheckFailure, match=why), contextlib.redirect_stdout(io.StringIO()):
             lab.problems["rows_within"].check(counted(**kw))
     lab.problems["rows_within"].check(counted())  # the same loop, counted right
+
+
+def test_the_given_gelu_is_jax_own_tanh_gelu_and_the_exercise_is_the_precision_around_it():
+    """lab.gelu_tanh is handed out (issue 20: the formula is not the exercise): it equals jax.nn.gelu(approximate=True),
+    the ground truth it is checked against, and in bfloat16 it computes in bfloat16 — so wrapping it without the
+    float32 casts still fails, and with them passes."""
+    import jax
+    import jax.numpy as jnp
+
+    u = jnp.linspace(-6, 6, 1001, dtype=jnp.float32)
+    np.testing.assert_allclose(np.asarray(lab.gelu_tanh(u)), np.asarray(jax.nn.gelu(u, approximate=True)),
+                               rtol=1e-6, atol=1e-6)
+    assert lab.gelu_tanh(u.astype(jnp.bfloat16)).dtype == jnp.bfloat16
+
+    def bf16_throughout(x, b, r):
+        return r + lab.gelu_tanh(x + b)
+
+    def float32_once(x, b, r):
+        f32 = jnp.float32
+        return (r.astype(f32) + lab.gelu_tanh(x.astype(f32) + b.astype(f32))).astype(x.dtype)
+
+    with pytest.raises(CheckFailure, match="one bfloat16 rounding"):
+        lab.problems["fused_bias_gelu"].check(bf16_throughout)
+    lab.problems["fused_bias_gelu"].check(float32_once)

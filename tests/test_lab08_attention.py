@@ -244,6 +244,42 @@ def test_jax_own_tpu_flash_attention_body_under_the_spec_grid_is_refused(hidden)
         lab.problems["pallas_attention"].check(scope["pallas_attention"], hidden=hidden)
 
 
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_jax_own_tpu_flash_attention_body_run_once_for_the_update_is_refused(hidden):
+    """The fifteenth attack on exercise 1: the same body run for one key block outside any pallas_call (right values on
+    every case); the checker reads which files' functions the update called."""
+    from tests.attacks.lab08_attention import ATTACKS
+
+    scope = {"np": np, "math": math}
+    exec(ATTACKS["online_softmax_step"][1], scope)
+    with pytest.raises(CheckFailure, match=r"ran JAX's own attention kernels \(flash_attention.py"):
+        lab.problems["online_softmax_step"].check(scope["online_softmax_step"], hidden=hidden)
+
+
+def test_an_update_that_replaces_the_call_watch_is_refused():
+    scope = {"np": np}
+    exec(ATTACKS_REFERENCE_FREE_STEP, scope)
+
+    def unwatched(m, l, acc, s, v):
+        import sys
+
+        sys.setprofile(None)
+        return scope["online_softmax_step"](m, l, acc, s, v)
+
+    with pytest.raises(CheckFailure, match=r"replaced the checker's call watch"):
+        lab.problems["online_softmax_step"].check(unwatched)
+
+
+# a right update written out (the solution's shape), for the tests above
+ATTACKS_REFERENCE_FREE_STEP = """
+def online_softmax_step(m, l, acc, s, v):
+    m_new = np.maximum(m, s.max(axis=1))
+    ref = np.where(np.isfinite(m_new), m_new, 0.0)
+    alpha, p = np.exp(m - ref), np.exp(s - ref[:, None])
+    return m_new, alpha * l + p.sum(axis=1), alpha[:, None] * acc + p @ v
+"""
+
 OUTPUT_BLOCK_ACCUMULATOR = '''
 def pallas_attention(q, k, v, bq, bk):
     heads, s, d = q.shape

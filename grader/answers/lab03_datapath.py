@@ -375,17 +375,21 @@ def write_course_data() -> Path:
     return WARP_MASKS_PATH
 
 
-def asym_huber_vectorized(
+def asym_tukey_vectorized(
     pred: np.ndarray, target: np.ndarray, lo: float, hi: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The gradient is the residual clipped to [-lo, hi], and the loss is g·r − g²/2 in all three
-    regions (r²/2 where g = r; hi·(r − hi/2) where g = hi; lo·(−r − lo/2) where g = −lo)."""
-    r = pred - target
-    g = np.clip(r, -lo, hi)
-    return g * r - 0.5 * g * g, g
+    """One formula for all four regions, in float64: u² = (r/c)² clamped to 1 makes w = 1 − u² zero
+    beyond the cutoff (loss c²/6, gradient 0), and 1 − w³ = u²·(1 + w + w²) does not cancel for
+    small r."""
+    r = pred - target  # in pred's dtype, as the student's is
+    r64 = r.astype(np.float64)
+    c = np.where(r64 >= 0, hi, lo)
+    u2 = np.minimum((r64 / c) ** 2, 1.0)  # (r/c)², 1 beyond the cutoff
+    w = 1.0 - u2
+    return c * c / 6.0 * u2 * (1.0 + w + w * w), r64 * w * w
 
 
-def _asym_huber_cases(rng: np.random.Generator) -> list[Case]:
+def _asym_tukey_cases(rng: np.random.Generator) -> list[Case]:
     """float32 and float64, residuals on both sides of both thresholds (lo and hi drawn apart), and
     one element."""
     cases = []
@@ -450,7 +454,7 @@ ANSWERS = {
     "min_link_bandwidth": (min_link_bandwidth, _link_cases),
     "chunked_map": (_chunked_reference, _chunked_hidden),
     "warp_layout": (warp_layout, _layout_cases),
-    "asym_huber_vectorized": (asym_huber_vectorized, _asym_huber_cases),
+    "asym_tukey_vectorized": (asym_tukey_vectorized, _asym_tukey_cases),
     "transfer_plan": (transfer_plan, _transfer_cases),
 }
 

@@ -22,8 +22,8 @@ transfer model (gpucourse.datapath) for what it does not compute (which steps sh
 copies; the link bandwidth at which offloading starts to pay). Exercise 4 asks for the
 thread-to-data layout with the fewest issued instructions: the course's SIMT executor
 (gpucourse.simt) and this module's ``issued_by`` count what a layout issues, they do not choose one.
-Exercise 5's loss (three branches, and its gradient) is no single library call (SciPy's symmetric
-huber, chosen per element with masks, is a right answer: the masks are the lesson), and exercise 6's
+Exercise 5's loss is Tukey's biweight with a cutoff per side, and its gradient: no installed library
+computes it (SciPy's losses are Huber-like: quadratic then linear, never flat), and exercise 6's
 runs are partly interrupted, so that one weighted fit of every number is not the answer; its size
 question uses the fitted model backwards.
 """
@@ -510,7 +510,8 @@ WARP_LAYOUT = Problem(
 
 def huber_loop(pred: np.ndarray, target: np.ndarray, delta: float) -> np.ndarray:
     """A branchy loop (the Huber loss of each element: quadratic near 0, linear far away), written
-    one element at a time: what exercise 5 vectorizes, for its own loss."""
+    one element at a time: the shape of what exercise 5 vectorizes, for its own loss (another one:
+    Tukey's biweight)."""
     out = np.empty(pred.shape, dtype=np.result_type(pred, target))
     for i in range(len(pred)):
         r = pred[i] - target[i]
@@ -561,9 +562,9 @@ def _vectorized(fn: Callable[..., Any], hidden: bool) -> str:
     steps = python_steps(fn, pred, target, 0.4, 0.9, limit=limit)
     if steps > limit:
         raise CheckFailure(
-            f"asym_huber_vectorized on {n:,} elements executed more than {limit:,} Python steps"
+            f"asym_tukey_vectorized on {n:,} elements executed more than {limit:,} Python steps"
             " (lines and calls): it still loops over elements in Python. Use whole-array"
-            " operations (np.where, np.clip, np.abs, arithmetic on arrays)"
+            " operations (np.where, np.abs, comparisons and arithmetic on arrays)"
         )
     t_vec = measure(fn, pred, target, 0.4, 0.9, repeat=5, warmup=1, max_seconds=1.0)
     t_loop = measure(
@@ -576,12 +577,18 @@ def _vectorized(fn: Callable[..., Any], hidden: bool) -> str:
     )
 
 
-def _compare_asym(what: str, got: Any, expected: tuple, case: Case) -> None:
+def _compare_tukey(what: str, got: Any, expected: tuple, case: Case) -> None:
     got = expect_tuple(what, got, "loss, grad")
     rtol = 1e-5 if case.args[0].dtype == np.float32 else 1e-9
-    for name, g, e in (("loss", got[0], expected[0]), ("grad", got[1], expected[1])):
+    c = max(case.args[2], case.args[3])  # the larger cutoff
+    # absolute parts from the loss's own scale (c²/6, its value beyond the cutoff; the gradient's
+    # is c): c²/6 · (1 − w³) loses digits to cancellation for small r, and float32 has 7 of them
+    for name, g, e, scale in (
+        ("loss", got[0], expected[0], c * c / 6),
+        ("grad", got[1], expected[1], c),
+    ):
         try:
-            expect_array_close(f"{what} → {name}", g, e, rtol=rtol)
+            expect_array_close(f"{what} → {name}", g, e, rtol=rtol, atol=rtol * scale)
         except CheckFailure as failure:
             mine, theirs = getattr(g, "dtype", None), case.args[0].dtype
             if mine is not None and mine != theirs and np.dtype(mine).itemsize < theirs.itemsize:
@@ -589,27 +596,57 @@ def _compare_asym(what: str, got: Any, expected: tuple, case: Case) -> None:
                     f"{failure}. Your {name} is {mine}, pred is {theirs}: a narrower type rounds"
                     " the result; keep pred's dtype"
                 ) from None
-            raise
+            raise CheckFailure(f"{failure}. Hint: {_tukey_hint(got, case)}") from None
 
 
-ASYM_HUBER = Problem(
-    name="asym_huber_vectorized",
+def _tukey_hint(got: tuple, case: Case) -> str:
+    """What the wrong values look like, where the loss has a region of its own: beyond a cutoff
+    (the loss flat at c²/6, the gradient 0), and each side's own cutoff."""
+    pred, target, lo, hi = case.args
+    r = np.asarray(pred, dtype=np.float64) - np.asarray(target, dtype=np.float64)
+    try:
+        loss, grad = (np.asarray(x, dtype=np.float64).reshape(r.shape) for x in got)
+    except (TypeError, ValueError):
+        return "return two arrays shaped like pred: (loss, grad)"
+    c = np.where(r >= 0, hi, lo)
+    far = np.abs(r) > max(lo, hi) * (1 + 1e-6)  # beyond both cutoffs
+    if far.any() and not np.allclose(grad[far], 0.0, atol=1e-6 * max(lo, hi)):
+        return (
+            "beyond its cutoff a residual stops pulling: the loss is flat there (c²/6) and its"
+            " gradient 0 — Tukey's loss is not Huber's, whose tails are linear"
+        )
+    out = np.abs(r) > c * (1 + 1e-6)  # beyond its own side's cutoff
+    if out.any() and np.allclose(loss[out], 0.0, atol=1e-6 * float(np.min(c[out])) ** 2):
+        return "beyond its cutoff the loss is c²/6 (the value it reaches at |r| = c), not 0"
+    if lo != hi:
+        return (
+            "each side has its own cutoff: c = hi where r >= 0 (over-predictions), c = lo where"
+            " r < 0 — pick it per element with a mask"
+        )
+    return "inside the cutoff loss = c²/6 · (1 − w³) and grad = r · w², with w = 1 − (r/c)²"
+
+
+ASYM_TUKEY = Problem(
+    name="asym_tukey_vectorized",
     spec="""
-        asym_huber_vectorized(pred, target, lo, hi) -> (loss, grad): two arrays shaped like pred,
-        computed without a Python loop over elements. For each i, with r = pred[i] - target[i]:
-            loss[i] = 0.5 * r * r              grad[i] = r      if -lo <= r <= hi
-            loss[i] = hi * (r - 0.5 * hi)      grad[i] = hi     if r > hi
-            loss[i] = lo * (-r - 0.5 * lo)     grad[i] = -lo    if r < -lo
-        grad is d loss / d pred: the residual clipped to [-lo, hi]. With lo = hi = delta this
-        is the Huber loss (lab.huber_loop, a loop over elements); with lo != hi, over- and
-        under-predictions are penalised differently. (scipy.special.huber is the symmetric loss
-        alone; picking its delta per element with np.where and clipping for the gradient is a
-        right answer too — the lesson is the masks, not the formula.) The checker traces your
-        function on 40,000 elements: a vectorized answer runs a few dozen Python lines whatever
-        n is; a loop runs n of them.
+        asym_tukey_vectorized(pred, target, lo, hi) -> (loss, grad): two arrays shaped like pred,
+        computed without a Python loop over elements. Tukey's biweight is a robust loss: a
+        residual beyond a cutoff c stops pulling on the fit (its gradient is 0, the loss flat).
+        Here each side has its own cutoff. For each i, with r = pred[i] - target[i],
+        c = hi if r >= 0 else lo, and w = 1 - (r / c)²:
+            loss[i] = c²/6 · (1 - w³)      grad[i] = r · w²     if |r| <= c
+            loss[i] = c²/6                 grad[i] = 0          if |r| > c
+        grad is d loss / d pred; loss and grad are continuous at r = ±c and at r = 0. Return
+        pred's dtype or a wider one. Values are compared to within 1e-5 (float32; 1e-9 in
+        float64) of themselves plus that much of the loss's scale (c²/6 with the larger cutoff;
+        c for the gradient), so the direct formula's cancellation for small r is fine.
+        lab.huber_loop shows the shape of the
+        problem on another loss: one Python iteration and a branch per element. The checker
+        traces your function on 40,000 elements: a vectorized answer runs a few dozen Python
+        lines whatever n is; a loop runs n of them.
     """,
     visible=[
-        Case((np.array([0.0, 0.5, -0.5, 3.0, -3.0]), np.zeros(5), 1.0, 2.0)),
+        Case((np.array([0.0, 0.5, -0.5, 1.5, -1.5, 3.0, -3.0]), np.zeros(7), 1.0, 2.0)),
         Case(
             (
                 np.linspace(-4, 4, 101, dtype=np.float32),
@@ -619,7 +656,7 @@ ASYM_HUBER = Problem(
             )
         ),
     ],
-    compare=_compare_asym,
+    compare=_compare_tukey,
     after=_vectorized,
 )
 
@@ -755,4 +792,4 @@ TRANSFER = Problem(
     compare=_compare_plan,
 )
 
-problems = {p.name: p for p in (PIPELINE, LINK, CHUNKED, WARP_LAYOUT, ASYM_HUBER, TRANSFER)}
+problems = {p.name: p for p in (PIPELINE, LINK, CHUNKED, WARP_LAYOUT, ASYM_TUKEY, TRANSFER)}

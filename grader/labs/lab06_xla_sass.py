@@ -180,7 +180,7 @@ def _compare_gelu(what: str, got: Any, expected: Any, case: Case) -> None:
             first = str(exc).split(". Hint: compute in float32")[0]  # the rounding hint is moot
             raise CheckFailure(
                 f"{first}. Hint: your values are the exact GELU, 0.5·u·(1 + erf(u/√2)); the spec's"
-                " is the tanh approximation (jax.nn.gelu(u, approximate=True)), which differs from"
+                " is the tanh approximation (lab.gelu_tanh(u)), which differs from"
                 " it by up to about 5e-4"
             ) from None
         raise
@@ -331,6 +331,15 @@ def _gelu_visible() -> list[Case]:
     return cases + [Case((_rand(rng, (16, 24)), _rand(rng, (24,)), _rand(rng, (16, 24))))]
 
 
+def gelu_tanh(u: Any) -> Any:
+    """GELU's tanh approximation, 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³))), in u's dtype (JAX
+    arrays, traceable): exercise 1's activation, given — the exercise is the precision and the
+    fusion around it."""
+    import jax.numpy as jnp
+
+    return 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
+
+
 BIAS_GELU = _JitProblem(
     name="fused_bias_gelu",
     spec="""
@@ -340,9 +349,10 @@ BIAS_GELU = _JitProblem(
         In bfloat16 this is a mixed-precision epilogue: compute in float32 and round the result to
         bfloat16 once, at the end. The check allows that one rounding (2^-8 of the value) plus
         float32's own error; bfloat16 arithmetic throughout rounds after every op and misses it.
-        gelu is the tanh approximation: gelu(u) = 0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³)))
-        (what jax.nn.gelu(u, approximate=True) computes: use it or write it out; the exercise is
-        what XLA makes of it).
+        gelu is given: lab.gelu_tanh(u), the tanh approximation
+        0.5·u·(1 + tanh(√(2/π)·(u + 0.044715·u³))), computed in u's dtype (jax.nn.gelu(u,
+        approximate=True) is the same formula). Use either: the exercise is where the arithmetic
+        happens and what XLA makes of it, not the formula.
         The checker jits your function and reads the optimized HLO: it must be exactly ONE fusion
         with no other compute op, XLA's bytes accessed must equal inputs read once + output written
         once, and buffer assignment must reserve no temporary memory (no materialized intermediate).

@@ -19,7 +19,9 @@ a kernel on the executor. JAX's own Pallas attention (``jax.experimental.pallas.
 which exercise 3's checker refuses from the grid and the BlockSpecs; the TPU flash-attention body
 can be run under the spec's grid with some glue (the fifteenth attack), so the checker also reads
 where the kernel's operations were traced (``pallas_tpu.kernel_files``) and refuses a kernel whose
-arithmetic comes from those files.
+arithmetic comes from those files. The same body run once, outside any pallas_call, answers
+exercise 1 (the sixteenth check): its checker records which source files' functions the update
+called (``library_calls``) and refuses those same files.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, kernel budgets: what
 students install); the references and hidden-case generators are its answer side,
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import textwrap
 from typing import Any
 
@@ -92,6 +95,56 @@ def step_case(m, l, acc, s, v) -> Case:
     return case
 
 
+def _jax_attention_ops(files: Any) -> list[str]:
+    """The files of ``files`` that are JAX's own attention kernels (jax.experimental.pallas.ops)."""
+    return sorted(f for f in files if f"{os.sep}pallas{os.sep}ops{os.sep}" in f)
+
+
+def library_calls(fn: Any, *args: Any) -> list[str]:
+    """JAX's own attention-kernel files (:func:`_jax_attention_ops`) whose Python functions ran
+    while ``fn(*args)`` did (in this thread and in threads it started): a body of JAX's flash
+    attention run outside any pallas_call leaves no traced kernel to read, but its frames are still
+    its file's. A hook the function replaced is reported as the one entry "sys.setprofile"."""
+    import threading
+
+    files: set[str] = set()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            files.add(frame.f_code.co_filename)
+
+    before = (sys.getprofile(), threading.getprofile())
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - the values were judged already; only the calls matter here
+        pass
+    finally:
+        replaced = sys.getprofile() is not profile
+        sys.setprofile(before[0])
+        threading.setprofile(before[1])
+    return ["sys.setprofile"] if replaced else _jax_attention_ops(files)
+
+
+def _own_update(fn: Any, hidden: bool) -> str:
+    """After the values: the update must not run JAX's own flash-attention body (the fifteenth
+    attack did, for one key block, with 30 lines of glue)."""
+    library = library_calls(fn, *(a.copy() for a in ONLINE_STEP.visible[0].args))
+    if library == ["sys.setprofile"]:
+        raise CheckFailure(
+            "online_softmax_step: your update replaced the checker's call watch (sys.setprofile):"
+            " it cannot tell whose code computed the update"
+        )
+    if library:
+        raise CheckFailure(
+            "online_softmax_step: your update ran JAX's own attention kernels"
+            f" ({', '.join(os.path.basename(f) for f in library)} in"
+            " jax.experimental.pallas.ops): this exercise is to write the update yourself"
+        )
+    return ""
+
+
 ONLINE_STEP = Problem(
     name="online_softmax_step",
     spec="""
@@ -118,6 +171,7 @@ ONLINE_STEP = Problem(
                   [[1.0, 0.0], [0.0, 1.0]]),
     ],
     compare=_compare_step,
+    after=_own_update,
 )
 
 
@@ -333,8 +387,7 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
             f"{call}: outside the kernel your function computes {sorted(outside)}: the scores,"
             " the softmax and the division by the running sum all belong in the kernel"
         )
-    library = sorted(f for f in pallas_tpu.kernel_files(traced, q, q, q)
-                     if f"{os.sep}pallas{os.sep}ops{os.sep}" in f)
+    library = _jax_attention_ops(pallas_tpu.kernel_files(traced, q, q, q))
     if library:  # JAX's own flash-attention body run under the spec's grid (the 15th attack)
         raise CheckFailure(
             f"{call}: your kernel's arithmetic was traced in JAX's own attention kernels"

@@ -249,39 +249,45 @@ lab.problems["warp_layout"].check(warp_layout)
 lab.problems["warp_layout"].check(warp_layout, hidden=True)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "asym_huber_vectorized_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "asym_tukey_vectorized_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## Exercise 5 — Vectorize a branchy loss and its gradient
 #
 # `lab.huber_loop` (print it with `import inspect;
 # print(inspect.getsource(lab.huber_loop))`) shows the shape of the problem:
 # one Python iteration per element, with a branch.
-# Your loss has three branches, and you return its gradient too (what a training step needs).
+# Your loss is another one, Tukey's biweight, a robust loss: a residual beyond a cutoff stops pulling
+# on the fit. It has a cutoff of its own on each side, so four regions,
+# and you return its gradient too (what a training step needs).
 # Write it as whole-array operations:
 # every branch is computed for every element and a mask picks one
 # — what a SIMD unit does with a branch, and what a divergent warp pays for one
 # (a warp whose lanes all agree skips the other path; §3.3).
 # The checker counts the Python lines your function executes and reports the speed-up.
 
-# %% nbgrader={"grade": false, "grade_id": "asym_huber_vectorized_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
-lab.problems["asym_huber_vectorized"].show()
+# %% nbgrader={"grade": false, "grade_id": "asym_tukey_vectorized_show", "locked": true, "schema_version": 3, "solution": false, "task": false}
+lab.problems["asym_tukey_vectorized"].show()
 
-# %% nbgrader={"grade": false, "grade_id": "asym_huber_vectorized", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def asym_huber_vectorized(pred, target, lo, hi):
-    """(loss, d loss / d pred) of pred - target, quadratic on [-lo, hi] and linear outside, without a Python loop."""
-    # roughly 5 lines
+# %% nbgrader={"grade": false, "grade_id": "asym_tukey_vectorized", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def asym_tukey_vectorized(pred, target, lo, hi):
+    """(loss, d loss / d pred) of Tukey's biweight on pred - target, cutoff hi above 0 and lo below, without a
+    Python loop."""
+    # roughly 6 lines
     ### BEGIN SOLUTION
     r = pred - target
-    grad = np.where(r > hi, hi, np.where(r < -lo, -lo, r))
-    loss = np.where(r > hi, hi * (r - 0.5 * hi), np.where(r < -lo, lo * (-r - 0.5 * lo), 0.5 * r * r))
+    c = np.where(r >= 0, hi, lo).astype(r.dtype)  # each residual's own cutoff
+    w = 1 - (r / c) ** 2
+    inside = np.abs(r) <= c
+    loss = np.where(inside, c * c / 6 * (1 - w**3), c * c / 6)  # flat beyond the cutoff
+    grad = np.where(inside, r * w * w, 0)  # an outlier stops pulling
     return loss, grad
     ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "asym_huber_vectorized_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized)
+# %% nbgrader={"grade": true, "grade_id": "asym_tukey_vectorized_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+lab.problems["asym_tukey_vectorized"].check(asym_tukey_vectorized)
 
-# %% nbgrader={"grade": true, "grade_id": "asym_huber_vectorized_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "asym_tukey_vectorized_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 ### BEGIN HIDDEN TESTS
-lab.problems["asym_huber_vectorized"].check(asym_huber_vectorized, hidden=True)
+lab.problems["asym_tukey_vectorized"].check(asym_tukey_vectorized, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "transfer_plan_intro", "locked": true, "schema_version": 3, "solution": false, "task": false}

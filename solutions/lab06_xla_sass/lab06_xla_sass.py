@@ -95,6 +95,7 @@ print(toolchain.describe())
 # the arithmetic in float32, one rounding to bfloat16 at the end — the casts cost nothing,
 # they fuse into the same loop.
 # Written some other way (a Python loop over rows, `jax.lax.map`, NumPy calls) it may not.
+# The GELU is given (`lab.gelu_tanh`): what you write is where the arithmetic happens.
 # The checker compiles your function and reads `gc.xla.compiled(...)`:
 # `.fusions`, the entry ops, `.bytes_accessed` and `.temp_bytes`.
 
@@ -104,12 +105,11 @@ lab.problems["fused_bias_gelu"].show()
 # %% nbgrader={"grade": false, "grade_id": "fused_bias_gelu", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def fused_bias_gelu(x, b, r):
     """r + gelu_tanh(x + b), traceable by jax.jit, one fusion."""
-    # roughly 4 lines
+    # roughly 3 lines
     ### BEGIN SOLUTION
     f32 = jnp.float32  # computed in float32, rounded once: the casts fuse into the same loop
     u = x.astype(f32) + b.astype(f32)
-    g = 0.5 * u * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (u + 0.044715 * u**3)))
-    return (r.astype(f32) + g).astype(x.dtype)
+    return (r.astype(f32) + lab.gelu_tanh(u)).astype(x.dtype)
     ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fused_bias_gelu_visible", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -6,7 +6,8 @@ or without its latencies (exercise 2). A search over the model that brackets the
 exercise 2 — that is using the model backwards, which the spec allows.
 Exercise 4 asks for a layout: the course's SIMT executor (gpucourse.simt) and the check's own count (lab.issued_by)
 count what a layout issues, so the closest submissions count the layout as given, or one fixed sorted design.
-Exercise 5's loss has no library function (scipy.special.huber is symmetric and has no gradient), and exercise 6's
+Exercise 5's loss is Tukey's biweight with a cutoff per side: no installed library has it (SciPy's robust losses,
+scipy.special.huber and least_squares' soft_l1/huber/cauchy/arctan, are never flat beyond a cutoff), and exercise 6's
 interrupted runs defeat the old exercise's one-call weighted fit.
 """
 
@@ -178,35 +179,36 @@ def warp_layout(cond, cost_if, cost_else):
     return order, issued, useful / (32 * issued)
 ''',
     ],
-    "asym_huber_vectorized": [
-        # SciPy's Huber loss (the old exercise's one-call answer) at one threshold, its gradient clipped alike
+    "asym_tukey_vectorized": [
+        # the fifteenth attack's answer to the old (Huber) exercise: SciPy's Huber loss per side, the residual
+        # clipped — the closest installed loss, with linear tails where Tukey's are flat
         '''import scipy.special
 
-def asym_huber_vectorized(pred, target, lo, hi):
+def asym_tukey_vectorized(pred, target, lo, hi):
     r = pred - target
-    return scipy.special.huber(hi, r), np.clip(r, -hi, hi)
+    return np.where(r > 0, scipy.special.huber(hi, r), scipy.special.huber(lo, r)), np.clip(r, -lo, hi)
 ''',
-        # the installed loop pasted and compiled by numba (no Python steps per element): the symmetric loss
-        '''import numba
+        # SciPy's least-squares robust losses (private, installed): soft_l1, cauchy and arctan are the others it
+        # has, none flat beyond a cutoff; cauchy at the cutoff's scale, per side
+        '''from scipy.optimize._lsq.least_squares import cauchy
 
-@numba.njit
-def huber_loop(pred, target, delta):
-    out = np.empty_like(pred)
+def asym_tukey_vectorized(pred, target, lo, hi):
+    r = pred - target
+    c = np.where(r >= 0, hi, lo)
+    rho = np.empty((3, r.size))
+    cauchy((r / c) ** 2, rho, False)
+    return c * c / 2 * rho[0], r * rho[1]
+''',
+        # the installed loop pasted, its loss swapped for Tukey's by the course's formula but still a Python loop per
+        # element
+        '''def asym_tukey_vectorized(pred, target, lo, hi):
+    loss, grad = np.empty_like(pred), np.empty_like(pred)
     for i in range(len(pred)):
         r = pred[i] - target[i]
-        if abs(r) <= delta:
-            out[i] = 0.5 * r * r
-        else:
-            out[i] = delta * (abs(r) - 0.5 * delta)
-    return out
-
-def asym_huber_vectorized(pred, target, lo, hi):
-    return huber_loop(pred, target, hi), np.clip(pred - target, -hi, hi)
-''',
-        # the installed loop as is: right values where the thresholds agree, but a Python loop per element
-        '''def asym_huber_vectorized(pred, target, lo, hi):
-    r = pred - target
-    return lab.huber_loop(pred, target, hi), np.minimum(np.maximum(r, -lo), hi)
+        c = hi if r >= 0 else lo
+        w = max(1 - (r / c) ** 2, 0.0)
+        loss[i], grad[i] = c * c / 6 * (1 - w**3), r * w * w
+    return loss, grad
 ''',
     ],
     "transfer_plan": [

@@ -44,11 +44,12 @@ WRONG = {
     useful = cost_if * int(cond.sum()) + cost_else * int((~cond).sum())
     return order, issued, useful / (32 * issued)
 ''',
-    # vectorized, but swaps the thresholds: hi bounds the negative side, lo the positive one
-    "asym_huber_vectorized": '''def asym_huber_vectorized(pred, target, lo, hi):
+    # vectorized, but swaps the cutoffs: hi bounds the negative side, lo the positive one
+    "asym_tukey_vectorized": '''def asym_tukey_vectorized(pred, target, lo, hi):
     r = pred - target
-    g = np.clip(r, -hi, lo)
-    return g * r - 0.5 * g * g, g
+    c = np.where(r >= 0, lo, hi)
+    w = np.maximum(1 - (r / c) ** 2, 0)
+    return c * c / 6 * (1 - w**3), r * w * w
 ''',
     # the weighted fit of the old exercise on each size's median run (the statistic gc.measure reports): with
     # about half the runs interrupted, the median of five is often an interrupted one
