@@ -640,13 +640,14 @@ ASYM_TUKEY = Problem(
         pred's dtype or a wider one. Values are compared to within 1e-5 (float32; 1e-9 in
         float64) of themselves plus that much of the loss's scale (c²/6 with the larger cutoff;
         c for the gradient), so the direct formula's cancellation for small r is fine.
-        lab.huber_loop shows the shape of the
-        problem on another loss: one Python iteration and a branch per element. The checker
-        traces your function on 40,000 elements: a vectorized answer runs a few dozen Python
-        lines whatever n is; a loop runs n of them.
+        lab.huber_loop shows the shape of the problem on another loss: one Python iteration
+        and a branch per element. The checker traces your function on 40,000 elements: a
+        vectorized answer runs a few dozen Python lines whatever n is; a loop runs n of them.
+        The example's values are shown rounded to 4 decimals.
     """,
     visible=[
-        Case((np.array([0.0, 0.5, -0.5, 1.5, -1.5, 3.0, -3.0]), np.zeros(7), 1.0, 2.0)),
+        # r = 0, inside hi = 2 (0.5, 1.5), inside lo = 1 (-0.5), beyond lo (-1.5), beyond hi (3)
+        Case((np.array([0.0, 0.5, -0.5, 1.5, -1.5, 3.0]), np.zeros(6), 1.0, 2.0)),
         Case(
             (
                 np.linspace(-4, 4, 101, dtype=np.float32),
@@ -658,6 +659,8 @@ ASYM_TUKEY = Problem(
     ],
     compare=_compare_tukey,
     after=_vectorized,
+    # the example's (loss, grad) rounded, so that they print as numbers a hand trace can check
+    shown=lambda value, case: tuple(np.round(np.asarray(v, dtype=np.float64), 4) + 0.0 for v in value),
 )
 
 # -- diagnose a transfer from measurements, then size a copy ---------------------------------------

@@ -271,13 +271,14 @@ lab.problems["asym_tukey_vectorized"].show()
 def asym_tukey_vectorized(pred, target, lo, hi):
     """(loss, d loss / d pred) of Tukey's biweight on pred - target, cutoff hi above 0 and lo below, without a
     Python loop."""
-    # roughly 6 lines
+    # roughly 7 lines
     ### BEGIN SOLUTION
     r = pred - target
     c = np.where(r >= 0, hi, lo).astype(r.dtype)  # each residual's own cutoff
     w = 1 - (r / c) ** 2
     inside = np.abs(r) <= c
-    loss = np.where(inside, c * c / 6 * (1 - w**3), c * c / 6)  # flat beyond the cutoff
+    flat = c * c / 6  # the loss beyond the cutoff
+    loss = np.where(inside, flat * (1 - w * w * w), flat)  # w * w * w: NumPy's w**3 calls pow per element, far slower
     grad = np.where(inside, r * w * w, 0)  # an outlier stops pulling
     return loss, grad
     ### END SOLUTION
