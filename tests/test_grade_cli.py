@@ -536,3 +536,33 @@ def test_split_kernel_lab_is_judged_outside_the_kernel(graded_lab05b):
     kept = {puzzle(k) for k in sol["cells"]} - {puzzle(k) for k in lost}
     assert not kept, f"wrong answers that kept all their points: {sorted(kept)}"
     assert all(m for m in lost.values()), lost
+
+
+def test_the_class_benchmark_hands_in_a_class_mix():
+    """grader.benchmark_grading --class-size: 4 in 10 full, 3 wrong (each a different exercise's plausible wrong
+    answer, from tests/wrong_answers), 2 blank, 1 corrupt — what a class hands in, for the class-scale figures."""
+    import json
+
+    from grader import benchmark_grading, grade, scratch
+
+    lab = grade.Lab.find("lab03_datapath")
+    notebooks = benchmark_grading.class_notebooks(lab, 20)
+    kinds = [name.rsplit("-", 1)[1].removesuffix(".ipynb") for name in notebooks]
+    assert {k: kinds.count(k) for k in set(kinds)} == {"full": 8, "wrong": 6, "blank": 4, "broken": 2}
+    answers = scratch.solution_cells(lab.source())
+    changed = set()
+    for name, body in notebooks.items():
+        if "broken" in name:
+            with pytest.raises(json.JSONDecodeError):
+                json.loads(body)
+            continue
+        cells = scratch.solution_cells(json.loads(body))
+        differ = {g for g in answers if cells.get(g, "").strip() != answers[g].strip()}
+        if "full" in name:
+            assert not differ
+        elif "wrong" in name:
+            assert len(differ) == 1
+            changed |= differ
+        else:
+            assert differ == set(answers)  # blank: the released stubs
+    assert len(changed) == 6  # a different exercise each time (lab 3 has six)
