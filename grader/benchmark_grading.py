@@ -161,7 +161,7 @@ class _MemorySampler:
                     rss[int(entry.name)] = int((entry / "statm").read_text().split()[1]) * page
                 except (OSError, IndexError, ValueError):
                     continue  # a process that ended meanwhile
-            me, total = os.getpid(), 0
+            me, total = os.getpid(), 0  # me: this process's pid
             for pid in rss:
                 p, seen = pid, 0
                 while p in parents and p != me and seen < 64:

@@ -660,7 +660,9 @@ ASYM_TUKEY = Problem(
     compare=_compare_tukey,
     after=_vectorized,
     # the example's (loss, grad) rounded, so that they print as numbers a hand trace can check
-    shown=lambda value, case: tuple(np.round(np.asarray(v, dtype=np.float64), 4) + 0.0 for v in value),
+    shown=lambda value, case: tuple(
+        np.round(np.asarray(v, dtype=np.float64), 4) + 0.0 for v in value  # + 0.0: no "-0.0"
+    ),
 )
 
 # -- diagnose a transfer from measurements, then size a copy ---------------------------------------
