@@ -113,11 +113,11 @@ Compare = Callable[[str, Any, Any, Case], None]
 
 def _example(v: Any) -> str:
     """A value in show()'s example: a small array written out (a student checks a hand trace
-    against it), a larger one by shape and dtype."""
+    against it) when it fits in 72 characters, a larger one by shape and dtype."""
     if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic) \
             and 0 < v.size <= 16:
         text = f"{np.asarray(v).tolist()} ({v.dtype})"
-        return text if len(text) <= 60 else _short(v)
+        return text if len(text) <= 72 else _short(v)
     if isinstance(v, tuple):
         inner = ", ".join(_example(x) for x in v)
         return f"({inner},)" if len(v) == 1 else f"({inner})"

@@ -809,3 +809,26 @@ def test_a_narrow_dtype_is_named():
     with pytest.raises(CheckFailure, match="is float32, pred is float64: a narrower type"), \
             contextlib.redirect_stdout(io.StringIO()):
         lab.problems["asym_tukey_vectorized"].check(float32, hidden=True)
+
+
+@pytest.mark.parametrize("mistake, hint", [
+    ("sign", r"grad is d loss / d pred = \+r · w²"),
+    ("r·w", "the loss is right; inside the cutoff grad = r · w²"),
+    ("order", r"return \(loss, grad\) in that order"),
+    ("swapped cutoffs", "each side has its own cutoff"),
+    ("c²/2", "inside the cutoff loss = c²/6"),
+])
+@pytest.mark.parametrize("hidden", [False, True])
+def test_asym_tukey_mistakes_get_the_hint_that_fits_them(mistake, hint, hidden):
+    """A fresh reader's round: with lo != hi on every case, every wrong answer used to be told to pick its cutoff per
+    side, whatever its mistake."""
+    def answer(pred, target, lo, hi):
+        r = pred - target
+        c = np.where(r >= 0, lo, hi) if mistake == "swapped cutoffs" else np.where(r >= 0, hi, lo)
+        w = np.maximum(1 - (r / c) ** 2, 0)
+        loss, grad = c * c / (2 if mistake == "c²/2" else 6) * (1 - w**3), r * w * w
+        grad = -grad if mistake == "sign" else r * w if mistake == "r·w" else grad
+        return (grad, loss) if mistake == "order" else (loss, grad)
+
+    with pytest.raises(CheckFailure, match=hint):
+        lab.ASYM_TUKEY.check(answer, hidden=hidden)

@@ -240,7 +240,7 @@ def test_jax_own_tpu_flash_attention_body_under_the_spec_grid_is_refused(hidden)
 
     scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
     exec(JAX_TPU_FLASH_BODY, scope)
-    with pytest.raises(CheckFailure, match=r"traced in JAX's own attention kernels \(flash_attention.py"):
+    with pytest.raises(CheckFailure, match=r"ran JAX's own attention kernels, or a copy of them \(flash_attention.py"):
         lab.problems["pallas_attention"].check(scope["pallas_attention"], hidden=hidden)
 
 
@@ -253,9 +253,76 @@ def test_jax_own_tpu_flash_attention_body_run_once_for_the_update_is_refused(hid
 
     scope = {"np": np, "math": math}
     exec(ATTACKS["online_softmax_step"][1], scope)
-    with pytest.raises(CheckFailure, match=r"ran JAX's own attention kernels \(flash_attention.py"):
+    with pytest.raises(CheckFailure, match=r"ran JAX's own attention kernels, or a copy of them \(.*flash_attention.py"):
         lab.problems["online_softmax_step"].check(scope["online_softmax_step"], hidden=hidden)
 
+
+
+@pytest.mark.parametrize("exercise", ["online_softmax_step", "pallas_attention"])
+def test_a_copy_of_jax_own_flash_attention_loaded_from_another_file_is_refused_by_its_code(exercise):
+    """The sixteenth attack: JAX's TPU flash-attention module's source read with inspect.getsource, edited by a few
+    tokens (program ids, shapes, constants, float32 → float64) and run from a temporary file with runpy: no frame names
+    jax.experimental.pallas.ops, but the copy's functions have the library's opcode sequences."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    from tests.attacks.lab08_attention import ATTACKS
+
+    scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
+    exec(ATTACKS[exercise][-1], scope)
+    with pytest.raises(CheckFailure, match=r"or a copy of them \(tpu/flash_attention.py: _body; "
+                                           r"tpu/flash_attention.py: _flash_attention_kernel_single_batch"):
+        lab.problems[exercise].check(scope[exercise], hidden=True)
+
+
+def test_no_course_or_solution_function_has_the_opcodes_of_jax_pallas_ops():
+    """The content match (lab.library_opcodes) recognises only JAX's own functions: no function of the course package,
+    of the grader or of any lab's solution has one of their opcode sequences."""
+    import pathlib
+
+    import gpucourse
+    import grader
+
+    known = lab.library_opcodes()
+    assert any("_flash_attention_kernel_single_batch" in name for name in known.values())
+    files = [*pathlib.Path(gpucourse.__file__).parent.rglob("*.py"), *pathlib.Path(grader.__file__).parent.rglob("*.py"),
+             *pathlib.Path(course.ROOT, "solutions").rglob("*.py"), *pathlib.Path(course.ROOT, "course").glob("*.py")]
+    for path in files:
+        todo = [compile(path.read_text(encoding="utf-8"), str(path), "exec")]
+        while todo:
+            code = todo.pop()
+            todo += [c for c in code.co_consts if hasattr(c, "co_code")]
+            assert lab._opcodes(code) not in known, f"{path}: {code.co_name} matches {known[lab._opcodes(code)]}"
+
+
+@pytest.mark.parametrize("mistake, hint", [
+    ("old sums not rescaled", "wrong exactly on rows whose running max grew"),
+    ("factor inverted", "wrong exactly on rows whose running max grew"),
+    ("terms against the block max", "wrong exactly on rows whose block stays below the running max"),
+    ("acc normalised", "your acc_new times l_new is the expected acc_new"),
+])
+@pytest.mark.parametrize("hidden", [False, True])
+def test_online_softmax_step_mistakes_get_a_hint_that_names_the_rows(mistake, hint, hidden):
+    def update(m, l, acc, s, v):
+        m_new = np.maximum(m, s.max(axis=1))
+        ref = np.where(np.isfinite(m_new), m_new, 0.0)
+        alpha, p = np.exp(m - ref), np.exp(s - ref[:, None])
+        if mistake == "old sums not rescaled":
+            alpha = np.ones_like(alpha)
+        elif mistake == "factor inverted":
+            alpha = np.where(np.isfinite(m), np.exp(ref - np.where(np.isfinite(m), m, 0.0)), 0.0)
+        elif mistake == "terms against the block max":
+            block = s.max(axis=1)
+            p = np.exp(s - np.where(np.isfinite(block), block, 0.0)[:, None])
+        l_new, acc_new = alpha * l + p.sum(axis=1), alpha[:, None] * acc + p @ v
+        if mistake == "acc normalised":
+            acc_new = acc_new / np.where(l_new > 0, l_new, 1.0)[:, None]
+        return m_new, l_new, acc_new
+
+    with pytest.raises(CheckFailure, match=hint):
+        lab.problems["online_softmax_step"].check(update, hidden=hidden)
 
 def test_an_update_that_replaces_the_call_watch_is_refused():
     scope = {"np": np}

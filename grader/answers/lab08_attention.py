@@ -54,13 +54,14 @@ def _step_cases(rng: np.random.Generator) -> list[Case]:
         s[rng.random((rows, bk)) < 0.25] = -np.inf
         cases.append(step_case(m, l, acc, s, rng.standard_normal((bk, d))))
     # the corners in one case: row 0 all -inf so far and now, row 1 all -inf so far only, row 2
-    # all -inf now only, row 3 ties with the running max, row 4 far above it
+    # all -inf now only, row 3 ties with the running max, row 4 far above it, row 5 below it (the
+    # running max stays: the block's terms are exp(s - m), not exp(s - the block's max))
     d, bk = 2, 3
-    m = np.array([-np.inf, -np.inf, 2.0, 1.5, -50.0])
-    l = np.array([0.0, 0.0, 1.7, 1.0, 3.0])
-    acc = rng.standard_normal((5, d)) * np.array([0, 0, 1, 1, 1])[:, None]
+    m = np.array([-np.inf, -np.inf, 2.0, 1.5, -50.0, 4.0])
+    l = np.array([0.0, 0.0, 1.7, 1.0, 3.0, 2.5])
+    acc = rng.standard_normal((6, d)) * np.array([0, 0, 1, 1, 1, 1])[:, None]
     s = np.array([[-np.inf] * 3, [0.5, -np.inf, 3.0], [-np.inf] * 3, [1.5, 1.5, -1.0],
-                  [40.0, 41.0, 39.0]])
+                  [40.0, 41.0, 39.0], [1.0, 2.5, -np.inf]])
     cases.append(step_case(m, l, acc, s, rng.standard_normal((bk, d))))
     return cases
 

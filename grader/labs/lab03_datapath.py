@@ -609,6 +609,9 @@ def _tukey_hint(got: tuple, case: Case) -> str:
     except (TypeError, ValueError):
         return "return two arrays shaped like pred: (loss, grad)"
     c = np.where(r >= 0, hi, lo)
+    right_loss, right_grad = _tukey(r, c)
+    if np.allclose(loss, right_grad, rtol=1e-4) and np.allclose(grad, right_loss, rtol=1e-4):
+        return "return (loss, grad) in that order"
     far = np.abs(r) > max(lo, hi) * (1 + 1e-6)  # beyond both cutoffs
     if far.any() and not np.allclose(grad[far], 0.0, atol=1e-6 * max(lo, hi)):
         return (
@@ -618,12 +621,28 @@ def _tukey_hint(got: tuple, case: Case) -> str:
     out = np.abs(r) > c * (1 + 1e-6)  # beyond its own side's cutoff
     if out.any() and np.allclose(loss[out], 0.0, atol=1e-6 * float(np.min(c[out])) ** 2):
         return "beyond its cutoff the loss is c²/6 (the value it reaches at |r| = c), not 0"
-    if lo != hi:
-        return (
-            "each side has its own cutoff: c = hi where r >= 0 (over-predictions), c = lo where"
-            " r < 0 — pick it per element with a mask"
-        )
-    return "inside the cutoff loss = c²/6 · (1 − w³) and grad = r · w², with w = 1 − (r/c)²"
+    # the right formulas with the cutoffs chosen otherwise: swapped, or one for both sides
+    loss_right = np.allclose(loss, right_loss, rtol=1e-4, atol=1e-12)
+    for wrong_c in (np.where(r >= 0, lo, hi), np.full_like(r, hi), np.full_like(r, lo)):
+        if not loss_right and np.allclose(loss, _tukey(r, wrong_c)[0], rtol=1e-4, atol=1e-12):
+            return (
+                "each side has its own cutoff: c = hi where r >= 0 (over-predictions), c = lo where"
+                " r < 0 — pick it per element with a mask"
+            )
+    if loss_right and np.allclose(grad, -right_grad, rtol=1e-4):
+        return "grad is d loss / d pred = +r · w² (pred - target, not target - pred)"
+    if loss_right:
+        return "the loss is right; inside the cutoff grad = r · w², with w = 1 − (r/c)²"
+    return (
+        "inside the cutoff loss = c²/6 · (1 − w³) and grad = r · w², with w = 1 − (r/c)² and"
+        " c the cutoff of r's side; compare your values with the example's"
+    )
+
+
+def _tukey(r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(loss, grad) of Tukey's biweight of residuals r with cutoffs c, in float64 (for hints)."""
+    w = np.maximum(1 - (r / c) ** 2, 0.0)
+    return c * c / 6 * (1 - w**3), r * w * w
 
 
 ASYM_TUKEY = Problem(
@@ -646,8 +665,8 @@ ASYM_TUKEY = Problem(
         The example's values are shown rounded to 4 decimals.
     """,
     visible=[
-        # r = 0, inside hi = 2 (0.5, 1.5), inside lo = 1 (-0.5), beyond lo (-1.5), beyond hi (3)
-        Case((np.array([0.0, 0.5, -0.5, 1.5, -1.5, 3.0]), np.zeros(6), 1.0, 2.0)),
+        # r = 0, inside hi = 2 (0.5, 1.5), inside lo = 1 (-0.6), beyond lo (-1.5), beyond hi (3)
+        Case((np.array([0.0, 0.5, -0.6, 1.5, -1.5, 3.0]), np.zeros(6), 1.0, 2.0)),
         Case(
             (
                 np.linspace(-4, 4, 101, dtype=np.float32),

@@ -19,9 +19,11 @@ a kernel on the executor. JAX's own Pallas attention (``jax.experimental.pallas.
 which exercise 3's checker refuses from the grid and the BlockSpecs; the TPU flash-attention body
 can be run under the spec's grid with some glue (the fifteenth attack), so the checker also reads
 where the kernel's operations were traced (``pallas_tpu.kernel_files``) and refuses a kernel whose
-arithmetic comes from those files. The same body run once, outside any pallas_call, answers
-exercise 1 (the sixteenth check): its checker records which source files' functions the update
-called (``library_calls``) and refuses those same files.
+arithmetic comes from those files. The same body run once, outside any pallas_call, answered
+exercise 1, and a copy of the module's source run from another file answered both (the fifteenth
+and sixteenth attacks): both checkers record which functions ran (``library_calls``, a profile
+hook) and refuse JAX's Pallas-ops functions by file or by content — a function with one of their
+opcode sequences (``library_opcodes``), however its constants and names were edited.
 
 This module is the lab's *exercise side* (specs, visible cases, comparisons, kernel budgets: what
 students install); the references and hidden-case generators are its answer side,
@@ -31,6 +33,7 @@ expected values ship as data: lab08_attention.expected.json.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -73,6 +76,9 @@ def _compare_step(what: str, got: Any, expected: tuple, case: Case) -> None:
             expect_array_close(f"{what} → {name}", got[k], expected[k], rtol=1e-9)
         except CheckFailure as failure:
             if getattr(got[k], "dtype", None) not in (np.float32, np.float16):
+                hint = _step_hint(k, got, expected, _STEP_INPUTS.get(id(case), case.args))
+                if hint:
+                    raise CheckFailure(f"{failure}. Hint: {hint}") from None
                 raise
             raise CheckFailure(
                 f"{failure}. Your result is {got[k].dtype}, off by its rounding: the inputs are"
@@ -82,6 +88,41 @@ def _compare_step(what: str, got: Any, expected: tuple, case: Case) -> None:
         if not np.array_equal(arg, _STEP_INPUTS.get(id(case), case.args)[i], equal_nan=True):
             raise CheckFailure(f"{what} modified its argument {('m', 'l', 'acc', 's', 'v')[i]} in"
                                " place: return new arrays")
+
+
+def _step_hint(k: int, got: Any, expected: tuple, args: tuple) -> str:
+    """Where a wrong l_new (k = 1) or acc_new (k = 2) is wrong, said by which rows: those whose
+    running max grew (the rescaling of the old sums), those whose block stays below the running max
+    (terms taken against the block's own max), or all of acc by l (normalised each step). Read
+    from the expected values and the inputs' maxima only; "" when no pattern fits."""
+    m, l, acc, s, v = (np.asarray(a, dtype=np.float64) for a in args)
+    try:
+        value = np.asarray(got[k], dtype=np.float64)
+        bad = ~np.isclose(value, expected[k], rtol=1e-9, atol=0.0, equal_nan=True)
+    except (TypeError, ValueError):
+        return ""
+    bad = bad.any(axis=1) if k == 2 and bad.ndim == 2 else bad
+    if bad.shape != m.shape or not bad.any():
+        return ""
+    if k == 2:
+        l_new = np.asarray(expected[1], dtype=np.float64)
+        scaled = value * np.where(l_new > 0, l_new, 1.0)[:, None]
+        if np.allclose(scaled, expected[2], rtol=1e-9, atol=0.0):
+            return ("your acc_new times l_new is the expected acc_new: acc is the unnormalised"
+                    " running sum, divided by l once after the last block, not in each step")
+    rows = ", ".join(map(str, np.flatnonzero(bad)[:6]))
+    with np.errstate(invalid="ignore"):
+        grew = np.isfinite(m) & (np.asarray(expected[0]) > m)  # the max rose in this block
+        below = np.isfinite(m) & (s.max(axis=1) < m)  # the block stays below the running max
+    if (bad <= grew).all():
+        return (f"wrong exactly on rows whose running max grew in this block (rows {rows}): the"
+                " old sums were taken relative to the old max, so they are multiplied by"
+                " exp(m - m_new), at most 1, before the block's terms are added")
+    if (bad <= below).all():
+        return (f"wrong exactly on rows whose block stays below the running max (rows {rows}):"
+                " each of the block's terms is exp(s - m_new), relative to the running max, not"
+                " to the block's own max")
+    return ""
 
 
 _STEP_INPUTS: dict[int, tuple] = {}
@@ -100,19 +141,64 @@ def _jax_attention_ops(files: Any) -> list[str]:
     return sorted(f for f in files if f"{os.sep}pallas{os.sep}ops{os.sep}" in f)
 
 
+# a function of JAX's Pallas ops is recognised by its opcode sequence when it has at least this many
+# instructions (the flash-attention body has about 400; a helper of a few lines is anyone's)
+MIN_OPCODES = 40
+
+
+def _opcodes(code: Any) -> tuple[str, ...]:
+    """A function's instructions without their arguments: the same for a copy whose constants,
+    names or compared values were edited (program_id(3) → (2), == → <, float32 → float64)."""
+    import dis
+
+    return tuple(i.opname for i in dis.get_instructions(code))
+
+
+@functools.lru_cache(maxsize=1)
+def library_opcodes() -> dict[tuple[str, ...], str]:
+    """Every function of JAX's Pallas ops (jax/experimental/pallas/ops/**.py, compiled here from
+    their source, nested functions included) of at least MIN_OPCODES instructions: its opcode
+    sequence -> "file: function"."""
+    from pathlib import Path
+
+    from jax.experimental import pallas
+
+    root = Path(pallas.__file__).parent / "ops"
+    known: dict[tuple[str, ...], str] = {}
+    for path in sorted(root.rglob("*.py")):
+        try:
+            todo = [compile(path.read_text(encoding="utf-8"), str(path), "exec")]
+        except (OSError, SyntaxError, ValueError):
+            continue
+        while todo:
+            code = todo.pop()
+            todo += [c for c in code.co_consts if hasattr(c, "co_code")]
+            ops = _opcodes(code)
+            if code.co_name != "<module>" and len(ops) >= MIN_OPCODES:
+                known.setdefault(ops, f"{path.relative_to(root)}: {code.co_name}")
+    return known
+
+
 def library_calls(fn: Any, *args: Any) -> list[str]:
-    """JAX's own attention-kernel files (:func:`_jax_attention_ops`) whose Python functions ran
-    while ``fn(*args)`` did (in this thread and in threads it started): a body of JAX's flash
-    attention run outside any pallas_call leaves no traced kernel to read, but its frames are still
-    its file's. A hook the function replaced is reported as the one entry "sys.setprofile"."""
+    """JAX's own Pallas-ops functions that ran while ``fn(*args)`` did (in this thread and in
+    threads it started), found by file (jax.experimental.pallas.ops) or by content: a function
+    whose opcode sequence is one of theirs (:func:`library_opcodes`), wherever its source was
+    copied to. A body of JAX's flash attention run outside any pallas_call leaves no traced kernel
+    to read, and a copy loaded from another file has other file names, but its code is still
+    theirs. A hook the function replaced is reported as the one entry "sys.setprofile"."""
     import threading
 
-    files: set[str] = set()
+    import jax
+
+    codes: set[Any] = set()
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
-            files.add(frame.f_code.co_filename)
+            codes.add(frame.f_code)
 
+    # JAX's caches of traced functions (jit's, pallas_call's kernels) would skip the Python that
+    # the earlier checks already traced: empty them, so that every function runs again, watched
+    jax.clear_caches()
     before = (sys.getprofile(), threading.getprofile())
     threading.setprofile(profile)
     sys.setprofile(profile)
@@ -124,24 +210,38 @@ def library_calls(fn: Any, *args: Any) -> list[str]:
         replaced = sys.getprofile() is not profile
         sys.setprofile(before[0])
         threading.setprofile(before[1])
-    return ["sys.setprofile"] if replaced else _jax_attention_ops(files)
+    if replaced:
+        return ["sys.setprofile"]
+    known, internal = library_opcodes(), os.path.join(os.path.dirname(jax.__file__), "_src")
+    found = {os.path.basename(f) for f in _jax_attention_ops({c.co_filename for c in codes})}
+    for code in codes:  # JAX's internals are JAX's (thousands of functions: not compared)
+        if not code.co_filename.startswith(internal) and len(code.co_code) >= 2 * MIN_OPCODES:
+            found.update([known[ops]] if (ops := _opcodes(code)) in known else [])
+    return sorted(found)
 
 
-def _own_update(fn: Any, hidden: bool) -> str:
-    """After the values: the update must not run JAX's own flash-attention body (the fifteenth
-    attack did, for one key block, with 30 lines of glue)."""
-    library = library_calls(fn, *(a.copy() for a in ONLINE_STEP.visible[0].args))
+def refuse_library(what: str, library: list[str], yours: str) -> None:
+    """Raise CheckFailure when :func:`library_calls` found anything: a replaced call watch, or JAX's
+    own Pallas ops (``yours``: what the exercise asks the student to write)."""
     if library == ["sys.setprofile"]:
         raise CheckFailure(
-            "online_softmax_step: your update replaced the checker's call watch (sys.setprofile):"
-            " it cannot tell whose code computed the update"
+            f"{what}: your code replaced the checker's call watch (sys.setprofile): it cannot tell"
+            " whose code computed the result"
         )
     if library:
         raise CheckFailure(
-            "online_softmax_step: your update ran JAX's own attention kernels"
-            f" ({', '.join(os.path.basename(f) for f in library)} in"
-            " jax.experimental.pallas.ops): this exercise is to write the update yourself"
+            f"{what}: your code ran JAX's own attention kernels, or a copy of them"
+            f" ({'; '.join(library)} in jax.experimental.pallas.ops): this exercise is to write"
+            f" {yours} yourself"
         )
+
+
+def _own_update(fn: Any, hidden: bool) -> str:
+    """After the values: the update must not run JAX's own flash-attention body, from its file or
+    copied (the fifteenth attack ran it for one key block with 30 lines of glue, the sixteenth a
+    copy of its source loaded from a temporary file)."""
+    library = library_calls(fn, *(a.copy() for a in ONLINE_STEP.visible[0].args))
+    refuse_library("online_softmax_step", library, "the update")
     return ""
 
 
@@ -160,7 +260,7 @@ ONLINE_STEP = Problem(
         return new arrays and leave the inputs as they are. In the example below, row 0 sees its
         first scores [0, ln 3], row 1 a larger max (2 > 1: rescale by e^-1), row 2 only -inf, row
         3 scores below its max of 3 (no rescale): s = [[0, ln 3], [2, -inf], [-inf, -inf], [1,
-        2]], v = [[1, 0], [0, 1]].
+        2]], v = [[1, 0], [0, 1]]. The example's values are shown rounded to 3 decimals.
     """,
     visible=[
         # row 0: its first scores; row 1: a larger max (rescale); row 2: nothing but -inf yet;
@@ -172,6 +272,9 @@ ONLINE_STEP = Problem(
     ],
     compare=_compare_step,
     after=_own_update,
+    # the example's (m_new, l_new, acc_new) rounded, so that they print as numbers to check a hand
+    # trace against
+    shown=lambda value, case: tuple(np.round(np.asarray(x, dtype=np.float64), 3) for x in value),
 )
 
 
@@ -389,11 +492,12 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
         )
     library = _jax_attention_ops(pallas_tpu.kernel_files(traced, q, q, q))
     if library:  # JAX's own flash-attention body run under the spec's grid (the 15th attack)
-        raise CheckFailure(
-            f"{call}: your kernel's arithmetic was traced in JAX's own attention kernels"
-            f" ({', '.join(os.path.basename(f) for f in library)} in jax.experimental.pallas.ops):"
-            " this exercise is to write the online-softmax update in your kernel yourself"
-        )
+        library = [os.path.basename(f) for f in library]
+    else:  # or a copy of its source loaded from another file (the 16th): its code, traced
+        import jax
+
+        library = library_calls(jax.make_jaxpr(traced), q, q, q)
+    refuse_library(call, library, "the online-softmax update in your kernel")
     plan = pallas_tpu.plan(traced, q, q, q)
     want_grid = (heads, s // bq, s // bk)
     if plan.grid != want_grid:

@@ -49,7 +49,9 @@ PROCESS_ESCAPES = re.compile(
     r"\bjaxlib\b|\b_jax\b|\bxla_client\b|\bxla_extension\b|\bhlo_module_cost_analysis\b|"
     r"\bcompile_and_load\b|\b_final_module\b|\bModuleRef\b|\bexec\s*\(|\beval\s*\(|"
     r"__file__|\bimportlib\b|__import__|\bpublic_test_util\b|\bprimitive_transposes\b|"
-    r"\bprimitive_jvps\b"
+    r"\bprimitive_jvps\b|"
+    # the sixteenth attack: a library module's source read, edited and run again from another file
+    r"\brunpy\b|\bgetsource(?:lines)?\b|(?<![.\w])compile\s*\("
 )
 # answer cells that write what an observation reads: the instrumentation the student's own process
 # holds (the device tracker's counters, the virtual clock and its workloads), attributes set by name

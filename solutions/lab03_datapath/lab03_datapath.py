@@ -27,7 +27,7 @@
 # | 2 | predict | the slowest link at which offloading starts to pay — or that none does |
 # | 3 | implement | chunked processing of an array larger than device memory, within a memory budget |
 # | 4 | design | the thread-to-data layout whose warps issue the fewest instructions, its count and lane utilization |
-# | 5 | implement | a vectorized three-branch loss and its gradient, without a Python loop |
+# | 5 | implement | a vectorized four-region loss (Tukey's biweight, a cutoff per side) and its gradient, without a Python loop |
 # | 6 | diagnose | latency and bandwidth of a transfer path from noisy, interrupted runs, and the copy size they imply |
 #
 # **How this lab works.**

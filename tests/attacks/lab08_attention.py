@@ -5,7 +5,9 @@ Course §8 holds what the lab builds on and nothing it asks: the scalar (max, su
 bytes and the ideal lower bound (`naive_bytes`, `ideal_bytes`), the KV cache's bytes per token and a decode step's
 attention intensity at batch 1 (`decode_intensity`). Each attack pastes the nearest of them with the least edit
 that makes it run, and scores less than full: the output accumulator, the tiles in shared memory, K and V re-read
-per query tile, the weights shared by the batch and what the backward saves are the exercises."""
+per query tile, the weights shared by the batch and what the backward saves are the exercises. JAX's own TPU
+flash-attention body, run from its module (the fifteenth attack) or from a copy of its source with a few tokens edited
+(the sixteenth), answers exercises 1 and 3 with glue: both are refused by the functions that ran (lab.library_calls)."""
 
 ATTACKS = {
     # §8.2's online_logsumexp, vectorised over rows and extended to the output without the rescaling the course
@@ -69,6 +71,38 @@ def online_softmax_step(m, l, acc, s, v):
     seen = np.isfinite(m_new)
     return m_new, np.where(seen, l_new, 0.0), np.where(seen[:, None], acc_new, 0.0)
 ''',
+        # the sixteenth attack: the same module's source read (inspect.getsource), edited by six tokens and run from a
+        # temporary file (runpy): no frame names jax.experimental.pallas.ops; refused by its functions' opcodes
+        '''import inspect, os, runpy, tempfile
+from jax.experimental.pallas.ops.tpu import flash_attention as _fa
+_src = (inspect.getsource(_fa).replace("pl.program_id(3)", "pl.program_id(2)").replace("shape[2:]", "shape[1:]")
+        .replace("_tile_ref.shape[2]", "_tile_ref.shape[1]").replace("MIN_BLOCK_SIZE = 128", "MIN_BLOCK_SIZE = 1")
+        .replace("kv_seq_idx == 0", "kv_seq_idx < 0").replace("jnp.float32", "jnp.float64"))
+_path = os.path.join(tempfile.gettempdir(), "fa_copy64.py")
+open(_path, "w").write(_src)
+FA64 = runpy.run_path(_path)
+
+
+def online_softmax_step(m, l, acc, s, v):
+    """(m_new, l_new, acc_new): the running state after one more block of keys."""
+    rows, bk = s.shape
+    def kernel(m0, l0, a0, q, k, v, ab, o, lo, mo, m_sc, l_sc, acc_sc):
+        m_sc[...], l_sc[...], acc_sc[...] = m0[...], l0[...], a0[...]
+        FA64["_flash_attention_kernel_single_batch"]((0,), q, k, v, ab, None, None, o, lo, mo, m_sc, l_sc, acc_sc,
+            causal=False, sm_scale=1.0, block_k=bk, kv_seq_len=bk, mask_value=-1e300)
+    with jax.enable_x64(True):
+        col = lambda x: jnp.asarray(x, jnp.float64).reshape(1, rows, -1)
+        shp = lambda w: jax.ShapeDtypeStruct((1, rows, w), jnp.float64)
+        sc = lambda w: pltpu.VMEM((1, rows, w), jnp.float64)
+        o, l2, m2 = pl.pallas_call(kernel, grid=(1, 1, 1), out_shape=[shp(v.shape[1]), shp(1), shp(1)],
+                                   scratch_shapes=[sc(1), sc(1), sc(v.shape[1])], interpret=True)(
+            col(m), col(l), col(np.where(l[:, None] > 0, acc / np.where(l > 0, l, 1)[:, None], 0)),
+            jnp.zeros((1, rows, 1)), jnp.zeros((1, bk, 1)), jnp.asarray(v).reshape(1, bk, -1), col(s))
+        m2, l2, o = (np.asarray(x)[0] for x in (m2, l2, o))
+    dead = np.isnan(l2[:, 0])
+    return (np.where(dead, m, m2[:, 0]), np.where(dead, l, l2[:, 0]),
+            np.where(dead[:, None], acc, o * l2))
+''',
     ],
     # §8.1's softmax_kernel and pv_kernel merged into one thread per query row: right values, every key read from
     # global memory by every thread (no tiles in shared memory)
@@ -106,7 +140,8 @@ def fused_attention(q, k, v, out, lse, kv_len, causal):
 ''',
     # §8.4's library call: JAX's own Pallas flash attention (a kernel of another shape: its key loop inside one grid
     # step, the whole K in one block), its layout changed around it
-    "pallas_attention": '''from jax.experimental.pallas.ops.gpu import attention as jax_attention
+    "pallas_attention": [
+        '''from jax.experimental.pallas.ops.gpu import attention as jax_attention
 
 
 def pallas_attention(q, k, v, bq, bk):
@@ -115,6 +150,30 @@ def pallas_attention(q, k, v, bq, bk):
                             block_sizes=jax_attention.BlockSizes(block_q=bq, block_k=bk))
     return out[0].transpose(1, 0, 2)
 ''',
+        # the sixteenth attack: JAX's TPU flash-attention module's source read (inspect.getsource), edited by four
+        # tokens and run from a temporary file (runpy), its kernel body under the spec's grid, BlockSpecs and scratch:
+        # no traced frame names jax.experimental.pallas.ops; refused by its functions' opcodes
+        '''import functools, inspect, os, runpy, tempfile
+from jax.experimental.pallas.ops.tpu import flash_attention as _fa
+_src = (inspect.getsource(_fa).replace("pl.program_id(3)", "pl.program_id(2)").replace("shape[2:]", "shape[1:]")
+        .replace("_tile_ref.shape[2]", "_tile_ref.shape[1]").replace("MIN_BLOCK_SIZE = 128", "MIN_BLOCK_SIZE = 1"))
+_path = os.path.join(tempfile.gettempdir(), "fa_copy.py")
+open(_path, "w").write(_src)
+FA = runpy.run_path(_path)
+
+
+def pallas_attention(q, k, v, bq, bk):
+    """softmax(q kᵀ / √d) v as one pallas_call over (head, query block, key block), an online softmax in VMEM."""
+    heads, s, d = q.shape
+    body = functools.partial(FA["_flash_attention_kernel_single_batch"], (0,), causal=False,
+                             sm_scale=1 / math.sqrt(d), block_k=bk, kv_seq_len=s, mask_value=-1e30)
+    kernel = lambda q, k, v, o, m, l, acc: body(q, k, v, None, None, None, o, None, None, m, l, acc)
+    qs, ks = pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0)), pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0))
+    return pl.pallas_call(kernel, grid=(heads, s // bq, s // bk), in_specs=[qs, ks, ks], out_specs=qs,
+                          out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), interpret=True,
+                          scratch_shapes=[pltpu.VMEM((1, bq, 1), jnp.float32)] * 2 + [pltpu.VMEM((1, bq, d), jnp.float32)])(q, k, v)
+''',
+    ],
     # §8.1's ideal_bytes (Q, K, V once, O once) plus the log-sum-exp
     "fused_bytes": '''def fused_bytes(batch, heads, s, d, block_q, block_k, causal, itemsize):
     return itemsize * batch * heads * 4 * s * d + 4 * batch * heads * s
