@@ -52,7 +52,7 @@ def show(x: Any, digits: int | None = DIGITS, sep: str = ",") -> str:
         x = float(x)
         if digits is None or not math.isfinite(x):
             return repr(x)
-        return f"{x:.{digits}g}"
+        return f"{x + 0.0:.{digits}g}"  # + 0.0: a negative zero prints as 0
     if isinstance(x, tuple):
         inner = ", ".join(show(v, digits, "_") for v in x)
         return f"({inner},)" if len(x) == 1 else f"({inner})"

@@ -258,11 +258,13 @@ def test_jax_own_tpu_flash_attention_body_run_once_for_the_update_is_refused(hid
 
 
 
+@pytest.mark.parametrize("attack", [-2, -1])
 @pytest.mark.parametrize("exercise", ["online_softmax_step", "pallas_attention"])
-def test_a_copy_of_jax_own_flash_attention_loaded_from_another_file_is_refused_by_its_code(exercise):
+def test_a_copy_of_jax_own_flash_attention_loaded_from_another_file_is_refused_by_its_code(exercise, attack):
     """The sixteenth attack: JAX's TPU flash-attention module's source read with inspect.getsource, edited by a few
     tokens (program ids, shapes, constants, float32 → float64) and run from a temporary file with runpy: no frame names
-    jax.experimental.pallas.ops, but the copy's functions have the library's opcode sequences."""
+    jax.experimental.pallas.ops, but the copy's functions have the library's opcode sequences. The seventeenth: the
+    library's code objects renamed into jax/_src (which the content match had skipped) and made functions again."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
@@ -271,9 +273,10 @@ def test_a_copy_of_jax_own_flash_attention_loaded_from_another_file_is_refused_b
     from tests.attacks.lab08_attention import ATTACKS
 
     scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
-    exec(ATTACKS[exercise][-1], scope)
-    with pytest.raises(CheckFailure, match=r"or a copy of them \(tpu/flash_attention.py: _body; "
-                                           r"tpu/flash_attention.py: _flash_attention_kernel_single_batch"):
+    exec(ATTACKS[exercise][attack], scope)  # -2: the sixteenth attack's copy, -1: the seventeenth's renamed code
+    library = (r"gpu/decode_attention.py: body" if (exercise, attack) == ("online_softmax_step", -1) else
+               r"tpu/flash_attention.py: _body; tpu/flash_attention.py: _flash_attention_kernel_single_batch")
+    with pytest.raises(CheckFailure, match=rf"or a copy of them \({library}"):
         lab.problems[exercise].check(scope[exercise], hidden=True)
 
 
@@ -286,7 +289,7 @@ def test_no_course_or_solution_function_has_the_opcodes_of_jax_pallas_ops():
     import grader
 
     known = lab.library_opcodes()
-    assert any("_flash_attention_kernel_single_batch" in name for name in known.values())
+    assert any("_flash_attention_kernel_single_batch" in name for name, _ in known.values())
     files = [*pathlib.Path(gpucourse.__file__).parent.rglob("*.py"), *pathlib.Path(grader.__file__).parent.rglob("*.py"),
              *pathlib.Path(course.ROOT, "solutions").rglob("*.py"), *pathlib.Path(course.ROOT, "course").glob("*.py")]
     for path in files:
@@ -294,7 +297,7 @@ def test_no_course_or_solution_function_has_the_opcodes_of_jax_pallas_ops():
         while todo:
             code = todo.pop()
             todo += [c for c in code.co_consts if hasattr(c, "co_code")]
-            assert lab._opcodes(code) not in known, f"{path}: {code.co_name} matches {known[lab._opcodes(code)]}"
+            assert lab._opcodes(code) not in known, f"{path}: {code.co_name} matches {known[lab._opcodes(code)][0]}"
 
 
 @pytest.mark.parametrize("mistake, hint", [

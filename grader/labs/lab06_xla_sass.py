@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
+from collections import Counter
 from dataclasses import dataclass
 from numbers import Real
 from pathlib import Path
@@ -224,9 +225,11 @@ def judge_structure(what: str, s: Any, input_bytes: int, no_ops: tuple[str, ...]
     } <= set(s):
         raise CheckFailure(f"{what}: the compiled program's structure did not come back")
     if len(s["fusions"]) != 1:
+        kinds = ", ".join(f"{n} × {k!r}" for k, n in Counter(s["fusions"]).items()) or "none"
+        ops = ", ".join(f"{n} × {k}" for k, n in Counter(s["entry_ops"]).items())
         raise CheckFailure(
-            f"{what}: expected exactly 1 fusion in the optimized HLO, got {len(s['fusions'])} "
-            f"({s['fusions']}); entry ops: {s['entry_ops']}"
+            f"{what}: expected exactly 1 fusion in the optimized HLO, got {len(s['fusions'])}"
+            f" ({kinds}); entry ops: {ops}"
         )
     extra = [op for op in s["entry_ops"] if op not in ONE_KERNEL_OPS]
     if extra:

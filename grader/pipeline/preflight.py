@@ -50,8 +50,10 @@ PROCESS_ESCAPES = re.compile(
     r"\bcompile_and_load\b|\b_final_module\b|\bModuleRef\b|\bexec\s*\(|\beval\s*\(|"
     r"__file__|\bimportlib\b|__import__|\bpublic_test_util\b|\bprimitive_transposes\b|"
     r"\bprimitive_jvps\b|"
-    # the sixteenth attack: a library module's source read, edited and run again from another file
-    r"\brunpy\b|\bgetsource(?:lines)?\b|(?<![.\w])compile\s*\("
+    # the sixteenth attack: a library module's source read, edited and run again from another file;
+    # the seventeenth: its code objects renamed into another file and made functions again
+    r"\brunpy\b|\bgetsource(?:lines)?\b|(?<![.\w])compile\s*\(|\bco_[a-z]+\b|\bCellType\b|"
+    r"\btype\s*\(\s*lambda\b|\bgetmembers\b"
 )
 # answer cells that write what an observation reads: the instrumentation the student's own process
 # holds (the device tracker's counters, the virtual clock and its workloads), attributes set by name

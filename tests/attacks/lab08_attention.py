@@ -7,7 +7,8 @@ attention intensity at batch 1 (`decode_intensity`). Each attack pastes the near
 that makes it run, and scores less than full: the output accumulator, the tiles in shared memory, K and V re-read
 per query tile, the weights shared by the batch and what the backward saves are the exercises. JAX's own TPU
 flash-attention body, run from its module (the fifteenth attack) or from a copy of its source with a few tokens edited
-(the sixteenth), answers exercises 1 and 3 with glue: both are refused by the functions that ran (lab.library_calls)."""
+(the sixteenth), or its code objects renamed into jax/_src (the seventeenth), answers exercises 1 and 3 with glue: all
+are refused by the functions that ran, recognised by their opcodes (lab.library_calls)."""
 
 ATTACKS = {
     # §8.2's online_logsumexp, vectorised over rows and extended to the output without the rescaling the course
@@ -103,6 +104,24 @@ def online_softmax_step(m, l, acc, s, v):
     return (np.where(dead, m, m2[:, 0]), np.where(dead, l, l2[:, 0]),
             np.where(dead[:, None], acc, o * l2))
 ''',
+        # the seventeenth attack: the loop body of JAX's GPU decode attention (the unnormalised FlashAttention-2
+        # update), its code object renamed into jax/_src and made a function again, run on NumPy; spelled past the
+        # preflight's patterns of the time
+        '''import inspect, os, types, jax, numpy as np
+from jax.experimental.pallas.ops.gpu import decode_attention as da
+sub = lambda code, name: next(c for c in code.co_consts if getattr(c, "co_name", "") == name)
+_body = sub(sub(getattr(da.attn_forward_kernel, "__co" + "de__"), "_compute"), "body")
+_body = _body.replace(co_filename=os.path.join(os.path.dirname(inspect.getfile(jax._src)), "x.py"))
+
+def online_softmax_step(m, l, acc, s, v):
+    low = np.finfo(np.float64).min
+    env = dict(_dot=lambda a, b: a if b.dtype == int else a @ b, block_k=s.shape[1], k_ref=np.zeros(s.shape[::-1], int),
+               q=s, sm_scale=1.0, start_idx_ref=None, kv_seq_len_ref=None, v_ref=v)
+    f = type(lambda: 0)(_body, {**dict(inspect.getmembers(da)), "jnp": np, "pl": types.SimpleNamespace(ds=lambda a, n: slice(a, a + n))}, None, None,
+                           tuple(types.CellType(env.get(n)) for n in _body.co_freevars))
+    o, mn, ln = f(0, (acc, np.where(np.isneginf(m), low, m), l))
+    return np.where(mn == low, -np.inf, mn), ln, o
+''',
     ],
     # §8.1's softmax_kernel and pv_kernel merged into one thread per query row: right values, every key read from
     # global memory by every thread (no tiles in shared memory)
@@ -168,6 +187,37 @@ def pallas_attention(q, k, v, bq, bk):
     body = functools.partial(FA["_flash_attention_kernel_single_batch"], (0,), causal=False,
                              sm_scale=1 / math.sqrt(d), block_k=bk, kv_seq_len=s, mask_value=-1e30)
     kernel = lambda q, k, v, o, m, l, acc: body(q, k, v, None, None, None, o, None, None, m, l, acc)
+    qs, ks = pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0)), pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0))
+    return pl.pallas_call(kernel, grid=(heads, s // bq, s // bk), in_specs=[qs, ks, ks], out_specs=qs,
+                          out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), interpret=True,
+                          scratch_shapes=[pltpu.VMEM((1, bq, 1), jnp.float32)] * 2 + [pltpu.VMEM((1, bq, d), jnp.float32)])(q, k, v)
+''',
+        # the seventeenth attack: the TPU flash-attention body's code objects renamed into jax/_src (where the file
+        # check looked away) and made a function again, run under the spec's grid
+        '''import inspect, os, types, math, jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas.ops.tpu import flash_attention as fa
+
+def _moved(code):  # the kernel's code, every nested function's too, filed under jax/_src
+    return code.replace(co_filename=os.path.join(os.path.dirname(inspect.getfile(jax._src)), "x.py"),
+                        co_consts=tuple(_moved(c) if hasattr(c, "co_code") else c for c in code.co_consts))
+
+_ns = types.SimpleNamespace(**{**dict(inspect.getmembers(pl)), "program_id": lambda i: pl.program_id(i - 1)})
+_fa = type(lambda: 0)(_moved(getattr(fa._flash_attention_kernel_single_batch, "__co" + "de__")),
+                         {**dict(inspect.getmembers(fa)), "MIN_BLOCK_SIZE": 1, "pl": _ns}, None, fa._flash_attention_kernel_single_batch.__defaults__)
+_fa.__kwdefaults__ = fa._flash_attention_kernel_single_batch.__kwdefaults__
+
+class R:  # a Ref seen with one more leading axis, as the library's kernel indexes it
+    def __init__(s, r): s.r, s.shape, s.dtype = r, (1, *r.shape), r.dtype
+    def __getitem__(s, i): return s.r[i[1:]]
+    def __setitem__(s, i, x): s.r[i[1:]] = x
+
+def pallas_attention(q, k, v, bq, bk):
+    heads, s, d = q.shape
+    def kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref):
+        _fa((0, 0), *map(R, (q_ref, k_ref, v_ref)), None, None, None, R(o_ref), None, None, *map(R, (m_ref, l_ref, acc_ref)),
+            causal=False, sm_scale=1 / math.sqrt(d), block_k=bk, kv_seq_len=s, mask_value=0.0)
     qs, ks = pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0)), pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0))
     return pl.pallas_call(kernel, grid=(heads, s // bq, s // bk), in_specs=[qs, ks, ks], out_specs=qs,
                           out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), interpret=True,
