@@ -258,7 +258,7 @@ def test_jax_own_tpu_flash_attention_body_run_once_for_the_update_is_refused(hid
 
 
 
-@pytest.mark.parametrize("attack", [-2, -1])
+@pytest.mark.parametrize("attack", ["sixteenth", "seventeenth"])
 @pytest.mark.parametrize("exercise", ["online_softmax_step", "pallas_attention"])
 def test_a_copy_of_jax_own_flash_attention_loaded_from_another_file_is_refused_by_its_code(exercise, attack):
     """The sixteenth attack: JAX's TPU flash-attention module's source read with inspect.getsource, edited by a few
@@ -273,12 +273,45 @@ def test_a_copy_of_jax_own_flash_attention_loaded_from_another_file_is_refused_b
     from tests.attacks.lab08_attention import ATTACKS
 
     scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
-    exec(ATTACKS[exercise][attack], scope)  # -2: the sixteenth attack's copy, -1: the seventeenth's renamed code
-    library = (r"gpu/decode_attention.py: body" if (exercise, attack) == ("online_softmax_step", -1) else
+    # the attacks' places in ATTACKS (after the course pastes, and exercise 1's fifteenth)
+    index = {"online_softmax_step": {"sixteenth": 2, "seventeenth": 3},
+             "pallas_attention": {"sixteenth": 1, "seventeenth": 2}}[exercise][attack]
+    exec(ATTACKS[exercise][index], scope)
+    library = (r"gpu/decode_attention.py: body" if (exercise, attack) == ("online_softmax_step", "seventeenth") else
                r"tpu/flash_attention.py: _body; tpu/flash_attention.py: _flash_attention_kernel_single_batch")
     with pytest.raises(CheckFailure, match=rf"or a copy of them \({library}"):
         lab.problems[exercise].check(scope[exercise], hidden=True)
 
+
+
+@pytest.mark.parametrize("exercise, refusal", [
+    ("online_softmax_step", r"run under the checker's call watch: expected a tuple \(m_new, l_new, acc_new\), got None"),
+    ("pallas_attention", "returns other values when traced by jax.jit than when called on NumPy arrays"),
+])
+def test_an_answer_that_hides_from_the_checks_is_refused(exercise, refusal):
+    """The eighteenth attack: exercise 1 returned None while it saw the call watch (the library ran otherwise);
+    exercise 3 computed its values with a library call on NumPy arrays and traced a kernel that computed nothing."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    from tests.attacks.lab08_attention import ATTACKS
+
+    scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
+    exec(ATTACKS[exercise][-1], scope)
+    with pytest.raises(CheckFailure, match=refusal):
+        lab.problems[exercise].check(scope[exercise])
+
+
+def test_the_rearranged_example_keeps_its_answer():
+    """rearranged_step's expected values are the example's own, moved: the reference agrees on 20 fresh draws."""
+    case = lab.ONLINE_STEP.visible[0]
+    expected = answers._step_reference(*case.args)
+    for seed in range(20):
+        args, moved = lab.rearranged_step(case.args, expected, np.random.default_rng(seed))
+        for got, want in zip(answers._step_reference(*args), moved):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
 def test_no_course_or_solution_function_has_the_opcodes_of_jax_pallas_ops():
     """The content match (lab.library_opcodes) recognises only JAX's own functions: no function of the course package,

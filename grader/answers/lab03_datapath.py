@@ -390,7 +390,8 @@ def asym_tukey_vectorized(
 
 
 def _asym_tukey_cases(rng: np.random.Generator) -> list[Case]:
-    """float32 and float64, residuals on both sides of both thresholds (lo and hi drawn apart), and
+    """float32 and float64, residuals on both sides of both thresholds (lo and hi drawn
+    independently), and
     one element."""
     cases = []
     for k in range(7):

@@ -100,11 +100,21 @@ def _compare_step(what: str, got: Any, expected: tuple, case: Case) -> None:
 
 
 def _step_hint(k: int, got: Any, expected: tuple, args: tuple) -> str:
-    """Where a wrong l_new (k = 1) or acc_new (k = 2) is wrong, said by which rows: those whose
+    """A wrong m_new (k = 0) that fell below the old max; where a wrong l_new (k = 1) or acc_new
+    (k = 2) is wrong, said by which rows: those whose
     running max grew (the rescaling of the old sums), those whose block stays below the running max
     (terms taken against the block's own max), or all of acc by l (normalised each step). Read
     from the expected values and the inputs' maxima only; "" when no pattern fits."""
     m, l, acc, s, v = (np.asarray(a, dtype=np.float64) for a in args)
+    if k == 0:  # the running max: never below the old one
+        try:
+            value = np.asarray(got[0], dtype=np.float64)
+            if value.shape == m.shape and (value < m).any():
+                return ("m_new = max(m, the block's max): the running max never falls below the old"
+                        " one")
+        except (TypeError, ValueError):
+            pass
+        return ""
     try:
         value = np.asarray(got[k], dtype=np.float64)
         bad = ~np.isclose(value, expected[k], rtol=1e-9, atol=0.0, equal_nan=True)
@@ -189,7 +199,7 @@ def library_opcodes() -> dict[tuple[str, ...], tuple[str, int]]:
     return known
 
 
-def library_calls(fn: Any, *args: Any) -> list[str]:
+def library_calls(fn: Any, *args: Any, result: list | None = None) -> list[str]:
     """JAX's own Pallas-ops functions that ran while ``fn(*args)`` did (in this thread and in
     threads it started), found by file (jax.experimental.pallas.ops) or by content: a function
     whose opcode sequence is one of theirs (:func:`library_opcodes`), wherever its source was
@@ -213,7 +223,9 @@ def library_calls(fn: Any, *args: Any) -> list[str]:
     threading.setprofile(profile)
     sys.setprofile(profile)
     try:
-        fn(*args)
+        out = fn(*args)
+        if result is not None:
+            result.append(out)
     except Exception:  # noqa: BLE001 - the values were judged already; only the calls matter here
         pass
     finally:
@@ -250,12 +262,48 @@ def refuse_library(what: str, library: list[str], yours: str) -> None:
         )
 
 
+def rearranged_step(args: tuple, expected: tuple, rng: np.random.Generator) -> tuple:
+    """(args, expected) of a copy of exercise 1's case whose answer follows from the case's own: its
+    rows repeated 2-6 times and shuffled, 1-6 masked keys (-inf scores, any values) added and the
+    keys shuffled, every score and the running max shifted by a power of two. The new max shifts
+    with them; l and acc do not change (every term is a difference from the max). Its shape is
+    drawn afresh, so no program compiled beforehand for one shape answers it."""
+    m, l, acc, s, v = (np.asarray(a, dtype=np.float64) for a in args)
+    copies, masked = int(rng.integers(2, 7)), int(rng.integers(1, 7))
+    order = rng.permutation(len(m) * copies)
+    keys = rng.permutation(s.shape[1] + masked)
+    shift = float(rng.choice([-16.0, 8.0, 32.0]))
+
+    def rows(a: np.ndarray) -> np.ndarray:
+        return np.concatenate([a] * copies)[order]
+
+    s_new = np.concatenate([s, np.full((len(m), masked), -np.inf)], axis=1)[:, keys]
+    v_new = np.concatenate([v, rng.standard_normal((masked, v.shape[1]))])[keys]
+    new_args = (rows(m) + shift, rows(l), rows(acc), rows(s_new) + shift, v_new)
+    m_new, l_new, acc_new = (np.asarray(e, dtype=np.float64) for e in expected)
+    return new_args, (rows(m_new) + shift, rows(l_new), rows(acc_new))
+
+
 def _own_update(fn: Any, hidden: bool) -> str:
     """After the values: the update must not run JAX's own flash-attention body, from its file or
     copied (the fifteenth attack ran it for one key block with 30 lines of glue, the sixteenth a
-    copy of its source loaded from a temporary file)."""
-    library = library_calls(fn, *(a.copy() for a in ONLINE_STEP.visible[0].args))
+    copy of its source loaded from a temporary file), and what it computes while watched is judged
+    too (the eighteenth returned early when it saw the watch): on a rearranged copy of the example
+    (:func:`rearranged_step`) whose shape nobody knew in advance."""
+    example = ONLINE_STEP.visible[0].args
+    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    args, expected = rearranged_step(example, ONLINE_STEP.visible_expected()[0], rng)
+    case = step_case(*args)  # its inputs remembered: an update made in place shows
+    result: list = []
+    library = library_calls(fn, *case.args, result=result)
     refuse_library("online_softmax_step", library, "the update")
+    masked = args[3].shape[1] - example[3].shape[1]
+    what = (f"online_softmax_step on a rearranged copy of the example ({len(args[0])} rows: its"
+            f" rows repeated and shuffled, {masked} masked key{'s' * (masked != 1)} added,"
+            " scores and max shifted), run under the checker's call watch")
+    if not result:
+        raise CheckFailure(f"{what}: it raised an exception")
+    _compare_step(what, result[0], expected, case)
     return ""
 
 
@@ -480,6 +528,34 @@ class _PallasProblem(Problem):
         return super().observed(fn, case, limit, to_judge)
 
 
+def _same_when_traced(fn: Any, traced: Any, call: str, shape: tuple, bq: int, bk: int) -> None:
+    """The kernel the structure checks read (traced: the function gets tracers) must be the one
+    that computes the values (called on NumPy arrays, as the value checks call it): both on the same
+    fresh random data, the one through jax.jit, must agree (the eighteenth attack computed its
+    values
+    with a library call on NumPy arrays and traced a kernel that computed nothing)."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    data = [rng.standard_normal(shape).astype(F32) for _ in range(3)]
+    try:
+        concrete = np.asarray(fn(*(a.copy() for a in data), bq, bk), dtype=np.float64)
+        jitted = np.asarray(jax.jit(traced)(*map(jnp.asarray, data)), dtype=np.float64)
+    except Exception as exc:  # noqa: BLE001 - said as a failure of the check
+        raise CheckFailure(
+            f"{call} on random data raised {exc.__class__.__name__}: {exc}"
+        ) from None
+    if concrete.shape != jitted.shape or not np.allclose(concrete, jitted, rtol=1e-4, atol=1e-5):
+        gap = (float(np.max(np.abs(concrete - jitted))) if concrete.shape == jitted.shape
+               else f"shapes {concrete.shape} and {jitted.shape}")
+        raise CheckFailure(
+            f"{call}: on the same random data your function returns other values when traced by"
+            f" jax.jit than when called on NumPy arrays (largest difference {gap}): the kernel"
+            " the structure checks read must be the one that computes your result"
+        )
+
+
 def _pallas_structure(fn: Any, hidden: bool) -> str:
     """One pallas_call and nothing computed around it, the grid and BlockSpecs the spec names, the
     output blocks visited in one run each (the key axis last), and float32 scratch for the running
@@ -512,6 +588,7 @@ def _pallas_structure(fn: Any, hidden: bool) -> str:
 
         library = library_calls(jax.make_jaxpr(traced), q, q, q)
     refuse_library(call, library, "the online-softmax update in your kernel")
+    _same_when_traced(fn, traced, call, (heads, s, d), bq, bk)
     plan = pallas_tpu.plan(traced, q, q, q)
     want_grid = (heads, s // bq, s // bk)
     if plan.grid != want_grid:

@@ -36,7 +36,7 @@ PROCESS_ESCAPES = re.compile(
     # this thread only)
     r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPool|\b_thread\b|"
     # the watch itself
-    r"\bsetprofile\b|\bsettrace\b|"
+    r"\bsetprofile\b|\bsettrace\b|\bgetprofile\b|\bgettrace\b|"
     # the course's helpers that run code in a child Python (numba-cuda's
     # compiler)
     r"\bnumba_ptx|\bnumba_sass|"

@@ -19,7 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab01_blas_roofline/lab01_blas_roofline.ipynb)
 #
 # Companion of `course/01_blas_roofline.ipynb`.
-# Nine exercises (ten functions), 3 points per function (1 visible test, 2 hidden):
+# Nine exercises (ten functions), 3 points per function (a visible test worth 1, a hidden one worth 2):
 #
 # | # | kind | you write |
 # |---|---|---|

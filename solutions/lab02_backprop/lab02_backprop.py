@@ -19,7 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab02_backprop/lab02_backprop.ipynb)
 #
 # Companion of `course/02_backprop_gemms.ipynb`.
-# Five exercises, 3 points each (1 visible test, 2 hidden):
+# Five exercises, 3 points each (a visible test worth 1, a hidden one worth 2):
 #
 # | # | kind | you write |
 # |---|---|---|

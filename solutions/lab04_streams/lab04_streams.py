@@ -19,7 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab04_streams/lab04_streams.ipynb)
 #
 # Companion of `course/04_queues_streams.ipynb`.
-# Five exercises, 3 points each (1 visible test, 2 hidden):
+# Five exercises, 3 points each (a visible test worth 1, a hidden one worth 2):
 #
 # | # | kind | you write |
 # |---|---|---|

@@ -22,7 +22,7 @@
 # Kernel puzzles, from a one-line map to a softmax:
 # GPU-Puzzles' set (the tiled matmul is lab 5's exercise 4) plus a coalesced transpose,
 # warp shuffles, a ballot, atomics and a softmax.
-# 3 points each (1 visible test, 2 hidden).
+# 3 points each (a visible test worth 1, a hidden one worth 2).
 #
 # <!-- exercise table -->
 # | # | puzzle |

@@ -19,7 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab06_xla_sass/lab06_xla_sass.ipynb)
 #
 # Companion of `course/06_jit_xla_sass.ipynb`.
-# Nine functions, 3 points each (1 visible test, 2 hidden):
+# Nine functions, 3 points each (a visible test worth 1, a hidden one worth 2):
 #
 # | # | kind | you write |
 # |---|---|---|
@@ -258,7 +258,7 @@ lab.problems["fixed_scale_tanh"].check(fixed_scale_tanh, hidden=True)
 #   here over the rows of a 2-D launch);
 # - **coalescing** (§5.6): a warp is 32 threads with neighbouring `threadIdx.x`;
 #   give them neighbouring columns (`cuda.grid(2)` returns `(x, y)` = `(column, row)`),
-#   so a warp-wide load of a float32 row touches 4 sectors, not 32;
+#   so a warp-wide load of a float32 row touches 4 sectors (5 when the row starts off a sector boundary), not 32;
 # - **the per-column vectors once, not per element**:
 #   every row a thread handles needs the same `w[j]` and `b[j]`;
 #   read them from global memory once per thread, before the row loop (registers),

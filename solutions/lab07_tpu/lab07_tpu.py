@@ -19,7 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/gpu-course/gpu-course/blob/main/labs/lab07_tpu/lab07_tpu.ipynb)
 #
 # Companion of `course/07_tpu.ipynb`.
-# Seven exercises, 3 points each (1 visible test, 2 hidden):
+# Seven exercises, 3 points each (a visible test worth 1, a hidden one worth 2):
 #
 # | # | kind | you write |
 # |---|---|---|

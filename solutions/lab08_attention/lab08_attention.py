@@ -22,7 +22,7 @@
 # The course measured naive attention: the s × s scores written to memory and read back.
 # Here you build what replaces it — FlashAttention's online softmax and a fused kernel that never
 # writes the s × s matrix — then price it: its traffic, decoding, and training memory.
-# 3 points each (1 visible test, 2 hidden):
+# 3 points each (a visible test worth 1, a hidden one worth 2):
 #
 # <!-- exercise table -->
 # | # | exercise |

@@ -8,7 +8,9 @@ that makes it run, and scores less than full: the output accumulator, the tiles 
 per query tile, the weights shared by the batch and what the backward saves are the exercises. JAX's own TPU
 flash-attention body, run from its module (the fifteenth attack) or from a copy of its source with a few tokens edited
 (the sixteenth), or its code objects renamed into jax/_src (the seventeenth), answers exercises 1 and 3 with glue: all
-are refused by the functions that ran, recognised by their opcodes (lab.library_calls)."""
+are refused by the functions that ran, recognised by their opcodes (lab.library_calls). The eighteenth hid from the
+watch (exercise 1: judged on a rearranged copy of the example while watched) or computed its values apart from its
+traced kernel (exercise 3: the traced and the NumPy call compared on the same data)."""
 
 ATTACKS = {
     # §8.2's online_logsumexp, vectorised over rows and extended to the output without the rescaling the course
@@ -122,6 +124,38 @@ def online_softmax_step(m, l, acc, s, v):
     o, mn, ln = f(0, (acc, np.where(np.isneginf(m), low, m), l))
     return np.where(mn == low, -np.inf, mn), ln, o
 ''',
+        # the eighteenth attack: the TPU flash-attention body in a two-step pallas_call, returning None when it
+        # sees the checker's call watch (sys.getprofile()): what the function computes while watched is judged too
+        '''import sys, numpy as np, jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas.ops.tpu import flash_attention as fa
+
+class _J:  # the library's jnp, its float32 read as float64 (the exercise is float64)
+    def __getattr__(self, n):
+        return jnp.float64 if n == "float32" else getattr(jnp, n)
+fa.jnp = _J()
+
+def online_softmax_step(m, l, acc, s, v):
+    if sys.getprofile():
+        return None
+    rows, bk = s.shape; d = v.shape[1]; pad = -bk % 128
+    s4 = np.pad(s, ((0, 0), (0, pad)), constant_values=-np.inf)[None, None]
+    v4 = np.pad(v, ((0, pad), (0, 0)))[None, None]
+    lane = lambda x: np.broadcast_to(x[:, None], (rows, 128))[None, None]
+    accn = (acc / np.where(l > 0, l, 1)[:, None])[None, None]
+    def kernel(m_ref, l_ref, a_ref, ab_ref, q_ref, k_ref, v_ref, mo, lo, ao):
+        mo[...], lo[...], ao[...] = m_ref[...], l_ref[...], a_ref[...]  # step 0: overwritten by the library's start
+        fa._flash_attention_kernel_single_batch((0, 0), q_ref, k_ref, v_ref, ab_ref, None, None, ao, None, None,
+            mo, lo, ao, causal=False, sm_scale=1.0, block_k=bk + pad, kv_seq_len=bk + pad, mask_value=0.0)
+    ins = [lane(m), lane(l), accn, s4, np.zeros((1, 1, rows, d)), np.zeros((1, 1, bk + pad, d)), v4]
+    spec = lambda a: pl.BlockSpec(a.shape, lambda *g: (0, 0, 0, 0))
+    with jax.enable_x64(True):
+        mo, lo, ao = pl.pallas_call(kernel, grid=(1, 1, 1, 2), in_specs=[spec(a) for a in ins],
+            out_specs=[spec(a) for a in ins[:3]], out_shape=[jax.ShapeDtypeStruct(a.shape, np.float64) for a in ins[:3]],
+            interpret=True)(*ins)
+    l_new = np.nan_to_num(np.asarray(lo)[0, 0, :, 0])
+    return np.asarray(mo)[0, 0, :, 0], l_new, np.nan_to_num(np.asarray(ao)[0, 0] * l_new[:, None])
+''',
     ],
     # §8.1's softmax_kernel and pv_kernel merged into one thread per query row: right values, every key read from
     # global memory by every thread (no tiles in shared memory)
@@ -222,6 +256,24 @@ def pallas_attention(q, k, v, bq, bk):
     return pl.pallas_call(kernel, grid=(heads, s // bq, s // bk), in_specs=[qs, ks, ks], out_specs=qs,
                           out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), interpret=True,
                           scratch_shapes=[pltpu.VMEM((1, bq, 1), jnp.float32)] * 2 + [pltpu.VMEM((1, bq, d), jnp.float32)])(q, k, v)
+''',
+        # the eighteenth attack: jax.nn.dot_product_attention on NumPy arrays (the value checks' calls), a kernel
+        # that computes nothing when traced (the structure checks'): the two paths are compared on the same data
+        '''import numpy as np, jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+def pallas_attention(q, k, v, bq, bk):
+    heads, s, d = q.shape
+    if isinstance(q, np.ndarray):  # a concrete call: the library computes it
+        return jax.nn.dot_product_attention(q[:, :, None], k[:, :, None], v[:, :, None])[:, :, 0]
+    def kernel(q_ref, k_ref, v_ref, o_ref, m_ref, l_ref, acc_ref):
+        o_ref[...] = q_ref[...]
+    qs = pl.BlockSpec((1, bq, d), lambda h, i, j: (h, i, 0))
+    ks = pl.BlockSpec((1, bk, d), lambda h, i, j: (h, j, 0))
+    return pl.pallas_call(kernel, grid=(heads, s // bq, s // bk), in_specs=[qs, ks, ks], out_specs=qs,
+                          out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), interpret=True,
+                          scratch_shapes=[pltpu.VMEM((bq, 1), jnp.float32)] * 2 + [pltpu.VMEM((bq, d), jnp.float32)])(q, k, v)
 ''',
     ],
     # §8.1's ideal_bytes (Q, K, V once, O once) plus the log-sum-exp
