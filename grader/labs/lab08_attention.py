@@ -532,8 +532,7 @@ def _same_when_traced(fn: Any, traced: Any, call: str, shape: tuple, bq: int, bk
     """The kernel the structure checks read (traced: the function gets tracers) must be the one
     that computes the values (called on NumPy arrays, as the value checks call it): both on the same
     fresh random data, the one through jax.jit, must agree (the eighteenth attack computed its
-    values
-    with a library call on NumPy arrays and traced a kernel that computed nothing)."""
+    values with a library call on NumPy arrays and traced a kernel that computed nothing)."""
     import jax
     import jax.numpy as jnp
 
