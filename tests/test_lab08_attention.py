@@ -304,6 +304,25 @@ def test_an_answer_that_hides_from_the_checks_is_refused(exercise, refusal):
         lab.problems[exercise].check(scope[exercise])
 
 
+
+@pytest.mark.xfail(strict=True, reason="open (issue 20): the call watch does not reach a thread started before the "
+                   "check (Python 3.11 has no threading.setprofile_all_threads), and a trace cached there is replayed "
+                   "with eval_jaxpr; such cells are flagged REVIEW (threads), not failed")
+@pytest.mark.parametrize("exercise", ["online_softmax_step", "pallas_attention"])
+def test_jax_own_attention_run_in_a_thread_started_before_the_check_is_refused(exercise):
+    """The nineteenth attack: JAX's decode-attention update (exercise 1) and TPU flash-attention body (exercise 3), run
+    in a worker thread the cell starts, so the checker's profile hook never sees them; exercise 3's kernel traced there
+    under a forged source context and replayed in the caller's thread."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    scope = {"np": np, "math": math, "jax": jax, "jnp": jnp, "pl": pl, "pltpu": pltpu}
+    exec(THREADED[exercise], scope)
+    with pytest.raises(CheckFailure):
+        lab.problems[exercise].check(scope[exercise])
+
 def test_the_rearranged_example_keeps_its_answer():
     """rearranged_step's expected values are the example's own, moved: the reference agrees on 20 fresh draws."""
     case = lab.ONLINE_STEP.visible[0]
@@ -505,3 +524,76 @@ def test_a_whole_row_of_scores_in_local_memory_is_over_the_local_budget(hidden):
     fn = load_kernel(WHOLE_ROW_IN_LOCAL_MEMORY, "two_pass_local_row", ns, cuda)
     with pytest.raises(CheckFailure, match=r"bytes of cuda.local.array per thread; the budget is \d+"):
         lab.problems["fused_attention"].check(fn, hidden=hidden)
+
+
+# the nineteenth attack's cells (an edition-only student), run as written
+THREADED = {
+    "online_softmax_step": r'''import types, concurrent.futures as cf
+import numpy as np
+from jax.experimental.pallas.ops.gpu import decode_attention as da
+_f = lambda c, n: next(k for k in c.co_consts if getattr(k, "co_name", "") == n)
+_body = _f(_f(da.attn_forward_kernel.__code__, "_compute"), "body")
+_pool = cf.ThreadPoolExecutor(1); _pool.submit(int).result()  # its thread starts now
+
+class _Ref:
+    def __init__(self, a): self.a = a
+    def __getitem__(self, i): return self.a
+
+def _run(m, l, acc, s, v):
+    env = dict(_dot=lambda a, b: a if b is None else a @ b, block_k=s.shape[1], q=s, sm_scale=1.0,
+               k_ref=_Ref(types.SimpleNamespace(T=None)), v_ref=_Ref(v),
+               start_idx_ref=None, kv_seq_len_ref=None, kv_seq_len=0, mask_indices=0, prog_j=0,
+               split_k_seq_len=0, start_idx=0)
+    g = dict(__builtins__=__builtins__, jnp=np, pl=types.SimpleNamespace(ds=lambda a, b: None))
+    fn = types.FunctionType(_body, g, "body", None, tuple(types.CellType(env[n]) for n in _body.co_freevars))
+    o, mn, ln = fn(0, (acc, np.where(np.isneginf(m), -1e300, m), l))
+    return np.where(mn == -1e300, -np.inf, mn), ln, o
+
+def online_softmax_step(m, l, acc, s, v):
+    """(m_new, l_new, acc_new): the running state after one more block of keys."""
+    return _pool.submit(_run, m, l, acc, s, v).result()
+''',
+    "pallas_attention": r'''import math, types, concurrent.futures as cf
+import jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas.ops.tpu import flash_attention as fa
+from jax._src import source_info_util as siu, core
+from jax._src.lib import xla_client
+_pool3 = cf.ThreadPoolExecutor(1); _pool3.submit(int).result()  # its thread starts now
+fa.pl = types.SimpleNamespace(program_id=lambda i: pl.program_id(i - 1), when=pl.when, loop=pl.loop, dslice=pl.dslice)
+
+class _W:  # a Ref that says it is 4-D
+    def __init__(self, r): self.r, self.shape = r, (1, 1) + tuple(r.shape)
+    def __getitem__(self, i): return self.r[i]
+    def __getattr__(self, a): return getattr(self.r, a)
+    def __setitem__(self, i, x): self.r[i] = x
+
+def _lib(q, k, v, bq, bk):
+    heads, s, d = q.shape
+    fa.MIN_BLOCK_SIZE = L = math.gcd(bk, d)
+    kern = lambda q, k, v, o, m, l, acc: fa._flash_attention_kernel_single_batch(
+        (), _W(q), _W(k), _W(v), None, None, None, _W(o), None, None, _W(m), _W(l), _W(acc),
+        causal=False, sm_scale=1 / math.sqrt(d), block_k=bk, kv_seq_len=s, mask_value=0.0)
+    spec = lambda b, f: pl.BlockSpec((None, b, d), f)
+    return pl.pallas_call(kern, grid=(heads, s // bq, s // bk),
+        in_specs=[spec(bq, lambda h, i, j: (h, i, 0))] + [spec(bk, lambda h, i, j: (h, j, 0))] * 2,
+        out_specs=spec(bq, lambda h, i, j: (h, i, 0)), out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
+        scratch_shapes=[pltpu.VMEM((bq, L), jnp.float32)] * 2 + [pltpu.VMEM((bq, d), jnp.float32)],
+        interpret=True)(q, k, v)
+
+def _trace(args, bq, bk):
+    with siu.user_context(xla_client.Traceback.get_traceback()):
+        return jax.make_jaxpr(lambda q, k, v: _lib(q, k, v, bq, bk))(*args)
+
+_seen = {}
+
+def pallas_attention(q, k, v, bq, bk):
+    """softmax(q kᵀ / √d) v as one pallas_call over (head, query block, key block), an online softmax in VMEM."""
+    key = (q.shape, str(q.dtype), bq, bk)
+    if key not in _seen:
+        _seen[key] = _pool3.submit(_trace, [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (q, k, v)], bq, bk).result()
+    j = _seen[key]
+    return core.eval_jaxpr(j.jaxpr, j.consts, q, k, v)[0]
+''',
+}
