@@ -1081,7 +1081,7 @@ print("a GPU kernel streaming CPU memory over NVLink-C2C is "
       + ", ".join(f"{r:.1f}× slower than its own {k.split(' (')[0]}" for k, r in slower.items())
       + f"; {c2c / bw['PCIe 5.0 x16']:.1f}× faster than over PCIe 5.0 ×16")
 # the band holds for every figure of the GH200 that shipped or was announced for sale: 4 TB/s HBM3, 4.9 TB/s HBM3e,
-# the announced 5 TB/s (11.1×); not for the 2022 pre-launch paper's 3 TB/s (6.7×), a chip that never shipped
+# the announced 5 TB/s; not for the 2022 pre-launch paper's 3 TB/s, a chip that never shipped
 assert all(8 < r < 12 for r in slower.values()), "an order of magnitude below HBM, on either GH200 version"
 assert 7 < c2c / bw["PCIe 5.0 x16"] < 7.5
 # Expected output:
